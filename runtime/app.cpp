@@ -1,0 +1,120 @@
+#include "runtime/app.hpp"
+
+#include <caf/all.hpp>
+
+#include <csignal>
+#include <pthread.h>
+#include <thread>
+#include <unistd.h>
+
+#include "messages/type_ids.hpp"
+#include "runtime/http_endpoint.hpp"
+#include "runtime/log.hpp"
+#include "runtime/metrics.hpp"
+#include "runtime/readiness.hpp"
+#include "runtime/supervisor.hpp"
+
+namespace headroom::runtime {
+
+namespace {
+
+sigset_t shutdown_signals() {
+  sigset_t set;
+  sigemptyset(&set);
+  sigaddset(&set, SIGTERM);
+  sigaddset(&set, SIGINT);
+  return set;
+}
+
+// Waits for SIGTERM/SIGINT on its own thread and turns the first into a message; a second one
+// means the user does not want to wait for the orderly stop.
+void start_signal_thread(caf::actor main_actor) {
+  std::thread([main_actor] {
+    const sigset_t set = shutdown_signals();
+    for (int count = 0;; ++count) {
+      int sig = 0;
+      if (sigwait(&set, &sig) != 0)
+        return;
+      if (count == 0) {
+        log::info("main", "shutdown signal received", {{"signal", sig == SIGTERM ? "SIGTERM" : "SIGINT"}});
+        caf::anon_send(main_actor, msg::shutdown_atom_v);
+      } else {
+        log::warn("main", "second shutdown signal, exiting without waiting");
+        std::_Exit(1);
+      }
+    }
+  }).detach();
+}
+
+}  // namespace
+
+void block_shutdown_signals() {
+  const sigset_t set = shutdown_signals();
+  pthread_sigmask(SIG_BLOCK, &set, nullptr);
+  std::signal(SIGPIPE, SIG_IGN);  // a scraper hanging up must not kill the agent
+}
+
+void configure_actor_system(caf::actor_system_config& caf_cfg, const config& cfg) {
+  const size_t threads = cfg.runtime.scheduler_threads != 0 ? cfg.runtime.scheduler_threads
+                                                            : std::max(2u, std::thread::hardware_concurrency());
+  caf_cfg.set("scheduler.max-threads", threads);
+  caf_cfg.set("scheduler.max-throughput", static_cast<size_t>(cfg.runtime.max_throughput));
+}
+
+int run_agent(const config& cfg) {
+  logger::global().set_level(cfg.logging.level);
+  metrics m;
+  readiness ready;
+  caf::actor_system_config caf_cfg;
+  configure_actor_system(caf_cfg, cfg);
+  caf::actor_system sys{caf_cfg};
+
+  supervisor_options root_opts;
+  root_opts.name = "root";
+  root_opts.restart.initial = cfg.supervision.backoff_initial;
+  root_opts.restart.max = cfg.supervision.backoff_max;
+  root_opts.restart.max_restarts = cfg.supervision.max_restarts;
+  root_opts.restart.window = cfg.supervision.restart_window;
+  root_opts.stop_deadline = cfg.runtime.shutdown_timeout;
+  root_opts.metrics = &m.supervision();
+  root_opts.ready = &ready;
+
+  // Children start in this order and stop in reverse: http comes first so /healthz answers while
+  // everything else starts, and last on the way down so /readyz reports the shutdown throughout.
+  std::vector<child_spec> children;
+  children.push_back(child_spec{"http", [&](caf::actor_system& s) { return spawn_http_endpoint(s, cfg.http.listen, m, ready); },
+                                restart_mode::permanent});
+
+  log::info("main", "starting", {{"config", cfg.source.empty() ? "(defaults)" : cfg.source},
+                                 {"listen", cfg.http.listen},
+                                 {"log_level", to_string(cfg.logging.level)}});
+  caf::scoped_actor self{sys};
+  auto root = spawn_supervisor(sys, root_opts, std::move(children));
+  self->monitor(root);
+  start_signal_thread(caf::actor_cast<caf::actor>(self));
+
+  bool root_down = false;
+  self->receive([&](caf::down_msg& down) {
+                  root_down = true;
+                  log::error("main", "root supervisor exited", {{"reason", exit_reason_label(sys, down.reason)}});
+                },
+                [&](msg::shutdown_atom) {});
+  if (root_down)
+    return 1;
+
+  ready.begin_shutdown();
+  self->send_exit(root, caf::exit_reason::user_shutdown);
+  // Each child has its own deadline; this bound only catches a supervisor that itself hangs.
+  const auto bound = cfg.runtime.shutdown_timeout * 4 + std::chrono::seconds(5);
+  int code = 0;
+  self->receive([&](caf::down_msg&) { log::info("main", "stopped cleanly"); },
+                caf::after(bound) >> [&] {
+                  log::error("main", "shutdown did not finish in time", {{"bound_ms", static_cast<int64_t>(bound.count())}});
+                  code = 1;
+                });
+  if (code != 0)
+    std::_Exit(code);  // the actor system would wait forever for the stuck actor
+  return code;
+}
+
+}  // namespace headroom::runtime

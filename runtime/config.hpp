@@ -1,0 +1,67 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <map>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "runtime/log.hpp"
+
+namespace headroom::runtime {
+
+using millis = std::chrono::milliseconds;
+
+// headroom's runtime configuration. Sources, later ones winning: built-in defaults, the YAML file
+// (`--config` or HEADROOM_CONFIG), environment variables (HEADROOM_*), command-line flags.
+struct config {
+  struct runtime_section {
+    uint32_t scheduler_threads = 0;  // 0: one per core
+    uint32_t max_throughput = 300;   // messages an actor handles before yielding its thread
+    millis shutdown_timeout{10'000}; // per child, while supervisors stop in reverse order
+  } runtime;
+  struct logging_section {
+    log_level level = log_level::info;
+  } logging;
+  struct http_section {
+    std::string listen = "127.0.0.1:9090";  // /metrics, /healthz, /readyz; port 0 = any free port
+  } http;
+  struct supervision_section {
+    uint32_t max_restarts = 5;      // more restarts than this within the window → escalate
+    millis restart_window{60'000};
+    millis backoff_initial{100};
+    millis backoff_max{30'000};
+  } supervision;
+  std::string source;  // where the file came from, for logs ("" = defaults only)
+};
+
+// What is wrong and where: `path` is a YAML key path (runtime.schedulerThreads), an environment
+// variable or a flag; values of secret keys are never echoed.
+struct config_error {
+  std::string path;
+  std::string problem;
+  std::string message() const { return path.empty() ? problem : path + ": " + problem; }
+};
+
+using config_result = std::variant<config, config_error>;
+
+// Parses YAML text; `origin` names the file in error messages.
+config_result parse_config_yaml(std::string_view yaml, std::string_view origin = "config");
+config_result load_config_file(const std::string& path);
+
+// Overrides from the environment (HEADROOM_LOG_LEVEL, HEADROOM_METRICS_ADDR,
+// HEADROOM_SCHEDULER_THREADS, HEADROOM_SHUTDOWN_TIMEOUT). `env` maps names to values.
+std::optional<config_error> apply_env(config& cfg, const std::map<std::string, std::string>& env);
+std::map<std::string, std::string> process_env();
+
+// Go-style durations: "300ms", "1.5s", "1m30s", "2h". Negative values are rejected.
+std::optional<millis> parse_duration(std::string_view text);
+std::string format_duration(millis d);
+
+// host:port with a numeric port 0..65535.
+std::optional<std::string> check_listen_address(std::string_view text);
+
+}  // namespace headroom::runtime

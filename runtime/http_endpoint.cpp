@@ -1,0 +1,47 @@
+#include "runtime/http_endpoint.hpp"
+
+#include <caf/all.hpp>
+
+#include <memory>
+
+#include "runtime/http_server.hpp"
+#include "runtime/log.hpp"
+
+namespace headroom::runtime {
+
+namespace {
+
+struct http_state {
+  std::unique_ptr<http_server> server;
+  readiness* ready = nullptr;
+  ~http_state() {
+    if (ready != nullptr)
+      ready->remove("http");
+  }
+  static inline const char* name = "headroom.http";
+};
+
+caf::behavior http_behavior(caf::stateful_actor<http_state>* self, std::string listen, metrics* m, readiness* ready) {
+  try {
+    self->state.server = std::make_unique<http_server>(listen, *m, *ready);
+  } catch (const std::exception& e) {
+    log::error("http", "cannot serve", {{"listen", listen}, {"error", e.what()}});
+    self->quit(caf::make_error(caf::sec::runtime_error, e.what()));
+    return {};
+  }
+  self->state.ready = ready;
+  ready->set("http", true);
+  log::info("http", "serving /metrics /healthz /readyz",
+            {{"listen", listen}, {"port", static_cast<int>(self->state.server->port())}});
+  // The server runs on civetweb's own threads; this actor only holds it. It answers `get_atom`
+  // with the bound port so tests and the demo can find a server started on port 0.
+  return {[self](caf::get_atom) { return static_cast<uint16_t>(self->state.server->port()); }};
+}
+
+}  // namespace
+
+caf::actor spawn_http_endpoint(caf::actor_system& sys, std::string listen, metrics& m, readiness& ready) {
+  return sys.spawn(http_behavior, std::move(listen), &m, &ready);
+}
+
+}  // namespace headroom::runtime

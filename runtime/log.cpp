@@ -1,0 +1,151 @@
+#include "runtime/log.hpp"
+
+#include <unistd.h>
+
+#include <chrono>
+#include <cmath>
+#include <ctime>
+#include <mutex>
+
+#include "runtime/secrets.hpp"
+
+namespace headroom::runtime {
+
+namespace {
+
+std::mutex& write_mutex() {
+  static std::mutex m;
+  return m;
+}
+
+std::string timestamp_now() {
+  const auto now = std::chrono::system_clock::now();
+  const auto secs = std::chrono::system_clock::to_time_t(now);
+  const auto millis =
+      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
+  std::tm utc{};
+  gmtime_r(&secs, &utc);
+  char buf[32];
+  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &utc);
+  char out[40];
+  std::snprintf(out, sizeof out, "%.*s.%03dZ", static_cast<int>(n), buf, static_cast<int>(millis));
+  return out;
+}
+
+void write_all(int fd, std::string_view data) {
+  while (!data.empty()) {
+    const ssize_t n = ::write(fd, data.data(), data.size());
+    if (n <= 0)
+      return;  // stderr closed or broken: logging must never take the process down
+    data.remove_prefix(static_cast<size_t>(n));
+  }
+}
+
+}  // namespace
+
+std::optional<log_level> parse_log_level(std::string_view text) {
+  if (text == "debug")
+    return log_level::debug;
+  if (text == "info")
+    return log_level::info;
+  if (text == "warn" || text == "warning")
+    return log_level::warn;
+  if (text == "error")
+    return log_level::error;
+  if (text == "off")
+    return log_level::off;
+  return std::nullopt;
+}
+
+std::string_view to_string(log_level level) {
+  switch (level) {
+    case log_level::debug: return "debug";
+    case log_level::info: return "info";
+    case log_level::warn: return "warn";
+    case log_level::error: return "error";
+    case log_level::off: return "off";
+  }
+  return "unknown";
+}
+
+std::string json_escape(std::string_view text) {
+  std::string out;
+  out.reserve(text.size() + 2);
+  out.push_back('"');
+  for (const char ch : text) {
+    const auto c = static_cast<unsigned char>(ch);
+    switch (c) {
+      case '"': out += "\\\""; break;
+      case '\\': out += "\\\\"; break;
+      case '\n': out += "\\n"; break;
+      case '\r': out += "\\r"; break;
+      case '\t': out += "\\t"; break;
+      default:
+        if (c < 0x20) {
+          char buf[8];
+          std::snprintf(buf, sizeof buf, "\\u%04x", c);
+          out += buf;
+        } else {
+          out.push_back(ch);
+        }
+    }
+  }
+  out.push_back('"');
+  return out;
+}
+
+// Values are redacted before escaping: a secret with characters JSON escapes (a PEM key's newlines)
+// would no longer match once escaped.
+log_field::log_field(std::string_view key, std::string_view value)
+    : key(key), json(json_escape(redact(value))) {}
+log_field::log_field(std::string_view key, bool value) : key(key), json(value ? "true" : "false") {}
+log_field::log_field(std::string_view key, double value) : key(key) {
+  if (!std::isfinite(value)) {
+    json = "null";
+    return;
+  }
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%.6g", value);
+  json = buf;
+}
+
+logger& logger::global() {
+  static logger instance;
+  return instance;
+}
+
+void logger::set_sink(sink s) {
+  std::lock_guard<std::mutex> guard{write_mutex()};
+  sink_ = std::move(s);
+  custom_sink_.store(static_cast<bool>(sink_), std::memory_order_release);
+}
+
+void logger::write(log_level level, std::string_view actor, std::string_view msg,
+                   std::initializer_list<log_field> fields) {
+  std::string line;
+  line.reserve(128 + msg.size());
+  line += "{\"ts\":\"";
+  line += timestamp_now();
+  line += "\",\"level\":\"";
+  line += to_string(level);
+  line += "\",\"actor\":";
+  line += json_escape(redact(actor));
+  line += ",\"msg\":";
+  line += json_escape(redact(msg));
+  for (const auto& f : fields) {
+    line += ',';
+    line += json_escape(f.key);
+    line += ':';
+    line += f.json;
+  }
+  line += "}\n";
+  // And the rendered line once more, for a secret that only appears across a key and a value.
+  line = redact(line);
+  std::lock_guard<std::mutex> guard{write_mutex()};
+  if (custom_sink_.load(std::memory_order_acquire))
+    sink_(line);
+  else
+    write_all(STDERR_FILENO, line);
+}
+
+}  // namespace headroom::runtime

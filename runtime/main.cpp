@@ -1,0 +1,53 @@
+#include <cstdio>
+#include <string>
+#include <vector>
+
+#include "runtime/app.hpp"
+#include "runtime/cli.hpp"
+#include "runtime/secrets.hpp"
+
+#ifndef HEADROOM_VERSION
+#define HEADROOM_VERSION "dev"
+#endif
+
+using namespace headroom::runtime;
+
+namespace {
+
+int config_failure(const config_error& err) {
+  // One line, naming the key and the problem; the message passes the secret registry too.
+  std::fprintf(stderr, "headroom: invalid configuration: %s\n", redact(err.message()).c_str());
+  return 2;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  const std::vector<std::string> args(argv + 1, argv + argc);
+  auto parsed = parse_cli(args);
+  if (auto* err = std::get_if<config_error>(&parsed)) {
+    std::fprintf(stderr, "headroom: %s\n%s", err->message().c_str(), usage().c_str());
+    return 2;
+  }
+  const auto& cmd = std::get<cli_command>(parsed);
+  if (cmd.what == cli_command::help) {
+    std::fputs(usage().c_str(), stdout);
+    return 0;
+  }
+  if (cmd.what == cli_command::version) {
+    std::printf("headroom %s\n", HEADROOM_VERSION);
+    return 0;
+  }
+  if (cmd.what == cli_command::check_config) {
+    auto loaded = load_config_file(cmd.config_path);
+    if (auto* err = std::get_if<config_error>(&loaded))
+      return config_failure(*err);
+    std::printf("%s: valid\n", cmd.config_path.c_str());
+    return 0;
+  }
+  auto loaded = load_config(cmd, process_env());
+  if (auto* err = std::get_if<config_error>(&loaded))
+    return config_failure(*err);
+  block_shutdown_signals();
+  return run_agent(std::get<config>(loaded));
+}

@@ -1,0 +1,44 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <deque>
+#include <optional>
+#include <random>
+
+#include "runtime/clock.hpp"
+
+namespace headroom::runtime {
+
+// When to restart a child that exited abnormally, and when to give up.
+//
+// Backoff grows exponentially with the number of exits inside the window (initial × 2^k, capped at
+// `max`, then ±jitter so children of one supervisor that failed together do not restart in step);
+// once the window has no exits the backoff is back at `initial`. More than `max_restarts` exits
+// inside `window` means restarting does not help: the caller escalates.
+class restart_policy {
+ public:
+  struct options {
+    std::chrono::milliseconds initial{100};
+    std::chrono::milliseconds max{30'000};
+    double jitter = 0.2;  // fraction of the delay, either way
+    uint32_t max_restarts = 5;
+    std::chrono::milliseconds window{60'000};
+  };
+
+  explicit restart_policy(options opts, uint64_t seed = std::random_device{}())
+      : opts_(opts), rng_(seed) {}
+
+  // An exit at `now`: the delay before restarting, or nothing when the caller must give up.
+  std::optional<clock::duration> on_exit(clock::time_point now);
+
+  uint32_t exits_in_window() const { return static_cast<uint32_t>(exits_.size()); }
+  const options& opts() const { return opts_; }
+
+ private:
+  options opts_;
+  std::mt19937_64 rng_;
+  std::deque<clock::time_point> exits_;
+};
+
+}  // namespace headroom::runtime

@@ -1,0 +1,242 @@
+#include "runtime/supervisor.hpp"
+
+#include <caf/all.hpp>
+
+#include <optional>
+
+#include "messages/type_ids.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/log.hpp"
+#include "runtime/metrics.hpp"
+#include "runtime/readiness.hpp"
+
+namespace headroom::runtime {
+
+namespace {
+
+struct child_state {
+  child_spec spec;
+  caf::actor handle;            // invalid while down
+  uint64_t generation = 0;      // bumps on every start and stop: stale timers are ignored
+  uint32_t restarts = 0;
+  std::string last_exit;
+  std::optional<restart_policy> policy;
+  bool gone = false;            // finished (transient, normal exit) or given up during stop
+};
+
+struct supervisor_state {
+  supervisor_options opts;
+  std::vector<child_state> children;
+  std::optional<actor_system_clock> clock;
+  bool stopping = false;
+  caf::error final_reason;
+  size_t stop_cursor = 0;       // children [0, stop_cursor) still to stop, last first
+  static inline const char* name = "headroom.supervisor";
+};
+
+using supervisor_actor = caf::stateful_actor<supervisor_state>;
+
+std::string actor_name(const supervisor_state& st) { return "supervisor/" + st.opts.name; }
+
+void report_readiness(supervisor_actor* self) {
+  auto& st = self->state;
+  if (st.opts.ready == nullptr)
+    return;
+  std::string waiting;
+  for (const auto& c : st.children)
+    if (!c.gone && !c.handle)
+      waiting += (waiting.empty() ? "" : ", ") + c.spec.name;
+  st.opts.ready->set(actor_name(st), waiting.empty() && !st.stopping,
+                     st.stopping ? "stopping" : waiting.empty() ? "" : "restarting " + waiting);
+}
+
+void start_child(supervisor_actor* self, size_t index);
+
+void schedule_restart(supervisor_actor* self, size_t index);
+
+void stop_next(supervisor_actor* self) {
+  auto& st = self->state;
+  while (st.stop_cursor > 0) {
+    auto& c = st.children[st.stop_cursor - 1];
+    ++c.generation;  // cancels a pending restart of this child
+    if (c.handle) {
+      log::info(actor_name(st), "stopping child", {{"child", c.spec.name}});
+      self->send_exit(c.handle, caf::exit_reason::user_shutdown);
+      self->delayed_send(self, st.opts.stop_deadline, msg::deadline_atom_v,
+                         static_cast<uint32_t>(st.stop_cursor - 1), c.generation);
+      return;  // wait for its down message or its deadline
+    }
+    --st.stop_cursor;
+  }
+  if (st.opts.ready != nullptr)
+    st.opts.ready->remove(actor_name(st));
+  log::info(actor_name(st), "all children stopped",
+            {{"reason", exit_reason_label(self->system(), st.final_reason)}});
+  self->quit(st.final_reason);
+}
+
+void begin_stop(supervisor_actor* self, caf::error reason) {
+  auto& st = self->state;
+  if (st.stopping)
+    return;
+  st.stopping = true;
+  st.final_reason = std::move(reason);
+  st.stop_cursor = st.children.size();
+  report_readiness(self);
+  stop_next(self);
+}
+
+void start_child(supervisor_actor* self, size_t index) {
+  auto& st = self->state;
+  auto& c = st.children[index];
+  ++c.generation;
+  try {
+    c.handle = c.spec.start(self->system());
+  } catch (const std::exception& e) {
+    log::error(actor_name(st), "child factory failed", {{"child", c.spec.name}, {"error", e.what()}});
+    c.handle = caf::actor{};
+  }
+  if (!c.handle) {
+    c.last_exit = "start_failed";
+    if (st.opts.metrics != nullptr)
+      st.opts.metrics->child_exited(st.opts.name, c.spec.name, c.last_exit);
+    schedule_restart(self, index);
+    return;
+  }
+  self->monitor(c.handle);
+  if (st.opts.metrics != nullptr)
+    st.opts.metrics->child_started(st.opts.name, c.spec.name);
+  log::debug(actor_name(st), "child started", {{"child", c.spec.name}, {"generation", c.generation}});
+  report_readiness(self);
+}
+
+void schedule_restart(supervisor_actor* self, size_t index) {
+  auto& st = self->state;
+  auto& c = st.children[index];
+  auto delay = c.policy->on_exit(st.clock->now());
+  if (!delay) {
+    log::error(actor_name(st), "child restarts too often, giving up",
+               {{"child", c.spec.name},
+                {"max_restarts", st.opts.restart.max_restarts},
+                {"window_ms", static_cast<int64_t>(st.opts.restart.window.count())},
+                {"last_exit", c.last_exit}});
+    c.gone = true;
+    if (st.opts.metrics != nullptr)
+      st.opts.metrics->escalated(st.opts.name);
+    begin_stop(self, caf::make_error(caf::sec::runtime_error,
+                                     "supervisor " + st.opts.name + " gave up on child " + c.spec.name));
+    return;
+  }
+  const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*delay);
+  log::warn(actor_name(st), "restarting child after backoff",
+            {{"child", c.spec.name}, {"backoff_ms", static_cast<int64_t>(ms.count())}, {"last_exit", c.last_exit}});
+  self->delayed_send(self, *delay, msg::restart_atom_v, static_cast<uint32_t>(index), c.generation);
+  report_readiness(self);
+}
+
+void on_child_down(supervisor_actor* self, const caf::down_msg& down) {
+  auto& st = self->state;
+  for (size_t i = 0; i < st.children.size(); ++i) {
+    auto& c = st.children[i];
+    if (!c.handle || c.handle.address() != down.source)
+      continue;
+    c.handle = caf::actor{};
+    c.last_exit = exit_reason_label(self->system(), down.reason);
+    if (st.opts.metrics != nullptr)
+      st.opts.metrics->child_exited(st.opts.name, c.spec.name, c.last_exit);
+    if (st.stopping) {
+      if (i + 1 == st.stop_cursor) {
+        --st.stop_cursor;
+        stop_next(self);
+      }
+      return;
+    }
+    const bool requested = !down.reason || down.reason == caf::exit_reason::user_shutdown;
+    if (requested && c.spec.restart == restart_mode::transient) {
+      log::info(actor_name(st), "child finished", {{"child", c.spec.name}, {"reason", c.last_exit}});
+      c.gone = true;
+      report_readiness(self);
+      return;
+    }
+    log::warn(actor_name(st), "child exited", {{"child", c.spec.name}, {"reason", c.last_exit}});
+    schedule_restart(self, i);
+    return;
+  }
+}
+
+caf::behavior supervisor_behavior(supervisor_actor* self, supervisor_options opts, std::vector<child_spec> specs) {
+  auto& st = self->state;
+  st.opts = std::move(opts);
+  st.clock.emplace(self->system().clock());
+  uint64_t seed = st.opts.jitter_seed;
+  for (auto& spec : specs) {
+    child_state c;
+    c.spec = std::move(spec);
+    c.policy.emplace(st.opts.restart, seed == 0 ? std::random_device{}() : seed++);
+    st.children.push_back(std::move(c));
+  }
+  self->set_down_handler([self](caf::down_msg& down) { on_child_down(self, down); });
+  self->set_exit_handler([self](caf::exit_msg& exit) { begin_stop(self, std::move(exit.reason)); });
+  for (size_t i = 0; i < st.children.size(); ++i)
+    start_child(self, i);
+  log::info(actor_name(st), "started", {{"children", static_cast<uint64_t>(st.children.size())}});
+  return {
+      [self](msg::restart_atom, uint32_t index, uint64_t generation) {
+        auto& st = self->state;
+        if (st.stopping || index >= st.children.size() || st.children[index].generation != generation)
+          return;
+        ++st.children[index].restarts;
+        if (st.opts.metrics != nullptr)
+          st.opts.metrics->child_restarted(st.opts.name, st.children[index].spec.name);
+        start_child(self, index);
+      },
+      [self](msg::deadline_atom, uint32_t index, uint64_t generation) {
+        auto& st = self->state;
+        if (!st.stopping || index + 1 != st.stop_cursor || st.children[index].generation != generation)
+          return;
+        auto& c = st.children[index];
+        log::warn(actor_name(st), "child missed its stop deadline, killing it",
+                  {{"child", c.spec.name}, {"deadline_ms", static_cast<int64_t>(st.opts.stop_deadline.count())}});
+        if (c.handle) {
+          self->demonitor(c.handle);
+          self->send_exit(c.handle, caf::exit_reason::kill);
+          c.handle = caf::actor{};
+          c.last_exit = "kill";
+        }
+        --st.stop_cursor;
+        stop_next(self);
+      },
+      [self](caf::get_atom) {
+        auto& st = self->state;
+        msg::supervisor_status out{st.opts.name, st.stopping, {}};
+        for (const auto& c : st.children)
+          out.children.push_back(msg::child_status{c.spec.name, static_cast<bool>(c.handle), c.restarts, c.last_exit});
+        return out;
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_supervisor(caf::actor_system& sys, supervisor_options opts, std::vector<child_spec> children) {
+  return sys.spawn(supervisor_behavior, std::move(opts), std::move(children));
+}
+
+child_spec supervisor_child(supervisor_options opts, std::vector<child_spec> children) {
+  child_spec spec;
+  spec.name = opts.name;
+  spec.start = [opts, children](caf::actor_system& sys) { return spawn_supervisor(sys, opts, children); };
+  return spec;
+}
+
+std::string exit_reason_label(const caf::actor_system& sys, const caf::error& reason) {
+  if (!reason)
+    return "normal";
+  if (reason.category() == caf::atom("exit"))
+    return caf::to_string(static_cast<caf::exit_reason>(reason.code()));
+  if (reason.category() == caf::atom("system"))
+    return caf::to_string(static_cast<caf::sec>(reason.code()));
+  return sys.render(reason);
+}
+
+}  // namespace headroom::runtime

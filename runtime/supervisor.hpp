@@ -1,0 +1,57 @@
+#pragma once
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+#include "runtime/restart_policy.hpp"
+
+namespace headroom::runtime {
+
+class supervision_metrics;
+class readiness;
+
+// transient: restarted only after an abnormal exit (a child that finished its job stays down);
+// permanent: restarted after any exit not requested by its supervisor.
+enum class restart_mode { transient, permanent };
+
+struct child_spec {
+  std::string name;
+  std::function<caf::actor(caf::actor_system&)> start;  // spawns the child; not linked to anyone
+  restart_mode restart = restart_mode::transient;
+};
+
+struct supervisor_options {
+  std::string name;
+  restart_policy::options restart;
+  std::chrono::milliseconds stop_deadline{10'000};  // per child, during an orderly stop
+  supervision_metrics* metrics = nullptr;            // optional; must outlive the supervisor
+  readiness* ready = nullptr;                        // optional; reports "supervisor/<name>"
+  uint64_t jitter_seed = 0;                          // 0: random
+};
+
+// A supervisor starts its children in order and monitors them.
+//
+// - A child that exits abnormally is restarted after its restart_policy's backoff. A child that
+//   exits more than `max_restarts` times within the window makes the supervisor give up: it stops
+//   its other children and exits with an error, so *its* supervisor sees an abnormal exit.
+// - An exit message to the supervisor (SIGTERM reaches the root this way, and a parent's stop
+//   reaches nested supervisors the same way) stops the children one at a time in reverse start
+//   order, each with `stop_deadline` before it is killed, then the supervisor exits with the
+//   reason it was given.
+// - `get_atom` answers with a msg::supervisor_status.
+//
+// Only exit reasons leave a child: supervisors keep no state a restart could not rebuild.
+caf::actor spawn_supervisor(caf::actor_system& sys, supervisor_options opts, std::vector<child_spec> children);
+
+// A nested supervisor as a child of another one.
+child_spec supervisor_child(supervisor_options opts, std::vector<child_spec> children);
+
+// A short, label-friendly name for an exit reason ("normal", "user_shutdown", "kill", …).
+std::string exit_reason_label(const caf::actor_system& sys, const caf::error& reason);
+
+}  // namespace headroom::runtime

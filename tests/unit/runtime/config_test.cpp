@@ -1,0 +1,102 @@
+#include "runtime/config.hpp"
+
+#include <gtest/gtest.h>
+
+using namespace headroom::runtime;
+using namespace std::chrono_literals;
+
+namespace {
+
+config ok(std::string_view yaml) {
+  auto r = parse_config_yaml(yaml, "test.yaml");
+  if (auto* e = std::get_if<config_error>(&r))
+    ADD_FAILURE() << e->message();
+  return std::get_if<config>(&r) ? std::get<config>(r) : config{};
+}
+
+std::string err(std::string_view yaml) {
+  auto r = parse_config_yaml(yaml, "test.yaml");
+  if (std::holds_alternative<config>(r)) {
+    ADD_FAILURE() << "accepted: " << yaml;
+    return "";
+  }
+  return std::get<config_error>(r).message();
+}
+
+}  // namespace
+
+TEST(config, empty_file_means_defaults) {
+  auto c = ok("");
+  EXPECT_EQ(c.runtime.scheduler_threads, 0u);
+  EXPECT_EQ(c.http.listen, "127.0.0.1:9090");
+  EXPECT_EQ(c.supervision.max_restarts, 5u);
+  EXPECT_EQ(c.supervision.backoff_initial, 100ms);
+  EXPECT_EQ(c.supervision.backoff_max, 30s);
+}
+
+TEST(config, reads_every_section) {
+  auto c = ok(R"(
+runtime: {schedulerThreads: 4, maxThroughput: 50, shutdownTimeout: 5s}
+logging: {level: debug}
+http: {listen: "0.0.0.0:9100"}
+supervision: {maxRestarts: 3, restartWindow: 2m, backoffInitial: 250ms, backoffMax: 1m}
+)");
+  EXPECT_EQ(c.runtime.scheduler_threads, 4u);
+  EXPECT_EQ(c.runtime.max_throughput, 50u);
+  EXPECT_EQ(c.runtime.shutdown_timeout, 5s);
+  EXPECT_EQ(c.logging.level, log_level::debug);
+  EXPECT_EQ(c.http.listen, "0.0.0.0:9100");
+  EXPECT_EQ(c.supervision.restart_window, 2min);
+}
+
+TEST(config, unknown_key_is_named_with_a_suggestion) {
+  EXPECT_EQ(err("runtime: {schedulerThread: 2}"),
+            "runtime.schedulerThread: unknown key (did you mean 'schedulerThreads'?)");
+  EXPECT_EQ(err("metrics: {}"), "metrics: unknown key");
+}
+
+TEST(config, wrong_type_is_named) {
+  EXPECT_EQ(err("runtime: {schedulerThreads: [1, 2]}"), "runtime.schedulerThreads: expected an integer, found a list");
+  EXPECT_EQ(err("runtime: {schedulerThreads: two}"), "runtime.schedulerThreads: expected an integer, found 'two'");
+  EXPECT_EQ(err("runtime: 3"), "runtime: expected a mapping, found a scalar");
+  EXPECT_EQ(err("logging: {level: loud}"),
+            "logging.level: expected one of debug, info, warn, error, off, found 'loud'");
+}
+
+TEST(config, out_of_range_is_named) {
+  EXPECT_EQ(err("runtime: {schedulerThreads: 1000}"), "runtime.schedulerThreads: must be between 0 and 256, found 1000");
+  EXPECT_EQ(err("runtime: {schedulerThreads: -1}"), "runtime.schedulerThreads: expected an integer, found '-1'");
+  EXPECT_EQ(err("runtime: {shutdownTimeout: 1h}"), "runtime.shutdownTimeout: must be between 100ms and 10m, found 1h");
+  EXPECT_EQ(err("http: {listen: \"127.0.0.1:99999\"}"),
+            "http.listen: port must be a number from 0 to 65535, found '99999'");
+  EXPECT_EQ(err("supervision: {backoffInitial: 2m, backoffMax: 1m}"),
+            "supervision.backoffInitial: must not exceed backoffMax (1m)");
+}
+
+TEST(config, invalid_yaml_names_line_and_column) {
+  const auto e = err("runtime:\n  schedulerThreads: [1,\n");
+  EXPECT_EQ(e.rfind("test.yaml: not valid YAML at line ", 0), 0u) << e;
+}
+
+TEST(config, durations_parse_like_go) {
+  EXPECT_EQ(parse_duration("100ms"), 100ms);
+  EXPECT_EQ(parse_duration("1.5s"), 1500ms);
+  EXPECT_EQ(parse_duration("1m30s"), 90s);
+  EXPECT_EQ(parse_duration("2h"), 2h);
+  EXPECT_EQ(parse_duration("0"), 0ms);
+  EXPECT_EQ(parse_duration("1500us"), 2ms) << "rounds up to whole milliseconds";
+  EXPECT_FALSE(parse_duration("10"));
+  EXPECT_FALSE(parse_duration("-1s"));
+  EXPECT_FALSE(parse_duration("1d"));
+  EXPECT_FALSE(parse_duration(""));
+}
+
+TEST(config, environment_overrides_the_file) {
+  auto c = ok("logging: {level: warn}");
+  EXPECT_FALSE(apply_env(c, {{"HEADROOM_LOG_LEVEL", "debug"}, {"HEADROOM_METRICS_ADDR", "127.0.0.1:0"}}));
+  EXPECT_EQ(c.logging.level, log_level::debug);
+  EXPECT_EQ(c.http.listen, "127.0.0.1:0");
+  auto bad = apply_env(c, {{"HEADROOM_SCHEDULER_THREADS", "many"}});
+  ASSERT_TRUE(bad);
+  EXPECT_EQ(bad->message(), "HEADROOM_SCHEDULER_THREADS: expected an integer from 0 to 256, found 'many'");
+}

@@ -1,0 +1,83 @@
+#include "runtime/log.hpp"
+
+#include <gtest/gtest.h>
+
+#include "runtime/config.hpp"
+#include "runtime/secrets.hpp"
+
+using namespace headroom::runtime;
+
+namespace {
+
+struct captured_logs : ::testing::Test {
+  captured_logs() {
+    logger::global().set_sink([this](std::string_view line) { lines.emplace_back(line); });
+    logger::global().set_level(log_level::debug);
+  }
+  ~captured_logs() override {
+    logger::global().set_sink(nullptr);
+    logger::global().set_level(log_level::info);
+    secret_registry::global().clear();
+  }
+  std::string all() const {
+    std::string out;
+    for (const auto& l : lines)
+      out += l;
+    return out;
+  }
+  std::vector<std::string> lines;
+};
+
+}  // namespace
+
+TEST_F(captured_logs, one_json_line_per_event_with_fields) {
+  log::info("placeholder_pair/ci/3", "pair ready", {{"namespace", "ci"}, {"ready_pairs", 4}, {"confirmed", true}});
+  ASSERT_EQ(lines.size(), 1u);
+  const auto& l = lines[0];
+  EXPECT_EQ(l.back(), '\n');
+  EXPECT_EQ(std::count(l.begin(), l.end(), '\n'), 1);
+  EXPECT_NE(l.find("\"level\":\"info\",\"actor\":\"placeholder_pair/ci/3\",\"msg\":\"pair ready\""), std::string::npos) << l;
+  EXPECT_NE(l.find("\"namespace\":\"ci\",\"ready_pairs\":4,\"confirmed\":true}"), std::string::npos) << l;
+  EXPECT_EQ(l.rfind("{\"ts\":\"", 0), 0u);
+}
+
+TEST_F(captured_logs, level_filters_events) {
+  logger::global().set_level(log_level::warn);
+  log::info("a", "hidden");
+  log::warn("a", "shown");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("shown"), std::string::npos);
+}
+
+TEST_F(captured_logs, control_characters_are_escaped) {
+  log::info("a", "line one\nline \"two\"\t\x01");
+  ASSERT_EQ(lines.size(), 1u);
+  EXPECT_NE(lines[0].find("line one\\nline \\\"two\\\"\\t\\u0001"), std::string::npos) << lines[0];
+}
+
+// A configured secret never appears in a log line, wherever it was put: the message, a field, the
+// actor name, an error text, or a multi-line PEM that JSON would escape.
+TEST_F(captured_logs, configured_secrets_never_reach_the_logs) {
+  const std::string token = "ghs_16C7e42F292c6912E7710c838347Ae178B4a";
+  const std::string pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo\n-----END RSA PRIVATE KEY-----";
+  secret_registry::global().add(token);
+  secret_registry::global().add(pem);
+  log::info("github/auth", "installation token " + token + " acquired");
+  log::warn("github/auth", "refresh failed", {{"authorization", "Bearer " + token}, {"body", pem}});
+  log::error("listener/" + token, "odd actor name");
+  for (const auto& l : lines) {
+    EXPECT_EQ(l.find(token), std::string::npos) << l;
+    EXPECT_EQ(l.find("MIIEowIBAAKCAQEAu1SU1LfVLPHCozMxH2Mo"), std::string::npos) << l;
+    EXPECT_NE(l.find("[REDACTED]"), std::string::npos) << l;
+  }
+  // Errors shown to the user pass the same registry.
+  config_error e{"github.token", "rejected value " + token};
+  EXPECT_EQ(redact(e.message()).find(token), std::string::npos);
+}
+
+TEST(secret_registry, refuses_values_too_short_to_mask_safely) {
+  secret_registry r;
+  EXPECT_FALSE(r.add("abc"));
+  EXPECT_TRUE(r.add("abcdefgh"));
+  EXPECT_EQ(r.redact("x abcdefgh y abc"), "x [REDACTED] y abc");
+}

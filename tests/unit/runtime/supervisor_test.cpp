@@ -1,0 +1,253 @@
+// Supervisor behaviour under CAF's deterministic test_coordinator: time moves only when a test
+// advances it, so backoffs, windows and stop deadlines are exact.
+#include "runtime/supervisor.hpp"
+
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <gtest/gtest.h>
+
+#include "messages/type_ids.hpp"
+#include "runtime/metrics.hpp"
+#include "runtime/readiness.hpp"
+
+using namespace std::chrono_literals;
+using namespace headroom;
+using runtime::child_spec;
+using runtime::supervisor_options;
+
+namespace {
+
+using crash_atom = caf::atom_constant<caf::atom("crash")>;
+using finish_atom = caf::atom_constant<caf::atom("finish")>;
+
+// What the children did, in order: "start:a", "stop:a", …
+using journal = std::shared_ptr<std::vector<std::string>>;
+
+caf::behavior worker(caf::event_based_actor* self, journal j, std::string name, bool stubborn) {
+  j->push_back("start:" + name);
+  self->attach_functor([j, name](const caf::error&) { j->push_back("stop:" + name); });
+  if (stubborn)  // ignores the supervisor's stop request
+    self->set_exit_handler([](caf::exit_msg&) {});
+  return {
+      [self](crash_atom) { self->quit(caf::make_error(caf::sec::runtime_error, "boom")); },
+      [self](finish_atom) { self->quit(); },
+  };
+}
+
+struct supervisor_fixture : ::testing::Test {
+  static caf::actor_system_config& make_cfg() {
+    static caf::actor_system_config cfg;
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    return cfg;
+  }
+  supervisor_fixture() : sys(make_cfg()), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
+  ~supervisor_fixture() override {
+    for (auto& a : to_stop)
+      caf::anon_send_exit(a, caf::exit_reason::kill);
+    sched.run();
+  }
+
+  // A child spec whose latest incarnation is kept in handles[name].
+  child_spec child(const std::string& name, bool stubborn = false,
+                   runtime::restart_mode mode = runtime::restart_mode::transient) {
+    return child_spec{name,
+                      [this, name, stubborn](caf::actor_system& s) {
+                        auto a = s.spawn(worker, events, name, stubborn);
+                        handles[name] = a;
+                        return a;
+                      },
+                      mode};
+  }
+
+  supervisor_options options(const std::string& name) {
+    supervisor_options o;
+    o.name = name;
+    o.restart.jitter = 0;
+    o.stop_deadline = 2s;
+    return o;
+  }
+
+  caf::actor start(supervisor_options o, std::vector<child_spec> children) {
+    auto sup = runtime::spawn_supervisor(sys, std::move(o), std::move(children));
+    to_stop.push_back(sup);
+    sched.run();
+    return sup;
+  }
+
+  msg::supervisor_status status(const caf::actor& sup) {
+    auto out = std::make_shared<std::optional<msg::supervisor_status>>();
+    // Data goes in as spawn arguments, not captures: CAF 0.17.6 dereferences a null argument tuple
+    // when an actor is spawned with none (UBSan flags it), so headroom never spawns that way.
+    sys.spawn(
+        [](caf::event_based_actor* self, caf::actor target, std::shared_ptr<std::optional<msg::supervisor_status>> result) {
+          self->request(target, caf::infinite, caf::get_atom_v).then([result](msg::supervisor_status s) { *result = s; });
+        },
+        sup, out);
+    sched.run();
+    EXPECT_TRUE(out->has_value());
+    return out->value_or(msg::supervisor_status{});
+  }
+
+  // Watches `target` and records its exit reason ("" until it exits).
+  std::shared_ptr<std::optional<caf::error>> watch(const caf::actor& target) {
+    auto out = std::make_shared<std::optional<caf::error>>();
+    // Kept in `watchers`: a monitor holds its observer only weakly, and an actor nobody references
+    // is collected before the down message can reach it.
+    watchers.push_back(sys.spawn(
+        [](caf::event_based_actor* self, caf::actor watched, std::shared_ptr<std::optional<caf::error>> result) -> caf::behavior {
+          self->monitor(watched);
+          self->set_down_handler([self, result](caf::down_msg& d) {
+            *result = d.reason;
+            self->quit();
+          });
+          return {[](int) {}};
+        },
+        target, out));
+    sched.run();
+    return out;
+  }
+
+  void crash(const std::string& name) {
+    caf::anon_send(handles.at(name), crash_atom::value);
+    sched.run();
+  }
+
+  caf::actor_system sys;
+  caf::scheduler::test_coordinator& sched;
+  journal events = std::make_shared<std::vector<std::string>>();
+  std::map<std::string, caf::actor> handles;
+  std::vector<caf::actor> to_stop;
+  std::vector<caf::actor> watchers;
+};
+
+TEST_F(supervisor_fixture, starts_children_in_order) {
+  start(options("root"), {child("a"), child("b"), child("c")});
+  EXPECT_EQ(*events, (std::vector<std::string>{"start:a", "start:b", "start:c"}));
+}
+
+TEST_F(supervisor_fixture, restarts_a_crashed_child_after_its_backoff) {
+  auto sup = start(options("root"), {child("a"), child("b")});
+  crash("a");
+  EXPECT_FALSE(status(sup).children[0].running);
+  sched.advance_time(99ms);
+  sched.run();
+  EXPECT_FALSE(status(sup).children[0].running) << "restarted before the 100 ms backoff";
+  sched.advance_time(1ms);
+  sched.run();
+  auto s = status(sup);
+  EXPECT_TRUE(s.children[0].running);
+  EXPECT_EQ(s.children[0].restarts, 1u);
+  EXPECT_EQ(s.children[0].last_exit, "runtime_error");
+  EXPECT_TRUE(s.children[1].running) << "a sibling is not touched";
+  // Second crash inside the window: 200 ms.
+  crash("a");
+  sched.advance_time(199ms);
+  sched.run();
+  EXPECT_FALSE(status(sup).children[0].running);
+  sched.advance_time(1ms);
+  sched.run();
+  EXPECT_TRUE(status(sup).children[0].running);
+}
+
+TEST_F(supervisor_fixture, transient_child_that_finishes_is_not_restarted) {
+  auto sup = start(options("root"), {child("a")});
+  caf::anon_send(handles.at("a"), finish_atom::value);
+  sched.run();
+  sched.advance_time(1min);
+  sched.run();
+  auto s = status(sup);
+  EXPECT_FALSE(s.children[0].running);
+  EXPECT_EQ(s.children[0].restarts, 0u);
+  EXPECT_EQ(s.children[0].last_exit, "normal");
+}
+
+TEST_F(supervisor_fixture, permanent_child_is_restarted_even_after_a_normal_exit) {
+  auto sup = start(options("root"), {child("a", false, runtime::restart_mode::permanent)});
+  caf::anon_send(handles.at("a"), finish_atom::value);
+  sched.run();
+  sched.advance_time(100ms);
+  sched.run();
+  EXPECT_TRUE(status(sup).children[0].running);
+}
+
+TEST_F(supervisor_fixture, gives_up_after_too_many_restarts_and_exits_abnormally) {
+  auto sup = start(options("root"), {child("a"), child("b")});
+  auto exit = watch(sup);
+  for (int i = 0; i < 5; ++i) {
+    crash("a");
+    sched.advance_time(1s);  // every backoff up to 1.6 s has elapsed only once it is due
+    sched.advance_time(1s);
+    sched.run();
+    ASSERT_FALSE(exit->has_value()) << "gave up after " << i + 1 << " crashes";
+  }
+  crash("a");  // the sixth exit within 60 s
+  ASSERT_TRUE(exit->has_value());
+  EXPECT_TRUE(static_cast<bool>(**exit)) << "the parent must see an abnormal exit";
+  EXPECT_NE(sys.render(**exit).find("gave up on child a"), std::string::npos) << sys.render(**exit);
+  EXPECT_EQ(events->back(), "stop:b") << "the sibling is stopped before the supervisor exits";
+}
+
+TEST_F(supervisor_fixture, stops_children_in_reverse_start_order) {
+  auto sup = start(options("root"), {child("a"), child("b"), child("c")});
+  auto exit = watch(sup);
+  caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  sched.run();
+  ASSERT_TRUE(exit->has_value());
+  EXPECT_EQ(**exit, caf::exit_reason::user_shutdown);
+  EXPECT_EQ(*events, (std::vector<std::string>{"start:a", "start:b", "start:c", "stop:c", "stop:b", "stop:a"}));
+}
+
+TEST_F(supervisor_fixture, kills_a_child_that_misses_its_stop_deadline) {
+  auto sup = start(options("root"), {child("a"), child("stubborn", true), child("c")});
+  auto exit = watch(sup);
+  caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  sched.run();
+  EXPECT_FALSE(exit->has_value()) << "waits for the stubborn child";
+  EXPECT_EQ(events->back(), "stop:c");
+  sched.advance_time(2s);
+  sched.run();
+  ASSERT_TRUE(exit->has_value());
+  EXPECT_EQ(*events, (std::vector<std::string>{"start:a", "start:stubborn", "start:c", "stop:c", "stop:stubborn",
+                                               "stop:a"}));
+}
+
+TEST_F(supervisor_fixture, a_nested_supervisor_that_gives_up_is_restarted_by_its_parent) {
+  auto inner_opts = options("inner");
+  auto root = start(options("root"), {child("a"), runtime::supervisor_child(inner_opts, {child("w")})});
+  for (int i = 0; i < 6; ++i) {
+    crash("w");
+    sched.advance_time(2s);
+    sched.run();
+  }
+  auto s = status(root);
+  ASSERT_EQ(s.children.size(), 2u);
+  EXPECT_EQ(s.children[1].name, "inner");
+  EXPECT_EQ(s.children[1].restarts, 1u) << "the parent restarted the inner supervisor once";
+  EXPECT_TRUE(s.children[1].running);
+  EXPECT_TRUE(s.children[0].running);
+  EXPECT_EQ(std::count(events->begin(), events->end(), "start:w"), 7) << "6 incarnations + the fresh inner one";
+}
+
+TEST_F(supervisor_fixture, restarts_and_exit_reasons_are_metrics_and_readiness_follows) {
+  runtime::metrics m;
+  runtime::readiness ready;
+  auto o = options("root");
+  o.metrics = &m.supervision();
+  o.ready = &ready;
+  start(o, {child("a")});
+  EXPECT_TRUE(ready.check().ready);
+  crash("a");
+  EXPECT_FALSE(ready.check().ready) << "a child waiting for its restart makes the supervisor not ready";
+  EXPECT_NE(ready.check().body.find("restarting a"), std::string::npos);
+  sched.advance_time(100ms);
+  sched.run();
+  EXPECT_TRUE(ready.check().ready);
+  const auto text = m.render();
+  EXPECT_NE(text.find("headroom_supervisor_restarts_total{child=\"a\",supervisor=\"root\"} 1"), std::string::npos)
+      << text;
+  EXPECT_NE(text.find("headroom_supervisor_child_last_exit_info{child=\"a\",reason=\"runtime_error\",supervisor=\"root\"} 1"),
+            std::string::npos);
+  EXPECT_NE(text.find("headroom_supervisor_child_up{child=\"a\",supervisor=\"root\"} 1"), std::string::npos);
+}
+
+}  // namespace
