@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds the real control plane headroom's integration tests run against, from Go modules only:
-# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kwok and Karpenter's kwok provider.
+# etcd, kube-apiserver, kube-controller-manager, kube-scheduler, kubectl, kwok and Karpenter's
+# kwok provider.
 #
 # Binaries land in a versioned cache outside the repository and are rebuilt only when missing:
 #   ${HEADROOM_TESTENV_CACHE:-~/.cache/headroom/testenv}/<k8s-version>/bin
@@ -24,25 +25,39 @@ export PATH="$PATH:/usr/local/go/bin"
 
 log() { printf '[testenv-build] %s\n' "$*" >&2; }
 
-# A change to this script (versions, flags, the file set) invalidates the cache.
-recipe=$(sha256sum "${BASH_SOURCE[0]}" | cut -c1-16)
+# The cache is valid for these versions built this way. Bump RECIPE when a change to this script
+# changes what ends up in the cache (flags, binaries, support files).
+RECIPE=2
+recipe="k8s=$K8S_VERSION kwok=$KWOK_VERSION karpenter=$KARPENTER_VERSION recipe=$RECIPE"
 if [ -f "$OUT/.recipe" ] && [ "$(cat "$OUT/.recipe")" != "$recipe" ]; then
   log "build recipe changed: discarding $OUT"
   rm -rf "$OUT"
 fi
 
 need=()
-for b in etcd kube-apiserver kube-controller-manager kube-scheduler kwok karpenter-kwok; do
+for b in etcd kube-apiserver kube-controller-manager kube-scheduler kubectl kwok karpenter-kwok; do
   [ -x "$BIN/$b" ] || need+=("$b")
 done
 [ -d "$SHARE/kwok-stages" ] && [ -d "$SHARE/karpenter-crds" ] || need+=(share)
 [ -f "$OUT/.recipe" ] || need+=(stamp)
 if [ ${#need[@]} -eq 0 ]; then
-  log "cached: $BIN"
   echo "$OUT"
   exit 0
 fi
-command -v go >/dev/null || { log "go is not installed (needed to build the test control plane)"; exit 1; }
+# --check: say whether the cache is complete, never build (exit 3 when something is missing).
+if [ "${1:-}" = --check ]; then
+  log "not built: ${need[*]} (run tests/testenv/build.sh)"
+  exit 3
+fi
+command -v go >/dev/null || { log "go is not installed: the test control plane needs Go 1.26.6 or newer"; exit 1; }
+# Karpenter v1.14.1 declares go 1.26.6. An older local Go (1.21+) fetches that toolchain itself
+# through the module proxy when asked to by GOTOOLCHAIN.
+go_minor_patch=$(go env GOVERSION | sed -n 's/^go1\.\([0-9]*\)\.\{0,1\}\([0-9]*\).*/\1 \2/p')
+read -r go_minor go_patch <<<"$go_minor_patch"
+if [ "${go_minor:-0}" -lt 26 ] || { [ "$go_minor" -eq 26 ] && [ "${go_patch:-0}" -lt 6 ]; }; then
+  log "local $(go env GOVERSION) is older than go1.26.6: using GOTOOLCHAIN=go1.26.8"
+  export GOTOOLCHAIN=go1.26.8
+fi
 log "building ${need[*]} into $OUT (cold build: tens of minutes on 2 cores)"
 mkdir -p "$BIN" "$SHARE"
 start=$(date +%s)
@@ -80,11 +95,12 @@ done
 
 (
   cd "$wrap"
+  # kubectl drives the proof tests and shows what a cluster holds when a test fails.
   pkgs=(k8s.io/kubernetes/cmd/kube-apiserver k8s.io/kubernetes/cmd/kube-controller-manager
-        k8s.io/kubernetes/cmd/kube-scheduler go.etcd.io/etcd/server/v3)
+        k8s.io/kubernetes/cmd/kube-scheduler k8s.io/kubernetes/cmd/kubectl go.etcd.io/etcd/server/v3)
   log "resolving the wrapper module (k8s $K8S_VERSION, etcd $etcd_version, ${#staging[@]} staging modules)"
   # Explicit versions: a bare `go get` would upgrade etcd (and with it grpc, otel, …) to latest.
-  go get "${pkgs[0]}@$K8S_VERSION" "${pkgs[1]}@$K8S_VERSION" "${pkgs[2]}@$K8S_VERSION" \
+  go get "${pkgs[0]}@$K8S_VERSION" "${pkgs[1]}@$K8S_VERSION" "${pkgs[2]}@$K8S_VERSION" "${pkgs[3]}@$K8S_VERSION" \
     "go.etcd.io/etcd/server/v3@$etcd_version" >&2
   # Every module the release pins must be selected at exactly that version, so the binaries are
   # built on upstream's dependency graph, not a drifted one.

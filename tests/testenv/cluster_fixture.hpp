@@ -1,0 +1,70 @@
+#pragma once
+
+#include <chrono>
+#include <functional>
+#include <string>
+#include <vector>
+
+namespace headroom::testenv {
+
+struct command_result {
+  int exit_code = -1;
+  std::string out;
+  std::string err;
+};
+
+// Runs argv without a shell, feeding `input` on stdin; captures stdout and stderr.
+command_result run_command(const std::vector<std::string>& argv, const std::string& input = "");
+
+struct cluster_options {
+  bool karpenter = false;
+};
+
+// The real control plane of one test binary (tests/testenv/cluster): started on first use, stopped
+// when the binary exits (and by a watchdog if it crashes). Each component's log is printed when a
+// test fails.
+class cluster {
+ public:
+  // Nullptr when the control plane could not be started; `unavailable_reason()` says why.
+  static cluster* shared(cluster_options opts = {});
+  static const std::string& unavailable_reason();
+  // True when CI demands the control plane (HEADROOM_REQUIRE_TESTENV=1): no skipping then.
+  static bool required();
+
+  const std::string& dir() const { return dir_; }
+  const std::string& kubeconfig() const { return kubeconfig_; }
+  const std::string& server() const { return server_; }
+  const std::string& ca_file() const { return ca_file_; }
+  const std::string& admin_token() const { return admin_token_; }
+  const std::string& user_token() const { return user_token_; }
+  bool karpenter() const { return karpenter_; }
+
+  // kubectl as the admin (or, with as_user, as the plain user).
+  command_result kubectl(std::vector<std::string> args, const std::string& input = "", bool as_user = false) const;
+  // The last `lines` lines of every component's log.
+  std::string logs(int lines = 60) const;
+
+  ~cluster();
+
+ private:
+  cluster() = default;
+  std::string dir_, kubeconfig_, server_, ca_file_, admin_token_, user_token_, kubectl_;
+  bool karpenter_ = false;
+};
+
+// Polls `done` every 200 ms until it holds or `limit` passes. Integration tests wait on a real
+// cluster, so this is wall-clock time by necessity; unit tests never do this.
+bool eventually(const std::function<bool()>& done, std::chrono::milliseconds limit);
+
+}  // namespace headroom::testenv
+
+// In an integration test: the shared cluster, or a loud failure in CI / a clear skip elsewhere.
+#define HEADROOM_REQUIRE_CLUSTER(var, ...)                                                        \
+  auto* var = ::headroom::testenv::cluster::shared(__VA_ARGS__);                                  \
+  if (var == nullptr) {                                                                           \
+    if (::headroom::testenv::cluster::required())                                                 \
+      FAIL() << "HEADROOM_REQUIRE_TESTENV=1 but the control plane is unavailable: "               \
+             << ::headroom::testenv::cluster::unavailable_reason();                               \
+    GTEST_SKIP() << "control plane unavailable (set HEADROOM_REQUIRE_TESTENV=1 to fail instead): " \
+                 << ::headroom::testenv::cluster::unavailable_reason();                           \
+  }
