@@ -81,7 +81,9 @@ std::variant<cli_command, config_error> parse_cli(const std::vector<std::string>
 }
 
 std::optional<config_error> apply_flags(config& cfg, const cli_command& cmd) {
-  for (const auto& [flag, value] : cmd.flags) {
+  for (const auto& entry : cmd.flags) {
+    const std::string& flag = entry.first;
+    const std::string& value = entry.second;
     auto known = std::find_if(value_flags.begin(), value_flags.end(), [&](const auto& f) { return f.first == flag; });
     if (auto err = apply_env(cfg, {{known->second, value}})) {
       err->path = flag;

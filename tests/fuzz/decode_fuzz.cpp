@@ -1,0 +1,23 @@
+// libFuzzer: the decoders never crash on hostile input; they return an object or an error value.
+// HEADROOM_FUZZ_KIND selects the entry point (pod, node, watch_event).
+#include <cstdint>
+#include <string_view>
+
+#include "adapters/k8s/decode.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view json{reinterpret_cast<const char*>(data), size};
+#if HEADROOM_FUZZ_KIND == 1
+  auto r = headroom::k8s::decode_pod(json);
+  auto l = headroom::k8s::decode_list<headroom::k8s::pod>(json);
+  (void)l;
+#elif HEADROOM_FUZZ_KIND == 2
+  auto r = headroom::k8s::decode_node(json);
+#else
+  auto r = headroom::k8s::decode_watch_event<headroom::k8s::pod>(json);
+#endif
+  if (const auto* e = std::get_if<headroom::k8s::decode_error>(&r))
+    if (e->message.empty())
+      __builtin_trap();  // every error must say something
+  return 0;
+}

@@ -1,0 +1,210 @@
+#include "adapters/k8s/decode.hpp"
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <sstream>
+
+using namespace headroom::k8s;
+
+namespace {
+
+std::string fixture(const std::string& name) {
+  std::ifstream in{std::string{HEADROOM_FIXTURES} + "/" + name};
+  std::stringstream s;
+  s << in.rdbuf();
+  return s.str();
+}
+
+template <class T>
+T ok(decoded<T> d) {
+  if (auto* e = std::get_if<decode_error>(&d)) {
+    ADD_FAILURE() << e->message;
+    return T{};
+  }
+  return std::move(std::get<T>(d));
+}
+
+template <class T>
+std::string err(const decoded<T>& d) {
+  if (std::holds_alternative<T>(d)) {
+    ADD_FAILURE() << "decoded without error";
+    return "";
+  }
+  return std::get<decode_error>(d).message;
+}
+
+std::string replace(std::string s, const std::string& from, const std::string& to) {
+  auto pos = s.find(from);
+  EXPECT_NE(pos, std::string::npos) << from;
+  if (pos != std::string::npos)
+    s.replace(pos, from.size(), to);
+  return s;
+}
+
+}  // namespace
+
+// A pod as the real apiserver returns it, with every field headroom reads.
+TEST(decode, pod_fields_from_the_apiserver) {
+  const auto json = fixture("pod_full.json");
+  const auto p = ok(decode_pod(json));
+  EXPECT_EQ(p.meta.name, "workflow-placeholder-7");
+  EXPECT_EQ(p.meta.ns, "ci");
+  EXPECT_EQ(p.meta.uid.size(), 36u);
+  EXPECT_FALSE(p.meta.resource_version.empty());
+  ASSERT_NE(p.meta.label("headroom.dev/slot"), nullptr);
+  EXPECT_EQ(*p.meta.label("headroom.dev/slot"), "7");
+  ASSERT_NE(p.meta.annotation("note"), nullptr);
+  EXPECT_EQ(*p.meta.annotation("note"), "line one\nline \"two\"") << "escapes are decoded";
+  EXPECT_EQ(p.priority_class_name, "placeholder-workflow");
+  EXPECT_EQ(p.priority, 10) << "resolved by Priority admission";
+  EXPECT_EQ(p.preemption_policy, "Never");
+  EXPECT_EQ(p.scheduler_name, "default-scheduler");
+  EXPECT_EQ(p.scheduling_gates, (std::vector<std::string>{"headroom.dev/queue"}));
+  EXPECT_EQ(p.node_selector.size(), 2u);
+  ASSERT_EQ(p.required_node_affinity.size(), 1u);
+  ASSERT_EQ(p.required_node_affinity[0].match_expressions.size(), 2u);
+  EXPECT_EQ(p.required_node_affinity[0].match_expressions[0].key, "topology.kubernetes.io/zone");
+  EXPECT_EQ(p.required_node_affinity[0].match_expressions[0].values,
+            (std::vector<std::string>{"test-zone-a", "test-zone-b"}));
+  EXPECT_EQ(p.required_node_affinity[0].match_expressions[1].op, "NotIn");
+  ASSERT_EQ(p.required_pod_affinity.size(), 1u);
+  EXPECT_EQ(p.required_pod_affinity[0].topology_key, "topology.kubernetes.io/zone");
+  EXPECT_EQ(p.required_pod_affinity[0].selector.match_labels, (string_pairs{{"app", "build-cache"}}));
+  // Ours plus the not-ready toleration the DefaultTolerationSeconds admission plugin adds.
+  ASSERT_EQ(p.tolerations.size(), 3u);
+  EXPECT_EQ(p.tolerations[0].value, "ci");
+  for (const auto& t : p.tolerations) {
+    if (t.key == "node.kubernetes.io/unreachable") {
+      EXPECT_EQ(t.toleration_seconds, 30);
+    } else if (t.key == "node.kubernetes.io/not-ready") {
+      EXPECT_EQ(t.toleration_seconds, 300);
+    }
+  }
+  ASSERT_EQ(p.topology_spread.size(), 1u);
+  EXPECT_EQ(p.topology_spread[0].when_unsatisfiable, "ScheduleAnyway");
+  EXPECT_EQ(p.topology_spread[0].max_skew, 1);
+  EXPECT_EQ(p.phase, "Pending");
+  const auto* scheduled = p.find_condition("PodScheduled");
+  ASSERT_NE(scheduled, nullptr);
+  EXPECT_EQ(scheduled->reason, "SchedulingGated");
+}
+
+// max(containers + sidecars, largest init stage with the sidecars started before it) + overhead:
+//   containers 1500m+250m, 2Gi+256Mi; sidecar 100m/64Mi → 1850m, 2368Mi
+//   init stages: fetch 2 / 1Gi; warm-cache 500m+100m / 3Gi+64Mi → peak 2000m, 3136Mi
+//   max → 2000m, 3136Mi; + overhead 250m, 120Mi → 2250m, 3256Mi
+TEST(decode, effective_requests_follow_the_scheduler) {
+  const auto p = ok(decode_pod(fixture("pod_full.json")));
+  EXPECT_EQ(p.requests.cpu_milli, 2250);
+  EXPECT_EQ(p.requests.memory, 3256ll << 20);
+  EXPECT_EQ(p.requests.ephemeral_storage, 10ll << 30);
+  EXPECT_EQ(p.requests.get("nvidia.com/gpu"), 1);
+}
+
+TEST(decode, node_fields) {
+  const auto n = ok(decode_node(fixture("node_gpu.json")));
+  EXPECT_EQ(n.meta.name, "kwok-gpu-0");
+  EXPECT_TRUE(n.unschedulable) << "cordoned";
+  EXPECT_EQ(n.capacity.cpu_milli, 8000);
+  EXPECT_EQ(n.allocatable.cpu_milli, 7910);
+  EXPECT_EQ(n.allocatable.memory, 31ll << 30);
+  EXPECT_EQ(n.allocatable.get("nvidia.com/gpu"), 1);
+  EXPECT_EQ(n.allocatable.pods, 58);
+  bool gpu_taint = false, unschedulable_taint = false;
+  for (const auto& t : n.taints) {
+    gpu_taint = gpu_taint || (t.key == "nvidia.com/gpu" && t.effect == "NoSchedule");
+    unschedulable_taint = unschedulable_taint || t.key == "node.kubernetes.io/unschedulable";
+  }
+  EXPECT_TRUE(gpu_taint);
+  EXPECT_TRUE(unschedulable_taint);
+  bool ready = false;
+  for (const auto& c : n.conditions)
+    ready = ready || (c.type == "Ready" && c.status == "True");
+  EXPECT_TRUE(ready) << "kwok's node-initialize stage";
+}
+
+TEST(decode, priority_class_lease_and_event) {
+  const auto pc = ok(decode_priority_class(fixture("priorityclass.json")));
+  EXPECT_EQ(pc.meta.name, "placeholder-workflow");
+  EXPECT_EQ(pc.value, 10);
+  EXPECT_EQ(pc.preemption_policy, "Never");
+  const auto l = ok(decode_lease(fixture("lease.json")));
+  EXPECT_EQ(l.meta.name, "kwok-gpu-0");
+  EXPECT_EQ(l.meta.ns, "kube-node-lease");
+  EXPECT_EQ(l.holder_identity.rfind("vm_", 0), 0u) << "kwok's lease holder";
+  EXPECT_EQ(l.lease_duration_seconds, 40);
+  EXPECT_FALSE(l.renew_time.empty());
+  const auto e = ok(decode_event(fixture("event.json")));
+  EXPECT_EQ(e.reason, "RegisteredNode");
+  EXPECT_EQ(e.involved_kind, "Node");
+  EXPECT_EQ(e.type, "Normal");
+}
+
+TEST(decode, unstructured_keeps_raw_json_and_metadata) {
+  const std::string cr = R"({"apiVersion":"bigfleet.lucy.sh/v1alpha1","kind":"CapacityRequest",
+    "metadata":{"name":"cr-1","namespace":"ci","uid":"u-1","resourceVersion":"42","labels":{"pod-uid":"p-1"}},
+    "spec":{"resources":{"cpu":"2"}},"status":{"phase":"Pending"}})";
+  const auto u = ok(decode_unstructured(cr));
+  EXPECT_EQ(u.kind, "CapacityRequest");
+  EXPECT_EQ(u.api_version, "bigfleet.lucy.sh/v1alpha1");
+  EXPECT_EQ(u.meta.name, "cr-1");
+  EXPECT_EQ(*u.meta.label("pod-uid"), "p-1");
+  EXPECT_NE(u.raw.find("\"phase\":\"Pending\""), std::string::npos);
+}
+
+// A list keeps its good items and names the bad one; resourceVersion and continue are read.
+TEST(decode, list_keeps_good_items_and_names_the_bad_one) {
+  const auto pod = fixture("pod_full.json");
+  const auto bad = replace(replace(pod, "\"name\": \"workflow-placeholder-7\"", "\"name\": \"bad-pod\""),
+                           "\"cpu\": \"1500m\"", "\"cpu\": \"lots\"");
+  const std::string list = R"({"apiVersion":"v1","kind":"PodList","metadata":{"resourceVersion":"981","continue":"abc"},"items":[)" +
+                           pod + "," + bad + "," + pod + "]}";
+  const auto l = ok(decode_list<headroom::k8s::pod>(list));
+  EXPECT_EQ(l.resource_version, "981");
+  EXPECT_EQ(l.continue_token, "abc");
+  EXPECT_EQ(l.items.size(), 2u);
+  ASSERT_EQ(l.errors.size(), 1u);
+  EXPECT_EQ(l.errors[0].message,
+            "items[1]: Pod ci/bad-pod: spec.containers[0].resources.requests.cpu: invalid quantity \"lots\": "
+            "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
+}
+
+TEST(decode, watch_events) {
+  const auto added = ok(decode_watch_event<pod>("{\"type\":\"ADDED\",\"object\":" + fixture("pod_full.json") + "}"));
+  EXPECT_EQ(added.type, watch_event<pod>::added);
+  EXPECT_EQ(added.object.meta.name, "workflow-placeholder-7");
+  const auto bookmark = ok(decode_watch_event<pod>(
+      R"({"type":"BOOKMARK","object":{"kind":"Pod","apiVersion":"v1","metadata":{"resourceVersion":"12345","annotations":{"k8s.io/initial-events-end":"true"}}}})"));
+  EXPECT_EQ(bookmark.type, watch_event<pod>::bookmark);
+  EXPECT_EQ(bookmark.object.meta.resource_version, "12345");
+  const auto gone = ok(decode_watch_event<pod>(
+      R"J({"type":"ERROR","object":{"kind":"Status","apiVersion":"v1","metadata":{},"status":"Failure","message":"too old resource version: 1 (2)","reason":"Expired","code":410}})J"));
+  EXPECT_EQ(gone.type, watch_event<pod>::error);
+  EXPECT_EQ(gone.error_code, 410);
+  EXPECT_EQ(gone.error_message, "too old resource version: 1 (2)");
+  EXPECT_EQ(err(decode_watch_event<pod>(R"({"type":"EXPLODED","object":{}})")), "watch event: unknown type \"EXPLODED\"");
+}
+
+// Wrong types, truncated input and garbage give errors that name the object and the field.
+TEST(decode, malformed_input_is_an_error_value) {
+  const auto pod = fixture("pod_full.json");
+  EXPECT_EQ(err(decode_pod(replace(pod, "\"priority\": 10", "\"priority\": \"high\""))),
+            "Pod ci/workflow-placeholder-7: spec.priority: The JSON element does not have the requested type.");
+  // A truncated document fails simdjson's structural pass before any field is read.
+  EXPECT_EQ(err(decode_pod(pod.substr(0, pod.size() / 2))).rfind("Pod: ", 0), 0u);
+  EXPECT_EQ(err(decode_pod("[1,2,3]")).rfind("Pod: ", 0), 0u);
+  EXPECT_FALSE(err(decode_pod("")).empty());
+  EXPECT_FALSE(err(decode_pod("{\"metadata\":")).empty());
+  EXPECT_FALSE(err(decode_node("{\"status\":{\"capacity\":{\"cpu\":[]}}}")).empty());
+}
+
+// Nulls where objects or lists are expected mean "absent", as the apiserver's omitempty implies.
+TEST(decode, nulls_are_absent) {
+  const auto p = ok(decode_pod(R"({"metadata":{"name":"a","labels":null,"ownerReferences":null},
+    "spec":{"nodeName":null,"tolerations":null,"containers":[{"name":"c","resources":{"requests":null}}],"priority":null},
+    "status":null})"));
+  EXPECT_EQ(p.meta.name, "a");
+  EXPECT_FALSE(p.priority.has_value());
+  EXPECT_EQ(p.requests.cpu_milli, 0);
+}
