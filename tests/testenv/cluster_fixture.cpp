@@ -194,6 +194,13 @@ std::string cluster::logs(int lines) const {
       .out;
 }
 
+bool cluster::restart_apiserver() const {
+  auto r = run_command({std::string{HEADROOM_SOURCE_DIR} + "/tests/testenv/cluster", "restart-apiserver", dir_});
+  if (r.exit_code != 0)
+    std::fprintf(stderr, "restart-apiserver failed: %s\n", r.err.c_str());
+  return r.exit_code == 0;
+}
+
 bool eventually(const std::function<bool()>& done, std::chrono::milliseconds limit) {
   const auto deadline = std::chrono::steady_clock::now() + limit;
   for (;;) {

@@ -43,6 +43,8 @@ class cluster {
   command_result kubectl(std::vector<std::string> args, const std::string& input = "", bool as_user = false) const;
   // The last `lines` lines of every component's log.
   std::string logs(int lines = 60) const;
+  // Stops kube-apiserver and starts it again on the same port; returns once it is ready.
+  bool restart_apiserver() const;
 
   ~cluster();
 

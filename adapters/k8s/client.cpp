@@ -1,0 +1,433 @@
+#include "adapters/k8s/client.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <memory>
+#include <random>
+
+#include "runtime/log.hpp"
+
+namespace headroom::k8s {
+
+namespace kinds {
+const resource_kind pods{"", "v1", "pods", true};
+const resource_kind nodes{"", "v1", "nodes", false};
+const resource_kind namespaces{"", "v1", "namespaces", false};
+const resource_kind configmaps{"", "v1", "configmaps", true};
+const resource_kind events{"", "v1", "events", true};
+const resource_kind priority_classes{"scheduling.k8s.io", "v1", "priorityclasses", false};
+const resource_kind leases{"coordination.k8s.io", "v1", "leases", true};
+const resource_kind pod_disruption_budgets{"policy", "v1", "poddisruptionbudgets", true};
+}  // namespace kinds
+
+std::string resource_kind::path(std::string_view ns, std::string_view name, std::string_view subresource) const {
+  std::string p = group.empty() ? "/api/" + version : "/apis/" + group + "/" + version;
+  if (namespaced && !ns.empty())
+    p += "/namespaces/" + url_encode(ns);
+  p += "/" + plural;
+  if (!name.empty())
+    p += "/" + url_encode(name);
+  if (!subresource.empty())
+    p += "/" + std::string{subresource};
+  return p;
+}
+
+std::string url_encode(std::string_view text) {
+  static const char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+  return out;
+}
+
+std::pair<std::string, std::string> status_message(std::string_view body) {
+  std::string message, reason;
+  try {
+    simdjson::ondemand::parser parser;
+    simdjson::padded_string padded{body};
+    auto doc = parser.iterate(padded);
+    for (auto field : doc.get_object()) {
+      std::string_view key = field.unescaped_key();
+      if (key == "message")
+        message = std::string{std::string_view{field.value().get_string()}};
+      else if (key == "reason")
+        reason = std::string{std::string_view{field.value().get_string()}};
+    }
+  } catch (const simdjson::simdjson_error&) {
+    // Not a Status object: the caller falls back to the raw body.
+  }
+  return {message, reason};
+}
+
+namespace {
+// metadata.name of a JSON object, for naming a create in errors ("" when absent).
+std::string object_name(std::string_view body) {
+  try {
+    simdjson::ondemand::parser parser;
+    simdjson::padded_string padded{body};
+    auto doc = parser.iterate(padded);
+    for (auto field : doc.get_object()) {
+      if (std::string_view{field.unescaped_key()} != "metadata")
+        continue;
+      for (auto m : field.value().get_object())
+        if (std::string_view{m.unescaped_key()} == "name")
+          return std::string{std::string_view{m.value().get_string()}};
+    }
+  } catch (const simdjson::simdjson_error&) {
+  }
+  return {};
+}
+}  // namespace
+
+std::string api_error::describe() const {
+  std::string out = verb + " " + resource;
+  if (!name.empty() || !ns.empty())
+    out += " " + (ns.empty() ? name : name.empty() ? ns : ns + "/" + name);
+  out += ": ";
+  if (status != 0)
+    out += std::to_string(status) + " ";
+  if (!reason.empty())
+    out += reason + ": ";
+  out += message;
+  return out;
+}
+
+struct client::call {
+  std::string verb;  // get, list, create, … for errors and logs
+  const resource_kind* kind = nullptr;
+  std::string ns, name;
+  http_request req;
+  api_callback done;
+  std::string content_type = "application/json";
+  bool eviction = false;
+  bool idempotent = true;
+  int attempt = 0;
+};
+
+client::client(connection conn, transport& t, retry_policy retry)
+    : conn_(std::move(conn)), tls_(std::make_shared<const tls_config>(conn_.tls)), transport_(t), retry_(retry) {}
+
+namespace {
+
+api_error::kind classify(long status, const std::string& reason, bool eviction) {
+  switch (status) {
+    case 400: return api_error::kind::bad_request;
+    case 401: return api_error::kind::unauthorized;
+    case 403: return api_error::kind::forbidden;
+    case 404: return api_error::kind::not_found;
+    case 409: return reason == "AlreadyExists" ? api_error::kind::already_exists : api_error::kind::conflict;
+    case 410: return api_error::kind::gone;
+    case 422: return api_error::kind::invalid;
+    case 429: return eviction ? api_error::kind::disruption_blocked : api_error::kind::too_many_requests;
+    default: return status >= 500 ? api_error::kind::server : api_error::kind::unexpected;
+  }
+}
+
+std::chrono::milliseconds backoff(const retry_policy& p, int attempt, const std::string& retry_after) {
+  if (!retry_after.empty() && std::all_of(retry_after.begin(), retry_after.end(), ::isdigit) && retry_after.size() < 6)
+    return std::min<std::chrono::milliseconds>(std::chrono::seconds(std::stoi(retry_after)), std::chrono::seconds(30));
+  thread_local std::mt19937 rng{std::random_device{}()};
+  const auto base = std::min<int64_t>(p.max.count(), p.initial.count() << std::min(attempt, 16));
+  std::uniform_int_distribution<int64_t> jitter{base / 2, base};
+  return std::chrono::milliseconds(jitter(rng));
+}
+
+}  // namespace
+
+void client::send(std::shared_ptr<call> c) {
+  // Headers are rebuilt on every attempt: a rotated service account token is picked up by retries.
+  c->req.headers = {"Accept: application/json", "User-Agent: headroom"};
+  if (!c->req.body.empty())
+    c->req.headers.push_back("Content-Type: " + c->content_type);
+  if (const auto token = conn_.token(); !token.empty())
+    c->req.headers.push_back("Authorization: Bearer " + token);
+  c->req.tls = tls_;
+  http_request req = c->req;
+  transport_.submit(std::move(req), [this, c](http_response r) {
+    if (r.cancelled) {
+      c->done(api_error{api_error::kind::cancelled, c->verb, c->kind->plural, c->ns, c->name, 0, "", "cancelled"});
+      return;
+    }
+    if (r.status >= 200 && r.status < 300) {
+      c->done(std::move(r.body));
+      return;
+    }
+    // Retry what the server did not (or may not have) acted on: 429 (except a PDB's answer to an
+    // eviction), 5xx for idempotent verbs, and failures before any response for idempotent verbs.
+    const bool throttled = r.status == 429 && !c->eviction;
+    const bool server_side = r.status >= 500 && c->idempotent;
+    const bool no_response = r.status == 0 && c->idempotent;
+    if ((throttled || server_side || no_response) && c->attempt + 1 < retry_.max_attempts) {
+      const auto wait = backoff(retry_, c->attempt, r.retry_after);
+      ++c->attempt;
+      runtime::log::debug("k8s/client", "retrying",
+                          {{"verb", c->verb}, {"resource", c->kind->plural}, {"name", c->name},
+                           {"status", static_cast<int64_t>(r.status)}, {"attempt", c->attempt},
+                           {"wait_ms", static_cast<int64_t>(wait.count())}});
+      c->req.delay = wait;
+      send(c);
+      return;
+    }
+    api_error e;
+    e.verb = c->verb;
+    e.resource = c->kind->plural;
+    e.ns = c->ns;
+    e.name = c->name;
+    e.status = r.status;
+    if (r.status == 0) {
+      e.what = api_error::kind::transport;
+      e.message = r.transport_error;
+    } else {
+      auto [message, reason] = status_message(r.body);
+      e.reason = reason;
+      e.message = message.empty() ? r.body.substr(0, 512) : message;
+      e.what = classify(r.status, reason, c->eviction);
+    }
+    c->done(std::move(e));
+  });
+}
+
+namespace {
+std::string query(std::initializer_list<std::pair<const char*, std::string>> params) {
+  std::string q;
+  for (const auto& [k, v] : params) {
+    if (v.empty())
+      continue;
+    q += q.empty() ? "?" : "&";
+    q += k;
+    q += "=";
+    q += url_encode(v);
+  }
+  return q;
+}
+}  // namespace
+
+#define HEADROOM_CALL(VERB, METHOD, NAME)            \
+  auto c = std::make_shared<call>();                 \
+  c->verb = VERB;                                    \
+  c->kind = &k;                                      \
+  c->ns = std::string{ns};                           \
+  c->name = std::string{NAME};                       \
+  c->req.method = METHOD;                            \
+  c->done = std::move(cb)
+
+void client::get(const resource_kind& k, std::string_view ns, std::string_view name, api_callback cb) {
+  HEADROOM_CALL("get", "GET", name);
+  c->req.url = conn_.server + k.path(ns, name);
+  send(c);
+}
+
+void client::list(const resource_kind& k, std::string_view ns, const list_options& opts, api_callback cb) {
+  HEADROOM_CALL("list", "GET", "");
+  c->req.delay = opts.delay;
+  c->req.url = conn_.server + k.path(ns) +
+               query({{"labelSelector", opts.label_selector},
+                      {"fieldSelector", opts.field_selector},
+                      {"limit", opts.limit > 0 ? std::to_string(opts.limit) : ""},
+                      {"continue", opts.continue_token},
+                      {"resourceVersion", opts.resource_version}});
+  c->req.timeout = std::chrono::seconds(120);
+  send(c);
+}
+
+void client::create(const resource_kind& k, std::string_view ns, std::string body, api_callback cb) {
+  HEADROOM_CALL("create", "POST", object_name(body));
+  c->req.url = conn_.server + k.path(ns);
+  c->req.body = std::move(body);
+  c->idempotent = false;  // a lost response may still have created it: the caller sees AlreadyExists
+  send(c);
+}
+
+void client::replace(const resource_kind& k, std::string_view ns, std::string_view name, std::string body,
+                     api_callback cb) {
+  HEADROOM_CALL("update", "PUT", name);
+  c->req.url = conn_.server + k.path(ns, name);
+  c->req.body = std::move(body);
+  send(c);
+}
+
+void client::merge_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string patch,
+                         api_callback cb, std::string_view subresource) {
+  HEADROOM_CALL("patch", "PATCH", name);
+  c->req.url = conn_.server + k.path(ns, name, subresource);
+  c->req.body = std::move(patch);
+  c->content_type = "application/merge-patch+json";
+  send(c);
+}
+
+void client::json_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string patch,
+                        api_callback cb, std::string_view subresource) {
+  HEADROOM_CALL("patch", "PATCH", name);
+  c->req.url = conn_.server + k.path(ns, name, subresource);
+  c->req.body = std::move(patch);
+  // A JSON patch with a "test" op is a precondition; retrying a 5xx is still safe.
+  c->content_type = "application/json-patch+json";
+  send(c);
+}
+
+namespace {
+std::string delete_options_json(const delete_options& opts, std::string_view kind) {
+  std::string body = "{\"apiVersion\":\"" + std::string{kind == "Eviction" ? "policy/v1" : "v1"} + "\",\"kind\":\"" +
+                     std::string{kind == "Eviction" ? "Eviction" : "DeleteOptions"} + "\"";
+  std::string delete_part;
+  if (opts.grace_period_seconds)
+    delete_part += ",\"gracePeriodSeconds\":" + std::to_string(*opts.grace_period_seconds);
+  if (!opts.propagation_policy.empty())
+    delete_part += ",\"propagationPolicy\":" + runtime::json_escape(opts.propagation_policy);
+  if (!opts.precondition_uid.empty() || !opts.precondition_resource_version.empty()) {
+    std::string pre;
+    if (!opts.precondition_uid.empty())
+      pre += "\"uid\":" + runtime::json_escape(opts.precondition_uid);
+    if (!opts.precondition_resource_version.empty())
+      pre += std::string{pre.empty() ? "" : ","} + "\"resourceVersion\":" +
+             runtime::json_escape(opts.precondition_resource_version);
+    delete_part += ",\"preconditions\":{" + pre + "}";
+  }
+  if (kind == "Eviction")
+    return body + ",\"metadata\":{}" +
+           (delete_part.empty() ? "" : ",\"deleteOptions\":{" + delete_part.substr(1) + "}") + "}";
+  return body + delete_part + "}";
+}
+}  // namespace
+
+void client::remove(const resource_kind& k, std::string_view ns, std::string_view name, const delete_options& opts,
+                    api_callback cb) {
+  HEADROOM_CALL("delete", "DELETE", name);
+  c->req.url = conn_.server + k.path(ns, name);
+  c->req.body = delete_options_json(opts, "DeleteOptions");
+  send(c);
+}
+
+void client::evict(std::string_view ns, std::string_view name, const delete_options& opts, api_callback cb) {
+  const resource_kind& k = kinds::pods;
+  HEADROOM_CALL("evict", "POST", name);
+  c->req.url = conn_.server + k.path(ns, name, "eviction");
+  std::string body = delete_options_json(opts, "Eviction");
+  // metadata names the pod being evicted
+  body.replace(body.find("\"metadata\":{}"), 13,
+               "\"metadata\":{\"name\":" + runtime::json_escape(name) + ",\"namespace\":" + runtime::json_escape(ns) + "}");
+  c->req.body = std::move(body);
+  c->eviction = true;
+  send(c);
+}
+
+void client::cordon(std::string_view node, bool unschedulable, api_callback cb) {
+  merge_patch(kinds::nodes, "", node,
+              std::string{"{\"spec\":{\"unschedulable\":"} + (unschedulable ? "true" : "false") + "}}", std::move(cb));
+}
+
+void client::record_event(std::string_view ns, std::string_view involved_kind, std::string_view involved_name,
+                          std::string_view involved_uid, std::string_view type, std::string_view reason,
+                          std::string_view message, api_callback cb) {
+  using runtime::json_escape;
+  const auto now = std::chrono::system_clock::now();
+  const auto secs = std::chrono::system_clock::to_time_t(now);
+  std::tm utc{};
+  gmtime_r(&secs, &utc);
+  char ts[32];
+  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  const std::string body =
+      "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"generateName\":" +
+      json_escape(std::string{involved_name} + ".") + ",\"namespace\":" + json_escape(ns) +
+      "},\"involvedObject\":{\"kind\":" + json_escape(involved_kind) + ",\"name\":" + json_escape(involved_name) +
+      ",\"namespace\":" + json_escape(ns) + ",\"uid\":" + json_escape(involved_uid) + "},\"type\":" +
+      json_escape(type) + ",\"reason\":" + json_escape(reason) + ",\"message\":" + json_escape(message) +
+      ",\"source\":{\"component\":\"headroom\"},\"reportingComponent\":\"headroom\",\"firstTimestamp\":\"" +
+      ts + "\",\"lastTimestamp\":\"" + ts + "\",\"count\":1}";
+  create(kinds::events, ns, body, std::move(cb));
+}
+
+request_id client::watch(const resource_kind& k, std::string_view ns, const watch_options& opts,
+                         std::function<void(std::string_view)> on_line,
+                         std::function<void(std::optional<api_error>)> on_end) {
+  http_request req;
+  req.method = "GET";
+  req.url = conn_.server + k.path(ns) +
+            query({{"watch", "true"},
+                   {"resourceVersion", opts.resource_version},
+                   {"allowWatchBookmarks", opts.allow_bookmarks ? "true" : ""},
+                   {"labelSelector", opts.label_selector},
+                   {"fieldSelector", opts.field_selector},
+                   {"timeoutSeconds", opts.timeout_seconds > 0 ? std::to_string(opts.timeout_seconds) : ""}});
+  req.tls = tls_;
+  req.timeout = std::chrono::milliseconds(0);
+  req.stream = true;
+  req.stall_timeout = opts.stall_timeout;
+  req.delay = opts.delay;
+  req.headers = {"Accept: application/json", "User-Agent: headroom"};
+  if (const auto token = conn_.token(); !token.empty())
+    req.headers.push_back("Authorization: Bearer " + token);
+  // Events arrive as newline-delimited JSON split arbitrarily across chunks.
+  auto partial = std::make_shared<std::string>();
+  auto chunk = [partial, on_line](std::string_view data) {
+    size_t start = 0;
+    for (size_t i = 0; i < data.size(); ++i) {
+      if (data[i] != '\n')
+        continue;
+      if (partial->empty()) {
+        if (i > start)
+          on_line(data.substr(start, i - start));
+      } else {
+        partial->append(data.substr(start, i - start));
+        on_line(*partial);
+        partial->clear();
+      }
+      start = i + 1;
+    }
+    partial->append(data.substr(start));
+  };
+  const std::string plural = k.plural;
+  const std::string ns_copy{ns};
+  return transport_.submit(std::move(req),
+                           [on_end, plural, ns_copy](http_response r) {
+                             if (r.status >= 200 && r.status < 300 && !r.cancelled) {
+                               on_end(std::nullopt);
+                               return;
+                             }
+                             api_error e;
+                             e.verb = "watch";
+                             e.resource = plural;
+                             e.ns = ns_copy;
+                             e.status = r.status;
+                             if (r.cancelled) {
+                               e.what = api_error::kind::cancelled;
+                               e.message = "cancelled";
+                             } else if (r.status == 0) {
+                               e.what = api_error::kind::transport;
+                               e.message = r.transport_error;
+                             } else {
+                               auto [message, reason] = status_message(r.body);
+                               e.reason = reason;
+                               e.message = message.empty() ? r.body.substr(0, 512) : message;
+                               e.what = classify(r.status, reason, false);
+                             }
+                             on_end(std::move(e));
+                           },
+                           std::move(chunk));
+}
+
+void retry_on_conflict(std::function<void(std::function<void(api_result)>)> attempt, api_callback done,
+                       int attempts) {
+  auto step = std::make_shared<std::function<void(int)>>();
+  *step = [attempt, done, attempts, step](int n) {
+    attempt([done, attempts, step, n](api_result r) {
+      if (auto* e = std::get_if<api_error>(&r); e != nullptr && e->what == api_error::kind::conflict && n + 1 < attempts) {
+        (*step)(n + 1);
+        return;
+      }
+      done(std::move(r));
+      *step = nullptr;  // break the self-reference
+    });
+  };
+  (*step)(0);
+}
+
+}  // namespace headroom::k8s

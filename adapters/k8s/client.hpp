@@ -1,0 +1,141 @@
+#pragma once
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+
+#include "adapters/k8s/connection.hpp"
+#include "adapters/k8s/transport.hpp"
+
+namespace headroom::k8s {
+
+// Which REST collection: group/version/plural, and whether it lives in namespaces.
+struct resource_kind {
+  std::string group;  // "" = core
+  std::string version;
+  std::string plural;
+  bool namespaced = true;
+
+  // /api/v1/namespaces/ns/pods/name/sub or /apis/group/version/…
+  std::string path(std::string_view ns, std::string_view name = {}, std::string_view subresource = {}) const;
+};
+
+namespace kinds {
+extern const resource_kind pods, nodes, namespaces, configmaps, events, priority_classes, leases,
+    pod_disruption_budgets;
+}
+
+struct api_error {
+  enum class kind {
+    transport,           // no response (connection refused, TLS failure, timeout)
+    cancelled,
+    bad_request,         // 400
+    unauthorized,        // 401
+    forbidden,           // 403 (RBAC)
+    not_found,           // 404
+    conflict,            // 409 with reason Conflict (stale resourceVersion, failed precondition)
+    already_exists,      // 409 with reason AlreadyExists
+    gone,                // 410 (expired resourceVersion)
+    invalid,             // 422
+    too_many_requests,   // 429 after retries
+    disruption_blocked,  // 429 from pods/eviction: a PodDisruptionBudget refused it
+    server,              // 5xx after retries
+    unexpected,
+  };
+  kind what = kind::unexpected;
+  std::string verb, resource, ns, name;
+  long status = 0;
+  std::string reason;   // Status.reason
+  std::string message;  // Status.message, or the transport's description
+
+  // "create pods ci/runner-1: 409 AlreadyExists: pods \"runner-1\" already exists"
+  std::string describe() const;
+};
+
+using api_result = std::variant<std::string, api_error>;  // the response body, or what went wrong
+using api_callback = std::function<void(api_result)>;
+
+struct list_options {
+  std::string label_selector, field_selector, continue_token, resource_version;
+  int64_t limit = 0;
+  std::chrono::milliseconds delay{0};  // start later (relist backoff)
+};
+
+struct watch_options {
+  std::string resource_version, label_selector, field_selector;
+  bool allow_bookmarks = true;
+  int64_t timeout_seconds = 0;  // server-side end of the watch; 0 = server default
+  std::chrono::seconds stall_timeout{0};  // reconnect when nothing (not even a bookmark) arrives
+  std::chrono::milliseconds delay{0};     // start later (reconnect backoff)
+};
+
+struct delete_options {
+  std::optional<int64_t> grace_period_seconds;
+  std::string precondition_uid, precondition_resource_version;
+  std::string propagation_policy;  // Foreground | Background | Orphan
+};
+
+struct retry_policy {
+  int max_attempts = 5;
+  std::chrono::milliseconds initial{200};
+  std::chrono::milliseconds max{5'000};
+};
+
+// Asynchronous REST client over the transport. Callbacks run on the transport's I/O thread.
+class client {
+ public:
+  client(connection conn, transport& t, retry_policy retry = {});
+
+  void get(const resource_kind& k, std::string_view ns, std::string_view name, api_callback cb);
+  void list(const resource_kind& k, std::string_view ns, const list_options& opts, api_callback cb);
+  void create(const resource_kind& k, std::string_view ns, std::string body, api_callback cb);
+  void replace(const resource_kind& k, std::string_view ns, std::string_view name, std::string body, api_callback cb);
+  void merge_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string patch,
+                   api_callback cb, std::string_view subresource = {});
+  void json_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string patch,
+                  api_callback cb, std::string_view subresource = {});
+  void remove(const resource_kind& k, std::string_view ns, std::string_view name, const delete_options& opts,
+              api_callback cb);
+  // policy/v1 Eviction; a PDB refusal is api_error::kind::disruption_blocked (not retried here:
+  // the caller decides, e.g. reclaim_drain retries every 2 s until its deadline).
+  void evict(std::string_view ns, std::string_view name, const delete_options& opts, api_callback cb);
+  void cordon(std::string_view node, bool unschedulable, api_callback cb);
+  // A core/v1 Event about an object, for user-visible actions.
+  void record_event(std::string_view ns, std::string_view involved_kind, std::string_view involved_name,
+                    std::string_view involved_uid, std::string_view type, std::string_view reason,
+                    std::string_view message, api_callback cb);
+
+  // A watch: `on_line` gets each newline-delimited event (JSON); `on_end` gets nothing when the
+  // server closed the stream normally, or the error.
+  request_id watch(const resource_kind& k, std::string_view ns, const watch_options& opts,
+                   std::function<void(std::string_view)> on_line,
+                   std::function<void(std::optional<api_error>)> on_end);
+  void cancel(request_id id) { transport_.cancel(id); }
+
+  const std::string& server() const { return conn_.server; }
+
+ private:
+  struct call;
+  void send(std::shared_ptr<call> c);
+
+  connection conn_;
+  std::shared_ptr<const tls_config> tls_;
+  transport& transport_;
+  retry_policy retry_;
+};
+
+// Optimistic concurrency: runs `attempt` (read, change, write) until it does not end in a
+// conflict, at most `attempts` times. `attempt` reports through the continuation it is given.
+void retry_on_conflict(std::function<void(std::function<void(api_result)>)> attempt, api_callback done,
+                       int attempts = 5);
+
+// The message of a metav1.Status body ({"message": …, "reason": …}), or "" when it is not one.
+std::pair<std::string, std::string> status_message(std::string_view body);
+
+std::string url_encode(std::string_view text);
+
+}  // namespace headroom::k8s

@@ -1,0 +1,440 @@
+#pragma once
+
+#include <algorithm>
+#include <atomic>
+#include <chrono>
+#include <functional>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <random>
+#include <set>
+#include <shared_mutex>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "adapters/k8s/client.hpp"
+#include "adapters/k8s/decode.hpp"
+#include "runtime/log.hpp"
+
+namespace headroom::k8s {
+
+// List + watch cache of one kind, the way client-go's informers behave:
+//
+// - paginated list (`page_size`), then a watch from the list's resourceVersion with bookmarks;
+//   a watch that ends is resumed from the last resourceVersion seen (event or bookmark);
+// - `410 Gone` (an expired resourceVersion, as an HTTP status or an ERROR event) relists and emits
+//   only the difference to the cache: added, modified (resourceVersion changed), deleted — no
+//   transition is lost or reported twice;
+// - errors reconnect with exponential backoff (500 ms → 30 s); a stream silent for
+//   `stall_timeout` (no event, no bookmark) is dropped and resumed;
+// - a malformed object is logged and counted; the stream goes on.
+//
+// Handlers run on the transport's I/O thread, after the store is updated; they must be quick (hand
+// the event to an actor through a policy buffer). Store reads are safe from any thread.
+template <class T>
+class informer : public std::enable_shared_from_this<informer<T>> {
+ public:
+  enum class event_type { added, modified, deleted, resync };
+  struct event {
+    event_type type;
+    std::shared_ptr<const T> object;
+    std::shared_ptr<const T> old;  // modified: the previous version
+  };
+  using handler = std::function<void(const event&)>;
+  using index_fn = std::function<std::vector<std::string>(const T&)>;
+
+  struct options {
+    resource_kind kind;
+    std::string ns;  // "" = all namespaces
+    std::string label_selector, field_selector;
+    int64_t page_size = 500;
+    std::chrono::seconds stall_timeout{180};
+    std::chrono::seconds watch_timeout{300};  // the server ends each watch after ~this (±10 %)
+  };
+
+  struct stats {
+    std::atomic<uint64_t> lists{0}, list_pages{0}, relists_410{0}, watches{0}, watch_errors{0}, decode_errors{0}, events{0};
+  };
+
+  static std::shared_ptr<informer> make(client& c, options opts) {
+    return std::shared_ptr<informer>(new informer(c, std::move(opts)));
+  }
+
+  // Before start(): handlers and indexes.
+  void subscribe(handler h) { handlers_.push_back(std::move(h)); }
+  void add_index(const std::string& name, index_fn fn) { index_fns_.emplace(name, std::move(fn)); }
+
+  void start() { list_page({}, std::chrono::milliseconds(0)); }
+  void stop() {
+    stopped_ = true;
+    if (auto id = watch_id_.load())
+      client_.cancel(id);
+  }
+
+  bool synced() const { return synced_.load(); }
+  std::string resource_version() const {
+    std::shared_lock lock{mutex_};
+    return resource_version_;
+  }
+
+  std::shared_ptr<const T> get(const std::string& ns, const std::string& name) const {
+    std::shared_lock lock{mutex_};
+    auto it = store_.find(key(ns, name));
+    return it == store_.end() ? nullptr : it->second;
+  }
+  std::vector<std::shared_ptr<const T>> list() const {
+    std::shared_lock lock{mutex_};
+    std::vector<std::shared_ptr<const T>> out;
+    out.reserve(store_.size());
+    for (const auto& [k, v] : store_)
+      out.push_back(v);
+    return out;
+  }
+  std::vector<std::shared_ptr<const T>> by_index(const std::string& index, const std::string& value) const {
+    std::shared_lock lock{mutex_};
+    std::vector<std::shared_ptr<const T>> out;
+    auto idx = indexes_.find(index);
+    if (idx == indexes_.end())
+      return out;
+    auto keys = idx->second.find(value);
+    if (keys == idx->second.end())
+      return out;
+    for (const auto& k : keys->second)
+      if (auto it = store_.find(k); it != store_.end())
+        out.push_back(it->second);
+    return out;
+  }
+  size_t size() const {
+    std::shared_lock lock{mutex_};
+    return store_.size();
+  }
+
+  // Emits a resync event for every cached object (the owning actor calls this on its own timer).
+  void resync() {
+    for (const auto& obj : list())
+      emit({event_type::resync, obj, nullptr});
+  }
+
+  const stats& counters() const { return stats_; }
+  bool watching() const { return watch_id_.load() != 0; }
+
+  // Test hooks. interrupt_watch_for_test: the watch drops and stays down (a partition).
+  // resume_watch_for_test: watching resumes from `rv`; an expired one ("1") makes the server
+  // answer 410, which must lead to a relist that reports exactly what changed meanwhile.
+  void interrupt_watch_for_test() {
+    paused_ = true;
+    if (auto id = watch_id_.load())
+      client_.cancel(id);
+  }
+  void resume_watch_for_test(const std::string& rv) {
+    {
+      std::unique_lock lock{mutex_};
+      resource_version_ = rv;
+    }
+    paused_ = false;
+    start_watch(std::chrono::milliseconds(0));
+  }
+
+ private:
+  informer(client& c, options opts) : client_(c), opts_(std::move(opts)) {
+    add_index("namespace", [](const T& o) { return std::vector<std::string>{o.meta.ns}; });
+    add_index("label", [](const T& o) {
+      std::vector<std::string> out;
+      for (const auto& [k, v] : o.meta.labels)
+        out.push_back(k + "=" + v);
+      return out;
+    });
+    add_index("owner", [](const T& o) {
+      std::vector<std::string> out;
+      for (const auto& ref : o.meta.owners)
+        out.push_back(ref.uid);
+      return out;
+    });
+  }
+
+  static std::string key(const std::string& ns, const std::string& name) { return ns.empty() ? name : ns + "/" + name; }
+  static std::string key(const T& o) { return key(o.meta.ns, o.meta.name); }
+
+  void emit(const event& e) {
+    stats_.events.fetch_add(1, std::memory_order_relaxed);
+    for (const auto& h : handlers_)
+      h(e);
+  }
+
+  std::chrono::milliseconds next_backoff() {
+    const int64_t base = std::min<int64_t>(30'000, int64_t{500} << std::min(failures_, 6));
+    ++failures_;
+    std::uniform_int_distribution<int64_t> jitter{base / 2, base};
+    return std::chrono::milliseconds(jitter(rng_));
+  }
+
+  // -- the store (I/O thread writes, any thread reads) --------------------------------------------
+
+  void index_insert(const std::string& k, const T& o) {
+    for (const auto& [name, fn] : index_fns_)
+      for (const auto& v : fn(o))
+        indexes_[name][v].insert(k);
+  }
+  void index_erase(const std::string& k, const T& o) {
+    for (const auto& [name, fn] : index_fns_) {
+      auto& idx = indexes_[name];
+      for (const auto& v : fn(o)) {
+        auto it = idx.find(v);
+        if (it == idx.end())
+          continue;
+        it->second.erase(k);
+        if (it->second.empty())
+          idx.erase(it);
+      }
+    }
+  }
+  std::shared_ptr<const T> put(std::shared_ptr<const T> obj) {
+    std::unique_lock lock{mutex_};
+    const auto k = key(*obj);
+    std::shared_ptr<const T> old;
+    if (auto it = store_.find(k); it != store_.end()) {
+      old = it->second;
+      index_erase(k, *old);
+    }
+    index_insert(k, *obj);
+    store_[k] = std::move(obj);
+    return old;
+  }
+  std::shared_ptr<const T> erase(const std::string& k) {
+    std::unique_lock lock{mutex_};
+    auto it = store_.find(k);
+    if (it == store_.end())
+      return nullptr;
+    auto old = it->second;
+    index_erase(k, *old);
+    store_.erase(it);
+    return old;
+  }
+
+  // -- list ------------------------------------------------------------------------------------------
+
+  void list_page(std::string continue_token, std::chrono::milliseconds delay) {
+    if (stopped_)
+      return;
+    if (continue_token.empty()) {
+      pending_.clear();
+      stats_.lists.fetch_add(1, std::memory_order_relaxed);
+    }
+    list_options lo;
+    lo.label_selector = opts_.label_selector;
+    lo.field_selector = opts_.field_selector;
+    lo.limit = opts_.page_size;
+    lo.continue_token = continue_token;
+    lo.delay = delay;
+    std::weak_ptr<informer> weak = this->shared_from_this();
+    client_.list(opts_.kind, opts_.ns, lo, [weak](api_result r) {
+      if (auto self = weak.lock())
+        self->on_list_page(std::move(r));
+    });
+  }
+
+  void on_list_page(api_result r) {
+    if (stopped_)
+      return;
+    if (auto* e = std::get_if<api_error>(&r)) {
+      // 410 mid-pagination: the continue token expired; start the list over.
+      const auto wait = e->what == api_error::kind::gone ? std::chrono::milliseconds(0) : next_backoff();
+      runtime::log::warn("k8s/informer", "list failed", {{"resource", opts_.kind.plural}, {"error", e->describe()},
+                                                         {"retry_ms", static_cast<int64_t>(wait.count())}});
+      list_page({}, wait);
+      return;
+    }
+    auto decoded = decode_list<T>(std::get<std::string>(r));
+    if (auto* e = std::get_if<decode_error>(&decoded)) {
+      stats_.decode_errors.fetch_add(1, std::memory_order_relaxed);
+      runtime::log::error("k8s/informer", "list undecodable", {{"resource", opts_.kind.plural}, {"error", e->message}});
+      list_page({}, next_backoff());
+      return;
+    }
+    auto& page = std::get<list_result<T>>(decoded);
+    stats_.list_pages.fetch_add(1, std::memory_order_relaxed);
+    for (const auto& err : page.errors) {
+      stats_.decode_errors.fetch_add(1, std::memory_order_relaxed);
+      runtime::log::warn("k8s/informer", "object skipped", {{"resource", opts_.kind.plural}, {"error", err.message}});
+    }
+    for (auto& item : page.items) {
+      auto k = key(item);
+      pending_[k] = std::make_shared<const T>(std::move(item));
+    }
+    if (!page.continue_token.empty()) {
+      list_page(page.continue_token, std::chrono::milliseconds(0));
+      return;
+    }
+    apply_list(page.resource_version);
+  }
+
+  // Replaces the store with the listed state, emitting only what changed.
+  void apply_list(const std::string& rv) {
+    std::vector<event> changes;
+    std::vector<std::string> gone;
+    {
+      std::shared_lock lock{mutex_};
+      for (const auto& [k, old] : store_)
+        if (pending_.find(k) == pending_.end())
+          gone.push_back(k);
+    }
+    for (const auto& k : gone)
+      if (auto old = erase(k))
+        changes.push_back({event_type::deleted, old, nullptr});
+    for (auto& [k, obj] : pending_) {
+      auto current = get_by_key(k);
+      if (current && current->meta.resource_version == obj->meta.resource_version)
+        continue;  // unchanged: not a transition
+      auto old = put(obj);
+      changes.push_back({old ? event_type::modified : event_type::added, obj, old});
+    }
+    pending_.clear();
+    {
+      std::unique_lock lock{mutex_};
+      resource_version_ = rv;
+    }
+    failures_ = 0;
+    synced_ = true;
+    for (const auto& e : changes)
+      emit(e);
+    start_watch(std::chrono::milliseconds(0));
+  }
+
+  std::shared_ptr<const T> get_by_key(const std::string& k) const {
+    std::shared_lock lock{mutex_};
+    auto it = store_.find(k);
+    return it == store_.end() ? nullptr : it->second;
+  }
+
+  // -- watch -----------------------------------------------------------------------------------------
+
+  void start_watch(std::chrono::milliseconds delay) {
+    if (stopped_)
+      return;
+    watch_options wo;
+    wo.resource_version = resource_version();
+    wo.label_selector = opts_.label_selector;
+    wo.field_selector = opts_.field_selector;
+    wo.allow_bookmarks = true;
+    std::uniform_int_distribution<int64_t> spread{opts_.watch_timeout.count() * 9 / 10,
+                                                  opts_.watch_timeout.count() * 11 / 10};
+    wo.timeout_seconds = std::max<int64_t>(1, spread(rng_));
+    wo.stall_timeout = opts_.stall_timeout;
+    wo.delay = delay;
+    stats_.watches.fetch_add(1, std::memory_order_relaxed);
+    relist_requested_ = false;
+    std::weak_ptr<informer> weak = this->shared_from_this();
+    watch_id_ = client_.watch(
+        opts_.kind, opts_.ns, wo,
+        [weak](std::string_view line) {
+          if (auto self = weak.lock())
+            self->on_watch_line(line);
+        },
+        [weak](std::optional<api_error> e) {
+          if (auto self = weak.lock())
+            self->on_watch_end(std::move(e));
+        });
+  }
+
+  void on_watch_line(std::string_view line) {
+    if (stopped_ || relist_requested_)
+      return;
+    auto decoded = decode_watch_event<T>(line);
+    if (auto* e = std::get_if<decode_error>(&decoded)) {
+      stats_.decode_errors.fetch_add(1, std::memory_order_relaxed);
+      runtime::log::warn("k8s/informer", "watch event skipped", {{"resource", opts_.kind.plural}, {"error", e->message}});
+      return;
+    }
+    auto& ev = std::get<watch_event<T>>(decoded);
+    using W = watch_event<T>;
+    switch (ev.type) {
+      case W::error:
+        if (ev.error_code == 410) {
+          // Our resourceVersion is too old: the difference must come from a fresh list.
+          relist_requested_ = true;
+          stats_.relists_410.fetch_add(1, std::memory_order_relaxed);
+          client_.cancel(watch_id_.load());
+        } else {
+          runtime::log::warn("k8s/informer", "watch error event",
+                             {{"resource", opts_.kind.plural}, {"code", ev.error_code}, {"message", ev.error_message}});
+        }
+        return;
+      case W::bookmark: {
+        std::unique_lock lock{mutex_};
+        resource_version_ = ev.object.meta.resource_version;
+        return;
+      }
+      case W::added:
+      case W::modified: {
+        const auto rv = ev.object.meta.resource_version;
+        auto obj = std::make_shared<const T>(std::move(ev.object));
+        auto old = put(obj);
+        {
+          std::unique_lock lock{mutex_};
+          resource_version_ = rv;
+        }
+        emit({old ? event_type::modified : event_type::added, obj, old});
+        return;
+      }
+      case W::deleted: {
+        const auto rv = ev.object.meta.resource_version;
+        auto old = erase(key(ev.object));
+        {
+          std::unique_lock lock{mutex_};
+          resource_version_ = rv;
+        }
+        emit({event_type::deleted, old ? old : std::make_shared<const T>(std::move(ev.object)), nullptr});
+        return;
+      }
+    }
+  }
+
+  void on_watch_end(std::optional<api_error> e) {
+    watch_id_ = 0;
+    if (stopped_ || paused_)
+      return;
+    if (relist_requested_ || (e && e->what == api_error::kind::gone)) {
+      if (!relist_requested_)
+        stats_.relists_410.fetch_add(1, std::memory_order_relaxed);
+      runtime::log::info("k8s/informer", "resourceVersion expired, relisting", {{"resource", opts_.kind.plural}});
+      list_page({}, std::chrono::milliseconds(0));
+      return;
+    }
+    if (!e) {  // the server's watch timeout: resume where we were
+      failures_ = 0;
+      start_watch(std::chrono::milliseconds(0));
+      return;
+    }
+    stats_.watch_errors.fetch_add(1, std::memory_order_relaxed);
+    const auto wait = next_backoff();
+    runtime::log::warn("k8s/informer", "watch failed, reconnecting",
+                       {{"resource", opts_.kind.plural}, {"error", e->describe()}, {"retry_ms", static_cast<int64_t>(wait.count())}});
+    start_watch(wait);
+  }
+
+  client& client_;
+  options opts_;
+  std::vector<handler> handlers_;
+  std::map<std::string, index_fn> index_fns_;
+
+  mutable std::shared_mutex mutex_;
+  std::unordered_map<std::string, std::shared_ptr<const T>> store_;
+  std::map<std::string, std::unordered_map<std::string, std::set<std::string>>> indexes_;
+  std::string resource_version_;
+
+  // I/O thread only:
+  std::unordered_map<std::string, std::shared_ptr<const T>> pending_;
+  int failures_ = 0;
+  bool relist_requested_ = false;
+  std::mt19937_64 rng_{std::random_device{}()};
+
+  std::atomic<bool> stopped_{false};
+  std::atomic<bool> paused_{false};
+  std::atomic<bool> synced_{false};
+  std::atomic<request_id> watch_id_{0};
+  stats stats_;
+};
+
+}  // namespace headroom::k8s

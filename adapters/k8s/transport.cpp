@@ -1,0 +1,316 @@
+#include "adapters/k8s/transport.hpp"
+
+#include <curl/curl.h>
+
+#include <algorithm>
+#include <atomic>
+#include <deque>
+#include <map>
+#include <mutex>
+#include <stdexcept>
+#include <thread>
+#include <unordered_map>
+
+namespace headroom::k8s {
+
+namespace {
+
+using steady = std::chrono::steady_clock;
+
+struct curl_global {
+  curl_global() { curl_global_init(CURL_GLOBAL_DEFAULT); }
+};
+
+// Spaces request starts: `burst` tokens, refilled at `qps` per second.
+class token_bucket {
+ public:
+  token_bucket(double qps, double burst) : qps_(qps), burst_(burst), tokens_(burst), last_(steady::now()) {}
+  // True and a token taken, or false and `wait` set to when one will be there.
+  bool take(steady::time_point now, steady::duration& wait) {
+    refill(now);
+    if (tokens_ >= 1.0) {
+      tokens_ -= 1.0;
+      return true;
+    }
+    wait = std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>((1.0 - tokens_) / qps_));
+    return false;
+  }
+
+ private:
+  void refill(steady::time_point now) {
+    const double elapsed = std::chrono::duration<double>(now - last_).count();
+    tokens_ = std::min(burst_, tokens_ + elapsed * qps_);
+    last_ = now;
+  }
+  double qps_, burst_, tokens_;
+  steady::time_point last_;
+};
+
+}  // namespace
+
+struct transport::impl {
+  struct transfer {
+    request_id id = 0;
+    http_request req;
+    on_done done;
+    on_chunk chunk;
+    CURL* easy = nullptr;
+    curl_slist* headers = nullptr;
+    http_response response;
+    steady::time_point not_before;
+    curl_blob ca_blob{}, cert_blob{}, key_blob{};  // curl keeps pointers to these (NOCOPY)
+  };
+
+  explicit impl(options o) : opts(std::move(o)), bucket(opts.qps, opts.burst) {
+    static curl_global init;
+    multi = curl_multi_init();
+    if (multi == nullptr)
+      throw std::runtime_error("curl_multi_init failed");
+    curl_multi_setopt(multi, CURLMOPT_PIPELINING, CURLPIPE_MULTIPLEX);
+    io = std::thread([this] { run(); });
+  }
+
+  ~impl() {
+    {
+      std::lock_guard<std::mutex> g{mutex};
+      stopping = true;
+    }
+    curl_multi_wakeup(multi);
+    io.join();
+    curl_multi_cleanup(multi);
+  }
+
+  // -- any thread ----------------------------------------------------------------------------------
+
+  request_id submit(http_request req, on_done done, on_chunk chunk) {
+    auto t = std::make_unique<transfer>();
+    t->id = next_id.fetch_add(1);
+    t->not_before = steady::now() + req.delay;
+    t->req = std::move(req);
+    t->done = std::move(done);
+    t->chunk = std::move(chunk);
+    const auto id = t->id;
+    {
+      std::lock_guard<std::mutex> g{mutex};
+      incoming.push_back(std::move(t));
+    }
+    curl_multi_wakeup(multi);
+    return id;
+  }
+
+  void cancel(request_id id) {
+    {
+      std::lock_guard<std::mutex> g{mutex};
+      cancels.push_back(id);
+    }
+    curl_multi_wakeup(multi);
+  }
+
+  // -- I/O thread ----------------------------------------------------------------------------------
+
+  static size_t on_write(char* data, size_t size, size_t n, void* user) {
+    auto* t = static_cast<transfer*>(user);
+    const size_t len = size * n;
+    long status = 0;
+    curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
+    if (t->req.stream && t->chunk && status >= 200 && status < 300)
+      t->chunk(std::string_view{data, len});
+    else if (t->response.body.size() < (64u << 20))  // a hostile endless error body is cut off
+      t->response.body.append(data, len);
+    return len;
+  }
+
+  static size_t on_header(char* data, size_t size, size_t n, void* user) {
+    auto* t = static_cast<transfer*>(user);
+    std::string_view line{data, size * n};
+    constexpr std::string_view name = "retry-after:";
+    if (line.size() > name.size()) {
+      std::string lower{line.substr(0, name.size())};
+      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
+      if (lower == name) {
+        auto v = line.substr(name.size());
+        while (!v.empty() && (v.front() == ' ' || v.front() == '\t'))
+          v.remove_prefix(1);
+        while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' '))
+          v.remove_suffix(1);
+        t->response.retry_after = std::string{v};
+      }
+    }
+    return size * n;
+  }
+
+  void start(std::unique_ptr<transfer> t) {
+    CURL* e = curl_easy_init();
+    t->easy = e;
+    curl_easy_setopt(e, CURLOPT_URL, t->req.url.c_str());
+    curl_easy_setopt(e, CURLOPT_CUSTOMREQUEST, t->req.method.c_str());
+    if (t->req.method == "HEAD")
+      curl_easy_setopt(e, CURLOPT_NOBODY, 1L);
+    if (!t->req.body.empty() || t->req.method == "POST" || t->req.method == "PUT" || t->req.method == "PATCH") {
+      curl_easy_setopt(e, CURLOPT_POSTFIELDS, t->req.body.data());
+      curl_easy_setopt(e, CURLOPT_POSTFIELDSIZE_LARGE, static_cast<curl_off_t>(t->req.body.size()));
+    }
+    for (const auto& h : t->req.headers)
+      t->headers = curl_slist_append(t->headers, h.c_str());
+    curl_easy_setopt(e, CURLOPT_HTTPHEADER, t->headers);
+    curl_easy_setopt(e, CURLOPT_WRITEFUNCTION, &impl::on_write);
+    curl_easy_setopt(e, CURLOPT_WRITEDATA, t.get());
+    curl_easy_setopt(e, CURLOPT_HEADERFUNCTION, &impl::on_header);
+    curl_easy_setopt(e, CURLOPT_HEADERDATA, t.get());
+    curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
+    curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
+    curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
+    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(opts.connect_timeout.count()));
+    curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(t->req.timeout.count()));
+    if (t->req.stall_timeout.count() > 0) {
+      curl_easy_setopt(e, CURLOPT_LOW_SPEED_LIMIT, 1L);
+      curl_easy_setopt(e, CURLOPT_LOW_SPEED_TIME, static_cast<long>(t->req.stall_timeout.count()));
+    }
+    // Verification is never switched off.
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYPEER, 1L);
+    curl_easy_setopt(e, CURLOPT_SSL_VERIFYHOST, 2L);
+    // With CURL_BLOB_NOCOPY curl keeps a pointer to the blob struct itself: the structs live in
+    // the transfer, the PEM data in the request's shared tls_config, both as long as the handle.
+    if (const auto& tls = t->req.tls) {
+      if (!tls->ca_pem.empty()) {
+        t->ca_blob = {const_cast<char*>(tls->ca_pem.data()), tls->ca_pem.size(), CURL_BLOB_NOCOPY};
+        curl_easy_setopt(e, CURLOPT_CAINFO_BLOB, &t->ca_blob);
+      }
+      if (!tls->client_cert_pem.empty()) {
+        t->cert_blob = {const_cast<char*>(tls->client_cert_pem.data()), tls->client_cert_pem.size(), CURL_BLOB_NOCOPY};
+        t->key_blob = {const_cast<char*>(tls->client_key_pem.data()), tls->client_key_pem.size(), CURL_BLOB_NOCOPY};
+        curl_easy_setopt(e, CURLOPT_SSLCERT_BLOB, &t->cert_blob);
+        curl_easy_setopt(e, CURLOPT_SSLCERTTYPE, "PEM");
+        curl_easy_setopt(e, CURLOPT_SSLKEY_BLOB, &t->key_blob);
+        curl_easy_setopt(e, CURLOPT_SSLKEYTYPE, "PEM");
+      }
+    }
+    curl_multi_add_handle(multi, e);
+    started_count.fetch_add(1, std::memory_order_relaxed);
+    active.emplace(t->id, std::move(t));
+  }
+
+  void finish(transfer* t, http_response r) {
+    curl_multi_remove_handle(multi, t->easy);
+    curl_easy_cleanup(t->easy);
+    curl_slist_free_all(t->headers);
+    auto done = std::move(t->done);
+    active.erase(t->id);
+    if (done)
+      done(std::move(r));
+  }
+
+  void run() {
+    for (;;) {
+      std::deque<std::unique_ptr<transfer>> fresh;
+      std::vector<request_id> to_cancel;
+      {
+        std::lock_guard<std::mutex> g{mutex};
+        if (stopping)
+          break;
+        fresh.swap(incoming);
+        to_cancel.swap(cancels);
+      }
+      for (auto& t : fresh)
+        waiting.push_back(std::move(t));
+      for (auto id : to_cancel) {
+        auto it = active.find(id);
+        if (it != active.end()) {
+          http_response r;
+          r.cancelled = true;
+          finish(it->second.get(), std::move(r));
+          continue;
+        }
+        auto w = std::find_if(waiting.begin(), waiting.end(), [&](const auto& t) { return t->id == id; });
+        if (w != waiting.end()) {
+          auto t = std::move(*w);
+          waiting.erase(w);
+          http_response r;
+          r.cancelled = true;
+          if (t->done)
+            t->done(std::move(r));
+        }
+      }
+      // Start what is due, in submission order, as tokens allow.
+      const auto now = steady::now();
+      steady::duration sleep = std::chrono::milliseconds(1000);
+      for (auto it = waiting.begin(); it != waiting.end();) {
+        if ((*it)->not_before > now) {
+          sleep = std::min(sleep, (*it)->not_before - now);
+          ++it;
+          continue;
+        }
+        steady::duration wait{};
+        if (!bucket.take(now, wait)) {
+          sleep = std::min(sleep, wait);
+          break;
+        }
+        start(std::move(*it));
+        it = waiting.erase(it);
+      }
+      int running = 0;
+      curl_multi_perform(multi, &running);
+      int left = 0;
+      while (CURLMsg* m = curl_multi_info_read(multi, &left)) {
+        if (m->msg != CURLMSG_DONE)
+          continue;
+        transfer* t = nullptr;
+        curl_easy_getinfo(m->easy_handle, CURLINFO_PRIVATE, &t);
+        http_response r = std::move(t->response);
+        if (m->data.result == CURLE_OK) {
+          curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &r.status);
+        } else {
+          r.status = 0;
+          r.transport_error = curl_easy_strerror(m->data.result);
+        }
+        finish(t, std::move(r));
+      }
+      const int timeout_ms =
+          static_cast<int>(std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(sleep).count()));
+      curl_multi_poll(multi, nullptr, 0, timeout_ms, nullptr);
+    }
+    // Stopping: every transfer still open or waiting reports cancelled.
+    while (!active.empty()) {
+      http_response r;
+      r.cancelled = true;
+      finish(active.begin()->second.get(), std::move(r));
+    }
+    for (auto& t : waiting)
+      if (t->done) {
+        http_response r;
+        r.cancelled = true;
+        t->done(std::move(r));
+      }
+    waiting.clear();
+  }
+
+  options opts;
+  token_bucket bucket;
+  CURLM* multi = nullptr;
+  std::thread io;
+  std::mutex mutex;
+  std::deque<std::unique_ptr<transfer>> incoming;
+  std::vector<request_id> cancels;
+  bool stopping = false;
+  std::atomic<request_id> next_id{1};
+  std::atomic<uint64_t> started_count{0};
+  // I/O thread only:
+  std::deque<std::unique_ptr<transfer>> waiting;
+  std::unordered_map<request_id, std::unique_ptr<transfer>> active;
+};
+
+transport::transport(options opts) : impl_(std::make_unique<impl>(std::move(opts))) {}
+transport::~transport() = default;
+
+request_id transport::submit(http_request req, on_done done, on_chunk chunk) {
+  return impl_->submit(std::move(req), std::move(done), std::move(chunk));
+}
+
+void transport::cancel(request_id id) { impl_->cancel(id); }
+
+uint64_t transport::started() const { return impl_->started_count.load(std::memory_order_relaxed); }
+
+}  // namespace headroom::k8s
