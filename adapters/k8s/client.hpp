@@ -115,6 +115,7 @@ class client {
                    std::function<void(std::string_view)> on_line,
                    std::function<void(std::optional<api_error>)> on_end);
   void cancel(request_id id) { transport_.cancel(id); }
+  void after(std::chrono::milliseconds delay, std::function<void()> fn) { transport_.after(delay, std::move(fn)); }
 
   const std::string& server() const { return conn_.server; }
 

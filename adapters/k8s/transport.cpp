@@ -106,6 +106,14 @@ struct transport::impl {
     curl_multi_wakeup(multi);
   }
 
+  void after(std::chrono::milliseconds delay, std::function<void()> fn) {
+    {
+      std::lock_guard<std::mutex> g{mutex};
+      timers.emplace(steady::now() + delay, std::move(fn));
+    }
+    curl_multi_wakeup(multi);
+  }
+
   // -- I/O thread ----------------------------------------------------------------------------------
 
   static size_t on_write(char* data, size_t size, size_t n, void* user) {
@@ -237,6 +245,18 @@ struct transport::impl {
       // Start what is due, in submission order, as tokens allow.
       const auto now = steady::now();
       steady::duration sleep = std::chrono::milliseconds(1000);
+      std::vector<std::function<void()>> due;
+      {
+        std::lock_guard<std::mutex> g{mutex};
+        while (!timers.empty() && timers.begin()->first <= now) {
+          due.push_back(std::move(timers.begin()->second));
+          timers.erase(timers.begin());
+        }
+        if (!timers.empty())
+          sleep = std::min(sleep, timers.begin()->first - now);
+      }
+      for (auto& fn : due)
+        fn();
       for (auto it = waiting.begin(); it != waiting.end();) {
         if ((*it)->not_before > now) {
           sleep = std::min(sleep, (*it)->not_before - now);
@@ -294,6 +314,7 @@ struct transport::impl {
   std::mutex mutex;
   std::deque<std::unique_ptr<transfer>> incoming;
   std::vector<request_id> cancels;
+  std::multimap<steady::time_point, std::function<void()>> timers;
   bool stopping = false;
   std::atomic<request_id> next_id{1};
   std::atomic<uint64_t> started_count{0};
@@ -310,6 +331,10 @@ request_id transport::submit(http_request req, on_done done, on_chunk chunk) {
 }
 
 void transport::cancel(request_id id) { impl_->cancel(id); }
+
+void transport::after(std::chrono::milliseconds delay, std::function<void()> fn) {
+  impl_->after(delay, std::move(fn));
+}
 
 uint64_t transport::started() const { return impl_->started_count.load(std::memory_order_relaxed); }
 

@@ -65,6 +65,8 @@ class transport {
 
   request_id submit(http_request req, on_done done, on_chunk chunk = {});
   void cancel(request_id id);
+  // Runs `fn` on the I/O thread after `delay` (timers for informers and leader election).
+  void after(std::chrono::milliseconds delay, std::function<void()> fn);
 
   // Requests started so far (after rate limiting), for tests and metrics.
   uint64_t started() const;

@@ -9,6 +9,7 @@
 
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/informer.hpp"
+#include "adapters/k8s/leader_election.hpp"
 #include "testenv/cluster_fixture.hpp"
 
 using namespace std::chrono_literals;
@@ -430,4 +431,71 @@ TEST_F(k8s_fixture, k8s_eviction_blocked_by_a_pdb) {
             "");
   auto evicted = sync([&](api_callback cb) { admin->evict(ns, "guarded", grace(0), std::move(cb)); });
   EXPECT_EQ(error_of(evicted), "");
+}
+
+// Two candidates for one Lease: exactly one leads; a released lease passes to the other at its
+// next retry; a leader that dies (stops renewing) is replaced once the lease expires. At no sampled
+// moment do two candidates lead.
+TEST_F(k8s_fixture, k8s_leader_election_two_contenders_and_hand_over) {
+  auto make = [&](const std::string& id) {
+    leader_elector::options o;
+    o.ns = "kube-system";
+    o.name = "headroom-test";
+    o.identity = id;
+    return leader_elector::make(*admin, o);
+  };
+  auto a = make("candidate-a");
+  auto b = make("candidate-b");
+  std::atomic<bool> sampling{true};
+  std::atomic<int> both{0};
+  std::vector<std::shared_ptr<leader_elector>> all{a, b};
+  std::mutex all_mutex;
+  std::thread sampler([&] {
+    while (sampling) {
+      int leaders = 0;
+      {
+        std::lock_guard<std::mutex> g{all_mutex};
+        for (const auto& e : all)
+          leaders += e->leading();
+      }
+      if (leaders > 1)
+        ++both;
+      std::this_thread::sleep_for(20ms);
+    }
+  });
+
+  a->start();
+  ASSERT_TRUE(eventually([&] { return a->leading(); }, 10s));
+  b->start();
+  std::this_thread::sleep_for(5s);
+  EXPECT_FALSE(b->leading()) << "the lease is held and renewed by a";
+
+  const auto released_at = std::chrono::steady_clock::now();
+  a->stop(/*release=*/true);
+  ASSERT_TRUE(eventually([&] { return b->leading(); }, 10s));
+  EXPECT_LT(std::chrono::steady_clock::now() - released_at, 6s) << "a released lease is taken at the next retry";
+
+  auto c = make("candidate-c");
+  {
+    std::lock_guard<std::mutex> g{all_mutex};
+    all.push_back(c);
+  }
+  c->start();
+  std::this_thread::sleep_for(3s);
+  EXPECT_FALSE(c->leading());
+  const auto crashed_at = std::chrono::steady_clock::now();
+  b->stop(/*release=*/false);  // b dies without a word
+  ASSERT_TRUE(eventually([&] { return c->leading(); }, 30s));
+  EXPECT_GE(std::chrono::steady_clock::now() - crashed_at, 12s) << "the lease must expire first (15 s, observed locally)";
+
+  auto r = sync([&](api_callback cb) { admin->get(kinds::leases, "kube-system", "headroom-test", std::move(cb)); });
+  ASSERT_EQ(error_of(r), "");
+  const auto l = std::get<lease>(decode_lease(std::get<std::string>(r)));
+  EXPECT_EQ(l.holder_identity, "candidate-c");
+  EXPECT_EQ(l.lease_transitions, 2);
+  EXPECT_EQ(l.lease_duration_seconds, 15);
+  c->stop(true);
+  sampling = false;
+  sampler.join();
+  EXPECT_EQ(both.load(), 0) << "two leaders at once";
 }
