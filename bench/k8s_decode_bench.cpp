@@ -1,0 +1,171 @@
+// Decode throughput of a 10k-pod list and of a watch stream, and bytes per cached Pod.
+// The pods are the fixture captured from the real apiserver (kubectl's last-applied annotation
+// removed, as controller-created pods do not carry it), minified as the apiserver sends it, with
+// a distinct name and uid each.
+//
+// With --write-corpus DIR the generated list and watch stream are written for the client-go peer
+// (tests/peers/clientgo-decode), so both sides decode the same bytes.
+#include <benchmark/benchmark.h>
+#include <malloc.h>
+
+#include <cstring>
+#include <fstream>
+#include <memory>
+#include <sstream>
+#include <string>
+#include <unordered_map>
+#include <vector>
+
+#include "adapters/k8s/decode.hpp"
+
+namespace {
+
+using headroom::k8s::pod;
+
+std::string minify(const std::string& json) {
+  std::string out;
+  bool in_string = false;
+  for (size_t i = 0; i < json.size(); ++i) {
+    const char c = json[i];
+    if (in_string) {
+      out.push_back(c);
+      if (c == '\\') {
+        out.push_back(json[++i]);
+      } else if (c == '"') {
+        in_string = false;
+      }
+    } else if (c == '"') {
+      in_string = true;
+      out.push_back(c);
+    } else if (c != ' ' && c != '\n' && c != '\r' && c != '\t') {
+      out.push_back(c);
+    }
+  }
+  return out;
+}
+
+std::string pod_template() {
+  std::ifstream in{std::string{HEADROOM_FIXTURES} + "/pod_full.json"};
+  std::stringstream s;
+  s << in.rdbuf();
+  std::string json = minify(s.str());
+  const std::string key = "\"kubectl.kubernetes.io/last-applied-configuration\":";
+  auto start = json.find(key);
+  if (start != std::string::npos) {
+    auto end = start + key.size() + 1;  // past the opening quote
+    while (json[end] != '"')
+      end += json[end] == '\\' ? 2 : 1;
+    json.erase(start, end + 2 - start);  // the value, its closing quote and the comma
+  }
+  return json;
+}
+
+std::string make_pod(const std::string& tmpl, int i) {
+  std::string p = tmpl;
+  const std::string name = "workflow-placeholder-7";
+  const auto at = p.find("\"name\":\"" + name + "\"");
+  p.replace(at, name.size() + 9, "\"name\":\"runner-" + std::to_string(i) + "\"");
+  const auto uid = p.find("\"uid\":\"");
+  char buf[40];
+  std::snprintf(buf, sizeof buf, "%08x-0000-4000-8000-%012x", i, i * 7919);
+  p.replace(uid + 7, 36, buf);
+  return p;
+}
+
+struct corpus {
+  std::string list;
+  std::string watch;  // newline-delimited MODIFIED events
+  std::vector<std::string> pods;
+};
+
+const corpus& data(int n = 10'000) {
+  static std::unordered_map<int, std::unique_ptr<corpus>> cache;
+  auto& c = cache[n];
+  if (!c) {
+    c = std::make_unique<corpus>();
+    const auto tmpl = pod_template();
+    c->list = R"({"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"100000"},"items":[)";
+    for (int i = 0; i < n; ++i) {
+      c->pods.push_back(make_pod(tmpl, i));
+      c->list += (i ? "," : "") + c->pods.back();
+      c->watch += R"({"type":"MODIFIED","object":)" + c->pods.back() + "}\n";
+    }
+    c->list += "]}";
+  }
+  return *c;
+}
+
+void decode_pod_list_10k(benchmark::State& state) {
+  const auto& c = data();
+  for (auto _ : state) {
+    auto r = headroom::k8s::decode_list<pod>(c.list);
+    benchmark::DoNotOptimize(r);
+    if (!std::holds_alternative<headroom::k8s::list_result<pod>>(r) ||
+        std::get<headroom::k8s::list_result<pod>>(r).items.size() != 10'000)
+      state.SkipWithError("decode failed");
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * c.list.size()));
+  state.counters["pods/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * 10'000, benchmark::Counter::kIsRate);
+}
+BENCHMARK(decode_pod_list_10k)->Unit(benchmark::kMillisecond);
+
+void decode_watch_stream_10k(benchmark::State& state) {
+  const auto& c = data();
+  for (auto _ : state) {
+    size_t start = 0;
+    size_t n = 0;
+    while (start < c.watch.size()) {
+      const auto end = c.watch.find('\n', start);
+      auto r = headroom::k8s::decode_watch_event<pod>(std::string_view{c.watch}.substr(start, end - start));
+      benchmark::DoNotOptimize(r);
+      n += std::holds_alternative<headroom::k8s::watch_event<pod>>(r);
+      start = end + 1;
+    }
+    if (n != 10'000)
+      state.SkipWithError("decode failed");
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * c.watch.size()));
+  state.counters["events/s"] = benchmark::Counter(static_cast<double>(state.iterations()) * 10'000, benchmark::Counter::kIsRate);
+}
+BENCHMARK(decode_watch_stream_10k)->Unit(benchmark::kMillisecond);
+
+// Heap bytes per Pod held the way the informer store holds it: a shared_ptr<const pod> per
+// object in an unordered_map keyed by namespace/name (indexes not included).
+void bytes_per_cached_pod(benchmark::State& state) {
+  const int n = static_cast<int>(state.range(0));
+  const auto& c = data(n);
+  double per_pod = 0;
+  for (auto _ : state) {
+    const auto before = mallinfo2().uordblks;
+    {
+      std::unordered_map<std::string, std::shared_ptr<const pod>> store;
+      for (const auto& json : c.pods) {
+        auto r = headroom::k8s::decode_pod(json);
+        auto p = std::make_shared<const pod>(std::move(std::get<pod>(r)));
+        store.emplace(p->meta.ns + "/" + p->meta.name, std::move(p));
+      }
+      const auto after = mallinfo2().uordblks;
+      per_pod = static_cast<double>(after - before) / n;
+      benchmark::DoNotOptimize(store);
+    }
+  }
+  state.counters["bytes_per_pod"] = per_pod;
+  state.counters["json_bytes_per_pod"] = static_cast<double>(c.pods.front().size());
+}
+BENCHMARK(bytes_per_cached_pod)->Arg(10'000)->Arg(100'000)->Iterations(1)->Unit(benchmark::kMillisecond);
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  for (int i = 1; i + 1 < argc; ++i)
+    if (std::strcmp(argv[i], "--write-corpus") == 0) {
+      const std::string dir = argv[i + 1];
+      std::ofstream{dir + "/pods-10k.json"} << data().list;
+      std::ofstream{dir + "/watch-10k.jsonl"} << data().watch;
+      return 0;
+    }
+  benchmark::Initialize(&argc, argv);
+  benchmark::RunSpecifiedBenchmarks();
+  benchmark::Shutdown();
+  return 0;
+}
