@@ -6,6 +6,7 @@
 
 #include <caf/type_id.hpp>
 
+#include "messages/k8s.hpp"
 #include "messages/runtime.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::first_custom_type_id)
@@ -13,6 +14,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::buffer_wakeup))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::child_status))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::supervisor_status))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::api_reply))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::leadership))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::pod_event))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::node_event))
 
   /// Supervisor → itself: the backoff for child (index, generation) has elapsed; start it again.
   CAF_ADD_ATOM(headroom, headroom::msg, restart_atom, "restart")
@@ -22,3 +27,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::first_custom_type_id)
   CAF_ADD_ATOM(headroom, headroom::msg, shutdown_atom, "shutdown")
 
 CAF_END_TYPE_ID_BLOCK(headroom)
+
+// Local-only messages: shared pointers to immutable informer objects, never serialized.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::pod_event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::node_event)

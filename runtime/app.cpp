@@ -61,7 +61,7 @@ void configure_actor_system(caf::actor_system_config& caf_cfg, const config& cfg
   caf_cfg.set("scheduler.max-throughput", static_cast<size_t>(cfg.runtime.max_throughput));
 }
 
-int run_agent(const config& cfg) {
+int run_agent(const config& cfg, const plan_builder& plan) {
   logger::global().set_level(cfg.logging.level);
   metrics m;
   readiness ready;
@@ -84,6 +84,17 @@ int run_agent(const config& cfg) {
   std::vector<child_spec> children;
   children.push_back(child_spec{"http", [&](caf::actor_system& s) { return spawn_http_endpoint(s, cfg.http.listen, m, ready); },
                                 restart_mode::permanent});
+  agent_plan extra;
+  if (plan) {
+    auto built = plan(cfg, sys, m, ready);
+    if (auto* why = std::get_if<std::string>(&built)) {
+      log::error("main", "cannot start", {{"error", *why}});
+      return 1;
+    }
+    extra = std::move(std::get<agent_plan>(built));
+    for (auto& c : extra.children)
+      children.push_back(std::move(c));
+  }
 
   log::info("main", "starting", {{"config", cfg.source.empty() ? "(defaults)" : cfg.source},
                                  {"listen", cfg.http.listen},
@@ -103,6 +114,8 @@ int run_agent(const config& cfg) {
     return 1;
 
   ready.begin_shutdown();
+  if (extra.before_stop)
+    extra.before_stop();
   self->send_exit(root, caf::exit_reason::user_shutdown);
   // Each child has its own deadline; this bound only catches a supervisor that itself hangs.
   const auto bound = cfg.runtime.shutdown_timeout * 4 + std::chrono::seconds(5);

@@ -1,19 +1,41 @@
 #pragma once
 
+#include <caf/actor_system.hpp>
 #include <caf/actor_system_config.hpp>
 
+#include <functional>
+#include <memory>
+#include <string>
+#include <variant>
+#include <vector>
+
 #include "runtime/config.hpp"
+#include "runtime/supervisor.hpp"
 
 namespace headroom::runtime {
 
 // Scheduler threads and throughput from our config.
 void configure_actor_system(caf::actor_system_config& caf_cfg, const config& cfg);
 
+class metrics;
+class readiness;
+
+// What the agent runs, decided by the layer above the runtime (actors/agent): the root
+// supervisor's children after `http`, the services they use (kept alive until the actor system is
+// gone), and what must happen first on shutdown (e.g. releasing the leader Lease).
+struct agent_plan {
+  std::vector<child_spec> children;
+  std::shared_ptr<void> services;
+  std::function<void()> before_stop;
+};
+using plan_builder =
+    std::function<std::variant<agent_plan, std::string>(const config&, caf::actor_system&, metrics&, readiness&)>;
+
 // Runs the agent until SIGTERM/SIGINT (exit code 0 after an orderly stop) or until the root
 // supervisor gives up (exit code 1). SIGTERM and SIGINT must already be blocked in the calling
 // thread (see block_shutdown_signals), so every thread the runtime starts inherits the mask and
 // only the signal thread receives them.
-int run_agent(const config& cfg);
+int run_agent(const config& cfg, const plan_builder& plan = {});
 
 void block_shutdown_signals();
 

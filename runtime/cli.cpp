@@ -13,6 +13,7 @@ const std::vector<std::pair<std::string, std::string>> value_flags = {
     {"--metrics-addr", "HEADROOM_METRICS_ADDR"},
     {"--scheduler-threads", "HEADROOM_SCHEDULER_THREADS"},
     {"--shutdown-timeout", "HEADROOM_SHUTDOWN_TIMEOUT"},
+    {"--kubeconfig", "HEADROOM_KUBECONFIG"},
 };
 
 }  // namespace
@@ -29,6 +30,8 @@ flags (each overrides the config file and the environment):
                              (env HEADROOM_METRICS_ADDR, default 127.0.0.1:9090)
   --scheduler-threads N      actor scheduler threads, 0 = one per core (env HEADROOM_SCHEDULER_THREADS)
   --shutdown-timeout DUR     per-child stop deadline on SIGTERM, e.g. 10s (env HEADROOM_SHUTDOWN_TIMEOUT)
+  --kubeconfig FILE          the cluster to act on (env HEADROOM_KUBECONFIG); without it headroom uses
+                             the in-cluster service account when KUBERNETES_SERVICE_HOST is set
 
 exit codes: 0 stopped cleanly, 1 runtime failure, 2 invalid configuration or usage
 )";

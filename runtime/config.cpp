@@ -237,7 +237,7 @@ config_result parse_config_yaml(std::string_view yaml, std::string_view origin) 
     }
     if (!root.IsDefined() || root.IsNull())
       return cfg;  // an empty file means "all defaults"
-    section top{root, "", {"runtime", "logging", "http", "supervision"}};
+    section top{root, "", {"runtime", "logging", "http", "supervision", "kubernetes", "leaderElection"}};
     if (auto node = top.get("runtime")) {
       section s{*node, "runtime", {"schedulerThreads", "maxThroughput", "shutdownTimeout"}};
       s.read_uint("schedulerThreads", cfg.runtime.scheduler_threads, 0, 256);
@@ -261,6 +261,37 @@ config_result parse_config_yaml(std::string_view yaml, std::string_view origin) 
       s.read_duration("backoffInitial", cfg.supervision.backoff_initial, millis{1}, millis{600'000});
       s.read_duration("backoffMax", cfg.supervision.backoff_max, millis{1}, millis{3'600'000});
       check_supervision(cfg.supervision, "supervision");
+    }
+    if (auto node = top.get("kubernetes")) {
+      section s{*node, "kubernetes", {"kubeconfig", "context", "qps", "burst"}};
+      if (auto v = s.read_string("kubeconfig"))
+        cfg.kubernetes.kubeconfig = *v;
+      if (auto v = s.read_string("context"))
+        cfg.kubernetes.context = *v;
+      s.read_uint("qps", cfg.kubernetes.qps, 1, 10'000);
+      s.read_uint("burst", cfg.kubernetes.burst, 1, 10'000);
+    }
+    if (auto node = top.get("leaderElection")) {
+      section s{*node, "leaderElection",
+                {"enabled", "namespace", "name", "leaseDuration", "renewDeadline", "retryPeriod"}};
+      if (auto v = s.read_string("enabled")) {
+        if (*v != "true" && *v != "false")
+          fail(s.path("enabled"), "expected true or false, found '" + *v + "'");
+        cfg.leader_election.enabled = *v == "true";
+      }
+      if (auto v = s.read_string("namespace"))
+        cfg.leader_election.ns = *v;
+      if (auto v = s.read_string("name"))
+        cfg.leader_election.name = *v;
+      s.read_duration("leaseDuration", cfg.leader_election.lease_duration, millis{2'000}, millis{600'000});
+      s.read_duration("renewDeadline", cfg.leader_election.renew_deadline, millis{1'000}, millis{600'000});
+      s.read_duration("retryPeriod", cfg.leader_election.retry_period, millis{100}, millis{60'000});
+      const auto& le = cfg.leader_election;
+      // client-go's rule: renewing must give up before the lease can expire for anyone else.
+      if (le.renew_deadline >= le.lease_duration)
+        fail("leaderElection.renewDeadline", "must be shorter than leaseDuration (" + format_duration(le.lease_duration) + ")");
+      if (le.retry_period >= le.renew_deadline)
+        fail("leaderElection.retryPeriod", "must be shorter than renewDeadline (" + format_duration(le.renew_deadline) + ")");
     }
   } catch (const config_failure& f) {
     return f.error;
@@ -296,6 +327,10 @@ std::optional<config_error> apply_env(config& cfg, const std::map<std::string, s
         fail("HEADROOM_SCHEDULER_THREADS", "expected an integer from 0 to 256, found '" + *v + "'");
       cfg.runtime.scheduler_threads = n;
     }
+    if (auto v = get("HEADROOM_KUBECONFIG"))
+      cfg.kubernetes.kubeconfig = *v;
+    if (auto v = get("HEADROOM_NAMESPACE"))
+      cfg.leader_election.ns = *v;
     if (auto v = get("HEADROOM_SHUTDOWN_TIMEOUT")) {
       auto d = parse_duration(*v);
       if (!d || *d < millis{100} || *d > millis{600'000})

@@ -35,6 +35,22 @@ struct config {
     millis backoff_initial{100};
     millis backoff_max{30'000};
   } supervision;
+  struct kubernetes_section {
+    // "" with KUBERNETES_SERVICE_HOST set: the in-cluster service account; "" otherwise: no
+    // cluster (the agent runs its runtime only, as scripts/demo does).
+    std::string kubeconfig;
+    std::string context;
+    uint32_t qps = 50;
+    uint32_t burst = 100;
+  } kubernetes;
+  struct leader_election_section {
+    bool enabled = true;
+    std::string ns = "kube-system";  // HEADROOM_NAMESPACE overrides (the Pod's own namespace)
+    std::string name = "headroom";
+    millis lease_duration{15'000};
+    millis renew_deadline{10'000};
+    millis retry_period{2'000};
+  } leader_election;
   std::string source;  // where the file came from, for logs ("" = defaults only)
 };
 

@@ -149,18 +149,28 @@ void leader_elector::lose(const std::string& why) {
     opts_.on_stopped_leading();
 }
 
-void leader_elector::stop(bool release) {
-  if (stopped_.exchange(true))
+void leader_elector::stop(bool release, std::function<void()> released) {
+  if (stopped_.exchange(true)) {
+    if (released)
+      released();
     return;
+  }
   const bool was_leading = leading_.load();
   lose("stopped");
-  if (!release || !was_leading)
+  if (!release || !was_leading) {
+    if (released)
+      released();
     return;
+  }
   // Clear the holder so the next candidate does not wait out the lease duration.
   client_.merge_patch(kinds::leases, opts_.ns, opts_.name,
-                      R"({"spec":{"holderIdentity":null,"leaseDurationSeconds":1}})", [](api_result r) {
+                      R"({"spec":{"holderIdentity":null,"leaseDurationSeconds":1}})", [released](api_result r) {
                         if (auto* e = std::get_if<api_error>(&r))
                           runtime::log::warn("leader_election", "release failed", {{"error", e->describe()}});
+                        else
+                          runtime::log::info("leader_election", "lease released");
+                        if (released)
+                          released();
                       });
 }
 

@@ -40,7 +40,7 @@ class leader_elector : public std::enable_shared_from_this<leader_elector> {
   void start();
   // Stops campaigning; a leader stops leading (and, with release, clears the holder so another
   // candidate takes over on its next retry instead of after the lease duration).
-  void stop(bool release);
+  void stop(bool release, std::function<void()> released = {});
 
   bool leading() const { return leading_.load(); }
   const std::string& identity() const { return opts_.identity; }

@@ -100,3 +100,25 @@ TEST(config, environment_overrides_the_file) {
   ASSERT_TRUE(bad);
   EXPECT_EQ(bad->message(), "HEADROOM_SCHEDULER_THREADS: expected an integer from 0 to 256, found 'many'");
 }
+
+TEST(config, kubernetes_and_leader_election) {
+  auto c = ok(R"(
+kubernetes: {kubeconfig: /etc/headroom/kubeconfig, context: prod, qps: 20, burst: 40}
+leaderElection: {enabled: false, namespace: ci, name: hr, leaseDuration: 30s, renewDeadline: 20s, retryPeriod: 4s}
+)");
+  EXPECT_EQ(c.kubernetes.kubeconfig, "/etc/headroom/kubeconfig");
+  EXPECT_EQ(c.kubernetes.qps, 20u);
+  EXPECT_FALSE(c.leader_election.enabled);
+  EXPECT_EQ(c.leader_election.ns, "ci");
+  EXPECT_EQ(c.leader_election.lease_duration, 30s);
+  EXPECT_EQ(err("leaderElection: {leaseDuration: 10s, renewDeadline: 10s}"),
+            "leaderElection.renewDeadline: must be shorter than leaseDuration (10s)");
+  EXPECT_EQ(err("leaderElection: {retryPeriod: 10s}"),
+            "leaderElection.retryPeriod: must be shorter than renewDeadline (10s)");
+  EXPECT_EQ(err("leaderElection: {enabled: yes}"), "leaderElection.enabled: expected true or false, found 'yes'");
+  EXPECT_EQ(err("kubernetes: {qps: 0}"), "kubernetes.qps: must be between 1 and 10000, found 0");
+  auto e = ok("");
+  EXPECT_FALSE(apply_env(e, {{"HEADROOM_KUBECONFIG", "/kc"}, {"HEADROOM_NAMESPACE", "headroom-system"}}));
+  EXPECT_EQ(e.kubernetes.kubeconfig, "/kc");
+  EXPECT_EQ(e.leader_election.ns, "headroom-system");
+}

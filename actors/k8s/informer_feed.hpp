@@ -1,0 +1,94 @@
+#pragma once
+
+#include <caf/actor.hpp>
+
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <string>
+
+#include "adapters/k8s/informer.hpp"
+#include "messages/k8s.hpp"
+#include "runtime/mailbox/actor_waker.hpp"
+#include "runtime/mailbox/keyed_coalescer.hpp"
+
+namespace headroom::actors {
+
+// Brings an informer's events into one actor, bounded: a keyed coalescer per object
+// (namespace/name) keeps the latest change of each object, and the actor is woken with one
+// msg::buffer_wakeup{buffer} however many events arrived. Reconcilers are level-based, so the
+// latest state per object is what they need; a burst of 1,000 status updates for one pod costs one
+// handler run. Bounded by `max_objects`; an event for a new object beyond it is dropped and counted
+// (the periodic resync brings it back).
+//
+// Lives in the consuming actor's state; `drain` is called from that actor's wake-up handler.
+template <class T>
+class informer_feed {
+ public:
+  using event = msg::object_event<T>;
+
+  informer_feed(std::string name, const caf::actor& consumer, uint32_t buffer,
+                size_t max_objects = runtime::keyed_coalescer<std::string, event>::default_max_keys)
+      : buffer_(std::make_shared<runtime::keyed_coalescer<std::string, event>>(
+            std::move(name), runtime::wake_actor(consumer, buffer), max_objects)) {}
+
+  // Subscribes to an informer (before it starts). The handler runs on the I/O thread and only
+  // offers into the coalescer.
+  void attach(k8s::informer<T>& source) { attach([&source](auto h) { source.subscribe(std::move(h)); }); }
+
+  // The same for any source that takes an informer handler (tests feed events directly).
+  void attach(const std::function<void(typename k8s::informer<T>::handler)>& subscribe) {
+    auto buffer = buffer_;
+    subscribe([buffer](const typename k8s::informer<T>::event& e) {
+      event out;
+      out.change = static_cast<msg::object_change>(static_cast<int>(e.type));
+      out.object = e.object;
+      buffer->offer(key(*e.object), std::move(out));
+    });
+  }
+
+  // In the wake-up handler: hands every pending object change to `fn`.
+  template <class F>
+  size_t drain(F&& fn) {
+    buffer_->rearm();
+    size_t n = 0;
+    while (auto item = buffer_->next()) {
+      fn(item->second);
+      buffer_->done(item->first);
+      ++n;
+    }
+    return n;
+  }
+
+  const runtime::buffer_stats_ptr& stats() const { return buffer_->stats(); }
+
+ private:
+  static std::string key(const T& o) { return o.meta.ns + "/" + o.meta.name; }
+  std::shared_ptr<runtime::keyed_coalescer<std::string, event>> buffer_;
+};
+
+// Starts an API call whose result comes back to `target` as msg::api_reply{correlation, …}.
+// `start` receives the callback to hand to the client.
+inline void call_into(const caf::actor& target, uint64_t correlation,
+                      const std::function<void(k8s::api_callback)>& start) {
+  caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(target);
+  start([weak, correlation](k8s::api_result r) {
+    auto strong = weak.lock();
+    if (!strong)
+      return;
+    msg::api_reply reply;
+    reply.correlation = correlation;
+    if (auto* body = std::get_if<std::string>(&r)) {
+      reply.ok = true;
+      reply.body = std::move(*body);
+    } else {
+      const auto& e = std::get<k8s::api_error>(r);
+      reply.error_kind = static_cast<int32_t>(e.what);
+      reply.status = static_cast<int32_t>(e.status);
+      reply.error = e.describe();
+    }
+    caf::anon_send(caf::actor_cast<caf::actor>(strong), std::move(reply));
+  });
+}
+
+}  // namespace headroom::actors

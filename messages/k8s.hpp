@@ -1,0 +1,55 @@
+#pragma once
+
+// Messages that carry Kubernetes results and objects into actors. They hold shared pointers to
+// immutable cached objects and never leave the process, so they are registered as local-only
+// (CAF_ALLOW_UNSAFE_MESSAGE_TYPE in type_ids.hpp) instead of being made serializable.
+
+#include <caf/meta/type_name.hpp>
+
+#include <cstdint>
+#include <memory>
+#include <string>
+
+#include "adapters/k8s/objects.hpp"
+
+namespace headroom::msg {
+
+enum class object_change : uint8_t { added, modified, deleted, resync };
+
+/// An informer's view of one object changed (the latest state per object: see informer_feed).
+template <class T>
+struct object_event {
+  object_change change = object_change::added;
+  std::shared_ptr<const T> object;
+};
+
+using pod_event = object_event<k8s::pod>;
+using node_event = object_event<k8s::node>;
+
+/// The result of one API call an actor started, matched by the actor's `correlation` number.
+struct api_reply {
+  uint64_t correlation = 0;
+  bool ok = false;
+  std::string body;        // ok: the response body
+  int32_t error_kind = 0;  // !ok: k8s::api_error::kind as a number
+  int32_t status = 0;
+  std::string error;       // !ok: api_error::describe()
+};
+
+/// The leader elector's verdict: lead (start the acting actors) or follow (stop them).
+struct leadership {
+  bool leading = false;
+  std::string holder;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, api_reply& x) {
+  return f(caf::meta::type_name("api_reply"), x.correlation, x.ok, x.body, x.error_kind, x.status, x.error);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, leadership& x) {
+  return f(caf::meta::type_name("leadership"), x.leading, x.holder);
+}
+
+}  // namespace headroom::msg
