@@ -1,0 +1,153 @@
+// The client's retry and rate-limit rules against a scripted HTTP server on loopback (civetweb):
+// what is retried, how long it waits, and what is never retried.
+#include "adapters/k8s/client.hpp"
+
+#include <CivetServer.h>
+#include <gtest/gtest.h>
+
+#include <atomic>
+#include <deque>
+#include <future>
+#include <mutex>
+
+using namespace std::chrono_literals;
+using namespace headroom::k8s;
+
+namespace {
+
+// Answers each request with the next scripted reply (status, extra headers, body); 200 "{}" after.
+class scripted final : public CivetHandler {
+ public:
+  struct reply {
+    int status;
+    std::string headers;
+    std::string body;
+  };
+  void script(std::deque<reply> r) {
+    std::lock_guard<std::mutex> g{m_};
+    replies_ = std::move(r);
+    hits_ = 0;
+  }
+  int hits() const { return hits_.load(); }
+  bool handleGet(CivetServer*, mg_connection* c) override { return answer(c); }
+  bool handlePost(CivetServer*, mg_connection* c) override { return answer(c); }
+
+ private:
+  bool answer(mg_connection* c) {
+    ++hits_;
+    reply r{200, "", "{}"};
+    {
+      std::lock_guard<std::mutex> g{m_};
+      if (!replies_.empty()) {
+        r = replies_.front();
+        replies_.pop_front();
+      }
+    }
+    mg_printf(c, "HTTP/1.1 %d X\r\nContent-Type: application/json\r\nContent-Length: %zu\r\n%sConnection: close\r\n\r\n%s",
+              r.status, r.body.size(), r.headers.c_str(), r.body.c_str());
+    return true;
+  }
+  std::mutex m_;
+  std::deque<reply> replies_;
+  std::atomic<int> hits_{0};
+};
+
+struct retry_fixture : ::testing::Test {
+  retry_fixture() : server({"listening_ports", "127.0.0.1:0", "num_threads", "4"}) {
+    server.addHandler("/", handler);
+    conn.server = "http://127.0.0.1:" + std::to_string(server.getListeningPorts().front());
+    conn.token = [] { return std::string{}; };
+  }
+  api_result call(client& c, bool post = false) {
+    std::promise<api_result> p;
+    auto done = [&](api_result r) { p.set_value(std::move(r)); };
+    if (post)
+      c.create(kinds::configmaps, "ns", R"({"metadata":{"name":"x"}})", done);
+    else
+      c.get(kinds::configmaps, "ns", "x", done);
+    return p.get_future().get();
+  }
+  scripted handler;
+  CivetServer server;
+  connection conn;
+};
+
+const std::string status_429 = R"({"kind":"Status","status":"Failure","reason":"TooManyRequests","message":"slow down","code":429})";
+
+}  // namespace
+
+TEST_F(retry_fixture, honours_retry_after_on_429) {
+  transport t{{}};
+  client c{conn, t};
+  handler.script({{429, "Retry-After: 1\r\n", status_429}});
+  const auto start = std::chrono::steady_clock::now();
+  auto r = call(c);
+  EXPECT_TRUE(std::holds_alternative<std::string>(r));
+  EXPECT_GE(std::chrono::steady_clock::now() - start, 1s) << "Retry-After: 1 was not honoured";
+  EXPECT_EQ(handler.hits(), 2);
+}
+
+TEST_F(retry_fixture, retries_5xx_for_reads_but_never_a_create) {
+  transport t{{}};
+  retry_policy fast;
+  fast.initial = 10ms;
+  client c{conn, t, fast};
+  handler.script({{503, "", "{}"}, {500, "", "{}"}});
+  EXPECT_TRUE(std::holds_alternative<std::string>(call(c)));
+  EXPECT_EQ(handler.hits(), 3);
+
+  handler.script({{500, "", R"({"kind":"Status","message":"etcd timeout","reason":"InternalError","code":500})"}});
+  auto r = call(c, /*post=*/true);
+  ASSERT_TRUE(std::holds_alternative<api_error>(r));
+  EXPECT_EQ(std::get<api_error>(r).what, api_error::kind::server);
+  EXPECT_EQ(std::get<api_error>(r).describe(), "create configmaps ns/x: 500 InternalError: etcd timeout");
+  EXPECT_EQ(handler.hits(), 1) << "a create that may have happened is not repeated";
+}
+
+TEST_F(retry_fixture, gives_up_after_max_attempts) {
+  transport t{{}};
+  retry_policy p;
+  p.max_attempts = 3;
+  p.initial = 5ms;
+  client c{conn, t, p};
+  handler.script({{503, "", "{}"}, {503, "", "{}"}, {503, "", "{}"}, {503, "", "{}"}});
+  auto r = call(c);
+  ASSERT_TRUE(std::holds_alternative<api_error>(r));
+  EXPECT_EQ(std::get<api_error>(r).status, 503);
+  EXPECT_EQ(handler.hits(), 3);
+}
+
+TEST_F(retry_fixture, a_pdb_refusal_is_not_retried) {
+  transport t{{}};
+  client c{conn, t};
+  handler.script({{429, "", R"({"kind":"Status","message":"Cannot evict pod as it would violate the pod's disruption budget.","reason":"TooManyRequests","code":429})"}});
+  std::promise<api_result> p;
+  c.evict("ns", "runner-1", {}, [&](api_result r) { p.set_value(std::move(r)); });
+  auto r = p.get_future().get();
+  ASSERT_TRUE(std::holds_alternative<api_error>(r));
+  EXPECT_EQ(std::get<api_error>(r).what, api_error::kind::disruption_blocked);
+  EXPECT_EQ(handler.hits(), 1);
+}
+
+// qps 20, burst 2: ten requests need at least (10 - 2) / 20 s = 400 ms.
+TEST_F(retry_fixture, client_side_rate_limit_spaces_requests) {
+  transport::options o;
+  o.qps = 20;
+  o.burst = 2;
+  transport t{o};
+  client c{conn, t};
+  const auto start = std::chrono::steady_clock::now();
+  std::vector<std::future<api_result>> all;
+  std::vector<std::shared_ptr<std::promise<api_result>>> promises;
+  for (int i = 0; i < 10; ++i) {
+    auto p = std::make_shared<std::promise<api_result>>();
+    all.push_back(p->get_future());
+    c.get(kinds::configmaps, "ns", "x", [p](api_result r) { p->set_value(std::move(r)); });
+    promises.push_back(p);
+  }
+  for (auto& f : all)
+    EXPECT_TRUE(std::holds_alternative<std::string>(f.get()));
+  const auto took = std::chrono::steady_clock::now() - start;
+  EXPECT_GE(took, 380ms);
+  EXPECT_LT(took, 3s);
+}
