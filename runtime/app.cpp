@@ -69,15 +69,7 @@ int run_agent(const config& cfg, const plan_builder& plan) {
   configure_actor_system(caf_cfg, cfg);
   caf::actor_system sys{caf_cfg};
 
-  supervisor_options root_opts;
-  root_opts.name = "root";
-  root_opts.restart.initial = cfg.supervision.backoff_initial;
-  root_opts.restart.max = cfg.supervision.backoff_max;
-  root_opts.restart.max_restarts = cfg.supervision.max_restarts;
-  root_opts.restart.window = cfg.supervision.restart_window;
-  root_opts.stop_deadline = cfg.runtime.shutdown_timeout;
-  root_opts.metrics = &m.supervision();
-  root_opts.ready = &ready;
+  const auto root_opts = supervisor_options_from(cfg, "root", &m, &ready);
 
   // Children start in this order and stop in reverse: http comes first so /healthz answers while
   // everything else starts, and last on the way down so /readyz reports the shutdown throughout.

@@ -6,6 +6,7 @@
 
 #include "messages/type_ids.hpp"
 #include "runtime/clock.hpp"
+#include "runtime/config.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/readiness.hpp"
@@ -220,6 +221,19 @@ caf::behavior supervisor_behavior(supervisor_actor* self, supervisor_options opt
 
 caf::actor spawn_supervisor(caf::actor_system& sys, supervisor_options opts, std::vector<child_spec> children) {
   return sys.spawn(supervisor_behavior, std::move(opts), std::move(children));
+}
+
+supervisor_options supervisor_options_from(const config& cfg, std::string name, metrics* m, readiness* ready) {
+  supervisor_options o;
+  o.name = std::move(name);
+  o.restart.initial = cfg.supervision.backoff_initial;
+  o.restart.max = cfg.supervision.backoff_max;
+  o.restart.max_restarts = cfg.supervision.max_restarts;
+  o.restart.window = cfg.supervision.restart_window;
+  o.stop_deadline = cfg.runtime.shutdown_timeout;
+  o.metrics = m != nullptr ? &m->supervision() : nullptr;
+  o.ready = ready;
+  return o;
 }
 
 child_spec supervisor_child(supervisor_options opts, std::vector<child_spec> children) {

@@ -48,6 +48,11 @@ struct supervisor_options {
 // Only exit reasons leave a child: supervisors keep no state a restart could not rebuild.
 caf::actor spawn_supervisor(caf::actor_system& sys, supervisor_options opts, std::vector<child_spec> children);
 
+// Options for a supervisor named `name` with the configured restart policy and stop deadline.
+struct config;
+class metrics;
+supervisor_options supervisor_options_from(const config& cfg, std::string name, metrics* m, readiness* ready);
+
 // A nested supervisor as a child of another one.
 child_spec supervisor_child(supervisor_options opts, std::vector<child_spec> children);
 

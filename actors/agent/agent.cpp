@@ -40,16 +40,7 @@ std::string identity() {
 }
 
 runtime::child_spec acting_subtree(const runtime::config& cfg, runtime::metrics& m, runtime::readiness& ready) {
-  runtime::supervisor_options o;
-  o.name = "acting";
-  o.restart.initial = cfg.supervision.backoff_initial;
-  o.restart.max = cfg.supervision.backoff_max;
-  o.restart.max_restarts = cfg.supervision.max_restarts;
-  o.restart.window = cfg.supervision.restart_window;
-  o.stop_deadline = cfg.runtime.shutdown_timeout;
-  o.metrics = &m.supervision();
-  o.ready = &ready;
-  return runtime::supervisor_child(o, {});
+  return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "acting", &m, &ready), {});
 }
 
 }  // namespace

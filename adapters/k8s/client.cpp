@@ -254,23 +254,24 @@ void client::replace(const resource_kind& k, std::string_view ns, std::string_vi
   send(c);
 }
 
-void client::merge_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string patch,
-                         api_callback cb, std::string_view subresource) {
+void client::patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string body,
+                   api_callback cb, std::string_view subresource, const char* content_type) {
   HEADROOM_CALL("patch", "PATCH", name);
   c->req.url = conn_.server + k.path(ns, name, subresource);
-  c->req.body = std::move(patch);
-  c->content_type = "application/merge-patch+json";
+  c->req.body = std::move(body);
+  c->content_type = content_type;
   send(c);
 }
 
-void client::json_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string patch,
+void client::merge_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string body,
+                         api_callback cb, std::string_view subresource) {
+  patch(k, ns, name, std::move(body), std::move(cb), subresource, "application/merge-patch+json");
+}
+
+// A JSON patch with a "test" op is a precondition; retrying a 5xx is still safe.
+void client::json_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string body,
                         api_callback cb, std::string_view subresource) {
-  HEADROOM_CALL("patch", "PATCH", name);
-  c->req.url = conn_.server + k.path(ns, name, subresource);
-  c->req.body = std::move(patch);
-  // A JSON patch with a "test" op is a precondition; retrying a 5xx is still safe.
-  c->content_type = "application/json-patch+json";
-  send(c);
+  patch(k, ns, name, std::move(body), std::move(cb), subresource, "application/json-patch+json");
 }
 
 namespace {

@@ -122,6 +122,8 @@ class client {
  private:
   struct call;
   void send(std::shared_ptr<call> c);
+  void patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string body, api_callback cb,
+             std::string_view subresource, const char* content_type);
 
   connection conn_;
   std::shared_ptr<const tls_config> tls_;
