@@ -1,9 +1,21 @@
 #!/usr/bin/env bash
 # A bounded fuzz run: the seed corpus (read-only) plus a scratch corpus, 20 s or 200k runs.
-set -euo pipefail
+# On a crash the whole report is printed (the input that crashed, the sanitizer's stack).
+set -uo pipefail
 fuzzer=$1
 seeds=$2
 scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
-"$fuzzer" -max_total_time=20 -runs=200000 -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
-  -print_final_stats=1 "$scratch" "$seeds" 2>&1 | tail -15
+log="$scratch/fuzz.log"
+mkdir -p "$scratch/corpus"
+(cd "$scratch" && "$fuzzer" -max_total_time=20 -runs=200000 -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+  -print_final_stats=1 "$scratch/corpus" "$seeds" >"$log" 2>&1)
+rc=$?
+if [ $rc -ne 0 ]; then
+  grep -vE '^#[0-9]+\s+(NEW|REDUCE|pulse|INITED)' "$log" | tail -80
+  for crash in "$scratch"/crash-* "$scratch"/timeout-* "$scratch"/oom-*; do
+    [ -f "$crash" ] && { echo "--- input (base64): $(basename "$crash")"; base64 -w0 "$crash"; echo; }
+  done
+  exit $rc
+fi
+tail -8 "$log"

@@ -1,0 +1,56 @@
+#include "adapters/hud/queued_jobs.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+
+namespace headroom::hud {
+
+std::variant<std::vector<queued_jobs>, hud_error> decode_queued_jobs(std::string_view json) {
+  std::vector<queued_jobs> out;
+  size_t index = 0;
+  std::string field = "(top level)";
+  try {
+    simdjson::ondemand::parser parser;
+    simdjson::padded_string padded{json};
+    auto doc = parser.iterate(padded);
+    for (auto item : doc.get_array()) {
+      queued_jobs q;
+      for (auto f : item.get_object()) {
+        std::string_view key = f.unescaped_key();
+        field = std::string{key};
+        auto v = f.value();
+        if (key == "runner_label")
+          q.runner_label = std::string{std::string_view{v.get_string()}};
+        else if (key == "org")
+          q.org = std::string{std::string_view{v.get_string()}};
+        else if (key == "repo")
+          q.repo = std::string{std::string_view{v.get_string()}};
+        else if (key == "num_queued_jobs")
+          q.num_queued_jobs = v.get_int64();
+        else if (key == "min_queue_time_minutes")
+          q.min_queue_time_minutes = v.get_double();
+        else if (key == "max_queue_time_minutes")
+          q.max_queue_time_minutes = v.get_double();
+      }
+      if (q.num_queued_jobs < 0)
+        return hud_error{"HUD queued jobs: [" + std::to_string(index) + "].num_queued_jobs is negative"};
+      out.push_back(std::move(q));
+      ++index;
+      field = "(item)";
+    }
+  } catch (const simdjson::simdjson_error& e) {
+    return hud_error{"HUD queued jobs: [" + std::to_string(index) + "]." + field + ": " + simdjson::error_message(e.error())};
+  }
+  return out;
+}
+
+int64_t queued_for_labels(const std::vector<queued_jobs>& rows, const std::vector<std::string>& labels) {
+  int64_t total = 0;
+  for (const auto& r : rows)
+    if (std::find(labels.begin(), labels.end(), r.runner_label) != labels.end())
+      total += r.num_queued_jobs;
+  return total;
+}
+
+}  // namespace headroom::hud

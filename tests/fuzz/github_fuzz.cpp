@@ -1,0 +1,32 @@
+// libFuzzer: the GitHub-side decoders never crash on hostile input and always explain a failure.
+// HEADROOM_FUZZ_KIND selects: 1 poll message (with its encoded body), 2 statistics, 3 HUD,
+// 4 workflow_job webhook (plus signature verification of the same bytes).
+#include <cstdint>
+#include <string_view>
+
+#include "adapters/github/auth.hpp"
+#include "adapters/github/messages.hpp"
+#include "adapters/hud/queued_jobs.hpp"
+
+template <class Result, class Failure>
+void check(const Result& r) {
+  if (const auto* f = std::get_if<Failure>(&r))
+    if (f->message.empty())
+      __builtin_trap();
+}
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view in{reinterpret_cast<const char*>(data), size};
+  using namespace headroom;
+#if HEADROOM_FUZZ_KIND == 1
+  check<github::decoded<github::session_message>, github::decode_failure>(github::decode_session_message(in));
+#elif HEADROOM_FUZZ_KIND == 2
+  check<github::decoded<github::statistics>, github::decode_failure>(github::decode_statistics(in));
+#elif HEADROOM_FUZZ_KIND == 3
+  check<std::variant<std::vector<hud::queued_jobs>, hud::hud_error>, hud::hud_error>(hud::decode_queued_jobs(in));
+#else
+  check<github::decoded<github::workflow_job_event>, github::decode_failure>(github::decode_workflow_job(in));
+  (void)github::verify_webhook_signature("secret", in, in.substr(0, 71));
+#endif
+  return 0;
+}

@@ -1,0 +1,90 @@
+#include "adapters/github/messages.hpp"
+
+#include <gtest/gtest.h>
+
+#include "adapters/hud/queued_jobs.hpp"
+
+using namespace headroom::github;
+
+namespace {
+const char* poll_response =
+    "\xEF\xBB\xBF"  // the service may send a UTF-8 byte-order mark
+    R"({"messageId":42,"messageType":"RunnerScaleSetJobMessages",
+    "statistics":{"totalAvailableJobs":3,"totalAcquiredJobs":2,"totalAssignedJobs":5,"totalRunningJobs":1,
+                  "totalRegisteredRunners":4,"totalBusyRunners":1,"totalIdleRunners":3},
+    "body":"[{\"messageType\":\"JobAvailable\",\"runnerRequestId\":1001,\"repositoryName\":\"pytorch\",\"ownerName\":\"pytorch\",\"jobWorkflowRef\":\"pytorch/pytorch/.github/workflows/pull.yml@refs/heads/main\",\"jobDisplayName\":\"linux-build\",\"workflowRunId\":77,\"eventName\":\"pull_request\",\"requestLabels\":[\"linux.2xlarge\"],\"queueTime\":\"2026-11-22T05:00:00Z\",\"acquireJobUrl\":\"https://pipelines.example/acquire\"},{\"messageType\":\"JobStarted\",\"runnerRequestId\":1000,\"runnerId\":9,\"runnerName\":\"runner-abc\",\"jobId\":\"j-1\"},{\"messageType\":\"JobCompleted\",\"runnerRequestId\":999,\"result\":\"canceled\",\"runnerId\":0,\"runnerName\":\"\"},{\"messageType\":\"SomethingNew\"}]"})";
+}  // namespace
+
+TEST(github_messages, poll_response_with_bom_and_encoded_body) {
+  auto r = decode_session_message(poll_response);
+  ASSERT_TRUE(std::holds_alternative<session_message>(r)) << std::get<decode_failure>(r).message;
+  const auto& m = std::get<session_message>(r);
+  EXPECT_EQ(m.message_id, 42);
+  EXPECT_EQ(m.stats.total_assigned_jobs, 5);
+  EXPECT_EQ(m.stats.total_idle_runners, 3);
+  ASSERT_EQ(m.jobs.size(), 4u);
+  EXPECT_EQ(m.jobs[0].type, job_message::available);
+  EXPECT_EQ(m.jobs[0].runner_request_id, 1001);
+  EXPECT_EQ(m.jobs[0].request_labels, (std::vector<std::string>{"linux.2xlarge"}));
+  EXPECT_EQ(m.jobs[0].acquire_job_url, "https://pipelines.example/acquire");
+  EXPECT_EQ(m.jobs[1].type, job_message::started);
+  EXPECT_EQ(m.jobs[1].runner_name, "runner-abc");
+  EXPECT_EQ(m.jobs[2].type, job_message::completed);
+  EXPECT_EQ(m.jobs[2].result, "canceled");
+  EXPECT_EQ(m.jobs[3].type, job_message::unknown) << "an unknown kind is kept, not an error";
+  EXPECT_EQ(m.jobs[3].message_type, "SomethingNew");
+}
+
+TEST(github_messages, malformed_input_is_named) {
+  auto bad_body = decode_session_message(R"({"messageId":7,"body":"{not json"})");
+  ASSERT_TRUE(std::holds_alternative<decode_failure>(bad_body));
+  EXPECT_EQ(std::get<decode_failure>(bad_body).message.rfind("message 7: message body: ", 0), 0u)
+      << std::get<decode_failure>(bad_body).message;
+  auto not_array = decode_session_message(R"({"messageId":8,"body":"{\"a\":1}"})");
+  ASSERT_TRUE(std::holds_alternative<decode_failure>(not_array));
+  EXPECT_EQ(std::get<decode_failure>(not_array).message, "message 8: message body: expected an array of job messages");
+  auto bad_id = decode_session_message(R"({"messageId":"x1"})");
+  ASSERT_TRUE(std::holds_alternative<decode_failure>(bad_id));
+  EXPECT_EQ(std::get<decode_failure>(bad_id).message, "message: expected a number, found \"x1\"");
+  EXPECT_TRUE(std::holds_alternative<decode_failure>(decode_session_message("")));
+  auto stats = decode_statistics(R"({"totalAssignedJobs":"12"})");
+  ASSERT_TRUE(std::holds_alternative<statistics>(stats));
+  EXPECT_EQ(std::get<statistics>(stats).total_assigned_jobs, 12) << "numbers sent as strings are accepted";
+  // Found by the fuzzer: a digit string beyond int64 is an error, not an overflow.
+  auto huge = decode_statistics(R"({"totalAssignedJobs":"59999999999999999999"})");
+  ASSERT_TRUE(std::holds_alternative<decode_failure>(huge));
+  EXPECT_EQ(std::get<decode_failure>(huge).message, "statistics: number out of range: \"59999999999999999999\"");
+}
+
+TEST(github_messages, workflow_job_webhook) {
+  auto r = decode_workflow_job(R"({"action":"queued","workflow_job":{"id":123,"run_id":456,"labels":["self-hosted","linux.2xlarge"],
+    "status":"queued","conclusion":null,"runner_name":null},"repository":{"full_name":"pytorch/pytorch"},
+    "organization":{"login":"pytorch"}})");
+  ASSERT_TRUE(std::holds_alternative<workflow_job_event>(r)) << std::get<decode_failure>(r).message;
+  const auto& e = std::get<workflow_job_event>(r);
+  EXPECT_EQ(e.action, "queued");
+  EXPECT_EQ(e.job_id, 123);
+  EXPECT_EQ(e.labels, (std::vector<std::string>{"self-hosted", "linux.2xlarge"}));
+  EXPECT_EQ(e.repository, "pytorch/pytorch");
+  EXPECT_EQ(e.organization, "pytorch");
+  EXPECT_TRUE(e.conclusion.empty());
+}
+
+TEST(hud, queued_jobs_sum_over_a_scale_sets_labels) {
+  auto r = headroom::hud::decode_queued_jobs(R"([
+    {"runner_label":"linux.2xlarge","org":"pytorch","repo":"pytorch","num_queued_jobs":7,"min_queue_time_minutes":1.5,"max_queue_time_minutes":12},
+    {"runner_label":"linux.4xlarge","org":"pytorch","repo":"vision","num_queued_jobs":3,"min_queue_time_minutes":0,"max_queue_time_minutes":2},
+    {"runner_label":"linux.2xlarge","org":"pytorch","repo":"audio","num_queued_jobs":2,"min_queue_time_minutes":0,"max_queue_time_minutes":1},
+    {"runner_label":"windows.4xlarge","org":"pytorch","repo":"pytorch","num_queued_jobs":9,"min_queue_time_minutes":0,"max_queue_time_minutes":1}])");
+  ASSERT_TRUE((std::holds_alternative<std::vector<headroom::hud::queued_jobs>>(r)));
+  const auto& rows = std::get<std::vector<headroom::hud::queued_jobs>>(r);
+  EXPECT_EQ(rows.size(), 4u);
+  EXPECT_EQ(headroom::hud::queued_for_labels(rows, {"linux.2xlarge", "linux.4xlarge"}), 12);
+  EXPECT_EQ(headroom::hud::queued_for_labels(rows, {"macos"}), 0);
+  auto bad = headroom::hud::decode_queued_jobs(R"([{"runner_label":"x","num_queued_jobs":"many"}])");
+  ASSERT_TRUE(std::holds_alternative<headroom::hud::hud_error>(bad));
+  EXPECT_EQ(std::get<headroom::hud::hud_error>(bad).message.rfind("HUD queued jobs: [0].num_queued_jobs: ", 0), 0u)
+      << std::get<headroom::hud::hud_error>(bad).message;
+  auto negative = headroom::hud::decode_queued_jobs(R"([{"runner_label":"x","num_queued_jobs":-1}])");
+  EXPECT_TRUE(std::holds_alternative<headroom::hud::hud_error>(negative));
+}
