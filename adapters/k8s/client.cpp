@@ -140,6 +140,30 @@ std::chrono::milliseconds backoff(const retry_policy& p, int attempt, const std:
   return std::chrono::milliseconds(jitter(rng));
 }
 
+// What went wrong with a finished request, named by verb, resource and object.
+api_error error_from(const http_response& r, std::string verb, std::string resource, std::string ns, std::string name,
+                     bool eviction) {
+  api_error e;
+  e.verb = std::move(verb);
+  e.resource = std::move(resource);
+  e.ns = std::move(ns);
+  e.name = std::move(name);
+  e.status = r.status;
+  if (r.cancelled) {
+    e.what = api_error::kind::cancelled;
+    e.message = "cancelled";
+  } else if (r.status == 0) {
+    e.what = api_error::kind::transport;
+    e.message = r.transport_error;
+  } else {
+    auto [message, reason] = status_message(r.body);
+    e.reason = reason;
+    e.message = message.empty() ? r.body.substr(0, 512) : message;
+    e.what = classify(r.status, reason, eviction);
+  }
+  return e;
+}
+
 }  // namespace
 
 void client::send(std::shared_ptr<call> c) {
@@ -152,19 +176,15 @@ void client::send(std::shared_ptr<call> c) {
   c->req.tls = tls_;
   http_request req = c->req;
   transport_.submit(std::move(req), [this, c](http_response r) {
-    if (r.cancelled) {
-      c->done(api_error{api_error::kind::cancelled, c->verb, c->kind->plural, c->ns, c->name, 0, "", "cancelled"});
-      return;
-    }
-    if (r.status >= 200 && r.status < 300) {
+    if (r.status >= 200 && r.status < 300 && !r.cancelled) {
       c->done(std::move(r.body));
       return;
     }
     // Retry what the server did not (or may not have) acted on: 429 (except a PDB's answer to an
     // eviction), 5xx for idempotent verbs, and failures before any response for idempotent verbs.
-    const bool throttled = r.status == 429 && !c->eviction;
+    const bool throttled = r.status == 429 && !c->eviction && !r.cancelled;
     const bool server_side = r.status >= 500 && c->idempotent;
-    const bool no_response = r.status == 0 && c->idempotent;
+    const bool no_response = r.status == 0 && c->idempotent && !r.cancelled;
     if ((throttled || server_side || no_response) && c->attempt + 1 < retry_.max_attempts) {
       const auto wait = backoff(retry_, c->attempt, r.retry_after);
       ++c->attempt;
@@ -176,22 +196,7 @@ void client::send(std::shared_ptr<call> c) {
       send(c);
       return;
     }
-    api_error e;
-    e.verb = c->verb;
-    e.resource = c->kind->plural;
-    e.ns = c->ns;
-    e.name = c->name;
-    e.status = r.status;
-    if (r.status == 0) {
-      e.what = api_error::kind::transport;
-      e.message = r.transport_error;
-    } else {
-      auto [message, reason] = status_message(r.body);
-      e.reason = reason;
-      e.message = message.empty() ? r.body.substr(0, 512) : message;
-      e.what = classify(r.status, reason, c->eviction);
-    }
-    c->done(std::move(e));
+    c->done(error_from(r, c->verb, c->kind->plural, c->ns, c->name, c->eviction));
   });
 }
 
@@ -393,24 +398,7 @@ request_id client::watch(const resource_kind& k, std::string_view ns, const watc
                                on_end(std::nullopt);
                                return;
                              }
-                             api_error e;
-                             e.verb = "watch";
-                             e.resource = plural;
-                             e.ns = ns_copy;
-                             e.status = r.status;
-                             if (r.cancelled) {
-                               e.what = api_error::kind::cancelled;
-                               e.message = "cancelled";
-                             } else if (r.status == 0) {
-                               e.what = api_error::kind::transport;
-                               e.message = r.transport_error;
-                             } else {
-                               auto [message, reason] = status_message(r.body);
-                               e.reason = reason;
-                               e.message = message.empty() ? r.body.substr(0, 512) : message;
-                               e.what = classify(r.status, reason, false);
-                             }
-                             on_end(std::move(e));
+                             on_end(error_from(r, "watch", plural, ns_copy, "", false));
                            },
                            std::move(chunk));
 }

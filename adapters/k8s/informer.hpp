@@ -55,7 +55,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   };
 
   struct stats {
-    std::atomic<uint64_t> lists{0}, list_pages{0}, relists_410{0}, watches{0}, watch_errors{0}, decode_errors{0}, events{0};
+    std::atomic<uint64_t> lists{0}, list_pages{0}, list_full_fallbacks{0}, relists_410{0}, watches{0}, watch_errors{0}, decode_errors{0}, events{0};
   };
 
   static std::shared_ptr<informer> make(client& c, options opts) {
@@ -215,7 +215,9 @@ class informer : public std::enable_shared_from_this<informer<T>> {
 
   // -- list ------------------------------------------------------------------------------------------
 
-  void list_page(std::string continue_token, std::chrono::milliseconds delay) {
+  // `paged` false: one list without a limit (client-go's pager falls back to it when a continue
+  // token expires, which a slow paginated list can do forever on a busy cluster).
+  void list_page(std::string continue_token, std::chrono::milliseconds delay, bool paged = true) {
     if (stopped_)
       return;
     if (continue_token.empty()) {
@@ -225,7 +227,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     list_options lo;
     lo.label_selector = opts_.label_selector;
     lo.field_selector = opts_.field_selector;
-    lo.limit = opts_.page_size;
+    lo.limit = paged ? opts_.page_size : 0;
     lo.continue_token = continue_token;
     lo.delay = delay;
     std::weak_ptr<informer> weak = this->shared_from_this();
@@ -239,8 +241,16 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     if (stopped_)
       return;
     if (auto* e = std::get_if<api_error>(&r)) {
-      // 410 mid-pagination: the continue token expired; start the list over.
-      const auto wait = e->what == api_error::kind::gone ? std::chrono::milliseconds(0) : next_backoff();
+      if (e->what == api_error::kind::gone) {
+        // The continue token expired mid-pagination (etcd compacted past it): list everything
+        // in one request instead of paging again into the same fate.
+        stats_.list_full_fallbacks.fetch_add(1, std::memory_order_relaxed);
+        runtime::log::warn("k8s/informer", "continue token expired, listing without pagination",
+                           {{"resource", opts_.kind.plural}});
+        list_page({}, std::chrono::milliseconds(0), /*paged=*/false);
+        return;
+      }
+      const auto wait = next_backoff();
       runtime::log::warn("k8s/informer", "list failed", {{"resource", opts_.kind.plural}, {"error", e->describe()},
                                                          {"retry_ms", static_cast<int64_t>(wait.count())}});
       list_page({}, wait);
