@@ -21,12 +21,8 @@ namespace {
 
 struct k8s_fixture : ::testing::Test {
   void SetUp() override {
-    c = cluster::shared();
-    if (c == nullptr) {
-      if (cluster::required())
-        FAIL() << "HEADROOM_REQUIRE_TESTENV=1 but the control plane is unavailable: " << cluster::unavailable_reason();
-      GTEST_SKIP() << "control plane unavailable: " << cluster::unavailable_reason();
-    }
+    HEADROOM_REQUIRE_CLUSTER(shared_cluster);
+    c = shared_cluster;
     transport::options topts;
     topts.qps = 2000;  // bulk setup; the production default (50/100) is exercised by its own test
     topts.burst = 2000;
