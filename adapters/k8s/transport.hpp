@@ -1,79 +1,12 @@
 #pragma once
 
-#include <chrono>
-#include <cstdint>
-#include <functional>
-#include <memory>
-#include <string>
-#include <string_view>
-#include <vector>
+// The Kubernetes client speaks through headroom's shared HTTP transport.
+#include "adapters/http/transport.hpp"
 
 namespace headroom::k8s {
-
-// TLS material for the API server connection. Verification is always on: there is no switch to
-// turn it off (a kubeconfig asking for insecure-skip-tls-verify is refused by the loader).
-struct tls_config {
-  std::string ca_pem;           // trusted CA bundle (PEM); empty = the system store
-  std::string client_cert_pem;  // optional client certificate …
-  std::string client_key_pem;   // … and its key (registered as a secret by the loader)
-};
-
-struct http_request {
-  std::shared_ptr<const tls_config> tls;  // the connection's CA and client certificate
-  std::string method = "GET";
-  std::string url;
-  std::vector<std::string> headers;  // "Name: value"
-  std::string body;
-  std::chrono::milliseconds timeout{30'000};  // whole request; 0 = none (watches)
-  bool stream = false;                        // deliver the body in chunks as it arrives
-  std::chrono::milliseconds delay{0};         // start no earlier than this from now (retries)
-  std::chrono::seconds stall_timeout{0};      // streams: abort when no byte arrived for this long
-};
-
-struct http_response {
-  long status = 0;             // 0 when the transfer failed before a response
-  std::string body;            // for streams: only the body of a non-2xx response
-  std::string transport_error; // curl's description when status == 0
-  std::string retry_after;     // the Retry-After header, if any
-  bool cancelled = false;
-};
-
-using request_id = uint64_t;
-
-// HTTP for the Kubernetes client: one I/O thread owns a libcurl multi handle and serves every
-// request and long-lived watch (HTTP/2 multiplexed when the server offers it).
-//
-// - submit() is safe from any thread; callbacks run on the I/O thread and must be short (hand the
-//   result to an actor or a policy buffer).
-// - A client-side token bucket (qps/burst, default 50/100) spaces request starts; waiting
-//   requests hold no thread.
-// - cancel() stops a request or watch at once; its completion callback then reports cancelled.
-class transport {
- public:
-  struct options {
-    double qps = 50;
-    double burst = 100;
-    std::chrono::milliseconds connect_timeout{10'000};
-  };
-  using on_chunk = std::function<void(std::string_view)>;
-  using on_done = std::function<void(http_response)>;
-
-  explicit transport(options opts);
-  ~transport();
-  transport(const transport&) = delete;
-  transport& operator=(const transport&) = delete;
-
-  request_id submit(http_request req, on_done done, on_chunk chunk = {});
-  void cancel(request_id id);
-  // Runs `fn` on the I/O thread after `delay` (timers for informers and leader election).
-  void after(std::chrono::milliseconds delay, std::function<void()> fn);
-
-  // Requests started so far (after rate limiting), for tests and metrics.
-  uint64_t started() const;
-
- private:
-  struct impl;
-  std::unique_ptr<impl> impl_;
-};
-
+using http::http_request;
+using http::http_response;
+using http::request_id;
+using http::tls_config;
+using http::transport;
 }  // namespace headroom::k8s

@@ -1,4 +1,4 @@
-#include "adapters/k8s/transport.hpp"
+#include "adapters/http/transport.hpp"
 
 #include <curl/curl.h>
 
@@ -7,11 +7,12 @@
 #include <deque>
 #include <map>
 #include <mutex>
+#include <optional>
 #include <stdexcept>
 #include <thread>
 #include <unordered_map>
 
-namespace headroom::k8s {
+namespace headroom::http {
 
 namespace {
 
@@ -128,22 +129,28 @@ struct transport::impl {
     return len;
   }
 
+  // The value of header `name` (lower case, with the colon) when `line` is that header.
+  static std::optional<std::string_view> header_value(std::string_view line, std::string_view name) {
+    if (line.size() <= name.size())
+      return std::nullopt;
+    for (size_t i = 0; i < name.size(); ++i)
+      if (std::tolower(static_cast<unsigned char>(line[i])) != name[i])
+        return std::nullopt;
+    auto v = line.substr(name.size());
+    while (!v.empty() && (v.front() == ' ' || v.front() == '\t'))
+      v.remove_prefix(1);
+    while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' '))
+      v.remove_suffix(1);
+    return v;
+  }
+
   static size_t on_header(char* data, size_t size, size_t n, void* user) {
     auto* t = static_cast<transfer*>(user);
     std::string_view line{data, size * n};
-    constexpr std::string_view name = "retry-after:";
-    if (line.size() > name.size()) {
-      std::string lower{line.substr(0, name.size())};
-      std::transform(lower.begin(), lower.end(), lower.begin(), [](unsigned char c) { return std::tolower(c); });
-      if (lower == name) {
-        auto v = line.substr(name.size());
-        while (!v.empty() && (v.front() == ' ' || v.front() == '\t'))
-          v.remove_prefix(1);
-        while (!v.empty() && (v.back() == '\r' || v.back() == '\n' || v.back() == ' '))
-          v.remove_suffix(1);
-        t->response.retry_after = std::string{v};
-      }
-    }
+    if (auto v = header_value(line, "retry-after:"))
+      t->response.retry_after = std::string{*v};
+    else if (auto ct = header_value(line, "content-type:"))
+      t->response.content_type = std::string{*ct};
     return size * n;
   }
 
@@ -338,4 +345,4 @@ void transport::after(std::chrono::milliseconds delay, std::function<void()> fn)
 
 uint64_t transport::started() const { return impl_->started_count.load(std::memory_order_relaxed); }
 
-}  // namespace headroom::k8s
+}  // namespace headroom::http
