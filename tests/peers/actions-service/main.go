@@ -1,0 +1,143 @@
+package main
+
+import (
+	"crypto/ecdsa"
+	"crypto/elliptic"
+	"crypto/rand"
+	"crypto/rsa"
+	"crypto/tls"
+	"crypto/x509"
+	"crypto/x509/pkix"
+	"encoding/json"
+	"encoding/pem"
+	"flag"
+	"fmt"
+	"log"
+	"math/big"
+	"net"
+	"net/http"
+	"os"
+	"os/signal"
+	"syscall"
+	"time"
+)
+
+// Usage: actions-service --state-dir DIR [--app-id ID --app-public-key PEM] [--pat TOKEN]
+//
+// Serves plain HTTP and HTTPS (a CA generated at start, written to DIR/ca.pem) on loopback and
+// writes DIR/ready.json = {"http": URL, "https": URL, "ca": PATH} once both listen.
+func main() {
+	cfg := defaultSettings()
+	stateDir := flag.String("state-dir", "", "where ca.pem and ready.json go")
+	keyFile := flag.String("app-public-key", "", "PEM public key of the GitHub App whose JWTs are accepted")
+	flag.StringVar(&cfg.AppID, "app-id", "", "GitHub App (client) id")
+	flag.Int64Var(&cfg.InstallationID, "installation-id", cfg.InstallationID, "the App's installation id")
+	flag.StringVar(&cfg.PAT, "pat", "", "a personal access token accepted as a credential")
+	flag.DurationVar(&cfg.PollHold, "poll-hold", cfg.PollHold, "how long a message poll waits")
+	flag.DurationVar(&cfg.RunTimeout, "run-timeout", cfg.RunTimeout, "re-queue a job no runner started within this")
+	flag.Parse()
+	if *stateDir == "" {
+		log.Fatal("--state-dir is required")
+	}
+	if *keyFile != "" {
+		raw, err := os.ReadFile(*keyFile)
+		if err != nil {
+			log.Fatalf("--app-public-key: %v", err)
+		}
+		if cfg.AppKey, err = parsePublicKey(raw); err != nil {
+			log.Fatalf("--app-public-key %s: %v", *keyFile, err)
+		}
+	}
+	logger := log.New(os.Stderr, "actions-peer: ", log.Lmicroseconds)
+	srv := newServer(cfg, logger)
+
+	caPEM, tlsCert, err := generateTLS()
+	if err != nil {
+		log.Fatalf("tls: %v", err)
+	}
+	caPath := *stateDir + "/ca.pem"
+	if err := os.WriteFile(caPath, caPEM, 0o644); err != nil {
+		log.Fatal(err)
+	}
+	plain, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	secure, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		log.Fatal(err)
+	}
+	hs := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second}
+	hss := &http.Server{Handler: srv, ReadHeaderTimeout: 10 * time.Second,
+		TLSConfig: &tls.Config{Certificates: []tls.Certificate{tlsCert}, MinVersion: tls.VersionTLS12}}
+	go func() { _ = hs.Serve(plain) }()
+	go func() { _ = hss.ServeTLS(secure, "", "") }()
+
+	ready, _ := json.Marshal(map[string]string{
+		"http":  "http://" + plain.Addr().String(),
+		"https": "https://" + secure.Addr().String(),
+		"ca":    caPath,
+	})
+	tmp := *stateDir + "/ready.json.tmp"
+	if err := os.WriteFile(tmp, ready, 0o644); err != nil {
+		log.Fatal(err)
+	}
+	if err := os.Rename(tmp, *stateDir+"/ready.json"); err != nil {
+		log.Fatal(err)
+	}
+	logger.Printf("serving %s", ready)
+
+	stop := make(chan os.Signal, 1)
+	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
+	<-stop
+	_ = hs.Close()
+	_ = hss.Close()
+}
+
+func parsePublicKey(raw []byte) (*rsa.PublicKey, error) {
+	block, _ := pem.Decode(raw)
+	if block == nil {
+		return nil, fmt.Errorf("no PEM block")
+	}
+	if k, err := x509.ParsePKIXPublicKey(block.Bytes); err == nil {
+		if rk, ok := k.(*rsa.PublicKey); ok {
+			return rk, nil
+		}
+		return nil, fmt.Errorf("not an RSA key")
+	}
+	return x509.ParsePKCS1PublicKey(block.Bytes)
+}
+
+// generateTLS makes a CA and a server certificate for 127.0.0.1 and localhost signed by it.
+func generateTLS() ([]byte, tls.Certificate, error) {
+	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	now := time.Now()
+	ca := &x509.Certificate{
+		SerialNumber: big.NewInt(1), Subject: pkix.Name{CommonName: "headroom test actions-service CA"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(48 * time.Hour), IsCA: true,
+		KeyUsage: x509.KeyUsageCertSign, BasicConstraintsValid: true,
+	}
+	caDER, err := x509.CreateCertificate(rand.Reader, ca, ca, &caKey.PublicKey, caKey)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	leafKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	leaf := &x509.Certificate{
+		SerialNumber: big.NewInt(2), Subject: pkix.Name{CommonName: "127.0.0.1"},
+		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(48 * time.Hour),
+		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
+		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+	}
+	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &leafKey.PublicKey, caKey)
+	if err != nil {
+		return nil, tls.Certificate{}, err
+	}
+	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
+	return caPEM, tls.Certificate{Certificate: [][]byte{leafDER, caDER}, PrivateKey: leafKey}, nil
+}
