@@ -2,6 +2,9 @@
 
 #include <simdjson.h>
 
+#include "runtime/log.hpp"
+#include "runtime/secrets.hpp"
+
 namespace headroom::github {
 
 namespace {
@@ -124,6 +127,69 @@ job_message read_job(od::value v) {
   return j;
 }
 
+void read_scale_set(od::value v, runner_scale_set& s) {
+  fields(v, [&](std::string_view k, od::value x) {
+    if (k == "id")
+      s.id = num(x);
+    else if (k == "name")
+      s.name = str(x);
+    else if (k == "runnerGroupId")
+      s.runner_group_id = num(x);
+    else if (k == "runnerGroupName")
+      s.runner_group_name = str(x);
+    else if (k == "runnerJitConfigUrl")
+      s.runner_jit_config_url = str(x);
+    else if (k == "statistics")
+      read_statistics(x, s.stats);
+    else if (k == "RunnerSetting")
+      fields(x, [&](std::string_view k2, od::value y) {
+        if (k2 == "disableUpdate" && !is_null(y))
+          s.disable_update = y.get_bool();
+      });
+    else if (k == "labels" && !is_null(x))
+      for (auto item : x.get_array()) {
+        label l;
+        fields(od::value{item.value()}, [&](std::string_view k2, od::value y) {
+          if (k2 == "type")
+            l.type = str(y);
+          else if (k2 == "name")
+            l.name = str(y);
+        });
+        s.labels.push_back(std::move(l));
+      }
+  });
+}
+
+void read_runner(od::value v, runner_ref& r) {
+  fields(v, [&](std::string_view k, od::value x) {
+    if (k == "id")
+      r.id = num(x);
+    else if (k == "name")
+      r.name = str(x);
+    else if (k == "runnerScaleSetId")
+      r.scale_set_id = num(x);
+  });
+}
+
+// {count, value: [...]}: each element read by `item`; count must match when present.
+template <class T, class Item>
+void read_list(od::value v, std::vector<T>& out, Item&& item) {
+  int64_t count = -1;
+  fields(v, [&](std::string_view k, od::value x) {
+    if (k == "count") {
+      count = num(x);
+    } else if (k == "value" && !is_null(x)) {
+      for (auto element : x.get_array()) {
+        T t{};
+        item(od::value{element.value()}, t);
+        out.push_back(std::move(t));
+      }
+    }
+  });
+  if (count >= 0 && static_cast<size_t>(count) != out.size())
+    throw failure{"count " + std::to_string(count) + " but value has " + std::to_string(out.size()) + " items"};
+}
+
 template <class T, class Body>
 decoded<T> guarded(std::string_view what, std::string_view json, Body&& body) {
   try {
@@ -216,6 +282,155 @@ decoded<workflow_job_event> decode_workflow_job(std::string_view json) {
       }
     });
   });
+}
+
+decoded<runner_scale_set> decode_scale_set(std::string_view json) {
+  return guarded<runner_scale_set>("scale set", json, [](od::value v, runner_scale_set& s) { read_scale_set(v, s); });
+}
+
+decoded<std::vector<runner_scale_set>> decode_scale_set_list(std::string_view json) {
+  return guarded<std::vector<runner_scale_set>>("scale set list", json, [](od::value v, auto& out) {
+    read_list(v, out, [](od::value x, runner_scale_set& s) { read_scale_set(x, s); });
+  });
+}
+
+decoded<std::vector<runner_group>> decode_runner_group_list(std::string_view json) {
+  return guarded<std::vector<runner_group>>("runner group list", json, [](od::value v, auto& out) {
+    read_list(v, out, [](od::value x, runner_group& g) {
+      fields(x, [&](std::string_view k, od::value y) {
+        if (k == "id")
+          g.id = num(y);
+        else if (k == "name")
+          g.name = str(y);
+        else if (k == "isDefaultGroup" && !is_null(y))
+          g.is_default = y.get_bool();
+      });
+    });
+  });
+}
+
+decoded<message_session> decode_session(std::string_view json) {
+  auto out = guarded<message_session>("session", json, [](od::value v, message_session& m) {
+    fields(v, [&](std::string_view k, od::value x) {
+      if (k == "sessionId")
+        m.session_id = str(x);
+      else if (k == "ownerName")
+        m.owner_name = str(x);
+      else if (k == "messageQueueUrl")
+        m.message_queue_url = str(x);
+      else if (k == "messageQueueAccessToken")
+        m.message_queue_access_token = str(x);
+      else if (k == "statistics")
+        read_statistics(x, m.stats);
+      else if (k == "runnerScaleSet")
+        fields(x, [&](std::string_view k2, od::value y) {
+          if (k2 == "id")
+            m.scale_set_id = num(y);
+        });
+    });
+    if (m.session_id.empty() || m.message_queue_url.empty() || m.message_queue_access_token.empty())
+      throw failure{"sessionId, messageQueueUrl and messageQueueAccessToken are required"};
+  });
+  if (auto* m = std::get_if<message_session>(&out))
+    runtime::secret_registry::global().add(m->message_queue_access_token);
+  return out;
+}
+
+decoded<jit_config> decode_jit_config(std::string_view json) {
+  auto out = guarded<jit_config>("JIT config", json, [](od::value v, jit_config& j) {
+    fields(v, [&](std::string_view k, od::value x) {
+      if (k == "runner")
+        read_runner(x, j.runner);
+      else if (k == "encodedJITConfig")
+        j.encoded_jit_config = str(x);
+    });
+    if (j.encoded_jit_config.empty() || j.runner.id == 0)
+      throw failure{"runner.id and encodedJITConfig are required"};
+  });
+  if (auto* j = std::get_if<jit_config>(&out))
+    runtime::secret_registry::global().add(j->encoded_jit_config);
+  return out;
+}
+
+decoded<runner_ref> decode_runner(std::string_view json) {
+  return guarded<runner_ref>("runner", json, [](od::value v, runner_ref& r) { read_runner(v, r); });
+}
+
+decoded<std::vector<runner_ref>> decode_runner_list(std::string_view json) {
+  return guarded<std::vector<runner_ref>>("runner list", json, [](od::value v, auto& out) {
+    read_list(v, out, [](od::value x, runner_ref& r) { read_runner(x, r); });
+  });
+}
+
+decoded<issued_token> decode_issued_token(std::string_view json) {
+  auto out = guarded<issued_token>("token", json, [](od::value v, issued_token& t) {
+    fields(v, [&](std::string_view k, od::value x) {
+      if (k == "token")
+        t.token = str(x);
+      else if (k == "expires_at")
+        t.expires_at = str(x);
+    });
+    if (t.token.empty())
+      throw failure{"token is required"};
+  });
+  if (auto* t = std::get_if<issued_token>(&out))
+    runtime::secret_registry::global().add(t->token);
+  return out;
+}
+
+decoded<admin_connection> decode_admin_connection(std::string_view json) {
+  auto out = guarded<admin_connection>("admin connection", json, [](od::value v, admin_connection& a) {
+    fields(v, [&](std::string_view k, od::value x) {
+      if (k == "url")
+        a.url = str(x);
+      else if (k == "token")
+        a.token = str(x);
+    });
+    if (a.url.empty() || a.token.empty())
+      throw failure{"url and token are required"};
+  });
+  if (auto* a = std::get_if<admin_connection>(&out))
+    runtime::secret_registry::global().add(a->token);
+  return out;
+}
+
+decoded<std::vector<int64_t>> decode_acquired_jobs(std::string_view json) {
+  return guarded<std::vector<int64_t>>("acquired jobs", json, [](od::value v, std::vector<int64_t>& out) {
+    read_list(v, out, [](od::value x, int64_t& id) { id = num(x); });
+  });
+}
+
+service_exception decode_exception(std::string_view json) {
+  auto out = guarded<service_exception>("error", json, [](od::value v, service_exception& e) {
+    if (v.type() != od::json_type::object)
+      return;
+    fields(v, [&](std::string_view k, od::value x) {
+      if (k == "typeName")
+        e.type_name = str(x);
+      else if (k == "message")
+        e.message = str(x);
+    });
+  });
+  if (auto* e = std::get_if<service_exception>(&out))
+    return std::move(*e);
+  return {};
+}
+
+std::string encode_scale_set(const runner_scale_set& set) {
+  using runtime::json_escape;
+  std::string out = "{\"name\":" + json_escape(set.name) + ",\"runnerGroupId\":" + std::to_string(set.runner_group_id);
+  if (set.id != 0)
+    out += ",\"id\":" + std::to_string(set.id);
+  out += ",\"labels\":[";
+  for (size_t i = 0; i < set.labels.size(); ++i) {
+    if (i)
+      out += ',';
+    out += "{\"type\":" + json_escape(set.labels[i].type) + ",\"name\":" + json_escape(set.labels[i].name) + "}";
+  }
+  out += "],\"RunnerSetting\":{\"disableUpdate\":";
+  out += set.disable_update ? "true" : "false";
+  out += "}}";
+  return out;
 }
 
 }  // namespace headroom::github

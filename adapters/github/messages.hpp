@@ -41,6 +41,53 @@ struct workflow_job_event {
   std::string status, conclusion, runner_name, repository, organization;
 };
 
+// Actions Service objects (the reference's section 2), with the fields headroom uses.
+struct label {
+  std::string type = "System", name;
+};
+
+struct runner_scale_set {
+  int64_t id = 0, runner_group_id = 0;
+  std::string name, runner_group_name, runner_jit_config_url;
+  std::vector<label> labels;
+  bool disable_update = false;
+  statistics stats;
+};
+
+struct runner_group {
+  int64_t id = 0;
+  std::string name;
+  bool is_default = false;
+};
+
+struct message_session {
+  std::string session_id, owner_name, message_queue_url, message_queue_access_token;
+  int64_t scale_set_id = 0;
+  statistics stats;
+};
+
+struct runner_ref {
+  int64_t id = 0, scale_set_id = 0;
+  std::string name;
+};
+
+struct jit_config {
+  runner_ref runner;
+  std::string encoded_jit_config;  // a secret: the runner's credentials
+};
+
+struct issued_token {  // installation and registration tokens: {token, expires_at}
+  std::string token, expires_at;
+};
+
+struct admin_connection {  // POST actions/runner-registration: {url, token}
+  std::string url, token;
+};
+
+struct service_exception {  // an error body: {typeName, message}
+  std::string type_name, message;
+};
+
 struct decode_failure {
   std::string message;
 };
@@ -53,5 +100,21 @@ std::string_view strip_bom(std::string_view body);
 decoded<session_message> decode_session_message(std::string_view json);
 decoded<statistics> decode_statistics(std::string_view json);
 decoded<workflow_job_event> decode_workflow_job(std::string_view json);
+
+decoded<runner_scale_set> decode_scale_set(std::string_view json);
+decoded<std::vector<runner_scale_set>> decode_scale_set_list(std::string_view json);  // {count, value}
+decoded<std::vector<runner_group>> decode_runner_group_list(std::string_view json);
+decoded<message_session> decode_session(std::string_view json);
+decoded<jit_config> decode_jit_config(std::string_view json);
+decoded<runner_ref> decode_runner(std::string_view json);
+decoded<std::vector<runner_ref>> decode_runner_list(std::string_view json);
+decoded<issued_token> decode_issued_token(std::string_view json);
+decoded<admin_connection> decode_admin_connection(std::string_view json);
+decoded<std::vector<int64_t>> decode_acquired_jobs(std::string_view json);  // {count, value: [ids]}
+// Best effort: an empty exception when the body is not one (plain text, HTML, nothing).
+service_exception decode_exception(std::string_view json);
+
+// The JSON body for creating or updating a scale set.
+std::string encode_scale_set(const runner_scale_set& set);
 
 }  // namespace headroom::github

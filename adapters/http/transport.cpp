@@ -3,6 +3,7 @@
 #include <curl/curl.h>
 
 #include <algorithm>
+#include <cctype>
 #include <atomic>
 #include <deque>
 #include <map>
@@ -344,5 +345,20 @@ void transport::after(std::chrono::milliseconds delay, std::function<void()> fn)
 }
 
 uint64_t transport::started() const { return impl_->started_count.load(std::memory_order_relaxed); }
+
+std::string url_encode(std::string_view text) {
+  static const char hex[] = "0123456789ABCDEF";
+  std::string out;
+  for (unsigned char c : text) {
+    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
+      out.push_back(static_cast<char>(c));
+    } else {
+      out.push_back('%');
+      out.push_back(hex[c >> 4]);
+      out.push_back(hex[c & 15]);
+    }
+  }
+  return out;
+}
 
 }  // namespace headroom::http

@@ -77,4 +77,7 @@ class transport {
   std::unique_ptr<impl> impl_;
 };
 
+// Percent-encodes everything but RFC 3986 unreserved characters (query values, path segments).
+std::string url_encode(std::string_view text);
+
 }  // namespace headroom::http

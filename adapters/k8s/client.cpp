@@ -33,21 +33,6 @@ std::string resource_kind::path(std::string_view ns, std::string_view name, std:
   return p;
 }
 
-std::string url_encode(std::string_view text) {
-  static const char hex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    }
-  }
-  return out;
-}
-
 std::pair<std::string, std::string> status_message(std::string_view body) {
   std::string message, reason;
   try {

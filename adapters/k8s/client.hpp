@@ -139,6 +139,6 @@ void retry_on_conflict(std::function<void(std::function<void(api_result)>)> atte
 // The message of a metav1.Status body ({"message": …, "reason": …}), or "" when it is not one.
 std::pair<std::string, std::string> status_message(std::string_view body);
 
-std::string url_encode(std::string_view text);
+using http::url_encode;
 
 }  // namespace headroom::k8s

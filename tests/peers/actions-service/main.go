@@ -33,6 +33,7 @@ func main() {
 	flag.StringVar(&cfg.AppID, "app-id", "", "GitHub App (client) id")
 	flag.Int64Var(&cfg.InstallationID, "installation-id", cfg.InstallationID, "the App's installation id")
 	flag.StringVar(&cfg.PAT, "pat", "", "a personal access token accepted as a credential")
+	flag.StringVar(&cfg.HUDToken, "hud-token", "", "the x-hud-internal-bot value the fake HUD accepts")
 	flag.DurationVar(&cfg.PollHold, "poll-hold", cfg.PollHold, "how long a message poll waits")
 	flag.DurationVar(&cfg.RunTimeout, "run-timeout", cfg.RunTimeout, "re-queue a job no runner started within this")
 	flag.Parse()
@@ -87,6 +88,16 @@ func main() {
 	}
 	logger.Printf("serving %s", ready)
 
+	// Stop with the test that started us, even when it crashed and sent no signal.
+	parent := os.Getppid()
+	go func() {
+		for range time.Tick(500 * time.Millisecond) {
+			if os.Getppid() != parent {
+				logger.Printf("parent %d is gone: stopping", parent)
+				os.Exit(0)
+			}
+		}
+	}()
 	stop := make(chan os.Signal, 1)
 	signal.Notify(stop, syscall.SIGTERM, syscall.SIGINT)
 	<-stop

@@ -41,6 +41,7 @@ type settings struct {
 	AdminTokenTTL      time.Duration
 	QueueTokenTTL      time.Duration
 	SessionIdleTimeout time.Duration // a session nobody polls for this long is dropped
+	HUDToken           string        // x-hud-internal-bot value the fake HUD accepts
 }
 
 func defaultSettings() settings {
@@ -565,6 +566,7 @@ var (
 	reAgent       = regexp.MustCompile(`^/tenant/_apis/distributedtask/pools/0/agents/(\d+)$`)
 	reQueue       = regexp.MustCompile(`^/queue/([0-9a-f-]+)$`)
 	reQueueMsg    = regexp.MustCompile(`^/queue/([0-9a-f-]+)/(\d+)$`)
+	reHUD         = regexp.MustCompile(`^/api/clickhouse/queued_jobs_aggregate$`)
 )
 
 func routeOf(method, path string) string {
@@ -595,6 +597,8 @@ func routeOf(method, path string) string {
 		return "get_message"
 	case reQueueMsg.MatchString(path):
 		return "delete_message"
+	case reHUD.MatchString(path):
+		return "hud"
 	}
 	return ""
 }
@@ -640,6 +644,8 @@ func (s *server) handle(r *http.Request, route string, body []byte) reply {
 		return s.githubAPI(r, route, body)
 	case "get_message":
 		return s.getMessage(r)
+	case "hud":
+		return s.hud(r)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1029,6 +1035,49 @@ func (s *server) runnerRequest(r *http.Request) reply {
 		}
 	}
 	return jsonReply(200, map[string]any{"count": len(out), "value": out})
+}
+
+// The HUD's queued-jobs aggregate, derived from this peer's queue: one row per (label, repo).
+func (s *server) hud(r *http.Request) reply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if s.cfg.HUDToken == "" || r.Header.Get("x-hud-internal-bot") != s.cfg.HUDToken {
+		return jsonReply(401, map[string]string{"error": "unauthorized"})
+	}
+	type row struct {
+		Label    string  `json:"runner_label"`
+		Org      string  `json:"org"`
+		Repo     string  `json:"repo"`
+		Queued   int     `json:"num_queued_jobs"`
+		MinQueue float64 `json:"min_queue_time_minutes"`
+		MaxQueue float64 `json:"max_queue_time_minutes"`
+	}
+	rows := map[string]*row{}
+	var keys []string
+	for _, j := range s.jobs {
+		if j.State != "queued" {
+			continue
+		}
+		parts := strings.SplitN(j.Repository, "/", 2)
+		waited := time.Since(j.QueueTime).Minutes()
+		for _, l := range j.Labels {
+			k := l + "\x00" + j.Repository
+			rw := rows[k]
+			if rw == nil {
+				rw = &row{Label: l, Org: parts[0], Repo: parts[len(parts)-1], MinQueue: waited}
+				rows[k] = rw
+				keys = append(keys, k)
+			}
+			rw.Queued++
+			rw.MinQueue, rw.MaxQueue = min(rw.MinQueue, waited), max(rw.MaxQueue, waited)
+		}
+	}
+	sort.Strings(keys)
+	out := []*row{}
+	for _, k := range keys {
+		out = append(out, rows[k])
+	}
+	return jsonReply(200, out)
 }
 
 // ---- control API ----

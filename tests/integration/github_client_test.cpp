@@ -1,0 +1,604 @@
+// github_*: headroom's Actions Service and HUD clients against the Actions Service test peer
+// (tests/peers/actions-service, which the real scaleset library's conformance test vouches for):
+// the whole chain, every fault knob, a poll cancelled mid-flight and re-issued with a lower
+// capacity, and no secret in any log line or error.
+
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <chrono>
+#include <future>
+#include <mutex>
+#include <thread>
+
+#include "adapters/github/actions_client.hpp"
+#include "adapters/hud/client.hpp"
+#include "testenv/actions_peer.hpp"
+#include "runtime/log.hpp"
+#include "testenv/cluster_fixture.hpp"
+
+namespace headroom {
+namespace {
+
+using namespace std::chrono_literals;
+using github::actions_error;
+using K = github::actions_error::kind;
+
+constexpr std::string_view kPat = "ghp_headroomTestPersonalAccessToken0001";
+constexpr std::string_view kHudToken = "hud-bot-secret-for-headroom-tests";
+
+struct peer_env {
+  std::unique_ptr<testpeer::actions_peer> peer;
+  std::string private_key, public_key;
+  std::unique_ptr<http::transport> io;
+  std::string why;
+};
+
+std::mutex log_mu;
+std::vector<std::string>& captured() {
+  static std::vector<std::string> lines;
+  return lines;
+}
+
+peer_env& env() {
+  static peer_env e = [] {
+    peer_env out;
+    runtime::logger::global().set_level(runtime::log_level::debug);
+    runtime::logger::global().set_sink([](std::string_view line) {
+      std::lock_guard lock(log_mu);
+      captured().emplace_back(line);
+    });
+    std::tie(out.private_key, out.public_key) = testpeer::make_app_key();
+    testpeer::actions_peer::options opts;
+    opts.app_public_key_pem = out.public_key;
+    opts.pat = std::string{kPat};
+    opts.hud_token = std::string{kHudToken};
+    out.peer = testpeer::actions_peer::start(opts, out.why);
+    out.io = std::make_unique<http::transport>(http::transport::options{});
+    return out;
+  }();
+  return e;
+}
+
+#define REQUIRE_PEER(var)                                                                              \
+  auto& var = env();                                                                                   \
+  if (!var.peer) {                                                                                     \
+    if (testenv::cluster::required())                                                                  \
+      FAIL() << "HEADROOM_REQUIRE_TESTENV=1 but the Actions Service peer is unavailable: " << var.why; \
+    GTEST_SKIP() << "Actions Service peer unavailable: " << var.why;                                   \
+  }
+
+// Every secret-shaped thing the peer hands out, and the ones the test owns.
+void expect_no_secret(std::string_view text, std::string_view where) {
+  const auto& e = env();
+  std::vector<std::string> needles = {std::string{kPat}, std::string{kHudToken}, "ghs_", "AAREG", "mq-",
+                                      "eyJhbGciOiJIUzI1NiIs", "eyJydW5uZXJJZCI6", "PRIVATE KEY"};
+  // Each base64 line of the App's private key.
+  std::string_view key = e.private_key;
+  while (!key.empty()) {
+    const auto nl = key.find('\n');
+    const auto line = key.substr(0, nl);
+    if (line.size() > 40 && line.find("-----") == std::string_view::npos)
+      needles.emplace_back(line);
+    if (nl == std::string_view::npos)
+      break;
+    key.remove_prefix(nl + 1);
+  }
+  for (const auto& n : needles)
+    EXPECT_EQ(text.find(n), std::string_view::npos) << where << " contains a secret (" << n.substr(0, 8)
+                                                    << "…): " << text;
+}
+
+template <class T>
+struct waiter {
+  std::shared_ptr<std::promise<github::actions_result<T>>> p = std::make_shared<std::promise<github::actions_result<T>>>();
+  std::function<void(github::actions_result<T>)> callback() {
+    return [p = p](github::actions_result<T> r) { p->set_value(std::move(r)); };
+  }
+  github::actions_result<T> get(std::chrono::seconds limit = 90s) {
+    auto f = p->get_future();
+    if (f.wait_for(limit) != std::future_status::ready)
+      return actions_error{K::unexpected, "test", 0, "", "no answer within the test's limit"};
+    auto r = f.get();
+    if (auto* e = std::get_if<actions_error>(&r))
+      expect_no_secret(e->describe(), "an error");
+    return r;
+  }
+};
+
+// Runs one client call to completion: sync<T>([&](auto cb) { client->op(…, cb); }).
+template <class T, class Start>
+github::actions_result<T> sync(Start&& start) {
+  waiter<T> w;
+  start(w.callback());
+  return w.get();
+}
+
+template <class T>
+const T& ok(const github::actions_result<T>& r) {
+  if (auto* e = std::get_if<actions_error>(&r)) {
+    ADD_FAILURE() << "unexpected error: " << e->describe() << " [" << github::to_string(e->what) << "]";
+    static T empty{};
+    return empty;
+  }
+  return std::get<T>(r);
+}
+
+template <class T>
+K error_kind(const github::actions_result<T>& r) {
+  if (auto* e = std::get_if<actions_error>(&r))
+    return e->what;
+  ADD_FAILURE() << "expected an error, got success";
+  return K::unexpected;
+}
+
+github::actions_options fast_options() {
+  github::actions_options o;
+  o.retry_base = 20ms;
+  o.retry_max = 200ms;
+  o.session_conflict_backoff = 100ms;
+  o.session_conflict_retries = 2;
+  return o;
+}
+
+std::shared_ptr<github::actions_client> app_client(const std::string& org, github::actions_options o = fast_options()) {
+  auto& e = env();
+  auto where = std::get<github::config_url>(github::parse_config_url(e.peer->http_url() + "/" + org));
+  github::credentials creds;
+  creds.app_id = "12345";
+  creds.installation_id = 42;
+  creds.private_key_pem = e.private_key;
+  return github::actions_client::make(where, creds, *e.io, std::move(o));
+}
+
+// The peer's state, parsed.
+struct peer_state {
+  simdjson::dom::parser parser;
+  simdjson::dom::element root;
+  explicit peer_state(const testpeer::actions_peer& p) {
+    auto r = p.control("/state");
+    EXPECT_EQ(r.status, 200) << r.body;
+    root = parser.parse(r.body);
+  }
+  std::string job_state(int64_t id) {
+    for (auto j : root["jobs"].get_array())
+      if (int64_t(j["runnerRequestId"]) == id)
+        return std::string{std::string_view(j["state"])};
+    return "absent";
+  }
+  int64_t requests(std::string_view route) {
+    auto v = root["requests"][route];
+    return v.error() ? 0 : int64_t(v.value());
+  }
+};
+
+std::vector<int64_t> enqueue(const testpeer::actions_peer& p, std::string_view label, int count) {
+  auto r = p.control("/jobs", "{\"labels\":[\"" + std::string{label} + "\"],\"count\":" + std::to_string(count) + "}");
+  EXPECT_EQ(r.status, 200) << r.body;
+  simdjson::dom::parser parser;
+  std::vector<int64_t> ids;
+  for (auto id : parser.parse(r.body)["ids"].get_array())
+    ids.push_back(int64_t(id));
+  return ids;
+}
+
+void arm(const testpeer::actions_peer& p, std::string_view faults_json) {
+  auto r = p.control("/faults", faults_json);
+  ASSERT_EQ(r.status, 200) << r.body;
+}
+
+github::runner_scale_set make_set(const std::shared_ptr<github::actions_client>& c, const std::string& name) {
+  auto group = sync<std::optional<github::runner_group>>([&](auto cb) { c->get_runner_group("default", cb); });
+  const auto& g = ok(group);
+  EXPECT_TRUE(g.has_value());
+  github::runner_scale_set want;
+  want.name = name;
+  want.runner_group_id = g ? g->id : 1;
+  want.labels = {{"System", name}, {"System", "linux"}};
+  auto created = sync<github::runner_scale_set>([&](auto cb) { c->create_scale_set(want, cb); });
+  return ok(created);
+}
+
+github::session_ptr open_session(const std::shared_ptr<github::actions_client>& c, int64_t set_id) {
+  auto s = sync<github::session_ptr>([&](auto cb) { c->create_session(set_id, "headroom-test", cb); });
+  return ok(s);
+}
+
+// Polls until a message arrives (the peer holds a poll 50 s when there is nothing to say).
+github::session_message next_message(const std::shared_ptr<github::actions_client>& c, const github::session_ptr& s,
+                                     int64_t last, int64_t capacity) {
+  for (int i = 0; i < 5; ++i) {
+    auto m = sync<std::optional<github::session_message>>(
+        [&](auto cb) { c->get_message(s, last, capacity, cb); });
+    const auto& msg = ok(m);
+    if (msg)
+      return *msg;
+  }
+  ADD_FAILURE() << "no message after 5 polls";
+  return {};
+}
+
+TEST(github, app_auth_chain_and_scale_sets) {
+  REQUIRE_PEER(e);
+  auto c = app_client("chain-org");
+  auto set = make_set(c, "chain-set");
+  ASSERT_GT(set.id, 0);
+  EXPECT_EQ(set.labels.size(), 2u);
+  EXPECT_EQ(set.runner_group_name, "default");
+
+  auto by_name = sync<std::optional<github::runner_scale_set>>([&](auto cb) { c->get_scale_set(1, "chain-set", cb); });
+  ASSERT_TRUE(ok(by_name).has_value());
+  EXPECT_EQ(ok(by_name)->id, set.id);
+  auto missing = sync<std::optional<github::runner_scale_set>>([&](auto cb) { c->get_scale_set(1, "nope", cb); });
+  EXPECT_FALSE(ok(missing).has_value());
+
+  auto update = set;
+  update.labels.push_back({"System", "gpu"});
+  update.disable_update = true;
+  auto updated = sync<github::runner_scale_set>([&](auto cb) { c->update_scale_set(set.id, update, cb); });
+  EXPECT_EQ(ok(updated).labels.size(), 3u);
+  EXPECT_TRUE(ok(updated).disable_update);
+  auto by_id = sync<github::runner_scale_set>([&](auto cb) { c->get_scale_set_by_id(set.id, cb); });
+  EXPECT_EQ(ok(by_id).name, "chain-set");
+
+  EXPECT_EQ(c->admin_refreshes(), 1u) << "one chain (JWT → installation → registration → admin) serves every call";
+  auto gone = sync<github::done>([&](auto cb) { c->delete_scale_set(set.id, cb); });
+  ok(gone);
+  auto after = sync<github::runner_scale_set>([&](auto cb) { c->get_scale_set_by_id(set.id, cb); });
+  EXPECT_EQ(error_kind(after), K::not_found);
+
+  peer_state st(*e.peer);
+  EXPECT_EQ(st.requests("access_token"), 1);
+}
+
+TEST(github, pat_over_https_with_custom_ca) {
+  REQUIRE_PEER(e);
+  auto where = std::get<github::config_url>(github::parse_config_url(e.peer->https_url() + "/enterprises/acme"));
+  github::credentials pat;
+  pat.personal_access_token = std::string{kPat};
+  auto o = fast_options();
+  o.ca_pem = e.peer->ca_pem();
+  auto c = github::actions_client::make(where, pat, *e.io, o);
+  auto g = sync<std::optional<github::runner_group>>([&](auto cb) { c->get_runner_group("default", cb); });
+  ASSERT_TRUE(ok(g).has_value());
+
+  // Verification is on: without the peer's CA the system store does not trust it.
+  auto untrusting = github::actions_client::make(where, pat, *e.io, fast_options());
+  auto refused = sync<std::optional<github::runner_group>>([&](auto cb) { untrusting->get_runner_group("default", cb); });
+  ASSERT_EQ(error_kind(refused), K::transport);
+  EXPECT_NE(std::get<actions_error>(refused).message.find("certificate"), std::string::npos)
+      << std::get<actions_error>(refused).describe();
+
+  github::credentials wrong;
+  wrong.personal_access_token = "ghp_notTheRightToken000000";
+  auto denied = github::actions_client::make(where, wrong, *e.io, o);
+  auto r = sync<std::optional<github::runner_group>>([&](auto cb) { denied->get_runner_group("default", cb); });
+  EXPECT_EQ(error_kind(r), K::unauthorized);
+}
+
+TEST(github, session_poll_ack_acquire_and_runner_lifecycle) {
+  REQUIRE_PEER(e);
+  auto c = app_client("flow-org");
+  auto set = make_set(c, "flow-set");
+  auto s = open_session(c, set.id);
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->get().scale_set_id, set.id);
+  // Tokens the service hands out are secrets from the moment they are decoded: a careless log
+  // line carrying one is masked (zz_no_secret_in_any_log_line checks every captured line).
+  runtime::log::info("test", "careless line", {{"token", s->get().message_queue_access_token}});
+
+  auto ids = enqueue(*e.peer, "flow-set", 3);
+  auto m = next_message(c, s, 0, 2);
+  ASSERT_EQ(m.jobs.size(), 2u) << "capacity 2: two of three jobs offered";
+  std::vector<int64_t> offered;
+  for (const auto& j : m.jobs) {
+    EXPECT_EQ(j.type, github::job_message::available);
+    EXPECT_EQ(j.request_labels, std::vector<std::string>{"flow-set"});
+    offered.push_back(j.runner_request_id);
+  }
+  EXPECT_EQ(m.stats.total_available_jobs, 1) << "the third job still waits";
+
+  // Unacknowledged messages are redelivered.
+  auto again = next_message(c, s, 0, 2);
+  EXPECT_EQ(again.message_id, m.message_id);
+  ok(sync<github::done>([&](auto cb) { c->delete_message(s, m.message_id, cb); }));
+  auto acquired = sync<std::vector<int64_t>>([&](auto cb) { c->acquire_jobs(s, offered, cb); });
+  EXPECT_EQ(ok(acquired), offered);
+
+  auto assigned = next_message(c, s, m.message_id, 2);
+  ASSERT_EQ(assigned.jobs.size(), 2u);
+  EXPECT_EQ(assigned.jobs[0].type, github::job_message::assigned);
+  EXPECT_EQ(assigned.stats.total_assigned_jobs, 2);
+  ok(sync<github::done>([&](auto cb) { c->delete_message(s, assigned.message_id, cb); }));
+
+  auto jit = sync<github::jit_config>([&](auto cb) { c->generate_jit_config(set.id, "flow-runner-1", "_work", cb); });
+  ASSERT_FALSE(ok(jit).encoded_jit_config.empty());
+  runtime::log::info("test", "careless line", {{"jit", ok(jit).encoded_jit_config}});
+  EXPECT_EQ(ok(jit).runner.scale_set_id, set.id);
+  auto connected = e.peer->control("/runners/connect", "{\"jitConfig\":\"" + ok(jit).encoded_jit_config + "\"}");
+  ASSERT_EQ(connected.status, 200) << connected.body;
+
+  auto started = next_message(c, s, assigned.message_id, 2);
+  ASSERT_EQ(started.jobs.size(), 1u);
+  EXPECT_EQ(started.jobs[0].type, github::job_message::started);
+  EXPECT_EQ(started.jobs[0].runner_name, "flow-runner-1");
+  EXPECT_EQ(started.stats.total_running_jobs, 1);
+  ok(sync<github::done>([&](auto cb) { c->delete_message(s, started.message_id, cb); }));
+
+  auto busy = sync<github::done>([&](auto cb) { c->remove_runner(ok(jit).runner.id, cb); });
+  EXPECT_EQ(error_kind(busy), K::job_still_running);
+
+  auto fin = e.peer->control("/runners/finish", "{\"runnerId\":" + std::to_string(ok(jit).runner.id) + "}");
+  ASSERT_EQ(fin.status, 200) << fin.body;
+  auto completed = next_message(c, s, started.message_id, 2);
+  bool saw_completed = false;
+  for (const auto& j : completed.jobs)
+    if (j.type == github::job_message::completed) {
+      saw_completed = true;
+      EXPECT_EQ(j.result, "succeeded");
+    }
+  EXPECT_TRUE(saw_completed);
+  ok(sync<github::done>([&](auto cb) { c->delete_message(s, completed.message_id, cb); }));
+
+  ok(sync<github::done>([&](auto cb) { c->delete_session(s, cb); }));
+  auto after = sync<github::done>([&](auto cb) { c->refresh_session(s, cb); });
+  EXPECT_EQ(error_kind(after), K::session_not_found);
+  peer_state st(*e.peer);
+  EXPECT_NE(st.job_state(ids[0]), "absent");
+}
+
+TEST(github, poll_cancelled_mid_flight_and_reissued_with_lower_capacity) {
+  REQUIRE_PEER(e);
+  auto c = app_client("cancel-org");
+  auto set = make_set(c, "cancel-set");
+  auto s = open_session(c, set.id);
+
+  waiter<std::optional<github::session_message>> first;
+  auto poll = c->get_message(s, 0, 5, first.callback());
+  auto polls_with = [&](int64_t capacity, std::string_view status_filter) {
+    peer_state st(*e.peer);
+    int n = 0;
+    for (auto p : st.root["polls"].get_array()) {
+      if (int64_t(p["scaleSetId"]) != set.id || int64_t(p["capacity"]) != capacity)
+        continue;
+      const int64_t status = int64_t(p["status"]);
+      if (status_filter == "any" || (status_filter == "open" && status == 0) ||
+          (status_filter == "cancelled" && status == 499))
+        ++n;
+    }
+    return n;
+  };
+  ASSERT_TRUE(testenv::eventually([&] { return polls_with(5, "open") == 1; }, 10s)) << "the poll never reached the peer";
+
+  const auto t0 = std::chrono::steady_clock::now();
+  poll->cancel();
+  auto cancelled = first.get(10s);
+  EXPECT_EQ(error_kind(cancelled), K::cancelled);
+  waiter<std::optional<github::session_message>> second;
+  auto poll2 = c->get_message(s, 0, 1, second.callback());
+  ASSERT_TRUE(testenv::eventually([&] { return polls_with(1, "any") == 1; }, 10s));
+  const auto seen_after = std::chrono::steady_clock::now() - t0;
+  EXPECT_LT(seen_after, 2s) << "the peer must see the new capacity within one round trip, not after the 50 s hold";
+  EXPECT_TRUE(testenv::eventually([&] { return polls_with(5, "cancelled") == 1; }, 10s))
+      << "the peer saw the first poll end when the client cancelled it";
+
+  // The new, lower capacity governs: three queued jobs, one offered.
+  enqueue(*e.peer, "cancel-set", 3);
+  auto m = second.get();
+  ASSERT_TRUE(ok(m).has_value());
+  EXPECT_EQ(ok(m)->jobs.size(), 1u);
+  EXPECT_EQ(ok(m)->stats.total_available_jobs, 2);
+  ok(sync<github::done>([&](auto cb) { c->delete_session(s, cb); }));
+}
+
+TEST(github, server_errors_are_retried_then_surfaced) {
+  REQUIRE_PEER(e);
+  auto c = app_client("retry-org");
+  auto set = make_set(c, "retry-set");
+  peer_state before(*e.peer);
+  arm(*e.peer, R"([{"route":"scale_set","status":503,"count":2}])");
+  auto got = sync<github::runner_scale_set>([&](auto cb) { c->get_scale_set_by_id(set.id, cb); });
+  EXPECT_EQ(ok(got).id, set.id) << "two 503s are retried";
+  peer_state after(*e.peer);
+  EXPECT_EQ(after.requests("scale_set") - before.requests("scale_set"), 3);
+
+  arm(*e.peer, R"([{"route":"scale_set","status":500,"count":5}])");  // max_retries 4 → 5 attempts
+  auto failed = sync<github::runner_scale_set>([&](auto cb) { c->get_scale_set_by_id(set.id, cb); });
+  EXPECT_EQ(error_kind(failed), K::server);
+  EXPECT_NE(std::get<actions_error>(failed).describe().find("get scale set"), std::string::npos);
+}
+
+TEST(github, expired_queue_token_refreshes_the_session) {
+  REQUIRE_PEER(e);
+  auto c = app_client("token-org");
+  auto set = make_set(c, "token-set");
+  auto s = open_session(c, set.id);
+  const auto token_before = s->get().message_queue_access_token;
+  ASSERT_EQ(e.peer->control("/expire", R"({"what":"queue_tokens"})").status, 200);
+  enqueue(*e.peer, "token-set", 1);
+  auto m = next_message(c, s, 0, 1);
+  EXPECT_EQ(m.jobs.size(), 1u);
+  EXPECT_NE(s->get().message_queue_access_token, token_before) << "the session was refreshed in place";
+  peer_state st(*e.peer);
+  EXPECT_GE(st.requests("refresh_session"), 1);
+
+  // Acquire with an expired token: refreshed too.
+  ASSERT_EQ(e.peer->control("/expire", R"({"what":"queue_tokens"})").status, 200);
+  auto acquired = sync<std::vector<int64_t>>([&](auto cb) { c->acquire_jobs(s, {m.jobs[0].runner_request_id}, cb); });
+  EXPECT_EQ(ok(acquired).size(), 1u);
+  ok(sync<github::done>([&](auto cb) { c->delete_session(s, cb); }));
+}
+
+TEST(github, revoked_admin_token_reruns_the_chain) {
+  REQUIRE_PEER(e);
+  auto c = app_client("admin-org");
+  auto set = make_set(c, "admin-set");
+  EXPECT_EQ(c->admin_refreshes(), 1u);
+  ASSERT_EQ(e.peer->control("/expire", R"({"what":"admin_tokens"})").status, 200);
+  auto got = sync<github::runner_scale_set>([&](auto cb) { c->get_scale_set_by_id(set.id, cb); });
+  EXPECT_EQ(ok(got).id, set.id);
+  EXPECT_EQ(c->admin_refreshes(), 2u) << "a 401 on the admin token runs the chain once more";
+
+  // An admin token near its exp is refreshed before use (no 401 needed).
+  ASSERT_EQ(e.peer->control("/settings", R"({"adminTokenTtlMs":61000})").status, 200);
+  auto c2 = app_client("admin-org");
+  ok(sync<github::runner_scale_set>([&](auto cb) { c2->get_scale_set_by_id(set.id, cb); }));
+  std::this_thread::sleep_for(1100ms);
+  ok(sync<github::runner_scale_set>([&](auto cb) { c2->get_scale_set_by_id(set.id, cb); }));
+  EXPECT_EQ(c2->admin_refreshes(), 2u);
+  ASSERT_EQ(e.peer->control("/settings", R"({"adminTokenTtlMs":3600000})").status, 200);
+}
+
+TEST(github, session_conflict_is_retried_a_bounded_number_of_times) {
+  REQUIRE_PEER(e);
+  auto c = app_client("conflict-org");
+  auto set = make_set(c, "conflict-set");
+  auto holder = open_session(c, set.id);
+  peer_state before(*e.peer);
+  auto second = sync<github::session_ptr>([&](auto cb) { c->create_session(set.id, "another-host", cb); });
+  EXPECT_EQ(error_kind(second), K::session_conflict);
+  peer_state after(*e.peer);
+  EXPECT_EQ(after.requests("create_session") - before.requests("create_session"), 3) << "1 try + 2 retries";
+  {
+    std::lock_guard lock(log_mu);
+    int warnings = 0;
+    for (const auto& line : captured())
+      warnings += line.find("another listener holds this scale set's session") != std::string::npos;
+    EXPECT_GE(warnings, 2) << "each retry is logged clearly";
+  }
+  // The holder goes away during the retries: the next attempt succeeds.
+  auto o = fast_options();
+  o.session_conflict_backoff = 300ms;
+  o.session_conflict_retries = 5;
+  auto patient = app_client("conflict-org", o);
+  waiter<github::session_ptr> w;
+  patient->create_session(set.id, "patient-host", w.callback());
+  std::this_thread::sleep_for(100ms);
+  ok(sync<github::done>([&](auto cb) { c->delete_session(holder, cb); }));
+  auto got = w.get();
+  ASSERT_TRUE(ok(got));
+  EXPECT_EQ(ok(got)->get().owner_name, "patient-host");
+  ok(sync<github::done>([&](auto cb) { patient->delete_session(ok(got), cb); }));
+
+  // A 409 armed as a fault carries the service's exception type.
+  arm(*e.peer, R"([{"route":"create_session","status":409,"count":3}])");
+  auto faulted = sync<github::session_ptr>([&](auto cb) { c->create_session(set.id, "h", cb); });
+  EXPECT_EQ(error_kind(faulted), K::session_conflict);
+}
+
+TEST(github, unknown_session_is_its_own_error) {
+  REQUIRE_PEER(e);
+  auto c = app_client("lost-org");
+  auto set = make_set(c, "lost-set");
+  auto s = open_session(c, set.id);
+  ASSERT_EQ(e.peer->control("/expire", R"({"what":"sessions"})").status, 200);
+  auto refreshed = sync<github::done>([&](auto cb) { c->refresh_session(s, cb); });
+  EXPECT_EQ(error_kind(refreshed), K::session_not_found);
+  auto polled = sync<std::optional<github::session_message>>([&](auto cb) { c->get_message(s, 0, 1, cb); });
+  EXPECT_EQ(error_kind(polled), K::session_not_found);
+  // A new session then works.
+  auto fresh = open_session(c, set.id);
+  ASSERT_TRUE(fresh);
+  arm(*e.peer, R"([{"route":"refresh_session","status":404}])");
+  auto faulted = sync<github::done>([&](auto cb) { c->refresh_session(fresh, cb); });
+  EXPECT_EQ(error_kind(faulted), K::session_not_found);
+  ok(sync<github::done>([&](auto cb) { c->delete_session(fresh, cb); }));
+}
+
+TEST(github, slow_responses_time_out_and_are_retried) {
+  REQUIRE_PEER(e);
+  auto o = fast_options();
+  o.request_timeout = 300ms;
+  auto c = app_client("slow-org", o);
+  auto set = make_set(c, "slow-set");
+  arm(*e.peer, R"([{"route":"scale_set","delayMs":1500,"count":1}])");
+  const auto t0 = std::chrono::steady_clock::now();
+  auto got = sync<github::runner_scale_set>([&](auto cb) { c->get_scale_set_by_id(set.id, cb); });
+  EXPECT_EQ(ok(got).id, set.id);
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 1500ms) << "the slow attempt was abandoned at its timeout";
+}
+
+TEST(github, malformed_bodies_and_byte_order_marks) {
+  REQUIRE_PEER(e);
+  auto c = app_client("bad-org");
+  auto set = make_set(c, "bad-set");
+  auto s = open_session(c, set.id);
+  enqueue(*e.peer, "bad-set", 1);
+  arm(*e.peer, R"([{"route":"get_message","malformed":true}])");
+  auto bad = sync<std::optional<github::session_message>>([&](auto cb) { c->get_message(s, 0, 1, cb); });
+  ASSERT_EQ(error_kind(bad), K::bad_response);
+  EXPECT_NE(std::get<actions_error>(bad).message.find("message"), std::string::npos)
+      << std::get<actions_error>(bad).describe();
+  // The client keeps going: the next poll returns the real message, with a BOM this time.
+  arm(*e.peer, R"([{"route":"get_message","bom":true}])");
+  auto m = next_message(c, s, 0, 1);
+  EXPECT_EQ(m.jobs.size(), 1u);
+  arm(*e.peer, R"([{"route":"scale_set","bom":true}])");
+  auto got = sync<github::runner_scale_set>([&](auto cb) { c->get_scale_set_by_id(set.id, cb); });
+  EXPECT_EQ(ok(got).id, set.id);
+  arm(*e.peer, R"([{"route":"get_message","status":400}])");
+  auto capacity_error = sync<std::optional<github::session_message>>([&](auto cb) { c->get_message(s, 0, 1, cb); });
+  EXPECT_EQ(error_kind(capacity_error), K::bad_request);
+  ok(sync<github::done>([&](auto cb) { c->delete_session(s, cb); }));
+}
+
+TEST(github, runner_errors_are_distinct) {
+  REQUIRE_PEER(e);
+  auto c = app_client("runner-org");
+  auto set = make_set(c, "runner-set");
+  auto jit = sync<github::jit_config>([&](auto cb) { c->generate_jit_config(set.id, "dup-runner", "_work", cb); });
+  ok(jit);
+  auto dup = sync<github::jit_config>([&](auto cb) { c->generate_jit_config(set.id, "dup-runner", "_work", cb); });
+  EXPECT_EQ(error_kind(dup), K::runner_exists);
+  auto by_name = sync<std::optional<github::runner_ref>>([&](auto cb) { c->get_runner_by_name("dup-runner", cb); });
+  ASSERT_TRUE(ok(by_name).has_value());
+  EXPECT_EQ(ok(by_name)->id, ok(jit).runner.id);
+  auto none = sync<std::optional<github::runner_ref>>([&](auto cb) { c->get_runner_by_name("nobody", cb); });
+  EXPECT_FALSE(ok(none).has_value());
+  auto missing = sync<github::runner_ref>([&](auto cb) { c->get_runner(987654321, cb); });
+  EXPECT_EQ(error_kind(missing), K::runner_not_found);
+  ok(sync<github::done>([&](auto cb) { c->remove_runner(ok(jit).runner.id, cb); }));
+  auto again = sync<github::done>([&](auto cb) { c->remove_runner(ok(jit).runner.id, cb); });
+  EXPECT_EQ(error_kind(again), K::runner_not_found);
+}
+
+TEST(github, hud_queued_jobs) {
+  REQUIRE_PEER(e);
+  enqueue(*e.peer, "hud-cpu", 3);
+  enqueue(*e.peer, "hud-gpu", 2);
+  auto fetch = [&](std::string token) {
+    hud::client_options o;
+    o.url = e.peer->http_url() + "/api/clickhouse/queued_jobs_aggregate?parameters=%5B%5D";
+    o.token = std::move(token);
+    hud::client hc(*e.io, o);
+    auto p = std::make_shared<std::promise<hud::fetch_result>>();
+    hc.fetch([p](hud::fetch_result r) { p->set_value(std::move(r)); });
+    return p->get_future().get();
+  };
+  auto rows = fetch(std::string{kHudToken});
+  ASSERT_TRUE(std::holds_alternative<std::vector<hud::queued_jobs>>(rows)) << std::get<hud::hud_error>(rows).message;
+  const auto& r = std::get<std::vector<hud::queued_jobs>>(rows);
+  EXPECT_EQ(hud::queued_for_labels(r, {"hud-cpu"}), 3);
+  EXPECT_EQ(hud::queued_for_labels(r, {"hud-cpu", "hud-gpu"}), 5);
+  EXPECT_EQ(hud::queued_for_labels(r, {"nothing"}), 0);
+
+  auto denied = fetch("hud-wrong-token-value");
+  ASSERT_TRUE(std::holds_alternative<hud::hud_error>(denied));
+  EXPECT_NE(std::get<hud::hud_error>(denied).message.find("401"), std::string::npos);
+  expect_no_secret(std::get<hud::hud_error>(denied).message, "a HUD error");
+  arm(*e.peer, R"([{"route":"hud","malformed":true}])");
+  auto garbled = fetch(std::string{kHudToken});
+  EXPECT_TRUE(std::holds_alternative<hud::hud_error>(garbled));
+}
+
+// Last (GoogleTest runs a file's tests in order): nothing any test did put a secret in a log line.
+TEST(github, zz_no_secret_in_any_log_line) {
+  REQUIRE_PEER(e);
+  std::lock_guard lock(log_mu);
+  ASSERT_GT(captured().size(), 10u) << "the client logged (debug level) while the tests ran";
+  for (const auto& line : captured())
+    expect_no_secret(line, "a log line");
+}
+
+}  // namespace
+}  // namespace headroom

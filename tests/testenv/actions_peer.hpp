@@ -1,0 +1,50 @@
+#pragma once
+
+// The Actions Service test peer (tests/peers/actions-service, a Go program) from a C++ test: built with build.sh,
+// started on loopback (plain HTTP and HTTPS with a generated CA), driven through its control API,
+// stopped when the fixture goes (and by itself when the test process dies).
+
+#include <memory>
+#include <string>
+#include <string_view>
+#include <utility>
+
+namespace headroom::testpeer {
+
+struct http_reply {
+  long status = 0;
+  std::string body;
+};
+
+class actions_peer {
+ public:
+  struct options {
+    std::string app_id = "12345";
+    std::string app_public_key_pem;  // RS256 JWTs of this key are accepted for app_id
+    std::string pat;
+    std::string hud_token;
+    std::string poll_hold = "50s";
+  };
+
+  // Nullptr when the peer could not be built or started; `why` says why.
+  static std::unique_ptr<actions_peer> start(const options& opts, std::string& why);
+  ~actions_peer();
+
+  const std::string& http_url() const { return http_; }
+  const std::string& https_url() const { return https_; }
+  const std::string& ca_pem() const { return ca_pem_; }
+
+  // The control API (/_control/…): POST with a JSON body, or GET when body is empty.
+  http_reply control(std::string_view path, std::string_view body = {}) const;
+  std::string log() const;  // everything the peer wrote
+
+ private:
+  actions_peer() = default;
+  int pid_ = -1;
+  std::string dir_, http_, https_, ca_pem_;
+};
+
+// An RSA key pair for a test GitHub App: {private PEM (PKCS#1), public PEM (SPKI)}.
+std::pair<std::string, std::string> make_app_key();
+
+}  // namespace headroom::testpeer
