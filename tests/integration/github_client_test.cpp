@@ -391,6 +391,43 @@ TEST(github, poll_cancelled_mid_flight_and_reissued_with_lower_capacity) {
   ok(sync<github::done>([&](auto cb) { c->delete_session(s, cb); }));
 }
 
+TEST(github, scale_sets_sharing_labels_split_jobs_by_capacity) {
+  REQUIRE_PEER(e);
+  auto c = app_client("shared-org");
+  github::runner_scale_set a, b;
+  for (auto* set : {&a, &b}) {
+    set->name = set == &a ? "cluster-a" : "cluster-b";
+    set->runner_group_id = 1;
+    set->labels = {{"System", "shared-gpu"}};
+    *set = ok(sync<github::runner_scale_set>([&](auto cb) { c->create_scale_set(*set, cb); }));
+  }
+  auto sa = open_session(c, a.id);
+  auto sb = open_session(c, b.id);
+  // Both advertise before the jobs arrive: a holds 1, b holds 2; the fourth job waits.
+  waiter<std::optional<github::session_message>> wa, wb;
+  c->get_message(sa, 0, 1, wa.callback());
+  c->get_message(sb, 0, 2, wb.callback());
+  ASSERT_TRUE(testenv::eventually([&] {
+    peer_state st(*e.peer);
+    int open = 0;
+    for (auto p : st.root["polls"].get_array())
+      open += int64_t(p["status"]) == 0 && (int64_t(p["scaleSetId"]) == a.id || int64_t(p["scaleSetId"]) == b.id);
+    return open == 2;
+  }, 10s));
+  auto ids = enqueue(*e.peer, "shared-gpu", 4);
+  auto ma = wa.get();
+  auto mb = wb.get();
+  ASSERT_TRUE(ok(ma).has_value());
+  ASSERT_TRUE(ok(mb).has_value());
+  EXPECT_EQ(ok(ma)->jobs.size(), 1u);
+  EXPECT_EQ(ok(mb)->jobs.size(), 2u);
+  EXPECT_EQ(ok(mb)->stats.total_available_jobs, 1) << "the fourth job waits for capacity somewhere";
+  peer_state st(*e.peer);
+  EXPECT_EQ(st.job_state(ids[3]), "queued");
+  ok(sync<github::done>([&](auto cb) { c->delete_session(sa, cb); }));
+  ok(sync<github::done>([&](auto cb) { c->delete_session(sb, cb); }));
+}
+
 TEST(github, server_errors_are_retried_then_surfaced) {
   REQUIRE_PEER(e);
   auto c = app_client("retry-org");
