@@ -296,6 +296,7 @@ std::variant<capacity_request, decode_error> decode_capacity_request(const k8s::
            std::tie(b.topology_key, b.max_skew, b.when_unsatisfiable);
   });
   cr.profile_key = profile_key(cr);
+  cr.profile_hash = std::hash<std::string_view>{}(cr.profile_key);
   return cr;
 }
 

@@ -60,11 +60,11 @@ void accumulate(group& g, const std::vector<resource_amount>& rs) {
 
 pb::ClusterCapacityNeeds build_rollup(std::string_view cluster_id, const std::vector<const capacity_request*>& crs,
                                       int64_t timestamp_unix_nanos) {
-  std::unordered_map<std::string_view, size_t> index;
+  std::unordered_map<uint64_t, size_t> index;
   std::vector<group> groups;
   index.reserve(64);
   for (const auto* cr : crs) {
-    auto [it, fresh] = index.try_emplace(cr->profile_key, groups.size());
+    auto [it, fresh] = index.try_emplace(cr->profile_hash, groups.size());
     if (fresh) {
       groups.push_back({cr, cr->resources, cr->resources});
       continue;
