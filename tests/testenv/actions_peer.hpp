@@ -1,20 +1,16 @@
 #pragma once
 
-// The Actions Service test peer (tests/peers/actions-service, a Go program) from a C++ test: built with build.sh,
-// started on loopback (plain HTTP and HTTPS with a generated CA), driven through its control API,
-// stopped when the fixture goes (and by itself when the test process dies).
+// The Actions Service test peer (tests/peers/actions-service, a Go program) from a C++ test:
+// plain HTTP and HTTPS with a generated CA, driven through its control API.
 
 #include <memory>
 #include <string>
 #include <string_view>
 #include <utility>
 
-namespace headroom::testpeer {
+#include "testenv/peer_process.hpp"
 
-struct http_reply {
-  long status = 0;
-  std::string body;
-};
+namespace headroom::testpeer {
 
 class actions_peer {
  public:
@@ -28,7 +24,6 @@ class actions_peer {
 
   // Nullptr when the peer could not be built or started; `why` says why.
   static std::unique_ptr<actions_peer> start(const options& opts, std::string& why);
-  ~actions_peer();
 
   const std::string& http_url() const { return http_; }
   const std::string& https_url() const { return https_; }
@@ -36,12 +31,11 @@ class actions_peer {
 
   // The control API (/_control/…): POST with a JSON body, or GET when body is empty.
   http_reply control(std::string_view path, std::string_view body = {}) const;
-  std::string log() const;  // everything the peer wrote
+  std::string log() const { return process_->log(); }
 
  private:
-  actions_peer() = default;
-  int pid_ = -1;
-  std::string dir_, http_, https_, ca_pem_;
+  std::unique_ptr<peer_process> process_;
+  std::string http_, https_, ca_pem_;
 };
 
 // An RSA key pair for a test GitHub App: {private PEM (PKCS#1), public PEM (SPKI)}.
