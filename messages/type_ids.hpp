@@ -6,6 +6,7 @@
 
 #include <caf/type_id.hpp>
 
+#include "messages/bigfleet.hpp"
 #include "messages/k8s.hpp"
 #include "messages/runtime.hpp"
 
@@ -18,6 +19,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::leadership))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::pod_event))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::node_event))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::shard_link))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::object_written))
 
   /// Supervisor → itself: the backoff for child (index, generation) has elapsed; start it again.
   CAF_ADD_ATOM(headroom, headroom::msg, restart_atom, "restart")
@@ -25,6 +28,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::first_custom_type_id)
   CAF_ADD_ATOM(headroom, headroom::msg, deadline_atom, "deadline")
   /// Signal handler → main: SIGTERM or SIGINT arrived.
   CAF_ADD_ATOM(headroom, headroom::msg, shutdown_atom, "shutdown")
+  /// shard_session → rollup: the stream just opened; send a roll-up now, not at the next tick.
+  CAF_ADD_ATOM(headroom, headroom::msg, rollup_atom, "rollup")
+  /// An actor → itself: a periodic timer of (generation) fired.
+  CAF_ADD_ATOM(headroom, headroom::msg, tick_atom, "tick")
 
 CAF_END_TYPE_ID_BLOCK(headroom)
 

@@ -1,0 +1,154 @@
+// capacity_requests (the unschedulable-pod controller): one CapacityRequest per Pod, so that the
+// roll-up is the cluster's total desired capacity. The CR is owner-referenced to its Pod (deleting
+// the Pod garbage-collects it) and labelled with the Pod's UID; creation is idempotent
+// (AlreadyExists tolerated) and stamps status.phase=Pending. A terminal Pod (Succeeded/Failed)
+// holds no capacity: its CR is deleted at once and none is ever created for it.
+
+#include <caf/all.hpp>
+
+#include <unordered_map>
+#include <unordered_set>
+
+#include "actors/bigfleet/bigfleet.hpp"
+#include "actors/k8s/informer_feed.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/log.hpp"
+
+namespace headroom::actors::bigfleet {
+
+namespace {
+
+constexpr std::string_view actor_name = "capacity_requests";
+constexpr uint32_t pods_buffer = 1;
+constexpr std::chrono::minutes resync_every{5};
+
+struct pending_call {
+  enum kind { create, stamp, remove } what;
+  std::string ns, name;
+};
+
+struct upc_state {
+  operator_deps deps;
+  operator_options opts;
+  std::unique_ptr<informer_feed<k8s::pod>> feed;
+  std::unordered_set<std::string> in_flight;  // ns/name with a create or delete running
+  // CRs this actor created (ns/name → Pod UID): the CR informer may not show them yet, and
+  // asking again would only meet AlreadyExists.
+  std::unordered_map<std::string, std::string> ours;
+  std::unordered_map<uint64_t, pending_call> calls;
+  uint64_t next_correlation = 1;
+  uint64_t created = 0, deleted = 0;
+  static inline const char* name = "headroom.capacity_requests";
+};
+
+using upc_actor = caf::stateful_actor<upc_state>;
+
+bool terminal(const k8s::pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
+
+void start_call(upc_actor* self, pending_call call, const std::function<void(k8s::api_callback)>& start) {
+  auto& st = self->state;
+  const uint64_t c = st.next_correlation++;
+  st.calls[c] = std::move(call);
+  call_into(caf::actor_cast<caf::actor>(self), c, start);
+}
+
+void reconcile(upc_actor* self, const msg::pod_event& e) {
+  auto& st = self->state;
+  const auto& pod = *e.object;
+  const std::string key = pod.meta.ns + "/" + pod.meta.name;
+  if (st.in_flight.count(key) > 0)
+    return;  // the running call's result re-checks
+  auto cr = st.deps.capacity_requests->get(pod.meta.ns, headroom::bigfleet::capacity_request_name(pod));
+  const std::string* owner = cr ? cr->meta.label(headroom::bigfleet::pod_uid_label) : nullptr;
+  auto mine = st.ours.find(key);
+  const bool ours = (owner && *owner == pod.meta.uid) || (mine != st.ours.end() && mine->second == pod.meta.uid);
+  auto& client = *st.deps.client;
+  if (e.change == msg::object_change::deleted || terminal(pod)) {
+    if (!ours)
+      return;
+    st.in_flight.insert(key);
+    st.ours.erase(key);
+    const std::string name = headroom::bigfleet::capacity_request_name(pod);
+    start_call(self, {pending_call::remove, pod.meta.ns, name}, [&client, ns = pod.meta.ns, name](k8s::api_callback cb) {
+      client.remove(kinds::capacity_requests, ns, name, {}, std::move(cb));
+    });
+    return;
+  }
+  if (cr || mine != st.ours.end())
+    return;  // exists (ours, or a previous Pod's that garbage collection is about to remove)
+  st.in_flight.insert(key);
+  const std::string body = headroom::bigfleet::capacity_request_object(pod, st.opts.penalties);
+  start_call(self, {pending_call::create, pod.meta.ns, headroom::bigfleet::capacity_request_name(pod)},
+             [&client, ns = pod.meta.ns, body](k8s::api_callback cb) { client.create(kinds::capacity_requests, ns, body, std::move(cb)); });
+}
+
+caf::behavior upc_behavior(upc_actor* self, operator_deps deps, operator_options opts) {
+  auto& st = self->state;
+  st.deps = std::move(deps);
+  st.opts = std::move(opts);
+  st.feed = std::make_unique<informer_feed<k8s::pod>>("capacity_requests_pods", caf::actor_cast<caf::actor>(self), pods_buffer);
+  st.feed->attach(*st.deps.pods);
+  self->delayed_send(self, resync_every, msg::tick_atom_v, uint64_t{0});
+  return {
+      [self](msg::buffer_wakeup) { self->state.feed->drain([self](const msg::pod_event& e) { reconcile(self, e); }); },
+      [self](msg::tick_atom, uint64_t) {
+        // Level-based catch-up: every Pod again (e.g. a CR created for a Pod's predecessor of
+        // the same name has since been garbage-collected).
+        for (const auto& p : self->state.deps.pods->list())
+          reconcile(self, msg::pod_event{msg::object_change::resync, p});
+        self->delayed_send(self, resync_every, msg::tick_atom_v, uint64_t{0});
+      },
+      [self](msg::api_reply& r) {
+        auto& s = self->state;
+        auto it = s.calls.find(r.correlation);
+        if (it == s.calls.end())
+          return;
+        auto call = std::move(it->second);
+        s.calls.erase(it);
+        const std::string key = call.ns + "/" + call.name;
+        const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
+        switch (call.what) {
+          case pending_call::create:
+            if (r.ok || kind == k8s::api_error::kind::already_exists) {
+              if (r.ok)
+                ++s.created;
+              if (auto pod = s.deps.pods->get(call.ns, call.name))
+                s.ours[key] = pod->meta.uid;
+              // Stamp Pending (the status subresource is not set by a create).
+              auto& client = *s.deps.client;
+              start_call(self, {pending_call::stamp, call.ns, call.name}, [&client, call](k8s::api_callback cb) {
+                client.merge_patch(kinds::capacity_requests, call.ns, call.name, R"({"status":{"phase":"Pending"}})",
+                                   std::move(cb), "status");
+              });
+              return;  // still in flight until stamped
+            }
+            runtime::log::warn(actor_name, "CapacityRequest create failed", {{"pod", key}, {"error", r.error}});
+            break;
+          case pending_call::stamp:
+            if (!r.ok && kind != k8s::api_error::kind::not_found)
+              runtime::log::warn(actor_name, "CapacityRequest Pending stamp failed", {{"cr", key}, {"error", r.error}});
+            break;
+          case pending_call::remove:
+            if (r.ok)
+              ++s.deleted;
+            else if (kind != k8s::api_error::kind::not_found && kind != k8s::api_error::kind::conflict)
+              runtime::log::warn(actor_name, "CapacityRequest delete failed", {{"cr", key}, {"error", r.error}});
+            break;
+        }
+        s.in_flight.erase(key);
+        if (call.what == pending_call::create && !r.ok && kind != k8s::api_error::kind::already_exists)
+          return;  // the periodic resync tries again; no hot retry loop on a persistent error
+        // Re-check the Pod's latest state: it may have changed while the call ran.
+        if (auto pod = s.deps.pods->get(call.ns, call.name))
+          reconcile(self, msg::pod_event{msg::object_change::resync, pod});
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_capacity_requests(caf::actor_system& sys, operator_deps deps, operator_options opts) {
+  return sys.spawn(upc_behavior, std::move(deps), std::move(opts));
+}
+
+}  // namespace headroom::actors::bigfleet

@@ -1,0 +1,162 @@
+// rollup: every rollupInterval (default 10 s) and at once when the shard stream opens, the
+// cluster's complete desired state from every CapacityRequest in the informer cache goes into
+// the send queue's coalescing slot (a newer roll-up replaces an unsent one). Then the CRs that
+// were Pending are acknowledged: a status merge patch each, 16 in parallel, NotFound ignored.
+
+#include <caf/all.hpp>
+
+#include <deque>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "actors/bigfleet/bigfleet.hpp"
+#include "actors/k8s/informer_feed.hpp"
+#include "adapters/bigfleet/rollup.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/log.hpp"
+
+namespace headroom::actors::bigfleet {
+
+namespace {
+
+constexpr std::string_view actor_name = "rollup";
+using headroom::bigfleet::capacity_request;
+
+struct decoded_cr {
+  std::string resource_version;
+  std::shared_ptr<const capacity_request> cr;  // null when it did not decode
+};
+
+struct ack_target {
+  std::string ns, name;
+};
+
+struct rollup_state {
+  operator_deps deps;
+  operator_options opts;
+  uint64_t generation = 0;
+  std::unordered_map<std::string, decoded_cr> cache;  // by uid: decoded once per resourceVersion
+  std::deque<ack_target> acks_waiting;
+  std::unordered_set<std::string> acks_known;  // ns/name queued or in flight
+  std::unordered_map<uint64_t, std::string> acks_in_flight;
+  uint64_t next_correlation = 1;
+  uint64_t builds = 0, decode_errors = 0;
+  static inline const char* name = "headroom.rollup";
+};
+
+using rollup_actor = caf::stateful_actor<rollup_state>;
+
+std::string now_rfc3339() {
+  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+void pump_acks(rollup_actor* self) {
+  auto& st = self->state;
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  while (st.acks_in_flight.size() < st.opts.ack_parallelism && !st.acks_waiting.empty()) {
+    auto t = std::move(st.acks_waiting.front());
+    st.acks_waiting.pop_front();
+    const uint64_t c = st.next_correlation++;
+    st.acks_in_flight[c] = t.ns + "/" + t.name;
+    const std::string patch = "{\"status\":{\"phase\":\"Acknowledged\",\"acknowledgedAt\":\"" + now_rfc3339() + "\"}}";
+    call_into(me, c, [&st, t, patch](k8s::api_callback cb) {
+      st.deps.client->merge_patch(kinds::capacity_requests, t.ns, t.name, patch, std::move(cb), "status");
+    });
+  }
+}
+
+void build(rollup_actor* self) {
+  auto& st = self->state;
+  const auto objects = st.deps.capacity_requests->list();
+  std::vector<const capacity_request*> crs;
+  crs.reserve(objects.size());
+  std::unordered_map<std::string, decoded_cr> next;
+  next.reserve(objects.size());
+  for (const auto& o : objects) {
+    auto it = st.cache.find(o->meta.uid);
+    decoded_cr d;
+    if (it != st.cache.end() && it->second.resource_version == o->meta.resource_version) {
+      d = std::move(it->second);
+    } else {
+      d.resource_version = o->meta.resource_version;
+      auto r = headroom::bigfleet::decode_capacity_request(*o);
+      if (auto* e = std::get_if<headroom::bigfleet::decode_error>(&r)) {
+        ++st.decode_errors;
+        runtime::log::warn(actor_name, "CapacityRequest left out of the roll-up", {{"error", e->message}});
+      } else {
+        d.cr = std::make_shared<const capacity_request>(std::get<capacity_request>(std::move(r)));
+      }
+    }
+    if (d.cr) {
+      crs.push_back(d.cr.get());
+      if ((d.cr->phase.empty() || d.cr->phase == "Pending") && st.acks_known.insert(o->meta.ns + "/" + o->meta.name).second)
+        st.acks_waiting.push_back({o->meta.ns, o->meta.name});
+    }
+    next.emplace(o->meta.uid, std::move(d));
+  }
+  st.cache = std::move(next);  // CRs that are gone drop out of the cache
+  // Forget acknowledgements of CRs that are gone or no longer Pending (bounded by the CR count).
+  std::unordered_set<std::string> known;
+  for (const auto& o : objects) {
+    const std::string key = o->meta.ns + "/" + o->meta.name;
+    if (st.acks_known.count(key) > 0) {
+      auto it = st.cache.find(o->meta.uid);
+      if (it != st.cache.end() && it->second.cr && (it->second.cr->phase.empty() || it->second.cr->phase == "Pending"))
+        known.insert(key);
+    }
+  }
+  for (const auto& [c, key] : st.acks_in_flight)
+    known.insert(key);
+  st.acks_known = std::move(known);
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  auto rollup = headroom::bigfleet::build_rollup(st.opts.endpoint.cluster_id, crs, ns);
+  runtime::log::debug(actor_name, "roll-up built", {{"crs", crs.size()}, {"needs", rollup.needs_size()}});
+  st.deps.queue->offer_rollup(std::move(rollup));
+  ++st.builds;
+  pump_acks(self);
+}
+
+caf::behavior rollup_behavior(rollup_actor* self, operator_deps deps, operator_options opts) {
+  auto& st = self->state;
+  st.deps = std::move(deps);
+  st.opts = std::move(opts);
+  self->delayed_send(self, st.opts.rollup_interval, msg::tick_atom_v, st.generation);
+  return {
+      [self](msg::rollup_atom) { build(self); },
+      [self](msg::tick_atom, uint64_t generation) {
+        auto& s = self->state;
+        if (generation != s.generation)
+          return;
+        build(self);
+        self->delayed_send(self, s.opts.rollup_interval, msg::tick_atom_v, s.generation);
+      },
+      [self](msg::api_reply& r) {
+        auto& s = self->state;
+        auto it = s.acks_in_flight.find(r.correlation);
+        if (it == s.acks_in_flight.end())
+          return;
+        const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
+        if (!r.ok && kind != k8s::api_error::kind::not_found) {
+          runtime::log::warn(actor_name, "CapacityRequest acknowledgement failed; retried next roll-up", {{"error", r.error}});
+          s.acks_known.erase(it->second);  // the next build queues it again while it is still Pending
+        } else if (!r.ok) {
+          s.acks_known.erase(it->second);
+        }
+        s.acks_in_flight.erase(it);
+        pump_acks(self);
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_rollup(caf::actor_system& sys, operator_deps deps, operator_options opts) {
+  return sys.spawn(rollup_behavior, std::move(deps), std::move(opts));
+}
+
+}  // namespace headroom::actors::bigfleet

@@ -1,0 +1,421 @@
+// shard_session: the only connection to the BigFleet shard, and the receive side's dispatch.
+//
+// Receive side, all filled by the stream's reader thread and drained here on a wake-up:
+//   - NodeStateUpdate → keyed coalescer per machine: at most one write in flight per machine, and
+//     a burst of updates for one machine costs the write in flight plus one of the latest state;
+//   - AvailableCapacityUpdate, ReclaimInstruction → bounded dispatcher (32 in flight);
+//   - BootstrapRequest → the dispatcher's bypass lane: a booting node waits for its blob, so it
+//     never queues behind apiserver writes.
+// Any send or receive failure collapses the stream; the session reconnects with exponential
+// backoff (500 ms doubling to 30 s, reset once a stream opens).
+
+#include <caf/all.hpp>
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <unordered_map>
+
+#include "actors/bigfleet/bigfleet.hpp"
+#include "adapters/bigfleet/node_state.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/log.hpp"
+#include "runtime/mailbox/actor_waker.hpp"
+#include "runtime/mailbox/bounded_dispatcher.hpp"
+#include "runtime/mailbox/keyed_coalescer.hpp"
+
+namespace headroom::actors::bigfleet {
+
+namespace pb = ::bigfleet::v1alpha1;
+using headroom::bigfleet::shard_stream;
+
+namespace {
+
+constexpr std::string_view actor_name = "shard_session";
+constexpr uint32_t dispatch_buffer = 1;
+constexpr uint32_t nodes_buffer = 2;
+
+// What was last written for one UpcomingNode, so an identical update makes no write.
+struct upcoming_record {
+  std::string phase, spec, status;
+};
+
+struct session_state {
+  operator_deps deps;
+  operator_options opts;
+  caf::actor rollup;
+  std::unique_ptr<shard_stream> stream;
+  uint64_t generation = 0;
+  std::chrono::milliseconds backoff{0};
+  std::shared_ptr<runtime::bounded_dispatcher<pb::ShardMessage>> dispatcher;
+  std::shared_ptr<runtime::keyed_coalescer<std::string, pb::NodeStateUpdate>> nodes;
+  std::unordered_map<std::string, upcoming_record> written;       // by machine id
+  std::unordered_map<std::string, upcoming_record> written_avail;  // by AvailableCapacity name
+  std::unordered_map<caf::actor_addr, bool> drains;
+  // The update being written per machine; a failed write is retried (never dropped: the shard
+  // does not re-send a state, so a lost Configured write would strand the UpcomingNode).
+  std::unordered_map<std::string, pb::NodeStateUpdate> in_flight;
+  std::unordered_map<std::string, std::chrono::milliseconds> retry_delay;
+  static inline const char* name = "headroom.shard_session";
+};
+
+using session_actor = caf::stateful_actor<session_state>;
+
+std::string field_of(const std::string& raw, std::initializer_list<std::string_view> path) {
+  try {
+    simdjson::ondemand::parser parser;
+    simdjson::padded_string padded{raw};
+    auto doc = parser.iterate(padded);
+    simdjson::ondemand::value v = doc.get_value();
+    for (auto key : path) {
+      auto next = v.find_field_unordered(key);
+      if (next.error())
+        return {};
+      v = next.value();
+    }
+    std::string_view s;
+    if (v.get_string().get(s))
+      return {};
+    return std::string{s};
+  } catch (const simdjson::simdjson_error&) {
+    return {};
+  }
+}
+
+// Sends the result of a chain of writes back to the session.
+void report(const caf::actor& session, msg::object_written w) {
+  caf::anon_send(session, std::move(w));
+}
+
+std::string now_rfc3339() {
+  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[32];
+  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
+  return buf;
+}
+
+// Patches status (merge patch on the status subresource), then reports.
+void patch_status(k8s::client& c, const k8s::resource_kind& kind, const std::string& name, const std::string& status,
+                  std::function<void(std::optional<std::string>)> done) {
+  c.merge_patch(kind, "", name, "{\"status\":" + status + "}",
+                [done = std::move(done)](k8s::api_result r) {
+                  if (auto* e = std::get_if<k8s::api_error>(&r))
+                    return done(e->describe());
+                  done(std::nullopt);
+                },
+                "status");
+}
+
+// The UpcomingNode write chain for one update: create or patch spec when it changed, then patch
+// status when it changed; Drained/Deleting delete the object. Runs on the transport's thread;
+// the result goes back to the session as msg::object_written.
+void write_upcoming(session_actor* self, const pb::NodeStateUpdate& u) {
+  auto& st = self->state;
+  const std::string machine = u.machine_id();
+  const std::string name = headroom::bigfleet::upcoming_node_name(machine);
+  std::string current;
+  const upcoming_record* known = nullptr;
+  if (auto it = st.written.find(machine); it != st.written.end()) {
+    known = &it->second;
+    current = known->phase;
+  }
+  std::shared_ptr<const k8s::unstructured> cached = st.deps.upcoming_nodes ? st.deps.upcoming_nodes->get("", name) : nullptr;
+  if (!known && cached)
+    current = status_phase(cached->raw);
+
+  const auto decision = headroom::bigfleet::next_phase(u.state(), current);
+  caf::actor session = caf::actor_cast<caf::actor>(self);
+  msg::object_written result;
+  result.key = machine;
+  using A = headroom::bigfleet::phase_decision::action;
+  if (decision.what == A::ignore) {
+    result.ok = true;
+    result.phase = current;
+    if (known) {
+      result.spec = known->spec;
+      result.status = known->status;
+    }
+    return report(session, std::move(result));
+  }
+  auto& client = *st.deps.client;
+  if (decision.what == A::remove) {
+    if (!known && !cached) {
+      result.ok = true;
+      return report(session, std::move(result));
+    }
+    client.remove(kinds::upcoming_nodes, "", name, {}, [session, result, phase = std::string{decision.phase}](k8s::api_result r) mutable {
+      auto* e = std::get_if<k8s::api_error>(&r);
+      result.ok = !e || e->what == k8s::api_error::kind::not_found;
+      if (!result.ok)
+        result.error = e->describe();
+      runtime::log::info(actor_name, "UpcomingNode removed", {{"machine", result.key}, {"last_phase", phase}});
+      report(session, std::move(result));
+    });
+    return;
+  }
+  const std::string spec = headroom::bigfleet::upcoming_node_spec(u);
+  const std::string status = headroom::bigfleet::upcoming_node_status(u, decision.phase);
+  result.phase = std::string{decision.phase};
+  result.spec = spec;
+  result.status = status;
+  if (known && known->spec == spec && known->status == status) {
+    result.ok = true;  // a rebroadcast or a replay on reconnect: no write
+    return report(session, std::move(result));
+  }
+  const bool spec_changed = !known || known->spec != spec;
+  const bool status_changed = !known || known->status != status;
+  const bool fresh = !known && !cached;
+  // provisioningStartTime is set once, when headroom first sees the machine.
+  std::string status_body = status;
+  if (fresh || (cached && field_of(cached->raw, {"status", "provisioningStartTime"}).empty()))
+    status_body.insert(status_body.size() - 1, ",\"provisioningStartTime\":\"" + now_rfc3339() + "\"");
+  auto after_spec = [&client, session, result, name, status_body, status_changed](std::optional<std::string> err) mutable {
+    if (err) {
+      result.ok = false;
+      result.error = *err;
+      return report(session, std::move(result));
+    }
+    if (!status_changed) {
+      result.ok = true;
+      return report(session, std::move(result));
+    }
+    patch_status(client, kinds::upcoming_nodes, name, status_body, [session, result](std::optional<std::string> e) mutable {
+      result.ok = !e;
+      if (e)
+        result.error = *e;
+      report(session, std::move(result));
+    });
+  };
+  if (fresh) {
+    std::string object = "{\"apiVersion\":\"bigfleet.lucy.sh/v1alpha1\",\"kind\":\"UpcomingNode\",\"metadata\":{\"name\":" +
+                         runtime::json_escape(name) + ",\"labels\":{\"bigfleet.lucy.sh/machine-id\":" +
+                         runtime::json_escape(name == machine ? machine : name) + "}},\"spec\":" + spec + "}";
+    client.create(kinds::upcoming_nodes, "", object, [&client, name, spec, after_spec](k8s::api_result r) mutable {
+      auto* e = std::get_if<k8s::api_error>(&r);
+      if (e && e->what == k8s::api_error::kind::already_exists) {  // raced with an earlier session
+        client.merge_patch(kinds::upcoming_nodes, "", name, "{\"spec\":" + spec + "}", [after_spec](k8s::api_result r2) mutable {
+          auto* e2 = std::get_if<k8s::api_error>(&r2);
+          after_spec(e2 ? std::optional<std::string>{e2->describe()} : std::nullopt);
+        });
+        return;
+      }
+      after_spec(e ? std::optional<std::string>{e->describe()} : std::nullopt);
+    });
+    return;
+  }
+  if (!spec_changed)
+    return after_spec(std::nullopt);
+  client.merge_patch(kinds::upcoming_nodes, "", name, "{\"spec\":" + spec + "}", [after_spec](k8s::api_result r) mutable {
+    auto* e = std::get_if<k8s::api_error>(&r);
+    after_spec(e ? std::optional<std::string>{e->describe()} : std::nullopt);
+  });
+}
+
+// AvailableCapacity upsert: create, or merge-patch the spec when it changed.
+void write_available(session_actor* self, const pb::AvailableCapacityUpdate& u) {
+  auto& st = self->state;
+  const std::string name = headroom::bigfleet::available_capacity_name(u.supersedes_key());
+  const std::string spec = headroom::bigfleet::available_capacity_spec(u);
+  caf::actor session = caf::actor_cast<caf::actor>(self);
+  msg::object_written result;
+  result.key = "available/" + name;
+  result.spec = spec;
+  if (auto it = st.written_avail.find(name); it != st.written_avail.end() && it->second.spec == spec) {
+    result.ok = true;
+    return report(session, std::move(result));
+  }
+  auto& client = *st.deps.client;
+  const std::string object = "{\"apiVersion\":\"bigfleet.lucy.sh/v1alpha1\",\"kind\":\"AvailableCapacity\",\"metadata\":{\"name\":" +
+                             runtime::json_escape(name) + "},\"spec\":" + spec + "}";
+  client.create(kinds::available_capacities, "", object, [&client, session, result, name, spec](k8s::api_result r) mutable {
+    auto* e = std::get_if<k8s::api_error>(&r);
+    if (e && e->what == k8s::api_error::kind::already_exists) {
+      client.merge_patch(kinds::available_capacities, "", name, "{\"spec\":" + spec + "}", [session, result](k8s::api_result r2) mutable {
+        auto* e2 = std::get_if<k8s::api_error>(&r2);
+        result.ok = !e2;
+        if (e2)
+          result.error = e2->describe();
+        report(session, std::move(result));
+      });
+      return;
+    }
+    result.ok = !e;
+    if (e)
+      result.error = e->describe();
+    report(session, std::move(result));
+  });
+}
+
+void connect(session_actor* self) {
+  auto& st = self->state;
+  const uint64_t generation = ++st.generation;
+  caf::actor session = caf::actor_cast<caf::actor>(self);
+  auto dispatcher = st.dispatcher;
+  auto nodes = st.nodes;
+  shard_stream::callbacks cb;
+  cb.on_open = [session, generation] { caf::anon_send(session, msg::shard_link{generation, true, {}}); };
+  cb.on_closed = [session, generation](const std::string& reason) {
+    caf::anon_send(session, msg::shard_link{generation, false, reason});
+  };
+  cb.on_message = [dispatcher, nodes](pb::ShardMessage&& m) {
+    switch (m.payload_case()) {
+      case pb::ShardMessage::kNodeStateUpdate: {
+        std::string machine = m.node_state_update().machine_id();
+        if (!nodes->offer(machine, std::move(*m.mutable_node_state_update())))
+          runtime::log::warn(actor_name, "NodeStateUpdate dropped: too many machines tracked", {{"machine", machine}});
+        break;
+      }
+      case pb::ShardMessage::kBootstrapRequest:
+        if (!dispatcher->submit(std::move(m), runtime::dispatch_lane::bypass))
+          runtime::log::warn(actor_name, "BootstrapRequest dropped: bypass queue full");
+        break;
+      case pb::ShardMessage::kReclaimInstruction:
+      case pb::ShardMessage::kAvailableCapacity:
+        if (!dispatcher->submit(std::move(m)))
+          runtime::log::warn(actor_name, "shard message dropped: dispatch queue full (the shard re-issues)");
+        break;
+      case pb::ShardMessage::kAck:
+        runtime::log::debug(actor_name, "shard acknowledged", {{"echo", m.ack().echo()}});
+        break;
+      default:
+        break;
+    }
+  };
+  runtime::log::info(actor_name, "connecting to the shard", {{"target", st.opts.endpoint.target}, {"generation", generation}});
+  st.stream = std::make_unique<shard_stream>(st.opts.endpoint, st.deps.queue, std::move(cb));
+}
+
+void handle_dispatch(session_actor* self, runtime::bounded_dispatcher<pb::ShardMessage>::work w) {
+  auto& st = self->state;
+  auto& m = w.item;
+  switch (m.payload_case()) {
+    case pb::ShardMessage::kBootstrapRequest: {
+      pb::OperatorMessage out;
+      *out.mutable_bootstrap_response() = render_bootstrap(st.opts.bootstrap_template, st.opts.endpoint.cluster_id, m.bootstrap_request());
+      if (!out.bootstrap_response().error().empty())
+        runtime::log::warn(actor_name, "bootstrap template could not be rendered; the shard records a shortfall",
+                           {{"request", m.bootstrap_request().request_id()}, {"error", out.bootstrap_response().error()}});
+      if (!st.deps.queue->enqueue(std::move(out)))
+        runtime::log::warn(actor_name, "outbox full: BootstrapBlobResponse dropped (the shard re-requests)");
+      st.dispatcher->finish(w.lane);
+      break;
+    }
+    case pb::ShardMessage::kReclaimInstruction: {
+      auto drain = spawn_reclaim_drain(self->system(), st.deps, m.reclaim_instruction());
+      self->monitor(drain);
+      st.drains[drain.address()] = true;
+      break;  // finished when the drain actor goes
+    }
+    case pb::ShardMessage::kAvailableCapacity:
+      write_available(self, m.available_capacity());
+      break;  // finished on its object_written
+    default:
+      st.dispatcher->finish(w.lane);
+  }
+}
+
+caf::behavior session_behavior(session_actor* self, operator_deps deps, operator_options opts, caf::actor rollup) {
+  auto& st = self->state;
+  st.deps = std::move(deps);
+  st.opts = std::move(opts);
+  st.rollup = std::move(rollup);
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  st.dispatcher = std::make_shared<runtime::bounded_dispatcher<pb::ShardMessage>>(
+      "bigfleet_dispatch", runtime::wake_actor(me, dispatch_buffer), st.opts.dispatch_in_flight);
+  st.nodes = std::make_shared<runtime::keyed_coalescer<std::string, pb::NodeStateUpdate>>(
+      "bigfleet_node_state", runtime::wake_actor(me, nodes_buffer));
+  self->set_down_handler([self](caf::down_msg& down) {
+    auto& s = self->state;
+    if (s.drains.erase(down.source) > 0)
+      s.dispatcher->finish(runtime::dispatch_lane::normal);
+  });
+  self->attach_functor([self] {
+    if (self->state.stream)
+      self->state.stream.reset();  // closes the stream and joins its threads
+  });
+  connect(self);
+  return {
+      [self](msg::shard_link link) {
+        auto& s = self->state;
+        if (link.generation != s.generation)
+          return;
+        if (link.up) {
+          s.backoff = std::chrono::milliseconds{0};
+          runtime::log::info(actor_name, "shard stream open", {{"target", s.opts.endpoint.target}});
+          if (s.rollup)
+            self->send(s.rollup, msg::rollup_atom_v);
+          return;
+        }
+        s.stream.reset();
+        s.backoff = s.backoff.count() == 0 ? s.opts.reconnect_initial : std::min(s.backoff * 2, s.opts.reconnect_max);
+        runtime::log::warn(actor_name, "shard stream closed; reconnecting",
+                           {{"reason", link.reason}, {"retry_in_ms", s.backoff.count()}});
+        self->delayed_send(self, s.backoff, msg::restart_atom_v, uint32_t{0}, s.generation);
+      },
+      [self](msg::restart_atom, uint32_t, uint64_t generation) {
+        if (generation == self->state.generation && !self->state.stream)
+          connect(self);
+      },
+      [self](msg::buffer_wakeup w) {
+        auto& s = self->state;
+        if (w.buffer == dispatch_buffer) {
+          s.dispatcher->rearm();
+          while (auto work = s.dispatcher->next())
+            handle_dispatch(self, std::move(*work));
+        } else if (w.buffer == nodes_buffer) {
+          s.nodes->rearm();
+          while (auto item = s.nodes->next()) {
+            auto& u = s.in_flight[item->first] = std::move(item->second);
+            write_upcoming(self, u);
+          }
+        }
+      },
+      [self](msg::object_written& w) {
+        auto& s = self->state;
+        if (w.key.rfind("available/", 0) == 0) {
+          if (w.ok)
+            s.written_avail[w.key.substr(10)] = {"", w.spec, ""};
+          else
+            runtime::log::warn(actor_name, "AvailableCapacity write failed", {{"error", w.error}});
+          s.dispatcher->finish(runtime::dispatch_lane::normal);
+          return;
+        }
+        if (!w.ok) {
+          // Not recorded, so the retry writes in full; the machine stays in flight meanwhile and
+          // newer updates for it wait in the coalescer.
+          s.written.erase(w.key);
+          auto& delay = s.retry_delay[w.key];
+          delay = delay.count() == 0 ? std::chrono::milliseconds{500} : std::min(delay * 2, std::chrono::milliseconds{30'000});
+          runtime::log::warn(actor_name, "UpcomingNode write failed; retrying",
+                             {{"machine", w.key}, {"error", w.error}, {"retry_in_ms", delay.count()}});
+          self->delayed_send(self, delay, msg::tick_atom_v, w.key);
+          return;
+        }
+        if (w.phase.empty())
+          s.written.erase(w.key);
+        else
+          s.written[w.key] = {w.phase, w.spec, w.status};
+        s.in_flight.erase(w.key);
+        s.retry_delay.erase(w.key);
+        s.nodes->done(w.key);
+      },
+      [self](msg::tick_atom, const std::string& machine) {
+        auto& s = self->state;
+        if (auto it = s.in_flight.find(machine); it != s.in_flight.end())
+          write_upcoming(self, it->second);
+      },
+  };
+}
+
+}  // namespace
+
+std::string status_phase(const std::string& raw) { return field_of(raw, {"status", "phase"}); }
+std::string status_node_name(const std::string& raw) { return field_of(raw, {"status", "nodeRef", "name"}); }
+
+caf::actor spawn_shard_session(caf::actor_system& sys, operator_deps deps, operator_options opts, caf::actor rollup) {
+  return sys.spawn(session_behavior, std::move(deps), std::move(opts), std::move(rollup));
+}
+
+}  // namespace headroom::actors::bigfleet
