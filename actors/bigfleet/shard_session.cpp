@@ -331,10 +331,7 @@ caf::behavior session_behavior(session_actor* self, operator_deps deps, operator
     if (s.drains.erase(down.source) > 0)
       s.dispatcher->finish(runtime::dispatch_lane::normal);
   });
-  self->attach_functor([self] {
-    if (self->state.stream)
-      self->state.stream.reset();  // closes the stream and joins its threads
-  });
+  // The state's destruction closes the stream and joins its threads (shard_stream's destructor).
   connect(self);
   return {
       [self](msg::shard_link link) {

@@ -1,0 +1,438 @@
+// bigfleet_*: the BigFleet operator actors against the real control plane and a shard peer
+// (tests/peers/bigfleet-shard: the Shard service from the same field list as the public API; the
+// public shard module is not served by the Go module proxy here).
+
+#include <caf/all.hpp>
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <future>
+
+#include "actors/bigfleet/bigfleet.hpp"
+#include "adapters/bigfleet/node_state.hpp"
+#include "messages/type_ids.hpp"
+#include "testenv/cluster_fixture.hpp"
+#include "testenv/peer_process.hpp"
+
+namespace headroom {
+namespace {
+
+using namespace std::chrono_literals;
+using testenv::cluster;
+using testenv::eventually;
+namespace bf = actors::bigfleet;
+
+struct shard_peer {
+  std::unique_ptr<testpeer::peer_process> process;
+  std::string grpc, control;
+  testpeer::http_reply post(const std::string& path, const std::string& body, const std::string& cluster_id) const {
+    return testpeer::http_call(control + path + "?cluster=" + cluster_id, body);
+  }
+  std::string state() const { return testpeer::http_call(control + "/state").body; }
+};
+
+std::unique_ptr<shard_peer> start_shard(bool tls, std::string& why) {
+  std::vector<std::string> args = {"--cluster-id", "bigfleet-test"};
+  if (tls)
+    args.push_back("--tls");
+  auto p = testpeer::peer_process::start("tests/peers/bigfleet-shard/build.sh", args, why);
+  if (!p)
+    return nullptr;
+  auto s = std::make_unique<shard_peer>();
+  s->grpc = p->ready("grpc");
+  s->control = p->ready("control");
+  s->process = std::move(p);
+  return s;
+}
+
+// One control plane, client, informers and actor system for the whole binary.
+struct env {
+  cluster* c = nullptr;
+  std::unique_ptr<k8s::transport> io;
+  std::unique_ptr<k8s::client> client;
+  bf::operator_deps deps;
+  std::unique_ptr<caf::actor_system_config> cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  std::string why;
+};
+
+bool env_started = false;
+
+env& shared() {
+  static env e = [] {
+    env_started = true;
+    env out;
+    out.c = cluster::shared();
+    if (!out.c) {
+      out.why = cluster::unavailable_reason();
+      return out;
+    }
+    auto applied = out.c->kubectl({"apply", "-f", std::string{HEADROOM_SOURCE_DIR} + "/deploy/crds/"});
+    if (applied.exit_code != 0) {
+      out.why = "installing the CRDs failed: " + applied.err;
+      out.c = nullptr;
+      return out;
+    }
+    out.c->kubectl({"wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"});
+    k8s::transport::options topts;
+    topts.qps = 500;
+    topts.burst = 500;
+    out.io = std::make_unique<k8s::transport>(topts);
+    out.client = std::make_unique<k8s::client>(std::get<k8s::connection>(k8s::load_kubeconfig(out.c->kubeconfig())), *out.io);
+    out.deps.client = out.client.get();
+    auto opts = [](const k8s::resource_kind& kind) {
+      k8s::informer<k8s::unstructured>::options o;
+      o.kind = kind;
+      return o;
+    };
+    k8s::informer<k8s::pod>::options pod_opts;
+    pod_opts.kind = k8s::kinds::pods;
+    out.deps.capacity_requests = k8s::informer<k8s::unstructured>::make(*out.client, opts(bf::kinds::capacity_requests));
+    out.deps.upcoming_nodes = k8s::informer<k8s::unstructured>::make(*out.client, opts(bf::kinds::upcoming_nodes));
+    out.deps.pods = k8s::informer<k8s::pod>::make(*out.client, pod_opts);
+    out.deps.pods->add_index("node", [](const k8s::pod& p) {
+      return p.node_name.empty() ? std::vector<std::string>{} : std::vector<std::string>{p.node_name};
+    });
+    out.deps.capacity_requests->start();
+    out.deps.upcoming_nodes->start();
+    out.deps.pods->start();
+    eventually([&] { return out.deps.capacity_requests->synced() && out.deps.upcoming_nodes->synced() && out.deps.pods->synced(); }, 30s);
+    out.cfg = std::make_unique<caf::actor_system_config>();
+    out.sys = std::make_unique<caf::actor_system>(*out.cfg);
+    return out;
+  }();
+  return e;
+}
+
+// Torn down in order before static destruction: actors, then informers, then the transport.
+struct env_teardown : ::testing::Environment {
+  void TearDown() override {
+    if (!env_started)
+      return;
+    auto& e = shared();
+    e.sys.reset();
+    for (auto* inf : {e.deps.capacity_requests.get(), e.deps.upcoming_nodes.get()})
+      if (inf)
+        inf->stop();
+    if (e.deps.pods)
+      e.deps.pods->stop();
+    e.io.reset();  // joins the I/O thread: no callback runs after this
+    e.deps = {};
+    e.client.reset();
+  }
+};
+const auto* const teardown = ::testing::AddGlobalTestEnvironment(new env_teardown);
+
+#define REQUIRE_ENV(var)                                                                                  \
+  auto& var = shared();                                                                                   \
+  if (!var.c) {                                                                                           \
+    if (cluster::required())                                                                              \
+      FAIL() << "HEADROOM_REQUIRE_TESTENV=1 but the control plane is unavailable: " << var.why;           \
+    GTEST_SKIP() << "control plane unavailable (set HEADROOM_REQUIRE_TESTENV=1 to fail instead): " << var.why; \
+  }
+
+std::string kubectl_get(const env& e, std::vector<std::string> args) {
+  args.insert(args.begin(), "get");
+  auto r = e.c->kubectl(args);
+  return r.exit_code == 0 ? r.out : "";
+}
+
+void ensure_namespace(const env& e, const std::string& ns) { e.c->kubectl({"create", "namespace", ns}); }
+
+std::string pod_yaml(const std::string& ns, const std::string& name, const std::string& extra_spec = "",
+                     const std::string& cpu = "500m") {
+  return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
+         "\n  labels: {app: " + name + "}\nspec:\n" + extra_spec + "  containers:\n  - name: c\n    image: busybox\n    resources:\n      requests: {cpu: " +
+         cpu + ", memory: 64Mi}\n";
+}
+
+// A running set of operator actors (stopped at the end of the test).
+struct operator_run {
+  caf::actor rollup, session, upc;
+  bf::operator_deps deps;  // the shared informers, and a send queue of this run's own
+  explicit operator_run(const env& e) : deps(e.deps) { deps.queue = std::make_shared<headroom::bigfleet::send_queue>(); }
+  ~operator_run() {
+    for (auto* a : {&rollup, &session, &upc})
+      if (*a)
+        caf::anon_send_exit(*a, caf::exit_reason::user_shutdown);
+    std::this_thread::sleep_for(300ms);
+  }
+};
+
+bf::operator_options options_for(const shard_peer& peer) {
+  bf::operator_options o;
+  o.endpoint.target = peer.grpc;
+  o.endpoint.cluster_id = "bigfleet-test";
+  o.rollup_interval = 1s;
+  o.reconnect_initial = 100ms;
+  o.reconnect_max = 1s;
+  return o;
+}
+
+TEST(bigfleet, upc_creates_crs_per_pod_and_deletes_terminal_ones) {
+  REQUIRE_ENV(e);
+  ensure_namespace(e, "upc");
+  operator_run run(e);
+  bf::operator_options o;
+  o.penalties.by_priority_class[""] = {"3", ""};
+  run.upc = bf::spawn_capacity_requests(*e.sys, run.deps, o);
+  for (const char* name : {"upc-a", "upc-b", "upc-c"})
+    ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, pod_yaml("upc", name)).exit_code, 0);
+  ASSERT_TRUE(eventually([&] {
+    return kubectl_get(e, {"capacityrequests", "-n", "upc", "-o", "jsonpath={range .items[*]}{.metadata.name}={.status.phase} {end}"}) ==
+           "upc-a=Pending upc-b=Pending upc-c=Pending ";
+  }, 30s)) << kubectl_get(e, {"capacityrequests", "-n", "upc", "-o", "yaml"});
+  const auto owner = kubectl_get(e, {"capacityrequest", "upc-a", "-n", "upc", "-o", "jsonpath={.metadata.ownerReferences[0].kind}/{.metadata.ownerReferences[0].name} {.spec.resources.cpu} {.spec.interruptionPenalty} {.spec.requirements[0].key}"});
+  EXPECT_EQ(owner, "Pod/upc-a 500m 3 node.kubernetes.io/instance-type");
+  const auto pod_uid = kubectl_get(e, {"pod", "upc-a", "-n", "upc", "-o", "jsonpath={.metadata.uid}"});
+  EXPECT_EQ(kubectl_get(e, {"capacityrequest", "upc-a", "-n", "upc", "-o", "jsonpath={.metadata.labels.bigfleet\\.lucy\\.sh/pod-uid}"}), pod_uid);
+
+  // A terminal Pod's CR goes at once.
+  auto done = e.c->kubectl({"patch", "pod", "upc-b", "-n", "upc", "--subresource=status", "--type=merge", "-p",
+                            R"({"status":{"phase":"Succeeded"}})"});
+  ASSERT_EQ(done.exit_code, 0) << done.err;
+  EXPECT_TRUE(eventually([&] { return kubectl_get(e, {"capacityrequest", "upc-b", "-n", "upc", "--ignore-not-found", "-o", "name"}).empty(); }, 20s));
+  // A deleted Pod's CR goes too (our delete, or garbage collection through the owner reference).
+  ASSERT_EQ(e.c->kubectl({"delete", "pod", "upc-c", "-n", "upc", "--wait=false"}).exit_code, 0);
+  EXPECT_TRUE(eventually([&] { return kubectl_get(e, {"capacityrequest", "upc-c", "-n", "upc", "--ignore-not-found", "-o", "name"}).empty(); }, 30s));
+  // The terminal Pod never gets one back.
+  std::this_thread::sleep_for(1s);
+  EXPECT_TRUE(kubectl_get(e, {"capacityrequest", "upc-b", "-n", "upc", "--ignore-not-found", "-o", "name"}).empty());
+}
+
+TEST(bigfleet, session_rollups_acks_and_node_state_through_the_shard) {
+  REQUIRE_ENV(e);
+  std::string why;
+  auto peer = start_shard(false, why);
+  ASSERT_TRUE(peer) << why;
+  ensure_namespace(e, "rollup");
+  for (int i = 0; i < 4; ++i)
+    ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
+                           "apiVersion: bigfleet.lucy.sh/v1alpha1\nkind: CapacityRequest\nmetadata:\n  name: cr-" + std::to_string(i) +
+                               "\n  namespace: rollup\nspec:\n  resources: {cpu: \"2\", memory: 1Gi}\n  priority: 7\n  reclamationPenalty: 500m\n")
+                  .exit_code,
+              0);
+  operator_run run(e);
+  auto o = options_for(*peer);
+  run.rollup = bf::spawn_rollup(*e.sys, run.deps, o);
+  run.session = bf::spawn_shard_session(*e.sys, run.deps, o, run.rollup);
+
+  // Hello, then a roll-up at once on connect with the four CRs summed into one need.
+  simdjson::dom::parser parser;
+  ASSERT_TRUE(eventually([&] {
+    auto st = parser.parse(peer->state());
+    if (int64_t(st["rollups"]) < 1)
+      return false;
+    auto last = st["lastRollup"];
+    for (auto need : last["needs"].get_array()) {
+      auto cpu = need["aggregateResources"]["cpu"];
+      if (!cpu.error() && std::string_view(cpu.value()) == "8" && int64_t(need["priority"]) == 7)
+        return true;
+    }
+    return false;
+  }, 30s)) << peer->state();
+  auto st = parser.parse(peer->state());
+  auto session = st["sessions"].at(0);
+  EXPECT_EQ(std::string_view(session["clusterId"]), "bigfleet-test");
+  EXPECT_EQ(std::string_view(session["protocolVersion"]), "v1alpha1");
+  EXPECT_NE(std::string{peer->state()}.find("PENALTY_BUCKET_HALF_DOLLAR"), std::string::npos) << "500m is $0.50";
+  // Every CR that was Pending is acknowledged.
+  EXPECT_TRUE(eventually([&] {
+    return kubectl_get(e, {"capacityrequests", "-n", "rollup", "-o", "jsonpath={range .items[*]}{.status.phase} {end}"}) ==
+           "Acknowledged Acknowledged Acknowledged Acknowledged ";
+  }, 30s)) << kubectl_get(e, {"capacityrequests", "-n", "rollup", "-o", "yaml"});
+
+  // Node state: Creating → Provisioning, Configured → Ready (with nodeRef), Draining, Idle → Drained → deleted.
+  auto node_state = [&](const std::string& state, const std::string& node_name) {
+    const std::string body = R"({"supersedesKey":"node:m-100","machineId":"m-100","clusterId":"bigfleet-test","state":")" + state +
+                             R"(","nodeName":")" + node_name + R"(","labels":{"pool":"gpu"},"resources":{"resources":{"cpu":"16"}},)" +
+                             R"("taints":[{"key":"bigfleet.lucy.sh/upcoming","effect":"NoSchedule"}]})";
+    auto r = peer->post("/node-state", body, "bigfleet-test");
+    ASSERT_EQ(r.status, 200) << r.body;
+  };
+  auto phase = [&] { return kubectl_get(e, {"upcomingnode", "m-100", "--ignore-not-found", "-o", "jsonpath={.status.phase}"}); };
+  node_state("MACHINE_STATE_CREATING", "");
+  ASSERT_TRUE(eventually([&] { return phase() == "Provisioning"; }, 20s)) << phase();
+  EXPECT_EQ(kubectl_get(e, {"upcomingnode", "m-100", "-o", "jsonpath={.spec.labels.pool} {.spec.resources.cpu} {.spec.taints[0].key}"}),
+            "gpu 16 bigfleet.lucy.sh/upcoming");
+  EXPECT_FALSE(kubectl_get(e, {"upcomingnode", "m-100", "-o", "jsonpath={.status.provisioningStartTime}"}).empty());
+  node_state("MACHINE_STATE_CONFIGURED", "node-m-100");
+  ASSERT_TRUE(eventually([&] { return phase() == "Ready"; }, 20s)) << phase();
+  EXPECT_EQ(kubectl_get(e, {"upcomingnode", "m-100", "-o", "jsonpath={.status.nodeRef.name}"}), "node-m-100");
+  node_state("MACHINE_STATE_DRAINING", "node-m-100");
+  ASSERT_TRUE(eventually([&] { return phase() == "Draining"; }, 20s)) << phase();
+  node_state("MACHINE_STATE_IDLE", "node-m-100");
+  EXPECT_TRUE(eventually([&] { return phase().empty() && kubectl_get(e, {"upcomingnode", "m-100", "--ignore-not-found", "-o", "name"}).empty(); }, 20s))
+      << "Idle after Draining is Drained, and the UpcomingNode is deleted";
+
+  // Available capacity: ac- + sha256 of the fingerprint.
+  auto r = peer->post("/available", R"({"supersedesKey":"available:gpu|a100","availableCount":3,"confidence":"CONFIDENCE_HIGH","costPerHour":2.5,
+      "resources":{"resources":{"nvidia.com/gpu":"8"}},"requirements":[{"key":"gpu","operator":"OPERATOR_IN","values":["a100"]}]})",
+                      "bigfleet-test");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const std::string ac = headroom::bigfleet::available_capacity_name("available:gpu|a100");
+  EXPECT_TRUE(eventually([&] {
+    return kubectl_get(e, {"availablecapacity", ac, "--ignore-not-found", "-o", "jsonpath={.spec.availability} {.spec.availableCount} {.spec.cost}"}) ==
+           "High 3 2.5";
+  }, 20s));
+
+  // Bootstrap: the response echoes the request id (no template: a minimal cloud-config).
+  r = peer->post("/bootstrap", R"({"requestId":"boot-1","clusterId":"bigfleet-test"})", "bigfleet-test");
+  ASSERT_EQ(r.status, 200) << r.body;
+  EXPECT_TRUE(eventually([&] { return peer->state().find("boot-1") != std::string::npos; }, 20s)) << peer->state();
+
+}
+
+TEST(bigfleet, reclaim_cordons_acks_and_drains_past_a_pdb_skipping_daemonsets) {
+  REQUIRE_ENV(e);
+  std::string why;
+  auto peer = start_shard(false, why);
+  ASSERT_TRUE(peer) << why;
+  ensure_namespace(e, "reclaim");
+  const std::string node = "reclaim-node-1";
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
+                         "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + node +
+                             "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {type: kwok}\nstatus:\n  allocatable: {cpu: \"8\", memory: 16Gi, pods: \"50\"}\n  capacity: {cpu: \"8\", memory: 16Gi, pods: \"50\"}\n")
+                .exit_code,
+            0);
+  // A DaemonSet (matching no node) to own one pod, so that garbage collection keeps that pod.
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
+                         "apiVersion: apps/v1\nkind: DaemonSet\nmetadata: {name: agent, namespace: reclaim}\nspec:\n  selector: {matchLabels: {app: agent}}\n  template:\n    metadata: {labels: {app: agent}}\n    spec:\n      nodeSelector: {nowhere: \"true\"}\n      containers: [{name: c, image: busybox}]\n")
+                .exit_code,
+            0);
+  const auto ds_uid = kubectl_get(e, {"daemonset", "agent", "-n", "reclaim", "-o", "jsonpath={.metadata.uid}"});
+  const std::string on_node = "  nodeName: " + node + "\n  tolerations: [{operator: Exists}]\n";
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, pod_yaml("reclaim", "free", on_node)).exit_code, 0);
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, pod_yaml("reclaim", "guarded", on_node)).exit_code, 0);
+  std::string ds_pod = pod_yaml("reclaim", "agent-pod", on_node);
+  ds_pod.replace(ds_pod.find("  labels:"), 0,
+                 "  ownerReferences: [{apiVersion: apps/v1, kind: DaemonSet, name: agent, uid: " + ds_uid + "}]\n");
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, ds_pod).exit_code, 0);
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
+                         "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: guard, namespace: reclaim}\nspec:\n  minAvailable: 1\n  selector: {matchLabels: {app: guarded}}\n")
+                .exit_code,
+            0);
+  // The PDB controller (in KCM) must have computed the budget before evictions meet it.
+  ASSERT_TRUE(eventually([&] {
+    return kubectl_get(e, {"pods", "-n", "reclaim", "-o", "jsonpath={range .items[*]}{.status.phase} {end}"}) == "Running Running Running " &&
+           kubectl_get(e, {"pdb", "guard", "-n", "reclaim", "-o", "jsonpath={.status.currentHealthy}"}) == "1";
+  }, 60s)) << kubectl_get(e, {"pods,pdb", "-n", "reclaim", "-o", "wide"});
+  ASSERT_TRUE(eventually([&] { return e.deps.pods->by_index("node", node).size() == 3; }, 20s));
+
+  operator_run run(e);
+  auto o = options_for(*peer);
+  run.rollup = bf::spawn_rollup(*e.sys, run.deps, o);
+  run.session = bf::spawn_shard_session(*e.sys, run.deps, o, run.rollup);
+  ASSERT_TRUE(eventually([&] { return peer->state().find("\"open\":true") != std::string::npos; }, 20s));
+  // The machine behind the node, Ready, so the drain has an UpcomingNode to walk.
+  ASSERT_EQ(peer->post("/node-state", R"({"machineId":"m-reclaim","state":"MACHINE_STATE_CONFIGURED","nodeName":")" + node +
+                                          R"(","resources":{"resources":{"cpu":"8"}}})",
+                       "bigfleet-test").status,
+            200);
+  ASSERT_TRUE(eventually([&] { return kubectl_get(e, {"upcomingnode", "m-reclaim", "-o", "jsonpath={.status.phase}"}) == "Ready"; }, 20s));
+  ASSERT_TRUE(eventually([&] { return !e.deps.upcoming_nodes->list().empty(); }, 10s));
+
+  auto r = peer->post("/reclaim", R"({"instructionId":"rc-1","nodes":[")" + node + R"(","no-such-node"],"gracePeriodSeconds":20,"preemptorPriority":1000})",
+                      "bigfleet-test");
+  ASSERT_EQ(r.status, 200) << r.body;
+  // Cordon, then the ack with the nodes whose cordon landed.
+  ASSERT_TRUE(eventually([&] { return peer->state().find("rc-1") != std::string::npos; }, 20s)) << peer->state();
+  simdjson::dom::parser parser;
+  auto ack = parser.parse(peer->state())["reclaimAcks"].at(0);
+  EXPECT_EQ(std::string_view(ack["instructionId"]), "rc-1");
+  ASSERT_EQ(ack["nodesStarted"].get_array().size(), 1u) << "the unknown node is not started";
+  EXPECT_EQ(std::string_view(ack["nodesStarted"].at(0)), node);
+  EXPECT_EQ(kubectl_get(e, {"node", node, "-o", "jsonpath={.spec.unschedulable}"}), "true");
+  EXPECT_TRUE(eventually([&] { return kubectl_get(e, {"upcomingnode", "m-reclaim", "-o", "jsonpath={.status.phase}"}) == "Draining"; }, 10s));
+  // The free pod is evicted; the guarded one is refused (429) and retried every 2 s.
+  EXPECT_TRUE(eventually([&] { return kubectl_get(e, {"pod", "free", "-n", "reclaim", "--ignore-not-found", "-o", "name"}).empty(); }, 20s));
+  std::this_thread::sleep_for(4s);
+  EXPECT_FALSE(kubectl_get(e, {"pod", "guarded", "-n", "reclaim", "--ignore-not-found", "-o", "name"}).empty())
+      << "the PDB holds the guarded pod";
+  // Lifting the PDB lets a retry through before the deadline: the node is drained and its
+  // UpcomingNode deleted; the DaemonSet pod was never touched.
+  ASSERT_EQ(e.c->kubectl({"delete", "pdb", "guard", "-n", "reclaim"}).exit_code, 0);
+  EXPECT_TRUE(eventually([&] { return kubectl_get(e, {"pod", "guarded", "-n", "reclaim", "--ignore-not-found", "-o", "name"}).empty(); }, 20s));
+  EXPECT_TRUE(eventually([&] { return kubectl_get(e, {"upcomingnode", "m-reclaim", "--ignore-not-found", "-o", "name"}).empty(); }, 20s))
+      << kubectl_get(e, {"upcomingnode", "m-reclaim", "-o", "yaml"});
+  EXPECT_EQ(kubectl_get(e, {"pod", "agent-pod", "-n", "reclaim", "-o", "jsonpath={.metadata.deletionTimestamp}"}), "")
+      << "DaemonSet pods are not evicted";
+  EXPECT_FALSE(kubectl_get(e, {"pod", "agent-pod", "-n", "reclaim", "--ignore-not-found", "-o", "name"}).empty());
+}
+
+TEST(bigfleet, reclaim_past_the_deadline_fails_the_node_with_last_error) {
+  REQUIRE_ENV(e);
+  std::string why;
+  auto peer = start_shard(false, why);
+  ASSERT_TRUE(peer) << why;
+  ensure_namespace(e, "reclaim2");
+  const std::string node = "reclaim-node-2";
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
+                         "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + node +
+                             "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {type: kwok}\nstatus:\n  allocatable: {cpu: \"8\", memory: 16Gi, pods: \"50\"}\n  capacity: {cpu: \"8\", memory: 16Gi, pods: \"50\"}\n")
+                .exit_code,
+            0);
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, pod_yaml("reclaim2", "stuck", "  nodeName: " + node + "\n  tolerations: [{operator: Exists}]\n")).exit_code, 0);
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
+                         "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: guard, namespace: reclaim2}\nspec:\n  minAvailable: 1\n  selector: {matchLabels: {app: stuck}}\n")
+                .exit_code,
+            0);
+  ASSERT_TRUE(eventually([&] { return kubectl_get(e, {"pdb", "guard", "-n", "reclaim2", "-o", "jsonpath={.status.currentHealthy}"}) == "1"; }, 60s));
+  ASSERT_TRUE(eventually([&] { return e.deps.pods->by_index("node", node).size() == 1; }, 20s))
+      << kubectl_get(e, {"pods,nodes", "-A", "-o", "wide"});
+  operator_run run(e);
+  auto o = options_for(*peer);
+  run.rollup = bf::spawn_rollup(*e.sys, run.deps, o);
+  run.session = bf::spawn_shard_session(*e.sys, run.deps, o, run.rollup);
+  ASSERT_TRUE(eventually([&] { return peer->state().find("\"open\":true") != std::string::npos; }, 20s));
+  ASSERT_EQ(peer->post("/node-state", R"({"machineId":"m-stuck","state":"MACHINE_STATE_CONFIGURED","nodeName":")" + node + R"(","resources":{"resources":{"cpu":"8"}}})",
+                       "bigfleet-test").status,
+            200);
+  ASSERT_TRUE(eventually([&] { return kubectl_get(e, {"upcomingnode", "m-stuck", "-o", "jsonpath={.status.phase}"}) == "Ready"; }, 20s));
+  ASSERT_TRUE(eventually([&] {
+    for (const auto& u : e.deps.upcoming_nodes->list())
+      if (bf::status_node_name(u->raw) == node)
+        return true;
+    return false;
+  }, 10s));
+  ASSERT_EQ(peer->post("/reclaim", R"({"instructionId":"rc-2","nodes":[")" + node + R"("],"gracePeriodSeconds":5})", "bigfleet-test").status, 200);
+  EXPECT_TRUE(eventually([&] { return kubectl_get(e, {"upcomingnode", "m-stuck", "-o", "jsonpath={.status.phase}"}) == "Failed"; }, 20s));
+  const auto last_error = kubectl_get(e, {"upcomingnode", "m-stuck", "-o", "jsonpath={.status.lastError}"});
+  EXPECT_NE(last_error.find("PodDisruptionBudget"), std::string::npos) << last_error;
+  EXPECT_NE(last_error.find("grace period"), std::string::npos) << last_error;
+}
+
+TEST(bigfleet, mtls_session_and_a_wrong_uri_san_is_refused) {
+  REQUIRE_ENV(e);
+  std::string why;
+  auto peer = start_shard(true, why);
+  ASSERT_TRUE(peer) << why;
+  auto o = options_for(*peer);
+  o.endpoint.tls = true;
+  o.endpoint.ca_pem = peer->process->read("ca.pem");
+  o.endpoint.cert_pem = peer->process->read("client.pem");
+  o.endpoint.key_pem = peer->process->read("client.key");
+  {
+    operator_run run(e);
+    run.rollup = bf::spawn_rollup(*e.sys, run.deps, o);
+    run.session = bf::spawn_shard_session(*e.sys, run.deps, o, run.rollup);
+    simdjson::dom::parser parser;
+    ASSERT_TRUE(eventually([&] { return int64_t(parser.parse(peer->state())["rollups"]) >= 1; }, 30s)) << peer->state();
+    auto session = parser.parse(peer->state())["sessions"].at(0);
+    EXPECT_EQ(std::string_view(session["tlsVersion"]), "TLS 1.3");
+    EXPECT_EQ(std::string_view(session["clusterId"]), "bigfleet-test");
+  }
+  // A certificate naming another cluster: PermissionDenied, and no session ever opens.
+  o.endpoint.cert_pem = peer->process->read("client-wrong-san.pem");
+  o.endpoint.key_pem = peer->process->read("client-wrong-san.key");
+  operator_run run(e);
+  run.rollup = bf::spawn_rollup(*e.sys, run.deps, o);
+  run.session = bf::spawn_shard_session(*e.sys, run.deps, o, run.rollup);
+  ASSERT_TRUE(eventually([&] { return peer->state().find("want exactly bigfleet://cluster/bigfleet-test") != std::string::npos; }, 20s))
+      << peer->state();
+  simdjson::dom::parser parser;
+  EXPECT_EQ(parser.parse(peer->state())["sessions"].get_array().size(), 1u) << "only the good certificate's session";
+}
+
+}  // namespace
+}  // namespace headroom
