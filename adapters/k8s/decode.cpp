@@ -2,7 +2,9 @@
 
 #include <simdjson.h>
 
+
 #include <algorithm>
+#include <deque>
 #include <exception>
 #include <stdexcept>
 
@@ -29,6 +31,7 @@ struct context {
   std::string kind;
   std::string ns, name;
   std::vector<frame> path;
+  std::deque<std::string> kept;  // names of frames kept past their source's lifetime
 
   std::string where() const {
     std::string out = kind;
@@ -50,12 +53,20 @@ struct context {
 
 class at {
  public:
-  at(context& c, std::string_view name, int64_t index = -1) : c_(c), exceptions_(std::uncaught_exceptions()) {
+  at(context& c, std::string_view name, int64_t index = -1)
+      : c_(c), exceptions_(std::uncaught_exceptions()), frame_(c.path.size()) {
     c_.path.push_back({name, index});
   }
   ~at() {
-    if (std::uncaught_exceptions() == exceptions_)
+    if (std::uncaught_exceptions() == exceptions_) {
       c_.path.pop_back();
+      return;
+    }
+    // Unwinding: the frame stays for the error message, but its name may point into a parser
+    // that is about to be destroyed (a nested parse), so it is copied now, while still valid.
+    auto& f = c_.path[frame_];
+    c_.kept.emplace_back(f.name);
+    f.name = c_.kept.back();
   }
   at(const at&) = delete;
   at& operator=(const at&) = delete;
@@ -63,6 +74,7 @@ class at {
  private:
   context& c_;
   int exceptions_;
+  size_t frame_;
 };
 
 bool take_null(od::value& v) { return v.type() == od::json_type::null && v.is_null(); }
@@ -627,7 +639,7 @@ od::parser& thread_parser() {
 template <class T>
 decoded<T> decode_one(std::string_view json) {
   thread_local std::string buffer;
-  context c{kind_name<T>, {}, {}, {}};
+  context c{kind_name<T>, {}, {}, {}, {}};
   T out;
   auto err = guarded(c, [&] {
     auto doc = thread_parser().iterate(padded(json, buffer));
@@ -652,7 +664,7 @@ template <class T>
 decoded<list_result<T>> decode_list(std::string_view json) {
   thread_local std::string buffer;
   list_result<T> out;
-  context list_ctx{std::string{kind_name<T>} + "List", {}, {}, {}};
+  context list_ctx{std::string{kind_name<T>} + "List", {}, {}, {}, {}};
   auto err = guarded(list_ctx, [&] {
     auto doc = thread_parser().iterate(padded(json, buffer));
     for (auto field : doc.get_object()) {
@@ -669,7 +681,7 @@ decoded<list_result<T>> decode_list(std::string_view json) {
       } else if (k == "items") {
         int64_t i = 0;
         for (auto element : x.get_array()) {
-          context c{kind_name<T>, {}, {}, {}};
+          context c{kind_name<T>, {}, {}, {}, {}};
           T item;
           // A bad item is recorded and skipped; the iteration continues with the next one, so
           // one malformed object never hides the rest of the list.
@@ -693,7 +705,7 @@ template <class T>
 decoded<watch_event<T>> decode_watch_event(std::string_view json) {
   thread_local std::string buffer;
   watch_event<T> out;
-  context c{std::string{"watch event of "} + kind_name<T>, {}, {}, {}};
+  context c{std::string{"watch event of "} + kind_name<T>, {}, {}, {}, {}};
   std::string type;
   auto err = guarded(c, [&] {
     auto doc = thread_parser().iterate(padded(json, buffer));

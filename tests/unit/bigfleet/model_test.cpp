@@ -278,3 +278,104 @@ TEST(bigfleet_node_state, names_and_objects) {
 
 }  // namespace
 }  // namespace headroom::bigfleet
+
+// ---- the mailbox policies of the shard flow ----
+
+#include <atomic>
+#include <thread>
+
+#include "adapters/bigfleet/shard_stream.hpp"
+#include "runtime/mailbox/keyed_coalescer.hpp"
+
+namespace headroom::bigfleet {
+namespace {
+
+pb::ClusterCapacityNeeds rollup_at(int64_t t) {
+  pb::ClusterCapacityNeeds r;
+  r.set_cluster_id("c");
+  r.set_timestamp_unix_nanos(t);
+  return r;
+}
+
+TEST(bigfleet_send_queue, a_slow_stream_sends_only_the_newest_rollup) {
+  send_queue q;
+  std::atomic<bool> stop{false};
+  // The writer is busy (a slow stream): three roll-ups are offered before it asks again.
+  for (int64_t t = 1; t <= 3; ++t)
+    q.offer_rollup(rollup_at(t));
+  auto m = q.next(stop);
+  ASSERT_TRUE(m && m->has_rollup());
+  EXPECT_EQ(m->rollup().timestamp_unix_nanos(), 3) << "a newer roll-up replaces an unsent one";
+  EXPECT_EQ(q.rollup_stats()->coalesced.load(), 2u);
+  // Nothing else is pending: the writer blocks until stopped.
+  std::thread stopper([&] {
+    std::this_thread::sleep_for(std::chrono::milliseconds(50));
+    stop = true;
+    q.wake();
+  });
+  EXPECT_FALSE(q.next(stop).has_value());
+  stopper.join();
+}
+
+TEST(bigfleet_send_queue, a_full_outbox_drops_the_newest_and_counts_it) {
+  send_queue q(4);
+  for (int i = 0; i < 6; ++i) {
+    pb::OperatorMessage ack;
+    ack.mutable_reclaim_ack()->set_instruction_id("rc-" + std::to_string(i));
+    EXPECT_EQ(q.enqueue(std::move(ack)), i < 4) << i;
+  }
+  EXPECT_EQ(q.outbox_stats()->dropped.load(), 2u);
+  q.offer_rollup(rollup_at(9));
+  std::atomic<bool> stop{false};
+  // The outbox goes first, in order (responses the shard is waiting for), then the roll-up.
+  for (int i = 0; i < 4; ++i) {
+    auto m = q.next(stop);
+    ASSERT_TRUE(m && m->has_reclaim_ack());
+    EXPECT_EQ(m->reclaim_ack().instruction_id(), "rc-" + std::to_string(i));
+  }
+  auto last = q.next(stop);
+  ASSERT_TRUE(last && last->has_rollup());
+}
+
+TEST(bigfleet_send_queue, a_writer_blocked_in_next_wakes_for_a_new_rollup) {
+  send_queue q;
+  std::atomic<bool> stop{false};
+  std::optional<pb::OperatorMessage> got;
+  std::thread writer([&] { got = q.next(stop); });
+  std::this_thread::sleep_for(std::chrono::milliseconds(20));
+  q.offer_rollup(rollup_at(5));
+  writer.join();
+  ASSERT_TRUE(got && got->has_rollup());
+  EXPECT_EQ(got->rollup().timestamp_unix_nanos(), 5);
+}
+
+TEST(bigfleet_node_state_flow, a_burst_for_one_machine_makes_one_write_of_the_latest_state) {
+  // The shard_session's wiring: key = machine id, one write in flight per machine.
+  int wakeups = 0;
+  runtime::keyed_coalescer<std::string, pb::NodeStateUpdate> nodes("node_state", [&] { ++wakeups; });
+  auto update = [](pb::MachineState s, int seq) {
+    pb::NodeStateUpdate u;
+    u.set_machine_id("m-1");
+    u.set_state(s);
+    u.set_last_error(std::to_string(seq));
+    return u;
+  };
+  nodes.offer("m-1", update(pb::MACHINE_STATE_CREATING, 0));
+  nodes.rearm();
+  auto first = nodes.next();
+  ASSERT_TRUE(first);  // its write is now in flight
+  for (int i = 1; i <= 1000; ++i)
+    nodes.offer("m-1", update(i % 2 ? pb::MACHINE_STATE_CONFIGURING : pb::MACHINE_STATE_CONFIGURED, i));
+  EXPECT_FALSE(nodes.next()) << "nothing starts for m-1 while its write is in flight";
+  nodes.done("m-1");
+  auto second = nodes.next();
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->second.last_error(), "1000") << "the latest state, once";
+  EXPECT_EQ(second->second.state(), pb::MACHINE_STATE_CONFIGURED);
+  nodes.done("m-1");
+  EXPECT_FALSE(nodes.next()) << "1001 updates, two writes";
+  EXPECT_EQ(nodes.stats()->coalesced.load(), 999u);
+}
+
+}  // namespace
+}  // namespace headroom::bigfleet
