@@ -237,7 +237,7 @@ config_result parse_config_yaml(std::string_view yaml, std::string_view origin) 
     }
     if (!root.IsDefined() || root.IsNull())
       return cfg;  // an empty file means "all defaults"
-    section top{root, "", {"runtime", "logging", "http", "supervision", "kubernetes", "leaderElection"}};
+    section top{root, "", {"runtime", "logging", "http", "supervision", "kubernetes", "leaderElection", "bigfleet"}};
     if (auto node = top.get("runtime")) {
       section s{*node, "runtime", {"schedulerThreads", "maxThroughput", "shutdownTimeout"}};
       s.read_uint("schedulerThreads", cfg.runtime.scheduler_threads, 0, 256);
@@ -292,6 +292,50 @@ config_result parse_config_yaml(std::string_view yaml, std::string_view origin) 
         fail("leaderElection.renewDeadline", "must be shorter than leaseDuration (" + format_duration(le.lease_duration) + ")");
       if (le.retry_period >= le.renew_deadline)
         fail("leaderElection.retryPeriod", "must be shorter than renewDeadline (" + format_duration(le.renew_deadline) + ")");
+    }
+    if (auto node = top.get("bigfleet")) {
+      section s{*node, "bigfleet",
+                {"enabled", "clusterId", "shard", "tls", "rollupInterval", "bootstrapTemplateFile",
+                 "penaltyDefaultsFile", "capacityRequests"}};
+      auto flag = [&](const char* key, bool& out) {
+        if (auto v = s.read_string(key)) {
+          if (*v != "true" && *v != "false")
+            fail(s.path(key), "expected true or false, found '" + *v + "'");
+          out = *v == "true";
+        }
+      };
+      auto& b = cfg.bigfleet;
+      flag("enabled", b.enabled);
+      flag("capacityRequests", b.capacity_requests);
+      if (auto v = s.read_string("clusterId"))
+        b.cluster_id = *v;
+      if (auto v = s.read_string("shard"))
+        b.shard = *v;
+      if (auto v = s.read_string("bootstrapTemplateFile"))
+        b.bootstrap_template_file = *v;
+      if (auto v = s.read_string("penaltyDefaultsFile"))
+        b.penalty_defaults_file = *v;
+      s.read_duration("rollupInterval", b.rollup_interval, millis{100}, millis{3'600'000});
+      if (auto tls = s.get("tls")) {
+        section t{*tls, "bigfleet.tls", {"caFile", "certFile", "keyFile", "serverName"}};
+        if (auto v = t.read_string("caFile"))
+          b.tls_ca_file = *v;
+        if (auto v = t.read_string("certFile"))
+          b.tls_cert_file = *v;
+        if (auto v = t.read_string("keyFile"))
+          b.tls_key_file = *v;
+        if (auto v = t.read_string("serverName"))
+          b.tls_server_name = *v;
+        const int given = !b.tls_ca_file.empty() + !b.tls_cert_file.empty() + !b.tls_key_file.empty();
+        if (given != 0 && given != 3)
+          fail("bigfleet.tls", "mTLS needs caFile, certFile and keyFile together");
+      }
+      if (b.enabled && b.cluster_id.empty())
+        fail("bigfleet.clusterId", "required when bigfleet.enabled is true");
+      if (b.enabled) {
+        if (auto problem = check_listen_address(b.shard))
+          fail("bigfleet.shard", *problem);
+      }
     }
   } catch (const config_failure& f) {
     return f.error;

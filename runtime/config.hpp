@@ -51,6 +51,17 @@ struct config {
     millis renew_deadline{10'000};
     millis retry_period{2'000};
   } leader_election;
+  // The BigFleet operator (one outbound stream to a shard). Off unless enabled.
+  struct bigfleet_section {
+    bool enabled = false;
+    std::string cluster_id;  // Hello.cluster_id; with mTLS also the client certificate's URI SAN
+    std::string shard;       // host:port
+    std::string tls_ca_file, tls_cert_file, tls_key_file, tls_server_name;  // all three files = mTLS
+    millis rollup_interval{10'000};
+    std::string bootstrap_template_file;  // "" = a minimal cloud-config comment
+    std::string penalty_defaults_file;    // PriorityClass → penalties (YAML); "" = none
+    bool capacity_requests = true;        // run the controller that makes one CR per Pod
+  } bigfleet;
   std::string source;  // where the file came from, for logs ("" = defaults only)
 };
 

@@ -3,15 +3,19 @@
 #include <caf/all.hpp>
 #include <unistd.h>
 
+#include <fstream>
 #include <future>
 #include <mutex>
+#include <sstream>
 #include <random>
 
+#include "actors/bigfleet/bigfleet.hpp"
 #include "actors/leadership/leadership_gate.hpp"
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/leader_election.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
+#include "runtime/secrets.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/readiness.hpp"
 
@@ -24,6 +28,21 @@ struct cluster_services {
   std::unique_ptr<k8s::transport> io;
   std::unique_ptr<k8s::client> api;
   std::shared_ptr<k8s::leader_elector> elector;
+  // BigFleet: the informers and send queue its actors share, and the current rollup actor (the
+  // session tells it when the stream opens).
+  bigfleet::operator_deps fleet;
+  bigfleet::operator_options fleet_opts;
+  caf::actor rollup;
+
+  // The I/O thread goes first (its callbacks hold informers and the elector), then the rest.
+  ~cluster_services() {
+    for (auto* inf : {fleet.capacity_requests.get(), fleet.upcoming_nodes.get()})
+      if (inf)
+        inf->stop();
+    if (fleet.pods)
+      fleet.pods->stop();
+    io.reset();
+  }
   // The current gate (a restarted gate is a new actor) and the elector's latest verdict.
   std::mutex m;
   caf::actor gate;
@@ -39,8 +58,112 @@ std::string identity() {
   return std::string{host} + "_" + std::to_string(getpid()) + "_" + std::to_string(rd() % 100000);
 }
 
-runtime::child_spec acting_subtree(const runtime::config& cfg, runtime::metrics& m, runtime::readiness& ready) {
-  return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "acting", &m, &ready), {});
+std::variant<std::string, std::string> read_file(const std::string& path, const char* what) {
+  std::ifstream in{path};
+  if (!in)
+    return std::variant<std::string, std::string>{std::in_place_index<1>, std::string{what} + " " + path + ": cannot open"};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return std::variant<std::string, std::string>{std::in_place_index<0>, ss.str()};
+}
+
+// Reads what the BigFleet actors need once, at start-up, and starts their informers.
+std::optional<std::string> prepare_bigfleet(const runtime::config& cfg, cluster_services& svc) {
+  const auto& b = cfg.bigfleet;
+  auto& o = svc.fleet_opts;
+  o.endpoint.target = b.shard;
+  o.endpoint.cluster_id = b.cluster_id;
+  o.rollup_interval = b.rollup_interval;
+  struct file_field {
+    const std::string& path;
+    std::string* out;
+    const char* what;
+  };
+  const file_field files[] = {{b.bootstrap_template_file, &o.bootstrap_template, "bigfleet.bootstrapTemplateFile"},
+                              {b.tls_ca_file, &o.endpoint.ca_pem, "bigfleet.tls.caFile"},
+                              {b.tls_cert_file, &o.endpoint.cert_pem, "bigfleet.tls.certFile"},
+                              {b.tls_key_file, &o.endpoint.key_pem, "bigfleet.tls.keyFile"}};
+  for (const auto& f : files) {
+    if (f.path.empty())
+      continue;
+    auto r = read_file(f.path, f.what);
+    if (r.index() == 1)
+      return std::get<1>(r);
+    *f.out = std::get<0>(std::move(r));
+  }
+  o.endpoint.tls = !b.tls_cert_file.empty();
+  o.endpoint.tls_server_name = b.tls_server_name;
+  runtime::secret_registry::global().add(o.endpoint.key_pem);
+  if (!b.penalty_defaults_file.empty()) {
+    auto r = read_file(b.penalty_defaults_file, "bigfleet.penaltyDefaultsFile");
+    if (r.index() == 1)
+      return std::get<1>(r);
+    auto parsed = headroom::bigfleet::parse_penalty_defaults(std::get<0>(r));
+    if (auto* e = std::get_if<headroom::bigfleet::decode_error>(&parsed))
+      return "bigfleet.penaltyDefaultsFile " + b.penalty_defaults_file + ": " + e->message;
+    o.penalties = std::get<headroom::bigfleet::penalty_defaults>(std::move(parsed));
+  }
+  auto& d = svc.fleet;
+  d.client = svc.api.get();
+  d.queue = std::make_shared<headroom::bigfleet::send_queue>();
+  k8s::informer<k8s::unstructured>::options cr_opts;
+  cr_opts.kind = bigfleet::kinds::capacity_requests;
+  k8s::informer<k8s::unstructured>::options upn_opts;
+  upn_opts.kind = bigfleet::kinds::upcoming_nodes;
+  k8s::informer<k8s::pod>::options pod_opts;
+  pod_opts.kind = k8s::kinds::pods;
+  d.capacity_requests = k8s::informer<k8s::unstructured>::make(*svc.api, cr_opts);
+  d.upcoming_nodes = k8s::informer<k8s::unstructured>::make(*svc.api, upn_opts);
+  d.pods = k8s::informer<k8s::pod>::make(*svc.api, pod_opts);
+  d.pods->add_index("node", [](const k8s::pod& p) {
+    return p.node_name.empty() ? std::vector<std::string>{} : std::vector<std::string>{p.node_name};
+  });
+  d.capacity_requests->start();
+  d.upcoming_nodes->start();
+  d.pods->start();
+  return std::nullopt;
+}
+
+// BigFleet's supervisor: rollup first (the session needs it), then the session, then the
+// controller that makes one CapacityRequest per Pod.
+runtime::child_spec bigfleet_subtree(const runtime::config& cfg, const std::shared_ptr<cluster_services>& svc,
+                                     runtime::metrics& m, runtime::readiness& ready) {
+  std::vector<runtime::child_spec> children;
+  runtime::child_spec rollup;
+  rollup.name = "rollup";
+  rollup.start = [svc](caf::actor_system& s) {
+    auto a = bigfleet::spawn_rollup(s, svc->fleet, svc->fleet_opts);
+    std::lock_guard lock{svc->m};
+    svc->rollup = a;
+    return a;
+  };
+  children.push_back(std::move(rollup));
+  runtime::child_spec session;
+  session.name = "shard_session";
+  session.start = [svc](caf::actor_system& s) {
+    caf::actor rollup_actor;
+    {
+      std::lock_guard lock{svc->m};
+      rollup_actor = svc->rollup;
+    }
+    return bigfleet::spawn_shard_session(s, svc->fleet, svc->fleet_opts, rollup_actor);
+  };
+  children.push_back(std::move(session));
+  if (cfg.bigfleet.capacity_requests) {
+    runtime::child_spec upc;
+    upc.name = "capacity_requests";
+    upc.start = [svc](caf::actor_system& s) { return bigfleet::spawn_capacity_requests(s, svc->fleet, svc->fleet_opts); };
+    children.push_back(std::move(upc));
+  }
+  return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "bigfleet", &m, &ready), std::move(children));
+}
+
+runtime::child_spec acting_subtree(const runtime::config& cfg, const std::shared_ptr<cluster_services>& svc,
+                                   runtime::metrics& m, runtime::readiness& ready) {
+  std::vector<runtime::child_spec> children;
+  if (svc && cfg.bigfleet.enabled)
+    children.push_back(bigfleet_subtree(cfg, svc, m, ready));
+  return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "acting", &m, &ready), std::move(children));
 }
 
 }  // namespace
@@ -65,10 +188,11 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
     conn = std::get<k8s::connection>(std::move(loaded));
   }
 
-  if (!conn || !cfg.leader_election.enabled) {
-    runtime::log::info("agent", conn ? "leader election disabled: acting at once" : "no cluster configured",
-                       {{"hint", conn ? "" : "set kubernetes.kubeconfig, --kubeconfig or run in a Pod"}});
-    plan.children.push_back(acting_subtree(cfg, m, ready));
+  if (!conn) {
+    if (cfg.bigfleet.enabled)
+      return std::string{"bigfleet.enabled: the BigFleet operator needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
+    runtime::log::info("agent", "no cluster configured", {{"hint", "set kubernetes.kubeconfig, --kubeconfig or run in a Pod"}});
+    plan.children.push_back(acting_subtree(cfg, nullptr, m, ready));
     return plan;
   }
 
@@ -79,6 +203,16 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
   svc->io = std::make_unique<k8s::transport>(topts);
   svc->api = std::make_unique<k8s::client>(*conn, *svc->io);
   runtime::log::info("agent", "cluster", {{"server", conn->server}});
+  if (cfg.bigfleet.enabled)
+    if (auto problem = prepare_bigfleet(cfg, *svc))
+      return *problem;
+  plan.services = svc;
+
+  if (!cfg.leader_election.enabled) {
+    runtime::log::info("agent", "leader election disabled: acting at once");
+    plan.children.push_back(acting_subtree(cfg, svc, m, ready));
+    return plan;
+  }
 
   k8s::leader_elector::options le;
   le.ns = cfg.leader_election.ns;
@@ -112,7 +246,7 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
   runtime::child_spec gate;
   gate.name = "leadership_gate";
   gate.restart = runtime::restart_mode::permanent;
-  gate.start = [svc, acting = acting_subtree(cfg, m, ready), deadline = cfg.runtime.shutdown_timeout](caf::actor_system& s) {
+  gate.start = [svc, acting = acting_subtree(cfg, svc, m, ready), deadline = cfg.runtime.shutdown_timeout](caf::actor_system& s) {
     auto g = spawn_leadership_gate(s, acting, deadline);
     std::lock_guard<std::mutex> lock{svc->m};
     svc->gate = g;
@@ -129,7 +263,6 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
     svc->elector->stop(/*release=*/true, [released] { released->set_value(); });
     released->get_future().wait_for(std::chrono::seconds(3));
   };
-  plan.services = svc;
   return plan;
 }
 

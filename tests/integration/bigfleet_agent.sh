@@ -1,0 +1,94 @@
+#!/usr/bin/env bash
+# The headroom binary as a BigFleet operator: a Pod becomes a CapacityRequest, the roll-up reaches
+# the shard peer and the CR is acknowledged, a NodeStateUpdate becomes an UpcomingNode, a bad
+# bootstrap template comes back as the response's error, and SIGTERM stops it with exit 0.
+set -euo pipefail
+bin=$1
+src=$2
+if ! testenv=$("$src/tests/testenv/build.sh" --check 2>&1); then
+  if [ "${HEADROOM_REQUIRE_TESTENV:-}" = 1 ]; then echo "FAIL: control plane unavailable: $testenv"; exit 1; fi
+  echo "SKIP: control plane unavailable (set HEADROOM_REQUIRE_TESTENV=1 to fail instead): $testenv"; exit 77
+fi
+export HEADROOM_TESTENV_DIR=$testenv
+work=$(mktemp -d)
+cleanup() {
+  for p in ${agent:-} ${shard:-}; do { kill -9 "$p" && wait "$p"; } 2>/dev/null || true; done
+  "$src/tests/testenv/cluster" down "$work/cluster" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() {
+  echo "FAIL: $*"
+  echo "--- headroom"; grep -vE '"level":"debug"' "$work/agent.log" | tail -30
+  echo "--- shard"; tail -20 "$work/shard/peer.log" 2>/dev/null || true
+  exit 1
+}
+"$src/tests/testenv/cluster" up "$work/cluster" --owner $$ >/dev/null 2>&1 || fail "cluster up"
+kc="$work/cluster/kubeconfig"
+k() { "$testenv/bin/kubectl" --kubeconfig "$kc" "$@"; }
+k apply -f "$src/deploy/crds/" >/dev/null
+k wait --for=condition=Established crd --all --timeout=60s >/dev/null
+
+mkdir -p "$work/shard"
+"$src/tests/peers/bigfleet-shard/build.sh" "$work/shard/peer" || fail "building the shard peer"
+"$work/shard/peer" --state-dir "$work/shard" 2>"$work/shard/peer.log" &
+shard=$!
+for _ in $(seq 100); do [ -f "$work/shard/ready.json" ] && break; sleep 0.1; done
+grpc=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["grpc"])' "$work/shard/ready.json")
+control=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["control"])' "$work/shard/ready.json")
+
+printf 'node: {{cluster_id}} {{#requirements}}{{key}}{{/requirements}} {{no_such_field}}\n' >"$work/bootstrap.tmpl"
+cat >"$work/headroom.yaml" <<YAML
+leaderElection: {enabled: false}
+bigfleet:
+  enabled: true
+  clusterId: agent-test
+  shard: "$grpc"
+  rollupInterval: 1s
+  bootstrapTemplateFile: $work/bootstrap.tmpl
+YAML
+"$bin" --config "$work/headroom.yaml" --kubeconfig "$kc" --metrics-addr 127.0.0.1:0 2>"$work/agent.log" &
+agent=$!
+
+k create namespace work >/dev/null
+k apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: trainer, namespace: work}
+spec:
+  containers: [{name: c, image: busybox, resources: {requests: {cpu: "3", memory: 2Gi}}}]
+YAML
+for _ in $(seq 300); do
+  phase=$(k get capacityrequest trainer -n work -o jsonpath='{.status.phase}' 2>/dev/null || true)
+  [ "$phase" = Acknowledged ] && break
+  sleep 0.1
+done
+[ "$phase" = Acknowledged ] || fail "the Pod's CapacityRequest was not acknowledged (phase '$phase')"
+state=$(curl -sf "$control/state")
+python3 - "$state" <<'PY' || fail "the roll-up at the shard does not carry the Pod's demand: $state"
+import json, sys
+s = json.loads(sys.argv[1])
+assert s["sessions"][0]["clusterId"] == "agent-test", s["sessions"]
+needs = s["lastRollup"]["needs"]
+assert any(n.get("aggregateResources", {}).get("cpu") == "3" for n in needs), needs
+PY
+
+curl -sf -X POST "$control/node-state?cluster=agent-test" -d '{"machineId":"m-agent","state":"MACHINE_STATE_CONFIGURING","resources":{"resources":{"cpu":"8"}}}' >/dev/null ||
+  fail "posting a node state"
+for _ in $(seq 100); do
+  [ "$(k get upcomingnode m-agent -o jsonpath='{.status.phase}' 2>/dev/null)" = Registered ] && break
+  sleep 0.1
+done
+[ "$(k get upcomingnode m-agent -o jsonpath='{.status.phase}' 2>/dev/null)" = Registered ] || fail "no UpcomingNode m-agent in phase Registered"
+
+curl -sf -X POST "$control/bootstrap?cluster=agent-test" -d '{"requestId":"b-1","requirements":[{"key":"zone","operator":"OPERATOR_IN","values":["a"]}]}' >/dev/null ||
+  fail "posting a bootstrap request"
+for _ in $(seq 100); do curl -sf "$control/state" | grep -q 'unknown placeholder' && break; sleep 0.1; done
+curl -sf "$control/state" | grep -q 'unknown placeholder {{no_such_field}}' || fail "the template's render error did not reach the shard"
+kill -0 "$agent" || fail "headroom exited after a bad template"
+
+kill -TERM "$agent"
+set +e; wait "$agent"; rc=$?; set -e
+agent=""
+[ "$rc" = 0 ] || fail "exit code $rc after SIGTERM"
+echo "bigfleet_agent: 1 passed, 0 failed"
