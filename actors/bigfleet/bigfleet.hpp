@@ -44,6 +44,9 @@ struct operator_options {
   std::chrono::milliseconds reconnect_initial{500}, reconnect_max{30'000};
   size_t dispatch_in_flight = 32;
   size_t ack_parallelism = 16;
+  // Benchmarks only: false writes every NodeStateUpdate (one key per update) instead of the latest
+  // state per machine, to measure what coalescing saves.
+  bool coalesce_node_state = true;
   std::string bootstrap_template;  // text read once at start-up; "" = a minimal cloud-config
   headroom::bigfleet::penalty_defaults penalties;
 };

@@ -111,7 +111,7 @@ void patch_status(k8s::client& c, const k8s::resource_kind& kind, const std::str
 // The UpcomingNode write chain for one update: create or patch spec when it changed, then patch
 // status when it changed; Drained/Deleting delete the object. Runs on the transport's thread;
 // the result goes back to the session as msg::object_written.
-void write_upcoming(session_actor* self, const pb::NodeStateUpdate& u) {
+void write_upcoming(session_actor* self, const std::string& key, const pb::NodeStateUpdate& u) {
   auto& st = self->state;
   const std::string machine = u.machine_id();
   const std::string name = headroom::bigfleet::upcoming_node_name(machine);
@@ -128,7 +128,7 @@ void write_upcoming(session_actor* self, const pb::NodeStateUpdate& u) {
   const auto decision = headroom::bigfleet::next_phase(u.state(), current);
   caf::actor session = caf::actor_cast<caf::actor>(self);
   msg::object_written result;
-  result.key = machine;
+  result.key = key;
   using A = headroom::bigfleet::phase_decision::action;
   if (decision.what == A::ignore) {
     result.ok = true;
@@ -259,10 +259,13 @@ void connect(session_actor* self) {
   cb.on_closed = [session, generation](const std::string& reason) {
     caf::anon_send(session, msg::shard_link{generation, false, reason});
   };
-  cb.on_message = [dispatcher, nodes](pb::ShardMessage&& m) {
+  auto seq = std::make_shared<uint64_t>(0);
+  cb.on_message = [dispatcher, nodes, coalesce = st.opts.coalesce_node_state, seq](pb::ShardMessage&& m) {
     switch (m.payload_case()) {
       case pb::ShardMessage::kNodeStateUpdate: {
         std::string machine = m.node_state_update().machine_id();
+        if (!coalesce)
+          machine += "#" + std::to_string(++*seq);
         if (!nodes->offer(machine, std::move(*m.mutable_node_state_update())))
           runtime::log::warn(actor_name, "NodeStateUpdate dropped: too many machines tracked", {{"machine", machine}});
         break;
@@ -365,7 +368,7 @@ caf::behavior session_behavior(session_actor* self, operator_deps deps, operator
           s.nodes->rearm();
           while (auto item = s.nodes->next()) {
             auto& u = s.in_flight[item->first] = std::move(item->second);
-            write_upcoming(self, u);
+            write_upcoming(self, item->first, u);
           }
         }
       },
@@ -382,7 +385,7 @@ caf::behavior session_behavior(session_actor* self, operator_deps deps, operator
         if (!w.ok) {
           // Not recorded, so the retry writes in full; the machine stays in flight meanwhile and
           // newer updates for it wait in the coalescer.
-          s.written.erase(w.key);
+          s.written.erase(w.key.substr(0, w.key.find('#')));
           auto& delay = s.retry_delay[w.key];
           delay = delay.count() == 0 ? std::chrono::milliseconds{500} : std::min(delay * 2, std::chrono::milliseconds{30'000});
           runtime::log::warn(actor_name, "UpcomingNode write failed; retrying",
@@ -390,10 +393,11 @@ caf::behavior session_behavior(session_actor* self, operator_deps deps, operator
           self->delayed_send(self, delay, msg::tick_atom_v, w.key);
           return;
         }
+        const std::string machine = w.key.substr(0, w.key.find('#'));
         if (w.phase.empty())
-          s.written.erase(w.key);
+          s.written.erase(machine);
         else
-          s.written[w.key] = {w.phase, w.spec, w.status};
+          s.written[machine] = {w.phase, w.spec, w.status};
         s.in_flight.erase(w.key);
         s.retry_delay.erase(w.key);
         s.nodes->done(w.key);
@@ -401,7 +405,7 @@ caf::behavior session_behavior(session_actor* self, operator_deps deps, operator
       [self](msg::tick_atom, const std::string& machine) {
         auto& s = self->state;
         if (auto it = s.in_flight.find(machine); it != s.in_flight.end())
-          write_upcoming(self, it->second);
+          write_upcoming(self, machine, it->second);
       },
   };
 }
