@@ -68,7 +68,7 @@ std::variant<std::string, std::string> read_file(const std::string& path, const 
 }
 
 // Reads what the BigFleet actors need once, at start-up, and starts their informers.
-std::optional<std::string> prepare_bigfleet(const runtime::config& cfg, cluster_services& svc) {
+std::optional<std::string> prepare_bigfleet(const runtime::config& cfg, cluster_services& svc, runtime::metrics& m) {
   const auto& b = cfg.bigfleet;
   auto& o = svc.fleet_opts;
   o.endpoint.target = b.shard;
@@ -106,6 +106,9 @@ std::optional<std::string> prepare_bigfleet(const runtime::config& cfg, cluster_
   auto& d = svc.fleet;
   d.client = svc.api.get();
   d.queue = std::make_shared<headroom::bigfleet::send_queue>();
+  d.track_buffer = [&m](const runtime::buffer_stats_ptr& stats) { m.buffers().track(stats); };
+  d.track_buffer(d.queue->rollup_stats());
+  d.track_buffer(d.queue->outbox_stats());
   k8s::informer<k8s::unstructured>::options cr_opts;
   cr_opts.kind = bigfleet::kinds::capacity_requests;
   k8s::informer<k8s::unstructured>::options upn_opts;
@@ -204,7 +207,7 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
   svc->api = std::make_unique<k8s::client>(*conn, *svc->io);
   runtime::log::info("agent", "cluster", {{"server", conn->server}});
   if (cfg.bigfleet.enabled)
-    if (auto problem = prepare_bigfleet(cfg, *svc))
+    if (auto problem = prepare_bigfleet(cfg, *svc, m))
       return *problem;
   plan.services = svc;
 

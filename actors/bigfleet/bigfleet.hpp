@@ -13,6 +13,7 @@
 #include <caf/fwd.hpp>
 
 #include <chrono>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -36,6 +37,8 @@ struct operator_deps {
   std::shared_ptr<k8s::informer<k8s::unstructured>> upcoming_nodes;
   std::shared_ptr<k8s::informer<k8s::pod>> pods;  // with the "node" index (spec.nodeName)
   std::shared_ptr<headroom::bigfleet::send_queue> queue;
+  // Registers a policy buffer's counters for /metrics (depth, drops, coalesced, …); may be empty.
+  std::function<void(const runtime::buffer_stats_ptr&)> track_buffer;
 };
 
 struct operator_options {

@@ -88,6 +88,8 @@ caf::behavior upc_behavior(upc_actor* self, operator_deps deps, operator_options
   st.opts = std::move(opts);
   st.feed = std::make_unique<informer_feed<k8s::pod>>("capacity_requests_pods", caf::actor_cast<caf::actor>(self), pods_buffer);
   st.feed->attach(*st.deps.pods);
+  if (st.deps.track_buffer)
+    st.deps.track_buffer(st.feed->stats());
   self->delayed_send(self, resync_every, msg::tick_atom_v, uint64_t{0});
   return {
       [self](msg::buffer_wakeup) { self->state.feed->drain([self](const msg::pod_event& e) { reconcile(self, e); }); },

@@ -329,6 +329,10 @@ caf::behavior session_behavior(session_actor* self, operator_deps deps, operator
       "bigfleet_dispatch", runtime::wake_actor(me, dispatch_buffer), st.opts.dispatch_in_flight);
   st.nodes = std::make_shared<runtime::keyed_coalescer<std::string, pb::NodeStateUpdate>>(
       "bigfleet_node_state", runtime::wake_actor(me, nodes_buffer));
+  if (st.deps.track_buffer) {
+    st.deps.track_buffer(st.dispatcher->stats());
+    st.deps.track_buffer(st.nodes->stats());
+  }
   self->set_down_handler([self](caf::down_msg& down) {
     auto& s = self->state;
     if (s.drains.erase(down.source) > 0)

@@ -87,6 +87,14 @@ for _ in $(seq 100); do curl -sf "$control/state" | grep -q 'unknown placeholder
 curl -sf "$control/state" | grep -q 'unknown placeholder {{no_such_field}}' || fail "the template's render error did not reach the shard"
 kill -0 "$agent" || fail "headroom exited after a bad template"
 
+# The flow's policy buffers are on /metrics.
+port=$(sed -n 's/.*"msg":"serving \/metrics \/healthz \/readyz".*"port":\([0-9]*\).*/\1/p' "$work/agent.log" | head -1)
+[ -n "$port" ] || fail "no serving line in the log"
+metrics=$(curl -sf "http://127.0.0.1:$port/metrics") || fail "GET /metrics"
+for b in bigfleet_rollup bigfleet_outbox bigfleet_dispatch bigfleet_node_state capacity_requests_pods; do
+  grep -q "headroom_buffer_accepted_total{buffer=\"$b\"" <<<"$metrics" || fail "no buffer metrics for $b"
+done
+
 kill -TERM "$agent"
 set +e; wait "$agent"; rc=$?; set -e
 agent=""
