@@ -289,6 +289,15 @@ TEST(bigfleet, session_rollups_acks_and_node_state_through_the_shard) {
            "High 3 2.5";
   }, 20s));
 
+  // The shard drops the stream: the session reconnects with Hello, sends a roll-up at once, and
+  // the shard's replay of the machines' state makes no write (nothing changed).
+  const int64_t rollups_before = int64_t(parser.parse(peer->state())["rollups"]);
+  ASSERT_EQ(peer->post("/drop", "", "bigfleet-test").status, 200);
+  EXPECT_TRUE(eventually([&] {
+    auto s = parser.parse(peer->state());
+    return s["sessions"].get_array().size() == 2 && bool(s["sessions"].at(1)["open"]) && int64_t(s["rollups"]) > rollups_before;
+  }, 20s)) << peer->state();
+
   // Bootstrap: the response echoes the request id (no template: a minimal cloud-config).
   r = peer->post("/bootstrap", R"({"requestId":"boot-1","clusterId":"bigfleet-test"})", "bigfleet-test");
   ASSERT_EQ(r.status, 200) << r.body;

@@ -57,6 +57,7 @@ type session struct {
 	TLSVersion      string `json:"tlsVersion"`
 	Open            bool   `json:"open"`
 	send            chan *pb.ShardMessage
+	kill            chan struct{} // closed to end the stream from the shard's side
 }
 
 type shard struct {
@@ -106,7 +107,7 @@ func (s *shard) Session(stream pb.Shard_SessionServer) error {
 		tlsVersion = tls.VersionName(info.State.Version)
 	}
 	sess := &session{ClusterID: hello.GetClusterId(), ProtocolVersion: hello.GetProtocolVersion(),
-		TLSVersion: tlsVersion, Open: true, send: make(chan *pb.ShardMessage, 100000)}
+		TLSVersion: tlsVersion, Open: true, send: make(chan *pb.ShardMessage, 100000), kill: make(chan struct{})}
 	s.mu.Lock()
 	s.sessions = append(s.sessions, sess)
 	for _, m := range s.machines[sess.ClusterID] { // replay bound machines' state
@@ -146,7 +147,11 @@ func (s *shard) Session(stream pb.Shard_SessionServer) error {
 			s.received(sess, m)
 		}
 	}()
-	err = <-errs
+	select {
+	case err = <-errs:
+	case <-sess.kill:
+		return status.Error(codes.Unavailable, "the shard dropped the session")
+	}
 	if err == io.EOF {
 		return nil
 	}
@@ -242,6 +247,18 @@ func (s *shard) control(w http.ResponseWriter, r *http.Request) {
 		push(u, func() *pb.ShardMessage {
 			return &pb.ShardMessage{Payload: &pb.ShardMessage_AvailableCapacity{AvailableCapacity: u}}
 		})
+	case "/drop": // ends every open session of the cluster from the shard's side
+		s.mu.Lock()
+		n := 0
+		for _, sess := range s.sessions {
+			if sess.Open && sess.ClusterID == cluster {
+				close(sess.kill)
+				sess.Open = false
+				n++
+			}
+		}
+		s.mu.Unlock()
+		reply(200, map[string]int{"dropped": n})
 	case "/burst": // {machines, updates}: NodeStateUpdates cycling through machines and states
 		var req struct{ Machines, Updates int }
 		if err := json.Unmarshal(body, &req); err != nil || req.Machines <= 0 {
