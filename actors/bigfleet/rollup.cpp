@@ -46,14 +46,6 @@ struct rollup_state {
 
 using rollup_actor = caf::stateful_actor<rollup_state>;
 
-std::string now_rfc3339() {
-  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 void pump_acks(rollup_actor* self) {
   auto& st = self->state;
@@ -63,7 +55,7 @@ void pump_acks(rollup_actor* self) {
     st.acks_waiting.pop_front();
     const uint64_t c = st.next_correlation++;
     st.acks_in_flight[c] = t.ns + "/" + t.name;
-    const std::string patch = "{\"status\":{\"phase\":\"Acknowledged\",\"acknowledgedAt\":\"" + now_rfc3339() + "\"}}";
+    const std::string patch = "{\"status\":{\"phase\":\"Acknowledged\",\"acknowledgedAt\":\"" + k8s::time_now() + "\"}}";
     call_into(me, c, [&st, t, patch](k8s::api_callback cb) {
       st.deps.client->merge_patch(kinds::capacity_requests, t.ns, t.name, patch, std::move(cb), "status");
     });

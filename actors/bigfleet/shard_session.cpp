@@ -87,14 +87,6 @@ void report(const caf::actor& session, msg::object_written w) {
   caf::anon_send(session, std::move(w));
 }
 
-std::string now_rfc3339() {
-  const auto t = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
-}
 
 // Patches status (merge patch on the status subresource), then reports.
 void patch_status(k8s::client& c, const k8s::resource_kind& kind, const std::string& name, const std::string& status,
@@ -170,7 +162,7 @@ void write_upcoming(session_actor* self, const std::string& key, const pb::NodeS
   // provisioningStartTime is set once, when headroom first sees the machine.
   std::string status_body = status;
   if (fresh || (cached && field_of(cached->raw, {"status", "provisioningStartTime"}).empty()))
-    status_body.insert(status_body.size() - 1, ",\"provisioningStartTime\":\"" + now_rfc3339() + "\"");
+    status_body.insert(status_body.size() - 1, ",\"provisioningStartTime\":\"" + k8s::time_now() + "\"");
   auto after_spec = [&client, session, result, name, status_body, status_changed](std::optional<std::string> err) mutable {
     if (err) {
       result.ok = false;

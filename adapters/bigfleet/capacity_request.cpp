@@ -7,6 +7,7 @@
 #include <cmath>
 #include <cstdlib>
 
+#include "adapters/json/ondemand.hpp"
 #include "adapters/k8s/decode.hpp"
 #include "adapters/k8s/quantity.hpp"
 #include "runtime/log.hpp"
@@ -16,40 +17,12 @@ namespace headroom::bigfleet {
 namespace {
 
 namespace od = simdjson::ondemand;
+using json::failure;
+using json::fields;
+using json::is_null;
+using json::items;
 using runtime::json_escape;
-
-struct failure {
-  std::string message;
-};
-
-bool is_null(od::value& v) { return v.type() == od::json_type::null && v.is_null(); }
-
-std::string str(od::value v) {
-  if (is_null(v))
-    return {};
-  if (v.type() == od::json_type::number)  // int-or-string fields
-    return std::string{v.raw_json_token()};
-  return std::string{std::string_view{v.get_string()}};
-}
-
-template <class F>
-void fields(od::value v, F&& fn) {
-  if (is_null(v))
-    return;
-  for (auto field : v.get_object()) {
-    std::string_view key = field.unescaped_key();
-    fn(key, od::value{field.value()});
-  }
-}
-
-template <class F>
-void items(od::value v, F&& fn) {
-  if (is_null(v))
-    return;
-  size_t i = 0;
-  for (auto item : v.get_array())
-    fn(i++, od::value{item.value()});
-}
+constexpr auto str = json::text;
 
 void read_selector_requirements(od::value v, std::vector<k8s::selector_requirement>& out, const std::string& path) {
   items(v, [&](size_t i, od::value x) {

@@ -2,6 +2,8 @@
 
 #include <simdjson.h>
 
+#include "adapters/json/ondemand.hpp"
+
 #include "runtime/log.hpp"
 #include "runtime/secrets.hpp"
 
@@ -10,20 +12,10 @@ namespace headroom::github {
 namespace {
 
 namespace od = simdjson::ondemand;
-
-struct failure {
-  std::string message;
-};
-
-bool is_null(od::value& v) { return v.type() == od::json_type::null && v.is_null(); }
-
-std::string str(od::value v) {
-  if (is_null(v))
-    return {};
-  if (v.type() == od::json_type::number)  // ids the service sends as numbers or strings alike
-    return std::string{v.raw_json_token()};
-  return std::string{std::string_view{v.get_string()}};
-}
+using json::failure;
+using json::fields;
+using json::is_null;
+constexpr auto str = json::text;
 
 int64_t num(od::value v) {
   if (is_null(v))
@@ -40,16 +32,6 @@ int64_t num(od::value v) {
     return out;
   }
   return v.get_int64();
-}
-
-template <class F>
-void fields(od::value v, F&& fn) {
-  if (is_null(v))
-    return;
-  for (auto field : v.get_object()) {
-    std::string_view key = field.unescaped_key();
-    fn(key, od::value{field.value()});
-  }
 }
 
 void strings(od::value v, std::vector<std::string>& out) {

@@ -315,16 +315,20 @@ void client::cordon(std::string_view node, bool unschedulable, api_callback cb) 
               std::string{"{\"spec\":{\"unschedulable\":"} + (unschedulable ? "true" : "false") + "}}", std::move(cb));
 }
 
-void client::record_event(std::string_view ns, std::string_view involved_kind, std::string_view involved_name,
-                          std::string_view involved_uid, std::string_view type, std::string_view reason,
-                          std::string_view message, api_callback cb) {
-  using runtime::json_escape;
-  const auto now = std::chrono::system_clock::now();
-  const auto secs = std::chrono::system_clock::to_time_t(now);
+std::string time_now() {
+  const auto secs = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
   std::tm utc{};
   gmtime_r(&secs, &utc);
   char ts[32];
   std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &utc);
+  return ts;
+}
+
+void client::record_event(std::string_view ns, std::string_view involved_kind, std::string_view involved_name,
+                          std::string_view involved_uid, std::string_view type, std::string_view reason,
+                          std::string_view message, api_callback cb) {
+  using runtime::json_escape;
+  const std::string ts = time_now();
   const std::string body =
       "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"generateName\":" +
       json_escape(std::string{involved_name} + ".") + ",\"namespace\":" + json_escape(ns) +

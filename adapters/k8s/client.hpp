@@ -141,4 +141,7 @@ std::pair<std::string, std::string> status_message(std::string_view body);
 
 using http::url_encode;
 
+// Now as a metav1.Time: RFC 3339 in UTC, whole seconds ("2026-11-22T07:00:00Z").
+std::string time_now();
+
 }  // namespace headroom::k8s
