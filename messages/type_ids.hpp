@@ -8,6 +8,7 @@
 
 #include "messages/bigfleet.hpp"
 #include "messages/k8s.hpp"
+#include "messages/listener.hpp"
 #include "messages/runtime.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::first_custom_type_id)
@@ -21,6 +22,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::node_event))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::shard_link))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::object_written))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::actions_reply))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::scale_set_update))
 
   /// Supervisor → itself: the backoff for child (index, generation) has elapsed; start it again.
   CAF_ADD_ATOM(headroom, headroom::msg, restart_atom, "restart")
@@ -38,3 +41,5 @@ CAF_END_TYPE_ID_BLOCK(headroom)
 // Local-only messages: shared pointers to immutable informer objects, never serialized.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::pod_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::node_event)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::actions_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::scale_set_update)

@@ -67,16 +67,16 @@ type statistics struct {
 }
 
 type scaleSet struct {
-	ID            int       `json:"id"`
-	Name          string    `json:"name"`
-	RunnerGroupID int       `json:"runnerGroupId"`
-	GroupName     string    `json:"runnerGroupName"`
-	Labels        []label   `json:"labels"`
+	ID            int     `json:"id"`
+	Name          string  `json:"name"`
+	RunnerGroupID int     `json:"runnerGroupId"`
+	GroupName     string  `json:"runnerGroupName"`
+	Labels        []label `json:"labels"`
 	RunnerSetting struct {
 		DisableUpdate bool `json:"disableUpdate,omitempty"`
 	} `json:"RunnerSetting"`
-	CreatedOn   time.Time `json:"createdOn"`
-	JitURL      string    `json:"runnerJitConfigUrl"`
+	CreatedOn   time.Time        `json:"createdOn"`
+	JitURL      string           `json:"runnerJitConfigUrl"`
 	pending     []map[string]any // job messages not yet packed into a session message
 	capacity    int              // X-ScaleSetMaxCapacity of the latest poll
 	hasCapacity bool
@@ -134,7 +134,7 @@ type pollRecord struct {
 	Capacity      int       `json:"capacity"`
 	LastMessageID int64     `json:"lastMessageId"`
 	At            time.Time `json:"at"`
-	Status        int       `json:"status"` // filled when the poll answers
+	Status        int       `json:"status"`  // filled when the poll answers
 	Offered       int       `json:"offered"` // jobs held by the scale set when it answered
 }
 
@@ -177,9 +177,9 @@ func newServer(cfg settings, logger *log.Logger) *server {
 	_, _ = rand.Read(key)
 	return &server{
 		cfg: cfg, changed: make(chan struct{}), hmacKey: key, tokens: map[string]tokenInfo{},
-		groups:   []map[string]any{{"id": 1, "name": "default", "size": 0, "isDefaultGroup": true}},
-		sets:     map[int]*scaleSet{}, sessions: map[string]*session{}, jobs: map[int64]*job{},
-		runners:  map[int]*runner{}, counts: map[string]int{}, nextID: 1000, logger: logger,
+		groups: []map[string]any{{"id": 1, "name": "default", "size": 0, "isDefaultGroup": true}},
+		sets:   map[int]*scaleSet{}, sessions: map[string]*session{}, jobs: map[int64]*job{},
+		runners: map[int]*runner{}, counts: map[string]int{}, polls: []pollRecord{}, nextID: 1000, logger: logger,
 	}
 }
 

@@ -233,7 +233,9 @@ func (s *shard) control(w http.ResponseWriter, r *http.Request) {
 			"reclaimAcks": s.acks, "bootstrapResponses": s.bootstraps, "refused": s.refused})
 	case "/node-state":
 		u := &pb.NodeStateUpdate{}
-		push(u, func() *pb.ShardMessage { return &pb.ShardMessage{Payload: &pb.ShardMessage_NodeStateUpdate{NodeStateUpdate: u}} })
+		push(u, func() *pb.ShardMessage {
+			return &pb.ShardMessage{Payload: &pb.ShardMessage_NodeStateUpdate{NodeStateUpdate: u}}
+		})
 	case "/reclaim":
 		u := &pb.ReclaimInstruction{}
 		push(u, func() *pb.ShardMessage {
@@ -241,7 +243,9 @@ func (s *shard) control(w http.ResponseWriter, r *http.Request) {
 		})
 	case "/bootstrap":
 		u := &pb.BootstrapRequest{}
-		push(u, func() *pb.ShardMessage { return &pb.ShardMessage{Payload: &pb.ShardMessage_BootstrapRequest{BootstrapRequest: u}} })
+		push(u, func() *pb.ShardMessage {
+			return &pb.ShardMessage{Payload: &pb.ShardMessage_BootstrapRequest{BootstrapRequest: u}}
+		})
 	case "/available":
 		u := &pb.AvailableCapacityUpdate{}
 		push(u, func() *pb.ShardMessage {

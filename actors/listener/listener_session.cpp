@@ -1,0 +1,250 @@
+#include "actors/listener/listener_session.hpp"
+
+#include <caf/all.hpp>
+
+#include "messages/type_ids.hpp"
+#include "runtime/log.hpp"
+#include "runtime/mailbox/actor_waker.hpp"
+
+namespace headroom::actors {
+
+namespace {
+
+constexpr std::string_view actor_name = "listener_session";
+constexpr uint32_t capacity_buffer = 1;
+using K = github::actions_error::kind;
+using reply_op = msg::actions_reply::op;
+
+struct slot_holder {
+  std::shared_ptr<runtime::coalescing_slot<int64_t>> slot;
+};
+
+struct listener_state {
+  std::shared_ptr<github::actions_client> client;
+  caf::actor provisioner;
+  listener_options opts;
+  std::shared_ptr<slot_holder> capacity;
+  github::session_ptr session;
+  uint64_t generation = 0;  // bumped per session
+  std::shared_ptr<github::pending_call> poll;
+  bool polling = false;
+  int64_t poll_capacity = 0;  // what the in-flight poll advertised
+  int64_t desired = 0;        // the newest capacity
+  int64_t last_message_id = 0;
+  std::optional<github::session_message> handling;  // acked, not yet acquired/forwarded
+  std::chrono::milliseconds backoff{0};
+  static inline const char* name = "headroom.listener_session";
+};
+
+using listener_actor = caf::stateful_actor<listener_state>;
+
+// The callback of an Actions call: its result goes back to the actor as msg::actions_reply.
+template <class T, class Fill>
+std::function<void(github::actions_result<T>)> reply_to(listener_actor* self, reply_op op, Fill fill) {
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  const uint64_t generation = self->state.generation;
+  return [me, op, generation, fill](github::actions_result<T> r) {
+    msg::actions_reply out;
+    out.what = op;
+    out.generation = generation;
+    if (auto* e = std::get_if<github::actions_error>(&r))
+      out.error = std::move(*e);
+    else
+      fill(out, std::get<T>(std::move(r)));
+    caf::anon_send(me, std::move(out));
+  };
+}
+
+void open_session(listener_actor* self) {
+  auto& st = self->state;
+  ++st.generation;
+  st.session.reset();
+  st.last_message_id = 0;
+  st.handling.reset();
+  st.client->create_session(st.opts.scale_set_id, st.opts.owner,
+                            reply_to<github::session_ptr>(self, reply_op::session,
+                                                          [](msg::actions_reply& r, github::session_ptr s) { r.session = std::move(s); }));
+}
+
+void start_poll(listener_actor* self) {
+  auto& st = self->state;
+  if (!st.session || st.polling || st.handling)
+    return;
+  st.polling = true;
+  st.poll_capacity = st.desired;
+  st.poll = st.client->get_message(
+      st.session, st.last_message_id, st.desired,
+      reply_to<std::optional<github::session_message>>(
+          self, reply_op::poll, [](msg::actions_reply& r, std::optional<github::session_message> m) { r.message = std::move(m); }));
+}
+
+void retry_later(listener_actor* self, const github::actions_error& e) {
+  auto& st = self->state;
+  st.backoff = st.backoff.count() == 0 ? st.opts.backoff_initial : std::min(st.backoff * 2, st.opts.backoff_max);
+  runtime::log::warn(actor_name, "Actions Service call failed; retrying",
+                     {{"scale_set", st.opts.scale_set_id}, {"error", e.describe()}, {"retry_in_ms", st.backoff.count()}});
+  self->delayed_send(self, st.backoff, msg::tick_atom_v, st.generation);
+}
+
+// A message was acked and its jobs acquired: tell the provisioner, then poll again.
+void finish_message(listener_actor* self) {
+  auto& st = self->state;
+  if (!st.handling)
+    return;
+  msg::scale_set_update u;
+  u.scale_set_id = st.opts.scale_set_id;
+  u.stats = st.handling->stats;
+  for (auto& j : st.handling->jobs)
+    if (j.type == github::job_message::started || j.type == github::job_message::completed)
+      u.jobs.push_back(std::move(j));
+  st.handling.reset();
+  if (st.provisioner)
+    self->send(st.provisioner, std::move(u));
+  start_poll(self);
+}
+
+caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::actions_client> client, caf::actor provisioner,
+                                listener_options opts, std::shared_ptr<slot_holder> capacity) {
+  auto& st = self->state;
+  st.client = std::move(client);
+  st.provisioner = std::move(provisioner);
+  st.opts = std::move(opts);
+  st.capacity = std::move(capacity);
+  st.desired = std::max<int64_t>(0, st.opts.initial_capacity);
+  self->set_exit_handler([self](caf::exit_msg& m) {
+    auto& s = self->state;
+    if (s.poll)
+      s.poll->cancel();
+    if (s.session) {  // best effort: the service would otherwise hold it until it expires
+      auto id = s.session->get().session_id;
+      s.client->delete_session(s.session, [id](github::actions_result<github::done> r) {
+        if (auto* e = std::get_if<github::actions_error>(&r))
+          runtime::log::warn(actor_name, "could not delete the session on shutdown", {{"error", e->describe()}});
+        else
+          runtime::log::info(actor_name, "session deleted", {{"session", id}});
+      });
+    }
+    self->quit(m.reason);
+  });
+  open_session(self);
+  return {
+      [self](msg::buffer_wakeup) {
+        auto& s = self->state;
+        auto v = s.capacity->slot->consume();
+        if (!v)
+          return;
+        s.desired = std::max<int64_t>(0, *v);
+        if (s.polling && s.desired < s.poll_capacity) {
+          runtime::log::info(actor_name, "capacity dropped below the in-flight poll's: re-polling",
+                             {{"scale_set", s.opts.scale_set_id}, {"was", s.poll_capacity}, {"now", s.desired}});
+          s.poll->cancel();  // its reply (cancelled) starts the new poll
+        }
+      },
+      [self](msg::tick_atom, uint64_t generation) {
+        auto& s = self->state;
+        if (generation != s.generation)
+          return;
+        if (!s.session)
+          open_session(self);
+        else
+          start_poll(self);
+      },
+      [self](msg::actions_reply& r) {
+        auto& s = self->state;
+        if (r.generation != s.generation)
+          return;  // about a session that is gone
+        if (r.error && r.error->what == K::session_not_found) {
+          runtime::log::warn(actor_name, "the session is gone: opening a new one", {{"scale_set", s.opts.scale_set_id}});
+          s.polling = false;
+          open_session(self);
+          return;
+        }
+        switch (r.what) {
+          case reply_op::session:
+            if (r.error) {
+              if (r.error->what == K::session_conflict) {  // the client already retried, bounded
+                runtime::log::error(actor_name, "another listener holds this scale set's session",
+                                    {{"scale_set", s.opts.scale_set_id}, {"error", r.error->describe()}});
+                self->quit(caf::make_error(caf::sec::runtime_error, r.error->describe()));
+                return;
+              }
+              retry_later(self, *r.error);
+              return;
+            }
+            s.session = std::move(r.session);
+            s.backoff = std::chrono::milliseconds{0};
+            runtime::log::info(actor_name, "session open",
+                               {{"scale_set", s.opts.scale_set_id}, {"session", s.session->get().session_id},
+                                {"assigned_jobs", s.session->get().stats.total_assigned_jobs}});
+            if (s.provisioner)
+              self->send(s.provisioner, msg::scale_set_update{s.opts.scale_set_id, s.session->get().stats, {}});
+            start_poll(self);
+            return;
+          case reply_op::poll:
+            s.polling = false;
+            s.poll.reset();
+            if (r.error) {
+              if (r.error->what == K::cancelled) {
+                start_poll(self);  // re-issued at once with the newest capacity
+                return;
+              }
+              retry_later(self, *r.error);
+              return;
+            }
+            s.backoff = std::chrono::milliseconds{0};
+            if (!r.message) {
+              start_poll(self);
+              return;
+            }
+            s.last_message_id = r.message->message_id;
+            s.handling = std::move(r.message);
+            s.client->delete_message(s.session, s.last_message_id,
+                                     reply_to<github::done>(self, reply_op::ack, [](msg::actions_reply&, github::done) {}));
+            return;
+          case reply_op::ack: {
+            if (r.error)
+              runtime::log::warn(actor_name, "ack failed: the message will come again", {{"error", r.error->describe()}});
+            std::vector<int64_t> ids;
+            for (const auto& j : s.handling->jobs)
+              if (j.type == github::job_message::available)
+                ids.push_back(j.runner_request_id);
+            if (ids.empty()) {
+              finish_message(self);
+              return;
+            }
+            s.client->acquire_jobs(s.session, std::move(ids),
+                                   reply_to<std::vector<int64_t>>(self, reply_op::acquire, [](msg::actions_reply& out, std::vector<int64_t> a) {
+                                     out.acquired = std::move(a);
+                                   }));
+            return;
+          }
+          case reply_op::acquire:
+            if (r.error)
+              runtime::log::warn(actor_name, "acquiring jobs failed; the service re-offers them", {{"error", r.error->describe()}});
+            else
+              runtime::log::info(actor_name, "jobs acquired", {{"scale_set", s.opts.scale_set_id}, {"count", r.acquired.size()}});
+            finish_message(self);
+            return;
+          case reply_op::refresh:
+            return;
+        }
+      },
+  };
+}
+
+}  // namespace
+
+listener_handle spawn_listener_session(caf::actor_system& sys, std::shared_ptr<github::actions_client> client,
+                                       caf::actor provisioner, listener_options opts) {
+  auto holder = std::make_shared<slot_holder>();
+  listener_handle h;
+  // The slot wakes the actor, so it is made once the actor exists; the actor reads it only on a
+  // wake-up, which the slot itself sends.
+  h.actor = sys.spawn(listener_behavior, std::move(client), std::move(provisioner), std::move(opts), holder);
+  holder->slot = std::make_shared<runtime::coalescing_slot<int64_t>>("listener/capacity",
+                                                                     runtime::wake_actor(h.actor, capacity_buffer));
+  h.capacity = holder->slot;
+  return h;
+}
+
+}  // namespace headroom::actors

@@ -1,0 +1,196 @@
+// listener_session against the Actions Service peer: the long poll carries the newest capacity,
+// a drop below the in-flight poll's value re-polls at once, jobs are acked and acquired within
+// capacity, statistics reach the provisioner, a lost session is replaced, and the session is
+// deleted on shutdown.
+
+#include <caf/all.hpp>
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <future>
+#include <mutex>
+
+#include "actors/listener/listener_session.hpp"
+#include "messages/type_ids.hpp"
+#include "testenv/actions_peer.hpp"
+#include "testenv/cluster_fixture.hpp"
+
+namespace headroom {
+namespace {
+
+using namespace std::chrono_literals;
+using testenv::eventually;
+
+struct env {
+  std::unique_ptr<testpeer::actions_peer> peer;
+  std::string private_key;
+  std::unique_ptr<http::transport> io;
+  std::unique_ptr<caf::actor_system_config> cfg;
+  std::unique_ptr<caf::actor_system> sys;
+  std::string why;
+};
+
+env& shared() {
+  static env e = [] {
+    env out;
+    std::string public_key;
+    std::tie(out.private_key, public_key) = testpeer::make_app_key();
+    testpeer::actions_peer::options o;
+    o.app_public_key_pem = public_key;
+    out.peer = testpeer::actions_peer::start(o, out.why);
+    out.io = std::make_unique<http::transport>(http::transport::options{});
+    out.cfg = std::make_unique<caf::actor_system_config>();
+    out.sys = std::make_unique<caf::actor_system>(*out.cfg);
+    return out;
+  }();
+  return e;
+}
+
+#define REQUIRE_PEER(var)                                                                              \
+  auto& var = shared();                                                                                \
+  if (!var.peer) {                                                                                     \
+    if (testenv::cluster::required())                                                                  \
+      FAIL() << "HEADROOM_REQUIRE_TESTENV=1 but the Actions Service peer is unavailable: " << var.why; \
+    GTEST_SKIP() << "Actions Service peer unavailable: " << var.why;                                   \
+  }
+
+std::shared_ptr<github::actions_client> client_for(env& e, const std::string& org) {
+  auto where = std::get<github::config_url>(github::parse_config_url(e.peer->http_url() + "/" + org));
+  github::credentials creds;
+  creds.app_id = "12345";
+  creds.installation_id = 42;
+  creds.private_key_pem = e.private_key;
+  github::actions_options o;
+  o.retry_base = 20ms;
+  o.session_conflict_backoff = 100ms;
+  o.session_conflict_retries = 1;
+  return github::actions_client::make(where, creds, *e.io, o);
+}
+
+int64_t create_scale_set(const std::shared_ptr<github::actions_client>& c, const std::string& name) {
+  auto p = std::make_shared<std::promise<github::actions_result<github::runner_scale_set>>>();
+  github::runner_scale_set s;
+  s.name = name;
+  s.runner_group_id = 1;
+  s.labels = {{"System", name}};
+  c->create_scale_set(s, [p](auto r) { p->set_value(std::move(r)); });
+  auto r = p->get_future().get();
+  if (auto* e = std::get_if<github::actions_error>(&r)) {
+    ADD_FAILURE() << e->describe();
+    return 0;
+  }
+  return std::get<github::runner_scale_set>(r).id;
+}
+
+// The peer's polls of one scale set: {capacity, status} in order.
+std::vector<std::pair<int64_t, int64_t>> polls(const env& e, int64_t set) {
+  simdjson::dom::parser parser;
+  std::vector<std::pair<int64_t, int64_t>> out;
+  auto st = parser.parse(e.peer->control("/state").body);
+  for (auto p : st["polls"].get_array())
+    if (int64_t(p["scaleSetId"]) == set)
+      out.emplace_back(int64_t(p["capacity"]), int64_t(p["status"]));
+  return out;
+}
+
+std::string job_state(const env& e, int64_t id) {
+  simdjson::dom::parser parser;
+  for (auto j : parser.parse(e.peer->control("/state").body)["jobs"].get_array())
+    if (int64_t(j["runnerRequestId"]) == id)
+      return std::string{std::string_view(j["state"])};
+  return "absent";
+}
+
+struct provisioner_log {
+  std::mutex m;
+  std::vector<msg::scale_set_update> updates;
+  int64_t last_assigned() {
+    std::lock_guard lock(m);
+    return updates.empty() ? -1 : updates.back().stats.total_assigned_jobs;
+  }
+};
+
+caf::actor spawn_provisioner(caf::actor_system& sys, std::shared_ptr<provisioner_log> log) {
+  return sys.spawn([log](caf::event_based_actor*) -> caf::behavior {
+    return {[log](msg::scale_set_update& u) {
+      std::lock_guard lock(log->m);
+      log->updates.push_back(std::move(u));
+    }};
+  });
+}
+
+TEST(listener_session, capacity_drop_re_polls_at_once_and_jobs_are_acquired_within_it) {
+  REQUIRE_PEER(e);
+  auto c = client_for(e, "listener-org");
+  const int64_t set = create_scale_set(c, "listener-set");
+  ASSERT_GT(set, 0);
+  auto log = std::make_shared<provisioner_log>();
+  auto prov = spawn_provisioner(*e.sys, log);
+  actors::listener_options o;
+  o.scale_set_id = set;
+  o.owner = "headroom-test";
+  o.initial_capacity = 3;
+  auto l = actors::spawn_listener_session(*e.sys, c, prov, o);
+
+  ASSERT_TRUE(eventually([&] {
+    auto p = polls(e, set);
+    return !p.empty() && p.back() == std::make_pair(int64_t{3}, int64_t{0});
+  }, 10s)) << "a poll advertising 3 is held by the peer";
+  EXPECT_TRUE(eventually([&] { return log->last_assigned() == 0; }, 5s)) << "the session's statistics reach the provisioner";
+
+  // The capacity monitor lowers capacity to 1: the held poll is cancelled and re-issued at once.
+  const auto t0 = std::chrono::steady_clock::now();
+  l.capacity->offer(1);
+  ASSERT_TRUE(eventually([&] {
+    auto p = polls(e, set);
+    return p.size() >= 2 && p.back().first == 1;
+  }, 10s));
+  EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << "within one round trip, not after the 50 s hold";
+  auto p = polls(e, set);
+  EXPECT_EQ(p[p.size() - 2], std::make_pair(int64_t{3}, int64_t{499})) << "the old poll ended by the client";
+
+  // A rise does not cancel (the next poll carries it).
+  l.capacity->offer(2);
+  std::this_thread::sleep_for(500ms);
+  EXPECT_EQ(polls(e, set).back(), std::make_pair(int64_t{1}, int64_t{0}));
+
+  // Three jobs; the in-flight poll advertises 1: one is offered, acked and acquired.
+  auto r = e.peer->control("/jobs", R"({"labels":["listener-set"],"count":3})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  simdjson::dom::parser parser;
+  std::vector<int64_t> ids;
+  for (auto id : parser.parse(r.body)["ids"].get_array())
+    ids.push_back(int64_t(id));
+  ASSERT_TRUE(eventually([&] { return job_state(e, ids[0]) == "acquired"; }, 10s)) << job_state(e, ids[0]);
+  // The next poll carries 2: a second job; never a third.
+  EXPECT_TRUE(eventually([&] { return job_state(e, ids[1]) == "acquired"; }, 10s));
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(job_state(e, ids[2]), "queued");
+  EXPECT_TRUE(eventually([&] { return log->last_assigned() == 2; }, 10s)) << "statistics after the JobAssigned messages";
+
+  // The session disappears: a new one is opened and polling goes on.
+  ASSERT_EQ(e.peer->control("/expire", R"({"what":"sessions"})").status, 200);
+  l.capacity->offer(0);  // cancels the held poll, which then meets the 404
+  EXPECT_TRUE(eventually([&] {
+    simdjson::dom::parser p2;
+    auto st = p2.parse(e.peer->control("/state").body);
+    for (auto s : st["sessions"].get_array())
+      if (int64_t(s["scaleSetId"]) == set && int64_t(s["polling"]) == 1)
+        return true;
+    return false;
+  }, 15s)) << e.peer->control("/state").body;
+
+  // Shutdown deletes the session.
+  caf::anon_send_exit(l.actor, caf::exit_reason::user_shutdown);
+  EXPECT_TRUE(eventually([&] {
+    simdjson::dom::parser p3;
+    for (auto s : p3.parse(e.peer->control("/state").body)["sessions"].get_array())
+      if (int64_t(s["scaleSetId"]) == set)
+        return false;
+    return true;
+  }, 10s));
+  caf::anon_send_exit(prov, caf::exit_reason::user_shutdown);
+}
+
+}  // namespace
+}  // namespace headroom
