@@ -40,8 +40,11 @@ std::vector<std::string>& captured() {
   return lines;
 }
 
+bool env_started = false;
+
 peer_env& env() {
   static peer_env e = [] {
+    env_started = true;
     peer_env out;
     runtime::logger::global().set_level(runtime::log_level::debug);
     runtime::logger::global().set_sink([](std::string_view line) {
@@ -59,6 +62,17 @@ peer_env& env() {
   }();
   return e;
 }
+
+// The I/O thread stops before static destruction (its last callbacks may log).
+struct env_teardown : ::testing::Environment {
+  void TearDown() override {
+    if (!env_started)
+      return;
+    env().io.reset();
+    env().peer.reset();
+  }
+};
+const auto* const teardown = ::testing::AddGlobalTestEnvironment(new env_teardown);
 
 #define REQUIRE_PEER(var)                                                                              \
   auto& var = env();                                                                                   \

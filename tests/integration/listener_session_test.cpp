@@ -30,8 +30,11 @@ struct env {
   std::string why;
 };
 
+bool env_started = false;
+
 env& shared() {
   static env e = [] {
+    env_started = true;
     env out;
     std::string public_key;
     std::tie(out.private_key, public_key) = testpeer::make_app_key();
@@ -45,6 +48,20 @@ env& shared() {
   }();
   return e;
 }
+
+// Torn down before static destruction: the actors, then the I/O thread (whose last callbacks
+// log), while the logger and the secret registry still exist.
+struct env_teardown : ::testing::Environment {
+  void TearDown() override {
+    if (!env_started)
+      return;
+    auto& e = shared();
+    e.sys.reset();
+    e.io.reset();
+    e.peer.reset();
+  }
+};
+const auto* const teardown = ::testing::AddGlobalTestEnvironment(new env_teardown);
 
 #define REQUIRE_PEER(var)                                                                              \
   auto& var = shared();                                                                                \
