@@ -124,13 +124,9 @@ struct env_teardown : ::testing::Environment {
 };
 const auto* const teardown = ::testing::AddGlobalTestEnvironment(new env_teardown);
 
-#define REQUIRE_ENV(var)                                                                                  \
-  auto& var = shared();                                                                                   \
-  if (!var.c) {                                                                                           \
-    if (cluster::required())                                                                              \
-      FAIL() << "HEADROOM_REQUIRE_TESTENV=1 but the control plane is unavailable: " << var.why;           \
-    GTEST_SKIP() << "control plane unavailable (set HEADROOM_REQUIRE_TESTENV=1 to fail instead): " << var.why; \
-  }
+#define REQUIRE_ENV(var) \
+  auto& var = shared(); \
+  HEADROOM_REQUIRE_READY(var.c, "the control plane", var.why)
 
 std::string kubectl_get(const env& e, std::vector<std::string> args) {
   args.insert(args.begin(), "get");

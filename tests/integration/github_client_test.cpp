@@ -74,13 +74,9 @@ struct env_teardown : ::testing::Environment {
 };
 const auto* const teardown = ::testing::AddGlobalTestEnvironment(new env_teardown);
 
-#define REQUIRE_PEER(var)                                                                              \
-  auto& var = env();                                                                                   \
-  if (!var.peer) {                                                                                     \
-    if (testenv::cluster::required())                                                                  \
-      FAIL() << "HEADROOM_REQUIRE_TESTENV=1 but the Actions Service peer is unavailable: " << var.why; \
-    GTEST_SKIP() << "Actions Service peer unavailable: " << var.why;                                   \
-  }
+#define REQUIRE_PEER(var) \
+  auto& var = env(); \
+  HEADROOM_REQUIRE_READY(var.peer, "the Actions Service peer", var.why)
 
 // Every secret-shaped thing the peer hands out, and the ones the test owns.
 void expect_no_secret(std::string_view text, std::string_view where) {

@@ -63,13 +63,9 @@ struct env_teardown : ::testing::Environment {
 };
 const auto* const teardown = ::testing::AddGlobalTestEnvironment(new env_teardown);
 
-#define REQUIRE_PEER(var)                                                                              \
-  auto& var = shared();                                                                                \
-  if (!var.peer) {                                                                                     \
-    if (testenv::cluster::required())                                                                  \
-      FAIL() << "HEADROOM_REQUIRE_TESTENV=1 but the Actions Service peer is unavailable: " << var.why; \
-    GTEST_SKIP() << "Actions Service peer unavailable: " << var.why;                                   \
-  }
+#define REQUIRE_PEER(var) \
+  auto& var = shared(); \
+  HEADROOM_REQUIRE_READY(var.peer, "the Actions Service peer", var.why)
 
 std::shared_ptr<github::actions_client> client_for(env& e, const std::string& org) {
   auto where = std::get<github::config_url>(github::parse_config_url(e.peer->http_url() + "/" + org));

@@ -60,13 +60,17 @@ bool eventually(const std::function<bool()>& done, std::chrono::milliseconds lim
 
 }  // namespace headroom::testenv
 
-// In an integration test: the shared cluster, or a loud failure in CI / a clear skip elsewhere.
-#define HEADROOM_REQUIRE_CLUSTER(var, ...)                                                        \
-  auto* var = ::headroom::testenv::cluster::shared(__VA_ARGS__);                                  \
-  if (var == nullptr) {                                                                           \
-    if (::headroom::testenv::cluster::required())                                                 \
-      FAIL() << "HEADROOM_REQUIRE_TESTENV=1 but the control plane is unavailable: "               \
-             << ::headroom::testenv::cluster::unavailable_reason();                               \
-    GTEST_SKIP() << "control plane unavailable (set HEADROOM_REQUIRE_TESTENV=1 to fail instead): " \
-                 << ::headroom::testenv::cluster::unavailable_reason();                           \
+// In an integration test: when `ready` is false, a loud failure in CI (HEADROOM_REQUIRE_TESTENV=1)
+// or a clear skip elsewhere; `what` names the missing part and `why` says what went wrong.
+#define HEADROOM_REQUIRE_READY(ready, what, why)                                                      \
+  if (!(ready)) {                                                                                     \
+    if (::headroom::testenv::cluster::required())                                                     \
+      FAIL() << "HEADROOM_REQUIRE_TESTENV=1 but " << (what) << " is unavailable: " << (why);          \
+    GTEST_SKIP() << (what) << " unavailable (set HEADROOM_REQUIRE_TESTENV=1 to fail instead): " << (why); \
   }
+
+// In an integration test: the shared cluster, or a loud failure in CI / a clear skip elsewhere.
+#define HEADROOM_REQUIRE_CLUSTER(var, ...)                                   \
+  auto* var = ::headroom::testenv::cluster::shared(__VA_ARGS__);             \
+  HEADROOM_REQUIRE_READY(var != nullptr, "the control plane",                \
+                         ::headroom::testenv::cluster::unavailable_reason())
