@@ -123,6 +123,16 @@ class section {
     out = *d;
   }
 
+  void read_bool(const std::string& key, bool& out) const {
+    auto child = get(key);
+    if (!child)
+      return;
+    const auto text = child->IsScalar() ? child->Scalar() : node_kind(*child);
+    if (text != "true" && text != "false")
+      fail(path(key), "expected true or false, found '" + text + "'");
+    out = text == "true";
+  }
+
   std::optional<std::string> read_string(const std::string& key) const {
     auto child = get(key);
     if (!child)
@@ -274,11 +284,7 @@ config_result parse_config_yaml(std::string_view yaml, std::string_view origin) 
     if (auto node = top.get("leaderElection")) {
       section s{*node, "leaderElection",
                 {"enabled", "namespace", "name", "leaseDuration", "renewDeadline", "retryPeriod"}};
-      if (auto v = s.read_string("enabled")) {
-        if (*v != "true" && *v != "false")
-          fail(s.path("enabled"), "expected true or false, found '" + *v + "'");
-        cfg.leader_election.enabled = *v == "true";
-      }
+      s.read_bool("enabled", cfg.leader_election.enabled);
       if (auto v = s.read_string("namespace"))
         cfg.leader_election.ns = *v;
       if (auto v = s.read_string("name"))
@@ -297,16 +303,9 @@ config_result parse_config_yaml(std::string_view yaml, std::string_view origin) 
       section s{*node, "bigfleet",
                 {"enabled", "clusterId", "shard", "tls", "rollupInterval", "bootstrapTemplateFile",
                  "penaltyDefaultsFile", "capacityRequests"}};
-      auto flag = [&](const char* key, bool& out) {
-        if (auto v = s.read_string(key)) {
-          if (*v != "true" && *v != "false")
-            fail(s.path(key), "expected true or false, found '" + *v + "'");
-          out = *v == "true";
-        }
-      };
       auto& b = cfg.bigfleet;
-      flag("enabled", b.enabled);
-      flag("capacityRequests", b.capacity_requests);
+      s.read_bool("enabled", b.enabled);
+      s.read_bool("capacityRequests", b.capacity_requests);
       if (auto v = s.read_string("clusterId"))
         b.cluster_id = *v;
       if (auto v = s.read_string("shard"))

@@ -5,11 +5,8 @@
 set -euo pipefail
 bin=$1
 src=$2
-if ! testenv=$("$src/tests/testenv/build.sh" --check 2>&1); then
-  if [ "${HEADROOM_REQUIRE_TESTENV:-}" = 1 ]; then echo "FAIL: control plane unavailable: $testenv"; exit 1; fi
-  echo "SKIP: control plane unavailable (set HEADROOM_REQUIRE_TESTENV=1 to fail instead): $testenv"; exit 77
-fi
-export HEADROOM_TESTENV_DIR=$testenv
+# shellcheck source=agent_test_lib.sh
+. "$src/tests/integration/agent_test_lib.sh"
 work=$(mktemp -d)
 cleanup() {
   kill -9 ${pa:-} ${pb:-} 2>/dev/null || true
