@@ -18,12 +18,12 @@ namespace headroom::msg {
 
 /// An Actions Service call the listener started has finished.
 struct actions_reply {
-  enum class op : uint8_t { session, poll, ack, acquire, refresh } what = op::poll;
+  enum class op : uint8_t { resolve, session, poll, ack, acquire, refresh } what = op::poll;
   uint64_t generation = 0;  // the listener's session generation when the call started
   std::optional<github::actions_error> error;
   github::session_ptr session;                  // op::session
   std::optional<github::session_message> message;  // op::poll: nullopt = 202, nothing to say
-  std::vector<int64_t> acquired;                // op::acquire
+  std::vector<int64_t> acquired;                // op::acquire; op::resolve: {scale set id}
 };
 
 /// listener_session → runner provisioner: the scale set's latest statistics and job transitions.

@@ -7,6 +7,7 @@
 #include <caf/type_id.hpp>
 
 #include "messages/bigfleet.hpp"
+#include "messages/capacity.hpp"
 #include "messages/k8s.hpp"
 #include "messages/listener.hpp"
 #include "messages/runtime.hpp"
@@ -24,6 +25,11 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::object_written))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::actions_reply))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::scale_set_update))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::pair_report))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::advertised))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::queued_jobs))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::jit_reply))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::runner_status))
 
   /// Supervisor → itself: the backoff for child (index, generation) has elapsed; start it again.
   CAF_ADD_ATOM(headroom, headroom::msg, restart_atom, "restart")
@@ -43,3 +49,8 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::pod_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::node_event)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::actions_reply)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::scale_set_update)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::pair_report)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::advertised)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::queued_jobs)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::jit_reply)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::runner_status)

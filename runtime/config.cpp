@@ -133,6 +133,38 @@ class section {
     out = text == "true";
   }
 
+  std::vector<std::string> read_strings(const std::string& key) const {
+    auto child = get(key);
+    if (!child)
+      return {};
+    if (!child->IsSequence())
+      fail(path(key), "expected a list of strings, found " + node_kind(*child));
+    std::vector<std::string> out;
+    for (size_t i = 0; i < child->size(); ++i) {
+      const auto item = (*child)[i];
+      if (!item.IsScalar())
+        fail(path(key) + "[" + std::to_string(i) + "]", "expected a string, found " + node_kind(item));
+      out.push_back(item.Scalar());
+    }
+    return out;
+  }
+
+  std::vector<std::pair<std::string, std::string>> read_string_map(const std::string& key) const {
+    auto child = get(key);
+    if (!child)
+      return {};
+    if (!child->IsMap())
+      fail(path(key), "expected a mapping of strings, found " + node_kind(*child));
+    std::vector<std::pair<std::string, std::string>> out;
+    for (const auto& kv : *child) {
+      const auto k = kv.first.as<std::string>();
+      if (!kv.second.IsScalar())
+        fail(path(key) + "." + k, "expected a string, found " + node_kind(kv.second));
+      out.emplace_back(k, kv.second.Scalar());
+    }
+    return out;
+  }
+
   std::optional<std::string> read_string(const std::string& key) const {
     auto child = get(key);
     if (!child)
@@ -146,6 +178,107 @@ class section {
   YAML::Node node_;
   std::string path_;
 };
+
+// A DNS-1123 label short enough that "<name>-ph-<slot>-workflow" stays a valid pod name.
+bool valid_scale_set_name(const std::string& n) {
+  if (n.empty() || n.size() > 40 || n.front() == '-' || n.back() == '-')
+    return false;
+  return std::all_of(n.begin(), n.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
+}
+
+config::scale_set_section parse_scale_set(const YAML::Node& node, const std::string& where) {
+  config::scale_set_section out;
+  section s{node, where,
+            {"name", "namespace", "runnerGroup", "labels", "maxRunners", "mode", "ephemeralRunnerSet", "runner",
+             "capacityAware", "healthCheck"}};
+  if (auto v = s.read_string("name"))
+    out.name = *v;
+  if (!valid_scale_set_name(out.name))
+    fail(s.path("name"), "required: lower-case letters, digits and '-', at most 40 characters, found '" + out.name + "'");
+  if (auto v = s.read_string("namespace"))
+    out.ns = *v;
+  if (auto v = s.read_string("runnerGroup"))
+    out.runner_group = *v;
+  out.labels = s.read_strings("labels");
+  s.read_uint("maxRunners", out.max_runners, 0, 100'000);
+  if (auto v = s.read_string("mode")) {
+    if (*v != "standalone" && *v != "arc")
+      fail(s.path("mode"), "expected standalone or arc, found '" + *v + "'");
+    out.mode = *v;
+  }
+  if (auto v = s.read_string("ephemeralRunnerSet"))
+    out.ephemeral_runner_set = *v;
+  if (out.mode == "arc" && out.ephemeral_runner_set.empty())
+    fail(s.path("ephemeralRunnerSet"), "required in arc mode");
+  if (auto r = s.get("runner")) {
+    section rs{*r, s.path("runner"), {"image", "command", "resources", "nodeSelector", "tolerations", "serviceAccountName"}};
+    if (auto v = rs.read_string("image"))
+      out.runner.image = *v;
+    if (rs.get("command"))
+      out.runner.command = rs.read_strings("command");
+    if (auto res = rs.get("resources")) {
+      section q{*res, rs.path("resources"), {"cpu", "memory"}};
+      if (auto v = q.read_string("cpu"))
+        out.runner.cpu = *v;
+      if (auto v = q.read_string("memory"))
+        out.runner.memory = *v;
+    }
+    out.runner.node_selector = rs.read_string_map("nodeSelector");
+    if (auto tl = rs.get("tolerations")) {
+      if (!tl->IsSequence())
+        fail(rs.path("tolerations"), "expected a list, found " + node_kind(*tl));
+      for (size_t i = 0; i < tl->size(); ++i) {
+        section t{(*tl)[i], rs.path("tolerations") + "[" + std::to_string(i) + "]", {"key", "operator", "value", "effect"}};
+        config::toleration_section tol;
+        if (auto v = t.read_string("key"))
+          tol.key = *v;
+        if (auto v = t.read_string("operator"))
+          tol.op = *v;
+        if (tol.op != "Equal" && tol.op != "Exists")
+          fail(t.path("operator"), "expected Equal or Exists, found '" + tol.op + "'");
+        if (auto v = t.read_string("value"))
+          tol.value = *v;
+        if (auto v = t.read_string("effect"))
+          tol.effect = *v;
+        out.runner.tolerations.push_back(std::move(tol));
+      }
+    }
+    if (auto v = rs.read_string("serviceAccountName"))
+      out.runner.service_account = *v;
+  }
+  if (auto c = s.get("capacityAware")) {
+    section cs{*c, s.path("capacityAware"),
+               {"enabled", "proactiveCapacity", "recalculateInterval", "placeholderReadyTimeout", "workflowResources",
+                "placeholderImage", "placeholderCommand"}};
+    auto& ca = out.capacity_aware;
+    cs.read_bool("enabled", ca.enabled);
+    cs.read_uint("proactiveCapacity", ca.proactive_capacity, 0, 100'000);
+    cs.read_duration("recalculateInterval", ca.recalculate_interval, millis{100}, millis{3'600'000});
+    cs.read_duration("placeholderReadyTimeout", ca.placeholder_ready_timeout, millis{1'000}, millis{86'400'000});
+    if (auto w = cs.get("workflowResources")) {
+      section q{*w, cs.path("workflowResources"), {"cpu", "memory"}};
+      if (auto v = q.read_string("cpu"))
+        ca.workflow_cpu = *v;
+      if (auto v = q.read_string("memory"))
+        ca.workflow_memory = *v;
+    }
+    if (auto v = cs.read_string("placeholderImage"))
+      ca.placeholder_image = *v;
+    if (cs.get("placeholderCommand"))
+      ca.placeholder_command = cs.read_strings("placeholderCommand");
+  }
+  if (auto h = s.get("healthCheck")) {
+    section hs{*h, s.path("healthCheck"),
+               {"interval", "registrationTimeout", "pendingTimeout", "idleTimeout", "terminalGrace"}};
+    auto& hc = out.health;
+    hs.read_duration("interval", hc.interval, millis{100}, millis{3'600'000});
+    hs.read_duration("registrationTimeout", hc.registration_timeout, millis{1'000}, millis{86'400'000});
+    hs.read_duration("pendingTimeout", hc.pending_timeout, millis{1'000}, millis{86'400'000});
+    hs.read_duration("idleTimeout", hc.idle_timeout, millis{1'000}, millis{86'400'000});
+    hs.read_duration("terminalGrace", hc.terminal_grace, millis{0}, millis{86'400'000});
+  }
+  return out;
+}
 
 void check_supervision(const config::supervision_section& s, const std::string& path) {
   if (s.backoff_initial > s.backoff_max)
@@ -247,7 +380,8 @@ config_result parse_config_yaml(std::string_view yaml, std::string_view origin) 
     }
     if (!root.IsDefined() || root.IsNull())
       return cfg;  // an empty file means "all defaults"
-    section top{root, "", {"runtime", "logging", "http", "supervision", "kubernetes", "leaderElection", "bigfleet"}};
+    section top{root, "", {"runtime", "logging", "http", "supervision", "kubernetes", "leaderElection", "bigfleet", "github",
+                              "hud", "scaleSets"}};
     if (auto node = top.get("runtime")) {
       section s{*node, "runtime", {"schedulerThreads", "maxThroughput", "shutdownTimeout"}};
       s.read_uint("schedulerThreads", cfg.runtime.scheduler_threads, 0, 256);
@@ -335,6 +469,33 @@ config_result parse_config_yaml(std::string_view yaml, std::string_view origin) 
         if (auto problem = check_listen_address(b.shard))
           fail("bigfleet.shard", *problem);
       }
+    }
+    if (auto node = top.get("github")) {
+      section s{*node, "github", {"configUrl", "caFile"}};
+      if (auto v = s.read_string("configUrl"))
+        cfg.github.config_url = *v;
+      if (auto v = s.read_string("caFile"))
+        cfg.github.ca_file = *v;
+    }
+    if (auto node = top.get("hud")) {
+      section s{*node, "hud", {"url", "interval"}};
+      if (auto v = s.read_string("url"))
+        cfg.hud.url = *v;
+      s.read_duration("interval", cfg.hud.interval, millis{1'000}, millis{3'600'000});
+    }
+    if (auto node = top.get("scaleSets")) {
+      if (!node->IsSequence())
+        fail("scaleSets", "expected a list, found " + node_kind(*node));
+      std::set<std::string> names;
+      for (size_t i = 0; i < node->size(); ++i) {
+        const std::string where = "scaleSets[" + std::to_string(i) + "]";
+        auto set = parse_scale_set((*node)[i], where);
+        if (!names.insert(set.name).second)
+          fail(where + ".name", "'" + set.name + "' appears twice");
+        cfg.scale_sets.push_back(std::move(set));
+      }
+      if (!cfg.scale_sets.empty() && cfg.github.config_url.empty())
+        fail("github.configUrl", "required when scaleSets are configured");
     }
   } catch (const config_failure& f) {
     return f.error;

@@ -10,6 +10,7 @@
 #include <random>
 
 #include "actors/bigfleet/bigfleet.hpp"
+#include "actors/capacity/scale_sets.hpp"
 #include "actors/leadership/leadership_gate.hpp"
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/leader_election.hpp"
@@ -33,6 +34,8 @@ struct cluster_services {
   bigfleet::operator_deps fleet;
   bigfleet::operator_options fleet_opts;
   caf::actor rollup;
+  // The scale sets' hubs, informers and GitHub client.
+  std::shared_ptr<capacity::scale_set_services> sets;
 
   // The I/O thread goes first (its callbacks hold informers and the elector), then the rest.
   ~cluster_services() {
@@ -41,6 +44,8 @@ struct cluster_services {
         inf->stop();
     if (fleet.pods)
       fleet.pods->stop();
+    if (sets)
+      sets->stop();
     io.reset();
   }
   // The current gate (a restarted gate is a new actor) and the elector's latest verdict.
@@ -166,6 +171,8 @@ runtime::child_spec acting_subtree(const runtime::config& cfg, const std::shared
   std::vector<runtime::child_spec> children;
   if (svc && cfg.bigfleet.enabled)
     children.push_back(bigfleet_subtree(cfg, svc, m, ready));
+  if (svc && svc->sets)
+    children.push_back(capacity::scale_sets_subtree(cfg, svc->sets, m, ready));
   return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "acting", &m, &ready), std::move(children));
 }
 
@@ -194,6 +201,8 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
   if (!conn) {
     if (cfg.bigfleet.enabled)
       return std::string{"bigfleet.enabled: the BigFleet operator needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
+    if (!cfg.scale_sets.empty())
+      return std::string{"scaleSets: runner scale sets need a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
     runtime::log::info("agent", "no cluster configured", {{"hint", "set kubernetes.kubeconfig, --kubeconfig or run in a Pod"}});
     plan.children.push_back(acting_subtree(cfg, nullptr, m, ready));
     return plan;
@@ -209,6 +218,11 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
   if (cfg.bigfleet.enabled)
     if (auto problem = prepare_bigfleet(cfg, *svc, m))
       return *problem;
+  if (!cfg.scale_sets.empty()) {
+    svc->sets = std::make_shared<capacity::scale_set_services>();
+    if (auto problem = capacity::prepare_scale_sets(cfg, runtime::process_env(), *svc->api, *svc->io, m, *svc->sets))
+      return *problem;
+  }
   plan.services = svc;
 
   if (!cfg.leader_election.enabled) {

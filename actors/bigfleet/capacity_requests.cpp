@@ -87,7 +87,7 @@ caf::behavior upc_behavior(upc_actor* self, operator_deps deps, operator_options
   st.deps = std::move(deps);
   st.opts = std::move(opts);
   st.feed = std::make_unique<informer_feed<k8s::pod>>("capacity_requests_pods", caf::actor_cast<caf::actor>(self), pods_buffer);
-  st.feed->attach(*st.deps.pods);
+  st.feed->attach(st.deps.pods);
   if (st.deps.track_buffer)
     st.deps.track_buffer(st.feed->stats());
   self->delayed_send(self, resync_every, msg::tick_atom_v, uint64_t{0});

@@ -32,20 +32,26 @@ class informer_feed {
       : buffer_(std::make_shared<runtime::keyed_coalescer<std::string, event>>(
             std::move(name), runtime::wake_actor(consumer, buffer), max_objects)) {}
 
-  // Subscribes to an informer (before it starts). The handler runs on the I/O thread and only
-  // offers into the coalescer.
-  void attach(k8s::informer<T>& source) { attach([&source](auto h) { source.subscribe(std::move(h)); }); }
+  ~informer_feed() {
+    if (detach_)
+      detach_();
+  }
+  informer_feed(const informer_feed&) = delete;
+  informer_feed& operator=(const informer_feed&) = delete;
+
+  // Subscribes to an informer, and unsubscribes when the feed (the actor's state) goes. The
+  // handler runs on the I/O thread and only offers into the coalescer.
+  void attach(const std::shared_ptr<k8s::informer<T>>& source) {
+    const uint64_t id = source->subscribe(handler_for(buffer_));
+    std::weak_ptr<k8s::informer<T>> weak = source;
+    detach_ = [weak, id] {
+      if (auto s = weak.lock())
+        s->unsubscribe(id);
+    };
+  }
 
   // The same for any source that takes an informer handler (tests feed events directly).
-  void attach(const std::function<void(typename k8s::informer<T>::handler)>& subscribe) {
-    auto buffer = buffer_;
-    subscribe([buffer](const typename k8s::informer<T>::event& e) {
-      event out;
-      out.change = static_cast<msg::object_change>(static_cast<int>(e.type));
-      out.object = e.object;
-      buffer->offer(key(*e.object), std::move(out));
-    });
-  }
+  void attach(const std::function<void(typename k8s::informer<T>::handler)>& subscribe) { subscribe(handler_for(buffer_)); }
 
   // In the wake-up handler: hands every pending object change to `fn`.
   template <class F>
@@ -63,8 +69,18 @@ class informer_feed {
   const runtime::buffer_stats_ptr& stats() const { return buffer_->stats(); }
 
  private:
+  using coalescer = runtime::keyed_coalescer<std::string, event>;
   static std::string key(const T& o) { return o.meta.ns + "/" + o.meta.name; }
-  std::shared_ptr<runtime::keyed_coalescer<std::string, event>> buffer_;
+  static typename k8s::informer<T>::handler handler_for(std::shared_ptr<coalescer> buffer) {
+    return [buffer](const typename k8s::informer<T>::event& e) {
+      event out;
+      out.change = static_cast<msg::object_change>(static_cast<int>(e.type));
+      out.object = e.object;
+      buffer->offer(key(*e.object), std::move(out));
+    };
+  }
+  std::shared_ptr<coalescer> buffer_;
+  std::function<void()> detach_;
 };
 
 // Starts an API call whose result comes back to `target` as msg::api_reply{correlation, …}.

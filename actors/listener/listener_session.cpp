@@ -21,7 +21,7 @@ struct slot_holder {
 
 struct listener_state {
   std::shared_ptr<github::actions_client> client;
-  caf::actor provisioner;
+  update_sink publish;
   listener_options opts;
   std::shared_ptr<slot_holder> capacity;
   github::session_ptr session;
@@ -55,6 +55,60 @@ std::function<void(github::actions_result<T>)> reply_to(listener_actor* self, re
   };
 }
 
+void open_session(listener_actor* self);
+
+// Finds the scale set by name (creating it when absent), then opens the session.
+void resolve_scale_set(listener_actor* self) {
+  auto& st = self->state;
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  auto fail = [me](github::actions_error e) {
+    msg::actions_reply out;
+    out.what = reply_op::resolve;
+    out.error = std::move(e);
+    caf::anon_send(me, std::move(out));
+  };
+  auto done = [me](int64_t id) {
+    msg::actions_reply out;
+    out.what = reply_op::resolve;
+    out.acquired = {id};
+    caf::anon_send(me, std::move(out));
+  };
+  auto client = st.client;
+  const auto opts = st.opts;
+  client->get_runner_group(opts.runner_group, [client, opts, fail, done](github::actions_result<std::optional<github::runner_group>> g) {
+    if (auto* e = std::get_if<github::actions_error>(&g))
+      return fail(std::move(*e));
+    const auto& group = std::get<std::optional<github::runner_group>>(g);
+    if (!group) {
+      github::actions_error e;
+      e.what = github::actions_error::kind::not_found;
+      e.operation = "get runner group";
+      e.message = "no runner group named '" + opts.runner_group + "'";
+      return fail(std::move(e));
+    }
+    const int64_t group_id = group->id;
+    client->get_scale_set(group_id, opts.scale_set_name,
+                          [client, opts, group_id, fail, done](github::actions_result<std::optional<github::runner_scale_set>> r) {
+                            if (auto* e = std::get_if<github::actions_error>(&r))
+                              return fail(std::move(*e));
+                            if (const auto& found = std::get<std::optional<github::runner_scale_set>>(r))
+                              return done(found->id);
+                            github::runner_scale_set set;
+                            set.name = opts.scale_set_name;
+                            set.runner_group_id = group_id;
+                            set.labels.push_back({"System", opts.scale_set_name});
+                            for (const auto& l : opts.labels)
+                              if (l != opts.scale_set_name)
+                                set.labels.push_back({"System", l});
+                            client->create_scale_set(set, [fail, done](github::actions_result<github::runner_scale_set> c) {
+                              if (auto* e = std::get_if<github::actions_error>(&c))
+                                return fail(std::move(*e));
+                              done(std::get<github::runner_scale_set>(c).id);
+                            });
+                          });
+  });
+}
+
 void open_session(listener_actor* self) {
   auto& st = self->state;
   ++st.generation;
@@ -72,6 +126,8 @@ void start_poll(listener_actor* self) {
     return;
   st.polling = true;
   st.poll_capacity = st.desired;
+  if (st.opts.on_poll)
+    st.opts.on_poll(st.desired);
   st.poll = st.client->get_message(
       st.session, st.last_message_id, st.desired,
       reply_to<std::optional<github::session_message>>(
@@ -98,16 +154,16 @@ void finish_message(listener_actor* self) {
     if (j.type == github::job_message::started || j.type == github::job_message::completed)
       u.jobs.push_back(std::move(j));
   st.handling.reset();
-  if (st.provisioner)
-    self->send(st.provisioner, std::move(u));
+  if (st.publish)
+    st.publish(u);
   start_poll(self);
 }
 
-caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::actions_client> client, caf::actor provisioner,
+caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::actions_client> client, update_sink publish,
                                 listener_options opts, std::shared_ptr<slot_holder> capacity) {
   auto& st = self->state;
   st.client = std::move(client);
-  st.provisioner = std::move(provisioner);
+  st.publish = std::move(publish);
   st.opts = std::move(opts);
   st.capacity = std::move(capacity);
   st.desired = std::max<int64_t>(0, st.opts.initial_capacity);
@@ -126,7 +182,10 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
     }
     self->quit(m.reason);
   });
-  open_session(self);
+  if (st.opts.scale_set_id == 0)
+    resolve_scale_set(self);
+  else
+    open_session(self);
   return {
       [self](msg::buffer_wakeup) {
         auto& s = self->state;
@@ -144,7 +203,9 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
         auto& s = self->state;
         if (generation != s.generation)
           return;
-        if (!s.session)
+        if (s.opts.scale_set_id == 0)
+          resolve_scale_set(self);
+        else if (!s.session)
           open_session(self);
         else
           start_poll(self);
@@ -160,6 +221,18 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
           return;
         }
         switch (r.what) {
+          case reply_op::resolve:
+            if (r.error) {
+              retry_later(self, *r.error);
+              return;
+            }
+            s.opts.scale_set_id = r.acquired.at(0);
+            s.backoff = std::chrono::milliseconds{0};
+            runtime::log::info(actor_name, "scale set", {{"name", s.opts.scale_set_name}, {"id", s.opts.scale_set_id}});
+            if (s.opts.on_resolved)
+              s.opts.on_resolved(s.opts.scale_set_id);
+            open_session(self);
+            return;
           case reply_op::session:
             if (r.error) {
               if (r.error->what == K::session_conflict) {  // the client already retried, bounded
@@ -176,8 +249,8 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
             runtime::log::info(actor_name, "session open",
                                {{"scale_set", s.opts.scale_set_id}, {"session", s.session->get().session_id},
                                 {"assigned_jobs", s.session->get().stats.total_assigned_jobs}});
-            if (s.provisioner)
-              self->send(s.provisioner, msg::scale_set_update{s.opts.scale_set_id, s.session->get().stats, {}});
+            if (s.publish)
+              s.publish(msg::scale_set_update{s.opts.scale_set_id, s.session->get().stats, {}});
             start_poll(self);
             return;
           case reply_op::poll:
@@ -236,11 +309,19 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
 
 listener_handle spawn_listener_session(caf::actor_system& sys, std::shared_ptr<github::actions_client> client,
                                        caf::actor provisioner, listener_options opts) {
+  update_sink publish;
+  if (provisioner)
+    publish = [provisioner](const msg::scale_set_update& u) { caf::anon_send(provisioner, u); };
+  return spawn_listener_session(sys, std::move(client), std::move(publish), std::move(opts));
+}
+
+listener_handle spawn_listener_session(caf::actor_system& sys, std::shared_ptr<github::actions_client> client,
+                                       update_sink publish, listener_options opts) {
   auto holder = std::make_shared<slot_holder>();
   listener_handle h;
   // The slot wakes the actor, so it is made once the actor exists; the actor reads it only on a
   // wake-up, which the slot itself sends.
-  h.actor = sys.spawn(listener_behavior, std::move(client), std::move(provisioner), std::move(opts), holder);
+  h.actor = sys.spawn(listener_behavior, std::move(client), std::move(publish), std::move(opts), holder);
   holder->slot = std::make_shared<runtime::coalescing_slot<int64_t>>("listener/capacity",
                                                                      runtime::wake_actor(h.actor, capacity_buffer));
   h.capacity = holder->slot;

@@ -16,14 +16,22 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "adapters/github/actions_client.hpp"
+#include "messages/listener.hpp"
 #include "runtime/mailbox/coalescing_slot.hpp"
 
 namespace headroom::actors {
 
 struct listener_options {
+  // The scale set: by id, or (id 0) by name in a runner group, created with `labels` (and its name
+  // as a label) when it does not exist yet.
   int64_t scale_set_id = 0;
+  std::string scale_set_name, runner_group = "default";
+  std::vector<std::string> labels;
+  std::function<void(int64_t id)> on_resolved;      // once the scale set is known
+  std::function<void(int64_t capacity)> on_poll;    // each poll as it starts, with the capacity it carries
   std::string owner;              // the session's owner name: the Pod's or the host's name
   int64_t initial_capacity = 0;   // advertised until the capacity monitor says otherwise
   std::chrono::milliseconds backoff_initial{1'000}, backoff_max{30'000};  // after a failed call
@@ -35,7 +43,11 @@ struct listener_handle {
   std::shared_ptr<runtime::coalescing_slot<int64_t>> capacity;
 };
 
-// `provisioner` receives msg::scale_set_update after every message (may be empty).
+// `publish` receives msg::scale_set_update after every message (runs in the actor).
+using update_sink = std::function<void(const msg::scale_set_update&)>;
+listener_handle spawn_listener_session(caf::actor_system& sys, std::shared_ptr<github::actions_client> client,
+                                       update_sink publish, listener_options opts);
+// The same, with the updates sent to an actor.
 listener_handle spawn_listener_session(caf::actor_system& sys, std::shared_ptr<github::actions_client> client,
                                        caf::actor provisioner, listener_options opts);
 

@@ -34,6 +34,8 @@ int64_t num(od::value v) {
   return v.get_int64();
 }
 
+bool boolean(od::value v) { return is_null(v) ? false : bool(v.get_bool()); }
+
 void strings(od::value v, std::vector<std::string>& out) {
   if (is_null(v))
     return;
@@ -150,6 +152,10 @@ void read_runner(od::value v, runner_ref& r) {
       r.name = str(x);
     else if (k == "runnerScaleSetId")
       r.scale_set_id = num(x);
+    else if (k == "status")
+      r.status = str(x);
+    else if (k == "busy")
+      r.busy = boolean(x);
   });
 }
 

@@ -69,6 +69,8 @@ struct message_session {
 struct runner_ref {
   int64_t id = 0, scale_set_id = 0;
   std::string name;
+  std::string status;  // "online" once the runner has connected, else "offline"
+  bool busy = false;   // running a job
 };
 
 struct jit_config {

@@ -62,8 +62,21 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     return std::shared_ptr<informer>(new informer(c, std::move(opts)));
   }
 
-  // Before start(): handlers and indexes.
-  void subscribe(handler h) { handlers_.push_back(std::move(h)); }
+  // Handlers may come and go at any time (an actor restarted by its supervisor subscribes again
+  // and unsubscribes when it exits); dispatch reads an immutable snapshot. Indexes: before start().
+  uint64_t subscribe(handler h) {
+    std::lock_guard lock{handlers_mutex_};
+    auto next = std::make_shared<std::vector<std::pair<uint64_t, handler>>>(*handlers_);
+    next->emplace_back(++last_handler_, std::move(h));
+    handlers_ = std::move(next);
+    return last_handler_;
+  }
+  void unsubscribe(uint64_t id) {
+    std::lock_guard lock{handlers_mutex_};
+    auto next = std::make_shared<std::vector<std::pair<uint64_t, handler>>>(*handlers_);
+    std::erase_if(*next, [id](const auto& p) { return p.first == id; });
+    handlers_ = std::move(next);
+  }
   void add_index(const std::string& name, index_fn fn) { index_fns_.emplace(name, std::move(fn)); }
 
   void start() { list_page({}, std::chrono::milliseconds(0)); }
@@ -159,7 +172,12 @@ class informer : public std::enable_shared_from_this<informer<T>> {
 
   void emit(const event& e) {
     stats_.events.fetch_add(1, std::memory_order_relaxed);
-    for (const auto& h : handlers_)
+    std::shared_ptr<const std::vector<std::pair<uint64_t, handler>>> snapshot;
+    {
+      std::lock_guard lock{handlers_mutex_};
+      snapshot = handlers_;
+    }
+    for (const auto& [id, h] : *snapshot)
       h(e);
   }
 
@@ -426,7 +444,10 @@ class informer : public std::enable_shared_from_this<informer<T>> {
 
   client& client_;
   options opts_;
-  std::vector<handler> handlers_;
+  std::mutex handlers_mutex_;
+  std::shared_ptr<const std::vector<std::pair<uint64_t, handler>>> handlers_ =
+      std::make_shared<const std::vector<std::pair<uint64_t, handler>>>();
+  uint64_t last_handler_ = 0;
   std::map<std::string, index_fn> index_fns_;
 
   mutable std::shared_mutex mutex_;

@@ -118,12 +118,25 @@ type job struct {
 	runID       int64
 }
 
+// The times tests need (job start latency, completions near a poll), exported as JSON.
+func (j *job) MarshalJSON() ([]byte, error) {
+	type plain job
+	return json.Marshal(struct {
+		*plain
+		AssignTime time.Time `json:"assignTime"`
+		RunnerTime time.Time `json:"runnerTime"`
+		FinishTime time.Time `json:"finishTime"`
+	}{(*plain)(j), j.assignTime, j.runnerTime, j.finishTime})
+}
+
 type runner struct {
 	ID         int    `json:"id"`
 	Name       string `json:"name"`
 	ScaleSetID int    `json:"runnerScaleSetId"`
 	Connected  bool   `json:"connected"`
 	JobRequest int64  `json:"jobRequestId"`
+	Status     string `json:"status"` // offline until the runner connects, then online (as GitHub says)
+	Busy       bool   `json:"busy"`
 	nonce      string
 }
 
@@ -136,6 +149,7 @@ type pollRecord struct {
 	At            time.Time `json:"at"`
 	Status        int       `json:"status"`  // filled when the poll answers
 	Offered       int       `json:"offered"` // jobs held by the scale set when it answered
+	HeldAtStart   int       `json:"heldAtStart"` // jobs held by the scale set when the poll arrived
 }
 
 // A fault: the next `Count` requests on `Route` answer `Status` (0 = normal handling), after
@@ -495,6 +509,7 @@ func (s *server) schedule() {
 		for _, r := range s.runners {
 			if r.ScaleSetID == j.ScaleSetID && r.Connected && r.JobRequest == 0 {
 				r.JobRequest, j.RunnerID, j.State, j.runnerTime = j.RequestID, r.ID, "running", now
+				r.Busy = true
 				s.push(j.ScaleSetID, s.jobMessage(j, "JobStarted"))
 				break
 			}
@@ -876,7 +891,7 @@ func (s *server) getMessage(r *http.Request) reply {
 	ss := s.sets[se.ScaleSetID]
 	seq := len(s.polls)
 	s.polls = append(s.polls, pollRecord{Seq: seq, ScaleSetID: ss.ID, SessionID: se.ID, Capacity: capacity,
-		LastMessageID: lastID, At: time.Now()})
+		LastMessageID: lastID, At: time.Now(), HeldAtStart: s.held(ss.ID)})
 	s.logger.Printf("poll scale set %d capacity=%d lastMessageId=%d", ss.ID, capacity, lastID)
 	ss.capacity, ss.hasCapacity = capacity, true
 	se.polling++
@@ -1000,7 +1015,7 @@ func (s *server) generateJIT(r *http.Request, body []byte) reply {
 				fmt.Sprintf("A runner named %s already exists.", req.Name))
 		}
 	}
-	rn := &runner{ID: int(s.id()), Name: req.Name, ScaleSetID: ssID, nonce: randomToken("")}
+	rn := &runner{ID: int(s.id()), Name: req.Name, ScaleSetID: ssID, Status: "offline", nonce: randomToken("")}
 	s.runners[rn.ID] = rn
 	cfg, _ := json.Marshal(jitConfig{rn.ID, rn.Name, ssID, rn.nonce})
 	return jsonReply(200, map[string]any{
@@ -1136,8 +1151,12 @@ func (s *server) controlRoute(r *http.Request, body []byte) (reply, bool) {
 			sessions = append(sessions, map[string]any{"sessionId": se.ID, "scaleSetId": se.ScaleSetID,
 				"ownerName": se.Owner, "unacked": len(se.messages), "polling": se.polling})
 		}
+		sets := []map[string]any{}
+		for _, ss := range s.sets {
+			sets = append(sets, map[string]any{"id": ss.ID, "name": ss.Name})
+		}
 		return jsonReply(200, map[string]any{"jobs": jobs, "runners": runners, "polls": s.polls,
-			"sessions": sessions, "requests": s.counts}), false
+			"sessions": sessions, "requests": s.counts, "scaleSets": sets}), false
 	case "/_control/faults": // POST [fault…]
 		var fs []*fault
 		if err := json.Unmarshal(body, &fs); err != nil {
@@ -1208,7 +1227,7 @@ func (s *server) controlRoute(r *http.Request, body []byte) (reply, bool) {
 		if rn == nil || rn.nonce != cfg.Nonce {
 			return textReply(404, "no runner for this JIT config"), false
 		}
-		rn.Connected = true
+		rn.Connected, rn.Status = true, "online"
 		s.schedule()
 		return jsonReply(200, rn), true
 	case "/_control/runners/finish": // POST {runnerId, result}

@@ -1,0 +1,196 @@
+#pragma once
+
+// The capacity loop of one runner scale set (seed 000): a cluster claims a GitHub job only when it
+// can run it. Actors, one set per scale set under its own supervisor:
+//
+//   runner_provisioner  turns assigned jobs into runner pods (standalone: a pod with a JIT config per
+//                       job; arc: EphemeralRunnerSet.spec.replicas), never above the advertised cap
+//   capacity_monitor    desired pairs from demand; spawns and stops placeholder_pair actors;
+//                       advertised capacity = min(assigned + ready pairs not yet claimed, maxRunners)
+//   placeholder_pair    one per pair: a runner placeholder (−10) and a workflow placeholder (10);
+//                       reports ready (both Running), lost, timed_out
+//   listener_session    the Actions session and long poll with X-ScaleSetMaxCapacity
+//   health_check        replaces runners that never registered or are stuck; force-deletes pods on
+//                       unreachable nodes; deletes finished runner pods after a grace period
+//
+// and one hud_poller for all scale sets. They share a scale_set_hub: the fixed spec and adapters,
+// and the *current* actor of each role (a restarted child is a new actor), looked up at send time.
+
+#include <caf/actor.hpp>
+
+#include <atomic>
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "adapters/github/actions_client.hpp"
+#include "adapters/hud/client.hpp"
+#include "adapters/k8s/client.hpp"
+#include "adapters/k8s/informer.hpp"
+#include "adapters/k8s/objects.hpp"
+#include "messages/capacity.hpp"
+#include "messages/listener.hpp"
+#include "runtime/mailbox/coalescing_slot.hpp"
+
+namespace headroom::runtime {
+class metrics;
+}
+
+namespace headroom::actors::capacity {
+
+using std::chrono::milliseconds;
+
+// Labels and annotations headroom puts on the pods it makes.
+namespace keys {
+inline constexpr const char* scale_set = "headroom.dev/scale-set";
+inline constexpr const char* role = "headroom.dev/role";
+inline constexpr const char* slot = "headroom.dev/slot";
+inline constexpr const char* runner_id = "headroom.dev/runner-id";      // runner pods: GitHub's runner id
+inline constexpr const char* runner_name = "headroom.dev/runner-name";  // runner pods
+inline constexpr const char* owner = "headroom.dev/owner";              // the per-process owner ConfigMap
+}  // namespace keys
+
+enum class role { runner_placeholder, workflow_placeholder, runner };
+const char* role_label(role r);
+
+// The PriorityClasses of the ladder. Runner pods (0) preempt runner placeholders (−10); workflow
+// pods (20) preempt workflow placeholders (10); placeholders preempt nothing.
+struct priority_class_spec {
+  const char* name;
+  int32_t value;
+  const char* description;
+};
+inline constexpr priority_class_spec priority_ladder[] = {
+    {"placeholder-runner", -10, "headroom runner placeholders: hold a runner's room until a runner pod takes it"},
+    {"arc-runner", 0, "GitHub Actions runner pods"},
+    {"placeholder-workflow", 10, "headroom workflow placeholders: hold a workflow pod's room"},
+    {"arc-workflow", 20, "GitHub Actions workflow (job container) pods"},
+};
+
+struct owner_ref {
+  std::string api_version, kind, name, uid;
+  bool empty() const { return uid.empty(); }
+};
+
+// One scale set, fixed at start-up (quantities already parsed).
+struct scale_set_spec {
+  std::string name, ns, runner_group;
+  std::vector<std::string> labels;
+  int64_t max_runners = 10;
+  bool standalone = true;              // false: arc mode
+  std::string ephemeral_runner_set;    // arc mode
+  bool capacity_aware = true;
+  int64_t proactive_capacity = 1;
+  milliseconds recalculate_interval{30'000};
+  milliseconds placeholder_ready_timeout{300'000};
+  k8s::resource_list runner_requests, workflow_requests;
+  std::string runner_cpu, runner_memory, workflow_cpu, workflow_memory;  // as configured, for pod specs
+  std::string runner_image;
+  std::vector<std::string> runner_command;
+  k8s::string_pairs node_selector;
+  std::vector<k8s::toleration> tolerations;
+  std::string service_account;
+  std::string placeholder_image;
+  std::vector<std::string> placeholder_command;
+  struct health {
+    milliseconds interval{30'000}, registration_timeout{120'000}, pending_timeout{600'000}, idle_timeout{600'000},
+        terminal_grace{60'000};
+  } health_check;
+};
+
+// ---- the model (pure) ----------------------------------------------------------------------------
+
+struct capacity_inputs {
+  int64_t max_runners = 0;
+  int64_t proactive = 0;
+  int64_t queued = 0;           // HUD demand for this scale set
+  int64_t assigned_jobs = 0;    // the service's totalAssignedJobs: jobs this scale set holds
+  int64_t runners_placed = 0;   // runner pods Running on a node
+  int64_t ready_pairs = 0;      // pairs whose two placeholders are Running
+};
+
+// max(0, min(proactive + queued, maxRunners − assigned)).
+int64_t desired_pairs(const capacity_inputs& in);
+// min(assigned + max(0, ready − unplaced), maxRunners), where unplaced = assigned jobs whose runner
+// pod is not Running yet: each will take a ready pair (its runner preempts the pair's runner
+// placeholder), so counting both would advertise one job's room twice. ≥ 0.
+int64_t advertised_capacity(const capacity_inputs& in);
+
+// What a placeholder pod says about its pair.
+enum class pod_state { absent, pending, running, gone };
+pod_state placeholder_state(const k8s::pod* p);
+
+// A pod's JSON for create. Placeholders: the role's PriorityClass, preemptionPolicy Never, zero
+// grace, the runner template's nodeSelector and tolerations, no affinity, owner reference.
+std::string placeholder_pod_name(const scale_set_spec& s, const std::string& slot, role r);
+// `owner`: the per-process owner ConfigMap (in the pods' namespace; an owner reference cannot
+// cross namespaces), so a process that dies leaves nothing a successor would count.
+std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, role r, const owner_ref& owner);
+// A standalone runner pod: RUNNER_JITCONFIG from the Secret `<name>` (made after the pod, owned
+// by it), PriorityClass arc-runner, restartPolicy Never.
+std::string runner_pod(const scale_set_spec& s, const std::string& name, int64_t runner_id);
+std::string runner_secret(const scale_set_spec& s, const std::string& name, const std::string& pod_uid,
+                          const std::string& encoded_jit_config);
+std::string priority_class_object(const priority_class_spec& p);
+
+// A random slot id (8 hex characters): unique across processes, so an adopted pair never clashes.
+std::string new_slot_id();
+
+// ---- the hub -------------------------------------------------------------------------------------
+
+// Prometheus series of one scale set (label scale_set=<name>).
+struct scale_set_metrics {
+  std::function<void(const char* gauge, int64_t)> set;       // gha_* gauges
+  std::function<void(const char* counter, int64_t)> add;     // gha_*_total counters
+  std::function<void(const char* histogram, double)> observe;
+};
+
+struct scale_set_hub {
+  scale_set_spec spec;
+  k8s::client* kube = nullptr;
+  std::shared_ptr<k8s::informer<k8s::pod>> pods;    // this scale set's pods (label selector)
+  std::shared_ptr<k8s::informer<k8s::node>> nodes;  // may be null (no unreachable-node check)
+  std::shared_ptr<github::actions_client> github;
+  scale_set_metrics metrics;
+  // Placeholders are owned by the ConfigMap `owner_configmap` in spec.ns, made at start-up (and
+  // itself owned by `owner_parent`, headroom's own Pod, when that is in the same namespace).
+  std::string owner_configmap;
+  owner_ref owner_parent;
+
+  std::atomic<int64_t> scale_set_id{0};  // known once the listener resolved it
+
+  // The current actor of each role.
+  std::mutex m;
+  caf::actor monitor, provisioner;
+  std::shared_ptr<runtime::coalescing_slot<int64_t>> listener_capacity;
+  int64_t advertised = -1;  // the newest capacity (a restarted listener starts with it); −1 = none yet
+  std::chrono::steady_clock::time_point advertised_at{};  // when it last changed
+  bool advertised_polled = true;  // a poll has carried the newest value (propagation observed)
+
+  void publish_update(const msg::scale_set_update& u);  // listener → provisioner and monitor
+  void publish_capacity(int64_t capacity);              // monitor → listener and provisioner
+  void publish_queued(msg::queued_jobs q);              // hud_poller → monitor
+};
+using hub_ptr = std::shared_ptr<scale_set_hub>;
+
+caf::actor spawn_capacity_monitor(caf::actor_system& sys, hub_ptr hub);
+caf::actor spawn_runner_provisioner(caf::actor_system& sys, hub_ptr hub);
+caf::actor spawn_health_check(caf::actor_system& sys, hub_ptr hub);
+// One pair. `adopt`: its pods may exist already (found by label); otherwise it creates them.
+caf::actor spawn_placeholder_pair(caf::actor_system& sys, hub_ptr hub, std::string slot, bool adopt, caf::actor monitor,
+                                  owner_ref owner);
+
+// hud_poller: every `interval`, the HUD's queued jobs per label set → each scale set's monitor.
+struct hud_target {
+  std::vector<std::string> labels;  // a job counts for the scale set when its labels are a subset
+  hub_ptr hub;
+};
+caf::actor spawn_hud_poller(caf::actor_system& sys, std::shared_ptr<hud::client> hud, std::vector<hud_target> targets,
+                            milliseconds interval);
+
+}  // namespace headroom::actors::capacity

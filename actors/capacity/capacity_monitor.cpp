@@ -1,0 +1,432 @@
+// capacity_monitor: one per scale set. Turns demand into placeholder pairs and pairs into the
+// capacity the listener advertises.
+//
+//   desired_pairs = max(0, min(proactiveCapacity + queued, maxRunners − assigned))
+//   capacity      = min(assigned + ready pairs not about to be taken by a placed job, maxRunners)
+//
+// Recomputed on every pod event of the scale set, every job update, every HUD result, every pair
+// report, and every recalculateInterval as a fallback. On scale-down, pending pairs go first.
+//
+// Start-up: the PriorityClass ladder must exist with the right values (created when absent; a
+// class with another value stops the monitor with a message naming it), then the per-process owner
+// ConfigMap is created; placeholders of earlier processes (another owner) are deleted, those of
+// this process (a restarted monitor) are adopted by their slot label.
+
+#include <caf/all.hpp>
+
+#include <map>
+#include <set>
+#include <simdjson.h>
+
+#include "actors/capacity/capacity.hpp"
+#include "actors/k8s/informer_feed.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/log.hpp"
+
+namespace headroom::actors::capacity {
+
+namespace {
+
+constexpr std::string_view actor_name = "capacity_monitor";
+constexpr uint32_t pods_buffer = 1;
+using state_t = msg::pair_report::state;
+using api_kind = k8s::api_error::kind;
+
+struct pair_entry {
+  caf::actor actor;
+  state_t state = state_t::pending;
+};
+
+enum class call_kind { priority_class, priority_class_get, owner_create, owner_get, owner_list, owner_delete, pod_delete };
+struct call_info {
+  call_kind kind;
+  std::string name;
+  int32_t expected_value = 0;
+};
+
+struct monitor_state {
+  hub_ptr hub;
+  std::unique_ptr<informer_feed<k8s::pod>> feed;
+  std::map<std::string, pair_entry> pairs;  // slot → pair
+  std::set<std::string> deleting;           // foreign placeholders being deleted
+  std::map<uint64_t, call_info> calls;
+  uint64_t next_call = 1;
+  int setup_pending = 0;
+  bool acting = false;  // start-up done: the owner is known
+  owner_ref owner;
+  int64_t assigned = 0, running_jobs = 0, queued = 0;
+  int64_t last_published = -1;
+  milliseconds create_backoff{0};
+  caf::actor_clock::time_point spawn_blocked_until{};
+  uint64_t pair_creates = 0, pair_deletes = 0, pair_timeouts = 0;
+  static inline const char* name = "headroom.capacity_monitor";
+};
+
+using monitor_actor = caf::stateful_actor<monitor_state>;
+
+const k8s::resource_kind priority_classes{"scheduling.k8s.io", "v1", "priorityclasses", false};
+
+void start_call(monitor_actor* self, call_info info, const std::function<void(k8s::api_callback)>& start) {
+  auto& st = self->state;
+  const uint64_t id = st.next_call++;
+  st.calls[id] = std::move(info);
+  call_into(caf::actor_cast<caf::actor>(self), id, start);
+}
+
+bool owned_by(const k8s::pod& p, const std::string& uid) {
+  for (const auto& o : p.meta.owners)
+    if (o.uid == uid)
+      return true;
+  return false;
+}
+
+std::optional<role> role_of(const k8s::pod& p) {
+  const auto* r = p.meta.label(keys::role);
+  if (r == nullptr)
+    return std::nullopt;
+  if (*r == role_label(role::runner))
+    return role::runner;
+  if (*r == role_label(role::runner_placeholder))
+    return role::runner_placeholder;
+  if (*r == role_label(role::workflow_placeholder))
+    return role::workflow_placeholder;
+  return std::nullopt;
+}
+
+void stop_pair(monitor_actor* self, const std::string& slot) {
+  auto& st = self->state;
+  auto it = st.pairs.find(slot);
+  if (it == st.pairs.end())
+    return;
+  self->send_exit(it->second.actor, caf::exit_reason::user_shutdown);
+  st.pairs.erase(it);
+  ++st.pair_deletes;
+  st.hub->metrics.add("gha_capacity_advertised_pair_deletes_total", 1);
+}
+
+void spawn_pair(monitor_actor* self, std::string slot, bool adopt) {
+  auto& st = self->state;
+  auto a = spawn_placeholder_pair(self->home_system(), st.hub, slot, adopt, caf::actor_cast<caf::actor>(self), st.owner);
+  self->monitor(a);
+  st.pairs[slot] = pair_entry{a, state_t::pending};
+  if (!adopt) {
+    ++st.pair_creates;
+    st.hub->metrics.add("gha_capacity_advertised_pair_creates_total", 1);
+  }
+}
+
+void recompute(monitor_actor* self) {
+  auto& st = self->state;
+  if (!st.acting)
+    return;
+  const auto& spec = st.hub->spec;
+  capacity_inputs in;
+  in.max_runners = spec.max_runners;
+  in.proactive = spec.proactive_capacity;
+  in.queued = st.queued;
+  in.assigned_jobs = st.assigned;
+  int64_t placeholder_pods = 0;
+  for (const auto& p : st.hub->pods->list()) {
+    auto r = role_of(*p);
+    if (!r || p->meta.ns != spec.ns)
+      continue;
+    if (*r == role::runner) {
+      if (p->phase == "Running" && !p->node_name.empty() && p->meta.deletion_timestamp.empty())
+        ++in.runners_placed;
+      continue;
+    }
+    ++placeholder_pods;
+    const auto* slot = p->meta.label(keys::slot);
+    if (!owned_by(*p, st.owner.uid)) {
+      // An earlier process's placeholder: never counted, deleted (its owner's deletion would
+      // garbage-collect it too).
+      if (st.deleting.insert(p->meta.name).second) {
+        runtime::log::info(actor_name, "deleting an earlier process's placeholder", {{"pod", p->meta.name}});
+        k8s::delete_options o;
+        o.grace_period_seconds = 0;
+        auto* kube = st.hub->kube;
+        start_call(self, {call_kind::pod_delete, p->meta.name, 0}, [kube, ns = spec.ns, name = p->meta.name, o](k8s::api_callback cb) {
+          kube->remove(k8s::kinds::pods, ns, name, o, std::move(cb));
+        });
+      }
+      continue;
+    }
+    if (slot != nullptr && st.pairs.count(*slot) == 0 && p->meta.deletion_timestamp.empty()) {
+      runtime::log::info(actor_name, "adopting a placeholder pair", {{"scale_set", spec.name}, {"slot", *slot}});
+      spawn_pair(self, *slot, true);
+    }
+  }
+  for (const auto& [slot, e] : st.pairs)
+    if (e.state == state_t::ready)
+      ++in.ready_pairs;
+
+  const int64_t desired = spec.capacity_aware ? desired_pairs(in) : 0;
+  auto count = static_cast<int64_t>(st.pairs.size());
+  if (count < desired && self->clock().now() >= st.spawn_blocked_until)
+    for (; count < desired; ++count)
+      spawn_pair(self, new_slot_id(), false);
+  if (count > desired) {
+    std::vector<std::string> victims;
+    for (const auto& [slot, e] : st.pairs)  // pending first
+      if (e.state != state_t::ready)
+        victims.push_back(slot);
+    for (const auto& [slot, e] : st.pairs)
+      if (e.state == state_t::ready)
+        victims.push_back(slot);
+    for (size_t i = 0; count > desired && i < victims.size(); ++i, --count) {
+      if (st.pairs[victims[i]].state == state_t::ready)
+        --in.ready_pairs;
+      stop_pair(self, victims[i]);
+    }
+  }
+
+  const int64_t capacity = spec.capacity_aware ? advertised_capacity(in) : spec.max_runners;
+  auto& m = st.hub->metrics;
+  m.set("gha_capacity_advertised_max_runners", capacity);
+  m.set("gha_capacity_advertised_pairs", static_cast<int64_t>(st.pairs.size()));
+  m.set("gha_capacity_advertised_running_pairs", in.ready_pairs);
+  m.set("gha_capacity_advertised_placeholder_pods", placeholder_pods);
+  m.set("gha_capacity_advertised_queued_jobs", st.queued);
+  m.set("gha_max_runners", spec.max_runners);
+  if (capacity != st.last_published) {
+    runtime::log::info(actor_name, "capacity",
+                       {{"scale_set", spec.name}, {"capacity", capacity}, {"assigned", in.assigned_jobs},
+                        {"ready_pairs", in.ready_pairs}, {"runners_placed", in.runners_placed},
+                        {"pairs", static_cast<int64_t>(st.pairs.size())}, {"desired_pairs", desired}});
+    st.last_published = capacity;
+    st.hub->publish_capacity(capacity);
+  }
+}
+
+void finish_setup_step(monitor_actor* self) {
+  auto& st = self->state;
+  if (--st.setup_pending > 0)
+    return;
+  if (st.owner.empty())
+    return;
+  st.acting = true;
+  runtime::log::info(actor_name, "acting", {{"scale_set", st.hub->spec.name}, {"owner", st.owner.name}});
+  recompute(self);
+}
+
+void ensure_owner(monitor_actor* self) {
+  auto& st = self->state;
+  auto* kube = st.hub->kube;
+  const auto& ns = st.hub->spec.ns;
+  std::string refs;
+  const auto& parent = st.hub->owner_parent;
+  if (!parent.empty())
+    refs = ",\"ownerReferences\":[{\"apiVersion\":" + runtime::json_escape(parent.api_version) + ",\"kind\":" +
+           runtime::json_escape(parent.kind) + ",\"name\":" + runtime::json_escape(parent.name) + ",\"uid\":" +
+           runtime::json_escape(parent.uid) + "}]";
+  const std::string body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":" +
+                           runtime::json_escape(st.hub->owner_configmap) + ",\"namespace\":" + runtime::json_escape(ns) +
+                           ",\"labels\":{" + runtime::json_escape(keys::owner) + ":\"true\"}" + refs +
+                           "},\"data\":{\"purpose\":\"owns this headroom process's placeholder pods\"}}";
+  start_call(self, {call_kind::owner_create, st.hub->owner_configmap, 0}, [kube, ns, body](k8s::api_callback cb) {
+    kube->create(k8s::kinds::configmaps, ns, body, std::move(cb));
+  });
+  k8s::list_options lo;
+  lo.label_selector = std::string{keys::owner} + "=true";
+  start_call(self, {call_kind::owner_list, "", 0}, [kube, ns, lo](k8s::api_callback cb) {
+    kube->list(k8s::kinds::configmaps, ns, lo, std::move(cb));
+  });
+}
+
+// Reads {metadata:{uid}} or a list's item names.
+std::string read_uid(const std::string& body) {
+  simdjson::dom::parser parser;
+  auto doc = parser.parse(body);
+  std::string_view uid;
+  if (doc["metadata"]["uid"].get(uid) == simdjson::SUCCESS)
+    return std::string{uid};
+  return {};
+}
+
+void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& r) {
+  auto& st = self->state;
+  const auto kind = static_cast<api_kind>(r.error_kind);
+  auto* kube = st.hub->kube;
+  const auto& ns = st.hub->spec.ns;
+  switch (call.kind) {
+    case call_kind::priority_class: {
+      if (!r.ok && kind != api_kind::already_exists) {
+        self->quit(caf::make_error(caf::sec::runtime_error, "PriorityClass " + call.name + ": " + r.error));
+        return;
+      }
+      if (r.ok) {
+        finish_setup_step(self);
+        return;
+      }
+      start_call(self, {call_kind::priority_class_get, call.name, call.expected_value},
+                 [kube, name = call.name](k8s::api_callback cb) { kube->get(priority_classes, "", name, std::move(cb)); });
+      return;
+    }
+    case call_kind::priority_class_get: {
+      // An existing class: its value must be ours.
+      simdjson::dom::parser parser;
+      int64_t value = 0;
+      std::string problem;
+      if (!r.ok)
+        problem = "PriorityClass " + call.name + ": " + r.error;
+      else if (parser.parse(r.body)["value"].get(value) != simdjson::SUCCESS || value != call.expected_value)
+        problem = "PriorityClass " + call.name + " exists with value " + std::to_string(value) + ", headroom needs " +
+                  std::to_string(call.expected_value) + " (delete it or give it that value)";
+      if (!problem.empty()) {
+        runtime::log::error(actor_name, problem);
+        self->quit(caf::make_error(caf::sec::runtime_error, problem));
+        return;
+      }
+      finish_setup_step(self);
+      return;
+    }
+    case call_kind::owner_create:
+      if (!r.ok && kind != api_kind::already_exists) {
+        self->quit(caf::make_error(caf::sec::runtime_error, "owner ConfigMap " + ns + "/" + call.name + ": " + r.error));
+        return;
+      }
+      if (r.ok) {
+        st.owner = owner_ref{"v1", "ConfigMap", call.name, read_uid(r.body)};
+        finish_setup_step(self);
+        return;
+      }
+      start_call(self, {call_kind::owner_get, call.name, 0}, [kube, ns, name = call.name](k8s::api_callback cb) {
+        kube->get(k8s::kinds::configmaps, ns, name, std::move(cb));
+      });
+      return;
+    case call_kind::owner_get:
+      if (!r.ok) {
+        self->quit(caf::make_error(caf::sec::runtime_error, "owner ConfigMap " + ns + "/" + call.name + ": " + r.error));
+        return;
+      }
+      st.owner = owner_ref{"v1", "ConfigMap", call.name, read_uid(r.body)};
+      finish_setup_step(self);
+      return;
+    case call_kind::owner_list: {
+      // Earlier processes' owners: deleting one garbage-collects its placeholders.
+      if (r.ok) {
+        simdjson::dom::parser parser;
+        simdjson::dom::array items;
+        if (parser.parse(r.body)["items"].get(items) == simdjson::SUCCESS)
+          for (auto item : items) {
+            std::string_view name;
+            if (item["metadata"]["name"].get(name) != simdjson::SUCCESS || name == st.hub->owner_configmap)
+              continue;
+            runtime::log::info(actor_name, "deleting an earlier process's owner ConfigMap", {{"configmap", std::string{name}}});
+            start_call(self, {call_kind::owner_delete, std::string{name}, 0}, [kube, ns, n = std::string{name}](k8s::api_callback cb) {
+              kube->remove(k8s::kinds::configmaps, ns, n, {}, std::move(cb));
+            });
+          }
+      } else {
+        runtime::log::warn(actor_name, "could not list earlier owner ConfigMaps", {{"error", r.error}});
+      }
+      finish_setup_step(self);
+      return;
+    }
+    case call_kind::owner_delete:
+    case call_kind::pod_delete:
+      if (!r.ok && kind != api_kind::not_found)
+        runtime::log::warn(actor_name, "delete failed", {{"name", call.name}, {"error", r.error}});
+      if (call.kind == call_kind::pod_delete)
+        st.deleting.erase(call.name);
+      return;
+  }
+}
+
+caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
+  auto& st = self->state;
+  st.hub = std::move(hub);
+  st.feed = std::make_unique<informer_feed<k8s::pod>>("capacity_monitor/" + st.hub->spec.name,
+                                                      caf::actor_cast<caf::actor>(self), pods_buffer);
+  st.feed->attach(st.hub->pods);
+  {
+    std::lock_guard lock{st.hub->m};
+    st.hub->monitor = caf::actor_cast<caf::actor>(self);
+  }
+  // Start-up: the four PriorityClasses and the owner.
+  auto* kube = st.hub->kube;
+  for (const auto& pc : priority_ladder) {
+    ++st.setup_pending;
+    start_call(self, {call_kind::priority_class, pc.name, pc.value},
+               [kube, body = priority_class_object(pc)](k8s::api_callback cb) { kube->create(priority_classes, "", body, std::move(cb)); });
+  }
+  st.setup_pending += 2;  // owner create (or get) and the list of earlier owners
+  ensure_owner(self);
+  self->delayed_send(self, st.hub->spec.recalculate_interval, msg::tick_atom_v, uint64_t{0});
+  return {
+      [self](msg::buffer_wakeup) {
+        auto& s = self->state;
+        s.feed->drain([self](const msg::pod_event& e) {
+          auto& s = self->state;
+          const auto* slot = e.object->meta.label(keys::slot);
+          if (slot == nullptr)
+            return;
+          if (auto it = s.pairs.find(*slot); it != s.pairs.end())
+            self->send(it->second.actor, e);
+        });
+        recompute(self);
+      },
+      [self](msg::tick_atom, uint64_t) {
+        recompute(self);
+        self->delayed_send(self, self->state.hub->spec.recalculate_interval, msg::tick_atom_v, uint64_t{0});
+      },
+      [self](const msg::scale_set_update& u) {
+        auto& s = self->state;
+        s.assigned = u.stats.total_assigned_jobs;
+        s.running_jobs = u.stats.total_running_jobs;
+        recompute(self);
+      },
+      [self](const msg::queued_jobs& q) {
+        self->state.queued = q.ok ? std::max<int64_t>(0, q.count) : 0;
+        recompute(self);
+      },
+      [self](msg::pair_report& r) {
+        auto& s = self->state;
+        auto it = s.pairs.find(r.slot);
+        if (it == s.pairs.end())
+          return;
+        it->second.state = r.what;
+        if (r.what == state_t::lost || r.what == state_t::timed_out) {
+          s.pairs.erase(it);
+          if (r.what == state_t::timed_out) {
+            ++s.pair_timeouts;
+            s.hub->metrics.add("gha_capacity_advertised_pair_timeouts_total", 1);
+          }
+          // A pair that could not even be created, or never got a node: back off before the next,
+          // so a cluster without room is not flooded with pending placeholders.
+          if (r.what == state_t::timed_out || r.reason.find("create") != std::string::npos) {
+            s.create_backoff = s.create_backoff.count() == 0 ? milliseconds{5'000} : std::min(s.create_backoff * 2, milliseconds{60'000});
+            s.spawn_blocked_until = self->clock().now() + s.create_backoff;
+            self->delayed_send(self, s.create_backoff, msg::tick_atom_v, uint64_t{1});
+          }
+        } else if (r.what == state_t::ready) {
+          s.create_backoff = milliseconds{0};
+        }
+        recompute(self);
+      },
+      [self](msg::api_reply& r) {
+        auto& s = self->state;
+        auto it = s.calls.find(r.correlation);
+        if (it == s.calls.end())
+          return;
+        auto call = std::move(it->second);
+        s.calls.erase(it);
+        on_setup_reply(self, call, r);
+      },
+      [self](caf::down_msg& d) {
+        auto& s = self->state;
+        for (auto it = s.pairs.begin(); it != s.pairs.end(); ++it)
+          if (it->second.actor.address() == d.source) {
+            s.pairs.erase(it);
+            recompute(self);
+            return;
+          }
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_capacity_monitor(caf::actor_system& sys, hub_ptr hub) { return sys.spawn(monitor_behavior, std::move(hub)); }
+
+}  // namespace headroom::actors::capacity

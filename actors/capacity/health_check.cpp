@@ -1,0 +1,208 @@
+// health_check: one per scale set, every healthCheck.interval over the scale set's runner pods.
+//
+//   runner_never_registered  Running longer than registrationTimeout and GitHub still says the
+//                            runner is offline → replaced
+//   pod_stuck_pending        Pending longer than pendingTimeout → replaced
+//   runner_idle              online, not busy, for longer than idleTimeout → removed
+//   node_unreachable         on a node tainted node.kubernetes.io/unreachable → force-deleted
+//   terminal                 Succeeded/Failed → deleted after terminalGrace
+//
+// "Replaced" and "removed" remove the GitHub-side runner first and delete the pod only when that
+// worked (or the runner is already gone): when GitHub says the runner's job is still running, the
+// worker is left alone. The provisioner makes the replacement if the job still needs one.
+
+#include <caf/all.hpp>
+
+#include <ctime>
+#include <map>
+#include <set>
+
+#include "actors/capacity/capacity.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/log.hpp"
+
+namespace headroom::actors::capacity {
+
+namespace {
+
+constexpr std::string_view actor_name = "health_check";
+using clock_type = std::chrono::steady_clock;
+
+struct health_state {
+  hub_ptr hub;
+  std::map<std::string, clock_type::time_point> terminal_since, idle_since;
+  std::set<std::string> registered;  // pods whose runner GitHub has seen online
+  std::set<std::string> acting_on;   // pods with a removal in flight
+  static inline const char* name = "headroom.health_check";
+};
+
+using health_actor = caf::stateful_actor<health_state>;
+
+std::optional<int64_t> age_seconds(const std::string& rfc3339) {
+  std::tm tm{};
+  if (strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr)
+    return std::nullopt;
+  return static_cast<int64_t>(std::time(nullptr) - timegm(&tm));
+}
+
+int64_t runner_id_of(const k8s::pod& p) {
+  const auto* v = p.meta.annotation(keys::runner_id);
+  if (v == nullptr)
+    return 0;
+  try {
+    return std::stoll(*v);
+  } catch (...) {
+    return 0;
+  }
+}
+
+void delete_pod(health_actor* self, const std::string& name, bool force) {
+  k8s::delete_options o;
+  if (force)
+    o.grace_period_seconds = 0;
+  self->state.hub->kube->remove(k8s::kinds::pods, self->state.hub->spec.ns, name, o, [name](k8s::api_result r) {
+    if (auto* e = std::get_if<k8s::api_error>(&r); e && e->what != k8s::api_error::kind::not_found)
+      runtime::log::warn(actor_name, "pod delete failed", {{"pod", name}, {"error", e->describe()}});
+  });
+}
+
+// Removes the GitHub runner, then (unless its job still runs) deletes the pod.
+void replace(health_actor* self, const k8s::pod& p, const char* check, bool force) {
+  auto& st = self->state;
+  if (!st.acting_on.insert(p.meta.name).second)
+    return;
+  runtime::log::warn(actor_name, "unhealthy runner", {{"scale_set", st.hub->spec.name}, {"pod", p.meta.name}, {"check", check}});
+  st.hub->metrics.add("headroom_runner_health_actions_total", 1);
+  const int64_t id = runner_id_of(p);
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  auto* kube = st.hub->kube;
+  const std::string ns = st.hub->spec.ns, name = p.meta.name;
+  auto finish = [me, kube, ns, name, force](bool remove_pod) {
+    if (remove_pod) {
+      k8s::delete_options o;
+      if (force)
+        o.grace_period_seconds = 0;
+      kube->remove(k8s::kinds::pods, ns, name, o, [](k8s::api_result) {});
+    }
+    caf::anon_send(me, msg::tick_atom_v, uint64_t{1});  // re-check soon; the pod leaves acting_on then
+  };
+  if (id == 0) {
+    finish(true);
+    return;
+  }
+  st.hub->github->remove_runner(id, [finish, name](github::actions_result<github::done> r) {
+    auto* e = std::get_if<github::actions_error>(&r);
+    if (e && e->what == github::actions_error::kind::job_still_running) {
+      runtime::log::info(actor_name, "GitHub says the runner's job is still running: leaving it alone", {{"pod", name}});
+      finish(false);
+      return;
+    }
+    if (e && e->what != github::actions_error::kind::runner_not_found) {
+      runtime::log::warn(actor_name, "could not remove the runner; will retry", {{"pod", name}, {"error", e->describe()}});
+      finish(false);
+      return;
+    }
+    finish(true);
+  });
+}
+
+void check(health_actor* self) {
+  auto& st = self->state;
+  const auto& h = st.hub->spec.health_check;
+  const auto now = clock_type::now();
+  std::set<std::string> unreachable;
+  if (st.hub->nodes)
+    for (const auto& n : st.hub->nodes->list())
+      for (const auto& t : n->taints)
+        if (t.key == "node.kubernetes.io/unreachable")
+          unreachable.insert(n->meta.name);
+  std::set<std::string> live;
+  st.acting_on.clear();
+  for (const auto& p : st.hub->pods->list()) {
+    const auto* r = p->meta.label(keys::role);
+    if (r == nullptr || *r != role_label(role::runner) || p->meta.ns != st.hub->spec.ns)
+      continue;
+    live.insert(p->meta.name);
+    if (!p->node_name.empty() && unreachable.count(p->node_name) > 0) {
+      replace(self, *p, "node_unreachable", true);
+      continue;
+    }
+    if (!p->meta.deletion_timestamp.empty())
+      continue;
+    if (p->phase == "Succeeded" || p->phase == "Failed") {
+      auto [it, fresh] = st.terminal_since.emplace(p->meta.name, now);
+      if (now - it->second >= h.terminal_grace)
+        delete_pod(self, p->meta.name, false);
+      continue;
+    }
+    const auto age = age_seconds(p->meta.creation_timestamp).value_or(0) * 1000;
+    if (p->phase != "Running" || p->node_name.empty()) {
+      if (age >= h.pending_timeout.count())
+        replace(self, *p, "pod_stuck_pending", false);
+      continue;
+    }
+    // Running: ask GitHub about runners not yet seen online, and about idle ones.
+    const int64_t id = runner_id_of(*p);
+    if (id == 0)
+      continue;
+    const bool registered = st.registered.count(p->meta.name) > 0;
+    if (!registered && age < h.registration_timeout.count())
+      continue;
+    caf::actor me = caf::actor_cast<caf::actor>(self);
+    st.hub->github->get_runner(id, [me, pod = p->meta.name](github::actions_result<github::runner_ref> res) {
+      msg::runner_status out;
+      out.pod = pod;
+      if (auto* e = std::get_if<github::actions_error>(&res))
+        out.status = e->what == github::actions_error::kind::runner_not_found ? "absent" : "";
+      else
+        out.status = std::get<github::runner_ref>(res).status == "online"
+                         ? (std::get<github::runner_ref>(res).busy ? "online-busy" : "online-idle")
+                         : "offline";
+      caf::anon_send(me, std::move(out));
+    });
+  }
+  std::erase_if(st.terminal_since, [&](const auto& kv) { return live.count(kv.first) == 0; });
+  std::erase_if(st.idle_since, [&](const auto& kv) { return live.count(kv.first) == 0; });
+  std::erase_if(st.registered, [&](const auto& n) { return live.count(n) == 0; });
+}
+
+caf::behavior health_behavior(health_actor* self, hub_ptr hub) {
+  self->state.hub = std::move(hub);
+  self->delayed_send(self, self->state.hub->spec.health_check.interval, msg::tick_atom_v, uint64_t{0});
+  return {
+      [self](msg::tick_atom, uint64_t what) {
+        if (what == 0) {
+          check(self);
+          self->delayed_send(self, self->state.hub->spec.health_check.interval, msg::tick_atom_v, uint64_t{0});
+        }
+      },
+      [self](msg::runner_status& r) {  // what GitHub says of a runner pod's runner
+        auto& s = self->state;
+        auto pod = s.hub->pods->get(s.hub->spec.ns, r.pod);
+        if (!pod || r.status.empty() || !pod->meta.deletion_timestamp.empty())
+          return;
+        const auto now = clock_type::now();
+        if (r.status.rfind("online", 0) == 0)
+          s.registered.insert(r.pod);
+        if (r.status == "online-idle") {
+          auto [it, fresh] = s.idle_since.emplace(r.pod, now);
+          if (now - it->second >= s.hub->spec.health_check.idle_timeout)
+            replace(self, *pod, "runner_idle", false);
+        } else {
+          s.idle_since.erase(r.pod);
+        }
+        if (r.status == "offline" && s.registered.count(r.pod) == 0)
+          replace(self, *pod, "runner_never_registered", false);
+        if (r.status == "absent") {  // orphan: GitHub has no runner for this pod
+          runtime::log::warn(actor_name, "runner pod without a GitHub runner: deleting", {{"pod", r.pod}});
+          delete_pod(self, r.pod, false);
+        }
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_health_check(caf::actor_system& sys, hub_ptr hub) { return sys.spawn(health_behavior, std::move(hub)); }
+
+}  // namespace headroom::actors::capacity

@@ -1,0 +1,208 @@
+// The capacity loop's pure parts: the two formulas, what a placeholder pod's state means, the pod
+// objects headroom creates, and the hub's routing to the current actors.
+
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <random>
+
+#include "actors/capacity/capacity.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/log.hpp"
+
+namespace headroom::actors::capacity {
+
+using runtime::json_escape;
+
+const char* role_label(role r) {
+  switch (r) {
+    case role::runner_placeholder: return "runner-placeholder";
+    case role::workflow_placeholder: return "workflow-placeholder";
+    case role::runner: return "runner";
+  }
+  return "unknown";
+}
+
+int64_t desired_pairs(const capacity_inputs& in) {
+  const int64_t room = in.max_runners - in.assigned_jobs;
+  return std::max<int64_t>(0, std::min(in.proactive + in.queued, room));
+}
+
+int64_t advertised_capacity(const capacity_inputs& in) {
+  const int64_t unplaced = std::max<int64_t>(0, in.assigned_jobs - in.runners_placed);
+  const int64_t free_pairs = std::max<int64_t>(0, in.ready_pairs - unplaced);
+  return std::max<int64_t>(0, std::min(in.assigned_jobs + free_pairs, in.max_runners));
+}
+
+pod_state placeholder_state(const k8s::pod* p) {
+  if (p == nullptr)
+    return pod_state::absent;
+  if (!p->meta.deletion_timestamp.empty() || p->phase == "Failed" || p->phase == "Succeeded")
+    return pod_state::gone;  // preempted, evicted, deleted, or its container ended
+  if (const auto* c = p->find_condition("DisruptionTarget"); c != nullptr && c->status == "True")
+    return pod_state::gone;  // the scheduler chose it as a preemption victim
+  if (p->phase == "Running" && !p->node_name.empty())
+    return pod_state::running;
+  return pod_state::pending;
+}
+
+namespace {
+
+std::string string_array(const std::vector<std::string>& items) {
+  std::string out = "[";
+  for (size_t i = 0; i < items.size(); ++i)
+    out += (i ? "," : "") + json_escape(items[i]);
+  return out + "]";
+}
+
+std::string labels_object(const scale_set_spec& s, role r, const std::string& slot) {
+  std::string out = "{" + json_escape(keys::scale_set) + ":" + json_escape(s.name) + "," + json_escape(keys::role) + ":" +
+                    json_escape(role_label(r));
+  if (!slot.empty())
+    out += "," + json_escape(keys::slot) + ":" + json_escape(slot);
+  return out + "}";
+}
+
+std::string owner_refs(const owner_ref& o) {
+  if (o.empty())
+    return "[]";
+  return "[{\"apiVersion\":" + json_escape(o.api_version) + ",\"kind\":" + json_escape(o.kind) + ",\"name\":" +
+         json_escape(o.name) + ",\"uid\":" + json_escape(o.uid) + ",\"blockOwnerDeletion\":false}]";
+}
+
+// nodeSelector and tolerations, mirrored from the runner template (placeholders hold room where a
+// runner may go, no affinity: the scheduler is free to pack them).
+std::string placement(const scale_set_spec& s) {
+  std::string out;
+  if (!s.node_selector.empty()) {
+    out += ",\"nodeSelector\":{";
+    for (size_t i = 0; i < s.node_selector.size(); ++i)
+      out += (i ? "," : "") + json_escape(s.node_selector[i].first) + ":" + json_escape(s.node_selector[i].second);
+    out += "}";
+  }
+  if (!s.tolerations.empty()) {
+    out += ",\"tolerations\":[";
+    for (size_t i = 0; i < s.tolerations.size(); ++i) {
+      const auto& t = s.tolerations[i];
+      out += std::string{i ? "," : ""} + "{\"operator\":" + json_escape(t.op.empty() ? "Equal" : t.op);
+      if (!t.key.empty())
+        out += ",\"key\":" + json_escape(t.key);
+      if (!t.value.empty())
+        out += ",\"value\":" + json_escape(t.value);
+      if (!t.effect.empty())
+        out += ",\"effect\":" + json_escape(t.effect);
+      out += "}";
+    }
+    out += "]";
+  }
+  return out;
+}
+
+std::string resources(const std::string& cpu, const std::string& memory) {
+  const std::string q = "{\"cpu\":" + json_escape(cpu) + ",\"memory\":" + json_escape(memory) + "}";
+  return "{\"requests\":" + q + ",\"limits\":{\"memory\":" + json_escape(memory) + "}}";
+}
+
+}  // namespace
+
+std::string placeholder_pod_name(const scale_set_spec& s, const std::string& slot, role r) {
+  return s.name + "-ph-" + slot + (r == role::runner_placeholder ? "-runner" : "-workflow");
+}
+
+std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, role r, const owner_ref& owner) {
+  const bool runner = r == role::runner_placeholder;
+  const std::string priority = runner ? "placeholder-runner" : "placeholder-workflow";
+  const std::string res = runner ? resources(s.runner_cpu, s.runner_memory) : resources(s.workflow_cpu, s.workflow_memory);
+  return "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":" + json_escape(placeholder_pod_name(s, slot, r)) +
+         ",\"namespace\":" + json_escape(s.ns) + ",\"labels\":" + labels_object(s, r, slot) +
+         ",\"ownerReferences\":" + owner_refs(owner) +
+         "},\"spec\":{\"priorityClassName\":" + json_escape(priority) +
+         ",\"preemptionPolicy\":\"Never\",\"terminationGracePeriodSeconds\":0,\"restartPolicy\":\"Always\"" +
+         ",\"automountServiceAccountToken\":false" + placement(s) +
+         ",\"containers\":[{\"name\":\"placeholder\",\"image\":" + json_escape(s.placeholder_image) +
+         ",\"command\":" + string_array(s.placeholder_command) + ",\"resources\":" + res + "}]}}";
+}
+
+std::string runner_pod(const scale_set_spec& s, const std::string& name, int64_t runner_id) {
+  std::string spec = "{\"priorityClassName\":\"arc-runner\",\"restartPolicy\":\"Never\"";
+  if (!s.service_account.empty())
+    spec += ",\"serviceAccountName\":" + json_escape(s.service_account);
+  spec += placement(s);
+  spec += ",\"containers\":[{\"name\":\"runner\",\"image\":" + json_escape(s.runner_image) +
+          ",\"command\":" + string_array(s.runner_command) +
+          ",\"env\":[{\"name\":\"RUNNER_JITCONFIG\",\"valueFrom\":{\"secretKeyRef\":{\"name\":" + json_escape(name) +
+          ",\"key\":\"jitToken\"}}},{\"name\":\"ACTIONS_RUNNER_CONTAINER_HOOKS\",\"value\":"
+          "\"/home/runner/k8s/index.js\"},{\"name\":\"ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER\",\"value\":\"false\"}]" +
+          ",\"resources\":" + resources(s.runner_cpu, s.runner_memory) + "}]}";
+  return "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":" + json_escape(name) + ",\"namespace\":" +
+         json_escape(s.ns) + ",\"labels\":" + labels_object(s, role::runner, "") + ",\"annotations\":{" +
+         json_escape(keys::runner_id) + ":" + json_escape(std::to_string(runner_id)) + "," + json_escape(keys::runner_name) +
+         ":" + json_escape(name) + "}},\"spec\":" + spec + "}";
+}
+
+std::string runner_secret(const scale_set_spec& s, const std::string& name, const std::string& pod_uid,
+                          const std::string& encoded_jit_config) {
+  return "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"type\":\"Opaque\",\"metadata\":{\"name\":" + json_escape(name) +
+         ",\"namespace\":" + json_escape(s.ns) + ",\"labels\":" + labels_object(s, role::runner, "") +
+         ",\"ownerReferences\":" + owner_refs({"v1", "Pod", name, pod_uid}) + "},\"stringData\":{\"jitToken\":" +
+         json_escape(encoded_jit_config) + "}}";
+}
+
+std::string priority_class_object(const priority_class_spec& p) {
+  return std::string{"{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\",\"metadata\":{\"name\":"} +
+         json_escape(p.name) + ",\"labels\":{\"app.kubernetes.io/managed-by\":\"headroom\"}},\"value\":" +
+         std::to_string(p.value) + ",\"globalDefault\":false,\"preemptionPolicy\":" +
+         json_escape(std::string_view{p.name}.rfind("placeholder", 0) == 0 ? "Never" : "PreemptLowerPriority") +
+         ",\"description\":" + json_escape(p.description) + "}";
+}
+
+std::string new_slot_id() {
+  static thread_local std::mt19937_64 rng{std::random_device{}()};
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rng() & 0xffffffffu));
+  return buf;
+}
+
+void scale_set_hub::publish_update(const msg::scale_set_update& u) {
+  caf::actor p, mon;
+  {
+    std::lock_guard lock{m};
+    p = provisioner;
+    mon = monitor;
+  }
+  if (p)
+    caf::anon_send(p, u);
+  if (mon)
+    caf::anon_send(mon, u);
+}
+
+void scale_set_hub::publish_capacity(int64_t capacity) {
+  std::shared_ptr<runtime::coalescing_slot<int64_t>> slot;
+  caf::actor p;
+  {
+    std::lock_guard lock{m};
+    if (capacity != advertised) {
+      advertised_at = std::chrono::steady_clock::now();
+      advertised_polled = false;
+    }
+    advertised = capacity;
+    slot = listener_capacity;
+    p = provisioner;
+  }
+  if (slot)
+    slot->offer(capacity);
+  if (p)
+    caf::anon_send(p, msg::advertised{capacity});
+}
+
+void scale_set_hub::publish_queued(msg::queued_jobs q) {
+  caf::actor mon;
+  {
+    std::lock_guard lock{m};
+    mon = monitor;
+  }
+  if (mon)
+    caf::anon_send(mon, q);
+}
+
+}  // namespace headroom::actors::capacity

@@ -1,0 +1,156 @@
+// placeholder_pair: one actor per pair of placeholder pods. It creates (or, adopting, finds) a
+// runner placeholder and a workflow placeholder and tells the monitor what they say:
+//
+//   ready      both Running on a node: the scheduler has placed the pair, a job fits
+//   lost       either preempted, evicted, failed or deleted (the survivor is deleted)
+//   timed_out  not ready within placeholderReadyTimeout (both deleted)
+//
+// The monitor feeds it its two pods' events. Stopped by the monitor (scale-down) or by an orderly
+// shutdown, it deletes its pods; when it dies with its monitor's crash it leaves them for the
+// restarted monitor to adopt by label.
+
+#include <caf/all.hpp>
+
+#include "actors/capacity/capacity.hpp"
+#include "actors/k8s/informer_feed.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/log.hpp"
+
+namespace headroom::actors::capacity {
+
+namespace {
+
+constexpr std::string_view actor_name = "placeholder_pair";
+using state_t = msg::pair_report::state;
+
+struct pair_state {
+  hub_ptr hub;
+  std::string slot;
+  caf::actor monitor;
+  owner_ref owner;
+  std::string names[2];       // runner placeholder, workflow placeholder
+  bool seen[2] = {false, false};  // the informer has shown the pod at least once
+  int creating = 0;
+  state_t reported = state_t::pending;
+  bool done = false;  // lost or timed out: quitting
+  static inline const char* name = "headroom.placeholder_pair";
+};
+
+using pair_actor = caf::stateful_actor<pair_state>;
+
+void delete_pods(k8s::client* kube, const std::string& ns, const std::string (&names)[2]) {
+  k8s::delete_options o;
+  o.grace_period_seconds = 0;
+  for (const auto& n : names)
+    kube->remove(k8s::kinds::pods, ns, n, o, [n](k8s::api_result r) {
+      if (auto* e = std::get_if<k8s::api_error>(&r); e && e->what != k8s::api_error::kind::not_found)
+        runtime::log::warn(actor_name, "placeholder delete failed", {{"pod", n}, {"error", e->describe()}});
+    });
+}
+
+void report(pair_actor* self, state_t s, std::string reason = {}) {
+  auto& st = self->state;
+  if (s == st.reported && s != state_t::lost && s != state_t::timed_out)
+    return;
+  st.reported = s;
+  self->send(st.monitor, msg::pair_report{s, st.slot, std::move(reason)});
+}
+
+void finish(pair_actor* self, state_t s, const std::string& reason) {
+  auto& st = self->state;
+  if (st.done)
+    return;
+  st.done = true;
+  runtime::log::info(actor_name, s == state_t::lost ? "pair lost" : "pair timed out",
+                     {{"scale_set", st.hub->spec.name}, {"slot", st.slot}, {"reason", reason}});
+  delete_pods(st.hub->kube, st.hub->spec.ns, st.names);
+  report(self, s, reason);
+  self->quit();
+}
+
+void evaluate(pair_actor* self) {
+  auto& st = self->state;
+  if (st.done)
+    return;
+  pod_state states[2];
+  for (int i = 0; i < 2; ++i) {
+    auto p = st.hub->pods->get(st.hub->spec.ns, st.names[i]);
+    states[i] = placeholder_state(p.get());
+    if (p)
+      st.seen[i] = true;
+    if (states[i] == pod_state::gone)
+      return finish(self, state_t::lost, st.names[i] + " " + (p->meta.deletion_timestamp.empty() ? p->phase : "terminating"));
+    if (states[i] == pod_state::absent && st.seen[i] && st.creating == 0)
+      return finish(self, state_t::lost, st.names[i] + " deleted");
+  }
+  report(self, states[0] == pod_state::running && states[1] == pod_state::running ? state_t::ready : state_t::pending);
+}
+
+void create_pod(pair_actor* self, role r, int index) {
+  auto& st = self->state;
+  ++st.creating;
+  auto* kube = st.hub->kube;
+  call_into(caf::actor_cast<caf::actor>(self), static_cast<uint64_t>(index),
+            [kube, ns = st.hub->spec.ns, body = placeholder_pod(st.hub->spec, st.slot, r, st.owner)](k8s::api_callback cb) {
+              kube->create(k8s::kinds::pods, ns, body, std::move(cb));
+            });
+}
+
+caf::behavior pair_behavior(pair_actor* self, hub_ptr hub, std::string slot, bool adopt, caf::actor monitor, owner_ref owner) {
+  auto& st = self->state;
+  st.hub = std::move(hub);
+  st.slot = std::move(slot);
+  st.monitor = std::move(monitor);
+  st.owner = std::move(owner);
+  st.names[0] = placeholder_pod_name(st.hub->spec, st.slot, role::runner_placeholder);
+  st.names[1] = placeholder_pod_name(st.hub->spec, st.slot, role::workflow_placeholder);
+  const role roles[2] = {role::runner_placeholder, role::workflow_placeholder};
+  for (int i = 0; i < 2; ++i)
+    if (!adopt || !st.hub->pods->get(st.hub->spec.ns, st.names[i]))
+      create_pod(self, roles[i], i);
+  self->delayed_send(self, st.hub->spec.placeholder_ready_timeout, msg::tick_atom_v, uint64_t{0});
+  // Scale-down (an exit from the monitor) and an orderly shutdown (the monitor stopping) delete
+  // the pods; a crash of the monitor leaves them for its successor to adopt.
+  auto orderly = [](const caf::error& reason) {
+    return !reason || reason == caf::exit_reason::user_shutdown || reason == caf::exit_reason::normal;
+  };
+  self->set_exit_handler([self, orderly](caf::exit_msg& m) {
+    if (orderly(m.reason))
+      delete_pods(self->state.hub->kube, self->state.hub->spec.ns, self->state.names);
+    self->quit(m.reason);
+  });
+  self->monitor(st.monitor);
+  self->set_down_handler([self, orderly](caf::down_msg& d) {
+    if (orderly(d.reason))
+      delete_pods(self->state.hub->kube, self->state.hub->spec.ns, self->state.names);
+    self->quit(d.reason);
+  });
+  if (adopt)
+    evaluate(self);
+  return {
+      [self](msg::pod_event&) { evaluate(self); },
+      [self](msg::api_reply& r) {
+        auto& s = self->state;
+        --s.creating;
+        const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
+        if (!r.ok && kind != k8s::api_error::kind::already_exists)
+          return finish(self, state_t::lost, "create " + s.names[r.correlation] + " failed: " + r.error);
+        evaluate(self);
+      },
+      [self](msg::tick_atom, uint64_t) {
+        auto& s = self->state;
+        if (s.reported != state_t::ready)
+          finish(self, state_t::timed_out,
+                 "not Running within " + std::to_string(s.hub->spec.placeholder_ready_timeout.count()) + " ms");
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_placeholder_pair(caf::actor_system& sys, hub_ptr hub, std::string slot, bool adopt, caf::actor monitor,
+                                  owner_ref owner) {
+  return sys.spawn(pair_behavior, std::move(hub), std::move(slot), adopt, std::move(monitor), std::move(owner));
+}
+
+}  // namespace headroom::actors::capacity

@@ -1,0 +1,267 @@
+// runner_provisioner: one per scale set. The service assigns jobs up to the advertised capacity;
+// this actor gives each assigned job a runner, never more runners than min(assigned, advertised
+// capacity, maxRunners).
+//
+// standalone (default): one ephemeral runner pod per needed runner. A JIT configuration is asked
+// for first (it registers the runner); the pod refers to a Secret holding it; the Secret is made
+// right after the pod and owned by it, so both go together. A pod that cannot be made has its
+// GitHub runner removed (no orphan registrations). A runner whose job completed has its pod deleted.
+//
+// arc: merge-patches EphemeralRunnerSet.spec.replicas with an increasing spec.patchID, as ARC's
+// own listener does; ARC's controller makes the pods.
+
+#include <caf/all.hpp>
+
+#include <ctime>
+#include <map>
+#include <set>
+#include <simdjson.h>
+
+#include "actors/capacity/capacity.hpp"
+#include "actors/k8s/informer_feed.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/log.hpp"
+
+namespace headroom::actors::capacity {
+
+namespace {
+
+constexpr std::string_view actor_name = "runner_provisioner";
+constexpr uint32_t pods_buffer = 1;
+const k8s::resource_kind secrets{"", "v1", "secrets", true};
+const k8s::resource_kind ephemeral_runner_sets{"actions.github.com", "v1alpha1", "ephemeralrunnersets", true};
+
+struct creation {
+  enum step { pod, secret } at = pod;
+  std::string name;
+  int64_t runner_id = 0;
+  std::string jit;
+};
+
+struct provisioner_state {
+  hub_ptr hub;
+  std::unique_ptr<informer_feed<k8s::pod>> feed;
+  int64_t cap = 0;  // the advertised capacity
+  bool cap_known = false;
+  int64_t scale_set_id = 0;
+  github::statistics stats;
+  int creating = 0;                     // JIT requested, pod not yet made
+  std::set<std::string> made;           // pods made, not yet seen by the informer
+  std::map<uint64_t, creation> calls;   // Kubernetes calls by correlation
+  uint64_t next_call = 1;
+  int64_t arc_replicas = -1, arc_patch_id = 0;
+  static inline const char* name = "headroom.runner_provisioner";
+};
+
+using provisioner_actor = caf::stateful_actor<provisioner_state>;
+
+bool terminal(const k8s::pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
+
+// Seconds since the epoch of an RFC 3339 time ("2026-11-22T09:00:00.123Z"); nullopt when unreadable.
+std::optional<double> parse_time(const std::string& t) {
+  std::tm tm{};
+  const char* rest = strptime(t.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (rest == nullptr)
+    return std::nullopt;
+  double frac = 0;
+  if (*rest == '.') {
+    double scale = 0.1;
+    for (++rest; *rest >= '0' && *rest <= '9'; ++rest, scale /= 10)
+      frac += (*rest - '0') * scale;
+  }
+  return static_cast<double>(timegm(&tm)) + frac;
+}
+
+void remove_runner(provisioner_actor* self, int64_t runner_id, const std::string& why) {
+  self->state.hub->github->remove_runner(runner_id, [runner_id, why](github::actions_result<github::done> r) {
+    if (auto* e = std::get_if<github::actions_error>(&r); e && e->what != github::actions_error::kind::runner_not_found)
+      runtime::log::warn(actor_name, "could not remove a runner", {{"runner_id", runner_id}, {"why", why}, {"error", e->describe()}});
+  });
+}
+
+int64_t live_runner_pods(provisioner_actor* self) {
+  auto& st = self->state;
+  int64_t n = 0;
+  for (const auto& p : st.hub->pods->list()) {
+    const auto* r = p->meta.label(keys::role);
+    if (r == nullptr || *r != role_label(role::runner))
+      continue;
+    st.made.erase(p->meta.name);
+    if (p->meta.deletion_timestamp.empty() && !terminal(*p))
+      ++n;
+  }
+  return n;
+}
+
+void reconcile(provisioner_actor* self) {
+  auto& st = self->state;
+  const auto& spec = st.hub->spec;
+  if (!st.cap_known)
+    return;
+  const int64_t desired = std::max<int64_t>(0, std::min({st.stats.total_assigned_jobs, st.cap, spec.max_runners}));
+  st.hub->metrics.set("gha_desired_runners", desired);
+  if (!spec.standalone) {
+    if (desired == st.arc_replicas)
+      return;
+    st.arc_replicas = desired;
+    const std::string patch = "{\"spec\":{\"replicas\":" + std::to_string(desired) + ",\"patchID\":" +
+                              std::to_string(++st.arc_patch_id) + "}}";
+    auto* kube = st.hub->kube;
+    kube->merge_patch(ephemeral_runner_sets, spec.ns, spec.ephemeral_runner_set, patch,
+                      [name = spec.ephemeral_runner_set, desired](k8s::api_result r) {
+                        if (auto* e = std::get_if<k8s::api_error>(&r))
+                          runtime::log::warn(actor_name, "EphemeralRunnerSet patch failed", {{"name", name}, {"error", e->describe()}});
+                        else
+                          runtime::log::info(actor_name, "EphemeralRunnerSet replicas", {{"name", name}, {"replicas", desired}});
+                      });
+    return;
+  }
+  if (st.scale_set_id == 0)
+    return;
+  const int64_t have = live_runner_pods(self) + st.creating + static_cast<int64_t>(st.made.size());
+  for (int64_t i = have; i < desired; ++i) {
+    ++st.creating;
+    std::string name = spec.name + "-runner-" + new_slot_id();
+    caf::actor me = caf::actor_cast<caf::actor>(self);
+    st.hub->github->generate_jit_config(st.scale_set_id, name, "_work", [me, name](github::actions_result<github::jit_config> r) {
+      msg::jit_reply out;
+      out.name = name;
+      if (auto* e = std::get_if<github::actions_error>(&r)) {
+        out.error = e->describe();
+      } else {
+        auto& j = std::get<github::jit_config>(r);
+        out.runner_id = j.runner.id;
+        out.jit = std::move(j.encoded_jit_config);
+      }
+      caf::anon_send(me, std::move(out));
+    });
+  }
+}
+
+void start_call(provisioner_actor* self, creation c, const std::function<void(k8s::api_callback)>& start) {
+  auto& st = self->state;
+  const uint64_t id = st.next_call++;
+  st.calls[id] = std::move(c);
+  call_into(caf::actor_cast<caf::actor>(self), id, start);
+}
+
+void delete_runner_pod(provisioner_actor* self, const std::string& name, bool even_unseen = false) {
+  auto& st = self->state;
+  auto pod = st.hub->pods->get(st.hub->spec.ns, name);
+  if (!even_unseen && (!pod || !pod->meta.deletion_timestamp.empty()))
+    return;
+  st.hub->kube->remove(k8s::kinds::pods, st.hub->spec.ns, name, {}, [name](k8s::api_result r) {
+    if (auto* e = std::get_if<k8s::api_error>(&r); e && e->what != k8s::api_error::kind::not_found)
+      runtime::log::warn(actor_name, "runner pod delete failed", {{"pod", name}, {"error", e->describe()}});
+  });
+}
+
+caf::behavior provisioner_behavior(provisioner_actor* self, hub_ptr hub) {
+  auto& st = self->state;
+  st.hub = std::move(hub);
+  st.scale_set_id = st.hub->scale_set_id.load();
+  st.feed = std::make_unique<informer_feed<k8s::pod>>("runner_provisioner/" + st.hub->spec.name,
+                                                      caf::actor_cast<caf::actor>(self), pods_buffer);
+  st.feed->attach(st.hub->pods);
+  {
+    std::lock_guard lock{st.hub->m};
+    st.hub->provisioner = caf::actor_cast<caf::actor>(self);
+    if (st.hub->advertised >= 0) {
+      st.cap = st.hub->advertised;
+      st.cap_known = true;
+    }
+  }
+  return {
+      [self](msg::buffer_wakeup) {
+        self->state.feed->drain([](const msg::pod_event&) {});
+        reconcile(self);
+      },
+      [self](const msg::advertised& a) {
+        self->state.cap = a.capacity;
+        self->state.cap_known = true;
+        reconcile(self);
+      },
+      [self](const msg::scale_set_update& u) {
+        auto& s = self->state;
+        s.scale_set_id = u.scale_set_id;
+        s.stats = u.stats;
+        auto& m = s.hub->metrics;
+        m.set("gha_assigned_jobs", u.stats.total_assigned_jobs);
+        m.set("gha_running_jobs", u.stats.total_running_jobs);
+        m.set("gha_registered_runners", u.stats.total_registered_runners);
+        m.set("gha_busy_runners", u.stats.total_busy_runners);
+        m.set("gha_idle_runners", u.stats.total_idle_runners);
+        for (const auto& j : u.jobs) {
+          if (j.type == github::job_message::started) {
+            m.add("gha_started_jobs_total", 1);
+            auto assigned = parse_time(j.scale_set_assign_time), started = parse_time(j.runner_assign_time);
+            if (assigned && started && *started >= *assigned)
+              m.observe("gha_job_startup_duration_seconds", *started - *assigned);
+          } else if (j.type == github::job_message::completed) {
+            m.add("gha_completed_jobs_total", 1);
+            if (s.hub->spec.standalone && !j.runner_name.empty())
+              delete_runner_pod(self, j.runner_name);  // ephemeral: its job is done
+          }
+        }
+        reconcile(self);
+      },
+      [self](msg::jit_reply& r) {
+        auto& s = self->state;
+        if (!r.error.empty()) {
+          --s.creating;
+          runtime::log::warn(actor_name, "could not get a runner's JIT configuration", {{"runner", r.name}, {"error", r.error}});
+          self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, uint64_t{0});
+          return;
+        }
+        auto* kube = s.hub->kube;
+        start_call(self, creation{creation::pod, r.name, r.runner_id, std::move(r.jit)},
+                   [kube, ns = s.hub->spec.ns, body = runner_pod(s.hub->spec, r.name, r.runner_id)](k8s::api_callback cb) {
+                     kube->create(k8s::kinds::pods, ns, body, std::move(cb));
+                   });
+      },
+      [self](msg::api_reply& r) {
+        auto& s = self->state;
+        auto it = s.calls.find(r.correlation);
+        if (it == s.calls.end())
+          return;
+        auto c = std::move(it->second);
+        s.calls.erase(it);
+        auto* kube = s.hub->kube;
+        const auto& ns = s.hub->spec.ns;
+        if (c.at == creation::pod) {
+          --s.creating;
+          if (!r.ok) {
+            runtime::log::warn(actor_name, "runner pod create failed", {{"pod", c.name}, {"error", r.error}});
+            remove_runner(self, c.runner_id, "its pod could not be made");
+            self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, uint64_t{0});
+            return;
+          }
+          s.made.insert(c.name);
+          runtime::log::info(actor_name, "runner pod created", {{"scale_set", s.hub->spec.name}, {"pod", c.name}, {"runner_id", c.runner_id}});
+          simdjson::dom::parser parser;
+          std::string_view uid;
+          if (parser.parse(r.body)["metadata"]["uid"].get(uid) != simdjson::SUCCESS)
+            runtime::log::warn(actor_name, "runner pod create answered without a uid", {{"pod", c.name}});
+          const std::string body = runner_secret(s.hub->spec, c.name, std::string{uid}, c.jit);
+          c.at = creation::secret;
+          c.jit.clear();
+          start_call(self, std::move(c), [kube, ns, body](k8s::api_callback cb) { kube->create(secrets, ns, body, std::move(cb)); });
+          return;
+        }
+        if (!r.ok && static_cast<k8s::api_error::kind>(r.error_kind) != k8s::api_error::kind::already_exists) {
+          runtime::log::warn(actor_name, "runner secret create failed: deleting the pod", {{"pod", c.name}, {"error", r.error}});
+          delete_runner_pod(self, c.name, true);
+          remove_runner(self, c.runner_id, "its JIT secret could not be made");
+        }
+      },
+      [self](msg::tick_atom, uint64_t) { reconcile(self); },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_runner_provisioner(caf::actor_system& sys, hub_ptr hub) {
+  return sys.spawn(provisioner_behavior, std::move(hub));
+}
+
+}  // namespace headroom::actors::capacity

@@ -1,0 +1,347 @@
+#include "actors/capacity/scale_sets.hpp"
+
+#include <caf/all.hpp>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+
+#include <fstream>
+#include <random>
+#include <sstream>
+
+#include "actors/listener/listener_session.hpp"
+#include "adapters/k8s/quantity.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/log.hpp"
+#include "runtime/metrics.hpp"
+#include "runtime/readiness.hpp"
+#include "runtime/secrets.hpp"
+
+namespace headroom::actors::capacity {
+
+namespace {
+
+struct series {
+  const char* name;
+  const char* help;
+};
+
+// ARC's listener metrics plus headroom's capacity-aware ones, per scale set.
+constexpr series gauges[] = {
+    {"gha_assigned_jobs", "Jobs the service has assigned to this scale set"},
+    {"gha_running_jobs", "Jobs running on this scale set's runners"},
+    {"gha_registered_runners", "Runners registered with the scale set"},
+    {"gha_busy_runners", "Registered runners running a job"},
+    {"gha_idle_runners", "Registered runners without a job"},
+    {"gha_desired_runners", "Runners the provisioner wants: min(assigned, advertised capacity, maxRunners)"},
+    {"gha_max_runners", "The scale set's maxRunners"},
+    {"gha_capacity_advertised_max_runners", "X-ScaleSetMaxCapacity: the capacity advertised on the next poll"},
+    {"gha_capacity_advertised_pairs", "Placeholder pairs the monitor holds"},
+    {"gha_capacity_advertised_running_pairs", "Pairs whose two placeholders are Running"},
+    {"gha_capacity_advertised_placeholder_pods", "Placeholder pods of this scale set"},
+    {"gha_capacity_advertised_queued_jobs", "Jobs queued on the HUD for this scale set's labels"},
+};
+constexpr series counters[] = {
+    {"gha_started_jobs_total", "Jobs started on this scale set's runners"},
+    {"gha_completed_jobs_total", "Jobs completed on this scale set's runners"},
+    {"gha_capacity_advertised_pair_creates_total", "Placeholder pairs created"},
+    {"gha_capacity_advertised_pair_deletes_total", "Placeholder pairs stopped on scale-down"},
+    {"gha_capacity_advertised_pair_timeouts_total", "Placeholder pairs not Running within placeholderReadyTimeout"},
+    {"headroom_runner_health_actions_total", "Runner pods replaced or removed by the health check"},
+};
+constexpr series histograms[] = {
+    {"gha_job_startup_duration_seconds", "From the job's assignment to the scale set to its runner's assignment"},
+    {"gha_capacity_propagation_seconds", "From a capacity change to the first poll that carries it"},
+};
+
+scale_set_metrics make_metrics(runtime::metrics& m, const std::string& scale_set) {
+  auto& reg = m.registry();
+  auto g = std::make_shared<std::map<std::string, prometheus::Gauge*>>();
+  auto c = std::make_shared<std::map<std::string, prometheus::Counter*>>();
+  auto h = std::make_shared<std::map<std::string, prometheus::Histogram*>>();
+  const std::map<std::string, std::string> labels{{"scale_set", scale_set}};
+  for (const auto& s : gauges)
+    (*g)[s.name] = &prometheus::BuildGauge().Name(s.name).Help(s.help).Register(reg).Add(labels);
+  for (const auto& s : counters)
+    (*c)[s.name] = &prometheus::BuildCounter().Name(s.name).Help(s.help).Register(reg).Add(labels);
+  const prometheus::Histogram::BucketBoundaries startup{1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800};
+  const prometheus::Histogram::BucketBoundaries propagation{0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 60};
+  (*h)[histograms[0].name] =
+      &prometheus::BuildHistogram().Name(histograms[0].name).Help(histograms[0].help).Register(reg).Add(labels, startup);
+  (*h)[histograms[1].name] =
+      &prometheus::BuildHistogram().Name(histograms[1].name).Help(histograms[1].help).Register(reg).Add(labels, propagation);
+  scale_set_metrics out;
+  out.set = [g](const char* name, int64_t v) {
+    if (auto it = g->find(name); it != g->end())
+      it->second->Set(static_cast<double>(v));
+  };
+  out.add = [c](const char* name, int64_t v) {
+    if (auto it = c->find(name); it != c->end())
+      it->second->Increment(static_cast<double>(v));
+  };
+  out.observe = [h](const char* name, double v) {
+    if (auto it = h->find(name); it != h->end())
+      it->second->Observe(v);
+  };
+  return out;
+}
+
+std::optional<std::string> quantity(const std::string& text, const std::string& where, int64_t& out, bool milli) {
+  auto q = k8s::parse_quantity(text);
+  if (auto* e = std::get_if<k8s::quantity_error>(&q))
+    return where + ": " + e->message;
+  const auto& v = std::get<k8s::quantity>(q);
+  out = milli ? v.milli : v.units;
+  if (out <= 0)
+    return where + ": must be positive, found '" + text + "'";
+  return std::nullopt;
+}
+
+std::string read_text(const std::string& path, std::string& error, const std::string& what) {
+  std::ifstream in{path};
+  if (!in) {
+    error = what + " " + path + ": cannot open";
+    return {};
+  }
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+std::string process_token() {
+  std::random_device rd;
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", rd());
+  return buf;
+}
+
+}  // namespace
+
+std::variant<scale_set_spec, std::string> make_spec(const runtime::config::scale_set_section& c, size_t index) {
+  const std::string at = "scaleSets[" + std::to_string(index) + "]";
+  scale_set_spec s;
+  s.name = c.name;
+  s.ns = c.ns;
+  s.runner_group = c.runner_group;
+  s.labels = c.labels;
+  s.max_runners = c.max_runners;
+  s.standalone = c.mode != "arc";
+  s.ephemeral_runner_set = c.ephemeral_runner_set;
+  s.capacity_aware = c.capacity_aware.enabled;
+  s.proactive_capacity = c.capacity_aware.proactive_capacity;
+  s.recalculate_interval = c.capacity_aware.recalculate_interval;
+  s.placeholder_ready_timeout = c.capacity_aware.placeholder_ready_timeout;
+  s.runner_cpu = c.runner.cpu;
+  s.runner_memory = c.runner.memory;
+  s.workflow_cpu = c.capacity_aware.workflow_cpu;
+  s.workflow_memory = c.capacity_aware.workflow_memory;
+  int64_t v = 0;
+  if (auto e = quantity(c.runner.cpu, at + ".runner.resources.cpu", v, true))
+    return *e;
+  s.runner_requests.cpu_milli = v;
+  if (auto e = quantity(c.runner.memory, at + ".runner.resources.memory", v, false))
+    return *e;
+  s.runner_requests.memory = v;
+  if (auto e = quantity(c.capacity_aware.workflow_cpu, at + ".capacityAware.workflowResources.cpu", v, true))
+    return *e;
+  s.workflow_requests.cpu_milli = v;
+  if (auto e = quantity(c.capacity_aware.workflow_memory, at + ".capacityAware.workflowResources.memory", v, false))
+    return *e;
+  s.workflow_requests.memory = v;
+  s.runner_image = c.runner.image;
+  s.runner_command = c.runner.command;
+  s.node_selector = c.runner.node_selector;
+  for (const auto& t : c.runner.tolerations)
+    s.tolerations.push_back(k8s::toleration{t.key, t.op, t.value, t.effect, std::nullopt});
+  s.service_account = c.runner.service_account;
+  s.placeholder_image = c.capacity_aware.placeholder_image;
+  s.placeholder_command = c.capacity_aware.placeholder_command;
+  s.health_check.interval = c.health.interval;
+  s.health_check.registration_timeout = c.health.registration_timeout;
+  s.health_check.pending_timeout = c.health.pending_timeout;
+  s.health_check.idle_timeout = c.health.idle_timeout;
+  s.health_check.terminal_grace = c.health.terminal_grace;
+  return s;
+}
+
+void scale_set_services::stop() {
+  for (auto& h : hubs)
+    if (h->pods)
+      h->pods->stop();
+  if (nodes)
+    nodes->stop();
+}
+
+std::optional<std::string> prepare_scale_sets(const runtime::config& cfg, const std::map<std::string, std::string>& env,
+                                              k8s::client& kube, http::transport& io, runtime::metrics& m,
+                                              scale_set_services& out) {
+  auto get = [&env](const char* name) -> std::string {
+    auto it = env.find(name);
+    return it == env.end() ? std::string{} : it->second;
+  };
+  auto where = github::parse_config_url(cfg.github.config_url);
+  if (auto* e = std::get_if<std::string>(&where))
+    return "github.configUrl: " + *e;
+  github::credentials creds;
+  creds.personal_access_token = get("HEADROOM_GITHUB_TOKEN");
+  creds.app_id = get("HEADROOM_GITHUB_APP_ID");
+  if (!creds.app_id.empty()) {
+    const auto inst = get("HEADROOM_GITHUB_APP_INSTALLATION_ID");
+    try {
+      creds.installation_id = std::stoll(inst);
+    } catch (...) {
+      return "HEADROOM_GITHUB_APP_INSTALLATION_ID: expected the App installation's number, found '" + inst + "'";
+    }
+    creds.private_key_pem = get("HEADROOM_GITHUB_APP_PRIVATE_KEY");
+    if (creds.private_key_pem.empty() && !get("HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE").empty()) {
+      std::string error;
+      creds.private_key_pem = read_text(get("HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE"), error, "HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE");
+      if (!error.empty())
+        return error;
+    }
+    if (creds.private_key_pem.empty())
+      return "HEADROOM_GITHUB_APP_PRIVATE_KEY or HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE: required with HEADROOM_GITHUB_APP_ID";
+  }
+  if (creds.personal_access_token.empty() && creds.app_id.empty())
+    return "GitHub credentials: set HEADROOM_GITHUB_TOKEN, or HEADROOM_GITHUB_APP_ID with its installation id and private key";
+  auto& secrets = runtime::secret_registry::global();
+  secrets.add(creds.personal_access_token);
+  secrets.add(creds.private_key_pem);
+  github::actions_options gopts;
+  if (!cfg.github.ca_file.empty()) {
+    std::string error;
+    gopts.ca_pem = read_text(cfg.github.ca_file, error, "github.caFile");
+    if (!error.empty())
+      return error;
+  }
+  out.github = github::actions_client::make(std::get<github::config_url>(where), creds, io, gopts);
+
+  if (!cfg.hud.url.empty()) {
+    hud::client_options h;
+    h.url = cfg.hud.url;
+    h.token = get("HEADROOM_HUD_TOKEN");
+    secrets.add(h.token);
+    h.ca_pem = gopts.ca_pem;
+    out.hud = std::make_shared<hud::client>(io, h);
+  }
+
+  k8s::informer<k8s::node>::options node_opts;
+  node_opts.kind = k8s::kinds::nodes;
+  out.nodes = k8s::informer<k8s::node>::make(kube, node_opts);
+
+  const std::string owner_name = "headroom-owner-" + process_token();
+  const std::string pod_name = get("POD_NAME"), pod_uid = get("POD_UID"), pod_ns = get("POD_NAMESPACE");
+  for (size_t i = 0; i < cfg.scale_sets.size(); ++i) {
+    auto spec = make_spec(cfg.scale_sets[i], i);
+    if (auto* e = std::get_if<std::string>(&spec))
+      return *e;
+    auto hub = std::make_shared<scale_set_hub>();
+    hub->spec = std::get<scale_set_spec>(std::move(spec));
+    hub->kube = &kube;
+    hub->github = out.github;
+    hub->nodes = out.nodes;
+    hub->metrics = make_metrics(m, hub->spec.name);
+    hub->owner_configmap = owner_name;
+    if (!pod_name.empty() && !pod_uid.empty() && pod_ns == hub->spec.ns)
+      hub->owner_parent = owner_ref{"v1", "Pod", pod_name, pod_uid};
+    k8s::informer<k8s::pod>::options pod_opts;
+    pod_opts.kind = k8s::kinds::pods;
+    pod_opts.ns = hub->spec.ns;
+    pod_opts.label_selector = std::string{keys::scale_set} + "=" + hub->spec.name;
+    hub->pods = k8s::informer<k8s::pod>::make(kube, pod_opts);
+    hub->pods->start();
+    out.hubs.push_back(std::move(hub));
+  }
+  if (!out.hubs.empty())
+    out.nodes->start();
+  return std::nullopt;
+}
+
+namespace {
+
+runtime::child_spec scale_set_subtree(const runtime::config& cfg, const hub_ptr& hub, runtime::metrics& m,
+                                      runtime::readiness& ready) {
+  std::vector<runtime::child_spec> children;
+  runtime::child_spec provisioner;
+  provisioner.name = "runner_provisioner";
+  provisioner.start = [hub](caf::actor_system& s) { return spawn_runner_provisioner(s, hub); };
+  children.push_back(std::move(provisioner));
+  runtime::child_spec monitor;
+  monitor.name = "capacity_monitor";
+  monitor.start = [hub](caf::actor_system& s) { return spawn_capacity_monitor(s, hub); };
+  children.push_back(std::move(monitor));
+  runtime::child_spec listener;
+  listener.name = "listener_session";
+  listener.start = [hub](caf::actor_system& s) {
+    listener_options o;
+    o.scale_set_id = hub->scale_set_id.load();
+    o.scale_set_name = hub->spec.name;
+    o.runner_group = hub->spec.runner_group;
+    o.labels = hub->spec.labels;
+    o.owner = hub->owner_configmap;
+    {
+      std::lock_guard lock{hub->m};
+      o.initial_capacity = hub->advertised >= 0 ? hub->advertised : (hub->spec.capacity_aware ? 0 : hub->spec.max_runners);
+    }
+    std::weak_ptr<scale_set_hub> weak = hub;
+    o.on_resolved = [weak](int64_t id) {
+      if (auto h = weak.lock())
+        h->scale_set_id = id;
+    };
+    o.on_poll = [weak](int64_t capacity) {
+      auto h = weak.lock();
+      if (!h)
+        return;
+      std::chrono::steady_clock::time_point changed;
+      {
+        std::lock_guard lock{h->m};
+        if (h->advertised_polled || capacity != h->advertised)
+          return;
+        h->advertised_polled = true;
+        changed = h->advertised_at;
+      }
+      h->metrics.observe("gha_capacity_propagation_seconds",
+                         std::chrono::duration<double>(std::chrono::steady_clock::now() - changed).count());
+    };
+    auto handle = spawn_listener_session(s, hub->github, [weak](const msg::scale_set_update& u) {
+      if (auto h = weak.lock())
+        h->publish_update(u);
+    }, std::move(o));
+    std::lock_guard lock{hub->m};
+    hub->listener_capacity = handle.capacity;
+    return handle.actor;
+  };
+  children.push_back(std::move(listener));
+  runtime::child_spec health;
+  health.name = "health_check";
+  health.start = [hub](caf::actor_system& s) { return spawn_health_check(s, hub); };
+  children.push_back(std::move(health));
+  return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "scale_set/" + hub->spec.name, &m, &ready),
+                                   std::move(children));
+}
+
+}  // namespace
+
+runtime::child_spec scale_sets_subtree(const runtime::config& cfg, std::shared_ptr<scale_set_services> svc,
+                                       runtime::metrics& m, runtime::readiness& ready) {
+  std::vector<runtime::child_spec> children;
+  if (svc->hud) {
+    runtime::child_spec hud;
+    hud.name = "hud_poller";
+    hud.start = [svc, interval = cfg.hud.interval, sets = cfg.scale_sets](caf::actor_system& s) {
+      std::vector<hud_target> targets;
+      for (size_t i = 0; i < svc->hubs.size(); ++i) {
+        auto labels = sets[i].labels;
+        labels.push_back(sets[i].name);
+        targets.push_back(hud_target{labels, svc->hubs[i]});
+      }
+      return spawn_hud_poller(s, svc->hud, std::move(targets), interval);
+    };
+    children.push_back(std::move(hud));
+  }
+  for (const auto& hub : svc->hubs)
+    children.push_back(scale_set_subtree(cfg, hub, m, ready));
+  return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "scale_sets", &m, &ready), std::move(children));
+}
+
+}  // namespace headroom::actors::capacity

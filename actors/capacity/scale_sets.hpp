@@ -1,0 +1,46 @@
+#pragma once
+
+// The scale sets' part of the actor tree:
+//
+//   scale_sets ── hud_poller (when hud.url is set)
+//              └─ scale_set/<name> ── runner_provisioner, capacity_monitor, listener_session, health_check
+//
+// prepare_scale_sets reads what the actors need once, at start-up (credentials from the
+// environment, quantities, the GitHub client, the informers), and names the key of anything wrong.
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/capacity/capacity.hpp"
+#include "runtime/config.hpp"
+#include "runtime/supervisor.hpp"
+
+namespace headroom::runtime {
+class metrics;
+class readiness;
+}  // namespace headroom::runtime
+
+namespace headroom::actors::capacity {
+
+struct scale_set_services {
+  std::vector<hub_ptr> hubs;
+  std::shared_ptr<hud::client> hud;
+  std::shared_ptr<k8s::informer<k8s::node>> nodes;
+  std::shared_ptr<github::actions_client> github;
+  void stop();  // the informers
+};
+
+std::optional<std::string> prepare_scale_sets(const runtime::config& cfg, const std::map<std::string, std::string>& env,
+                                              k8s::client& kube, http::transport& io, runtime::metrics& m,
+                                              scale_set_services& out);
+
+runtime::child_spec scale_sets_subtree(const runtime::config& cfg, std::shared_ptr<scale_set_services> svc,
+                                       runtime::metrics& m, runtime::readiness& ready);
+
+// Builds a scale set's spec from its configuration; an error names the key.
+std::variant<scale_set_spec, std::string> make_spec(const runtime::config::scale_set_section& c, size_t index);
+
+}  // namespace headroom::actors::capacity

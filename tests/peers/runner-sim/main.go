@@ -1,0 +1,289 @@
+// The runner simulator: plays GitHub's runner and its Kubernetes container hooks for headroom's
+// end-to-end tests, on a real control plane whose nodes are kwok's.
+//
+// For every runner pod headroom made (label headroom.dev/role=runner) that is Running on a node, it
+// reads the pod's JIT configuration from its Secret, connects to the Actions Service peer with it,
+// waits for the job the peer assigns, creates the workflow pod (PriorityClass arc-workflow, the
+// workflow's requests), and finishes the job after --job-duration, deleting the workflow pod.
+//
+// It also watches the placeholder pairs and keeps a timeline of how many pairs had both
+// placeholders Running, so a test can check every poll's advertised capacity against what the
+// scheduler had really placed. GET /state returns {timeline, runners}.
+//
+//	runner-sim --state-dir DIR --kubeconfig F --namespace NS --peer URL [--job-duration 5s]
+//
+// Writes DIR/ready.json = {"http": URL} once it serves and its informer has synced.
+package main
+
+import (
+	"bytes"
+	"context"
+	"encoding/json"
+	"flag"
+	"fmt"
+	"io"
+	"log"
+	"net"
+	"net/http"
+	"os"
+	"sync"
+	"time"
+
+	corev1 "k8s.io/api/core/v1"
+	"k8s.io/apimachinery/pkg/api/resource"
+	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/informers"
+	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/tools/cache"
+	"k8s.io/client-go/tools/clientcmd"
+)
+
+type sample struct {
+	At         time.Time `json:"at"`
+	ReadyPairs int       `json:"readyPairs"`
+	Runners    int       `json:"runnersRunning"`
+}
+
+type runnerRecord struct {
+	Pod             string    `json:"pod"`
+	RunnerID        int       `json:"runnerId"`
+	JobRequest      int64     `json:"jobRequestId"`
+	PodRunningAt    time.Time `json:"podRunningAt"`
+	WorkflowRunning time.Time `json:"workflowRunningAt"`
+	Finished        time.Time `json:"finishedAt"`
+	Error           string    `json:"error,omitempty"`
+}
+
+type sim struct {
+	mu       sync.Mutex
+	timeline []sample
+	runners  map[string]*runnerRecord
+	client   *kubernetes.Clientset
+	ns, peer string
+	duration time.Duration
+	wfCPU    string
+	wfMemory string
+	lister   cache.Indexer
+	logger   *log.Logger
+}
+
+func running(p *corev1.Pod) bool {
+	return p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" && p.DeletionTimestamp == nil
+}
+
+// Called on every pod event: the number of fully placed pairs now.
+func (s *sim) observe() {
+	placed := map[string]int{}
+	runners := 0
+	for _, o := range s.lister.List() {
+		p := o.(*corev1.Pod)
+		role := p.Labels["headroom.dev/role"]
+		if role == "runner" && running(p) {
+			runners++
+		}
+		if (role == "runner-placeholder" || role == "workflow-placeholder") && running(p) {
+			placed[p.Labels["headroom.dev/slot"]]++
+		}
+	}
+	ready := 0
+	for _, n := range placed {
+		if n == 2 {
+			ready++
+		}
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if n := len(s.timeline); n > 0 && s.timeline[n-1].ReadyPairs == ready && s.timeline[n-1].Runners == runners {
+		return
+	}
+	s.timeline = append(s.timeline, sample{At: time.Now(), ReadyPairs: ready, Runners: runners})
+}
+
+func (s *sim) post(path string, body any, out any) (int, error) {
+	b, _ := json.Marshal(body)
+	resp, err := http.Post(s.peer+path, "application/json", bytes.NewReader(b))
+	if err != nil {
+		return 0, err
+	}
+	defer resp.Body.Close()
+	data, _ := io.ReadAll(resp.Body)
+	if out != nil && resp.StatusCode == 200 {
+		return resp.StatusCode, json.Unmarshal(data, out)
+	}
+	return resp.StatusCode, nil
+}
+
+// One runner's life: connect, take the job, run the workflow pod, finish.
+func (s *sim) run(ctx context.Context, pod *corev1.Pod, rec *runnerRecord) {
+	fail := func(format string, args ...any) {
+		s.mu.Lock()
+		rec.Error = fmt.Sprintf(format, args...)
+		s.mu.Unlock()
+		s.logger.Printf("runner %s: %s", pod.Name, rec.Error)
+	}
+	var jit string
+	for deadline := time.Now().Add(30 * time.Second); ; {
+		sec, err := s.client.CoreV1().Secrets(s.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		if err == nil {
+			jit = string(sec.Data["jitToken"])
+			break
+		}
+		if time.Now().After(deadline) {
+			fail("no JIT secret: %v", err)
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	var rn struct {
+		ID int `json:"id"`
+	}
+	if code, err := s.post("/_control/runners/connect", map[string]string{"jitConfig": jit}, &rn); err != nil || code != 200 {
+		fail("connect: status %d %v", code, err)
+		return
+	}
+	s.mu.Lock()
+	rec.RunnerID = rn.ID
+	s.mu.Unlock()
+	// Wait for the peer to hand this runner a job.
+	var jobID int64
+	for jobID == 0 {
+		if ctx.Err() != nil {
+			return
+		}
+		resp, err := http.Get(s.peer + "/_control/state")
+		if err == nil {
+			var st struct {
+				Runners []struct {
+					ID         int   `json:"id"`
+					JobRequest int64 `json:"jobRequestId"`
+				} `json:"runners"`
+			}
+			_ = json.NewDecoder(resp.Body).Decode(&st)
+			resp.Body.Close()
+			for _, r := range st.Runners {
+				if r.ID == rn.ID {
+					jobID = r.JobRequest
+				}
+			}
+		}
+		if jobID == 0 {
+			time.Sleep(200 * time.Millisecond)
+		}
+	}
+	s.mu.Lock()
+	rec.JobRequest = jobID
+	s.mu.Unlock()
+	// The container hook: the workflow pod, anywhere it fits.
+	wf := &corev1.Pod{
+		ObjectMeta: metav1.ObjectMeta{Name: pod.Name + "-wf", Namespace: s.ns, Labels: map[string]string{"runner-sim/role": "workflow"}},
+		Spec: corev1.PodSpec{
+			PriorityClassName:             "arc-workflow",
+			TerminationGracePeriodSeconds: new(int64),
+			Containers: []corev1.Container{{Name: "job", Image: "busybox:1.36", Command: []string{"sleep", "3600"},
+				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
+					corev1.ResourceCPU: resource.MustParse(s.wfCPU), corev1.ResourceMemory: resource.MustParse(s.wfMemory)}}}},
+		},
+	}
+	if _, err := s.client.CoreV1().Pods(s.ns).Create(ctx, wf, metav1.CreateOptions{}); err != nil {
+		fail("workflow pod: %v", err)
+		return
+	}
+	for {
+		p, err := s.client.CoreV1().Pods(s.ns).Get(ctx, wf.Name, metav1.GetOptions{})
+		if err == nil && running(p) {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		time.Sleep(200 * time.Millisecond)
+	}
+	s.mu.Lock()
+	rec.WorkflowRunning = time.Now()
+	s.mu.Unlock()
+	time.Sleep(s.duration)
+	if code, err := s.post("/_control/runners/finish", map[string]any{"runnerId": rn.ID, "result": "succeeded"}, nil); err != nil || code != 200 {
+		fail("finish: status %d %v", code, err)
+	}
+	zero := int64(0)
+	_ = s.client.CoreV1().Pods(s.ns).Delete(ctx, wf.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	s.mu.Lock()
+	rec.Finished = time.Now()
+	s.mu.Unlock()
+}
+
+func main() {
+	stateDir := flag.String("state-dir", "", "where ready.json goes")
+	kubeconfig := flag.String("kubeconfig", "", "the cluster")
+	ns := flag.String("namespace", "runners", "the runners' namespace")
+	peer := flag.String("peer", "", "the Actions Service peer's base URL")
+	duration := flag.Duration("job-duration", 5*time.Second, "how long each job runs")
+	wfCPU := flag.String("workflow-cpu", "1", "the workflow pod's cpu request")
+	wfMemory := flag.String("workflow-memory", "1Gi", "the workflow pod's memory request")
+	flag.Parse()
+	logger := log.New(os.Stderr, "runner-sim ", log.LstdFlags|log.Lmicroseconds)
+	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
+	if err != nil {
+		logger.Fatal(err)
+	}
+	cfg.QPS, cfg.Burst = 200, 400
+	client := kubernetes.NewForConfigOrDie(cfg)
+	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(*ns))
+	inf := factory.Core().V1().Pods().Informer()
+	s := &sim{runners: map[string]*runnerRecord{}, client: client, ns: *ns, peer: *peer, duration: *duration,
+		wfCPU: *wfCPU, wfMemory: *wfMemory, lister: inf.GetIndexer(), logger: logger}
+	ctx, cancel := context.WithCancel(context.Background())
+	defer cancel()
+	handle := func(o any) {
+		s.observe()
+		p, ok := o.(*corev1.Pod)
+		if !ok || p.Labels["headroom.dev/role"] != "runner" || !running(p) {
+			return
+		}
+		s.mu.Lock()
+		_, seen := s.runners[p.Name]
+		var rec *runnerRecord
+		if !seen {
+			rec = &runnerRecord{Pod: p.Name, PodRunningAt: time.Now()}
+			s.runners[p.Name] = rec
+		}
+		s.mu.Unlock()
+		if !seen {
+			go s.run(ctx, p.DeepCopy(), rec)
+		}
+	}
+	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+		AddFunc:    handle,
+		UpdateFunc: func(_, n any) { handle(n) },
+		DeleteFunc: func(any) { s.observe() },
+	})
+	factory.Start(ctx.Done())
+	factory.WaitForCacheSync(ctx.Done())
+
+	mux := http.NewServeMux()
+	mux.HandleFunc("/state", func(w http.ResponseWriter, _ *http.Request) {
+		s.mu.Lock()
+		defer s.mu.Unlock()
+		runners := []*runnerRecord{}
+		for _, r := range s.runners {
+			runners = append(runners, r)
+		}
+		_ = json.NewEncoder(w).Encode(map[string]any{"timeline": s.timeline, "runners": runners})
+	})
+	ln, err := net.Listen("tcp", "127.0.0.1:0")
+	if err != nil {
+		logger.Fatal(err)
+	}
+	go func() { _ = http.Serve(ln, mux) }()
+	ready, _ := json.Marshal(map[string]string{"http": "http://" + ln.Addr().String()})
+	_ = os.WriteFile(*stateDir+"/ready.json.tmp", ready, 0o644)
+	_ = os.Rename(*stateDir+"/ready.json.tmp", *stateDir+"/ready.json")
+	logger.Printf("serving %s", ready)
+	parent := os.Getppid()
+	for {
+		time.Sleep(500 * time.Millisecond)
+		if os.Getppid() != parent {
+			return
+		}
+	}
+}
