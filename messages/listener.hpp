@@ -18,7 +18,7 @@ namespace headroom::msg {
 
 /// An Actions Service call the listener started has finished.
 struct actions_reply {
-  enum class op : uint8_t { resolve, session, poll, ack, acquire, refresh } what = op::poll;
+  enum class op : uint8_t { resolve, session, poll, ack, acquire, refresh, closed } what = op::poll;
   uint64_t generation = 0;  // the listener's session generation when the call started
   std::optional<github::actions_error> error;
   github::session_ptr session;                  // op::session

@@ -37,7 +37,7 @@ struct pair_entry {
   state_t state = state_t::pending;
 };
 
-enum class call_kind { priority_class, priority_class_get, owner_create, owner_get, owner_list, owner_delete, pod_delete };
+enum class call_kind { priority_class, priority_class_get, owner_create, owner_release, owner_get, owner_list, owner_delete, pod_delete };
 struct call_info {
   call_kind kind;
   std::string name;
@@ -49,6 +49,7 @@ struct monitor_state {
   std::unique_ptr<informer_feed<k8s::pod>> feed;
   std::map<std::string, pair_entry> pairs;  // slot → pair
   std::set<std::string> deleting;           // foreign placeholders being deleted
+  std::set<std::string> retired;            // slots whose pair ended: never adopted again
   std::map<uint64_t, call_info> calls;
   uint64_t next_call = 1;
   int setup_pending = 0;
@@ -57,6 +58,8 @@ struct monitor_state {
   int64_t assigned = 0, running_jobs = 0, queued = 0;
   int64_t last_published = -1;
   milliseconds create_backoff{0};
+  bool stopping = false;  // waiting for the owner's delete, then quitting with stop_reason
+  caf::error stop_reason;
   caf::actor_clock::time_point spawn_blocked_until{};
   uint64_t pair_creates = 0, pair_deletes = 0, pair_timeouts = 0;
   static inline const char* name = "headroom.capacity_monitor";
@@ -100,6 +103,7 @@ void stop_pair(monitor_actor* self, const std::string& slot) {
     return;
   self->send_exit(it->second.actor, caf::exit_reason::user_shutdown);
   st.pairs.erase(it);
+  st.retired.insert(slot);
   ++st.pair_deletes;
   st.hub->metrics.add("gha_capacity_advertised_pair_deletes_total", 1);
 }
@@ -126,6 +130,7 @@ void recompute(monitor_actor* self) {
   in.queued = st.queued;
   in.assigned_jobs = st.assigned;
   int64_t placeholder_pods = 0;
+  std::set<std::string> slots_seen;
   for (const auto& p : st.hub->pods->list()) {
     auto r = role_of(*p);
     if (!r || p->meta.ns != spec.ns)
@@ -137,6 +142,8 @@ void recompute(monitor_actor* self) {
     }
     ++placeholder_pods;
     const auto* slot = p->meta.label(keys::slot);
+    if (slot != nullptr)
+      slots_seen.insert(*slot);
     if (!owned_by(*p, st.owner.uid)) {
       // An earlier process's placeholder: never counted, deleted (its owner's deletion would
       // garbage-collect it too).
@@ -151,11 +158,28 @@ void recompute(monitor_actor* self) {
       }
       continue;
     }
-    if (slot != nullptr && st.pairs.count(*slot) == 0 && p->meta.deletion_timestamp.empty()) {
+    if (slot == nullptr || st.pairs.count(*slot) > 0 || st.retired.count(*slot) > 0)
+      continue;
+    // This process's placeholder without a pair actor (the monitor restarted): adopt the pair
+    // when both pods are still fine; otherwise the pair is over and the survivor goes.
+    const auto other = st.hub->pods->get(
+        spec.ns, placeholder_pod_name(spec, *slot, *r == role::runner_placeholder ? role::workflow_placeholder : role::runner_placeholder));
+    const auto mine = placeholder_state(p.get()), theirs = placeholder_state(other.get());
+    st.retired.insert(*slot);  // decided once
+    if (mine != pod_state::gone && theirs != pod_state::gone && theirs != pod_state::absent) {
       runtime::log::info(actor_name, "adopting a placeholder pair", {{"scale_set", spec.name}, {"slot", *slot}});
+      st.retired.erase(*slot);
       spawn_pair(self, *slot, true);
+    } else if (mine != pod_state::gone && st.deleting.insert(p->meta.name).second) {
+      k8s::delete_options o;
+      o.grace_period_seconds = 0;
+      auto* kube = st.hub->kube;
+      start_call(self, {call_kind::pod_delete, p->meta.name, 0}, [kube, ns = spec.ns, name = p->meta.name, o](k8s::api_callback cb) {
+        kube->remove(k8s::kinds::pods, ns, name, o, std::move(cb));
+      });
     }
   }
+  std::erase_if(st.retired, [&](const std::string& slot) { return slots_seen.count(slot) == 0; });
   for (const auto& [slot, e] : st.pairs)
     if (e.state == state_t::ready)
       ++in.ready_pairs;
@@ -323,6 +347,13 @@ void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& 
       finish_setup_step(self);
       return;
     }
+    case call_kind::owner_release:
+      if (!r.ok && kind != api_kind::not_found)
+        runtime::log::warn(actor_name, "could not delete the owner ConfigMap on shutdown", {{"error", r.error}});
+      else
+        runtime::log::info(actor_name, "owner ConfigMap deleted: placeholders are garbage-collected", {{"configmap", call.name}});
+      self->quit(st.stop_reason);
+      return;
     case call_kind::owner_delete:
     case call_kind::pod_delete:
       if (!r.ok && kind != api_kind::not_found)
@@ -353,6 +384,39 @@ caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
   st.setup_pending += 2;  // owner create (or get) and the list of earlier owners
   ensure_owner(self);
   self->delayed_send(self, st.hub->spec.recalculate_interval, msg::tick_atom_v, uint64_t{0});
+  // An orderly stop (SIGTERM, losing the Lease, a parent stopping): delete the owner ConfigMap so
+  // the API server's garbage collector removes every placeholder even after this process is gone,
+  // and quit once that delete is answered (bounded by the supervisor's stop deadline).
+  self->set_exit_handler([self](caf::exit_msg& m) {
+    auto& s = self->state;
+    if (s.owner.empty() || (m.reason != caf::exit_reason::user_shutdown && m.reason != caf::exit_reason::normal)) {
+      self->quit(m.reason);
+      return;
+    }
+    for (auto& [slot, e] : s.pairs)
+      self->send_exit(e.actor, caf::exit_reason::user_shutdown);
+    s.pairs.clear();
+    s.acting = false;
+    s.stopping = true;
+    s.stop_reason = m.reason;
+    auto* kube = s.hub->kube;
+    k8s::delete_options o;
+    o.propagation_policy = "Background";
+    start_call(self, {call_kind::owner_release, s.owner.name, 0}, [kube, ns = s.hub->spec.ns, name = s.owner.name, o](k8s::api_callback cb) {
+      kube->remove(k8s::kinds::configmaps, ns, name, o, std::move(cb));
+    });
+    self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, uint64_t{2});
+  });
+  self->set_down_handler([self](caf::down_msg& d) {  // a pair ended (it reported first, or crashed)
+    auto& s = self->state;
+    for (auto it = s.pairs.begin(); it != s.pairs.end(); ++it)
+      if (it->second.actor.address() == d.source) {
+        s.retired.insert(it->first);
+        s.pairs.erase(it);
+        recompute(self);
+        return;
+      }
+  });
   return {
       [self](msg::buffer_wakeup) {
         auto& s = self->state;
@@ -366,9 +430,15 @@ caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
         });
         recompute(self);
       },
-      [self](msg::tick_atom, uint64_t) {
+      [self](msg::tick_atom, uint64_t what) {
+        if (what == 2) {  // stopping, and the owner's delete was not answered in time
+          if (self->state.stopping)
+            self->quit(self->state.stop_reason);
+          return;
+        }
         recompute(self);
-        self->delayed_send(self, self->state.hub->spec.recalculate_interval, msg::tick_atom_v, uint64_t{0});
+        if (what == 0 && !self->state.stopping)
+          self->delayed_send(self, self->state.hub->spec.recalculate_interval, msg::tick_atom_v, uint64_t{0});
       },
       [self](const msg::scale_set_update& u) {
         auto& s = self->state;
@@ -388,6 +458,7 @@ caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
         it->second.state = r.what;
         if (r.what == state_t::lost || r.what == state_t::timed_out) {
           s.pairs.erase(it);
+          s.retired.insert(r.slot);
           if (r.what == state_t::timed_out) {
             ++s.pair_timeouts;
             s.hub->metrics.add("gha_capacity_advertised_pair_timeouts_total", 1);
@@ -412,15 +483,6 @@ caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
         auto call = std::move(it->second);
         s.calls.erase(it);
         on_setup_reply(self, call, r);
-      },
-      [self](caf::down_msg& d) {
-        auto& s = self->state;
-        for (auto it = s.pairs.begin(); it != s.pairs.end(); ++it)
-          if (it->second.actor.address() == d.source) {
-            s.pairs.erase(it);
-            recompute(self);
-            return;
-          }
       },
   };
 }

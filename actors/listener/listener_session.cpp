@@ -33,6 +33,8 @@ struct listener_state {
   int64_t last_message_id = 0;
   std::optional<github::session_message> handling;  // acked, not yet acquired/forwarded
   std::chrono::milliseconds backoff{0};
+  bool stopping = false;
+  caf::error stop_reason;
   static inline const char* name = "headroom.listener_session";
 };
 
@@ -167,20 +169,21 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
   st.opts = std::move(opts);
   st.capacity = std::move(capacity);
   st.desired = std::max<int64_t>(0, st.opts.initial_capacity);
+  // Stopping: the session is deleted (the service would otherwise hold it until it expires and a
+  // successor would meet 409s), and the actor quits once that is answered or after 3 s.
   self->set_exit_handler([self](caf::exit_msg& m) {
     auto& s = self->state;
     if (s.poll)
       s.poll->cancel();
-    if (s.session) {  // best effort: the service would otherwise hold it until it expires
-      auto id = s.session->get().session_id;
-      s.client->delete_session(s.session, [id](github::actions_result<github::done> r) {
-        if (auto* e = std::get_if<github::actions_error>(&r))
-          runtime::log::warn(actor_name, "could not delete the session on shutdown", {{"error", e->describe()}});
-        else
-          runtime::log::info(actor_name, "session deleted", {{"session", id}});
-      });
+    if (!s.session || s.stopping) {
+      self->quit(m.reason);
+      return;
     }
-    self->quit(m.reason);
+    s.stopping = true;
+    s.stop_reason = m.reason;
+    ++s.generation;  // every other reply is now stale
+    s.client->delete_session(s.session, reply_to<github::done>(self, reply_op::closed, [](msg::actions_reply&, github::done) {}));
+    self->delayed_send(self, std::chrono::seconds(3), msg::tick_atom_v, s.generation);
   });
   if (st.opts.scale_set_id == 0)
     resolve_scale_set(self);
@@ -193,9 +196,13 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
         if (!v)
           return;
         s.desired = std::max<int64_t>(0, *v);
-        if (s.polling && s.desired < s.poll_capacity) {
-          runtime::log::info(actor_name, "capacity dropped below the in-flight poll's: re-polling",
-                             {{"scale_set", s.opts.scale_set_id}, {"was", s.poll_capacity}, {"now", s.desired}});
+        // The service reads the capacity only when a poll starts. A drop must reach it at once (or
+        // it keeps assigning by the old value for up to 50 s); a rise too, or placed room sits
+        // idle while jobs queue. A cancelled poll loses nothing: an unacked message comes again.
+        if (s.polling && s.desired != s.poll_capacity) {
+          if (s.desired < s.poll_capacity)
+            runtime::log::info(actor_name, "capacity dropped below the in-flight poll's: re-polling",
+                               {{"scale_set", s.opts.scale_set_id}, {"was", s.poll_capacity}, {"now", s.desired}});
           s.poll->cancel();  // its reply (cancelled) starts the new poll
         }
       },
@@ -203,6 +210,10 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
         auto& s = self->state;
         if (generation != s.generation)
           return;
+        if (s.stopping) {  // the session delete was not answered in time
+          self->quit(s.stop_reason);
+          return;
+        }
         if (s.opts.scale_set_id == 0)
           resolve_scale_set(self);
         else if (!s.session)
@@ -214,6 +225,14 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
         auto& s = self->state;
         if (r.generation != s.generation)
           return;  // about a session that is gone
+        if (r.what == reply_op::closed) {
+          if (r.error)
+            runtime::log::warn(actor_name, "could not delete the session on shutdown", {{"error", r.error->describe()}});
+          else
+            runtime::log::info(actor_name, "session deleted", {{"scale_set", s.opts.scale_set_id}});
+          self->quit(s.stop_reason);
+          return;
+        }
         if (r.error && r.error->what == K::session_not_found) {
           runtime::log::warn(actor_name, "the session is gone: opening a new one", {{"scale_set", s.opts.scale_set_id}});
           s.polling = false;
@@ -299,6 +318,7 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
             finish_message(self);
             return;
           case reply_op::refresh:
+          case reply_op::closed:
             return;
         }
       },

@@ -6,9 +6,10 @@
 // statistics and job transitions to the runner provisioner.
 //
 // Capacity arrives from the capacity monitor through a coalescing slot (only the newest value
-// matters). When it drops below the value the in-flight poll carried, the poll is cancelled and
+// matters). When it differs from the value the in-flight poll carried, the poll is cancelled and
 // re-issued at once with the new value: the service reads the capacity only when a poll starts,
-// and would otherwise keep assigning by the old value for up to 50 s.
+// and would otherwise keep assigning by an old, higher value (or leave placed room idle under an
+// old, lower one) for up to 50 s.
 
 #include <caf/actor.hpp>
 

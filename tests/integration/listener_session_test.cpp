@@ -1,5 +1,5 @@
 // listener_session against the Actions Service peer: the long poll carries the newest capacity,
-// a drop below the in-flight poll's value re-polls at once, jobs are acked and acquired within
+// a change of the in-flight poll's value (drop or rise) re-polls at once, jobs are acked and acquired within
 // capacity, statistics reach the provisioner, a lost session is replaced, and the session is
 // deleted on shutdown.
 
@@ -162,11 +162,6 @@ TEST(listener_session, capacity_drop_re_polls_at_once_and_jobs_are_acquired_with
   auto p = polls(e, set);
   EXPECT_EQ(p[p.size() - 2], std::make_pair(int64_t{3}, int64_t{499})) << "the old poll ended by the client";
 
-  // A rise does not cancel (the next poll carries it).
-  l.capacity->offer(2);
-  std::this_thread::sleep_for(500ms);
-  EXPECT_EQ(polls(e, set).back(), std::make_pair(int64_t{1}, int64_t{0}));
-
   // Three jobs; the in-flight poll advertises 1: one is offered, acked and acquired.
   auto r = e.peer->control("/jobs", R"({"labels":["listener-set"],"count":3})");
   ASSERT_EQ(r.status, 200) << r.body;
@@ -175,7 +170,13 @@ TEST(listener_session, capacity_drop_re_polls_at_once_and_jobs_are_acquired_with
   for (auto id : parser.parse(r.body)["ids"].get_array())
     ids.push_back(int64_t(id));
   ASSERT_TRUE(eventually([&] { return job_state(e, ids[0]) == "acquired"; }, 10s)) << job_state(e, ids[0]);
-  // The next poll carries 2: a second job; never a third.
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(job_state(e, ids[1]), "queued") << "capacity 1 holds one job";
+  // A rise re-polls at once too: the new poll carries 2, a second job; never a third.
+  const auto t1 = std::chrono::steady_clock::now();
+  l.capacity->offer(2);
+  ASSERT_TRUE(eventually([&] { return polls(e, set).back().first == 2; }, 10s));
+  EXPECT_LT(std::chrono::steady_clock::now() - t1, 2s) << "a rise reaches the service within one round trip too";
   EXPECT_TRUE(eventually([&] { return job_state(e, ids[1]) == "acquired"; }, 10s));
   std::this_thread::sleep_for(1s);
   EXPECT_EQ(job_state(e, ids[2]), "queued");

@@ -230,7 +230,7 @@ func main() {
 	client := kubernetes.NewForConfigOrDie(cfg)
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(*ns))
 	inf := factory.Core().V1().Pods().Informer()
-	s := &sim{runners: map[string]*runnerRecord{}, client: client, ns: *ns, peer: *peer, duration: *duration,
+	s := &sim{timeline: []sample{}, runners: map[string]*runnerRecord{}, client: client, ns: *ns, peer: *peer, duration: *duration,
 		wfCPU: *wfCPU, wfMemory: *wfMemory, lister: inf.GetIndexer(), logger: logger}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
