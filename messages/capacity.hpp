@@ -7,9 +7,11 @@
 
 namespace headroom::msg {
 
-/// placeholder_pair → capacity_monitor: what the pair's two pods say now.
+/// placeholder_pair → capacity_monitor: what the pair's two pods say now. `consumed`: a runner pod
+/// took the runner placeholder; the workflow placeholder still holds the workflow's room until the
+/// workflow pod takes it (the pair is no longer capacity, and not the monitor's to stop).
 struct pair_report {
-  enum class state : uint8_t { pending, ready, lost, timed_out } what = state::pending;
+  enum class state : uint8_t { pending, ready, consumed, lost, timed_out } what = state::pending;
   std::string slot;
   std::string reason;  // lost / timed_out: which pod, and why
 };

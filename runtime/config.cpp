@@ -249,9 +249,10 @@ config::scale_set_section parse_scale_set(const YAML::Node& node, const std::str
   if (auto c = s.get("capacityAware")) {
     section cs{*c, s.path("capacityAware"),
                {"enabled", "proactiveCapacity", "recalculateInterval", "placeholderReadyTimeout", "workflowResources",
-                "placeholderImage", "placeholderCommand"}};
+                "placeholderImage", "placeholderCommand", "repollOnChange"}};
     auto& ca = out.capacity_aware;
     cs.read_bool("enabled", ca.enabled);
+    cs.read_bool("repollOnChange", ca.repoll_on_change);
     cs.read_uint("proactiveCapacity", ca.proactive_capacity, 0, 100'000);
     cs.read_duration("recalculateInterval", ca.recalculate_interval, millis{100}, millis{3'600'000});
     cs.read_duration("placeholderReadyTimeout", ca.placeholder_ready_timeout, millis{1'000}, millis{86'400'000});

@@ -103,6 +103,9 @@ struct config {
       std::string workflow_cpu = "2", workflow_memory = "4Gi";
       std::string placeholder_image = "busybox:1.36";
       std::vector<std::string> placeholder_command{"sleep", "900"};
+      // A capacity change cancels the held poll and re-polls with the new value (false: the stock
+      // behaviour, the capacity is read only when the next poll starts; for comparison).
+      bool repoll_on_change = true;
     } capacity_aware;
     struct health_section {
       millis interval{30'000};

@@ -85,6 +85,7 @@ struct scale_set_spec {
   bool standalone = true;              // false: arc mode
   std::string ephemeral_runner_set;    // arc mode
   bool capacity_aware = true;
+  bool repoll_on_change = true;
   int64_t proactive_capacity = 1;
   milliseconds recalculate_interval{30'000};
   milliseconds placeholder_ready_timeout{300'000};

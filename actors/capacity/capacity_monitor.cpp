@@ -47,7 +47,8 @@ struct call_info {
 struct monitor_state {
   hub_ptr hub;
   std::unique_ptr<informer_feed<k8s::pod>> feed;
-  std::map<std::string, pair_entry> pairs;  // slot → pair
+  std::map<std::string, pair_entry> pairs;  // slot → pair (capacity, placed or not yet)
+  std::map<std::string, caf::actor> handoffs;  // slot → consumed pair still holding the workflow's room
   std::set<std::string> deleting;           // foreign placeholders being deleted
   std::set<std::string> retired;            // slots whose pair ended: never adopted again
   std::map<uint64_t, call_info> calls;
@@ -158,7 +159,7 @@ void recompute(monitor_actor* self) {
       }
       continue;
     }
-    if (slot == nullptr || st.pairs.count(*slot) > 0 || st.retired.count(*slot) > 0)
+    if (slot == nullptr || st.pairs.count(*slot) > 0 || st.handoffs.count(*slot) > 0 || st.retired.count(*slot) > 0)
       continue;
     // This process's placeholder without a pair actor (the monitor restarted): adopt the pair
     // when both pods are still fine; otherwise the pair is over and the survivor goes.
@@ -189,7 +190,11 @@ void recompute(monitor_actor* self) {
   if (count < desired && self->clock().now() >= st.spawn_blocked_until)
     for (; count < desired; ++count)
       spawn_pair(self, new_slot_id(), false);
-  if (count > desired) {
+  // A job whose runner pod is not placed yet is about to consume a pair (its runner preempts the
+  // runner placeholder, and the workflow placeholder must then hold on): scale-down keeps that
+  // many pairs beyond the desired ones.
+  const int64_t keep = desired + std::max<int64_t>(0, in.assigned_jobs - in.runners_placed);
+  if (count > keep) {
     std::vector<std::string> victims;
     for (const auto& [slot, e] : st.pairs)  // pending first
       if (e.state != state_t::ready)
@@ -197,7 +202,7 @@ void recompute(monitor_actor* self) {
     for (const auto& [slot, e] : st.pairs)
       if (e.state == state_t::ready)
         victims.push_back(slot);
-    for (size_t i = 0; count > desired && i < victims.size(); ++i, --count) {
+    for (size_t i = 0; count > keep && i < victims.size(); ++i, --count) {
       if (st.pairs[victims[i]].state == state_t::ready)
         --in.ready_pairs;
       stop_pair(self, victims[i]);
@@ -395,7 +400,10 @@ caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
     }
     for (auto& [slot, e] : s.pairs)
       self->send_exit(e.actor, caf::exit_reason::user_shutdown);
+    for (auto& [slot, a] : s.handoffs)
+      self->send_exit(a, caf::exit_reason::user_shutdown);
     s.pairs.clear();
+    s.handoffs.clear();
     s.acting = false;
     s.stopping = true;
     s.stop_reason = m.reason;
@@ -416,6 +424,12 @@ caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
         recompute(self);
         return;
       }
+    for (auto it = s.handoffs.begin(); it != s.handoffs.end(); ++it)
+      if (it->second.address() == d.source) {
+        s.retired.insert(it->first);
+        s.handoffs.erase(it);
+        return;
+      }
   });
   return {
       [self](msg::buffer_wakeup) {
@@ -427,6 +441,8 @@ caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
             return;
           if (auto it = s.pairs.find(*slot); it != s.pairs.end())
             self->send(it->second.actor, e);
+          else if (auto h = s.handoffs.find(*slot); h != s.handoffs.end())
+            self->send(h->second, e);
         });
         recompute(self);
       },
@@ -452,9 +468,22 @@ caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
       },
       [self](msg::pair_report& r) {
         auto& s = self->state;
+        if (auto h = s.handoffs.find(r.slot); h != s.handoffs.end()) {
+          if (r.what == state_t::lost || r.what == state_t::timed_out) {  // the hand-off ended
+            s.handoffs.erase(h);
+            s.retired.insert(r.slot);
+          }
+          return;
+        }
         auto it = s.pairs.find(r.slot);
         if (it == s.pairs.end())
           return;
+        if (r.what == state_t::consumed) {  // no longer capacity; a replacement is made at once
+          s.handoffs[r.slot] = it->second.actor;
+          s.pairs.erase(it);
+          recompute(self);
+          return;
+        }
         it->second.state = r.what;
         if (r.what == state_t::lost || r.what == state_t::timed_out) {
           s.pairs.erase(it);

@@ -2,7 +2,11 @@
 // runner placeholder and a workflow placeholder and tells the monitor what they say:
 //
 //   ready      both Running on a node: the scheduler has placed the pair, a job fits
-//   lost       either preempted, evicted, failed or deleted (the survivor is deleted)
+//   consumed   the runner placeholder went (a runner pod preempted it) while the workflow
+//              placeholder is Running: the workflow placeholder keeps the workflow's room until the
+//              workflow pod (priority 20) preempts it, or until placeholderReadyTimeout passes
+//   lost       the workflow placeholder went first, or the pair could not be made (the survivor is
+//              deleted); after `consumed`, the end of the hand-off
 //   timed_out  not ready within placeholderReadyTimeout (both deleted)
 //
 // The monitor feeds it its two pods' events. Stopped by the monitor (scale-down) or by an orderly
@@ -10,6 +14,8 @@
 // restarted monitor to adopt by label.
 
 #include <caf/all.hpp>
+
+#include <ctime>
 
 #include "actors/capacity/capacity.hpp"
 #include "actors/k8s/informer_feed.hpp"
@@ -32,7 +38,10 @@ struct pair_state {
   bool seen[2] = {false, false};  // the informer has shown the pod at least once
   int creating = 0;
   state_t reported = state_t::pending;
-  bool done = false;  // lost or timed out: quitting
+  bool consumed = false;  // handing the workflow's room over to the workflow pod
+  std::string runner_node;  // where the runner placeholder was placed
+  int undecided = 0;        // looks for the runner pod that took the runner placeholder
+  bool done = false;      // lost or timed out: quitting
   static inline const char* name = "headroom.placeholder_pair";
 };
 
@@ -50,7 +59,7 @@ void delete_pods(k8s::client* kube, const std::string& ns, const std::string (&n
 
 void report(pair_actor* self, state_t s, std::string reason = {}) {
   auto& st = self->state;
-  if (s == st.reported && s != state_t::lost && s != state_t::timed_out)
+  if (s == st.reported && s != state_t::lost && s != state_t::timed_out && s != state_t::consumed)
     return;
   st.reported = s;
   self->send(st.monitor, msg::pair_report{s, st.slot, std::move(reason)});
@@ -68,20 +77,71 @@ void finish(pair_actor* self, state_t s, const std::string& reason) {
   self->quit();
 }
 
+// Did a runner pod of this scale set take the runner placeholder's room? The scheduler nominates
+// the preemptor to the victim's node and binds it there; a pod of any other kind preempting the
+// placeholder (a busy cluster's higher-priority pod) means the pair is simply lost.
+bool runner_took(const pair_state& st) {
+  if (st.runner_node.empty())
+    return false;
+  const auto now = std::time(nullptr);
+  for (const auto& p : st.hub->pods->list()) {
+    const auto* r = p->meta.label(keys::role);
+    if (r == nullptr || *r != role_label(role::runner))
+      continue;
+    if (p->nominated_node_name == st.runner_node)
+      return true;
+    std::tm tm{};
+    if (p->node_name == st.runner_node && strptime(p->meta.creation_timestamp.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) != nullptr &&
+        now - timegm(&tm) < 120)
+      return true;
+  }
+  return false;
+}
+
 void evaluate(pair_actor* self) {
   auto& st = self->state;
   if (st.done)
     return;
   pod_state states[2];
+  std::shared_ptr<const k8s::pod> pods[2];
+  bool went[2];
   for (int i = 0; i < 2; ++i) {
-    auto p = st.hub->pods->get(st.hub->spec.ns, st.names[i]);
-    states[i] = placeholder_state(p.get());
-    if (p)
+    pods[i] = st.hub->pods->get(st.hub->spec.ns, st.names[i]);
+    states[i] = placeholder_state(pods[i].get());
+    if (pods[i])
       st.seen[i] = true;
-    if (states[i] == pod_state::gone)
-      return finish(self, state_t::lost, st.names[i] + " " + (p->meta.deletion_timestamp.empty() ? p->phase : "terminating"));
-    if (states[i] == pod_state::absent && st.seen[i] && st.creating == 0)
-      return finish(self, state_t::lost, st.names[i] + " deleted");
+    if (i == 0 && pods[i] && !pods[i]->node_name.empty())
+      st.runner_node = pods[i]->node_name;
+    went[i] = states[i] == pod_state::gone || (states[i] == pod_state::absent && st.seen[i] && st.creating == 0);
+  }
+  auto why = [&](int i) {
+    return st.names[i] + " " + (!pods[i] ? "deleted" : pods[i]->meta.deletion_timestamp.empty() ? pods[i]->phase : "terminating");
+  };
+  if (st.consumed) {
+    if (went[1])
+      finish(self, state_t::lost, "hand-off over: " + why(1));
+    return;
+  }
+  if (went[1])
+    return finish(self, state_t::lost, why(1));
+  if (went[0]) {
+    if (states[1] != pod_state::running)
+      return finish(self, state_t::lost, why(0));
+    if (!runner_took(st)) {
+      if (st.undecided++ < 6) {  // the runner pod's binding may trail the victim's deletion
+        report(self, state_t::pending);
+        self->delayed_send(self, std::chrono::milliseconds(500), msg::tick_atom_v, uint64_t{2});
+        return;
+      }
+      return finish(self, state_t::lost, why(0) + ", not by a runner");
+    }
+    // A runner took the runner placeholder: keep the workflow's room until its pod arrives.
+    st.consumed = true;
+    runtime::log::info(actor_name, "pair consumed: the workflow placeholder holds on",
+                       {{"scale_set", st.hub->spec.name}, {"slot", st.slot}, {"reason", why(0)}});
+    report(self, state_t::consumed, why(0));
+    self->delayed_send(self, st.hub->spec.placeholder_ready_timeout, msg::tick_atom_v, uint64_t{1});
+    return;
   }
   report(self, states[0] == pod_state::running && states[1] == pod_state::running ? state_t::ready : state_t::pending);
 }
@@ -137,9 +197,13 @@ caf::behavior pair_behavior(pair_actor* self, hub_ptr hub, std::string slot, boo
           return finish(self, state_t::lost, "create " + s.names[r.correlation] + " failed: " + r.error);
         evaluate(self);
       },
-      [self](msg::tick_atom, uint64_t) {
+      [self](msg::tick_atom, uint64_t which) {
         auto& s = self->state;
-        if (s.reported != state_t::ready)
+        if (which == 2)
+          return evaluate(self);
+        if (which == 1 && s.consumed)  // no workflow pod came for the held room
+          finish(self, state_t::lost, "hand-off timed out: deleting the workflow placeholder");
+        else if (which == 0 && !s.consumed && s.reported != state_t::ready)
           finish(self, state_t::timed_out,
                  "not Running within " + std::to_string(s.hub->spec.placeholder_ready_timeout.count()) + " ms");
       },

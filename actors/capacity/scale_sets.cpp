@@ -128,6 +128,7 @@ std::variant<scale_set_spec, std::string> make_spec(const runtime::config::scale
   s.standalone = c.mode != "arc";
   s.ephemeral_runner_set = c.ephemeral_runner_set;
   s.capacity_aware = c.capacity_aware.enabled;
+  s.repoll_on_change = c.capacity_aware.repoll_on_change;
   s.proactive_capacity = c.capacity_aware.proactive_capacity;
   s.recalculate_interval = c.capacity_aware.recalculate_interval;
   s.placeholder_ready_timeout = c.capacity_aware.placeholder_ready_timeout;
@@ -279,6 +280,7 @@ runtime::child_spec scale_set_subtree(const runtime::config& cfg, const hub_ptr&
     o.runner_group = hub->spec.runner_group;
     o.labels = hub->spec.labels;
     o.owner = hub->owner_configmap;
+    o.repoll_on_change = hub->spec.repoll_on_change;
     {
       std::lock_guard lock{hub->m};
       o.initial_capacity = hub->advertised >= 0 ? hub->advertised : (hub->spec.capacity_aware ? 0 : hub->spec.max_runners);

@@ -199,7 +199,7 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
         // The service reads the capacity only when a poll starts. A drop must reach it at once (or
         // it keeps assigning by the old value for up to 50 s); a rise too, or placed room sits
         // idle while jobs queue. A cancelled poll loses nothing: an unacked message comes again.
-        if (s.polling && s.desired != s.poll_capacity) {
+        if (s.polling && s.desired != s.poll_capacity && s.opts.repoll_on_change) {
           if (s.desired < s.poll_capacity)
             runtime::log::info(actor_name, "capacity dropped below the in-flight poll's: re-polling",
                                {{"scale_set", s.opts.scale_set_id}, {"was", s.poll_capacity}, {"now", s.desired}});

@@ -35,6 +35,7 @@ struct listener_options {
   std::function<void(int64_t capacity)> on_poll;    // each poll as it starts, with the capacity it carries
   std::string owner;              // the session's owner name: the Pod's or the host's name
   int64_t initial_capacity = 0;   // advertised until the capacity monitor says otherwise
+  bool repoll_on_change = true;   // false: a new capacity waits for the next poll (the stock behaviour)
   std::chrono::milliseconds backoff_initial{1'000}, backoff_max{30'000};  // after a failed call
 };
 

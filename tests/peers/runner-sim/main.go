@@ -61,6 +61,7 @@ type sim struct {
 	client   *kubernetes.Clientset
 	ns, peer string
 	duration time.Duration
+	wfDelay  time.Duration
 	wfCPU    string
 	wfMemory string
 	lister   cache.Indexer
@@ -173,6 +174,8 @@ func (s *sim) run(ctx context.Context, pod *corev1.Pod, rec *runnerRecord) {
 	s.mu.Lock()
 	rec.JobRequest = jobID
 	s.mu.Unlock()
+	// A real runner sets up (downloads actions, pulls images) before its hook makes the workflow pod.
+	time.Sleep(s.wfDelay)
 	// The container hook: the workflow pod, anywhere it fits.
 	wf := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: pod.Name + "-wf", Namespace: s.ns, Labels: map[string]string{"runner-sim/role": "workflow"}},
@@ -218,6 +221,7 @@ func main() {
 	ns := flag.String("namespace", "runners", "the runners' namespace")
 	peer := flag.String("peer", "", "the Actions Service peer's base URL")
 	duration := flag.Duration("job-duration", 5*time.Second, "how long each job runs")
+	wfDelay := flag.Duration("workflow-delay", 0, "from the job's start to the workflow pod's creation")
 	wfCPU := flag.String("workflow-cpu", "1", "the workflow pod's cpu request")
 	wfMemory := flag.String("workflow-memory", "1Gi", "the workflow pod's memory request")
 	flag.Parse()
@@ -230,7 +234,7 @@ func main() {
 	client := kubernetes.NewForConfigOrDie(cfg)
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(*ns))
 	inf := factory.Core().V1().Pods().Informer()
-	s := &sim{timeline: []sample{}, runners: map[string]*runnerRecord{}, client: client, ns: *ns, peer: *peer, duration: *duration,
+	s := &sim{timeline: []sample{}, runners: map[string]*runnerRecord{}, client: client, ns: *ns, peer: *peer, duration: *duration, wfDelay: *wfDelay,
 		wfCPU: *wfCPU, wfMemory: *wfMemory, lister: inf.GetIndexer(), logger: logger}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()

@@ -1,0 +1,258 @@
+#pragma once
+
+// The world of a capacity end-to-end run, shared by tests/e2e/capacity_e2e_test.cpp and
+// bench/capacity_propagation_bench.cpp: the headroom binary as a child process, a scale set's
+// namespace with the runner simulator in it, and the audit of every poll the Actions Service peer
+// logged against what the simulator saw the scheduler place.
+
+#include <fcntl.h>
+#include <signal.h>
+#include <simdjson.h>
+#include <spawn.h>
+#include <sys/wait.h>
+
+#include <algorithm>
+#include <chrono>
+#include <filesystem>
+#include <fstream>
+#include <map>
+#include <sstream>
+#include <string>
+#include <thread>
+#include <vector>
+
+#include "testenv/actions_peer.hpp"
+#include "testenv/cluster_fixture.hpp"
+#include "testenv/peer_process.hpp"
+
+namespace headroom::e2e {
+
+using namespace std::chrono_literals;
+using testenv::cluster;
+using testenv::cluster_options;
+using testenv::eventually;
+using clock_type = std::chrono::system_clock;
+
+inline constexpr auto window = 2s;  // propagation allowance between the cluster and a poll
+inline const std::string pat = "ghp_e2e_capacity_token";
+
+struct env {
+  cluster* c = nullptr;
+  std::unique_ptr<testpeer::actions_peer> peer;
+  std::string why;
+};
+
+inline clock_type::time_point parse_time(std::string_view t) {
+  std::tm tm{};
+  const std::string s{t};
+  const char* rest = strptime(s.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (rest == nullptr)
+    return {};
+  double frac = 0;
+  if (*rest == '.') {
+    double scale = 0.1;
+    for (++rest; *rest >= '0' && *rest <= '9'; ++rest, scale /= 10)
+      frac += (*rest - '0') * scale;
+  }
+  return clock_type::from_time_t(timegm(&tm)) + std::chrono::microseconds(static_cast<int64_t>(frac * 1e6));
+}
+
+// The headroom binary as a child process with a config file; SIGTERM on stop().
+class agent {
+ public:
+  agent(const std::string& dir, const std::string& yaml) : dir_(dir) {
+    std::ofstream(dir + "/headroom.yaml") << yaml;
+    const std::string log = dir + "/agent.log";
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    std::vector<std::string> args{HEADROOM_BINARY, "--config", dir + "/headroom.yaml", "--metrics-addr", "127.0.0.1:0"};
+    std::vector<char*> argv;
+    for (auto& a : args)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    std::vector<std::string> envs{"HEADROOM_GITHUB_TOKEN=" + pat, "PATH=/usr/bin:/bin"};
+    std::vector<char*> envp;
+    for (auto& e : envs)
+      envp.push_back(e.data());
+    envp.push_back(nullptr);
+    posix_spawn(&pid_, HEADROOM_BINARY, &fa, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&fa);
+  }
+  ~agent() { stop(SIGKILL); }
+  // Returns the exit status (or -1 when it was not running).
+  int stop(int sig = SIGTERM) {
+    if (pid_ <= 0)
+      return -1;
+    kill(pid_, sig);
+    int status = 0;
+    for (int i = 0; i < 300 && waitpid(pid_, &status, WNOHANG) == 0; ++i)
+      std::this_thread::sleep_for(100ms);
+    if (waitpid(pid_, &status, WNOHANG) == 0) {
+      kill(pid_, SIGKILL);
+      waitpid(pid_, &status, 0);
+    }
+    pid_ = -1;
+    return status;
+  }
+  bool alive() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
+  std::string log() const {
+    std::ifstream in{dir_ + "/agent.log"};
+    std::stringstream ss;
+    ss << in.rdbuf();
+    auto s = ss.str();
+    return s.size() > 6000 ? s.substr(s.size() - 6000) : s;
+  }
+
+ private:
+  std::string dir_;
+  pid_t pid_ = -1;
+};
+
+struct scenario {
+  std::string name;    // scale set name = namespace = job label
+  int max_runners = 4;
+  int proactive = 2;
+  std::string timeout = "5m";
+  std::string job_duration = "4s";
+  bool repoll = true;
+  std::string workflow_delay = "0s";  // the runner's setup time before its workflow pod
+  std::string labels;         // extra runner labels, YAML flow list items: "shared-ci"
+  std::string node_selector;  // YAML flow mapping items for the runner template: "pool: nowhere"
+
+  scenario() = default;
+  scenario(std::string n, int max, int pool, std::string ready_timeout, std::string job)
+      : name(std::move(n)), max_runners(max), proactive(pool), timeout(std::move(ready_timeout)), job_duration(std::move(job)) {}
+};
+
+inline std::string config_for(const env& e, const scenario& s, bool capacity_aware = true) {
+  return "kubernetes:\n  kubeconfig: " + e.c->kubeconfig() +
+         "\nleaderElection:\n  enabled: false\ngithub:\n  configUrl: " + e.peer->http_url() +
+         "/headroom-org\nscaleSets:\n  - name: " + s.name + "\n    namespace: " + s.name +
+         "\n    maxRunners: " + std::to_string(s.max_runners) + "\n    labels: [" + s.labels + "]" +
+         "\n    runner:\n      image: runner:e2e\n      resources: {cpu: 500m, memory: 512Mi}\n      nodeSelector: {" +
+         s.node_selector + "}\n"
+         "    capacityAware:\n      enabled: " + (capacity_aware ? "true" : "false") +
+         "\n      proactiveCapacity: " + std::to_string(s.proactive) +
+         "\n      recalculateInterval: 2s\n      repollOnChange: " + (s.repoll ? "true" : "false") +
+         "\n      placeholderReadyTimeout: " + s.timeout +
+         "\n      workflowResources: {cpu: 500m, memory: 512Mi}\n"
+         "    healthCheck: {interval: 5s, registrationTimeout: 60s}\n";
+}
+
+// A test's world: its namespace, the runner simulator in it, and headroom.
+struct world {
+  env& e;
+  scenario s;
+  std::string dir;
+  std::unique_ptr<testpeer::peer_process> sim;
+  std::unique_ptr<agent> headroom;
+  std::string why;
+
+  world(env& env_, scenario sc) : e(env_), s(std::move(sc)) {
+    dir = e.c->dir() + "/e2e-" + s.name;
+    std::filesystem::create_directories(dir);
+    e.c->kubectl({"create", "namespace", s.name});
+    sim = testpeer::peer_process::start("tests/peers/runner-sim/build.sh",
+                                        {"--kubeconfig", e.c->kubeconfig(), "--namespace", s.name, "--peer",
+                                         e.peer->http_url(), "--job-duration", s.job_duration, "--workflow-cpu", "500m",
+                                         "--workflow-memory", "512Mi", "--workflow-delay", s.workflow_delay},
+                                        why);
+  }
+  void start(bool capacity_aware = true) { headroom = std::make_unique<agent>(dir, config_for(e, s, capacity_aware)); }
+
+  int64_t scale_set_id() const {
+    simdjson::dom::parser p;
+    for (auto ss : p.parse(e.peer->control("/state").body)["scaleSets"].get_array())
+      if (std::string_view(ss["name"]) == s.name)
+        return int64_t(ss["id"]);
+    return 0;
+  }
+
+  std::string post_jobs(int n) const {
+    return e.peer->control("/jobs", "{\"labels\":[\"" + s.name + "\"],\"count\":" + std::to_string(n) + "}").body;
+  }
+
+  std::map<std::string, int> job_states() const {
+    simdjson::dom::parser p;
+    std::map<std::string, int> out;
+    for (auto j : p.parse(e.peer->control("/state").body)["jobs"].get_array()) {
+      bool ours = false;
+      for (auto l : j["labels"].get_array())
+        ours |= std::string_view(l) == s.name;
+      if (ours)
+        ++out[std::string{std::string_view(j["state"])}];
+    }
+    return out;
+  }
+
+  int64_t latest_capacity(int64_t set) const {
+    simdjson::dom::parser p;
+    int64_t cap = -1;
+    for (auto poll : p.parse(e.peer->control("/state").body)["polls"].get_array())
+      if (int64_t(poll["scaleSetId"]) == set)
+        cap = int64_t(poll["capacity"]);
+    return cap;
+  }
+
+  int placeholders_running() const {
+    auto r = e.c->kubectl({"-n", s.name, "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder)",
+                           "-o", "jsonpath={range .items[*]}{.status.phase}{\"\\n\"}{end}"});
+    int n = 0;
+    for (size_t i = r.out.find("Running"); i != std::string::npos; i = r.out.find("Running", i + 1))
+      ++n;
+    return n;
+  }
+  int placeholder_pods() const {
+    auto r = e.c->kubectl({"-n", s.name, "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder)",
+                           "-o", "name"});
+    return static_cast<int>(std::count(r.out.begin(), r.out.end(), '\n'));
+  }
+
+  // The audit of every poll of `set`: advertised ≤ maxRunners, and advertised ≤ jobs held when the
+  // poll arrived + pairs placed within `window` before it + jobs completed in that window.
+  struct audit_result {
+    int checked = 0;
+    std::vector<std::string> violations;
+  };
+  audit_result audit(int64_t set) const {
+    simdjson::dom::parser p1, p2;
+    auto peer = p1.parse(e.peer->control("/state").body);
+    auto simst = p2.parse(testpeer::http_call(sim->ready("http") + "/state").body);
+    std::vector<std::pair<clock_type::time_point, int64_t>> ready;
+    for (auto t : simst["timeline"].get_array())
+      ready.emplace_back(parse_time(std::string_view(t["at"])), int64_t(t["readyPairs"]));
+    std::vector<clock_type::time_point> completions;
+    for (auto j : peer["jobs"].get_array())
+      if (int64_t(j["scaleSetId"]) == set && std::string_view(j["state"]) == "completed")
+        completions.push_back(parse_time(std::string_view(j["finishTime"])));
+    audit_result out;
+    for (auto poll : peer["polls"].get_array()) {
+      if (int64_t(poll["scaleSetId"]) != set)
+        continue;
+      const auto at = parse_time(std::string_view(poll["at"]));
+      const int64_t cap = int64_t(poll["capacity"]), held = int64_t(poll["heldAtStart"]);
+      int64_t max_ready = 0;
+      for (size_t i = 0; i < ready.size(); ++i) {
+        const auto until = i + 1 < ready.size() ? ready[i + 1].first : clock_type::time_point::max();
+        if (ready[i].first <= at && until >= at - window)
+          max_ready = std::max(max_ready, ready[i].second);
+      }
+      int64_t recent = 0;
+      for (auto c : completions)
+        recent += (c <= at && c >= at - window) ? 1 : 0;
+      const auto seq = std::to_string(int64_t(poll["seq"]));
+      if (cap > s.max_runners)
+        out.violations.push_back("poll " + seq + " advertised " + std::to_string(cap) + " > maxRunners");
+      if (cap > held + max_ready + recent)
+        out.violations.push_back("poll " + seq + " advertised " + std::to_string(cap) + " with " + std::to_string(held) +
+                                 " jobs held, " + std::to_string(max_ready) + " pairs placed, " + std::to_string(recent) +
+                                 " jobs just completed");
+      ++out.checked;
+    }
+    return out;
+  }
+};
+
+}  // namespace headroom::e2e
