@@ -14,6 +14,7 @@
 
 #include <caf/all.hpp>
 
+#include <deque>
 #include <map>
 #include <set>
 #include <simdjson.h>
@@ -57,6 +58,10 @@ struct monitor_state {
   bool acting = false;  // start-up done: the owner is known
   owner_ref owner;
   int64_t assigned = 0, running_jobs = 0, queued = 0;
+  // Newly assigned jobs that no pair has been consumed by or handed to yet (when each was seen).
+  std::deque<caf::actor_clock::time_point> owed;
+  int64_t assigned_seen = 0;
+  bool assigned_known = false;
   int64_t last_published = -1;
   milliseconds create_backoff{0};
   bool stopping = false;  // waiting for the owner's delete, then quitting with stop_reason
@@ -202,9 +207,25 @@ void recompute(monitor_actor* self) {
     for (const auto& [slot, e] : st.pairs)
       if (e.state == state_t::ready)
         victims.push_back(slot);
+    // Jobs assigned recently that no runner has consumed a pair for yet (`owed`): a ready pair
+    // that scale-down would remove is handed to such a job instead (its runner placeholder goes,
+    // its workflow placeholder holds the workflow's room until the workflow pod takes it), so a
+    // runner that found room elsewhere does not leave its workflow pod unprotected.
+    const auto now = self->clock().now();
+    while (!st.owed.empty() && now - st.owed.front() > spec.placeholder_ready_timeout)
+      st.owed.pop_front();  // a job that long without its pair found room on its own
     for (size_t i = 0; count > keep && i < victims.size(); ++i, --count) {
-      if (st.pairs[victims[i]].state == state_t::ready)
+      auto& e = st.pairs[victims[i]];
+      if (e.state == state_t::ready) {
         --in.ready_pairs;
+        if (!st.owed.empty()) {
+          st.owed.pop_front();
+          self->send(e.actor, msg::pair_report{state_t::consumed, victims[i], "handed to a newly assigned job"});
+          st.handoffs[victims[i]] = e.actor;
+          st.pairs.erase(victims[i]);
+          continue;
+        }
+      }
       stop_pair(self, victims[i]);
     }
   }
@@ -460,6 +481,15 @@ caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
         auto& s = self->state;
         s.assigned = u.stats.total_assigned_jobs;
         s.running_jobs = u.stats.total_running_jobs;
+        if (!s.assigned_known) {  // jobs assigned before this monitor started are not new
+          s.assigned_known = true;
+          s.assigned_seen = s.assigned;
+        }
+        for (int64_t n = s.assigned - s.assigned_seen; n > 0; --n)
+          s.owed.push_back(self->clock().now());
+        s.assigned_seen = s.assigned;
+        while (static_cast<int64_t>(s.owed.size()) > s.assigned)
+          s.owed.pop_front();
         recompute(self);
       },
       [self](const msg::queued_jobs& q) {
@@ -479,6 +509,8 @@ caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
         if (it == s.pairs.end())
           return;
         if (r.what == state_t::consumed) {  // no longer capacity; a replacement is made at once
+          if (!s.owed.empty())
+            s.owed.pop_front();
           s.handoffs[r.slot] = it->second.actor;
           s.pairs.erase(it);
           recompute(self);

@@ -189,6 +189,19 @@ caf::behavior pair_behavior(pair_actor* self, hub_ptr hub, std::string slot, boo
     evaluate(self);
   return {
       [self](msg::pod_event&) { evaluate(self); },
+      [self](msg::pair_report& r) {  // the monitor hands this pair to a newly assigned job
+        auto& s = self->state;
+        if (r.what != state_t::consumed || s.consumed || s.done)
+          return;
+        s.consumed = true;
+        s.reported = state_t::consumed;
+        runtime::log::info(actor_name, "pair handed to a job: the workflow placeholder holds on",
+                           {{"scale_set", s.hub->spec.name}, {"slot", s.slot}});
+        k8s::delete_options o;
+        o.grace_period_seconds = 0;
+        s.hub->kube->remove(k8s::kinds::pods, s.hub->spec.ns, s.names[0], o, [](k8s::api_result) {});
+        self->delayed_send(self, s.hub->spec.placeholder_ready_timeout, msg::tick_atom_v, uint64_t{1});
+      },
       [self](msg::api_reply& r) {
         auto& s = self->state;
         --s.creating;
