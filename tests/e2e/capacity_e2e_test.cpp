@@ -285,8 +285,10 @@ TEST(capacity_e2e, capacity_arc_mode_patches_the_ephemeral_runner_set) {
                          "ARC's module from the Go module proxy", dl.out + dl.err);
   const std::string crd = std::string{dir} + "/config/crd/bases/actions.github.com_ephemeralrunnersets.yaml";
   ASSERT_EQ(e.c->kubectl({"apply", "--server-side", "-f", crd}).exit_code, 0);
-  ASSERT_EQ(e.c->kubectl({"wait", "--for", "condition=Established", "--timeout", "30s",
-                          "crd/ephemeralrunnersets.actions.github.com"}).exit_code, 0);
+  ASSERT_TRUE(eventually([&] {  // `wait` fails at once while the new CRD is not listed yet
+    return e.c->kubectl({"wait", "--for", "condition=Established", "--timeout", "10s",
+                         "crd/ephemeralrunnersets.actions.github.com"}).exit_code == 0;
+  }, 60s));
 
   scenario sc{"capacity-arc", 3, 2, "5m", "3s"};
   sc.ephemeral_runner_set = "arc-runners";
