@@ -46,7 +46,9 @@ struct provisioner_state {
   int64_t scale_set_id = 0;
   github::statistics stats;
   int creating = 0;                     // JIT requested, pod not yet made
-  std::set<std::string> made;           // pods made, not yet seen by the informer
+  // Pods made, not yet seen by the informer (when made): counted until seen, or for a minute at
+  // most (a pod deleted before the watch showed it must not hold a runner's place forever).
+  std::map<std::string, std::chrono::steady_clock::time_point> made;
   std::map<uint64_t, creation> calls;   // Kubernetes calls by correlation
   uint64_t next_call = 1;
   int64_t arc_replicas = -1, arc_patch_id = 0;
@@ -81,6 +83,8 @@ void remove_runner(provisioner_actor* self, int64_t runner_id, const std::string
 
 int64_t live_runner_pods(provisioner_actor* self) {
   auto& st = self->state;
+  const auto now = std::chrono::steady_clock::now();
+  std::erase_if(st.made, [now](const auto& kv) { return now - kv.second > std::chrono::minutes(1); });
   int64_t n = 0;
   for (const auto& p : st.hub->pods->list()) {
     const auto* r = p->meta.label(keys::role);
@@ -236,7 +240,7 @@ caf::behavior provisioner_behavior(provisioner_actor* self, hub_ptr hub) {
             self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, uint64_t{0});
             return;
           }
-          s.made.insert(c.name);
+          s.made.emplace(c.name, std::chrono::steady_clock::now());
           runtime::log::info(actor_name, "runner pod created", {{"scale_set", s.hub->spec.name}, {"pod", c.name}, {"runner_id", c.runner_id}});
           simdjson::dom::parser parser;
           std::string_view uid;

@@ -165,6 +165,17 @@ struct world {
                                          "--workflow-memory", "512Mi", "--workflow-delay", s.workflow_delay},
                                         why);
   }
+  // The cluster is shared by the scenarios of one run and the NodePool is small: each world gives
+  // its room back (headroom stopped in order, the namespace and every pod in it deleted).
+  ~world() {
+    if (headroom)
+      headroom->stop(SIGTERM);
+    sim.reset();
+    e.c->kubectl({"delete", "namespace", s.name, "--timeout=90s"});
+  }
+  world(const world&) = delete;
+  world& operator=(const world&) = delete;
+
   void start(bool capacity_aware = true) { headroom = std::make_unique<agent>(dir, config_for(e, s, capacity_aware)); }
 
   int64_t scale_set_id() const {
