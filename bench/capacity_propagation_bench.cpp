@@ -89,7 +89,17 @@ measured measure(const world& w, int64_t set, int64_t pool, bool stock) {
     // up to 100 ms before the simulator's observation (and after the previous change) counts as 0.
     const auto from = std::max(at - 100ms, i > 0 ? changes[i - 1].first : at - 100ms);
     std::optional<double> ms;
+    // Already up to date: the poll in flight when the simulator saw the change was issued after
+    // the previous change and carries the new room (headroom saw the event first).
+    for (auto it = polls.rbegin(); !stock && it != polls.rend(); ++it)
+      if (it->first <= at) {
+        if (it->first >= from && (up ? it->second >= ready : it->second <= ready))
+          ms = 0.0;
+        break;
+      }
     for (const auto& [when, cap] : polls) {
+      if (ms)
+        break;
       if (when < (stock ? at : from) || (!stock && when >= until))
         continue;
       // The service is up to date once a poll carries at least the new room (a rise) or at most

@@ -68,8 +68,17 @@ type sim struct {
 	logger   *log.Logger
 }
 
+// Placed and staying: Running on a node, not being deleted, not marked as a preemption victim.
 func running(p *corev1.Pod) bool {
-	return p.Status.Phase == corev1.PodRunning && p.Spec.NodeName != "" && p.DeletionTimestamp == nil
+	if p.Status.Phase != corev1.PodRunning || p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
+		return false
+	}
+	for _, c := range p.Status.Conditions {
+		if c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue {
+			return false
+		}
+	}
+	return true
 }
 
 // Called on every pod event: the number of fully placed pairs now.
