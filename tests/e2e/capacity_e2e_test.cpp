@@ -315,5 +315,34 @@ TEST(capacity_e2e, capacity_arc_mode_patches_the_ephemeral_runner_set) {
   EXPECT_GT(audited(w, set), 0);
 }
 
+// health_check: a runner pod that is Running but whose runner never comes online at GitHub is
+// replaced. Its GitHub runner is removed first, then the pod; the provisioner makes a new runner
+// for the still-assigned job, which then runs to completion.
+TEST(capacity_e2e, capacity_health_replaces_a_runner_that_never_registers) {
+  REQUIRE_ENV(e);
+  scenario sc{"capacity-health", 2, 1, "5m", "3s"};
+  sc.health = "{interval: 1s, registrationTimeout: 5s}";
+  sc.skip_runners = 1;
+  world w{e, sc};
+  REQUIRE_WORLD(w);
+  w.start();
+  int64_t set = 0;
+  ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
+  ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 1; }, 120s)) << w.headroom->log();
+  w.post_jobs(1);
+  std::string first;
+  ASSERT_TRUE(eventually([&] {
+    first = w.e.c->kubectl({"-n", sc.name, "get", "pods", "-l", "headroom.dev/role=runner", "-o",
+                            "jsonpath={.items[0].metadata.name}"}).out;
+    return !first.empty();
+  }, 60s));
+  EXPECT_TRUE(eventually([&] { return w.job_states()["completed"] == 1; }, 120s)) << w.headroom->log() << w.sim->log();
+  EXPECT_NE(w.headroom->log().find("runner_never_registered"), std::string::npos) << w.headroom->log();
+  EXPECT_TRUE(eventually([&] {
+    return w.e.c->kubectl({"-n", sc.name, "get", "pod", first, "-o", "name"}).exit_code != 0;
+  }, 30s)) << "the unregistered runner's pod is deleted";
+  EXPECT_GT(audited(w, set), 0);
+}
+
 }  // namespace
 }  // namespace headroom::e2e

@@ -122,6 +122,8 @@ struct scenario {
   bool repoll = true;
   std::string workflow_delay = "0s";  // the runner's setup time before its workflow pod
   std::string ephemeral_runner_set;   // non-empty: arc mode, patching this EphemeralRunnerSet
+  std::string health = "{interval: 5s, registrationTimeout: 60s}";
+  int skip_runners = 0;               // the simulator leaves the first N runner pods alone
   std::string labels;         // extra runner labels, YAML flow list items: "shared-ci"
   std::string node_selector;  // YAML flow mapping items for the runner template: "pool: nowhere"
 
@@ -143,7 +145,7 @@ inline std::string config_for(const env& e, const scenario& s, bool capacity_awa
          "\n      recalculateInterval: 2s\n      repollOnChange: " + (s.repoll ? "true" : "false") +
          "\n      placeholderReadyTimeout: " + s.timeout +
          "\n      workflowResources: {cpu: 500m, memory: 512Mi}\n"
-         "    healthCheck: {interval: 5s, registrationTimeout: 60s}\n";
+         "    healthCheck: " + s.health + "\n";
 }
 
 // A test's world: its namespace, the runner simulator in it, and headroom.
@@ -162,7 +164,8 @@ struct world {
     sim = testpeer::peer_process::start("tests/peers/runner-sim/build.sh",
                                         {"--kubeconfig", e.c->kubeconfig(), "--namespace", s.name, "--peer",
                                          e.peer->http_url(), "--job-duration", s.job_duration, "--workflow-cpu", "500m",
-                                         "--workflow-memory", "512Mi", "--workflow-delay", s.workflow_delay},
+                                         "--workflow-memory", "512Mi", "--workflow-delay", s.workflow_delay,
+                                         "--skip-runners", std::to_string(s.skip_runners)},
                                         why);
   }
   // The cluster is shared by the scenarios of one run and the NodePool is small: each world gives

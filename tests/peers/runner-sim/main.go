@@ -231,6 +231,7 @@ func main() {
 	peer := flag.String("peer", "", "the Actions Service peer's base URL")
 	duration := flag.Duration("job-duration", 5*time.Second, "how long each job runs")
 	wfDelay := flag.Duration("workflow-delay", 0, "from the job's start to the workflow pod's creation")
+	skip := flag.Int("skip-runners", 0, "leave the first N runner pods alone (a runner that never registers)")
 	wfCPU := flag.String("workflow-cpu", "1", "the workflow pod's cpu request")
 	wfMemory := flag.String("workflow-memory", "1Gi", "the workflow pod's memory request")
 	flag.Parse()
@@ -259,6 +260,11 @@ func main() {
 		if !seen {
 			rec = &runnerRecord{Pod: p.Name, PodRunningAt: time.Now()}
 			s.runners[p.Name] = rec
+			if *skip > 0 {
+				*skip--
+				rec.Error = "skipped: never registers"
+				seen = true
+			}
 		}
 		s.mu.Unlock()
 		if !seen {
