@@ -1,15 +1,19 @@
 // Decode throughput of a 10k-pod list and of a watch stream, and bytes per cached Pod.
 // The pods are the fixture captured from the real apiserver (kubectl's last-applied annotation
 // removed, as controller-created pods do not carry it), minified as the apiserver sends it, with
-// a distinct name and uid each.
+// a distinct name, uid and resourceVersion each, as pods made from one template have. The
+// `unique_labels` variants also give every pod its own label value, so that its labels (and its
+// label index entry) are its own and cannot be shared.
 //
 // With --write-corpus DIR the generated list and watch stream are written for the client-go peer
 // (tests/peers/clientgo-decode), so both sides decode the same bytes.
 #include <benchmark/benchmark.h>
 #include <malloc.h>
+#include <simdjson.h>
 
 #include <cstring>
 #include <fstream>
+#include <map>
 #include <memory>
 #include <sstream>
 #include <string>
@@ -17,6 +21,7 @@
 #include <vector>
 
 #include "adapters/k8s/decode.hpp"
+#include "adapters/k8s/store.hpp"
 
 namespace {
 
@@ -60,7 +65,7 @@ std::string pod_template() {
   return json;
 }
 
-std::string make_pod(const std::string& tmpl, int i) {
+std::string make_pod(const std::string& tmpl, int i, bool unique_label) {
   std::string p = tmpl;
   const std::string name = "workflow-placeholder-7";
   const auto at = p.find("\"name\":\"" + name + "\"");
@@ -69,6 +74,12 @@ std::string make_pod(const std::string& tmpl, int i) {
   char buf[40];
   std::snprintf(buf, sizeof buf, "%08x-0000-4000-8000-%012x", i, i * 7919);
   p.replace(uid + 7, 36, buf);
+  const std::string rv = "\"resourceVersion\":\"223\"";
+  p.replace(p.find(rv), rv.size(), "\"resourceVersion\":\"" + std::to_string(100'000 + i) + "\"");
+  if (unique_label) {
+    const std::string slot = "\"headroom.dev/slot\":\"7\"";
+    p.replace(p.find(slot), slot.size(), "\"headroom.dev/slot\":\"" + std::to_string(i) + "\"");
+  }
   return p;
 }
 
@@ -78,15 +89,15 @@ struct corpus {
   std::vector<std::string> pods;
 };
 
-const corpus& data(int n = 10'000) {
-  static std::unordered_map<int, std::unique_ptr<corpus>> cache;
-  auto& c = cache[n];
+const corpus& data(int n = 10'000, bool unique_labels = false) {
+  static std::map<std::pair<int, bool>, std::unique_ptr<corpus>> cache;
+  auto& c = cache[{n, unique_labels}];
   if (!c) {
     c = std::make_unique<corpus>();
     const auto tmpl = pod_template();
     c->list = R"({"kind":"PodList","apiVersion":"v1","metadata":{"resourceVersion":"100000"},"items":[)";
     for (int i = 0; i < n; ++i) {
-      c->pods.push_back(make_pod(tmpl, i));
+      c->pods.push_back(make_pod(tmpl, i, unique_labels));
       c->list += (i ? "," : "") + c->pods.back();
       c->watch += R"({"type":"MODIFIED","object":)" + c->pods.back() + "}\n";
     }
@@ -129,20 +140,25 @@ void decode_watch_stream_10k(benchmark::State& state) {
 }
 BENCHMARK(decode_watch_stream_10k)->Unit(benchmark::kMillisecond);
 
-// Heap bytes per Pod held the way the informer store holds it: a shared_ptr<const pod> per
-// object in an unordered_map keyed by namespace/name (indexes not included).
+// Heap bytes per Pod held in the informer's store (adapters/k8s/store.hpp): the objects keyed
+// namespace/name, with (args: indexes = 1) or without the informer's default indexes (namespace,
+// label, owner). client-go's side holds a cache.Store without indexes. Everything the pods hold
+// is counted, shared parts included: the interned values are made during the measurement.
 void bytes_per_cached_pod(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  const auto& c = data(n);
+  const bool indexes = state.range(1) != 0;
+  const bool unique_labels = state.range(2) != 0;
+  const auto& c = data(n, unique_labels);
   double per_pod = 0;
   for (auto _ : state) {
     const auto before = mallinfo2().uordblks;
     {
-      std::unordered_map<std::string, std::shared_ptr<const pod>> store;
+      headroom::k8s::store<pod> store;
+      if (indexes)
+        store.add_default_indexes();
       for (const auto& json : c.pods) {
         auto r = headroom::k8s::decode_pod(json);
-        auto p = std::make_shared<const pod>(std::move(std::get<pod>(r)));
-        store.emplace(p->meta.ns + "/" + p->meta.name, std::move(p));
+        store.put(std::make_shared<const pod>(std::move(std::get<pod>(r))));
       }
       const auto after = mallinfo2().uordblks;
       per_pod = static_cast<double>(after - before) / n;
@@ -152,7 +168,64 @@ void bytes_per_cached_pod(benchmark::State& state) {
   state.counters["bytes_per_pod"] = per_pod;
   state.counters["json_bytes_per_pod"] = static_cast<double>(c.pods.front().size());
 }
-BENCHMARK(bytes_per_cached_pod)->Arg(10'000)->Arg(100'000)->Iterations(1)->Unit(benchmark::kMillisecond);
+BENCHMARK(bytes_per_cached_pod)
+    ->ArgNames({"pods", "indexes", "unique_labels"})
+    ->Args({10'000, 0, 0})
+    ->Args({100'000, 0, 0})
+    ->Args({10'000, 1, 0})
+    ->Args({100'000, 1, 0})
+    ->Args({10'000, 0, 1})
+    ->Args({10'000, 1, 1})
+    ->Iterations(1)
+    ->Unit(benchmark::kMillisecond);
+
+// The floor under any On-Demand decoder of these pods: visit every key and every value of each
+// watch event, copying nothing. A decoder that reads what headroom needs skips some values, but
+// it cannot go much faster than this unless it skips most of the object.
+size_t visit(simdjson::ondemand::value v) {
+  namespace od = simdjson::ondemand;
+  size_t n = 0;
+  switch (v.type()) {
+    case od::json_type::object:
+      for (auto field : v.get_object()) {
+        n += std::string_view{field.unescaped_key()}.size();
+        n += visit(field.value());
+      }
+      break;
+    case od::json_type::array:
+      for (auto element : v.get_array())
+        n += visit(element.value());
+      break;
+    case od::json_type::string:
+      n += std::string_view{v.get_string()}.size();
+      break;
+    default:
+      n += v.raw_json_token().size();
+  }
+  return n;
+}
+
+void ondemand_visit_everything_10k(benchmark::State& state) {
+  const auto& c = data();
+  simdjson::ondemand::parser parser;
+  std::string buffer;
+  for (auto _ : state) {
+    size_t start = 0;
+    size_t n = 0;
+    while (start < c.watch.size()) {
+      const auto end = c.watch.find('\n', start);
+      buffer.assign(c.watch, start, end - start);
+      const size_t size = buffer.size();
+      buffer.resize(size + simdjson::SIMDJSON_PADDING);
+      auto doc = parser.iterate(simdjson::padded_string_view{buffer.data(), size, buffer.size()});
+      n += visit(doc.get_value());
+      start = end + 1;
+    }
+    benchmark::DoNotOptimize(n);
+  }
+  state.SetBytesProcessed(static_cast<int64_t>(state.iterations() * c.watch.size()));
+}
+BENCHMARK(ondemand_visit_everything_10k)->Unit(benchmark::kMillisecond);
 
 }  // namespace
 

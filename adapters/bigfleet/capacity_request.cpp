@@ -364,10 +364,10 @@ void append_resource(std::string& out, bool& first, std::string_view name, int64
 
 std::string capacity_request_spec(const k8s::pod& pod, const penalty_defaults& defaults) {
   std::vector<requirement> reqs;
-  if (!pod.required_node_affinity.empty())
-    for (const auto& e : pod.required_node_affinity.front().match_expressions)
+  if (!pod.spec->required_node_affinity.empty())
+    for (const auto& e : pod.spec->required_node_affinity.front().match_expressions)
       reqs.push_back({e.key, e.op, e.values});
-  for (const auto& [k, v] : pod.node_selector)
+  for (const auto& [k, v] : pod.spec->node_selector)
     reqs.push_back({k, "In", {v}});
   if (reqs.empty())
     reqs.push_back({"node.kubernetes.io/instance-type", "Exists", {}});
@@ -378,7 +378,7 @@ std::string capacity_request_spec(const k8s::pod& pod, const penalty_defaults& d
     out += (i ? "," : "") + json_requirement(reqs[i]);
   out += "],\"resources\":{";
   bool first = true;
-  const auto& r = pod.requests;
+  const auto& r = pod.spec->requests;
   append_resource(out, first, "cpu", r.cpu_milli);
   append_resource(out, first, "memory", r.memory);
   append_resource(out, first, "ephemeral-storage", r.ephemeral_storage);
@@ -387,7 +387,7 @@ std::string capacity_request_spec(const k8s::pod& pod, const penalty_defaults& d
   out += "},\"priority\":" + std::to_string(pod.priority.value_or(0));
 
   std::string interruption, reclamation;
-  if (auto it = defaults.by_priority_class.find(pod.priority_class_name); it != defaults.by_priority_class.end()) {
+  if (auto it = defaults.by_priority_class.find(pod.spec->priority_class_name); it != defaults.by_priority_class.end()) {
     interruption = it->second.interruption;
     reclamation = it->second.reclamation;
   }
@@ -402,7 +402,7 @@ std::string capacity_request_spec(const k8s::pod& pod, const penalty_defaults& d
     out += ",\"reclamationPenalty\":" + json_escape(reclamation);
 
   std::string spreads;
-  for (const auto& t : pod.topology_spread) {
+  for (const auto& t : pod.spec->topology_spread) {
     if (t.when_unsatisfiable == "ScheduleAnyway")
       continue;
     spreads += spreads.empty() ? "" : ",";
@@ -412,8 +412,8 @@ std::string capacity_request_spec(const k8s::pod& pod, const penalty_defaults& d
   }
   if (!spreads.empty())
     out += ",\"topologySpread\":[" + spreads + "]";
-  if (!pod.required_pod_affinity.empty()) {
-    const auto& term = pod.required_pod_affinity.front();
+  if (!pod.spec->required_pod_affinity.empty()) {
+    const auto& term = pod.spec->required_pod_affinity.front();
     out += ",\"coLocation\":{\"topologyKey\":" + json_escape(term.topology_key) +
            ",\"labelSelector\":" + json_selector(term.selector) + "}";
   }

@@ -4,7 +4,6 @@
 
 
 #include <algorithm>
-#include <deque>
 #include <exception>
 #include <stdexcept>
 
@@ -21,68 +20,66 @@ struct field_failure {
   std::string message;
 };
 
-// Where the decoder is, for error messages. Frames are popped on normal exit only, so when an
-// exception unwinds to the boundary the path still names the field that failed.
+// Where the decoder is, for error messages. Nothing is recorded on the way down: when a failure
+// unwinds, each enclosing field or element adds its name on the way up (try/catch costs nothing
+// until something throws), so the happy path pays no bookkeeping.
 struct context {
-  struct frame {
-    std::string_view name;
-    int64_t index;
-  };
-  std::string kind;
-  std::string ns, name;
-  std::vector<frame> path;
-  std::deque<std::string> kept;  // names of frames kept past their source's lifetime
+  std::string_view kind;  // a static string
+  std::string_view ns, name;  // into the object being decoded, which outlives the error message
+  std::vector<std::pair<std::string, int64_t>> unwound;  // innermost first
 
   std::string where() const {
-    std::string out = kind;
-    if (!name.empty())
-      out += " " + (ns.empty() ? name : ns + "/" + name);
+    std::string out{kind};
+    if (!name.empty()) {
+      out += ' ';
+      if (!ns.empty())
+        out.append(ns).append("/");
+      out.append(name);
+    }
     std::string p;
-    for (const auto& f : path) {
-      if (!f.name.empty()) {
+    for (auto it = unwound.rbegin(); it != unwound.rend(); ++it) {
+      if (!it->first.empty()) {
         if (!p.empty())
           p += '.';
-        p.append(f.name);
+        p += it->first;
       }
-      if (f.index >= 0)
-        p += "[" + std::to_string(f.index) + "]";
+      if (it->second >= 0)
+        p += "[" + std::to_string(it->second) + "]";
     }
     return p.empty() ? out : out + ": " + p;
   }
 };
 
-class at {
- public:
-  at(context& c, std::string_view name, int64_t index = -1)
-      : c_(c), exceptions_(std::uncaught_exceptions()), frame_(c.path.size()) {
-    c_.path.push_back({name, index});
-  }
-  ~at() {
-    if (std::uncaught_exceptions() == exceptions_) {
-      c_.path.pop_back();
-      return;
-    }
-    // Unwinding: the frame stays for the error message, but its name may point into a parser
-    // that is about to be destroyed (a nested parse), so it is copied now, while still valid.
-    auto& f = c_.path[frame_];
-    c_.kept.emplace_back(f.name);
-    f.name = c_.kept.back();
-  }
-  at(const at&) = delete;
-  at& operator=(const at&) = delete;
-
- private:
-  context& c_;
-  int exceptions_;
-  size_t frame_;
-};
-
 bool take_null(od::value& v) { return v.type() == od::json_type::null && v.is_null(); }
 
-std::string str(od::value v) {
-  if (take_null(v))
-    return {};
-  return std::string{std::string_view{v.get_string()}};
+// The text between a string token's quotes when it has no escapes: the common case, copied straight
+// from the input instead of being unescaped into the parser's buffer first. Stage 1 has already
+// checked the string's bounds and UTF-8.
+std::optional<std::string_view> plain_string(std::string_view token) {
+  if (token.size() < 2 || token.front() != '"')
+    return std::nullopt;
+  const size_t close = token.find_last_of('"');  // the token may carry trailing whitespace
+  if (close == 0)
+    return std::nullopt;
+  std::string_view body = token.substr(1, close - 1);
+  if (body.find('\\') != std::string_view::npos)
+    return std::nullopt;
+  return body;
+}
+
+// Strings are assigned, not constructed: a reused scratch string keeps its capacity, so decoding
+// the next object allocates nothing.
+void set(std::string& out, od::value v) {
+  if (auto plain = plain_string(v.raw_json_token())) {
+    out.assign(plain->data(), plain->size());
+    return;
+  }
+  if (take_null(v)) {
+    out.clear();
+    return;
+  }
+  std::string_view s = v.get_string();  // escapes, or not a string (throws, naming the type)
+  out.assign(s.data(), s.size());
 }
 
 int64_t int64(od::value v) {
@@ -103,35 +100,238 @@ void each(context& c, od::value v, F&& fn) {
     return;
   int64_t i = 0;
   for (auto element : v.get_array()) {
-    at here{c, "", i++};
-    fn(od::value{element.value()});
+    try {
+      fn(od::value{element.value()});
+    } catch (...) {
+      c.unwound.emplace_back(std::string{}, i);
+      throw;
+    }
+    ++i;
   }
 }
 
 template <class F>
-void fields(od::value v, F&& fn) {
+void fields(context& c, od::value v, F&& fn) {
   if (take_null(v))
     return;
-  for (auto field : v.get_object()) {
+  for (auto result : v.get_object()) {
+    od::field field = std::move(result);
     std::string_view key = field.unescaped_key();
-    fn(key, od::value{field.value()});
+    try {
+      fn(key, od::value{field.value()});
+    } catch (...) {
+      c.unwound.emplace_back(std::string{key}, -1);
+      throw;
+    }
   }
 }
 
-void string_map(context& c, od::value v, string_pairs& out) {
-  fields(v, [&](std::string_view key, od::value value) {
-    at here{c, key};
-    out.emplace_back(std::string{key}, str(value));
+// -- scratch reuse ---------------------------------------------------------------------------------
+// Shared parts are decoded into thread-local scratch values whose strings and vectors keep their
+// capacity from one object to the next; only a value not seen before is copied out (by intern).
+// `slot` hands out the next element of a list, reusing an old one; the caller trims the list to
+// the count afterwards. `reset` clears an element's scalars; its lists are trimmed by their fill.
+
+struct container_requests {
+  resource_list requests;
+  bool sidecar = false;  // an init container with restartPolicy: Always
+};
+
+void reset(std::string& s) { s.clear(); }
+void reset(std::pair<std::string, std::string>& p) {
+  p.first.clear();
+  p.second.clear();
+}
+void reset(owner_reference& o) {
+  o.api_version.clear();
+  o.kind.clear();
+  o.name.clear();
+  o.uid.clear();
+  o.controller = false;
+}
+void reset(selector_requirement& r) {
+  r.key.clear();
+  r.op.clear();
+}
+void reset(node_selector_term&) {}
+void reset(pod_affinity_term& t) { t.topology_key.clear(); }
+void reset(toleration& t) {
+  t.key.clear();
+  t.op.clear();
+  t.value.clear();
+  t.effect.clear();
+  t.toleration_seconds.reset();
+}
+void reset(topology_spread_constraint& t) {
+  t.max_skew = 0;
+  t.topology_key.clear();
+  t.when_unsatisfiable.clear();
+}
+void reset(condition& x) {
+  x.type.clear();
+  x.status.clear();
+  x.reason.clear();
+  x.message.clear();
+}
+void reset(container_status& s) {
+  s.name.clear();
+  s.ready = false;
+  s.restart_count = 0;
+  s.state.clear();
+  s.reason.clear();
+}
+void reset(taint& t) {
+  t.key.clear();
+  t.value.clear();
+  t.effect.clear();
+}
+void reset(resource_list& r) {
+  r.cpu_milli = r.memory = r.ephemeral_storage = r.pods = 0;
+  r.extended.clear();
+}
+void reset(container_requests& cr) {
+  reset(cr.requests);
+  cr.sidecar = false;
+}
+
+template <class T>
+T& slot(std::vector<T>& v, size_t& n) {
+  if (n == v.size())
+    v.emplace_back();
+  else
+    reset(v[n]);
+  return v[n++];
+}
+
+// -- hashing, for intern ---------------------------------------------------------------------------
+
+void mix(size_t& h, size_t v) { h ^= v + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2); }
+void hash_into(size_t& h, std::string_view s) { mix(h, std::hash<std::string_view>{}(s)); }
+void hash_into(size_t& h, int64_t v) { mix(h, static_cast<size_t>(v)); }
+void hash_into(size_t& h, const std::optional<int64_t>& v) { mix(h, v ? static_cast<size_t>(*v) * 31 + 1 : 0); }
+void hash_into(size_t& h, const owner_reference& o);
+void hash_into(size_t& h, const selector_requirement& r);
+void hash_into(size_t& h, const node_selector_term& t);
+void hash_into(size_t& h, const label_selector& s);
+void hash_into(size_t& h, const pod_affinity_term& t);
+void hash_into(size_t& h, const toleration& t);
+void hash_into(size_t& h, const topology_spread_constraint& t);
+void hash_into(size_t& h, const condition& x);
+void hash_into(size_t& h, const container_status& s);
+void hash_into(size_t& h, const resource_list& r);
+
+template <class A, class B>
+void hash_into(size_t& h, const std::pair<A, B>& p) {
+  hash_into(h, p.first);
+  hash_into(h, p.second);
+}
+template <class T>
+void hash_into(size_t& h, const std::vector<T>& v) {
+  mix(h, v.size());
+  for (const auto& x : v)
+    hash_into(h, x);
+}
+
+void hash_into(size_t& h, const owner_reference& o) {
+  hash_into(h, o.api_version);
+  hash_into(h, o.kind);
+  hash_into(h, o.name);
+  hash_into(h, o.uid);
+  mix(h, o.controller);
+}
+void hash_into(size_t& h, const selector_requirement& r) {
+  hash_into(h, r.key);
+  hash_into(h, r.op);
+  hash_into(h, r.values);
+}
+void hash_into(size_t& h, const node_selector_term& t) {
+  hash_into(h, t.match_expressions);
+  hash_into(h, t.match_fields);
+}
+void hash_into(size_t& h, const label_selector& s) {
+  hash_into(h, s.match_labels);
+  hash_into(h, s.match_expressions);
+}
+void hash_into(size_t& h, const pod_affinity_term& t) {
+  hash_into(h, t.selector);
+  hash_into(h, t.topology_key);
+  hash_into(h, t.namespaces);
+}
+void hash_into(size_t& h, const toleration& t) {
+  hash_into(h, t.key);
+  hash_into(h, t.op);
+  hash_into(h, t.value);
+  hash_into(h, t.effect);
+  hash_into(h, t.toleration_seconds);
+}
+void hash_into(size_t& h, const topology_spread_constraint& t) {
+  mix(h, static_cast<size_t>(t.max_skew));
+  hash_into(h, t.topology_key);
+  hash_into(h, t.when_unsatisfiable);
+  hash_into(h, t.selector);
+}
+void hash_into(size_t& h, const condition& x) {
+  hash_into(h, x.type);
+  hash_into(h, x.status);
+  hash_into(h, x.reason);
+  hash_into(h, x.message);
+}
+void hash_into(size_t& h, const container_status& s) {
+  hash_into(h, s.name);
+  mix(h, s.ready);
+  mix(h, static_cast<size_t>(s.restart_count));
+  hash_into(h, s.state);
+  hash_into(h, s.reason);
+}
+void hash_into(size_t& h, const resource_list& r) {
+  hash_into(h, r.cpu_milli);
+  hash_into(h, r.memory);
+  hash_into(h, r.ephemeral_storage);
+  hash_into(h, r.pods);
+  hash_into(h, r.extended);
+}
+void hash_into(size_t& h, const pod_spec& s) {
+  hash_into(h, s.priority_class_name);
+  hash_into(h, s.preemption_policy);
+  hash_into(h, s.scheduler_name);
+  hash_into(h, s.scheduling_gates);
+  hash_into(h, s.node_selector);
+  hash_into(h, s.required_node_affinity);
+  hash_into(h, s.required_pod_affinity);
+  hash_into(h, s.required_pod_anti_affinity);
+  hash_into(h, s.tolerations);
+  hash_into(h, s.topology_spread);
+  hash_into(h, s.requests);
+}
+
+// The shared copy of a scratch value; an empty one needs no table.
+template <class T>
+shared<T> share(const T& scratch) {
+  if constexpr (requires { scratch.empty(); }) {
+    if (scratch.empty())
+      return {};
+  }
+  size_t h = 0;
+  hash_into(h, scratch);
+  return shared<T>{intern(scratch, h)};
+}
+
+// -- the parts ---------------------------------------------------------------------------------------
+
+void string_map(context& c, od::value v, string_pairs& out, size_t& n) {
+  fields(c, v, [&](std::string_view key, od::value value) {
+    auto& kv = slot(out, n);
+    kv.first.assign(key.data(), key.size());
+    set(kv.second, value);
   });
 }
 
-void string_list(context& c, od::value v, std::vector<std::string>& out) {
-  each(c, v, [&](od::value item) { out.push_back(str(item)); });
+void string_list(context& c, od::value v, std::vector<std::string>& out, size_t& n) {
+  each(c, v, [&](od::value item) { set(slot(out, n), item); });
 }
 
 void resources(context& c, od::value v, resource_list& out) {
-  fields(v, [&](std::string_view name, od::value value) {
-    at here{c, name};
+  fields(c, v, [&](std::string_view name, od::value value) {
     std::string_view text;
     std::string number;
     if (value.type() == od::json_type::number) {  // Quantity.UnmarshalJSON accepts bare numbers too
@@ -139,6 +339,8 @@ void resources(context& c, od::value v, resource_list& out) {
       while (!number.empty() && (number.back() == ' ' || number.back() == '\n'))
         number.pop_back();
       text = number;
+    } else if (auto plain = plain_string(value.raw_json_token())) {
+      text = *plain;
     } else {
       text = value.get_string();
     }
@@ -151,398 +353,427 @@ void resources(context& c, od::value v, resource_list& out) {
 }
 
 void meta(context& c, od::value v, object_meta& m) {
-  fields(v, [&](std::string_view key, od::value value) {
-    at here{c, key};
+  thread_local string_pairs labels, annotations;
+  thread_local std::vector<owner_reference> owners;
+  size_t n_labels = 0, n_annotations = 0, n_owners = 0;
+  bool seen_labels = false, seen_annotations = false, seen_owners = false;
+  fields(c, v, [&](std::string_view key, od::value value) {
     if (key == "name") {
-      m.name = str(value);
+      set(m.name, value);
       c.name = m.name;
     } else if (key == "namespace") {
-      m.ns = str(value);
+      set(m.ns, value);
       c.ns = m.ns;
     } else if (key == "uid") {
-      m.uid = str(value);
+      set(m.uid, value);
     } else if (key == "resourceVersion") {
-      m.resource_version = str(value);
+      set(m.resource_version, value);
     } else if (key == "generateName") {
-      m.generate_name = str(value);
+      set(m.generate_name, value);
     } else if (key == "labels") {
-      string_map(c, value, m.labels);
+      seen_labels = true;
+      string_map(c, value, labels, n_labels);
     } else if (key == "annotations") {
-      string_map(c, value, m.annotations);
+      seen_annotations = true;
+      string_map(c, value, annotations, n_annotations);
     } else if (key == "deletionTimestamp") {
-      m.deletion_timestamp = str(value);
+      set(m.deletion_timestamp, value);
     } else if (key == "deletionGracePeriodSeconds") {
       m.deletion_grace_period_seconds = int64(value);
     } else if (key == "creationTimestamp") {
-      m.creation_timestamp = str(value);
+      set(m.creation_timestamp, value);
     } else if (key == "ownerReferences") {
+      seen_owners = true;
       each(c, value, [&](od::value item) {
-        owner_reference o;
-        fields(item, [&](std::string_view k, od::value x) {
-          at f{c, k};
+        auto& o = slot(owners, n_owners);
+        fields(c, item, [&](std::string_view k, od::value x) {
           if (k == "apiVersion")
-            o.api_version = str(x);
+            set(o.api_version, x);
           else if (k == "kind")
-            o.kind = str(x);
+            set(o.kind, x);
           else if (k == "name")
-            o.name = str(x);
+            set(o.name, x);
           else if (k == "uid")
-            o.uid = str(x);
+            set(o.uid, x);
           else if (k == "controller")
             o.controller = boolean(x);
         });
-        m.owners.push_back(std::move(o));
       });
     }
   });
+  if (seen_labels) {
+    labels.resize(n_labels);
+    m.labels = share(labels);
+  }
+  if (seen_annotations) {
+    annotations.resize(n_annotations);
+    m.annotations = share(annotations);
+  }
+  if (seen_owners) {
+    owners.resize(n_owners);
+    m.owners = share(owners);
+  }
 }
 
-void requirements(context& c, od::value v, std::vector<selector_requirement>& out) {
+void requirements(context& c, od::value v, std::vector<selector_requirement>& out, size_t& n) {
   each(c, v, [&](od::value item) {
-    selector_requirement r;
-    fields(item, [&](std::string_view k, od::value x) {
-      at f{c, k};
+    auto& r = slot(out, n);
+    size_t n_values = 0;
+    fields(c, item, [&](std::string_view k, od::value x) {
       if (k == "key")
-        r.key = str(x);
+        set(r.key, x);
       else if (k == "operator")
-        r.op = str(x);
+        set(r.op, x);
       else if (k == "values")
-        string_list(c, x, r.values);
+        string_list(c, x, r.values, n_values);
     });
-    out.push_back(std::move(r));
+    r.values.resize(n_values);
   });
 }
 
 void selector(context& c, od::value v, label_selector& out) {
-  fields(v, [&](std::string_view k, od::value x) {
-    at f{c, k};
+  size_t n_labels = 0, n_expressions = 0;
+  fields(c, v, [&](std::string_view k, od::value x) {
     if (k == "matchLabels")
-      string_map(c, x, out.match_labels);
+      string_map(c, x, out.match_labels, n_labels);
     else if (k == "matchExpressions")
-      requirements(c, x, out.match_expressions);
+      requirements(c, x, out.match_expressions, n_expressions);
   });
+  out.match_labels.resize(n_labels);
+  out.match_expressions.resize(n_expressions);
 }
 
-void affinity_terms(context& c, od::value v, std::vector<pod_affinity_term>& out) {
+void affinity_terms(context& c, od::value v, std::vector<pod_affinity_term>& out, size_t& n) {
   each(c, v, [&](od::value item) {
-    pod_affinity_term t;
-    fields(item, [&](std::string_view k, od::value x) {
-      at f{c, k};
-      if (k == "labelSelector")
+    auto& t = slot(out, n);
+    size_t n_namespaces = 0;
+    bool has_selector = false;
+    fields(c, item, [&](std::string_view k, od::value x) {
+      if (k == "labelSelector") {
+        has_selector = true;
         selector(c, x, t.selector);
-      else if (k == "topologyKey")
-        t.topology_key = str(x);
-      else if (k == "namespaces")
-        string_list(c, x, t.namespaces);
+      } else if (k == "topologyKey") {
+        set(t.topology_key, x);
+      } else if (k == "namespaces") {
+        string_list(c, x, t.namespaces, n_namespaces);
+      }
     });
-    out.push_back(std::move(t));
+    if (!has_selector) {
+      t.selector.match_labels.clear();
+      t.selector.match_expressions.clear();
+    }
+    t.namespaces.resize(n_namespaces);
   });
 }
 
-void affinity(context& c, od::value v, pod& p) {
-  fields(v, [&](std::string_view k, od::value x) {
-    at f{c, k};
+struct affinity_counts {
+  size_t node = 0, pod = 0, anti = 0;
+};
+
+void affinity(context& c, od::value v, pod_spec& s, affinity_counts& n) {
+  fields(c, v, [&](std::string_view k, od::value x) {
     if (k == "nodeAffinity") {
-      fields(x, [&](std::string_view k2, od::value y) {
-        at g{c, k2};
+      fields(c, x, [&](std::string_view k2, od::value y) {
         if (k2 != "requiredDuringSchedulingIgnoredDuringExecution")
           return;
-        fields(y, [&](std::string_view k3, od::value z) {
-          at h{c, k3};
+        fields(c, y, [&](std::string_view k3, od::value z) {
           if (k3 != "nodeSelectorTerms")
             return;
           each(c, z, [&](od::value term) {
-            node_selector_term t;
-            fields(term, [&](std::string_view k4, od::value w) {
-              at i{c, k4};
+            auto& t = slot(s.required_node_affinity, n.node);
+            size_t n_expressions = 0, n_fields = 0;
+            fields(c, term, [&](std::string_view k4, od::value w) {
               if (k4 == "matchExpressions")
-                requirements(c, w, t.match_expressions);
+                requirements(c, w, t.match_expressions, n_expressions);
               else if (k4 == "matchFields")
-                requirements(c, w, t.match_fields);
+                requirements(c, w, t.match_fields, n_fields);
             });
-            p.required_node_affinity.push_back(std::move(t));
+            t.match_expressions.resize(n_expressions);
+            t.match_fields.resize(n_fields);
           });
         });
       });
     } else if (k == "podAffinity" || k == "podAntiAffinity") {
-      auto& target = k == "podAffinity" ? p.required_pod_affinity : p.required_pod_anti_affinity;
-      fields(x, [&](std::string_view k2, od::value y) {
-        at g{c, k2};
+      const bool anti = k == "podAntiAffinity";
+      fields(c, x, [&](std::string_view k2, od::value y) {
         if (k2 == "requiredDuringSchedulingIgnoredDuringExecution")
-          affinity_terms(c, y, target);
+          affinity_terms(c, y, anti ? s.required_pod_anti_affinity : s.required_pod_affinity, anti ? n.anti : n.pod);
       });
     }
   });
 }
 
-struct container_requests {
-  resource_list requests;
-  bool sidecar = false;  // an init container with restartPolicy: Always
-};
-
-void containers(context& c, od::value v, std::vector<container_requests>& out) {
+void containers(context& c, od::value v, std::vector<container_requests>& out, size_t& n) {
   each(c, v, [&](od::value item) {
-    container_requests cr;
-    fields(item, [&](std::string_view k, od::value x) {
-      at f{c, k};
+    auto& cr = slot(out, n);
+    fields(c, item, [&](std::string_view k, od::value x) {
       if (k == "resources") {
-        fields(x, [&](std::string_view k2, od::value y) {
-          at g{c, k2};
+        fields(c, x, [&](std::string_view k2, od::value y) {
           if (k2 == "requests")
             resources(c, y, cr.requests);
         });
       } else if (k == "restartPolicy") {
-        cr.sidecar = str(x) == "Always";
+        std::string_view policy = take_null(x) ? std::string_view{} : std::string_view{x.get_string()};
+        cr.sidecar = policy == "Always";
       }
     });
-    out.push_back(std::move(cr));
   });
 }
 
 // The scheduler's arithmetic (k8s.io/component-helpers resource.PodRequests): regular containers
 // and sidecars run together; each init container runs with the sidecars started before it; the
 // pod needs the larger of the two, plus its overhead.
-resource_list effective_requests(const std::vector<container_requests>& regular,
-                                 const std::vector<container_requests>& init, const resource_list& overhead) {
-  resource_list total;
-  for (const auto& cr : regular)
-    total.add_all(cr.requests);
+void effective_requests(const std::vector<container_requests>& regular, size_t n_regular,
+                        const std::vector<container_requests>& init, size_t n_init, const resource_list& overhead,
+                        resource_list& total) {
+  reset(total);
+  for (size_t i = 0; i < n_regular; ++i)
+    total.add_all(regular[i].requests);
   resource_list sidecars;
   resource_list init_peak;
-  for (const auto& cr : init) {
-    resource_list stage;
+  for (size_t i = 0; i < n_init; ++i) {
+    const auto& cr = init[i];
     if (cr.sidecar) {
       total.add_all(cr.requests);
       sidecars.add_all(cr.requests);
-      stage = sidecars;
+      init_peak.max_with(sidecars);
     } else {
-      stage = cr.requests;
+      resource_list stage = cr.requests;
       stage.add_all(sidecars);
+      init_peak.max_with(stage);
     }
-    init_peak.max_with(stage);
   }
   total.max_with(init_peak);
   total.add_all(overhead);
-  return total;
 }
 
-void conditions(context& c, od::value v, std::vector<condition>& out) {
+void conditions(context& c, od::value v, std::vector<condition>& out, size_t& n) {
   each(c, v, [&](od::value item) {
-    condition cond;
-    fields(item, [&](std::string_view k, od::value x) {
-      at f{c, k};
+    auto& cond = slot(out, n);
+    fields(c, item, [&](std::string_view k, od::value x) {
       if (k == "type")
-        cond.type = str(x);
+        set(cond.type, x);
       else if (k == "status")
-        cond.status = str(x);
+        set(cond.status, x);
       else if (k == "reason")
-        cond.reason = str(x);
+        set(cond.reason, x);
       else if (k == "message")
-        cond.message = str(x);
+        set(cond.message, x);
     });
-    out.push_back(std::move(cond));
   });
 }
 
-void pod_spec(context& c, od::value v, pod& p) {
-  std::vector<container_requests> regular, init;
-  resource_list overhead;
-  fields(v, [&](std::string_view k, od::value x) {
-    at f{c, k};
+void decode_pod_spec(context& c, od::value v, pod& p) {
+  thread_local pod_spec s;
+  thread_local std::vector<container_requests> regular, init;
+  thread_local resource_list overhead;
+  s.priority_class_name.clear();
+  s.preemption_policy.clear();
+  s.scheduler_name.clear();
+  reset(overhead);
+  size_t n_gates = 0, n_selector = 0, n_tolerations = 0, n_spread = 0, n_regular = 0, n_init = 0;
+  affinity_counts n_affinity;
+  fields(c, v, [&](std::string_view k, od::value x) {
     if (k == "nodeName") {
-      p.node_name = str(x);
+      set(p.node_name, x);
     } else if (k == "priority") {
       if (!take_null(x))
         p.priority = static_cast<int32_t>(x.get_int64());
     } else if (k == "priorityClassName") {
-      p.priority_class_name = str(x);
+      set(s.priority_class_name, x);
     } else if (k == "preemptionPolicy") {
-      p.preemption_policy = str(x);
+      set(s.preemption_policy, x);
     } else if (k == "schedulerName") {
-      p.scheduler_name = str(x);
+      set(s.scheduler_name, x);
     } else if (k == "schedulingGates") {
       each(c, x, [&](od::value gate) {
-        fields(gate, [&](std::string_view k2, od::value y) {
-          at g{c, k2};
+        fields(c, gate, [&](std::string_view k2, od::value y) {
           if (k2 == "name")
-            p.scheduling_gates.push_back(str(y));
+            set(slot(s.scheduling_gates, n_gates), y);
         });
       });
     } else if (k == "nodeSelector") {
-      string_map(c, x, p.node_selector);
+      string_map(c, x, s.node_selector, n_selector);
     } else if (k == "affinity") {
-      affinity(c, x, p);
+      affinity(c, x, s, n_affinity);
     } else if (k == "tolerations") {
       each(c, x, [&](od::value item) {
-        toleration t;
-        fields(item, [&](std::string_view k2, od::value y) {
-          at g{c, k2};
+        auto& t = slot(s.tolerations, n_tolerations);
+        fields(c, item, [&](std::string_view k2, od::value y) {
           if (k2 == "key")
-            t.key = str(y);
+            set(t.key, y);
           else if (k2 == "operator")
-            t.op = str(y);
+            set(t.op, y);
           else if (k2 == "value")
-            t.value = str(y);
+            set(t.value, y);
           else if (k2 == "effect")
-            t.effect = str(y);
+            set(t.effect, y);
           else if (k2 == "tolerationSeconds" && !take_null(y))
             t.toleration_seconds = y.get_int64();
         });
-        p.tolerations.push_back(std::move(t));
       });
     } else if (k == "topologySpreadConstraints") {
       each(c, x, [&](od::value item) {
-        topology_spread_constraint t;
-        fields(item, [&](std::string_view k2, od::value y) {
-          at g{c, k2};
-          if (k2 == "maxSkew")
+        auto& t = slot(s.topology_spread, n_spread);
+        bool has_selector = false;
+        fields(c, item, [&](std::string_view k2, od::value y) {
+          if (k2 == "maxSkew") {
             t.max_skew = static_cast<int32_t>(int64(y));
-          else if (k2 == "topologyKey")
-            t.topology_key = str(y);
-          else if (k2 == "whenUnsatisfiable")
-            t.when_unsatisfiable = str(y);
-          else if (k2 == "labelSelector")
+          } else if (k2 == "topologyKey") {
+            set(t.topology_key, y);
+          } else if (k2 == "whenUnsatisfiable") {
+            set(t.when_unsatisfiable, y);
+          } else if (k2 == "labelSelector") {
+            has_selector = true;
             selector(c, y, t.selector);
+          }
         });
-        p.topology_spread.push_back(std::move(t));
+        if (!has_selector) {
+          t.selector.match_labels.clear();
+          t.selector.match_expressions.clear();
+        }
       });
     } else if (k == "containers") {
-      containers(c, x, regular);
+      containers(c, x, regular, n_regular);
     } else if (k == "initContainers") {
-      containers(c, x, init);
+      containers(c, x, init, n_init);
     } else if (k == "overhead") {
       resources(c, x, overhead);
     }
   });
-  p.requests = effective_requests(regular, init, overhead);
+  s.scheduling_gates.resize(n_gates);
+  s.node_selector.resize(n_selector);
+  s.required_node_affinity.resize(n_affinity.node);
+  s.required_pod_affinity.resize(n_affinity.pod);
+  s.required_pod_anti_affinity.resize(n_affinity.anti);
+  s.tolerations.resize(n_tolerations);
+  s.topology_spread.resize(n_spread);
+  effective_requests(regular, n_regular, init, n_init, overhead, s.requests);
+  p.spec = share(s);
 }
 
 void pod_status(context& c, od::value v, pod& p) {
-  fields(v, [&](std::string_view k, od::value x) {
-    at f{c, k};
+  thread_local std::vector<condition> conds;
+  thread_local std::vector<container_status> statuses;
+  size_t n_conditions = 0, n_statuses = 0;
+  fields(c, v, [&](std::string_view k, od::value x) {
     if (k == "phase") {
-      p.phase = str(x);
+      set(p.phase, x);
     } else if (k == "nominatedNodeName") {
-      p.nominated_node_name = str(x);
+      set(p.nominated_node_name, x);
     } else if (k == "startTime") {
-      p.start_time = str(x);
+      set(p.start_time, x);
     } else if (k == "conditions") {
-      conditions(c, x, p.conditions);
+      conditions(c, x, conds, n_conditions);
     } else if (k == "containerStatuses") {
       each(c, x, [&](od::value item) {
-        container_status s;
-        fields(item, [&](std::string_view k2, od::value y) {
-          at g{c, k2};
+        auto& s = slot(statuses, n_statuses);
+        fields(c, item, [&](std::string_view k2, od::value y) {
           if (k2 == "name") {
-            s.name = str(y);
+            set(s.name, y);
           } else if (k2 == "ready") {
             s.ready = boolean(y);
           } else if (k2 == "restartCount") {
             s.restart_count = static_cast<int32_t>(int64(y));
           } else if (k2 == "state") {
-            fields(y, [&](std::string_view state, od::value z) {
-              at h{c, state};
-              s.state = std::string{state};
-              fields(z, [&](std::string_view k3, od::value w) {
-                at i{c, k3};
+            fields(c, y, [&](std::string_view state, od::value z) {
+              s.state.assign(state.data(), state.size());
+              fields(c, z, [&](std::string_view k3, od::value w) {
                 if (k3 == "reason")
-                  s.reason = str(w);
+                  set(s.reason, w);
               });
             });
           }
         });
-        p.container_statuses.push_back(std::move(s));
       });
     }
   });
+  conds.resize(n_conditions);
+  statuses.resize(n_statuses);
+  p.conditions = share(conds);
+  p.container_statuses = share(statuses);
 }
 
 // -- one function per kind: fills T from an object value --------------------------------------------
 
 void decode_into(context& c, od::value v, pod& p) {
-  fields(v, [&](std::string_view k, od::value x) {
-    at f{c, k};
+  fields(c, v, [&](std::string_view k, od::value x) {
     if (k == "metadata")
       meta(c, x, p.meta);
     else if (k == "spec")
-      pod_spec(c, x, p);
+      decode_pod_spec(c, x, p);
     else if (k == "status")
       pod_status(c, x, p);
   });
 }
 
 void decode_into(context& c, od::value v, node& n) {
-  fields(v, [&](std::string_view k, od::value x) {
-    at f{c, k};
+  size_t n_taints = 0, n_conditions = 0;
+  fields(c, v, [&](std::string_view k, od::value x) {
     if (k == "metadata") {
       meta(c, x, n.meta);
     } else if (k == "spec") {
-      fields(x, [&](std::string_view k2, od::value y) {
-        at g{c, k2};
+      fields(c, x, [&](std::string_view k2, od::value y) {
         if (k2 == "unschedulable") {
           n.unschedulable = boolean(y);
         } else if (k2 == "providerID") {
-          n.provider_id = str(y);
+          set(n.provider_id, y);
         } else if (k2 == "taints") {
           each(c, y, [&](od::value item) {
-            taint t;
-            fields(item, [&](std::string_view k3, od::value z) {
-              at h{c, k3};
+            auto& t = slot(n.taints, n_taints);
+            fields(c, item, [&](std::string_view k3, od::value z) {
               if (k3 == "key")
-                t.key = str(z);
+                set(t.key, z);
               else if (k3 == "value")
-                t.value = str(z);
+                set(t.value, z);
               else if (k3 == "effect")
-                t.effect = str(z);
+                set(t.effect, z);
             });
-            n.taints.push_back(std::move(t));
           });
         }
       });
     } else if (k == "status") {
-      fields(x, [&](std::string_view k2, od::value y) {
-        at g{c, k2};
+      fields(c, x, [&](std::string_view k2, od::value y) {
         if (k2 == "capacity")
           resources(c, y, n.capacity);
         else if (k2 == "allocatable")
           resources(c, y, n.allocatable);
         else if (k2 == "conditions")
-          conditions(c, y, n.conditions);
+          conditions(c, y, n.conditions, n_conditions);
       });
     }
   });
+  n.taints.resize(n_taints);
+  n.conditions.resize(n_conditions);
 }
 
 void decode_into(context& c, od::value v, priority_class& pc) {
-  fields(v, [&](std::string_view k, od::value x) {
-    at f{c, k};
+  fields(c, v, [&](std::string_view k, od::value x) {
     if (k == "metadata")
       meta(c, x, pc.meta);
     else if (k == "value")
       pc.value = static_cast<int32_t>(int64(x));
     else if (k == "preemptionPolicy")
-      pc.preemption_policy = str(x);
+      set(pc.preemption_policy, x);
     else if (k == "globalDefault")
       pc.global_default = boolean(x);
   });
 }
 
 void decode_into(context& c, od::value v, lease& l) {
-  fields(v, [&](std::string_view k, od::value x) {
-    at f{c, k};
+  fields(c, v, [&](std::string_view k, od::value x) {
     if (k == "metadata") {
       meta(c, x, l.meta);
     } else if (k == "spec") {
-      fields(x, [&](std::string_view k2, od::value y) {
-        at g{c, k2};
+      fields(c, x, [&](std::string_view k2, od::value y) {
         if (k2 == "holderIdentity")
-          l.holder_identity = str(y);
+          set(l.holder_identity, y);
         else if (k2 == "leaseDurationSeconds" && !take_null(y))
           l.lease_duration_seconds = static_cast<int32_t>(y.get_int64());
         else if (k2 == "acquireTime")
-          l.acquire_time = str(y);
+          set(l.acquire_time, y);
         else if (k2 == "renewTime")
-          l.renew_time = str(y);
+          set(l.renew_time, y);
         else if (k2 == "leaseTransitions")
           l.lease_transitions = static_cast<int32_t>(int64(y));
       });
@@ -551,28 +782,26 @@ void decode_into(context& c, od::value v, lease& l) {
 }
 
 void decode_into(context& c, od::value v, event& e) {
-  fields(v, [&](std::string_view k, od::value x) {
-    at f{c, k};
+  fields(c, v, [&](std::string_view k, od::value x) {
     if (k == "metadata") {
       meta(c, x, e.meta);
     } else if (k == "involvedObject") {
-      fields(x, [&](std::string_view k2, od::value y) {
-        at g{c, k2};
+      fields(c, x, [&](std::string_view k2, od::value y) {
         if (k2 == "kind")
-          e.involved_kind = str(y);
+          set(e.involved_kind, y);
         else if (k2 == "namespace")
-          e.involved_namespace = str(y);
+          set(e.involved_namespace, y);
         else if (k2 == "name")
-          e.involved_name = str(y);
+          set(e.involved_name, y);
         else if (k2 == "uid")
-          e.involved_uid = str(y);
+          set(e.involved_uid, y);
       });
     } else if (k == "reason") {
-      e.reason = str(x);
+      set(e.reason, x);
     } else if (k == "message") {
-      e.message = str(x);
+      set(e.message, x);
     } else if (k == "type") {
-      e.type = str(x);
+      set(e.type, x);
     } else if (k == "count") {
       e.count = static_cast<int32_t>(int64(x));
     }
@@ -590,18 +819,34 @@ void decode_into(context& c, od::value v, unstructured& u) {
   auto doc = inner.iterate(copy);
   for (auto field : doc.get_object()) {
     std::string_view k = field.unescaped_key();
-    at f{c, k};
     od::value x = field.value();
-    if (k == "metadata")
-      meta(c, x, u.meta);
-    else if (k == "apiVersion")
-      u.api_version = str(x);
-    else if (k == "kind")
-      u.kind = str(x);
+    try {
+      if (k == "metadata")
+        meta(c, x, u.meta);
+      else if (k == "apiVersion")
+        set(u.api_version, x);
+      else if (k == "kind")
+        set(u.kind, x);
+    } catch (...) {
+      c.unwound.emplace_back(std::string{k}, -1);  // copied now: `k` points into `inner`
+      throw;
+    }
   }
 }
 
 template <class T> constexpr const char* kind_name = "Object";
+template <class T> constexpr const char* list_kind_name = "ObjectList";
+template <class T> constexpr const char* watch_kind_name = "watch event of Object";
+template <> constexpr const char* list_kind_name<pod> = "PodList";
+template <> constexpr const char* list_kind_name<node> = "NodeList";
+template <> constexpr const char* list_kind_name<priority_class> = "PriorityClassList";
+template <> constexpr const char* list_kind_name<lease> = "LeaseList";
+template <> constexpr const char* list_kind_name<event> = "EventList";
+template <> constexpr const char* watch_kind_name<pod> = "watch event of Pod";
+template <> constexpr const char* watch_kind_name<node> = "watch event of Node";
+template <> constexpr const char* watch_kind_name<priority_class> = "watch event of PriorityClass";
+template <> constexpr const char* watch_kind_name<lease> = "watch event of Lease";
+template <> constexpr const char* watch_kind_name<event> = "watch event of Event";
 template <> constexpr const char* kind_name<pod> = "Pod";
 template <> constexpr const char* kind_name<node> = "Node";
 template <> constexpr const char* kind_name<priority_class> = "PriorityClass";
@@ -639,7 +884,7 @@ od::parser& thread_parser() {
 template <class T>
 decoded<T> decode_one(std::string_view json) {
   thread_local std::string buffer;
-  context c{kind_name<T>, {}, {}, {}, {}};
+  context c{kind_name<T>, {}, {}, {}};
   T out;
   auto err = guarded(c, [&] {
     auto doc = thread_parser().iterate(padded(json, buffer));
@@ -664,24 +909,21 @@ template <class T>
 decoded<list_result<T>> decode_list(std::string_view json) {
   thread_local std::string buffer;
   list_result<T> out;
-  context list_ctx{std::string{kind_name<T>} + "List", {}, {}, {}, {}};
+  context list_ctx{list_kind_name<T>, {}, {}, {}};
   auto err = guarded(list_ctx, [&] {
     auto doc = thread_parser().iterate(padded(json, buffer));
-    for (auto field : doc.get_object()) {
-      std::string_view k = field.unescaped_key();
-      at f{list_ctx, k};
-      od::value x = field.value();
+    fields(list_ctx, doc.get_value(), [&](std::string_view k, od::value x) {
       if (k == "metadata") {
-        fields(x, [&](std::string_view k2, od::value y) {
+        fields(list_ctx, x, [&](std::string_view k2, od::value y) {
           if (k2 == "resourceVersion")
-            out.resource_version = str(y);
+            set(out.resource_version, y);
           else if (k2 == "continue")
-            out.continue_token = str(y);
+            set(out.continue_token, y);
         });
       } else if (k == "items") {
         int64_t i = 0;
         for (auto element : x.get_array()) {
-          context c{kind_name<T>, {}, {}, {}, {}};
+          context c{kind_name<T>, {}, {}, {}};
           T item;
           // A bad item is recorded and skipped; the iteration continues with the next one, so
           // one malformed object never hides the rest of the list.
@@ -694,7 +936,7 @@ decoded<list_result<T>> decode_list(std::string_view json) {
           ++i;
         }
       }
-    }
+    });
   });
   if (err)
     return *err;
@@ -705,30 +947,27 @@ template <class T>
 decoded<watch_event<T>> decode_watch_event(std::string_view json) {
   thread_local std::string buffer;
   watch_event<T> out;
-  context c{std::string{"watch event of "} + kind_name<T>, {}, {}, {}, {}};
+  context c{watch_kind_name<T>, {}, {}, {}};
   std::string type;
   auto err = guarded(c, [&] {
     auto doc = thread_parser().iterate(padded(json, buffer));
-    for (auto field : doc.get_object()) {
-      std::string_view k = field.unescaped_key();
-      at f{c, k};
-      od::value x = field.value();
+    fields(c, doc.get_value(), [&](std::string_view k, od::value x) {
       if (k == "type") {
-        type = str(x);
+        set(type, x);
       } else if (k == "object") {
         if (type == "ERROR") {  // a metav1.Status: {code, message, reason}
-          fields(x, [&](std::string_view k2, od::value y) {
+          fields(c, x, [&](std::string_view k2, od::value y) {
             if (k2 == "code")
               out.error_code = static_cast<int32_t>(int64(y));
             else if (k2 == "message")
-              out.error_message = str(y);
+              set(out.error_message, y);
           });
         } else {
           c.kind = kind_name<T>;
           decode_into(c, x, out.object);
         }
       }
-    }
+    });
   });
   if (err)
     return *err;

@@ -16,6 +16,7 @@
 
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/decode.hpp"
+#include "adapters/k8s/store.hpp"
 #include "runtime/log.hpp"
 
 namespace headroom::k8s {
@@ -43,7 +44,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     std::shared_ptr<const T> old;  // modified: the previous version
   };
   using handler = std::function<void(const event&)>;
-  using index_fn = std::function<std::vector<std::string>(const T&)>;
+  using index_fn = typename store<T>::index_fn;
 
   struct options {
     resource_kind kind;
@@ -77,7 +78,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     std::erase_if(*next, [id](const auto& p) { return p.first == id; });
     handlers_ = std::move(next);
   }
-  void add_index(const std::string& name, index_fn fn) { index_fns_.emplace(name, std::move(fn)); }
+  void add_index(const std::string& name, index_fn fn) { store_.add_index(name, std::move(fn)); }
 
   void start() { list_page({}, std::chrono::milliseconds(0)); }
   void stop() {
@@ -92,37 +93,12 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     return resource_version_;
   }
 
-  std::shared_ptr<const T> get(const std::string& ns, const std::string& name) const {
-    std::shared_lock lock{mutex_};
-    auto it = store_.find(key(ns, name));
-    return it == store_.end() ? nullptr : it->second;
-  }
-  std::vector<std::shared_ptr<const T>> list() const {
-    std::shared_lock lock{mutex_};
-    std::vector<std::shared_ptr<const T>> out;
-    out.reserve(store_.size());
-    for (const auto& [k, v] : store_)
-      out.push_back(v);
-    return out;
-  }
+  std::shared_ptr<const T> get(const std::string& ns, const std::string& name) const { return store_.get(key(ns, name)); }
+  std::vector<std::shared_ptr<const T>> list() const { return store_.list(); }
   std::vector<std::shared_ptr<const T>> by_index(const std::string& index, const std::string& value) const {
-    std::shared_lock lock{mutex_};
-    std::vector<std::shared_ptr<const T>> out;
-    auto idx = indexes_.find(index);
-    if (idx == indexes_.end())
-      return out;
-    auto keys = idx->second.find(value);
-    if (keys == idx->second.end())
-      return out;
-    for (const auto& k : keys->second)
-      if (auto it = store_.find(k); it != store_.end())
-        out.push_back(it->second);
-    return out;
+    return store_.by_index(index, value);
   }
-  size_t size() const {
-    std::shared_lock lock{mutex_};
-    return store_.size();
-  }
+  size_t size() const { return store_.size(); }
 
   // Emits a resync event for every cached object (the owning actor calls this on its own timer).
   void resync() {
@@ -151,24 +127,10 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   }
 
  private:
-  informer(client& c, options opts) : client_(c), opts_(std::move(opts)) {
-    add_index("namespace", [](const T& o) { return std::vector<std::string>{o.meta.ns}; });
-    add_index("label", [](const T& o) {
-      std::vector<std::string> out;
-      for (const auto& [k, v] : o.meta.labels)
-        out.push_back(k + "=" + v);
-      return out;
-    });
-    add_index("owner", [](const T& o) {
-      std::vector<std::string> out;
-      for (const auto& ref : o.meta.owners)
-        out.push_back(ref.uid);
-      return out;
-    });
-  }
+  informer(client& c, options opts) : client_(c), opts_(std::move(opts)) { store_.add_default_indexes(); }
 
-  static std::string key(const std::string& ns, const std::string& name) { return ns.empty() ? name : ns + "/" + name; }
-  static std::string key(const T& o) { return key(o.meta.ns, o.meta.name); }
+  static std::string key(const std::string& ns, const std::string& name) { return store<T>::key(ns, name); }
+  static std::string key(const T& o) { return store<T>::key(o); }
 
   void emit(const event& e) {
     stats_.events.fetch_add(1, std::memory_order_relaxed);
@@ -190,46 +152,8 @@ class informer : public std::enable_shared_from_this<informer<T>> {
 
   // -- the store (I/O thread writes, any thread reads) --------------------------------------------
 
-  void index_insert(const std::string& k, const T& o) {
-    for (const auto& [name, fn] : index_fns_)
-      for (const auto& v : fn(o))
-        indexes_[name][v].insert(k);
-  }
-  void index_erase(const std::string& k, const T& o) {
-    for (const auto& [name, fn] : index_fns_) {
-      auto& idx = indexes_[name];
-      for (const auto& v : fn(o)) {
-        auto it = idx.find(v);
-        if (it == idx.end())
-          continue;
-        it->second.erase(k);
-        if (it->second.empty())
-          idx.erase(it);
-      }
-    }
-  }
-  std::shared_ptr<const T> put(std::shared_ptr<const T> obj) {
-    std::unique_lock lock{mutex_};
-    const auto k = key(*obj);
-    std::shared_ptr<const T> old;
-    if (auto it = store_.find(k); it != store_.end()) {
-      old = it->second;
-      index_erase(k, *old);
-    }
-    index_insert(k, *obj);
-    store_[k] = std::move(obj);
-    return old;
-  }
-  std::shared_ptr<const T> erase(const std::string& k) {
-    std::unique_lock lock{mutex_};
-    auto it = store_.find(k);
-    if (it == store_.end())
-      return nullptr;
-    auto old = it->second;
-    index_erase(k, *old);
-    store_.erase(it);
-    return old;
-  }
+  std::shared_ptr<const T> put(std::shared_ptr<const T> obj) { return store_.put(std::move(obj)); }
+  std::shared_ptr<const T> erase(const std::string& k) { return store_.erase(k); }
 
   // -- list ------------------------------------------------------------------------------------------
 
@@ -302,12 +226,9 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   void apply_list(const std::string& rv) {
     std::vector<event> changes;
     std::vector<std::string> gone;
-    {
-      std::shared_lock lock{mutex_};
-      for (const auto& [k, old] : store_)
-        if (pending_.find(k) == pending_.end())
-          gone.push_back(k);
-    }
+    for (auto& k : store_.keys())
+      if (pending_.find(k) == pending_.end())
+        gone.push_back(std::move(k));
     for (const auto& k : gone)
       if (auto old = erase(k))
         changes.push_back({event_type::deleted, old, nullptr});
@@ -330,11 +251,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     start_watch(std::chrono::milliseconds(0));
   }
 
-  std::shared_ptr<const T> get_by_key(const std::string& k) const {
-    std::shared_lock lock{mutex_};
-    auto it = store_.find(k);
-    return it == store_.end() ? nullptr : it->second;
-  }
+  std::shared_ptr<const T> get_by_key(const std::string& k) const { return store_.get(k); }
 
   // -- watch -----------------------------------------------------------------------------------------
 
@@ -448,11 +365,9 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   std::shared_ptr<const std::vector<std::pair<uint64_t, handler>>> handlers_ =
       std::make_shared<const std::vector<std::pair<uint64_t, handler>>>();
   uint64_t last_handler_ = 0;
-  std::map<std::string, index_fn> index_fns_;
 
-  mutable std::shared_mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<const T>> store_;
-  std::map<std::string, std::unordered_map<std::string, std::set<std::string>>> indexes_;
+  store<T> store_;
+  mutable std::shared_mutex mutex_;  // resource_version_
   std::string resource_version_;
 
   // I/O thread only:

@@ -13,8 +13,8 @@ const std::string* find_pair(const string_pairs& pairs, std::string_view key) {
 }
 }  // namespace
 
-const std::string* object_meta::label(std::string_view key) const { return find_pair(labels, key); }
-const std::string* object_meta::annotation(std::string_view key) const { return find_pair(annotations, key); }
+const std::string* object_meta::label(std::string_view key) const { return find_pair(*labels, key); }
+const std::string* object_meta::annotation(std::string_view key) const { return find_pair(*annotations, key); }
 
 int64_t resource_list::get(std::string_view name) const {
   if (name == "cpu")
@@ -76,7 +76,7 @@ void resource_list::max_with(const resource_list& other) {
 }
 
 const condition* pod::find_condition(std::string_view type) const {
-  for (const auto& c : conditions)
+  for (const auto& c : *conditions)
     if (c.type == type)
       return &c;
   return nullptr;

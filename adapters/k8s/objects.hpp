@@ -1,13 +1,17 @@
 #pragma once
 
 // Compact typed views of the Kubernetes objects headroom reads: only the fields it uses, copied
-// out of the JSON, no DOM kept. Quantities are already parsed (see quantity.hpp).
+// out of the JSON, no DOM kept. Quantities are already parsed (see quantity.hpp). The parts that
+// objects made from one template have in common (labels, annotations, owners, a pod's scheduling
+// constraints, its condition texts) are held as shared<T>: one copy for all equal values.
 
 #include <cstdint>
 #include <optional>
 #include <string>
 #include <utility>
 #include <vector>
+
+#include "adapters/k8s/shared.hpp"
 
 namespace headroom::k8s {
 
@@ -16,12 +20,13 @@ using string_pairs = std::vector<std::pair<std::string, std::string>>;
 struct owner_reference {
   std::string api_version, kind, name, uid;
   bool controller = false;
+  friend bool operator==(const owner_reference&, const owner_reference&) = default;
 };
 
 struct object_meta {
   std::string name, ns, uid, resource_version, generate_name;
-  string_pairs labels, annotations;
-  std::vector<owner_reference> owners;
+  shared<string_pairs> labels, annotations;
+  shared<std::vector<owner_reference>> owners;
   std::string deletion_timestamp;  // "" unless the object is being deleted
   std::optional<int64_t> deletion_grace_period_seconds;
   std::string creation_timestamp;
@@ -48,37 +53,44 @@ struct resource_list {
 struct selector_requirement {
   std::string key, op;  // In, NotIn, Exists, DoesNotExist, Gt, Lt
   std::vector<std::string> values;
+  friend bool operator==(const selector_requirement&, const selector_requirement&) = default;
 };
 
 struct node_selector_term {
   std::vector<selector_requirement> match_expressions;
   std::vector<selector_requirement> match_fields;
+  friend bool operator==(const node_selector_term&, const node_selector_term&) = default;
 };
 
 struct label_selector {
   string_pairs match_labels;
   std::vector<selector_requirement> match_expressions;
+  friend bool operator==(const label_selector&, const label_selector&) = default;
 };
 
 struct pod_affinity_term {
   label_selector selector;
   std::string topology_key;
   std::vector<std::string> namespaces;
+  friend bool operator==(const pod_affinity_term&, const pod_affinity_term&) = default;
 };
 
 struct toleration {
   std::string key, op, value, effect;
   std::optional<int64_t> toleration_seconds;
+  friend bool operator==(const toleration&, const toleration&) = default;
 };
 
 struct topology_spread_constraint {
   int32_t max_skew = 0;
   std::string topology_key, when_unsatisfiable;
   label_selector selector;
+  friend bool operator==(const topology_spread_constraint&, const topology_spread_constraint&) = default;
 };
 
 struct condition {
   std::string type, status, reason, message;
+  friend bool operator==(const condition&, const condition&) = default;
 };
 
 struct container_status {
@@ -87,12 +99,13 @@ struct container_status {
   int32_t restart_count = 0;
   std::string state;   // waiting | running | terminated
   std::string reason;  // of the waiting/terminated state
+  friend bool operator==(const container_status&, const container_status&) = default;
 };
 
-struct pod {
-  object_meta meta;
-  std::string node_name, priority_class_name, preemption_policy, scheduler_name;
-  std::optional<int32_t> priority;
+// What a pod asks of the scheduler, apart from its node and priority: the part of the spec that
+// pods from one template share.
+struct pod_spec {
+  std::string priority_class_name, preemption_policy, scheduler_name;
   std::vector<std::string> scheduling_gates;
   string_pairs node_selector;
   std::vector<node_selector_term> required_node_affinity;
@@ -102,15 +115,24 @@ struct pod {
   std::vector<topology_spread_constraint> topology_spread;
   // What the scheduler reserves: max(containers + sidecars, largest init stage) + overhead.
   resource_list requests;
+  friend bool operator==(const pod_spec&, const pod_spec&) = default;
+};
+
+struct pod {
+  object_meta meta;
+  std::string node_name;
+  std::optional<int32_t> priority;
+  shared<pod_spec> spec;
   std::string phase, nominated_node_name, start_time;
-  std::vector<condition> conditions;
-  std::vector<container_status> container_statuses;
+  shared<std::vector<condition>> conditions;
+  shared<std::vector<container_status>> container_statuses;
 
   const condition* find_condition(std::string_view type) const;
 };
 
 struct taint {
   std::string key, value, effect;
+  friend bool operator==(const taint&, const taint&) = default;
 };
 
 struct node {

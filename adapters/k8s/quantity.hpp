@@ -25,4 +25,8 @@ struct quantity_error {
 
 std::variant<quantity, quantity_error> parse_quantity(std::string_view text);
 
+// The general parser alone, without the fast path for common forms; for tests that check the two
+// agree.
+std::variant<quantity, quantity_error> parse_quantity_general(std::string_view text);
+
 }  // namespace headroom::k8s

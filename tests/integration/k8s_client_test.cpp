@@ -186,7 +186,7 @@ TEST_F(k8s_fixture, k8s_list_watch_10k_objects) {
   EXPECT_EQ(lister->by_index("label", "set=a").size(), 10'000u);
   auto one = lister->get(ns, "p-4242");
   ASSERT_NE(one, nullptr);
-  EXPECT_EQ(one->requests.cpu_milli, 100);
+  EXPECT_EQ(one->spec->requests.cpu_milli, 100);
   watcher->stop();
   lister->stop();
 }
@@ -344,7 +344,7 @@ TEST_F(k8s_fixture, k8s_writes_and_error_kinds) {
   ASSERT_EQ(error_of(ungated), "");
   auto p = decode_pod(std::get<std::string>(ungated));
   ASSERT_TRUE(std::holds_alternative<pod>(p));
-  EXPECT_EQ(std::get<pod>(p).scheduling_gates, (std::vector<std::string>{"headroom.dev/b"}));
+  EXPECT_EQ(std::get<pod>(p).spec->scheduling_gates, (std::vector<std::string>{"headroom.dev/b"}));
 
   auto status = sync([&](api_callback cb) {
     admin->merge_patch(kinds::pods, ns, "gated",

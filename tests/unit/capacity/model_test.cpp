@@ -50,9 +50,9 @@ TEST(capacity_model, placeholder_states) {
   EXPECT_EQ(placeholder_state(&p), pod_state::pending) << "Running without a node is not placed";
   p.node_name = "n1";
   EXPECT_EQ(placeholder_state(&p), pod_state::running);
-  p.conditions.push_back({"DisruptionTarget", "True", "PreemptionByScheduler", ""});
+  p.conditions.edit().push_back({"DisruptionTarget", "True", "PreemptionByScheduler", ""});
   EXPECT_EQ(placeholder_state(&p), pod_state::gone) << "a preemption victim";
-  p.conditions.clear();
+  p.conditions.edit().clear();
   p.meta.deletion_timestamp = "2026-11-22T10:00:00Z";
   EXPECT_EQ(placeholder_state(&p), pod_state::gone);
   p.meta.deletion_timestamp.clear();
@@ -78,24 +78,24 @@ TEST(capacity_model, placeholder_pods_have_the_ladder_and_no_preemption) {
   const auto& p = std::get<k8s::pod>(decoded);
   EXPECT_EQ(p.meta.name, "linux-ph-abc-runner");
   EXPECT_EQ(p.meta.ns, "runners");
-  EXPECT_EQ(p.priority_class_name, "placeholder-runner");
-  EXPECT_EQ(p.preemption_policy, "Never");
-  EXPECT_EQ(p.requests.cpu_milli, 1000);
-  EXPECT_EQ(p.requests.memory, 2LL << 30);
+  EXPECT_EQ(p.spec->priority_class_name, "placeholder-runner");
+  EXPECT_EQ(p.spec->preemption_policy, "Never");
+  EXPECT_EQ(p.spec->requests.cpu_milli, 1000);
+  EXPECT_EQ(p.spec->requests.memory, 2LL << 30);
   ASSERT_EQ(p.meta.owners.size(), 1u);
   EXPECT_EQ(p.meta.owners[0].uid, "uid-1");
   ASSERT_NE(p.meta.label(keys::slot), nullptr);
   EXPECT_EQ(*p.meta.label(keys::slot), "abc");
   EXPECT_EQ(*p.meta.label(keys::role), "runner-placeholder");
   EXPECT_EQ(*p.meta.label(keys::scale_set), "linux");
-  ASSERT_EQ(p.node_selector.size(), 1u);
-  ASSERT_EQ(p.tolerations.size(), 1u);
-  EXPECT_TRUE(p.required_node_affinity.empty());
+  ASSERT_EQ(p.spec->node_selector.size(), 1u);
+  ASSERT_EQ(p.spec->tolerations.size(), 1u);
+  EXPECT_TRUE(p.spec->required_node_affinity.empty());
 
   auto w = std::get<k8s::pod>(k8s::decode_pod(placeholder_pod(s, "abc", role::workflow_placeholder, owner)));
-  EXPECT_EQ(w.priority_class_name, "placeholder-workflow");
-  EXPECT_EQ(w.requests.cpu_milli, 2000);
-  EXPECT_EQ(w.requests.memory, 4LL << 30);
+  EXPECT_EQ(w.spec->priority_class_name, "placeholder-workflow");
+  EXPECT_EQ(w.spec->requests.cpu_milli, 2000);
+  EXPECT_EQ(w.spec->requests.memory, 4LL << 30);
 }
 
 TEST(capacity_model, runner_pod_takes_its_jit_config_from_a_secret) {
@@ -103,7 +103,7 @@ TEST(capacity_model, runner_pod_takes_its_jit_config_from_a_secret) {
   const std::string body = runner_pod(s, "linux-runner-1", 77);
   EXPECT_EQ(body.find("jit-secret-value"), std::string::npos);
   auto p = std::get<k8s::pod>(k8s::decode_pod(body));
-  EXPECT_EQ(p.priority_class_name, "arc-runner");
+  EXPECT_EQ(p.spec->priority_class_name, "arc-runner");
   EXPECT_EQ(*p.meta.label(keys::role), "runner");
   EXPECT_EQ(*p.meta.annotation(keys::runner_id), "77");
   const std::string secret = runner_secret(s, "linux-runner-1", "pod-uid", "jit-secret-value");

@@ -56,34 +56,34 @@ TEST(decode, pod_fields_from_the_apiserver) {
   EXPECT_EQ(*p.meta.label("headroom.dev/slot"), "7");
   ASSERT_NE(p.meta.annotation("note"), nullptr);
   EXPECT_EQ(*p.meta.annotation("note"), "line one\nline \"two\"") << "escapes are decoded";
-  EXPECT_EQ(p.priority_class_name, "placeholder-workflow");
+  EXPECT_EQ(p.spec->priority_class_name, "placeholder-workflow");
   EXPECT_EQ(p.priority, 10) << "resolved by Priority admission";
-  EXPECT_EQ(p.preemption_policy, "Never");
-  EXPECT_EQ(p.scheduler_name, "default-scheduler");
-  EXPECT_EQ(p.scheduling_gates, (std::vector<std::string>{"headroom.dev/queue"}));
-  EXPECT_EQ(p.node_selector.size(), 2u);
-  ASSERT_EQ(p.required_node_affinity.size(), 1u);
-  ASSERT_EQ(p.required_node_affinity[0].match_expressions.size(), 2u);
-  EXPECT_EQ(p.required_node_affinity[0].match_expressions[0].key, "topology.kubernetes.io/zone");
-  EXPECT_EQ(p.required_node_affinity[0].match_expressions[0].values,
+  EXPECT_EQ(p.spec->preemption_policy, "Never");
+  EXPECT_EQ(p.spec->scheduler_name, "default-scheduler");
+  EXPECT_EQ(p.spec->scheduling_gates, (std::vector<std::string>{"headroom.dev/queue"}));
+  EXPECT_EQ(p.spec->node_selector.size(), 2u);
+  ASSERT_EQ(p.spec->required_node_affinity.size(), 1u);
+  ASSERT_EQ(p.spec->required_node_affinity[0].match_expressions.size(), 2u);
+  EXPECT_EQ(p.spec->required_node_affinity[0].match_expressions[0].key, "topology.kubernetes.io/zone");
+  EXPECT_EQ(p.spec->required_node_affinity[0].match_expressions[0].values,
             (std::vector<std::string>{"test-zone-a", "test-zone-b"}));
-  EXPECT_EQ(p.required_node_affinity[0].match_expressions[1].op, "NotIn");
-  ASSERT_EQ(p.required_pod_affinity.size(), 1u);
-  EXPECT_EQ(p.required_pod_affinity[0].topology_key, "topology.kubernetes.io/zone");
-  EXPECT_EQ(p.required_pod_affinity[0].selector.match_labels, (string_pairs{{"app", "build-cache"}}));
+  EXPECT_EQ(p.spec->required_node_affinity[0].match_expressions[1].op, "NotIn");
+  ASSERT_EQ(p.spec->required_pod_affinity.size(), 1u);
+  EXPECT_EQ(p.spec->required_pod_affinity[0].topology_key, "topology.kubernetes.io/zone");
+  EXPECT_EQ(p.spec->required_pod_affinity[0].selector.match_labels, (string_pairs{{"app", "build-cache"}}));
   // Ours plus the not-ready toleration the DefaultTolerationSeconds admission plugin adds.
-  ASSERT_EQ(p.tolerations.size(), 3u);
-  EXPECT_EQ(p.tolerations[0].value, "ci");
-  for (const auto& t : p.tolerations) {
+  ASSERT_EQ(p.spec->tolerations.size(), 3u);
+  EXPECT_EQ(p.spec->tolerations[0].value, "ci");
+  for (const auto& t : p.spec->tolerations) {
     if (t.key == "node.kubernetes.io/unreachable") {
       EXPECT_EQ(t.toleration_seconds, 30);
     } else if (t.key == "node.kubernetes.io/not-ready") {
       EXPECT_EQ(t.toleration_seconds, 300);
     }
   }
-  ASSERT_EQ(p.topology_spread.size(), 1u);
-  EXPECT_EQ(p.topology_spread[0].when_unsatisfiable, "ScheduleAnyway");
-  EXPECT_EQ(p.topology_spread[0].max_skew, 1);
+  ASSERT_EQ(p.spec->topology_spread.size(), 1u);
+  EXPECT_EQ(p.spec->topology_spread[0].when_unsatisfiable, "ScheduleAnyway");
+  EXPECT_EQ(p.spec->topology_spread[0].max_skew, 1);
   EXPECT_EQ(p.phase, "Pending");
   const auto* scheduled = p.find_condition("PodScheduled");
   ASSERT_NE(scheduled, nullptr);
@@ -96,10 +96,10 @@ TEST(decode, pod_fields_from_the_apiserver) {
 //   max → 2000m, 3136Mi; + overhead 250m, 120Mi → 2250m, 3256Mi
 TEST(decode, effective_requests_follow_the_scheduler) {
   const auto p = ok(decode_pod(fixture("pod_full.json")));
-  EXPECT_EQ(p.requests.cpu_milli, 2250);
-  EXPECT_EQ(p.requests.memory, 3256ll << 20);
-  EXPECT_EQ(p.requests.ephemeral_storage, 10ll << 30);
-  EXPECT_EQ(p.requests.get("nvidia.com/gpu"), 1);
+  EXPECT_EQ(p.spec->requests.cpu_milli, 2250);
+  EXPECT_EQ(p.spec->requests.memory, 3256ll << 20);
+  EXPECT_EQ(p.spec->requests.ephemeral_storage, 10ll << 30);
+  EXPECT_EQ(p.spec->requests.get("nvidia.com/gpu"), 1);
 }
 
 TEST(decode, node_fields) {
@@ -206,5 +206,80 @@ TEST(decode, nulls_are_absent) {
     "status":null})"));
   EXPECT_EQ(p.meta.name, "a");
   EXPECT_FALSE(p.priority.has_value());
-  EXPECT_EQ(p.requests.cpu_milli, 0);
+  EXPECT_EQ(p.spec->requests.cpu_milli, 0);
+}
+
+// Pods from one template share one copy of their labels, spec and conditions; a pod that differs
+// gets its own, and the shared copy is never changed under the pods holding it.
+TEST(decode, equal_parts_are_shared_and_unequal_ones_are_not) {
+  const auto json = fixture("pod_full.json");
+  const auto a = ok(decode_pod(json));
+  const auto b = ok(decode_pod(replace(json, "\"name\": \"workflow-placeholder-7\"", "\"name\": \"other\"")));
+  EXPECT_EQ(b.meta.name, "other");
+  EXPECT_TRUE(a.spec.same(b.spec));
+  EXPECT_TRUE(a.meta.labels.same(b.meta.labels));
+  EXPECT_TRUE(a.conditions.same(b.conditions));
+  const auto c = ok(decode_pod(replace(json, "\"value\": \"ci\"", "\"value\": \"cd\"")));
+  EXPECT_FALSE(a.spec.same(c.spec));
+  EXPECT_EQ(c.spec->tolerations[0].value, "cd");
+  EXPECT_EQ(a.spec->tolerations[0].value, "ci");
+  auto d = a;
+  d.meta.labels.edit().emplace_back("extra", "1");
+  EXPECT_EQ(d.meta.labels.size(), 4u);
+  EXPECT_EQ(a.meta.labels.size(), 3u) << "edit() copies; the shared value is untouched";
+  EXPECT_EQ(b.meta.labels.size(), 3u);
+}
+
+// The decoder reuses its scratch values from one object to the next: nothing of a rich pod may
+// show up in a sparse one decoded after it, in either order, in lists and watch events alike.
+TEST(decode, nothing_carries_over_from_the_previous_object) {
+  const auto rich = fixture("pod_full.json");
+  const std::string sparse = R"({"metadata":{"name":"s","namespace":"ci"},
+    "spec":{"affinity":{"podAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":[{"topologyKey":"zone"}]}},
+            "topologySpreadConstraints":[{"maxSkew":2,"topologyKey":"host","whenUnsatisfiable":"DoNotSchedule"}],
+            "tolerations":[{"operator":"Exists"}],
+            "containers":[{"name":"c","resources":{"requests":{"cpu":"1"}}}]},
+    "status":{"conditions":[{"type":"PodScheduled","status":"True"}]}})";
+  for (int round = 0; round < 2; ++round) {
+    const auto r = ok(decode_pod(rich));
+    EXPECT_EQ(r.spec->tolerations.size(), 3u);
+    const auto s = ok(decode_pod(sparse));
+    EXPECT_TRUE(s.meta.labels.empty());
+    EXPECT_TRUE(s.meta.annotations.empty());
+    EXPECT_TRUE(s.spec->priority_class_name.empty());
+    EXPECT_TRUE(s.spec->scheduling_gates.empty());
+    EXPECT_TRUE(s.spec->node_selector.empty());
+    EXPECT_TRUE(s.spec->required_node_affinity.empty());
+    ASSERT_EQ(s.spec->required_pod_affinity.size(), 1u);
+    EXPECT_TRUE(s.spec->required_pod_affinity[0].selector.match_labels.empty()) << "no labelSelector in this term";
+    EXPECT_EQ(s.spec->required_pod_affinity[0].topology_key, "zone");
+    ASSERT_EQ(s.spec->topology_spread.size(), 1u);
+    EXPECT_TRUE(s.spec->topology_spread[0].selector.match_labels.empty());
+    EXPECT_EQ(s.spec->topology_spread[0].max_skew, 2);
+    ASSERT_EQ(s.spec->tolerations.size(), 1u);
+    EXPECT_EQ(s.spec->tolerations[0].key, "");
+    EXPECT_EQ(s.spec->tolerations[0].effect, "");
+    EXPECT_FALSE(s.spec->tolerations[0].toleration_seconds.has_value());
+    EXPECT_EQ(s.spec->requests, (resource_list{1000, 0, 0, 0, {}}));
+    ASSERT_EQ(s.conditions.size(), 1u);
+    EXPECT_EQ(s.conditions[0].reason, "");
+    EXPECT_EQ(s.conditions[0].message, "");
+    const auto list = ok(decode_list<pod>(R"({"metadata":{},"items":[)" + rich + "," + sparse + "]}"));
+    ASSERT_EQ(list.items.size(), 2u);
+    EXPECT_EQ(list.items[1].spec, s.spec);
+    EXPECT_TRUE(list.items[1].spec.same(s.spec)) << "interned";
+  }
+}
+
+// Keys and values with escapes are unescaped; the fast path only takes strings without any.
+TEST(decode, escaped_keys_and_values) {
+  const auto p = ok(decode_pod(R"({"metadata":{"name":"e\u0073c","labels":{"a\u002fb":"x\"y","plain":"\u00e9"}},
+    "sp\u0065c":{"nodeName":"n1"}})"));
+  EXPECT_EQ(p.meta.name, "esc");
+  ASSERT_EQ(p.meta.labels.size(), 2u);
+  EXPECT_EQ(p.meta.labels[0], (std::pair<std::string, std::string>{"a/b", "x\"y"}));
+  EXPECT_EQ(p.meta.labels[1].second, "\xc3\xa9");
+  EXPECT_EQ(p.node_name, "n1") << "an escaped field name is still that field";
+  EXPECT_EQ(err(decode_pod(R"({"metadata":{"name":7}})")),
+            "Pod: metadata.name: The JSON element does not have the requested type.");
 }

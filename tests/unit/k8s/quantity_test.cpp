@@ -3,6 +3,8 @@
 #include <gtest/gtest.h>
 
 #include <limits>
+#include <string>
+#include <vector>
 
 using headroom::k8s::parse_quantity;
 using headroom::k8s::quantity;
@@ -132,4 +134,32 @@ TEST(quantity, rejects_invalid_forms_with_a_clear_message) {
   EXPECT_EQ(ok("1e-1000000"), (quantity{1, 1}));
   // A hostile length is parsed in linear time and capped, not rejected.
   EXPECT_EQ(ok(std::string(100'000, '9')).units, max64);
+}
+
+// parse_quantity computes the common forms (integer + common suffix) directly; on every input the
+// result must be exactly what the general parser gives.
+TEST(quantity, common_forms_agree_with_the_general_parser) {
+  const char* suffixes[] = {"", "m", "k", "M", "G", "T", "P", "E", "Ki", "Mi", "Gi", "Ti", "Pi", "Ei",
+                            "n", "u", "K", "e3", "Kib", "mm", "i", "-", "."};
+  std::vector<std::string> numbers{"0", "00", "1", "7", "999", "1000", "1001", "1500", "0999"};
+  uint64_t x = 1;
+  for (int digits = 1; digits <= 18; ++digits) {
+    x = x * 10 + static_cast<uint64_t>(digits % 7);
+    numbers.push_back(std::to_string(x));
+    numbers.push_back(std::string(static_cast<size_t>(digits), '9'));
+  }
+  int compared = 0;
+  for (const auto& n : numbers) {
+    for (const char* s : suffixes) {
+      const std::string text = n + s;
+      const auto fast = headroom::k8s::parse_quantity(text);
+      const auto general = headroom::k8s::parse_quantity_general(text);
+      ASSERT_EQ(fast.index(), general.index()) << text;
+      if (const auto* q = std::get_if<quantity>(&fast)) {
+        EXPECT_EQ(*q, std::get<quantity>(general)) << text;
+      }
+      ++compared;
+    }
+  }
+  EXPECT_EQ(compared, 45 * 23);
 }
