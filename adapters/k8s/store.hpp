@@ -4,10 +4,12 @@
 // (a namespace, a "key=value" label, an owner uid, a node name) to the objects that have it.
 //
 // One writer (the informer's I/O thread), any number of readers. Index entries point at the
-// store's own entries (node-based, so stable until erased) instead of copying keys: with the
-// default indexes a cached Pod costs about 4 index entries of 16 bytes, not 4 strings and tree
-// nodes (see bench/k8s_decode_bench, bytes_per_cached_pod).
+// store's own entries (node-based, so stable until erased) instead of copying keys (see
+// bench/k8s_decode_bench, bytes_per_cached_pod). Most index values have one or a few objects (a
+// pod's own label, an owner's uid), a few have many (a namespace): a bucket is a small vector
+// until it grows past 16 entries, then a hash set.
 
+#include <algorithm>
 #include <functional>
 #include <map>
 #include <memory>
@@ -104,12 +106,11 @@ class store {
     auto idx = indexes_.find(name);
     if (idx == indexes_.end())
       return out;
-    auto bucket = idx->second.buckets.find(value);
-    if (bucket == idx->second.buckets.end())
+    auto found = idx->second.buckets.find(value);
+    if (found == idx->second.buckets.end())
       return out;
-    out.reserve(bucket->second.size());
-    for (const entry* e : bucket->second)
-      out.push_back(e->second);
+    out.reserve(found->second.size());
+    found->second.each([&](const entry* e) { out.push_back(e->second); });
     return out;
   }
 
@@ -119,9 +120,47 @@ class store {
   }
 
  private:
+  class bucket {
+   public:
+    void insert(const entry* e) {
+      if (large_) {
+        large_->insert(e);
+      } else if (std::find(small_.begin(), small_.end(), e) == small_.end()) {
+        small_.push_back(e);
+        if (small_.size() > 16) {
+          large_ = std::make_unique<std::unordered_set<const entry*>>(small_.begin(), small_.end());
+          std::vector<const entry*>{}.swap(small_);
+        }
+      }
+    }
+    void erase(const entry* e) {
+      if (large_) {
+        large_->erase(e);
+      } else if (auto it = std::find(small_.begin(), small_.end(), e); it != small_.end()) {
+        *it = small_.back();
+        small_.pop_back();
+      }
+    }
+    size_t size() const { return large_ ? large_->size() : small_.size(); }
+    bool empty() const { return size() == 0; }
+    template <class F>
+    void each(F&& fn) const {
+      if (large_)
+        for (const entry* e : *large_)
+          fn(e);
+      else
+        for (const entry* e : small_)
+          fn(e);
+    }
+
+   private:
+    std::vector<const entry*> small_;
+    std::unique_ptr<std::unordered_set<const entry*>> large_;
+  };
+
   struct index_state {
     index_fn fn;
-    std::unordered_map<std::string, std::unordered_set<const entry*>> buckets;
+    std::unordered_map<std::string, bucket> buckets;
   };
 
   void index(const entry* e, const T& o) {
