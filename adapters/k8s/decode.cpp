@@ -304,16 +304,22 @@ void hash_into(size_t& h, const pod_spec& s) {
   hash_into(h, s.requests);
 }
 
-// The shared copy of a scratch value; an empty one needs no table.
+// The shared copy of a scratch value; an empty one needs no table. Consecutive objects usually
+// come from one template, so the value this thread returned last is tried first: equal, it is
+// returned without hashing or taking the table's lock.
 template <class T>
 shared<T> share(const T& scratch) {
   if constexpr (requires { scratch.empty(); }) {
     if (scratch.empty())
       return {};
   }
+  thread_local std::shared_ptr<const T> last;
+  if (last && *last == scratch)
+    return shared<T>{last};
   size_t h = 0;
   hash_into(h, scratch);
-  return shared<T>{intern(scratch, h)};
+  last = intern(scratch, h);
+  return shared<T>{last};
 }
 
 // -- the parts ---------------------------------------------------------------------------------------
