@@ -4,11 +4,9 @@
 #include <atomic>
 #include <chrono>
 #include <functional>
-#include <map>
 #include <memory>
 #include <mutex>
 #include <random>
-#include <set>
 #include <shared_mutex>
 #include <string>
 #include <unordered_map>

@@ -33,7 +33,6 @@ class shared {
 
   const T& operator*() const { return *p_; }
   const T* operator->() const { return p_.get(); }
-  const T& get() const { return *p_; }
 
   // Container forwarding, for T a container.
   auto begin() const requires requires(const T& t) { t.begin(); } { return p_->begin(); }
