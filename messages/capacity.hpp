@@ -2,6 +2,8 @@
 
 // Messages of a scale set's capacity loop (local-only; registered in type_ids.hpp).
 
+#include <caf/meta/type_name.hpp>
+
 #include <cstdint>
 #include <string>
 
@@ -16,10 +18,27 @@ struct pair_report {
   std::string reason;  // lost / timed_out: which pod, and why
 };
 
-/// capacity_monitor → runner_provisioner: the capacity the listener advertises now.
-struct advertised {
+/// capacity_monitor → listener_session and runner_provisioner: the capacity to advertise now
+/// (X-ScaleSetMaxCapacity). Sent on every change, and to whoever asks with `capacity_atom`.
+struct set_max_capacity {
   int64_t capacity = 0;
 };
+
+/// listener_session → capacity_monitor: a poll just started carrying `capacity`. The monitor
+/// measures propagation with it, and answers a stale value with the newest.
+struct capacity_polled {
+  int64_t capacity = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, set_max_capacity& x) {
+  return f(caf::meta::type_name("set_max_capacity"), x.capacity);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, capacity_polled& x) {
+  return f(caf::meta::type_name("capacity_polled"), x.capacity);
+}
 
 /// hud_poller → capacity_monitor: jobs queued on the HUD for this scale set's labels.
 struct queued_jobs {

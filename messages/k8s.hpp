@@ -2,7 +2,8 @@
 
 // Messages that carry Kubernetes results and objects into actors. They hold shared pointers to
 // immutable cached objects and never leave the process, so they are registered as local-only
-// (CAF_ALLOW_UNSAFE_MESSAGE_TYPE in type_ids.hpp) instead of being made serializable.
+// (CAF_ALLOW_UNSAFE_MESSAGE_TYPE in type_ids.hpp) instead of being made serializable. The object
+// types are only named here: an actor that looks inside one includes the adapter's objects.hpp.
 
 #include <caf/meta/type_name.hpp>
 
@@ -10,7 +11,10 @@
 #include <memory>
 #include <string>
 
-#include "adapters/k8s/objects.hpp"
+namespace headroom::k8s {
+struct pod;
+struct node;
+}  // namespace headroom::k8s
 
 namespace headroom::msg {
 

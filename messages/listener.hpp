@@ -1,36 +1,54 @@
 #pragma once
 
-// Messages of a scale set's listener: Actions Service results coming back into the
-// listener_session actor, and what it tells the runner provisioner. Results carry the decoded
-// protocol objects (and a session handle), never leave the process, and are registered as
-// local-only in type_ids.hpp.
+// What a scale set's listener tells the other actors: plain values, copied out of the Actions
+// Service protocol objects by the listener (the adapter's types stay below this layer).
 
 #include <caf/meta/type_name.hpp>
 
 #include <cstdint>
-#include <optional>
 #include <string>
 #include <vector>
 
-#include "adapters/github/actions_client.hpp"
-
 namespace headroom::msg {
 
-/// An Actions Service call the listener started has finished.
-struct actions_reply {
-  enum class op : uint8_t { resolve, session, poll, ack, acquire, refresh, closed } what = op::poll;
-  uint64_t generation = 0;  // the listener's session generation when the call started
-  std::optional<github::actions_error> error;
-  github::session_ptr session;                  // op::session
-  std::optional<github::session_message> message;  // op::poll: nullopt = 202, nothing to say
-  std::vector<int64_t> acquired;                // op::acquire; op::resolve: {scale set id}
+/// The scale set's statistics as the service last reported them.
+struct scale_set_statistics {
+  int64_t total_available_jobs = 0, total_acquired_jobs = 0, total_assigned_jobs = 0, total_running_jobs = 0,
+          total_registered_runners = 0, total_busy_runners = 0, total_idle_runners = 0;
 };
 
-/// listener_session → runner provisioner: the scale set's latest statistics and job transitions.
+/// A job of this scale set started on a runner, or completed.
+struct job_transition {
+  enum kind : uint8_t { started, completed } type = started;
+  int64_t runner_request_id = 0, runner_id = 0;
+  std::string runner_name, result;
+  std::string scale_set_assign_time, runner_assign_time;  // RFC 3339, as the service sent them
+};
+
+/// listener_session → runner_provisioner and capacity_monitor: the scale set's latest statistics
+/// and its job transitions, in order.
 struct scale_set_update {
   int64_t scale_set_id = 0;
-  github::statistics stats;
-  std::vector<github::job_message> jobs;  // started and completed, in order
+  scale_set_statistics stats;
+  std::vector<job_transition> jobs;
 };
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, scale_set_statistics& x) {
+  return f(caf::meta::type_name("scale_set_statistics"), x.total_available_jobs, x.total_acquired_jobs,
+           x.total_assigned_jobs, x.total_running_jobs, x.total_registered_runners, x.total_busy_runners,
+           x.total_idle_runners);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, job_transition& x) {
+  return f(caf::meta::type_name("job_transition"), x.type, x.runner_request_id, x.runner_id, x.runner_name, x.result,
+           x.scale_set_assign_time, x.runner_assign_time);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, scale_set_update& x) {
+  return f(caf::meta::type_name("scale_set_update"), x.scale_set_id, x.stats, x.jobs);
+}
 
 }  // namespace headroom::msg

@@ -7,11 +7,12 @@
 #include <thread>
 #include <unistd.h>
 
-#include "messages/type_ids.hpp"
+#include "runtime/messages.hpp"
 #include "runtime/http_endpoint.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/readiness.hpp"
+#include "runtime/relay.hpp"
 #include "runtime/supervisor.hpp"
 
 namespace headroom::runtime {
@@ -75,7 +76,7 @@ int run_agent(const config& cfg, const plan_builder& plan) {
   // everything else starts, and last on the way down so /readyz reports the shutdown throughout.
   std::vector<child_spec> children;
   children.push_back(child_spec{"http", [&](caf::actor_system& s) { return spawn_http_endpoint(s, cfg.http.listen, m, ready); },
-                                restart_mode::permanent});
+                                restart_mode::permanent, {}});
   agent_plan extra;
   if (plan) {
     auto built = plan(cfg, sys, m, ready);
@@ -93,6 +94,8 @@ int run_agent(const config& cfg, const plan_builder& plan) {
                                  {"log_level", to_string(cfg.logging.level)}});
   caf::scoped_actor self{sys};
   auto root = spawn_supervisor(sys, root_opts, std::move(children));
+  for (const auto& r : extra.relays)
+    own_relay(r, root);
   self->monitor(root);
   start_signal_thread(caf::actor_cast<caf::actor>(self));
 

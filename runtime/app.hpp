@@ -25,6 +25,7 @@ class readiness;
 // gone), and what must happen first on shutdown (e.g. releasing the leader Lease).
 struct agent_plan {
   std::vector<child_spec> children;
+  std::vector<caf::actor> relays;  // stable addresses of the children (runtime/relay.hpp), owned by the root
   std::shared_ptr<void> services;
   std::function<void()> before_stop;
 };

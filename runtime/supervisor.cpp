@@ -4,7 +4,7 @@
 
 #include <optional>
 
-#include "messages/type_ids.hpp"
+#include "runtime/messages.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/config.hpp"
 #include "runtime/log.hpp"
@@ -105,6 +105,8 @@ void start_child(supervisor_actor* self, size_t index) {
     return;
   }
   self->monitor(c.handle);
+  if (c.spec.relay)
+    self->send(c.spec.relay, msg::relay_target{c.handle});
   if (st.opts.metrics != nullptr)
     st.opts.metrics->child_started(st.opts.name, c.spec.name);
   log::debug(actor_name(st), "child started", {{"child", c.spec.name}, {"generation", c.generation}});
@@ -142,6 +144,8 @@ void on_child_down(supervisor_actor* self, const caf::down_msg& down) {
     if (!c.handle || c.handle.address() != down.source)
       continue;
     c.handle = caf::actor{};
+    if (c.spec.relay)
+      self->send(c.spec.relay, msg::relay_target{});
     c.last_exit = exit_reason_label(self->system(), down.reason);
     if (st.opts.metrics != nullptr)
       st.opts.metrics->child_exited(st.opts.name, c.spec.name, c.last_exit);
@@ -202,6 +206,8 @@ caf::behavior supervisor_behavior(supervisor_actor* self, supervisor_options opt
           self->demonitor(c.handle);
           self->send_exit(c.handle, caf::exit_reason::kill);
           c.handle = caf::actor{};
+          if (c.spec.relay)
+            self->send(c.spec.relay, msg::relay_target{});
           c.last_exit = "kill";
         }
         --st.stop_cursor;

@@ -23,6 +23,9 @@ struct child_spec {
   std::string name;
   std::function<caf::actor(caf::actor_system&)> start;  // spawns the child; not linked to anyone
   restart_mode restart = restart_mode::transient;
+  // Optional: the child's stable address (runtime/relay.hpp). The supervisor points it at every
+  // incarnation it starts, and at nothing while the child is down.
+  caf::actor relay;
 };
 
 struct supervisor_options {

@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "actors/bigfleet/bigfleet.hpp"
+#include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
@@ -35,8 +36,7 @@ struct upc_state {
   // CRs this actor created (ns/name → Pod UID): the CR informer may not show them yet, and
   // asking again would only meet AlreadyExists.
   std::unordered_map<std::string, std::string> ours;
-  std::unordered_map<uint64_t, pending_call> calls;
-  uint64_t next_correlation = 1;
+  api_calls<pending_call> calls;
   uint64_t created = 0, deleted = 0;
   static inline const char* name = "headroom.capacity_requests";
 };
@@ -46,10 +46,7 @@ using upc_actor = caf::stateful_actor<upc_state>;
 bool terminal(const k8s::pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
 
 void start_call(upc_actor* self, pending_call call, const std::function<void(k8s::api_callback)>& start) {
-  auto& st = self->state;
-  const uint64_t c = st.next_correlation++;
-  st.calls[c] = std::move(call);
-  call_into(caf::actor_cast<caf::actor>(self), c, start);
+  self->state.calls.start(caf::actor_cast<caf::actor>(self), std::move(call), start);
 }
 
 void reconcile(upc_actor* self, const msg::pod_event& e) {
@@ -102,11 +99,10 @@ caf::behavior upc_behavior(upc_actor* self, operator_deps deps, operator_options
       },
       [self](msg::api_reply& r) {
         auto& s = self->state;
-        auto it = s.calls.find(r.correlation);
-        if (it == s.calls.end())
+        auto found = s.calls.take(r);
+        if (!found)
           return;
-        auto call = std::move(it->second);
-        s.calls.erase(it);
+        auto call = std::move(*found);
         const std::string key = call.ns + "/" + call.name;
         const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
         switch (call.what) {

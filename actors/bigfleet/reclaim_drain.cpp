@@ -13,6 +13,7 @@
 #include <unordered_map>
 
 #include "actors/bigfleet/bigfleet.hpp"
+#include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
@@ -46,7 +47,7 @@ struct drain_state {
   size_t cordons_pending = 0;
   uint64_t next_correlation = 1;
   std::unordered_map<uint64_t, eviction> evictions;
-  std::chrono::steady_clock::time_point deadline;
+  caf::actor_clock::time_point deadline;
   static inline const char* name = "headroom.reclaim_drain";
 };
 
@@ -150,7 +151,7 @@ caf::behavior drain_behavior(drain_actor* self, operator_deps deps, pb::ReclaimI
   st.deps = std::move(deps);
   st.instruction = std::move(instruction);
   const int64_t grace = st.instruction.grace_period_seconds() > 0 ? st.instruction.grace_period_seconds() : 30;
-  st.deadline = std::chrono::steady_clock::now() + std::chrono::seconds(grace);
+  st.deadline = self->clock().now() + std::chrono::seconds(grace);
   runtime::log::info(actor_name, "reclaim started",
                      {{"instruction", st.instruction.instruction_id()}, {"nodes", st.instruction.nodes_size()},
                       {"grace_s", grace}, {"preemptor_priority", st.instruction.preemptor_priority()}});
@@ -206,7 +207,7 @@ caf::behavior drain_behavior(drain_actor* self, operator_deps deps, pb::ReclaimI
         n.last_error = kind == k8s::api_error::kind::disruption_blocked
                            ? "eviction of " + it->second.ns + "/" + it->second.pod + " blocked by a PodDisruptionBudget"
                            : r.error;
-        if (n.finished || std::chrono::steady_clock::now() + pdb_retry > s.deadline)
+        if (n.finished || self->clock().now() + pdb_retry > s.deadline)
           return;  // the deadline handler fails the node
         self->delayed_send(self, pdb_retry, msg::tick_atom_v, r.correlation);
       },

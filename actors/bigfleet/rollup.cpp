@@ -10,6 +10,7 @@
 #include <unordered_set>
 
 #include "actors/bigfleet/bigfleet.hpp"
+#include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
 #include "adapters/bigfleet/rollup.hpp"
 #include "messages/type_ids.hpp"
@@ -38,8 +39,7 @@ struct rollup_state {
   std::unordered_map<std::string, decoded_cr> cache;  // by uid: decoded once per resourceVersion
   std::deque<ack_target> acks_waiting;
   std::unordered_set<std::string> acks_known;  // ns/name queued or in flight
-  std::unordered_map<uint64_t, std::string> acks_in_flight;
-  uint64_t next_correlation = 1;
+  api_calls<std::string> acks_in_flight;  // ns/name
   uint64_t builds = 0, decode_errors = 0;
   static inline const char* name = "headroom.rollup";
 };
@@ -50,13 +50,11 @@ using rollup_actor = caf::stateful_actor<rollup_state>;
 void pump_acks(rollup_actor* self) {
   auto& st = self->state;
   caf::actor me = caf::actor_cast<caf::actor>(self);
-  while (st.acks_in_flight.size() < st.opts.ack_parallelism && !st.acks_waiting.empty()) {
+  while (st.acks_in_flight.in_flight() < st.opts.ack_parallelism && !st.acks_waiting.empty()) {
     auto t = std::move(st.acks_waiting.front());
     st.acks_waiting.pop_front();
-    const uint64_t c = st.next_correlation++;
-    st.acks_in_flight[c] = t.ns + "/" + t.name;
     const std::string patch = "{\"status\":{\"phase\":\"Acknowledged\",\"acknowledgedAt\":\"" + k8s::time_now() + "\"}}";
-    call_into(me, c, [&st, t, patch](k8s::api_callback cb) {
+    st.acks_in_flight.start(me, t.ns + "/" + t.name, [&st, t, patch](k8s::api_callback cb) {
       st.deps.client->merge_patch(kinds::capacity_requests, t.ns, t.name, patch, std::move(cb), "status");
     });
   }
@@ -102,8 +100,7 @@ void build(rollup_actor* self) {
         known.insert(key);
     }
   }
-  for (const auto& [c, key] : st.acks_in_flight)
-    known.insert(key);
+  st.acks_in_flight.for_each([&known](const std::string& key) { known.insert(key); });
   st.acks_known = std::move(known);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   auto rollup = headroom::bigfleet::build_rollup(st.opts.endpoint.cluster_id, crs, ns);
@@ -129,17 +126,16 @@ caf::behavior rollup_behavior(rollup_actor* self, operator_deps deps, operator_o
       },
       [self](msg::api_reply& r) {
         auto& s = self->state;
-        auto it = s.acks_in_flight.find(r.correlation);
-        if (it == s.acks_in_flight.end())
+        auto key = s.acks_in_flight.take(r);
+        if (!key)
           return;
         const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
         if (!r.ok && kind != k8s::api_error::kind::not_found) {
           runtime::log::warn(actor_name, "CapacityRequest acknowledgement failed; retried next roll-up", {{"error", r.error}});
-          s.acks_known.erase(it->second);  // the next build queues it again while it is still Pending
+          s.acks_known.erase(*key);  // the next build queues it again while it is still Pending
         } else if (!r.ok) {
-          s.acks_known.erase(it->second);
+          s.acks_known.erase(*key);
         }
-        s.acks_in_flight.erase(it);
         pump_acks(self);
       },
   };

@@ -13,17 +13,23 @@
 //   health_check        replaces runners that never registered or are stuck; force-deletes pods on
 //                       unreachable nodes; deletes finished runner pods after a grace period
 //
-// and one hud_poller for all scale sets. They share a scale_set_hub: the fixed spec and adapters,
-// and the *current* actor of each role (a restarted child is a new actor), looked up at send time.
+// and one hud_poller for all scale sets. They share nothing but messages. Each reads the scale
+// set's context (the spec and the adapters, fixed at start-up) and sends to its peers' relays,
+// the stable addresses the wiring hands out (a restarted child is a new actor; its relay is not):
+//
+//   capacity_monitor ──set_max_capacity──▶ listener_session ──X-ScaleSetMaxCapacity──▶ service
+//          ▲   └──────set_max_capacity──▶ runner_provisioner
+//          └────────capacity_polled────── listener_session ──scale_set_update──▶ monitor, provisioner
+//
+// A (re)started actor asks for what it missed: capacity_atom to the monitor, update_atom to the
+// listener.
 
 #include <caf/actor.hpp>
 
-#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
 #include <memory>
-#include <mutex>
 #include <optional>
 #include <string>
 #include <vector>
@@ -35,7 +41,6 @@
 #include "adapters/k8s/objects.hpp"
 #include "messages/capacity.hpp"
 #include "messages/listener.hpp"
-#include "runtime/mailbox/coalescing_slot.hpp"
 
 namespace headroom::runtime {
 class metrics;
@@ -142,7 +147,7 @@ std::string priority_class_object(const priority_class_spec& p);
 // A random slot id (8 hex characters): unique across processes, so an adopted pair never clashes.
 std::string new_slot_id();
 
-// ---- the hub -------------------------------------------------------------------------------------
+// ---- the context ---------------------------------------------------------------------------------
 
 // Prometheus series of one scale set (label scale_set=<name>).
 struct scale_set_metrics {
@@ -151,7 +156,9 @@ struct scale_set_metrics {
   std::function<void(const char* histogram, double)> observe;
 };
 
-struct scale_set_hub {
+// What every actor of one scale set reads: the spec and the adapters (each safe to use from any
+// thread on its own), built once by the wiring and never changed after. No actor state lives here.
+struct scale_set_context {
   scale_set_spec spec;
   k8s::client* kube = nullptr;
   std::shared_ptr<k8s::informer<k8s::pod>> pods;    // this scale set's pods (label selector)
@@ -162,34 +169,25 @@ struct scale_set_hub {
   // itself owned by `owner_parent`, headroom's own Pod, when that is in the same namespace).
   std::string owner_configmap;
   owner_ref owner_parent;
-
-  std::atomic<int64_t> scale_set_id{0};  // known once the listener resolved it
-
-  // The current actor of each role.
-  std::mutex m;
-  caf::actor monitor, provisioner;
-  std::shared_ptr<runtime::coalescing_slot<int64_t>> listener_capacity;
-  int64_t advertised = -1;  // the newest capacity (a restarted listener starts with it); −1 = none yet
-  std::chrono::steady_clock::time_point advertised_at{};  // when it last changed
-  bool advertised_polled = true;  // a poll has carried the newest value (propagation observed)
-
-  void publish_update(const msg::scale_set_update& u);  // listener → provisioner and monitor
-  void publish_capacity(int64_t capacity);              // monitor → listener and provisioner
-  void publish_queued(msg::queued_jobs q);              // hud_poller → monitor
 };
-using hub_ptr = std::shared_ptr<scale_set_hub>;
+using context_ptr = std::shared_ptr<const scale_set_context>;
 
-caf::actor spawn_capacity_monitor(caf::actor_system& sys, hub_ptr hub);
-caf::actor spawn_runner_provisioner(caf::actor_system& sys, hub_ptr hub);
-caf::actor spawn_health_check(caf::actor_system& sys, hub_ptr hub);
+// The stable addresses (relays) of a scale set's actors, handed out by the wiring.
+struct scale_set_peers {
+  caf::actor monitor, listener, provisioner;
+};
+
+caf::actor spawn_capacity_monitor(caf::actor_system& sys, context_ptr ctx, scale_set_peers peers);
+caf::actor spawn_runner_provisioner(caf::actor_system& sys, context_ptr ctx, scale_set_peers peers);
+caf::actor spawn_health_check(caf::actor_system& sys, context_ptr ctx);
 // One pair. `adopt`: its pods may exist already (found by label); otherwise it creates them.
-caf::actor spawn_placeholder_pair(caf::actor_system& sys, hub_ptr hub, std::string slot, bool adopt, caf::actor monitor,
+caf::actor spawn_placeholder_pair(caf::actor_system& sys, context_ptr ctx, std::string slot, bool adopt, caf::actor monitor,
                                   owner_ref owner);
 
 // hud_poller: every `interval`, the HUD's queued jobs per label set → each scale set's monitor.
 struct hud_target {
   std::vector<std::string> labels;  // a job counts for the scale set when its labels are a subset
-  hub_ptr hub;
+  caf::actor monitor;               // the scale set's capacity_monitor (its relay)
 };
 caf::actor spawn_hud_poller(caf::actor_system& sys, std::shared_ptr<hud::client> hud, std::vector<hud_target> targets,
                             milliseconds interval);

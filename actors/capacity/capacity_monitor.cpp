@@ -20,6 +20,7 @@
 #include <simdjson.h>
 
 #include "actors/capacity/capacity.hpp"
+#include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
@@ -46,14 +47,14 @@ struct call_info {
 };
 
 struct monitor_state {
-  hub_ptr hub;
+  context_ptr ctx;
+  scale_set_peers peers;
   std::unique_ptr<informer_feed<k8s::pod>> feed;
   std::map<std::string, pair_entry> pairs;  // slot → pair (capacity, placed or not yet)
   std::map<std::string, caf::actor> handoffs;  // slot → consumed pair still holding the workflow's room
   std::set<std::string> deleting;           // foreign placeholders being deleted
   std::set<std::string> retired;            // slots whose pair ended: never adopted again
-  std::map<uint64_t, call_info> calls;
-  uint64_t next_call = 1;
+  api_calls<call_info> calls;
   int setup_pending = 0;
   bool acting = false;  // start-up done: the owner is known
   owner_ref owner;
@@ -63,6 +64,8 @@ struct monitor_state {
   int64_t assigned_seen = 0;
   bool assigned_known = false;
   int64_t last_published = -1;
+  caf::actor_clock::time_point published_at{};  // when it last changed
+  bool published_polled = true;  // a poll has carried it (propagation observed)
   milliseconds create_backoff{0};
   bool stopping = false;  // waiting for the owner's delete, then quitting with stop_reason
   caf::error stop_reason;
@@ -76,10 +79,7 @@ using monitor_actor = caf::stateful_actor<monitor_state>;
 const k8s::resource_kind priority_classes{"scheduling.k8s.io", "v1", "priorityclasses", false};
 
 void start_call(monitor_actor* self, call_info info, const std::function<void(k8s::api_callback)>& start) {
-  auto& st = self->state;
-  const uint64_t id = st.next_call++;
-  st.calls[id] = std::move(info);
-  call_into(caf::actor_cast<caf::actor>(self), id, start);
+  self->state.calls.start(caf::actor_cast<caf::actor>(self), std::move(info), start);
 }
 
 bool owned_by(const k8s::pod& p, const std::string& uid) {
@@ -111,17 +111,17 @@ void stop_pair(monitor_actor* self, const std::string& slot) {
   st.pairs.erase(it);
   st.retired.insert(slot);
   ++st.pair_deletes;
-  st.hub->metrics.add("gha_capacity_advertised_pair_deletes_total", 1);
+  st.ctx->metrics.add("gha_capacity_advertised_pair_deletes_total", 1);
 }
 
 void spawn_pair(monitor_actor* self, std::string slot, bool adopt) {
   auto& st = self->state;
-  auto a = spawn_placeholder_pair(self->home_system(), st.hub, slot, adopt, caf::actor_cast<caf::actor>(self), st.owner);
+  auto a = spawn_placeholder_pair(self->home_system(), st.ctx, slot, adopt, caf::actor_cast<caf::actor>(self), st.owner);
   self->monitor(a);
   st.pairs[slot] = pair_entry{a, state_t::pending};
   if (!adopt) {
     ++st.pair_creates;
-    st.hub->metrics.add("gha_capacity_advertised_pair_creates_total", 1);
+    st.ctx->metrics.add("gha_capacity_advertised_pair_creates_total", 1);
   }
 }
 
@@ -129,7 +129,7 @@ void recompute(monitor_actor* self) {
   auto& st = self->state;
   if (!st.acting)
     return;
-  const auto& spec = st.hub->spec;
+  const auto& spec = st.ctx->spec;
   capacity_inputs in;
   in.max_runners = spec.max_runners;
   in.proactive = spec.proactive_capacity;
@@ -137,7 +137,7 @@ void recompute(monitor_actor* self) {
   in.assigned_jobs = st.assigned;
   int64_t placeholder_pods = 0;
   std::set<std::string> slots_seen;
-  for (const auto& p : st.hub->pods->list()) {
+  for (const auto& p : st.ctx->pods->list()) {
     auto r = role_of(*p);
     if (!r || p->meta.ns != spec.ns)
       continue;
@@ -157,7 +157,7 @@ void recompute(monitor_actor* self) {
         runtime::log::info(actor_name, "deleting an earlier process's placeholder", {{"pod", p->meta.name}});
         k8s::delete_options o;
         o.grace_period_seconds = 0;
-        auto* kube = st.hub->kube;
+        auto* kube = st.ctx->kube;
         start_call(self, {call_kind::pod_delete, p->meta.name, 0}, [kube, ns = spec.ns, name = p->meta.name, o](k8s::api_callback cb) {
           kube->remove(k8s::kinds::pods, ns, name, o, std::move(cb));
         });
@@ -168,7 +168,7 @@ void recompute(monitor_actor* self) {
       continue;
     // This process's placeholder without a pair actor (the monitor restarted): adopt the pair
     // when both pods are still fine; otherwise the pair is over and the survivor goes.
-    const auto other = st.hub->pods->get(
+    const auto other = st.ctx->pods->get(
         spec.ns, placeholder_pod_name(spec, *slot, *r == role::runner_placeholder ? role::workflow_placeholder : role::runner_placeholder));
     const auto mine = placeholder_state(p.get()), theirs = placeholder_state(other.get());
     st.retired.insert(*slot);  // decided once
@@ -179,7 +179,7 @@ void recompute(monitor_actor* self) {
     } else if (mine != pod_state::gone && st.deleting.insert(p->meta.name).second) {
       k8s::delete_options o;
       o.grace_period_seconds = 0;
-      auto* kube = st.hub->kube;
+      auto* kube = st.ctx->kube;
       start_call(self, {call_kind::pod_delete, p->meta.name, 0}, [kube, ns = spec.ns, name = p->meta.name, o](k8s::api_callback cb) {
         kube->remove(k8s::kinds::pods, ns, name, o, std::move(cb));
       });
@@ -231,7 +231,7 @@ void recompute(monitor_actor* self) {
   }
 
   const int64_t capacity = spec.capacity_aware ? advertised_capacity(in) : spec.max_runners;
-  auto& m = st.hub->metrics;
+  auto& m = st.ctx->metrics;
   m.set("gha_capacity_advertised_max_runners", capacity);
   m.set("gha_capacity_advertised_pairs", static_cast<int64_t>(st.pairs.size()));
   m.set("gha_capacity_advertised_running_pairs", in.ready_pairs);
@@ -244,7 +244,11 @@ void recompute(monitor_actor* self) {
                         {"ready_pairs", in.ready_pairs}, {"runners_placed", in.runners_placed},
                         {"pairs", static_cast<int64_t>(st.pairs.size())}, {"desired_pairs", desired}});
     st.last_published = capacity;
-    st.hub->publish_capacity(capacity);
+    st.published_at = self->clock().now();
+    st.published_polled = false;
+    for (const auto& peer : {st.peers.listener, st.peers.provisioner})
+      if (peer)
+        self->send(peer, msg::set_max_capacity{capacity});
   }
 }
 
@@ -255,25 +259,25 @@ void finish_setup_step(monitor_actor* self) {
   if (st.owner.empty())
     return;
   st.acting = true;
-  runtime::log::info(actor_name, "acting", {{"scale_set", st.hub->spec.name}, {"owner", st.owner.name}});
+  runtime::log::info(actor_name, "acting", {{"scale_set", st.ctx->spec.name}, {"owner", st.owner.name}});
   recompute(self);
 }
 
 void ensure_owner(monitor_actor* self) {
   auto& st = self->state;
-  auto* kube = st.hub->kube;
-  const auto& ns = st.hub->spec.ns;
+  auto* kube = st.ctx->kube;
+  const auto& ns = st.ctx->spec.ns;
   std::string refs;
-  const auto& parent = st.hub->owner_parent;
+  const auto& parent = st.ctx->owner_parent;
   if (!parent.empty())
     refs = ",\"ownerReferences\":[{\"apiVersion\":" + runtime::json_escape(parent.api_version) + ",\"kind\":" +
            runtime::json_escape(parent.kind) + ",\"name\":" + runtime::json_escape(parent.name) + ",\"uid\":" +
            runtime::json_escape(parent.uid) + "}]";
   const std::string body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":" +
-                           runtime::json_escape(st.hub->owner_configmap) + ",\"namespace\":" + runtime::json_escape(ns) +
+                           runtime::json_escape(st.ctx->owner_configmap) + ",\"namespace\":" + runtime::json_escape(ns) +
                            ",\"labels\":{" + runtime::json_escape(keys::owner) + ":\"true\"}" + refs +
                            "},\"data\":{\"purpose\":\"owns this headroom process's placeholder pods\"}}";
-  start_call(self, {call_kind::owner_create, st.hub->owner_configmap, 0}, [kube, ns, body](k8s::api_callback cb) {
+  start_call(self, {call_kind::owner_create, st.ctx->owner_configmap, 0}, [kube, ns, body](k8s::api_callback cb) {
     kube->create(k8s::kinds::configmaps, ns, body, std::move(cb));
   });
   k8s::list_options lo;
@@ -296,8 +300,8 @@ std::string read_uid(const std::string& body) {
 void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& r) {
   auto& st = self->state;
   const auto kind = static_cast<api_kind>(r.error_kind);
-  auto* kube = st.hub->kube;
-  const auto& ns = st.hub->spec.ns;
+  auto* kube = st.ctx->kube;
+  const auto& ns = st.ctx->spec.ns;
   switch (call.kind) {
     case call_kind::priority_class: {
       if (!r.ok && kind != api_kind::already_exists) {
@@ -360,7 +364,7 @@ void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& 
         if (parser.parse(r.body)["items"].get(items) == simdjson::SUCCESS)
           for (auto item : items) {
             std::string_view name;
-            if (item["metadata"]["name"].get(name) != simdjson::SUCCESS || name == st.hub->owner_configmap)
+            if (item["metadata"]["name"].get(name) != simdjson::SUCCESS || name == st.ctx->owner_configmap)
               continue;
             runtime::log::info(actor_name, "deleting an earlier process's owner ConfigMap", {{"configmap", std::string{name}}});
             start_call(self, {call_kind::owner_delete, std::string{name}, 0}, [kube, ns, n = std::string{name}](k8s::api_callback cb) {
@@ -390,18 +394,17 @@ void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& 
   }
 }
 
-caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
+caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_peers peers) {
   auto& st = self->state;
-  st.hub = std::move(hub);
-  st.feed = std::make_unique<informer_feed<k8s::pod>>("capacity_monitor/" + st.hub->spec.name,
+  st.ctx = std::move(ctx);
+  st.peers = std::move(peers);
+  st.feed = std::make_unique<informer_feed<k8s::pod>>("capacity_monitor/" + st.ctx->spec.name,
                                                       caf::actor_cast<caf::actor>(self), pods_buffer);
-  st.feed->attach(st.hub->pods);
-  {
-    std::lock_guard lock{st.hub->m};
-    st.hub->monitor = caf::actor_cast<caf::actor>(self);
-  }
+  st.feed->attach(st.ctx->pods);
+  if (st.peers.listener)  // a restarted monitor learns the assigned jobs now, not at the next message
+    self->send(st.peers.listener, msg::update_atom_v);
   // Start-up: the four PriorityClasses and the owner.
-  auto* kube = st.hub->kube;
+  auto* kube = st.ctx->kube;
   for (const auto& pc : priority_ladder) {
     ++st.setup_pending;
     start_call(self, {call_kind::priority_class, pc.name, pc.value},
@@ -409,7 +412,7 @@ caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
   }
   st.setup_pending += 2;  // owner create (or get) and the list of earlier owners
   ensure_owner(self);
-  self->delayed_send(self, st.hub->spec.recalculate_interval, msg::tick_atom_v, uint64_t{0});
+  self->delayed_send(self, st.ctx->spec.recalculate_interval, msg::tick_atom_v, uint64_t{0});
   // An orderly stop (SIGTERM, losing the Lease, a parent stopping): delete the owner ConfigMap so
   // the API server's garbage collector removes every placeholder even after this process is gone,
   // and quit once that delete is answered (bounded by the supervisor's stop deadline).
@@ -428,10 +431,10 @@ caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
     s.acting = false;
     s.stopping = true;
     s.stop_reason = m.reason;
-    auto* kube = s.hub->kube;
+    auto* kube = s.ctx->kube;
     k8s::delete_options o;
     o.propagation_policy = "Background";
-    start_call(self, {call_kind::owner_release, s.owner.name, 0}, [kube, ns = s.hub->spec.ns, name = s.owner.name, o](k8s::api_callback cb) {
+    start_call(self, {call_kind::owner_release, s.owner.name, 0}, [kube, ns = s.ctx->spec.ns, name = s.owner.name, o](k8s::api_callback cb) {
       kube->remove(k8s::kinds::configmaps, ns, name, o, std::move(cb));
     });
     self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, uint64_t{2});
@@ -475,7 +478,7 @@ caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
         }
         recompute(self);
         if (what == 0 && !self->state.stopping)
-          self->delayed_send(self, self->state.hub->spec.recalculate_interval, msg::tick_atom_v, uint64_t{0});
+          self->delayed_send(self, self->state.ctx->spec.recalculate_interval, msg::tick_atom_v, uint64_t{0});
       },
       [self](const msg::scale_set_update& u) {
         auto& s = self->state;
@@ -491,6 +494,27 @@ caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
         while (static_cast<int64_t>(s.owed.size()) > s.assigned)
           s.owed.pop_front();
         recompute(self);
+      },
+      [self](msg::capacity_atom) {  // a (re)started peer asks for the newest capacity
+        auto& s = self->state;
+        if (s.last_published >= 0)
+          self->send(caf::actor_cast<caf::actor>(self->current_sender()), msg::set_max_capacity{s.last_published});
+      },
+      [self](msg::capacity_polled p) {
+        auto& s = self->state;
+        if (s.last_published < 0)
+          return;
+        if (p.capacity != s.last_published) {
+          // A listener that started before this monitor published (or whose question was lost
+          // while this monitor restarted) polls with an old value: give it the newest.
+          self->send(caf::actor_cast<caf::actor>(self->current_sender()), msg::set_max_capacity{s.last_published});
+          return;
+        }
+        if (s.published_polled)
+          return;
+        s.published_polled = true;
+        s.ctx->metrics.observe("gha_capacity_propagation_seconds",
+                               std::chrono::duration<double>(self->clock().now() - s.published_at).count());
       },
       [self](const msg::queued_jobs& q) {
         self->state.queued = q.ok ? std::max<int64_t>(0, q.count) : 0;
@@ -522,7 +546,7 @@ caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
           s.retired.insert(r.slot);
           if (r.what == state_t::timed_out) {
             ++s.pair_timeouts;
-            s.hub->metrics.add("gha_capacity_advertised_pair_timeouts_total", 1);
+            s.ctx->metrics.add("gha_capacity_advertised_pair_timeouts_total", 1);
           }
           // A pair that could not even be created, or never got a node: back off before the next,
           // so a cluster without room is not flooded with pending placeholders.
@@ -537,19 +561,16 @@ caf::behavior monitor_behavior(monitor_actor* self, hub_ptr hub) {
         recompute(self);
       },
       [self](msg::api_reply& r) {
-        auto& s = self->state;
-        auto it = s.calls.find(r.correlation);
-        if (it == s.calls.end())
-          return;
-        auto call = std::move(it->second);
-        s.calls.erase(it);
-        on_setup_reply(self, call, r);
+        if (auto call = self->state.calls.take(r))
+          on_setup_reply(self, *call, r);
       },
   };
 }
 
 }  // namespace
 
-caf::actor spawn_capacity_monitor(caf::actor_system& sys, hub_ptr hub) { return sys.spawn(monitor_behavior, std::move(hub)); }
+caf::actor spawn_capacity_monitor(caf::actor_system& sys, context_ptr ctx, scale_set_peers peers) {
+  return sys.spawn(monitor_behavior, std::move(ctx), std::move(peers));
+}
 
 }  // namespace headroom::actors::capacity

@@ -26,10 +26,10 @@ namespace headroom::actors::capacity {
 namespace {
 
 constexpr std::string_view actor_name = "health_check";
-using clock_type = std::chrono::steady_clock;
+using clock_type = caf::actor_clock;  // the actor system's clock: tests drive it
 
 struct health_state {
-  hub_ptr hub;
+  context_ptr ctx;
   std::map<std::string, clock_type::time_point> terminal_since, idle_since;
   std::set<std::string> registered;  // pods whose runner GitHub has seen online
   std::set<std::string> acting_on;   // pods with a removal in flight
@@ -60,7 +60,7 @@ void delete_pod(health_actor* self, const std::string& name, bool force) {
   k8s::delete_options o;
   if (force)
     o.grace_period_seconds = 0;
-  self->state.hub->kube->remove(k8s::kinds::pods, self->state.hub->spec.ns, name, o, [name](k8s::api_result r) {
+  self->state.ctx->kube->remove(k8s::kinds::pods, self->state.ctx->spec.ns, name, o, [name](k8s::api_result r) {
     if (auto* e = std::get_if<k8s::api_error>(&r); e && e->what != k8s::api_error::kind::not_found)
       runtime::log::warn(actor_name, "pod delete failed", {{"pod", name}, {"error", e->describe()}});
   });
@@ -71,12 +71,12 @@ void replace(health_actor* self, const k8s::pod& p, const char* check, bool forc
   auto& st = self->state;
   if (!st.acting_on.insert(p.meta.name).second)
     return;
-  runtime::log::warn(actor_name, "unhealthy runner", {{"scale_set", st.hub->spec.name}, {"pod", p.meta.name}, {"check", check}});
-  st.hub->metrics.add("headroom_runner_health_actions_total", 1);
+  runtime::log::warn(actor_name, "unhealthy runner", {{"scale_set", st.ctx->spec.name}, {"pod", p.meta.name}, {"check", check}});
+  st.ctx->metrics.add("headroom_runner_health_actions_total", 1);
   const int64_t id = runner_id_of(p);
   caf::actor me = caf::actor_cast<caf::actor>(self);
-  auto* kube = st.hub->kube;
-  const std::string ns = st.hub->spec.ns, name = p.meta.name;
+  auto* kube = st.ctx->kube;
+  const std::string ns = st.ctx->spec.ns, name = p.meta.name;
   auto finish = [me, kube, ns, name, force](bool remove_pod) {
     if (remove_pod) {
       k8s::delete_options o;
@@ -90,7 +90,7 @@ void replace(health_actor* self, const k8s::pod& p, const char* check, bool forc
     finish(true);
     return;
   }
-  st.hub->github->remove_runner(id, [finish, name](github::actions_result<github::done> r) {
+  st.ctx->github->remove_runner(id, [finish, name](github::actions_result<github::done> r) {
     auto* e = std::get_if<github::actions_error>(&r);
     if (e && e->what == github::actions_error::kind::job_still_running) {
       runtime::log::info(actor_name, "GitHub says the runner's job is still running: leaving it alone", {{"pod", name}});
@@ -108,19 +108,19 @@ void replace(health_actor* self, const k8s::pod& p, const char* check, bool forc
 
 void check(health_actor* self) {
   auto& st = self->state;
-  const auto& h = st.hub->spec.health_check;
-  const auto now = clock_type::now();
+  const auto& h = st.ctx->spec.health_check;
+  const auto now = self->clock().now();
   std::set<std::string> unreachable;
-  if (st.hub->nodes)
-    for (const auto& n : st.hub->nodes->list())
+  if (st.ctx->nodes)
+    for (const auto& n : st.ctx->nodes->list())
       for (const auto& t : n->taints)
         if (t.key == "node.kubernetes.io/unreachable")
           unreachable.insert(n->meta.name);
   std::set<std::string> live;
   st.acting_on.clear();
-  for (const auto& p : st.hub->pods->list()) {
+  for (const auto& p : st.ctx->pods->list()) {
     const auto* r = p->meta.label(keys::role);
-    if (r == nullptr || *r != role_label(role::runner) || p->meta.ns != st.hub->spec.ns)
+    if (r == nullptr || *r != role_label(role::runner) || p->meta.ns != st.ctx->spec.ns)
       continue;
     live.insert(p->meta.name);
     if (!p->node_name.empty() && unreachable.count(p->node_name) > 0) {
@@ -149,7 +149,7 @@ void check(health_actor* self) {
     if (!registered && age < h.registration_timeout.count())
       continue;
     caf::actor me = caf::actor_cast<caf::actor>(self);
-    st.hub->github->get_runner(id, [me, pod = p->meta.name](github::actions_result<github::runner_ref> res) {
+    st.ctx->github->get_runner(id, [me, pod = p->meta.name](github::actions_result<github::runner_ref> res) {
       msg::runner_status out;
       out.pod = pod;
       if (auto* e = std::get_if<github::actions_error>(&res))
@@ -166,27 +166,27 @@ void check(health_actor* self) {
   std::erase_if(st.registered, [&](const auto& n) { return live.count(n) == 0; });
 }
 
-caf::behavior health_behavior(health_actor* self, hub_ptr hub) {
-  self->state.hub = std::move(hub);
-  self->delayed_send(self, self->state.hub->spec.health_check.interval, msg::tick_atom_v, uint64_t{0});
+caf::behavior health_behavior(health_actor* self, context_ptr ctx) {
+  self->state.ctx = std::move(ctx);
+  self->delayed_send(self, self->state.ctx->spec.health_check.interval, msg::tick_atom_v, uint64_t{0});
   return {
       [self](msg::tick_atom, uint64_t what) {
         if (what == 0) {
           check(self);
-          self->delayed_send(self, self->state.hub->spec.health_check.interval, msg::tick_atom_v, uint64_t{0});
+          self->delayed_send(self, self->state.ctx->spec.health_check.interval, msg::tick_atom_v, uint64_t{0});
         }
       },
       [self](msg::runner_status& r) {  // what GitHub says of a runner pod's runner
         auto& s = self->state;
-        auto pod = s.hub->pods->get(s.hub->spec.ns, r.pod);
+        auto pod = s.ctx->pods->get(s.ctx->spec.ns, r.pod);
         if (!pod || r.status.empty() || !pod->meta.deletion_timestamp.empty())
           return;
-        const auto now = clock_type::now();
+        const auto now = self->clock().now();
         if (r.status.rfind("online", 0) == 0)
           s.registered.insert(r.pod);
         if (r.status == "online-idle") {
           auto [it, fresh] = s.idle_since.emplace(r.pod, now);
-          if (now - it->second >= s.hub->spec.health_check.idle_timeout)
+          if (now - it->second >= s.ctx->spec.health_check.idle_timeout)
             replace(self, *pod, "runner_idle", false);
         } else {
           s.idle_since.erase(r.pod);
@@ -203,6 +203,6 @@ caf::behavior health_behavior(health_actor* self, hub_ptr hub) {
 
 }  // namespace
 
-caf::actor spawn_health_check(caf::actor_system& sys, hub_ptr hub) { return sys.spawn(health_behavior, std::move(hub)); }
+caf::actor spawn_health_check(caf::actor_system& sys, context_ptr ctx) { return sys.spawn(health_behavior, std::move(ctx)); }
 
 }  // namespace headroom::actors::capacity

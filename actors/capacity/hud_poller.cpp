@@ -35,13 +35,13 @@ void fetch(poller_actor* self) {
     if (auto* e = std::get_if<hud::hud_error>(&r)) {
       runtime::log::warn(actor_name, "HUD fetch failed: scale sets use proactiveCapacity alone", {{"error", e->message}});
       for (const auto& t : targets)
-        t.hub->publish_queued(msg::queued_jobs{0, false});
+        caf::anon_send(t.monitor, msg::queued_jobs{0, false});
       caf::anon_send(me, msg::tick_atom_v, uint64_t{fetch_failed});
       return;
     }
     const auto& rows = std::get<std::vector<hud::queued_jobs>>(r);
     for (const auto& t : targets)
-      t.hub->publish_queued(msg::queued_jobs{hud::queued_for_labels(rows, t.labels), true});
+      caf::anon_send(t.monitor, msg::queued_jobs{hud::queued_for_labels(rows, t.labels), true});
     caf::anon_send(me, msg::tick_atom_v, uint64_t{fetched_ok});
   });
 }

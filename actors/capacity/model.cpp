@@ -1,5 +1,5 @@
-// The capacity loop's pure parts: the two formulas, what a placeholder pod's state means, the pod
-// objects headroom creates, and the hub's routing to the current actors.
+// The capacity loop's pure parts: the two formulas, what a placeholder pod's state means, and the
+// pod objects headroom creates.
 
 #include <caf/all.hpp>
 
@@ -161,48 +161,6 @@ std::string new_slot_id() {
   char buf[9];
   std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rng() & 0xffffffffu));
   return buf;
-}
-
-void scale_set_hub::publish_update(const msg::scale_set_update& u) {
-  caf::actor p, mon;
-  {
-    std::lock_guard lock{m};
-    p = provisioner;
-    mon = monitor;
-  }
-  if (p)
-    caf::anon_send(p, u);
-  if (mon)
-    caf::anon_send(mon, u);
-}
-
-void scale_set_hub::publish_capacity(int64_t capacity) {
-  std::shared_ptr<runtime::coalescing_slot<int64_t>> slot;
-  caf::actor p;
-  {
-    std::lock_guard lock{m};
-    if (capacity != advertised) {
-      advertised_at = std::chrono::steady_clock::now();
-      advertised_polled = false;
-    }
-    advertised = capacity;
-    slot = listener_capacity;
-    p = provisioner;
-  }
-  if (slot)
-    slot->offer(capacity);
-  if (p)
-    caf::anon_send(p, msg::advertised{capacity});
-}
-
-void scale_set_hub::publish_queued(msg::queued_jobs q) {
-  caf::actor mon;
-  {
-    std::lock_guard lock{m};
-    mon = monitor;
-  }
-  if (mon)
-    caf::anon_send(mon, q);
 }
 
 }  // namespace headroom::actors::capacity

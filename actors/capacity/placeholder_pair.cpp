@@ -18,6 +18,7 @@
 #include <ctime>
 
 #include "actors/capacity/capacity.hpp"
+#include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
@@ -30,7 +31,7 @@ constexpr std::string_view actor_name = "placeholder_pair";
 using state_t = msg::pair_report::state;
 
 struct pair_state {
-  hub_ptr hub;
+  context_ptr ctx;
   std::string slot;
   caf::actor monitor;
   owner_ref owner;
@@ -71,8 +72,8 @@ void finish(pair_actor* self, state_t s, const std::string& reason) {
     return;
   st.done = true;
   runtime::log::info(actor_name, s == state_t::lost ? "pair lost" : "pair timed out",
-                     {{"scale_set", st.hub->spec.name}, {"slot", st.slot}, {"reason", reason}});
-  delete_pods(st.hub->kube, st.hub->spec.ns, st.names);
+                     {{"scale_set", st.ctx->spec.name}, {"slot", st.slot}, {"reason", reason}});
+  delete_pods(st.ctx->kube, st.ctx->spec.ns, st.names);
   report(self, s, reason);
   self->quit();
 }
@@ -84,7 +85,7 @@ bool runner_took(const pair_state& st) {
   if (st.runner_node.empty())
     return false;
   const auto now = std::time(nullptr);
-  for (const auto& p : st.hub->pods->list()) {
+  for (const auto& p : st.ctx->pods->list()) {
     const auto* r = p->meta.label(keys::role);
     if (r == nullptr || *r != role_label(role::runner))
       continue;
@@ -106,7 +107,7 @@ void evaluate(pair_actor* self) {
   std::shared_ptr<const k8s::pod> pods[2];
   bool went[2];
   for (int i = 0; i < 2; ++i) {
-    pods[i] = st.hub->pods->get(st.hub->spec.ns, st.names[i]);
+    pods[i] = st.ctx->pods->get(st.ctx->spec.ns, st.names[i]);
     states[i] = placeholder_state(pods[i].get());
     if (pods[i])
       st.seen[i] = true;
@@ -138,9 +139,9 @@ void evaluate(pair_actor* self) {
     // A runner took the runner placeholder: keep the workflow's room until its pod arrives.
     st.consumed = true;
     runtime::log::info(actor_name, "pair consumed: the workflow placeholder holds on",
-                       {{"scale_set", st.hub->spec.name}, {"slot", st.slot}, {"reason", why(0)}});
+                       {{"scale_set", st.ctx->spec.name}, {"slot", st.slot}, {"reason", why(0)}});
     report(self, state_t::consumed, why(0));
-    self->delayed_send(self, st.hub->spec.placeholder_ready_timeout, msg::tick_atom_v, uint64_t{1});
+    self->delayed_send(self, st.ctx->spec.placeholder_ready_timeout, msg::tick_atom_v, uint64_t{1});
     return;
   }
   report(self, states[0] == pod_state::running && states[1] == pod_state::running ? state_t::ready : state_t::pending);
@@ -149,26 +150,26 @@ void evaluate(pair_actor* self) {
 void create_pod(pair_actor* self, role r, int index) {
   auto& st = self->state;
   ++st.creating;
-  auto* kube = st.hub->kube;
+  auto* kube = st.ctx->kube;
   call_into(caf::actor_cast<caf::actor>(self), static_cast<uint64_t>(index),
-            [kube, ns = st.hub->spec.ns, body = placeholder_pod(st.hub->spec, st.slot, r, st.owner)](k8s::api_callback cb) {
+            [kube, ns = st.ctx->spec.ns, body = placeholder_pod(st.ctx->spec, st.slot, r, st.owner)](k8s::api_callback cb) {
               kube->create(k8s::kinds::pods, ns, body, std::move(cb));
             });
 }
 
-caf::behavior pair_behavior(pair_actor* self, hub_ptr hub, std::string slot, bool adopt, caf::actor monitor, owner_ref owner) {
+caf::behavior pair_behavior(pair_actor* self, context_ptr ctx, std::string slot, bool adopt, caf::actor monitor, owner_ref owner) {
   auto& st = self->state;
-  st.hub = std::move(hub);
+  st.ctx = std::move(ctx);
   st.slot = std::move(slot);
   st.monitor = std::move(monitor);
   st.owner = std::move(owner);
-  st.names[0] = placeholder_pod_name(st.hub->spec, st.slot, role::runner_placeholder);
-  st.names[1] = placeholder_pod_name(st.hub->spec, st.slot, role::workflow_placeholder);
+  st.names[0] = placeholder_pod_name(st.ctx->spec, st.slot, role::runner_placeholder);
+  st.names[1] = placeholder_pod_name(st.ctx->spec, st.slot, role::workflow_placeholder);
   const role roles[2] = {role::runner_placeholder, role::workflow_placeholder};
   for (int i = 0; i < 2; ++i)
-    if (!adopt || !st.hub->pods->get(st.hub->spec.ns, st.names[i]))
+    if (!adopt || !st.ctx->pods->get(st.ctx->spec.ns, st.names[i]))
       create_pod(self, roles[i], i);
-  self->delayed_send(self, st.hub->spec.placeholder_ready_timeout, msg::tick_atom_v, uint64_t{0});
+  self->delayed_send(self, st.ctx->spec.placeholder_ready_timeout, msg::tick_atom_v, uint64_t{0});
   // Scale-down (an exit from the monitor) and an orderly shutdown (the monitor stopping) delete
   // the pods; a crash of the monitor leaves them for its successor to adopt.
   auto orderly = [](const caf::error& reason) {
@@ -176,13 +177,13 @@ caf::behavior pair_behavior(pair_actor* self, hub_ptr hub, std::string slot, boo
   };
   self->set_exit_handler([self, orderly](caf::exit_msg& m) {
     if (orderly(m.reason))
-      delete_pods(self->state.hub->kube, self->state.hub->spec.ns, self->state.names);
+      delete_pods(self->state.ctx->kube, self->state.ctx->spec.ns, self->state.names);
     self->quit(m.reason);
   });
   self->monitor(st.monitor);
   self->set_down_handler([self, orderly](caf::down_msg& d) {
     if (orderly(d.reason))
-      delete_pods(self->state.hub->kube, self->state.hub->spec.ns, self->state.names);
+      delete_pods(self->state.ctx->kube, self->state.ctx->spec.ns, self->state.names);
     self->quit(d.reason);
   });
   if (adopt)
@@ -196,11 +197,11 @@ caf::behavior pair_behavior(pair_actor* self, hub_ptr hub, std::string slot, boo
         s.consumed = true;
         s.reported = state_t::consumed;
         runtime::log::info(actor_name, "pair handed to a job: the workflow placeholder holds on",
-                           {{"scale_set", s.hub->spec.name}, {"slot", s.slot}});
+                           {{"scale_set", s.ctx->spec.name}, {"slot", s.slot}});
         k8s::delete_options o;
         o.grace_period_seconds = 0;
-        s.hub->kube->remove(k8s::kinds::pods, s.hub->spec.ns, s.names[0], o, [](k8s::api_result) {});
-        self->delayed_send(self, s.hub->spec.placeholder_ready_timeout, msg::tick_atom_v, uint64_t{1});
+        s.ctx->kube->remove(k8s::kinds::pods, s.ctx->spec.ns, s.names[0], o, [](k8s::api_result) {});
+        self->delayed_send(self, s.ctx->spec.placeholder_ready_timeout, msg::tick_atom_v, uint64_t{1});
       },
       [self](msg::api_reply& r) {
         auto& s = self->state;
@@ -218,16 +219,16 @@ caf::behavior pair_behavior(pair_actor* self, hub_ptr hub, std::string slot, boo
           finish(self, state_t::lost, "hand-off timed out: deleting the workflow placeholder");
         else if (which == 0 && !s.consumed && s.reported != state_t::ready)
           finish(self, state_t::timed_out,
-                 "not Running within " + std::to_string(s.hub->spec.placeholder_ready_timeout.count()) + " ms");
+                 "not Running within " + std::to_string(s.ctx->spec.placeholder_ready_timeout.count()) + " ms");
       },
   };
 }
 
 }  // namespace
 
-caf::actor spawn_placeholder_pair(caf::actor_system& sys, hub_ptr hub, std::string slot, bool adopt, caf::actor monitor,
+caf::actor spawn_placeholder_pair(caf::actor_system& sys, context_ptr ctx, std::string slot, bool adopt, caf::actor monitor,
                                   owner_ref owner) {
-  return sys.spawn(pair_behavior, std::move(hub), std::move(slot), adopt, std::move(monitor), std::move(owner));
+  return sys.spawn(pair_behavior, std::move(ctx), std::move(slot), adopt, std::move(monitor), std::move(owner));
 }
 
 }  // namespace headroom::actors::capacity

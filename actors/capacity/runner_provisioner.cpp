@@ -18,6 +18,7 @@
 #include <simdjson.h>
 
 #include "actors/capacity/capacity.hpp"
+#include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
@@ -39,18 +40,18 @@ struct creation {
 };
 
 struct provisioner_state {
-  hub_ptr hub;
+  context_ptr ctx;
+  scale_set_peers peers;
   std::unique_ptr<informer_feed<k8s::pod>> feed;
   int64_t cap = 0;  // the advertised capacity
   bool cap_known = false;
   int64_t scale_set_id = 0;
-  github::statistics stats;
+  msg::scale_set_statistics stats;
   int creating = 0;                     // JIT requested, pod not yet made
   // Pods made, not yet seen by the informer (when made): counted until seen, or for a minute at
   // most (a pod deleted before the watch showed it must not hold a runner's place forever).
-  std::map<std::string, std::chrono::steady_clock::time_point> made;
-  std::map<uint64_t, creation> calls;   // Kubernetes calls by correlation
-  uint64_t next_call = 1;
+  std::map<std::string, caf::actor_clock::time_point> made;
+  api_calls<creation> calls;
   int64_t arc_replicas = -1, arc_patch_id = 0;
   static inline const char* name = "headroom.runner_provisioner";
 };
@@ -75,7 +76,7 @@ std::optional<double> parse_time(const std::string& t) {
 }
 
 void remove_runner(provisioner_actor* self, int64_t runner_id, const std::string& why) {
-  self->state.hub->github->remove_runner(runner_id, [runner_id, why](github::actions_result<github::done> r) {
+  self->state.ctx->github->remove_runner(runner_id, [runner_id, why](github::actions_result<github::done> r) {
     if (auto* e = std::get_if<github::actions_error>(&r); e && e->what != github::actions_error::kind::runner_not_found)
       runtime::log::warn(actor_name, "could not remove a runner", {{"runner_id", runner_id}, {"why", why}, {"error", e->describe()}});
   });
@@ -83,10 +84,10 @@ void remove_runner(provisioner_actor* self, int64_t runner_id, const std::string
 
 int64_t live_runner_pods(provisioner_actor* self) {
   auto& st = self->state;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = self->clock().now();
   std::erase_if(st.made, [now](const auto& kv) { return now - kv.second > std::chrono::minutes(1); });
   int64_t n = 0;
-  for (const auto& p : st.hub->pods->list()) {
+  for (const auto& p : st.ctx->pods->list()) {
     const auto* r = p->meta.label(keys::role);
     if (r == nullptr || *r != role_label(role::runner))
       continue;
@@ -99,18 +100,18 @@ int64_t live_runner_pods(provisioner_actor* self) {
 
 void reconcile(provisioner_actor* self) {
   auto& st = self->state;
-  const auto& spec = st.hub->spec;
+  const auto& spec = st.ctx->spec;
   if (!st.cap_known)
     return;
   const int64_t desired = std::max<int64_t>(0, std::min({st.stats.total_assigned_jobs, st.cap, spec.max_runners}));
-  st.hub->metrics.set("gha_desired_runners", desired);
+  st.ctx->metrics.set("gha_desired_runners", desired);
   if (!spec.standalone) {
     if (desired == st.arc_replicas)
       return;
     st.arc_replicas = desired;
     const std::string patch = "{\"spec\":{\"replicas\":" + std::to_string(desired) + ",\"patchID\":" +
                               std::to_string(++st.arc_patch_id) + "}}";
-    auto* kube = st.hub->kube;
+    auto* kube = st.ctx->kube;
     kube->merge_patch(ephemeral_runner_sets, spec.ns, spec.ephemeral_runner_set, patch,
                       [name = spec.ephemeral_runner_set, desired](k8s::api_result r) {
                         if (auto* e = std::get_if<k8s::api_error>(&r))
@@ -127,7 +128,7 @@ void reconcile(provisioner_actor* self) {
     ++st.creating;
     std::string name = spec.name + "-runner-" + new_slot_id();
     caf::actor me = caf::actor_cast<caf::actor>(self);
-    st.hub->github->generate_jit_config(st.scale_set_id, name, "_work", [me, name](github::actions_result<github::jit_config> r) {
+    st.ctx->github->generate_jit_config(st.scale_set_id, name, "_work", [me, name](github::actions_result<github::jit_config> r) {
       msg::jit_reply out;
       out.name = name;
       if (auto* e = std::get_if<github::actions_error>(&r)) {
@@ -143,44 +144,38 @@ void reconcile(provisioner_actor* self) {
 }
 
 void start_call(provisioner_actor* self, creation c, const std::function<void(k8s::api_callback)>& start) {
-  auto& st = self->state;
-  const uint64_t id = st.next_call++;
-  st.calls[id] = std::move(c);
-  call_into(caf::actor_cast<caf::actor>(self), id, start);
+  self->state.calls.start(caf::actor_cast<caf::actor>(self), std::move(c), start);
 }
 
 void delete_runner_pod(provisioner_actor* self, const std::string& name, bool even_unseen = false) {
   auto& st = self->state;
-  auto pod = st.hub->pods->get(st.hub->spec.ns, name);
+  auto pod = st.ctx->pods->get(st.ctx->spec.ns, name);
   if (!even_unseen && (!pod || !pod->meta.deletion_timestamp.empty()))
     return;
-  st.hub->kube->remove(k8s::kinds::pods, st.hub->spec.ns, name, {}, [name](k8s::api_result r) {
+  st.ctx->kube->remove(k8s::kinds::pods, st.ctx->spec.ns, name, {}, [name](k8s::api_result r) {
     if (auto* e = std::get_if<k8s::api_error>(&r); e && e->what != k8s::api_error::kind::not_found)
       runtime::log::warn(actor_name, "runner pod delete failed", {{"pod", name}, {"error", e->describe()}});
   });
 }
 
-caf::behavior provisioner_behavior(provisioner_actor* self, hub_ptr hub) {
+caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, scale_set_peers peers) {
   auto& st = self->state;
-  st.hub = std::move(hub);
-  st.scale_set_id = st.hub->scale_set_id.load();
-  st.feed = std::make_unique<informer_feed<k8s::pod>>("runner_provisioner/" + st.hub->spec.name,
+  st.ctx = std::move(ctx);
+  st.peers = std::move(peers);
+  st.feed = std::make_unique<informer_feed<k8s::pod>>("runner_provisioner/" + st.ctx->spec.name,
                                                       caf::actor_cast<caf::actor>(self), pods_buffer);
-  st.feed->attach(st.hub->pods);
-  {
-    std::lock_guard lock{st.hub->m};
-    st.hub->provisioner = caf::actor_cast<caf::actor>(self);
-    if (st.hub->advertised >= 0) {
-      st.cap = st.hub->advertised;
-      st.cap_known = true;
-    }
-  }
+  st.feed->attach(st.ctx->pods);
+  // A restarted provisioner asks for what it missed: the newest capacity and the statistics.
+  if (st.peers.monitor)
+    self->send(st.peers.monitor, msg::capacity_atom_v);
+  if (st.peers.listener)
+    self->send(st.peers.listener, msg::update_atom_v);
   return {
       [self](msg::buffer_wakeup) {
         self->state.feed->drain([](const msg::pod_event&) {});
         reconcile(self);
       },
-      [self](const msg::advertised& a) {
+      [self](const msg::set_max_capacity& a) {
         self->state.cap = a.capacity;
         self->state.cap_known = true;
         reconcile(self);
@@ -189,21 +184,21 @@ caf::behavior provisioner_behavior(provisioner_actor* self, hub_ptr hub) {
         auto& s = self->state;
         s.scale_set_id = u.scale_set_id;
         s.stats = u.stats;
-        auto& m = s.hub->metrics;
+        auto& m = s.ctx->metrics;
         m.set("gha_assigned_jobs", u.stats.total_assigned_jobs);
         m.set("gha_running_jobs", u.stats.total_running_jobs);
         m.set("gha_registered_runners", u.stats.total_registered_runners);
         m.set("gha_busy_runners", u.stats.total_busy_runners);
         m.set("gha_idle_runners", u.stats.total_idle_runners);
         for (const auto& j : u.jobs) {
-          if (j.type == github::job_message::started) {
+          if (j.type == msg::job_transition::started) {
             m.add("gha_started_jobs_total", 1);
             auto assigned = parse_time(j.scale_set_assign_time), started = parse_time(j.runner_assign_time);
             if (assigned && started && *started >= *assigned)
               m.observe("gha_job_startup_duration_seconds", *started - *assigned);
-          } else if (j.type == github::job_message::completed) {
+          } else if (j.type == msg::job_transition::completed) {
             m.add("gha_completed_jobs_total", 1);
-            if (s.hub->spec.standalone && !j.runner_name.empty())
+            if (s.ctx->spec.standalone && !j.runner_name.empty())
               delete_runner_pod(self, j.runner_name);  // ephemeral: its job is done
           }
         }
@@ -217,21 +212,20 @@ caf::behavior provisioner_behavior(provisioner_actor* self, hub_ptr hub) {
           self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, uint64_t{0});
           return;
         }
-        auto* kube = s.hub->kube;
+        auto* kube = s.ctx->kube;
         start_call(self, creation{creation::pod, r.name, r.runner_id, std::move(r.jit)},
-                   [kube, ns = s.hub->spec.ns, body = runner_pod(s.hub->spec, r.name, r.runner_id)](k8s::api_callback cb) {
+                   [kube, ns = s.ctx->spec.ns, body = runner_pod(s.ctx->spec, r.name, r.runner_id)](k8s::api_callback cb) {
                      kube->create(k8s::kinds::pods, ns, body, std::move(cb));
                    });
       },
       [self](msg::api_reply& r) {
         auto& s = self->state;
-        auto it = s.calls.find(r.correlation);
-        if (it == s.calls.end())
+        auto found = s.calls.take(r);
+        if (!found)
           return;
-        auto c = std::move(it->second);
-        s.calls.erase(it);
-        auto* kube = s.hub->kube;
-        const auto& ns = s.hub->spec.ns;
+        auto c = std::move(*found);
+        auto* kube = s.ctx->kube;
+        const auto& ns = s.ctx->spec.ns;
         if (c.at == creation::pod) {
           --s.creating;
           if (!r.ok) {
@@ -240,13 +234,13 @@ caf::behavior provisioner_behavior(provisioner_actor* self, hub_ptr hub) {
             self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, uint64_t{0});
             return;
           }
-          s.made.emplace(c.name, std::chrono::steady_clock::now());
-          runtime::log::info(actor_name, "runner pod created", {{"scale_set", s.hub->spec.name}, {"pod", c.name}, {"runner_id", c.runner_id}});
+          s.made.emplace(c.name, self->clock().now());
+          runtime::log::info(actor_name, "runner pod created", {{"scale_set", s.ctx->spec.name}, {"pod", c.name}, {"runner_id", c.runner_id}});
           simdjson::dom::parser parser;
           std::string_view uid;
           if (parser.parse(r.body)["metadata"]["uid"].get(uid) != simdjson::SUCCESS)
             runtime::log::warn(actor_name, "runner pod create answered without a uid", {{"pod", c.name}});
-          const std::string body = runner_secret(s.hub->spec, c.name, std::string{uid}, c.jit);
+          const std::string body = runner_secret(s.ctx->spec, c.name, std::string{uid}, c.jit);
           c.at = creation::secret;
           c.jit.clear();
           start_call(self, std::move(c), [kube, ns, body](k8s::api_callback cb) { kube->create(secrets, ns, body, std::move(cb)); });
@@ -264,8 +258,8 @@ caf::behavior provisioner_behavior(provisioner_actor* self, hub_ptr hub) {
 
 }  // namespace
 
-caf::actor spawn_runner_provisioner(caf::actor_system& sys, hub_ptr hub) {
-  return sys.spawn(provisioner_behavior, std::move(hub));
+caf::actor spawn_runner_provisioner(caf::actor_system& sys, context_ptr ctx, scale_set_peers peers) {
+  return sys.spawn(provisioner_behavior, std::move(ctx), std::move(peers));
 }
 
 }  // namespace headroom::actors::capacity

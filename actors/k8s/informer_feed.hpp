@@ -83,28 +83,4 @@ class informer_feed {
   std::function<void()> detach_;
 };
 
-// Starts an API call whose result comes back to `target` as msg::api_reply{correlation, …}.
-// `start` receives the callback to hand to the client.
-inline void call_into(const caf::actor& target, uint64_t correlation,
-                      const std::function<void(k8s::api_callback)>& start) {
-  caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(target);
-  start([weak, correlation](k8s::api_result r) {
-    auto strong = weak.lock();
-    if (!strong)
-      return;
-    msg::api_reply reply;
-    reply.correlation = correlation;
-    if (auto* body = std::get_if<std::string>(&r)) {
-      reply.ok = true;
-      reply.body = std::move(*body);
-    } else {
-      const auto& e = std::get<k8s::api_error>(r);
-      reply.error_kind = static_cast<int32_t>(e.what);
-      reply.status = static_cast<int32_t>(e.status);
-      reply.error = e.describe();
-    }
-    caf::anon_send(caf::actor_cast<caf::actor>(strong), std::move(reply));
-  });
-}
-
 }  // namespace headroom::actors

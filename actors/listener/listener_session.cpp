@@ -1,37 +1,34 @@
 #include "actors/listener/listener_session.hpp"
 
+#include "actors/listener/actions_reply.hpp"
+
 #include <caf/all.hpp>
 
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
-#include "runtime/mailbox/actor_waker.hpp"
 
 namespace headroom::actors {
 
 namespace {
 
 constexpr std::string_view actor_name = "listener_session";
-constexpr uint32_t capacity_buffer = 1;
 using K = github::actions_error::kind;
-using reply_op = msg::actions_reply::op;
-
-struct slot_holder {
-  std::shared_ptr<runtime::coalescing_slot<int64_t>> slot;
-};
+using reply_op = actions_reply::op;
 
 struct listener_state {
   std::shared_ptr<github::actions_client> client;
-  update_sink publish;
+  listener_peers peers;
   listener_options opts;
-  std::shared_ptr<slot_holder> capacity;
   github::session_ptr session;
   uint64_t generation = 0;  // bumped per session
   std::shared_ptr<github::pending_call> poll;
   bool polling = false;
+  bool poll_cancelled = false;  // the in-flight poll was cancelled; its reply starts the next
   int64_t poll_capacity = 0;  // what the in-flight poll advertised
   int64_t desired = 0;        // the newest capacity
   int64_t last_message_id = 0;
   std::optional<github::session_message> handling;  // acked, not yet acquired/forwarded
+  std::optional<msg::scale_set_statistics> stats;   // the latest, for update_atom
   std::chrono::milliseconds backoff{0};
   bool stopping = false;
   caf::error stop_reason;
@@ -40,13 +37,13 @@ struct listener_state {
 
 using listener_actor = caf::stateful_actor<listener_state>;
 
-// The callback of an Actions call: its result goes back to the actor as msg::actions_reply.
+// The callback of an Actions call: its result goes back to the actor as actions_reply.
 template <class T, class Fill>
 std::function<void(github::actions_result<T>)> reply_to(listener_actor* self, reply_op op, Fill fill) {
   caf::actor me = caf::actor_cast<caf::actor>(self);
   const uint64_t generation = self->state.generation;
   return [me, op, generation, fill](github::actions_result<T> r) {
-    msg::actions_reply out;
+    actions_reply out;
     out.what = op;
     out.generation = generation;
     if (auto* e = std::get_if<github::actions_error>(&r))
@@ -64,13 +61,13 @@ void resolve_scale_set(listener_actor* self) {
   auto& st = self->state;
   caf::actor me = caf::actor_cast<caf::actor>(self);
   auto fail = [me](github::actions_error e) {
-    msg::actions_reply out;
+    actions_reply out;
     out.what = reply_op::resolve;
     out.error = std::move(e);
     caf::anon_send(me, std::move(out));
   };
   auto done = [me](int64_t id) {
-    msg::actions_reply out;
+    actions_reply out;
     out.what = reply_op::resolve;
     out.acquired = {id};
     caf::anon_send(me, std::move(out));
@@ -119,7 +116,7 @@ void open_session(listener_actor* self) {
   st.handling.reset();
   st.client->create_session(st.opts.scale_set_id, st.opts.owner,
                             reply_to<github::session_ptr>(self, reply_op::session,
-                                                          [](msg::actions_reply& r, github::session_ptr s) { r.session = std::move(s); }));
+                                                          [](actions_reply& r, github::session_ptr s) { r.session = std::move(s); }));
 }
 
 void start_poll(listener_actor* self) {
@@ -127,13 +124,14 @@ void start_poll(listener_actor* self) {
   if (!st.session || st.polling || st.handling)
     return;
   st.polling = true;
+  st.poll_cancelled = false;
   st.poll_capacity = st.desired;
-  if (st.opts.on_poll)
-    st.opts.on_poll(st.desired);
+  if (st.peers.capacity)
+    self->send(st.peers.capacity, msg::capacity_polled{st.desired});
   st.poll = st.client->get_message(
       st.session, st.last_message_id, st.desired,
       reply_to<std::optional<github::session_message>>(
-          self, reply_op::poll, [](msg::actions_reply& r, std::optional<github::session_message> m) { r.message = std::move(m); }));
+          self, reply_op::poll, [](actions_reply& r, std::optional<github::session_message> m) { r.message = std::move(m); }));
 }
 
 void retry_later(listener_actor* self, const github::actions_error& e) {
@@ -144,6 +142,20 @@ void retry_later(listener_actor* self, const github::actions_error& e) {
   self->delayed_send(self, st.backoff, msg::tick_atom_v, st.generation);
 }
 
+void publish(listener_actor* self, const msg::scale_set_update& u) {
+  auto& st = self->state;
+  st.stats = u.stats;
+  for (const auto& a : st.peers.updates)
+    if (a)
+      self->send(a, u);
+}
+
+msg::scale_set_statistics statistics_of(const github::statistics& s) {
+  return msg::scale_set_statistics{s.total_available_jobs, s.total_acquired_jobs,      s.total_assigned_jobs,
+                                   s.total_running_jobs,   s.total_registered_runners, s.total_busy_runners,
+                                   s.total_idle_runners};
+}
+
 // A message was acked and its jobs acquired: tell the provisioner, then poll again.
 void finish_message(listener_actor* self) {
   auto& st = self->state;
@@ -151,24 +163,34 @@ void finish_message(listener_actor* self) {
     return;
   msg::scale_set_update u;
   u.scale_set_id = st.opts.scale_set_id;
-  u.stats = st.handling->stats;
-  for (auto& j : st.handling->jobs)
-    if (j.type == github::job_message::started || j.type == github::job_message::completed)
-      u.jobs.push_back(std::move(j));
+  u.stats = statistics_of(st.handling->stats);
+  for (auto& j : st.handling->jobs) {
+    if (j.type != github::job_message::started && j.type != github::job_message::completed)
+      continue;
+    msg::job_transition t;
+    t.type = j.type == github::job_message::started ? msg::job_transition::started : msg::job_transition::completed;
+    t.runner_request_id = j.runner_request_id;
+    t.runner_id = j.runner_id;
+    t.runner_name = std::move(j.runner_name);
+    t.result = std::move(j.result);
+    t.scale_set_assign_time = std::move(j.scale_set_assign_time);
+    t.runner_assign_time = std::move(j.runner_assign_time);
+    u.jobs.push_back(std::move(t));
+  }
   st.handling.reset();
-  if (st.publish)
-    st.publish(u);
+  publish(self, u);
   start_poll(self);
 }
 
-caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::actions_client> client, update_sink publish,
-                                listener_options opts, std::shared_ptr<slot_holder> capacity) {
+caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::actions_client> client, listener_peers peers,
+                                listener_options opts) {
   auto& st = self->state;
   st.client = std::move(client);
-  st.publish = std::move(publish);
+  st.peers = std::move(peers);
   st.opts = std::move(opts);
-  st.capacity = std::move(capacity);
   st.desired = std::max<int64_t>(0, st.opts.initial_capacity);
+  if (st.peers.capacity)  // a restarted listener starts from the monitor's newest value
+    self->send(st.peers.capacity, msg::capacity_atom_v);
   // Stopping: the session is deleted (the service would otherwise hold it until it expires and a
   // successor would meet 409s), and the actor quits once that is answered or after 3 s.
   self->set_exit_handler([self](caf::exit_msg& m) {
@@ -182,7 +204,7 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
     s.stopping = true;
     s.stop_reason = m.reason;
     ++s.generation;  // every other reply is now stale
-    s.client->delete_session(s.session, reply_to<github::done>(self, reply_op::closed, [](msg::actions_reply&, github::done) {}));
+    s.client->delete_session(s.session, reply_to<github::done>(self, reply_op::closed, [](actions_reply&, github::done) {}));
     self->delayed_send(self, std::chrono::seconds(3), msg::tick_atom_v, s.generation);
   });
   if (st.opts.scale_set_id == 0)
@@ -190,21 +212,27 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
   else
     open_session(self);
   return {
-      [self](msg::buffer_wakeup) {
+      [self](msg::set_max_capacity m) {
         auto& s = self->state;
-        auto v = s.capacity->slot->consume();
-        if (!v)
+        const int64_t v = std::max<int64_t>(0, m.capacity);
+        if (v == s.desired)
           return;
-        s.desired = std::max<int64_t>(0, *v);
+        s.desired = v;
         // The service reads the capacity only when a poll starts. A drop must reach it at once (or
         // it keeps assigning by the old value for up to 50 s); a rise too, or placed room sits
         // idle while jobs queue. A cancelled poll loses nothing: an unacked message comes again.
-        if (s.polling && s.desired != s.poll_capacity && s.opts.repoll_on_change) {
+        if (s.polling && !s.poll_cancelled && s.desired != s.poll_capacity && s.opts.repoll_on_change) {
           if (s.desired < s.poll_capacity)
             runtime::log::info(actor_name, "capacity dropped below the in-flight poll's: re-polling",
                                {{"scale_set", s.opts.scale_set_id}, {"was", s.poll_capacity}, {"now", s.desired}});
-          s.poll->cancel();  // its reply (cancelled) starts the new poll
+          s.poll_cancelled = true;
+          s.poll->cancel();  // its reply (cancelled) starts the new poll, with the newest value
         }
+      },
+      [self](msg::update_atom) {
+        auto& s = self->state;
+        if (s.stats && s.opts.scale_set_id != 0)
+          self->send(caf::actor_cast<caf::actor>(self->current_sender()), msg::scale_set_update{s.opts.scale_set_id, *s.stats, {}});
       },
       [self](msg::tick_atom, uint64_t generation) {
         auto& s = self->state;
@@ -221,7 +249,7 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
         else
           start_poll(self);
       },
-      [self](msg::actions_reply& r) {
+      [self](actions_reply& r) {
         auto& s = self->state;
         if (r.generation != s.generation)
           return;  // about a session that is gone
@@ -248,8 +276,6 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
             s.opts.scale_set_id = r.acquired.at(0);
             s.backoff = std::chrono::milliseconds{0};
             runtime::log::info(actor_name, "scale set", {{"name", s.opts.scale_set_name}, {"id", s.opts.scale_set_id}});
-            if (s.opts.on_resolved)
-              s.opts.on_resolved(s.opts.scale_set_id);
             open_session(self);
             return;
           case reply_op::session:
@@ -268,8 +294,7 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
             runtime::log::info(actor_name, "session open",
                                {{"scale_set", s.opts.scale_set_id}, {"session", s.session->get().session_id},
                                 {"assigned_jobs", s.session->get().stats.total_assigned_jobs}});
-            if (s.publish)
-              s.publish(msg::scale_set_update{s.opts.scale_set_id, s.session->get().stats, {}});
+            publish(self, msg::scale_set_update{s.opts.scale_set_id, statistics_of(s.session->get().stats), {}});
             start_poll(self);
             return;
           case reply_op::poll:
@@ -291,7 +316,7 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
             s.last_message_id = r.message->message_id;
             s.handling = std::move(r.message);
             s.client->delete_message(s.session, s.last_message_id,
-                                     reply_to<github::done>(self, reply_op::ack, [](msg::actions_reply&, github::done) {}));
+                                     reply_to<github::done>(self, reply_op::ack, [](actions_reply&, github::done) {}));
             return;
           case reply_op::ack: {
             if (r.error)
@@ -305,7 +330,7 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
               return;
             }
             s.client->acquire_jobs(s.session, std::move(ids),
-                                   reply_to<std::vector<int64_t>>(self, reply_op::acquire, [](msg::actions_reply& out, std::vector<int64_t> a) {
+                                   reply_to<std::vector<int64_t>>(self, reply_op::acquire, [](actions_reply& out, std::vector<int64_t> a) {
                                      out.acquired = std::move(a);
                                    }));
             return;
@@ -327,25 +352,9 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
 
 }  // namespace
 
-listener_handle spawn_listener_session(caf::actor_system& sys, std::shared_ptr<github::actions_client> client,
-                                       caf::actor provisioner, listener_options opts) {
-  update_sink publish;
-  if (provisioner)
-    publish = [provisioner](const msg::scale_set_update& u) { caf::anon_send(provisioner, u); };
-  return spawn_listener_session(sys, std::move(client), std::move(publish), std::move(opts));
-}
-
-listener_handle spawn_listener_session(caf::actor_system& sys, std::shared_ptr<github::actions_client> client,
-                                       update_sink publish, listener_options opts) {
-  auto holder = std::make_shared<slot_holder>();
-  listener_handle h;
-  // The slot wakes the actor, so it is made once the actor exists; the actor reads it only on a
-  // wake-up, which the slot itself sends.
-  h.actor = sys.spawn(listener_behavior, std::move(client), std::move(publish), std::move(opts), holder);
-  holder->slot = std::make_shared<runtime::coalescing_slot<int64_t>>("listener/capacity",
-                                                                     runtime::wake_actor(h.actor, capacity_buffer));
-  h.capacity = holder->slot;
-  return h;
+caf::actor spawn_listener_session(caf::actor_system& sys, std::shared_ptr<github::actions_client> client,
+                                  listener_peers peers, listener_options opts) {
+  return sys.spawn(listener_behavior, std::move(client), std::move(peers), std::move(opts));
 }
 
 }  // namespace headroom::actors

@@ -5,9 +5,9 @@
 // shutdown), the long-poll loop with X-ScaleSetMaxCapacity, acks and job acquisition; forwards
 // statistics and job transitions to the runner provisioner.
 //
-// Capacity arrives from the capacity monitor through a coalescing slot (only the newest value
-// matters). When it differs from the value the in-flight poll carried, the poll is cancelled and
-// re-issued at once with the new value: the service reads the capacity only when a poll starts,
+// Capacity arrives from the capacity monitor as msg::set_max_capacity (only the newest value
+// matters; a repeat is ignored). When it differs from the value the in-flight poll carried, the
+// poll is cancelled and re-issued at once with the new value: the service reads the capacity only when a poll starts,
 // and would otherwise keep assigning by an old, higher value (or leave placed room idle under an
 // old, lower one) for up to 50 s.
 
@@ -21,7 +21,6 @@
 
 #include "adapters/github/actions_client.hpp"
 #include "messages/listener.hpp"
-#include "runtime/mailbox/coalescing_slot.hpp"
 
 namespace headroom::actors {
 
@@ -31,26 +30,24 @@ struct listener_options {
   int64_t scale_set_id = 0;
   std::string scale_set_name, runner_group = "default";
   std::vector<std::string> labels;
-  std::function<void(int64_t id)> on_resolved;      // once the scale set is known
-  std::function<void(int64_t capacity)> on_poll;    // each poll as it starts, with the capacity it carries
   std::string owner;              // the session's owner name: the Pod's or the host's name
   int64_t initial_capacity = 0;   // advertised until the capacity monitor says otherwise
   bool repoll_on_change = true;   // false: a new capacity waits for the next poll (the stock behaviour)
   std::chrono::milliseconds backoff_initial{1'000}, backoff_max{30'000};  // after a failed call
 };
 
-struct listener_handle {
-  caf::actor actor;
-  // set_max_capacity: offer the newest capacity from any thread.
-  std::shared_ptr<runtime::coalescing_slot<int64_t>> capacity;
+// Whom the listener talks to (relays or plain actors; any may be invalid):
+struct listener_peers {
+  // Each gets msg::scale_set_update after the session opens and after every message, and
+  // answers to update_atom (the latest statistics, no jobs) go to whoever asks.
+  std::vector<caf::actor> updates;
+  // The capacity monitor: asked for the newest capacity (capacity_atom) when the listener starts,
+  // and told msg::capacity_polled each time a poll starts.
+  caf::actor capacity;
 };
 
-// `publish` receives msg::scale_set_update after every message (runs in the actor).
-using update_sink = std::function<void(const msg::scale_set_update&)>;
-listener_handle spawn_listener_session(caf::actor_system& sys, std::shared_ptr<github::actions_client> client,
-                                       update_sink publish, listener_options opts);
-// The same, with the updates sent to an actor.
-listener_handle spawn_listener_session(caf::actor_system& sys, std::shared_ptr<github::actions_client> client,
-                                       caf::actor provisioner, listener_options opts);
+// The actor takes msg::set_max_capacity and update_atom.
+caf::actor spawn_listener_session(caf::actor_system& sys, std::shared_ptr<github::actions_client> client,
+                                  listener_peers peers, listener_options opts);
 
 }  // namespace headroom::actors

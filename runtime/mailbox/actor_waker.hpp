@@ -7,7 +7,7 @@
 
 #include <cstdint>
 
-#include "messages/type_ids.hpp"
+#include "runtime/messages.hpp"
 #include "runtime/mailbox/wake_signal.hpp"
 
 namespace headroom::runtime {

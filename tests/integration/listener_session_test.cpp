@@ -143,7 +143,7 @@ TEST(listener_session, capacity_drop_re_polls_at_once_and_jobs_are_acquired_with
   o.scale_set_id = set;
   o.owner = "headroom-test";
   o.initial_capacity = 3;
-  auto l = actors::spawn_listener_session(*e.sys, c, prov, o);
+  auto l = actors::spawn_listener_session(*e.sys, c, actors::listener_peers{{prov}, {}}, o);
 
   ASSERT_TRUE(eventually([&] {
     auto p = polls(e, set);
@@ -153,7 +153,7 @@ TEST(listener_session, capacity_drop_re_polls_at_once_and_jobs_are_acquired_with
 
   // The capacity monitor lowers capacity to 1: the held poll is cancelled and re-issued at once.
   const auto t0 = std::chrono::steady_clock::now();
-  l.capacity->offer(1);
+  caf::anon_send(l, msg::set_max_capacity{1});
   ASSERT_TRUE(eventually([&] {
     auto p = polls(e, set);
     return p.size() >= 2 && p.back().first == 1;
@@ -174,7 +174,7 @@ TEST(listener_session, capacity_drop_re_polls_at_once_and_jobs_are_acquired_with
   EXPECT_EQ(job_state(e, ids[1]), "queued") << "capacity 1 holds one job";
   // A rise re-polls at once too: the new poll carries 2, a second job; never a third.
   const auto t1 = std::chrono::steady_clock::now();
-  l.capacity->offer(2);
+  caf::anon_send(l, msg::set_max_capacity{2});
   ASSERT_TRUE(eventually([&] { return polls(e, set).back().first == 2; }, 10s));
   EXPECT_LT(std::chrono::steady_clock::now() - t1, 2s) << "a rise reaches the service within one round trip too";
   EXPECT_TRUE(eventually([&] { return job_state(e, ids[1]) == "acquired"; }, 10s));
@@ -184,7 +184,7 @@ TEST(listener_session, capacity_drop_re_polls_at_once_and_jobs_are_acquired_with
 
   // The session disappears: a new one is opened and polling goes on.
   ASSERT_EQ(e.peer->control("/expire", R"({"what":"sessions"})").status, 200);
-  l.capacity->offer(0);  // cancels the held poll, which then meets the 404
+  caf::anon_send(l, msg::set_max_capacity{0});  // cancels the held poll, which then meets the 404
   EXPECT_TRUE(eventually([&] {
     simdjson::dom::parser p2;
     auto st = p2.parse(e.peer->control("/state").body);
@@ -195,7 +195,7 @@ TEST(listener_session, capacity_drop_re_polls_at_once_and_jobs_are_acquired_with
   }, 15s)) << e.peer->control("/state").body;
 
   // Shutdown deletes the session.
-  caf::anon_send_exit(l.actor, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(l, caf::exit_reason::user_shutdown);
   EXPECT_TRUE(eventually([&] {
     simdjson::dom::parser p3;
     for (auto s : p3.parse(e.peer->control("/state").body)["sessions"].get_array())

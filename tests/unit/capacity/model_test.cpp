@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/capacity/capacity.hpp"
-#include "actors/capacity/scale_sets.hpp"
+#include "app/scale_sets.hpp"
 #include "adapters/k8s/decode.hpp"
 #include "runtime/config.hpp"
 
@@ -66,7 +66,7 @@ scale_set_spec spec() {
   c.ns = "runners";
   c.runner.node_selector = {{"pool", "ci"}};
   c.runner.tolerations.push_back({"ci", "Equal", "true", "NoSchedule"});
-  auto s = make_spec(c, 0);
+  auto s = app::make_spec(c, 0);
   return std::get<scale_set_spec>(s);
 }
 
@@ -114,7 +114,7 @@ TEST(capacity_model, spec_rejects_bad_quantities_by_key) {
   runtime::config::scale_set_section c;
   c.name = "linux";
   c.capacity_aware.workflow_cpu = "two";
-  auto s = make_spec(c, 3);
+  auto s = app::make_spec(c, 3);
   ASSERT_TRUE(std::holds_alternative<std::string>(s));
   EXPECT_NE(std::get<std::string>(s).find("scaleSets[3].capacityAware.workflowResources.cpu"), std::string::npos)
       << std::get<std::string>(s);

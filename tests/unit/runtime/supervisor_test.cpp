@@ -9,6 +9,7 @@
 #include "messages/type_ids.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/readiness.hpp"
+#include "runtime/relay.hpp"
 
 using namespace std::chrono_literals;
 using namespace headroom;
@@ -31,6 +32,7 @@ caf::behavior worker(caf::event_based_actor* self, journal j, std::string name, 
   return {
       [self](crash_atom) { self->quit(caf::make_error(caf::sec::runtime_error, "boom")); },
       [self](finish_atom) { self->quit(); },
+      [self](int32_t) { return static_cast<uint64_t>(self->id()); },  // which incarnation answered
   };
 }
 
@@ -56,7 +58,7 @@ struct supervisor_fixture : ::testing::Test {
                         handles[name] = a;
                         return a;
                       },
-                      mode};
+                      mode, {}};
   }
 
   supervisor_options options(const std::string& name) {
@@ -251,3 +253,44 @@ TEST_F(supervisor_fixture, restarts_and_exit_reasons_are_metrics_and_readiness_f
 }
 
 }  // namespace
+
+namespace {
+
+// Asks `target` (a relay) which incarnation answers: its actor id, or 0 when the request failed.
+uint64_t ask(caf::actor_system& sys, caf::scheduler::test_coordinator& sched, const caf::actor& target) {
+  auto out = std::make_shared<uint64_t>(~uint64_t{0});
+  sys.spawn(
+      [](caf::event_based_actor* self, caf::actor t, std::shared_ptr<uint64_t> result) {
+        self->request(t, caf::infinite, int32_t{1}).then([result](uint64_t id) { *result = id; }, [result](caf::error&) { *result = 0; });
+      },
+      target, out);
+  sched.run();
+  EXPECT_NE(*out, ~uint64_t{0}) << "no answer at all";
+  return *out;
+}
+
+}  // namespace
+
+TEST_F(supervisor_fixture, relay_reaches_each_incarnation_and_refuses_while_the_child_is_down) {
+  auto relay = runtime::spawn_relay(sys, "a");
+  auto spec = child("a");
+  spec.relay = relay;
+  auto sup = start(options("root"), {spec});
+  runtime::own_relay(relay, sup);
+  sched.run();
+  const auto first = handles.at("a").id();
+  EXPECT_EQ(ask(sys, sched, relay), first) << "the request reaches the child and its answer the asker";
+
+  crash("a");
+  EXPECT_EQ(ask(sys, sched, relay), 0u) << "while the child is down a request fails at once";
+  sched.advance_time(100ms);
+  sched.run();
+  const auto second = handles.at("a").id();
+  ASSERT_NE(second, first);
+  EXPECT_EQ(ask(sys, sched, relay), second) << "the same relay reaches the restarted child";
+
+  auto relay_exit = watch(relay);
+  caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  sched.run();
+  EXPECT_TRUE(relay_exit->has_value()) << "the relay exits with its owner";
+}

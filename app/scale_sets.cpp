@@ -1,4 +1,4 @@
-#include "actors/capacity/scale_sets.hpp"
+#include "app/scale_sets.hpp"
 
 #include <caf/all.hpp>
 #include <prometheus/counter.h>
@@ -15,9 +15,15 @@
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/readiness.hpp"
+#include "runtime/relay.hpp"
 #include "runtime/secrets.hpp"
 
-namespace headroom::actors::capacity {
+namespace headroom::app {
+
+using namespace actors::capacity;
+using actors::listener_options;
+using actors::listener_peers;
+using actors::spawn_listener_session;
 
 namespace {
 
@@ -166,9 +172,9 @@ std::variant<scale_set_spec, std::string> make_spec(const runtime::config::scale
 }
 
 void scale_set_services::stop() {
-  for (auto& h : hubs)
-    if (h->pods)
-      h->pods->stop();
+  for (auto& c : contexts)
+    if (c->pods)
+      c->pods->stop();
   if (nodes)
     nodes->stop();
 }
@@ -236,89 +242,65 @@ std::optional<std::string> prepare_scale_sets(const runtime::config& cfg, const 
     auto spec = make_spec(cfg.scale_sets[i], i);
     if (auto* e = std::get_if<std::string>(&spec))
       return *e;
-    auto hub = std::make_shared<scale_set_hub>();
-    hub->spec = std::get<scale_set_spec>(std::move(spec));
-    hub->kube = &kube;
-    hub->github = out.github;
-    hub->nodes = out.nodes;
-    hub->metrics = make_metrics(m, hub->spec.name);
-    hub->owner_configmap = owner_name;
-    if (!pod_name.empty() && !pod_uid.empty() && pod_ns == hub->spec.ns)
-      hub->owner_parent = owner_ref{"v1", "Pod", pod_name, pod_uid};
+    auto ctx = std::make_shared<scale_set_context>();
+    ctx->spec = std::get<scale_set_spec>(std::move(spec));
+    ctx->kube = &kube;
+    ctx->github = out.github;
+    ctx->nodes = out.nodes;
+    ctx->metrics = make_metrics(m, ctx->spec.name);
+    ctx->owner_configmap = owner_name;
+    if (!pod_name.empty() && !pod_uid.empty() && pod_ns == ctx->spec.ns)
+      ctx->owner_parent = owner_ref{"v1", "Pod", pod_name, pod_uid};
     k8s::informer<k8s::pod>::options pod_opts;
     pod_opts.kind = k8s::kinds::pods;
-    pod_opts.ns = hub->spec.ns;
-    pod_opts.label_selector = std::string{keys::scale_set} + "=" + hub->spec.name;
-    hub->pods = k8s::informer<k8s::pod>::make(kube, pod_opts);
-    hub->pods->start();
-    out.hubs.push_back(std::move(hub));
+    pod_opts.ns = ctx->spec.ns;
+    pod_opts.label_selector = std::string{keys::scale_set} + "=" + ctx->spec.name;
+    ctx->pods = k8s::informer<k8s::pod>::make(kube, pod_opts);
+    ctx->pods->start();
+    out.contexts.push_back(std::move(ctx));
   }
-  if (!out.hubs.empty())
+  if (!out.contexts.empty())
     out.nodes->start();
   return std::nullopt;
 }
 
 namespace {
 
-runtime::child_spec scale_set_subtree(const runtime::config& cfg, const hub_ptr& hub, runtime::metrics& m,
-                                      runtime::readiness& ready) {
+// One scale set: its four actors under a supervisor, each reachable by its relay.
+runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_ptr& ctx, const scale_set_peers& peers,
+                                      runtime::metrics& m, runtime::readiness& ready) {
   std::vector<runtime::child_spec> children;
   runtime::child_spec provisioner;
   provisioner.name = "runner_provisioner";
-  provisioner.start = [hub](caf::actor_system& s) { return spawn_runner_provisioner(s, hub); };
+  provisioner.relay = peers.provisioner;
+  provisioner.start = [ctx, peers](caf::actor_system& s) { return spawn_runner_provisioner(s, ctx, peers); };
   children.push_back(std::move(provisioner));
   runtime::child_spec monitor;
   monitor.name = "capacity_monitor";
-  monitor.start = [hub](caf::actor_system& s) { return spawn_capacity_monitor(s, hub); };
+  monitor.relay = peers.monitor;
+  monitor.start = [ctx, peers](caf::actor_system& s) { return spawn_capacity_monitor(s, ctx, peers); };
   children.push_back(std::move(monitor));
   runtime::child_spec listener;
   listener.name = "listener_session";
-  listener.start = [hub](caf::actor_system& s) {
+  listener.relay = peers.listener;
+  listener.start = [ctx, peers](caf::actor_system& s) {
     listener_options o;
-    o.scale_set_id = hub->scale_set_id.load();
-    o.scale_set_name = hub->spec.name;
-    o.runner_group = hub->spec.runner_group;
-    o.labels = hub->spec.labels;
-    o.owner = hub->owner_configmap;
-    o.repoll_on_change = hub->spec.repoll_on_change;
-    {
-      std::lock_guard lock{hub->m};
-      o.initial_capacity = hub->advertised >= 0 ? hub->advertised : (hub->spec.capacity_aware ? 0 : hub->spec.max_runners);
-    }
-    std::weak_ptr<scale_set_hub> weak = hub;
-    o.on_resolved = [weak](int64_t id) {
-      if (auto h = weak.lock())
-        h->scale_set_id = id;
-    };
-    o.on_poll = [weak](int64_t capacity) {
-      auto h = weak.lock();
-      if (!h)
-        return;
-      std::chrono::steady_clock::time_point changed;
-      {
-        std::lock_guard lock{h->m};
-        if (h->advertised_polled || capacity != h->advertised)
-          return;
-        h->advertised_polled = true;
-        changed = h->advertised_at;
-      }
-      h->metrics.observe("gha_capacity_propagation_seconds",
-                         std::chrono::duration<double>(std::chrono::steady_clock::now() - changed).count());
-    };
-    auto handle = spawn_listener_session(s, hub->github, [weak](const msg::scale_set_update& u) {
-      if (auto h = weak.lock())
-        h->publish_update(u);
-    }, std::move(o));
-    std::lock_guard lock{hub->m};
-    hub->listener_capacity = handle.capacity;
-    return handle.actor;
+    o.scale_set_name = ctx->spec.name;
+    o.runner_group = ctx->spec.runner_group;
+    o.labels = ctx->spec.labels;
+    o.owner = ctx->owner_configmap;
+    o.repoll_on_change = ctx->spec.repoll_on_change;
+    // Until the monitor answers: nothing confirmed yet, or maxRunners when capacity-unaware.
+    o.initial_capacity = ctx->spec.capacity_aware ? 0 : ctx->spec.max_runners;
+    return spawn_listener_session(s, ctx->github, listener_peers{{peers.provisioner, peers.monitor}, peers.monitor},
+                                  std::move(o));
   };
   children.push_back(std::move(listener));
   runtime::child_spec health;
   health.name = "health_check";
-  health.start = [hub](caf::actor_system& s) { return spawn_health_check(s, hub); };
+  health.start = [ctx](caf::actor_system& s) { return spawn_health_check(s, ctx); };
   children.push_back(std::move(health));
-  return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "scale_set/" + hub->spec.name, &m, &ready),
+  return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "scale_set/" + ctx->spec.name, &m, &ready),
                                    std::move(children));
 }
 
@@ -326,24 +308,46 @@ runtime::child_spec scale_set_subtree(const runtime::config& cfg, const hub_ptr&
 
 runtime::child_spec scale_sets_subtree(const runtime::config& cfg, std::shared_ptr<scale_set_services> svc,
                                        runtime::metrics& m, runtime::readiness& ready) {
-  std::vector<runtime::child_spec> children;
-  if (svc->hud) {
-    runtime::child_spec hud;
-    hud.name = "hud_poller";
-    hud.start = [svc, interval = cfg.hud.interval, sets = cfg.scale_sets](caf::actor_system& s) {
-      std::vector<hud_target> targets;
-      for (size_t i = 0; i < svc->hubs.size(); ++i) {
-        auto labels = sets[i].labels;
-        labels.push_back(sets[i].name);
-        targets.push_back(hud_target{labels, svc->hubs[i]});
-      }
-      return spawn_hud_poller(s, svc->hud, std::move(targets), interval);
+  runtime::child_spec out;
+  out.name = "scale_sets";
+  // The relays are made each time this subtree starts and live as long as it does, so a scale
+  // set's supervisor restarting (or the hud_poller) never leaves a peer holding a dead address.
+  out.start = [cfg, svc, &m, &ready](caf::actor_system& sys) {
+    std::vector<caf::actor> relays;
+    auto relay = [&](const std::string& name) {
+      relays.push_back(runtime::spawn_relay(sys, name));
+      return relays.back();
     };
-    children.push_back(std::move(hud));
-  }
-  for (const auto& hub : svc->hubs)
-    children.push_back(scale_set_subtree(cfg, hub, m, ready));
-  return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "scale_sets", &m, &ready), std::move(children));
+    std::vector<scale_set_peers> peers;
+    for (const auto& ctx : svc->contexts) {
+      const std::string at = ctx->spec.name + "/";
+      peers.push_back(scale_set_peers{relay(at + "capacity_monitor"), relay(at + "listener_session"),
+                                      relay(at + "runner_provisioner")});
+    }
+    std::vector<runtime::child_spec> children;
+    if (svc->hud) {
+      std::vector<hud_target> targets;
+      for (size_t i = 0; i < svc->contexts.size(); ++i) {
+        auto labels = cfg.scale_sets[i].labels;
+        labels.push_back(cfg.scale_sets[i].name);
+        targets.push_back(hud_target{labels, peers[i].monitor});
+      }
+      runtime::child_spec hud;
+      hud.name = "hud_poller";
+      hud.start = [svc, interval = cfg.hud.interval, targets](caf::actor_system& s) {
+        return spawn_hud_poller(s, svc->hud, targets, interval);
+      };
+      children.push_back(std::move(hud));
+    }
+    for (size_t i = 0; i < svc->contexts.size(); ++i)
+      children.push_back(scale_set_subtree(cfg, svc->contexts[i], peers[i], m, ready));
+    auto sup = runtime::spawn_supervisor(sys, runtime::supervisor_options_from(cfg, "scale_sets", &m, &ready),
+                                         std::move(children));
+    for (const auto& r : relays)
+      runtime::own_relay(r, sup);
+    return sup;
+  };
+  return out;
 }
 
-}  // namespace headroom::actors::capacity
+}  // namespace headroom::app

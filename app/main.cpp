@@ -2,7 +2,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/agent/agent.hpp"
+#include "app/agent.hpp"
 #include "runtime/app.hpp"
 #include "runtime/cli.hpp"
 #include "runtime/secrets.hpp"
@@ -50,5 +50,5 @@ int main(int argc, char** argv) {
   if (auto* err = std::get_if<config_error>(&loaded))
     return config_failure(*err);
   block_shutdown_signals();
-  return run_agent(std::get<config>(loaded), headroom::actors::build_agent);
+  return run_agent(std::get<config>(loaded), headroom::app::build_agent);
 }

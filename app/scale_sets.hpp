@@ -23,10 +23,13 @@ class metrics;
 class readiness;
 }  // namespace headroom::runtime
 
-namespace headroom::actors::capacity {
+namespace headroom::app {
+
+using actors::capacity::context_ptr;
+using actors::capacity::scale_set_spec;
 
 struct scale_set_services {
-  std::vector<hub_ptr> hubs;
+  std::vector<context_ptr> contexts;
   std::shared_ptr<hud::client> hud;
   std::shared_ptr<k8s::informer<k8s::node>> nodes;
   std::shared_ptr<github::actions_client> github;
@@ -43,4 +46,4 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, std::shared_p
 // Builds a scale set's spec from its configuration; an error names the key.
 std::variant<scale_set_spec, std::string> make_spec(const runtime::config::scale_set_section& c, size_t index);
 
-}  // namespace headroom::actors::capacity
+}  // namespace headroom::app

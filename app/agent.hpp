@@ -2,7 +2,7 @@
 
 #include "runtime/app.hpp"
 
-namespace headroom::actors {
+namespace headroom::app {
 
 // The agent's actor tree beyond `http`, for this configuration:
 //
@@ -16,4 +16,4 @@ namespace headroom::actors {
 std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config& cfg, caf::actor_system& sys,
                                                            runtime::metrics& m, runtime::readiness& ready);
 
-}  // namespace headroom::actors
+}  // namespace headroom::app

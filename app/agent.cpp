@@ -1,16 +1,15 @@
-#include "actors/agent/agent.hpp"
+#include "app/agent.hpp"
 
 #include <caf/all.hpp>
 #include <unistd.h>
 
 #include <fstream>
 #include <future>
-#include <mutex>
 #include <sstream>
 #include <random>
 
 #include "actors/bigfleet/bigfleet.hpp"
-#include "actors/capacity/scale_sets.hpp"
+#include "app/scale_sets.hpp"
 #include "actors/leadership/leadership_gate.hpp"
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/leader_election.hpp"
@@ -19,8 +18,9 @@
 #include "runtime/secrets.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/readiness.hpp"
+#include "runtime/relay.hpp"
 
-namespace headroom::actors {
+namespace headroom::app {
 
 namespace {
 
@@ -29,13 +29,11 @@ struct cluster_services {
   std::unique_ptr<k8s::transport> io;
   std::unique_ptr<k8s::client> api;
   std::shared_ptr<k8s::leader_elector> elector;
-  // BigFleet: the informers and send queue its actors share, and the current rollup actor (the
-  // session tells it when the stream opens).
-  bigfleet::operator_deps fleet;
-  bigfleet::operator_options fleet_opts;
-  caf::actor rollup;
-  // The scale sets' hubs, informers and GitHub client.
-  std::shared_ptr<capacity::scale_set_services> sets;
+  // BigFleet: the informers and send queue its actors share.
+  actors::bigfleet::operator_deps fleet;
+  actors::bigfleet::operator_options fleet_opts;
+  // The scale sets' contexts, informers and GitHub client.
+  std::shared_ptr<scale_set_services> sets;
 
   // The I/O thread goes first (its callbacks hold informers and the elector), then the rest.
   ~cluster_services() {
@@ -48,10 +46,6 @@ struct cluster_services {
       sets->stop();
     io.reset();
   }
-  // The current gate (a restarted gate is a new actor) and the elector's latest verdict.
-  std::mutex m;
-  caf::actor gate;
-  msg::leadership verdict;
 };
 
 std::string identity() {
@@ -115,9 +109,9 @@ std::optional<std::string> prepare_bigfleet(const runtime::config& cfg, cluster_
   d.track_buffer(d.queue->rollup_stats());
   d.track_buffer(d.queue->outbox_stats());
   k8s::informer<k8s::unstructured>::options cr_opts;
-  cr_opts.kind = bigfleet::kinds::capacity_requests;
+  cr_opts.kind = actors::bigfleet::kinds::capacity_requests;
   k8s::informer<k8s::unstructured>::options upn_opts;
-  upn_opts.kind = bigfleet::kinds::upcoming_nodes;
+  upn_opts.kind = actors::bigfleet::kinds::upcoming_nodes;
   k8s::informer<k8s::pod>::options pod_opts;
   pod_opts.kind = k8s::kinds::pods;
   d.capacity_requests = k8s::informer<k8s::unstructured>::make(*svc.api, cr_opts);
@@ -136,34 +130,35 @@ std::optional<std::string> prepare_bigfleet(const runtime::config& cfg, cluster_
 // controller that makes one CapacityRequest per Pod.
 runtime::child_spec bigfleet_subtree(const runtime::config& cfg, const std::shared_ptr<cluster_services>& svc,
                                      runtime::metrics& m, runtime::readiness& ready) {
-  std::vector<runtime::child_spec> children;
-  runtime::child_spec rollup;
-  rollup.name = "rollup";
-  rollup.start = [svc](caf::actor_system& s) {
-    auto a = bigfleet::spawn_rollup(s, svc->fleet, svc->fleet_opts);
-    std::lock_guard lock{svc->m};
-    svc->rollup = a;
-    return a;
-  };
-  children.push_back(std::move(rollup));
-  runtime::child_spec session;
-  session.name = "shard_session";
-  session.start = [svc](caf::actor_system& s) {
-    caf::actor rollup_actor;
-    {
-      std::lock_guard lock{svc->m};
-      rollup_actor = svc->rollup;
+  runtime::child_spec out;
+  out.name = "bigfleet";
+  // The rollup's relay lives as long as this subtree: the session reaches every rollup incarnation.
+  out.start = [opts = runtime::supervisor_options_from(cfg, "bigfleet", &m, &ready), upc = cfg.bigfleet.capacity_requests,
+               svc](caf::actor_system& sys) {
+    auto rollup_relay = runtime::spawn_relay(sys, "bigfleet/rollup");
+    std::vector<runtime::child_spec> children;
+    runtime::child_spec rollup;
+    rollup.name = "rollup";
+    rollup.relay = rollup_relay;
+    rollup.start = [svc](caf::actor_system& s) { return actors::bigfleet::spawn_rollup(s, svc->fleet, svc->fleet_opts); };
+    children.push_back(std::move(rollup));
+    runtime::child_spec session;
+    session.name = "shard_session";
+    session.start = [svc, rollup_relay](caf::actor_system& s) {
+      return actors::bigfleet::spawn_shard_session(s, svc->fleet, svc->fleet_opts, rollup_relay);
+    };
+    children.push_back(std::move(session));
+    if (upc) {
+      runtime::child_spec requests;
+      requests.name = "capacity_requests";
+      requests.start = [svc](caf::actor_system& s) { return actors::bigfleet::spawn_capacity_requests(s, svc->fleet, svc->fleet_opts); };
+      children.push_back(std::move(requests));
     }
-    return bigfleet::spawn_shard_session(s, svc->fleet, svc->fleet_opts, rollup_actor);
+    auto sup = runtime::spawn_supervisor(sys, opts, std::move(children));
+    runtime::own_relay(rollup_relay, sup);
+    return sup;
   };
-  children.push_back(std::move(session));
-  if (cfg.bigfleet.capacity_requests) {
-    runtime::child_spec upc;
-    upc.name = "capacity_requests";
-    upc.start = [svc](caf::actor_system& s) { return bigfleet::spawn_capacity_requests(s, svc->fleet, svc->fleet_opts); };
-    children.push_back(std::move(upc));
-  }
-  return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "bigfleet", &m, &ready), std::move(children));
+  return out;
 }
 
 runtime::child_spec acting_subtree(const runtime::config& cfg, const std::shared_ptr<cluster_services>& svc,
@@ -172,13 +167,13 @@ runtime::child_spec acting_subtree(const runtime::config& cfg, const std::shared
   if (svc && cfg.bigfleet.enabled)
     children.push_back(bigfleet_subtree(cfg, svc, m, ready));
   if (svc && svc->sets)
-    children.push_back(capacity::scale_sets_subtree(cfg, svc->sets, m, ready));
+    children.push_back(scale_sets_subtree(cfg, svc->sets, m, ready));
   return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "acting", &m, &ready), std::move(children));
 }
 
 }  // namespace
 
-std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config& cfg, caf::actor_system&,
+std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config& cfg, caf::actor_system& sys,
                                                            runtime::metrics& m, runtime::readiness& ready) {
   runtime::agent_plan plan;
   std::optional<k8s::connection> conn;
@@ -219,8 +214,8 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
     if (auto problem = prepare_bigfleet(cfg, *svc, m))
       return *problem;
   if (!cfg.scale_sets.empty()) {
-    svc->sets = std::make_shared<capacity::scale_set_services>();
-    if (auto problem = capacity::prepare_scale_sets(cfg, runtime::process_env(), *svc->api, *svc->io, m, *svc->sets))
+    svc->sets = std::make_shared<scale_set_services>();
+    if (auto problem = prepare_scale_sets(cfg, runtime::process_env(), *svc->api, *svc->io, m, *svc->sets))
       return *problem;
   }
   plan.services = svc;
@@ -238,23 +233,13 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
   le.lease_duration = std::chrono::duration_cast<std::chrono::seconds>(cfg.leader_election.lease_duration);
   le.renew_deadline = std::chrono::duration_cast<std::chrono::seconds>(cfg.leader_election.renew_deadline);
   le.retry_period = std::chrono::duration_cast<std::chrono::seconds>(cfg.leader_election.retry_period);
-  std::weak_ptr<cluster_services> weak = svc;
-  auto tell = [weak](bool leading) {
-    auto s = weak.lock();
-    if (!s)
-      return;
-    std::lock_guard<std::mutex> g{s->m};
-    s->verdict.leading = leading;
-    if (s->gate)
-      caf::anon_send(s->gate, s->verdict);
-  };
-  le.on_started_leading = [tell] { tell(true); };
-  le.on_stopped_leading = [tell] { tell(false); };
-  le.on_new_leader = [weak](const std::string& holder) {
-    if (auto s = weak.lock()) {
-      std::lock_guard<std::mutex> g{s->m};
-      s->verdict.holder = holder;
-    }
+  // The elector's verdicts go to the gate's relay: whichever gate incarnation runs gets them, and
+  // a restarted gate asks the elector itself (below).
+  auto gate_relay = runtime::spawn_relay(sys, "leadership_gate");
+  plan.relays.push_back(gate_relay);
+  le.on_started_leading = [gate_relay] { caf::anon_send(gate_relay, msg::leadership{true, {}}); };
+  le.on_stopped_leading = [gate_relay] { caf::anon_send(gate_relay, msg::leadership{false, {}}); };
+  le.on_new_leader = [](const std::string& holder) {
     runtime::log::info("agent", "leader", {{"holder", holder.empty() ? "(none)" : holder}});
   };
   svc->elector = k8s::leader_elector::make(*svc->api, le);
@@ -263,12 +248,11 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
   runtime::child_spec gate;
   gate.name = "leadership_gate";
   gate.restart = runtime::restart_mode::permanent;
+  gate.relay = gate_relay;
   gate.start = [svc, acting = acting_subtree(cfg, svc, m, ready), deadline = cfg.runtime.shutdown_timeout](caf::actor_system& s) {
-    auto g = spawn_leadership_gate(s, acting, deadline);
-    std::lock_guard<std::mutex> lock{svc->m};
-    svc->gate = g;
-    if (svc->verdict.leading)  // a restarted gate resumes where the old one was
-      caf::anon_send(g, svc->verdict);
+    auto g = actors::spawn_leadership_gate(s, acting, deadline);
+    if (svc->elector->leading())  // a restarted gate resumes where the old one was
+      caf::anon_send(g, msg::leadership{true, {}});
     return g;
   };
   plan.children.push_back(std::move(gate));
@@ -283,4 +267,4 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
   return plan;
 }
 
-}  // namespace headroom::actors
+}  // namespace headroom::app

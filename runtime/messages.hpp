@@ -1,0 +1,85 @@
+#pragma once
+
+// The runtime's own messages, and their CAF type-ID block: buffer wake-ups, supervision, relays
+// and the timer atoms. This is the only message header runtime/ knows; the actors' messages
+// (messages/type_ids.hpp) number their block after this one.
+
+#include <caf/actor.hpp>
+#include <caf/meta/type_name.hpp>
+#include <caf/type_id.hpp>
+
+#include <cstdint>
+#include <string>
+#include <vector>
+
+namespace headroom::msg {
+
+/// A policy buffer has items for its consumer; at most one is outstanding per buffer.
+struct buffer_wakeup {
+  uint32_t buffer;
+};
+
+/// One supervised child as its supervisor sees it.
+struct child_status {
+  std::string name;
+  bool running = false;
+  uint32_t restarts = 0;
+  std::string last_exit;  // "" until it first exits
+};
+
+/// A supervisor's answer to `get_atom`: its children in start order.
+struct supervisor_status {
+  std::string name;
+  bool stopping = false;
+  std::vector<child_status> children;
+};
+
+/// Supervisor → a child's relay: the child's current incarnation (invalid while it is down).
+struct relay_target {
+  caf::actor target;
+};
+
+/// Wiring → a relay: the actor whose lifetime the relay shares (it exits when the owner does).
+struct relay_owner {
+  caf::actor owner;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, buffer_wakeup& x) {
+  return f(caf::meta::type_name("buffer_wakeup"), x.buffer);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, child_status& x) {
+  return f(caf::meta::type_name("child_status"), x.name, x.running, x.restarts, x.last_exit);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, supervisor_status& x) {
+  return f(caf::meta::type_name("supervisor_status"), x.name, x.stopping, x.children);
+}
+
+}  // namespace headroom::msg
+
+CAF_BEGIN_TYPE_ID_BLOCK(headroom_runtime, caf::first_custom_type_id)
+
+  CAF_ADD_TYPE_ID(headroom_runtime, (headroom::msg::buffer_wakeup))
+  CAF_ADD_TYPE_ID(headroom_runtime, (headroom::msg::child_status))
+  CAF_ADD_TYPE_ID(headroom_runtime, (headroom::msg::supervisor_status))
+  CAF_ADD_TYPE_ID(headroom_runtime, (headroom::msg::relay_target))
+  CAF_ADD_TYPE_ID(headroom_runtime, (headroom::msg::relay_owner))
+
+  /// Supervisor → itself: the backoff for child (index, generation) has elapsed; start it again.
+  CAF_ADD_ATOM(headroom_runtime, headroom::msg, restart_atom, "restart")
+  /// Supervisor → itself: the stop deadline for child (index, generation) has passed.
+  CAF_ADD_ATOM(headroom_runtime, headroom::msg, deadline_atom, "deadline")
+  /// Signal handler → main: SIGTERM or SIGINT arrived.
+  CAF_ADD_ATOM(headroom_runtime, headroom::msg, shutdown_atom, "shutdown")
+  /// An actor → itself: a periodic timer of (generation) fired.
+  CAF_ADD_ATOM(headroom_runtime, headroom::msg, tick_atom, "tick")
+
+CAF_END_TYPE_ID_BLOCK(headroom_runtime)
+
+// Local-only: actor handles, never serialized.
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::relay_target)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::relay_owner)
