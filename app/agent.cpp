@@ -5,6 +5,7 @@
 
 #include <fstream>
 #include <future>
+#include <mutex>
 #include <sstream>
 #include <random>
 
@@ -46,6 +47,12 @@ struct cluster_services {
       sets->stop();
     io.reset();
   }
+};
+
+// The elector's newest verdict, and the order of the sends that carry it (see build_agent).
+struct verdict_order {
+  std::mutex m;
+  bool leading = false;
 };
 
 std::string identity() {
@@ -233,12 +240,19 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
   le.lease_duration = std::chrono::duration_cast<std::chrono::seconds>(cfg.leader_election.lease_duration);
   le.renew_deadline = std::chrono::duration_cast<std::chrono::seconds>(cfg.leader_election.renew_deadline);
   le.retry_period = std::chrono::duration_cast<std::chrono::seconds>(cfg.leader_election.retry_period);
-  // The elector's verdicts go to the gate's relay: whichever gate incarnation runs gets them, and
-  // a restarted gate asks the elector itself (below).
+  // The elector's verdicts go to the gate's relay, so whichever gate incarnation runs gets them.
+  // The elector calls back on the I/O thread, not in an actor: `verdicts` orders its sends with a
+  // restarted gate's first one (below), so a gate never sees an old verdict after a newer one.
   auto gate_relay = runtime::spawn_relay(sys, "leadership_gate");
   plan.relays.push_back(gate_relay);
-  le.on_started_leading = [gate_relay] { caf::anon_send(gate_relay, msg::leadership{true, {}}); };
-  le.on_stopped_leading = [gate_relay] { caf::anon_send(gate_relay, msg::leadership{false, {}}); };
+  auto verdicts = std::make_shared<verdict_order>();
+  auto tell = [gate_relay, verdicts](bool leading) {
+    std::lock_guard lock{verdicts->m};
+    verdicts->leading = leading;
+    caf::anon_send(gate_relay, msg::leadership{leading, {}});
+  };
+  le.on_started_leading = [tell] { tell(true); };
+  le.on_stopped_leading = [tell] { tell(false); };
   le.on_new_leader = [](const std::string& holder) {
     runtime::log::info("agent", "leader", {{"holder", holder.empty() ? "(none)" : holder}});
   };
@@ -249,10 +263,15 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
   gate.name = "leadership_gate";
   gate.restart = runtime::restart_mode::permanent;
   gate.relay = gate_relay;
-  gate.start = [svc, acting = acting_subtree(cfg, svc, m, ready), deadline = cfg.runtime.shutdown_timeout](caf::actor_system& s) {
+  gate.start = [gate_relay, verdicts, acting = acting_subtree(cfg, svc, m, ready),
+                deadline = cfg.runtime.shutdown_timeout](caf::actor_system& s) {
     auto g = actors::spawn_leadership_gate(s, acting, deadline);
-    if (svc->elector->leading())  // a restarted gate resumes where the old one was
-      caf::anon_send(g, msg::leadership{true, {}});
+    // A restarted gate resumes where the old one was: the relay is pointed at it (the supervisor
+    // does so again after this returns) and given the newest verdict, both in the elector's order.
+    std::lock_guard lock{verdicts->m};
+    caf::anon_send(gate_relay, msg::relay_target{g});
+    if (verdicts->leading)
+      caf::anon_send(gate_relay, msg::leadership{true, {}});
     return g;
   };
   plan.children.push_back(std::move(gate));
