@@ -74,8 +74,8 @@ std::variant<std::string, std::string> read_file(const std::string& path, const 
 }
 
 // Reads what the BigFleet actors need once, at start-up, and starts their informers.
-std::optional<std::string> prepare_bigfleet(const runtime::config& cfg, cluster_services& svc, runtime::metrics& m) {
-  const auto& b = cfg.bigfleet;
+std::optional<std::string> prepare_bigfleet(const settings& modes, cluster_services& svc, runtime::metrics& m) {
+  const auto& b = modes.bigfleet;
   auto& o = svc.fleet_opts;
   o.endpoint.target = b.shard;
   o.endpoint.cluster_id = b.cluster_id;
@@ -135,12 +135,12 @@ std::optional<std::string> prepare_bigfleet(const runtime::config& cfg, cluster_
 
 // BigFleet's supervisor: rollup first (the session needs it), then the session, then the
 // controller that makes one CapacityRequest per Pod.
-runtime::child_spec bigfleet_subtree(const runtime::config& cfg, const std::shared_ptr<cluster_services>& svc,
+runtime::child_spec bigfleet_subtree(const runtime::config& cfg, const settings& modes, const std::shared_ptr<cluster_services>& svc,
                                      runtime::metrics& m, runtime::readiness& ready) {
   runtime::child_spec out;
   out.name = "bigfleet";
   // The rollup's relay lives as long as this subtree: the session reaches every rollup incarnation.
-  out.start = [opts = runtime::supervisor_options_from(cfg, "bigfleet", &m, &ready), upc = cfg.bigfleet.capacity_requests,
+  out.start = [opts = runtime::supervisor_options_from(cfg, "bigfleet", &m, &ready), upc = modes.bigfleet.capacity_requests,
                svc](caf::actor_system& sys) {
     auto rollup_relay = runtime::spawn_relay(sys, "bigfleet/rollup");
     std::vector<runtime::child_spec> children;
@@ -168,19 +168,19 @@ runtime::child_spec bigfleet_subtree(const runtime::config& cfg, const std::shar
   return out;
 }
 
-runtime::child_spec acting_subtree(const runtime::config& cfg, const std::shared_ptr<cluster_services>& svc,
+runtime::child_spec acting_subtree(const runtime::config& cfg, const settings& modes, const std::shared_ptr<cluster_services>& svc,
                                    runtime::metrics& m, runtime::readiness& ready) {
   std::vector<runtime::child_spec> children;
-  if (svc && cfg.bigfleet.enabled)
-    children.push_back(bigfleet_subtree(cfg, svc, m, ready));
+  if (svc && modes.bigfleet.enabled)
+    children.push_back(bigfleet_subtree(cfg, modes, svc, m, ready));
   if (svc && svc->sets)
-    children.push_back(scale_sets_subtree(cfg, svc->sets, m, ready));
+    children.push_back(scale_sets_subtree(cfg, modes, svc->sets, m, ready));
   return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "acting", &m, &ready), std::move(children));
 }
 
 }  // namespace
 
-std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config& cfg, caf::actor_system& sys,
+std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config& cfg, const settings& modes, caf::actor_system& sys,
                                                            runtime::metrics& m, runtime::readiness& ready) {
   runtime::agent_plan plan;
   std::optional<k8s::connection> conn;
@@ -201,12 +201,12 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
   }
 
   if (!conn) {
-    if (cfg.bigfleet.enabled)
+    if (modes.bigfleet.enabled)
       return std::string{"bigfleet.enabled: the BigFleet operator needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
-    if (!cfg.scale_sets.empty())
+    if (!modes.scale_sets.empty())
       return std::string{"scaleSets: runner scale sets need a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
     runtime::log::info("agent", "no cluster configured", {{"hint", "set kubernetes.kubeconfig, --kubeconfig or run in a Pod"}});
-    plan.children.push_back(acting_subtree(cfg, nullptr, m, ready));
+    plan.children.push_back(acting_subtree(cfg, modes, nullptr, m, ready));
     return plan;
   }
 
@@ -217,19 +217,19 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
   svc->io = std::make_unique<k8s::transport>(topts);
   svc->api = std::make_unique<k8s::client>(*conn, *svc->io);
   runtime::log::info("agent", "cluster", {{"server", conn->server}});
-  if (cfg.bigfleet.enabled)
-    if (auto problem = prepare_bigfleet(cfg, *svc, m))
+  if (modes.bigfleet.enabled)
+    if (auto problem = prepare_bigfleet(modes, *svc, m))
       return *problem;
-  if (!cfg.scale_sets.empty()) {
+  if (!modes.scale_sets.empty()) {
     svc->sets = std::make_shared<scale_set_services>();
-    if (auto problem = prepare_scale_sets(cfg, runtime::process_env(), *svc->api, *svc->io, m, *svc->sets))
+    if (auto problem = prepare_scale_sets(modes, runtime::process_env(), *svc->api, *svc->io, m, *svc->sets))
       return *problem;
   }
   plan.services = svc;
 
   if (!cfg.leader_election.enabled) {
     runtime::log::info("agent", "leader election disabled: acting at once");
-    plan.children.push_back(acting_subtree(cfg, svc, m, ready));
+    plan.children.push_back(acting_subtree(cfg, modes, svc, m, ready));
     return plan;
   }
 
@@ -263,7 +263,7 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
   gate.name = "leadership_gate";
   gate.restart = runtime::restart_mode::permanent;
   gate.relay = gate_relay;
-  gate.start = [gate_relay, verdicts, acting = acting_subtree(cfg, svc, m, ready),
+  gate.start = [gate_relay, verdicts, acting = acting_subtree(cfg, modes, svc, m, ready),
                 deadline = cfg.runtime.shutdown_timeout](caf::actor_system& s) {
     auto g = actors::spawn_leadership_gate(s, acting, deadline);
     // A restarted gate resumes where the old one was: the relay is pointed at it (the supervisor

@@ -15,7 +15,7 @@ using namespace headroom::runtime;
 
 namespace {
 
-int config_failure(const config_error& err) {
+int invalid_config(const config_error& err) {
   // One line, naming the key and the problem; the message passes the secret registry too.
   std::fprintf(stderr, "headroom: invalid configuration: %s\n", redact(err.message()).c_str());
   return 2;
@@ -40,15 +40,21 @@ int main(int argc, char** argv) {
     return 0;
   }
   if (cmd.what == cli_command::check_config) {
-    auto loaded = load_config_file(cmd.config_path);
+    headroom::app::settings modes;
+    auto loaded = load_config_file(cmd.config_path, &modes);
     if (auto* err = std::get_if<config_error>(&loaded))
-      return config_failure(*err);
+      return invalid_config(*err);
     std::printf("%s: valid\n", cmd.config_path.c_str());
     return 0;
   }
-  auto loaded = load_config(cmd, process_env());
+  // The runtime's sections, and each mode's (app/settings.hpp), from one file.
+  headroom::app::settings modes;
+  auto loaded = load_config(cmd, process_env(), &modes);
   if (auto* err = std::get_if<config_error>(&loaded))
-    return config_failure(*err);
+    return invalid_config(*err);
   block_shutdown_signals();
-  return run_agent(std::get<config>(loaded), headroom::app::build_agent);
+  return run_agent(std::get<config>(loaded),
+                   [&modes](const config& cfg, caf::actor_system& sys, metrics& m, readiness& ready) {
+                     return headroom::app::build_agent(cfg, modes, sys, m, ready);
+                   });
 }

@@ -123,7 +123,7 @@ std::string process_token() {
 
 }  // namespace
 
-std::variant<scale_set_spec, std::string> make_spec(const runtime::config::scale_set_section& c, size_t index) {
+std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, size_t index) {
   const std::string at = "scaleSets[" + std::to_string(index) + "]";
   scale_set_spec s;
   s.name = c.name;
@@ -179,7 +179,7 @@ void scale_set_services::stop() {
     nodes->stop();
 }
 
-std::optional<std::string> prepare_scale_sets(const runtime::config& cfg, const std::map<std::string, std::string>& env,
+std::optional<std::string> prepare_scale_sets(const settings& cfg, const std::map<std::string, std::string>& env,
                                               k8s::client& kube, http::transport& io, runtime::metrics& m,
                                               scale_set_services& out) {
   auto get = [&env](const char* name) -> std::string {
@@ -306,13 +306,13 @@ runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_
 
 }  // namespace
 
-runtime::child_spec scale_sets_subtree(const runtime::config& cfg, std::shared_ptr<scale_set_services> svc,
+runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const settings& modes, std::shared_ptr<scale_set_services> svc,
                                        runtime::metrics& m, runtime::readiness& ready) {
   runtime::child_spec out;
   out.name = "scale_sets";
   // The relays are made each time this subtree starts and live as long as it does, so a scale
   // set's supervisor restarting (or the hud_poller) never leaves a peer holding a dead address.
-  out.start = [cfg, svc, &m, &ready](caf::actor_system& sys) {
+  out.start = [cfg, sets = modes.scale_sets, hud_interval = modes.hud.interval, svc, &m, &ready](caf::actor_system& sys) {
     std::vector<caf::actor> relays;
     auto relay = [&](const std::string& name) {
       relays.push_back(runtime::spawn_relay(sys, name));
@@ -328,13 +328,13 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, std::shared_p
     if (svc->hud) {
       std::vector<hud_target> targets;
       for (size_t i = 0; i < svc->contexts.size(); ++i) {
-        auto labels = cfg.scale_sets[i].labels;
-        labels.push_back(cfg.scale_sets[i].name);
+        auto labels = sets[i].labels;
+        labels.push_back(sets[i].name);
         targets.push_back(hud_target{labels, peers[i].monitor});
       }
       runtime::child_spec hud;
       hud.name = "hud_poller";
-      hud.start = [svc, interval = cfg.hud.interval, targets](caf::actor_system& s) {
+      hud.start = [svc, interval = hud_interval, targets](caf::actor_system& s) {
         return spawn_hud_poller(s, svc->hud, targets, interval);
       };
       children.push_back(std::move(hud));

@@ -15,6 +15,7 @@
 #include <vector>
 
 #include "actors/capacity/capacity.hpp"
+#include "app/settings.hpp"
 #include "runtime/config.hpp"
 #include "runtime/supervisor.hpp"
 
@@ -36,14 +37,14 @@ struct scale_set_services {
   void stop();  // the informers
 };
 
-std::optional<std::string> prepare_scale_sets(const runtime::config& cfg, const std::map<std::string, std::string>& env,
+std::optional<std::string> prepare_scale_sets(const settings& cfg, const std::map<std::string, std::string>& env,
                                               k8s::client& kube, http::transport& io, runtime::metrics& m,
                                               scale_set_services& out);
 
-runtime::child_spec scale_sets_subtree(const runtime::config& cfg, std::shared_ptr<scale_set_services> svc,
+runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const settings& modes, std::shared_ptr<scale_set_services> svc,
                                        runtime::metrics& m, runtime::readiness& ready);
 
 // Builds a scale set's spec from its configuration; an error names the key.
-std::variant<scale_set_spec, std::string> make_spec(const runtime::config::scale_set_section& c, size_t index);
+std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, size_t index);
 
 }  // namespace headroom::app

@@ -96,12 +96,13 @@ std::optional<config_error> apply_flags(config& cfg, const cli_command& cmd) {
   return std::nullopt;
 }
 
-config_result load_config(const cli_command& cmd, const std::map<std::string, std::string>& env) {
+config_result load_config(const cli_command& cmd, const std::map<std::string, std::string>& env,
+                          config_extension* ext) {
   std::string path = cmd.config_path;
   if (path.empty())
     if (auto it = env.find("HEADROOM_CONFIG"); it != env.end())
       path = it->second;
-  config_result loaded = path.empty() ? config_result{config{}} : load_config_file(path);
+  config_result loaded = path.empty() ? config_result{config{}} : load_config_file(path, ext);
   if (std::holds_alternative<config_error>(loaded))
     return loaded;
   auto& cfg = std::get<config>(loaded);

@@ -20,7 +20,8 @@ std::variant<cli_command, config_error> parse_cli(const std::vector<std::string>
 std::optional<config_error> apply_flags(config& cfg, const cli_command& cmd);
 
 // File, then environment, then flags. A missing --config means built-in defaults.
-config_result load_config(const cli_command& cmd, const std::map<std::string, std::string>& env);
+config_result load_config(const cli_command& cmd, const std::map<std::string, std::string>& env,
+                          config_extension* ext = nullptr);
 
 std::string usage();
 

@@ -14,33 +14,29 @@
 #include <iostream>
 
 #include "e2e/capacity_world.hpp"
+#include "testenv/shared_env.hpp"
 
 namespace headroom::e2e {
 namespace {
 
 using namespace std::chrono_literals;
 
-env& shared() {
-  static env e = [] {
-    env out;
-    out.c = cluster::shared(cluster_options{.karpenter = true});
-    if (!out.c) {
-      out.why = cluster::unavailable_reason();
-      return out;
-    }
-    testpeer::actions_peer::options o;
-    o.pat = pat;
-    o.poll_hold = "20s";
-    out.peer = testpeer::actions_peer::start(o, out.why);
+env make_env() {
+  env out;
+  out.c = cluster::shared(cluster_options{.karpenter = true});
+  if (!out.c) {
+    out.why = cluster::unavailable_reason();
     return out;
-  }();
-  return e;
+  }
+  testpeer::actions_peer::options o;
+  o.pat = pat;
+  o.poll_hold = "20s";
+  out.peer = testpeer::actions_peer::start(o, out.why);
+  return out;
 }
 
-struct env_teardown : ::testing::Environment {
-  void TearDown() override { shared().peer.reset(); }
-};
-const auto* const teardown = ::testing::AddGlobalTestEnvironment(new env_teardown);
+testenv::shared_env<env> the_env{make_env, [](env& e) { e.peer.reset(); }};
+env& shared() { return the_env.get(); }
 
 #define REQUIRE_ENV(var)                                                          \
   auto& var = shared();                                                           \

@@ -13,6 +13,7 @@
 #include "adapters/bigfleet/node_state.hpp"
 #include "messages/type_ids.hpp"
 #include "testenv/cluster_fixture.hpp"
+#include "testenv/shared_env.hpp"
 #include "testenv/peer_process.hpp"
 
 namespace headroom {
@@ -57,72 +58,63 @@ struct env {
   std::string why;
 };
 
-bool env_started = false;
-
-env& shared() {
-  static env e = [] {
-    env_started = true;
-    env out;
-    out.c = cluster::shared();
-    if (!out.c) {
-      out.why = cluster::unavailable_reason();
-      return out;
-    }
-    auto applied = out.c->kubectl({"apply", "-f", std::string{HEADROOM_SOURCE_DIR} + "/deploy/crds/"});
-    if (applied.exit_code != 0) {
-      out.why = "installing the CRDs failed: " + applied.err;
-      out.c = nullptr;
-      return out;
-    }
-    out.c->kubectl({"wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"});
-    k8s::transport::options topts;
-    topts.qps = 500;
-    topts.burst = 500;
-    out.io = std::make_unique<k8s::transport>(topts);
-    out.client = std::make_unique<k8s::client>(std::get<k8s::connection>(k8s::load_kubeconfig(out.c->kubeconfig())), *out.io);
-    out.deps.client = out.client.get();
-    auto opts = [](const k8s::resource_kind& kind) {
-      k8s::informer<k8s::unstructured>::options o;
-      o.kind = kind;
-      return o;
-    };
-    k8s::informer<k8s::pod>::options pod_opts;
-    pod_opts.kind = k8s::kinds::pods;
-    out.deps.capacity_requests = k8s::informer<k8s::unstructured>::make(*out.client, opts(bf::kinds::capacity_requests));
-    out.deps.upcoming_nodes = k8s::informer<k8s::unstructured>::make(*out.client, opts(bf::kinds::upcoming_nodes));
-    out.deps.pods = k8s::informer<k8s::pod>::make(*out.client, pod_opts);
-    out.deps.pods->add_index("node", [](const k8s::pod& p) {
-      return p.node_name.empty() ? std::vector<std::string>{} : std::vector<std::string>{p.node_name};
-    });
-    out.deps.capacity_requests->start();
-    out.deps.upcoming_nodes->start();
-    out.deps.pods->start();
-    eventually([&] { return out.deps.capacity_requests->synced() && out.deps.upcoming_nodes->synced() && out.deps.pods->synced(); }, 30s);
-    out.cfg = std::make_unique<caf::actor_system_config>();
-    out.sys = std::make_unique<caf::actor_system>(*out.cfg);
+env make_env() {
+  env out;
+  out.c = cluster::shared();
+  if (!out.c) {
+    out.why = cluster::unavailable_reason();
     return out;
-  }();
-  return e;
+  }
+  auto applied = out.c->kubectl({"apply", "-f", std::string{HEADROOM_SOURCE_DIR} + "/deploy/crds/"});
+  if (applied.exit_code != 0) {
+    out.why = "installing the CRDs failed: " + applied.err;
+    out.c = nullptr;
+    return out;
+  }
+  out.c->kubectl({"wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"});
+  k8s::transport::options topts;
+  topts.qps = 500;
+  topts.burst = 500;
+  out.io = std::make_unique<k8s::transport>(topts);
+  out.client = std::make_unique<k8s::client>(std::get<k8s::connection>(k8s::load_kubeconfig(out.c->kubeconfig())), *out.io);
+  out.deps.client = out.client.get();
+  auto opts = [](const k8s::resource_kind& kind) {
+    k8s::informer<k8s::unstructured>::options o;
+    o.kind = kind;
+    return o;
+  };
+  k8s::informer<k8s::pod>::options pod_opts;
+  pod_opts.kind = k8s::kinds::pods;
+  out.deps.capacity_requests = k8s::informer<k8s::unstructured>::make(*out.client, opts(bf::kinds::capacity_requests));
+  out.deps.upcoming_nodes = k8s::informer<k8s::unstructured>::make(*out.client, opts(bf::kinds::upcoming_nodes));
+  out.deps.pods = k8s::informer<k8s::pod>::make(*out.client, pod_opts);
+  out.deps.pods->add_index("node", [](const k8s::pod& p) {
+    return p.node_name.empty() ? std::vector<std::string>{} : std::vector<std::string>{p.node_name};
+  });
+  out.deps.capacity_requests->start();
+  out.deps.upcoming_nodes->start();
+  out.deps.pods->start();
+  eventually([&] { return out.deps.capacity_requests->synced() && out.deps.upcoming_nodes->synced() && out.deps.pods->synced(); }, 30s);
+  out.cfg = std::make_unique<caf::actor_system_config>();
+  out.sys = std::make_unique<caf::actor_system>(*out.cfg);
+  return out;
 }
 
-// Torn down in order before static destruction: actors, then informers, then the transport.
-struct env_teardown : ::testing::Environment {
-  void TearDown() override {
-    if (!env_started)
-      return;
-    auto& e = shared();
-    e.sys.reset();
-    for (auto* inf : {e.deps.capacity_requests.get(), e.deps.upcoming_nodes.get()})
-      if (inf)
-        inf->stop();
-    if (e.deps.pods)
-      e.deps.pods->stop();
-    e.io.reset();  // joins the I/O thread: no callback runs after this
-    e.deps = {};
-    e.client.reset();
-  }
-};
-const auto* const teardown = ::testing::AddGlobalTestEnvironment(new env_teardown);
+// In order: actors, then informers, then the transport.
+void stop_env(env& e) {
+  e.sys.reset();
+  for (auto* inf : {e.deps.capacity_requests.get(), e.deps.upcoming_nodes.get()})
+    if (inf)
+      inf->stop();
+  if (e.deps.pods)
+    e.deps.pods->stop();
+  e.io.reset();  // joins the I/O thread: no callback runs after this
+  e.deps = {};
+  e.client.reset();
+}
+
+testenv::shared_env<env> the_env{make_env, stop_env};
+env& shared() { return the_env.get(); }
 
 #define REQUIRE_ENV(var) \
   auto& var = shared(); \

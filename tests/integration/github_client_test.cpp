@@ -16,6 +16,7 @@
 #include "testenv/actions_peer.hpp"
 #include "runtime/log.hpp"
 #include "testenv/cluster_fixture.hpp"
+#include "testenv/shared_env.hpp"
 
 namespace headroom {
 namespace {
@@ -40,39 +41,30 @@ std::vector<std::string>& captured() {
   return lines;
 }
 
-bool env_started = false;
-
-peer_env& env() {
-  static peer_env e = [] {
-    env_started = true;
-    peer_env out;
-    runtime::logger::global().set_level(runtime::log_level::debug);
-    runtime::logger::global().set_sink([](std::string_view line) {
-      std::lock_guard lock(log_mu);
-      captured().emplace_back(line);
-    });
-    std::tie(out.private_key, out.public_key) = testpeer::make_app_key();
-    testpeer::actions_peer::options opts;
-    opts.app_public_key_pem = out.public_key;
-    opts.pat = std::string{kPat};
-    opts.hud_token = std::string{kHudToken};
-    out.peer = testpeer::actions_peer::start(opts, out.why);
-    out.io = std::make_unique<http::transport>(http::transport::options{});
-    return out;
-  }();
-  return e;
+peer_env make_env() {
+  peer_env out;
+  runtime::logger::global().set_level(runtime::log_level::debug);
+  runtime::logger::global().set_sink([](std::string_view line) {
+    std::lock_guard lock(log_mu);
+    captured().emplace_back(line);
+  });
+  std::tie(out.private_key, out.public_key) = testpeer::make_app_key();
+  testpeer::actions_peer::options opts;
+  opts.app_public_key_pem = out.public_key;
+  opts.pat = std::string{kPat};
+  opts.hud_token = std::string{kHudToken};
+  out.peer = testpeer::actions_peer::start(opts, out.why);
+  out.io = std::make_unique<http::transport>(http::transport::options{});
+  return out;
 }
 
-// The I/O thread stops before static destruction (its last callbacks may log).
-struct env_teardown : ::testing::Environment {
-  void TearDown() override {
-    if (!env_started)
-      return;
-    env().io.reset();
-    env().peer.reset();
-  }
-};
-const auto* const teardown = ::testing::AddGlobalTestEnvironment(new env_teardown);
+void stop_env(peer_env& e) {
+  e.io.reset();
+  e.peer.reset();
+}
+
+testenv::shared_env<peer_env> the_env{make_env, stop_env};
+peer_env& env() { return the_env.get(); }
 
 #define REQUIRE_PEER(var) \
   auto& var = env(); \

@@ -14,6 +14,7 @@
 #include "messages/type_ids.hpp"
 #include "testenv/actions_peer.hpp"
 #include "testenv/cluster_fixture.hpp"
+#include "testenv/shared_env.hpp"
 
 namespace headroom {
 namespace {
@@ -30,38 +31,28 @@ struct env {
   std::string why;
 };
 
-bool env_started = false;
-
-env& shared() {
-  static env e = [] {
-    env_started = true;
-    env out;
-    std::string public_key;
-    std::tie(out.private_key, public_key) = testpeer::make_app_key();
-    testpeer::actions_peer::options o;
-    o.app_public_key_pem = public_key;
-    out.peer = testpeer::actions_peer::start(o, out.why);
-    out.io = std::make_unique<http::transport>(http::transport::options{});
-    out.cfg = std::make_unique<caf::actor_system_config>();
-    out.sys = std::make_unique<caf::actor_system>(*out.cfg);
-    return out;
-  }();
-  return e;
+env make_env() {
+  env out;
+  std::string public_key;
+  std::tie(out.private_key, public_key) = testpeer::make_app_key();
+  testpeer::actions_peer::options o;
+  o.app_public_key_pem = public_key;
+  out.peer = testpeer::actions_peer::start(o, out.why);
+  out.io = std::make_unique<http::transport>(http::transport::options{});
+  out.cfg = std::make_unique<caf::actor_system_config>();
+  out.sys = std::make_unique<caf::actor_system>(*out.cfg);
+  return out;
 }
 
-// Torn down before static destruction: the actors, then the I/O thread (whose last callbacks
-// log), while the logger and the secret registry still exist.
-struct env_teardown : ::testing::Environment {
-  void TearDown() override {
-    if (!env_started)
-      return;
-    auto& e = shared();
-    e.sys.reset();
-    e.io.reset();
-    e.peer.reset();
-  }
-};
-const auto* const teardown = ::testing::AddGlobalTestEnvironment(new env_teardown);
+// The actors first, then the I/O thread, then the peer.
+void stop_env(env& e) {
+  e.sys.reset();
+  e.io.reset();
+  e.peer.reset();
+}
+
+testenv::shared_env<env> the_env{make_env, stop_env};
+env& shared() { return the_env.get(); }
 
 #define REQUIRE_PEER(var) \
   auto& var = shared(); \

@@ -1,0 +1,109 @@
+#pragma once
+
+// The configuration sections of headroom's modes, read from the same YAML file as the runtime's
+// own (runtime/config.hpp) through a config_extension. Each mode's wiring reads its section here;
+// nothing below app/ knows them.
+
+#include <string>
+#include <string_view>
+#include <utility>
+#include <variant>
+#include <vector>
+
+#include "runtime/config.hpp"
+#include "runtime/config_reader.hpp"
+
+namespace headroom::app {
+
+using runtime::millis;
+
+// The BigFleet operator (one outbound stream to a shard). Off unless enabled.
+struct bigfleet_section {
+  bool enabled = false;
+  std::string cluster_id;  // Hello.cluster_id; with mTLS also the client certificate's URI SAN
+  std::string shard;       // host:port
+  std::string tls_ca_file, tls_cert_file, tls_key_file, tls_server_name;  // all three files = mTLS
+  millis rollup_interval{10'000};
+  std::string bootstrap_template_file;  // "" = a minimal cloud-config comment
+  std::string penalty_defaults_file;    // PriorityClass → penalties (YAML); "" = none
+  bool capacity_requests = true;        // run the controller that makes one CR per Pod
+};
+
+// GitHub: where the scale sets live. Credentials come from the environment only (never from a
+// file that might be shared or logged): HEADROOM_GITHUB_TOKEN (a PAT), or HEADROOM_GITHUB_APP_ID,
+// HEADROOM_GITHUB_APP_INSTALLATION_ID and HEADROOM_GITHUB_APP_PRIVATE_KEY (PEM text) or
+// HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE.
+struct github_section {
+  std::string config_url;  // https://github.com/<org>[/<repo>], …/enterprises/<slug>, or GHES
+  std::string ca_file;     // extra trusted CA (PEM) for a GHES or test endpoint; "" = system CAs
+};
+
+// The HUD's queued-job demand (optional). The token comes from HEADROOM_HUD_TOKEN.
+struct hud_section {
+  std::string url;  // base URL; "" = no HUD, the monitor uses proactiveCapacity alone
+  millis interval{30'000};
+};
+
+struct toleration_section {
+  std::string key, op = "Equal", value, effect;
+};
+
+// One runner scale set (the seed's Helm values, per scale set).
+struct scale_set_section {
+  std::string name;
+  std::string ns = "default";  // where its runner and placeholder pods live
+  std::string runner_group = "default";
+  std::vector<std::string> labels;  // extra labels; the name is always one
+  uint32_t max_runners = 10;
+  std::string mode = "standalone";   // standalone: headroom makes runner pods; arc: patches an EphemeralRunnerSet
+  std::string ephemeral_runner_set;  // arc mode: its name in `ns`
+  struct runner_section {
+    std::string image = "ghcr.io/actions/actions-runner:latest";
+    std::vector<std::string> command{"/home/runner/run.sh"};
+    std::string cpu = "1", memory = "2Gi";
+    std::vector<std::pair<std::string, std::string>> node_selector;
+    std::vector<toleration_section> tolerations;
+    std::string service_account;
+  } runner;
+  struct capacity_aware_section {
+    bool enabled = true;
+    uint32_t proactive_capacity = 1;
+    millis recalculate_interval{30'000};
+    millis placeholder_ready_timeout{300'000};
+    std::string workflow_cpu = "2", workflow_memory = "4Gi";
+    std::string placeholder_image = "busybox:1.36";
+    std::vector<std::string> placeholder_command{"sleep", "900"};
+    // A capacity change cancels the held poll and re-polls with the new value (false: the stock
+    // behaviour, the capacity is read only when the next poll starts; for comparison).
+    bool repoll_on_change = true;
+  } capacity_aware;
+  struct health_section {
+    millis interval{30'000};
+    millis registration_timeout{120'000};  // Running this long and not registered → replaced
+    millis pending_timeout{600'000};       // Pending this long → replaced
+    millis idle_timeout{600'000};          // registered, no job this long → removed
+    millis terminal_grace{60'000};         // a finished runner pod is deleted after this
+  } health;
+};
+
+// Every mode's section; passed to load_config / parse_config_yaml as their extension.
+struct settings final : runtime::config_extension {
+  bigfleet_section bigfleet;
+  github_section github;
+  hud_section hud;
+  std::vector<scale_set_section> scale_sets;
+
+  std::vector<std::string> keys() const override;
+  void read(const std::string& key, const YAML::Node& node) override;
+  void check() override;
+};
+
+// The runtime configuration and the modes' sections from YAML text (tests, check-config).
+struct parsed_config {
+  runtime::config runtime;
+  settings modes;
+};
+std::variant<parsed_config, runtime::config_error> parse_config_yaml(std::string_view yaml,
+                                                                     std::string_view origin = "config");
+
+}  // namespace headroom::app
