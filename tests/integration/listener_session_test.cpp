@@ -197,5 +197,72 @@ TEST(listener_session, capacity_drop_re_polls_at_once_and_jobs_are_acquired_with
   caf::anon_send_exit(prov, caf::exit_reason::user_shutdown);
 }
 
+// What a stand-in capacity monitor heard from the listener, and the capacity it answers with.
+struct monitor_log {
+  std::mutex m;
+  int asked = 0;                  // capacity_atom questions
+  std::vector<int64_t> polled;    // capacity_polled values, in order
+  std::vector<int64_t> polled_copy() {
+    std::lock_guard lock(m);
+    return polled;
+  }
+};
+
+caf::actor spawn_monitor(caf::actor_system& sys, std::shared_ptr<monitor_log> log, int64_t capacity) {
+  return sys.spawn(
+      [](caf::event_based_actor* self, std::shared_ptr<monitor_log> log, int64_t capacity) -> caf::behavior {
+        return {
+            [self, log, capacity](msg::capacity_atom) {
+              {
+                std::lock_guard lock(log->m);
+                ++log->asked;
+              }
+              self->send(caf::actor_cast<caf::actor>(self->current_sender()), msg::set_max_capacity{capacity});
+            },
+            [log](msg::capacity_polled p) {
+              std::lock_guard lock(log->m);
+              log->polled.push_back(p.capacity);
+            },
+        };
+      },
+      std::move(log), capacity);
+}
+
+TEST(listener_session, a_started_listener_asks_the_monitor_and_reports_each_poll) {
+  REQUIRE_PEER(e);
+  auto c = client_for(e, "listener-ask-org");
+  const int64_t set = create_scale_set(c, "listener-ask-set");
+  ASSERT_GT(set, 0);
+  auto log = std::make_shared<monitor_log>();
+  auto monitor = spawn_monitor(*e.sys, log, 2);
+  actors::listener_options o;
+  o.scale_set_id = set;
+  o.owner = "headroom-test";
+  o.initial_capacity = 0;  // nothing confirmed until the monitor answers
+  auto l = actors::spawn_listener_session(*e.sys, c, actors::listener_peers{{}, monitor}, o);
+
+  // The monitor's answer reaches the service: a poll carries 2, and the monitor hears of it.
+  ASSERT_TRUE(eventually([&] {
+    auto p = polls(e, set);
+    return !p.empty() && p.back().first == 2;
+  }, 10s));
+  EXPECT_TRUE(eventually([&] {
+    auto p = log->polled_copy();
+    return !p.empty() && p.back() == 2;
+  }, 5s)) << "each poll start is told back to the monitor";
+  {
+    std::lock_guard lock(log->m);
+    EXPECT_EQ(log->asked, 1) << "asked once, at start";
+  }
+  // A repeat of the value the held poll carries changes nothing: no cancel, no new poll.
+  const size_t before = polls(e, set).size();
+  caf::anon_send(l, msg::set_max_capacity{2});
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(polls(e, set).size(), before) << "the same capacity again does not re-poll";
+
+  caf::anon_send_exit(l, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(monitor, caf::exit_reason::user_shutdown);
+}
+
 }  // namespace
 }  // namespace headroom
