@@ -114,13 +114,17 @@ struct provisioner_log {
   }
 };
 
+// Data goes in as a spawn argument, not a capture: CAF 0.17.6 dereferences a null argument tuple
+// when an actor is spawned with none (UBSan flags it).
 caf::actor spawn_provisioner(caf::actor_system& sys, std::shared_ptr<provisioner_log> log) {
-  return sys.spawn([log](caf::event_based_actor*) -> caf::behavior {
-    return {[log](msg::scale_set_update& u) {
-      std::lock_guard lock(log->m);
-      log->updates.push_back(std::move(u));
-    }};
-  });
+  return sys.spawn(
+      [](caf::event_based_actor*, std::shared_ptr<provisioner_log> log) -> caf::behavior {
+        return {[log](msg::scale_set_update& u) {
+          std::lock_guard lock(log->m);
+          log->updates.push_back(std::move(u));
+        }};
+      },
+      std::move(log));
 }
 
 TEST(listener_session, capacity_drop_re_polls_at_once_and_jobs_are_acquired_within_it) {
