@@ -1,50 +1,12 @@
-// The capacity loop's pure parts: the two formulas, what a placeholder pod's state means, and the
-// pod objects headroom creates.
-
-#include <caf/all.hpp>
-
-#include <algorithm>
-#include <random>
+// The pod objects the capacity loop creates (pure JSON builders): placeholders on the priority
+// ladder, standalone runner pods and their JIT Secrets, the PriorityClasses.
 
 #include "actors/capacity/capacity.hpp"
-#include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
 
 namespace headroom::actors::capacity {
 
 using runtime::json_escape;
-
-const char* role_label(role r) {
-  switch (r) {
-    case role::runner_placeholder: return "runner-placeholder";
-    case role::workflow_placeholder: return "workflow-placeholder";
-    case role::runner: return "runner";
-  }
-  return "unknown";
-}
-
-int64_t desired_pairs(const capacity_inputs& in) {
-  const int64_t room = in.max_runners - in.assigned_jobs;
-  return std::max<int64_t>(0, std::min(in.proactive + in.queued, room));
-}
-
-int64_t advertised_capacity(const capacity_inputs& in) {
-  const int64_t unplaced = std::max<int64_t>(0, in.assigned_jobs - in.runners_placed);
-  const int64_t free_pairs = std::max<int64_t>(0, in.ready_pairs - unplaced);
-  return std::max<int64_t>(0, std::min(in.assigned_jobs + free_pairs, in.max_runners));
-}
-
-pod_state placeholder_state(const k8s::pod* p) {
-  if (p == nullptr)
-    return pod_state::absent;
-  if (!p->meta.deletion_timestamp.empty() || p->phase == "Failed" || p->phase == "Succeeded")
-    return pod_state::gone;  // preempted, evicted, deleted, or its container ended
-  if (const auto* c = p->find_condition("DisruptionTarget"); c != nullptr && c->status == "True")
-    return pod_state::gone;  // the scheduler chose it as a preemption victim
-  if (p->phase == "Running" && !p->node_name.empty())
-    return pod_state::running;
-  return pod_state::pending;
-}
 
 namespace {
 
@@ -154,13 +116,6 @@ std::string priority_class_object(const priority_class_spec& p) {
          std::to_string(p.value) + ",\"globalDefault\":false,\"preemptionPolicy\":" +
          json_escape(std::string_view{p.name}.rfind("placeholder", 0) == 0 ? "Never" : "PreemptLowerPriority") +
          ",\"description\":" + json_escape(p.description) + "}";
-}
-
-std::string new_slot_id() {
-  static thread_local std::mt19937_64 rng{std::random_device{}()};
-  char buf[9];
-  std::snprintf(buf, sizeof buf, "%08x", static_cast<unsigned>(rng() & 0xffffffffu));
-  return buf;
 }
 
 }  // namespace headroom::actors::capacity
