@@ -10,6 +10,7 @@
 #include <random>
 
 #include "actors/bigfleet/bigfleet.hpp"
+#include "app/reactive.hpp"
 #include "app/scale_sets.hpp"
 #include "actors/leadership/leadership_gate.hpp"
 #include "adapters/k8s/client.hpp"
@@ -35,6 +36,8 @@ struct cluster_services {
   actors::bigfleet::operator_options fleet_opts;
   // The scale sets' contexts, informers and GitHub client.
   std::shared_ptr<scale_set_services> sets;
+  // Reactive scaling: the Prometheus client (its own I/O thread) and the targets.
+  std::shared_ptr<reactive_services> reactive;
 
   // The I/O thread goes first (its callbacks hold informers and the elector), then the rest.
   ~cluster_services() {
@@ -46,6 +49,7 @@ struct cluster_services {
     if (sets)
       sets->stop();
     io.reset();
+    reactive.reset();
   }
 };
 
@@ -175,6 +179,8 @@ runtime::child_spec acting_subtree(const runtime::config& cfg, const settings& m
     children.push_back(bigfleet_subtree(cfg, modes, svc, m, ready));
   if (svc && svc->sets)
     children.push_back(scale_sets_subtree(cfg, modes, svc->sets, m, ready));
+  if (svc && svc->reactive)
+    children.push_back(reactive_subtree(cfg, svc->reactive, m, ready));
   return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "acting", &m, &ready), std::move(children));
 }
 
@@ -205,6 +211,8 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
       return std::string{"bigfleet.enabled: the BigFleet operator needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
     if (!modes.scale_sets.empty())
       return std::string{"scaleSets: runner scale sets need a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
+    if (!modes.reactive.targets.empty())
+      return std::string{"reactive.targets: reactive scaling needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
     runtime::log::info("agent", "no cluster configured", {{"hint", "set kubernetes.kubeconfig, --kubeconfig or run in a Pod"}});
     plan.children.push_back(acting_subtree(cfg, modes, nullptr, m, ready));
     return plan;
@@ -223,6 +231,11 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
   if (!modes.scale_sets.empty()) {
     svc->sets = std::make_shared<scale_set_services>();
     if (auto problem = prepare_scale_sets(modes, runtime::process_env(), *svc->api, *svc->io, m, *svc->sets))
+      return *problem;
+  }
+  if (!modes.reactive.targets.empty()) {
+    svc->reactive = std::make_shared<reactive_services>();
+    if (auto problem = prepare_reactive(cfg, modes, runtime::process_env(), *svc->api, m, *svc->reactive))
       return *problem;
   }
   plan.services = svc;

@@ -10,6 +10,7 @@
 #include "messages/capacity.hpp"
 #include "messages/k8s.hpp"
 #include "messages/listener.hpp"
+#include "messages/reactive.hpp"
 #include "runtime/messages.hpp"
 
 CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::id_block::headroom_runtime::end)
@@ -29,6 +30,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::id_block::headroom_runtime::end)
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::queued_jobs))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::jit_reply))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::runner_status))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::quota_report))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::quota_claim))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::quota_verdict))
 
   /// shard_session → rollup: the stream just opened; send a roll-up now, not at the next tick.
   CAF_ADD_ATOM(headroom, headroom::msg, rollup_atom, "rollup")

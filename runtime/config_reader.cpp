@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <charconv>
+#include <cmath>
+#include <sstream>
 
 namespace headroom::runtime {
 
@@ -89,6 +91,25 @@ void config_section::read_uint(const std::string& key, uint32_t& out, uint32_t m
                           ", found " + text);
     out = static_cast<uint32_t>(value);
   }
+
+void config_section::read_double(const std::string& key, double& out, double min, double max) const {
+  auto child = get(key);
+  if (!child)
+    return;
+  if (!child->IsScalar())
+    config_fail(path(key), "expected a number, found " + yaml_kind(*child));
+  const auto text = child->Scalar();
+  double value = 0;
+  auto [end, ec] = std::from_chars(text.data(), text.data() + text.size(), value);
+  if (ec != std::errc{} || end != text.data() + text.size() || !std::isfinite(value))
+    config_fail(path(key), "expected a number, found '" + text + "'");
+  if (value < min || value > max) {
+    std::ostringstream range;
+    range << "must be between " << min << " and " << max << ", found " << text;
+    config_fail(path(key), range.str());
+  }
+  out = value;
+}
 
 void config_section::read_duration(const std::string& key, millis& out, millis min, millis max) const {
     auto child = get(key);

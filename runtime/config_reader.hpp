@@ -38,6 +38,7 @@ class config_section {
 
   void read_uint(const std::string& key, uint32_t& out, uint32_t min, uint32_t max) const;
   void read_duration(const std::string& key, millis& out, millis min, millis max) const;
+  void read_double(const std::string& key, double& out, double min, double max) const;
   void read_bool(const std::string& key, bool& out) const;
   std::vector<std::string> read_strings(const std::string& key) const;
   std::vector<std::pair<std::string, std::string>> read_string_map(const std::string& key) const;

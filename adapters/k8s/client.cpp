@@ -209,9 +209,18 @@ std::string query(std::initializer_list<std::pair<const char*, std::string>> par
   c->req.method = METHOD;                            \
   c->done = std::move(cb)
 
-void client::get(const resource_kind& k, std::string_view ns, std::string_view name, api_callback cb) {
+void client::get(const resource_kind& k, std::string_view ns, std::string_view name, api_callback cb,
+                 std::string_view subresource) {
   HEADROOM_CALL("get", "GET", name);
-  c->req.url = conn_.server + k.path(ns, name);
+  c->req.url = conn_.server + k.path(ns, name, subresource);
+  send(c);
+}
+
+void client::discover(std::string_view api_version, api_callback cb) {
+  static const resource_kind k{"", "", "discovery", false};
+  const std::string_view ns;
+  HEADROOM_CALL("get", "GET", api_version);
+  c->req.url = conn_.server + (api_version.find('/') == std::string_view::npos ? "/api/" : "/apis/") + std::string{api_version};
   send(c);
 }
 
@@ -237,9 +246,9 @@ void client::create(const resource_kind& k, std::string_view ns, std::string bod
 }
 
 void client::replace(const resource_kind& k, std::string_view ns, std::string_view name, std::string body,
-                     api_callback cb) {
+                     api_callback cb, std::string_view subresource) {
   HEADROOM_CALL("update", "PUT", name);
-  c->req.url = conn_.server + k.path(ns, name);
+  c->req.url = conn_.server + k.path(ns, name, subresource);
   c->req.body = std::move(body);
   send(c);
 }

@@ -90,10 +90,16 @@ class client {
  public:
   client(connection conn, transport& t, retry_policy retry = {});
 
-  void get(const resource_kind& k, std::string_view ns, std::string_view name, api_callback cb);
+  // `k` must outlive the call (retries read it): a static kind, or one the callback holds.
+  void get(const resource_kind& k, std::string_view ns, std::string_view name, api_callback cb,
+           std::string_view subresource = {});
   void list(const resource_kind& k, std::string_view ns, const list_options& opts, api_callback cb);
   void create(const resource_kind& k, std::string_view ns, std::string body, api_callback cb);
-  void replace(const resource_kind& k, std::string_view ns, std::string_view name, std::string body, api_callback cb);
+  void replace(const resource_kind& k, std::string_view ns, std::string_view name, std::string body, api_callback cb,
+               std::string_view subresource = {});
+  // The APIResourceList of a group version ("v1", "apps/v1"): what kinds it serves, their plural
+  // names and scopes (see find_resource in scale.hpp).
+  void discover(std::string_view api_version, api_callback cb);
   void merge_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string patch,
                    api_callback cb, std::string_view subresource = {});
   void json_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string patch,

@@ -56,3 +56,83 @@ TEST(capacity_config, scale_set_errors_name_the_key) {
 
 }  // namespace
 }  // namespace headroom::app
+
+namespace headroom::app {
+namespace {
+
+TEST(reactive_config, targets_take_the_seed_defaults_and_override_them) {
+  auto r = parse_config_yaml(R"(
+reactive:
+  prometheus: {url: "http://prom:9090", timeout: 3s}
+  defaults: {cooldown: 1m}
+  quotas: {ml: 12}
+  targets:
+    - scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, namespace: serving, name: inference}
+      minReplicas: 2
+      maxReplicas: 20
+      metric: 'custom_metric{job="my-inference"}'
+      target: 100
+      tenant: ml
+    - scaleTargetRef: {kind: StatefulSet, name: cache}
+      maxReplicas: 3
+      metric: queue_depth
+      target: 0.8
+      scaleUpWindow: 30s
+      scaleDownThreshold: 0.25
+)");
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
+  const auto& re = std::get<parsed_config>(r).modes.reactive;
+  EXPECT_EQ(re.prometheus.url, "http://prom:9090");
+  ASSERT_EQ(re.targets.size(), 2u);
+  const auto& a = re.targets[0];
+  EXPECT_EQ(a.ns, "serving");
+  EXPECT_EQ(a.min_replicas, 2u);
+  EXPECT_EQ(a.target, 100);
+  EXPECT_EQ(a.tenant, "ml");
+  // The seed's defaults, and the section's own default for cooldown.
+  EXPECT_EQ(a.rules.evaluation_interval, millis{60'000});
+  EXPECT_EQ(a.rules.scale_up_window, millis{120'000});
+  EXPECT_EQ(a.rules.scale_down_window, millis{300'000});
+  EXPECT_EQ(a.rules.scale_down_threshold, 0.5);
+  EXPECT_EQ(a.rules.cooldown, millis{60'000});
+  const auto& b = re.targets[1];
+  EXPECT_EQ(b.api_version, "apps/v1");
+  EXPECT_EQ(b.kind, "StatefulSet");
+  EXPECT_EQ(b.ns, "default");
+  EXPECT_EQ(b.min_replicas, 1u);
+  EXPECT_EQ(b.rules.scale_up_window, millis{30'000});
+  EXPECT_EQ(b.rules.scale_down_threshold, 0.25);
+  ASSERT_EQ(re.quotas.size(), 1u);
+  EXPECT_EQ(re.quotas[0], (std::pair<std::string, uint32_t>{"ml", 12}));
+}
+
+TEST(reactive_config, errors_name_the_key) {
+  const std::pair<const char*, const char*> cases[] = {
+      {"reactive: {targets: [{metric: x, target: 1}]}", "reactive.targets[0].scaleTargetRef"},
+      {"reactive: {targets: [{scaleTargetRef: {name: a}, target: 1}]}", "reactive.targets[0].metric"},
+      {"reactive: {targets: [{scaleTargetRef: {name: a}, metric: x}]}", "reactive.targets[0].target"},
+      {"reactive: {targets: [{scaleTargetRef: {name: a}, metric: x, target: lots}]}", "reactive.targets[0].target"},
+      {"reactive: {targets: [{scaleTargetRef: {name: a}, metric: x, target: 1, minReplicas: 5, maxReplicas: 2}]}",
+       "reactive.targets[0].maxReplicas"},
+      {"reactive: {targets: [{scaleTargetRef: {name: A_b}, metric: x, target: 1}]}", "reactive.targets[0].scaleTargetRef.name"},
+      {"reactive: {targets: [{scaleTargetRef: {name: a, kind: deployment}, metric: x, target: 1}]}",
+       "reactive.targets[0].scaleTargetRef.kind"},
+      {"reactive: {targets: [{scaleTargetRef: {name: a}, metric: x, target: 1, scaleDownThreshold: 2}]}",
+       "reactive.targets[0].scaleDownThreshold"},
+      {"reactive: {targets: [{scaleTargetRef: {name: a}, metric: x, target: 1, cooldwn: 1m}]}", "reactive.targets[0].cooldwn"},
+      {"reactive: {targets: [{scaleTargetRef: {name: a}, metric: x, target: 1, tenant: ml}]}", "reactive.targets[0].tenant"},
+      {"reactive: {quotas: {ml: -1}}", "reactive.quotas.ml"},
+      {"reactive: {quotas: [ml]}", "reactive.quotas"},
+      {"reactive: {prometheus: {url: prom:9090}}", "reactive.prometheus.url"},
+      {"reactive: {targets: [{scaleTargetRef: {name: a}, metric: x, target: 1}, {scaleTargetRef: {name: a}, metric: y, target: 2}]}",
+       "reactive.targets[1].scaleTargetRef"},
+  };
+  for (const auto& [yaml, key] : cases) {
+    auto r = parse_config_yaml(yaml);
+    ASSERT_TRUE(std::holds_alternative<runtime::config_error>(r)) << yaml;
+    EXPECT_EQ(std::get<runtime::config_error>(r).path, key) << yaml << " → " << std::get<runtime::config_error>(r).message();
+  }
+}
+
+}  // namespace
+}  // namespace headroom::app

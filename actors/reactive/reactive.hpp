@@ -1,0 +1,86 @@
+#pragma once
+
+// Reactive metric-driven scaling (seed 001): one reactive_scaler per target workload, and one
+// reactive_quota keeper for the tenants' caps.
+//
+//   reactive (supervisor) ── reactive_quota
+//                         └─ reactive_scaler × N   (one per target; asks the quota's relay)
+//
+// A scaler evaluates its target every evaluationInterval: it asks Prometheus for the metric's
+// samples over the longest window, decides with model.hpp, and carries a step out on the target's
+// /scale subresource. What must survive a restart lives on the target: its replicas, and the last
+// scale event (annotation headroom.dev/reactive-scale), written *before* /scale as the step's
+// intent, so a headroom killed between the two finishes the step on restart instead of losing or
+// repeating it.
+
+#include <caf/fwd.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/reactive/model.hpp"
+
+namespace headroom::k8s {
+class client;
+}
+namespace headroom::prom {
+class client;
+}
+
+namespace headroom::actors::reactive {
+
+struct target_ref {
+  std::string api_version = "apps/v1";
+  std::string kind = "Deployment";
+  std::string ns = "default";
+  std::string name;
+  std::string id() const { return ns + "/" + kind + "/" + name; }  // metrics label, logs, quota
+};
+
+// Per-target series, bound to the target's labels by app/.
+struct scaler_metrics {
+  std::function<void(const char* gauge, double)> set;
+  std::function<void(const char* counter, double)> add;
+  std::function<void(const char* action, const char* reason)> decided;  // counts it, marks it last
+  std::function<void(double seconds)> scale_latency;                    // evaluation due → /scale written
+};
+
+struct scaler_spec {
+  target_ref target;
+  std::string tenant;  // "" = no quota
+  std::string metric;  // PromQL: one series
+  reactive::rules rules;
+};
+
+struct scaler_context {
+  scaler_spec spec;
+  k8s::client* kube = nullptr;
+  std::shared_ptr<prom::client> prom;
+  scaler_metrics metrics;
+};
+using scaler_context_ptr = std::shared_ptr<const scaler_context>;
+
+// `quota`: the quota keeper's relay (ignored when the spec has no tenant).
+caf::actor spawn_reactive_scaler(caf::actor_system& sys, scaler_context_ptr ctx, caf::actor quota);
+
+using quota_caps = std::map<std::string, int32_t>;  // tenant → hard cap on replicas summed
+
+struct quota_options {
+  quota_caps caps;
+  std::map<std::string, std::vector<std::string>> members;  // tenant → its targets' ids
+  // Re-reads the caps (the configuration file, which a ConfigMap update rewrites); nullopt with
+  // the error when it cannot. Unset = the caps never change.
+  std::function<std::optional<quota_caps>(std::string& error)> reload;
+  std::chrono::milliseconds reload_interval{10'000};
+  std::function<void(const std::string& tenant, int32_t used, int32_t cap)> report;  // metrics
+};
+
+caf::actor spawn_reactive_quota(caf::actor_system& sys, quota_options opts);
+
+}  // namespace headroom::actors::reactive

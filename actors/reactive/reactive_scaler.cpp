@@ -1,0 +1,586 @@
+// reactive_scaler: one target workload scaled between minReplicas and maxReplicas by a metric
+// (seed 001). See reactive.hpp for the flow and model.hpp for the rules.
+//
+// Each evaluation: Prometheus → decide() → for a step, a fresh read of /scale (someone else may
+// have changed it), the quota's consent for +1, for −1 the newest pod marked with the lowest
+// pod-deletion-cost, the intent annotation, then /scale with the annotation's resourceVersion as
+// the precondition. A failed /scale write is checked by reading /scale again (a lost response may
+// have applied it); a refused one puts the previous annotation back, is retried at the next
+// evaluation, and after 3 refusals of the same step backs off for 2 cooldowns.
+
+#include <caf/all.hpp>
+
+#include <algorithm>
+#include <chrono>
+
+#include "actors/k8s/api_calls.hpp"
+#include "actors/reactive/reactive.hpp"
+#include "adapters/k8s/client.hpp"
+#include "adapters/k8s/decode.hpp"
+#include "adapters/k8s/scale.hpp"
+#include "adapters/prometheus/client.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/log.hpp"
+
+namespace headroom::actors::reactive {
+
+// The scaler's private message: a Prometheus answer, from the I/O thread back to the same actor.
+struct metric_reply {
+  uint64_t evaluation = 0;
+  prom::query_result result;
+};
+
+}  // namespace headroom::actors::reactive
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::reactive::metric_reply)
+
+namespace headroom::actors::reactive {
+
+namespace {
+
+constexpr std::string_view actor_name = "reactive_scaler";
+constexpr int max_refusals = 3;              // of one step, then back off
+constexpr int metric_alert_after = 3;        // consecutive query failures
+using steady = std::chrono::steady_clock;
+
+enum class call : uint8_t { discover, read_object, read_scale, list_pods, deletion_cost, annotate, write_scale,
+                            verify_scale, revert, event };
+
+struct call_info {
+  call what = call::event;
+};
+
+// A step being carried out.
+struct step {
+  decision d;
+  int32_t from = 0, to = 0;
+  last_scale next;
+  std::string resource_version;
+  steady::time_point due;
+  bool recovery = false;  // finishing an interrupted step found at start
+};
+
+struct scaler_state {
+  scaler_context_ptr ctx;
+  std::string id;  // the target's id, for logs
+  caf::actor quota;
+  api_calls<call_info> calls;
+  std::shared_ptr<const k8s::resource_kind> kind;  // held by every call's callback too
+  std::string uid;
+  bool ready = false;          // discovered and recovered
+  bool recovering = false;     // a discovery/recovery is in flight
+  int32_t current = -1;        // replicas on /scale, as last read or written
+  std::optional<last_scale> last;
+  std::string last_text;       // the annotation as it is on the target ("" = none)
+  double backoff_until = 0;
+  int refusals = 0;
+  int32_t refused_to = -1;
+  int failures = 0;            // consecutive metric failures
+  bool metric_alert = false;
+  bool oscillation_alert = false;
+  uint64_t evaluation = 0;
+  bool evaluating = false;     // a query or a step in flight
+  steady::time_point next_due;
+  steady::time_point due;      // of the evaluation in flight
+  std::optional<step> stepping;
+  static inline const char* name = "headroom.reactive_scaler";
+};
+
+using scaler_actor = caf::stateful_actor<scaler_state>;
+
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+const scaler_spec& spec(scaler_actor* self) { return self->state.ctx->spec; }
+
+const std::string& tid(scaler_actor* self) { return self->state.id; }
+
+// Starts a Kubernetes call whose reply comes back as msg::api_reply. The callback keeps the
+// target's resource kind alive for the client's retries.
+void start(scaler_actor* self, call what, const std::function<void(k8s::client&, const k8s::resource_kind&, k8s::api_callback)>& fn) {
+  auto kind = self->state.kind;
+  auto* kube = self->state.ctx->kube;
+  self->state.calls.start(caf::actor_cast<caf::actor>(self), call_info{what}, [kind, kube, fn](k8s::api_callback cb) {
+    fn(*kube, kind ? *kind : k8s::kinds::pods, [kind, cb = std::move(cb)](k8s::api_result r) { cb(std::move(r)); });
+  });
+}
+
+void record_event(scaler_actor* self, const char* type, const char* reason, const std::string& message) {
+  const auto& t = spec(self).target;
+  if (self->state.uid.empty())
+    return;
+  start(self, call::event, [t, uid = self->state.uid, type, reason, message](k8s::client& kube, const k8s::resource_kind&,
+                                                                           k8s::api_callback cb) {
+    kube.record_event(t.ns, t.kind, t.name, uid, type, reason, message, std::move(cb));
+  });
+}
+
+void report_quota(scaler_actor* self) {
+  if (!spec(self).tenant.empty() && self->state.quota && self->state.current >= 0)
+    caf::anon_send(self->state.quota, msg::quota_report{spec(self).tenant, spec(self).target.id(), self->state.current});
+}
+
+void set_current(scaler_actor* self, int32_t replicas) {
+  self->state.current = replicas;
+  self->state.ctx->metrics.set("headroom_reactive_replicas", replicas);
+  report_quota(self);
+}
+
+void finish_evaluation(scaler_actor* self) {
+  self->state.evaluating = false;
+  self->state.stepping.reset();
+}
+
+void note(scaler_actor* self, const decision& d) {
+  self->state.ctx->metrics.decided(to_string(d.what), to_string(d.why));
+  self->state.ctx->metrics.set("headroom_reactive_desired_replicas", d.what == action::none ? self->state.current : d.replicas);
+}
+
+// --- start-up: discovery, then the target and its /scale -------------------------------------
+
+void recover(scaler_actor* self) {
+  auto& s = self->state;
+  if (s.recovering)
+    return;
+  s.recovering = true;
+  if (!s.kind) {
+    const auto api_version = spec(self).target.api_version;
+    start(self, call::discover, [api_version](k8s::client& kube, const k8s::resource_kind&, k8s::api_callback cb) {
+      kube.discover(api_version, std::move(cb));
+    });
+    return;
+  }
+  const auto t = spec(self).target;
+  start(self, call::read_object, [t](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
+    kube.get(k, t.ns, t.name, std::move(cb));
+  });
+}
+
+void read_scale(scaler_actor* self) {
+  const auto t = spec(self).target;
+  start(self, call::read_scale, [t](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
+    kube.get(k, t.ns, t.name, std::move(cb), "scale");
+  });
+}
+
+void startup_failed(scaler_actor* self, const std::string& error) {
+  self->state.recovering = false;
+  self->state.ctx->metrics.add("headroom_reactive_errors_total", 1);
+  runtime::log::warn(actor_name, "cannot read the target; retrying at the next evaluation", {{"target", tid(self)}, {"error", error}});
+}
+
+// --- a step --------------------------------------------------------------------------------------
+
+void write_annotation(scaler_actor* self, const std::string& text, call what) {
+  const auto t = spec(self).target;
+  const std::string value = text.empty() ? "null" : runtime::json_escape(text);
+  const std::string patch = "{\"metadata\":{\"annotations\":{" + runtime::json_escape(scale_annotation) + ":" + value + "}}}";
+  start(self, what, [t, patch](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
+    kube.merge_patch(k, t.ns, t.name, patch, std::move(cb));
+  });
+}
+
+void write_scale(scaler_actor* self) {
+  const auto t = spec(self).target;
+  const auto body = k8s::encode_scale(t.ns, t.name, self->state.stepping->resource_version, self->state.stepping->to);
+  start(self, call::write_scale, [t, body](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
+    kube.replace(k, t.ns, t.name, body, std::move(cb), "scale");
+  });
+}
+
+void step_done(scaler_actor* self) {
+  auto& s = self->state;
+  auto& st = *s.stepping;
+  const auto& m = s.ctx->metrics;
+  const bool up = st.to > st.from;
+  set_current(self, st.to);
+  s.last = st.next;
+  s.last_text = encode_last_scale(st.next);
+  s.refusals = 0;
+  s.refused_to = -1;
+  m.add(up ? "headroom_reactive_scale_ups_total" : "headroom_reactive_scale_downs_total", 1);
+  m.scale_latency(std::chrono::duration<double>(self->clock().now() - st.due).count());
+  const std::string what = std::to_string(st.from) + " → " + std::to_string(st.to) + " replicas: " + st.d.detail;
+  runtime::log::info(actor_name, st.recovery ? "finished an interrupted scale" : "scaled",
+                     {{"target", tid(self)}, {"from", static_cast<int64_t>(st.from)}, {"to", static_cast<int64_t>(st.to)},
+                                {"reason", to_string(st.d.why)}});
+  record_event(self, "Normal", up ? "ScaledUp" : "ScaledDown", what);
+  if (st.next.alternations >= oscillation_alert_after) {
+    m.add("headroom_reactive_oscillation_alerts_total", 1);
+    m.set("headroom_reactive_oscillation_alert", 1);
+    if (!s.oscillation_alert) {
+      s.oscillation_alert = true;
+      const std::string msg = std::to_string(st.next.alternations + 1) +
+                              " scale events in a row alternated direction: raise the cooldown or move the target";
+      runtime::log::warn(actor_name, "scaling oscillates", {{"target", tid(self)}, {"alternations", static_cast<int64_t>(st.next.alternations)}});
+      record_event(self, "Warning", "ScalingOscillation", msg);
+    }
+  } else if (s.oscillation_alert && st.next.alternations == 0) {
+    s.oscillation_alert = false;
+    m.set("headroom_reactive_oscillation_alert", 0);
+  }
+  finish_evaluation(self);
+}
+
+// The write did not happen (refused, or failed and /scale still shows the old count).
+void step_refused(scaler_actor* self, const std::string& error) {
+  auto& s = self->state;
+  auto& st = *s.stepping;
+  s.ctx->metrics.add("headroom_reactive_scale_refused_total", 1);
+  s.ctx->metrics.decided(to_string(st.d.what), to_string(reason::refused));
+  s.refusals = s.refused_to == st.to ? s.refusals + 1 : 1;
+  s.refused_to = st.to;
+  runtime::log::warn(actor_name, "scale refused; retrying at the next evaluation",
+                     {{"target", tid(self)}, {"to", static_cast<int64_t>(st.to)}, {"refusals", static_cast<int64_t>(s.refusals)}, {"error", error}});
+  if (s.refusals >= max_refusals) {
+    const auto cooldown = std::chrono::duration<double>(spec(self).rules.cooldown).count();
+    s.backoff_until = wall_now() + 2 * cooldown;
+    s.refusals = 0;
+    s.refused_to = -1;
+    runtime::log::warn(actor_name, "3 refused scale writes of one step: backing off for 2 cooldowns", {{"target", tid(self)}});
+    record_event(self, "Warning", "ScaleRefused",
+                 "scale to " + std::to_string(st.to) + " refused 3 times (" + error + "); backing off for 2 cooldowns");
+  }
+  // Put the previous event back, so the refused step does not start a cooldown. At start-up the
+  // previous one is unknown: the intent stays (its cooldown is the conservative choice).
+  if (st.recovery) {
+    finish_evaluation(self);
+    return;
+  }
+  write_annotation(self, s.last_text, call::revert);
+}
+
+void begin_step(scaler_actor* self, const decision& d) {
+  auto& s = self->state;
+  step st;
+  st.d = d;
+  st.from = s.current;
+  st.to = d.replicas;
+  st.due = s.due;
+  s.stepping = st;
+  read_scale(self);  // fresh: someone else may have changed it since
+}
+
+// After the fresh read: the quota's consent for a scale-up, the newest pod for a scale-down.
+void continue_step(scaler_actor* self) {
+  auto& s = self->state;
+  auto& st = *s.stepping;
+  if (st.to > st.from && st.d.what == action::up && !spec(self).tenant.empty() && s.quota) {
+    self->request(s.quota, std::chrono::seconds(5),
+                  msg::quota_claim{spec(self).tenant, spec(self).target.id(), st.from, st.to})
+        .then(
+            [self](const msg::quota_verdict& v) {
+              auto& s = self->state;
+              if (!s.stepping)
+                return;
+              if (!v.granted) {
+                s.ctx->metrics.decided(to_string(action::up), to_string(reason::quota));
+                runtime::log::info(actor_name, "scale-up held by the quota", {{"target", tid(self)}, {"detail", v.detail}});
+                finish_evaluation(self);
+                return;
+              }
+              s.stepping->next = next_scale(s.last, s.stepping->from, s.stepping->to, wall_now());
+              write_annotation(self, encode_last_scale(s.stepping->next), call::annotate);
+            },
+            [self](caf::error& e) {
+              self->state.ctx->metrics.decided(to_string(action::up), to_string(reason::quota));
+              runtime::log::warn(actor_name, "the quota keeper did not answer; no scale-up", {{"target", tid(self)}, {"error", to_string(e)}});
+              finish_evaluation(self);
+            });
+    return;
+  }
+  st.next = next_scale(s.last, st.from, st.to, wall_now());
+  write_annotation(self, encode_last_scale(st.next), call::annotate);
+}
+
+void mark_newest_pod(scaler_actor* self, const std::string& selector) {
+  const auto ns = spec(self).target.ns;
+  start(self, call::list_pods, [ns, selector](k8s::client& kube, const k8s::resource_kind&, k8s::api_callback cb) {
+    k8s::list_options o;
+    o.label_selector = selector;
+    kube.list(k8s::kinds::pods, ns, o, std::move(cb));
+  });
+}
+
+// --- evaluation ------------------------------------------------------------------------------------
+
+void evaluate(scaler_actor* self, steady::time_point due) {
+  auto& s = self->state;
+  const auto& sp = spec(self);
+  s.evaluating = true;
+  s.due = due;
+  const uint64_t n = ++s.evaluation;
+  const double now = wall_now();
+  const std::string q = prom::window_query(sp.metric, query_window_seconds(sp.rules),
+                                                 std::max<long>(1, static_cast<long>(sp.rules.resolution.count() / 1000)));
+  caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(caf::actor_cast<caf::actor>(self));
+  s.ctx->prom->query(q, now, [weak, n](prom::query_result r) {
+    if (auto strong = weak.lock())
+      caf::anon_send(caf::actor_cast<caf::actor>(strong), metric_reply{n, std::move(r)});
+  });
+}
+
+void on_metric(scaler_actor* self, metric_reply& reply) {
+  auto& s = self->state;
+  const auto& m = s.ctx->metrics;
+  if (reply.evaluation != s.evaluation || !s.evaluating)
+    return;
+  if (auto* none = std::get_if<prom::no_metric>(&reply.result)) {
+    ++s.failures;
+    m.add("headroom_reactive_metric_query_failures_total", 1);
+    m.decided(to_string(action::none), to_string(reason::no_metric));
+    runtime::log::warn(actor_name, "no metric: skipping this evaluation",
+                       {{"target", tid(self)}, {"reason", none->reason}, {"consecutive", static_cast<int64_t>(s.failures)}});
+    if (s.failures >= metric_alert_after && !s.metric_alert) {
+      s.metric_alert = true;
+      m.set("headroom_reactive_metric_alert", 1);
+      record_event(self, "Warning", "MetricUnavailable",
+                   std::to_string(s.failures) + " evaluations in a row without the metric (" + none->reason +
+                       "); not scaling until it returns");
+    }
+    s.evaluating = false;
+    return;
+  }
+  if (s.metric_alert) {
+    s.metric_alert = false;
+    m.set("headroom_reactive_metric_alert", 0);
+    record_event(self, "Normal", "MetricRecovered", "the metric is back after " + std::to_string(s.failures) + " failed evaluations");
+  }
+  s.failures = 0;
+  const auto& series = std::get<prom::series>(reply.result);
+  m.set("headroom_reactive_metric_value", series.samples.back().v);
+  report_quota(self);
+  const double now = wall_now();
+  auto d = decide(spec(self).rules, series.samples, now, s.current, s.last, s.backoff_until);
+  note(self, d);
+  if (d.what == action::none) {
+    s.evaluating = false;
+    return;
+  }
+  begin_step(self, d);
+}
+
+// --- replies from the API server --------------------------------------------------------------------
+
+void on_api(scaler_actor* self, msg::api_reply& r) {
+  auto& s = self->state;
+  auto info = s.calls.take(r);
+  if (!info)
+    return;
+  const auto& t = spec(self).target;
+  switch (info->what) {
+    case call::event:
+      if (!r.ok)
+        runtime::log::debug(actor_name, "event not recorded", {{"target", tid(self)}, {"error", r.error}});
+      return;
+    case call::discover: {
+      if (!r.ok)
+        return startup_failed(self, r.error);
+      std::string error;
+      auto found = k8s::find_resource(r.body, t.api_version, t.kind, error);
+      if (!found)
+        return startup_failed(self, error);
+      if (!found->has_scale) {
+        s.recovering = false;
+        s.ctx->metrics.add("headroom_reactive_errors_total", 1);
+        runtime::log::error(actor_name, "the target's kind has no /scale subresource; it cannot be scaled", {{"target", tid(self)}});
+        return;
+      }
+      s.kind = std::make_shared<const k8s::resource_kind>(found->kind);
+      s.recovering = false;
+      recover(self);
+      return;
+    }
+    case call::read_object: {
+      if (!r.ok)
+        return startup_failed(self, r.error);
+      auto obj = k8s::decode_unstructured(r.body);
+      if (auto* e = std::get_if<k8s::decode_error>(&obj))
+        return startup_failed(self, e->message);
+      const auto& meta = std::get<k8s::unstructured>(obj).meta;
+      s.uid = meta.uid;
+      s.last.reset();
+      s.last_text.clear();
+      if (const auto* text = meta.annotation(scale_annotation)) {
+        std::string error;
+        s.last = decode_last_scale(*text, error);
+        if (s.last) {
+          s.last_text = *text;
+        } else {
+          s.ctx->metrics.add("headroom_reactive_errors_total", 1);
+          runtime::log::warn(actor_name, "ignoring a malformed scale annotation (treated as never scaled)",
+                             {{"target", tid(self)}, {"annotation", std::string{scale_annotation}}, {"error", error}});
+        }
+      }
+      read_scale(self);
+      return;
+    }
+    case call::read_scale: {
+      if (!r.ok) {
+        if (s.stepping) {
+          runtime::log::warn(actor_name, "cannot read /scale; no step this evaluation", {{"target", tid(self)}, {"error", r.error}});
+          return finish_evaluation(self);
+        }
+        return startup_failed(self, r.error);
+      }
+      auto decoded = k8s::decode_scale(r.body);
+      if (auto* e = std::get_if<k8s::decode_error>(&decoded)) {
+        if (s.stepping)
+          return finish_evaluation(self);
+        return startup_failed(self, e->message);
+      }
+      const auto& sc = std::get<k8s::scale>(decoded);
+      if (s.stepping) {
+        auto& st = *s.stepping;
+        if (sc.spec_replicas != st.from) {
+          s.ctx->metrics.decided(to_string(st.d.what), to_string(reason::changed_elsewhere));
+          runtime::log::info(actor_name, "replicas changed elsewhere; deciding again at the next evaluation",
+                             {{"target", tid(self)}, {"expected", static_cast<int64_t>(st.from)}, {"found", static_cast<int64_t>(sc.spec_replicas)}});
+          set_current(self, sc.spec_replicas);
+          return finish_evaluation(self);
+        }
+        st.resource_version = sc.resource_version;
+        if (st.to < st.from && !sc.selector.empty()) {
+          mark_newest_pod(self, sc.selector);
+          return;
+        }
+        return continue_step(self);
+      }
+      // Start-up: a step whose intent is on the target but whose write is not finishes now.
+      set_current(self, sc.spec_replicas);
+      s.recovering = false;
+      s.ready = true;
+      runtime::log::info(actor_name, "watching",
+                         {{"target", tid(self)}, {"replicas", static_cast<int64_t>(sc.spec_replicas)},
+                                    {"last_scale", s.last_text.empty() ? std::string{"none"} : s.last_text}});
+      if (s.last && s.last->to != s.last->from && sc.spec_replicas == s.last->from) {
+        step st;
+        st.d = {s.last->to > s.last->from ? action::up : action::down, s.last->to, reason::refused,
+                "finishing the step interrupted by a restart"};
+        st.from = s.last->from;
+        st.to = s.last->to;
+        st.next = *s.last;
+        st.resource_version = sc.resource_version;
+        st.due = self->clock().now();
+        st.recovery = true;
+        s.stepping = st;
+        s.evaluating = true;
+        write_scale(self);
+      }
+      return;
+    }
+    case call::list_pods: {
+      if (r.ok) {
+        auto list = k8s::decode_list<k8s::pod>(r.body);
+        if (auto* l = std::get_if<k8s::list_result<k8s::pod>>(&list)) {
+          const k8s::pod* newest = nullptr;
+          for (const auto& p : l->items) {
+            if (!p.meta.deletion_timestamp.empty())
+              continue;
+            if (newest == nullptr ||
+                std::tie(p.meta.creation_timestamp, p.meta.name) > std::tie(newest->meta.creation_timestamp, newest->meta.name))
+              newest = &p;
+          }
+          if (newest != nullptr) {
+            // Lower costs go first; a newer mark is lower than any older one left behind.
+            const auto cost = -static_cast<int64_t>(wall_now());
+            const std::string patch = "{\"metadata\":{\"annotations\":{\"controller.kubernetes.io/pod-deletion-cost\":\"" +
+                                      std::to_string(cost) + "\"}}}";
+            const auto ns = t.ns;
+            const auto pod = newest->meta.name;
+            runtime::log::debug(actor_name, "marking the newest pod to go first", {{"target", tid(self)}, {"pod", pod}});
+            start(self, call::deletion_cost, [ns, pod, patch](k8s::client& kube, const k8s::resource_kind&, k8s::api_callback cb) {
+              kube.merge_patch(k8s::kinds::pods, ns, pod, patch, std::move(cb));
+            });
+            return;
+          }
+        }
+      }
+      return continue_step(self);
+    }
+    case call::deletion_cost:
+      if (!r.ok)
+        runtime::log::warn(actor_name, "cannot mark the newest pod; the workload's controller picks", {{"target", tid(self)}, {"error", r.error}});
+      if (!s.stepping)
+        return;
+      return continue_step(self);
+    case call::annotate: {
+      if (!s.stepping)
+        return;
+      if (!r.ok) {
+        runtime::log::warn(actor_name, "cannot write the scale intent; no step this evaluation", {{"target", tid(self)}, {"error", r.error}});
+        s.ctx->metrics.add("headroom_reactive_errors_total", 1);
+        return finish_evaluation(self);
+      }
+      auto obj = k8s::decode_unstructured(r.body);
+      if (auto* u = std::get_if<k8s::unstructured>(&obj))
+        s.stepping->resource_version = u->meta.resource_version;
+      return write_scale(self);
+    }
+    case call::write_scale:
+      if (!s.stepping)
+        return;
+      if (r.ok)
+        return step_done(self);
+      // Did it happen anyway (a response lost after the write)? Read again before calling it refused.
+      s.stepping->d.detail += " (write answered: " + r.error + ")";
+      start(self, call::verify_scale, [t](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
+        kube.get(k, t.ns, t.name, std::move(cb), "scale");
+      });
+      return;
+    case call::verify_scale: {
+      if (!s.stepping)
+        return;
+      if (r.ok) {
+        auto decoded = k8s::decode_scale(r.body);
+        if (auto* sc = std::get_if<k8s::scale>(&decoded); sc && sc->spec_replicas == s.stepping->to)
+          return step_done(self);
+      }
+      return step_refused(self, s.stepping->d.detail);
+    }
+    case call::revert:
+      if (!r.ok)
+        runtime::log::warn(actor_name, "cannot put the previous scale annotation back", {{"target", tid(self)}, {"error", r.error}});
+      return finish_evaluation(self);
+  }
+}
+
+caf::behavior scaler_behavior(scaler_actor* self, scaler_context_ptr ctx, caf::actor quota) {
+  auto& s = self->state;
+  s.ctx = std::move(ctx);
+  s.id = s.ctx->spec.target.id();
+  s.quota = std::move(quota);
+  s.next_due = self->clock().now();
+  self->send(self, msg::tick_atom_v, uint64_t{0});
+  return {
+      [self](msg::tick_atom, uint64_t) {
+        auto& s = self->state;
+        const auto interval = spec(self).rules.evaluation_interval;
+        const auto now = self->clock().now();
+        const auto due = s.next_due;
+        // A fixed cadence; after a stall, the next due time is from now, not a burst of catch-ups.
+        s.next_due = std::max(s.next_due + interval, now);
+        self->delayed_send(self, s.next_due - now, msg::tick_atom_v, uint64_t{0});
+        if (!s.ready) {
+          recover(self);
+          return;
+        }
+        if (s.evaluating) {
+          s.ctx->metrics.add("headroom_reactive_evaluations_skipped_total", 1);
+          return;
+        }
+        evaluate(self, due);
+      },
+      [self](metric_reply& r) { on_metric(self, r); },
+      [self](msg::api_reply& r) { on_api(self, r); },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_reactive_scaler(caf::actor_system& sys, scaler_context_ptr ctx, caf::actor quota) {
+  return sys.spawn(scaler_behavior, std::move(ctx), std::move(quota));
+}
+
+}  // namespace headroom::actors::reactive

@@ -1,0 +1,123 @@
+#include "adapters/k8s/scale.hpp"
+
+#include <simdjson.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <vector>
+
+#include "runtime/log.hpp"
+
+namespace headroom::k8s {
+
+namespace od = simdjson::ondemand;
+
+namespace {
+
+int32_t replicas_of(od::value v, const char* where) {
+  const int64_t n = v.get_int64();
+  if (n < 0 || n > INT32_MAX)
+    throw decode_error{std::string{where} + ": " + std::to_string(n) + " is not a replica count"};
+  return static_cast<int32_t>(n);
+}
+
+}  // namespace
+
+decoded<scale> decode_scale(std::string_view json) {
+  scale s;
+  std::string at = "(top level)";
+  try {
+    od::parser parser;
+    simdjson::padded_string padded{json};
+    auto doc = parser.iterate(padded);
+    for (auto f : doc.get_object()) {
+      std::string_view key = f.unescaped_key();
+      od::value v = f.value();
+      if (key == "metadata") {
+        at = "metadata";
+        for (auto m : v.get_object())
+          if (m.unescaped_key().value() == "resourceVersion")
+            s.resource_version = std::string{std::string_view{m.value().get_string()}};
+      } else if (key == "spec") {
+        at = "spec";
+        for (auto m : v.get_object())
+          if (m.unescaped_key().value() == "replicas")
+            s.spec_replicas = replicas_of(m.value(), "spec.replicas");
+      } else if (key == "status") {
+        at = "status";
+        for (auto m : v.get_object()) {
+          std::string_view k = m.unescaped_key();
+          if (k == "replicas")
+            s.status_replicas = replicas_of(m.value(), "status.replicas");
+          else if (k == "selector")
+            s.selector = std::string{std::string_view{m.value().get_string()}};
+        }
+      }
+    }
+  } catch (const decode_error& e) {
+    return decode_error{"Scale: " + e.message};
+  } catch (const simdjson::simdjson_error& e) {
+    return decode_error{"Scale: " + at + ": " + simdjson::error_message(e.error())};
+  }
+  return s;
+}
+
+std::string encode_scale(std::string_view ns, std::string_view name, std::string_view resource_version, int32_t replicas) {
+  std::string meta = "\"name\":" + runtime::json_escape(name) + ",\"namespace\":" + runtime::json_escape(ns);
+  if (!resource_version.empty())
+    meta += ",\"resourceVersion\":" + runtime::json_escape(resource_version);
+  return "{\"apiVersion\":\"autoscaling/v1\",\"kind\":\"Scale\",\"metadata\":{" + meta + "},\"spec\":{\"replicas\":" +
+         std::to_string(replicas) + "}}";
+}
+
+std::optional<found_resource> find_resource(std::string_view json, std::string_view api_version, std::string_view kind,
+                                            std::string& error) {
+  std::string plural;
+  bool namespaced = true;
+  std::vector<std::string> subresources;  // "deployments/scale", …: they may come before their resource
+  try {
+    od::parser parser;
+    simdjson::padded_string padded{json};
+    auto doc = parser.iterate(padded);
+    for (auto f : doc.get_object()) {
+      if (f.unescaped_key().value() != "resources")
+        continue;
+      for (auto item : f.value().get_array()) {
+        std::string name, k;
+        bool ns = false;
+        for (auto g : item.get_object()) {
+          std::string_view key = g.unescaped_key();
+          if (key == "name")
+            name = std::string{std::string_view{g.value().get_string()}};
+          else if (key == "kind")
+            k = std::string{std::string_view{g.value().get_string()}};
+          else if (key == "namespaced")
+            ns = g.value().get_bool();
+        }
+        if (name.find('/') != std::string::npos) {
+          subresources.push_back(std::move(name));
+        } else if (k == kind && plural.empty()) {
+          plural = std::move(name);
+          namespaced = ns;
+        }
+      }
+    }
+  } catch (const simdjson::simdjson_error& e) {
+    error = "APIResourceList of " + std::string{api_version} + ": " + simdjson::error_message(e.error());
+    return std::nullopt;
+  }
+  if (plural.empty()) {
+    error = std::string{api_version} + " serves no kind " + std::string{kind};
+    return std::nullopt;
+  }
+  const auto slash = api_version.find('/');
+  found_resource out;
+  out.kind.group = slash == std::string_view::npos ? "" : std::string{api_version.substr(0, slash)};
+  out.kind.version = std::string{slash == std::string_view::npos ? api_version : api_version.substr(slash + 1)};
+  out.kind.plural = plural;
+  out.kind.namespaced = namespaced;
+  out.has_scale = std::find(subresources.begin(), subresources.end(), plural + "/scale") != subresources.end();
+  return out;
+}
+
+}  // namespace headroom::k8s

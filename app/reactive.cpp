@@ -1,0 +1,231 @@
+#include "app/reactive.hpp"
+
+#include <caf/all.hpp>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+
+#include <fstream>
+#include <sstream>
+
+#include "adapters/http/transport.hpp"
+#include "adapters/prometheus/client.hpp"
+#include "runtime/config_reader.hpp"
+#include "runtime/log.hpp"
+#include "runtime/metrics.hpp"
+#include "runtime/relay.hpp"
+
+namespace headroom::app {
+
+using namespace actors::reactive;
+
+namespace {
+
+struct series {
+  const char* name;
+  const char* help;
+};
+
+constexpr series gauges[] = {
+    {"headroom_reactive_replicas", "Replicas on the target's /scale, as last read or written"},
+    {"headroom_reactive_desired_replicas", "Replicas the last decision wanted"},
+    {"headroom_reactive_min_replicas", "The target's minReplicas"},
+    {"headroom_reactive_max_replicas", "The target's maxReplicas"},
+    {"headroom_reactive_metric_value", "The metric's newest sample at the last evaluation"},
+    {"headroom_reactive_metric_alert", "1 while the metric has been unavailable for 3 or more evaluations in a row"},
+    {"headroom_reactive_oscillation_alert", "1 while more than 5 scale events in a row alternated direction"},
+};
+constexpr series counters[] = {
+    {"headroom_reactive_metric_query_failures_total", "Evaluations skipped because the metric was unavailable"},
+    {"headroom_reactive_scale_ups_total", "Scale events that added replicas"},
+    {"headroom_reactive_scale_downs_total", "Scale events that removed replicas"},
+    {"headroom_reactive_scale_refused_total", "/scale writes refused (conflict, admission) and not applied"},
+    {"headroom_reactive_oscillation_alerts_total", "Scale events that continued an oscillation past the alert"},
+    {"headroom_reactive_errors_total", "Target reads and writes that failed, malformed annotations"},
+    {"headroom_reactive_evaluations_skipped_total", "Evaluations due while the previous one was still in flight"},
+};
+
+scaler_metrics make_metrics(runtime::metrics& m, const std::string& target, const rules& r) {
+  auto& reg = m.registry();
+  const std::map<std::string, std::string> labels{{"target", target}};
+  auto g = std::make_shared<std::map<std::string, prometheus::Gauge*>>();
+  auto c = std::make_shared<std::map<std::string, prometheus::Counter*>>();
+  for (const auto& s : gauges)
+    (*g)[s.name] = &prometheus::BuildGauge().Name(s.name).Help(s.help).Register(reg).Add(labels);
+  for (const auto& s : counters)
+    (*c)[s.name] = &prometheus::BuildCounter().Name(s.name).Help(s.help).Register(reg).Add(labels);
+  (*g)["headroom_reactive_min_replicas"]->Set(r.min_replicas);
+  (*g)["headroom_reactive_max_replicas"]->Set(r.max_replicas);
+  auto& decisions = prometheus::BuildCounter()
+                        .Name("headroom_reactive_decisions_total")
+                        .Help("Evaluations by what was decided and why")
+                        .Register(reg);
+  auto& last = prometheus::BuildGauge()
+                   .Name("headroom_reactive_last_decision")
+                   .Help("1 for the last evaluation's action and reason, per target")
+                   .Register(reg);
+  auto& latency = prometheus::BuildHistogram()
+                      .Name("headroom_reactive_scale_latency_seconds")
+                      .Help("From an evaluation being due to its /scale write")
+                      .Register(reg)
+                      .Add({}, prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5});
+  // Only this target's actor calls these: the last-decision series is its own.
+  auto last_series = std::make_shared<prometheus::Gauge*>(nullptr);
+  scaler_metrics out;
+  out.set = [g](const char* name, double v) {
+    if (auto it = g->find(name); it != g->end())
+      it->second->Set(v);
+  };
+  out.add = [c](const char* name, double v) {
+    if (auto it = c->find(name); it != c->end())
+      it->second->Increment(v);
+  };
+  out.decided = [&decisions, &last, last_series, target](const char* action, const char* reason) {
+    const std::map<std::string, std::string> l{{"target", target}, {"action", action}, {"reason", reason}};
+    decisions.Add(l).Increment();
+    auto* now = &last.Add(l);
+    if (*last_series != nullptr && *last_series != now)
+      last.Remove(*last_series);
+    now->Set(1);
+    *last_series = now;
+  };
+  out.scale_latency = [&latency](double s) { latency.Observe(s); };
+  return out;
+}
+
+std::optional<std::string> read_text(const std::string& path, std::string& out) {
+  std::ifstream in{path};
+  if (!in)
+    return path + ": cannot open";
+  std::stringstream ss;
+  ss << in.rdbuf();
+  out = ss.str();
+  return std::nullopt;
+}
+
+quota_caps to_caps(const std::vector<std::pair<std::string, uint32_t>>& q) {
+  quota_caps caps;
+  for (const auto& [tenant, cap] : q)
+    caps[tenant] = static_cast<int32_t>(cap);
+  return caps;
+}
+
+}  // namespace
+
+reactive_services::~reactive_services() = default;
+
+rules make_rules(const reactive_target_section& t) {
+  rules r;
+  r.min_replicas = static_cast<int32_t>(t.min_replicas);
+  r.max_replicas = static_cast<int32_t>(t.max_replicas);
+  r.target = t.target;
+  r.scale_down_threshold = t.rules.scale_down_threshold;
+  r.evaluation_interval = t.rules.evaluation_interval;
+  r.scale_up_window = t.rules.scale_up_window;
+  r.scale_down_window = t.rules.scale_down_window;
+  r.cooldown = t.rules.cooldown;
+  r.resolution = t.rules.resolution;
+  return r;
+}
+
+std::optional<std::string> prepare_reactive(const runtime::config& cfg, const settings& modes,
+                                            const std::map<std::string, std::string>& env, k8s::client& kube,
+                                            runtime::metrics& m, reactive_services& out) {
+  const auto& r = modes.reactive;
+  auto get = [&env](const char* name) -> std::string {
+    auto it = env.find(name);
+    return it == env.end() ? std::string{} : it->second;
+  };
+  prom::client_options po;
+  po.url = r.prometheus.url;
+  po.timeout = r.prometheus.timeout;
+  po.username = r.prometheus.username;
+  po.password = get("HEADROOM_PROMETHEUS_PASSWORD");
+  po.bearer_token = get("HEADROOM_PROMETHEUS_TOKEN");
+  if (!po.username.empty() && po.password.empty())
+    return std::string{"reactive.prometheus.username: set HEADROOM_PROMETHEUS_PASSWORD too (basic auth)"};
+  if (!r.prometheus.ca_file.empty())
+    if (auto e = read_text(r.prometheus.ca_file, po.ca_pem))
+      return "reactive.prometheus.caFile " + *e;
+  http::transport::options topts;
+  topts.qps = 10'000;  // Prometheus is ours to pace: one query per target per evaluation
+  topts.burst = 10'000;
+  out.io = std::make_unique<http::transport>(topts);
+  out.prom = std::make_shared<prom::client>(*out.io, po);
+
+  for (const auto& t : r.targets) {
+    auto ctx = std::make_shared<scaler_context>();
+    ctx->spec.target = target_ref{t.api_version, t.kind, t.ns, t.name};
+    ctx->spec.tenant = t.tenant;
+    ctx->spec.metric = t.metric;
+    ctx->spec.rules = make_rules(t);
+    ctx->kube = &kube;
+    ctx->prom = out.prom;
+    ctx->metrics = make_metrics(m, ctx->spec.target.id(), ctx->spec.rules);
+    if (!t.tenant.empty())
+      out.quota.members[t.tenant].push_back(ctx->spec.target.id());
+    out.targets.push_back(std::move(ctx));
+  }
+  out.quota.caps = to_caps(r.quotas);
+  out.quota.reload_interval = r.quota_reload_interval;
+  if (!cfg.source.empty()) {
+    // The caps are re-read from the file, which a ConfigMap update rewrites in a Pod.
+    out.quota.reload = [path = cfg.source](std::string& error) -> std::optional<quota_caps> {
+      std::string text;
+      if (auto e = read_text(path, text)) {
+        error = *e;
+        return std::nullopt;
+      }
+      try {
+        const auto root = YAML::Load(text);
+        if (!root.IsMap() || !root["reactive"])
+          return quota_caps{};
+        return to_caps(read_quotas(root["reactive"]));
+      } catch (const runtime::config_failure& f) {
+        error = f.error.message();
+      } catch (const YAML::Exception& e) {
+        error = path + ": " + e.what();
+      }
+      return std::nullopt;
+    };
+  }
+  auto& used = prometheus::BuildGauge().Name("headroom_reactive_quota_used_replicas")
+                   .Help("Replicas of a tenant's targets, summed").Register(m.registry());
+  auto& caps = prometheus::BuildGauge().Name("headroom_reactive_quota_replicas")
+                   .Help("A tenant's hard cap on replicas over its targets").Register(m.registry());
+  out.quota.report = [&used, &caps](const std::string& tenant, int32_t in_use, int32_t cap) {
+    used.Add({{"tenant", tenant}}).Set(in_use);
+    caps.Add({{"tenant", tenant}}).Set(cap);
+  };
+  runtime::log::info("reactive", "reactive scaling", {{"targets", static_cast<int64_t>(out.targets.size())},
+                                                      {"prometheus", r.prometheus.url}});
+  return std::nullopt;
+}
+
+runtime::child_spec reactive_subtree(const runtime::config& cfg, std::shared_ptr<reactive_services> svc, runtime::metrics& m,
+                                     runtime::readiness& ready) {
+  runtime::child_spec out;
+  out.name = "reactive";
+  // The quota's relay lives as long as this subtree: every scaler reaches every quota incarnation.
+  out.start = [opts = runtime::supervisor_options_from(cfg, "reactive", &m, &ready), svc](caf::actor_system& sys) {
+    auto quota_relay = runtime::spawn_relay(sys, "reactive/quota");
+    std::vector<runtime::child_spec> children;
+    runtime::child_spec quota;
+    quota.name = "reactive_quota";
+    quota.relay = quota_relay;
+    quota.start = [svc](caf::actor_system& s) { return spawn_reactive_quota(s, svc->quota); };
+    children.push_back(std::move(quota));
+    for (const auto& ctx : svc->targets) {
+      runtime::child_spec scaler;
+      scaler.name = "reactive_scaler/" + ctx->spec.target.id();
+      scaler.start = [ctx, quota_relay](caf::actor_system& s) { return spawn_reactive_scaler(s, ctx, quota_relay); };
+      children.push_back(std::move(scaler));
+    }
+    auto sup = runtime::spawn_supervisor(sys, opts, std::move(children));
+    runtime::own_relay(quota_relay, sup);
+    return sup;
+  };
+  return out;
+}
+
+}  // namespace headroom::app

@@ -1,0 +1,51 @@
+#pragma once
+
+// Reactive scaling's part of the actor tree (seed 001):
+//
+//   reactive ── reactive_quota            (the tenants' caps, re-read from the file)
+//            └─ reactive_scaler × N       (one per reactive.targets entry)
+//
+// prepare_reactive reads what the actors need once, at start-up (the Prometheus client and its
+// credentials from the environment, the CA file, each target's rules), and names the key of
+// anything wrong.
+
+#include <map>
+#include <memory>
+#include <optional>
+#include <string>
+#include <vector>
+
+#include "actors/reactive/reactive.hpp"
+#include "app/settings.hpp"
+#include "runtime/config.hpp"
+#include "runtime/supervisor.hpp"
+
+namespace headroom::http {
+class transport;
+}
+namespace headroom::runtime {
+class metrics;
+class readiness;
+}  // namespace headroom::runtime
+
+namespace headroom::app {
+
+struct reactive_services {
+  std::unique_ptr<http::transport> io;  // Prometheus' own I/O thread, not throttled by the API server's budget
+  std::shared_ptr<prom::client> prom;
+  std::vector<actors::reactive::scaler_context_ptr> targets;
+  actors::reactive::quota_options quota;
+  ~reactive_services();
+};
+
+std::optional<std::string> prepare_reactive(const runtime::config& cfg, const settings& modes,
+                                            const std::map<std::string, std::string>& env, k8s::client& kube,
+                                            runtime::metrics& m, reactive_services& out);
+
+runtime::child_spec reactive_subtree(const runtime::config& cfg, std::shared_ptr<reactive_services> svc, runtime::metrics& m,
+                                     runtime::readiness& ready);
+
+// A target's rules from its section (the defaults already merged in by the parser).
+actors::reactive::rules make_rules(const reactive_target_section& t);
+
+}  // namespace headroom::app
