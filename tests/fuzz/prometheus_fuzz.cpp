@@ -1,0 +1,41 @@
+// libFuzzer: the Prometheus query decoder, the /scale decoder, kind discovery and the scale
+// annotation never crash on hostile input; a failure always says why, and a success is always one
+// series of finite samples (never NaN or ±Inf), a replica count never negative.
+#include <cmath>
+#include <cstdint>
+#include <string_view>
+
+#include "actors/reactive/model.hpp"
+#include "adapters/k8s/scale.hpp"
+#include "adapters/prometheus/query.hpp"
+
+extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
+  const std::string_view in{reinterpret_cast<const char*>(data), size};
+  using namespace headroom;
+  auto q = prom::decode_query(in);
+  if (auto* n = std::get_if<prom::no_metric>(&q)) {
+    if (n->reason.empty())
+      __builtin_trap();
+  } else {
+    const auto& s = std::get<prom::series>(q);
+    if (s.samples.empty())
+      __builtin_trap();
+    for (const auto& x : s.samples)
+      if (!std::isfinite(x.v))
+        __builtin_trap();
+  }
+  auto sc = k8s::decode_scale(in);
+  if (auto* e = std::get_if<k8s::decode_error>(&sc); e && e->message.empty())
+    __builtin_trap();
+  if (auto* v = std::get_if<k8s::scale>(&sc); v && (v->spec_replicas < 0 || v->status_replicas < 0))
+    __builtin_trap();
+  std::string error;
+  if (!k8s::find_resource(in, "apps/v1", "Deployment", error) && error.empty())
+    __builtin_trap();
+  error.clear();
+  auto last = actors::reactive::decode_last_scale(in, error);
+  if (!last && error.empty())
+    __builtin_trap();
+  (void)prom::is_selector(in);
+  return 0;
+}

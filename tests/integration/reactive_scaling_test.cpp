@@ -1,0 +1,425 @@
+// Reactive scaling (seed 001) end to end: the headroom binary scales Deployments in the real
+// control plane by metrics it reads from the real Prometheus (Debian's package, 1 s scrapes),
+// which scrapes a test exporter whose values each test sets. Windows and cooldowns are seconds.
+//
+// Every write to a Deployment is seen by a watch of our own: each change of spec.replicas must be
+// exactly ±1 (never +2), and every metadata.generation must be seen (a Deployment counts spec and
+// annotation writes), so no write hides between two events.
+#include <gtest/gtest.h>
+#include <prometheus/gauge.h>
+#include <signal.h>
+#include <simdjson.h>
+
+#include <chrono>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <thread>
+
+#include "adapters/k8s/client.hpp"
+#include "runtime/http_server.hpp"
+#include "runtime/metrics.hpp"
+#include "runtime/readiness.hpp"
+#include "testenv/child_process.hpp"
+#include "testenv/cluster_fixture.hpp"
+#include "testenv/peer_process.hpp"
+#include "testenv/prometheus_server.hpp"
+#include "testenv/shared_env.hpp"
+
+using namespace std::chrono_literals;
+using headroom::testenv::child_process;
+using headroom::testenv::cluster;
+using headroom::testenv::eventually;
+using clock_type = std::chrono::steady_clock;
+
+namespace {
+
+const std::string ns = "reactive";
+const headroom::k8s::resource_kind deployments{"apps", "v1", "deployments", true};
+
+// What the watch saw of one Deployment: each spec.replicas value with its generation and time.
+struct change {
+  int64_t replicas = 0, generation = 0;
+  clock_type::time_point at;
+};
+
+struct target {
+  std::string name;
+  int min = 1, max = 3, initial = 1;
+  std::string extra;  // more YAML keys of the target
+  std::string tenant;
+};
+
+// The targets one headroom process scales (each with its own series of the test metric).
+const std::vector<target> targets = {
+    {"up", 1, 3, 1, "scaleUpWindow: 3s\n      scaleDownWindow: 60s\n      cooldown: 1s", ""},
+    {"spike", 1, 3, 1, "scaleUpWindow: 5s\n      scaleDownWindow: 60s", ""},
+    {"band", 2, 4, 2, "scaleUpWindow: 2s\n      scaleDownWindow: 2s", ""},
+    {"down", 1, 4, 3, "scaleUpWindow: 60s\n      scaleDownWindow: 3s\n      cooldown: 1s", ""},
+    {"quota-a", 1, 3, 1, "scaleUpWindow: 2s\n      scaleDownWindow: 60s\n      cooldown: 1s", "team"},
+    {"quota-b", 1, 3, 1, "scaleUpWindow: 60s\n      scaleDownWindow: 60s", "team"},
+    {"osc", 1, 3, 1, "scaleUpWindow: 2s\n      scaleDownWindow: 2s\n      cooldown: 1s", ""},
+    {"killed", 1, 3, 1, "scaleUpWindow: 6s\n      scaleDownWindow: 60s\n      cooldown: 1s", ""},
+    {"intent", 1, 3, 1, "scaleUpWindow: 60s\n      scaleDownWindow: 60s\n      cooldown: 30s", ""},
+};
+
+// The watch's record, at a stable address (the env itself is moved into its holder).
+struct watch_log {
+  std::mutex m;
+  std::map<std::string, std::vector<change>> seen;
+  std::map<std::string, int64_t> generation;  // the newest seen
+  std::map<std::string, int> unseen;          // generations skipped: writes the watch did not show
+  bool ended = false;
+};
+
+struct env {
+  cluster* c = nullptr;
+  std::string why;
+  std::unique_ptr<headroom::runtime::metrics> exporter_metrics;
+  std::unique_ptr<headroom::runtime::readiness> exporter_ready;
+  std::unique_ptr<headroom::runtime::http_server> exporter;
+  prometheus::Family<prometheus::Gauge>* load = nullptr;
+  std::unique_ptr<headroom::testenv::prometheus_server> prom;
+  std::unique_ptr<headroom::k8s::transport> io;
+  std::unique_ptr<headroom::k8s::client> api;
+  std::unique_ptr<watch_log> watched = std::make_unique<watch_log>();
+  std::string dir;
+  int metrics_port = 0;
+  std::unique_ptr<child_process> agent;
+};
+
+std::string config_yaml(env& e, int quota) {
+  std::string y = "kubernetes:\n  kubeconfig: " + e.c->kubeconfig() +
+                  "\nleaderElection:\n  enabled: false\nreactive:\n  prometheus: {url: \"" + e.prom->url() +
+                  "\"}\n  defaults: {evaluationInterval: 1s, resolution: 1s, cooldown: 2s}\n  quotaReloadInterval: 1s\n"
+                  "  quotas: {team: " + std::to_string(quota) + "}\n  targets:\n";
+  for (const auto& t : targets) {
+    y += "    - scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, namespace: " + ns + ", name: " + t.name + "}\n";
+    y += "      minReplicas: " + std::to_string(t.min) + "\n      maxReplicas: " + std::to_string(t.max) + "\n";
+    y += "      metric: 'reactive_test_load{target=\"" + t.name + "\"}'\n      target: 100\n";
+    if (!t.tenant.empty())
+      y += "      tenant: " + t.tenant + "\n";
+    y += "      " + t.extra + "\n";
+  }
+  return y;
+}
+
+void write_config(env& e, int quota) {
+  // Written aside and renamed, as a ConfigMap update is: a reader never sees half a file.
+  std::ofstream(e.dir + "/headroom.yaml.new") << config_yaml(e, quota);
+  std::rename((e.dir + "/headroom.yaml.new").c_str(), (e.dir + "/headroom.yaml").c_str());
+}
+
+void start_agent(env& e) {
+  e.agent = std::make_unique<child_process>(
+      std::vector<std::string>{HEADROOM_BINARY, "--config", e.dir + "/headroom.yaml", "--metrics-addr",
+                               "127.0.0.1:" + std::to_string(e.metrics_port)},
+      std::vector<std::string>{"PATH=/usr/bin:/bin"}, e.dir + "/agent.log");
+}
+
+void set_load(env& e, const std::string& target, double v) { e.load->Add({{"target", target}}).Set(v); }
+
+std::string deployment_yaml(const target& t) {
+  return "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: " + t.name + ", namespace: " + ns +
+         "}\nspec:\n  replicas: " + std::to_string(t.initial) + "\n  selector: {matchLabels: {app: " + t.name +
+         "}}\n  template:\n    metadata: {labels: {app: " + t.name +
+         "}}\n    spec:\n      nodeSelector: {type: kwok}\n      tolerations: [{operator: Exists}]\n"
+         "      terminationGracePeriodSeconds: 0\n      containers: [{name: c, image: busybox}]\n";
+}
+
+void on_watch_line(watch_log& w, std::string_view line) {
+  try {
+    simdjson::ondemand::parser parser;
+    simdjson::padded_string padded{line};
+    auto doc = parser.iterate(padded);
+    auto object = doc["object"];
+    auto meta = object["metadata"];
+    const std::string name{std::string_view{meta["name"].get_string()}};
+    const int64_t generation = meta["generation"].get_int64();
+    const int64_t replicas = object["spec"]["replicas"].get_int64();
+    std::lock_guard lock{w.m};
+    auto& g = w.generation[name];
+    if (g != 0 && generation > g + 1)
+      w.unseen[name] += static_cast<int>(generation - g - 1);
+    g = std::max(g, generation);
+    auto& v = w.seen[name];
+    if (v.empty() || v.back().replicas != replicas)
+      v.push_back({replicas, generation, clock_type::now()});
+  } catch (const simdjson::simdjson_error&) {
+    // a bookmark or an error event: nothing about replicas
+  }
+}
+
+env make_env() {
+  env e;
+  e.c = cluster::shared();
+  if (e.c == nullptr) {
+    e.why = cluster::unavailable_reason();
+    return e;
+  }
+  // The exporter: headroom's own /metrics server, serving one gauge per target.
+  e.exporter_metrics = std::make_unique<headroom::runtime::metrics>();
+  e.exporter_ready = std::make_unique<headroom::runtime::readiness>();
+  e.load = &prometheus::BuildGauge().Name("reactive_test_load").Help("the test's metric").Register(e.exporter_metrics->registry());
+  e.exporter = std::make_unique<headroom::runtime::http_server>("127.0.0.1:0", *e.exporter_metrics, *e.exporter_ready);
+  for (const auto& t : targets)
+    set_load(e, t.name, 75);  // within the band until a test moves it
+  e.prom = headroom::testenv::prometheus_server::start({"127.0.0.1:" + std::to_string(e.exporter->port())}, e.why);
+  if (!e.prom)
+    return e;
+
+  char tmpl[] = "/tmp/headroom-reactive-XXXXXX";
+  e.dir = mkdtemp(tmpl);
+  e.c->kubectl({"create", "namespace", ns});
+  e.c->kubectl({"apply", "-f", "-"},
+               "apiVersion: v1\nkind: Node\nmetadata:\n  name: reactive-node\n  annotations: {kwok.x-k8s.io/node: fake}\n"
+               "  labels: {type: kwok}\nstatus:\n  allocatable: {cpu: \"32\", memory: 64Gi, pods: \"110\"}\n"
+               "  capacity: {cpu: \"32\", memory: 64Gi, pods: \"110\"}\n");
+  for (const auto& t : targets) {
+    auto r = e.c->kubectl({"apply", "-f", "-"}, deployment_yaml(t));
+    if (r.exit_code != 0) {
+      e.why = "cannot create deployment " + t.name + ": " + r.err;
+      return e;
+    }
+  }
+  // A step whose intent is on the target but whose /scale write never happened (a headroom killed
+  // between the two): the next headroom finishes it.
+  char now[40];
+  const auto tt = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
+  std::strftime(now, sizeof now, "%Y-%m-%dT%H:%M:%S.000Z", std::gmtime(&tt));
+  e.c->kubectl({"annotate", "deployment", "intent", "-n", ns, "--overwrite",
+                std::string{"headroom.dev/reactive-scale={\"time\":\""} + now + "\",\"from\":1,\"to\":2,\"alternations\":0}"});
+
+  headroom::k8s::transport::options topts;
+  e.io = std::make_unique<headroom::k8s::transport>(topts);
+  auto conn = headroom::k8s::load_kubeconfig(e.c->kubeconfig());
+  e.api = std::make_unique<headroom::k8s::client>(std::get<headroom::k8s::connection>(conn), *e.io);
+  headroom::k8s::watch_options wo;
+  wo.allow_bookmarks = false;
+  auto* w = e.watched.get();
+  e.api->watch(deployments, ns, wo, [w](std::string_view line) { on_watch_line(*w, line); },
+               [w](std::optional<headroom::k8s::api_error>) {
+                 std::lock_guard lock{w->m};
+                 w->ended = true;
+               });
+  e.metrics_port = headroom::testenv::free_port();
+  write_config(e, 2);
+  start_agent(e);
+  return e;
+}
+
+void stop_env(env& e) {
+  if (e.agent)
+    e.agent->stop();
+  if (e.io)
+    e.io.reset();
+  if (e.prom)
+    e.prom->stop();
+}
+
+headroom::testenv::shared_env<env> the_env{make_env, stop_env};
+
+env& shared() { return the_env.get(); }
+
+#define REQUIRE_ENV(e)                                                                                  \
+  env& e = shared();                                                                                    \
+  HEADROOM_REQUIRE_READY(e.c != nullptr && e.prom && e.api, "the control plane and Prometheus", e.why); \
+  ASSERT_TRUE(e.agent && e.agent->alive()) << e.agent->log()
+
+std::vector<change> changes(env& e, const std::string& name) {
+  std::lock_guard lock{e.watched->m};
+  return e.watched->seen[name];
+}
+
+int64_t replicas(env& e, const std::string& name) {
+  auto v = changes(e, name);
+  return v.empty() ? -1 : v.back().replicas;
+}
+
+// Every change of the target was one step, and no write went unseen.
+void expect_single_steps(env& e, const std::string& name) {
+  auto v = changes(e, name);
+  for (size_t i = 1; i < v.size(); ++i) {
+    EXPECT_EQ(std::abs(v[i].replicas - v[i - 1].replicas), 1)
+        << name << ": " << v[i - 1].replicas << " → " << v[i].replicas << " in one write";
+  }
+  std::lock_guard lock{e.watched->m};
+  EXPECT_EQ(e.watched->unseen[name], 0) << name << ": writes the watch did not show";
+}
+
+// The value of one series on headroom's /metrics ("" when absent).
+std::string agent_metric(env& e, const std::string& series) {
+  auto r = headroom::testpeer::http_call("http://127.0.0.1:" + std::to_string(e.metrics_port) + "/metrics");
+  const auto at = r.body.find("\n" + series + " ");
+  if (at == std::string::npos)
+    return "";
+  const auto start = at + series.size() + 2;
+  return r.body.substr(start, r.body.find('\n', start) - start);
+}
+
+std::string events_of(env& e, const std::string& name) {
+  return e.c->kubectl({"get", "events", "-n", ns, "--field-selector", "involvedObject.name=" + name, "-o",
+                       "jsonpath={range .items[*]}{.reason}:{.message}{\"\\n\"}{end}"})
+      .out;
+}
+
+std::string id(const std::string& name) { return ns + "/Deployment/" + name; }
+
+TEST(reactive, sustained_high_steps_up_once_per_window_to_max_never_by_two) {
+  REQUIRE_ENV(e);
+  ASSERT_TRUE(eventually([&] { return replicas(e, "up") == 1; }, 30s));
+  set_load(e, "up", 250);
+  const auto high_since = clock_type::now();
+  ASSERT_TRUE(eventually([&] { return replicas(e, "up") == 3; }, 60s)) << e.agent->log();
+  auto v = changes(e, "up");
+  ASSERT_EQ(v.size(), 3u);
+  // Each step waited for a whole window (3 s) of high samples after the previous event.
+  EXPECT_GE(v[1].at - high_since, 3s);
+  EXPECT_GE(v[2].at - v[1].at, 3s);
+  std::this_thread::sleep_for(5s);  // at max: nothing more
+  EXPECT_EQ(replicas(e, "up"), 3);
+  expect_single_steps(e, "up");
+  const auto ev = events_of(e, "up");
+  EXPECT_NE(ev.find("ScaledUp:1 → 2"), std::string::npos) << ev;
+  EXPECT_NE(ev.find("ScaledUp:2 → 3"), std::string::npos) << ev;
+  EXPECT_EQ(agent_metric(e, "headroom_reactive_replicas{target=\"" + id("up") + "\"}"), "3");
+}
+
+TEST(reactive, a_spike_shorter_than_the_window_and_a_value_in_band_do_nothing) {
+  REQUIRE_ENV(e);
+  set_load(e, "spike", 500);
+  std::this_thread::sleep_for(3s);  // 3 s of a 5 s window
+  set_load(e, "spike", 80);
+  set_load(e, "band", 60);          // between target × 0.5 (50) and target (100)
+  std::this_thread::sleep_for(10s);
+  EXPECT_EQ(replicas(e, "spike"), 1);
+  EXPECT_EQ(changes(e, "spike").size(), 1u);
+  EXPECT_EQ(replicas(e, "band"), 2);
+  EXPECT_EQ(changes(e, "band").size(), 1u);
+  EXPECT_NE(agent_metric(e, "headroom_reactive_last_decision{action=\"none\",reason=\"within_band\",target=\"" + id("band") + "\"}"), "");
+}
+
+TEST(reactive, sustained_low_steps_down_to_min_removing_the_newest_pod) {
+  REQUIRE_ENV(e);
+  ASSERT_TRUE(eventually([&] {
+    auto r = e.c->kubectl({"get", "pods", "-n", ns, "-l", "app=down", "--field-selector", "status.phase=Running", "-o", "name"});
+    return std::count(r.out.begin(), r.out.end(), '\n') == 3;
+  }, 60s));
+  // The newest of the three pods.
+  auto newest = e.c->kubectl({"get", "pods", "-n", ns, "-l", "app=down", "--sort-by", ".metadata.creationTimestamp", "-o",
+                              "jsonpath={.items[-1:].metadata.name}"}).out;
+  // Make one pod clearly the newest: delete it and let the ReplicaSet make a new one.
+  e.c->kubectl({"delete", "pod", "-n", ns, newest, "--wait=false"});
+  ASSERT_TRUE(eventually([&] {
+    auto r = e.c->kubectl({"get", "pods", "-n", ns, "-l", "app=down", "--field-selector", "status.phase=Running", "-o", "name"});
+    return std::count(r.out.begin(), r.out.end(), '\n') == 3 && r.out.find(newest) == std::string::npos;
+  }, 60s));
+  newest = e.c->kubectl({"get", "pods", "-n", ns, "-l", "app=down", "--sort-by", ".metadata.creationTimestamp", "-o",
+                         "jsonpath={.items[-1:].metadata.name}"}).out;
+  set_load(e, "down", 10);
+  ASSERT_TRUE(eventually([&] { return replicas(e, "down") == 2; }, 30s)) << e.agent->log();
+  ASSERT_TRUE(eventually([&] {
+    auto r = e.c->kubectl({"get", "pods", "-n", ns, "-l", "app=down", "-o", "name"});
+    return std::count(r.out.begin(), r.out.end(), '\n') == 2;
+  }, 30s));
+  const auto left = e.c->kubectl({"get", "pods", "-n", ns, "-l", "app=down", "-o", "name"}).out;
+  EXPECT_EQ(left.find(newest), std::string::npos) << newest << " should have gone first; left: " << left;
+  ASSERT_TRUE(eventually([&] { return replicas(e, "down") == 1; }, 30s));
+  std::this_thread::sleep_for(5s);
+  EXPECT_EQ(replicas(e, "down"), 1);  // min
+  expect_single_steps(e, "down");
+}
+
+TEST(reactive, a_quota_holds_scale_ups_without_error_and_a_raised_one_resumes_them) {
+  REQUIRE_ENV(e);
+  set_load(e, "quota-a", 300);  // quota-a 1 + quota-b 1 = the cap of 2
+  std::this_thread::sleep_for(8s);
+  EXPECT_EQ(replicas(e, "quota-a"), 1);
+  EXPECT_NE(agent_metric(e, "headroom_reactive_last_decision{action=\"up\",reason=\"quota\",target=\"" + id("quota-a") + "\"}"), "");
+  EXPECT_EQ(agent_metric(e, "headroom_reactive_quota_used_replicas{tenant=\"team\"}"), "2");
+  write_config(e, 3);
+  ASSERT_TRUE(eventually([&] { return replicas(e, "quota-a") == 2; }, 20s)) << e.agent->log();
+  std::this_thread::sleep_for(6s);
+  EXPECT_EQ(replicas(e, "quota-a"), 2);  // 2 + 1 = the new cap
+  expect_single_steps(e, "quota-a");
+}
+
+TEST(reactive, an_oscillating_metric_raises_the_alert_after_five_alternations) {
+  REQUIRE_ENV(e);
+  auto events = [&] { return changes(e, "osc").size() - 1; };
+  // Up, then down, and so on: each phase lasts until its step has happened.
+  for (int i = 0; i < 6; ++i) {
+    const bool up = i % 2 == 0;
+    set_load(e, "osc", up ? 400 : 5);
+    ASSERT_TRUE(eventually([&] { return events() == static_cast<size_t>(i + 1); }, 30s)) << "event " << i << "\n" << e.agent->log();
+  }
+  ASSERT_TRUE(eventually([&] {
+    return agent_metric(e, "headroom_reactive_oscillation_alert{target=\"" + id("osc") + "\"}") == "1";
+  }, 10s));
+  EXPECT_NE(events_of(e, "osc").find("ScalingOscillation"), std::string::npos);
+  set_load(e, "osc", 75);
+  expect_single_steps(e, "osc");
+}
+
+TEST(reactive, an_interrupted_step_found_at_start_is_finished_once) {
+  REQUIRE_ENV(e);
+  ASSERT_TRUE(eventually([&] { return replicas(e, "intent") == 2; }, 30s)) << e.agent->log();
+  std::this_thread::sleep_for(4s);
+  EXPECT_EQ(replicas(e, "intent"), 2);
+  EXPECT_EQ(changes(e, "intent").size(), 2u);
+  expect_single_steps(e, "intent");
+}
+
+TEST(reactive, prometheus_down_means_no_action_an_alert_after_three_cycles_and_resumption) {
+  REQUIRE_ENV(e);
+  std::map<std::string, size_t> before;
+  for (const auto& t : targets)
+    before[t.name] = changes(e, t.name).size();
+  set_load(e, "band", 500);  // would scale up if headroom acted blindly on stale knowledge
+  e.prom->stop();
+  ASSERT_TRUE(eventually([&] {
+    return agent_metric(e, "headroom_reactive_metric_alert{target=\"" + id("band") + "\"}") == "1";
+  }, 20s)) << e.agent->log();
+  const auto failures = agent_metric(e, "headroom_reactive_metric_query_failures_total{target=\"" + id("band") + "\"}");
+  EXPECT_GE(std::stod(failures.empty() ? "0" : failures), 3);
+  EXPECT_NE(events_of(e, "band").find("MetricUnavailable"), std::string::npos);
+  std::this_thread::sleep_for(3s);
+  for (const auto& t : targets)
+    EXPECT_EQ(changes(e, t.name).size(), before[t.name]) << t.name << " was scaled without its metric";
+  std::string why;
+  ASSERT_TRUE(e.prom->restart(why)) << why;
+  ASSERT_TRUE(eventually([&] {
+    return agent_metric(e, "headroom_reactive_metric_alert{target=\"" + id("band") + "\"}") == "0";
+  }, 30s)) << e.agent->log();
+  // Back to normal: a full window of fresh data after the gap, then the step.
+  ASSERT_TRUE(eventually([&] { return replicas(e, "band") == 3; }, 30s)) << e.agent->log();
+  set_load(e, "band", 75);
+  expect_single_steps(e, "band");
+}
+
+TEST(reactive, sigkill_mid_window_and_restart_neither_acts_early_nor_loses_nor_doubles_a_step) {
+  REQUIRE_ENV(e);
+  ASSERT_EQ(replicas(e, "killed"), 1);
+  set_load(e, "killed", 400);
+  const auto high_since = clock_type::now();
+  std::this_thread::sleep_for(3s);  // half of the 6 s window
+  e.agent->stop(SIGKILL);
+  start_agent(e);
+  ASSERT_TRUE(eventually([&] { return replicas(e, "killed") == 2; }, 30s)) << e.agent->log();
+  auto v = changes(e, "killed");
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_GE(v[1].at - high_since, 6s) << "stepped before the window was complete";
+  // Killed again right after the step: the next one still needs a fresh window after it.
+  e.agent->stop(SIGKILL);
+  start_agent(e);
+  std::this_thread::sleep_for(4s);
+  EXPECT_EQ(replicas(e, "killed"), 2) << "a second step within one window of the first";
+  ASSERT_TRUE(eventually([&] { return replicas(e, "killed") == 3; }, 30s)) << e.agent->log();
+  v = changes(e, "killed");
+  EXPECT_GE(v[2].at - v[1].at, 6s);
+  expect_single_steps(e, "killed");
+  std::lock_guard lock{e.watched->m};
+  EXPECT_FALSE(e.watched->ended) << "the watch ended: writes may have gone unseen";
+}
+
+}  // namespace

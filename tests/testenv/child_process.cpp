@@ -1,0 +1,78 @@
+#include "testenv/child_process.hpp"
+
+#include <fcntl.h>
+#include <netinet/in.h>
+#include <signal.h>
+#include <spawn.h>
+#include <sys/socket.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <chrono>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+namespace headroom::testenv {
+
+child_process::child_process(std::vector<std::string> argv, std::vector<std::string> env, std::string log_path)
+    : log_path_(std::move(log_path)) {
+  posix_spawn_file_actions_t fa;
+  posix_spawn_file_actions_init(&fa);
+  posix_spawn_file_actions_addopen(&fa, 1, log_path_.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+  posix_spawn_file_actions_adddup2(&fa, 1, 2);
+  std::vector<char*> args, envp;
+  for (auto& a : argv)
+    args.push_back(a.data());
+  args.push_back(nullptr);
+  for (auto& e : env)
+    envp.push_back(e.data());
+  envp.push_back(nullptr);
+  if (posix_spawn(&pid_, args[0], &fa, nullptr, args.data(), envp.data()) != 0)
+    pid_ = -1;
+  posix_spawn_file_actions_destroy(&fa);
+}
+
+child_process::~child_process() { stop(SIGKILL); }
+
+int child_process::stop(int sig) {
+  if (pid_ <= 0)
+    return -1;
+  kill(pid_, sig);
+  int status = 0;
+  for (int i = 0; i < 300 && waitpid(pid_, &status, WNOHANG) == 0; ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(100));
+  if (waitpid(pid_, &status, WNOHANG) == 0) {
+    kill(pid_, SIGKILL);
+    waitpid(pid_, &status, 0);
+  }
+  pid_ = -1;
+  return status;
+}
+
+bool child_process::alive() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
+
+std::string child_process::log(size_t bytes) const {
+  std::ifstream in{log_path_};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  auto s = ss.str();
+  return s.size() > bytes ? s.substr(s.size() - bytes) : s;
+}
+
+int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in addr{};
+  addr.sin_family = AF_INET;
+  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  addr.sin_port = 0;
+  socklen_t len = sizeof addr;
+  int port = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    port = ntohs(addr.sin_port);
+  close(fd);
+  return port;
+}
+
+}  // namespace headroom::testenv
