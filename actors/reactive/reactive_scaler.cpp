@@ -200,11 +200,12 @@ void step_done(scaler_actor* self) {
   s.refusals = 0;
   s.refused_to = -1;
   m.add(up ? "headroom_reactive_scale_ups_total" : "headroom_reactive_scale_downs_total", 1);
-  m.scale_latency(std::chrono::duration<double>(self->clock().now() - st.due).count());
+  const double latency = std::chrono::duration<double>(self->clock().now() - st.due).count();
+  m.scale_latency(latency);
   const std::string what = std::to_string(st.from) + " → " + std::to_string(st.to) + " replicas: " + st.d.detail;
   runtime::log::info(actor_name, st.recovery ? "finished an interrupted scale" : "scaled",
                      {{"target", tid(self)}, {"from", static_cast<int64_t>(st.from)}, {"to", static_cast<int64_t>(st.to)},
-                                {"reason", to_string(st.d.why)}});
+                      {"reason", to_string(st.d.why)}, {"latency_ms", latency * 1000}});
   record_event(self, "Normal", up ? "ScaledUp" : "ScaledDown", what);
   if (st.next.alternations >= oscillation_alert_after) {
     m.add("headroom_reactive_oscillation_alerts_total", 1);

@@ -61,6 +61,7 @@ const std::vector<target> targets = {
     {"osc", 1, 3, 1, "scaleUpWindow: 2s\n      scaleDownWindow: 2s\n      cooldown: 1s", ""},
     {"killed", 1, 3, 1, "scaleUpWindow: 6s\n      scaleDownWindow: 60s\n      cooldown: 1s", ""},
     {"intent", 1, 3, 1, "scaleUpWindow: 60s\n      scaleDownWindow: 60s\n      cooldown: 30s", ""},
+    {"refused", 1, 3, 2, "scaleUpWindow: 2s\n      scaleDownWindow: 60s\n      cooldown: 3s", ""},
 };
 
 // The watch's record, at a stable address (the env itself is moved into its holder).
@@ -181,6 +182,33 @@ env make_env() {
       e.why = "cannot create deployment " + t.name + ": " + r.err;
       return e;
     }
+  }
+  // An admission policy that refuses any /scale write of `refused` above 2 replicas.
+  auto vap = e.c->kubectl({"apply", "-f", "-"}, R"(apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicy
+metadata: {name: reactive-refuse-scale}
+spec:
+  failurePolicy: Fail
+  matchConstraints:
+    resourceRules:
+      - apiGroups: [apps]
+        apiVersions: [v1]
+        operations: [UPDATE]
+        resources: [deployments/scale]
+  validations:
+    - expression: "object.metadata.name != 'refused' || object.spec.replicas <= 2"
+      message: "refused by the test's policy"
+---
+apiVersion: admissionregistration.k8s.io/v1
+kind: ValidatingAdmissionPolicyBinding
+metadata: {name: reactive-refuse-scale}
+spec:
+  policyName: reactive-refuse-scale
+  validationActions: [Deny]
+)");
+  if (vap.exit_code != 0) {
+    e.why = "cannot create the admission policy: " + vap.err;
+    return e;
   }
   // A step whose intent is on the target but whose /scale write never happened (a headroom killed
   // between the two): the next headroom finishes it.
@@ -368,6 +396,33 @@ TEST(reactive, an_interrupted_step_found_at_start_is_finished_once) {
   EXPECT_EQ(replicas(e, "intent"), 2);
   EXPECT_EQ(changes(e, "intent").size(), 2u);
   expect_single_steps(e, "intent");
+}
+
+TEST(reactive, a_refused_scale_is_retried_three_times_then_backs_off_for_two_cooldowns) {
+  REQUIRE_ENV(e);
+  const std::string refused = "headroom_reactive_scale_refused_total{target=\"" + id("refused") + "\"}";
+  auto count = [&] {
+    const auto v = agent_metric(e, refused);
+    return v.empty() ? 0.0 : std::stod(v);
+  };
+  // The policy may take a moment to be enforced: wait until it refuses.
+  set_load(e, "refused", 300);
+  ASSERT_TRUE(eventually([&] { return count() >= 3; }, 30s)) << e.agent->log();
+  ASSERT_TRUE(eventually([&] { return events_of(e, "refused").find("ScaleRefused") != std::string::npos; }, 10s));
+  // Backing off for 2 cooldowns (6 s): no more attempts meanwhile.
+  const double after_three = count();
+  std::this_thread::sleep_for(4s);
+  EXPECT_EQ(count(), after_three);
+  EXPECT_EQ(replicas(e, "refused"), 2);
+  // The refused steps put the previous annotation back: no cooldown started by a step that never happened.
+  const auto annotation = e.c->kubectl({"get", "deployment", "refused", "-n", ns, "-o",
+                                        "jsonpath={.metadata.annotations.headroom\\.dev/reactive-scale}"}).out;
+  EXPECT_EQ(annotation, "");
+  // Then it tries again.
+  ASSERT_TRUE(eventually([&] { return count() > after_three; }, 15s));
+  set_load(e, "refused", 75);
+  EXPECT_EQ(replicas(e, "refused"), 2);
+  expect_single_steps(e, "refused");
 }
 
 TEST(reactive, prometheus_down_means_no_action_an_alert_after_three_cycles_and_resumption) {

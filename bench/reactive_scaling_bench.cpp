@@ -1,0 +1,242 @@
+// Reactive scaling at scale: one headroom evaluating N targets (default 1,000) every second against
+// the real Prometheus (Debian's package, 1 s scrapes of a test exporter with one series per
+// target), on the test control plane. The targets are custom resources with a /scale subresource
+// (no pods: the apiserver, not a fleet of kwok pods, is what the writes meet). A fraction of them
+// (default 10 %) is held above target, so they step up once per cooldown; the rest stay in band.
+//
+//   HEADROOM_TESTENV_DIR=$(tests/testenv/build.sh) build/release/bench/reactive_scaling_bench
+//       [--targets 1000] [--seconds 60] [--high 0.1]
+//
+// Prints one JSON line: headroom's CPU (% of one core) and RSS over the measured period, the
+// scale writes and their decision latency (evaluation due → /scale written) p50/p99/max, and how
+// many evaluations were skipped because the previous one was still in flight.
+
+#include <prometheus/gauge.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <sstream>
+#include <thread>
+
+#include "runtime/http_server.hpp"
+#include "runtime/metrics.hpp"
+#include "runtime/readiness.hpp"
+#include "testenv/child_process.hpp"
+#include "testenv/cluster_fixture.hpp"
+#include "testenv/peer_process.hpp"
+#include "testenv/prometheus_server.hpp"
+
+using namespace std::chrono_literals;
+using namespace headroom;
+
+namespace {
+
+struct proc_sample {
+  double cpu_seconds = 0;
+  long rss_kib = 0;
+  long threads = 0;
+};
+
+proc_sample sample(pid_t pid) {
+  proc_sample s;
+  std::ifstream stat{"/proc/" + std::to_string(pid) + "/stat"};
+  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
+  const auto close = text.rfind(')');
+  if (close != std::string::npos) {
+    std::istringstream rest{text.substr(close + 2)};
+    std::string field;
+    unsigned long utime = 0, stime = 0;
+    for (int i = 3; i <= 15 && rest >> field; ++i) {
+      if (i == 14)
+        utime = std::stoul(field);
+      if (i == 15)
+        stime = std::stoul(field);
+    }
+    s.cpu_seconds = static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
+  }
+  std::ifstream status{"/proc/" + std::to_string(pid) + "/status"};
+  std::string line;
+  while (std::getline(status, line)) {
+    if (line.rfind("VmRSS:", 0) == 0)
+      s.rss_kib = std::stol(line.substr(6));
+    if (line.rfind("Threads:", 0) == 0)
+      s.threads = std::stol(line.substr(8));
+  }
+  return s;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size())))];
+}
+
+std::string name_of(int i) {
+  char buf[16];
+  std::snprintf(buf, sizeof buf, "a-%04d", i);
+  return buf;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int targets = 1000, seconds = 60;
+  double high = 0.1;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    if (!std::strcmp(argv[i], "--targets"))
+      targets = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--seconds"))
+      seconds = std::atoi(argv[i + 1]);
+    else if (!std::strcmp(argv[i], "--high"))
+      high = std::atof(argv[i + 1]);
+  }
+  auto* c = testenv::cluster::shared();
+  if (c == nullptr) {
+    std::cerr << "bench: no control plane: " << testenv::cluster::unavailable_reason() << "\n";
+    return 1;
+  }
+  auto ok = [](const testenv::command_result& r, const char* what) {
+    if (r.exit_code != 0) {
+      std::cerr << "bench: " << what << ": " << r.err << "\n";
+      std::exit(1);
+    }
+  };
+  ok(c->kubectl({"apply", "-f", "-"}, R"(apiVersion: apiextensions.k8s.io/v1
+kind: CustomResourceDefinition
+metadata: {name: allocations.bench.headroom.dev}
+spec:
+  group: bench.headroom.dev
+  scope: Namespaced
+  names: {plural: allocations, singular: allocation, kind: Allocation}
+  versions:
+    - name: v1
+      served: true
+      storage: true
+      schema:
+        openAPIV3Schema:
+          type: object
+          properties:
+            spec: {type: object, properties: {replicas: {type: integer}}}
+            status: {type: object, properties: {replicas: {type: integer}}}
+      subresources:
+        scale: {specReplicasPath: .spec.replicas, statusReplicasPath: .status.replicas}
+)"), "CRD");
+  ok(c->kubectl({"wait", "--for", "condition=Established", "--timeout", "60s", "crd/allocations.bench.headroom.dev"}), "CRD established");
+  c->kubectl({"create", "namespace", "bench"});
+  std::string objects;
+  for (int i = 0; i < targets; ++i)
+    objects += "apiVersion: bench.headroom.dev/v1\nkind: Allocation\nmetadata: {name: " + name_of(i) +
+               ", namespace: bench}\nspec: {replicas: 1}\n---\n";
+  const auto created_at = std::chrono::steady_clock::now();
+  ok(c->kubectl({"create", "-f", "-"}, objects), "allocations");
+  std::cerr << "bench: " << targets << " allocations in "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - created_at).count() << " s\n";
+
+  runtime::metrics exporter_metrics;
+  runtime::readiness exporter_ready;
+  auto& load = prometheus::BuildGauge().Name("bench_load").Help("the bench's metric").Register(exporter_metrics.registry());
+  std::vector<prometheus::Gauge*> gauges;
+  for (int i = 0; i < targets; ++i) {
+    gauges.push_back(&load.Add({{"target", name_of(i)}}));
+    gauges.back()->Set(75);
+  }
+  runtime::http_server exporter{"127.0.0.1:0", exporter_metrics, exporter_ready};
+  std::string why;
+  auto prom = testenv::prometheus_server::start({"127.0.0.1:" + std::to_string(exporter.port())}, why);
+  if (!prom) {
+    std::cerr << "bench: " << why << "\n";
+    return 1;
+  }
+  char tmpl[] = "/tmp/headroom-reactive-bench-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  std::string y = "kubernetes:\n  kubeconfig: " + c->kubeconfig() + "\n  qps: 1000\n  burst: 2000\n" +
+                  "leaderElection:\n  enabled: false\nreactive:\n  prometheus: {url: \"" + prom->url() + "\"}\n" +
+                  "  defaults: {evaluationInterval: 1s, resolution: 1s, scaleUpWindow: 2s, scaleDownWindow: 2s, cooldown: 4s}\n"
+                  "  targets:\n";
+  for (int i = 0; i < targets; ++i)
+    y += "    - scaleTargetRef: {apiVersion: bench.headroom.dev/v1, kind: Allocation, namespace: bench, name: " + name_of(i) +
+         "}\n      minReplicas: 1\n      maxReplicas: 1000\n      metric: 'bench_load{target=\"" + name_of(i) +
+         "\"}'\n      target: 100\n";
+  std::ofstream(dir + "/headroom.yaml") << y;
+  const int metrics_port = testenv::free_port();
+  testenv::child_process agent{{HEADROOM_BINARY, "--config", dir + "/headroom.yaml", "--metrics-addr",
+                                "127.0.0.1:" + std::to_string(metrics_port)},
+                               {"PATH=/usr/bin:/bin"},
+                               dir + "/agent.log"};
+  // Warm-up: every target read (its "watching" line), and 5 s of evaluations.
+  auto watching = [&] {
+    std::ifstream in{dir + "/agent.log"};
+    std::string line;
+    int n = 0;
+    while (std::getline(in, line))
+      n += line.find("\"msg\":\"watching\"") != std::string::npos;
+    return n;
+  };
+  if (!testenv::eventually([&] { return watching() >= targets || !agent.alive(); }, 120s) || !agent.alive()) {
+    std::cerr << "bench: headroom did not read every target (" << watching() << "/" << targets << "): " << agent.log() << "\n";
+    return 1;
+  }
+  std::this_thread::sleep_for(5s);
+
+  const int n_high = static_cast<int>(high * targets);
+  for (int i = 0; i < n_high; ++i)
+    gauges[i]->Set(300);
+  const auto log_start = [&] {
+    std::ifstream in{dir + "/agent.log", std::ios::ate};
+    return static_cast<long>(in.tellg());
+  }();
+  const auto before = sample(agent.pid());
+  const auto prom_pid_sample = before;  // (Prometheus' own CPU is not ours to report)
+  (void)prom_pid_sample;
+  long max_rss = before.rss_kib, max_threads = before.threads;
+  const auto t0 = std::chrono::steady_clock::now();
+  for (int s = 0; s < seconds; ++s) {
+    std::this_thread::sleep_for(1s);
+    const auto now = sample(agent.pid());
+    max_rss = std::max(max_rss, now.rss_kib);
+    max_threads = std::max(max_threads, now.threads);
+  }
+  const auto after = sample(agent.pid());
+  const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+
+  std::vector<double> latencies;
+  {
+    std::ifstream in{dir + "/agent.log"};
+    in.seekg(log_start);
+    std::string line;
+    while (std::getline(in, line)) {
+      if (line.find("\"msg\":\"scaled\"") == std::string::npos)
+        continue;
+      const auto at = line.find("\"latency_ms\":");
+      if (at != std::string::npos)
+        latencies.push_back(std::stod(line.substr(at + 13)));
+    }
+  }
+  const auto metrics = testpeer::http_call("http://127.0.0.1:" + std::to_string(metrics_port) + "/metrics").body;
+  auto sum_of = [&](const std::string& name) {
+    double total = 0;
+    std::istringstream in{metrics};
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind(name + "{", 0) == 0)
+        total += std::stod(line.substr(line.rfind(' ') + 1));
+    return total;
+  };
+  std::printf(
+      "{\"mode\":\"reactive\",\"targets\":%d,\"high\":%d,\"seconds\":%.1f,\"cpu_percent\":%.2f,\"rss_mib\":%.1f,"
+      "\"max_rss_mib\":%.1f,\"threads\":%ld,\"scales\":%zu,\"p50_ms\":%.2f,\"p99_ms\":%.2f,\"max_ms\":%.2f,"
+      "\"skipped_evaluations\":%.0f,\"metric_failures\":%.0f,\"refused\":%.0f}\n",
+      targets, n_high, wall, 100.0 * (after.cpu_seconds - before.cpu_seconds) / wall, after.rss_kib / 1024.0,
+      max_rss / 1024.0, max_threads, latencies.size(), percentile(latencies, 0.5), percentile(latencies, 0.99),
+      latencies.empty() ? 0.0 : *std::max_element(latencies.begin(), latencies.end()),
+      sum_of("headroom_reactive_evaluations_skipped_total"), sum_of("headroom_reactive_metric_query_failures_total"),
+      sum_of("headroom_reactive_scale_refused_total"));
+  agent.stop();
+  prom->stop();
+  return 0;
+}
