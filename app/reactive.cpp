@@ -5,6 +5,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 
+#include <filesystem>
 #include <fstream>
 #include <sstream>
 
@@ -62,14 +63,14 @@ scaler_metrics make_metrics(runtime::metrics& m, const std::string& target, cons
                         .Register(reg);
   auto& last = prometheus::BuildGauge()
                    .Name("headroom_reactive_last_decision")
-                   .Help("1 for the last evaluation's action and reason, per target")
+                   .Help("1 for the last evaluation's action and reason, 0 for those seen before it, per target")
                    .Register(reg);
   auto& latency = prometheus::BuildHistogram()
                       .Name("headroom_reactive_scale_latency_seconds")
                       .Help("From an evaluation being due to its /scale write")
                       .Register(reg)
                       .Add({}, prometheus::Histogram::BucketBoundaries{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5});
-  // Only this target's actor calls these: the last-decision series is its own.
+  // Only this target's actor calls these: the last-decision series are its own.
   auto last_series = std::make_shared<prometheus::Gauge*>(nullptr);
   scaler_metrics out;
   out.set = [g](const char* name, double v) {
@@ -80,14 +81,25 @@ scaler_metrics make_metrics(runtime::metrics& m, const std::string& target, cons
     if (auto it = c->find(name); it != c->end())
       it->second->Increment(v);
   };
-  out.decided = [&decisions, &last, last_series, target](const char* action, const char* reason) {
-    const std::map<std::string, std::string> l{{"target", target}, {"action", action}, {"reason", reason}};
-    decisions.Add(l).Increment();
-    auto* now = &last.Add(l);
-    if (*last_series != nullptr && *last_series != now)
-      last.Remove(*last_series);
-    now->Set(1);
-    *last_series = now;
+  // The series of each (action, reason) pair, made on first use: an evaluation only looks them up.
+  struct decision_series {
+    prometheus::Counter* count;
+    prometheus::Gauge* last;
+  };
+  auto by_pair = std::make_shared<std::map<std::pair<const char*, const char*>, decision_series>>();
+  out.decided = [&decisions, &last, last_series, by_pair, target](const char* action, const char* reason) {
+    auto it = by_pair->find({action, reason});
+    if (it == by_pair->end()) {
+      const std::map<std::string, std::string> l{{"target", target}, {"action", action}, {"reason", reason}};
+      it = by_pair->emplace(std::pair{action, reason}, decision_series{&decisions.Add(l), &last.Add(l)}).first;
+    }
+    it->second.count->Increment();
+    if (*last_series != it->second.last) {
+      if (*last_series != nullptr)
+        (*last_series)->Set(0);
+      it->second.last->Set(1);
+      *last_series = it->second.last;
+    }
   };
   out.scale_latency = [&latency](double s) { latency.Observe(s); };
   return out;
@@ -168,9 +180,23 @@ std::optional<std::string> prepare_reactive(const runtime::config& cfg, const se
   }
   out.quota.caps = to_caps(r.quotas);
   out.quota.reload_interval = r.quota_reload_interval;
-  if (!cfg.source.empty()) {
-    // The caps are re-read from the file, which a ConfigMap update rewrites in a Pod.
-    out.quota.reload = [path = cfg.source](std::string& error) -> std::optional<quota_caps> {
+  if (!cfg.source.empty() && !out.quota.members.empty()) {
+    // The caps are re-read from the file, which a ConfigMap update rewrites in a Pod; only when
+    // it changed (time or size), so a large file is not parsed again every interval.
+    auto seen = std::make_shared<std::pair<std::filesystem::file_time_type, std::uintmax_t>>();
+    std::error_code ec;
+    seen->first = std::filesystem::last_write_time(cfg.source, ec);
+    seen->second = std::filesystem::file_size(cfg.source, ec);
+    out.quota.reload = [path = cfg.source, seen](std::string& error) -> std::optional<quota_caps> {
+      std::error_code ec;
+      const auto when = std::filesystem::last_write_time(path, ec);
+      const auto size = std::filesystem::file_size(path, ec);
+      if (ec) {
+        error = path + ": " + ec.message();
+        return std::nullopt;
+      }
+      if (when == seen->first && size == seen->second)
+        return std::nullopt;  // unchanged (no error)
       std::string text;
       if (auto e = read_text(path, text)) {
         error = *e;
@@ -178,6 +204,7 @@ std::optional<std::string> prepare_reactive(const runtime::config& cfg, const se
       }
       try {
         const auto root = YAML::Load(text);
+        *seen = {when, size};
         if (!root.IsMap() || !root["reactive"])
           return quota_caps{};
         return to_caps(read_quotas(root["reactive"]));

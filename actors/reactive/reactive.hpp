@@ -74,8 +74,9 @@ using quota_caps = std::map<std::string, int32_t>;  // tenant → hard cap on re
 struct quota_options {
   quota_caps caps;
   std::map<std::string, std::vector<std::string>> members;  // tenant → its targets' ids
-  // Re-reads the caps (the configuration file, which a ConfigMap update rewrites); nullopt with
-  // the error when it cannot. Unset = the caps never change.
+  // Re-reads the caps (the configuration file, which a ConfigMap update rewrites): the new caps,
+  // nullopt with `error` empty when nothing changed, or nullopt with the error. Unset = the caps
+  // never change.
   std::function<std::optional<quota_caps>(std::string& error)> reload;
   std::chrono::milliseconds reload_interval{10'000};
   std::function<void(const std::string& tenant, int32_t used, int32_t cap)> report;  // metrics

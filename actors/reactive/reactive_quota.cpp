@@ -84,7 +84,7 @@ caf::behavior quota_behavior(quota_actor* self, quota_options opts) {
           s.opts.caps = std::move(*caps);
           for (const auto& [tenant, cap] : s.opts.caps)
             publish(self, tenant);
-        } else {
+        } else if (!error.empty()) {
           runtime::log::warn(actor_name, "cannot re-read the quotas; keeping the last ones", {{"error", error}});
         }
         self->delayed_send(self, s.opts.reload_interval, msg::tick_atom_v, uint64_t{0});

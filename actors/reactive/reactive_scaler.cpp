@@ -181,9 +181,22 @@ void write_annotation(scaler_actor* self, const std::string& text, call what) {
   });
 }
 
+// The write itself. From a known count above 0, a JSON patch whose `test` is the count the step
+// starts from: a compare-and-set, so a change made elsewhere since our last read fails it (422)
+// instead of being overwritten, with no read first. From 0 (which a Scale omits, so there is
+// nothing to test) it is a PUT with the resourceVersion of the fresh read.
 void write_scale(scaler_actor* self) {
   const auto t = spec(self).target;
-  const auto body = k8s::encode_scale(t.ns, t.name, self->state.stepping->resource_version, self->state.stepping->to);
+  const auto& st = *self->state.stepping;
+  if (st.from > 0) {
+    const std::string patch = "[{\"op\":\"test\",\"path\":\"/spec/replicas\",\"value\":" + std::to_string(st.from) +
+                              "},{\"op\":\"replace\",\"path\":\"/spec/replicas\",\"value\":" + std::to_string(st.to) + "}]";
+    start(self, call::write_scale, [t, patch](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
+      kube.json_patch(k, t.ns, t.name, patch, std::move(cb), "scale");
+    });
+    return;
+  }
+  const auto body = k8s::encode_scale(t.ns, t.name, st.resource_version, st.to);
   start(self, call::write_scale, [t, body](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
     kube.replace(k, t.ns, t.name, body, std::move(cb), "scale");
   });
@@ -252,6 +265,8 @@ void step_refused(scaler_actor* self, const std::string& error) {
   write_annotation(self, s.last_text, call::revert);
 }
 
+void continue_step(scaler_actor* self);
+
 void begin_step(scaler_actor* self, const decision& d) {
   auto& s = self->state;
   step st;
@@ -260,7 +275,12 @@ void begin_step(scaler_actor* self, const decision& d) {
   st.to = d.replicas;
   st.due = s.due;
   s.stepping = st;
-  read_scale(self);  // fresh: someone else may have changed it since
+  // A step up from a known count goes straight on (the write tests the count); a step down reads
+  // /scale for the pods' selector, and a step from 0 for the resourceVersion to write against.
+  if (st.to > st.from && st.from > 0)
+    continue_step(self);
+  else
+    read_scale(self);
 }
 
 // After the fresh read: the quota's consent for a scale-up, the newest pod for a scale-down.
@@ -535,8 +555,21 @@ void on_api(scaler_actor* self, msg::api_reply& r) {
         return;
       if (r.ok) {
         auto decoded = k8s::decode_scale(r.body);
-        if (auto* sc = std::get_if<k8s::scale>(&decoded); sc && sc->spec_replicas == s.stepping->to)
-          return step_done(self);
+        if (auto* sc = std::get_if<k8s::scale>(&decoded)) {
+          if (sc->spec_replicas == s.stepping->to)
+            return step_done(self);
+          if (sc->spec_replicas != s.stepping->from) {
+            // Changed elsewhere since our last read: not a refusal. Decide again from what is there.
+            s.ctx->metrics.decided(to_string(s.stepping->d.what), to_string(reason::changed_elsewhere));
+            runtime::log::info(actor_name, "replicas changed elsewhere; deciding again at the next evaluation",
+                               {{"target", tid(self)}, {"expected", static_cast<int64_t>(s.stepping->from)},
+                                {"found", static_cast<int64_t>(sc->spec_replicas)}});
+            set_current(self, sc->spec_replicas);
+            if (s.stepping->recovery)
+              return finish_evaluation(self);
+            return write_annotation(self, s.last_text, call::revert);
+          }
+        }
       }
       return step_refused(self, s.stepping->d.detail);
     }
@@ -552,8 +585,13 @@ caf::behavior scaler_behavior(scaler_actor* self, scaler_context_ptr ctx, caf::a
   s.ctx = std::move(ctx);
   s.id = s.ctx->spec.target.id();
   s.quota = std::move(quota);
-  s.next_due = self->clock().now();
-  self->send(self, msg::tick_atom_v, uint64_t{0});
+  // Targets start spread over one interval (by a hash of their id), so a thousand of them do not
+  // query Prometheus in the same millisecond every interval.
+  const auto interval = s.ctx->spec.rules.evaluation_interval;
+  const auto offset = std::chrono::milliseconds(static_cast<int64_t>(std::hash<std::string>{}(s.id) %
+                                                                     static_cast<size_t>(std::max<int64_t>(1, interval.count()))));
+  s.next_due = self->clock().now() + offset;
+  self->delayed_send(self, offset, msg::tick_atom_v, uint64_t{0});
   return {
       [self](msg::tick_atom, uint64_t) {
         auto& s = self->state;

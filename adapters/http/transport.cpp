@@ -178,7 +178,8 @@ struct transport::impl {
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
     curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
-    curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
+    if (t->req.compressed)
+      curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(opts.connect_timeout.count()));
     curl_easy_setopt(e, CURLOPT_TIMEOUT_MS, static_cast<long>(t->req.timeout.count()));
     if (t->req.stall_timeout.count() > 0) {

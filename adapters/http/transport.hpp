@@ -28,6 +28,7 @@ struct http_request {
   bool stream = false;                        // deliver the body in chunks as it arrives
   std::chrono::milliseconds delay{0};         // start no earlier than this from now (retries)
   std::chrono::seconds stall_timeout{0};      // streams: abort when no byte arrived for this long
+  bool compressed = true;                     // offer gzip/deflate (off for small, frequent answers)
 };
 
 struct http_response {

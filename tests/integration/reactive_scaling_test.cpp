@@ -324,7 +324,7 @@ TEST(reactive, a_spike_shorter_than_the_window_and_a_value_in_band_do_nothing) {
   EXPECT_EQ(changes(e, "spike").size(), 1u);
   EXPECT_EQ(replicas(e, "band"), 2);
   EXPECT_EQ(changes(e, "band").size(), 1u);
-  EXPECT_NE(agent_metric(e, "headroom_reactive_last_decision{action=\"none\",reason=\"within_band\",target=\"" + id("band") + "\"}"), "");
+  EXPECT_EQ(agent_metric(e, "headroom_reactive_last_decision{action=\"none\",reason=\"within_band\",target=\"" + id("band") + "\"}"), "1");
 }
 
 TEST(reactive, sustained_low_steps_down_to_min_removing_the_newest_pod) {
@@ -363,7 +363,7 @@ TEST(reactive, a_quota_holds_scale_ups_without_error_and_a_raised_one_resumes_th
   set_load(e, "quota-a", 300);  // quota-a 1 + quota-b 1 = the cap of 2
   std::this_thread::sleep_for(8s);
   EXPECT_EQ(replicas(e, "quota-a"), 1);
-  EXPECT_NE(agent_metric(e, "headroom_reactive_last_decision{action=\"up\",reason=\"quota\",target=\"" + id("quota-a") + "\"}"), "");
+  EXPECT_EQ(agent_metric(e, "headroom_reactive_last_decision{action=\"up\",reason=\"quota\",target=\"" + id("quota-a") + "\"}"), "1");
   EXPECT_EQ(agent_metric(e, "headroom_reactive_quota_used_replicas{tenant=\"team\"}"), "2");
   write_config(e, 3);
   ASSERT_TRUE(eventually([&] { return replicas(e, "quota-a") == 2; }, 20s)) << e.agent->log();
