@@ -9,7 +9,9 @@
 //
 // Prints one JSON line: headroom's CPU (% of one core) and RSS over the measured period, the
 // scale writes and their decision latency (evaluation due → /scale written) p50/p99/max, and how
-// many evaluations were skipped because the previous one was still in flight.
+// many evaluations were skipped because the previous one was still in flight, all counted over the
+// measured period only (after every target was read and 5 s of evaluations), and the exporter's
+// scrapes in that period.
 
 #include <prometheus/gauge.h>
 #include <unistd.h>
@@ -190,9 +192,18 @@ spec:
     std::ifstream in{dir + "/agent.log", std::ios::ate};
     return static_cast<long>(in.tellg());
   }();
+  auto sum_in = [](const std::string& metrics, const std::string& name) {
+    double total = 0;
+    std::istringstream in{metrics};
+    std::string line;
+    while (std::getline(in, line))
+      if (line.rfind(name + "{", 0) == 0)
+        total += std::stod(line.substr(line.rfind(' ') + 1));
+    return total;
+  };
+  auto scrape = [&] { return testpeer::http_call("http://127.0.0.1:" + std::to_string(metrics_port) + "/metrics").body; };
+  const auto metrics_before = scrape();
   const auto before = sample(agent.pid());
-  const auto prom_pid_sample = before;  // (Prometheus' own CPU is not ours to report)
-  (void)prom_pid_sample;
   long max_rss = before.rss_kib, max_threads = before.threads;
   const auto t0 = std::chrono::steady_clock::now();
   for (int s = 0; s < seconds; ++s) {
@@ -217,25 +228,30 @@ spec:
         latencies.push_back(std::stod(line.substr(at + 13)));
     }
   }
-  const auto metrics = testpeer::http_call("http://127.0.0.1:" + std::to_string(metrics_port) + "/metrics").body;
-  auto sum_of = [&](const std::string& name) {
-    double total = 0;
-    std::istringstream in{metrics};
-    std::string line;
-    while (std::getline(in, line))
-      if (line.rfind(name + "{", 0) == 0)
-        total += std::stod(line.substr(line.rfind(' ') + 1));
-    return total;
+  const auto metrics_after = scrape();
+  auto delta = [&](const std::string& name) { return sum_in(metrics_after, name) - sum_in(metrics_before, name); };
+  // The exporter's scrapes over the measured period: a failed one (the machine overloaded) leaves
+  // the series stale for a moment, which headroom rightly counts as "no metric".
+  auto instant = [&](const std::string& q) {
+    auto r = testpeer::http_call(prom->url() + "/api/v1/query?query=" + q);
+    const auto value = r.body.find("\"value\":[");
+    const auto at = value == std::string::npos ? value : r.body.find(",\"", value);
+    return at == std::string::npos ? -1.0 : std::atof(r.body.c_str() + at + 2);
   };
+  const std::string range = "%5B" + std::to_string(seconds) + "s%5D";
+  const double scrapes = instant("count_over_time(up%7Bjob%3D%22test%22%7D" + range + ")");
+  const double scrapes_ok = instant("sum_over_time(up%7Bjob%3D%22test%22%7D" + range + ")");
+  const double scrape_max = instant("max_over_time(scrape_duration_seconds%7Bjob%3D%22test%22%7D" + range + ")");
   std::printf(
       "{\"mode\":\"reactive\",\"targets\":%d,\"high\":%d,\"seconds\":%.1f,\"cpu_percent\":%.2f,\"rss_mib\":%.1f,"
       "\"max_rss_mib\":%.1f,\"threads\":%ld,\"scales\":%zu,\"p50_ms\":%.2f,\"p99_ms\":%.2f,\"max_ms\":%.2f,"
-      "\"skipped_evaluations\":%.0f,\"metric_failures\":%.0f,\"refused\":%.0f}\n",
+      "\"skipped_evaluations\":%.0f,\"metric_failures\":%.0f,\"refused\":%.0f,\"scrapes\":%.0f,\"scrapes_failed\":%.0f,"
+      "\"scrape_max_s\":%.3f}\n",
       targets, n_high, wall, 100.0 * (after.cpu_seconds - before.cpu_seconds) / wall, after.rss_kib / 1024.0,
       max_rss / 1024.0, max_threads, latencies.size(), percentile(latencies, 0.5), percentile(latencies, 0.99),
       latencies.empty() ? 0.0 : *std::max_element(latencies.begin(), latencies.end()),
-      sum_of("headroom_reactive_evaluations_skipped_total"), sum_of("headroom_reactive_metric_query_failures_total"),
-      sum_of("headroom_reactive_scale_refused_total"));
+      delta("headroom_reactive_evaluations_skipped_total"), delta("headroom_reactive_metric_query_failures_total"),
+      delta("headroom_reactive_scale_refused_total"), scrapes, scrapes - scrapes_ok, scrape_max);
   agent.stop();
   prom->stop();
   return 0;
