@@ -1,0 +1,236 @@
+// Side by side: headroom's reactive scaling and the Kubernetes HorizontalPodAutoscaler (the
+// test control plane's kube-controller-manager) scaling two identical Deployments on one load
+// trace: a noisy step up, a plateau, a step down.
+//
+// The load is closed-loop, like CPU utilization: a total load L(t) is spread over each
+// Deployment's replicas, and each one's metric is L(t) / replicas (units per replica), target 100.
+// A test exporter serves both series; the real Prometheus scrapes it every second. headroom reads
+// its series from Prometheus; the HPA reads its own through the aggregation layer from an
+// external-metrics adapter (tests/peers/external-metrics, built on
+// sigs.k8s.io/custom-metrics-apiserver) that queries the same Prometheus.
+//
+//   HEADROOM_TESTENV_DIR=$(tests/testenv/build.sh) build/release/bench/reactive_hpa_side_by_side
+//
+// Both: minReplicas 1, maxReplicas 10. headroom: 15 s up-window, 30 s down-window, 15 s cooldown
+// (the seed's 2 m / 5 m / 3 m shrunk for a run of minutes), threshold 0.5. HPA (autoscaling/v2,
+// external metric, target Value 100): the controller's default 15 s sync, its default scale-up
+// policy, a 30 s scale-down stabilization window to match headroom's down-window.
+//
+// Prints the replicas of both every 10 s, then one JSON line per autoscaler: scale events,
+// max replicas, overshoot above what the peak load needs, seconds from the step up to enough
+// replicas, and from the step down until each stopped changing.
+
+#include <ifaddrs.h>
+#include <netinet/in.h>
+#include <arpa/inet.h>
+#include <prometheus/gauge.h>
+
+#include <chrono>
+#include <cmath>
+#include <cstring>
+#include <fstream>
+#include <iostream>
+#include <random>
+#include <thread>
+
+#include "runtime/http_server.hpp"
+#include "runtime/metrics.hpp"
+#include "runtime/readiness.hpp"
+#include "testenv/child_process.hpp"
+#include "testenv/cluster_fixture.hpp"
+#include "testenv/prometheus_server.hpp"
+
+using namespace std::chrono_literals;
+using namespace headroom;
+
+namespace {
+
+const std::string ns = "sbs";
+
+std::string host_ip() {
+  ifaddrs* list = nullptr;
+  std::string out;
+  if (getifaddrs(&list) != 0)
+    return out;
+  for (auto* a = list; a != nullptr && out.empty(); a = a->ifa_next) {
+    if (a->ifa_addr == nullptr || a->ifa_addr->sa_family != AF_INET)
+      continue;
+    char buf[INET_ADDRSTRLEN];
+    inet_ntop(AF_INET, &reinterpret_cast<sockaddr_in*>(a->ifa_addr)->sin_addr, buf, sizeof buf);
+    if (std::strncmp(buf, "127.", 4) != 0)
+      out = buf;
+  }
+  freeifaddrs(list);
+  return out;
+}
+
+int replicas_of(testenv::cluster* c, const std::string& name) {
+  auto r = c->kubectl({"get", "deployment", name, "-n", ns, "-o", "jsonpath={.spec.replicas}"});
+  return r.exit_code == 0 && !r.out.empty() ? std::atoi(r.out.c_str()) : -1;
+}
+
+std::string deployment(const std::string& name) {
+  return "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: " + name + ", namespace: " + ns +
+         "}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: " + name + "}}\n  template:\n    metadata: {labels: {app: " +
+         name + "}}\n    spec:\n      nodeSelector: {type: kwok}\n      tolerations: [{operator: Exists}]\n"
+         "      terminationGracePeriodSeconds: 0\n      containers: [{name: c, image: busybox}]\n";
+}
+
+// The total load at second t: 150 until 60 s, then 600 with ±10 % noise until 240 s, then 150.
+double load_at(int t, std::mt19937& rng) {
+  std::uniform_real_distribution<double> noise(-0.1, 0.1);
+  if (t < 60)
+    return 150;
+  if (t < 240)
+    return 600 * (1 + noise(rng));
+  return 150;
+}
+
+struct timeline {
+  std::vector<int> replicas;  // per second
+};
+
+}  // namespace
+
+int main() {
+  auto* c = testenv::cluster::shared();
+  if (c == nullptr) {
+    std::cerr << "side-by-side: no control plane: " << testenv::cluster::unavailable_reason() << "\n";
+    return 1;
+  }
+  const std::string ip = host_ip();
+  if (ip.empty()) {
+    std::cerr << "side-by-side: the aggregation layer needs a non-loopback address for the adapter's endpoint\n";
+    return 1;
+  }
+  char tmpl[] = "/tmp/headroom-sbs-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  auto built = testenv::run_command({std::string{HEADROOM_SOURCE_DIR} + "/tests/peers/external-metrics/build.sh", dir + "/adapter"});
+  if (built.exit_code != 0) {
+    std::cerr << "side-by-side: building the adapter failed: " << built.err << "\n";
+    return 1;
+  }
+
+  runtime::metrics exporter_metrics;
+  runtime::readiness exporter_ready;
+  auto& family = prometheus::BuildGauge().Name("sbs_load_per_replica").Help("load per replica").Register(exporter_metrics.registry());
+  auto& headroom_series = family.Add({{"autoscaler", "headroom"}});
+  auto& hpa_series = family.Add({{"autoscaler", "hpa"}});
+  headroom_series.Set(150);
+  hpa_series.Set(150);
+  runtime::http_server exporter{"127.0.0.1:0", exporter_metrics, exporter_ready};
+  std::string why;
+  auto prom = testenv::prometheus_server::start({"127.0.0.1:" + std::to_string(exporter.port())}, why);
+  if (!prom) {
+    std::cerr << "side-by-side: " << why << "\n";
+    return 1;
+  }
+
+  const int adapter_port = testenv::free_port();
+  testenv::child_process adapter{{dir + "/adapter", "--secure-port=" + std::to_string(adapter_port), "--bind-address=" + ip,
+                                  "--cert-dir=" + dir + "/certs", "--lister-kubeconfig=" + c->kubeconfig(),
+                                  "--authentication-kubeconfig=" + c->kubeconfig(),
+                                  "--authorization-kubeconfig=" + c->kubeconfig(), "--prometheus-url=" + prom->url(),
+                                  "--metrics=sbs_load_per_replica", "--v=1"},
+                                 {"PATH=/usr/bin:/bin", "HOME=" + dir},
+                                 dir + "/adapter.log"};
+  c->kubectl({"create", "namespace", ns});
+  c->kubectl({"apply", "-f", "-"},
+             "apiVersion: v1\nkind: Node\nmetadata:\n  name: sbs-node\n  annotations: {kwok.x-k8s.io/node: fake}\n"
+             "  labels: {type: kwok}\nstatus:\n  allocatable: {cpu: \"64\", memory: 128Gi, pods: \"110\"}\n"
+             "  capacity: {cpu: \"64\", memory: 128Gi, pods: \"110\"}\n");
+  const std::string port = std::to_string(adapter_port);
+  auto applied = c->kubectl({"apply", "-f", "-"},
+                            "apiVersion: v1\nkind: Service\nmetadata: {name: external-metrics, namespace: " + ns +
+                                "}\nspec:\n  ports: [{name: https, port: " + port + ", targetPort: " + port +
+                                "}]\n---\napiVersion: v1\nkind: Endpoints\nmetadata: {name: external-metrics, namespace: " + ns +
+                                "}\nsubsets: [{addresses: [{ip: \"" + ip + "\"}], ports: [{name: https, port: " + port +
+                                "}]}]\n---\napiVersion: apiregistration.k8s.io/v1\nkind: APIService\nmetadata: {name: "
+                                "v1beta1.external.metrics.k8s.io}\nspec:\n  group: external.metrics.k8s.io\n  version: v1beta1\n"
+                                "  groupPriorityMinimum: 100\n  versionPriority: 100\n  insecureSkipTLSVerify: true\n"
+                                "  service: {namespace: " + ns + ", name: external-metrics, port: " + port + "}\n" +
+                                "---\n" + deployment("headroom") + "---\n" + deployment("hpa") +
+                                "---\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: hpa, namespace: " +
+                                ns + "}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: hpa}\n"
+                                "  minReplicas: 1\n  maxReplicas: 10\n  metrics:\n    - type: External\n      external:\n"
+                                "        metric: {name: sbs_load_per_replica, selector: {matchLabels: {autoscaler: hpa}}}\n"
+                                "        target: {type: Value, value: \"100\"}\n"
+                                "  behavior:\n    scaleDown: {stabilizationWindowSeconds: 30}\n");
+  if (applied.exit_code != 0) {
+    std::cerr << "side-by-side: " << applied.err << "\n";
+    return 1;
+  }
+  // The aggregated API answers through the apiserver once the adapter is up and the APIService available.
+  const bool available = testenv::eventually(
+      [&] {
+        auto r = c->kubectl({"get", "--raw", "/apis/external.metrics.k8s.io/v1beta1/namespaces/" + ns +
+                                                 "/sbs_load_per_replica?labelSelector=autoscaler%3Dhpa"});
+        return r.exit_code == 0 && r.out.find("\"value\"") != std::string::npos;
+      },
+      120s);
+  if (!available) {
+    std::cerr << "side-by-side: external.metrics.k8s.io did not answer: "
+              << c->kubectl({"get", "apiservice", "v1beta1.external.metrics.k8s.io", "-o", "yaml"}).out << "\n"
+              << adapter.log(3000) << "\n";
+    return 1;
+  }
+
+  const std::string config = "kubernetes:\n  kubeconfig: " + c->kubeconfig() +
+                             "\nleaderElection:\n  enabled: false\nreactive:\n  prometheus: {url: \"" + prom->url() +
+                             "\"}\n  targets:\n    - scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, namespace: " + ns +
+                             ", name: headroom}\n      minReplicas: 1\n      maxReplicas: 10\n"
+                             "      metric: 'sbs_load_per_replica{autoscaler=\"headroom\"}'\n      target: 100\n"
+                             "      evaluationInterval: 1s\n      resolution: 1s\n      scaleUpWindow: 15s\n"
+                             "      scaleDownWindow: 30s\n      cooldown: 15s\n";
+  std::ofstream(dir + "/headroom.yaml") << config;
+  testenv::child_process agent{{HEADROOM_BINARY, "--config", dir + "/headroom.yaml", "--metrics-addr", "127.0.0.1:0"},
+                               {"PATH=/usr/bin:/bin"},
+                               dir + "/agent.log"};
+
+  std::mt19937 rng{42};
+  timeline h, k;
+  std::vector<double> loads;
+  constexpr int seconds = 360;
+  for (int t = 0; t < seconds; ++t) {
+    const auto tick = std::chrono::steady_clock::now();
+    const double l = load_at(t, rng);
+    const int rh = replicas_of(c, "headroom"), rk = replicas_of(c, "hpa");
+    headroom_series.Set(l / std::max(1, rh));
+    hpa_series.Set(l / std::max(1, rk));
+    loads.push_back(l);
+    h.replicas.push_back(rh);
+    k.replicas.push_back(rk);
+    if (t % 10 == 0)
+      std::cerr << "t=" << t << "s load=" << static_cast<int>(l) << " headroom=" << rh << " hpa=" << rk << "\n";
+    std::this_thread::sleep_until(tick + 1s);
+  }
+
+  const int needed_peak = static_cast<int>(std::ceil(600 * 1.1 / 100));  // 7 for the noisiest peak sample
+  auto report = [&](const char* name, const timeline& tl) {
+    int events = 0, max_r = 0, up_ready = -1, settled = -1;
+    for (size_t i = 1; i < tl.replicas.size(); ++i) {
+      if (tl.replicas[i] != tl.replicas[i - 1]) {
+        ++events;
+        if (i >= 240)
+          settled = static_cast<int>(i) - 240;
+      }
+    }
+    for (size_t i = 0; i < tl.replicas.size(); ++i) {
+      max_r = std::max(max_r, tl.replicas[i]);
+      if (up_ready < 0 && i >= 60 && tl.replicas[i] >= 6)
+        up_ready = static_cast<int>(i) - 60;
+    }
+    std::printf("{\"autoscaler\":\"%s\",\"scale_events\":%d,\"max_replicas\":%d,\"overshoot\":%d,\"step_up_to_6_s\":%d,"
+                "\"after_step_down_last_change_s\":%d,\"final_replicas\":%d}\n",
+                name, events, max_r, std::max(0, max_r - needed_peak), up_ready, settled, tl.replicas.back());
+  };
+  report("headroom", h);
+  report("hpa", k);
+  std::cout << "t_s,load,headroom,hpa\n";
+  for (int t = 0; t < seconds; t += 5)
+    std::cout << t << "," << static_cast<int>(loads[t]) << "," << h.replicas[t] << "," << k.replicas[t] << "\n";
+  agent.stop();
+  adapter.stop();
+  prom->stop();
+  return 0;
+}
