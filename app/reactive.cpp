@@ -11,6 +11,7 @@
 
 #include "adapters/http/transport.hpp"
 #include "adapters/prometheus/client.hpp"
+#include "app/series_table.hpp"
 #include "runtime/config_reader.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
@@ -21,11 +22,6 @@ namespace headroom::app {
 using namespace actors::reactive;
 
 namespace {
-
-struct series {
-  const char* name;
-  const char* help;
-};
 
 constexpr series gauges[] = {
     {"headroom_reactive_replicas", "Replicas on the target's /scale, as last read or written"},
@@ -48,15 +44,9 @@ constexpr series counters[] = {
 
 scaler_metrics make_metrics(runtime::metrics& m, const std::string& target, const rules& r) {
   auto& reg = m.registry();
-  const std::map<std::string, std::string> labels{{"target", target}};
-  auto g = std::make_shared<std::map<std::string, prometheus::Gauge*>>();
-  auto c = std::make_shared<std::map<std::string, prometheus::Counter*>>();
-  for (const auto& s : gauges)
-    (*g)[s.name] = &prometheus::BuildGauge().Name(s.name).Help(s.help).Register(reg).Add(labels);
-  for (const auto& s : counters)
-    (*c)[s.name] = &prometheus::BuildCounter().Name(s.name).Help(s.help).Register(reg).Add(labels);
-  (*g)["headroom_reactive_min_replicas"]->Set(r.min_replicas);
-  (*g)["headroom_reactive_max_replicas"]->Set(r.max_replicas);
+  auto table = std::make_shared<const series_set>(reg, gauges, counters, std::map<std::string, std::string>{{"target", target}});
+  table->set("headroom_reactive_min_replicas", r.min_replicas);
+  table->set("headroom_reactive_max_replicas", r.max_replicas);
   auto& decisions = prometheus::BuildCounter()
                         .Name("headroom_reactive_decisions_total")
                         .Help("Evaluations by what was decided and why")
@@ -73,14 +63,8 @@ scaler_metrics make_metrics(runtime::metrics& m, const std::string& target, cons
   // Only this target's actor calls these: the last-decision series are its own.
   auto last_series = std::make_shared<prometheus::Gauge*>(nullptr);
   scaler_metrics out;
-  out.set = [g](const char* name, double v) {
-    if (auto it = g->find(name); it != g->end())
-      it->second->Set(v);
-  };
-  out.add = [c](const char* name, double v) {
-    if (auto it = c->find(name); it != c->end())
-      it->second->Increment(v);
-  };
+  out.set = [table](const char* name, double v) { table->set(name, v); };
+  out.add = [table](const char* name, double v) { table->add(name, v); };
   // The series of each (action, reason) pair, made on first use: an evaluation only looks them up.
   struct decision_series {
     prometheus::Counter* count;

@@ -10,6 +10,7 @@
 #include <sstream>
 
 #include "actors/listener/listener_session.hpp"
+#include "app/series_table.hpp"
 #include "adapters/k8s/quantity.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
@@ -26,11 +27,6 @@ using actors::listener_peers;
 using actors::spawn_listener_session;
 
 namespace {
-
-struct series {
-  const char* name;
-  const char* help;
-};
 
 // ARC's listener metrics plus headroom's capacity-aware ones, per scale set.
 constexpr series gauges[] = {
@@ -62,14 +58,9 @@ constexpr series histograms[] = {
 
 scale_set_metrics make_metrics(runtime::metrics& m, const std::string& scale_set) {
   auto& reg = m.registry();
-  auto g = std::make_shared<std::map<std::string, prometheus::Gauge*>>();
-  auto c = std::make_shared<std::map<std::string, prometheus::Counter*>>();
   auto h = std::make_shared<std::map<std::string, prometheus::Histogram*>>();
   const std::map<std::string, std::string> labels{{"scale_set", scale_set}};
-  for (const auto& s : gauges)
-    (*g)[s.name] = &prometheus::BuildGauge().Name(s.name).Help(s.help).Register(reg).Add(labels);
-  for (const auto& s : counters)
-    (*c)[s.name] = &prometheus::BuildCounter().Name(s.name).Help(s.help).Register(reg).Add(labels);
+  auto table = std::make_shared<const series_set>(reg, gauges, counters, labels);
   const prometheus::Histogram::BucketBoundaries startup{1, 2, 5, 10, 20, 30, 60, 120, 300, 600, 1800};
   const prometheus::Histogram::BucketBoundaries propagation{0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 60};
   (*h)[histograms[0].name] =
@@ -77,14 +68,8 @@ scale_set_metrics make_metrics(runtime::metrics& m, const std::string& scale_set
   (*h)[histograms[1].name] =
       &prometheus::BuildHistogram().Name(histograms[1].name).Help(histograms[1].help).Register(reg).Add(labels, propagation);
   scale_set_metrics out;
-  out.set = [g](const char* name, int64_t v) {
-    if (auto it = g->find(name); it != g->end())
-      it->second->Set(static_cast<double>(v));
-  };
-  out.add = [c](const char* name, int64_t v) {
-    if (auto it = c->find(name); it != c->end())
-      it->second->Increment(static_cast<double>(v));
-  };
+  out.set = [table](const char* name, int64_t v) { table->set(name, static_cast<double>(v)); };
+  out.add = [table](const char* name, int64_t v) { table->add(name, static_cast<double>(v)); };
   out.observe = [h](const char* name, double v) {
     if (auto it = h->find(name); it != h->end())
       it->second->Observe(v);
