@@ -69,6 +69,7 @@ struct scaler_state {
   std::string uid;
   bool ready = false;          // discovered and recovered
   bool recovering = false;     // a discovery/recovery is in flight
+  steady::time_point retry_at; // no new discovery/recovery before this (after a failure)
   int32_t current = -1;        // replicas on /scale, as last read or written
   std::optional<last_scale> last;
   std::string last_text;       // the annotation as it is on the target ("" = none)
@@ -141,7 +142,7 @@ void note(scaler_actor* self, const decision& d) {
 
 void recover(scaler_actor* self) {
   auto& s = self->state;
-  if (s.recovering)
+  if (s.recovering || self->clock().now() < s.retry_at)
     return;
   s.recovering = true;
   if (!s.kind) {
@@ -164,8 +165,11 @@ void read_scale(scaler_actor* self) {
   });
 }
 
+// A failed start-up read is tried again after max(evaluationInterval, 10 s), not at every tick.
 void startup_failed(scaler_actor* self, const std::string& error) {
   self->state.recovering = false;
+  self->state.retry_at = self->clock().now() + std::max<std::chrono::milliseconds>(spec(self).rules.evaluation_interval,
+                                                                                 std::chrono::seconds(10));
   self->state.ctx->metrics.add("headroom_reactive_errors_total", 1);
   runtime::log::warn(actor_name, "cannot read the target; retrying at the next evaluation", {{"target", tid(self)}, {"error", error}});
 }
@@ -405,7 +409,9 @@ void on_api(scaler_actor* self, msg::api_reply& r) {
       if (!found->has_scale) {
         s.recovering = false;
         s.ctx->metrics.add("headroom_reactive_errors_total", 1);
-        runtime::log::error(actor_name, "the target's kind has no /scale subresource; it cannot be scaled", {{"target", tid(self)}});
+        runtime::log::error(actor_name, "the target's kind has no /scale subresource; it cannot be scaled (looking again in 5 minutes)",
+                            {{"target", tid(self)}});
+        s.retry_at = self->clock().now() + std::chrono::minutes(5);
         return;
       }
       s.kind = std::make_shared<const k8s::resource_kind>(found->kind);
