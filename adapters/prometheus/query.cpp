@@ -95,7 +95,6 @@ query_result decode_query(std::string_view body) {
     std::string status, error_type, error;
     std::string result_type;
     std::vector<series> found;
-    bool scalar = false;
     for (auto f : doc.get_object()) {
       std::string_view key = f.unescaped_key();
       od::value x = f.value();
@@ -118,7 +117,6 @@ query_result decode_query(std::string_view body) {
               series s;
               s.samples.push_back(decode_pair(dv, "data.result"));
               found.push_back(std::move(s));
-              scalar = true;
             } else if (result_type == "vector" || result_type == "matrix") {
               size_t i = 0;
               for (auto item : dv.get_array()) {
@@ -140,7 +138,6 @@ query_result decode_query(std::string_view body) {
       return no_metric{status.empty() ? "no status" : "status \"" + status.substr(0, 40) + "\""};
     if (result_type.empty())
       return no_metric{"no data.resultType"};
-    (void)scalar;
     if (found.empty())
       return no_metric{"empty result: no series matches"};
     if (found.size() > 1)
