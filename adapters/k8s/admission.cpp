@@ -1,0 +1,203 @@
+#include "adapters/k8s/admission.hpp"
+
+#include <openssl/evp.h>
+#include <simdjson.h>
+
+#include "runtime/log.hpp"
+
+namespace headroom::k8s::admission {
+
+namespace {
+
+namespace dom = simdjson::dom;
+
+// A decoding failure at a field path.
+struct bad_field {
+  std::string message;
+};
+
+[[noreturn]] void fail(const std::string& path, const std::string& problem) { throw bad_field{path + ": " + problem}; }
+
+const char* type_name(dom::element_type t) {
+  switch (t) {
+    case dom::element_type::ARRAY: return "an array";
+    case dom::element_type::OBJECT: return "an object";
+    case dom::element_type::STRING: return "a string";
+    case dom::element_type::BOOL: return "a boolean";
+    case dom::element_type::NULL_VALUE: return "null";
+    default: return "a number";
+  }
+}
+
+// The field `key` of `obj`, or nothing when it is absent or null.
+std::optional<dom::element> field(dom::object obj, std::string_view key) {
+  dom::element e;
+  if (obj.at_key(key).get(e) != simdjson::SUCCESS || e.is_null())
+    return std::nullopt;
+  return e;
+}
+
+std::string string_at(dom::object obj, std::string_view key, const std::string& path, bool required = false) {
+  auto e = field(obj, key);
+  if (!e) {
+    if (required)
+      fail(path, "required");
+    return {};
+  }
+  std::string_view s;
+  if (e->get(s) != simdjson::SUCCESS)
+    fail(path, std::string{"expected a string, found "} + type_name(e->type()));
+  return std::string{s};
+}
+
+std::optional<dom::object> object_at(dom::object obj, std::string_view key, const std::string& path) {
+  auto e = field(obj, key);
+  if (!e)
+    return std::nullopt;
+  dom::object o;
+  if (e->get(o) != simdjson::SUCCESS)
+    fail(path, std::string{"expected an object, found "} + type_name(e->type()));
+  return o;
+}
+
+void read_pod(dom::object pod, review_request& r) {
+  r.has_object = true;
+  if (auto meta = object_at(pod, "metadata", "request.object.metadata"))
+    if (auto ann = object_at(*meta, "annotations", "request.object.metadata.annotations")) {
+      const std::string key{opt_in_annotation};
+      const auto value = string_at(*ann, key, "request.object.metadata.annotations[" + key + "]");
+      r.opted_in = value == "true";
+    }
+  auto spec = object_at(pod, "spec", "request.object.spec");
+  if (!spec)
+    return;
+  auto gates = field(*spec, "schedulingGates");
+  if (!gates)
+    return;
+  dom::array list;
+  if (gates->get(list) != simdjson::SUCCESS)
+    fail("request.object.spec.schedulingGates", std::string{"expected an array, found "} + type_name(gates->type()));
+  r.gates_present = true;
+  size_t i = 0;
+  for (dom::element g : list) {
+    const std::string where = "request.object.spec.schedulingGates[" + std::to_string(i++) + "]";
+    dom::object go;
+    if (g.get(go) != simdjson::SUCCESS)
+      fail(where, std::string{"expected an object, found "} + type_name(g.type()));
+    r.scheduling_gates.push_back(string_at(go, "name", where + ".name", true));
+  }
+}
+
+std::string base64(std::string_view bytes) {
+  std::string out(4 * ((bytes.size() + 2) / 3) + 1, '\0');
+  const int n = EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                reinterpret_cast<const unsigned char*>(bytes.data()), static_cast<int>(bytes.size()));
+  out.resize(static_cast<size_t>(n));
+  return out;
+}
+
+}  // namespace
+
+std::variant<review_request, review_error> decode_review(std::string_view body) {
+  thread_local dom::parser parser;  // one per webhook thread, reused: no allocation per request
+  review_error err;
+  dom::element root;
+  if (auto e = parser.parse(body.data(), body.size()).get(root); e != simdjson::SUCCESS) {
+    err.message = std::string{"body: not JSON ("} + simdjson::error_message(e) + ")";
+    return err;
+  }
+  try {
+    dom::object top;
+    if (root.get(top) != simdjson::SUCCESS)
+      fail("body", std::string{"expected an AdmissionReview object, found "} + type_name(root.type()));
+    review_request r;
+    r.api_version = string_at(top, "apiVersion", "apiVersion", true);
+    err.api_version = r.api_version;
+    if (r.api_version != "admission.k8s.io/v1")
+      fail("apiVersion", "expected admission.k8s.io/v1, found '" + r.api_version + "'");
+    if (const auto kind = string_at(top, "kind", "kind", true); kind != "AdmissionReview")
+      fail("kind", "expected AdmissionReview, found '" + kind + "'");
+    auto req = object_at(top, "request", "request");
+    if (!req)
+      fail("request", "required");
+    r.uid = string_at(*req, "uid", "request.uid", true);
+    err.uid = r.uid;
+    if (r.uid.empty())
+      fail("request.uid", "empty");
+    r.operation = string_at(*req, "operation", "request.operation", true);
+    if (auto kind = object_at(*req, "kind", "request.kind")) {
+      r.group = string_at(*kind, "group", "request.kind.group");
+      r.version = string_at(*kind, "version", "request.kind.version");
+      r.kind = string_at(*kind, "kind", "request.kind.kind");
+    } else {
+      fail("request.kind", "required");
+    }
+    r.sub_resource = string_at(*req, "subResource", "request.subResource");
+    r.ns = string_at(*req, "namespace", "request.namespace");
+    r.name = string_at(*req, "name", "request.name");
+    if (r.group.empty() && r.version == "v1" && r.kind == "Pod")
+      if (auto obj = object_at(*req, "object", "request.object"))
+        read_pod(*obj, r);
+    return r;
+  } catch (const bad_field& b) {
+    err.message = b.message;
+    return err;
+  }
+}
+
+mutation decide(const review_request& r) {
+  mutation m;
+  if (r.operation != "CREATE" || !r.group.empty() || r.version != "v1" || r.kind != "Pod" || !r.sub_resource.empty() ||
+      !r.has_object) {
+    m.what = outcome::not_pod_create;
+    return m;
+  }
+  if (!r.opted_in) {
+    m.what = outcome::not_opted_in;
+    return m;
+  }
+  for (const auto& g : r.scheduling_gates)
+    if (g == queue_gate) {
+      m.what = outcome::already_gated;
+      return m;
+    }
+  m.what = outcome::gated;
+  const std::string gate = std::string{"{\"name\":"} + runtime::json_escape(queue_gate) + "}";
+  // Append to the author's gates (never reorder or replace them); make the list when there is none.
+  m.patch = r.gates_present ? "[{\"op\":\"add\",\"path\":\"/spec/schedulingGates/-\",\"value\":" + gate + "}]"
+                            : "[{\"op\":\"add\",\"path\":\"/spec/schedulingGates\",\"value\":[" + gate + "]}]";
+  return m;
+}
+
+std::string encode_response(std::string_view api_version, std::string_view uid, std::string_view patch,
+                            std::string_view warning) {
+  std::string out = "{\"apiVersion\":";
+  out += runtime::json_escape(api_version.empty() ? std::string_view{"admission.k8s.io/v1"} : api_version);
+  out += ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":";
+  out += runtime::json_escape(uid);
+  out += ",\"allowed\":true";
+  if (!patch.empty()) {
+    out += ",\"patchType\":\"JSONPatch\",\"patch\":\"";
+    out += base64(patch);
+    out += '"';
+  }
+  if (!warning.empty()) {
+    out += ",\"warnings\":[";
+    out += runtime::json_escape(warning);
+    out += ']';
+  }
+  out += "}}";
+  return out;
+}
+
+const char* outcome_name(outcome o) {
+  switch (o) {
+    case outcome::gated: return "gated";
+    case outcome::already_gated: return "already_gated";
+    case outcome::not_opted_in: return "not_opted_in";
+    case outcome::not_pod_create: return "not_pod_create";
+  }
+  return "unknown";
+}
+
+}  // namespace headroom::k8s::admission

@@ -1,0 +1,20 @@
+#pragma once
+
+// Certificates made in-process for tests that serve TLS (the admission webhook the API server
+// calls): a CA, and server certificates it signs with DNS and IP subject alternative names.
+// EC P-256 keys, so making them is fast.
+
+#include <string>
+#include <vector>
+
+namespace headroom::testenv {
+
+struct pem_pair {
+  std::string cert, key;
+};
+
+pem_pair make_ca(const std::string& common_name);
+pem_pair issue_server_cert(const pem_pair& ca, const std::string& common_name, const std::vector<std::string>& dns_names,
+                           const std::vector<std::string>& ip_addresses, long valid_seconds = 86'400);
+
+}  // namespace headroom::testenv
