@@ -10,6 +10,7 @@
 #include <random>
 
 #include "actors/bigfleet/bigfleet.hpp"
+#include "app/gates.hpp"
 #include "app/reactive.hpp"
 #include "app/scale_sets.hpp"
 #include "actors/leadership/leadership_gate.hpp"
@@ -38,6 +39,8 @@ struct cluster_services {
   std::shared_ptr<scale_set_services> sets;
   // Reactive scaling: the Prometheus client (its own I/O thread) and the targets.
   std::shared_ptr<reactive_services> reactive;
+  // Gate-controlled scheduling: the pod and Queue informers, the webhook's options.
+  std::shared_ptr<gates_services> gates;
 
   // The I/O thread goes first (its callbacks hold informers and the elector), then the rest.
   ~cluster_services() {
@@ -48,6 +51,8 @@ struct cluster_services {
       fleet.pods->stop();
     if (sets)
       sets->stop();
+    if (gates)
+      gates->stop();
     io.reset();
     reactive.reset();
   }
@@ -181,6 +186,8 @@ runtime::child_spec acting_subtree(const runtime::config& cfg, const settings& m
     children.push_back(scale_sets_subtree(cfg, modes, svc->sets, m, ready));
   if (svc && svc->reactive)
     children.push_back(reactive_subtree(cfg, svc->reactive, m, ready));
+  if (svc && svc->gates)
+    children.push_back(gates_subtree(cfg, svc->gates, m, ready));
   return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "acting", &m, &ready), std::move(children));
 }
 
@@ -213,6 +220,8 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
       return std::string{"scaleSets: runner scale sets need a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
     if (!modes.reactive.targets.empty())
       return std::string{"reactive.targets: reactive scaling needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
+    if (modes.gates.enabled)
+      return std::string{"gates.enabled: gate-controlled scheduling needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
     runtime::log::info("agent", "no cluster configured", {{"hint", "set kubernetes.kubeconfig, --kubeconfig or run in a Pod"}});
     plan.children.push_back(acting_subtree(cfg, modes, nullptr, m, ready));
     return plan;
@@ -237,6 +246,14 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
     svc->reactive = std::make_shared<reactive_services>();
     if (auto problem = prepare_reactive(cfg, modes, runtime::process_env(), *svc->api, m, *svc->reactive))
       return *problem;
+  }
+  if (modes.gates.enabled) {
+    svc->gates = std::make_shared<gates_services>();
+    if (auto problem = prepare_gates(modes, *svc->api, m, *svc->gates))
+      return *problem;
+    // Every replica serves the webhook: the API server calls whichever one the Service picks.
+    if (svc->gates->webhook)
+      plan.children.push_back(gates_webhook_child(svc->gates));
   }
   plan.services = svc;
 

@@ -187,7 +187,7 @@ reactive_target_section parse_reactive_target(const YAML::Node& node, const std:
 
 }  // namespace
 
-std::vector<std::string> settings::keys() const { return {"bigfleet", "github", "hud", "scaleSets", "reactive"}; }
+std::vector<std::string> settings::keys() const { return {"bigfleet", "github", "hud", "scaleSets", "reactive", "gates"}; }
 
 void settings::read(const std::string& key, const YAML::Node& n) {
   const auto node = std::optional<YAML::Node>{n};
@@ -240,6 +240,27 @@ void settings::read(const std::string& key, const YAML::Node& n) {
     s.read_duration("interval", hud.interval, millis{1'000}, millis{3'600'000});
   } else if (key == "reactive") {
     read_reactive(*node);
+  } else if (key == "gates") {
+    config_section s{*node, "gates", {"enabled", "webhook", "reservationTimeout", "resyncInterval"}};
+    auto& g = gates;
+    s.read_bool("enabled", g.enabled);
+    s.read_duration("reservationTimeout", g.reservation_timeout, millis{1'000}, millis{7 * 86'400'000LL});
+    s.read_duration("resyncInterval", g.resync_interval, millis{1'000}, millis{3'600'000});
+    if (auto w = s.get("webhook")) {
+      config_section ws{*w, "gates.webhook", {"enabled", "listen", "certFile", "keyFile", "certReloadInterval", "threads"}};
+      ws.read_bool("enabled", g.webhook.enabled);
+      if (auto v = ws.read_string("listen"))
+        g.webhook.listen = *v;
+      if (auto v = ws.read_string("certFile"))
+        g.webhook.cert_file = *v;
+      if (auto v = ws.read_string("keyFile"))
+        g.webhook.key_file = *v;
+      ws.read_duration("certReloadInterval", g.webhook.cert_reload_interval, millis{100}, millis{3'600'000});
+      ws.read_uint("threads", g.webhook.threads, 1, 64);
+    }
+    if (g.enabled && g.webhook.enabled && (g.webhook.cert_file.empty() || g.webhook.key_file.empty()))
+      config_fail(g.webhook.cert_file.empty() ? "gates.webhook.certFile" : "gates.webhook.keyFile",
+                  "required: the API server calls the webhook over TLS only");
   } else if (key == "scaleSets") {
     if (!node->IsSequence())
       config_fail("scaleSets", "expected a list, found " + yaml_kind(*node));

@@ -120,6 +120,23 @@ struct reactive_section {
   std::vector<reactive_target_section> targets;
 };
 
+// Gate-controlled scheduling (seed 002): pods opted in with the annotation
+// headroom.dev/queue-allocation-gate: "true" and naming a Queue (label headroom.dev/queue) are gated
+// at creation by the admission webhook and ungated when their Queue (headroom.dev/v1alpha1) has
+// room. Off unless enabled.
+struct gates_section {
+  bool enabled = false;
+  struct webhook_section {
+    bool enabled = true;  // off: another replica or a test serves it; the controller still runs
+    std::string listen = ":9443";
+    std::string cert_file, key_file;  // PEM; re-read when they change
+    millis cert_reload_interval{10'000};
+    uint32_t threads = 4;
+  } webhook;
+  millis reservation_timeout{600'000};  // a Queue's spec.reservationTimeout overrides it
+  millis resync_interval{30'000};
+};
+
 // Every mode's section; passed to load_config / parse_config_yaml as their extension.
 struct settings final : runtime::config_extension {
   bigfleet_section bigfleet;
@@ -127,6 +144,7 @@ struct settings final : runtime::config_extension {
   hud_section hud;
   std::vector<scale_set_section> scale_sets;
   reactive_section reactive;
+  gates_section gates;
 
   std::vector<std::string> keys() const override;
   void read_reactive(const YAML::Node& node);

@@ -7,6 +7,7 @@
 #include <openssl/x509.h>
 
 #include <algorithm>
+#include <chrono>
 #include <mutex>
 #include <stdexcept>
 #include <thread>
@@ -134,7 +135,8 @@ https_server::https_server(https_options opts) : state_(std::make_unique<state>(
     res.set_content("internal error: " + what + "\n", "text/plain");
   });
   for (const auto& r : o.routes) {
-    srv.Post(r.path, [&r](const httplib::Request& req, httplib::Response& res) {
+    srv.Post(r.path, [&r, &o](const httplib::Request& req, httplib::Response& res) {
+      const auto started = std::chrono::steady_clock::now();
       https_request in;
       in.path = r.path;
       in.content_type = req.get_header_value("Content-Type");
@@ -143,6 +145,8 @@ https_server::https_server(https_options opts) : state_(std::make_unique<state>(
       res.status = out.status;
       res.set_header("Cache-Control", "no-store");
       res.set_content(std::move(out.body), out.content_type.c_str());
+      if (o.observe)
+        o.observe(r.path, out.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
     });
     srv.Get(r.path, [](const httplib::Request&, httplib::Response& res) {
       res.status = 405;

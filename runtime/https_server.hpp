@@ -35,6 +35,8 @@ struct https_options {
   std::vector<https_route> routes;
   int threads = 4;
   size_t max_body = 4 << 20;  // larger → 413; the API server's own request limit is 3 MiB
+  // After each answer: the route, the status and the time from the request read to the answer.
+  std::function<void(const std::string& path, int status, double seconds)> observe;
 };
 
 // An HTTPS server for the API server to call (admission webhooks), on Debian's cpp-httplib (its

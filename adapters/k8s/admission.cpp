@@ -62,12 +62,17 @@ std::optional<dom::object> object_at(dom::object obj, std::string_view key, cons
 
 void read_pod(dom::object pod, review_request& r) {
   r.has_object = true;
-  if (auto meta = object_at(pod, "metadata", "request.object.metadata"))
+  if (auto meta = object_at(pod, "metadata", "request.object.metadata")) {
     if (auto ann = object_at(*meta, "annotations", "request.object.metadata.annotations")) {
       const std::string key{opt_in_annotation};
       const auto value = string_at(*ann, key, "request.object.metadata.annotations[" + key + "]");
       r.opted_in = value == "true";
     }
+    if (auto labels = object_at(*meta, "labels", "request.object.metadata.labels")) {
+      const std::string key{queue_label};
+      r.queue = string_at(*labels, key, "request.object.metadata.labels[" + key + "]");
+    }
+  }
   auto spec = object_at(pod, "spec", "request.object.spec");
   if (!spec)
     return;
@@ -161,6 +166,12 @@ mutation decide(const review_request& r) {
       m.what = outcome::already_gated;
       return m;
     }
+  if (r.queue.empty()) {
+    m.what = outcome::no_queue;
+    m.warning = std::string{opt_in_annotation} + " is set but the pod names no queue (label " + std::string{queue_label} +
+                "): it is not gated";
+    return m;
+  }
   m.what = outcome::gated;
   const std::string gate = std::string{"{\"name\":"} + runtime::json_escape(queue_gate) + "}";
   // Append to the author's gates (never reorder or replace them); make the list when there is none.
@@ -195,6 +206,7 @@ const char* outcome_name(outcome o) {
     case outcome::gated: return "gated";
     case outcome::already_gated: return "already_gated";
     case outcome::not_opted_in: return "not_opted_in";
+    case outcome::no_queue: return "no_queue";
     case outcome::not_pod_create: return "not_pod_create";
   }
   return "unknown";

@@ -14,6 +14,7 @@ namespace headroom::k8s::admission {
 
 inline constexpr std::string_view queue_gate = "headroom.dev/queue-allocation-gate";
 inline constexpr std::string_view opt_in_annotation = "headroom.dev/queue-allocation-gate";
+inline constexpr std::string_view queue_label = "headroom.dev/queue";
 
 // What headroom reads of one AdmissionReview's request.
 struct review_request {
@@ -25,6 +26,7 @@ struct review_request {
   std::string ns, name;             // name is "" for a Pod made from generateName
   bool has_object = false;
   bool opted_in = false;                     // the annotation is exactly "true"
+  std::string queue;                         // the label naming the pod's Queue
   bool gates_present = false;                // spec.schedulingGates is set (maybe empty)
   std::vector<std::string> scheduling_gates;  // their names, in order
 };
@@ -42,15 +44,18 @@ enum class outcome {
   gated,           // the gate is added
   already_gated,   // the Pod carries the gate already (set by its author): nothing to add
   not_opted_in,    // no annotation, or not "true"
+  no_queue,        // opted in but names no queue: not gated (it could never be admitted), with a warning
   not_pod_create,  // another kind, operation or subresource: never mutated
 };
 
 struct mutation {
   outcome what = outcome::not_opted_in;
-  std::string patch;  // a JSON Patch (RFC 6902), "" when nothing changes
+  std::string patch;    // a JSON Patch (RFC 6902), "" when nothing changes
+  std::string warning;  // for the client, when the pod asked for something it does not get
 };
 
-// Only Pod CREATE of the object itself is ever mutated; gates set by others are never touched.
+// Only Pod CREATE of the object itself is ever mutated; gates set by others are never touched. A
+// pod must name its queue (label headroom.dev/queue) to be gated: nothing would ever ungate it.
 mutation decide(const review_request& r);
 
 // The AdmissionReview answer: always allowed (the seed never blocks pod creation); with the patch

@@ -273,6 +273,11 @@ void client::json_patch(const resource_kind& k, std::string_view ns, std::string
   patch(k, ns, name, std::move(body), std::move(cb), subresource, "application/json-patch+json");
 }
 
+void client::strategic_merge_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string body,
+                                   api_callback cb, std::string_view subresource) {
+  patch(k, ns, name, std::move(body), std::move(cb), subresource, "application/strategic-merge-patch+json");
+}
+
 namespace {
 std::string delete_options_json(const delete_options& opts, std::string_view kind) {
   std::string body = "{\"apiVersion\":\"" + std::string{kind == "Eviction" ? "policy/v1" : "v1"} + "\",\"kind\":\"" +

@@ -104,6 +104,10 @@ class client {
                    api_callback cb, std::string_view subresource = {});
   void json_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string patch,
                   api_callback cb, std::string_view subresource = {});
+  // Built-in kinds only: lists merge by their key (a pod condition by its type), so one condition
+  // is set without replacing the others.
+  void strategic_merge_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string patch,
+                             api_callback cb, std::string_view subresource = {});
   void remove(const resource_kind& k, std::string_view ns, std::string_view name, const delete_options& opts,
               api_callback cb);
   // policy/v1 Eviction; a PDB refusal is api_error::kind::disruption_blocked (not retried here:

@@ -75,6 +75,13 @@ TEST(admission, only_opted_in_pod_creates_are_mutated) {
   EXPECT_EQ(decide(decoded(review("CREATE", pod(R"({"headroom.dev/queue-allocation-gate":"True"})", "")))).what,
             outcome::not_opted_in);
   EXPECT_EQ(decide(decoded(review("UPDATE", pod(opted, "")))).what, outcome::not_pod_create);
+  // Opted in without a queue: never gated (nothing would ungate it), and the client is told.
+  std::string no_queue = pod(opted, "");
+  no_queue.replace(no_queue.find(R"("labels":{"headroom.dev/queue":"ci"})"), 36, R"("labels":{"app":"x"})");
+  const auto m = decide(decoded(review("CREATE", no_queue)));
+  EXPECT_EQ(m.what, outcome::no_queue);
+  EXPECT_EQ(m.patch, "");
+  EXPECT_NE(m.warning.find("names no queue"), std::string::npos);
   EXPECT_EQ(decide(decoded(review("CREATE", pod(opted, ""), "Pod", R"(,"subResource":"binding")"))).what, outcome::not_pod_create);
   EXPECT_EQ(decide(decoded(review("CREATE", R"({"metadata":{"annotations":{"headroom.dev/queue-allocation-gate":"true"}}})", "ConfigMap"))).what,
             outcome::not_pod_create);

@@ -1,0 +1,395 @@
+// gate_controller: admits gated pods into their headroom Queue (seed 002). Every pod or Queue
+// change marks its queue dirty; a dirty queue is planned again from the informer cache (model.hpp)
+// and the plan carried out: gates removed in order, conditions and Events for the pods left
+// waiting, expired reservations reported, the Queue's status written. Nothing it decides depends
+// on a counter it kept: a restarted controller plans from the cache alone, and the ungating
+// annotation on each pod keeps its reservation's age across restarts.
+//
+// A gate is removed with a JSON patch that tests the pod's resourceVersion and that the gate at
+// that index is ours, so another gate is never removed and a stale view never admits a pod twice:
+// a failed test (a newer pod) waits for the informer's newer view and plans again.
+
+#include <caf/all.hpp>
+
+#include <map>
+#include <set>
+#include <unordered_map>
+#include <unordered_set>
+
+#include "actors/gates/gates.hpp"
+#include "actors/k8s/api_calls.hpp"
+#include "actors/k8s/informer_feed.hpp"
+#include "adapters/k8s/admission.hpp"
+#include "adapters/k8s/client.hpp"
+#include "adapters/k8s/queue.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/log.hpp"
+
+namespace headroom::actors::gates {
+
+namespace kinds {
+const k8s::resource_kind queues{"headroom.dev", "v1alpha1", "queues", false};
+}
+
+namespace {
+
+constexpr std::string_view actor_name = "gate_controller";
+constexpr uint32_t pods_buffer = 1;
+constexpr uint32_t queues_buffer = 2;
+constexpr uint64_t resync_timer = 0;  // tick ids: 0 = resync, others = expiry generations
+
+struct call_info {
+  enum kind { ungate, condition, status, event } what;
+  std::string queue, ns, name;
+  caf::timespan started{};
+  std::string resource_version;  // ungate: the one the patch tested
+};
+
+struct queue_entry {
+  std::optional<queue_rules> rules;  // nullopt: the Queue cannot be read (error logged)
+  std::optional<k8s::queue_status> written;  // the status last written
+  bool status_in_flight = false;
+};
+
+struct controller_state {
+  controller_context_ptr ctx;
+  std::unique_ptr<informer_feed<k8s::pod>> pod_feed;
+  std::unique_ptr<informer_feed<k8s::unstructured>> queue_feed;
+  std::map<std::string, queue_entry> queues;
+  std::set<std::string> dirty;
+  std::map<std::string, std::set<std::string>> in_flight;  // queue → ns/name being ungated
+  std::unordered_set<std::string> condition_in_flight;      // ns/name
+  std::unordered_map<std::string, std::string> reason_told;  // ns/name → the reason its last Event told
+  std::unordered_set<std::string> expiry_told;               // ns/name/uid whose expiry was reported
+  std::unordered_map<std::string, std::string> queue_of;     // ns/name → its queue label, for deletions
+  api_calls<call_info> calls;
+  caf::timespan woke{};  // when the change being planned arrived
+  uint64_t expiry_generation = 0;
+  std::optional<wall_time> expiry_due;
+  static inline const char* name = "headroom.gate_controller";
+};
+using controller_actor = caf::stateful_actor<controller_state>;
+
+caf::timespan now_of(controller_actor* self) { return self->clock().now().time_since_epoch(); }
+
+std::string key_of(const k8s::pod& p) { return p.meta.ns + "/" + p.meta.name; }
+
+const std::string* queue_label(const k8s::pod& p) { return p.meta.label(k8s::admission::queue_label); }
+
+void start_call(controller_actor* self, call_info info, const std::function<void(k8s::api_callback)>& start) {
+  self->state.calls.start(caf::actor_cast<caf::actor>(self), std::move(info), start);
+}
+
+void record_event(controller_actor* self, const std::string& ns, const std::string& name, const std::string& uid,
+                  const char* type, const char* reason, const std::string& message) {
+  auto& client = *self->state.ctx->kube;
+  start_call(self, {call_info::event, "", ns, name, {}, {}},
+             [&client, ns, name, uid, type, reason, message](k8s::api_callback cb) {
+               client.record_event(ns, "Pod", name, uid, type, reason, message, std::move(cb));
+             });
+}
+
+void write_condition(controller_actor* self, const std::string& queue, const condition_write& c, const std::string& uid) {
+  auto& st = self->state;
+  const std::string key = c.ns + "/" + c.name;
+  if (!st.condition_in_flight.insert(key).second)
+    return;  // the reply plans again
+  const auto& ctx = *st.ctx;
+  const std::string body = std::string{R"({"status":{"conditions":[{"type":)"} + runtime::json_escape(admitted_condition) +
+                           ",\"status\":" + runtime::json_escape(c.status) + ",\"reason\":" + runtime::json_escape(c.reason) +
+                           ",\"message\":" + runtime::json_escape(c.message) +
+                           ",\"lastTransitionTime\":" + runtime::json_escape(format_wall(ctx.wall_clock())) + "}]}}";
+  auto& client = *ctx.kube;
+  start_call(self, {call_info::condition, queue, c.ns, c.name, {}, {}}, [&client, c, body](k8s::api_callback cb) {
+    client.strategic_merge_patch(k8s::kinds::pods, c.ns, c.name, body, std::move(cb), "status");
+  });
+  // The condition is what `kubectl get -o yaml` shows; `kubectl describe` shows Events: one per
+  // reason a pod waits for (not for every change of its message).
+  auto told = st.reason_told.find(key);
+  if (c.status == "False" && (told == st.reason_told.end() || told->second != c.reason)) {
+    st.reason_told[key] = c.reason;
+    record_event(self, c.ns, c.name, uid, c.reason == "QueueFull" ? "Normal" : "Warning", c.reason.c_str(), c.message);
+  }
+}
+
+void ungate_pod(controller_actor* self, const std::string& queue, const ungate& u, const k8s::pod& p) {
+  auto& st = self->state;
+  const std::string idx = std::to_string(u.gate_index);
+  const std::string at = runtime::json_escape(format_wall(st.ctx->wall_clock()));
+  std::string patch = "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":" + runtime::json_escape(u.resource_version) +
+                      "},{\"op\":\"test\",\"path\":\"/spec/schedulingGates/" + idx + "/name\",\"value\":" +
+                      runtime::json_escape(k8s::admission::queue_gate) + "},{\"op\":\"remove\",\"path\":\"/spec/schedulingGates/" + idx + "\"},";
+  // The reservation's start, on the pod itself (it survives a restart of headroom).
+  if (!p.meta.annotations->empty())
+    patch += "{\"op\":\"add\",\"path\":\"/metadata/annotations/headroom.dev~1ungated-at\",\"value\":" + at + "}]";
+  else
+    patch += "{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":{\"headroom.dev/ungated-at\":" + at + "}}]";
+  st.in_flight[queue].insert(u.ns + "/" + u.name);
+  auto& client = *st.ctx->kube;
+  start_call(self, {call_info::ungate, queue, u.ns, u.name, st.woke, u.resource_version},
+             [&client, u, patch](k8s::api_callback cb) { client.json_patch(k8s::kinds::pods, u.ns, u.name, patch, std::move(cb)); });
+}
+
+void write_status(controller_actor* self, const std::string& queue, queue_entry& e, const k8s::queue_status& status) {
+  if (e.status_in_flight || (e.written && *e.written == status))
+    return;
+  e.status_in_flight = true;
+  e.written = status;
+  auto& client = *self->state.ctx->kube;
+  start_call(self, {call_info::status, queue, "", queue, {}, {}}, [&client, queue, body = k8s::encode_queue_status_patch(status)](k8s::api_callback cb) {
+    client.json_patch(kinds::queues, "", queue, body, std::move(cb), "status");
+  });
+}
+
+void arm_expiry(controller_actor* self, wall_time when) {
+  auto& st = self->state;
+  if (st.expiry_due && *st.expiry_due <= when)
+    return;  // an earlier timer covers it (a later plan re-arms)
+  st.expiry_due = when;
+  const auto wait = std::max(std::chrono::milliseconds{0},
+                             std::chrono::duration_cast<std::chrono::milliseconds>(when - st.ctx->wall_clock())) +
+                    std::chrono::milliseconds{50};
+  self->delayed_send(self, wait, msg::tick_atom_v, ++st.expiry_generation);
+}
+
+void plan_one(controller_actor* self, const std::string& queue) {
+  auto& st = self->state;
+  const auto& ctx = *st.ctx;
+  auto pods = ctx.pods->by_index(std::string{queue_index}, queue);
+  auto it = st.queues.find(queue);
+  if (it == st.queues.end() || !it->second.rules) {
+    // No such Queue (or one that cannot be read): its gated pods say so and stay gated.
+    for (const auto& p : pods)
+      if (has_our_gate(*p)) {
+        auto c = queue_not_found(*p, queue);
+        if (it != st.queues.end())
+          c.message = "queue " + queue + " cannot be read (see headroom's log): the pod stays gated until it can";
+        const auto* have = p->find_condition(admitted_condition);
+        if (!have || have->reason != c.reason || have->message != c.message)
+          write_condition(self, queue, c, p->meta.uid);
+      }
+    return;
+  }
+  auto& entry = it->second;
+  const auto now = ctx.wall_clock();
+  auto plan = plan_queue(*entry.rules, pods, now, st.in_flight[queue]);
+  std::unordered_map<std::string, const k8s::pod*> by_key;
+  for (const auto& p : pods)
+    by_key.emplace(key_of(*p), p.get());
+  for (const auto& u : plan.ungates)
+    if (auto f = by_key.find(u.ns + "/" + u.name); f != by_key.end())
+      ungate_pod(self, queue, u, *f->second);
+  for (const auto& c : plan.conditions)
+    if (auto f = by_key.find(c.ns + "/" + c.name); f != by_key.end())
+      write_condition(self, queue, c, f->second->meta.uid);
+  for (const auto& key : plan.expired) {
+    auto f = by_key.find(key);
+    if (f == by_key.end())
+      continue;
+    const auto& p = *f->second;
+    if (!st.expiry_told.insert(key + "/" + p.meta.uid).second)
+      continue;
+    if (ctx.metrics.expired)
+      ctx.metrics.expired(queue);
+    runtime::log::warn(actor_name, "reservation expired: the pod no longer holds its queue's room",
+                       {{"queue", queue}, {"pod", key}});
+    record_event(self, p.meta.ns, p.meta.name, p.meta.uid, "Warning", "ReservationExpired",
+                 "admitted to queue " + queue + " but not scheduled within " +
+                     std::to_string(entry.rules->reservation_timeout.count() / 1000) +
+                     "s: it no longer holds the queue's room (it may still be scheduled)");
+  }
+  if (plan.next_expiry)
+    arm_expiry(self, *plan.next_expiry);
+  if (ctx.metrics.report)
+    ctx.metrics.report(queue, plan.status, entry.rules->spec.capacity);
+  write_status(self, queue, entry, plan.status);
+}
+
+void plan_dirty(controller_actor* self) {
+  auto dirty = std::move(self->state.dirty);
+  self->state.dirty.clear();
+  for (const auto& q : dirty)
+    plan_one(self, q);
+}
+
+void on_pod(controller_actor* self, const msg::pod_event& e) {
+  auto& st = self->state;
+  const auto& p = *e.object;
+  const std::string key = key_of(p);
+  const auto* label = queue_label(p);
+  // A pod whose label changed (or that went away) also changes its old queue.
+  if (auto old = st.queue_of.find(key); old != st.queue_of.end() && (!label || *label != old->second)) {
+    st.dirty.insert(old->second);
+    st.in_flight[old->second].erase(key);
+  }
+  if (e.change == msg::object_change::deleted) {
+    st.queue_of.erase(key);
+    st.condition_in_flight.erase(key);
+    st.reason_told.erase(key);
+    if (label) {
+      st.dirty.insert(*label);
+      st.in_flight[*label].erase(key);
+    }
+    return;
+  }
+  if (!label)
+    return;
+  st.queue_of[key] = *label;
+  st.dirty.insert(*label);
+  if (!has_our_gate(p)) {
+    auto& flying = st.in_flight[*label];
+    flying.erase(key);  // the informer shows it ungated: no longer in flight
+    st.reason_told.erase(key);
+  }
+}
+
+void on_queue(controller_actor* self, const msg::object_event<k8s::unstructured>& e) {
+  auto& st = self->state;
+  const auto& name = e.object->meta.name;
+  st.dirty.insert(name);
+  if (e.change == msg::object_change::deleted) {
+    if (st.ctx->metrics.forget)
+      st.ctx->metrics.forget(name);
+    st.queues.erase(name);
+    return;
+  }
+  auto& entry = st.queues[name];
+  auto decoded = k8s::decode_queue(e.object->raw);
+  if (auto* err = std::get_if<k8s::decode_error>(&decoded)) {
+    if (entry.rules || e.change != msg::object_change::resync) {
+      runtime::log::error(actor_name, "Queue cannot be read: its pods stay gated", {{"queue", name}, {"problem", err->message}});
+      if (st.ctx->metrics.error)
+        st.ctx->metrics.error("queue_invalid");
+    }
+    entry.rules.reset();
+    return;
+  }
+  queue_rules r;
+  r.spec = std::get<k8s::queue>(std::move(decoded));
+  r.reservation_timeout = r.spec.reservation_timeout.value_or(st.ctx->default_reservation_timeout);
+  entry.rules = std::move(r);
+}
+
+void on_reply(controller_actor* self, msg::api_reply& r) {
+  auto& st = self->state;
+  auto found = st.calls.take(r);
+  if (!found)
+    return;
+  auto& call = *found;
+  const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
+  const std::string key = call.ns + "/" + call.name;
+  switch (call.what) {
+    case call_info::ungate:
+      if (r.ok) {
+        if (st.ctx->metrics.ungated)
+          st.ctx->metrics.ungated(call.queue, std::chrono::duration<double>(now_of(self) - call.started).count());
+        return;  // in flight until the informer shows it
+      }
+      st.in_flight[call.queue].erase(key);
+      if (kind == k8s::api_error::kind::not_found)
+        return;
+      if (kind == k8s::api_error::kind::invalid || kind == k8s::api_error::kind::conflict) {
+        // A test failed: the pod changed. Plan again once the cache shows a newer version.
+        auto p = st.ctx->pods->get(call.ns, call.name);
+        if (p && p->meta.resource_version != call.resource_version)
+          st.dirty.insert(call.queue);
+        return;
+      }
+      runtime::log::warn(actor_name, "ungating failed: retried at the next change or resync", {{"pod", key}, {"error", r.error}});
+      if (st.ctx->metrics.error)
+        st.ctx->metrics.error("ungate");
+      return;
+    case call_info::condition:
+      st.condition_in_flight.erase(key);
+      if (!r.ok && kind != k8s::api_error::kind::not_found) {
+        runtime::log::warn(actor_name, "pod condition not written", {{"pod", key}, {"error", r.error}});
+        if (st.ctx->metrics.error)
+          st.ctx->metrics.error("condition");
+      }
+      return;
+    case call_info::status: {
+      auto it = st.queues.find(call.queue);
+      if (it == st.queues.end())
+        return;
+      it->second.status_in_flight = false;
+      if (!r.ok) {
+        it->second.written.reset();
+        if (kind != k8s::api_error::kind::not_found) {
+          runtime::log::warn(actor_name, "Queue status not written", {{"queue", call.queue}, {"error", r.error}});
+          if (st.ctx->metrics.error)
+            st.ctx->metrics.error("status");
+        }
+      }
+      st.dirty.insert(call.queue);  // anything that changed meanwhile
+      return;
+    }
+    case call_info::event:
+      if (!r.ok)
+        runtime::log::debug(actor_name, "Event not recorded", {{"pod", key}, {"error", r.error}});
+      return;
+  }
+}
+
+caf::behavior controller_behavior(controller_actor* self, controller_context_ptr ctx) {
+  auto& st = self->state;
+  st.ctx = std::move(ctx);
+  const auto me = caf::actor_cast<caf::actor>(self);
+  st.queue_feed = std::make_unique<informer_feed<k8s::unstructured>>("gates_queues", me, queues_buffer);
+  st.pod_feed = std::make_unique<informer_feed<k8s::pod>>("gates_pods", me, pods_buffer);
+  st.queue_feed->attach(st.ctx->queues);
+  st.pod_feed->attach(st.ctx->pods);
+  if (st.ctx->track_buffer) {
+    st.ctx->track_buffer(st.pod_feed->stats());
+    st.ctx->track_buffer(st.queue_feed->stats());
+  }
+  // A restarted controller starts from the caches as they are (an informer only tells changes).
+  for (const auto& q : st.ctx->queues->list())
+    on_queue(self, {msg::object_change::resync, q});
+  for (const auto& p : st.ctx->pods->list())
+    on_pod(self, {msg::object_change::resync, p});
+  st.woke = now_of(self);
+  plan_dirty(self);
+  self->delayed_send(self, st.ctx->resync_interval, msg::tick_atom_v, resync_timer);
+  return {
+      [self](msg::buffer_wakeup w) {
+        auto& s = self->state;
+        s.woke = now_of(self);
+        // Queues first: a pod's plan needs its Queue.
+        if (w.buffer == queues_buffer)
+          s.queue_feed->drain([self](const msg::object_event<k8s::unstructured>& e) { on_queue(self, e); });
+        else
+          s.pod_feed->drain([self](const msg::pod_event& e) { on_pod(self, e); });
+        plan_dirty(self);
+      },
+      [self](msg::tick_atom, uint64_t id) {
+        auto& s = self->state;
+        s.woke = now_of(self);
+        if (id == resync_timer) {
+          for (const auto& [name, entry] : s.queues)
+            s.dirty.insert(name);
+          for (const auto& [key, queue] : s.queue_of)
+            s.dirty.insert(queue);  // pods of queues that do not exist
+          self->delayed_send(self, s.ctx->resync_interval, msg::tick_atom_v, resync_timer);
+        } else {
+          if (id != s.expiry_generation)
+            return;  // superseded by an earlier timer
+          s.expiry_due.reset();
+          for (const auto& [name, entry] : s.queues)
+            s.dirty.insert(name);
+        }
+        plan_dirty(self);
+      },
+      [self](msg::api_reply& r) {
+        on_reply(self, r);
+        plan_dirty(self);
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_gate_controller(caf::actor_system& sys, controller_context_ptr ctx) {
+  return sys.spawn(controller_behavior, std::move(ctx));
+}
+
+}  // namespace headroom::actors::gates

@@ -1,0 +1,179 @@
+#include "actors/gates/model.hpp"
+
+#include <algorithm>
+#include <map>
+
+#include "adapters/k8s/admission.hpp"
+#include "adapters/k8s/time.hpp"
+
+namespace headroom::actors::gates {
+
+namespace {
+
+bool terminal(const k8s::pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
+
+std::string key_of(const k8s::pod& p) { return p.meta.ns + "/" + p.meta.name; }
+
+// The pod's requests in the queue's terms, as "cpu=1, memory=1073741824" for messages.
+std::string describe(const k8s::resource_amounts& amounts) {
+  std::string out;
+  for (const auto& [name, amount] : amounts) {
+    if (!out.empty())
+      out += ", ";
+    out += name + "=" + k8s::format_amount(name, amount);
+  }
+  return out.empty() ? "nothing" : out;
+}
+
+std::optional<wall_time> reservation_start(const k8s::pod& p) {
+  if (const auto* at = p.meta.annotation(ungated_at_annotation))
+    if (auto t = parse_wall(*at))
+      return t;
+  return parse_wall(p.meta.creation_timestamp);
+}
+
+}  // namespace
+
+std::string format_wall(wall_time t) {
+  return k8s::format_rfc3339(std::chrono::duration<double>(t.time_since_epoch()).count());
+}
+
+std::optional<wall_time> parse_wall(std::string_view text) {
+  auto s = k8s::parse_rfc3339(text);
+  if (!s)
+    return std::nullopt;
+  return wall_time{std::chrono::duration_cast<wall_time::duration>(std::chrono::duration<double>(*s))};
+}
+
+int64_t amount_of(const k8s::pod& p, std::string_view resource) {
+  if (resource == "pods")
+    return 1;
+  return p.spec->requests.get(resource);
+}
+
+bool has_our_gate(const k8s::pod& p) {
+  const auto& g = p.spec->scheduling_gates;
+  return std::find(g.begin(), g.end(), k8s::admission::queue_gate) != g.end();
+}
+
+bool opted_in(const k8s::pod& p) {
+  const auto* v = p.meta.annotation(k8s::admission::opt_in_annotation);
+  return v != nullptr && *v == "true";
+}
+
+queue_plan plan_queue(const queue_rules& q, const std::vector<std::shared_ptr<const k8s::pod>>& pods, wall_time now,
+                      const std::set<std::string>& in_flight) {
+  queue_plan plan;
+  const auto& cap = q.spec.capacity;
+  std::vector<int64_t> used(cap.size(), 0);  // allocated + reserved, per capacity entry
+  std::vector<int64_t> allocated(cap.size(), 0), reserved(cap.size(), 0), waiting(cap.size(), 0);
+  auto add = [&cap](std::vector<int64_t>& into, const k8s::pod& p) {
+    for (size_t i = 0; i < cap.size(); ++i)
+      into[i] += amount_of(p, cap[i].first);
+  };
+  std::vector<const k8s::pod*> candidates;
+  for (const auto& sp : pods) {
+    const auto& p = *sp;
+    if (terminal(p))
+      continue;
+    const std::string key = key_of(p);
+    if (!p.node_name.empty()) {
+      add(allocated, p);  // bound: holds its room until it is gone (a terminating pod too)
+      ++plan.status.admitted_pods;
+      continue;
+    }
+    if (!p.meta.deletion_timestamp.empty())
+      continue;  // unbound and going away
+    if (has_our_gate(p) && !in_flight.contains(key)) {
+      if (p.spec->scheduling_gates.size() == 1)
+        candidates.push_back(&p);  // another gate holds it otherwise: not ours to admit yet
+      continue;
+    }
+    if (!opted_in(p) && !in_flight.contains(key))
+      continue;  // never part of the queue's admission (its author bypassed the gate)
+    // Ungated by us (or in flight), not bound: a reservation, until it expires.
+    if (!in_flight.contains(key)) {
+      if (auto start = reservation_start(p)) {
+        const auto expiry = *start + q.reservation_timeout;
+        if (expiry <= now) {
+          plan.expired.push_back(key);
+          continue;
+        }
+        if (!plan.next_expiry || expiry < *plan.next_expiry)
+          plan.next_expiry = expiry;
+      }
+    }
+    add(reserved, p);
+    ++plan.status.reserved_pods;
+  }
+  for (size_t i = 0; i < cap.size(); ++i)
+    used[i] = allocated[i] + reserved[i];
+
+  std::sort(candidates.begin(), candidates.end(), [](const k8s::pod* a, const k8s::pod* b) {
+    const int32_t pa = a->priority.value_or(0), pb = b->priority.value_or(0);
+    if (pa != pb)
+      return pa > pb;
+    if (a->meta.creation_timestamp != b->meta.creation_timestamp)
+      return a->meta.creation_timestamp < b->meta.creation_timestamp;  // RFC 3339 UTC sorts as text
+    return key_of(*a) < key_of(*b);
+  });
+  const std::string capacity_text = describe(cap);
+  bool blocked = false;  // StrictFIFO: nothing passes a pod that waits
+  for (const auto* p : candidates) {
+    k8s::resource_amounts needs;
+    bool fits = !blocked, too_big = false;
+    for (size_t i = 0; i < cap.size(); ++i) {
+      const int64_t a = amount_of(*p, cap[i].first);
+      if (a > 0)
+        needs.emplace_back(cap[i].first, a);
+      if (a > cap[i].second)
+        too_big = true;
+      if (used[i] + a > cap[i].second)
+        fits = false;
+    }
+    std::string status = "False", reason, message;
+    if (too_big) {
+      reason = "QueueTooSmall";
+      message = "needs " + describe(needs) + " but queue " + q.spec.name + " has capacity " + capacity_text + " in all";
+    } else if (fits) {
+      ungate u{p->meta.ns, p->meta.name, p->meta.uid, p->meta.resource_version, 0};
+      const auto& g = p->spec->scheduling_gates;
+      u.gate_index = static_cast<size_t>(std::find(g.begin(), g.end(), k8s::admission::queue_gate) - g.begin());
+      plan.ungates.push_back(std::move(u));
+      for (size_t i = 0; i < cap.size(); ++i) {
+        const int64_t a = amount_of(*p, cap[i].first);
+        used[i] += a;
+        reserved[i] += a;
+      }
+      ++plan.status.reserved_pods;
+      if (const auto* c = p->find_condition(admitted_condition); c && c->status != "True")
+        plan.conditions.push_back({p->meta.ns, p->meta.name, "True", "Admitted",
+                                   "queue " + q.spec.name + " has room: the scheduling gate is removed"});
+      continue;
+    } else {
+      reason = "QueueFull";
+      message = "waits for " + describe(needs) + " to be free in queue " + q.spec.name + " (capacity " + capacity_text + ")";
+      if (q.spec.strict_fifo)
+        blocked = true;
+    }
+    add(waiting, *p);
+    ++plan.status.gated_pods;
+    const auto* c = p->find_condition(admitted_condition);
+    if (c == nullptr || c->status != status || c->reason != reason || c->message != message)
+      plan.conditions.push_back({p->meta.ns, p->meta.name, status, reason, message});
+  }
+  for (size_t i = 0; i < cap.size(); ++i) {
+    plan.status.allocated.emplace_back(cap[i].first, allocated[i]);
+    plan.status.reserved.emplace_back(cap[i].first, reserved[i]);
+    plan.status.waiting.emplace_back(cap[i].first, waiting[i]);
+  }
+  plan.status.observed_generation = q.spec.generation;
+  return plan;
+}
+
+condition_write queue_not_found(const k8s::pod& p, const std::string& queue) {
+  return {p.meta.ns, p.meta.name, "False", "QueueNotFound",
+          "queue " + queue + " does not exist (kubectl get queues.headroom.dev): the pod stays gated until it does"};
+}
+
+}  // namespace headroom::actors::gates

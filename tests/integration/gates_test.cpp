@@ -1,0 +1,400 @@
+// Gate-controlled scheduling (seed 002) end to end: the real API server calls the headroom
+// binary's admission webhook over TLS (a MutatingWebhookConfiguration with the test CA), the real
+// kube-scheduler places what headroom ungates, and Karpenter (kwok provider) provisions for what
+// the scheduler marks Unschedulable. Driven with kubectl.
+#include <gtest/gtest.h>
+#include <openssl/evp.h>
+#include <signal.h>
+
+#include <algorithm>
+#include <chrono>
+#include <cstdio>
+#include <fstream>
+#include <sstream>
+#include <thread>
+
+#include "testenv/child_process.hpp"
+#include "testenv/cluster_fixture.hpp"
+#include "testenv/shared_env.hpp"
+#include "testenv/test_certs.hpp"
+
+using namespace std::chrono_literals;
+using headroom::testenv::child_process;
+using headroom::testenv::cluster;
+using headroom::testenv::cluster_options;
+using headroom::testenv::eventually;
+
+namespace {
+
+const std::string gate = "headroom.dev/queue-allocation-gate";
+
+struct env {
+  cluster* c = nullptr;
+  std::string why;
+  std::string dir;
+  int webhook_port = 0, metrics_port = 0;
+  std::unique_ptr<child_process> agent;
+};
+
+std::string base64(const std::string& s) {
+  std::string out(4 * ((s.size() + 2) / 3) + 1, '\0');
+  out.resize(static_cast<size_t>(EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                                 reinterpret_cast<const unsigned char*>(s.data()), static_cast<int>(s.size()))));
+  return out;
+}
+
+std::string slurp(const std::string& path) {
+  std::ifstream in{path};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+void kube_apply(cluster* c, const std::string& yaml) {
+  auto r = c->kubectl({"apply", "-f", "-"}, yaml);
+  ASSERT_EQ(r.exit_code, 0) << r.err << "\n" << yaml;
+}
+
+std::string field(cluster* c, const std::string& ns, const std::string& what, const std::string& jsonpath) {
+  auto r = c->kubectl({"-n", ns, "get", what, "-o", "jsonpath=" + jsonpath});
+  return r.exit_code == 0 ? r.out : "<" + r.err + ">";
+}
+
+void start_agent(env& e) {
+  e.agent = std::make_unique<child_process>(
+      std::vector<std::string>{HEADROOM_BINARY, "--config", e.dir + "/headroom.yaml", "--metrics-addr",
+                               "127.0.0.1:" + std::to_string(e.metrics_port)},
+      std::vector<std::string>{"PATH=/usr/bin:/bin"}, e.dir + "/agent.log");
+}
+
+env make_env() {
+  env e;
+  e.c = cluster::shared(cluster_options{.karpenter = true});
+  if (!e.c) {
+    e.why = cluster::unavailable_reason();
+    return e;
+  }
+  char tmpl[] = "/tmp/headroom-gates-XXXXXX";
+  e.dir = mkdtemp(tmpl);
+  const auto ca = headroom::testenv::make_ca("headroom-gates-test-ca");
+  const auto serving = headroom::testenv::issue_server_cert(ca, "headroom-webhook", {"localhost"}, {"127.0.0.1"});
+  std::ofstream(e.dir + "/tls.crt") << serving.cert;
+  std::ofstream(e.dir + "/tls.key") << serving.key;
+  e.webhook_port = headroom::testenv::free_port();
+  e.metrics_port = headroom::testenv::free_port();
+  std::ofstream(e.dir + "/headroom.yaml")
+      << "kubernetes:\n  kubeconfig: " << e.c->kubeconfig() << "\nleaderElection:\n  enabled: false\n"
+      << "gates:\n  enabled: true\n  resyncInterval: 2s\n  webhook:\n    listen: 127.0.0.1:" << e.webhook_port
+      << "\n    certFile: " << e.dir << "/tls.crt\n    keyFile: " << e.dir << "/tls.key\n    certReloadInterval: 1s\n";
+  auto crd = e.c->kubectl({"apply", "-f", std::string{HEADROOM_SOURCE_DIR} + "/deploy/crds/queues.yaml"});
+  if (crd.exit_code != 0) {
+    e.why = "Queue CRD: " + crd.err;
+    return e;
+  }
+  e.c->kubectl({"wait", "--for", "condition=Established", "--timeout", "30s", "crd/queues.headroom.dev"});
+  // The shipped configuration, pointed at the test's webhook by URL with the test CA.
+  std::string hook = slurp(std::string{HEADROOM_SOURCE_DIR} + "/deploy/gates-webhook.yaml");
+  const auto svc = hook.find("      service: {");
+  hook = hook.substr(0, svc) + "      url: https://127.0.0.1:" + std::to_string(e.webhook_port) + "/mutate-pods\n      caBundle: " +
+         base64(ca.cert) + "\n";
+  auto r = e.c->kubectl({"apply", "-f", "-"}, hook);
+  if (r.exit_code != 0) {
+    e.why = "webhook configuration: " + r.err;
+    return e;
+  }
+  for (const char* ns : {"gates", "gates-karpenter"})
+    e.c->kubectl({"create", "namespace", ns});
+  // A static kwok node for the admission scenarios; Karpenter's pools for the proof.
+  kube_apply(e.c, R"(apiVersion: v1
+kind: Node
+metadata:
+  name: gates-node
+  annotations: {kwok.x-k8s.io/node: fake}
+  labels: {kubernetes.io/hostname: gates-node, type: kwok, headroom.test/pool: gates-static}
+spec:
+  taints: [{key: headroom.test/dedicated, value: gates-node, effect: NoSchedule}]
+status:
+  allocatable: {cpu: "16", memory: 64Gi, pods: "110"}
+  capacity: {cpu: "16", memory: 64Gi, pods: "110"}
+)");
+  start_agent(e);
+  // Ready when the webhook answers through the API server: a probe pod comes back gated.
+  const bool ready = eventually([&] {
+    e.c->kubectl({"-n", "gates", "delete", "pod", "probe", "--ignore-not-found", "--wait=false"});
+    auto p = e.c->kubectl({"-n", "gates", "run", "probe", "--image=busybox", "--restart=Never",
+                           "--labels=headroom.dev/queue=probe", "--annotations=" + gate + "=true",
+                           "--overrides={\"spec\":{\"terminationGracePeriodSeconds\":0}}"});
+    return p.exit_code == 0 && field(e.c, "gates", "pod/probe", "{.spec.schedulingGates[*].name}") == gate;
+  }, 60s);
+  e.c->kubectl({"-n", "gates", "delete", "pod", "probe", "--ignore-not-found", "--wait=false", "--grace-period=0", "--force"});
+  if (!ready)
+    e.why = "headroom's webhook never gated a pod: " + e.agent->log();
+  return e;
+}
+
+headroom::testenv::shared_env<env> the_env{make_env, [](env& e) {
+                                             if (e.agent)
+                                               e.agent->stop();
+                                           }};
+
+env& shared() { return the_env.get(); }
+
+#define REQUIRE_ENV(e)                                                    \
+  auto& e = shared();                                                     \
+  HEADROOM_REQUIRE_READY(e.c != nullptr && e.why.empty(), "the gates environment", e.why)
+
+// A pod of `queue` on the static node (or on a Karpenter pool), opted in or not.
+std::string pod_yaml(const std::string& ns, const std::string& name, const std::string& queue, const std::string& cpu,
+                     bool opted_in, const std::string& placement = "static", const std::string& extra_spec = "") {
+  std::string y = "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: " + ns +
+                  "\n  labels: {headroom.dev/queue: " + queue + "}\n";
+  if (opted_in)
+    y += "  annotations: {" + gate + ": \"true\"}\n";
+  y += "spec:\n  terminationGracePeriodSeconds: 0\n" + extra_spec;
+  if (placement == "static")
+    y += "  nodeSelector: {headroom.test/pool: gates-static}\n"
+         "  tolerations: [{key: headroom.test/dedicated, operator: Exists, effect: NoSchedule}]\n";
+  else if (placement != "none")
+    y += "  nodeSelector: {karpenter.sh/nodepool: " + placement + "}\n"
+         "  tolerations: [{key: headroom.test/pool, operator: Exists, effect: NoSchedule}]\n";
+  y += "  containers:\n  - name: main\n    image: registry.k8s.io/pause:3.10\n    resources:\n      requests: {cpu: \"" + cpu +
+       "\", memory: 64Mi}\n";
+  return y;
+}
+
+std::string queue_yaml(const std::string& name, const std::string& cpu, const std::string& extra = "") {
+  return "apiVersion: headroom.dev/v1alpha1\nkind: Queue\nmetadata: {name: " + name + "}\nspec:\n  capacity: {cpu: \"" + cpu +
+         "\"}\n" + extra;
+}
+
+std::string gates_of(cluster* c, const std::string& ns, const std::string& pod) {
+  return field(c, ns, "pod/" + pod, "{.spec.schedulingGates[*].name}");
+}
+
+// Pods of a queue by state, from one list: "gated" (ours on), "ungated" (not finished).
+struct census {
+  int gated = 0, ungated = 0, running = 0;
+};
+census count(cluster* c, const std::string& ns, const std::string& queue) {
+  auto r = c->kubectl({"-n", ns, "get", "pods", "-l", "headroom.dev/queue=" + queue, "-o",
+                       "jsonpath={range .items[*]}{.status.phase}|{.spec.schedulingGates[*].name}|{.metadata.deletionTimestamp}\n{end}"});
+  census out;
+  std::istringstream in{r.out};
+  for (std::string line; std::getline(in, line);) {
+    if (line.empty())
+      continue;
+    const auto a = line.find('|'), b = line.find('|', a + 1);
+    const auto phase = line.substr(0, a), gates = line.substr(a + 1, b - a - 1), deleting = line.substr(b + 1);
+    if (!deleting.empty() || phase == "Succeeded" || phase == "Failed")
+      continue;
+    if (gates.find(gate) != std::string::npos)
+      ++out.gated;
+    else
+      ++out.ungated;
+    if (phase == "Running")
+      ++out.running;
+  }
+  return out;
+}
+
+}  // namespace
+
+// The API server calls headroom over TLS at Pod CREATE: an opted-in pod comes back gated (after
+// gates set by others, never replacing them), a pod without the annotation is untouched, an
+// UPDATE is never mutated, and a gated pod of a Queue that does not exist says so.
+TEST(gates, webhook_gates_opted_in_pods_only) {
+  REQUIRE_ENV(e);
+  kube_apply(e.c, pod_yaml("gates", "opted", "nowhere", "100m", true));
+  kube_apply(e.c, pod_yaml("gates", "plain", "nowhere", "100m", false));
+  kube_apply(e.c, pod_yaml("gates", "two-gates", "nowhere", "100m", true, "static", "  schedulingGates: [{name: example.com/other}]\n"));
+  EXPECT_EQ(gates_of(e.c, "gates", "opted"), gate);
+  EXPECT_EQ(gates_of(e.c, "gates", "plain"), "");
+  EXPECT_EQ(gates_of(e.c, "gates", "two-gates"), "example.com/other " + gate);
+  // UPDATE: not mutated (and the API server would refuse a new gate anyway).
+  ASSERT_EQ(e.c->kubectl({"-n", "gates", "annotate", "pod", "plain", gate + "=true"}).exit_code, 0);
+  EXPECT_EQ(gates_of(e.c, "gates", "plain"), "");
+  EXPECT_TRUE(eventually([&] {
+    return field(e.c, "gates", "pod/opted", "{.status.conditions[?(@.type==\"headroom.dev/QueueAdmitted\")].reason}") == "QueueNotFound";
+  }, 20s)) << field(e.c, "gates", "pod/opted", "{.status}");
+  EXPECT_EQ(field(e.c, "gates", "pod/opted", "{.status.conditions[?(@.type==\"PodScheduled\")].reason}"), "SchedulingGated")
+      << "a gated pod is never Unschedulable";
+  // The pod with another gate is not ours alone to admit: once the Queue exists, it stays gated.
+  kube_apply(e.c, queue_yaml("nowhere", "4"));
+  EXPECT_TRUE(eventually([&] { return gates_of(e.c, "gates", "opted").empty(); }, 20s)) << "admitted once its Queue exists";
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(gates_of(e.c, "gates", "two-gates"), "example.com/other " + gate) << "another gate must never be removed";
+  e.c->kubectl({"-n", "gates", "delete", "pod", "opted", "plain", "two-gates", "--grace-period=0", "--force"});
+}
+
+// A Queue of 2 CPU and four 1-CPU pods: two are ungated and run, two stay gated with QueueFull
+// (never Unschedulable); a running pod finishing lets the oldest waiting one in. Sampled every
+// 200 ms: never more than two ungated at once.
+TEST(gates, queue_admits_in_order_and_the_next_after_a_finish) {
+  REQUIRE_ENV(e);
+  kube_apply(e.c, queue_yaml("order", "2"));
+  for (int i = 0; i < 4; ++i) {
+    kube_apply(e.c, pod_yaml("gates", "order-" + std::to_string(i), "order", "1", true));
+    std::this_thread::sleep_for(1100ms);  // distinct creation seconds: the order is the age
+  }
+  int most = 0;
+  ASSERT_TRUE(eventually([&] {
+    auto n = count(e.c, "gates", "order");
+    most = std::max(most, n.ungated);
+    return n.running == 2 && n.gated == 2;
+  }, 30s)) << field(e.c, "gates", "pods", "{range .items[*]}{.metadata.name} {.status.phase} {.spec.schedulingGates}\n{end}");
+  EXPECT_EQ(gates_of(e.c, "gates", "order-0"), "");
+  EXPECT_EQ(gates_of(e.c, "gates", "order-1"), "");
+  EXPECT_TRUE(eventually([&] {
+    return field(e.c, "gates", "pod/order-2", "{.status.conditions[?(@.type==\"headroom.dev/QueueAdmitted\")].reason}") == "QueueFull";
+  }, 10s));
+  EXPECT_TRUE(eventually([&] { return field(e.c, "default", "queue.headroom.dev/order", "{.status.allocated.cpu}/{.status.gatedPods}") == "2/2"; }, 10s))
+      << field(e.c, "default", "queue.headroom.dev/order", "{.status}");
+  ASSERT_EQ(e.c->kubectl({"-n", "gates", "delete", "pod", "order-0", "--grace-period=0", "--force"}).exit_code, 0);
+  ASSERT_TRUE(eventually([&] {
+    auto n = count(e.c, "gates", "order");
+    most = std::max(most, n.ungated);
+    return gates_of(e.c, "gates", "order-2").empty() && n.running == 2;
+  }, 20s));
+  EXPECT_EQ(gates_of(e.c, "gates", "order-3"), gate) << "the oldest waiting pod goes first";
+  for (int i = 0; i < 10; ++i) {
+    most = std::max(most, count(e.c, "gates", "order").ungated);
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_LE(most, 2) << "never more ungated than the queue holds";
+  EXPECT_NE(field(e.c, "gates", "events", "{range .items[?(@.reason==\"QueueFull\")]}{.involvedObject.name} {end}").find("order-3"),
+            std::string::npos) << "kubectl describe explains the wait";
+  e.c->kubectl({"-n", "gates", "delete", "pods", "-l", "headroom.dev/queue=order", "--grace-period=0", "--force"});
+}
+
+// An ungated pod that can never be placed holds its queue's room only for reservationTimeout:
+// then the room is released (with an Event) and the next pod gets in.
+TEST(gates, reservation_expiry_releases_room_held_by_a_pod_that_never_fits) {
+  REQUIRE_ENV(e);
+  kube_apply(e.c, queue_yaml("expiry", "2", "  reservationTimeout: 4s\n"));
+  kube_apply(e.c, pod_yaml("gates", "never-fits", "expiry", "2", true, "none",
+                      "  nodeSelector: {headroom.test/pool: no-such-pool}\n"));
+  ASSERT_TRUE(eventually([&] { return gates_of(e.c, "gates", "never-fits").empty(); }, 15s));
+  kube_apply(e.c, pod_yaml("gates", "waits", "expiry", "1", true));
+  std::this_thread::sleep_for(1500ms);
+  EXPECT_EQ(gates_of(e.c, "gates", "waits"), gate) << "the reservation holds the room at first";
+  ASSERT_TRUE(eventually([&] { return gates_of(e.c, "gates", "waits").empty(); }, 20s)) << "released after 4 s";
+  EXPECT_TRUE(eventually([&] { return field(e.c, "gates", "pod/waits", "{.status.phase}") == "Running"; }, 20s));
+  EXPECT_NE(field(e.c, "gates", "events", "{range .items[?(@.reason==\"ReservationExpired\")]}{.involvedObject.name} {end}")
+                .find("never-fits"), std::string::npos);
+  e.c->kubectl({"-n", "gates", "delete", "pods", "-l", "headroom.dev/queue=expiry", "--grace-period=0", "--force"});
+}
+
+// headroom SIGKILLed while it ungates a queue's pods, then restarted: the queue never holds more
+// than its capacity, every pod that fits is admitted once, and the accounting matches the pods.
+// While it is down, pods are created ungated (failurePolicy Ignore) and nothing breaks.
+TEST(gates, sigkill_mid_stream_keeps_the_queue_within_capacity) {
+  REQUIRE_ENV(e);
+  kube_apply(e.c, queue_yaml("killed", "0"));
+  std::string many;
+  for (int i = 0; i < 8; ++i)
+    many += pod_yaml("gates", "killed-" + std::to_string(i), "killed", "1", true) + "---\n";
+  kube_apply(e.c, many);
+  ASSERT_TRUE(eventually([&] { return count(e.c, "gates", "killed").gated == 8; }, 20s));
+  kube_apply(e.c, queue_yaml("killed", "3"));  // room for three: the controller starts ungating…
+  std::this_thread::sleep_for(30ms);
+  e.agent->stop(SIGKILL);  // …and dies somewhere in the middle
+  int most = count(e.c, "gates", "killed").ungated;
+
+  const auto started = std::chrono::steady_clock::now();
+  kube_apply(e.c, pod_yaml("gates", "while-down", "bypass", "100m", true));
+  EXPECT_EQ(gates_of(e.c, "gates", "while-down"), "") << "headroom down: created ungated (failurePolicy Ignore)";
+  EXPECT_LT(std::chrono::steady_clock::now() - started, 5s);
+
+  start_agent(e);
+  ASSERT_TRUE(eventually([&] {
+    auto n = count(e.c, "gates", "killed");
+    most = std::max(most, n.ungated);
+    return n.running == 3 && n.gated == 5;
+  }, 40s)) << e.agent->log();
+  for (int i = 0; i < 10; ++i) {
+    most = std::max(most, count(e.c, "gates", "killed").ungated);
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_LE(most, 3);
+  EXPECT_TRUE(eventually([&] {
+    return field(e.c, "default", "queue.headroom.dev/killed", "{.status.allocated.cpu}/{.status.reserved.cpu}/{.status.gatedPods}") == "3/0/5";
+  }, 10s)) << field(e.c, "default", "queue.headroom.dev/killed", "{.status}");
+  e.c->kubectl({"-n", "gates", "delete", "pods", "-l", "headroom.dev/queue in (killed,bypass)", "--grace-period=0", "--force"});
+}
+
+namespace {
+
+std::string node_pool(const std::string& name) {
+  return "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: " + name +
+         "}\nspec:\n  limits: {cpu: \"12\"}\n  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}\n"
+         "  template:\n    metadata: {labels: {headroom.test/pool: " + name + "}}\n    spec:\n"
+         "      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}\n      expireAfter: Never\n"
+         "      taints: [{key: headroom.test/pool, value: " + name + ", effect: NoSchedule}]\n      requirements:\n"
+         "      - {key: node.kubernetes.io/instance-type, operator: In, values: [m-2x-amd64-linux]}\n"
+         "      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n";
+}
+
+int node_claims(cluster* c, const std::string& pool) {
+  auto r = c->kubectl({"get", "nodeclaims", "-l", "karpenter.sh/nodepool=" + pool, "-o", "name"});
+  return static_cast<int>(std::count(r.out.begin(), r.out.end(), '\n'));
+}
+
+int unschedulable(cluster* c, const std::string& ns, const std::string& queue) {
+  auto r = c->kubectl({"-n", ns, "get", "pods", "-l", "headroom.dev/queue=" + queue, "-o",
+                       "jsonpath={range .items[*]}{.status.conditions[?(@.type==\"PodScheduled\")].reason}\n{end}"});
+  int n = 0;
+  std::istringstream in{r.out};
+  for (std::string line; std::getline(in, line);)
+    n += line == "Unschedulable";
+  return n;
+}
+
+}  // namespace
+
+// The seed's proof, side by side on two empty NodePools (12 CPU limit, 2-CPU instances each):
+// 20 opted-in pods of 1 CPU into a Queue of 4 CPU → Karpenter's NodeClaims never exceed what
+// 4 CPU need, the rest stay gated and none is Unschedulable; the same 20 pods without the
+// annotation → Karpenter provisions up to the pool's limit.
+TEST(gates, karpenter_buys_nodes_only_for_admitted_pods) {
+  REQUIRE_ENV(e);
+  ASSERT_TRUE(e.c->karpenter());
+  kube_apply(e.c, node_pool("gates-a"));
+  kube_apply(e.c, node_pool("gates-b"));
+  kube_apply(e.c, queue_yaml("proof-gated", "4"));
+  kube_apply(e.c, queue_yaml("proof-plain", "4"));
+  std::string gated, plain;
+  for (int i = 0; i < 20; ++i) {
+    gated += pod_yaml("gates-karpenter", "gated-" + std::to_string(i), "proof-gated", "1", true, "gates-a") + "---\n";
+    plain += pod_yaml("gates-karpenter", "plain-" + std::to_string(i), "proof-plain", "1", false, "gates-b") + "---\n";
+  }
+  kube_apply(e.c, gated);
+  kube_apply(e.c, plain);
+  int most_gated_claims = 0, most_unschedulable_gated = 0;
+  ASSERT_TRUE(eventually([&] {
+    most_gated_claims = std::max(most_gated_claims, node_claims(e.c, "gates-a"));
+    most_unschedulable_gated = std::max(most_unschedulable_gated, unschedulable(e.c, "gates-karpenter", "proof-gated"));
+    return count(e.c, "gates-karpenter", "proof-gated").running == 4;
+  }, 90s)) << field(e.c, "default", "nodeclaims", "{range .items[*]}{.metadata.name} {.status.conditions[*].type}\n{end}");
+  ASSERT_TRUE(eventually([&] { return node_claims(e.c, "gates-b") >= 6; }, 90s));
+  for (int i = 0; i < 25; ++i) {  // several of Karpenter's provisioning rounds
+    most_gated_claims = std::max(most_gated_claims, node_claims(e.c, "gates-a"));
+    std::this_thread::sleep_for(400ms);
+  }
+  const int plain_claims = node_claims(e.c, "gates-b");
+  const auto g = count(e.c, "gates-karpenter", "proof-gated");
+  const auto p = count(e.c, "gates-karpenter", "proof-plain");
+  std::printf("[gates proof] gated: %d NodeClaims (max seen %d), %d running, %d gated, %d Unschedulable; "
+              "plain: %d NodeClaims, %d running, %d Unschedulable\n",
+              node_claims(e.c, "gates-a"), most_gated_claims, g.running, g.gated,
+              unschedulable(e.c, "gates-karpenter", "proof-gated"), plain_claims, p.running,
+              unschedulable(e.c, "gates-karpenter", "proof-plain"));
+  EXPECT_LE(most_gated_claims, 4) << "no node bought beyond what 4 admitted 1-CPU pods need";
+  EXPECT_EQ(g.gated, 16);
+  EXPECT_EQ(most_unschedulable_gated, 0) << "a pod waiting for its queue is never Unschedulable";
+  // Karpenter checks a pool's limit against the usage at the start of a batch, so a burst can pass
+  // it: at least the limit's worth, and always more than the gated pool.
+  EXPECT_GE(plain_claims, 6) << "without gates Karpenter provisions to the NodePool's 12-CPU limit";
+  EXPECT_GT(plain_claims, most_gated_claims);
+  EXPECT_GT(unschedulable(e.c, "gates-karpenter", "proof-plain"), 0);
+  e.c->kubectl({"-n", "gates-karpenter", "delete", "pods", "--all", "--grace-period=0", "--force"});
+}
