@@ -134,5 +134,28 @@ TEST(reactive_config, errors_name_the_key) {
   }
 }
 
+
+TEST(gates_config, defaults_overrides_and_errors_name_the_key) {
+  auto r = parse_config_yaml("gates:\n  enabled: true\n  reservationTimeout: 90s\n  webhook: {listen: ':8443', certFile: /t/tls.crt, keyFile: /t/tls.key}\n");
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
+  const auto& g = std::get<parsed_config>(r).modes.gates;
+  EXPECT_TRUE(g.enabled);
+  EXPECT_EQ(g.reservation_timeout, std::chrono::milliseconds{90'000});
+  EXPECT_EQ(g.webhook.listen, ":8443");
+  EXPECT_EQ(g.webhook.cert_reload_interval, std::chrono::milliseconds{10'000});
+  const std::pair<const char*, const char*> cases[] = {
+      {"gates: {enabled: true}", "gates.webhook.certFile"},
+      {"gates: {enabled: true, webhook: {certFile: a}}", "gates.webhook.keyFile"},
+      {"gates: {enabled: true, webhook: {enabled: false}, reservationTimeout: soon}", "gates.reservationTimeout"},
+      {"gates: {webhook: {threads: 0}}", "gates.webhook.threads"},
+      {"gates: {webhok: {}}", "gates.webhok"},
+  };
+  for (const auto& [yaml, key] : cases) {
+    auto bad = parse_config_yaml(yaml);
+    ASSERT_TRUE(std::holds_alternative<runtime::config_error>(bad)) << yaml;
+    EXPECT_EQ(std::get<runtime::config_error>(bad).path, key) << yaml;
+  }
+}
+
 }  // namespace
 }  // namespace headroom::app
