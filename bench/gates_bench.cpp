@@ -1,0 +1,271 @@
+// Gate-controlled scheduling's two latencies on the test control plane, with the headroom binary:
+//
+// 1. Queue room freed → next pod's gate removed. A Queue holds `--capacity` pods (its "pods"
+//    resource) on a large kwok node; `--events` more wait gated behind them. One event: the bench
+//    deletes an admitted pod (grace 0) and waits for the next gate to come off. Both times are
+//    taken from one watch of its own, as any client would see them: from the DELETED event to the
+//    MODIFIED event without the gate. Goal: p99 ≤ 100 ms.
+// 2. The admission webhook as the API server sees it: its histogram
+//    apiserver_admission_webhook_admission_duration_seconds over every pod the run creates
+//    (coarse buckets: the fraction within 5 ms and 25 ms), beside headroom's own
+//    headroom_admission_duration_seconds (fine buckets, p99 estimated). Goal: p99 ≤ 10 ms.
+//
+//   HEADROOM_TESTENV_DIR=$(tests/testenv/build.sh) build/release/bench/gates_bench [--events 500] [--capacity 20]
+//
+// Prints one JSON line per measure ({"mode": …}).
+#include <openssl/evp.h>
+#include <simdjson.h>
+
+#include <algorithm>
+#include <chrono>
+#include <condition_variable>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <mutex>
+#include <sstream>
+#include <thread>
+
+#include "adapters/k8s/client.hpp"
+#include "adapters/k8s/connection.hpp"
+#include "testenv/child_process.hpp"
+#include "testenv/cluster_fixture.hpp"
+#include "testenv/test_certs.hpp"
+
+using namespace std::chrono_literals;
+using namespace headroom;
+using steady = std::chrono::steady_clock;
+
+namespace {
+
+const std::string gate = "headroom.dev/queue-allocation-gate";
+const std::string ns = "gates-bench";
+
+std::string base64(const std::string& s) {
+  std::string out(4 * ((s.size() + 2) / 3) + 1, '\0');
+  out.resize(static_cast<size_t>(EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
+                                                 reinterpret_cast<const unsigned char*>(s.data()), static_cast<int>(s.size()))));
+  return out;
+}
+
+std::string pod_yaml(int i) {
+  return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p-" + std::to_string(i) + "\n  namespace: " + ns +
+         "\n  labels: {headroom.dev/queue: bench}\n  annotations: {" + gate + ": \"true\"}\nspec:\n"
+         "  terminationGracePeriodSeconds: 0\n  nodeSelector: {headroom.test/pool: gates-bench}\n"
+         "  tolerations: [{key: headroom.test/dedicated, operator: Exists, effect: NoSchedule}]\n"
+         "  containers:\n  - name: main\n    image: registry.k8s.io/pause:3.10\n    resources: {requests: {cpu: 10m, memory: 8Mi}}\n";
+}
+
+// What the watch saw: when each pod went away, when each lost the gate.
+struct seen {
+  std::mutex m;
+  std::condition_variable cv;
+  std::map<std::string, steady::time_point> deleted, ungated;
+};
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+}
+
+// A histogram's cumulative buckets from Prometheus text: le → count, for one metric name (summed
+// over label sets).
+std::map<double, double> buckets(const std::string& text, const std::string& name) {
+  std::map<double, double> out;
+  std::istringstream in{text};
+  for (std::string line; std::getline(in, line);) {
+    if (line.rfind(name + "_bucket{", 0) != 0)
+      continue;
+    const auto le = line.find("le=\"");
+    if (le == std::string::npos)
+      continue;
+    const auto end = line.find('"', le + 4);
+    const std::string bound = line.substr(le + 4, end - le - 4);
+    const double b = bound == "+Inf" ? 1e30 : std::stod(bound);
+    out[b] += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return out;
+}
+
+// p from cumulative buckets (upper bound of the bucket that holds it).
+double bucket_quantile(const std::map<double, double>& b, double p) {
+  if (b.empty())
+    return 0;
+  const double total = b.rbegin()->second;
+  for (const auto& [le, n] : b)
+    if (n >= p * total)
+      return le;
+  return b.rbegin()->first;
+}
+
+double fraction_within(const std::map<double, double>& b, double bound) {
+  if (b.empty() || b.rbegin()->second == 0)
+    return 0;
+  auto it = b.find(bound);
+  return it == b.end() ? 0 : it->second / b.rbegin()->second;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int events = 500, capacity = 20;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--events")
+      events = std::stoi(argv[i + 1]);
+    else if (a == "--capacity")
+      capacity = std::stoi(argv[i + 1]);
+  }
+  auto* c = testenv::cluster::shared();
+  if (c == nullptr) {
+    std::fprintf(stderr, "gates_bench: no control plane: %s\n", testenv::cluster::unavailable_reason().c_str());
+    return 1;
+  }
+  char tmpl[] = "/tmp/headroom-gates-bench-XXXXXX";
+  const std::string dir = mkdtemp(tmpl);
+  const auto ca = testenv::make_ca("bench-ca");
+  const auto serving = testenv::issue_server_cert(ca, "webhook", {}, {"127.0.0.1"});
+  std::ofstream(dir + "/tls.crt") << serving.cert;
+  std::ofstream(dir + "/tls.key") << serving.key;
+  const int port = testenv::free_port(), metrics_port = testenv::free_port();
+  std::ofstream(dir + "/headroom.yaml") << "kubernetes:\n  kubeconfig: " << c->kubeconfig()
+                                        << "\nleaderElection:\n  enabled: false\ngates:\n  enabled: true\n  webhook:\n    listen: 127.0.0.1:"
+                                        << port << "\n    certFile: " << dir << "/tls.crt\n    keyFile: " << dir << "/tls.key\n";
+  c->kubectl({"apply", "-f", std::string{HEADROOM_SOURCE_DIR} + "/deploy/crds/queues.yaml"});
+  c->kubectl({"wait", "--for", "condition=Established", "--timeout", "30s", "crd/queues.headroom.dev"});
+  std::ifstream hook_in{std::string{HEADROOM_SOURCE_DIR} + "/deploy/gates-webhook.yaml"};
+  std::stringstream hook_ss;
+  hook_ss << hook_in.rdbuf();
+  std::string hook = hook_ss.str();
+  hook = hook.substr(0, hook.find("      service: {")) + "      url: https://127.0.0.1:" + std::to_string(port) +
+         "/mutate-pods\n      caBundle: " + base64(ca.cert) + "\n";
+  c->kubectl({"apply", "-f", "-"}, hook);
+  c->kubectl({"create", "namespace", ns});
+  c->kubectl({"apply", "-f", "-"}, R"(apiVersion: v1
+kind: Node
+metadata:
+  name: gates-bench
+  annotations: {kwok.x-k8s.io/node: fake}
+  labels: {kubernetes.io/hostname: gates-bench, type: kwok, headroom.test/pool: gates-bench}
+spec:
+  taints: [{key: headroom.test/dedicated, value: gates-bench, effect: NoSchedule}]
+status:
+  allocatable: {cpu: "1000", memory: 4000Gi, pods: "2000"}
+  capacity: {cpu: "1000", memory: 4000Gi, pods: "2000"}
+)");
+  c->kubectl({"apply", "-f", "-"}, "apiVersion: headroom.dev/v1alpha1\nkind: Queue\nmetadata: {name: bench}\nspec:\n  capacity: {pods: \"" +
+                                       std::to_string(capacity) + "\"}\n");
+  testenv::child_process agent{{HEADROOM_BINARY, "--config", dir + "/headroom.yaml", "--metrics-addr",
+                                "127.0.0.1:" + std::to_string(metrics_port), "--log-level", "warn"},
+                               {"PATH=/usr/bin:/bin"}, dir + "/agent.log"};
+  std::this_thread::sleep_for(2s);
+
+  // Our own watch, through headroom's client.
+  auto conn = std::get<k8s::connection>(k8s::load_kubeconfig(c->kubeconfig(), ""));
+  k8s::transport io{{}};
+  k8s::client api{conn, io};
+  seen s;
+  k8s::watch_options wo;
+  wo.label_selector = "headroom.dev/queue=bench";
+  api.watch(k8s::kinds::pods, ns, wo,
+            [&s](std::string_view line) {
+              const auto at = steady::now();
+              simdjson::dom::parser p;
+              simdjson::dom::element e;
+              if (p.parse(line.data(), line.size()).get(e) != simdjson::SUCCESS)
+                return;
+              std::string_view type, name;
+              if (e["type"].get(type) || e["object"]["metadata"]["name"].get(name))
+                return;
+              bool gated = false;
+              simdjson::dom::array gates;
+              if (e["object"]["spec"]["schedulingGates"].get(gates) == simdjson::SUCCESS)
+                for (auto g : gates) {
+                  std::string_view n;
+                  if (g["name"].get(n) == simdjson::SUCCESS && n == gate)
+                    gated = true;
+                }
+              std::lock_guard lock{s.m};
+              if (type == "DELETED")
+                s.deleted.emplace(std::string{name}, at);
+              else if (!gated)
+                s.ungated.emplace(std::string{name}, at);
+              s.cv.notify_all();
+            },
+            [](std::optional<k8s::api_error>) {});
+
+  const int total = capacity + events;
+  std::string all;
+  for (int i = 0; i < total; ++i) {
+    all += pod_yaml(i) + "---\n";
+    if ((i + 1) % 100 == 0 || i + 1 == total) {
+      c->kubectl({"apply", "-f", "-"}, all);
+      all.clear();
+      std::this_thread::sleep_for(1100ms);  // creation seconds distinct per batch: the order is the age
+    }
+  }
+  auto wait_ungated = [&s](const std::string& name, std::chrono::seconds limit) {
+    std::unique_lock lock{s.m};
+    return s.cv.wait_for(lock, limit, [&] { return s.ungated.count(name) > 0; });
+  };
+  for (int i = 0; i < capacity; ++i)
+    if (!wait_ungated("p-" + std::to_string(i), 60s)) {
+      std::fprintf(stderr, "gates_bench: p-%d never admitted\n%s\n", i, agent.log().c_str());
+      return 1;
+    }
+  std::vector<double> latencies;
+  std::vector<std::string> admitted;
+  for (int i = 0; i < capacity; ++i)
+    admitted.push_back("p-" + std::to_string(i));
+  int next = capacity;
+  for (int ev = 0; ev < events; ++ev) {
+    // The oldest admitted pod goes; the oldest gated one comes in (the same creation batch ties on
+    // time: by name then, which is not numeric — so wait for *any* new ungating).
+    const std::string victim = admitted.front();
+    admitted.erase(admitted.begin());
+    size_t before;
+    {
+      std::lock_guard lock{s.m};
+      before = s.ungated.size();
+    }
+    k8s::delete_options del;
+    del.grace_period_seconds = 0;
+    api.remove(k8s::kinds::pods, ns, victim, del, [](k8s::api_result) {});
+    std::unique_lock lock{s.m};
+    if (!s.cv.wait_for(lock, 30s, [&] { return s.ungated.size() > before && s.deleted.count(victim) > 0; })) {
+      std::fprintf(stderr, "gates_bench: event %d: nothing ungated after %s went\n", ev, victim.c_str());
+      break;
+    }
+    // The newly ungated pod: the one with the latest ungating time.
+    std::string newest;
+    steady::time_point when{};
+    for (const auto& [name, t] : s.ungated)
+      if (t >= when && std::find(admitted.begin(), admitted.end(), name) == admitted.end() && s.deleted.count(name) == 0) {
+        when = t;
+        newest = name;
+      }
+    admitted.push_back(newest);
+    latencies.push_back(std::chrono::duration<double, std::milli>(when - s.deleted[victim]).count());
+    ++next;
+  }
+  const auto apiserver = c->kubectl({"get", "--raw", "/metrics"}).out;
+  std::string ours;
+  {
+    auto r = testenv::run_command({"curl", "-fsS", "http://127.0.0.1:" + std::to_string(metrics_port) + "/metrics"});
+    ours = r.out;
+  }
+  agent.stop();
+  const auto hook_buckets = buckets(apiserver, "apiserver_admission_webhook_admission_duration_seconds");
+  const auto own_buckets = buckets(ours, "headroom_admission_duration_seconds");
+  std::printf("{\"mode\":\"ungate_latency\",\"events\":%zu,\"capacity\":%d,\"p50_ms\":%.1f,\"p99_ms\":%.1f,\"max_ms\":%.1f}\n",
+              latencies.size(), capacity, percentile(latencies, 0.5), percentile(latencies, 0.99),
+              latencies.empty() ? 0.0 : *std::max_element(latencies.begin(), latencies.end()));
+  std::printf("{\"mode\":\"webhook_latency\",\"calls\":%.0f,\"apiserver_within_5ms\":%.3f,\"apiserver_within_25ms\":%.3f,"
+              "\"apiserver_p99_bucket_s\":%g,\"headroom_p99_bucket_s\":%g,\"headroom_within_1ms\":%.3f}\n",
+              hook_buckets.empty() ? 0.0 : hook_buckets.rbegin()->second, fraction_within(hook_buckets, 0.005),
+              fraction_within(hook_buckets, 0.025), bucket_quantile(hook_buckets, 0.99), bucket_quantile(own_buckets, 0.99),
+              fraction_within(own_buckets, 0.001));
+  return latencies.size() == static_cast<size_t>(events) ? 0 : 1;
+}
