@@ -32,6 +32,7 @@ struct env {
   cluster* c = nullptr;
   std::string why;
   std::string dir;
+  std::string hook_template;  // the shipped webhook configuration, up to its clientConfig
   int webhook_port = 0, metrics_port = 0;
   std::unique_ptr<child_process> agent;
 };
@@ -60,11 +61,16 @@ std::string field(cluster* c, const std::string& ns, const std::string& what, co
   return r.exit_code == 0 ? r.out : "<" + r.err + ">";
 }
 
+// The build tree's binary, or (tests/image/image_test.sh) a wrapper that runs the OCI image's.
 void start_agent(env& e) {
-  e.agent = std::make_unique<child_process>(
-      std::vector<std::string>{HEADROOM_BINARY, "--config", e.dir + "/headroom.yaml", "--metrics-addr",
-                               "127.0.0.1:" + std::to_string(e.metrics_port)},
-      std::vector<std::string>{"PATH=/usr/bin:/bin"}, e.dir + "/agent.log");
+  std::vector<std::string> argv{HEADROOM_BINARY};
+  if (const char* wrapper = std::getenv("HEADROOM_TEST_BINARY"); wrapper != nullptr && *wrapper != '\0') {
+    argv = {wrapper};
+    if (const char* arg = std::getenv("HEADROOM_TEST_BINARY_ARG"))
+      argv.emplace_back(arg);
+  }
+  argv.insert(argv.end(), {"--config", e.dir + "/headroom.yaml", "--metrics-addr", "127.0.0.1:" + std::to_string(e.metrics_port)});
+  e.agent = std::make_unique<child_process>(argv, std::vector<std::string>{"PATH=/usr/bin:/bin"}, e.dir + "/agent.log");
 }
 
 env make_env() {
@@ -95,6 +101,7 @@ env make_env() {
   // The shipped configuration, pointed at the test's webhook by URL with the test CA.
   std::string hook = slurp(std::string{HEADROOM_SOURCE_DIR} + "/deploy/gates-webhook.yaml");
   const auto svc = hook.find("      service: {");
+  e.hook_template = hook.substr(0, svc);
   hook = hook.substr(0, svc) + "      url: https://127.0.0.1:" + std::to_string(e.webhook_port) + "/mutate-pods\n      caBundle: " +
          base64(ca.cert) + "\n";
   auto r = e.c->kubectl({"apply", "-f", "-"}, hook);
@@ -320,6 +327,34 @@ TEST(gates, sigkill_mid_stream_keeps_the_queue_within_capacity) {
     return field(e.c, "default", "queue.headroom.dev/killed", "{.status.allocated.cpu}/{.status.reserved.cpu}/{.status.gatedPods}") == "3/0/5";
   }, 10s)) << field(e.c, "default", "queue.headroom.dev/killed", "{.status}");
   e.c->kubectl({"-n", "gates", "delete", "pods", "-l", "headroom.dev/queue in (killed,bypass)", "--grace-period=0", "--force"});
+}
+
+// The serving certificate is rotated under the running headroom (new files from another CA, the
+// webhook configuration's caBundle updated): the API server's next calls verify against the new
+// CA and pods are still gated; no restart.
+TEST(gates, a_rotated_serving_certificate_is_picked_up_without_a_restart) {
+  REQUIRE_ENV(e);
+  const pid_t before = e.agent->pid();
+  const auto ca = headroom::testenv::make_ca("headroom-gates-rotated-ca");
+  const auto serving = headroom::testenv::issue_server_cert(ca, "headroom-webhook", {"localhost"}, {"127.0.0.1"});
+  // Written aside and renamed, as a Secret volume update is.
+  std::ofstream(e.dir + "/tls.key.new") << serving.key;
+  std::ofstream(e.dir + "/tls.crt.new") << serving.cert;
+  std::rename((e.dir + "/tls.key.new").c_str(), (e.dir + "/tls.key").c_str());
+  std::rename((e.dir + "/tls.crt.new").c_str(), (e.dir + "/tls.crt").c_str());
+  auto r = e.c->kubectl({"apply", "-f", "-"}, e.hook_template + "      url: https://127.0.0.1:" + std::to_string(e.webhook_port) +
+                                                  "/mutate-pods\n      caBundle: " + base64(ca.cert) + "\n");
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  int n = 0;
+  ASSERT_TRUE(eventually([&] {
+    const std::string name = "rotated-" + std::to_string(n++);
+    kube_apply(e.c, pod_yaml("gates", name, "nowhere-rotated", "100m", true));
+    const bool gated = gates_of(e.c, "gates", name) == gate;
+    e.c->kubectl({"-n", "gates", "delete", "pod", name, "--grace-period=0", "--force", "--wait=false"});
+    return gated;
+  }, 30s)) << e.agent->log();
+  EXPECT_EQ(e.agent->pid(), before) << "the same process";
+  EXPECT_NE(e.agent->log(20000).find("serving certificate loaded"), std::string::npos);
 }
 
 namespace {

@@ -1,0 +1,39 @@
+{{- define "headroom.fullname" -}}
+{{- if contains .Chart.Name .Release.Name -}}{{ .Release.Name | trunc 63 | trimSuffix "-" }}{{- else -}}{{ printf "%s-%s" .Release.Name .Chart.Name | trunc 63 | trimSuffix "-" }}{{- end -}}
+{{- end -}}
+
+{{- define "headroom.selectorLabels" -}}
+app.kubernetes.io/name: {{ .Chart.Name }}
+app.kubernetes.io/instance: {{ .Release.Name }}
+{{- end -}}
+
+{{- define "headroom.labels" -}}
+{{ include "headroom.selectorLabels" . }}
+app.kubernetes.io/version: {{ .Chart.AppVersion | quote }}
+app.kubernetes.io/managed-by: {{ .Release.Service }}
+helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
+{{- end -}}
+
+{{- define "headroom.serviceAccountName" -}}
+{{- if .Values.serviceAccount.create -}}{{ default (include "headroom.fullname" .) .Values.serviceAccount.name }}{{- else -}}{{ default "default" .Values.serviceAccount.name }}{{- end -}}
+{{- end -}}
+
+{{/* headroom.yaml: the user's config with what the install owns filled in. */}}
+{{- define "headroom.config" -}}
+{{- $cfg := deepCopy .Values.config -}}
+{{- $_ := set $cfg "http" (dict "listen" (printf "0.0.0.0:%d" (int .Values.metrics.port))) -}}
+{{- $le := dict "enabled" true "namespace" .Release.Namespace "name" (include "headroom.fullname" .) "leaseDuration" .Values.leaderElection.leaseDuration "renewDeadline" .Values.leaderElection.renewDeadline "retryPeriod" .Values.leaderElection.retryPeriod -}}
+{{- $_ := set $cfg "leaderElection" $le -}}
+{{- if and .Values.config.bigfleet .Values.config.bigfleet.enabled .Values.bigfleet.tlsSecret -}}
+{{- $tls := dict "caFile" "/etc/headroom/bigfleet/ca.crt" "certFile" "/etc/headroom/bigfleet/tls.crt" "keyFile" "/etc/headroom/bigfleet/tls.key" -}}
+{{- $_ := set $cfg.bigfleet "tls" (merge (default dict $cfg.bigfleet.tls) $tls) -}}
+{{- end -}}
+{{- if and .Values.config.gates .Values.config.gates.enabled -}}
+{{- $hook := merge (default dict $cfg.gates.webhook) (dict "listen" "0.0.0.0:9443" "certFile" "/etc/headroom/webhook/tls.crt" "keyFile" "/etc/headroom/webhook/tls.key") -}}
+{{- $_ := set $cfg.gates "webhook" $hook -}}
+{{- end -}}
+{{ toYaml $cfg }}
+{{- end -}}
+
+{{- define "headroom.gatesEnabled" -}}{{ if and .Values.config.gates .Values.config.gates.enabled }}true{{ end }}{{- end -}}
+{{- define "headroom.bigfleetEnabled" -}}{{ if and .Values.config.bigfleet .Values.config.bigfleet.enabled }}true{{ end }}{{- end -}}

@@ -1,0 +1,107 @@
+#!/usr/bin/env bash
+# The Helm chart (deploy/chart/headroom), with helm built from its Go module:
+#   - helm lint --strict and helm template for every mode (ci/*-values.yaml, and the defaults);
+#   - the headroom.yaml each renders passes `headroom check-config` (the chart never renders a
+#     configuration headroom refuses), and the Pod is what a restricted namespace admits;
+#   - a missing required value fails with a message naming it;
+#   - the chart's CRD copies are deploy/crds;
+#   - on the test control plane: every mode applies with --dry-run=server, the gates mode is
+#     installed for real with helm, and the ServiceAccount's permissions are what the mode needs
+#     and no more (kubectl auth can-i as the ServiceAccount).
+#   chart_test.sh HEADROOM_BINARY SOURCE_DIR
+set -euo pipefail
+bin=$1
+src=$2
+# shellcheck source=../integration/agent_test_lib.sh
+. "$src/tests/integration/agent_test_lib.sh"
+helm=$("$src/tests/testenv/build-helm.sh")
+chart="$src/deploy/chart/headroom"
+work=$(mktemp -d)
+cleanup() {
+  "$src/tests/testenv/cluster" down "$work/cluster" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+diff -r "$src/deploy/crds" "$chart/files/crds" >/dev/null || fail "deploy/chart/headroom/files/crds differs from deploy/crds"
+
+modes=(default scale-sets bigfleet reactive gates)
+for mode in "${modes[@]}"; do
+  values=()
+  [ "$mode" = default ] || values=(-f "$chart/ci/$mode-values.yaml")
+  "$helm" lint --strict "$chart" --kube-version 1.36.0 "${values[@]}" >"$work/lint-$mode.log" 2>&1 ||
+    { cat "$work/lint-$mode.log"; fail "helm lint ($mode)"; }
+  "$helm" template hr "$chart" -n headroom-system --kube-version 1.36.0 "${values[@]}" >"$work/$mode.yaml" ||
+    fail "helm template ($mode)"
+  python3 - "$work/$mode.yaml" "$work/$mode-headroom.yaml" "$mode" <<'PY' || fail "rendered objects ($mode)"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+mode = sys.argv[3]
+kinds = {}
+for d in docs:
+    kinds.setdefault(d["kind"], []).append(d)
+cm = kinds["ConfigMap"][0]
+open(sys.argv[2], "w").write(cm["data"]["headroom.yaml"])
+dep = kinds["Deployment"][0]
+spec = dep["spec"]["template"]["spec"]
+c = spec["containers"][0]
+assert dep["spec"]["replicas"] == 2, "2 replicas behind the Lease"
+assert spec["securityContext"]["runAsNonRoot"] is True
+assert spec["securityContext"]["seccompProfile"]["type"] == "RuntimeDefault"
+sc = c["securityContext"]
+assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False and sc["capabilities"]["drop"] == ["ALL"]
+assert c["livenessProbe"]["httpGet"]["path"] == "/healthz" and c["readinessProbe"]["httpGet"]["path"] == "/readyz"
+env = {e["name"] for e in c["env"]}
+assert {"POD_NAME", "POD_UID", "POD_NAMESPACE"} <= env, env
+assert len(kinds["PriorityClass"]) == 4
+assert "PodDisruptionBudget" in kinds and "Service" in kinds and "ServiceAccount" in kinds
+if mode == "gates":
+    assert "MutatingWebhookConfiguration" in kinds
+    hook = kinds["MutatingWebhookConfiguration"][0]["webhooks"][0]
+    assert hook["failurePolicy"] == "Ignore" and hook["timeoutSeconds"] == 2
+    assert "headroom-system" in hook["namespaceSelector"]["matchExpressions"][0]["values"]
+    assert any(d["metadata"]["name"] == "queues.headroom.dev" for d in kinds["CustomResourceDefinition"])
+if mode == "bigfleet":
+    assert len(kinds["CustomResourceDefinition"]) == 3
+if mode == "default":
+    assert "CustomResourceDefinition" not in kinds and "MutatingWebhookConfiguration" not in kinds
+print(f"chart {mode}: {len(docs)} objects")
+PY
+  "$bin" check-config "$work/$mode-headroom.yaml" >/dev/null 2>"$work/check-$mode.log" ||
+    { cat "$work/check-$mode.log"; fail "the $mode config the chart renders is refused by headroom check-config"; }
+done
+
+# A required value left out is named.
+if out=$("$helm" template hr "$chart" --kube-version 1.36.0 --set config.gates.enabled=true --set gates.webhook.caBundle=Y2E= 2>&1); then
+  fail "gates without a certificate Secret rendered"
+fi
+grep -q "gates.webhook.certSecret" <<<"$out" || fail "the missing value is not named: $out"
+
+# The real API server: every mode's objects are valid (dry-run=server), the gates mode installs.
+"$src/tests/testenv/cluster" up "$work/cluster" --owner $$ >/dev/null 2>&1 || fail "cluster up"
+export KUBECONFIG="$work/cluster/kubeconfig"
+kubectl=$(sed -n 's/^HEADROOM_TESTENV_KUBECTL=//p' "$work/cluster/env")
+for ns in headroom-system arc-runners serving; do "$kubectl" create namespace "$ns" >/dev/null; done
+for mode in "${modes[@]}"; do
+  "$kubectl" apply --dry-run=server -f "$work/$mode.yaml" >"$work/dry-$mode.log" 2>&1 ||
+    { cat "$work/dry-$mode.log"; fail "kubectl apply --dry-run=server ($mode)"; }
+done
+"$helm" install hr "$chart" -n headroom-system -f "$chart/ci/gates-values.yaml" --wait=false >"$work/install.log" 2>&1 ||
+  { cat "$work/install.log"; fail "helm install (gates)"; }
+"$helm" status hr -n headroom-system | grep -q "STATUS: deployed" || fail "helm status"
+"$kubectl" get mutatingwebhookconfiguration hr-headroom-queue-gate >/dev/null || fail "the webhook configuration is missing"
+
+# Least privilege, asked of the API server as the ServiceAccount (SubjectAccessReview through
+# impersonation): what the gates mode needs, and nothing it does not.
+sa=system:serviceaccount:headroom-system:hr-headroom
+can() { "$kubectl" auth can-i --as "$sa" "$@" 2>/dev/null; }
+for want in "patch pods -n ci" "watch pods --all-namespaces" "patch pods --subresource=status -n ci" "list queues.headroom.dev" \
+            "patch queues.headroom.dev --subresource=status" "create events -n ci" "update leases -n headroom-system"; do
+  [ "$(can $want)" = yes ] || fail "the ServiceAccount cannot: $want"
+done
+for deny in "get secrets -n kube-system" "get secrets -n headroom-system" "delete pods -n ci" "create pods -n ci" \
+            "patch nodes" "update leases -n kube-system" "delete queues.headroom.dev" "create clusterroles"; do
+  [ "$(can $deny)" = no ] || fail "the ServiceAccount can (and must not): $deny"
+done
+echo "chart_test: ok (${#modes[@]} modes linted, rendered, checked by headroom, applied; gates installed; RBAC checked)"
