@@ -37,6 +37,9 @@ constexpr std::string_view actor_name = "gate_controller";
 constexpr uint32_t pods_buffer = 1;
 constexpr uint32_t queues_buffer = 2;
 constexpr uint64_t resync_timer = 0;  // tick ids: 0 = resync, others = expiry generations
+// Conditions and Events in flight at most: a burst of gated pods does not turn into a backlog in
+// the client's rate limiter (the rest are written as replies come back; conditions are levels).
+constexpr size_t max_bulk_in_flight = 16;
 
 struct call_info {
   enum kind { ungate, condition, status, event } what;
@@ -57,12 +60,14 @@ struct controller_state {
   std::unique_ptr<informer_feed<k8s::unstructured>> queue_feed;
   std::map<std::string, queue_entry> queues;
   std::set<std::string> dirty;
+  std::set<std::string> deferred;  // queues with condition writes held back by max_bulk_in_flight
   std::map<std::string, std::set<std::string>> in_flight;  // queue → ns/name being ungated
   std::unordered_set<std::string> condition_in_flight;      // ns/name
   std::unordered_map<std::string, std::string> reason_told;  // ns/name → the reason its last Event told
   std::unordered_set<std::string> expiry_told;               // ns/name/uid whose expiry was reported
   std::unordered_map<std::string, std::string> queue_of;     // ns/name → its queue label, for deletions
   api_calls<call_info> calls;
+  size_t bulk_in_flight = 0;  // condition and Event writes
   caf::timespan woke{};  // when the change being planned arrived
   uint64_t expiry_generation = 0;
   std::optional<wall_time> expiry_due;
@@ -83,6 +88,7 @@ void start_call(controller_actor* self, call_info info, const std::function<void
 void record_event(controller_actor* self, const std::string& ns, const std::string& name, const std::string& uid,
                   const char* type, const char* reason, const std::string& message) {
   auto& client = *self->state.ctx->kube;
+  ++self->state.bulk_in_flight;
   start_call(self, {call_info::event, "", ns, name, {}, {}},
              [&client, ns, name, uid, type, reason, message](k8s::api_callback cb) {
                client.record_event(ns, "Pod", name, uid, type, reason, message, std::move(cb));
@@ -92,8 +98,13 @@ void record_event(controller_actor* self, const std::string& ns, const std::stri
 void write_condition(controller_actor* self, const std::string& queue, const condition_write& c, const std::string& uid) {
   auto& st = self->state;
   const std::string key = c.ns + "/" + c.name;
+  if (st.bulk_in_flight >= max_bulk_in_flight) {
+    st.deferred.insert(queue);  // planned again when a write comes back
+    return;
+  }
   if (!st.condition_in_flight.insert(key).second)
     return;  // the reply plans again
+  ++st.bulk_in_flight;
   const auto& ctx = *st.ctx;
   const std::string body = std::string{R"({"status":{"conditions":[{"type":)"} + runtime::json_escape(admitted_condition) +
                            ",\"status\":" + runtime::json_escape(c.status) + ",\"reason\":" + runtime::json_escape(c.reason) +
@@ -127,7 +138,11 @@ void ungate_pod(controller_actor* self, const std::string& queue, const ungate& 
   st.in_flight[queue].insert(u.ns + "/" + u.name);
   auto& client = *st.ctx->kube;
   start_call(self, {call_info::ungate, queue, u.ns, u.name, st.woke, u.resource_version},
-             [&client, u, patch](k8s::api_callback cb) { client.json_patch(k8s::kinds::pods, u.ns, u.name, patch, std::move(cb)); });
+             [&client, u, patch](k8s::api_callback cb) {
+               // Urgent: an admission waits for nothing but the rate budget, not for the backlog of
+               // conditions and Events a burst of gated pods makes.
+               client.json_patch(k8s::kinds::pods, u.ns, u.name, patch, std::move(cb), {}, true);
+             });
 }
 
 void write_status(controller_actor* self, const std::string& queue, queue_entry& e, const k8s::queue_status& status) {
@@ -301,6 +316,9 @@ void on_reply(controller_actor* self, msg::api_reply& r) {
       return;
     case call_info::condition:
       st.condition_in_flight.erase(key);
+      --st.bulk_in_flight;
+      st.dirty.merge(st.deferred);
+      st.deferred.clear();
       if (!r.ok && kind != k8s::api_error::kind::not_found) {
         runtime::log::warn(actor_name, "pod condition not written", {{"pod", key}, {"error", r.error}});
         if (st.ctx->metrics.error)
@@ -324,6 +342,9 @@ void on_reply(controller_actor* self, msg::api_reply& r) {
       return;
     }
     case call_info::event:
+      --st.bulk_in_flight;
+      st.dirty.merge(st.deferred);
+      st.deferred.clear();
       if (!r.ok)
         runtime::log::debug(actor_name, "Event not recorded", {{"pod", key}, {"error", r.error}});
       return;

@@ -231,8 +231,14 @@ struct transport::impl {
         fresh.swap(incoming);
         to_cancel.swap(cancels);
       }
-      for (auto& t : fresh)
-        waiting.push_back(std::move(t));
+      for (auto& t : fresh) {
+        if (t->req.urgent) {
+          auto first_bulk = std::find_if(waiting.begin(), waiting.end(), [](const auto& w) { return !w->req.urgent; });
+          waiting.insert(first_bulk, std::move(t));
+        } else {
+          waiting.push_back(std::move(t));
+        }
+      }
       for (auto id : to_cancel) {
         auto it = active.find(id);
         if (it != active.end()) {

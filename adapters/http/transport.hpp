@@ -29,6 +29,9 @@ struct http_request {
   std::chrono::milliseconds delay{0};         // start no earlier than this from now (retries)
   std::chrono::seconds stall_timeout{0};      // streams: abort when no byte arrived for this long
   bool compressed = true;                     // offer gzip/deflate (off for small, frequent answers)
+  // Started before every waiting request that is not urgent (still within the rate budget): a
+  // latency-critical write does not queue behind a backlog of bulk ones.
+  bool urgent = false;
 };
 
 struct http_response {
@@ -48,7 +51,7 @@ using request_id = uint64_t;
 // - submit() is safe from any thread; callbacks run on the I/O thread and must be short (hand the
 //   result to an actor or a policy buffer).
 // - A client-side token bucket (qps/burst, default 50/100) spaces request starts; waiting
-//   requests hold no thread.
+//   requests hold no thread. Urgent requests go ahead of the others that wait.
 // - cancel() stops a request or watch at once; its completion callback then reports cancelled.
 class transport {
  public:

@@ -254,8 +254,9 @@ void client::replace(const resource_kind& k, std::string_view ns, std::string_vi
 }
 
 void client::patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string body,
-                   api_callback cb, std::string_view subresource, const char* content_type) {
+                   api_callback cb, std::string_view subresource, const char* content_type, bool urgent) {
   HEADROOM_CALL("patch", "PATCH", name);
+  c->req.urgent = urgent;
   c->req.url = conn_.server + k.path(ns, name, subresource);
   c->req.body = std::move(body);
   c->content_type = content_type;
@@ -269,8 +270,8 @@ void client::merge_patch(const resource_kind& k, std::string_view ns, std::strin
 
 // A JSON patch with a "test" op is a precondition; retrying a 5xx is still safe.
 void client::json_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string body,
-                        api_callback cb, std::string_view subresource) {
-  patch(k, ns, name, std::move(body), std::move(cb), subresource, "application/json-patch+json");
+                        api_callback cb, std::string_view subresource, bool urgent) {
+  patch(k, ns, name, std::move(body), std::move(cb), subresource, "application/json-patch+json", urgent);
 }
 
 void client::strategic_merge_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string body,

@@ -102,8 +102,9 @@ class client {
   void discover(std::string_view api_version, api_callback cb);
   void merge_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string patch,
                    api_callback cb, std::string_view subresource = {});
+  // `urgent`: ahead of the bulk writes waiting for the rate budget (see http_request::urgent).
   void json_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string patch,
-                  api_callback cb, std::string_view subresource = {});
+                  api_callback cb, std::string_view subresource = {}, bool urgent = false);
   // Built-in kinds only: lists merge by their key (a pod condition by its type), so one condition
   // is set without replacing the others.
   void strategic_merge_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string patch,
@@ -133,7 +134,7 @@ class client {
   struct call;
   void send(std::shared_ptr<call> c);
   void patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string body, api_callback cb,
-             std::string_view subresource, const char* content_type);
+             std::string_view subresource, const char* content_type, bool urgent = false);
 
   connection conn_;
   std::shared_ptr<const tls_config> tls_;
