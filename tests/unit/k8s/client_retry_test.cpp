@@ -9,6 +9,7 @@
 #include <deque>
 #include <future>
 #include <mutex>
+#include <thread>
 
 using namespace std::chrono_literals;
 using namespace headroom::k8s;
@@ -150,4 +151,35 @@ TEST_F(retry_fixture, client_side_rate_limit_spaces_requests) {
   const auto took = std::chrono::steady_clock::now() - start;
   EXPECT_GE(took, 380ms);
   EXPECT_LT(took, 3s);
+}
+
+// An urgent write (gate removal) goes ahead of a backlog of bulk writes waiting for the rate
+// budget, and still spends a token: qps 10, burst 1, eight bulk patches then one urgent one → the
+// urgent one completes second, not last.
+TEST_F(retry_fixture, an_urgent_request_passes_the_waiting_bulk_ones) {
+  transport::options o;
+  o.qps = 10;
+  o.burst = 1;
+  transport t{o};
+  client c{conn, t};
+  std::mutex m;
+  std::vector<std::string> order;
+  std::promise<void> all_done;
+  int left = 9;
+  auto done = [&](std::string who) {
+    return [&, who](api_result) {
+      std::lock_guard lock{m};
+      order.push_back(who);
+      if (--left == 0)
+        all_done.set_value();
+    };
+  };
+  for (int i = 0; i < 8; ++i)
+    c.merge_patch(kinds::configmaps, "ns", "x", "{}", done("bulk-" + std::to_string(i)));
+  std::this_thread::sleep_for(20ms);  // all eight are waiting behind the first
+  c.json_patch(kinds::pods, "ns", "p", "[]", done("urgent"), {}, /*urgent=*/true);
+  ASSERT_EQ(all_done.get_future().wait_for(10s), std::future_status::ready);
+  ASSERT_EQ(order.size(), 9u);
+  EXPECT_EQ(order[0], "bulk-0");
+  EXPECT_EQ(order[1], "urgent");
 }
