@@ -131,7 +131,7 @@ struct gates_section {
     std::string listen = ":9443";
     std::string cert_file, key_file;  // PEM; re-read when they change
     millis cert_reload_interval{10'000};
-    uint32_t threads = 4;
+    uint32_t threads = 16;  // each open keep-alive connection holds one
   } webhook;
   millis reservation_timeout{600'000};  // a Queue's spec.reservationTimeout overrides it
   millis resync_interval{30'000};

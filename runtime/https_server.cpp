@@ -121,8 +121,10 @@ https_server::https_server(https_options opts) : state_(std::make_unique<state>(
   srv.set_read_timeout(10, 0);
   srv.set_write_timeout(10, 0);
   // Keep-alive: the API server reuses its connections to a webhook, which saves a handshake per call.
+  // A connection holds a worker while it is open, so an idle one is closed after 5 s: with every
+  // worker held by idle connections (several API servers), a new one would wait in the queue.
   srv.set_keep_alive_max_count(1000);
-  srv.set_keep_alive_timeout(60);
+  srv.set_keep_alive_timeout(5);
   // Headers and body go out in separate writes: without TCP_NODELAY, Nagle holds the body until
   // the client's delayed ACK (~40 ms per review).
   srv.set_tcp_nodelay(true);

@@ -33,7 +33,7 @@ struct https_options {
   std::string listen = ":9443";  // "port", ":port", "host:port"
   std::string cert_pem, key_pem;  // the serving certificate (with its chain) and its key, PEM text
   std::vector<https_route> routes;
-  int threads = 4;
+  int threads = 16;
   size_t max_body = 4 << 20;  // larger → 413; the API server's own request limit is 3 MiB
   // After each answer: the route, the status and the time from the request read to the answer.
   std::function<void(const std::string& path, int status, double seconds)> observe;

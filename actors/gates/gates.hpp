@@ -66,7 +66,7 @@ struct webhook_options {
   std::string listen = ":9443";
   std::string cert_file, key_file;
   std::chrono::milliseconds reload_interval{10'000};
-  int threads = 4;
+  int threads = 16;
   webhook_metrics metrics;
 };
 
