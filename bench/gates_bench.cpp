@@ -13,7 +13,6 @@
 //   HEADROOM_TESTENV_DIR=$(tests/testenv/build.sh) build/release/bench/gates_bench [--events 500] [--capacity 20]
 //
 // Prints one JSON line per measure ({"mode": …}).
-#include <openssl/evp.h>
 #include <simdjson.h>
 
 #include <algorithm>
@@ -40,13 +39,6 @@ namespace {
 
 const std::string gate = "headroom.dev/queue-allocation-gate";
 const std::string ns = "gates-bench";
-
-std::string base64(const std::string& s) {
-  std::string out(4 * ((s.size() + 2) / 3) + 1, '\0');
-  out.resize(static_cast<size_t>(EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                                 reinterpret_cast<const unsigned char*>(s.data()), static_cast<int>(s.size()))));
-  return out;
-}
 
 std::string pod_yaml(int i) {
   return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: p-" + std::to_string(i) + "\n  namespace: " + ns +
@@ -135,13 +127,7 @@ int main(int argc, char** argv) {
                                         << port << "\n    certFile: " << dir << "/tls.crt\n    keyFile: " << dir << "/tls.key\n";
   c->kubectl({"apply", "-f", std::string{HEADROOM_SOURCE_DIR} + "/deploy/crds/queues.yaml"});
   c->kubectl({"wait", "--for", "condition=Established", "--timeout", "30s", "crd/queues.headroom.dev"});
-  std::ifstream hook_in{std::string{HEADROOM_SOURCE_DIR} + "/deploy/gates-webhook.yaml"};
-  std::stringstream hook_ss;
-  hook_ss << hook_in.rdbuf();
-  std::string hook = hook_ss.str();
-  hook = hook.substr(0, hook.find("      service: {")) + "      url: https://127.0.0.1:" + std::to_string(port) +
-         "/mutate-pods\n      caBundle: " + base64(ca.cert) + "\n";
-  c->kubectl({"apply", "-f", "-"}, hook);
+  c->kubectl({"apply", "-f", "-"}, testenv::gates_webhook_config(port, ca.cert));
   c->kubectl({"create", "namespace", ns});
   c->kubectl({"apply", "-f", "-"}, R"(apiVersion: v1
 kind: Node

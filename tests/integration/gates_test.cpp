@@ -3,7 +3,6 @@
 // kube-scheduler places what headroom ungates, and Karpenter (kwok provider) provisions for what
 // the scheduler marks Unschedulable. Driven with kubectl.
 #include <gtest/gtest.h>
-#include <openssl/evp.h>
 #include <signal.h>
 
 #include <algorithm>
@@ -32,24 +31,9 @@ struct env {
   cluster* c = nullptr;
   std::string why;
   std::string dir;
-  std::string hook_template;  // the shipped webhook configuration, up to its clientConfig
   int webhook_port = 0, metrics_port = 0;
   std::unique_ptr<child_process> agent;
 };
-
-std::string base64(const std::string& s) {
-  std::string out(4 * ((s.size() + 2) / 3) + 1, '\0');
-  out.resize(static_cast<size_t>(EVP_EncodeBlock(reinterpret_cast<unsigned char*>(out.data()),
-                                                 reinterpret_cast<const unsigned char*>(s.data()), static_cast<int>(s.size()))));
-  return out;
-}
-
-std::string slurp(const std::string& path) {
-  std::ifstream in{path};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
 
 void kube_apply(cluster* c, const std::string& yaml) {
   auto r = c->kubectl({"apply", "-f", "-"}, yaml);
@@ -99,11 +83,7 @@ env make_env() {
   }
   e.c->kubectl({"wait", "--for", "condition=Established", "--timeout", "30s", "crd/queues.headroom.dev"});
   // The shipped configuration, pointed at the test's webhook by URL with the test CA.
-  std::string hook = slurp(std::string{HEADROOM_SOURCE_DIR} + "/deploy/gates-webhook.yaml");
-  const auto svc = hook.find("      service: {");
-  e.hook_template = hook.substr(0, svc);
-  hook = hook.substr(0, svc) + "      url: https://127.0.0.1:" + std::to_string(e.webhook_port) + "/mutate-pods\n      caBundle: " +
-         base64(ca.cert) + "\n";
+  const std::string hook = headroom::testenv::gates_webhook_config(e.webhook_port, ca.cert);
   auto r = e.c->kubectl({"apply", "-f", "-"}, hook);
   if (r.exit_code != 0) {
     e.why = "webhook configuration: " + r.err;
@@ -342,8 +322,7 @@ TEST(gates, a_rotated_serving_certificate_is_picked_up_without_a_restart) {
   std::ofstream(e.dir + "/tls.crt.new") << serving.cert;
   std::rename((e.dir + "/tls.key.new").c_str(), (e.dir + "/tls.key").c_str());
   std::rename((e.dir + "/tls.crt.new").c_str(), (e.dir + "/tls.crt").c_str());
-  auto r = e.c->kubectl({"apply", "-f", "-"}, e.hook_template + "      url: https://127.0.0.1:" + std::to_string(e.webhook_port) +
-                                                  "/mutate-pods\n      caBundle: " + base64(ca.cert) + "\n");
+  auto r = e.c->kubectl({"apply", "-f", "-"}, headroom::testenv::gates_webhook_config(e.webhook_port, ca.cert));
   ASSERT_EQ(r.exit_code, 0) << r.err;
   int n = 0;
   ASSERT_TRUE(eventually([&] {

@@ -7,7 +7,9 @@
 #include <openssl/x509.h>
 #include <openssl/x509v3.h>
 
+#include <fstream>
 #include <memory>
+#include <sstream>
 #include <stdexcept>
 
 namespace headroom::testenv {
@@ -116,6 +118,21 @@ pem_pair issue_server_cert(const pem_pair& ca, const std::string& common_name, c
   add_ext(cert.get(), ca_cert.get(), NID_ext_key_usage, "serverAuth");
   X509_sign(cert.get(), ca_key.get(), EVP_sha256());
   return {pem_of(cert.get()), pem_of(key.get())};
+}
+
+std::string gates_webhook_config(int port, const std::string& ca_pem) {
+  std::ifstream in{std::string{HEADROOM_SOURCE_DIR} + "/deploy/gates-webhook.yaml"};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  const std::string shipped = ss.str();
+  const auto service = shipped.find("      service: {");
+  if (service == std::string::npos)
+    throw std::runtime_error("test_certs: deploy/gates-webhook.yaml has no clientConfig.service");
+  std::string ca(4 * ((ca_pem.size() + 2) / 3) + 1, '\0');
+  ca.resize(static_cast<size_t>(EVP_EncodeBlock(reinterpret_cast<unsigned char*>(ca.data()),
+                                                reinterpret_cast<const unsigned char*>(ca_pem.data()),
+                                                static_cast<int>(ca_pem.size()))));
+  return shipped.substr(0, service) + "      url: https://127.0.0.1:" + std::to_string(port) + "/mutate-pods\n      caBundle: " + ca + "\n";
 }
 
 }  // namespace headroom::testenv

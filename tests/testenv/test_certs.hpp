@@ -17,4 +17,9 @@ pem_pair make_ca(const std::string& common_name);
 pem_pair issue_server_cert(const pem_pair& ca, const std::string& common_name, const std::vector<std::string>& dns_names,
                            const std::vector<std::string>& ip_addresses, long valid_seconds = 86'400);
 
+// The shipped gates webhook configuration (deploy/gates-webhook.yaml), its Service replaced by
+// https://127.0.0.1:<port>/mutate-pods and its caBundle by `ca_pem`: the API server then calls a
+// headroom running on loopback.
+std::string gates_webhook_config(int port, const std::string& ca_pem);
+
 }  // namespace headroom::testenv
