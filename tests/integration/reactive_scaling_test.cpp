@@ -17,6 +17,7 @@
 #include <thread>
 
 #include "adapters/k8s/client.hpp"
+#include "adapters/k8s/time.hpp"
 #include "runtime/http_server.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/readiness.hpp"
@@ -38,10 +39,21 @@ const std::string ns = "reactive";
 const headroom::k8s::resource_kind deployments{"apps", "v1", "deployments", true};
 
 // What the watch saw of one Deployment: each spec.replicas value with its generation and time.
+// `decided` is the step's own time from headroom's scale annotation (seconds since the epoch, 0 when
+// absent): the clock its windows are kept by. The watch's arrival time `at` adds the write's latency,
+// which varies from write to write, so gaps between steps are checked on `decided`.
 struct change {
   int64_t replicas = 0, generation = 0;
   clock_type::time_point at;
+  double decided = 0;
 };
+
+double wall_now() {
+  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+// The rounding of the annotation's time to milliseconds.
+constexpr double annotation_rounding = 0.001;
 
 struct target {
   std::string name;
@@ -137,6 +149,16 @@ void on_watch_line(watch_log& w, std::string_view line) {
     auto meta = object["metadata"];
     const std::string name{std::string_view{meta["name"].get_string()}};
     const int64_t generation = meta["generation"].get_int64();
+    double decided = 0;
+    std::string_view scale;
+    if (meta["annotations"]["headroom.dev/reactive-scale"].get_string().get(scale) == simdjson::SUCCESS) {
+      const auto at = scale.find("\"time\":\"");
+      if (at != std::string_view::npos) {
+        const auto start = at + 8;
+        if (auto t = headroom::k8s::parse_rfc3339(scale.substr(start, scale.find('"', start) - start)))
+          decided = *t;
+      }
+    }
     const int64_t replicas = object["spec"]["replicas"].get_int64();
     std::lock_guard lock{w.m};
     auto& g = w.generation[name];
@@ -145,7 +167,7 @@ void on_watch_line(watch_log& w, std::string_view line) {
     g = std::max(g, generation);
     auto& v = w.seen[name];
     if (v.empty() || v.back().replicas != replicas)
-      v.push_back({replicas, generation, clock_type::now()});
+      v.push_back({replicas, generation, clock_type::now(), decided});
   } catch (const simdjson::simdjson_error&) {
     // a bookmark or an error event: nothing about replicas
   }
@@ -296,14 +318,18 @@ std::string id(const std::string& name) { return ns + "/Deployment/" + name; }
 TEST(reactive, sustained_high_steps_up_once_per_window_to_max_never_by_two) {
   REQUIRE_ENV(e);
   ASSERT_TRUE(eventually([&] { return replicas(e, "up") == 1; }, 30s));
+  // Taken before the change: Prometheus stamps a sample with the start of its scrape, which can
+  // precede the moment the scrape read the gauge (scrape_slack covers that read).
+  const double high_since = wall_now();
   set_load(e, "up", 250);
-  const auto high_since = clock_type::now();
   ASSERT_TRUE(eventually([&] { return replicas(e, "up") == 3; }, 60s)) << e.agent->log();
   auto v = changes(e, "up");
   ASSERT_EQ(v.size(), 3u);
   // Each step waited for a whole window (3 s) of high samples after the previous event.
-  EXPECT_GE(v[1].at - high_since, 3s);
-  EXPECT_GE(v[2].at - v[1].at, 3s);
+  constexpr double scrape_slack = 0.05;
+  ASSERT_GT(v[1].decided, 0) << "the step carries no scale annotation time";
+  EXPECT_GE(v[1].decided - high_since, 3.0 - scrape_slack - annotation_rounding);
+  EXPECT_GE(v[2].decided - v[1].decided, 3.0 - annotation_rounding);
   std::this_thread::sleep_for(5s);  // at max: nothing more
   EXPECT_EQ(replicas(e, "up"), 3);
   expect_single_steps(e, "up");
@@ -455,15 +481,15 @@ TEST(reactive, prometheus_down_means_no_action_an_alert_after_three_cycles_and_r
 TEST(reactive, sigkill_mid_window_and_restart_neither_acts_early_nor_loses_nor_doubles_a_step) {
   REQUIRE_ENV(e);
   ASSERT_EQ(replicas(e, "killed"), 1);
+  const double high_since = wall_now();
   set_load(e, "killed", 400);
-  const auto high_since = clock_type::now();
   std::this_thread::sleep_for(3s);  // half of the 6 s window
   e.agent->stop(SIGKILL);
   start_agent(e);
   ASSERT_TRUE(eventually([&] { return replicas(e, "killed") == 2; }, 30s)) << e.agent->log();
   auto v = changes(e, "killed");
   ASSERT_EQ(v.size(), 2u);
-  EXPECT_GE(v[1].at - high_since, 6s) << "stepped before the window was complete";
+  EXPECT_GE(v[1].decided - high_since, 6.0 - 0.05 - annotation_rounding) << "stepped before the window was complete";
   // Killed again right after the step: the next one still needs a fresh window after it.
   e.agent->stop(SIGKILL);
   start_agent(e);
@@ -471,7 +497,7 @@ TEST(reactive, sigkill_mid_window_and_restart_neither_acts_early_nor_loses_nor_d
   EXPECT_EQ(replicas(e, "killed"), 2) << "a second step within one window of the first";
   ASSERT_TRUE(eventually([&] { return replicas(e, "killed") == 3; }, 30s)) << e.agent->log();
   v = changes(e, "killed");
-  EXPECT_GE(v[2].at - v[1].at, 6s);
+  EXPECT_GE(v[2].decided - v[1].decided, 6.0 - annotation_rounding);
   expect_single_steps(e, "killed");
   std::lock_guard lock{e.watched->m};
   EXPECT_FALSE(e.watched->ended) << "the watch ended: writes may have gone unseen";
