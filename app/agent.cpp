@@ -1,15 +1,18 @@
 #include "app/agent.hpp"
 
 #include <caf/all.hpp>
+#include <prometheus/counter.h>
 #include <unistd.h>
 
 #include <fstream>
+#include <map>
 #include <future>
 #include <mutex>
 #include <sstream>
 #include <random>
 
 #include "actors/bigfleet/bigfleet.hpp"
+#include "actors/k8s/event_recorder.hpp"
 #include "app/gates.hpp"
 #include "app/reactive.hpp"
 #include "app/scale_sets.hpp"
@@ -41,6 +44,8 @@ struct cluster_services {
   std::shared_ptr<reactive_services> reactive;
   // Gate-controlled scheduling: the pod and Queue informers, the webhook's options.
   std::shared_ptr<gates_services> gates;
+  // The event_recorder's relay: every mode's actors send it msg::k8s_event.
+  caf::actor events;
 
   // The I/O thread goes first (its callbacks hold informers and the elector), then the rest.
   ~cluster_services() {
@@ -177,6 +182,33 @@ runtime::child_spec bigfleet_subtree(const runtime::config& cfg, const settings&
   return out;
 }
 
+runtime::child_spec event_recorder_child(const caf::actor& relay, k8s::client& api, const std::string& instance,
+                                        runtime::metrics& m) {
+  auto& outcomes = prometheus::BuildCounter()
+                       .Name("headroom_kubernetes_events_total")
+                       .Help("Kubernetes Events by outcome: created, series (joined a recorded Event), rate_limited, "
+                             "queue_full, failed")
+                       .Register(m.registry());
+  auto opts = std::make_shared<actors::event_recorder_options>();
+  opts->kube = &api;
+  opts->instance = instance;
+  opts->wall_clock = [] {
+    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  };
+  std::map<std::string, prometheus::Counter*> by_outcome;
+  for (const char* o : {"created", "series", "rate_limited", "queue_full", "failed"})
+    by_outcome[o] = &outcomes.Add({{"outcome", o}});
+  opts->counted = [by_outcome](const char* outcome) {
+    if (auto it = by_outcome.find(outcome); it != by_outcome.end())
+      it->second->Increment();
+  };
+  runtime::child_spec out;
+  out.name = "event_recorder";
+  out.relay = relay;
+  out.start = [opts](caf::actor_system& s) { return actors::spawn_event_recorder(s, opts); };
+  return out;
+}
+
 runtime::child_spec acting_subtree(const runtime::config& cfg, const settings& modes, const std::shared_ptr<cluster_services>& svc,
                                    runtime::metrics& m, runtime::readiness& ready) {
   std::vector<runtime::child_spec> children;
@@ -234,21 +266,31 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
   svc->io = std::make_unique<k8s::transport>(topts);
   svc->api = std::make_unique<k8s::client>(*conn, *svc->io);
   runtime::log::info("agent", "cluster", {{"server", conn->server}});
+  const std::string me = identity();
+  // One Event writer for the process, outside the leader gate: it outlives the acting tree's
+  // restarts, so series and rate limits carry over a lost and regained lease.
+  svc->events = runtime::spawn_relay(sys, "event_recorder");
+  plan.relays.push_back(svc->events);
+  plan.children.push_back(event_recorder_child(svc->events, *svc->api, me, m));
+  svc->fleet.events = svc->events;
   if (modes.bigfleet.enabled)
     if (auto problem = prepare_bigfleet(modes, *svc, m))
       return *problem;
   if (!modes.scale_sets.empty()) {
     svc->sets = std::make_shared<scale_set_services>();
+    svc->sets->events = svc->events;
     if (auto problem = prepare_scale_sets(modes, runtime::process_env(), *svc->api, *svc->io, m, *svc->sets))
       return *problem;
   }
   if (!modes.reactive.targets.empty()) {
     svc->reactive = std::make_shared<reactive_services>();
+    svc->reactive->events = svc->events;
     if (auto problem = prepare_reactive(cfg, modes, runtime::process_env(), *svc->api, m, *svc->reactive))
       return *problem;
   }
   if (modes.gates.enabled) {
     svc->gates = std::make_shared<gates_services>();
+    svc->gates->events = svc->events;
     if (auto problem = prepare_gates(modes, *svc->api, m, *svc->gates))
       return *problem;
     // Every replica serves the webhook: the API server calls whichever one the Service picks.
@@ -266,7 +308,7 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
   k8s::leader_elector::options le;
   le.ns = cfg.leader_election.ns;
   le.name = cfg.leader_election.name;
-  le.identity = identity();
+  le.identity = me;
   le.lease_duration = std::chrono::duration_cast<std::chrono::seconds>(cfg.leader_election.lease_duration);
   le.renew_deadline = std::chrono::duration_cast<std::chrono::seconds>(cfg.leader_election.renew_deadline);
   le.retry_period = std::chrono::duration_cast<std::chrono::seconds>(cfg.leader_election.retry_period);

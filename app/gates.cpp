@@ -119,6 +119,7 @@ std::optional<std::string> prepare_gates(const settings& modes, k8s::client& kub
   ctx->wall_clock = [] { return std::chrono::system_clock::now(); };
   ctx->track_buffer = [&m](const runtime::buffer_stats_ptr& s) { m.buffers().track(s); };
   ctx->metrics = make_controller_metrics(m);
+  ctx->events = out.events;
   out.controller = ctx;
   if (g.webhook.enabled) {
     auto w = std::make_shared<webhook_options>();

@@ -5,6 +5,7 @@
 //   root ── admission_webhook           every replica (the API server calls any of them)
 //   acting (leader only) ── gates ── gate_controller
 
+#include <caf/actor.hpp>
 #include <memory>
 #include <optional>
 #include <string>
@@ -26,6 +27,7 @@ struct gates_services {
   std::shared_ptr<k8s::informer<k8s::unstructured>> queues;
   actors::gates::controller_context_ptr controller;
   std::shared_ptr<const actors::gates::webhook_options> webhook;  // null: not served here
+  caf::actor events;  // set before prepare_gates: the event_recorder's relay
   void stop();
 };
 

@@ -157,6 +157,7 @@ std::optional<std::string> prepare_reactive(const runtime::config& cfg, const se
     ctx->spec.rules = make_rules(t);
     ctx->kube = &kube;
     ctx->prom = out.prom;
+    ctx->events = out.events;
     ctx->metrics = make_metrics(m, ctx->spec.target.id(), ctx->spec.rules);
     if (!t.tenant.empty())
       out.quota.members[t.tenant].push_back(ctx->spec.target.id());

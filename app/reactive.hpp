@@ -9,6 +9,7 @@
 // credentials from the environment, the CA file, each target's rules), and names the key of
 // anything wrong.
 
+#include <caf/actor.hpp>
 #include <map>
 #include <memory>
 #include <optional>
@@ -35,6 +36,7 @@ struct reactive_services {
   std::shared_ptr<prom::client> prom;
   std::vector<actors::reactive::scaler_context_ptr> targets;
   actors::reactive::quota_options quota;
+  caf::actor events;  // set before prepare_reactive: the event_recorder's relay
   ~reactive_services();
 };
 

@@ -233,6 +233,7 @@ std::optional<std::string> prepare_scale_sets(const settings& cfg, const std::ma
     ctx->github = out.github;
     ctx->nodes = out.nodes;
     ctx->metrics = make_metrics(m, ctx->spec.name);
+    ctx->events = out.events;
     ctx->owner_configmap = owner_name;
     if (!pod_name.empty() && !pod_uid.empty() && pod_ns == ctx->spec.ns)
       ctx->owner_parent = owner_ref{"v1", "Pod", pod_name, pod_uid};

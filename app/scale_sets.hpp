@@ -8,6 +8,7 @@
 // prepare_scale_sets reads what the actors need once, at start-up (credentials from the
 // environment, quantities, the GitHub client, the informers), and names the key of anything wrong.
 
+#include <caf/actor.hpp>
 #include <map>
 #include <memory>
 #include <optional>
@@ -34,6 +35,7 @@ struct scale_set_services {
   std::shared_ptr<hud::client> hud;
   std::shared_ptr<k8s::informer<k8s::node>> nodes;
   std::shared_ptr<github::actions_client> github;
+  caf::actor events;  // set before prepare_scale_sets: the event_recorder's relay
   void stop();  // the informers
 };
 

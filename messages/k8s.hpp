@@ -40,6 +40,14 @@ struct api_reply {
   std::string error;       // !ok: api_error::describe()
 };
 
+/// An actor → the event_recorder: record a Kubernetes Event about an object (best effort:
+/// deduplicated into series and rate-limited per object, see adapters/k8s/events.hpp).
+struct k8s_event {
+  std::string api_version, kind, ns, name, uid;  // the object it is about (ns empty: cluster-scoped)
+  std::string type;                              // Normal | Warning
+  std::string reason, action, note;
+};
+
 /// The leader elector's verdict: lead (start the acting actors) or follow (stop them).
 struct leadership {
   bool leading = false;
@@ -49,6 +57,12 @@ struct leadership {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, api_reply& x) {
   return f(caf::meta::type_name("api_reply"), x.correlation, x.ok, x.body, x.error_kind, x.status, x.error);
+}
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, k8s_event& x) {
+  return f(caf::meta::type_name("k8s_event"), x.api_version, x.kind, x.ns, x.name, x.uid, x.type, x.reason, x.action,
+           x.note);
 }
 
 template <class Inspector>

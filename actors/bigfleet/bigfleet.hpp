@@ -10,6 +10,7 @@
 //   reclaim_drain      one per ReclaimInstruction: cordon, ack, drain on its own deadline
 //   capacity_requests  one CapacityRequest per Pod (the unschedulable-pod controller)
 
+#include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
 #include <chrono>
@@ -39,6 +40,7 @@ struct operator_deps {
   std::shared_ptr<headroom::bigfleet::send_queue> queue;
   // Registers a policy buffer's counters for /metrics (depth, drops, coalesced, …); may be empty.
   std::function<void(const runtime::buffer_stats_ptr&)> track_buffer;
+  caf::actor events;  // the event_recorder's relay (actors/k8s/event_recorder.hpp); may be null
 };
 
 struct operator_options {

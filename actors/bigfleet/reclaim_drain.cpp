@@ -12,6 +12,7 @@
 
 #include <unordered_map>
 
+#include "actors/k8s/event_recorder.hpp"
 #include "actors/bigfleet/bigfleet.hpp"
 #include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
@@ -113,9 +114,13 @@ void finish_node(drain_actor* self, size_t i, bool drained) {
   if (drained) {
     runtime::log::info(actor_name, "node drained", {{"node", n.name}, {"instruction", self->state.instruction.instruction_id()}});
     set_upcoming_phase(self, n.name, "Drained", "", true);
+    tell_event(self->state.deps.events, {"v1", "Node", "", n.name, "", "Normal", "ReclaimDrained", "Drain",
+                                         "drained for BigFleet reclaim " + self->state.instruction.instruction_id()});
   } else {
     runtime::log::warn(actor_name, "node drain failed", {{"node", n.name}, {"error", n.last_error}});
     set_upcoming_phase(self, n.name, "Failed", n.last_error, false);
+    tell_event(self->state.deps.events, {"v1", "Node", "", n.name, "", "Warning", "ReclaimDrainFailed", "Drain",
+                                         "BigFleet reclaim " + self->state.instruction.instruction_id() + " could not drain it: " + n.last_error});
   }
 }
 

@@ -165,6 +165,7 @@ struct scale_set_context {
   std::shared_ptr<k8s::informer<k8s::node>> nodes;  // may be null (no unreachable-node check)
   std::shared_ptr<github::actions_client> github;
   scale_set_metrics metrics;
+  caf::actor events;  // the event_recorder's relay (actors/k8s/event_recorder.hpp); may be null
   // Placeholders are owned by the ConfigMap `owner_configmap` in spec.ns, made at start-up (and
   // itself owned by `owner_parent`, headroom's own Pod, when that is in the same namespace).
   std::string owner_configmap;

@@ -17,6 +17,7 @@
 #include <map>
 #include <set>
 
+#include "actors/k8s/event_recorder.hpp"
 #include "actors/capacity/capacity.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
@@ -72,6 +73,8 @@ void replace(health_actor* self, const k8s::pod& p, const char* check, bool forc
   if (!st.acting_on.insert(p.meta.name).second)
     return;
   runtime::log::warn(actor_name, "unhealthy runner", {{"scale_set", st.ctx->spec.name}, {"pod", p.meta.name}, {"check", check}});
+  tell_event(st.ctx->events, {"v1", "Pod", p.meta.ns, p.meta.name, p.meta.uid, "Warning", "RunnerReplaced", "HealthCheck",
+                              std::string{"failed the "} + check + " health check: removing the runner from GitHub, then the pod"});
   st.ctx->metrics.add("headroom_runner_health_actions_total", 1);
   const int64_t id = runner_id_of(p);
   caf::actor me = caf::actor_cast<caf::actor>(self);

@@ -17,6 +17,7 @@
 
 #include <ctime>
 
+#include "actors/k8s/event_recorder.hpp"
 #include "actors/capacity/capacity.hpp"
 #include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
@@ -73,6 +74,12 @@ void finish(pair_actor* self, state_t s, const std::string& reason) {
   st.done = true;
   runtime::log::info(actor_name, s == state_t::lost ? "pair lost" : "pair timed out",
                      {{"scale_set", st.ctx->spec.name}, {"slot", st.slot}, {"reason", reason}});
+  // About the scale set's owner ConfigMap: it lives as long as headroom acts for the scale set,
+  // while the pair's pods are deleted now.
+  tell_event(st.ctx->events, {"v1", "ConfigMap", st.ctx->spec.ns, st.ctx->owner_configmap, "", "Warning",
+                              s == state_t::lost ? "PlaceholderPairLost" : "PlaceholderPairTimedOut", "Reserve",
+                              "scale set " + st.ctx->spec.name + ", pair " + st.slot + " (" + st.names[0] + ", " +
+                                  st.names[1] + "): " + reason});
   delete_pods(st.ctx->kube, st.ctx->spec.ns, st.names);
   report(self, s, reason);
   self->quit();

@@ -18,6 +18,7 @@
 
 #include "actors/gates/gates.hpp"
 #include "actors/k8s/api_calls.hpp"
+#include "actors/k8s/event_recorder.hpp"
 #include "actors/k8s/informer_feed.hpp"
 #include "adapters/k8s/admission.hpp"
 #include "adapters/k8s/client.hpp"
@@ -37,12 +38,12 @@ constexpr std::string_view actor_name = "gate_controller";
 constexpr uint32_t pods_buffer = 1;
 constexpr uint32_t queues_buffer = 2;
 constexpr uint64_t resync_timer = 0;  // tick ids: 0 = resync, others = expiry generations
-// Conditions and Events in flight at most: a burst of gated pods does not turn into a backlog in
+// Condition writes in flight at most: a burst of gated pods does not turn into a backlog in
 // the client's rate limiter (the rest are written as replies come back; conditions are levels).
 constexpr size_t max_bulk_in_flight = 16;
 
 struct call_info {
-  enum kind { ungate, condition, status, event } what;
+  enum kind { ungate, condition, status } what;
   std::string queue, ns, name;
   caf::timespan started{};
   std::string resource_version;  // ungate: the one the patch tested
@@ -67,7 +68,7 @@ struct controller_state {
   std::unordered_set<std::string> expiry_told;               // ns/name/uid whose expiry was reported
   std::unordered_map<std::string, std::string> queue_of;     // ns/name → its queue label, for deletions
   api_calls<call_info> calls;
-  size_t bulk_in_flight = 0;  // condition and Event writes
+  size_t bulk_in_flight = 0;  // condition writes
   caf::timespan woke{};  // when the change being planned arrived
   uint64_t expiry_generation = 0;
   std::optional<wall_time> expiry_due;
@@ -87,12 +88,7 @@ void start_call(controller_actor* self, call_info info, const std::function<void
 
 void record_event(controller_actor* self, const std::string& ns, const std::string& name, const std::string& uid,
                   const char* type, const char* reason, const std::string& message) {
-  auto& client = *self->state.ctx->kube;
-  ++self->state.bulk_in_flight;
-  start_call(self, {call_info::event, "", ns, name, {}, {}},
-             [&client, ns, name, uid, type, reason, message](k8s::api_callback cb) {
-               client.record_event(ns, "Pod", name, uid, type, reason, message, std::move(cb));
-             });
+  tell_event(self->state.ctx->events, {"v1", "Pod", ns, name, uid, type, reason, "Admit", message});
 }
 
 void write_condition(controller_actor* self, const std::string& queue, const condition_write& c, const std::string& uid) {
@@ -341,13 +337,6 @@ void on_reply(controller_actor* self, msg::api_reply& r) {
       st.dirty.insert(call.queue);  // anything that changed meanwhile
       return;
     }
-    case call_info::event:
-      --st.bulk_in_flight;
-      st.dirty.merge(st.deferred);
-      st.deferred.clear();
-      if (!r.ok)
-        runtime::log::debug(actor_name, "Event not recorded", {{"pod", key}, {"error", r.error}});
-      return;
   }
 }
 

@@ -10,6 +10,7 @@
 //                       allocated + reserved from the pod informer on every change; ungates in
 //                       order; conditions, Events, reservation expiry, Queue status
 
+#include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
 #include <chrono>
@@ -51,6 +52,7 @@ struct controller_context {
   std::function<wall_time()> wall_clock;  // the annotation's and the expiry's time
   std::function<void(const runtime::buffer_stats_ptr&)> track_buffer;
   controller_metrics metrics;
+  caf::actor events;  // the event_recorder's relay (actors/k8s/event_recorder.hpp)
 };
 using controller_context_ptr = std::shared_ptr<const controller_context>;
 

@@ -13,6 +13,7 @@
 // intent, so a headroom killed between the two finishes the step on restart instead of losing or
 // repeating it.
 
+#include <caf/actor.hpp>
 #include <caf/fwd.hpp>
 
 #include <chrono>
@@ -63,6 +64,7 @@ struct scaler_context {
   k8s::client* kube = nullptr;
   std::shared_ptr<prom::client> prom;
   scaler_metrics metrics;
+  caf::actor events;  // the event_recorder's relay (actors/k8s/event_recorder.hpp)
 };
 using scaler_context_ptr = std::shared_ptr<const scaler_context>;
 

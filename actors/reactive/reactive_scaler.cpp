@@ -14,6 +14,7 @@
 #include <chrono>
 
 #include "actors/k8s/api_calls.hpp"
+#include "actors/k8s/event_recorder.hpp"
 #include "actors/reactive/reactive.hpp"
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/decode.hpp"
@@ -44,10 +45,10 @@ constexpr int metric_alert_after = 3;        // consecutive query failures
 using steady = std::chrono::steady_clock;
 
 enum class call : uint8_t { discover, read_object, read_scale, list_pods, deletion_cost, annotate, write_scale,
-                            verify_scale, revert, event };
+                            verify_scale, revert };
 
 struct call_info {
-  call what = call::event;
+  call what = call::discover;
 };
 
 // A step being carried out.
@@ -107,14 +108,12 @@ void start(scaler_actor* self, call what, const std::function<void(k8s::client&,
   });
 }
 
-void record_event(scaler_actor* self, const char* type, const char* reason, const std::string& message) {
+// `action` is what headroom did (or tried): Scale, or Evaluate for what it saw of the metric.
+void record_event(scaler_actor* self, const char* type, const char* reason, const char* action, const std::string& message) {
   const auto& t = spec(self).target;
   if (self->state.uid.empty())
     return;
-  start(self, call::event, [t, uid = self->state.uid, type, reason, message](k8s::client& kube, const k8s::resource_kind&,
-                                                                           k8s::api_callback cb) {
-    kube.record_event(t.ns, t.kind, t.name, uid, type, reason, message, std::move(cb));
-  });
+  tell_event(self->state.ctx->events, {t.api_version, t.kind, t.ns, t.name, self->state.uid, type, reason, action, message});
 }
 
 void report_quota(scaler_actor* self) {
@@ -223,7 +222,7 @@ void step_done(scaler_actor* self) {
   runtime::log::info(actor_name, st.recovery ? "finished an interrupted scale" : "scaled",
                      {{"target", tid(self)}, {"from", static_cast<int64_t>(st.from)}, {"to", static_cast<int64_t>(st.to)},
                       {"reason", to_string(st.d.why)}, {"latency_ms", latency * 1000}});
-  record_event(self, "Normal", up ? "ScaledUp" : "ScaledDown", what);
+  record_event(self, "Normal", up ? "ScaledUp" : "ScaledDown", "Scale", what);
   if (st.next.alternations >= oscillation_alert_after) {
     m.add("headroom_reactive_oscillation_alerts_total", 1);
     m.set("headroom_reactive_oscillation_alert", 1);
@@ -232,7 +231,7 @@ void step_done(scaler_actor* self) {
       const std::string msg = std::to_string(st.next.alternations + 1) +
                               " scale events in a row alternated direction: raise the cooldown or move the target";
       runtime::log::warn(actor_name, "scaling oscillates", {{"target", tid(self)}, {"alternations", static_cast<int64_t>(st.next.alternations)}});
-      record_event(self, "Warning", "ScalingOscillation", msg);
+      record_event(self, "Warning", "ScalingOscillation", "Scale", msg);
     }
   } else if (s.oscillation_alert && st.next.alternations == 0) {
     s.oscillation_alert = false;
@@ -257,7 +256,7 @@ void step_refused(scaler_actor* self, const std::string& error) {
     s.refusals = 0;
     s.refused_to = -1;
     runtime::log::warn(actor_name, "3 refused scale writes of one step: backing off for 2 cooldowns", {{"target", tid(self)}});
-    record_event(self, "Warning", "ScaleRefused",
+    record_event(self, "Warning", "ScaleRefused", "Scale",
                  "scale to " + std::to_string(st.to) + " refused 3 times (" + error + "); backing off for 2 cooldowns");
   }
   // Put the previous event back, so the refused step does not start a cooldown. At start-up the
@@ -360,7 +359,7 @@ void on_metric(scaler_actor* self, metric_reply& reply) {
     if (s.failures >= metric_alert_after && !s.metric_alert) {
       s.metric_alert = true;
       m.set("headroom_reactive_metric_alert", 1);
-      record_event(self, "Warning", "MetricUnavailable",
+      record_event(self, "Warning", "MetricUnavailable", "Evaluate",
                    std::to_string(s.failures) + " evaluations in a row without the metric (" + none->reason +
                        "); not scaling until it returns");
     }
@@ -370,7 +369,7 @@ void on_metric(scaler_actor* self, metric_reply& reply) {
   if (s.metric_alert) {
     s.metric_alert = false;
     m.set("headroom_reactive_metric_alert", 0);
-    record_event(self, "Normal", "MetricRecovered", "the metric is back after " + std::to_string(s.failures) + " failed evaluations");
+    record_event(self, "Normal", "MetricRecovered", "Evaluate", "the metric is back after " + std::to_string(s.failures) + " failed evaluations");
   }
   s.failures = 0;
   const auto& series = std::get<prom::series>(reply.result);
@@ -395,10 +394,6 @@ void on_api(scaler_actor* self, msg::api_reply& r) {
     return;
   const auto& t = spec(self).target;
   switch (info->what) {
-    case call::event:
-      if (!r.ok)
-        runtime::log::debug(actor_name, "event not recorded", {{"target", tid(self)}, {"error", r.error}});
-      return;
     case call::discover: {
       if (!r.ok)
         return startup_failed(self, r.error);

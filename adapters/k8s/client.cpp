@@ -339,22 +339,6 @@ std::string time_now() {
   return ts;
 }
 
-void client::record_event(std::string_view ns, std::string_view involved_kind, std::string_view involved_name,
-                          std::string_view involved_uid, std::string_view type, std::string_view reason,
-                          std::string_view message, api_callback cb) {
-  using runtime::json_escape;
-  const std::string ts = time_now();
-  const std::string body =
-      "{\"apiVersion\":\"v1\",\"kind\":\"Event\",\"metadata\":{\"generateName\":" +
-      json_escape(std::string{involved_name} + ".") + ",\"namespace\":" + json_escape(ns) +
-      "},\"involvedObject\":{\"kind\":" + json_escape(involved_kind) + ",\"name\":" + json_escape(involved_name) +
-      ",\"namespace\":" + json_escape(ns) + ",\"uid\":" + json_escape(involved_uid) + "},\"type\":" +
-      json_escape(type) + ",\"reason\":" + json_escape(reason) + ",\"message\":" + json_escape(message) +
-      ",\"source\":{\"component\":\"headroom\"},\"reportingComponent\":\"headroom\",\"firstTimestamp\":\"" +
-      ts + "\",\"lastTimestamp\":\"" + ts + "\",\"count\":1}";
-  create(kinds::events, ns, body, std::move(cb));
-}
-
 request_id client::watch(const resource_kind& k, std::string_view ns, const watch_options& opts,
                          std::function<void(std::string_view)> on_line,
                          std::function<void(std::optional<api_error>)> on_end) {

@@ -115,11 +115,6 @@ class client {
   // the caller decides, e.g. reclaim_drain retries every 2 s until its deadline).
   void evict(std::string_view ns, std::string_view name, const delete_options& opts, api_callback cb);
   void cordon(std::string_view node, bool unschedulable, api_callback cb);
-  // A core/v1 Event about an object, for user-visible actions.
-  void record_event(std::string_view ns, std::string_view involved_kind, std::string_view involved_name,
-                    std::string_view involved_uid, std::string_view type, std::string_view reason,
-                    std::string_view message, api_callback cb);
-
   // A watch: `on_line` gets each newline-delimited event (JSON); `on_end` gets nothing when the
   // server closed the stream normally, or the error.
   request_id watch(const resource_kind& k, std::string_view ns, const watch_options& opts,

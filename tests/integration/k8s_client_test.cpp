@@ -2,12 +2,14 @@
 // 410 Gone and relist, an apiserver restart under a watch, RBAC errors, eviction blocked by a PDB,
 // writes and their error kinds.
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include <future>
 #include <mutex>
 #include <set>
 
 #include "adapters/k8s/client.hpp"
+#include "adapters/k8s/events.hpp"
 #include "adapters/k8s/informer.hpp"
 #include "adapters/k8s/leader_election.hpp"
 #include "testenv/cluster_fixture.hpp"
@@ -366,11 +368,38 @@ TEST_F(k8s_fixture, k8s_writes_and_error_kinds) {
   ASSERT_EQ(error_of(cordoned), "");
   EXPECT_TRUE(std::get<headroom::k8s::node>(decode_node(std::get<std::string>(cordoned))).unschedulable);
 
+  // An events.k8s.io/v1 Event as the event_recorder writes it (the API validates every field),
+  // its series written, and read back through core/v1 as kubectl describe reads it.
+  const resource_kind events_v1{"events.k8s.io", "v1", "events", true};
+  headroom::k8s::event_record rec{{"v1", "Pod", ns, "gated", ""}, "Normal", "GateRemoved", "Admit",
+                                  "queue admitted the pod " + std::string(2000, 'x')};  // a note over the 1 KiB limit is cut
+  const double at = 1.7e9;
   auto ev = sync([&](api_callback cb) {
-    admin->record_event(ns, "Pod", "gated", "", "Normal", "GateRemoved", "queue admitted the pod", std::move(cb));
+    admin->create(events_v1, ns, encode_event(rec, "gated.1", at, "headroom.dev/headroom", "test-instance"), std::move(cb));
   });
   ASSERT_EQ(error_of(ev), "");
-  EXPECT_EQ(std::get<event>(decode_event(std::get<std::string>(ev))).reason, "GateRemoved");
+  ASSERT_EQ(error_of(sync([&](api_callback cb) {
+              admin->merge_patch(events_v1, ns, "gated.1", encode_series_patch(3, at + 5), std::move(cb));
+            })),
+            "");
+  auto core = sync([&](api_callback cb) { admin->get(kinds::events, ns, "gated.1", std::move(cb)); });
+  ASSERT_EQ(error_of(core), "");
+  const auto e = std::get<event>(decode_event(std::get<std::string>(core)));
+  EXPECT_EQ(e.reason, "GateRemoved");
+  EXPECT_EQ(e.involved_name, "gated");
+  EXPECT_EQ(e.message.size(), 1024u);
+  // core/v1 shows an events.k8s.io series as its own series (count stays 0, deprecated).
+  simdjson::dom::parser json;
+  int64_t series_count = 0;
+  EXPECT_EQ(json.parse(std::get<std::string>(core))["series"]["count"].get(series_count), simdjson::SUCCESS);
+  EXPECT_EQ(series_count, 3);
+  // About a cluster-scoped object: in the default namespace.
+  headroom::k8s::event_record node_rec{{"v1", "Node", "", "writes-node", ""}, "Warning", "ReclaimDrainFailed", "Drain", "a note"};
+  EXPECT_EQ(error_of(sync([&](api_callback cb) {
+              admin->create(events_v1, event_namespace(node_rec.regarding),
+                            encode_event(node_rec, "writes-node.1", at, "headroom.dev/headroom", "test-instance"), std::move(cb));
+            })),
+            "");
 
   // retry_on_conflict: a PUT with a stale resourceVersion conflicts once, the retry reads afresh.
   ASSERT_EQ(error_of(sync([&](api_callback cb) {
