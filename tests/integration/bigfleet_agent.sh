@@ -44,7 +44,11 @@ bigfleet:
   rollupInterval: 1s
   bootstrapTemplateFile: $work/bootstrap.tmpl
 YAML
-"$bin" --config "$work/headroom.yaml" --kubeconfig "$kc" --metrics-addr 127.0.0.1:0 2>"$work/agent.log" &
+# headroom runs as the chart's ServiceAccount (its RBAC for the BigFleet mode, a TokenRequest
+# token): a permission the chart forgot fails this test.
+"$src/tests/testenv/chart-identity.sh" "$kc" "$src/deploy/chart/headroom/ci/bigfleet-values.yaml" agent-test headroom-system \
+  "$work/chart.kubeconfig" >/dev/null || fail "the chart's identity"
+"$bin" --config "$work/headroom.yaml" --kubeconfig "$work/chart.kubeconfig" --metrics-addr 127.0.0.1:0 2>"$work/agent.log" &
 agent=$!
 
 k create namespace work >/dev/null
