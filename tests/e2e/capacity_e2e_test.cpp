@@ -52,7 +52,7 @@ int audited(const world& w, int64_t set) {
   return r.checked;
 }
 
-#define REQUIRE_WORLD(w) HEADROOM_REQUIRE_READY(w.sim != nullptr, "the runner simulator", w.why)
+#define REQUIRE_WORLD(w) HEADROOM_REQUIRE_READY(w.sim != nullptr && w.identity, "the runner simulator and the chart's identity", w.why)
 
 // A warm pool of proactiveCapacity pairs is placed and advertised; a burst of jobs larger than the
 // pool runs to completion through runner pods and workflow pods that preempt the placeholders.

@@ -132,8 +132,9 @@ struct scenario {
       : name(std::move(n)), max_runners(max), proactive(pool), timeout(std::move(ready_timeout)), job_duration(std::move(job)) {}
 };
 
-inline std::string config_for(const env& e, const scenario& s, bool capacity_aware = true) {
-  return "kubernetes:\n  kubeconfig: " + e.c->kubeconfig() +
+// `kubeconfig`: the identity headroom runs as (the chart's ServiceAccount, see world).
+inline std::string config_for(const env& e, const scenario& s, const std::string& kubeconfig, bool capacity_aware = true) {
+  return "kubernetes:\n  kubeconfig: " + kubeconfig +
          "\nleaderElection:\n  enabled: false\ngithub:\n  configUrl: " + e.peer->http_url() +
          "/headroom-org\nscaleSets:\n  - name: " + s.name + "\n    namespace: " + s.name +
          "\n    maxRunners: " + std::to_string(s.max_runners) + "\n    labels: [" + s.labels + "]" +
@@ -155,6 +156,8 @@ struct world {
   std::string dir;
   std::unique_ptr<testpeer::peer_process> sim;
   std::unique_ptr<agent> headroom;
+  std::string kubeconfig;  // the chart's ServiceAccount for this scale set
+  bool identity = false;   // the kubeconfig was made
   std::string why;
 
   world(env& env_, scenario sc) : e(env_), s(std::move(sc)) {
@@ -167,19 +170,38 @@ struct world {
                                          "--workflow-memory", "512Mi", "--workflow-delay", s.workflow_delay,
                                          "--skip-runners", std::to_string(s.skip_runners)},
                                         why);
+    // headroom runs as the Helm chart's ServiceAccount with the chart's RBAC for this scale set
+    // (a TokenRequest token), so a permission the chart forgot fails the scenario.
+    std::ofstream(dir + "/values.yaml") << "config:\n  github: {configUrl: " << e.peer->http_url()
+                                        << "/headroom-org}\n  scaleSets:\n    - {name: " << s.name << ", namespace: " << s.name
+                                        << (s.ephemeral_runner_set.empty() ? "" : ", mode: arc, ephemeralRunnerSet: " + s.ephemeral_runner_set)
+                                        << "}\ngithub: {existingSecret: e2e-github}\n";
+    auto id = testenv::run_command({std::string{HEADROOM_SOURCE_DIR} + "/tests/testenv/chart-identity.sh", e.c->kubeconfig(),
+                                    dir + "/values.yaml", "e2e-" + s.name, "headroom-e2e", dir + "/chart.kubeconfig"});
+    identity = id.exit_code == 0;
+    if (!identity)
+      why += "the chart's identity: " + id.err;
+    kubeconfig = dir + "/chart.kubeconfig";
   }
   // The cluster is shared by the scenarios of one run and the NodePool is small: each world gives
   // its room back (headroom stopped in order, the namespace and every pod in it deleted).
   ~world() {
-    if (headroom)
+    if (headroom) {
       headroom->stop(SIGTERM);
+      // Anything the chart's RBAC refused (an Event, a cleanup) is a missing permission, even
+      // when the scenario got by without it.
+      const auto log = headroom->log();
+      if (const auto at = log.find("403 Forbidden"); at != std::string::npos)
+        ADD_FAILURE() << s.name << ": the API server refused headroom something the chart should grant: "
+                      << log.substr(log.rfind('\n', at) + 1, 600);
+    }
     sim.reset();
     e.c->kubectl({"delete", "namespace", s.name, "--timeout=90s"});
   }
   world(const world&) = delete;
   world& operator=(const world&) = delete;
 
-  void start(bool capacity_aware = true) { headroom = std::make_unique<agent>(dir, config_for(e, s, capacity_aware)); }
+  void start(bool capacity_aware = true) { headroom = std::make_unique<agent>(dir, config_for(e, s, kubeconfig, capacity_aware)); }
 
   int64_t scale_set_id() const {
     simdjson::dom::parser p;

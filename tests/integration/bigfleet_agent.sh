@@ -100,4 +100,6 @@ kill -TERM "$agent"
 set +e; wait "$agent"; rc=$?; set -e
 agent=""
 [ "$rc" = 0 ] || fail "exit code $rc after SIGTERM"
+# Anything the chart's RBAC refused (an Event, a status write) is a permission the chart forgot.
+if grep -q "403 Forbidden" "$work/agent.log"; then fail "the API server refused headroom: $(grep -m1 '403 Forbidden' "$work/agent.log")"; fi
 echo "bigfleet_agent: 1 passed, 0 failed"
