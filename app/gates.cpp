@@ -33,6 +33,8 @@ controller_metrics make_controller_metrics(runtime::metrics& m) {
   auto& latency = prometheus::BuildHistogram().Name("headroom_queue_ungate_latency_seconds")
                       .Help("From the change that made room to the gate's removal acknowledged").Register(reg);
   auto scale = [](const std::string& resource, int64_t amount) { return resource == "cpu" ? amount / 1000.0 : static_cast<double>(amount); };
+  for (const char* what : {"queue_invalid", "ungate", "condition", "status"})
+    errors.Add({{"what", what}});
   controller_metrics out;
   out.report = [&, scale](const std::string& queue, const k8s::queue_status& s, const k8s::resource_amounts& cap) {
     for (const auto& [resource, amount] : cap)
@@ -46,6 +48,11 @@ controller_metrics make_controller_metrics(runtime::metrics& m) {
     pods.Add({{"queue", queue}, {"state", "admitted"}}).Set(static_cast<double>(s.admitted_pods));
     pods.Add({{"queue", queue}, {"state", "reserved"}}).Set(static_cast<double>(s.reserved_pods));
     pods.Add({{"queue", queue}, {"state", "gated"}}).Set(static_cast<double>(s.gated_pods));
+    // The queue's counters exist from its first report (at 0), so rate() and alerts see them
+    // before the first ungate or expiry, and again after a restart.
+    ungated.Add({{"queue", queue}});
+    expired.Add({{"queue", queue}});
+    latency.Add({{"queue", queue}}, latency_buckets);
   };
   out.forget = [&](const std::string& queue) {
     for (const char* state : {"admitted", "reserved", "gated"})

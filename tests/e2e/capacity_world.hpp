@@ -6,6 +6,7 @@
 // logged against what the simulator saw the scheduler place.
 
 #include <fcntl.h>
+#include <gtest/gtest.h>
 #include <signal.h>
 #include <simdjson.h>
 #include <spawn.h>
@@ -23,6 +24,7 @@
 
 #include "testenv/actions_peer.hpp"
 #include "testenv/cluster_fixture.hpp"
+#include "testenv/dashboard.hpp"
 #include "testenv/peer_process.hpp"
 
 namespace headroom::e2e {
@@ -100,12 +102,16 @@ class agent {
     return status;
   }
   bool alive() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
+  // The log's last 6000 bytes (for failure messages); full_log() for what a test searches.
   std::string log() const {
+    auto s = full_log();
+    return s.size() > 6000 ? s.substr(s.size() - 6000) : s;
+  }
+  std::string full_log() const {
     std::ifstream in{dir_ + "/agent.log"};
     std::stringstream ss;
     ss << in.rdbuf();
-    auto s = ss.str();
-    return s.size() > 6000 ? s.substr(s.size() - 6000) : s;
+    return ss.str();
   }
 
  private:
@@ -190,7 +196,7 @@ struct world {
       headroom->stop(SIGTERM);
       // Anything the chart's RBAC refused (an Event, a cleanup) is a missing permission, even
       // when the scenario got by without it.
-      const auto log = headroom->log();
+      const auto log = headroom->full_log();
       if (const auto at = log.find("403 Forbidden"); at != std::string::npos)
         ADD_FAILURE() << s.name << ": the API server refused headroom something the chart should grant: "
                       << log.substr(log.rfind('\n', at) + 1, 600);

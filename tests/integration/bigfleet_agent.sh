@@ -95,6 +95,11 @@ metrics=$(curl -sf "http://127.0.0.1:$port/metrics") || fail "GET /metrics"
 for b in bigfleet_rollup bigfleet_outbox bigfleet_dispatch bigfleet_node_state capacity_requests_pods; do
   grep -q "headroom_buffer_accepted_total{buffer=\"$b\"" <<<"$metrics" || fail "no buffer metrics for $b"
 done
+# The Grafana dashboard's BigFleet and runtime panels query only what this run exports.
+for row in "BigFleet operator" "Runtime"; do
+  python3 "$src/tests/deploy/dashboard-check.py" "$src/deploy/grafana/headroom-dashboard.json" "$row" - <<<"$metrics" >"$work/dashboard.log" ||
+    fail "dashboard row $row: $(cat "$work/dashboard.log")"
+done
 
 kill -TERM "$agent"
 set +e; wait "$agent"; rc=$?; set -e

@@ -14,6 +14,7 @@
 
 #include "testenv/child_process.hpp"
 #include "testenv/cluster_fixture.hpp"
+#include "testenv/dashboard.hpp"
 #include "testenv/shared_env.hpp"
 #include "testenv/test_certs.hpp"
 
@@ -364,6 +365,16 @@ int unschedulable(cluster* c, const std::string& ns, const std::string& queue, b
     n += line.rfind("Unschedulable|", 0) == 0 && (!gated_only || gated);
   }
   return n;
+}
+
+// The Grafana dashboard's gate panels query only what this run exported (after the scenarios
+// above: admissions, ungates, expiries, a certificate rotation).
+TEST(gates, the_dashboard_gate_panels_query_only_exported_metrics) {
+  REQUIRE_ENV(e);
+  auto metrics = headroom::testenv::run_command({"curl", "-sf", "http://127.0.0.1:" + std::to_string(e.metrics_port) + "/metrics"});
+  ASSERT_EQ(metrics.exit_code, 0) << metrics.err;
+  auto r = headroom::testenv::dashboard_check("Gate-controlled scheduling", metrics.out);
+  EXPECT_EQ(r.exit_code, 0) << r.out << r.err;
 }
 
 }  // namespace

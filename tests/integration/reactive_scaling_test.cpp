@@ -23,6 +23,7 @@
 #include "runtime/readiness.hpp"
 #include "testenv/child_process.hpp"
 #include "testenv/cluster_fixture.hpp"
+#include "testenv/dashboard.hpp"
 #include "testenv/peer_process.hpp"
 #include "testenv/prometheus_server.hpp"
 #include "testenv/shared_env.hpp"
@@ -501,6 +502,17 @@ TEST(reactive, sigkill_mid_window_and_restart_neither_acts_early_nor_loses_nor_d
   expect_single_steps(e, "killed");
   std::lock_guard lock{e.watched->m};
   EXPECT_FALSE(e.watched->ended) << "the watch ended: writes may have gone unseen";
+}
+
+// The Grafana dashboard's reactive panels query only what this run exported (after the scenarios
+// above: steps both ways, refusals, quotas, oscillation, missing metrics). The runtime row is
+// checked by bigfleet_agent: this mode has no policy buffers.
+TEST(reactive, the_dashboard_reactive_panels_query_only_exported_metrics) {
+  REQUIRE_ENV(e);
+  auto r = headroom::testpeer::http_call("http://127.0.0.1:" + std::to_string(e.metrics_port) + "/metrics");
+  ASSERT_FALSE(r.body.empty());
+  auto check = headroom::testenv::dashboard_check("Reactive scaling", r.body);
+  EXPECT_EQ(check.exit_code, 0) << check.out << check.err;
 }
 
 }  // namespace
