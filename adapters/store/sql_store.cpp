@@ -1,0 +1,319 @@
+// GCC 12 reports a std::string inside a std::variant built from an initializer list as "maybe
+// uninitialized" at -O2 (a known false positive of its variant analysis); nothing here is.
+#pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+
+#include <algorithm>
+#include <climits>
+
+#include "adapters/store/sql.hpp"
+
+namespace headroom::store {
+
+namespace {
+
+constexpr const char* job_states[] = {"pending", "running", "completed", "failed"};
+constexpr const char* worker_states[] = {"creating", "running", "completed", "failed"};
+
+// Forward only: the rank of a status; completed and failed are both final.
+int rank(job_status s) { return s == job_status::pending ? 0 : s == job_status::running ? 1 : 2; }
+int rank(worker_status s) { return s == worker_status::creating ? 0 : s == worker_status::running ? 1 : 2; }
+
+// The same rank, in SQL, of a status column.
+std::string rank_sql(const std::string& column, const char* const (&names)[4]) {
+  return std::string{"(CASE "} + column + " WHEN '" + names[0] + "' THEN 0 WHEN '" + names[1] + "' THEN 1 ELSE 2 END)";
+}
+
+const std::string job_columns = "id, run_id, entity, labels, name, repository, conclusion, status, created_at, updated_at";
+const std::string worker_columns = "name, entity, labels, job_id, runner_id, status, failure_info, created_at, updated_at";
+
+int64_t num(const std::optional<std::string>& v) { return v ? std::stoll(*v) : 0; }
+std::string text(const std::optional<std::string>& v) { return v ? *v : std::string{}; }
+
+job job_of(const std::vector<std::optional<std::string>>& r) {
+  job j;
+  j.id = num(r[0]);
+  j.run_id = num(r[1]);
+  j.entity = text(r[2]);
+  j.labels = text(r[3]);
+  j.name = text(r[4]);
+  j.repository = text(r[5]);
+  j.conclusion = text(r[6]);
+  j.status = job_status_from(text(r[7])).value_or(job_status::pending);
+  j.created_at = num(r[8]);
+  j.updated_at = num(r[9]);
+  return j;
+}
+
+worker worker_of(const std::vector<std::optional<std::string>>& r) {
+  worker w;
+  w.name = text(r[0]);
+  w.entity = text(r[1]);
+  w.labels = text(r[2]);
+  w.job_id = num(r[3]);
+  w.runner_id = num(r[4]);
+  w.status = worker_status_from(text(r[5])).value_or(worker_status::creating);
+  w.failure_info = text(r[6]);
+  w.created_at = num(r[7]);
+  w.updated_at = num(r[8]);
+  return w;
+}
+
+// Runs `sql` and keeps its rows; the error, if any, is returned.
+std::optional<error> run(detail::connection& c, const std::string& sql, const std::vector<detail::value>& params,
+                         detail::rows* out = nullptr) {
+  auto r = c.exec(sql, params);
+  if (auto* e = std::get_if<error>(&r))
+    return *e;
+  if (out)
+    *out = std::move(std::get<detail::rows>(r));
+  return std::nullopt;
+}
+
+}  // namespace
+
+const char* to_string(job_status s) { return job_states[static_cast<int>(s)]; }
+const char* to_string(worker_status s) { return worker_states[static_cast<int>(s)]; }
+
+std::optional<job_status> job_status_from(std::string_view s) {
+  for (int i = 0; i < 4; ++i)
+    if (s == job_states[i])
+      return static_cast<job_status>(i);
+  return std::nullopt;
+}
+
+std::optional<worker_status> worker_status_from(std::string_view s) {
+  for (int i = 0; i < 4; ++i)
+    if (s == worker_states[i])
+      return static_cast<worker_status>(i);
+  return std::nullopt;
+}
+
+int known_schema_version() { return detail::migrations().back().version; }
+
+namespace detail {
+
+const std::vector<migration>& migrations() {
+  static const std::vector<migration> all = {
+      {1,
+       {"CREATE TABLE jobs (id BIGINT PRIMARY KEY, run_id BIGINT NOT NULL, entity TEXT NOT NULL, labels TEXT NOT NULL, "
+        "name TEXT NOT NULL, repository TEXT NOT NULL, conclusion TEXT NOT NULL DEFAULT '', "
+        "status TEXT NOT NULL CHECK (status IN ('pending', 'running', 'completed', 'failed')), "
+        "created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)",
+        "CREATE INDEX jobs_by_created ON jobs (created_at, id)",
+        "CREATE INDEX jobs_by_status ON jobs (status, created_at, id)",
+        "CREATE TABLE deliveries (id TEXT PRIMARY KEY, received_at BIGINT NOT NULL)",
+        "CREATE TABLE workers (name TEXT PRIMARY KEY, entity TEXT NOT NULL, labels TEXT NOT NULL, "
+        "job_id BIGINT NOT NULL DEFAULT 0, runner_id BIGINT NOT NULL DEFAULT 0, "
+        "status TEXT NOT NULL CHECK (status IN ('creating', 'running', 'completed', 'failed')), "
+        "failure_info TEXT NOT NULL DEFAULT '', created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)",
+        "CREATE INDEX workers_by_created ON workers (created_at, name)",
+        "CREATE INDEX workers_by_status ON workers (status, entity, labels)"}},
+  };
+  return all;
+}
+
+std::optional<error> sql_store::migrate() {
+  return transact([&](connection& c) -> std::optional<error> {
+    for (const auto& statement : version_table_ddl())
+      if (auto e = run(c, statement, {}))
+        return e;
+    rows r;
+    if (auto e = run(c, "SELECT MAX(version) FROM headroom_schema", {}, &r))
+      return e;
+    const int at = r.data.empty() ? 0 : static_cast<int>(num(r.data[0][0]));
+    if (at > known_schema_version())
+      return error{"the database's schema is version " + std::to_string(at) + ", newer than this headroom knows (" +
+                       std::to_string(known_schema_version()) + "): run a newer headroom, or a database of its own",
+                   true};
+    for (const auto& m : migrations()) {
+      if (m.version <= at)
+        continue;
+      for (const auto& statement : m.statements)
+        if (auto e = run(c, statement, {}))
+          return error{"schema migration " + std::to_string(m.version) + ": " + e->message};
+      if (auto e = run(c, "INSERT INTO headroom_schema (version) VALUES ($1)", {int64_t{m.version}}))
+        return e;
+    }
+    return std::nullopt;
+  });
+}
+
+int sql_store::schema_version() {
+  int v = -1;
+  transact([&](connection& c) -> std::optional<error> {
+    rows r;
+    if (auto e = run(c, "SELECT MAX(version) FROM headroom_schema", {}, &r))
+      return e;
+    v = r.data.empty() ? 0 : static_cast<int>(num(r.data[0][0]));
+    return std::nullopt;
+  });
+  return v;
+}
+
+result<recorded> sql_store::record(const job_event& e) {
+  recorded out = recorded::unchanged;
+  const auto& j = e.change;
+  auto failed = transact([&](connection& c) -> std::optional<error> {
+    rows d;
+    if (auto err = run(c, "INSERT INTO deliveries (id, received_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",
+                       {e.delivery_id, e.at}, &d))
+      return err;
+    if (d.affected == 0) {
+      out = recorded::duplicate;
+      return std::nullopt;
+    }
+    rows w;
+    if (auto err = run(c,
+                       "INSERT INTO jobs (" + job_columns +
+                           ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) ON CONFLICT (id) DO UPDATE SET "
+                           "status = excluded.status, conclusion = excluded.conclusion, updated_at = excluded.updated_at "
+                           "WHERE " + rank_sql("jobs.status", job_states) + " < " + rank_sql("excluded.status", job_states),
+                       {j.id, j.run_id, j.entity, j.labels, j.name, j.repository, j.conclusion, std::string{to_string(j.status)}, e.at},
+                       &w))
+      return err;
+    out = w.affected > 0 ? recorded::applied : recorded::unchanged;
+    if (out == recorded::applied)
+      return notify_in_transaction(c);
+    return std::nullopt;
+  });
+  if (failed)
+    return *failed;
+  if (out == recorded::applied)
+    job_change_committed();
+  return out;
+}
+
+result<bool> sql_store::advance_job(int64_t id, job_status to, int64_t at) {
+  bool moved = false;
+  auto failed = transact([&](connection& c) -> std::optional<error> {
+    rows r;
+    if (auto e = run(c, "UPDATE jobs SET status = $1, updated_at = $2 WHERE id = $3 AND " + rank_sql("status", job_states) + " < $4",
+                     {std::string{to_string(to)}, at, id, int64_t{rank(to)}}, &r))
+      return e;
+    moved = r.affected > 0;
+    return std::nullopt;
+  });
+  if (failed)
+    return *failed;
+  return moved;
+}
+
+result<std::optional<job>> sql_store::get_job(int64_t id) {
+  std::optional<job> out;
+  auto failed = transact([&](connection& c) -> std::optional<error> {
+    rows r;
+    if (auto e = run(c, "SELECT " + job_columns + " FROM jobs WHERE id = $1", {id}, &r))
+      return e;
+    if (!r.data.empty())
+      out = job_of(r.data[0]);
+    return std::nullopt;
+  });
+  if (failed)
+    return *failed;
+  return out;
+}
+
+result<std::vector<job>> sql_store::pending_jobs(size_t limit) {
+  std::vector<job> out;
+  auto failed = transact([&](connection& c) -> std::optional<error> {
+    rows r;
+    if (auto e = run(c, "SELECT " + job_columns + " FROM jobs WHERE status = 'pending' ORDER BY created_at, id LIMIT $1",
+                     {static_cast<int64_t>(limit)}, &r))
+      return e;
+    for (const auto& row : r.data)
+      out.push_back(job_of(row));
+    return std::nullopt;
+  });
+  if (failed)
+    return *failed;
+  return out;
+}
+
+result<std::vector<job>> sql_store::jobs_page(const page_query& q) {
+  std::vector<job> out;
+  auto failed = transact([&](connection& c) -> std::optional<error> {
+    rows r;
+    std::vector<detail::value> params{q.since, q.until};
+    std::string after;
+    if (q.after_created_at) {
+      after = " AND (created_at, id) < ($3, $4)";
+      params.insert(params.end(), {*q.after_created_at, q.after_id});
+    }
+    params.push_back(static_cast<int64_t>(q.limit));
+    if (auto e = run(c,
+                     "SELECT " + job_columns + " FROM jobs WHERE created_at >= $1 AND created_at < $2" + after +
+                         " ORDER BY created_at DESC, id DESC LIMIT $" + std::to_string(params.size()),
+                     params, &r))
+      return e;
+    for (const auto& row : r.data)
+      out.push_back(job_of(row));
+    return std::nullopt;
+  });
+  if (failed)
+    return *failed;
+  return out;
+}
+
+result<bool> sql_store::add_worker(const worker& w) {
+  bool added = false;
+  auto failed = transact([&](connection& c) -> std::optional<error> {
+    rows r;
+    if (auto e = run(c,
+                     "INSERT INTO workers (" + worker_columns +
+                         ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (name) DO NOTHING",
+                     {w.name, w.entity, w.labels, w.job_id, w.runner_id, std::string{to_string(w.status)}, w.failure_info, w.created_at},
+                     &r))
+      return e;
+    added = r.affected > 0;
+    return std::nullopt;
+  });
+  if (failed)
+    return *failed;
+  return added;
+}
+
+result<bool> sql_store::advance_worker(const std::string& name, worker_status to, const std::string& failure_info, int64_t at) {
+  bool moved = false;
+  auto failed = transact([&](connection& c) -> std::optional<error> {
+    rows r;
+    if (auto e = run(c,
+                     "UPDATE workers SET status = $1, failure_info = $2, updated_at = $3 WHERE name = $4 AND " +
+                         rank_sql("status", worker_states) + " < $5",
+                     {std::string{to_string(to)}, failure_info, at, name, int64_t{rank(to)}}, &r))
+      return e;
+    moved = r.affected > 0;
+    return std::nullopt;
+  });
+  if (failed)
+    return *failed;
+  return moved;
+}
+
+result<std::vector<worker>> sql_store::workers_page(const page_query& q) {
+  std::vector<worker> out;
+  auto failed = transact([&](connection& c) -> std::optional<error> {
+    rows r;
+    std::vector<detail::value> params{q.since, q.until};
+    std::string after;
+    if (q.after_created_at) {
+      after = " AND (created_at, name) < ($3, $4)";
+      params.insert(params.end(), {*q.after_created_at, q.after_name});
+    }
+    params.push_back(static_cast<int64_t>(q.limit));
+    if (auto e = run(c,
+                     "SELECT " + worker_columns + " FROM workers WHERE created_at >= $1 AND created_at < $2" + after +
+                         " ORDER BY created_at DESC, name DESC LIMIT $" + std::to_string(params.size()),
+                     params, &r))
+      return e;
+    for (const auto& row : r.data)
+      out.push_back(worker_of(row));
+    return std::nullopt;
+  });
+  if (failed)
+    return *failed;
+  return out;
+}
+
+}  // namespace detail
+
+}  // namespace headroom::store

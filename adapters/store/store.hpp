@@ -1,0 +1,132 @@
+#pragma once
+
+// The durable job store of the webhook-driven scheduler (seed 003): one small interface over
+// PostgreSQL (libpq, a connection pool) and SQLite (WAL, embedded). Every line of SQL headroom
+// runs lives in adapters/store/; the schema is the same on both, versioned, and migrated forward
+// at open.
+//
+// Invariants the SQL itself enforces (a bug elsewhere cannot break them):
+// - a job only moves forward: pending → running → completed | failed (a completed webhook may
+//   arrive before the queued one; the late queued one then changes nothing);
+// - a webhook delivery (X-GitHub-Delivery) is recorded at most once, in the same transaction as
+//   what it changed, so a redelivery writes nothing and a crash never leaves half of one;
+// - workers are never deleted; a failed one keeps `failure_info`.
+//
+// Calls block on the database; the scheduler's actors call them from their own detached actor.
+// A store is safe to use from several threads (SQLite: one connection behind a lock; PostgreSQL:
+// a pool).
+
+#include <chrono>
+#include <cstdint>
+#include <memory>
+#include <optional>
+#include <string>
+#include <variant>
+#include <vector>
+
+namespace headroom::store {
+
+enum class job_status { pending, running, completed, failed };
+const char* to_string(job_status s);
+std::optional<job_status> job_status_from(std::string_view s);
+
+enum class worker_status { creating, running, completed, failed };
+const char* to_string(worker_status s);
+std::optional<worker_status> worker_status_from(std::string_view s);
+
+struct job {
+  int64_t id = 0;         // GitHub's workflow job id
+  int64_t run_id = 0;
+  std::string entity;     // "org" or "owner/repo": whose runners may take it
+  std::string labels;     // sorted, comma-separated
+  std::string name, repository, conclusion;
+  job_status status = job_status::pending;
+  int64_t created_at = 0, updated_at = 0;  // milliseconds since the epoch
+};
+
+struct worker {
+  std::string name;  // the runner's (and its pod's) unique name
+  std::string entity, labels;
+  int64_t job_id = 0;  // 0 until a job is known to run on it
+  int64_t runner_id = 0;
+  worker_status status = worker_status::creating;
+  std::string failure_info;
+  int64_t created_at = 0, updated_at = 0;
+};
+
+// One workflow_job webhook, already verified and decoded.
+struct job_event {
+  std::string delivery_id;  // X-GitHub-Delivery
+  job change;               // the job as the webhook tells it; change.status is where it moves
+  int64_t at = 0;           // received, ms since the epoch
+};
+
+enum class recorded {
+  applied,    // the job moved (or was first seen)
+  unchanged,  // a new delivery that does not move the job forward (a late queued after completed)
+  duplicate,  // this delivery id was recorded before: nothing written
+};
+
+struct error {
+  std::string message;
+  bool schema_too_new = false;  // the database was migrated by a newer headroom: stop (exit 2)
+};
+
+template <class T>
+using result = std::variant<T, error>;
+
+// Keyset pagination, newest first: a page starts after the previous page's last row, by
+// (created_at, id) for jobs and (created_at, name) for workers — an index seek, never an OFFSET.
+struct page_query {
+  size_t limit = 100;
+  std::optional<int64_t> after_created_at;
+  int64_t after_id = 0;        // jobs
+  std::string after_name;      // workers
+  int64_t since = 0, until = INT64_MAX;  // created_at range, ms
+};
+
+class store {
+ public:
+  virtual ~store() = default;
+  virtual const char* backend() const = 0;
+  virtual int schema_version() = 0;
+
+  // Records one delivery and its job change in one transaction; durable when it returns.
+  virtual result<recorded> record(const job_event& e) = 0;
+  // Moves a job forward (the reconciler: GitHub 404 → failed); false when it was already there or past.
+  virtual result<bool> advance_job(int64_t id, job_status to, int64_t at) = 0;
+  virtual result<std::optional<job>> get_job(int64_t id) = 0;
+  // Pending jobs, oldest first (FIFO by created_at).
+  virtual result<std::vector<job>> pending_jobs(size_t limit) = 0;
+  virtual result<std::vector<job>> jobs_page(const page_query& q) = 0;
+
+  // A new worker; false when the name is taken (names are unique forever).
+  virtual result<bool> add_worker(const worker& w) = 0;
+  // Moves a worker forward (creating → running → completed | failed), with why when failed.
+  virtual result<bool> advance_worker(const std::string& name, worker_status to, const std::string& failure_info,
+                                      int64_t at) = 0;
+  virtual result<std::vector<worker>> workers_page(const page_query& q) = 0;
+
+  // Blocks until a delivery changed a job (PostgreSQL: NOTIFY on the queue-event channel, from any
+  // process; SQLite: from this process) or `timeout` passes; true when woken. The reconciler's
+  // poll interval is the timeout, so a missed wake-up costs at most one interval.
+  virtual result<bool> wait_for_jobs(std::chrono::milliseconds timeout) = 0;
+
+  // Only one reconciler may touch workers at a time, across processes: a held lock, released when
+  // the returned object is destroyed or the process dies. nullptr when another holder has it.
+  class lock {
+   public:
+    virtual ~lock() = default;
+  };
+  virtual result<std::unique_ptr<lock>> try_reconcile_lock() = 0;
+};
+
+// The schema version this binary knows; a database at a higher one is refused.
+int known_schema_version();
+
+// `path`: the database file (created when missing), in WAL mode.
+result<std::unique_ptr<store>> open_sqlite(const std::string& path);
+// `conninfo`: a libpq connection string; `pool` connections at most.
+result<std::unique_ptr<store>> open_postgres(const std::string& conninfo, size_t pool = 10);
+
+}  // namespace headroom::store

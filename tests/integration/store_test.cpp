@@ -1,0 +1,333 @@
+// The job store on both backends, the same tests: SQLite in a temporary file and a real
+// PostgreSQL server (tests/testenv/postgres_server) on loopback.
+
+#include <gtest/gtest.h>
+#include <signal.h>
+#include <sys/wait.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <atomic>
+#include <filesystem>
+#include <set>
+#include <thread>
+
+#include "adapters/store/store.hpp"
+#include "testenv/cluster_fixture.hpp"
+#include "testenv/postgres_server.hpp"
+
+namespace {
+
+using namespace headroom::store;
+
+headroom::testenv::postgres_server* postgres(std::string& why) {
+  static std::string failure;
+  static std::unique_ptr<headroom::testenv::postgres_server> server = headroom::testenv::postgres_server::start(failure);
+  why = failure;
+  return server.get();
+}
+
+template <class T>
+T ok(result<T> r) {
+  if (auto* e = std::get_if<error>(&r)) {
+    ADD_FAILURE() << e->message;
+    return T{};
+  }
+  return std::move(std::get<T>(r));
+}
+
+job_event event(const std::string& delivery, int64_t id, job_status s, int64_t at, const std::string& labels = "linux,x64") {
+  job_event e;
+  e.delivery_id = delivery;
+  e.change.id = id;
+  e.change.run_id = id * 10;
+  e.change.entity = "acme";
+  e.change.labels = labels;
+  e.change.name = "build <" + std::to_string(id) + ">";
+  e.change.repository = "acme/app";
+  e.change.status = s;
+  e.change.conclusion = s == job_status::completed ? "success" : "";
+  e.at = at;
+  return e;
+}
+
+class store_test : public ::testing::TestWithParam<std::string> {
+ protected:
+  void SetUp() override {
+    static int n = 0;
+    name_ = "store_" + std::to_string(getpid()) + "_" + std::to_string(++n);
+    if (GetParam() == "postgres") {
+      std::string why;
+      pg_ = postgres(why);
+      HEADROOM_REQUIRE_READY(pg_ != nullptr, "PostgreSQL", why);
+      ASSERT_TRUE(pg_->create_database(name_, why)) << why;
+    } else {
+      dir_ = std::filesystem::temp_directory_path() / name_;
+      std::filesystem::create_directories(dir_);
+    }
+  }
+  void TearDown() override {
+    if (!dir_.empty())
+      std::filesystem::remove_all(dir_);
+  }
+  result<std::unique_ptr<store>> open_store() {
+    return GetParam() == "postgres" ? open_postgres(pg_->conninfo(name_), 10) : open_sqlite(dir_ + "/jobs.db");
+  }
+  std::unique_ptr<store> open() { return ok(open_store()); }
+
+  std::string name_, dir_;
+  headroom::testenv::postgres_server* pg_ = nullptr;
+};
+
+TEST_P(store_test, migrations_apply_once_and_a_newer_schema_is_refused) {
+  {
+    auto s = open();
+    ASSERT_TRUE(s);
+    EXPECT_EQ(s->schema_version(), known_schema_version());
+    EXPECT_EQ(std::string{s->backend()}, GetParam());
+  }
+  auto again = open();  // nothing to do the second time
+  ASSERT_TRUE(again);
+  EXPECT_EQ(again->schema_version(), known_schema_version());
+  // A newer headroom migrated this database: this one stops instead of writing to it.
+  ASSERT_EQ(ok(again->record(event("d-0", 1, job_status::pending, 1))), recorded::applied);
+  again.reset();
+  if (GetParam() == "postgres") {
+    auto r = headroom::testenv::run_command({"psql", pg_->conninfo(name_), "-c", "INSERT INTO headroom_schema VALUES (99)"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  } else {
+    auto r = headroom::testenv::run_command({"python3", "-c",
+                                             "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.execute('INSERT INTO headroom_schema VALUES (99)'); c.commit()",
+                                             dir_ + "/jobs.db"});
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+  }
+  auto refused = open_store();
+  ASSERT_TRUE(std::holds_alternative<error>(refused));
+  EXPECT_TRUE(std::get<error>(refused).schema_too_new);
+  EXPECT_NE(std::get<error>(refused).message.find("version 99"), std::string::npos) << std::get<error>(refused).message;
+}
+
+TEST_P(store_test, a_job_moves_forward_only_and_a_redelivery_writes_nothing) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(ok(s->record(event("d-1", 7, job_status::pending, 1000))), recorded::applied);
+  EXPECT_EQ(ok(s->record(event("d-1", 7, job_status::pending, 1001))), recorded::duplicate);
+  EXPECT_EQ(ok(s->record(event("d-2", 7, job_status::running, 2000))), recorded::applied);
+  EXPECT_EQ(ok(s->record(event("d-2", 7, job_status::completed, 2500))), recorded::duplicate) << "the delivery id decides, not the body";
+  EXPECT_EQ(ok(s->record(event("d-3", 7, job_status::completed, 3000))), recorded::applied);
+  EXPECT_EQ(ok(s->record(event("d-4", 7, job_status::running, 4000))), recorded::unchanged) << "never backwards";
+  EXPECT_EQ(ok(s->record(event("d-5", 7, job_status::pending, 5000))), recorded::unchanged);
+  auto j = ok(s->get_job(7));
+  ASSERT_TRUE(j);
+  EXPECT_EQ(j->status, job_status::completed);
+  EXPECT_EQ(j->conclusion, "success");
+  EXPECT_EQ(j->created_at, 1000);
+  EXPECT_EQ(j->updated_at, 3000);
+  EXPECT_EQ(j->name, "build <7>");
+  EXPECT_FALSE(ok(s->advance_job(7, job_status::failed, 6000))) << "completed is final";
+  EXPECT_FALSE(ok(s->advance_job(7, job_status::running, 6000)));
+}
+
+TEST_P(store_test, completed_before_queued_stays_completed) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(ok(s->record(event("late-1", 9, job_status::completed, 1000))), recorded::applied);
+  EXPECT_EQ(ok(s->record(event("late-2", 9, job_status::pending, 900))), recorded::unchanged);
+  EXPECT_EQ(ok(s->get_job(9))->status, job_status::completed);
+  EXPECT_TRUE(ok(s->pending_jobs(10)).empty());
+  // The reconciler fails a job GitHub no longer knows.
+  EXPECT_EQ(ok(s->record(event("q-1", 10, job_status::pending, 1000))), recorded::applied);
+  EXPECT_TRUE(ok(s->advance_job(10, job_status::failed, 2000)));
+  EXPECT_FALSE(ok(s->advance_job(10, job_status::failed, 2001)));
+  EXPECT_EQ(ok(s->get_job(10))->status, job_status::failed);
+}
+
+TEST_P(store_test, pending_jobs_come_oldest_first) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  for (int64_t id : {5, 3, 8, 1})
+    ok(s->record(event("p-" + std::to_string(id), id, job_status::pending, 100 * id)));
+  ok(s->record(event("r-3", 3, job_status::running, 1000)));
+  auto v = ok(s->pending_jobs(10));
+  ASSERT_EQ(v.size(), 3u);
+  EXPECT_EQ(v[0].id, 1);
+  EXPECT_EQ(v[1].id, 5);
+  EXPECT_EQ(v[2].id, 8);
+  EXPECT_EQ(ok(s->pending_jobs(1)).size(), 1u);
+}
+
+TEST_P(store_test, keyset_pages_return_every_job_once_newest_first) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  // 250 jobs, several sharing a created_at (the id breaks the tie).
+  for (int64_t id = 1; id <= 250; ++id)
+    ok(s->record(event("k-" + std::to_string(id), id, job_status::pending, 1000 + id / 3)));
+  std::vector<int64_t> seen;
+  page_query q;
+  q.limit = 100;
+  for (;;) {
+    auto page = ok(s->jobs_page(q));
+    for (const auto& j : page)
+      seen.push_back(j.id);
+    if (page.size() < q.limit)
+      break;
+    q.after_created_at = page.back().created_at;
+    q.after_id = page.back().id;
+  }
+  ASSERT_EQ(seen.size(), 250u);
+  EXPECT_EQ(std::set<int64_t>(seen.begin(), seen.end()).size(), 250u);
+  EXPECT_EQ(seen.front(), 250);
+  EXPECT_EQ(seen.back(), 1);
+  page_query window;
+  window.since = 1010;
+  window.until = 1020;
+  auto in_window = ok(s->jobs_page(window));
+  EXPECT_EQ(in_window.size(), 30u);
+  for (const auto& j : in_window)
+    EXPECT_TRUE(j.created_at >= 1010 && j.created_at < 1020);
+}
+
+TEST_P(store_test, workers_move_forward_keep_why_they_failed_and_are_never_reused) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  worker w;
+  w.name = "acme-linux-1";
+  w.entity = "acme";
+  w.labels = "linux,x64";
+  w.created_at = 100;
+  EXPECT_TRUE(ok(s->add_worker(w)));
+  EXPECT_FALSE(ok(s->add_worker(w))) << "a name is unique forever";
+  EXPECT_TRUE(ok(s->advance_worker(w.name, worker_status::running, "", 200)));
+  EXPECT_TRUE(ok(s->advance_worker(w.name, worker_status::failed, "runner_never_registered: 120 s after Running", 300)));
+  EXPECT_FALSE(ok(s->advance_worker(w.name, worker_status::running, "", 400)));
+  EXPECT_FALSE(ok(s->advance_worker(w.name, worker_status::completed, "", 400)));
+  w.name = "acme-linux-2";
+  w.created_at = 150;
+  ok(s->add_worker(w));
+  auto v = ok(s->workers_page({}));
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_EQ(v[0].name, "acme-linux-2");
+  EXPECT_EQ(v[1].status, worker_status::failed);
+  EXPECT_EQ(v[1].failure_info, "runner_never_registered: 120 s after Running");
+  page_query next;
+  next.after_created_at = v[0].created_at;
+  next.after_name = v[0].name;
+  auto rest = ok(s->workers_page(next));
+  ASSERT_EQ(rest.size(), 1u);
+  EXPECT_EQ(rest[0].name, "acme-linux-1");
+}
+
+TEST_P(store_test, concurrent_deliveries_each_record_once) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  std::atomic<int> applied{0}, duplicate{0}, failed{0};
+  std::vector<std::thread> threads;
+  for (int t = 0; t < 8; ++t)
+    threads.emplace_back([&, t] {
+      for (int i = 0; i < 50; ++i) {
+        // Every thread delivers the same 50 deliveries (a redelivery storm) plus 50 of its own.
+        for (const auto& e : {event("shared-" + std::to_string(i), 1000 + i, job_status::pending, i),
+                              event("own-" + std::to_string(t) + "-" + std::to_string(i), 2000 + t * 100 + i, job_status::pending, i)}) {
+          auto r = s->record(e);
+          if (std::holds_alternative<error>(r))
+            ++failed;
+          else if (std::get<recorded>(r) == recorded::applied)
+            ++applied;
+          else if (std::get<recorded>(r) == recorded::duplicate)
+            ++duplicate;
+        }
+      }
+    });
+  for (auto& th : threads)
+    th.join();
+  EXPECT_EQ(failed.load(), 0);
+  EXPECT_EQ(applied.load(), 50 + 8 * 50);
+  EXPECT_EQ(duplicate.load(), 7 * 50);
+  EXPECT_EQ(ok(s->pending_jobs(1000)).size(), 450u);
+}
+
+TEST_P(store_test, a_delivery_that_changes_a_job_wakes_the_reconciler_and_a_redelivery_does_not) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  EXPECT_FALSE(ok(s->wait_for_jobs(std::chrono::milliseconds(50)))) << "nothing happened yet";  // (and LISTEN is set up)
+  std::atomic<bool> woke{false};
+  const auto start = std::chrono::steady_clock::now();
+  std::chrono::steady_clock::duration took{};
+  std::thread waiter([&] {
+    woke = ok(s->wait_for_jobs(std::chrono::seconds(10)));
+    took = std::chrono::steady_clock::now() - start;
+  });
+  std::this_thread::sleep_for(std::chrono::milliseconds(200));
+  ASSERT_EQ(ok(s->record(event("wake-1", 1, job_status::pending, 1))), recorded::applied);
+  waiter.join();
+  EXPECT_TRUE(woke.load());
+  EXPECT_LT(took, std::chrono::seconds(5)) << "woken by the change, not by the timeout";
+  ASSERT_EQ(ok(s->record(event("wake-1", 1, job_status::pending, 1))), recorded::duplicate);
+  EXPECT_FALSE(ok(s->wait_for_jobs(std::chrono::milliseconds(300)))) << "a redelivery changed nothing";
+}
+
+// Two processes on one database: only one holds the reconcile lock; it passes on when the holder
+// exits (here: killed, as a crashed headroom would be).
+TEST_P(store_test, only_one_process_holds_the_reconcile_lock) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  int held[2], release[2];
+  ASSERT_EQ(pipe(held), 0);
+  ASSERT_EQ(pipe(release), 0);
+  const pid_t child = fork();
+  ASSERT_GE(child, 0);
+  if (child == 0) {
+    auto other = open_store();
+    if (!std::holds_alternative<std::unique_ptr<store>>(other))
+      _exit(3);
+    auto l = std::get<std::unique_ptr<store>>(other)->try_reconcile_lock();
+    if (!std::holds_alternative<std::unique_ptr<store::lock>>(l) || !std::get<std::unique_ptr<store::lock>>(l))
+      _exit(4);
+    char c = 'x';
+    if (write(held[1], &c, 1) != 1)
+      _exit(5);
+    [[maybe_unused]] auto n = read(release[0], &c, 1);  // until the parent says so (or dies)
+    _exit(0);
+  }
+  char c = 0;
+  ASSERT_EQ(read(held[0], &c, 1), 1) << "the other process did not take the lock";
+  auto mine = ok(s->try_reconcile_lock());
+  EXPECT_FALSE(mine) << "two reconcilers at once";
+  kill(child, SIGKILL);
+  int status = 0;
+  waitpid(child, &status, 0);
+  std::unique_ptr<store::lock> got;
+  EXPECT_TRUE(headroom::testenv::eventually([&] { return (got = ok(s->try_reconcile_lock())) != nullptr; }, std::chrono::seconds(10)))
+      << "the lock did not pass on after its holder died";
+  auto second = ok(s->try_reconcile_lock());
+  EXPECT_FALSE(second) << "held by this process now: nobody else gets it";
+  got.reset();
+  EXPECT_TRUE(ok(s->try_reconcile_lock()) != nullptr) << "released";
+  for (int fd : {held[0], held[1], release[0], release[1]})
+    close(fd);
+}
+
+INSTANTIATE_TEST_SUITE_P(backends, store_test, ::testing::Values("sqlite", "postgres"),
+                         [](const auto& info) { return info.param; });
+
+// PostgreSQL restarted under a live store: calls fail while it is down (nothing half-written),
+// and the pool reconnects by itself once it is back.
+TEST(store_postgres, a_restarted_server_is_reconnected_and_nothing_is_lost) {
+  std::string why;
+  auto* pg = postgres(why);
+  HEADROOM_REQUIRE_READY(pg != nullptr, "PostgreSQL", why);
+  const std::string db = "restart_" + std::to_string(getpid());
+  ASSERT_TRUE(pg->create_database(db, why)) << why;
+  auto s = ok(open_postgres(pg->conninfo(db), 4));
+  ASSERT_TRUE(s);
+  ASSERT_EQ(ok(s->record(event("before", 1, job_status::pending, 1))), recorded::applied);
+  pg->stop();
+  EXPECT_TRUE(std::holds_alternative<error>(s->record(event("during", 2, job_status::pending, 2))));
+  ASSERT_TRUE(pg->restart(why)) << why;
+  EXPECT_EQ(ok(s->record(event("after", 3, job_status::pending, 3))), recorded::applied);
+  EXPECT_EQ(ok(s->record(event("before", 1, job_status::pending, 1))), recorded::duplicate) << "the first delivery survived";
+  EXPECT_FALSE(ok(s->get_job(2)).has_value()) << "the failed delivery wrote nothing";
+  EXPECT_EQ(ok(s->pending_jobs(10)).size(), 2u);
+}
+
+}  // namespace
