@@ -117,7 +117,8 @@ caf::actor spawn_event_recorder(caf::actor_system& sys, std::shared_ptr<const ev
             return;
           const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
           if (call->create) {
-            // AlreadyExists: the name was taken (a clock step back); the Event is not ours to count.
+            // A failed create (AlreadyExists after a clock step back included) is forgotten: the
+            // next occurrence creates a new Event.
             s.book.created(call->ns, call->name, r.ok);
             count(self, r.ok ? "created" : "failed");
             if (!r.ok)

@@ -256,6 +256,8 @@ decoded<workflow_job_event> decode_workflow_job(std::string_view json) {
             e.conclusion = str(y);
           else if (k2 == "runner_name")
             e.runner_name = str(y);
+          else if (k2 == "name")
+            e.name = str(y);
         });
       } else if (k == "repository") {
         fields(x, [&](std::string_view k2, od::value y) {

@@ -39,6 +39,7 @@ struct workflow_job_event {
   int64_t job_id = 0, run_id = 0, runner_id = 0;
   std::vector<std::string> labels;
   std::string status, conclusion, runner_name, repository, organization;
+  std::string name;  // the job's name (attacker-controlled text: escape it wherever it is shown)
 };
 
 // Actions Service objects (the reference's section 2), with the fields headroom uses.

@@ -1,10 +1,9 @@
 #include "adapters/k8s/events.hpp"
 
 #include <algorithm>
-#include <cmath>
 #include <cstdio>
-#include <ctime>
 
+#include "adapters/k8s/time.hpp"
 #include "runtime/log.hpp"
 
 namespace headroom::k8s {
@@ -42,19 +41,6 @@ std::string series_key(const event_record& e, std::string_view note) {
 
 std::string event_namespace(const object_reference& ref) { return ref.ns.empty() ? "default" : ref.ns; }
 
-std::string format_micro_time(double seconds) {
-  const auto whole = static_cast<std::time_t>(std::floor(seconds));
-  auto micros = static_cast<long>(std::lround((seconds - static_cast<double>(whole)) * 1e6));
-  if (micros >= 1'000'000)
-    micros = 999'999;
-  std::tm tm{};
-  gmtime_r(&whole, &tm);
-  char buf[96];
-  std::snprintf(buf, sizeof buf, "%04d-%02d-%02dT%02d:%02d:%02d.%06ldZ", tm.tm_year + 1900, tm.tm_mon + 1, tm.tm_mday,
-                tm.tm_hour, tm.tm_min, tm.tm_sec, micros);
-  return buf;
-}
-
 std::string encode_event(const event_record& e, std::string_view name, double event_time,
                          std::string_view reporting_controller, std::string_view reporting_instance) {
   using runtime::json_escape;
@@ -67,7 +53,7 @@ std::string encode_event(const event_record& e, std::string_view name, double ev
     regarding += ",\"uid\":" + json_escape(r.uid);
   regarding += "}";
   return "{\"apiVersion\":\"events.k8s.io/v1\",\"kind\":\"Event\",\"metadata\":{\"name\":" + json_escape(name) +
-         ",\"namespace\":" + json_escape(event_namespace(r)) + "},\"eventTime\":\"" + format_micro_time(event_time) +
+         ",\"namespace\":" + json_escape(event_namespace(r)) + "},\"eventTime\":\"" + format_rfc3339(event_time, 6) +
          "\",\"reportingController\":" + json_escape(cut(reporting_controller, max_short)) +
          ",\"reportingInstance\":" + json_escape(cut(reporting_instance, max_short)) +
          ",\"action\":" + json_escape(cut(e.action, max_short)) + ",\"reason\":" + json_escape(cut(e.reason, max_short)) +
@@ -76,7 +62,7 @@ std::string encode_event(const event_record& e, std::string_view name, double ev
 }
 
 std::string encode_series_patch(int64_t count, double last_observed) {
-  return "{\"series\":{\"count\":" + std::to_string(count) + ",\"lastObservedTime\":\"" + format_micro_time(last_observed) +
+  return "{\"series\":{\"count\":" + std::to_string(count) + ",\"lastObservedTime\":\"" + format_rfc3339(last_observed, 6) +
          "\"}}";
 }
 

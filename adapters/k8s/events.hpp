@@ -47,9 +47,6 @@ std::string encode_event(const event_record& e, std::string_view name, double ev
 // The merge patch that sets an Event's series (count ≥ 2).
 std::string encode_series_patch(int64_t count, double last_observed);
 
-// "2026-11-23T14:00:00.250000Z"
-std::string format_micro_time(double seconds);
-
 class event_book {
  public:
   using time_point = std::chrono::steady_clock::time_point;

@@ -51,6 +51,14 @@ class sql_store : public store {
   result<std::vector<worker>> workers_page(const page_query& q) override;
 
  protected:
+  // Runs `body(connection&, T& out)` in one transaction; `out`, or what failed.
+  template <class T, class Body>
+  result<T> in_transaction(Body&& body) {
+    T out{};
+    if (auto e = transact([&](connection& c) { return body(c, out); }))
+      return *e;
+    return out;
+  }
   // Runs `fn` in one transaction on one connection: committed when it returns nullopt, rolled back
   // when it returns an error (or a statement failed).
   virtual std::optional<error> transact(const std::function<std::optional<error>(connection&)>& fn) = 0;

@@ -1,6 +1,8 @@
 // GCC 12 reports a std::string inside a std::variant built from an initializer list as "maybe
 // uninitialized" at -O2 (a known false positive of its variant analysis); nothing here is.
+#if defined(__GNUC__) && !defined(__clang__)
 #pragma GCC diagnostic ignored "-Wmaybe-uninitialized"
+#endif
 
 #include <algorithm>
 #include <climits>
@@ -67,6 +69,24 @@ std::optional<error> run(detail::connection& c, const std::string& sql, const st
   if (out)
     *out = std::move(std::get<detail::rows>(r));
   return std::nullopt;
+}
+
+// One keyset page, newest first: `select` over created_at and then `key`, after the previous
+// page's last (created_at, key) when the query has one; an index seek, never an OFFSET.
+std::optional<error> page(detail::connection& c, const std::string& select, const char* key, detail::value after_key,
+                          const page_query& q, detail::rows& out) {
+  std::vector<detail::value> params{q.since, q.until};
+  std::string after;
+  if (q.after_created_at) {
+    after = std::string{" AND (created_at, "} + key + ") < ($3, $4)";
+    params.push_back(*q.after_created_at);
+    params.push_back(std::move(after_key));
+  }
+  params.push_back(static_cast<int64_t>(q.limit));
+  return run(c,
+             select + " WHERE created_at >= $1 AND created_at < $2" + after + " ORDER BY created_at DESC, " + key + " DESC LIMIT $" +
+                 std::to_string(params.size()),
+             params, &out);
 }
 
 }  // namespace
@@ -184,134 +204,76 @@ result<recorded> sql_store::record(const job_event& e) {
 }
 
 result<bool> sql_store::advance_job(int64_t id, job_status to, int64_t at) {
-  bool moved = false;
-  auto failed = transact([&](connection& c) -> std::optional<error> {
+  return in_transaction<bool>([&](connection& c, bool& moved) -> std::optional<error> {
     rows r;
-    if (auto e = run(c, "UPDATE jobs SET status = $1, updated_at = $2 WHERE id = $3 AND " + rank_sql("status", job_states) + " < $4",
-                     {std::string{to_string(to)}, at, id, int64_t{rank(to)}}, &r))
-      return e;
+    auto e = run(c, "UPDATE jobs SET status = $1, updated_at = $2 WHERE id = $3 AND " + rank_sql("status", job_states) + " < $4",
+                 {std::string{to_string(to)}, at, id, int64_t{rank(to)}}, &r);
     moved = r.affected > 0;
-    return std::nullopt;
+    return e;
   });
-  if (failed)
-    return *failed;
-  return moved;
 }
 
 result<std::optional<job>> sql_store::get_job(int64_t id) {
-  std::optional<job> out;
-  auto failed = transact([&](connection& c) -> std::optional<error> {
+  return in_transaction<std::optional<job>>([&](connection& c, std::optional<job>& out) -> std::optional<error> {
     rows r;
-    if (auto e = run(c, "SELECT " + job_columns + " FROM jobs WHERE id = $1", {id}, &r))
-      return e;
+    auto e = run(c, "SELECT " + job_columns + " FROM jobs WHERE id = $1", {id}, &r);
     if (!r.data.empty())
       out = job_of(r.data[0]);
-    return std::nullopt;
+    return e;
   });
-  if (failed)
-    return *failed;
-  return out;
 }
 
 result<std::vector<job>> sql_store::pending_jobs(size_t limit) {
-  std::vector<job> out;
-  auto failed = transact([&](connection& c) -> std::optional<error> {
+  return in_transaction<std::vector<job>>([&](connection& c, std::vector<job>& out) -> std::optional<error> {
     rows r;
-    if (auto e = run(c, "SELECT " + job_columns + " FROM jobs WHERE status = 'pending' ORDER BY created_at, id LIMIT $1",
-                     {static_cast<int64_t>(limit)}, &r))
-      return e;
+    auto e = run(c, "SELECT " + job_columns + " FROM jobs WHERE status = 'pending' ORDER BY created_at, id LIMIT $1",
+                 {static_cast<int64_t>(limit)}, &r);
     for (const auto& row : r.data)
       out.push_back(job_of(row));
-    return std::nullopt;
+    return e;
   });
-  if (failed)
-    return *failed;
-  return out;
 }
 
 result<std::vector<job>> sql_store::jobs_page(const page_query& q) {
-  std::vector<job> out;
-  auto failed = transact([&](connection& c) -> std::optional<error> {
+  return in_transaction<std::vector<job>>([&](connection& c, std::vector<job>& out) -> std::optional<error> {
     rows r;
-    std::vector<detail::value> params{q.since, q.until};
-    std::string after;
-    if (q.after_created_at) {
-      after = " AND (created_at, id) < ($3, $4)";
-      params.insert(params.end(), {*q.after_created_at, q.after_id});
-    }
-    params.push_back(static_cast<int64_t>(q.limit));
-    if (auto e = run(c,
-                     "SELECT " + job_columns + " FROM jobs WHERE created_at >= $1 AND created_at < $2" + after +
-                         " ORDER BY created_at DESC, id DESC LIMIT $" + std::to_string(params.size()),
-                     params, &r))
-      return e;
+    auto e = page(c, "SELECT " + job_columns + " FROM jobs", "id", detail::value{q.after_id}, q, r);
     for (const auto& row : r.data)
       out.push_back(job_of(row));
-    return std::nullopt;
+    return e;
   });
-  if (failed)
-    return *failed;
-  return out;
 }
 
 result<bool> sql_store::add_worker(const worker& w) {
-  bool added = false;
-  auto failed = transact([&](connection& c) -> std::optional<error> {
+  return in_transaction<bool>([&](connection& c, bool& added) -> std::optional<error> {
     rows r;
-    if (auto e = run(c,
-                     "INSERT INTO workers (" + worker_columns +
-                         ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (name) DO NOTHING",
-                     {w.name, w.entity, w.labels, w.job_id, w.runner_id, std::string{to_string(w.status)}, w.failure_info, w.created_at},
-                     &r))
-      return e;
+    auto e = run(c, "INSERT INTO workers (" + worker_columns + ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $8) ON CONFLICT (name) DO NOTHING",
+                 {w.name, w.entity, w.labels, w.job_id, w.runner_id, std::string{to_string(w.status)}, w.failure_info, w.created_at}, &r);
     added = r.affected > 0;
-    return std::nullopt;
+    return e;
   });
-  if (failed)
-    return *failed;
-  return added;
 }
 
 result<bool> sql_store::advance_worker(const std::string& name, worker_status to, const std::string& failure_info, int64_t at) {
-  bool moved = false;
-  auto failed = transact([&](connection& c) -> std::optional<error> {
+  return in_transaction<bool>([&](connection& c, bool& moved) -> std::optional<error> {
     rows r;
-    if (auto e = run(c,
-                     "UPDATE workers SET status = $1, failure_info = $2, updated_at = $3 WHERE name = $4 AND " +
-                         rank_sql("status", worker_states) + " < $5",
-                     {std::string{to_string(to)}, failure_info, at, name, int64_t{rank(to)}}, &r))
-      return e;
+    auto e = run(c,
+                 "UPDATE workers SET status = $1, failure_info = $2, updated_at = $3 WHERE name = $4 AND " +
+                     rank_sql("status", worker_states) + " < $5",
+                 {std::string{to_string(to)}, failure_info, at, name, int64_t{rank(to)}}, &r);
     moved = r.affected > 0;
-    return std::nullopt;
+    return e;
   });
-  if (failed)
-    return *failed;
-  return moved;
 }
 
 result<std::vector<worker>> sql_store::workers_page(const page_query& q) {
-  std::vector<worker> out;
-  auto failed = transact([&](connection& c) -> std::optional<error> {
+  return in_transaction<std::vector<worker>>([&](connection& c, std::vector<worker>& out) -> std::optional<error> {
     rows r;
-    std::vector<detail::value> params{q.since, q.until};
-    std::string after;
-    if (q.after_created_at) {
-      after = " AND (created_at, name) < ($3, $4)";
-      params.insert(params.end(), {*q.after_created_at, q.after_name});
-    }
-    params.push_back(static_cast<int64_t>(q.limit));
-    if (auto e = run(c,
-                     "SELECT " + worker_columns + " FROM workers WHERE created_at >= $1 AND created_at < $2" + after +
-                         " ORDER BY created_at DESC, name DESC LIMIT $" + std::to_string(params.size()),
-                     params, &r))
-      return e;
+    auto e = page(c, "SELECT " + worker_columns + " FROM workers", "name", detail::value{q.after_name}, q, r);
     for (const auto& row : r.data)
       out.push_back(worker_of(row));
-    return std::nullopt;
+    return e;
   });
-  if (failed)
-    return *failed;
-  return out;
 }
 
 }  // namespace detail

@@ -89,7 +89,10 @@ for mode in "${modes[@]}"; do
 done
 "$helm" install hr "$chart" -n headroom-system -f "$chart/ci/gates-values.yaml" --wait=false >"$work/install.log" 2>&1 ||
   { cat "$work/install.log"; fail "helm install (gates)"; }
-"$helm" status hr -n headroom-system | grep -q "STATUS: deployed" || fail "helm status"
+# Captured first: with pipefail, `helm status | grep -q` fails when grep exits before helm has
+# written everything (SIGPIPE), which CI hit once.
+release_status=$("$helm" status hr -n headroom-system) || fail "helm status"
+grep -q "STATUS: deployed" <<<"$release_status" || fail "helm status: $release_status"
 "$kubectl" get mutatingwebhookconfiguration hr-headroom-queue-gate >/dev/null || fail "the webhook configuration is missing"
 
 # Least privilege, asked of the API server as the ServiceAccount (SubjectAccessReview through

@@ -84,8 +84,9 @@ done
 
 curl -sf -X POST "$control/bootstrap?cluster=agent-test" -d '{"requestId":"b-1","requirements":[{"key":"zone","operator":"OPERATOR_IN","values":["a"]}]}' >/dev/null ||
   fail "posting a bootstrap request"
-for _ in $(seq 100); do curl -sf "$control/state" | grep -q 'unknown placeholder' && break; sleep 0.1; done
-curl -sf "$control/state" | grep -q 'unknown placeholder {{no_such_field}}' || fail "the template's render error did not reach the shard"
+# (Captured, then matched: `curl | grep -q` under pipefail fails when grep exits before curl is done.)
+for _ in $(seq 100); do state=$(curl -sf "$control/state" || true); grep -q 'unknown placeholder' <<<"$state" && break; sleep 0.1; done
+grep -q 'unknown placeholder {{no_such_field}}' <<<"$state" || fail "the template's render error did not reach the shard"
 kill -0 "$agent" || fail "headroom exited after a bad template"
 
 # The flow's policy buffers are on /metrics.
