@@ -140,8 +140,8 @@ bool run(env& e, const char* mode, bool repoll, int cycles) {
   s.proactive = static_cast<int>(pool);
   s.repoll = repoll;
   world w{e, s};
-  if (!w.sim) {
-    std::cerr << "runner simulator: " << w.why << "\n";
+  if (!w.sim || !w.identity) {
+    std::cerr << "runner simulator or the chart's identity: " << w.why << "\n";
     return false;
   }
   w.start();
