@@ -15,6 +15,7 @@
 #include "actors/k8s/event_recorder.hpp"
 #include "app/gates.hpp"
 #include "app/reactive.hpp"
+#include "app/scheduler.hpp"
 #include "app/scale_sets.hpp"
 #include "actors/leadership/leadership_gate.hpp"
 #include "adapters/k8s/client.hpp"
@@ -44,6 +45,8 @@ struct cluster_services {
   std::shared_ptr<reactive_services> reactive;
   // Gate-controlled scheduling: the pod and Queue informers, the webhook's options.
   std::shared_ptr<gates_services> gates;
+  // Webhook-driven scheduling: the job store, GitHub's REST client, the informers.
+  std::shared_ptr<scheduler_services> scheduler;
   // The event_recorder's relay: every mode's actors send it msg::k8s_event.
   caf::actor events;
 
@@ -58,6 +61,8 @@ struct cluster_services {
       sets->stop();
     if (gates)
       gates->stop();
+    if (scheduler)
+      scheduler->stop();
     io.reset();
     reactive.reset();
   }
@@ -220,12 +225,14 @@ runtime::child_spec acting_subtree(const runtime::config& cfg, const settings& m
     children.push_back(reactive_subtree(cfg, svc->reactive, m, ready));
   if (svc && svc->gates)
     children.push_back(gates_subtree(cfg, svc->gates, m, ready));
+  if (svc && svc->scheduler)
+    children.push_back(scheduler_subtree(cfg, svc->scheduler, m, ready));
   return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "acting", &m, &ready), std::move(children));
 }
 
 }  // namespace
 
-std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config& cfg, const settings& modes, caf::actor_system& sys,
+std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runtime::config& cfg, const settings& modes, caf::actor_system& sys,
                                                            runtime::metrics& m, runtime::readiness& ready) {
   runtime::agent_plan plan;
   std::optional<k8s::connection> conn;
@@ -254,6 +261,8 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
       return std::string{"reactive.targets: reactive scaling needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
     if (modes.gates.enabled)
       return std::string{"gates.enabled: gate-controlled scheduling needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
+    if (modes.scheduler.enabled)
+      return std::string{"scheduler.enabled: runner scheduling needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
     runtime::log::info("agent", "no cluster configured", {{"hint", "set kubernetes.kubeconfig, --kubeconfig or run in a Pod"}});
     plan.children.push_back(acting_subtree(cfg, modes, nullptr, m, ready));
     return plan;
@@ -296,6 +305,15 @@ std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config
     // Every replica serves the webhook: the API server calls whichever one the Service picks.
     if (svc->gates->webhook)
       plan.children.push_back(gates_webhook_child(svc->gates));
+  }
+  if (modes.scheduler.enabled) {
+    svc->scheduler = std::make_shared<scheduler_services>();
+    svc->scheduler->events = svc->events;
+    bool schema_too_new = false;
+    if (auto problem = prepare_scheduler(modes, runtime::process_env(), *svc->api, *svc->io, m, *svc->scheduler, schema_too_new))
+      return runtime::start_failure{*problem, schema_too_new ? 2 : 1};
+    // Every replica takes webhooks and serves the dashboards; only the leader reconciles.
+    plan.children.push_back(scheduler_http_child(svc->scheduler));
   }
   plan.services = svc;
 

@@ -14,7 +14,7 @@ namespace headroom::app {
 // per cluster and only it runs `acting`; SIGTERM releases the Lease first so a standby takes
 // over at its next retry. Without a cluster, or with leaderElection.enabled false, `acting` runs
 // directly. Later work adds the scale-set and BigFleet supervisors under `acting`.
-std::variant<runtime::agent_plan, std::string> build_agent(const runtime::config& cfg, const settings& modes, caf::actor_system& sys,
+std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runtime::config& cfg, const settings& modes, caf::actor_system& sys,
                                                            runtime::metrics& m, runtime::readiness& ready);
 
 }  // namespace headroom::app

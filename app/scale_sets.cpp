@@ -88,6 +88,15 @@ std::optional<std::string> quantity(const std::string& text, const std::string& 
   return std::nullopt;
 }
 
+std::string process_token() {
+  std::random_device rd;
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", rd());
+  return buf;
+}
+
+}  // namespace
+
 std::string read_text(const std::string& path, std::string& error, const std::string& what) {
   std::ifstream in{path};
   if (!in) {
@@ -99,14 +108,57 @@ std::string read_text(const std::string& path, std::string& error, const std::st
   return ss.str();
 }
 
-std::string process_token() {
-  std::random_device rd;
-  char buf[9];
-  std::snprintf(buf, sizeof buf, "%08x", rd());
-  return buf;
+std::optional<std::string> apply_runner(const runner_section& r, const std::string& at, scale_set_spec& s) {
+  s.runner_cpu = r.cpu;
+  s.runner_memory = r.memory;
+  int64_t v = 0;
+  if (auto e = quantity(r.cpu, at + ".resources.cpu", v, true))
+    return *e;
+  s.runner_requests.cpu_milli = v;
+  if (auto e = quantity(r.memory, at + ".resources.memory", v, false))
+    return *e;
+  s.runner_requests.memory = v;
+  s.runner_image = r.image;
+  s.runner_command = r.command;
+  s.node_selector = r.node_selector;
+  for (const auto& t : r.tolerations)
+    s.tolerations.push_back(k8s::toleration{t.key, t.op, t.value, t.effect, std::nullopt});
+  s.service_account = r.service_account;
+  return std::nullopt;
 }
 
-}  // namespace
+std::variant<github::credentials, std::string> github_credentials(const std::map<std::string, std::string>& env) {
+  auto get = [&env](const char* name) -> std::string {
+    auto it = env.find(name);
+    return it == env.end() ? std::string{} : it->second;
+  };
+  github::credentials creds;
+  creds.personal_access_token = get("HEADROOM_GITHUB_TOKEN");
+  creds.app_id = get("HEADROOM_GITHUB_APP_ID");
+  if (!creds.app_id.empty()) {
+    const auto inst = get("HEADROOM_GITHUB_APP_INSTALLATION_ID");
+    try {
+      creds.installation_id = std::stoll(inst);
+    } catch (...) {
+      return "HEADROOM_GITHUB_APP_INSTALLATION_ID: expected the App installation's number, found '" + inst + "'";
+    }
+    creds.private_key_pem = get("HEADROOM_GITHUB_APP_PRIVATE_KEY");
+    if (creds.private_key_pem.empty() && !get("HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE").empty()) {
+      std::string error;
+      creds.private_key_pem = read_text(get("HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE"), error, "HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE");
+      if (!error.empty())
+        return error;
+    }
+    if (creds.private_key_pem.empty())
+      return "HEADROOM_GITHUB_APP_PRIVATE_KEY or HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE: required with HEADROOM_GITHUB_APP_ID";
+  }
+  if (creds.personal_access_token.empty() && creds.app_id.empty())
+    return "GitHub credentials: set HEADROOM_GITHUB_TOKEN, or HEADROOM_GITHUB_APP_ID with its installation id and private key";
+  auto& secrets = runtime::secret_registry::global();
+  secrets.add(creds.personal_access_token);
+  secrets.add(creds.private_key_pem);
+  return creds;
+}
 
 std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, size_t index) {
   const std::string at = "scaleSets[" + std::to_string(index) + "]";
@@ -123,29 +175,17 @@ std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, 
   s.proactive_capacity = c.capacity_aware.proactive_capacity;
   s.recalculate_interval = c.capacity_aware.recalculate_interval;
   s.placeholder_ready_timeout = c.capacity_aware.placeholder_ready_timeout;
-  s.runner_cpu = c.runner.cpu;
-  s.runner_memory = c.runner.memory;
   s.workflow_cpu = c.capacity_aware.workflow_cpu;
   s.workflow_memory = c.capacity_aware.workflow_memory;
+  if (auto e = apply_runner(c.runner, at + ".runner", s))
+    return *e;
   int64_t v = 0;
-  if (auto e = quantity(c.runner.cpu, at + ".runner.resources.cpu", v, true))
-    return *e;
-  s.runner_requests.cpu_milli = v;
-  if (auto e = quantity(c.runner.memory, at + ".runner.resources.memory", v, false))
-    return *e;
-  s.runner_requests.memory = v;
   if (auto e = quantity(c.capacity_aware.workflow_cpu, at + ".capacityAware.workflowResources.cpu", v, true))
     return *e;
   s.workflow_requests.cpu_milli = v;
   if (auto e = quantity(c.capacity_aware.workflow_memory, at + ".capacityAware.workflowResources.memory", v, false))
     return *e;
   s.workflow_requests.memory = v;
-  s.runner_image = c.runner.image;
-  s.runner_command = c.runner.command;
-  s.node_selector = c.runner.node_selector;
-  for (const auto& t : c.runner.tolerations)
-    s.tolerations.push_back(k8s::toleration{t.key, t.op, t.value, t.effect, std::nullopt});
-  s.service_account = c.runner.service_account;
   s.placeholder_image = c.capacity_aware.placeholder_image;
   s.placeholder_command = c.capacity_aware.placeholder_command;
   s.health_check.interval = c.health.interval;
@@ -174,31 +214,11 @@ std::optional<std::string> prepare_scale_sets(const settings& cfg, const std::ma
   auto where = github::parse_config_url(cfg.github.config_url);
   if (auto* e = std::get_if<std::string>(&where))
     return "github.configUrl: " + *e;
-  github::credentials creds;
-  creds.personal_access_token = get("HEADROOM_GITHUB_TOKEN");
-  creds.app_id = get("HEADROOM_GITHUB_APP_ID");
-  if (!creds.app_id.empty()) {
-    const auto inst = get("HEADROOM_GITHUB_APP_INSTALLATION_ID");
-    try {
-      creds.installation_id = std::stoll(inst);
-    } catch (...) {
-      return "HEADROOM_GITHUB_APP_INSTALLATION_ID: expected the App installation's number, found '" + inst + "'";
-    }
-    creds.private_key_pem = get("HEADROOM_GITHUB_APP_PRIVATE_KEY");
-    if (creds.private_key_pem.empty() && !get("HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE").empty()) {
-      std::string error;
-      creds.private_key_pem = read_text(get("HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE"), error, "HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE");
-      if (!error.empty())
-        return error;
-    }
-    if (creds.private_key_pem.empty())
-      return "HEADROOM_GITHUB_APP_PRIVATE_KEY or HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE: required with HEADROOM_GITHUB_APP_ID";
-  }
-  if (creds.personal_access_token.empty() && creds.app_id.empty())
-    return "GitHub credentials: set HEADROOM_GITHUB_TOKEN, or HEADROOM_GITHUB_APP_ID with its installation id and private key";
+  auto creds_or = github_credentials(env);
+  if (auto* e = std::get_if<std::string>(&creds_or))
+    return *e;
+  const auto& creds = std::get<github::credentials>(creds_or);
   auto& secrets = runtime::secret_registry::global();
-  secrets.add(creds.personal_access_token);
-  secrets.add(creds.private_key_pem);
   github::actions_options gopts;
   if (!cfg.github.ca_file.empty()) {
     std::string error;

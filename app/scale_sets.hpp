@@ -46,6 +46,15 @@ std::optional<std::string> prepare_scale_sets(const settings& cfg, const std::ma
 runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const settings& modes, std::shared_ptr<scale_set_services> svc,
                                        runtime::metrics& m, runtime::readiness& ready);
 
+// A runner pod template into a spec (quantities checked); an error names the key under `at`.
+std::optional<std::string> apply_runner(const runner_section& r, const std::string& at, scale_set_spec& s);
+
+// GitHub credentials from the environment (HEADROOM_GITHUB_TOKEN, or the App's three), registered as secrets.
+std::variant<github::credentials, std::string> github_credentials(const std::map<std::string, std::string>& env);
+
+// A file's text; `error` names `what` and the path when it cannot be read.
+std::string read_text(const std::string& path, std::string& error, const std::string& what);
+
 // Builds a scale set's spec from its configuration; an error names the key.
 std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, size_t index);
 

@@ -20,6 +20,54 @@ bool valid_scale_set_name(const std::string& n) {
   return std::all_of(n.begin(), n.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
 }
 
+// A runner pod template (scale sets' `runner`, the scheduler's `runner`).
+void read_runner(const YAML::Node& node, const std::string& where, runner_section& out, bool extended) {
+  std::set<std::string> keys{"image", "command", "resources", "nodeSelector", "tolerations", "serviceAccountName"};
+  if (extended)
+    keys.insert({"slotResource", "activeDeadlineSeconds"});
+  config_section rs{node, where, keys};
+  if (auto v = rs.read_string("image"))
+    out.image = *v;
+  if (rs.get("command"))
+    out.command = rs.read_strings("command");
+  if (auto res = rs.get("resources")) {
+    config_section q{*res, rs.path("resources"), {"cpu", "memory"}};
+    if (auto v = q.read_string("cpu"))
+      out.cpu = *v;
+    if (auto v = q.read_string("memory"))
+      out.memory = *v;
+  }
+  out.node_selector = rs.read_string_map("nodeSelector");
+  if (auto tl = rs.get("tolerations")) {
+    if (!tl->IsSequence())
+      config_fail(rs.path("tolerations"), "expected a list, found " + yaml_kind(*tl));
+    for (size_t i = 0; i < tl->size(); ++i) {
+      config_section t{(*tl)[i], rs.path("tolerations") + "[" + std::to_string(i) + "]", {"key", "operator", "value", "effect"}};
+      toleration_section tol;
+      if (auto v = t.read_string("key"))
+        tol.key = *v;
+      if (auto v = t.read_string("operator"))
+        tol.op = *v;
+      if (tol.op != "Equal" && tol.op != "Exists")
+        config_fail(t.path("operator"), "expected Equal or Exists, found '" + tol.op + "'");
+      if (auto v = t.read_string("value"))
+        tol.value = *v;
+      if (auto v = t.read_string("effect"))
+        tol.effect = *v;
+      out.tolerations.push_back(std::move(tol));
+    }
+  }
+  if (auto v = rs.read_string("serviceAccountName"))
+    out.service_account = *v;
+  if (extended) {
+    if (auto v = rs.read_string("slotResource"))
+      out.slot_resource = *v;
+    uint32_t deadline = static_cast<uint32_t>(out.active_deadline_seconds);
+    rs.read_uint("activeDeadlineSeconds", deadline, 0, 100'000'000);
+    out.active_deadline_seconds = deadline;
+  }
+}
+
 scale_set_section parse_scale_set(const YAML::Node& node, const std::string& where) {
   scale_set_section out;
   config_section s{node, where,
@@ -44,42 +92,8 @@ scale_set_section parse_scale_set(const YAML::Node& node, const std::string& whe
     out.ephemeral_runner_set = *v;
   if (out.mode == "arc" && out.ephemeral_runner_set.empty())
     config_fail(s.path("ephemeralRunnerSet"), "required in arc mode");
-  if (auto r = s.get("runner")) {
-    config_section rs{*r, s.path("runner"), {"image", "command", "resources", "nodeSelector", "tolerations", "serviceAccountName"}};
-    if (auto v = rs.read_string("image"))
-      out.runner.image = *v;
-    if (rs.get("command"))
-      out.runner.command = rs.read_strings("command");
-    if (auto res = rs.get("resources")) {
-      config_section q{*res, rs.path("resources"), {"cpu", "memory"}};
-      if (auto v = q.read_string("cpu"))
-        out.runner.cpu = *v;
-      if (auto v = q.read_string("memory"))
-        out.runner.memory = *v;
-    }
-    out.runner.node_selector = rs.read_string_map("nodeSelector");
-    if (auto tl = rs.get("tolerations")) {
-      if (!tl->IsSequence())
-        config_fail(rs.path("tolerations"), "expected a list, found " + yaml_kind(*tl));
-      for (size_t i = 0; i < tl->size(); ++i) {
-        config_section t{(*tl)[i], rs.path("tolerations") + "[" + std::to_string(i) + "]", {"key", "operator", "value", "effect"}};
-        toleration_section tol;
-        if (auto v = t.read_string("key"))
-          tol.key = *v;
-        if (auto v = t.read_string("operator"))
-          tol.op = *v;
-        if (tol.op != "Equal" && tol.op != "Exists")
-          config_fail(t.path("operator"), "expected Equal or Exists, found '" + tol.op + "'");
-        if (auto v = t.read_string("value"))
-          tol.value = *v;
-        if (auto v = t.read_string("effect"))
-          tol.effect = *v;
-        out.runner.tolerations.push_back(std::move(tol));
-      }
-    }
-    if (auto v = rs.read_string("serviceAccountName"))
-      out.runner.service_account = *v;
-  }
+  if (auto r = s.get("runner"))
+    read_runner(*r, s.path("runner"), out.runner, false);
   if (auto c = s.get("capacityAware")) {
     config_section cs{*c, s.path("capacityAware"),
                {"enabled", "proactiveCapacity", "recalculateInterval", "placeholderReadyTimeout", "workflowResources",
@@ -187,7 +201,7 @@ reactive_target_section parse_reactive_target(const YAML::Node& node, const std:
 
 }  // namespace
 
-std::vector<std::string> settings::keys() const { return {"bigfleet", "github", "hud", "scaleSets", "reactive", "gates"}; }
+std::vector<std::string> settings::keys() const { return {"bigfleet", "github", "hud", "scaleSets", "reactive", "gates", "scheduler"}; }
 
 void settings::read(const std::string& key, const YAML::Node& n) {
   const auto node = std::optional<YAML::Node>{n};
@@ -261,6 +275,8 @@ void settings::read(const std::string& key, const YAML::Node& n) {
     if (g.enabled && g.webhook.enabled && (g.webhook.cert_file.empty() || g.webhook.key_file.empty()))
       config_fail(g.webhook.cert_file.empty() ? "gates.webhook.certFile" : "gates.webhook.keyFile",
                   "required: the API server calls the webhook over TLS only");
+  } else if (key == "scheduler") {
+    read_scheduler(*node);
   } else if (key == "scaleSets") {
     if (!node->IsSequence())
       config_fail("scaleSets", "expected a list, found " + yaml_kind(*node));
@@ -272,6 +288,74 @@ void settings::read(const std::string& key, const YAML::Node& n) {
         config_fail(where + ".name", "'" + set.name + "' appears twice");
       scale_sets.push_back(std::move(set));
     }
+  }
+}
+
+void settings::read_scheduler(const YAML::Node& node) {
+  config_section s{node, "scheduler",
+                   {"enabled", "listen", "threads", "maxBody", "githubUrl", "store", "namespace", "runnerGroup", "namePrefix",
+                    "runner", "maxWorkers", "pollInterval", "jobSyncInterval", "jobStuckQueued", "healthCheck",
+                    "podDeleteGrace", "killGrace"}};
+  auto& c = scheduler;
+  s.read_bool("enabled", c.enabled);
+  if (auto v = s.read_string("listen"))
+    c.listen = *v;
+  if (auto problem = check_listen_address(c.listen))
+    config_fail("scheduler.listen", *problem);
+  s.read_uint("threads", c.threads, 1, 256);
+  s.read_uint("maxBody", c.max_body, 1024, 25u << 20);
+  if (auto v = s.read_string("githubUrl"))
+    c.github_url = *v;
+  if (c.github_url.rfind("https://", 0) != 0 && c.github_url.rfind("http://", 0) != 0)
+    config_fail("scheduler.githubUrl", "expected an https:// URL, found '" + c.github_url + "'");
+  if (auto st = s.get("store")) {
+    config_section ss{*st, "scheduler.store", {"sqlitePath", "postgres", "pool"}};
+    if (auto v = ss.read_string("sqlitePath"))
+      c.store.sqlite_path = *v;
+    ss.read_bool("postgres", c.store.postgres);
+    ss.read_uint("pool", c.store.pool, 1, 200);
+  }
+  if (auto v = s.read_string("namespace"))
+    c.ns = *v;
+  if (auto v = s.read_string("runnerGroup"))
+    c.runner_group = *v;
+  if (auto v = s.read_string("namePrefix"))
+    c.name_prefix = *v;
+  if (!valid_scale_set_name(c.name_prefix))
+    config_fail("scheduler.namePrefix", "lower-case letters, digits and '-', at most 40 characters, found '" + c.name_prefix + "'");
+  if (auto r = s.get("runner"))
+    read_runner(*r, "scheduler.runner", c.runner, true);
+  if (auto m = s.get("maxWorkers")) {
+    config_section ms{*m, "scheduler.maxWorkers", {"default", "entities"}};
+    ms.read_uint("default", c.default_max_workers, 0, 100'000);
+    if (auto e = ms.get("entities")) {
+      if (!e->IsMap())
+        config_fail("scheduler.maxWorkers.entities", "expected a map of entity → count, found " + yaml_kind(*e));
+      for (const auto& kv : *e) {
+        const auto entity = kv.first.as<std::string>();
+        const std::string where = "scheduler.maxWorkers.entities." + entity;
+        int64_t cap = -1;
+        try {
+          cap = kv.second.as<int64_t>();
+        } catch (const std::exception&) {
+        }
+        if (cap < 0 || cap > 100'000)
+          config_fail(where, "expected a count from 0 to 100000");
+        c.max_workers.emplace_back(entity, static_cast<uint32_t>(cap));
+      }
+    }
+  }
+  const millis day{86'400'000};
+  s.read_duration("pollInterval", c.poll_interval, millis{100}, millis{3'600'000});
+  s.read_duration("jobSyncInterval", c.job_sync_interval, millis{100}, millis{3'600'000});
+  s.read_duration("jobStuckQueued", c.job_stuck_queued, millis{1'000}, day);
+  s.read_duration("podDeleteGrace", c.pod_delete_grace, millis{0}, 7 * day);
+  s.read_duration("killGrace", c.kill_grace, millis{100}, day);
+  if (auto h = s.get("healthCheck")) {
+    config_section hs{*h, "scheduler.healthCheck", {"registrationTimeout", "pendingTimeout", "idleTimeout"}};
+    hs.read_duration("registrationTimeout", c.registration_timeout, millis{100}, day);
+    hs.read_duration("pendingTimeout", c.pending_timeout, millis{100}, day);
+    hs.read_duration("idleTimeout", c.idle_timeout, millis{100}, day);
   }
 }
 
@@ -334,6 +418,10 @@ std::vector<std::pair<std::string, uint32_t>> read_quotas(const YAML::Node& reac
 void settings::check() {
   if (!scale_sets.empty() && github.config_url.empty())
     config_fail("github.configUrl", "required when scaleSets are configured");
+  for (const auto& set : scale_sets)
+    if (scheduler.enabled && set.name == scheduler.name_prefix && set.ns == scheduler.ns)
+      config_fail("scheduler.namePrefix", "'" + set.name + "' is also a scale set's name in namespace " + set.ns +
+                                              ": their runner pods would mix");
 }
 
 std::variant<parsed_config, runtime::config_error> parse_config_yaml(std::string_view yaml, std::string_view origin) {

@@ -48,6 +48,20 @@ struct toleration_section {
   std::string key, op = "Equal", value, effect;
 };
 
+// A runner pod template.
+struct runner_section {
+  std::string image = "ghcr.io/actions/actions-runner:latest";
+  std::vector<std::string> command{"/home/runner/run.sh"};
+  std::string cpu = "1", memory = "2Gi";
+  std::vector<std::pair<std::string, std::string>> node_selector;
+  std::vector<toleration_section> tolerations;
+  std::string service_account;
+  // The scheduler's only: the extended resource one runner takes (a device plugin's slots, as the
+  // seed's one-runner-per-node); "" = none, capacity unchecked.
+  std::string slot_resource = "headroom.dev/runner";
+  int64_t active_deadline_seconds = 525'600;  // the seed's ~6 days; patched to 1 to kill
+};
+
 // One runner scale set (the seed's Helm values, per scale set).
 struct scale_set_section {
   std::string name;
@@ -57,14 +71,7 @@ struct scale_set_section {
   uint32_t max_runners = 10;
   std::string mode = "standalone";   // standalone: headroom makes runner pods; arc: patches an EphemeralRunnerSet
   std::string ephemeral_runner_set;  // arc mode: its name in `ns`
-  struct runner_section {
-    std::string image = "ghcr.io/actions/actions-runner:latest";
-    std::vector<std::string> command{"/home/runner/run.sh"};
-    std::string cpu = "1", memory = "2Gi";
-    std::vector<std::pair<std::string, std::string>> node_selector;
-    std::vector<toleration_section> tolerations;
-    std::string service_account;
-  } runner;
+  runner_section runner;
   struct capacity_aware_section {
     bool enabled = true;
     uint32_t proactive_capacity = 1;
@@ -137,6 +144,37 @@ struct gates_section {
   millis resync_interval{30'000};
 };
 
+// Webhook-driven runner scheduling (seed 003): GitHub's workflow_job webhooks recorded in a
+// durable store, matched to JIT runner pods by a reconcile loop, shown on dashboards. Off unless
+// enabled. The webhook secret comes from HEADROOM_WEBHOOK_SECRET, the PostgreSQL connection string
+// (when `store.postgres` is true) from HEADROOM_POSTGRES_DSN, GitHub credentials as for scale sets.
+struct scheduler_section {
+  bool enabled = false;
+  std::string listen = ":8080";  // the webhook (POST /webhook) and the dashboards
+  uint32_t threads = 8;
+  uint32_t max_body = 1 << 20;
+  std::string github_url = "https://github.com";  // or a GHES base URL
+  struct store_section {
+    std::string sqlite_path = "/var/lib/headroom/jobs.db";  // the embedded default
+    bool postgres = false;                                    // HEADROOM_POSTGRES_DSN instead
+    uint32_t pool = 10;
+  } store;
+  std::string ns = "default";  // where runner pods go
+  std::string runner_group = "headroom";  // ensured in each organization
+  std::string name_prefix = "headroom-runner";
+  runner_section runner;
+  uint32_t default_max_workers = 20;
+  std::vector<std::pair<std::string, uint32_t>> max_workers;  // entity → cap
+  millis poll_interval{15'000};
+  millis job_sync_interval{15'000};      // each active job is checked with GitHub at most this often
+  millis job_stuck_queued{600'000};
+  millis registration_timeout{120'000};  // Running this long and not registered → killed
+  millis pending_timeout{600'000};
+  millis idle_timeout{600'000};
+  millis pod_delete_grace{21'600'000};   // terminal pods are deleted after this (6 h)
+  millis kill_grace{30'000};             // a killed pod still not terminal after this is deleted
+};
+
 // Every mode's section; passed to load_config / parse_config_yaml as their extension.
 struct settings final : runtime::config_extension {
   bigfleet_section bigfleet;
@@ -145,9 +183,11 @@ struct settings final : runtime::config_extension {
   std::vector<scale_set_section> scale_sets;
   reactive_section reactive;
   gates_section gates;
+  scheduler_section scheduler;
 
   std::vector<std::string> keys() const override;
   void read_reactive(const YAML::Node& node);
+  void read_scheduler(const YAML::Node& node);
   void read(const std::string& key, const YAML::Node& node) override;
   void check() override;
 };

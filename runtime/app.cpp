@@ -80,9 +80,9 @@ int run_agent(const config& cfg, const plan_builder& plan) {
   agent_plan extra;
   if (plan) {
     auto built = plan(cfg, sys, m, ready);
-    if (auto* why = std::get_if<std::string>(&built)) {
-      log::error("main", "cannot start", {{"error", *why}});
-      return 1;
+    if (auto* why = std::get_if<start_failure>(&built)) {
+      log::error("main", "cannot start", {{"error", why->message}});
+      return why->exit_code;
     }
     extra = std::move(std::get<agent_plan>(built));
     for (auto& c : extra.children)

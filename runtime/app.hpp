@@ -29,8 +29,15 @@ struct agent_plan {
   std::shared_ptr<void> services;
   std::function<void()> before_stop;
 };
+// Why the agent could not start, and the exit code: 1, or 2 when what is wrong is the setup itself
+// (a database migrated by a newer headroom), like an invalid configuration.
+struct start_failure {
+  start_failure(std::string m, int code = 1) : message(std::move(m)), exit_code(code) {}  // NOLINT: from a message
+  std::string message;
+  int exit_code = 1;
+};
 using plan_builder =
-    std::function<std::variant<agent_plan, std::string>(const config&, caf::actor_system&, metrics&, readiness&)>;
+    std::function<std::variant<agent_plan, start_failure>(const config&, caf::actor_system&, metrics&, readiness&)>;
 
 // Runs the agent until SIGTERM/SIGINT (exit code 0 after an orderly stop) or until the root
 // supervisor gives up (exit code 1). SIGTERM and SIGINT must already be blocked in the calling

@@ -1,4 +1,5 @@
 #include "runtime/https_server.hpp"
+#include "runtime/web_server.hpp"
 
 #include <httplib.h>
 #include <openssl/err.h>
@@ -159,21 +160,8 @@ https_server::https_server(https_options opts) : state_(std::make_unique<state>(
     });
   }
 
-  std::string host = "0.0.0.0", port = o.listen;
-  if (auto colon = o.listen.rfind(':'); colon != std::string::npos) {
-    host = o.listen.substr(0, colon);
-    port = o.listen.substr(colon + 1);
-    if (host.empty())
-      host = "0.0.0.0";
-    else if (host == "localhost")
-      host = "127.0.0.1";
-  }
-  int wanted = -1;
-  try {
-    wanted = std::stoi(port);
-  } catch (const std::exception&) {
-  }
-  if (wanted < 0 || wanted > 65535)
+  auto [host, wanted] = split_listen(o.listen);
+  if (wanted < 0)
     throw std::runtime_error("cannot listen on " + o.listen + ": not a port");
   const int bound = wanted == 0 ? srv.bind_to_any_port(host) : (srv.bind_to_port(host, wanted) ? wanted : -1);
   if (bound <= 0)

@@ -101,6 +101,9 @@ struct scale_set_spec {
   k8s::string_pairs node_selector;
   std::vector<k8s::toleration> tolerations;
   std::string service_account;
+  std::string runner_priority_class = "arc-runner";  // the ladder's; "" none (the scheduler's pods)
+  std::string slot_resource;            // an extended resource one runner takes (requests = limits = 1); "" none
+  int64_t active_deadline_seconds = 0;  // runner pods; 0 = none
   std::string placeholder_image;
   std::vector<std::string> placeholder_command;
   struct health {

@@ -60,9 +60,11 @@ std::string placement(const scale_set_spec& s) {
   return out;
 }
 
-std::string resources(const std::string& cpu, const std::string& memory) {
-  const std::string q = "{\"cpu\":" + json_escape(cpu) + ",\"memory\":" + json_escape(memory) + "}";
-  return "{\"requests\":" + q + ",\"limits\":{\"memory\":" + json_escape(memory) + "}}";
+std::string resources(const std::string& cpu, const std::string& memory, const std::string& slot = {}) {
+  // An extended resource cannot be overcommitted: its request and limit must be equal.
+  const std::string extended = slot.empty() ? std::string{} : "," + json_escape(slot) + ":\"1\"";
+  const std::string q = "{\"cpu\":" + json_escape(cpu) + ",\"memory\":" + json_escape(memory) + extended + "}";
+  return "{\"requests\":" + q + ",\"limits\":{\"memory\":" + json_escape(memory) + extended + "}}";
 }
 
 }  // namespace
@@ -86,7 +88,11 @@ std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, ro
 }
 
 std::string runner_pod(const scale_set_spec& s, const std::string& name, int64_t runner_id) {
-  std::string spec = "{\"priorityClassName\":\"arc-runner\",\"restartPolicy\":\"Never\"";
+  std::string spec = "{\"restartPolicy\":\"Never\"";
+  if (!s.runner_priority_class.empty())
+    spec += ",\"priorityClassName\":" + json_escape(s.runner_priority_class);
+  if (s.active_deadline_seconds > 0)
+    spec += ",\"activeDeadlineSeconds\":" + std::to_string(s.active_deadline_seconds);
   if (!s.service_account.empty())
     spec += ",\"serviceAccountName\":" + json_escape(s.service_account);
   spec += placement(s);
@@ -95,7 +101,7 @@ std::string runner_pod(const scale_set_spec& s, const std::string& name, int64_t
           ",\"env\":[{\"name\":\"RUNNER_JITCONFIG\",\"valueFrom\":{\"secretKeyRef\":{\"name\":" + json_escape(name) +
           ",\"key\":\"jitToken\"}}},{\"name\":\"ACTIONS_RUNNER_CONTAINER_HOOKS\",\"value\":"
           "\"/home/runner/k8s/index.js\"},{\"name\":\"ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER\",\"value\":\"false\"}]" +
-          ",\"resources\":" + resources(s.runner_cpu, s.runner_memory) + "}]}";
+          ",\"resources\":" + resources(s.runner_cpu, s.runner_memory, s.slot_resource) + "}]}";
   return "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":" + json_escape(name) + ",\"namespace\":" +
          json_escape(s.ns) + ",\"labels\":" + labels_object(s, role::runner, "") + ",\"annotations\":{" +
          json_escape(keys::runner_id) + ":" + json_escape(std::to_string(runner_id)) + "," + json_escape(keys::runner_name) +

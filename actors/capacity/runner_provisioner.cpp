@@ -29,7 +29,6 @@ namespace {
 
 constexpr std::string_view actor_name = "runner_provisioner";
 constexpr uint32_t pods_buffer = 1;
-const k8s::resource_kind secrets{"", "v1", "secrets", true};
 const k8s::resource_kind ephemeral_runner_sets{"actions.github.com", "v1alpha1", "ephemeralrunnersets", true};
 
 struct creation {
@@ -243,7 +242,7 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
           const std::string body = runner_secret(s.ctx->spec, c.name, std::string{uid}, c.jit);
           c.at = creation::secret;
           c.jit.clear();
-          start_call(self, std::move(c), [kube, ns, body](k8s::api_callback cb) { kube->create(secrets, ns, body, std::move(cb)); });
+          start_call(self, std::move(c), [kube, ns, body](k8s::api_callback cb) { kube->create(k8s::kinds::secrets, ns, body, std::move(cb)); });
           return;
         }
         if (!r.ok && static_cast<k8s::api_error::kind>(r.error_kind) != k8s::api_error::kind::already_exists) {

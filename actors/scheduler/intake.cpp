@@ -56,6 +56,7 @@ intake_answer take_delivery(const delivery& d, std::string_view secret, store::s
   ev.change.name = e.name;
   ev.change.repository = e.repository;
   ev.change.conclusion = e.conclusion;
+  ev.change.runner_name = e.runner_name;
   ev.change.status = to;
   auto r = jobs.record(ev);
   if (auto* err = std::get_if<store::error>(&r))

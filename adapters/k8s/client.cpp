@@ -15,6 +15,7 @@ const resource_kind pods{"", "v1", "pods", true};
 const resource_kind nodes{"", "v1", "nodes", false};
 const resource_kind namespaces{"", "v1", "namespaces", false};
 const resource_kind configmaps{"", "v1", "configmaps", true};
+const resource_kind secrets{"", "v1", "secrets", true};
 const resource_kind events{"", "v1", "events", true};
 const resource_kind priority_classes{"scheduling.k8s.io", "v1", "priorityclasses", false};
 const resource_kind leases{"coordination.k8s.io", "v1", "leases", true};

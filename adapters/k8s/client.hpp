@@ -25,7 +25,7 @@ struct resource_kind {
 };
 
 namespace kinds {
-extern const resource_kind pods, nodes, namespaces, configmaps, events, priority_classes, leases,
+extern const resource_kind pods, nodes, namespaces, configmaps, secrets, events, priority_classes, leases,
     pod_disruption_budgets;
 }
 

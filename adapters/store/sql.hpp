@@ -49,6 +49,10 @@ class sql_store : public store {
   result<bool> add_worker(const worker& w) override;
   result<bool> advance_worker(const std::string& name, worker_status to, const std::string& failure_info, int64_t at) override;
   result<std::vector<worker>> workers_page(const page_query& q) override;
+  result<std::vector<job>> active_jobs() override;
+  result<std::vector<worker>> active_workers() override;
+  result<bool> set_worker_runner(const std::string& name, int64_t runner_id, int64_t at) override;
+  result<bool> set_worker_job(const std::string& name, int64_t job_id, int64_t at) override;
 
  protected:
   // Runs `body(connection&, T& out)` in one transaction; `out`, or what failed.

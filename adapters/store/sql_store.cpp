@@ -25,7 +25,7 @@ std::string rank_sql(const std::string& column, const char* const (&names)[4]) {
   return std::string{"(CASE "} + column + " WHEN '" + names[0] + "' THEN 0 WHEN '" + names[1] + "' THEN 1 ELSE 2 END)";
 }
 
-const std::string job_columns = "id, run_id, entity, labels, name, repository, conclusion, status, created_at, updated_at";
+const std::string job_columns = "id, run_id, entity, labels, name, repository, conclusion, status, created_at, updated_at, runner_name";
 const std::string worker_columns = "name, entity, labels, job_id, runner_id, status, failure_info, created_at, updated_at";
 
 int64_t num(const std::optional<std::string>& v) { return v ? std::stoll(*v) : 0; }
@@ -43,6 +43,7 @@ job job_of(const std::vector<std::optional<std::string>>& r) {
   j.status = job_status_from(text(r[7])).value_or(job_status::pending);
   j.created_at = num(r[8]);
   j.updated_at = num(r[9]);
+  j.runner_name = text(r[10]);
   return j;
 }
 
@@ -128,6 +129,7 @@ const std::vector<migration>& migrations() {
         "failure_info TEXT NOT NULL DEFAULT '', created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL)",
         "CREATE INDEX workers_by_created ON workers (created_at, name)",
         "CREATE INDEX workers_by_status ON workers (status, entity, labels)"}},
+      {2, {"ALTER TABLE jobs ADD COLUMN runner_name TEXT NOT NULL DEFAULT ''"}},
   };
   return all;
 }
@@ -185,10 +187,12 @@ result<recorded> sql_store::record(const job_event& e) {
     rows w;
     if (auto err = run(c,
                        "INSERT INTO jobs (" + job_columns +
-                           ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9) ON CONFLICT (id) DO UPDATE SET "
-                           "status = excluded.status, conclusion = excluded.conclusion, updated_at = excluded.updated_at "
+                           ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10) ON CONFLICT (id) DO UPDATE SET "
+                           "status = excluded.status, conclusion = excluded.conclusion, updated_at = excluded.updated_at, "
+                           "runner_name = CASE WHEN excluded.runner_name = '' THEN jobs.runner_name ELSE excluded.runner_name END "
                            "WHERE " + rank_sql("jobs.status", job_states) + " < " + rank_sql("excluded.status", job_states),
-                       {j.id, j.run_id, j.entity, j.labels, j.name, j.repository, j.conclusion, std::string{to_string(j.status)}, e.at},
+                       {j.id, j.run_id, j.entity, j.labels, j.name, j.repository, j.conclusion, std::string{to_string(j.status)}, e.at,
+                        j.runner_name},
                        &w))
       return err;
     out = w.affected > 0 ? recorded::applied : recorded::unchanged;
@@ -272,6 +276,44 @@ result<std::vector<worker>> sql_store::workers_page(const page_query& q) {
     auto e = page(c, "SELECT " + worker_columns + " FROM workers", "name", detail::value{q.after_name}, q, r);
     for (const auto& row : r.data)
       out.push_back(worker_of(row));
+    return e;
+  });
+}
+
+result<std::vector<job>> sql_store::active_jobs() {
+  return in_transaction<std::vector<job>>([&](connection& c, std::vector<job>& out) -> std::optional<error> {
+    rows r;
+    auto e = run(c, "SELECT " + job_columns + " FROM jobs WHERE status IN ('pending', 'running') ORDER BY created_at, id", {}, &r);
+    for (const auto& row : r.data)
+      out.push_back(job_of(row));
+    return e;
+  });
+}
+
+result<std::vector<worker>> sql_store::active_workers() {
+  return in_transaction<std::vector<worker>>([&](connection& c, std::vector<worker>& out) -> std::optional<error> {
+    rows r;
+    auto e = run(c, "SELECT " + worker_columns + " FROM workers WHERE status IN ('creating', 'running') ORDER BY created_at, name", {}, &r);
+    for (const auto& row : r.data)
+      out.push_back(worker_of(row));
+    return e;
+  });
+}
+
+result<bool> sql_store::set_worker_runner(const std::string& name, int64_t runner_id, int64_t at) {
+  return in_transaction<bool>([&](connection& c, bool& changed) -> std::optional<error> {
+    rows r;
+    auto e = run(c, "UPDATE workers SET runner_id = $1, updated_at = $2 WHERE name = $3 AND runner_id = 0", {runner_id, at, name}, &r);
+    changed = r.affected > 0;
+    return e;
+  });
+}
+
+result<bool> sql_store::set_worker_job(const std::string& name, int64_t job_id, int64_t at) {
+  return in_transaction<bool>([&](connection& c, bool& changed) -> std::optional<error> {
+    rows r;
+    auto e = run(c, "UPDATE workers SET job_id = $1, updated_at = $2 WHERE name = $3 AND job_id = 0", {job_id, at, name}, &r);
+    changed = r.affected > 0;
     return e;
   });
 }

@@ -95,9 +95,11 @@ class sqlite_store final : public detail::sql_store {
   // Another process's deliveries do not wake this one (SQLite has no notifications): its
   // reconciler finds them at the next timeout.
   result<bool> wait_for_jobs(std::chrono::milliseconds timeout) override {
+    // A change committed since the last wait returned counts too (none is lost between waits).
     std::unique_lock lock{wake_m_};
-    const auto seen = changes_;
-    return wake_.wait_for(lock, timeout, [&] { return changes_ != seen; });
+    const bool woken = wake_.wait_for(lock, timeout, [&] { return changes_ != waited_; });
+    waited_ = changes_;
+    return woken;
   }
 
   result<std::unique_ptr<lock>> try_reconcile_lock() override {
@@ -148,7 +150,7 @@ class sqlite_store final : public detail::sql_store {
   std::string path_;
   std::mutex wake_m_;
   std::condition_variable wake_;
-  uint64_t changes_ = 0;
+  uint64_t changes_ = 0, waited_ = 0;  // under wake_m_
 };
 
 }  // namespace

@@ -40,6 +40,7 @@ struct job {
   std::string entity;     // "org" or "owner/repo": whose runners may take it
   std::string labels;     // sorted, comma-separated
   std::string name, repository, conclusion;
+  std::string runner_name;  // the runner GitHub gave it (from in_progress on)
   job_status status = job_status::pending;
   int64_t created_at = 0, updated_at = 0;  // milliseconds since the epoch
 };
@@ -99,6 +100,8 @@ class store {
   // Pending jobs, oldest first (FIFO by created_at).
   virtual result<std::vector<job>> pending_jobs(size_t limit) = 0;
   virtual result<std::vector<job>> jobs_page(const page_query& q) = 0;
+  // Jobs not yet final (pending or running), oldest first: the reconciler's demand.
+  virtual result<std::vector<job>> active_jobs() = 0;
 
   // A new worker; false when the name is taken (names are unique forever).
   virtual result<bool> add_worker(const worker& w) = 0;
@@ -106,6 +109,11 @@ class store {
   virtual result<bool> advance_worker(const std::string& name, worker_status to, const std::string& failure_info,
                                       int64_t at) = 0;
   virtual result<std::vector<worker>> workers_page(const page_query& q) = 0;
+  // Workers not yet final (creating or running), oldest first: the reconciler's supply.
+  virtual result<std::vector<worker>> active_workers() = 0;
+  // Records the GitHub runner a worker's JIT config made, and the job it ran once known.
+  virtual result<bool> set_worker_runner(const std::string& name, int64_t runner_id, int64_t at) = 0;
+  virtual result<bool> set_worker_job(const std::string& name, int64_t job_id, int64_t at) = 0;
 
   // Blocks until a delivery changed a job (PostgreSQL: NOTIFY on the queue-event channel, from any
   // process; SQLite: from this process) or `timeout` passes; true when woken. The reconciler's

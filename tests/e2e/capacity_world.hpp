@@ -65,7 +65,8 @@ inline clock_type::time_point parse_time(std::string_view t) {
 // The headroom binary as a child process with a config file; SIGTERM on stop().
 class agent {
  public:
-  agent(const std::string& dir, const std::string& yaml) : dir_(dir) {
+  // `env`: extra NAME=value entries (the webhook secret, a DSN); the GitHub token is always set.
+  agent(const std::string& dir, const std::string& yaml, std::vector<std::string> env = {}) : dir_(dir) {
     std::ofstream(dir + "/headroom.yaml") << yaml;
     const std::string log = dir + "/agent.log";
     posix_spawn_file_actions_t fa;
@@ -78,6 +79,7 @@ class agent {
       argv.push_back(a.data());
     argv.push_back(nullptr);
     std::vector<std::string> envs{"HEADROOM_GITHUB_TOKEN=" + pat, "PATH=/usr/bin:/bin"};
+    envs.insert(envs.end(), env.begin(), env.end());
     std::vector<char*> envp;
     for (auto& e : envs)
       envp.push_back(e.data());
@@ -102,6 +104,7 @@ class agent {
     return status;
   }
   bool alive() const { return pid_ > 0 && waitpid(pid_, nullptr, WNOHANG) == 0; }
+  pid_t pid() const { return pid_; }
   // The log's last 6000 bytes (for failure messages); full_log() for what a test searches.
   std::string log() const {
     auto s = full_log();

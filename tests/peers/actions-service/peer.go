@@ -116,6 +116,12 @@ type job struct {
 	runnerTime  time.Time
 	finishTime  time.Time
 	runID       int64
+	// Webhook-driven jobs (webhooks.go): announced by workflow_job deliveries, run by JIT runners.
+	Webhook    bool   `json:"webhook,omitempty"`
+	Org        string `json:"organization,omitempty"`
+	Name       string `json:"name,omitempty"`
+	runDone    bool
+	runnerName string
 }
 
 // The times tests need (job start latency, completions near a poll), exported as JSON.
@@ -138,6 +144,8 @@ type runner struct {
 	Status     string `json:"status"` // offline until the runner connects, then online (as GitHub says)
 	Busy       bool   `json:"busy"`
 	nonce      string
+	Entity     string   `json:"entity,omitempty"` // REST JIT runners (webhooks.go): their org or repo
+	Labels     []string `json:"labels,omitempty"`
 }
 
 type pollRecord struct {
@@ -179,6 +187,7 @@ type server struct {
 	counts   map[string]int // requests served per route, for tests
 	nextID   int64
 	logger   *log.Logger
+	hook     *hookState // webhooks.go
 }
 
 type tokenInfo struct {
@@ -377,6 +386,7 @@ func (s *server) stats(ss *scaleSet) statistics {
 	var st statistics
 	for _, j := range s.jobs {
 		switch {
+		case j.Webhook:
 		case j.State == "queued" && subset(j.Labels, ss.Labels):
 			st.TotalAvailableJobs++
 		case j.ScaleSetID != ss.ID:
@@ -486,7 +496,7 @@ func (s *server) schedule() {
 	sort.Ints(setIDs)
 	for _, id := range ids {
 		j := s.jobs[id]
-		if j.State != "queued" {
+		if j.State != "queued" || j.Webhook {
 			continue
 		}
 		for _, ssID := range setIDs {
@@ -515,6 +525,7 @@ func (s *server) schedule() {
 			}
 		}
 	}
+	s.scheduleWebhookJobs()
 }
 
 // requeue takes a job back from its scale set; the fourth time it is canceled instead.
@@ -615,7 +626,7 @@ func routeOf(method, path string) string {
 	case reHUD.MatchString(path):
 		return "hud"
 	}
-	return ""
+	return restRouteOf(path)
 }
 
 func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
@@ -661,6 +672,9 @@ func (s *server) handle(r *http.Request, route string, body []byte) reply {
 		return s.getMessage(r)
 	case "hud":
 		return s.hud(r)
+	}
+	if strings.HasPrefix(route, "rest_") {
+		return s.restAPI(r, route, body)
 	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
@@ -1111,6 +1125,9 @@ func (s *server) control(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) controlRoute(r *http.Request, body []byte) (reply, bool) {
 	bad := func(err error) (reply, bool) { return textReply(400, err.Error()), false }
+	if strings.HasPrefix(r.URL.Path, "/_control/webhooks/") {
+		return s.webhookControl(r, body)
+	}
 	switch r.URL.Path {
 	case "/_control/jobs": // POST {labels, count, repository}
 		var req struct {
@@ -1246,8 +1263,15 @@ func (s *server) controlRoute(r *http.Request, body []byte) (reply, bool) {
 			req.Result = "succeeded"
 		}
 		j := s.jobs[rn.JobRequest]
+		if j == nil {
+			delete(s.runners, rn.ID)
+			return textReply(409, "the runner's job is gone"), true
+		}
 		j.State, j.Result, j.finishTime = "completed", req.Result, time.Now()
 		s.push(j.ScaleSetID, s.jobMessage(j, "JobCompleted"))
+		if j.Webhook {
+			s.announce(j, "completed", false)
+		}
 		delete(s.runners, rn.ID) // ephemeral: a runner takes one job
 		return jsonReply(200, j), true
 	}

@@ -64,6 +64,7 @@ type sim struct {
 	wfDelay  time.Duration
 	wfCPU    string
 	wfMemory string
+	exitPods bool // the runner container exits after its job (an ephemeral runner): pod Succeeded
 	lister   cache.Indexer
 	logger   *log.Logger
 }
@@ -219,9 +220,34 @@ func (s *sim) run(ctx context.Context, pod *corev1.Pod, rec *runnerRecord) {
 	}
 	zero := int64(0)
 	_ = s.client.CoreV1().Pods(s.ns).Delete(ctx, wf.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	if s.exitPods {
+		s.exitRunnerPod(ctx, pod.Name)
+	}
 	s.mu.Lock()
 	rec.Finished = time.Now()
 	s.mu.Unlock()
+}
+
+// exitRunnerPod plays the runner process exiting 0 after its one job: kwok has no container to
+// stop, so the pod's status says it (kwok's stages leave a Succeeded pod alone).
+func (s *sim) exitRunnerPod(ctx context.Context, name string) {
+	for attempt := 0; attempt < 5; attempt++ {
+		p, err := s.client.CoreV1().Pods(s.ns).Get(ctx, name, metav1.GetOptions{})
+		if err != nil {
+			return
+		}
+		now := metav1.Now()
+		p.Status.Phase = corev1.PodSucceeded
+		for i := range p.Status.ContainerStatuses {
+			p.Status.ContainerStatuses[i].Ready = false
+			p.Status.ContainerStatuses[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
+				ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now}}
+		}
+		if _, err = s.client.CoreV1().Pods(s.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err == nil {
+			return
+		}
+		time.Sleep(100 * time.Millisecond)
+	}
 }
 
 func main() {
@@ -234,6 +260,7 @@ func main() {
 	skip := flag.Int("skip-runners", 0, "leave the first N runner pods alone (a runner that never registers)")
 	wfCPU := flag.String("workflow-cpu", "1", "the workflow pod's cpu request")
 	wfMemory := flag.String("workflow-memory", "1Gi", "the workflow pod's memory request")
+	exitPods := flag.Bool("exit-runner-pods", false, "after its job, the runner pod goes Succeeded (its runner exited)")
 	flag.Parse()
 	logger := log.New(os.Stderr, "runner-sim ", log.LstdFlags|log.Lmicroseconds)
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
@@ -245,7 +272,7 @@ func main() {
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(*ns))
 	inf := factory.Core().V1().Pods().Informer()
 	s := &sim{timeline: []sample{}, runners: map[string]*runnerRecord{}, client: client, ns: *ns, peer: *peer, duration: *duration, wfDelay: *wfDelay,
-		wfCPU: *wfCPU, wfMemory: *wfMemory, lister: inf.GetIndexer(), logger: logger}
+		wfCPU: *wfCPU, wfMemory: *wfMemory, exitPods: *exitPods, lister: inf.GetIndexer(), logger: logger}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	handle := func(o any) {

@@ -1,0 +1,119 @@
+// The scheduler's pure decisions: demand matching, slot counting, health classification.
+
+#include <algorithm>
+#include <set>
+
+#include "actors/scheduler/scheduler.hpp"
+
+namespace headroom::actors::scheduler {
+
+bool is_supply(const store::worker& w, const std::vector<store::job>& active_jobs) {
+  if (w.status != store::worker_status::creating && w.status != store::worker_status::running)
+    return false;
+  if (w.job_id == 0)
+    return true;
+  return std::any_of(active_jobs.begin(), active_jobs.end(), [&](const store::job& j) { return j.id == w.job_id; });
+}
+
+match_result match_demand(const match_input& in) {
+  std::map<demand_key, int64_t> demand, supply;
+  std::map<std::string, int64_t> per_entity;
+  for (const auto& j : in.active_jobs)
+    ++demand[{j.entity, j.labels}];
+  for (const auto& w : in.active_workers) {
+    if (w.status == store::worker_status::creating || w.status == store::worker_status::running)
+      ++per_entity[w.entity];  // the cap counts every live runner, busy or not
+    if (is_supply(w, in.active_jobs))
+      ++supply[{w.entity, w.labels}];
+  }
+  match_result out;
+  int64_t free = in.free_slots;
+  for (const auto& j : in.active_jobs) {
+    if (j.status != store::job_status::pending)
+      continue;
+    const demand_key k{j.entity, j.labels};
+    if (supply[k] >= demand[k])
+      continue;
+    const auto cap_it = in.caps.find(j.entity);
+    const int64_t cap = cap_it == in.caps.end() ? in.default_cap : cap_it->second;
+    if (per_entity[j.entity] >= cap) {
+      ++out.capped;
+      continue;
+    }
+    if (free == 0) {
+      ++out.no_capacity;
+      continue;
+    }
+    out.provision.push_back(j);
+    ++supply[k];
+    ++per_entity[j.entity];
+    if (free > 0)
+      --free;
+  }
+  return out;
+}
+
+int64_t free_slots(const std::vector<std::shared_ptr<const k8s::node>>& nodes,
+                   const std::vector<std::shared_ptr<const k8s::pod>>& pods, const k8s::string_pairs& selector,
+                   const std::string& resource) {
+  std::set<std::string> eligible;
+  int64_t total = 0;
+  for (const auto& n : nodes) {
+    if (n->unschedulable)
+      continue;
+    bool matches = true;
+    for (const auto& [k, v] : selector) {
+      const auto* have = n->meta.label(k);
+      if (have == nullptr || *have != v)
+        matches = false;
+    }
+    bool reachable = true;
+    for (const auto& t : n->taints)
+      if (t.key == "node.kubernetes.io/unreachable" || t.key == "node.kubernetes.io/not-ready")
+        reachable = false;
+    if (!matches || !reachable)
+      continue;
+    eligible.insert(n->meta.name);
+    total += n->allocatable.get(resource);
+  }
+  for (const auto& p : pods) {
+    if (p->phase == "Succeeded" || p->phase == "Failed")
+      continue;
+    if (!p->node_name.empty() && eligible.count(p->node_name) == 0)
+      continue;
+    // A pending pod (not yet bound) will take a slot too: count it against the pool.
+    total -= p->spec->requests.get(resource);
+  }
+  return std::max<int64_t>(0, total);
+}
+
+verdict classify(const health_input& in, milliseconds registration_timeout, milliseconds pending_timeout,
+                 milliseconds idle_timeout) {
+  if (in.phase == "Pending")
+    return in.pending_for_ms >= pending_timeout.count() ? verdict::pod_stuck_pending : verdict::healthy;
+  if (in.phase != "Running")
+    return verdict::healthy;
+  const bool online = in.runner == runner_seen::idle || in.runner == runner_seen::busy;
+  if (!online && !in.ever_registered && in.runner != runner_seen::unknown &&
+      in.running_for_ms >= registration_timeout.count())
+    return verdict::runner_never_registered;
+  if (in.runner == runner_seen::idle && in.idle_for_ms >= idle_timeout.count())
+    return verdict::runner_idle;
+  return verdict::healthy;
+}
+
+const char* to_string(verdict v) {
+  switch (v) {
+    case verdict::healthy:
+      return "healthy";
+    case verdict::pod_stuck_pending:
+      return "pod_stuck_pending";
+    case verdict::runner_never_registered:
+      return "runner_never_registered";
+    case verdict::runner_idle:
+      return "runner_idle";
+  }
+  return "?";
+}
+
+}  // namespace headroom::actors::scheduler

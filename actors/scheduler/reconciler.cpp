@@ -1,0 +1,540 @@
+// reconciler: the scheduler's loop (see scheduler.hpp). A detached actor: store, GitHub and the
+// API server's answers are awaited in place, one cycle at a time, and never by another actor.
+
+#include <caf/all.hpp>
+#include <simdjson.h>
+
+#include <future>
+#include <random>
+#include <set>
+
+#include "actors/k8s/event_recorder.hpp"
+#include "actors/k8s/informer_feed.hpp"
+#include "actors/scheduler/scheduler.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/log.hpp"
+
+namespace headroom::actors::scheduler {
+
+namespace {
+
+constexpr std::string_view actor_name = "reconciler";
+constexpr uint32_t pods_buffer = 1;
+
+struct reconciler_state {
+  reconciler_context_ptr ctx;
+  std::unique_ptr<informer_feed<k8s::pod>> pods;
+  int64_t last_cycle = 0, last_health = 0;
+  bool dirty = true;   // a runner pod changed since the last cycle
+  bool lock_held_warned = false;
+  std::map<int64_t, int64_t> job_checked_at;                  // job id → when GitHub was last asked
+  std::map<std::string, int64_t> running_since, idle_since;  // worker → ms
+  std::map<std::string, int64_t> killed_at, terminal_since;  // pod → ms
+  std::set<std::string> registered;                          // workers whose runner GitHub has seen online
+  std::map<std::string, int64_t> groups;                     // org → runner group id
+  std::map<std::string, int64_t> entities;                   // entity → last seen with a worker (ms)
+  std::mt19937_64 names{std::random_device{}()};
+  static inline const char* name = "headroom.reconciler";
+};
+
+using reconciler_actor = caf::stateful_actor<reconciler_state>;
+
+template <class Start>
+k8s::api_result await_call(Start&& start) {
+  auto p = std::make_shared<std::promise<k8s::api_result>>();
+  auto f = p->get_future();
+  start([p](k8s::api_result r) { p->set_value(std::move(r)); });
+  return f.get();
+}
+
+bool ok_or_gone(const k8s::api_result& r) {
+  const auto* e = std::get_if<k8s::api_error>(&r);
+  return e == nullptr || e->what == k8s::api_error::kind::not_found;
+}
+
+std::vector<std::string> split_labels(const std::string& key) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= key.size()) {
+    const auto comma = key.find(',', start);
+    const auto part = key.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!part.empty())
+      out.push_back(part);
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+int64_t parse_rfc3339_ms(const std::string& t) {
+  std::tm tm{};
+  if (t.empty() || strptime(t.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr)
+    return 0;
+  return static_cast<int64_t>(timegm(&tm)) * 1000;
+}
+
+std::string pod_failure(const k8s::pod& p) {
+  std::string out = "pod " + p.phase;
+  for (const auto& c : p.container_statuses)
+    if (!c.reason.empty())
+      out += "; container " + c.name + " " + c.state + ": " + c.reason;
+  return out;
+}
+
+class cycle {
+ public:
+  cycle(reconciler_actor* self) : self_(self), st_(self->state), ctx_(*self->state.ctx), o_(ctx_.opts), now_(ctx_.now_ms()) {}
+
+  void run() {
+    auto lock = ctx_.jobs->try_reconcile_lock();
+    if (auto* e = std::get_if<store::error>(&lock))
+      return store_error("reconcile lock", *e);
+    if (!std::get<std::unique_ptr<store::store::lock>>(lock)) {
+      if (!st_.lock_held_warned)
+        runtime::log::info(actor_name, "another headroom holds the reconcile lock: waiting for it");
+      st_.lock_held_warned = true;
+      ctx_.metrics.skipped("lock_held");
+      return;
+    }
+    st_.lock_held_warned = false;
+    timed("sync_jobs", [&] { sync_jobs(); });
+    timed("sync_workers", [&] { sync_workers(); });
+    timed("demand_match", [&] { demand_match(); });
+  }
+
+ private:
+  template <class F>
+  void timed(const char* phase, F&& f) {
+    const int64_t start = ctx_.now_ms();
+    f();
+    ctx_.metrics.cycle(phase, static_cast<double>(ctx_.now_ms() - start) / 1000.0);
+  }
+
+  void store_error(const char* what, const store::error& e) {
+    runtime::log::warn(actor_name, "store call failed; the next cycle retries", {{"call", what}, {"error", e.message}});
+    ctx_.metrics.error("store");
+  }
+
+  void github_error(const github::rest_error& e) {
+    runtime::log::warn(actor_name, "GitHub call failed; the next cycle retries", {{"error", e.describe()}});
+    ctx_.metrics.error("github");
+  }
+
+  bool load_active() {
+    auto jobs = ctx_.jobs->active_jobs();
+    if (auto* e = std::get_if<store::error>(&jobs)) {
+      store_error("active jobs", *e);
+      return false;
+    }
+    auto workers = ctx_.jobs->active_workers();
+    if (auto* e = std::get_if<store::error>(&workers)) {
+      store_error("active workers", *e);
+      return false;
+    }
+    jobs_ = std::move(std::get<std::vector<store::job>>(jobs));
+    workers_ = std::move(std::get<std::vector<store::worker>>(workers));
+    return true;
+  }
+
+  // ---- 1. syncJobsState ------------------------------------------------------------------------
+
+  void sync_jobs() {
+    if (!load_active())
+      return;
+    std::set<int64_t> live;
+    for (const auto& j : jobs_) {
+      live.insert(j.id);
+      auto& checked = st_.job_checked_at[j.id];
+      if (now_ - checked < o_.job_sync_interval.count())
+        continue;
+      checked = now_;
+      auto info = ctx_.github->get_job(j.repository, j.id);
+      if (auto* e = std::get_if<github::rest_error>(&info)) {
+        github_error(*e);
+        continue;
+      }
+      const auto& found = std::get<std::optional<github::rest_job>>(info);
+      if (!found) {
+        fail_job(j, "GitHub answers 404 for the job");
+        continue;
+      }
+      if (found->status == "completed") {
+        advance_job(j, store::job_status::completed, "GitHub says the job completed");
+      } else if (found->status == "in_progress" && j.status == store::job_status::pending) {
+        advance_job(j, store::job_status::running, "GitHub says the job is in progress");
+      } else if (j.status == store::job_status::pending && now_ - j.created_at >= o_.job_stuck_queued.count()) {
+        auto run = ctx_.github->run_status(j.repository, j.run_id);
+        if (auto* e = std::get_if<github::rest_error>(&run))
+          github_error(*e);
+        else if (const auto& s = std::get<std::optional<std::string>>(run); !s || *s == "completed")
+          fail_job(j, "queued past jobStuckQueued while its run is over");
+      }
+    }
+    std::erase_if(st_.job_checked_at, [&](const auto& kv) { return live.count(kv.first) == 0; });
+  }
+
+  void advance_job(const store::job& j, store::job_status to, const char* why) {
+    auto r = ctx_.jobs->advance_job(j.id, to, now_);
+    if (auto* e = std::get_if<store::error>(&r))
+      return store_error("advance job", *e);
+    if (std::get<bool>(r))
+      runtime::log::info(actor_name, "job moved", {{"job", j.id}, {"to", store::to_string(to)}, {"why", why}});
+  }
+
+  void fail_job(const store::job& j, const char* why) {
+    auto r = ctx_.jobs->advance_job(j.id, store::job_status::failed, now_);
+    if (auto* e = std::get_if<store::error>(&r))
+      return store_error("fail job", *e);
+    if (std::get<bool>(r)) {
+      runtime::log::warn(actor_name, "job failed", {{"job", j.id}, {"repository", j.repository}, {"why", why}});
+      ctx_.metrics.action("job_failed");
+    }
+  }
+
+  // ---- 2. syncWorkersState ---------------------------------------------------------------------
+
+  void sync_workers() {
+    if (!load_active())
+      return;
+    std::set<std::string> unreachable;
+    for (const auto& n : ctx_.nodes->list())
+      for (const auto& t : n->taints)
+        if (t.key == "node.kubernetes.io/unreachable")
+          unreachable.insert(n->meta.name);
+    const bool health_due = now_ - st_.last_health >= o_.poll_interval.count();
+    std::map<std::string, std::vector<github::rest_runner>> runners;  // scope → GitHub's runners
+    if (health_due) {
+      st_.last_health = now_;
+      for (const auto& w : workers_)
+        st_.entities[w.entity] = now_;
+      std::erase_if(st_.entities, [&](const auto& kv) { return now_ - kv.second > 3'600'000; });
+      for (const auto& [entity, seen] : st_.entities) {
+        const auto scope = github::scope_of(entity);
+        auto list = ctx_.github->list_runners(scope);
+        if (auto* e = std::get_if<github::rest_error>(&list))
+          github_error(*e);
+        else
+          runners[scope] = std::move(std::get<std::vector<github::rest_runner>>(list));
+      }
+    }
+    std::set<std::string> active_names;
+    for (const auto& w : workers_) {
+      active_names.insert(w.name);
+      auto pod = ctx_.pods->get(o_.pool.ns, w.name);
+      // Phase 1, orphan sweep: a worker whose pod is gone is over.
+      if (!pod) {
+        if (ctx_.pods->synced() && now_ - w.created_at >= o_.orphan_grace.count())
+          finish_worker(w, job_done(w) ? store::worker_status::completed : store::worker_status::failed, "pod_missing: its pod is gone");
+        continue;
+      }
+      // Phase 2, pod phase sync.
+      note_job(w);
+      if (pod->phase == "Running" && !pod->node_name.empty()) {
+        st_.running_since.emplace(w.name, now_);  // first seen Running (after a restart: from then on)
+        if (w.status == store::worker_status::creating)
+          advance_worker(w, store::worker_status::running, "");
+      } else if (pod->phase == "Succeeded") {
+        finish_worker(w, store::worker_status::completed, "");
+        continue;
+      } else if (pod->phase == "Failed") {
+        finish_worker(w, store::worker_status::failed, pod_failure(*pod));
+        continue;
+      }
+      // Phase 2.5, unreachable node: the kubelet is gone, so force-delete.
+      if (!pod->node_name.empty() && unreachable.count(pod->node_name) > 0) {
+        finish_worker(w, store::worker_status::failed, "node_unreachable: node " + pod->node_name + " is unreachable");
+        k8s::delete_options force;
+        force.grace_period_seconds = 0;
+        auto r = await_call([&](k8s::api_callback cb) { ctx_.kube->remove(k8s::kinds::pods, o_.pool.ns, w.name, force, std::move(cb)); });
+        if (!ok_or_gone(r))
+          ctx_.metrics.error("kubernetes");
+        ctx_.metrics.action("force_deleted");
+        continue;
+      }
+      // Phase 3, health checks.
+      if (health_due && pod->meta.deletion_timestamp.empty())
+        check_health(w, *pod, runners);
+    }
+    // A killed pod that its kubelet did not end (or no kubelet: kwok) is deleted after the grace.
+    for (auto it = st_.killed_at.begin(); it != st_.killed_at.end();) {
+      auto pod = ctx_.pods->get(o_.pool.ns, it->first);
+      if (!pod) {
+        it = st_.killed_at.erase(it);
+        continue;
+      }
+      if (now_ - it->second >= o_.kill_grace.count() && pod->phase != "Succeeded" && pod->phase != "Failed") {
+        auto r = await_call([&](k8s::api_callback cb) { ctx_.kube->remove(k8s::kinds::pods, o_.pool.ns, it->first, {}, std::move(cb)); });
+        if (!ok_or_gone(r))
+          ctx_.metrics.error("kubernetes");
+      }
+      ++it;
+    }
+    // Phase 4, GitHub cleanup: our runners whose worker is over (or was never recorded).
+    if (health_due) {
+      for (const auto& [scope, list] : runners)
+        for (const auto& rn : list) {
+          if (rn.name.rfind(o_.pool.name + "-", 0) != 0 || active_names.count(rn.name) > 0 || rn.busy)
+            continue;
+          auto r = ctx_.github->remove_runner(scope, rn.id);
+          if (auto* e = std::get_if<github::rest_error>(&r))
+            github_error(*e);
+          else if (std::get<github::runner_removal>(r) == github::runner_removal::removed)
+            ctx_.metrics.action("runner_removed");
+        }
+    }
+    // Phase 5, terminal pods past the grace.
+    std::set<std::string> present;
+    for (const auto& p : ctx_.pods->list()) {
+      if (p->meta.ns != o_.pool.ns)
+        continue;
+      present.insert(p->meta.name);
+      if (p->phase != "Succeeded" && p->phase != "Failed")
+        continue;
+      auto [it, fresh] = st_.terminal_since.emplace(p->meta.name, now_);
+      if (now_ - it->second >= o_.pod_delete_grace.count() && p->meta.deletion_timestamp.empty()) {
+        auto r = await_call([&](k8s::api_callback cb) { ctx_.kube->remove(k8s::kinds::pods, o_.pool.ns, p->meta.name, {}, std::move(cb)); });
+        if (!ok_or_gone(r))
+          ctx_.metrics.error("kubernetes");
+      }
+    }
+    std::erase_if(st_.terminal_since, [&](const auto& kv) { return present.count(kv.first) == 0; });
+    std::erase_if(st_.running_since, [&](const auto& kv) { return active_names.count(kv.first) == 0; });
+    std::erase_if(st_.idle_since, [&](const auto& kv) { return active_names.count(kv.first) == 0; });
+    std::erase_if(st_.registered, [&](const auto& n) { return active_names.count(n) == 0; });
+  }
+
+  // The worker's job, once GitHub's in_progress named this runner.
+  void note_job(const store::worker& w) {
+    if (w.job_id != 0)
+      return;
+    for (const auto& j : jobs_)
+      if (j.runner_name == w.name) {
+        auto r = ctx_.jobs->set_worker_job(w.name, j.id, now_);
+        if (auto* e = std::get_if<store::error>(&r))
+          store_error("set worker job", *e);
+      }
+  }
+
+  // Whether the worker ran a job that is over (not among the active ones).
+  bool job_done(const store::worker& w) const {
+    return w.job_id != 0 && std::none_of(jobs_.begin(), jobs_.end(), [&](const store::job& j) { return j.id == w.job_id; });
+  }
+
+  void advance_worker(const store::worker& w, store::worker_status to, const std::string& why) {
+    auto r = ctx_.jobs->advance_worker(w.name, to, why, now_);
+    if (auto* e = std::get_if<store::error>(&r))
+      store_error("advance worker", *e);
+  }
+
+  void finish_worker(const store::worker& w, store::worker_status to, const std::string& why) {
+    auto r = ctx_.jobs->advance_worker(w.name, to, why, now_);
+    if (auto* e = std::get_if<store::error>(&r))
+      return store_error("finish worker", *e);
+    if (!std::get<bool>(r))
+      return;
+    if (to == store::worker_status::failed) {
+      runtime::log::warn(actor_name, "worker failed", {{"worker", w.name}, {"entity", w.entity}, {"why", why}});
+      ctx_.metrics.action("worker_failed");
+    } else {
+      ctx_.metrics.action("worker_completed");
+    }
+  }
+
+  void check_health(const store::worker& w, const k8s::pod& pod, const std::map<std::string, std::vector<github::rest_runner>>& runners) {
+    health_input in;
+    in.phase = pod.phase == "Running" && pod.node_name.empty() ? "Pending" : pod.phase;
+    in.pending_for_ms = now_ - parse_rfc3339_ms(pod.meta.creation_timestamp);
+    if (auto it = st_.running_since.find(w.name); it != st_.running_since.end())
+      in.running_for_ms = now_ - it->second;
+    const auto scope = github::scope_of(w.entity);
+    if (auto list = runners.find(scope); list != runners.end()) {
+      in.runner = runner_seen::absent;
+      for (const auto& rn : list->second)
+        if (rn.name == w.name)
+          in.runner = rn.status != "online" ? runner_seen::offline : rn.busy ? runner_seen::busy : runner_seen::idle;
+    }
+    if (in.runner == runner_seen::idle || in.runner == runner_seen::busy)
+      st_.registered.insert(w.name);
+    in.ever_registered = st_.registered.count(w.name) > 0;
+    if (in.runner == runner_seen::idle) {
+      auto [it, fresh] = st_.idle_since.emplace(w.name, now_);
+      in.idle_for_ms = now_ - it->second;
+    } else {
+      st_.idle_since.erase(w.name);
+    }
+    const verdict v = classify(in, o_.registration_timeout, o_.pending_timeout, o_.idle_timeout);
+    if (v == verdict::healthy || st_.killed_at.count(w.name) > 0)
+      return;
+    // GitHub first: a runner it says is busy is left alone until the next cycle.
+    if (w.runner_id != 0 && in.runner != runner_seen::absent) {
+      auto r = ctx_.github->remove_runner(scope, w.runner_id);
+      if (auto* e = std::get_if<github::rest_error>(&r))
+        return github_error(*e);
+      if (std::get<github::runner_removal>(r) == github::runner_removal::busy) {
+        runtime::log::info(actor_name, "GitHub says the runner is busy: leaving it until the next cycle",
+                           {{"worker", w.name}, {"check", to_string(v)}});
+        return;
+      }
+    }
+    const std::string why = std::string{to_string(v)} + ": pod " + pod.phase + (in.runner == runner_seen::absent ? ", runner never seen by GitHub" : "");
+    // Killed, not deleted: the kubelet fails it (DeadlineExceeded), so its logs and events stay.
+    auto r = await_call([&](k8s::api_callback cb) {
+      ctx_.kube->strategic_merge_patch(k8s::kinds::pods, o_.pool.ns, w.name, "{\"spec\":{\"activeDeadlineSeconds\":1}}", std::move(cb));
+    });
+    if (!ok_or_gone(r)) {
+      ctx_.metrics.error("kubernetes");
+      return;
+    }
+    st_.killed_at[w.name] = now_;
+    finish_worker(w, store::worker_status::failed, why);
+    ctx_.metrics.action("killed");
+    tell_event(ctx_.events, {"v1", "Pod", pod.meta.ns, pod.meta.name, pod.meta.uid, "Warning", "RunnerKilled", "HealthCheck",
+                             "failed the " + std::string{to_string(v)} + " health check: activeDeadlineSeconds set to 1"});
+  }
+
+  // ---- 3. demandMatch --------------------------------------------------------------------------
+
+  void demand_match() {
+    if (!load_active())
+      return;
+    match_input in;
+    in.active_jobs = jobs_;
+    in.active_workers = workers_;
+    in.caps = o_.max_workers;
+    in.default_cap = o_.default_max_workers;
+    if (!o_.pool.slot_resource.empty())
+      in.free_slots = free_slots(ctx_.nodes->list(), ctx_.pods->list(), o_.pool.node_selector, o_.pool.slot_resource);
+    auto plan = match_demand(in);
+    for (int64_t i = 0; i < plan.capped; ++i)
+      ctx_.metrics.skipped("capped");
+    for (int64_t i = 0; i < plan.no_capacity; ++i)
+      ctx_.metrics.skipped("no_capacity");
+    for (const auto& j : plan.provision)
+      provision(j);
+  }
+
+  std::string runner_name() {
+    static constexpr char hex[] = "0123456789abcdef";
+    std::string out = o_.pool.name + "-";
+    auto bits = st_.names();
+    for (int i = 0; i < 10; ++i, bits >>= 4)
+      out += hex[bits & 15];
+    return out;
+  }
+
+  void provision(const store::job& j) {
+    store::worker w;
+    w.entity = j.entity;
+    w.labels = j.labels;
+    w.created_at = now_;
+    bool added = false;
+    for (int attempt = 0; attempt < 3 && !added; ++attempt) {  // names are unique forever
+      w.name = runner_name();
+      auto r = ctx_.jobs->add_worker(w);
+      if (auto* e = std::get_if<store::error>(&r))
+        return store_error("add worker", *e);
+      added = std::get<bool>(r);
+    }
+    if (!added)
+      return;
+    const auto scope = github::scope_of(j.entity);
+    int64_t group = 0;
+    if (scope.rfind("orgs/", 0) == 0) {
+      auto& cached = st_.groups[j.entity];
+      if (cached == 0) {
+        auto g = ctx_.github->ensure_runner_group(j.entity, ctx_.opts.runner_group);
+        if (auto* e = std::get_if<github::rest_error>(&g)) {
+          github_error(*e);
+          return finish_worker(w, store::worker_status::failed, "runner group: " + e->describe());
+        }
+        cached = std::get<int64_t>(g);
+      }
+      group = cached;
+    }
+    auto jit = ctx_.github->generate_jit_config(scope, w.name, group, split_labels(j.labels));
+    if (auto* e = std::get_if<github::rest_error>(&jit)) {
+      github_error(*e);
+      if (e->status == 404)
+        st_.groups.erase(j.entity);  // the group may have been deleted: ensure it again
+      return finish_worker(w, store::worker_status::failed, "jit config: " + e->describe());
+    }
+    const auto& config = std::get<github::rest_jit>(jit);
+    if (auto r = ctx_.jobs->set_worker_runner(w.name, config.runner_id, now_); std::holds_alternative<store::error>(r))
+      store_error("set worker runner", std::get<store::error>(r));
+    auto created = await_call([&](k8s::api_callback cb) {
+      ctx_.kube->create(k8s::kinds::pods, o_.pool.ns, capacity::runner_pod(o_.pool, w.name, config.runner_id), std::move(cb));
+    });
+    if (auto* e = std::get_if<k8s::api_error>(&created)) {
+      ctx_.metrics.error("kubernetes");
+      (void)ctx_.github->remove_runner(scope, config.runner_id);
+      return finish_worker(w, store::worker_status::failed, "runner pod: " + e->describe());
+    }
+    simdjson::dom::parser parser;
+    std::string_view uid;
+    if (parser.parse(std::get<std::string>(created))["metadata"]["uid"].get(uid) != simdjson::SUCCESS)
+      runtime::log::warn(actor_name, "runner pod create answered without a uid", {{"pod", w.name}});
+    auto secret = await_call([&](k8s::api_callback cb) {
+      ctx_.kube->create(k8s::kinds::secrets, o_.pool.ns, capacity::runner_secret(o_.pool, w.name, std::string{uid}, config.encoded_jit_config),
+                        std::move(cb));
+    });
+    if (auto* e = std::get_if<k8s::api_error>(&secret); e && e->what != k8s::api_error::kind::already_exists) {
+      ctx_.metrics.error("kubernetes");
+      runtime::log::warn(actor_name, "runner secret create failed: the pod cannot start; the health check replaces it",
+                         {{"pod", w.name}, {"error", e->describe()}});
+    }
+    ctx_.metrics.action("provisioned");
+    ctx_.metrics.provision_latency(static_cast<double>(ctx_.now_ms() - j.created_at) / 1000.0);
+    runtime::log::info(actor_name, "runner provisioned",
+                       {{"worker", w.name}, {"entity", j.entity}, {"labels", j.labels}, {"job", j.id}, {"runner_id", config.runner_id}});
+  }
+
+  reconciler_actor* self_;
+  reconciler_state& st_;
+  const reconciler_context& ctx_;
+  const scheduler_options& o_;
+  const int64_t now_;
+  std::vector<store::job> jobs_;
+  std::vector<store::worker> workers_;
+};
+
+caf::behavior reconciler_behavior(reconciler_actor* self, reconciler_context_ptr ctx) {
+  auto& st = self->state;
+  st.ctx = std::move(ctx);
+  st.pods = std::make_unique<informer_feed<k8s::pod>>("scheduler_pods", caf::actor_cast<caf::actor>(self), pods_buffer);
+  st.pods->attach(st.ctx->pods);
+  if (st.ctx->track_buffer)
+    st.ctx->track_buffer(st.pods->stats());
+  self->send(self, msg::tick_atom_v, uint64_t{0});
+  return {
+      [self](msg::tick_atom, uint64_t) {
+        auto& s = self->state;
+        auto woken = s.ctx->jobs->wait_for_jobs(s.ctx->opts.wait_slice);
+        bool due = s.dirty || s.ctx->now_ms() - s.last_cycle >= s.ctx->opts.poll_interval.count();
+        if (auto* e = std::get_if<store::error>(&woken)) {
+          runtime::log::warn(actor_name, "waiting for job events failed; polling", {{"error", e->message}});
+          s.ctx->metrics.error("store");
+        } else if (std::get<bool>(woken)) {
+          due = true;
+        }
+        if (due) {
+          s.dirty = false;
+          s.last_cycle = s.ctx->now_ms();
+          cycle{self}.run();
+        }
+        self->send(self, msg::tick_atom_v, uint64_t{0});
+      },
+      [self](msg::buffer_wakeup) {
+        // A runner pod changed (phase, node, deletion): reflect it at the next tick.
+        self->state.pods->drain([&](const msg::pod_event&) { self->state.dirty = true; });
+      },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_reconciler(caf::actor_system& sys, reconciler_context_ptr ctx) {
+  return sys.spawn<caf::detached>(reconciler_behavior, std::move(ctx));
+}
+
+}  // namespace headroom::actors::scheduler

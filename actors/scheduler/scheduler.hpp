@@ -1,0 +1,154 @@
+#pragma once
+
+// Webhook-driven runner scheduling (seed 003), beside the scale-set path:
+//
+//   root ── scheduler_http          every replica: POST /webhook (intake) and the dashboards
+//   acting (leader only) ── scheduler ── reconciler
+//
+// The intake records each workflow_job delivery durably (take_delivery) and answers 202 only once
+// committed; the store wakes the reconciler (PostgreSQL NOTIFY, or in-process for SQLite). The
+// reconciler owns the workers: each cycle, under the store's reconcile lock (one reconciler across
+// processes), it runs the seed's three phases:
+//
+//   syncJobsState    active jobs against GitHub: 404 → failed; GitHub says completed → completed;
+//                    queued past jobStuckQueued while its run is done → failed
+//   syncWorkersState orphan sweep, pod phase sync, unreachable node (force delete), health checks
+//                    (runner_never_registered, pod_stuck_pending, runner_idle: killed by patching
+//                    activeDeadlineSeconds to 1), GitHub cleanup of runners whose worker is over,
+//                    terminal pods deleted after the grace
+//   demandMatch      pending jobs FIFO; demand vs supply per (entity, labels); the per-entity cap;
+//                    free slots of the pool's extended resource; a unique runner name, the org's
+//                    runner group, an org or repo JIT config, the runner pod and its Secret
+//
+// Store and GitHub calls block, so the reconciler is a detached actor: between cycles it waits on
+// the store's wake-up in short slices and handles its mailbox (pod changes, exit) in between.
+
+#include <caf/actor.hpp>
+#include <caf/actor_system.hpp>
+
+#include <chrono>
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/capacity/capacity.hpp"
+#include "adapters/github/rest_client.hpp"
+#include "adapters/k8s/client.hpp"
+#include "adapters/k8s/informer.hpp"
+#include "adapters/store/store.hpp"
+#include "runtime/mailbox/buffer_stats.hpp"
+
+namespace headroom::actors::scheduler {
+
+using std::chrono::milliseconds;
+
+struct scheduler_options {
+  // The runner pod template; its `name` is the pods' name prefix and their headroom.dev/scale-set label.
+  capacity::scale_set_spec pool;
+  std::string runner_group = "headroom";  // ensured in each organization
+  int64_t default_max_workers = 20;
+  std::map<std::string, int64_t> max_workers;  // per entity
+  milliseconds poll_interval{15'000}, job_sync_interval{15'000}, job_stuck_queued{600'000};
+  milliseconds registration_timeout{120'000}, pending_timeout{600'000}, idle_timeout{600'000};
+  milliseconds pod_delete_grace{21'600'000}, kill_grace{30'000};
+  milliseconds orphan_grace{30'000};  // a new worker's pod may not be in the cache yet
+  milliseconds wait_slice{200};       // how long one wait on the store blocks the mailbox
+};
+
+struct scheduler_metrics {
+  std::function<void(const char* phase, double seconds)> cycle;
+  std::function<void(const char* what)> action;        // provisioned, job_failed, worker_failed, killed, …
+  std::function<void(const char* what)> skipped;       // capped, no_capacity, lock_held
+  std::function<void(const char* what)> error;         // store, github, kubernetes
+  std::function<void(double seconds)> provision_latency;  // from the job's webhook to its pod created
+};
+
+struct reconciler_context {
+  store::store* jobs = nullptr;
+  github::rest_client* github = nullptr;
+  k8s::client* kube = nullptr;
+  std::shared_ptr<k8s::informer<k8s::pod>> pods;   // the pool's runner pods
+  std::shared_ptr<k8s::informer<k8s::node>> nodes;
+  caf::actor events;
+  scheduler_options opts;
+  scheduler_metrics metrics;
+  std::function<int64_t()> now_ms;  // wall clock, ms since the epoch (the store's clock)
+  std::function<void(const runtime::buffer_stats_ptr&)> track_buffer;
+};
+using reconciler_context_ptr = std::shared_ptr<const reconciler_context>;
+
+caf::actor spawn_reconciler(caf::actor_system& sys, reconciler_context_ptr ctx);
+
+// ---- the pure parts (unit-tested) ---------------------------------------------------------------
+
+struct demand_key {
+  std::string entity, labels;
+  auto operator<=>(const demand_key&) const = default;
+};
+
+// Which pending jobs get a runner now, FIFO: a job of key k is served while supply(k) < demand(k),
+// its entity is under its cap, and a slot is free (free_slots < 0: unlimited).
+struct match_input {
+  std::vector<store::job> active_jobs;        // pending and running, oldest first
+  std::vector<store::worker> active_workers;  // creating and running
+  std::map<std::string, int64_t> caps;        // entity → cap
+  int64_t default_cap = 20;
+  int64_t free_slots = -1;
+};
+struct match_result {
+  std::vector<store::job> provision;  // one runner each, in this order
+  int64_t capped = 0, no_capacity = 0;
+};
+match_result match_demand(const match_input& in);
+
+// A worker counts as supply until it is final, or its job (known from GitHub's runner_name) is.
+bool is_supply(const store::worker& w, const std::vector<store::job>& active_jobs);
+
+// Free slots of `resource` on the nodes matching `selector` that take pods (schedulable, not
+// unreachable): allocatable minus what non-terminal pods on them request.
+int64_t free_slots(const std::vector<std::shared_ptr<const k8s::node>>& nodes,
+                   const std::vector<std::shared_ptr<const k8s::pod>>& pods, const k8s::string_pairs& selector,
+                   const std::string& resource);
+
+// GitHub's view of a worker's runner, for the health checks.
+enum class runner_seen { unknown, absent, offline, idle, busy };
+
+enum class verdict { healthy, pod_stuck_pending, runner_never_registered, runner_idle };
+struct health_input {
+  std::string phase;  // the pod's
+  int64_t pending_for_ms = 0, running_for_ms = 0, idle_for_ms = 0;
+  runner_seen runner = runner_seen::unknown;
+  bool ever_registered = false;
+};
+verdict classify(const health_input& in, milliseconds registration_timeout, milliseconds pending_timeout,
+                 milliseconds idle_timeout);
+const char* to_string(verdict v);
+
+}  // namespace headroom::actors::scheduler
+
+// ---- the HTTP side: webhook intake and dashboards ---------------------------------------------
+
+namespace headroom::actors::scheduler {
+
+struct http_context {
+  store::store* jobs = nullptr;
+  std::string secret;  // X-Hub-Signature-256's key (registered as a secret)
+  std::string listen = ":8080";
+  int threads = 8;
+  size_t max_body = 1 << 20;
+  std::map<std::string, int64_t> caps;
+  int64_t default_cap = 20;
+  std::function<int64_t()> now_ms;
+  std::function<void(const char* outcome, double seconds)> delivered;    // per webhook
+  std::function<void(const std::string& path, int status, double seconds)> served;  // per request
+  std::function<void(uint16_t port)> bound;  // once listening (tests, the log)
+};
+
+// Owns the HTTP server (POST /webhook; GET /health, /usage, /jobs = /history, /workers and their
+// .json twins). A bind failure exits it abnormally: its supervisor retries.
+caf::actor spawn_scheduler_http(caf::actor_system& sys, std::shared_ptr<const http_context> ctx);
+
+}  // namespace headroom::actors::scheduler

@@ -1,0 +1,399 @@
+#include "adapters/github/rest_client.hpp"
+
+#include <ctime>
+#include <future>
+
+#include "adapters/github/auth.hpp"
+#include "adapters/json/ondemand.hpp"
+#include "runtime/secrets.hpp"
+
+namespace headroom::github {
+
+namespace {
+
+namespace od = simdjson::ondemand;
+using json::failure;
+using json::fields;
+using json::is_null;
+
+int64_t num(od::value v) {
+  if (is_null(v))
+    return 0;
+  if (v.type() != od::json_type::number)
+    throw failure{"expected a number"};
+  return v.get_int64();
+}
+
+std::string str(od::value v) { return json::text(v); }
+
+// Runs `body` over the parsed document; a malformed answer is a rest_error naming what.
+template <class T, class Body>
+rest_result<T> decode(const std::string& operation, long status, const std::string& text, Body&& body) {
+  try {
+    od::parser parser;
+    simdjson::padded_string padded{text};
+    auto doc = parser.iterate(padded);
+    T out{};
+    body(od::value{doc.get_value()}, out);
+    return out;
+  } catch (const failure& f) {
+    return rest_error{status, operation, "malformed answer: " + f.message};
+  } catch (const simdjson::simdjson_error& e) {
+    return rest_error{status, operation, std::string{"malformed answer: "} + simdjson::error_message(e.error())};
+  }
+}
+
+std::string quote(std::string_view s) {
+  std::string out = "\"";
+  for (unsigned char c : s) {
+    if (c == '"' || c == '\\') {
+      out += '\\';
+      out += static_cast<char>(c);
+    } else if (c < 0x20) {
+      char buf[8];
+      std::snprintf(buf, sizeof buf, "\\u%04x", c);
+      out += buf;
+    } else {
+      out += static_cast<char>(c);
+    }
+  }
+  return out + "\"";
+}
+
+// GitHub's {"message": "…"} of an error answer, cut short; the raw start of the body otherwise.
+std::string message_of(const std::string& body) {
+  try {
+    od::parser parser;
+    simdjson::padded_string padded{body};
+    auto doc = parser.iterate(padded);
+    std::string out;
+    fields(od::value{doc.get_value()}, [&](std::string_view k, od::value x) {
+      if (k == "message")
+        out = str(x);
+    });
+    if (!out.empty())
+      return runtime::redact(out.substr(0, 300));
+  } catch (...) {
+  }
+  return runtime::redact(body.substr(0, 200));
+}
+
+int64_t parse_time(const std::string& t) {
+  std::tm tm{};
+  if (strptime(t.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr)
+    return 0;
+  return static_cast<int64_t>(timegm(&tm));
+}
+
+}  // namespace
+
+std::string rest_error::describe() const {
+  return operation + ": " + (status ? std::to_string(status) + " " : std::string{}) + message;
+}
+
+std::string api_base_of(std::string_view url) {
+  std::string u{url};
+  while (!u.empty() && u.back() == '/')
+    u.pop_back();
+  const auto scheme_end = u.find("://");
+  if (scheme_end == std::string::npos)
+    return u;
+  const auto host_end = u.find('/', scheme_end + 3);
+  const std::string scheme = u.substr(0, scheme_end);
+  const std::string host = u.substr(scheme_end + 3, host_end == std::string::npos ? std::string::npos : host_end - scheme_end - 3);
+  if (host == "github.com" || host == "www.github.com" || host == "api.github.com")
+    return scheme + "://api.github.com";
+  if (host.size() > 8 && host.compare(host.size() - 8, 8, ".ghe.com") == 0)
+    return scheme + "://api." + host;
+  return scheme + "://" + host + "/api/v3";
+}
+
+std::string scope_of(std::string_view entity) {
+  return entity.find('/') == std::string_view::npos ? "orgs/" + std::string{entity} : "repos/" + std::string{entity};
+}
+
+rest_client::rest_client(std::string api_base, credentials creds, http::transport& io, rest_options opts)
+    : api_base_(std::move(api_base)), creds_(std::move(creds)), io_(io), opts_(std::move(opts)) {
+  auto tls = std::make_shared<http::tls_config>();
+  tls->ca_pem = opts_.ca_pem;
+  tls_ = tls;
+  runtime::secret_registry::global().add(creds_.personal_access_token);
+  runtime::secret_registry::global().add(creds_.private_key_pem);
+}
+
+uint64_t rest_client::requests() const { return requests_; }
+
+rest_result<std::string> rest_client::token() {
+  if (!creds_.personal_access_token.empty())
+    return creds_.personal_access_token;
+  const int64_t now = std::time(nullptr);
+  {
+    std::lock_guard lock(mu_);
+    if (!installation_token_.empty() && installation_exp_ - now > 300)
+      return installation_token_;
+  }
+  const std::string op = "get installation access token";
+  auto jwt = app_jwt(creds_.app_id, creds_.private_key_pem, now);
+  if (auto* e = std::get_if<auth_error>(&jwt))
+    return rest_error{0, op, e->message};
+  http::http_request req;
+  req.tls = tls_;
+  req.method = "POST";
+  req.url = api_base_ + "/app/installations/" + std::to_string(creds_.installation_id) + "/access_tokens";
+  req.headers = {"Accept: application/vnd.github+json", "Authorization: Bearer " + std::get<std::string>(jwt),
+                 "User-Agent: " + opts_.user_agent, "X-GitHub-Api-Version: 2022-11-28"};
+  req.timeout = opts_.timeout;
+  req.compressed = false;
+  auto done = std::make_shared<std::promise<http::http_response>>();
+  auto f = done->get_future();
+  io_.submit(std::move(req), [done](http::http_response r) { done->set_value(std::move(r)); });
+  auto r = f.get();
+  if (r.status != 201)
+    return rest_error{r.status, op, r.status ? message_of(r.body) : runtime::redact(r.transport_error)};
+  auto tok = decode<std::pair<std::string, std::string>>(op, r.status, r.body, [](od::value v, auto& out) {
+    fields(v, [&](std::string_view k, od::value x) {
+      if (k == "token")
+        out.first = str(x);
+      else if (k == "expires_at")
+        out.second = str(x);
+    });
+    if (out.first.empty())
+      throw failure{"no token"};
+  });
+  if (auto* e = std::get_if<rest_error>(&tok))
+    return *e;
+  auto& [t, exp] = std::get<std::pair<std::string, std::string>>(tok);
+  runtime::secret_registry::global().add(t);
+  std::lock_guard lock(mu_);
+  installation_token_ = t;
+  installation_exp_ = parse_time(exp);
+  if (installation_exp_ == 0)
+    installation_exp_ = now + 3600;
+  return t;
+}
+
+rest_result<rest_client::answer> rest_client::call(const std::string& operation, const std::string& method,
+                                                   const std::string& path, const std::string& body) {
+  auto tok = token();
+  if (auto* e = std::get_if<rest_error>(&tok))
+    return rest_error{e->status, operation, "no credentials: " + e->message};
+  http::http_request req;
+  req.tls = tls_;
+  req.method = method;
+  req.url = api_base_ + path;
+  req.headers = {"Accept: application/vnd.github+json", "Authorization: Bearer " + std::get<std::string>(tok),
+                 "User-Agent: " + opts_.user_agent, "X-GitHub-Api-Version: 2022-11-28"};
+  if (!body.empty()) {
+    req.headers.push_back("Content-Type: application/json");
+    req.body = body;
+  }
+  req.timeout = opts_.timeout;
+  req.compressed = false;
+  auto done = std::make_shared<std::promise<http::http_response>>();
+  auto f = done->get_future();
+  io_.submit(std::move(req), [done](http::http_response r) { done->set_value(std::move(r)); });
+  auto r = f.get();
+  {
+    std::lock_guard lock(mu_);
+    ++requests_;
+    if (r.status == 401) {  // an installation token revoked early: fetch a new one next time
+      installation_token_.clear();
+    }
+  }
+  if (r.status == 0)
+    return rest_error{0, operation, runtime::redact(r.transport_error)};
+  return answer{r.status, std::move(r.body)};
+}
+
+rest_result<std::optional<rest_job>> rest_client::get_job(const std::string& repository, int64_t job_id) {
+  const std::string op = "get job " + std::to_string(job_id) + " of " + repository;
+  auto a = call(op, "GET", "/repos/" + repository + "/actions/jobs/" + std::to_string(job_id));
+  if (auto* e = std::get_if<rest_error>(&a))
+    return *e;
+  auto& r = std::get<answer>(a);
+  if (r.status == 404)
+    return std::optional<rest_job>{};
+  if (r.status != 200)
+    return rest_error{r.status, op, message_of(r.body)};
+  auto j = decode<rest_job>(op, r.status, r.body, [](od::value v, rest_job& out) {
+    fields(v, [&](std::string_view k, od::value x) {
+      if (k == "id")
+        out.id = num(x);
+      else if (k == "run_id")
+        out.run_id = num(x);
+      else if (k == "status")
+        out.status = str(x);
+      else if (k == "conclusion")
+        out.conclusion = str(x);
+      else if (k == "runner_name")
+        out.runner_name = str(x);
+    });
+  });
+  if (auto* e = std::get_if<rest_error>(&j))
+    return *e;
+  return std::optional<rest_job>{std::get<rest_job>(j)};
+}
+
+rest_result<std::optional<std::string>> rest_client::run_status(const std::string& repository, int64_t run_id) {
+  const std::string op = "get run " + std::to_string(run_id) + " of " + repository;
+  auto a = call(op, "GET", "/repos/" + repository + "/actions/runs/" + std::to_string(run_id));
+  if (auto* e = std::get_if<rest_error>(&a))
+    return *e;
+  auto& r = std::get<answer>(a);
+  if (r.status == 404)
+    return std::optional<std::string>{};
+  if (r.status != 200)
+    return rest_error{r.status, op, message_of(r.body)};
+  auto s = decode<std::string>(op, r.status, r.body, [](od::value v, std::string& out) {
+    fields(v, [&](std::string_view k, od::value x) {
+      if (k == "status")
+        out = str(x);
+    });
+  });
+  if (auto* e = std::get_if<rest_error>(&s))
+    return *e;
+  return std::optional<std::string>{std::get<std::string>(s)};
+}
+
+rest_result<int64_t> rest_client::ensure_runner_group(const std::string& org, const std::string& name) {
+  const std::string op = "find runner group \"" + name + "\" of " + org;
+  auto a = call(op, "GET", "/orgs/" + org + "/actions/runner-groups?per_page=100");
+  if (auto* e = std::get_if<rest_error>(&a))
+    return *e;
+  auto& r = std::get<answer>(a);
+  if (r.status != 200)
+    return rest_error{r.status, op, message_of(r.body)};
+  auto found = decode<int64_t>(op, r.status, r.body, [&](od::value v, int64_t& out) {
+    fields(v, [&](std::string_view k, od::value x) {
+      if (k != "runner_groups")
+        return;
+      json::items(x, [&](size_t, od::value g) {
+        int64_t id = 0;
+        std::string n;
+        fields(g, [&](std::string_view k2, od::value y) {
+          if (k2 == "id")
+            id = num(y);
+          else if (k2 == "name")
+            n = str(y);
+        });
+        if (n == name)
+          out = id;
+      });
+    });
+  });
+  if (auto* e = std::get_if<rest_error>(&found))
+    return *e;
+  if (std::get<int64_t>(found) != 0)
+    return std::get<int64_t>(found);
+  const std::string create_op = "create runner group \"" + name + "\" in " + org;
+  auto c = call(create_op, "POST", "/orgs/" + org + "/actions/runner-groups",
+                "{\"name\":" + quote(name) + ",\"visibility\":\"all\"}");
+  if (auto* e = std::get_if<rest_error>(&c))
+    return *e;
+  auto& cr = std::get<answer>(c);
+  if (cr.status != 201)
+    return rest_error{cr.status, create_op, message_of(cr.body)};
+  return decode<int64_t>(create_op, cr.status, cr.body, [](od::value v, int64_t& out) {
+    fields(v, [&](std::string_view k, od::value x) {
+      if (k == "id")
+        out = num(x);
+    });
+    if (out == 0)
+      throw failure{"no id"};
+  });
+}
+
+rest_result<rest_jit> rest_client::generate_jit_config(const std::string& scope, const std::string& name, int64_t group_id,
+                                                       const std::vector<std::string>& labels) {
+  const std::string op = "generate JIT config for " + scope;
+  std::string body = "{\"name\":" + quote(name) + ",\"labels\":[";
+  for (size_t i = 0; i < labels.size(); ++i)
+    body += (i ? "," : "") + quote(labels[i]);
+  body += "],\"work_folder\":\"_work\"";
+  if (scope.rfind("orgs/", 0) == 0)
+    body += ",\"runner_group_id\":" + std::to_string(group_id);
+  body += "}";
+  auto a = call(op, "POST", "/" + scope + "/actions/runners/generate-jitconfig", body);
+  if (auto* e = std::get_if<rest_error>(&a))
+    return *e;
+  auto& r = std::get<answer>(a);
+  if (r.status != 201)
+    return rest_error{r.status, op, message_of(r.body)};
+  auto out = decode<rest_jit>(op, r.status, r.body, [](od::value v, rest_jit& j) {
+    fields(v, [&](std::string_view k, od::value x) {
+      if (k == "encoded_jit_config") {
+        j.encoded_jit_config = str(x);
+      } else if (k == "runner") {
+        fields(x, [&](std::string_view k2, od::value y) {
+          if (k2 == "id")
+            j.runner_id = num(y);
+        });
+      }
+    });
+    if (j.encoded_jit_config.empty() || j.runner_id == 0)
+      throw failure{"runner.id or encoded_jit_config missing"};
+  });
+  if (auto* j = std::get_if<rest_jit>(&out))
+    runtime::secret_registry::global().add(j->encoded_jit_config);
+  return out;
+}
+
+rest_result<std::vector<rest_runner>> rest_client::list_runners(const std::string& scope) {
+  const std::string op = "list runners of " + scope;
+  std::vector<rest_runner> all;
+  for (int page = 1; page < 1000; ++page) {
+    auto a = call(op, "GET", "/" + scope + "/actions/runners?per_page=100&page=" + std::to_string(page));
+    if (auto* e = std::get_if<rest_error>(&a))
+      return *e;
+    auto& r = std::get<answer>(a);
+    if (r.status != 200)
+      return rest_error{r.status, op, message_of(r.body)};
+    int64_t total = 0;
+    auto got = decode<std::vector<rest_runner>>(op, r.status, r.body, [&](od::value v, std::vector<rest_runner>& out) {
+      fields(v, [&](std::string_view k, od::value x) {
+        if (k == "total_count") {
+          total = num(x);
+        } else if (k == "runners") {
+          json::items(x, [&](size_t, od::value item) {
+            rest_runner rn;
+            fields(item, [&](std::string_view k2, od::value y) {
+              if (k2 == "id")
+                rn.id = num(y);
+              else if (k2 == "name")
+                rn.name = str(y);
+              else if (k2 == "status")
+                rn.status = str(y);
+              else if (k2 == "busy")
+                rn.busy = !is_null(y) && bool(y.get_bool());
+            });
+            out.push_back(std::move(rn));
+          });
+        }
+      });
+    });
+    if (auto* e = std::get_if<rest_error>(&got))
+      return *e;
+    auto& items = std::get<std::vector<rest_runner>>(got);
+    all.insert(all.end(), items.begin(), items.end());
+    if (items.empty() || static_cast<int64_t>(all.size()) >= total)
+      break;
+  }
+  return all;
+}
+
+rest_result<runner_removal> rest_client::remove_runner(const std::string& scope, int64_t runner_id) {
+  const std::string op = "remove runner " + std::to_string(runner_id) + " of " + scope;
+  auto a = call(op, "DELETE", "/" + scope + "/actions/runners/" + std::to_string(runner_id));
+  if (auto* e = std::get_if<rest_error>(&a))
+    return *e;
+  auto& r = std::get<answer>(a);
+  if (r.status == 204)
+    return runner_removal::removed;
+  if (r.status == 404)
+    return runner_removal::already_gone;
+  if (r.status == 422)
+    return runner_removal::busy;
+  return rest_error{r.status, op, message_of(r.body)};
+}
+
+}  // namespace headroom::github

@@ -1,0 +1,105 @@
+#pragma once
+
+// The GitHub REST calls of the webhook-driven scheduler (seed 003): job and run info, runner
+// groups, org and repo JIT configs, runner lists and deletes. Entities are whatever the webhooks
+// name (an organization, or owner/repo for a personal account), so one client serves them all.
+//
+// Blocking: each call waits for its answer over the shared HTTP transport. Only the scheduler's
+// reconciler calls it, from its own detached actor thread, where blocking is the point (its
+// store calls block too). Credentials: a PAT, or a GitHub App whose installation token is fetched
+// and cached until 5 minutes before it expires. Every token is registered as a secret.
+
+#include <cstdint>
+#include <memory>
+#include <mutex>
+#include <optional>
+#include <string>
+#include <string_view>
+#include <variant>
+#include <vector>
+
+#include "adapters/github/actions_client.hpp"
+#include "adapters/http/transport.hpp"
+
+namespace headroom::github {
+
+struct rest_error {
+  long status = 0;          // 0: no answer (transport), or an answer that did not decode
+  std::string operation;    // "generate JIT config for orgs/acme"
+  std::string message;      // GitHub's message or the transport's description (redacted)
+  std::string describe() const;
+};
+
+template <class T>
+using rest_result = std::variant<T, rest_error>;
+
+struct rest_job {
+  int64_t id = 0, run_id = 0;
+  std::string status, conclusion, runner_name;  // status: queued | in_progress | completed | waiting
+};
+
+struct rest_runner {
+  int64_t id = 0;
+  std::string name, status;  // status: online | offline
+  bool busy = false;
+};
+
+struct rest_jit {
+  int64_t runner_id = 0;
+  std::string encoded_jit_config;
+};
+
+enum class runner_removal { removed, already_gone, busy };
+
+struct rest_options {
+  std::string ca_pem;
+  std::chrono::milliseconds timeout{15'000};
+  std::string user_agent = "headroom";
+};
+
+class rest_client {
+ public:
+  // `api_base`: https://api.github.com, or https://host/api/v3 for GHES (see api_base_of).
+  rest_client(std::string api_base, credentials creds, http::transport& io, rest_options opts = {});
+
+  // nullopt: GitHub answered 404 (the job is gone, or never was).
+  rest_result<std::optional<rest_job>> get_job(const std::string& repository, int64_t job_id);
+  // The run's status; nullopt on 404.
+  rest_result<std::optional<std::string>> run_status(const std::string& repository, int64_t run_id);
+  // The id of the org's runner group `name`, created (visibility all) when missing.
+  rest_result<int64_t> ensure_runner_group(const std::string& org, const std::string& name);
+  // scope: "orgs/<org>" or "repos/<owner>/<repo>". group_id is ignored for repos.
+  rest_result<rest_jit> generate_jit_config(const std::string& scope, const std::string& name, int64_t group_id,
+                                            const std::vector<std::string>& labels);
+  rest_result<std::vector<rest_runner>> list_runners(const std::string& scope);
+  // busy: GitHub refused with 422 because the runner is running a job.
+  rest_result<runner_removal> remove_runner(const std::string& scope, int64_t runner_id);
+
+  uint64_t requests() const;
+
+ private:
+  struct answer {
+    long status = 0;
+    std::string body;
+  };
+  rest_result<answer> call(const std::string& operation, const std::string& method, const std::string& path,
+                           const std::string& body = {});
+  rest_result<std::string> token();
+
+  std::string api_base_;
+  credentials creds_;
+  http::transport& io_;
+  rest_options opts_;
+  std::shared_ptr<const http::tls_config> tls_;
+  std::mutex mu_;
+  std::string installation_token_;
+  int64_t installation_exp_ = 0;
+  uint64_t requests_ = 0;
+};
+
+// https://github.com (or any github.com URL) → https://api.github.com; another host is GHES → host/api/v3.
+std::string api_base_of(std::string_view github_url);
+// Where an entity's runners are made: "orgs/<org>" for an organization, "repos/<owner>/<repo>".
+std::string scope_of(std::string_view entity);
+
+}  // namespace headroom::github

@@ -1,0 +1,222 @@
+#include "app/scheduler.hpp"
+
+#include <caf/all.hpp>
+#include <prometheus/counter.h>
+#include <prometheus/gauge.h>
+#include <prometheus/histogram.h>
+
+#include "adapters/k8s/client.hpp"
+#include "app/scale_sets.hpp"
+#include "runtime/log.hpp"
+#include "runtime/metrics.hpp"
+#include "runtime/secrets.hpp"
+
+namespace headroom::app {
+
+using namespace actors::scheduler;
+
+namespace {
+
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+const prometheus::Histogram::BucketBoundaries fast_buckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
+                                                           0.1,    0.25,  0.5,    1,     2.5, 5, 10};
+const prometheus::Histogram::BucketBoundaries slow_buckets{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
+
+scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
+  auto& reg = m.registry();
+  auto& cycle = prometheus::BuildHistogram().Name("headroom_scheduler_phase_duration_seconds")
+                    .Help("One reconcile phase: sync_jobs, sync_workers, demand_match").Register(reg);
+  auto& actions = prometheus::BuildCounter().Name("headroom_scheduler_actions_total")
+                      .Help("What the reconciler did: provisioned, job_failed, worker_failed, worker_completed, killed, force_deleted, runner_removed")
+                      .Register(reg);
+  auto& skipped = prometheus::BuildCounter().Name("headroom_scheduler_skipped_total")
+                      .Help("Pending jobs not served this cycle (capped, no_capacity) and cycles skipped (lock_held)").Register(reg);
+  auto& errors = prometheus::BuildCounter().Name("headroom_scheduler_errors_total").Help("Calls that failed, by dependency").Register(reg);
+  auto& latency = prometheus::BuildHistogram().Name("headroom_scheduler_provision_latency_seconds")
+                      .Help("From a job's first webhook to its runner pod created").Register(reg).Add({}, slow_buckets);
+  std::map<std::string, prometheus::Histogram*> phases;
+  for (const char* p : {"sync_jobs", "sync_workers", "demand_match"})
+    phases[p] = &cycle.Add({{"phase", p}}, fast_buckets);
+  std::map<std::string, prometheus::Counter*> by_action, by_skip, by_error;
+  for (const char* a : {"provisioned", "job_failed", "worker_failed", "worker_completed", "killed", "force_deleted", "runner_removed"})
+    by_action[a] = &actions.Add({{"action", a}});
+  for (const char* s : {"capped", "no_capacity", "lock_held"})
+    by_skip[s] = &skipped.Add({{"reason", s}});
+  for (const char* e : {"store", "github", "kubernetes"})
+    by_error[e] = &errors.Add({{"dependency", e}});
+  auto bump = [](const std::map<std::string, prometheus::Counter*>& by) {
+    return [by](const char* what) {
+      if (auto it = by.find(what); it != by.end())
+        it->second->Increment();
+    };
+  };
+  scheduler_metrics out;
+  out.cycle = [phases](const char* phase, double s) {
+    if (auto it = phases.find(phase); it != phases.end())
+      it->second->Observe(s);
+  };
+  out.action = bump(by_action);
+  out.skipped = bump(by_skip);
+  out.error = bump(by_error);
+  out.provision_latency = [&latency](double s) { latency.Observe(s); };
+  return out;
+}
+
+void add_http_metrics(runtime::metrics& m, http_context& ctx) {
+  auto& reg = m.registry();
+  auto& webhooks = prometheus::BuildCounter().Name("headroom_scheduler_webhooks_total")
+                       .Help("workflow_job deliveries by outcome: recorded, duplicate, unchanged, ignored, too_large, bad_signature, malformed, store_error")
+                       .Register(reg);
+  auto& intake = prometheus::BuildHistogram().Name("headroom_scheduler_webhook_duration_seconds")
+                     .Help("From a delivery read to its answer (the commit included)").Register(reg).Add({}, fast_buckets);
+  auto& pages = prometheus::BuildCounter().Name("headroom_scheduler_http_requests_total")
+                    .Help("Requests to the scheduler's HTTP server by route and status class").Register(reg);
+  std::map<std::string, prometheus::Counter*> by_outcome;
+  for (const char* o : {"recorded", "duplicate", "unchanged", "ignored", "too_large", "bad_signature", "malformed", "store_error"})
+    by_outcome[o] = &webhooks.Add({{"outcome", o}});
+  ctx.delivered = [by_outcome, &intake](const char* outcome, double s) {
+    if (auto it = by_outcome.find(outcome); it != by_outcome.end())
+      it->second->Increment();
+    intake.Observe(s);
+  };
+  ctx.served = [&pages](const std::string& path, int status, double) {
+    pages.Add({{"route", path}, {"code", std::to_string(status / 100) + "xx"}}).Increment();
+  };
+}
+
+}  // namespace
+
+void scheduler_services::stop() {
+  if (pods)
+    pods->stop();
+  if (nodes)
+    nodes->stop();
+}
+
+std::optional<std::string> prepare_scheduler(const settings& modes, const std::map<std::string, std::string>& env,
+                                             k8s::client& kube, http::transport& io, runtime::metrics& m,
+                                             scheduler_services& out, bool& schema_too_new) {
+  const auto& c = modes.scheduler;
+  auto get = [&env](const char* name) -> std::string {
+    auto it = env.find(name);
+    return it == env.end() ? std::string{} : it->second;
+  };
+  const std::string secret = get("HEADROOM_WEBHOOK_SECRET");
+  if (secret.size() < runtime::secret_registry::min_length)
+    return "HEADROOM_WEBHOOK_SECRET: required for scheduler.enabled (the key of X-Hub-Signature-256), at least " +
+           std::to_string(runtime::secret_registry::min_length) + " characters";
+  runtime::secret_registry::global().add(secret);
+  auto creds = github_credentials(env);
+  if (auto* e = std::get_if<std::string>(&creds))
+    return *e;
+
+  // The store: migrated forward at open; a newer schema stops headroom (exit 2).
+  store::result<std::unique_ptr<store::store>> opened = store::error{"no store"};
+  if (c.store.postgres) {
+    const std::string dsn = get("HEADROOM_POSTGRES_DSN");
+    if (dsn.empty())
+      return "HEADROOM_POSTGRES_DSN: required with scheduler.store.postgres (a libpq connection string)";
+    runtime::secret_registry::global().add(dsn);
+    opened = store::open_postgres(dsn, c.store.pool);
+  } else {
+    opened = store::open_sqlite(c.store.sqlite_path);
+  }
+  if (auto* e = std::get_if<store::error>(&opened)) {
+    schema_too_new = e->schema_too_new;
+    return "scheduler.store: " + e->message;
+  }
+  out.jobs = std::move(std::get<std::unique_ptr<store::store>>(opened));
+
+  github::rest_options ro;
+  if (!modes.github.ca_file.empty()) {
+    std::string error;
+    ro.ca_pem = read_text(modes.github.ca_file, error, "github.caFile");
+    if (!error.empty())
+      return error;
+  }
+  out.github = std::make_unique<github::rest_client>(github::api_base_of(c.github_url), std::get<github::credentials>(creds), io, ro);
+
+  scheduler_options o;
+  o.pool.name = c.name_prefix;
+  o.pool.ns = c.ns;
+  if (auto e = apply_runner(c.runner, "scheduler.runner", o.pool))
+    return *e;
+  o.pool.slot_resource = c.runner.slot_resource;
+  o.pool.runner_priority_class.clear();  // no ladder here: runner pods only
+  o.pool.active_deadline_seconds = c.runner.active_deadline_seconds;
+  o.runner_group = c.runner_group;
+  o.default_max_workers = c.default_max_workers;
+  for (const auto& [entity, cap] : c.max_workers)
+    o.max_workers[entity] = cap;
+  o.poll_interval = c.poll_interval;
+  o.job_sync_interval = c.job_sync_interval;
+  o.job_stuck_queued = c.job_stuck_queued;
+  o.registration_timeout = c.registration_timeout;
+  o.pending_timeout = c.pending_timeout;
+  o.idle_timeout = c.idle_timeout;
+  o.pod_delete_grace = c.pod_delete_grace;
+  o.kill_grace = c.kill_grace;
+
+  k8s::informer<k8s::pod>::options pod_opts;
+  pod_opts.kind = k8s::kinds::pods;
+  pod_opts.ns = c.ns;
+  pod_opts.label_selector = std::string{actors::capacity::keys::scale_set} + "=" + c.name_prefix;
+  out.pods = k8s::informer<k8s::pod>::make(kube, pod_opts);
+  k8s::informer<k8s::node>::options node_opts;
+  node_opts.kind = k8s::kinds::nodes;
+  out.nodes = k8s::informer<k8s::node>::make(kube, node_opts);
+
+  auto rc = std::make_shared<reconciler_context>();
+  rc->jobs = out.jobs.get();
+  rc->github = out.github.get();
+  rc->kube = &kube;
+  rc->pods = out.pods;
+  rc->nodes = out.nodes;
+  rc->events = out.events;
+  rc->opts = o;
+  rc->metrics = make_reconciler_metrics(m);
+  rc->now_ms = wall_ms;
+  rc->track_buffer = [&m](const runtime::buffer_stats_ptr& s) { m.buffers().track(s); };
+  out.reconciler = rc;
+
+  auto hc = std::make_shared<http_context>();
+  hc->jobs = out.jobs.get();
+  hc->secret = secret;
+  hc->listen = c.listen;
+  hc->threads = static_cast<int>(c.threads);
+  hc->max_body = c.max_body;
+  hc->caps = o.max_workers;
+  hc->default_cap = o.default_max_workers;
+  hc->now_ms = wall_ms;
+  add_http_metrics(m, *hc);
+  out.http = hc;
+
+  out.nodes->start();
+  out.pods->start();
+  runtime::log::info("scheduler", "webhook-driven runner scheduling",
+                     {{"store", std::string{out.jobs->backend()}}, {"schema", out.jobs->schema_version()},
+                      {"listen", c.listen}, {"namespace", c.ns}, {"max_workers", static_cast<int64_t>(c.default_max_workers)}});
+  return std::nullopt;
+}
+
+runtime::child_spec scheduler_http_child(std::shared_ptr<scheduler_services> svc) {
+  runtime::child_spec out;
+  out.name = "scheduler_http";
+  out.start = [svc](caf::actor_system& sys) { return spawn_scheduler_http(sys, svc->http); };
+  return out;
+}
+
+runtime::child_spec scheduler_subtree(const runtime::config& cfg, std::shared_ptr<scheduler_services> svc, runtime::metrics& m,
+                                      runtime::readiness& ready) {
+  runtime::child_spec reconciler;
+  reconciler.name = "reconciler";
+  reconciler.start = [svc](caf::actor_system& sys) { return spawn_reconciler(sys, svc->reconciler); };
+  std::vector<runtime::child_spec> children;
+  children.push_back(std::move(reconciler));
+  return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "scheduler", &m, &ready), std::move(children));
+}
+
+}  // namespace headroom::app

@@ -1,0 +1,107 @@
+#include "runtime/web_server.hpp"
+
+#include <httplib.h>
+
+#include <chrono>
+#include <stdexcept>
+#include <thread>
+
+namespace headroom::runtime {
+
+struct web_server::state {
+  web_options opts;
+  httplib::Server server;
+  std::thread loop;
+};
+
+std::pair<std::string, int> split_listen(const std::string& listen) {
+  std::string host = "0.0.0.0", port = listen;
+  if (auto colon = listen.rfind(':'); colon != std::string::npos) {
+    host = listen.substr(0, colon);
+    port = listen.substr(colon + 1);
+    if (host.empty())
+      host = "0.0.0.0";
+    else if (host == "localhost")
+      host = "127.0.0.1";
+  }
+  int wanted = -1;
+  try {
+    size_t used = 0;
+    wanted = std::stoi(port, &used);
+    if (used != port.size())
+      wanted = -1;
+  } catch (const std::exception&) {
+  }
+  if (wanted > 65535)
+    wanted = -1;
+  return {host, wanted};
+}
+
+web_server::web_server(web_options o) : state_(std::make_unique<state>()) {
+  auto& st = *state_;
+  st.opts = std::move(o);
+  auto& srv = st.server;
+  const auto& opts = st.opts;
+  const int threads = std::max(1, opts.threads);
+  srv.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  srv.set_payload_max_length(opts.max_body);
+  srv.set_read_timeout(10, 0);
+  srv.set_write_timeout(10, 0);
+  srv.set_keep_alive_max_count(1000);
+  srv.set_keep_alive_timeout(5);
+  srv.set_tcp_nodelay(true);
+  srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    res.status = 500;
+    res.set_content("internal error: " + what + "\n", "text/plain");
+  });
+  for (const auto& r : opts.routes) {
+    auto handler = [&r, &opts](const httplib::Request& req, httplib::Response& res) {
+      const auto started = std::chrono::steady_clock::now();
+      web_request in;
+      in.method = req.method;
+      in.path = r.path;
+      for (const auto& [k, v] : req.params)
+        in.query.emplace(k, v);
+      in.header = [&req](const char* name) { return req.get_header_value(name); };
+      in.body = req.body;
+      web_reply out = r.handle(in);
+      res.status = out.status;
+      res.set_header("Cache-Control", "no-store");
+      res.set_header("X-Content-Type-Options", "nosniff");
+      for (const auto& [k, v] : out.headers)
+        res.set_header(k, v);
+      res.set_content(std::move(out.body), out.content_type.c_str());
+      if (opts.observe)
+        opts.observe(r.path, out.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+    };
+    if (r.method == "POST")
+      srv.Post(r.path, handler);
+    else
+      srv.Get(r.path, handler);
+  }
+  auto [host, wanted] = split_listen(opts.listen);
+  if (wanted < 0)
+    throw std::runtime_error("cannot listen on " + opts.listen + ": not a port");
+  const int bound = wanted == 0 ? srv.bind_to_any_port(host) : (srv.bind_to_port(host, wanted) ? wanted : -1);
+  if (bound <= 0)
+    throw std::runtime_error("cannot listen on " + opts.listen);
+  port_ = static_cast<uint16_t>(bound);
+  st.loop = std::thread([&srv] { srv.listen_after_bind(); });
+}
+
+web_server::~web_server() {
+  for (int i = 0; i < 200 && !state_->server.is_running(); ++i)
+    std::this_thread::sleep_for(std::chrono::milliseconds(5));
+  state_->server.stop();
+  if (state_->loop.joinable())
+    state_->loop.join();
+}
+
+}  // namespace headroom::runtime

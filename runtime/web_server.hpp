@@ -1,0 +1,64 @@
+#pragma once
+
+// A plain-HTTP server for the routes people and webhooks call (the scheduler's GitHub webhook
+// intake and its dashboards), on Debian's cpp-httplib like the admission webhook's HTTPS server.
+// Handlers run on the server's worker threads and must be thread-safe.
+
+#include <cstdint>
+#include <functional>
+#include <map>
+#include <memory>
+#include <string>
+#include <utility>
+#include <vector>
+
+namespace headroom::runtime {
+
+struct web_request {
+  std::string method, path;
+  std::multimap<std::string, std::string> query;  // decoded query parameters
+  std::function<std::string(const char*)> header;  // a request header's value, "" when absent
+  std::string body;
+};
+
+struct web_reply {
+  int status = 200;
+  std::string content_type = "text/plain; charset=utf-8";
+  std::vector<std::pair<std::string, std::string>> headers;
+  std::string body;
+};
+
+struct web_route {
+  std::string method;  // GET or POST
+  std::string path;    // exact
+  std::function<web_reply(const web_request&)> handle;
+};
+
+struct web_options {
+  std::string listen = ":8080";
+  std::vector<web_route> routes;
+  int threads = 8;
+  size_t max_body = 1 << 20;  // larger → 413 before a handler runs
+  std::function<void(const std::string& path, int status, double seconds)> observe;
+};
+
+// "port", ":port", "host:port" → (host, port); port −1 when it is not one.
+std::pair<std::string, int> split_listen(const std::string& listen);
+
+class web_server {
+ public:
+  // Binds at once; throws std::runtime_error naming the address when it cannot.
+  explicit web_server(web_options opts);
+  ~web_server();
+  web_server(const web_server&) = delete;
+  web_server& operator=(const web_server&) = delete;
+  uint16_t port() const { return port_; }
+
+  struct state;
+
+ private:
+  std::unique_ptr<state> state_;
+  uint16_t port_ = 0;
+};
+
+}  // namespace headroom::runtime

@@ -1,0 +1,530 @@
+// The webhook-driven side of the peer (seed 003's GitHub): jobs that are announced by signed
+// `workflow_job` webhooks instead of scale-set messages, and the REST calls a webhook-driven
+// scheduler makes — job and run info, runner groups, org and repo JIT configs, runner lists and
+// deletes (422 while the runner is busy).
+//
+// A JIT runner made here connects with /_control/runners/connect like a scale-set one; it is
+// given the oldest queued webhook job of its entity whose labels it has, the peer sends
+// `in_progress`, and /_control/runners/finish sends `completed`.
+//
+// Control:
+//
+//	POST /_control/webhooks/config    {url, secret}: where deliveries go and the HMAC key
+//	POST /_control/webhooks/jobs      {organization, repository, labels, count, announce=true}
+//	POST /_control/webhooks/complete  {jobId, conclusion}: completes a job (no runner needed)
+//	POST /_control/webhooks/forget    {jobId}: the job disappears (REST 404)
+//	POST /_control/webhooks/run-done  {jobId}: the job's run completes while the job is queued
+//	POST /_control/webhooks/redeliver {deliveryId}: sends it again, same X-GitHub-Delivery
+//	POST /_control/webhooks/forged    {count}: queued deliveries with a wrong signature
+//	GET  /_control/webhooks/state     {jobs, deliveries, runners}
+package main
+
+import (
+	"bytes"
+	"crypto/hmac"
+	"crypto/sha256"
+	"encoding/base64"
+	"encoding/hex"
+	"encoding/json"
+	"fmt"
+	"net/http"
+	"regexp"
+	"sort"
+	"strconv"
+	"strings"
+	"time"
+)
+
+var (
+	reRestJob     = regexp.MustCompile(`^(/api/v3)?/repos/([^/]+/[^/]+)/actions/jobs/(\d+)$`)
+	reRestRun     = regexp.MustCompile(`^(/api/v3)?/repos/([^/]+/[^/]+)/actions/runs/(\d+)$`)
+	reRestGroups  = regexp.MustCompile(`^(/api/v3)?/orgs/([^/]+)/actions/runner-groups$`)
+	reRestJIT     = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|repos/[^/]+/[^/]+)/actions/runners/generate-jitconfig$`)
+	reRestRunners = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|repos/[^/]+/[^/]+)/actions/runners$`)
+	reRestRunner  = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|repos/[^/]+/[^/]+)/actions/runners/(\d+)$`)
+)
+
+func restRouteOf(path string) string {
+	switch {
+	case reRestJob.MatchString(path):
+		return "rest_job"
+	case reRestRun.MatchString(path):
+		return "rest_run"
+	case reRestGroups.MatchString(path):
+		return "rest_runner_groups"
+	case reRestJIT.MatchString(path):
+		return "rest_jit"
+	case reRestRunners.MatchString(path):
+		return "rest_runners"
+	case reRestRunner.MatchString(path):
+		return "rest_runner"
+	}
+	return ""
+}
+
+type delivery struct {
+	ID      string    `json:"id"`
+	JobID   int64     `json:"jobId"`
+	Action  string    `json:"action"`
+	Forged  bool      `json:"forged,omitempty"`
+	Status  int       `json:"status"` // headroom's answer; 0 until delivered, -1 when it could not connect
+	Answer  string    `json:"answer"`
+	SentAt  time.Time `json:"sentAt"`
+	Latency float64   `json:"latencyMs"`
+	body    []byte
+}
+
+type hookState struct {
+	url, secret string
+	deliveries  []*delivery
+	queue       chan *delivery
+	groups      map[string][]map[string]any // org → runner groups
+}
+
+// The entity a webhook job's runners belong to: the organization, else the repository.
+func (j *job) entity() string {
+	if j.Org != "" {
+		return j.Org
+	}
+	return j.Repository
+}
+
+func (s *server) hooks() *hookState {
+	if s.hook == nil {
+		s.hook = &hookState{queue: make(chan *delivery, 100000), groups: map[string][]map[string]any{}}
+		go s.deliverLoop(s.hook)
+	}
+	return s.hook
+}
+
+// deliverLoop posts deliveries one at a time, in the order they were made (as GitHub's sender
+// does per hook; tests reorder on purpose with announce=false and /complete).
+func (s *server) deliverLoop(h *hookState) {
+	client := &http.Client{Timeout: 10 * time.Second}
+	for d := range h.queue {
+		s.mu.Lock()
+		url, secret := h.url, h.secret
+		s.mu.Unlock()
+		sig := sign(secret, d.body)
+		if d.Forged {
+			sig = sign(secret+"-not-it", d.body)
+		}
+		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(d.body))
+		req.Header.Set("Content-Type", "application/json")
+		req.Header.Set("X-GitHub-Event", "workflow_job")
+		req.Header.Set("X-GitHub-Delivery", d.ID)
+		req.Header.Set("X-Hub-Signature-256", sig)
+		req.Header.Set("User-Agent", "GitHub-Hookshot/peer")
+		start := time.Now()
+		status, answer := -1, ""
+		resp, err := client.Do(req)
+		if err == nil {
+			b := make([]byte, 512)
+			n, _ := resp.Body.Read(b)
+			status, answer = resp.StatusCode, string(b[:n])
+			resp.Body.Close()
+		} else {
+			answer = err.Error()
+		}
+		s.mu.Lock()
+		d.Status, d.Answer, d.SentAt, d.Latency = status, answer, start, float64(time.Since(start).Microseconds())/1000
+		s.notify()
+		s.mu.Unlock()
+	}
+}
+
+func sign(secret string, body []byte) string {
+	mac := hmac.New(sha256.New, []byte(secret))
+	mac.Write(body)
+	return "sha256=" + hex.EncodeToString(mac.Sum(nil))
+}
+
+func ghStatus(j *job) string {
+	switch j.State {
+	case "running":
+		return "in_progress"
+	case "completed":
+		return "completed"
+	}
+	return "queued"
+}
+
+func (s *server) restJob(j *job) map[string]any {
+	out := map[string]any{
+		"id": j.RequestID, "run_id": j.runID, "name": j.Name, "labels": j.Labels, "status": ghStatus(j),
+		"conclusion": nil, "runner_id": nil, "runner_name": nil, "created_at": ts(j.QueueTime),
+		"html_url": fmt.Sprintf("https://github.com/%s/actions/runs/%d/job/%d", j.Repository, j.runID, j.RequestID),
+	}
+	if j.State == "completed" {
+		out["conclusion"] = j.Result
+	}
+	if j.RunnerID != 0 {
+		out["runner_id"] = j.RunnerID
+		out["runner_name"] = j.runnerName
+	}
+	return out
+}
+
+// announce queues one delivery of `action` for the job (s.mu held).
+func (s *server) announce(j *job, action string, forged bool) *delivery {
+	h := s.hooks()
+	parts := strings.SplitN(j.Repository, "/", 2)
+	payload := map[string]any{
+		"action": action, "workflow_job": s.restJob(j),
+		"repository":   map[string]any{"full_name": j.Repository, "name": parts[len(parts)-1], "owner": map[string]any{"login": parts[0]}},
+		"installation": map[string]any{"id": s.cfg.InstallationID}, "sender": map[string]any{"login": "octocat"},
+	}
+	if j.Org != "" {
+		payload["organization"] = map[string]any{"login": j.Org}
+	}
+	body, _ := json.Marshal(payload)
+	d := &delivery{ID: uuid4(), JobID: j.RequestID, Action: action, Forged: forged, body: body}
+	h.deliveries = append(h.deliveries, d)
+	if h.url != "" {
+		h.queue <- d
+	}
+	return d
+}
+
+// scheduleWebhookJobs gives queued webhook jobs, oldest first, to idle connected JIT runners of
+// the job's entity that carry every label the job asks for (s.mu held).
+func (s *server) scheduleWebhookJobs() {
+	ids := make([]int64, 0)
+	for id, j := range s.jobs {
+		if j.Webhook && j.State == "queued" && !j.runDone {
+			ids = append(ids, id)
+		}
+	}
+	sort.Slice(ids, func(a, b int) bool { return ids[a] < ids[b] })
+	rids := make([]int, 0, len(s.runners))
+	for id := range s.runners {
+		rids = append(rids, id)
+	}
+	sort.Ints(rids)
+	for _, id := range ids {
+		j := s.jobs[id]
+		for _, rid := range rids {
+			r := s.runners[rid]
+			if r.Entity == "" || r.Entity != j.entity() || !r.Connected || r.JobRequest != 0 || !subset(j.Labels, r.labels()) {
+				continue
+			}
+			r.JobRequest, r.Busy = j.RequestID, true
+			j.RunnerID, j.runnerName, j.State, j.runnerTime = r.ID, r.Name, "running", time.Now()
+			s.announce(j, "in_progress", false)
+			break
+		}
+	}
+}
+
+func (r *runner) labels() []label {
+	out := make([]label, 0, len(r.Labels))
+	for _, l := range r.Labels {
+		out = append(out, label{Type: "User", Name: l})
+	}
+	return out
+}
+
+func (s *server) restAuthorized(r *http.Request) bool {
+	tok := bearer(r, "Bearer")
+	if tok == "" {
+		tok = bearer(r, "token")
+	}
+	return (s.cfg.PAT != "" && tok == s.cfg.PAT) || s.validToken(tok, "installation")
+}
+
+func ghError(status int, msg string) reply {
+	return jsonReply(status, map[string]any{"message": msg, "documentation_url": "https://docs.github.com/rest"})
+}
+
+// scopeOf: "orgs/x" → entity x, org x; "repos/o/r" → entity o/r.
+func scopeOf(path string) (entity string, org string) {
+	if strings.HasPrefix(path, "orgs/") {
+		return path[5:], path[5:]
+	}
+	return strings.TrimPrefix(path, "repos/"), ""
+}
+
+func (s *server) restAPI(r *http.Request, route string, body []byte) reply {
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	defer s.notify()
+	if !s.restAuthorized(r) {
+		return ghError(401, "Bad credentials")
+	}
+	h := s.hooks()
+	switch route {
+	case "rest_job":
+		m := reRestJob.FindStringSubmatch(r.URL.Path)
+		id, _ := strconv.ParseInt(m[3], 10, 64)
+		j := s.jobs[id]
+		if j == nil || !j.Webhook || j.Repository != m[2] {
+			return ghError(404, "Not Found")
+		}
+		return jsonReply(200, s.restJob(j))
+	case "rest_run":
+		m := reRestRun.FindStringSubmatch(r.URL.Path)
+		id, _ := strconv.ParseInt(m[3], 10, 64)
+		for _, j := range s.jobs {
+			if j.Webhook && j.runID == id && j.Repository == m[2] {
+				status := ghStatus(j)
+				if j.runDone {
+					status = "completed"
+				}
+				return jsonReply(200, map[string]any{"id": id, "status": status})
+			}
+		}
+		return ghError(404, "Not Found")
+	case "rest_runner_groups":
+		org := reRestGroups.FindStringSubmatch(r.URL.Path)[2]
+		if r.Method == http.MethodPost {
+			var req struct {
+				Name       string `json:"name"`
+				Visibility string `json:"visibility"`
+			}
+			if err := json.Unmarshal(body, &req); err != nil || req.Name == "" {
+				return ghError(422, "name is required")
+			}
+			for _, g := range h.groups[org] {
+				if g["name"] == req.Name {
+					return ghError(409, "Runner group already exists")
+				}
+			}
+			g := map[string]any{"id": s.id(), "name": req.Name, "visibility": req.Visibility, "default": false}
+			h.groups[org] = append(h.groups[org], g)
+			return jsonReply(201, g)
+		}
+		all := append([]map[string]any{{"id": 1, "name": "Default", "visibility": "all", "default": true}}, h.groups[org]...)
+		return jsonReply(200, map[string]any{"total_count": len(all), "runner_groups": all})
+	case "rest_jit":
+		m := reRestJIT.FindStringSubmatch(r.URL.Path)
+		entity, org := scopeOf(m[2])
+		var req struct {
+			Name          string   `json:"name"`
+			RunnerGroupID int64    `json:"runner_group_id"`
+			Labels        []string `json:"labels"`
+			WorkFolder    string   `json:"work_folder"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil || req.Name == "" || len(req.Labels) == 0 {
+			return ghError(422, "Invalid request: name and labels are required")
+		}
+		if org != "" {
+			found := req.RunnerGroupID == 1
+			for _, g := range h.groups[org] {
+				if g["id"] == req.RunnerGroupID {
+					found = true
+				}
+			}
+			if !found {
+				return ghError(404, "Runner group not found")
+			}
+		}
+		for _, rn := range s.runners {
+			if rn.Name == req.Name && rn.Entity == entity {
+				return ghError(409, "Already exists - A runner with the name "+req.Name+" already exists.")
+			}
+		}
+		rn := &runner{ID: int(s.id()), Name: req.Name, Status: "offline", nonce: randomToken(""), Entity: entity, Labels: req.Labels}
+		s.runners[rn.ID] = rn
+		cfg, _ := json.Marshal(jitConfig{rn.ID, rn.Name, 0, rn.nonce})
+		return jsonReply(201, map[string]any{
+			"runner":             map[string]any{"id": rn.ID, "name": rn.Name, "os": "linux", "status": "offline", "busy": false},
+			"encoded_jit_config": base64.StdEncoding.EncodeToString(cfg),
+		})
+	case "rest_runners":
+		m := reRestRunners.FindStringSubmatch(r.URL.Path)
+		entity, _ := scopeOf(m[2])
+		out := []map[string]any{}
+		ids := []int{}
+		for id, rn := range s.runners {
+			if rn.Entity == entity {
+				ids = append(ids, id)
+			}
+		}
+		sort.Ints(ids)
+		for _, id := range ids {
+			rn := s.runners[id]
+			ls := []map[string]any{}
+			for _, l := range rn.Labels {
+				ls = append(ls, map[string]any{"name": l, "type": "custom"})
+			}
+			out = append(out, map[string]any{"id": rn.ID, "name": rn.Name, "os": "linux", "status": rn.Status, "busy": rn.Busy, "labels": ls})
+		}
+		perPage, _ := strconv.Atoi(r.URL.Query().Get("per_page"))
+		page, _ := strconv.Atoi(r.URL.Query().Get("page"))
+		if perPage <= 0 || perPage > 100 {
+			perPage = 30
+		}
+		if page <= 0 {
+			page = 1
+		}
+		total := len(out)
+		lo, hi := (page-1)*perPage, page*perPage
+		if lo > total {
+			lo = total
+		}
+		if hi > total {
+			hi = total
+		}
+		return jsonReply(200, map[string]any{"total_count": total, "runners": out[lo:hi]})
+	case "rest_runner":
+		m := reRestRunner.FindStringSubmatch(r.URL.Path)
+		entity, _ := scopeOf(m[2])
+		id, _ := strconv.Atoi(m[3])
+		rn := s.runners[id]
+		if rn == nil || rn.Entity != entity {
+			return ghError(404, "Not Found")
+		}
+		if r.Method != http.MethodDelete {
+			return jsonReply(200, map[string]any{"id": rn.ID, "name": rn.Name, "status": rn.Status, "busy": rn.Busy})
+		}
+		if rn.Busy {
+			return ghError(422, "Bad request - Runner \""+rn.Name+"\" is still running a job\"")
+		}
+		delete(s.runners, id)
+		return reply{status: 204}
+	}
+	return ghError(404, "Not Found")
+}
+
+func (s *server) webhookControl(r *http.Request, body []byte) (reply, bool) {
+	bad := func(err error) (reply, bool) { return textReply(400, err.Error()), false }
+	h := s.hooks()
+	jobOf := func() (*job, reply, bool) {
+		var req struct {
+			JobID      int64  `json:"jobId"`
+			Conclusion string `json:"conclusion"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			return nil, textReply(400, err.Error()), false
+		}
+		j := s.jobs[req.JobID]
+		if j == nil || !j.Webhook {
+			return nil, textReply(404, "no such webhook job"), true
+		}
+		if req.Conclusion != "" {
+			j.Result = req.Conclusion
+		}
+		return j, reply{}, true
+	}
+	switch r.URL.Path {
+	case "/_control/webhooks/config":
+		var req struct {
+			URL    string `json:"url"`
+			Secret string `json:"secret"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			return bad(err)
+		}
+		h.url, h.secret = req.URL, req.Secret
+		return jsonReply(200, map[string]any{"url": h.url}), false
+	case "/_control/webhooks/jobs":
+		req := struct {
+			Organization string   `json:"organization"`
+			Repository   string   `json:"repository"`
+			Labels       []string `json:"labels"`
+			Name         string   `json:"name"`
+			Count        int      `json:"count"`
+			Announce     *bool    `json:"announce"`
+		}{}
+		if err := json.Unmarshal(body, &req); err != nil {
+			return bad(err)
+		}
+		if req.Count <= 0 {
+			req.Count = 1
+		}
+		if req.Repository == "" {
+			req.Repository = "headroom-org/app"
+		}
+		if req.Name == "" {
+			req.Name = "build"
+		}
+		ids := []int64{}
+		for i := 0; i < req.Count; i++ {
+			id := s.id()
+			j := &job{RequestID: id, JobID: uuid4(), Labels: req.Labels, Repository: req.Repository, State: "queued",
+				QueueTime: time.Now(), runID: 9000 + id, Webhook: true, Org: req.Organization, Name: req.Name}
+			s.jobs[id] = j
+			if req.Announce == nil || *req.Announce {
+				s.announce(j, "queued", false)
+			}
+			ids = append(ids, id)
+		}
+		return jsonReply(200, map[string]any{"ids": ids}), true
+	case "/_control/webhooks/complete":
+		j, rep, ok := jobOf()
+		if j == nil {
+			return rep, ok
+		}
+		if j.Result == "" {
+			j.Result = "cancelled"
+		}
+		j.State, j.finishTime = "completed", time.Now()
+		if rn := s.runners[j.RunnerID]; rn != nil {
+			rn.JobRequest, rn.Busy = 0, false
+		}
+		d := s.announce(j, "completed", false)
+		return jsonReply(200, map[string]any{"deliveryId": d.ID}), true
+	case "/_control/webhooks/forget":
+		j, rep, ok := jobOf()
+		if j == nil {
+			return rep, ok
+		}
+		delete(s.jobs, j.RequestID)
+		return jsonReply(200, map[string]any{"forgotten": j.RequestID}), true
+	case "/_control/webhooks/run-done":
+		j, rep, ok := jobOf()
+		if j == nil {
+			return rep, ok
+		}
+		j.runDone = true
+		return jsonReply(200, map[string]any{"runId": j.runID}), true
+	case "/_control/webhooks/redeliver":
+		var req struct {
+			DeliveryID string `json:"deliveryId"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			return bad(err)
+		}
+		for _, d := range h.deliveries {
+			if d.ID == req.DeliveryID {
+				again := &delivery{ID: d.ID, JobID: d.JobID, Action: d.Action, body: d.body}
+				h.deliveries = append(h.deliveries, again)
+				h.queue <- again
+				return jsonReply(200, map[string]any{"redelivered": d.ID}), false
+			}
+		}
+		return textReply(404, "no such delivery"), false
+	case "/_control/webhooks/forged":
+		var req struct {
+			Count int `json:"count"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil {
+			return bad(err)
+		}
+		for i := 0; i < req.Count; i++ {
+			id := s.id()
+			j := &job{RequestID: id, Labels: []string{"self-hosted"}, Repository: "attacker/repo", State: "queued",
+				QueueTime: time.Now(), runID: 9000 + id, Webhook: true, Name: "forged"}
+			s.announce(j, "queued", true) // the job itself is never known to the peer
+		}
+		return jsonReply(200, map[string]any{"forged": req.Count}), false
+	case "/_control/webhooks/state":
+		jobs := []*job{}
+		for _, j := range s.jobs {
+			if j.Webhook {
+				jobs = append(jobs, j)
+			}
+		}
+		sort.Slice(jobs, func(a, b int) bool { return jobs[a].RequestID < jobs[b].RequestID })
+		runners := []*runner{}
+		for _, rn := range s.runners {
+			if rn.Entity != "" {
+				runners = append(runners, rn)
+			}
+		}
+		sort.Slice(runners, func(a, b int) bool { return runners[a].ID < runners[b].ID })
+		return jsonReply(200, map[string]any{"jobs": jobs, "deliveries": h.deliveries, "runners": runners,
+			"requests": s.counts, "undelivered": len(h.queue)}), false
+	}
+	return textReply(404, "no such control endpoint"), false
+}
