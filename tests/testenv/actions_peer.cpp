@@ -2,6 +2,7 @@
 
 #include <openssl/bio.h>
 #include <openssl/evp.h>
+#include <openssl/hmac.h>
 #include <openssl/pem.h>
 #include <openssl/rsa.h>
 
@@ -28,6 +29,20 @@ std::string pem_of(EVP_PKEY* key, bool private_key) {
 }
 
 }  // namespace
+
+std::string hmac_sha256_hex(std::string_view key, std::string_view data) {
+  unsigned char mac[EVP_MAX_MD_SIZE];
+  unsigned int len = 0;
+  HMAC(EVP_sha256(), key.data(), static_cast<int>(key.size()), reinterpret_cast<const unsigned char*>(data.data()), data.size(), mac,
+       &len);
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out;
+  for (unsigned int i = 0; i < len; ++i) {
+    out += hex[mac[i] >> 4];
+    out += hex[mac[i] & 15];
+  }
+  return out;
+}
 
 std::pair<std::string, std::string> make_app_key() {
   EVP_PKEY* key = EVP_RSA_gen(2048);

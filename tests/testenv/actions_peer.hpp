@@ -41,4 +41,7 @@ class actions_peer {
 // An RSA key pair for a test GitHub App: {private PEM (PKCS#1), public PEM (SPKI)}.
 std::pair<std::string, std::string> make_app_key();
 
+// Lower-case hex HMAC-SHA256 (a webhook's X-Hub-Signature-256 after "sha256=").
+std::string hmac_sha256_hex(std::string_view key, std::string_view data);
+
 }  // namespace headroom::testpeer

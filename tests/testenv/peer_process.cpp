@@ -1,5 +1,7 @@
 #include "testenv/peer_process.hpp"
 
+#include <strings.h>
+
 #include <curl/curl.h>
 #include <fcntl.h>
 #include <signal.h>
@@ -34,15 +36,37 @@ size_t collect(char* data, size_t size, size_t n, void* user) {
 
 }  // namespace
 
-http_reply http_call(const std::string& url, std::string_view body) {
+size_t header_line(char* data, size_t size, size_t n, void* user) {
+  auto* out = static_cast<http_reply*>(user);
+  std::string_view line{data, size * n};
+  auto take = [&](std::string_view name, std::string& into) {
+    if (line.size() > name.size() && strncasecmp(line.data(), name.data(), name.size()) == 0) {
+      auto v = line.substr(name.size());
+      while (!v.empty() && (v.front() == ' '))
+        v.remove_prefix(1);
+      while (!v.empty() && (v.back() == '\r' || v.back() == '\n'))
+        v.remove_suffix(1);
+      into = std::string{v};
+    }
+  };
+  take("link:", out->link);
+  take("content-type:", out->content_type);
+  return size * n;
+}
+
+http_reply http_call(const std::string& url, std::string_view body, const std::vector<std::string>& extra) {
   http_reply out;
   CURL* c = curl_easy_init();
   const std::string data{body};
   curl_easy_setopt(c, CURLOPT_URL, url.c_str());
   curl_easy_setopt(c, CURLOPT_WRITEFUNCTION, &collect);
   curl_easy_setopt(c, CURLOPT_WRITEDATA, &out.body);
+  curl_easy_setopt(c, CURLOPT_HEADERFUNCTION, &header_line);
+  curl_easy_setopt(c, CURLOPT_HEADERDATA, &out);
   curl_easy_setopt(c, CURLOPT_TIMEOUT, 60L);
   curl_slist* headers = curl_slist_append(nullptr, "Content-Type: application/json");
+  for (const auto& h : extra)
+    headers = curl_slist_append(headers, h.c_str());
   curl_easy_setopt(c, CURLOPT_HTTPHEADER, headers);
   if (!body.empty())
     curl_easy_setopt(c, CURLOPT_POSTFIELDS, data.c_str());

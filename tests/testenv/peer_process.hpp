@@ -14,10 +14,12 @@ namespace headroom::testpeer {
 struct http_reply {
   long status = 0;
   std::string body;
+  std::string link;          // the Link header, if any
+  std::string content_type;  // the Content-Type header, if any
 };
 
-// POST `body` (JSON) to `url`, or GET when the body is empty.
-http_reply http_call(const std::string& url, std::string_view body = {});
+// POST `body` (JSON) to `url`, or GET when the body is empty; `headers`: extra "Name: value" lines.
+http_reply http_call(const std::string& url, std::string_view body = {}, const std::vector<std::string>& headers = {});
 
 class peer_process {
  public:

@@ -91,7 +91,7 @@ func (j *job) entity() string {
 
 func (s *server) hooks() *hookState {
 	if s.hook == nil {
-		s.hook = &hookState{queue: make(chan *delivery, 100000), groups: map[string][]map[string]any{}}
+		s.hook = &hookState{queue: make(chan *delivery, 100000), groups: map[string][]map[string]any{}, deliveries: []*delivery{}}
 		go s.deliverLoop(s.hook)
 	}
 	return s.hook
