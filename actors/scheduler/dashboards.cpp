@@ -61,7 +61,7 @@ std::optional<int64_t> parse_date(const std::string& v, int64_t now_ms) {
   std::tm back{};
   const time_t t = static_cast<time_t>(at);
   gmtime_r(&t, &back);
-  if (back.tm_mday != tm.tm_mday)  // 2026-02-31
+  if (back.tm_mday != static_cast<int>(*d))  // 2026-02-31 (timegm normalized it to March)
     return std::nullopt;
   return at * 1000;
 }

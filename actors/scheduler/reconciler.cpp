@@ -84,7 +84,7 @@ std::string pod_failure(const k8s::pod& p) {
 
 class cycle {
  public:
-  cycle(reconciler_actor* self) : self_(self), st_(self->state), ctx_(*self->state.ctx), o_(ctx_.opts), now_(ctx_.now_ms()) {}
+  explicit cycle(reconciler_actor* self) : st_(self->state), ctx_(*self->state.ctx), o_(ctx_.opts), now_(ctx_.now_ms()) {}
 
   void run() {
     auto lock = ctx_.jobs->try_reconcile_lock();
@@ -483,13 +483,14 @@ class cycle {
       runtime::log::warn(actor_name, "runner secret create failed: the pod cannot start; the health check replaces it",
                          {{"pod", w.name}, {"error", e->describe()}});
     }
+    const int64_t latency = ctx_.now_ms() - j.created_at;
     ctx_.metrics.action("provisioned");
-    ctx_.metrics.provision_latency(static_cast<double>(ctx_.now_ms() - j.created_at) / 1000.0);
+    ctx_.metrics.provision_latency(static_cast<double>(latency) / 1000.0);
     runtime::log::info(actor_name, "runner provisioned",
-                       {{"worker", w.name}, {"entity", j.entity}, {"labels", j.labels}, {"job", j.id}, {"runner_id", config.runner_id}});
+                       {{"worker", w.name}, {"entity", j.entity}, {"labels", j.labels}, {"job", j.id}, {"runner_id", config.runner_id},
+                        {"since_webhook_ms", latency}});
   }
 
-  reconciler_actor* self_;
   reconciler_state& st_;
   const reconciler_context& ctx_;
   const scheduler_options& o_;

@@ -26,7 +26,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 diff -r "$src/deploy/crds" "$chart/files/crds" >/dev/null || fail "deploy/chart/headroom/files/crds differs from deploy/crds"
 
-modes=(default scale-sets bigfleet reactive gates)
+modes=(default scale-sets bigfleet reactive gates scheduler)
 for mode in "${modes[@]}"; do
   values=()
   [ "$mode" = default ] || values=(-f "$chart/ci/$mode-values.yaml")
@@ -64,6 +64,12 @@ if mode == "gates":
     assert any(d["metadata"]["name"] == "queues.headroom.dev" for d in kinds["CustomResourceDefinition"])
 if mode == "bigfleet":
     assert len(kinds["CustomResourceDefinition"]) == 3
+if mode == "scheduler":
+    assert {"HEADROOM_WEBHOOK_SECRET", "HEADROOM_POSTGRES_DSN"} <= env, env
+    assert any(p["name"] == "scheduler" and p["containerPort"] == 8080 for p in c["ports"])
+    assert any(p["name"] == "scheduler" for p in kinds["Service"][0]["spec"]["ports"])
+    roles = {r["metadata"]["name"]: r for r in kinds["Role"]}
+    assert roles["hr-headroom-scheduler"]["metadata"]["namespace"] == "ci-runners", roles.keys()
 if mode == "default":
     assert "CustomResourceDefinition" not in kinds and "MutatingWebhookConfiguration" not in kinds
 print(f"chart {mode}: {len(docs)} objects")
@@ -72,7 +78,16 @@ PY
     { cat "$work/check-$mode.log"; fail "the $mode config the chart renders is refused by headroom check-config"; }
 done
 
-# A required value left out is named.
+# A required value left out is named; SQLite with two replicas is refused.
+if out=$("$helm" template hr "$chart" --kube-version 1.36.0 --set config.scheduler.enabled=true 2>&1); then
+  fail "the scheduler without its Secret rendered"
+fi
+grep -q "scheduler.existingSecret" <<<"$out" || fail "the missing value is not named: $out"
+if out=$("$helm" template hr "$chart" --kube-version 1.36.0 --set config.scheduler.enabled=true --set scheduler.existingSecret=s 2>&1); then
+  fail "the scheduler on SQLite with 2 replicas rendered"
+fi
+grep -q "one replica" <<<"$out" || fail "the SQLite replica limit is not said: $out"
+
 if out=$("$helm" template hr "$chart" --kube-version 1.36.0 --set config.gates.enabled=true --set gates.webhook.caBundle=Y2E= 2>&1); then
   fail "gates without a certificate Secret rendered"
 fi

@@ -3,14 +3,7 @@
 // `headroom.dev/runner` slots), the Actions Service peer as GitHub (signed workflow_job webhooks,
 // the REST calls), the runner simulator as the runners, and the real PostgreSQL.
 
-#include <netinet/in.h>
-#include <sys/socket.h>
-#include <unistd.h>
-
-#include <set>
-
-#include "e2e/capacity_world.hpp"
-#include "testenv/postgres_server.hpp"
+#include "e2e/scheduler_world.hpp"
 #include "testenv/shared_env.hpp"
 
 namespace headroom::e2e {
@@ -18,47 +11,7 @@ namespace {
 
 using namespace std::chrono_literals;
 
-const std::string secret = "whsec_e2e_scheduler_0123456789";
-
-struct sched_env {
-  cluster* c = nullptr;
-  std::unique_ptr<testpeer::actions_peer> peer;
-  std::unique_ptr<testenv::postgres_server> pg;
-  std::string why;
-};
-
-void kube_apply(cluster* c, const std::string& yaml) { c->kubectl({"apply", "-f", "-"}, yaml); }
-
-// Three kwok nodes of the pool, four runner slots each (a device plugin's, as in the seed).
-sched_env make_env() {
-  sched_env out;
-  out.c = cluster::shared();
-  if (!out.c) {
-    out.why = cluster::unavailable_reason();
-    return out;
-  }
-  testpeer::actions_peer::options o;
-  o.pat = pat;
-  out.peer = testpeer::actions_peer::start(o, out.why);
-  if (!out.peer)
-    return out;
-  out.pg = testenv::postgres_server::start(out.why);
-  if (!out.pg)
-    return out;
-  for (int i = 0; i < 3; ++i) {
-    const std::string n = "sched-node-" + std::to_string(i);
-    kube_apply(out.c, "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + n +
-                          "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {kubernetes.io/hostname: " + n +
-                          ", type: kwok, headroom.test/pool: sched}\nstatus:\n"
-                          "  allocatable: {cpu: \"32\", memory: 128Gi, pods: \"110\", headroom.dev/runner: \"4\"}\n"
-                          "  capacity: {cpu: \"32\", memory: 128Gi, pods: \"110\", headroom.dev/runner: \"4\"}\n");
-  }
-  // The simulator's workflow pods name this PriorityClass (the scale sets' ladder makes it there).
-  kube_apply(out.c, "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: arc-workflow}\nvalue: 10\n");
-  return out;
-}
-
-testenv::shared_env<sched_env> the_env{make_env, [](sched_env& e) {
+testenv::shared_env<sched_env> the_env{make_sched_env, [](sched_env& e) {
                                          e.peer.reset();
                                          e.pg.reset();
                                        }};
@@ -67,173 +20,6 @@ testenv::shared_env<sched_env> the_env{make_env, [](sched_env& e) {
   auto& var = the_env.get();                                                         \
   HEADROOM_REQUIRE_READY(var.c != nullptr && var.peer && var.pg,                     \
                          "the control plane, the Actions Service peer and PostgreSQL", var.why)
-
-int free_port() {
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in a{};
-  a.sin_family = AF_INET;
-  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
-  socklen_t len = sizeof a;
-  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
-  close(fd);
-  return ntohs(a.sin_port);
-}
-
-struct sched_options {
-  std::string name;              // namespace and directory
-  std::string store = "sqlite";  // or postgres
-  std::string job_duration = "2s";
-  int skip_runners = 0;
-  std::string caps = "{org-capped: 5, org-zero: 0}";
-  std::string health = "{registrationTimeout: 120s, pendingTimeout: 600s, idleTimeout: 600s}";
-  std::string node_selector = "headroom.test/pool: sched";
-};
-
-// One scheduler world: a namespace, the runner simulator in it, headroom serving the webhook.
-struct sched_world {
-  sched_env& e;
-  sched_options o;
-  std::string dir, url, dsn, why;
-  int port = 0;
-  std::unique_ptr<testpeer::peer_process> sim;
-  std::unique_ptr<agent> headroom;
-
-  sched_world(sched_env& env_, sched_options opts) : e(env_), o(std::move(opts)) {
-    dir = e.c->dir() + "/sched-" + o.name;
-    std::filesystem::create_directories(dir);
-    e.c->kubectl({"create", "namespace", o.name});
-    sim = testpeer::peer_process::start("tests/peers/runner-sim/build.sh",
-                                        {"--kubeconfig", e.c->kubeconfig(), "--namespace", o.name, "--peer", e.peer->http_url(),
-                                         "--job-duration", o.job_duration, "--workflow-cpu", "100m", "--workflow-memory", "64Mi",
-                                         "--exit-runner-pods", "--skip-runners", std::to_string(o.skip_runners)},
-                                        why);
-    if (o.store == "postgres") {
-      e.pg->create_database(o.name, why);
-      dsn = e.pg->conninfo(o.name);
-    }
-    port = free_port();
-    url = "http://127.0.0.1:" + std::to_string(port);
-    e.peer->control("/webhooks/config", "{\"url\":\"" + url + "/webhook\",\"secret\":\"" + secret + "\"}");
-  }
-  ~sched_world() {
-    if (headroom)
-      headroom->stop(SIGTERM);
-    sim.reset();
-    e.c->kubectl({"delete", "namespace", o.name, "--timeout=90s"});
-  }
-  sched_world(const sched_world&) = delete;
-  sched_world& operator=(const sched_world&) = delete;
-
-  std::string config() const {
-    return "kubernetes:\n  kubeconfig: " + e.c->kubeconfig() +
-           "\nleaderElection:\n  enabled: false\nscheduler:\n  enabled: true\n  listen: 127.0.0.1:" + std::to_string(port) +
-           "\n  githubUrl: " + e.peer->http_url() + "\n  namespace: " + o.name +
-           "\n  store: {sqlitePath: " + dir + "/jobs.db, postgres: " + (o.store == "postgres" ? "true" : "false") + "}" +
-           "\n  runner: {image: runner:e2e, resources: {cpu: 100m, memory: 128Mi}, nodeSelector: {" + o.node_selector + "}}" +
-           "\n  maxWorkers: {default: 20, entities: " + o.caps + "}" +
-           "\n  pollInterval: 2s\n  jobSyncInterval: 2s\n  jobStuckQueued: 30s\n  killGrace: 2s\n  podDeleteGrace: 5s" +
-           "\n  healthCheck: " + o.health + "\n";
-  }
-
-  bool start() {
-    std::vector<std::string> env{"HEADROOM_WEBHOOK_SECRET=" + secret};
-    if (!dsn.empty())
-      env.push_back("HEADROOM_POSTGRES_DSN=" + dsn);
-    headroom = std::make_unique<agent>(dir, config(), env);
-    return eventually([&] { return testpeer::http_call(url + "/health").status == 200; }, 30s);
-  }
-
-  // The peer's webhook jobs: {id → state}.
-  std::map<int64_t, std::string> peer_jobs() const {
-    simdjson::dom::parser p;
-    std::map<int64_t, std::string> out;
-    for (auto j : p.parse(e.peer->control("/webhooks/state").body)["jobs"].get_array())
-      out[int64_t(j["runnerRequestId"])] = std::string{std::string_view(j["state"])};
-    return out;
-  }
-
-  std::vector<int64_t> post_jobs(const std::string& org, const std::string& repo, const std::string& labels, int n,
-                                 bool announce = true) const {
-    auto r = e.peer->control("/webhooks/jobs", "{\"organization\":\"" + org + "\",\"repository\":\"" + repo + "\",\"labels\":[" +
-                                                   labels + "],\"count\":" + std::to_string(n) +
-                                                   ",\"announce\":" + (announce ? "true" : "false") + "}");
-    simdjson::dom::parser p;
-    std::vector<int64_t> ids;
-    for (auto id : p.parse(r.body)["ids"].get_array())
-      ids.push_back(int64_t(id));
-    return ids;
-  }
-
-  // Every row of a .json listing, following its Link header's rel="next" to the end.
-  std::vector<std::string> all_rows(const std::string& first, const char* key, int* pages = nullptr) const {
-    std::vector<std::string> out;
-    std::string next = first;
-    int n = 0;
-    while (!next.empty() && n < 1000) {
-      auto r = testpeer::http_call(url + next);
-      if (r.status != 200) {
-        ADD_FAILURE() << next << ": " << r.status << " " << r.body;
-        break;
-      }
-      ++n;
-      simdjson::dom::parser p;
-      for (auto row : p.parse(r.body).get_array()) {
-        auto v = row[key];
-        out.push_back(v.type() == simdjson::dom::element_type::STRING ? std::string{std::string_view(v)}
-                                                                      : std::to_string(int64_t(v)));
-      }
-      next.clear();
-      if (auto at = r.link.find(">; rel=\"next\""); at != std::string::npos) {
-        const auto open = r.link.rfind('<', at);
-        next = r.link.substr(open + 1, at - open - 1);
-      }
-    }
-    if (pages)
-      *pages = n;
-    return out;
-  }
-
-  // A scalar of the store as the dashboard's JSON shows it: the rows of /workers.json (all pages).
-  struct worker_row {
-    std::string name, entity, status, failure;
-    int64_t job_id = 0;
-  };
-  std::vector<worker_row> workers() const {
-    std::vector<worker_row> out;
-    std::string next = "/workers.json?per_page=1000";
-    auto r = testpeer::http_call(url + next);
-    simdjson::dom::parser p;
-    for (auto row : p.parse(r.body).get_array())
-      out.push_back({std::string{std::string_view(row["name"])}, std::string{std::string_view(row["entity"])},
-                     std::string{std::string_view(row["status"])}, std::string{std::string_view(row["failure_info"])},
-                     int64_t(row["job_id"])});
-    return out;
-  }
-
-  std::map<int64_t, std::string> stored_jobs() const {
-    std::map<int64_t, std::string> out;
-    auto r = testpeer::http_call(url + "/jobs.json?per_page=1000");
-    simdjson::dom::parser p;
-    for (auto row : p.parse(r.body).get_array())
-      out[int64_t(row["id"])] = std::string{std::string_view(row["status"])};
-    return out;
-  }
-
-  // Live workers (creating + running) of an entity, from /usage.json.
-  int64_t live_workers(const std::string& entity) const {
-    auto r = testpeer::http_call(url + "/usage.json");
-    simdjson::dom::parser p;
-    int64_t n = 0;
-    auto doc = p.parse(r.body);
-    if (doc.error())
-      return -1;
-    for (auto row : doc.get_array())
-      if (std::string_view(row["entity"]) == entity)
-        n += int64_t(row["workers_creating"]) + int64_t(row["workers_running"]);
-    return n;
-  }
-};
 
 // 50 jobs across 3 entities (two organizations and a personal repository) and 2 label sets, one
 // organization capped at 5 runners: every job completes, the cap holds at every sample, each job
@@ -421,6 +207,92 @@ TEST(scheduler_e2e, postgres_store_survives_sigkill_and_a_database_restart_mid_b
   auto stored = w.stored_jobs();
   for (auto id : ids)
     EXPECT_EQ(stored[id], "completed") << "job " << id;
+}
+
+// Each health check on kwok nodes: a runner that never registers, a node that becomes unreachable
+// under a running runner, an idle runner, a pod held Pending. Killed workers are failed with why.
+TEST(scheduler_e2e, health_checks_fire_and_the_worker_says_why) {
+  REQUIRE_SCHED_ENV(e);
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = "health-node-" + std::to_string(i);
+    kube_apply(e.c, "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + n +
+                        "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {kubernetes.io/hostname: " + n +
+                        ", type: kwok, headroom.test/pool: health}\nstatus:\n"
+                        "  allocatable: {cpu: \"32\", memory: 128Gi, pods: \"110\", headroom.dev/runner: \"4\"}\n"
+                        "  capacity: {cpu: \"32\", memory: 128Gi, pods: \"110\", headroom.dev/runner: \"4\"}\n");
+  }
+  sched_world w{e, {.name = "sched-health", .job_duration = "20s", .skip_runners = 1,
+                    .health = "{registrationTimeout: 4s, pendingTimeout: 4s, idleTimeout: 4s}",
+                    .node_selector = "headroom.test/pool: health"}};
+  ASSERT_TRUE(w.sim) << w.why;
+  ASSERT_TRUE(w.start()) << w.headroom->log();
+  auto failed_with = [&](const std::string& check) {
+    for (const auto& x : w.workers())
+      if (x.status == "failed" && x.failure.rfind(check, 0) == 0)
+        return x.name;
+    return std::string{};
+  };
+  // 1. The simulator never connects the first runner: runner_never_registered, and the job gets
+  //    a second runner that runs it.
+  auto first = w.post_jobs("org-health", "org-health/app", "\"self-hosted\"", 1);
+  ASSERT_TRUE(eventually([&] { return !failed_with("runner_never_registered").empty(); }, 40s)) << w.headroom->log();
+  const auto never = failed_with("runner_never_registered");
+  EXPECT_TRUE(eventually([&] {
+    return e.c->kubectl({"-n", w.o.name, "get", "pod", never, "-o", "name"}).exit_code != 0;
+  }, 20s)) << "the killed pod is deleted after killGrace (kwok does not enforce activeDeadlineSeconds)";
+  ASSERT_TRUE(eventually([&] { return w.peer_jobs()[first[0]] == "running"; }, 40s)) << "a second runner took the job";
+
+  // 2. A runner whose job is held (an environment waiting for approval) sits idle: removed from
+  //    GitHub, killed.
+  auto held = w.post_jobs("org-idle", "org-idle/app", "\"self-hosted\"", 1, false);
+  e.peer->control("/webhooks/hold", "{\"jobId\":" + std::to_string(held[0]) + "}");
+  std::string idle_worker;
+  // Its queued webhook, sent once it is held.
+  e.peer->control("/webhooks/announce", "{\"jobId\":" + std::to_string(held[0]) + "}");
+  ASSERT_TRUE(eventually([&] {
+    for (const auto& x : w.workers())
+      if (x.entity == "org-idle")
+        idle_worker = x.name;
+    return !idle_worker.empty();
+  }, 20s)) << w.headroom->log();
+  EXPECT_TRUE(eventually([&] { return failed_with("runner_idle") == idle_worker; }, 40s)) << w.headroom->log();
+  EXPECT_TRUE(eventually([&] {
+    simdjson::dom::parser p;
+    for (auto r : p.parse(e.peer->control("/webhooks/state").body)["runners"].get_array())
+      if (std::string_view(r["name"]) == idle_worker)
+        return false;
+    return true;
+  }, 20s)) << "the idle runner was removed from GitHub";
+
+  // 3. The node under the busy runner stops reporting (kwok lets go of it, its Ready condition
+  //    goes Unknown) and the node lifecycle controller taints it unreachable: the worker fails,
+  //    its pod is force-deleted.
+  std::string busy_pod;
+  for (const auto& x : w.workers())
+    if (x.status == "running" && x.entity == "org-health")
+      busy_pod = x.name;
+  ASSERT_FALSE(busy_pod.empty());
+  const auto node = e.c->kubectl({"-n", w.o.name, "get", "pod", busy_pod, "-o", "jsonpath={.spec.nodeName}"}).out;
+  ASSERT_FALSE(node.empty());
+  e.c->kubectl({"annotate", "node", node, "kwok.x-k8s.io/node-"});
+  e.c->kubectl({"patch", "node", node, "--subresource=status", "--type=strategic", "-p",
+                R"json({"status":{"conditions":[{"type":"Ready","status":"Unknown","reason":"NodeStatusUnknown","message":"kubelet stopped posting node status (test)"}]}})json"});
+  EXPECT_TRUE(eventually([&] { return failed_with("node_unreachable") == busy_pod; }, 90s))
+      << e.c->kubectl({"get", "node", node, "-o", "jsonpath={.spec.taints}"}).out << "\n" << w.headroom->log();
+  EXPECT_TRUE(eventually([&] { return e.c->kubectl({"-n", w.o.name, "get", "pod", busy_pod, "-o", "name"}).exit_code != 0; }, 30s));
+
+  // 4. A pod the scheduler cannot place (the healthy node cordoned, the only other one too small):
+  //    pod_stuck_pending.
+  for (int i = 0; i < 2; ++i)
+    e.c->kubectl({"cordon", "health-node-" + std::to_string(i)});
+  kube_apply(e.c, "apiVersion: v1\nkind: Node\nmetadata:\n  name: health-node-tight\n  annotations: {kwok.x-k8s.io/node: fake}\n"
+                  "  labels: {kubernetes.io/hostname: health-node-tight, type: kwok, headroom.test/pool: health}\nstatus:\n"
+                  "  allocatable: {cpu: 50m, memory: 128Gi, pods: \"110\", headroom.dev/runner: \"2\"}\n"
+                  "  capacity: {cpu: 50m, memory: 128Gi, pods: \"110\", headroom.dev/runner: \"2\"}\n");
+  w.post_jobs("org-health", "org-health/app", "\"self-hosted\"", 1);
+  EXPECT_TRUE(eventually([&] { return !failed_with("pod_stuck_pending").empty(); }, 40s)) << w.headroom->log();
+  for (const char* n : {"health-node-0", "health-node-1", "health-node-tight"})
+    e.c->kubectl({"delete", "node", n, "--wait=false"});
 }
 
 }  // namespace

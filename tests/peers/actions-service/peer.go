@@ -121,6 +121,7 @@ type job struct {
 	Org        string `json:"organization,omitempty"`
 	Name       string `json:"name,omitempty"`
 	runDone    bool
+	held       bool
 	runnerName string
 }
 

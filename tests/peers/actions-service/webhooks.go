@@ -14,6 +14,8 @@
 //	POST /_control/webhooks/complete  {jobId, conclusion}: completes a job (no runner needed)
 //	POST /_control/webhooks/forget    {jobId}: the job disappears (REST 404)
 //	POST /_control/webhooks/run-done  {jobId}: the job's run completes while the job is queued
+//	POST /_control/webhooks/hold      {jobId}: no runner is given the job (an environment waiting for approval)
+//	POST /_control/webhooks/announce  {jobId}: sends the job's queued delivery (after announce=false)
 //	POST /_control/webhooks/redeliver {deliveryId}: sends it again, same X-GitHub-Delivery
 //	POST /_control/webhooks/forged    {count}: queued deliveries with a wrong signature
 //	GET  /_control/webhooks/state     {jobs, deliveries, runners}
@@ -191,7 +193,7 @@ func (s *server) announce(j *job, action string, forged bool) *delivery {
 func (s *server) scheduleWebhookJobs() {
 	ids := make([]int64, 0)
 	for id, j := range s.jobs {
-		if j.Webhook && j.State == "queued" && !j.runDone {
+		if j.Webhook && j.State == "queued" && !j.runDone && !j.held {
 			ids = append(ids, id)
 		}
 	}
@@ -478,6 +480,20 @@ func (s *server) webhookControl(r *http.Request, body []byte) (reply, bool) {
 		}
 		j.runDone = true
 		return jsonReply(200, map[string]any{"runId": j.runID}), true
+	case "/_control/webhooks/hold":
+		j, rep, ok := jobOf()
+		if j == nil {
+			return rep, ok
+		}
+		j.held = true
+		return jsonReply(200, map[string]any{"held": j.RequestID}), false
+	case "/_control/webhooks/announce":
+		j, rep, ok := jobOf()
+		if j == nil {
+			return rep, ok
+		}
+		d := s.announce(j, "queued", false)
+		return jsonReply(200, map[string]any{"deliveryId": d.ID}), false
 	case "/_control/webhooks/redeliver":
 		var req struct {
 			DeliveryID string `json:"deliveryId"`

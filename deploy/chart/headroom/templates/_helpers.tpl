@@ -32,8 +32,14 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $hook := merge (default dict $cfg.gates.webhook) (dict "listen" "0.0.0.0:9443" "certFile" "/etc/headroom/webhook/tls.crt" "keyFile" "/etc/headroom/webhook/tls.key") -}}
 {{- $_ := set $cfg.gates "webhook" $hook -}}
 {{- end -}}
+{{- if and .Values.config.scheduler .Values.config.scheduler.enabled -}}
+{{- $_ := set $cfg.scheduler "listen" "0.0.0.0:8080" -}}
+{{- $store := merge (default dict $cfg.scheduler.store) (dict "sqlitePath" "/var/lib/headroom/jobs.db") -}}
+{{- $_ := set $cfg.scheduler "store" $store -}}
+{{- end -}}
 {{ toYaml $cfg }}
 {{- end -}}
 
 {{- define "headroom.gatesEnabled" -}}{{ if and .Values.config.gates .Values.config.gates.enabled }}true{{ end }}{{- end -}}
 {{- define "headroom.bigfleetEnabled" -}}{{ if and .Values.config.bigfleet .Values.config.bigfleet.enabled }}true{{ end }}{{- end -}}
+{{- define "headroom.schedulerEnabled" -}}{{ if and .Values.config.scheduler .Values.config.scheduler.enabled }}true{{ end }}{{- end -}}

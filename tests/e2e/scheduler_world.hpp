@@ -1,0 +1,225 @@
+#pragma once
+
+// The world of a scheduler end-to-end run, shared by tests/e2e/scheduler_e2e_test.cpp and
+// bench/scheduler_latency_bench.cpp: the headroom binary in scheduler mode, a namespace with the
+// runner simulator in it, the Actions Service peer delivering webhooks to it, PostgreSQL.
+
+#include <netinet/in.h>
+#include <sys/socket.h>
+#include <unistd.h>
+
+#include <set>
+
+#include "e2e/capacity_world.hpp"
+#include "testenv/postgres_server.hpp"
+
+namespace headroom::e2e {
+
+inline const std::string secret = "whsec_e2e_scheduler_0123456789";
+
+struct sched_env {
+  cluster* c = nullptr;
+  std::unique_ptr<testpeer::actions_peer> peer;
+  std::unique_ptr<testenv::postgres_server> pg;
+  std::string why;
+};
+
+inline void kube_apply(cluster* c, const std::string& yaml) { c->kubectl({"apply", "-f", "-"}, yaml); }
+
+// Three kwok nodes of the pool, four runner slots each (a device plugin's, as in the seed).
+inline sched_env make_sched_env() {
+  sched_env out;
+  out.c = cluster::shared();
+  if (!out.c) {
+    out.why = cluster::unavailable_reason();
+    return out;
+  }
+  testpeer::actions_peer::options o;
+  o.pat = pat;
+  out.peer = testpeer::actions_peer::start(o, out.why);
+  if (!out.peer)
+    return out;
+  out.pg = testenv::postgres_server::start(out.why);
+  if (!out.pg)
+    return out;
+  for (int i = 0; i < 3; ++i) {
+    const std::string n = "sched-node-" + std::to_string(i);
+    kube_apply(out.c, "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + n +
+                          "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {kubernetes.io/hostname: " + n +
+                          ", type: kwok, headroom.test/pool: sched}\nstatus:\n"
+                          "  allocatable: {cpu: \"32\", memory: 128Gi, pods: \"110\", headroom.dev/runner: \"4\"}\n"
+                          "  capacity: {cpu: \"32\", memory: 128Gi, pods: \"110\", headroom.dev/runner: \"4\"}\n");
+  }
+  // The simulator's workflow pods name this PriorityClass (the scale sets' ladder makes it there).
+  kube_apply(out.c, "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: arc-workflow}\nvalue: 10\n");
+  return out;
+}
+
+inline int free_port() {
+  const int fd = socket(AF_INET, SOCK_STREAM, 0);
+  sockaddr_in a{};
+  a.sin_family = AF_INET;
+  a.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
+  bind(fd, reinterpret_cast<sockaddr*>(&a), sizeof a);
+  socklen_t len = sizeof a;
+  getsockname(fd, reinterpret_cast<sockaddr*>(&a), &len);
+  close(fd);
+  return ntohs(a.sin_port);
+}
+
+struct sched_options {
+  std::string name;              // namespace and directory
+  std::string store = "sqlite";  // or postgres
+  std::string job_duration = "2s";
+  int skip_runners = 0;
+  std::string caps = "{org-capped: 5, org-zero: 0}";
+  std::string health = "{registrationTimeout: 120s, pendingTimeout: 600s, idleTimeout: 600s}";
+  std::string node_selector = "headroom.test/pool: sched";
+};
+
+// One scheduler world: a namespace, the runner simulator in it, headroom serving the webhook.
+struct sched_world {
+  sched_env& e;
+  sched_options o;
+  std::string dir, url, dsn, why;
+  int port = 0;
+  std::unique_ptr<testpeer::peer_process> sim;
+  std::unique_ptr<agent> headroom;
+
+  sched_world(sched_env& env_, sched_options opts) : e(env_), o(std::move(opts)) {
+    dir = e.c->dir() + "/sched-" + o.name;
+    std::filesystem::create_directories(dir);
+    e.c->kubectl({"create", "namespace", o.name});
+    sim = testpeer::peer_process::start("tests/peers/runner-sim/build.sh",
+                                        {"--kubeconfig", e.c->kubeconfig(), "--namespace", o.name, "--peer", e.peer->http_url(),
+                                         "--job-duration", o.job_duration, "--workflow-cpu", "100m", "--workflow-memory", "64Mi",
+                                         "--exit-runner-pods", "--skip-runners", std::to_string(o.skip_runners)},
+                                        why);
+    if (o.store == "postgres") {
+      e.pg->create_database(o.name, why);
+      dsn = e.pg->conninfo(o.name);
+    }
+    port = free_port();
+    url = "http://127.0.0.1:" + std::to_string(port);
+    e.peer->control("/webhooks/config", "{\"url\":\"" + url + "/webhook\",\"secret\":\"" + secret + "\"}");
+  }
+  ~sched_world() {
+    if (headroom)
+      headroom->stop(SIGTERM);
+    sim.reset();
+    e.c->kubectl({"delete", "namespace", o.name, "--timeout=90s"});
+  }
+  sched_world(const sched_world&) = delete;
+  sched_world& operator=(const sched_world&) = delete;
+
+  std::string config() const {
+    return "kubernetes:\n  kubeconfig: " + e.c->kubeconfig() +
+           "\nleaderElection:\n  enabled: false\nscheduler:\n  enabled: true\n  listen: 127.0.0.1:" + std::to_string(port) +
+           "\n  githubUrl: " + e.peer->http_url() + "\n  namespace: " + o.name +
+           "\n  store: {sqlitePath: " + dir + "/jobs.db, postgres: " + (o.store == "postgres" ? "true" : "false") + "}" +
+           "\n  runner: {image: runner:e2e, resources: {cpu: 100m, memory: 128Mi}, nodeSelector: {" + o.node_selector + "}}" +
+           "\n  maxWorkers: {default: 20, entities: " + o.caps + "}" +
+           "\n  pollInterval: 2s\n  jobSyncInterval: 2s\n  jobStuckQueued: 30s\n  killGrace: 2s\n  podDeleteGrace: 5s" +
+           "\n  healthCheck: " + o.health + "\n";
+  }
+
+  bool start() {
+    std::vector<std::string> env{"HEADROOM_WEBHOOK_SECRET=" + secret};
+    if (!dsn.empty())
+      env.push_back("HEADROOM_POSTGRES_DSN=" + dsn);
+    headroom = std::make_unique<agent>(dir, config(), env);
+    return eventually([&] { return testpeer::http_call(url + "/health").status == 200; }, 30s);
+  }
+
+  // The peer's webhook jobs: {id → state}.
+  std::map<int64_t, std::string> peer_jobs() const {
+    simdjson::dom::parser p;
+    std::map<int64_t, std::string> out;
+    for (auto j : p.parse(e.peer->control("/webhooks/state").body)["jobs"].get_array())
+      out[int64_t(j["runnerRequestId"])] = std::string{std::string_view(j["state"])};
+    return out;
+  }
+
+  std::vector<int64_t> post_jobs(const std::string& org, const std::string& repo, const std::string& labels, int n,
+                                 bool announce = true) const {
+    auto r = e.peer->control("/webhooks/jobs", "{\"organization\":\"" + org + "\",\"repository\":\"" + repo + "\",\"labels\":[" +
+                                                   labels + "],\"count\":" + std::to_string(n) +
+                                                   ",\"announce\":" + (announce ? "true" : "false") + "}");
+    simdjson::dom::parser p;
+    std::vector<int64_t> ids;
+    for (auto id : p.parse(r.body)["ids"].get_array())
+      ids.push_back(int64_t(id));
+    return ids;
+  }
+
+  // Every row of a .json listing, following its Link header's rel="next" to the end.
+  std::vector<std::string> all_rows(const std::string& first, const char* key, int* pages = nullptr) const {
+    std::vector<std::string> out;
+    std::string next = first;
+    int n = 0;
+    while (!next.empty() && n < 1000) {
+      auto r = testpeer::http_call(url + next);
+      if (r.status != 200) {
+        ADD_FAILURE() << next << ": " << r.status << " " << r.body;
+        break;
+      }
+      ++n;
+      simdjson::dom::parser p;
+      for (auto row : p.parse(r.body).get_array()) {
+        auto v = row[key];
+        out.push_back(v.type() == simdjson::dom::element_type::STRING ? std::string{std::string_view(v)}
+                                                                      : std::to_string(int64_t(v)));
+      }
+      next.clear();
+      if (auto at = r.link.find(">; rel=\"next\""); at != std::string::npos) {
+        const auto open = r.link.rfind('<', at);
+        next = r.link.substr(open + 1, at - open - 1);
+      }
+    }
+    if (pages)
+      *pages = n;
+    return out;
+  }
+
+  // A scalar of the store as the dashboard's JSON shows it: the rows of /workers.json (all pages).
+  struct worker_row {
+    std::string name, entity, status, failure;
+    int64_t job_id = 0;
+  };
+  std::vector<worker_row> workers() const {
+    std::vector<worker_row> out;
+    std::string next = "/workers.json?per_page=1000";
+    auto r = testpeer::http_call(url + next);
+    simdjson::dom::parser p;
+    for (auto row : p.parse(r.body).get_array())
+      out.push_back({std::string{std::string_view(row["name"])}, std::string{std::string_view(row["entity"])},
+                     std::string{std::string_view(row["status"])}, std::string{std::string_view(row["failure_info"])},
+                     int64_t(row["job_id"])});
+    return out;
+  }
+
+  std::map<int64_t, std::string> stored_jobs() const {
+    std::map<int64_t, std::string> out;
+    auto r = testpeer::http_call(url + "/jobs.json?per_page=1000");
+    simdjson::dom::parser p;
+    for (auto row : p.parse(r.body).get_array())
+      out[int64_t(row["id"])] = std::string{std::string_view(row["status"])};
+    return out;
+  }
+
+  // Live workers (creating + running) of an entity, from /usage.json.
+  int64_t live_workers(const std::string& entity) const {
+    auto r = testpeer::http_call(url + "/usage.json");
+    simdjson::dom::parser p;
+    int64_t n = 0;
+    auto doc = p.parse(r.body);
+    if (doc.error())
+      return -1;
+    for (auto row : doc.get_array())
+      if (std::string_view(row["entity"]) == entity)
+        n += int64_t(row["workers_creating"]) + int64_t(row["workers_running"]);
+    return n;
+  }
+};
+
+}  // namespace headroom::e2e

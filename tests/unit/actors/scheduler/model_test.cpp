@@ -1,0 +1,241 @@
+// The scheduler's pure decisions: demand matching (FIFO, per-key deficit, the per-entity cap,
+// slots), free slots of a pool, the health classification; and the dashboards' parameters,
+// escaping and Link header.
+
+#include <gtest/gtest.h>
+
+#include "actors/scheduler/dashboards.hpp"
+#include "actors/scheduler/scheduler.hpp"
+
+namespace {
+
+using namespace headroom;
+using namespace headroom::actors::scheduler;
+using store::job;
+using store::job_status;
+using store::worker;
+using store::worker_status;
+
+job pending(int64_t id, std::string entity, std::string labels = "linux", int64_t at = 0) {
+  job j;
+  j.id = id;
+  j.entity = std::move(entity);
+  j.labels = std::move(labels);
+  j.created_at = at ? at : id;
+  return j;
+}
+
+worker live(std::string name, std::string entity, std::string labels = "linux", int64_t job_id = 0) {
+  worker w;
+  w.name = std::move(name);
+  w.entity = std::move(entity);
+  w.labels = std::move(labels);
+  w.job_id = job_id;
+  w.status = worker_status::running;
+  return w;
+}
+
+std::vector<int64_t> ids(const match_result& r) {
+  std::vector<int64_t> out;
+  for (const auto& j : r.provision)
+    out.push_back(j.id);
+  return out;
+}
+
+TEST(match_demand, serves_the_deficit_of_each_key_oldest_first) {
+  match_input in;
+  in.active_jobs = {pending(1, "a"), pending(2, "a"), pending(3, "b", "gpu"), pending(4, "a")};
+  in.active_workers = {live("w1", "a")};  // one runner of a/linux already: serves one of a's three
+  EXPECT_EQ(ids(match_demand(in)), (std::vector<int64_t>{1, 2, 3}));
+}
+
+TEST(match_demand, a_running_job_is_demand_and_its_runner_supply) {
+  match_input in;
+  auto running = pending(1, "a");
+  running.status = job_status::running;
+  in.active_jobs = {running, pending(2, "a")};
+  in.active_workers = {live("w1", "a", "linux", 1)};
+  EXPECT_EQ(ids(match_demand(in)), (std::vector<int64_t>{2}));
+}
+
+TEST(match_demand, a_runner_whose_job_is_over_is_not_supply_but_counts_against_the_cap) {
+  match_input in;
+  in.active_jobs = {pending(2, "a")};
+  in.active_workers = {live("w1", "a", "linux", 1)};  // job 1 finished; its pod has not ended yet
+  in.default_cap = 2;
+  EXPECT_EQ(ids(match_demand(in)), (std::vector<int64_t>{2}));
+  in.default_cap = 1;
+  auto r = match_demand(in);
+  EXPECT_TRUE(r.provision.empty());
+  EXPECT_EQ(r.capped, 1);
+}
+
+TEST(match_demand, labels_are_part_of_the_key_a_failed_worker_is_not_supply) {
+  match_input in;
+  in.active_jobs = {pending(1, "a", "gpu")};
+  auto failed = live("w0", "a", "gpu");
+  failed.status = worker_status::failed;
+  in.active_workers = {live("w1", "a", "linux"), failed};
+  EXPECT_EQ(ids(match_demand(in)), (std::vector<int64_t>{1}));
+}
+
+TEST(match_demand, caps_per_entity_with_overrides) {
+  match_input in;
+  for (int i = 1; i <= 6; ++i)
+    in.active_jobs.push_back(pending(i, i % 2 ? "small" : "big"));
+  in.caps = {{"small", 1}};
+  in.default_cap = 20;
+  auto r = match_demand(in);
+  EXPECT_EQ(ids(r), (std::vector<int64_t>{1, 2, 4, 6}));
+  EXPECT_EQ(r.capped, 2);
+  in.caps = {{"small", 0}};
+  EXPECT_EQ(ids(match_demand(in)), (std::vector<int64_t>{2, 4, 6}));
+}
+
+TEST(match_demand, stops_at_the_free_slots) {
+  match_input in;
+  in.active_jobs = {pending(1, "a"), pending(2, "b"), pending(3, "c")};
+  in.free_slots = 2;
+  auto r = match_demand(in);
+  EXPECT_EQ(ids(r), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(r.no_capacity, 1);
+  in.free_slots = 0;
+  EXPECT_TRUE(match_demand(in).provision.empty());
+  in.free_slots = -1;  // unchecked
+  EXPECT_EQ(match_demand(in).provision.size(), 3u);
+}
+
+std::shared_ptr<const k8s::node> node(std::string name, int64_t slots, k8s::string_pairs labels, bool unreachable = false) {
+  k8s::node n;
+  n.meta.name = std::move(name);
+  n.meta.labels = std::move(labels);
+  n.allocatable.add("headroom.dev/runner", slots);
+  if (unreachable)
+    n.taints.push_back({"node.kubernetes.io/unreachable", "", "NoExecute"});
+  return std::make_shared<const k8s::node>(std::move(n));
+}
+
+std::shared_ptr<const k8s::pod> runner_on(std::string node_name, std::string phase = "Running") {
+  k8s::pod p;
+  p.node_name = std::move(node_name);
+  p.phase = std::move(phase);
+  k8s::pod_spec s;
+  s.requests.add("headroom.dev/runner", 1);
+  p.spec = s;
+  return std::make_shared<const k8s::pod>(std::move(p));
+}
+
+TEST(free_slots, counts_matching_reachable_nodes_minus_live_pods) {
+  const k8s::string_pairs pool{{"pool", "ci"}};
+  std::vector nodes{node("n1", 4, pool), node("n2", 4, pool), node("other", 8, {{"pool", "gpu"}}), node("gone", 4, pool, true)};
+  std::vector pods{runner_on("n1"), runner_on("n1", "Succeeded"), runner_on(""), runner_on("other"), runner_on("n2", "Failed")};
+  // 8 on n1+n2; minus the running one on n1 and the unbound pending one.
+  EXPECT_EQ(free_slots(nodes, pods, pool, "headroom.dev/runner"), 6);
+  EXPECT_EQ(free_slots(nodes, pods, {{"pool", "none"}}, "headroom.dev/runner"), 0);
+}
+
+TEST(classify, each_check_at_its_timeout) {
+  const std::chrono::milliseconds reg{120'000}, pend{600'000}, idle{600'000};
+  health_input in;
+  in.phase = "Pending";
+  in.pending_for_ms = 599'999;
+  EXPECT_EQ(classify(in, reg, pend, idle), verdict::healthy);
+  in.pending_for_ms = 600'000;
+  EXPECT_EQ(classify(in, reg, pend, idle), verdict::pod_stuck_pending);
+
+  in = {};
+  in.phase = "Running";
+  in.runner = runner_seen::absent;
+  in.running_for_ms = 119'000;
+  EXPECT_EQ(classify(in, reg, pend, idle), verdict::healthy);
+  in.running_for_ms = 120'000;  // measured from Running, not from creation
+  EXPECT_EQ(classify(in, reg, pend, idle), verdict::runner_never_registered);
+  in.runner = runner_seen::unknown;  // GitHub did not answer: no verdict on a guess
+  EXPECT_EQ(classify(in, reg, pend, idle), verdict::healthy);
+  in.runner = runner_seen::offline;
+  in.ever_registered = true;  // it was online once: going offline is not "never registered"
+  EXPECT_EQ(classify(in, reg, pend, idle), verdict::healthy);
+
+  in = {};
+  in.phase = "Running";
+  in.runner = runner_seen::idle;
+  in.idle_for_ms = 600'000;
+  EXPECT_EQ(classify(in, reg, pend, idle), verdict::runner_idle);
+  in.runner = runner_seen::busy;
+  EXPECT_EQ(classify(in, reg, pend, idle), verdict::healthy);
+  in.phase = "Succeeded";
+  EXPECT_EQ(classify(in, reg, pend, idle), verdict::healthy);
+}
+
+std::multimap<std::string, std::string> q(std::initializer_list<std::pair<const std::string, std::string>> kv) { return {kv}; }
+
+TEST(dashboards, page_parameters_and_their_errors_name_the_parameter) {
+  const int64_t now = 1'800'000'000'000;  // ms
+  auto ok = parse_page_params(q({{"page", "3"}, {"per_page", "25"}, {"start", "2026-11-01"}, {"end", "2026-11-02"}}), now, true);
+  ASSERT_TRUE(std::holds_alternative<page_params>(ok)) << std::get<std::string>(ok);
+  const auto& p = std::get<page_params>(ok);
+  EXPECT_EQ(p.page, 3u);
+  EXPECT_EQ(p.per_page, 25u);
+  EXPECT_EQ(p.query.limit, 25u);
+  EXPECT_EQ(p.query.since, 1'793'491'200'000);             // 2026-11-01T00:00:00Z
+  EXPECT_EQ(p.query.until, 1'793'491'200'000 + 2 * 86'400'000);  // through the end of 2026-11-02
+  auto rel = std::get<page_params>(parse_page_params(q({{"start", "-7d"}}), now, true));
+  EXPECT_EQ(rel.query.since, now - 7 * 86'400'000LL);
+  auto cursor = std::get<page_params>(parse_page_params(q({{"after", "1793491200123:42"}}), now, true));
+  EXPECT_EQ(cursor.query.after_created_at, 1'793'491'200'123);
+  EXPECT_EQ(cursor.query.after_id, 42);
+  auto named = std::get<page_params>(parse_page_params(q({{"after", "5:headroom-runner-abc"}}), now, false));
+  EXPECT_EQ(named.query.after_name, "headroom-runner-abc");
+
+  for (auto [k, v, says] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"per_page", "0", "per_page"}, {"per_page", "1001", "per_page"}, {"per_page", "x", "per_page"},
+           {"page", "-1", "page"},        {"start", "2026-02-31", "start"}, {"end", "yesterday", "end"},
+           {"after", "12", "after"},      {"after", "a:1", "after"},        {"color", "red", "color"}}) {
+    auto r = parse_page_params(q({{k, v}}), now, true);
+    ASSERT_TRUE(std::holds_alternative<std::string>(r)) << k << "=" << v;
+    EXPECT_NE(std::get<std::string>(r).find(says), std::string::npos) << std::get<std::string>(r);
+  }
+  auto inverted = parse_page_params(q({{"start", "2026-11-05"}, {"end", "2026-11-01"}}), now, true);
+  ASSERT_TRUE(std::holds_alternative<std::string>(inverted));
+}
+
+TEST(dashboards, link_header_carries_the_cursor_and_the_range) {
+  page_params p;
+  p.page = 2;
+  p.per_page = 50;
+  p.start = "-7d";
+  const auto link = link_header("/jobs.json", p, true, 1793491200123, "42");
+  EXPECT_EQ(link, "</jobs.json?per_page=50&start=-7d&page=1>; rel=\"first\", "
+                  "</jobs.json?per_page=50&start=-7d&page=3&after=1793491200123%3A42>; rel=\"next\"");
+  EXPECT_EQ(link_header("/jobs.json", p, false, 0, ""), "</jobs.json?per_page=50&start=-7d&page=1>; rel=\"first\"");
+}
+
+TEST(dashboards, webhook_strings_are_escaped_in_html_and_json) {
+  job j = pending(7, "acme\"><img src=x onerror=alert(1)>", "linux,<b>");
+  j.name = "<script>alert('x')</script>";
+  page_params p;
+  const auto html = jobs_html({j}, p, "");
+  EXPECT_EQ(html.find("<script>"), std::string::npos);
+  EXPECT_EQ(html.find("<img"), std::string::npos);
+  EXPECT_NE(html.find("&lt;script&gt;alert(&#39;x&#39;)&lt;/script&gt;"), std::string::npos);
+  const auto json = jobs_json({j});
+  EXPECT_NE(json.find("\\\"><img"), std::string::npos) << json;
+}
+
+TEST(dashboards, usage_groups_by_entity_and_labels) {
+  auto running = pending(2, "a");
+  running.status = job_status::running;
+  worker creating = live("w2", "a");
+  creating.status = worker_status::creating;
+  auto rows = usage({pending(1, "a"), running, pending(3, "b", "gpu")}, {live("w1", "a"), creating}, {{"b", 3}}, 20);
+  ASSERT_EQ(rows.size(), 2u);
+  EXPECT_EQ(rows[0].entity, "a");
+  EXPECT_EQ(rows[0].pending, 1);
+  EXPECT_EQ(rows[0].running, 1);
+  EXPECT_EQ(rows[0].workers_running, 1);
+  EXPECT_EQ(rows[0].workers_creating, 1);
+  EXPECT_EQ(rows[0].cap, 20);
+  EXPECT_EQ(rows[1].cap, 3);
+}
+
+}  // namespace
