@@ -44,10 +44,16 @@ web_server::web_server(web_options o) : state_(std::make_unique<state>()) {
   const auto& opts = st.opts;
   const int threads = std::max(1, opts.threads);
   srv.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
+  srv.set_socket_options([](socket_t sock) {
+    int yes = 1;
+    setsockopt(sock, SOL_SOCKET, SO_REUSEADDR, &yes, sizeof yes);
+  });
   srv.set_payload_max_length(opts.max_body);
   srv.set_read_timeout(10, 0);
   srv.set_write_timeout(10, 0);
-  srv.set_keep_alive_max_count(1000);
+  // GitHub's hookshot and dashboards reuse connections; a close after N requests costs a new
+  // handshake (and, with a full accept backlog, a 1 s SYN retry), so the count is large.
+  srv.set_keep_alive_max_count(1'000'000);
   srv.set_keep_alive_timeout(5);
   srv.set_tcp_nodelay(true);
   srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {

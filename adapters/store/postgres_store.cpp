@@ -4,6 +4,8 @@
 // store recovers by itself once the server is back.
 
 #include <libpq-fe.h>
+
+#include <map>
 #include <sys/select.h>
 
 #include <condition_variable>
@@ -32,15 +34,35 @@ class pg_connection final : public detail::connection {
       if (!std::holds_alternative<std::nullptr_t>(params[i]))
         values[i] = texts[i].c_str();
     }
-    PGresult* r = PQexecParams(c_, sql.c_str(), static_cast<int>(params.size()), nullptr, values.data(), nullptr, nullptr, 0);
+    PGresult* r = nullptr;
+    if (params.empty()) {
+      r = PQexecParams(c_, sql.c_str(), 0, nullptr, nullptr, nullptr, nullptr, 0);
+    } else {
+      // Statements with parameters are prepared once per connection: the server parses and plans
+      // the intake's two statements once, not for every delivery.
+      auto it = prepared_.find(sql);
+      if (it == prepared_.end()) {
+        const std::string name = "h" + std::to_string(next_name_++);
+        PGresult* p = PQprepare(c_, name.c_str(), sql.c_str(), static_cast<int>(params.size()), nullptr);
+        const bool ok = PQresultStatus(p) == PGRES_COMMAND_OK;
+        if (!ok) {
+          error e{std::string{"postgres: "} + (p ? PQresultErrorMessage(p) : PQerrorMessage(c_))};
+          PQclear(p);
+          return trimmed(std::move(e));
+        }
+        PQclear(p);
+        it = prepared_.emplace(sql, name).first;
+      }
+      r = PQexecPrepared(c_, it->second.c_str(), static_cast<int>(params.size()), values.data(), nullptr, nullptr, 0);
+    }
     const auto status = PQresultStatus(r);
     if (status != PGRES_COMMAND_OK && status != PGRES_TUPLES_OK) {
       // The server's message only: never the connection string (it may hold a password).
       error e{std::string{"postgres: "} + (r ? PQresultErrorMessage(r) : PQerrorMessage(c_))};
-      while (!e.message.empty() && (e.message.back() == '\n' || e.message.back() == ' '))
-        e.message.pop_back();
       PQclear(r);
-      return e;
+      if (e.message.find("cached plan") != std::string::npos)
+        prepared_.clear();  // another process changed the schema: prepare again under new names
+      return trimmed(std::move(e));
     }
     detail::rows out;
     const int n = PQntuples(r), cols = PQnfields(r);
@@ -61,7 +83,14 @@ class pg_connection final : public detail::connection {
   }
 
  private:
+  static error trimmed(error e) {
+    while (!e.message.empty() && (e.message.back() == '\n' || e.message.back() == ' '))
+      e.message.pop_back();
+    return e;
+  }
   PGconn* c_;
+  std::map<std::string, std::string> prepared_;  // SQL → statement name
+  uint64_t next_name_ = 0;
 };
 
 constexpr const char* channel = "headroom_jobs";
@@ -88,7 +117,9 @@ class advisory_lock final : public store::lock {
 
 class postgres_store final : public detail::sql_store {
  public:
-  postgres_store(std::string conninfo, size_t pool) : conninfo_(std::move(conninfo)), max_(pool == 0 ? 1 : pool) {}
+  postgres_store(std::string conninfo, size_t pool) : conninfo_(std::move(conninfo)), max_(pool == 0 ? 1 : pool) {
+    max_committers_ = std::max<size_t>(1, std::min<size_t>(2, max_ / 2));  // the rest of the pool serves reads and the reconciler
+  }
   const char* backend() const override { return "postgres"; }
   ~postgres_store() override {
     if (listener_)

@@ -4,7 +4,10 @@
 // the store's queries written once over it (sql_store). Statements use $1, $2, … in order of first
 // appearance, which libpq and SQLite both bind.
 
+#include <condition_variable>
+#include <deque>
 #include <functional>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <variant>
@@ -53,6 +56,28 @@ class sql_store : public store {
   result<std::vector<worker>> active_workers() override;
   result<bool> set_worker_runner(const std::string& name, int64_t runner_id, int64_t at) override;
   result<bool> set_worker_job(const std::string& name, int64_t job_id, int64_t at) override;
+
+ private:
+  // Group commit: concurrent record() calls share transactions. A caller that finds fewer than
+  // max_committers_ commits under way commits everything queued so far (up to max_batch) in one transaction and
+  // wakes the others; each caller returns once its own delivery is durable. One fsync (SQLite) or
+  // one commit round trip (PostgreSQL) then serves many deliveries.
+  struct pending_record {
+    const job_event* event;
+    std::optional<result<recorded>> outcome;
+  };
+  static constexpr size_t max_batch = 256;
+  void commit_batch(std::vector<pending_record*>& batch);
+  std::optional<error> record_in(connection& c, const job_event& e, recorded& out);
+  std::mutex batch_m_;
+  std::condition_variable batch_cv_;
+  std::deque<pending_record*> queued_;
+  size_t committing_ = 0;
+
+ protected:
+  // How many batches may commit at once: 1 for SQLite (one writer anyway), more for PostgreSQL
+  // (its pool's connections commit in parallel and the server groups their WAL flushes).
+  size_t max_committers_ = 1;
 
  protected:
   // Runs `body(connection&, T& out)` in one transaction; `out`, or what failed.

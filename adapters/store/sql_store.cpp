@@ -76,18 +76,24 @@ std::optional<error> run(detail::connection& c, const std::string& sql, const st
 // page's last (created_at, key) when the query has one; an index seek, never an OFFSET.
 std::optional<error> page(detail::connection& c, const std::string& select, const char* key, detail::value after_key,
                           const page_query& q, detail::rows& out) {
-  std::vector<detail::value> params{q.since, q.until};
-  std::string after;
-  if (q.after_created_at) {
-    after = std::string{" AND (created_at, "} + key + ") < ($3, $4)";
+  // One upper bound only, the tighter one: with two (created_at < until, and the cursor's), SQLite
+  // bounds its index range by one of them and filters by the other, so a deep page scanned from
+  // the top (the last of 100k rows: 17 ms). The cursor came from a page within the range, so it is
+  // the tighter unless a client made it up.
+  const bool cursor = q.after_created_at && *q.after_created_at < q.until;
+  std::vector<detail::value> params{q.since};
+  std::string where = " WHERE created_at >= $1";
+  if (cursor) {
+    // (created_at, key) < ($2, $3) as a range on created_at and a filter within it.
+    where += std::string{" AND created_at <= $2 AND (created_at < $2 OR "} + key + " < $3)";
     params.push_back(*q.after_created_at);
     params.push_back(std::move(after_key));
+  } else {
+    where += " AND created_at < $2";
+    params.push_back(q.until);
   }
   params.push_back(static_cast<int64_t>(q.limit));
-  return run(c,
-             select + " WHERE created_at >= $1 AND created_at < $2" + after + " ORDER BY created_at DESC, " + key + " DESC LIMIT $" +
-                 std::to_string(params.size()),
-             params, &out);
+  return run(c, select + where + " ORDER BY created_at DESC, " + key + " DESC LIMIT $" + std::to_string(params.size()), params, &out);
 }
 
 }  // namespace
@@ -172,39 +178,90 @@ int sql_store::schema_version() {
   return v;
 }
 
-result<recorded> sql_store::record(const job_event& e) {
-  recorded out = recorded::unchanged;
+std::optional<error> sql_store::record_in(connection& c, const job_event& e, recorded& out) {
   const auto& j = e.change;
-  auto failed = transact([&](connection& c) -> std::optional<error> {
-    rows d;
-    if (auto err = run(c, "INSERT INTO deliveries (id, received_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING",
-                       {e.delivery_id, e.at}, &d))
-      return err;
-    if (d.affected == 0) {
-      out = recorded::duplicate;
-      return std::nullopt;
-    }
-    rows w;
-    if (auto err = run(c,
-                       "INSERT INTO jobs (" + job_columns +
-                           ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10) ON CONFLICT (id) DO UPDATE SET "
-                           "status = excluded.status, conclusion = excluded.conclusion, updated_at = excluded.updated_at, "
-                           "runner_name = CASE WHEN excluded.runner_name = '' THEN jobs.runner_name ELSE excluded.runner_name END "
-                           "WHERE " + rank_sql("jobs.status", job_states) + " < " + rank_sql("excluded.status", job_states),
-                       {j.id, j.run_id, j.entity, j.labels, j.name, j.repository, j.conclusion, std::string{to_string(j.status)}, e.at,
-                        j.runner_name},
-                       &w))
-      return err;
-    out = w.affected > 0 ? recorded::applied : recorded::unchanged;
-    if (out == recorded::applied)
-      return notify_in_transaction(c);
+  rows d;
+  if (auto err = run(c, "INSERT INTO deliveries (id, received_at) VALUES ($1, $2) ON CONFLICT (id) DO NOTHING", {e.delivery_id, e.at}, &d))
+    return err;
+  if (d.affected == 0) {
+    out = recorded::duplicate;
     return std::nullopt;
+  }
+  rows w;
+  if (auto err = run(c,
+                     "INSERT INTO jobs (" + job_columns +
+                         ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10) ON CONFLICT (id) DO UPDATE SET "
+                         "status = excluded.status, conclusion = excluded.conclusion, updated_at = excluded.updated_at, "
+                         "runner_name = CASE WHEN excluded.runner_name = '' THEN jobs.runner_name ELSE excluded.runner_name END "
+                         "WHERE " + rank_sql("jobs.status", job_states) + " < " + rank_sql("excluded.status", job_states),
+                     {j.id, j.run_id, j.entity, j.labels, j.name, j.repository, j.conclusion, std::string{to_string(j.status)}, e.at,
+                      j.runner_name},
+                     &w))
+    return err;
+  out = w.affected > 0 ? recorded::applied : recorded::unchanged;
+  return std::nullopt;
+}
+
+// One transaction for the whole batch. When it fails, each delivery is tried in its own
+// transaction, so one that cannot be written does not take the others down with it.
+void sql_store::commit_batch(std::vector<pending_record*>& batch) {
+  std::vector<recorded> outcomes(batch.size(), recorded::unchanged);
+  bool any_applied = false;
+  auto failed = transact([&](connection& c) -> std::optional<error> {
+    any_applied = false;
+    for (size_t i = 0; i < batch.size(); ++i) {
+      if (auto e = record_in(c, *batch[i]->event, outcomes[i]))
+        return e;
+      any_applied = any_applied || outcomes[i] == recorded::applied;
+    }
+    return any_applied ? notify_in_transaction(c) : std::nullopt;
   });
-  if (failed)
-    return *failed;
-  if (out == recorded::applied)
-    job_change_committed();
-  return out;
+  if (!failed) {
+    for (size_t i = 0; i < batch.size(); ++i)
+      batch[i]->outcome = outcomes[i];
+    if (any_applied)
+      job_change_committed();
+    return;
+  }
+  for (auto* p : batch) {
+    recorded one = recorded::unchanged;
+    auto e = transact([&](connection& c) -> std::optional<error> {
+      if (auto err = record_in(c, *p->event, one))
+        return err;
+      return one == recorded::applied ? notify_in_transaction(c) : std::nullopt;
+    });
+    if (e) {
+      p->outcome = *e;
+    } else {
+      p->outcome = one;
+      if (one == recorded::applied)
+        job_change_committed();
+    }
+  }
+}
+
+result<recorded> sql_store::record(const job_event& e) {
+  pending_record mine{&e, std::nullopt};
+  std::unique_lock lock{batch_m_};
+  queued_.push_back(&mine);
+  while (!mine.outcome) {
+    if (committing_ >= max_committers_ || queued_.empty()) {
+      batch_cv_.wait(lock);
+      continue;
+    }
+    ++committing_;
+    std::vector<pending_record*> batch;
+    while (!queued_.empty() && batch.size() < max_batch) {
+      batch.push_back(queued_.front());
+      queued_.pop_front();
+    }
+    lock.unlock();
+    commit_batch(batch);
+    lock.lock();
+    --committing_;
+    batch_cv_.notify_all();
+  }
+  return std::move(*mine.outcome);
 }
 
 result<bool> sql_store::advance_job(int64_t id, job_status to, int64_t at) {
