@@ -97,7 +97,7 @@ grep -q "gates.webhook.certSecret" <<<"$out" || fail "the missing value is not n
 "$src/tests/testenv/cluster" up "$work/cluster" --owner $$ >/dev/null 2>&1 || fail "cluster up"
 export KUBECONFIG="$work/cluster/kubeconfig"
 kubectl=$(sed -n 's/^HEADROOM_TESTENV_KUBECTL=//p' "$work/cluster/env")
-for ns in headroom-system arc-runners serving; do "$kubectl" create namespace "$ns" >/dev/null; done
+for ns in headroom-system arc-runners serving ci-runners; do "$kubectl" create namespace "$ns" >/dev/null; done
 for mode in "${modes[@]}"; do
   "$kubectl" apply --dry-run=server -f "$work/$mode.yaml" >"$work/dry-$mode.log" 2>&1 ||
     { cat "$work/dry-$mode.log"; fail "kubectl apply --dry-run=server ($mode)"; }
