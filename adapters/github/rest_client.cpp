@@ -121,7 +121,10 @@ rest_client::rest_client(std::string api_base, credentials creds, http::transpor
   runtime::secret_registry::global().add(creds_.private_key_pem);
 }
 
-uint64_t rest_client::requests() const { return requests_; }
+uint64_t rest_client::requests() {
+  std::lock_guard lock(mu_);
+  return requests_;
+}
 
 rest_result<std::string> rest_client::token() {
   if (!creds_.personal_access_token.empty())

@@ -75,7 +75,7 @@ class rest_client {
   // busy: GitHub refused with 422 because the runner is running a job.
   rest_result<runner_removal> remove_runner(const std::string& scope, int64_t runner_id);
 
-  uint64_t requests() const;
+  uint64_t requests();  // calls answered so far
 
  private:
   struct answer {

@@ -67,7 +67,8 @@ class sql_store : public store {
     std::optional<result<recorded>> outcome;
   };
   static constexpr size_t max_batch = 256;
-  void commit_batch(std::vector<pending_record*>& batch);
+  // The outcome of each delivery of the batch, in order (written to the callers under batch_m_).
+  std::vector<result<recorded>> commit_batch(const std::vector<pending_record*>& batch);
   std::optional<error> record_in(connection& c, const job_event& e, recorded& out);
   std::mutex batch_m_;
   std::condition_variable batch_cv_;

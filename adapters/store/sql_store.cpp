@@ -204,7 +204,7 @@ std::optional<error> sql_store::record_in(connection& c, const job_event& e, rec
 
 // One transaction for the whole batch. When it fails, each delivery is tried in its own
 // transaction, so one that cannot be written does not take the others down with it.
-void sql_store::commit_batch(std::vector<pending_record*>& batch) {
+std::vector<result<recorded>> sql_store::commit_batch(const std::vector<pending_record*>& batch) {
   std::vector<recorded> outcomes(batch.size(), recorded::unchanged);
   bool any_applied = false;
   auto failed = transact([&](connection& c) -> std::optional<error> {
@@ -216,14 +216,16 @@ void sql_store::commit_batch(std::vector<pending_record*>& batch) {
     }
     return any_applied ? notify_in_transaction(c) : std::nullopt;
   });
+  std::vector<result<recorded>> out;
+  out.reserve(batch.size());
   if (!failed) {
-    for (size_t i = 0; i < batch.size(); ++i)
-      batch[i]->outcome = outcomes[i];
+    for (auto o : outcomes)
+      out.emplace_back(o);
     if (any_applied)
       job_change_committed();
-    return;
+    return out;
   }
-  for (auto* p : batch) {
+  for (const auto* p : batch) {
     recorded one = recorded::unchanged;
     auto e = transact([&](connection& c) -> std::optional<error> {
       if (auto err = record_in(c, *p->event, one))
@@ -231,13 +233,14 @@ void sql_store::commit_batch(std::vector<pending_record*>& batch) {
       return one == recorded::applied ? notify_in_transaction(c) : std::nullopt;
     });
     if (e) {
-      p->outcome = *e;
+      out.emplace_back(*e);
     } else {
-      p->outcome = one;
+      out.emplace_back(one);
       if (one == recorded::applied)
         job_change_committed();
     }
   }
+  return out;
 }
 
 result<recorded> sql_store::record(const job_event& e) {
@@ -256,8 +259,10 @@ result<recorded> sql_store::record(const job_event& e) {
       queued_.pop_front();
     }
     lock.unlock();
-    commit_batch(batch);
+    auto outcomes = commit_batch(batch);
     lock.lock();
+    for (size_t i = 0; i < batch.size(); ++i)
+      batch[i]->outcome = std::move(outcomes[i]);
     --committing_;
     batch_cv_.notify_all();
   }
