@@ -219,9 +219,10 @@ class cycle {
       }
     }
     std::set<std::string> active_names;
-    for (const auto& w : workers_) {
+    for (auto& w : workers_) {
       active_names.insert(w.name);
       auto pod = ctx_.pods->get(o_.pool.ns, w.name);
+      note_job(w);
       // Phase 1, orphan sweep: a worker whose pod is gone is over.
       if (!pod) {
         if (ctx_.pods->synced() && now_ - w.created_at >= o_.orphan_grace.count())
@@ -229,7 +230,6 @@ class cycle {
         continue;
       }
       // Phase 2, pod phase sync.
-      note_job(w);
       if (pod->phase == "Running" && !pod->node_name.empty()) {
         st_.running_since.emplace(w.name, now_);  // first seen Running (after a restart: from then on)
         if (w.status == store::worker_status::creating)
@@ -304,16 +304,28 @@ class cycle {
     std::erase_if(st_.registered, [&](const auto& n) { return active_names.count(n) == 0; });
   }
 
-  // The worker's job, once GitHub's in_progress named this runner.
-  void note_job(const store::worker& w) {
+  // The worker's job, once GitHub's in_progress (or completed) webhook named this runner. Both
+  // may land between two cycles, so a job already over is looked up in the store too.
+  void note_job(store::worker& w) {
     if (w.job_id != 0)
       return;
+    int64_t id = 0;
     for (const auto& j : jobs_)
-      if (j.runner_name == w.name) {
-        auto r = ctx_.jobs->set_worker_job(w.name, j.id, now_);
-        if (auto* e = std::get_if<store::error>(&r))
-          store_error("set worker job", *e);
-      }
+      if (j.runner_name == w.name)
+        id = j.id;
+    if (id == 0) {
+      auto found = ctx_.jobs->job_for_runner(w.name);
+      if (auto* e = std::get_if<store::error>(&found))
+        return store_error("job for runner", *e);
+      if (const auto& j = std::get<std::optional<store::job>>(found))
+        id = j->id;
+    }
+    if (id == 0)
+      return;
+    auto r = ctx_.jobs->set_worker_job(w.name, id, now_);
+    if (auto* e = std::get_if<store::error>(&r))
+      return store_error("set worker job", *e);
+    w.job_id = id;
   }
 
   // Whether the worker ran a job that is over (not among the active ones).

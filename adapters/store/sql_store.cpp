@@ -136,6 +136,7 @@ const std::vector<migration>& migrations() {
         "CREATE INDEX workers_by_created ON workers (created_at, name)",
         "CREATE INDEX workers_by_status ON workers (status, entity, labels)"}},
       {2, {"ALTER TABLE jobs ADD COLUMN runner_name TEXT NOT NULL DEFAULT ''"}},
+      {3, {"CREATE INDEX jobs_by_runner ON jobs (runner_name)"}},
   };
   return all;
 }
@@ -376,6 +377,16 @@ result<bool> sql_store::set_worker_job(const std::string& name, int64_t job_id, 
     rows r;
     auto e = run(c, "UPDATE workers SET job_id = $1, updated_at = $2 WHERE name = $3 AND job_id = 0", {job_id, at, name}, &r);
     changed = r.affected > 0;
+    return e;
+  });
+}
+
+result<std::optional<job>> sql_store::job_for_runner(const std::string& runner_name) {
+  return in_transaction<std::optional<job>>([&](connection& c, std::optional<job>& out) -> std::optional<error> {
+    rows r;
+    auto e = run(c, "SELECT " + job_columns + " FROM jobs WHERE runner_name = $1 ORDER BY created_at LIMIT 1", {runner_name}, &r);
+    if (!r.data.empty())
+      out = job_of(r.data[0]);
     return e;
   });
 }

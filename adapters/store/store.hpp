@@ -114,6 +114,8 @@ class store {
   // Records the GitHub runner a worker's JIT config made, and the job it ran once known.
   virtual result<bool> set_worker_runner(const std::string& name, int64_t runner_id, int64_t at) = 0;
   virtual result<bool> set_worker_job(const std::string& name, int64_t job_id, int64_t at) = 0;
+  // The job GitHub ran on the runner `runner_name` (from its in_progress or completed webhook), if any.
+  virtual result<std::optional<job>> job_for_runner(const std::string& runner_name) = 0;
 
   // Blocks until a delivery changed a job (PostgreSQL: NOTIFY on the queue-event channel, from any
   // process; SQLite: from this process) or `timeout` passes; true when woken. The reconciler's
