@@ -129,17 +129,7 @@ https_server::https_server(https_options opts) : state_(std::make_unique<state>(
   // Headers and body go out in separate writes: without TCP_NODELAY, Nagle holds the body until
   // the client's delayed ACK (~40 ms per review).
   srv.set_tcp_nodelay(true);
-  srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    res.status = 500;
-    res.set_content("internal error: " + what + "\n", "text/plain");
-  });
+  answer_exceptions_with_500(srv);
   for (const auto& r : o.routes) {
     srv.Post(r.path, [&r, &o](const httplib::Request& req, httplib::Response& res) {
       const auto started = std::chrono::steady_clock::now();

@@ -14,6 +14,20 @@ struct web_server::state {
   std::thread loop;
 };
 
+void answer_exceptions_with_500(httplib::Server& srv) {
+  srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
+    std::string what = "unknown";
+    try {
+      std::rethrow_exception(ep);
+    } catch (const std::exception& e) {
+      what = e.what();
+    } catch (...) {
+    }
+    res.status = 500;
+    res.set_content("internal error: " + what + "\n", "text/plain");
+  });
+}
+
 std::pair<std::string, int> split_listen(const std::string& listen) {
   std::string host = "0.0.0.0", port = listen;
   if (auto colon = listen.rfind(':'); colon != std::string::npos) {
@@ -56,17 +70,7 @@ web_server::web_server(web_options o) : state_(std::make_unique<state>()) {
   srv.set_keep_alive_max_count(1'000'000);
   srv.set_keep_alive_timeout(5);
   srv.set_tcp_nodelay(true);
-  srv.set_exception_handler([](const httplib::Request&, httplib::Response& res, std::exception_ptr ep) {
-    std::string what = "unknown";
-    try {
-      std::rethrow_exception(ep);
-    } catch (const std::exception& e) {
-      what = e.what();
-    } catch (...) {
-    }
-    res.status = 500;
-    res.set_content("internal error: " + what + "\n", "text/plain");
-  });
+  answer_exceptions_with_500(srv);
   for (const auto& r : opts.routes) {
     auto handler = [&r, &opts](const httplib::Request& req, httplib::Response& res) {
       const auto started = std::chrono::steady_clock::now();

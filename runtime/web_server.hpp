@@ -12,6 +12,10 @@
 #include <utility>
 #include <vector>
 
+namespace httplib {
+class Server;
+}
+
 namespace headroom::runtime {
 
 struct web_request {
@@ -41,6 +45,9 @@ struct web_options {
   size_t max_body = 1 << 20;  // larger → 413 before a handler runs
   std::function<void(const std::string& path, int status, double seconds)> observe;
 };
+
+// A handler that throws is a 500 naming the exception (both of headroom's cpp-httplib servers).
+void answer_exceptions_with_500(httplib::Server& srv);
 
 // "port", ":port", "host:port" → (host, port); port −1 when it is not one.
 std::pair<std::string, int> split_listen(const std::string& listen);

@@ -26,16 +26,10 @@ std::optional<int64_t> parse_i64(std::string_view v) {
   return out;
 }
 
+// parse_i64 within [min, max].
 std::optional<int64_t> parse_count(const std::string& v, int64_t min, int64_t max) {
-  if (v.empty() || v.size() > 9)
-    return std::nullopt;
-  int64_t out = 0;
-  for (char c : v) {
-    if (c < '0' || c > '9')
-      return std::nullopt;
-    out = out * 10 + (c - '0');
-  }
-  if (out < min || out > max)
+  auto out = parse_i64(v);
+  if (!out || *out < min || *out > max)
     return std::nullopt;
   return out;
 }
