@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
-# CTest `actions_peer_conformance`: the real github.com/actions/scaleset client and listener
-# (fetched from the Go module proxy at the version go.mod pins) against our Actions Service peer.
+# CTest `actions_peer_conformance`: the real github.com/actions/scaleset client and listener, and
+# github.com/google/go-github (REST calls and webhook signature/parsing of the scheduler path),
+# both (fetched from the Go module proxy at the version go.mod pins) against our Actions Service peer.
 set -euo pipefail
 cd "$(dirname "$0")"
 export PATH="$PATH:/usr/local/go/bin" GOTOOLCHAIN=local GOFLAGS=-buildvcs=false

@@ -227,6 +227,7 @@ type reply struct {
 	body   any    // marshalled as JSON unless raw is set
 	raw    string // sent as is
 	ctype  string
+	link   string // a GitHub-style Link header (REST list pages)
 }
 
 func jsonReply(status int, body any) reply { return reply{status: status, body: body} }
@@ -257,6 +258,9 @@ func (s *server) write(w http.ResponseWriter, r reply, f *fault) {
 	}
 	if ctype != "" {
 		w.Header().Set("Content-Type", ctype)
+	}
+	if r.link != "" {
+		w.Header().Set("Link", r.link)
 	}
 	w.Header().Set("ActivityId", randomToken("act-"))
 	w.WriteHeader(r.status)

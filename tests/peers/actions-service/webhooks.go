@@ -151,6 +151,19 @@ func ghStatus(j *job) string {
 	return "queued"
 }
 
+// ghConclusion: the REST/webhook name of a job result the scale-set side spells its own way.
+func ghConclusion(result string) string {
+	switch result {
+	case "succeeded":
+		return "success"
+	case "failed":
+		return "failure"
+	case "canceled":
+		return "cancelled"
+	}
+	return result
+}
+
 func (s *server) restJob(j *job) map[string]any {
 	out := map[string]any{
 		"id": j.RequestID, "run_id": j.runID, "name": j.Name, "labels": j.Labels, "status": ghStatus(j),
@@ -158,7 +171,7 @@ func (s *server) restJob(j *job) map[string]any {
 		"html_url": fmt.Sprintf("https://github.com/%s/actions/runs/%d/job/%d", j.Repository, j.runID, j.RequestID),
 	}
 	if j.State == "completed" {
-		out["conclusion"] = j.Result
+		out["conclusion"] = ghConclusion(j.Result)
 	}
 	if j.RunnerID != 0 {
 		out["runner_id"] = j.RunnerID
@@ -367,7 +380,16 @@ func (s *server) restAPI(r *http.Request, route string, body []byte) reply {
 		if hi > total {
 			hi = total
 		}
-		return jsonReply(200, map[string]any{"total_count": total, "runners": out[lo:hi]})
+		rep := jsonReply(200, map[string]any{"total_count": total, "runners": out[lo:hi]})
+		if hi < total { // GitHub's pagination: the next page by Link as well as by total_count
+			next := *r.URL
+			q := next.Query()
+			q.Set("page", strconv.Itoa(page+1))
+			q.Set("per_page", strconv.Itoa(perPage))
+			next.RawQuery = q.Encode()
+			rep.link = fmt.Sprintf(`<http://%s%s>; rel="next"`, r.Host, next.RequestURI())
+		}
+		return rep
 	case "rest_runner":
 		m := reRestRunner.FindStringSubmatch(r.URL.Path)
 		entity, _ := scopeOf(m[2])
