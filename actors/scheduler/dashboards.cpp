@@ -74,9 +74,10 @@ std::string iso(int64_t ms) {
 std::string page_head(const std::string& title) {
   return "<!doctype html><html lang=\"en\"><head><meta charset=\"utf-8\"><title>headroom · " + title +
          "</title><style>"
-         "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1200px;color:#1f2328;padding:0 1em}"
+         "body{font:14px/1.45 system-ui,sans-serif;margin:2em auto;max-width:1440px;color:#1f2328;padding:0 1em}"
          "nav a{margin-right:1em}h1{font-size:20px}table{border-collapse:collapse;width:100%}"
-         "th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #d0d7de;vertical-align:top}"
+         "th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #d0d7de;vertical-align:top;white-space:nowrap}"
+         "td.wrap{white-space:normal;overflow-wrap:anywhere;min-width:12em}"
          "th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}"
          ".s-pending,.s-creating{color:#9a6700}.s-running{color:#0969da}.s-completed{color:#1a7f37}.s-failed{color:#cf222e}"
          "code{font-size:12px}</style></head><body><nav><a href=\"/usage\">Usage</a><a href=\"/jobs\">Jobs</a>"
@@ -259,7 +260,7 @@ std::string jobs_html(const std::vector<store::job>& rows, const page_params& p,
   for (const auto& j : rows) {
     const std::string status = store::to_string(j.status);
     const std::string cls = "s-" + status;
-    out += "<tr>" + cell(std::to_string(j.id), "num") + cell(j.name) + cell(j.repository) + cell(j.entity) + "<td><code>" +
+    out += "<tr>" + cell(std::to_string(j.id), "num") + cell(j.name, "wrap") + cell(j.repository) + cell(j.entity) + "<td><code>" +
            html_escape(j.labels) + "</code></td>" + cell(status + (j.conclusion.empty() ? "" : " (" + j.conclusion + ")"), cls.c_str()) +
            cell(j.runner_name) + cell(iso(j.created_at)) + cell(iso(j.updated_at)) + "</tr>";
   }
@@ -275,7 +276,7 @@ std::string workers_html(const std::vector<store::worker>& rows, const page_para
     const std::string cls = "s-" + status;
     out += "<tr>" + cell(w.name) + cell(w.entity) + "<td><code>" + html_escape(w.labels) + "</code></td>" + cell(status, cls.c_str()) +
            cell(w.job_id ? std::to_string(w.job_id) : "", "num") + cell(w.runner_id ? std::to_string(w.runner_id) : "", "num") +
-           cell(w.failure_info) + cell(iso(w.created_at)) + cell(iso(w.updated_at)) + "</tr>";
+           cell(w.failure_info, "wrap") + cell(iso(w.created_at)) + cell(iso(w.updated_at)) + "</tr>";
   }
   return out + "</tbody></table>" + pager(p, next_url) + "</body></html>";
 }

@@ -74,14 +74,9 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
   EXPECT_TRUE(eventually([&] { return w.latest_capacity(set) == 2; }, 120s)) << w.headroom->log();
   EXPECT_GT(audited(w, set), 3);
   // The Grafana dashboard's scale-set panels query only what this run exported.
-  const auto log = w.headroom->full_log();
-  const auto at = log.find("\"msg\":\"serving /metrics");
-  ASSERT_NE(at, std::string::npos) << w.headroom->log();
-  const auto port_at = log.find("\"port\":", at) + 7;
-  const std::string port = log.substr(port_at, log.find_first_not_of("0123456789", port_at) - port_at);
-  auto metrics = testenv::run_command({"curl", "-sf", "http://127.0.0.1:" + port + "/metrics"});
-  ASSERT_EQ(metrics.exit_code, 0) << metrics.err;
-  auto dashboard = testenv::dashboard_check("Scale sets (capacity-aware listener)", metrics.out);
+  const auto metrics = w.headroom->metrics();
+  ASSERT_FALSE(metrics.empty()) << w.headroom->log();
+  auto dashboard = testenv::dashboard_check("Scale sets (capacity-aware listener)", metrics);
   EXPECT_EQ(dashboard.exit_code, 0) << dashboard.out << dashboard.err;
 
   EXPECT_EQ(WIFEXITED(w.headroom->stop()), true);

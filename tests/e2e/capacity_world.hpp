@@ -116,6 +116,18 @@ class agent {
     ss << in.rdbuf();
     return ss.str();
   }
+  // The running agent's /metrics text (its port from the "serving /metrics" log line); empty
+  // when it does not serve them (yet).
+  std::string metrics() const {
+    const auto log = full_log();
+    const auto at = log.find("\"msg\":\"serving /metrics");
+    if (at == std::string::npos)
+      return {};
+    const auto port_at = log.find("\"port\":", at) + 7;
+    const std::string port = log.substr(port_at, log.find_first_not_of("0123456789", port_at) - port_at);
+    auto r = testenv::run_command({"curl", "-sf", "http://127.0.0.1:" + port + "/metrics"});
+    return r.exit_code == 0 ? r.out : std::string{};
+  }
 
  private:
   std::string dir_;

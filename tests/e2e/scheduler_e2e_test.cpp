@@ -3,7 +3,10 @@
 // `headroom.dev/runner` slots), the Actions Service peer as GitHub (signed workflow_job webhooks,
 // the REST calls), the runner simulator as the runners, and the real PostgreSQL.
 
+#include "adapters/store/store.hpp"
 #include "e2e/scheduler_world.hpp"
+#include "testenv/browser.hpp"
+#include "testenv/dashboard.hpp"
 #include "testenv/shared_env.hpp"
 
 namespace headroom::e2e {
@@ -36,6 +39,25 @@ TEST(scheduler_e2e, fifty_jobs_three_entities_the_cap_holds_and_every_job_comple
                  w.post_jobs("", "solo/tool", "\"self-hosted\",\"arm64\"", 15)})
     ids.insert(ids.end(), v.begin(), v.end());
   ASSERT_EQ(ids.size(), 50u);
+  // Mid-burst, /usage in the browser: one row per (entity, labels) with work, the cap shown.
+  const auto shots = testenv::browser::output_dir("scheduler_e2e");
+  std::string why;
+  ASSERT_TRUE(testenv::browser::available(why)) << why;
+  ASSERT_TRUE(eventually([&] { return w.live_workers("org-capped") > 0; }, 60s)) << "org-capped never had a worker";
+  {
+    const auto dom = testenv::browser::dom(w.url + "/usage", why);
+    ASSERT_FALSE(dom.empty()) << why;
+    std::map<std::string, std::vector<std::string>> by_entity;
+    for (auto& row : testenv::browser::body_rows(dom))
+      if (row.size() == 7)
+        by_entity[row[0]] = row;
+    for (const auto& [entity, row] : by_entity)
+      EXPECT_TRUE(entity == "org-a" || entity == "org-capped" || entity == "solo/tool") << entity;
+    ASSERT_TRUE(by_entity.count("org-capped")) << dom;
+    EXPECT_EQ(by_entity["org-capped"][1], "linux,self-hosted");
+    EXPECT_EQ(by_entity["org-capped"][6], "5") << "the max-workers column shows the cap";
+    EXPECT_TRUE(testenv::browser::screenshot(w.url + "/usage", shots / "usage.png", why)) << why;
+  }
   int64_t most_capped = 0;
   const bool done = eventually([&] {
     most_capped = std::max(most_capped, w.live_workers("org-capped"));
@@ -87,6 +109,61 @@ TEST(scheduler_e2e, fifty_jobs_three_entities_the_cap_holds_and_every_job_comple
     auto r = e.c->kubectl({"-n", w.o.name, "get", "pods", "-l", "headroom.dev/role=runner", "-o", "name"});
     return r.exit_code == 0 && r.out.empty();
   }, 60s)) << e.c->kubectl({"-n", w.o.name, "get", "pods", "-o", "wide"}).out;
+
+  // The dashboards in headless Chromium, row by row against the store itself (read from its file
+  // beside the running headroom; SQLite in WAL mode allows the second reader). Screenshots go to
+  // test-output/scheduler_e2e/.
+  auto opened = store::open_sqlite(w.dir + "/jobs.db");
+  ASSERT_EQ(opened.index(), 0u) << std::get<store::error>(opened).message;
+  auto& db = *std::get<0>(opened);
+  store::page_query everything;
+  everything.limit = 1000;
+  const auto stored = std::get<0>(db.jobs_page(everything));
+  const auto stored_workers = std::get<0>(db.workers_page(everything));
+  ASSERT_EQ(stored.size(), 50u);
+  for (const std::string page : {"/jobs", "/history"}) {
+    const auto dom = testenv::browser::dom(w.url + page + "?per_page=100", why);
+    ASSERT_FALSE(dom.empty()) << why;
+    const auto rows = testenv::browser::body_rows(dom);
+    ASSERT_EQ(rows.size(), stored.size()) << page;
+    for (size_t i = 0; i < rows.size(); ++i) {
+      ASSERT_EQ(rows[i].size(), 9u) << page << " row " << i;
+      EXPECT_EQ(rows[i][0], std::to_string(stored[i].id)) << page << " row " << i << ": newest first, as the store pages";
+      EXPECT_EQ(rows[i][1], stored[i].name);
+      EXPECT_EQ(rows[i][2], stored[i].repository);
+      EXPECT_EQ(rows[i][3], stored[i].entity);
+      EXPECT_EQ(rows[i][4], stored[i].labels);
+      EXPECT_EQ(rows[i][5].rfind(store::to_string(stored[i].status), 0), 0u) << rows[i][5];
+      EXPECT_EQ(rows[i][6], stored[i].runner_name);
+    }
+    EXPECT_TRUE(testenv::browser::screenshot(w.url + page + "?per_page=100", shots / (page.substr(1) + ".png"), why)) << why;
+  }
+  {
+    const auto dom = testenv::browser::dom(w.url + "/workers?per_page=100", why);
+    ASSERT_FALSE(dom.empty()) << why;
+    const auto rows = testenv::browser::body_rows(dom);
+    ASSERT_EQ(rows.size(), stored_workers.size());
+    for (size_t i = 0; i < rows.size(); ++i) {
+      ASSERT_EQ(rows[i].size(), 9u) << "workers row " << i;
+      EXPECT_EQ(rows[i][0], stored_workers[i].name);
+      EXPECT_EQ(rows[i][1], stored_workers[i].entity);
+      EXPECT_EQ(rows[i][3], store::to_string(stored_workers[i].status));
+      EXPECT_EQ(rows[i][4], stored_workers[i].job_id ? std::to_string(stored_workers[i].job_id) : "");
+      EXPECT_EQ(rows[i][6], stored_workers[i].failure_info);
+    }
+    EXPECT_TRUE(testenv::browser::screenshot(w.url + "/workers?per_page=100", shots / "workers.png", why)) << why;
+  }
+  // A page of 7 in the browser: 7 rows and a next link carrying the keyset cursor.
+  {
+    const auto dom = testenv::browser::dom(w.url + "/jobs?per_page=7", why);
+    EXPECT_EQ(testenv::browser::body_rows(dom).size(), 7u);
+    EXPECT_NE(dom.find("after="), std::string::npos) << "no next link on a partial page";
+  }
+  // The Grafana dashboard's scheduler row queries only what this run exported.
+  const auto metrics = w.headroom->metrics();
+  ASSERT_FALSE(metrics.empty()) << w.headroom->log();
+  auto dashboard = testenv::dashboard_check("Runner scheduling", metrics);
+  EXPECT_EQ(dashboard.exit_code, 0) << dashboard.out << dashboard.err;
   const auto log = w.headroom->full_log();
   EXPECT_EQ(log.find(pat), std::string::npos) << "the GitHub token reached the log";
   EXPECT_EQ(log.find(secret), std::string::npos) << "the webhook secret reached the log";
@@ -156,6 +233,16 @@ TEST(scheduler_e2e, forged_redelivered_early_completed_and_vanished_jobs) {
   auto html = testpeer::http_call(w.url + "/jobs");
   EXPECT_EQ(html.body.find("<script>"), std::string::npos);
   EXPECT_NE(html.body.find("&lt;script&gt;"), std::string::npos);
+  // As a browser parses it: no script element anywhere, the name is the cell's text.
+  std::string why;
+  ASSERT_TRUE(testenv::browser::available(why)) << why;
+  const auto dom = testenv::browser::dom(w.url + "/jobs", why);
+  ASSERT_FALSE(dom.empty()) << why;
+  EXPECT_EQ(dom.find("<script"), std::string::npos) << dom;
+  bool shown = false;
+  for (const auto& row : testenv::browser::body_rows(dom))
+    shown = shown || (row.size() > 1 && row[1] == "<script>alert(1)</script>");
+  EXPECT_TRUE(shown) << "the hostile name is shown as text";
 }
 
 // PostgreSQL as the store, headroom SIGKILLed mid-burst and started again: no job lost or run
@@ -214,6 +301,50 @@ TEST(scheduler_e2e, postgres_store_survives_sigkill_and_a_database_restart_mid_b
   for (auto id : ids)
     EXPECT_EQ(stored[id], "completed") << "job " << id;
   EXPECT_TRUE(stored_done) << w.headroom->log();
+}
+
+// Two headroom processes on one PostgreSQL, both reconciling (no leader election): the store's
+// reconcile lock lets one at a time touch workers, so each job gets exactly one worker and no
+// worker is made twice for the same demand; both processes take turns (each ran cycles, and at
+// least one found the lock held).
+TEST(scheduler_e2e, two_processes_on_one_postgres_take_turns_and_provision_each_job_once) {
+  REQUIRE_SCHED_ENV(e);
+  sched_world w{e, {.name = "sched-two", .store = "postgres", .job_duration = "2s"}};
+  ASSERT_TRUE(w.sim) << w.why;
+  ASSERT_TRUE(w.start()) << w.headroom->log();
+  auto other = w.start_another("second");
+  ASSERT_TRUE(other) << "the second headroom did not become healthy";
+  std::vector<int64_t> ids;
+  for (auto v : {w.post_jobs("org-two", "org-two/app", "\"self-hosted\",\"linux\"", 15),
+                 w.post_jobs("", "solo/two", "\"self-hosted\",\"arm64\"", 15)})
+    ids.insert(ids.end(), v.begin(), v.end());
+  ASSERT_TRUE(eventually([&] {
+    auto jobs = w.peer_jobs();
+    return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return jobs[id] == "completed"; });
+  }, 240s)) << w.headroom->log() << "\n--- second ---\n" << other->log();
+  ASSERT_TRUE(eventually([&] {
+    std::map<int64_t, int> runs;
+    for (const auto& x : w.workers())
+      if (x.job_id != 0)
+        ++runs[x.job_id];
+    return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return runs[id] == 1; });
+  }, 30s)) << "every job is recorded on exactly one worker";
+  const auto workers = w.workers();
+  EXPECT_EQ(workers.size(), ids.size()) << "one worker per job: none provisioned twice for the same demand";
+  for (const auto& x : workers)
+    EXPECT_NE(x.status, "failed") << x.name << ": " << x.failure;
+  // Both reconciled; at least one of them found the lock held by the other.
+  auto counter = [](const std::string& metrics, const std::string& series) {
+    const auto at = metrics.find("\n" + series + " ");
+    return at == std::string::npos ? -1.0 : std::stod(metrics.substr(at + series.size() + 2));
+  };
+  const std::string cycles = "headroom_scheduler_phase_duration_seconds_count{phase=\"demand_match\"}";
+  const std::string held = "headroom_scheduler_skipped_total{reason=\"lock_held\"}";
+  const auto m1 = w.headroom->metrics(), m2 = other->metrics();
+  EXPECT_GT(counter(m1, cycles), 0) << m1;
+  EXPECT_GT(counter(m2, cycles), 0) << m2;
+  EXPECT_GT(counter(m1, held) + counter(m2, held), 0) << "the two never contended for the lock";
+  other->stop(SIGTERM);
 }
 
 // Each health check on kwok nodes: a runner that never registers, a node that becomes unreachable

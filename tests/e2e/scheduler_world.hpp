@@ -112,9 +112,9 @@ struct sched_world {
   sched_world(const sched_world&) = delete;
   sched_world& operator=(const sched_world&) = delete;
 
-  std::string config() const {
+  std::string config(int listen_port) const {
     return "kubernetes:\n  kubeconfig: " + e.c->kubeconfig() +
-           "\nleaderElection:\n  enabled: false\nscheduler:\n  enabled: true\n  listen: 127.0.0.1:" + std::to_string(port) +
+           "\nleaderElection:\n  enabled: false\nscheduler:\n  enabled: true\n  listen: 127.0.0.1:" + std::to_string(listen_port) +
            "\n  githubUrl: " + e.peer->http_url() + "\n  namespace: " + o.name +
            "\n  store: {sqlitePath: " + dir + "/jobs.db, postgres: " + (o.store == "postgres" ? "true" : "false") + "}" +
            "\n  runner: {image: runner:e2e, resources: {cpu: 100m, memory: 128Mi}, nodeSelector: {" + o.node_selector + "}}" +
@@ -124,11 +124,27 @@ struct sched_world {
   }
 
   bool start() {
+    headroom = launch(dir, port);
+    return eventually([&] { return testpeer::http_call(url + "/health").status == 200; }, 30s);
+  }
+
+  // Another headroom on the same store and namespace, with its own port and directory (both
+  // reconcile: leader election is off, so only the store's reconcile lock keeps them apart).
+  std::unique_ptr<agent> start_another(const std::string& name) {
+    const std::string other_dir = dir + "/" + name;
+    std::filesystem::create_directories(other_dir);
+    const int other_port = free_port();
+    auto a = launch(other_dir, other_port);
+    if (!eventually([&] { return testpeer::http_call("http://127.0.0.1:" + std::to_string(other_port) + "/health").status == 200; }, 30s))
+      return nullptr;
+    return a;
+  }
+
+  std::unique_ptr<agent> launch(const std::string& in_dir, int listen_port) const {
     std::vector<std::string> env{"HEADROOM_WEBHOOK_SECRET=" + secret};
     if (!dsn.empty())
       env.push_back("HEADROOM_POSTGRES_DSN=" + dsn);
-    headroom = std::make_unique<agent>(dir, config(), env);
-    return eventually([&] { return testpeer::http_call(url + "/health").status == 200; }, 30s);
+    return std::make_unique<agent>(in_dir, config(listen_port), env);
   }
 
   // The peer's webhook jobs: {id → state}.
