@@ -33,7 +33,7 @@ scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
                       .Help("What the reconciler did: provisioned, job_failed, worker_failed, worker_completed, killed, force_deleted, runner_removed")
                       .Register(reg);
   auto& skipped = prometheus::BuildCounter().Name("headroom_scheduler_skipped_total")
-                      .Help("Pending jobs not served this cycle (capped, no_capacity) and cycles skipped (lock_held)").Register(reg);
+                      .Help("Pending jobs not served this cycle (capped, no_capacity, rate_limited: GitHub's rate limit) and cycles skipped (lock_held)").Register(reg);
   auto& errors = prometheus::BuildCounter().Name("headroom_scheduler_errors_total").Help("Calls that failed, by dependency").Register(reg);
   auto& latency = prometheus::BuildHistogram().Name("headroom_scheduler_provision_latency_seconds")
                       .Help("From a job's first webhook to its runner pod created").Register(reg).Add({}, slow_buckets);
@@ -43,7 +43,7 @@ scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
   std::map<std::string, prometheus::Counter*> by_action, by_skip, by_error;
   for (const char* a : {"provisioned", "job_failed", "worker_failed", "worker_completed", "killed", "force_deleted", "runner_removed"})
     by_action[a] = &actions.Add({{"action", a}});
-  for (const char* s : {"capped", "no_capacity", "lock_held"})
+  for (const char* s : {"capped", "no_capacity", "lock_held", "rate_limited"})
     by_skip[s] = &skipped.Add({{"reason", s}});
   for (const char* e : {"store", "github", "kubernetes"})
     by_error[e] = &errors.Add({{"dependency", e}});

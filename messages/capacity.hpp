@@ -63,10 +63,11 @@ struct jit_reply {
 
 namespace headroom::msg {
 
-/// health_check's own GitHub lookups: what GitHub says of a runner pod's runner.
+/// health_check's own GitHub lookups: what GitHub says of a runner pod's runner; and the end of
+/// one of its removals ("removal_done"), so a removal in flight is never issued twice.
 struct runner_status {
   std::string pod;
-  std::string status;  // online-busy | online-idle | offline | absent | "" (lookup failed)
+  std::string status;  // online-busy | online-idle | offline | absent | "" (lookup failed) | removal_done
 };
 
 }  // namespace headroom::msg

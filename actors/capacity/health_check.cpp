@@ -1,9 +1,10 @@
 // health_check: one per scale set, every healthCheck.interval over the scale set's runner pods.
 //
-//   runner_never_registered  Running longer than registrationTimeout and GitHub still says the
-//                            runner is offline → replaced
+//   runner_never_registered  Running longer than registrationTimeout (counted from Running) and
+//                            GitHub has never seen the runner online → replaced
 //   pod_stuck_pending        Pending longer than pendingTimeout → replaced
 //   runner_idle              online, not busy, for longer than idleTimeout → removed
+//   (these three are decided by actors/runners/health, which the webhook scheduler shares)
 //   node_unreachable         on a node tainted node.kubernetes.io/unreachable → force-deleted
 //   terminal                 Succeeded/Failed → deleted after terminalGrace
 //
@@ -13,12 +14,13 @@
 
 #include <caf/all.hpp>
 
-#include <ctime>
+#include <chrono>
 #include <map>
 #include <set>
 
 #include "actors/k8s/event_recorder.hpp"
 #include "actors/capacity/capacity.hpp"
+#include "actors/runners/health.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
 
@@ -31,19 +33,27 @@ using clock_type = caf::actor_clock;  // the actor system's clock: tests drive i
 
 struct health_state {
   context_ptr ctx;
-  std::map<std::string, clock_type::time_point> terminal_since, idle_since;
-  std::set<std::string> registered;  // pods whose runner GitHub has seen online
-  std::set<std::string> acting_on;   // pods with a removal in flight
+  std::map<std::string, clock_type::time_point> terminal_since;
+  runners::health_memory health{{}};  // per pod: Running since, registered, idle since
+  std::set<std::string> acting_on;    // pods with a removal in flight
   static inline const char* name = "headroom.health_check";
 };
 
 using health_actor = caf::stateful_actor<health_state>;
 
-std::optional<int64_t> age_seconds(const std::string& rfc3339) {
-  std::tm tm{};
-  if (strptime(rfc3339.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr)
-    return std::nullopt;
-  return static_cast<int64_t>(std::time(nullptr) - timegm(&tm));
+// Pod ages come from creationTimestamp, a wall-clock time, so the checks count in wall-clock ms.
+int64_t wall_ms() {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+}
+
+runners::runner_seen seen_of(const std::string& status) {
+  if (status == "absent")
+    return runners::runner_seen::absent;
+  if (status == "online-idle")
+    return runners::runner_seen::idle;
+  if (status == "online-busy")
+    return runners::runner_seen::busy;
+  return status == "offline" ? runners::runner_seen::offline : runners::runner_seen::unknown;
 }
 
 int64_t runner_id_of(const k8s::pod& p) {
@@ -87,7 +97,7 @@ void replace(health_actor* self, const k8s::pod& p, const char* check, bool forc
         o.grace_period_seconds = 0;
       kube->remove(k8s::kinds::pods, ns, name, o, [](k8s::api_result) {});
     }
-    caf::anon_send(me, msg::tick_atom_v, uint64_t{1});  // re-check soon; the pod leaves acting_on then
+    caf::anon_send(me, msg::runner_status{name, "removal_done"});  // the pod leaves acting_on
   };
   if (id == 0) {
     finish(true);
@@ -120,7 +130,6 @@ void check(health_actor* self) {
         if (t.key == "node.kubernetes.io/unreachable")
           unreachable.insert(n->meta.name);
   std::set<std::string> live;
-  st.acting_on.clear();
   for (const auto& p : st.ctx->pods->list()) {
     const auto* r = p->meta.label(keys::role);
     if (r == nullptr || *r != role_label(role::runner) || p->meta.ns != st.ctx->spec.ns)
@@ -138,18 +147,15 @@ void check(health_actor* self) {
         delete_pod(self, p->meta.name, false);
       continue;
     }
-    const auto age = age_seconds(p->meta.creation_timestamp).value_or(0) * 1000;
-    if (p->phase != "Running" || p->node_name.empty()) {
-      if (age >= h.pending_timeout.count())
-        replace(self, *p, "pod_stuck_pending", false);
+    const int64_t now_ms = wall_ms();
+    const auto v = st.health.observe(*p, now_ms, runners::runner_seen::unknown);
+    if (v == runners::verdict::pod_stuck_pending) {
+      replace(self, *p, runners::to_string(v), false);
       continue;
     }
-    // Running: ask GitHub about runners not yet seen online, and about idle ones.
+    // Running: ask GitHub once its answer can matter (registered: idle; else past the timeout).
     const int64_t id = runner_id_of(*p);
-    if (id == 0)
-      continue;
-    const bool registered = st.registered.count(p->meta.name) > 0;
-    if (!registered && age < h.registration_timeout.count())
+    if (id == 0 || !st.health.worth_asking(p->meta.name, now_ms))
       continue;
     caf::actor me = caf::actor_cast<caf::actor>(self);
     st.ctx->github->get_runner(id, [me, pod = p->meta.name](github::actions_result<github::runner_ref> res) {
@@ -165,12 +171,14 @@ void check(health_actor* self) {
     });
   }
   std::erase_if(st.terminal_since, [&](const auto& kv) { return live.count(kv.first) == 0; });
-  std::erase_if(st.idle_since, [&](const auto& kv) { return live.count(kv.first) == 0; });
-  std::erase_if(st.registered, [&](const auto& n) { return live.count(n) == 0; });
+  st.health.keep_only(live);
+  std::erase_if(st.acting_on, [&](const auto& n) { return live.count(n) == 0; });
 }
 
 caf::behavior health_behavior(health_actor* self, context_ptr ctx) {
   self->state.ctx = std::move(ctx);
+  const auto& h = self->state.ctx->spec.health_check;
+  self->state.health = runners::health_memory{{h.registration_timeout, h.pending_timeout, h.idle_timeout}};
   self->delayed_send(self, self->state.ctx->spec.health_check.interval, msg::tick_atom_v, uint64_t{0});
   return {
       [self](msg::tick_atom, uint64_t what) {
@@ -181,25 +189,22 @@ caf::behavior health_behavior(health_actor* self, context_ptr ctx) {
       },
       [self](msg::runner_status& r) {  // what GitHub says of a runner pod's runner
         auto& s = self->state;
+        if (r.status == "removal_done") {  // a replace() finished, whatever its outcome: the next tick may act again
+          s.acting_on.erase(r.pod);
+          return;
+        }
         auto pod = s.ctx->pods->get(s.ctx->spec.ns, r.pod);
         if (!pod || r.status.empty() || !pod->meta.deletion_timestamp.empty())
           return;
-        const auto now = self->clock().now();
-        if (r.status.rfind("online", 0) == 0)
-          s.registered.insert(r.pod);
-        if (r.status == "online-idle") {
-          auto [it, fresh] = s.idle_since.emplace(r.pod, now);
-          if (now - it->second >= s.ctx->spec.health_check.idle_timeout)
-            replace(self, *pod, "runner_idle", false);
-        } else {
-          s.idle_since.erase(r.pod);
-        }
-        if (r.status == "offline" && s.registered.count(r.pod) == 0)
-          replace(self, *pod, "runner_never_registered", false);
-        if (r.status == "absent") {  // orphan: GitHub has no runner for this pod
+        const auto seen = seen_of(r.status);
+        if (seen == runners::runner_seen::absent) {  // orphan: GitHub has no runner for this pod
           runtime::log::warn(actor_name, "runner pod without a GitHub runner: deleting", {{"pod", r.pod}});
           delete_pod(self, r.pod, false);
+          return;
         }
+        const auto v = s.health.observe(*pod, wall_ms(), seen);
+        if (v != runners::verdict::healthy)
+          replace(self, *pod, runners::to_string(v), false);
       },
   };
 }

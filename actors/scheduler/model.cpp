@@ -87,33 +87,4 @@ int64_t free_slots(const std::vector<std::shared_ptr<const k8s::node>>& nodes,
   return std::max<int64_t>(0, total);
 }
 
-verdict classify(const health_input& in, milliseconds registration_timeout, milliseconds pending_timeout,
-                 milliseconds idle_timeout) {
-  if (in.phase == "Pending")
-    return in.pending_for_ms >= pending_timeout.count() ? verdict::pod_stuck_pending : verdict::healthy;
-  if (in.phase != "Running")
-    return verdict::healthy;
-  const bool online = in.runner == runner_seen::idle || in.runner == runner_seen::busy;
-  if (!online && !in.ever_registered && in.runner != runner_seen::unknown &&
-      in.running_for_ms >= registration_timeout.count())
-    return verdict::runner_never_registered;
-  if (in.runner == runner_seen::idle && in.idle_for_ms >= idle_timeout.count())
-    return verdict::runner_idle;
-  return verdict::healthy;
-}
-
-const char* to_string(verdict v) {
-  switch (v) {
-    case verdict::healthy:
-      return "healthy";
-    case verdict::pod_stuck_pending:
-      return "pod_stuck_pending";
-    case verdict::runner_never_registered:
-      return "runner_never_registered";
-    case verdict::runner_idle:
-      return "runner_idle";
-  }
-  return "?";
-}
-
 }  // namespace headroom::actors::scheduler

@@ -10,6 +10,7 @@
 
 #include "actors/k8s/event_recorder.hpp"
 #include "actors/k8s/informer_feed.hpp"
+#include "actors/runners/health.hpp"
 #include "actors/scheduler/scheduler.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
@@ -28,9 +29,8 @@ struct reconciler_state {
   bool dirty = true;   // a runner pod changed since the last cycle
   bool lock_held_warned = false;
   std::map<int64_t, int64_t> job_checked_at;                  // job id → when GitHub was last asked
-  std::map<std::string, int64_t> running_since, idle_since;  // worker → ms
+  runners::health_memory health{{}};                         // the health checks' memory, per worker
   std::map<std::string, int64_t> killed_at, terminal_since;  // pod → ms
-  std::set<std::string> registered;                          // workers whose runner GitHub has seen online
   std::map<std::string, int64_t> groups;                     // org → runner group id
   std::map<std::string, int64_t> entities;                   // entity → last seen with a worker (ms)
   std::mt19937_64 names{std::random_device{}()};
@@ -65,13 +65,6 @@ std::vector<std::string> split_labels(const std::string& key) {
     start = comma + 1;
   }
   return out;
-}
-
-int64_t parse_rfc3339_ms(const std::string& t) {
-  std::tm tm{};
-  if (t.empty() || strptime(t.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr)
-    return 0;
-  return static_cast<int64_t>(timegm(&tm)) * 1000;
 }
 
 std::string pod_failure(const k8s::pod& p) {
@@ -116,9 +109,11 @@ class cycle {
     ctx_.metrics.error("store");
   }
 
-  void github_error(const github::rest_error& e) {
+  // Logs and counts a failed GitHub call; true when it was GitHub's rate limit (stop calling).
+  bool github_error(const github::rest_error& e) {
     runtime::log::warn(actor_name, "GitHub call failed; the next cycle retries", {{"error", e.describe()}});
     ctx_.metrics.error("github");
+    return e.rate_limited;
   }
 
   bool load_active() {
@@ -146,12 +141,15 @@ class cycle {
     for (const auto& j : jobs_) {
       live.insert(j.id);
       auto& checked = st_.job_checked_at[j.id];
-      if (now_ - checked < o_.job_sync_interval.count())
+      // A webhook about the job (updated_at) is news from GitHub too: ask only about jobs that
+      // have been quiet for a jobSyncInterval, which keeps the REST calls within rate limits.
+      if (now_ - std::max(checked, j.updated_at) < o_.job_sync_interval.count())
         continue;
       checked = now_;
       auto info = ctx_.github->get_job(j.repository, j.id);
       if (auto* e = std::get_if<github::rest_error>(&info)) {
-        github_error(*e);
+        if (github_error(*e))
+          break;
         continue;
       }
       const auto& found = std::get<std::optional<github::rest_job>>(info);
@@ -165,9 +163,10 @@ class cycle {
         advance_job(j, store::job_status::running, "GitHub says the job is in progress");
       } else if (j.status == store::job_status::pending && now_ - j.created_at >= o_.job_stuck_queued.count()) {
         auto run = ctx_.github->run_status(j.repository, j.run_id);
-        if (auto* e = std::get_if<github::rest_error>(&run))
-          github_error(*e);
-        else if (const auto& s = std::get<std::optional<std::string>>(run); !s || *s == "completed")
+        if (auto* e = std::get_if<github::rest_error>(&run)) {
+          if (github_error(*e))
+            break;
+        } else if (const auto& s = std::get<std::optional<std::string>>(run); !s || *s == "completed")
           fail_job(j, "queued past jobStuckQueued while its run is over");
       }
     }
@@ -212,10 +211,12 @@ class cycle {
       for (const auto& [entity, seen] : st_.entities) {
         const auto scope = github::scope_of(entity);
         auto list = ctx_.github->list_runners(scope);
-        if (auto* e = std::get_if<github::rest_error>(&list))
-          github_error(*e);
-        else
+        if (auto* e = std::get_if<github::rest_error>(&list)) {
+          if (github_error(*e))
+            break;
+        } else {
           runners[scope] = std::move(std::get<std::vector<github::rest_runner>>(list));
+        }
       }
     }
     std::set<std::string> active_names;
@@ -231,7 +232,6 @@ class cycle {
       }
       // Phase 2, pod phase sync.
       if (pod->phase == "Running" && !pod->node_name.empty()) {
-        st_.running_since.emplace(w.name, now_);  // first seen Running (after a restart: from then on)
         if (w.status == store::worker_status::creating)
           advance_worker(w, store::worker_status::running, "");
       } else if (pod->phase == "Succeeded") {
@@ -276,6 +276,8 @@ class cycle {
         for (const auto& rn : list) {
           if (rn.name.rfind(o_.pool.name + "-", 0) != 0 || active_names.count(rn.name) > 0 || rn.busy)
             continue;
+          if (ctx_.github->rate_limited())
+            break;
           auto r = ctx_.github->remove_runner(scope, rn.id);
           if (auto* e = std::get_if<github::rest_error>(&r))
             github_error(*e);
@@ -299,9 +301,7 @@ class cycle {
       }
     }
     std::erase_if(st_.terminal_since, [&](const auto& kv) { return present.count(kv.first) == 0; });
-    std::erase_if(st_.running_since, [&](const auto& kv) { return active_names.count(kv.first) == 0; });
-    std::erase_if(st_.idle_since, [&](const auto& kv) { return active_names.count(kv.first) == 0; });
-    std::erase_if(st_.registered, [&](const auto& n) { return active_names.count(n) == 0; });
+    st_.health.keep_only(active_names);
   }
 
   // The worker's job, once GitHub's in_progress (or completed) webhook named this runner. Both
@@ -353,43 +353,32 @@ class cycle {
     }
   }
 
-  void check_health(const store::worker& w, const k8s::pod& pod, const std::map<std::string, std::vector<github::rest_runner>>& runners) {
-    health_input in;
-    in.phase = pod.phase == "Running" && pod.node_name.empty() ? "Pending" : pod.phase;
-    in.pending_for_ms = now_ - parse_rfc3339_ms(pod.meta.creation_timestamp);
-    if (auto it = st_.running_since.find(w.name); it != st_.running_since.end())
-      in.running_for_ms = now_ - it->second;
+  void check_health(const store::worker& w, const k8s::pod& pod, const std::map<std::string, std::vector<github::rest_runner>>& listed) {
     const auto scope = github::scope_of(w.entity);
-    if (auto list = runners.find(scope); list != runners.end()) {
-      in.runner = runner_seen::absent;
+    auto seen = runners::runner_seen::unknown;  // this entity's runners were not listed this cycle
+    if (auto list = listed.find(scope); list != listed.end()) {
+      seen = runners::runner_seen::absent;
       for (const auto& rn : list->second)
         if (rn.name == w.name)
-          in.runner = rn.status != "online" ? runner_seen::offline : rn.busy ? runner_seen::busy : runner_seen::idle;
+          seen = rn.status != "online" ? runners::runner_seen::offline : rn.busy ? runners::runner_seen::busy : runners::runner_seen::idle;
     }
-    if (in.runner == runner_seen::idle || in.runner == runner_seen::busy)
-      st_.registered.insert(w.name);
-    in.ever_registered = st_.registered.count(w.name) > 0;
-    if (in.runner == runner_seen::idle) {
-      auto [it, fresh] = st_.idle_since.emplace(w.name, now_);
-      in.idle_for_ms = now_ - it->second;
-    } else {
-      st_.idle_since.erase(w.name);
-    }
-    const verdict v = classify(in, o_.registration_timeout, o_.pending_timeout, o_.idle_timeout);
-    if (v == verdict::healthy || st_.killed_at.count(w.name) > 0)
+    const auto v = st_.health.observe(pod, now_, seen);
+    if (v == runners::verdict::healthy || st_.killed_at.count(w.name) > 0)
       return;
     // GitHub first: a runner it says is busy is left alone until the next cycle.
-    if (w.runner_id != 0 && in.runner != runner_seen::absent) {
+    if (w.runner_id != 0 && seen != runners::runner_seen::absent) {
       auto r = ctx_.github->remove_runner(scope, w.runner_id);
-      if (auto* e = std::get_if<github::rest_error>(&r))
-        return github_error(*e);
+      if (auto* e = std::get_if<github::rest_error>(&r)) {
+        github_error(*e);
+        return;
+      }
       if (std::get<github::runner_removal>(r) == github::runner_removal::busy) {
         runtime::log::info(actor_name, "GitHub says the runner is busy: leaving it until the next cycle",
-                           {{"worker", w.name}, {"check", to_string(v)}});
+                           {{"worker", w.name}, {"check", runners::to_string(v)}});
         return;
       }
     }
-    const std::string why = std::string{to_string(v)} + ": pod " + pod.phase + (in.runner == runner_seen::absent ? ", runner never seen by GitHub" : "");
+    const std::string why = std::string{runners::to_string(v)} + ": pod " + pod.phase + (seen == runners::runner_seen::absent ? ", runner never seen by GitHub" : "");
     // Killed, not deleted: the kubelet fails it (DeadlineExceeded), so its logs and events stay.
     auto r = await_call([&](k8s::api_callback cb) {
       ctx_.kube->strategic_merge_patch(k8s::kinds::pods, o_.pool.ns, w.name, "{\"spec\":{\"activeDeadlineSeconds\":1}}", std::move(cb));
@@ -402,7 +391,7 @@ class cycle {
     finish_worker(w, store::worker_status::failed, why);
     ctx_.metrics.action("killed");
     tell_event(ctx_.events, {"v1", "Pod", pod.meta.ns, pod.meta.name, pod.meta.uid, "Warning", "RunnerKilled", "HealthCheck",
-                             "failed the " + std::string{to_string(v)} + " health check: activeDeadlineSeconds set to 1"});
+                             "failed the " + std::string{runners::to_string(v)} + " health check: activeDeadlineSeconds set to 1"});
   }
 
   // ---- 3. demandMatch --------------------------------------------------------------------------
@@ -422,8 +411,15 @@ class cycle {
       ctx_.metrics.skipped("capped");
     for (int64_t i = 0; i < plan.no_capacity; ++i)
       ctx_.metrics.skipped("no_capacity");
-    for (const auto& j : plan.provision)
+    for (const auto& j : plan.provision) {
+      // While GitHub's rate limit lasts, a JIT config cannot be had: make no worker that could
+      // only fail; the jobs stay pending for the next cycle.
+      if (ctx_.github->rate_limited()) {
+        ctx_.metrics.skipped("rate_limited");
+        continue;
+      }
       provision(j);
+    }
   }
 
   std::string runner_name() {
@@ -514,6 +510,8 @@ class cycle {
 caf::behavior reconciler_behavior(reconciler_actor* self, reconciler_context_ptr ctx) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
+  const auto& o = st.ctx->opts;
+  st.health = runners::health_memory{{o.registration_timeout, o.pending_timeout, o.idle_timeout}};
   st.pods = std::make_unique<informer_feed<k8s::pod>>("scheduler_pods", caf::actor_cast<caf::actor>(self), pods_buffer);
   st.pods->attach(st.ctx->pods);
   if (st.ctx->track_buffer)

@@ -113,20 +113,6 @@ int64_t free_slots(const std::vector<std::shared_ptr<const k8s::node>>& nodes,
                    const std::vector<std::shared_ptr<const k8s::pod>>& pods, const k8s::string_pairs& selector,
                    const std::string& resource);
 
-// GitHub's view of a worker's runner, for the health checks.
-enum class runner_seen { unknown, absent, offline, idle, busy };
-
-enum class verdict { healthy, pod_stuck_pending, runner_never_registered, runner_idle };
-struct health_input {
-  std::string phase;  // the pod's
-  int64_t pending_for_ms = 0, running_for_ms = 0, idle_for_ms = 0;
-  runner_seen runner = runner_seen::unknown;
-  bool ever_registered = false;
-};
-verdict classify(const health_input& in, milliseconds registration_timeout, milliseconds pending_timeout,
-                 milliseconds idle_timeout);
-const char* to_string(verdict v);
-
 }  // namespace headroom::actors::scheduler
 
 // ---- the HTTP side: webhook intake and dashboards ---------------------------------------------

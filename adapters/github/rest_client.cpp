@@ -1,5 +1,7 @@
 #include "adapters/github/rest_client.hpp"
 
+#include <algorithm>
+#include <cctype>
 #include <ctime>
 #include <future>
 
@@ -86,6 +88,11 @@ int64_t parse_time(const std::string& t) {
 }
 
 }  // namespace
+
+bool rest_client::rate_limited() {
+  std::lock_guard lock(mu_);
+  return std::chrono::steady_clock::now() < limited_until_;
+}
 
 std::string rest_error::describe() const {
   return operation + ": " + (status ? std::to_string(status) + " " : std::string{}) + message;
@@ -177,6 +184,14 @@ rest_result<std::string> rest_client::token() {
 
 rest_result<rest_client::answer> rest_client::call(const std::string& operation, const std::string& method,
                                                    const std::string& path, const std::string& body) {
+  {
+    std::lock_guard lock(mu_);
+    const auto now = std::chrono::steady_clock::now();
+    if (now < limited_until_) {
+      const auto left = std::chrono::duration_cast<std::chrono::seconds>(limited_until_ - now).count() + 1;
+      return rest_error{429, operation, "not sent: GitHub's rate limit, " + std::to_string(left) + " s left", true};
+    }
+  }
   auto tok = token();
   if (auto* e = std::get_if<rest_error>(&tok))
     return rest_error{e->status, operation, "no credentials: " + e->message};
@@ -205,6 +220,16 @@ rest_result<rest_client::answer> rest_client::call(const std::string& operation,
   }
   if (r.status == 0)
     return rest_error{0, operation, runtime::redact(r.transport_error)};
+  if (r.status == 429 || (r.status == 403 && message_of(r.body).find("rate limit") != std::string::npos)) {
+    long wait_s = 60;
+    if (!r.retry_after.empty() && std::all_of(r.retry_after.begin(), r.retry_after.end(), ::isdigit) && r.retry_after.size() < 7)
+      wait_s = std::max(1L, std::stol(r.retry_after));
+    {
+      std::lock_guard lock(mu_);
+      limited_until_ = std::chrono::steady_clock::now() + std::chrono::seconds(wait_s);
+    }
+    return rest_error{r.status, operation, message_of(r.body) + " (pausing GitHub calls for " + std::to_string(wait_s) + " s)", true};
+  }
   return answer{r.status, std::move(r.body)};
 }
 

@@ -9,6 +9,7 @@
 // store calls block too). Credentials: a PAT, or a GitHub App whose installation token is fetched
 // and cached until 5 minutes before it expires. Every token is registered as a secret.
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <mutex>
@@ -27,6 +28,7 @@ struct rest_error {
   long status = 0;          // 0: no answer (transport), or an answer that did not decode
   std::string operation;    // "generate JIT config for orgs/acme"
   std::string message;      // GitHub's message or the transport's description (redacted)
+  bool rate_limited = false;  // GitHub's rate limit (a 429, or a 403 saying so), or still waiting it out
   std::string describe() const;
 };
 
@@ -77,6 +79,11 @@ class rest_client {
 
   uint64_t requests();  // calls answered so far
 
+  // After GitHub answers 429, or 403 with "rate limit" in its message, every call fails at once
+  // (rate_limited, no request sent) until its Retry-After (60 s when it gives none) has passed:
+  // hammering a rate-limited API only extends the limit.
+  bool rate_limited();
+
  private:
   struct answer {
     long status = 0;
@@ -95,6 +102,7 @@ class rest_client {
   std::string installation_token_;
   int64_t installation_exp_ = 0;
   uint64_t requests_ = 0;
+  std::chrono::steady_clock::time_point limited_until_{};
 };
 
 // https://github.com (or any github.com URL) → https://api.github.com; another host is GHES → host/api/v3.

@@ -214,6 +214,28 @@ TEST(scheduler_e2e, forged_redelivered_early_completed_and_vanished_jobs) {
   e.peer->control("/webhooks/forget", "{\"jobId\":" + std::to_string(vanished[0]) + "}");
   EXPECT_TRUE(eventually([&] { return w.stored_jobs()[vanished[0]] == "failed"; }, 20s)) << w.headroom->log();
 
+  // GitHub's rate limit (429 with Retry-After: 6 on a job lookup): no GitHub call at all until it
+  // has passed, then the lookups resume. The job waits pending (org-zero is capped at 0).
+  auto rest_job_calls = [&] {
+    simdjson::dom::parser q;
+    auto doc = q.parse(e.peer->control("/webhooks/state").body);
+    int64_t n = 0;
+    if (doc["requests"]["rest_job"].get(n) != simdjson::SUCCESS)
+      return int64_t{0};  // no lookup counted yet
+    return n;
+  };
+  auto waiting = w.post_jobs("org-zero", "org-zero/app", "\"self-hosted\"", 1);
+  ASSERT_TRUE(eventually([&] { return w.stored_jobs()[waiting[0]] == "pending"; }, 20s));
+  const int64_t before_limit = rest_job_calls();
+  e.peer->control("/faults", R"([{"route":"rest_job","status":429,"count":1,"retryAfter":"6"}])");
+  ASSERT_TRUE(eventually([&] { return rest_job_calls() > before_limit; }, 20s)) << "no job lookup reached the limit";
+  const int64_t limited_at = rest_job_calls();
+  std::this_thread::sleep_for(4s);  // two jobSyncIntervals: lookups would have been made
+  EXPECT_EQ(rest_job_calls(), limited_at) << "GitHub was called during its rate limit";
+  EXPECT_TRUE(eventually([&] { return rest_job_calls() > limited_at; }, 20s)) << "lookups never resumed after the limit";
+  EXPECT_NE(w.headroom->full_log().find("pausing GitHub calls for 6 s"), std::string::npos) << w.headroom->log();
+  EXPECT_EQ(w.stored_jobs()[waiting[0]], "pending");
+
   // Straight to the route: malformed JSON names the problem; a wrong signature is 401.
   const std::string body = "{\"action\":\"queued\",\"workflow_job\":{\"id\":\"x\"}}";
   const std::string sig = "sha256=" + testpeer::hmac_sha256_hex(secret, body);
@@ -229,7 +251,7 @@ TEST(scheduler_e2e, forged_redelivered_early_completed_and_vanished_jobs) {
   // Job names are attacker-controlled: the HTML escapes them.
   e.peer->control("/webhooks/jobs", "{\"organization\":\"org-zero\",\"repository\":\"org-zero/app\",\"labels\":[\"x\"],"
                                     "\"name\":\"<script>alert(1)</script>\"}");
-  ASSERT_TRUE(eventually([&] { return w.stored_jobs().size() >= 3; }, 20s));
+  ASSERT_TRUE(eventually([&] { return w.stored_jobs().size() >= 4; }, 20s));
   auto html = testpeer::http_call(w.url + "/jobs");
   EXPECT_EQ(html.body.find("<script>"), std::string::npos);
   EXPECT_NE(html.body.find("&lt;script&gt;"), std::string::npos);

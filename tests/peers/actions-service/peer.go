@@ -156,8 +156,8 @@ type pollRecord struct {
 	Capacity      int       `json:"capacity"`
 	LastMessageID int64     `json:"lastMessageId"`
 	At            time.Time `json:"at"`
-	Status        int       `json:"status"`  // filled when the poll answers
-	Offered       int       `json:"offered"` // jobs held by the scale set when it answered
+	Status        int       `json:"status"`      // filled when the poll answers
+	Offered       int       `json:"offered"`     // jobs held by the scale set when it answered
 	HeldAtStart   int       `json:"heldAtStart"` // jobs held by the scale set when the poll arrived
 }
 
@@ -170,6 +170,8 @@ type fault struct {
 	DelayMs   int    `json:"delayMs"`
 	Malformed bool   `json:"malformed"`
 	BOM       bool   `json:"bom"`
+	// RetryAfter: the Retry-After header of the faulted answer (GitHub's rate limits send one).
+	RetryAfter string `json:"retryAfter"`
 }
 
 type server struct {
@@ -223,11 +225,12 @@ func randomToken(prefix string) string {
 }
 
 type reply struct {
-	status int
-	body   any    // marshalled as JSON unless raw is set
-	raw    string // sent as is
-	ctype  string
-	link   string // a GitHub-style Link header (REST list pages)
+	status     int
+	body       any    // marshalled as JSON unless raw is set
+	raw        string // sent as is
+	ctype      string
+	link       string // a GitHub-style Link header (REST list pages)
+	retryAfter string
 }
 
 func jsonReply(status int, body any) reply { return reply{status: status, body: body} }
@@ -262,6 +265,9 @@ func (s *server) write(w http.ResponseWriter, r reply, f *fault) {
 	if r.link != "" {
 		w.Header().Set("Link", r.link)
 	}
+	if r.retryAfter != "" {
+		w.Header().Set("Retry-After", r.retryAfter)
+	}
 	w.Header().Set("ActivityId", randomToken("act-"))
 	w.WriteHeader(r.status)
 	_, _ = w.Write(body)
@@ -294,6 +300,8 @@ func faultReply(route string, status int) reply {
 			"The requested operation refers to a session ID that doesn't exist.")
 	case status == 400 && route == "get_message":
 		return textReply(400, "capacity error: the scale set cannot accept jobs")
+	case (status == 403 || status == 429) && strings.HasPrefix(route, "rest_"):
+		return ghError(status, "API rate limit exceeded for installation ID 42. If you reach out to GitHub Support for help, please include the request ID.")
 	case status >= 500:
 		return textReply(status, "upstream service unavailable")
 	}
@@ -659,6 +667,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		rep = textReply(404, "no such endpoint")
 	case f != nil && f.Status != 0:
 		rep = faultReply(route, f.Status)
+		rep.retryAfter = f.RetryAfter
 	default:
 		rep = s.handle(r, route, body)
 	}

@@ -134,39 +134,6 @@ TEST(free_slots, counts_matching_reachable_nodes_minus_live_pods) {
   EXPECT_EQ(free_slots(nodes, pods, {{"pool", "none"}}, "headroom.dev/runner"), 0);
 }
 
-TEST(classify, each_check_at_its_timeout) {
-  const std::chrono::milliseconds reg{120'000}, pend{600'000}, idle{600'000};
-  health_input in;
-  in.phase = "Pending";
-  in.pending_for_ms = 599'999;
-  EXPECT_EQ(classify(in, reg, pend, idle), verdict::healthy);
-  in.pending_for_ms = 600'000;
-  EXPECT_EQ(classify(in, reg, pend, idle), verdict::pod_stuck_pending);
-
-  in = {};
-  in.phase = "Running";
-  in.runner = runner_seen::absent;
-  in.running_for_ms = 119'000;
-  EXPECT_EQ(classify(in, reg, pend, idle), verdict::healthy);
-  in.running_for_ms = 120'000;  // measured from Running, not from creation
-  EXPECT_EQ(classify(in, reg, pend, idle), verdict::runner_never_registered);
-  in.runner = runner_seen::unknown;  // GitHub did not answer: no verdict on a guess
-  EXPECT_EQ(classify(in, reg, pend, idle), verdict::healthy);
-  in.runner = runner_seen::offline;
-  in.ever_registered = true;  // it was online once: going offline is not "never registered"
-  EXPECT_EQ(classify(in, reg, pend, idle), verdict::healthy);
-
-  in = {};
-  in.phase = "Running";
-  in.runner = runner_seen::idle;
-  in.idle_for_ms = 600'000;
-  EXPECT_EQ(classify(in, reg, pend, idle), verdict::runner_idle);
-  in.runner = runner_seen::busy;
-  EXPECT_EQ(classify(in, reg, pend, idle), verdict::healthy);
-  in.phase = "Succeeded";
-  EXPECT_EQ(classify(in, reg, pend, idle), verdict::healthy);
-}
-
 std::multimap<std::string, std::string> q(std::initializer_list<std::pair<const std::string, std::string>> kv) { return {kv}; }
 
 TEST(dashboards, page_parameters_and_their_errors_name_the_parameter) {
