@@ -49,6 +49,7 @@ constexpr series counters[] = {
     {"gha_capacity_advertised_pair_creates_total", "Placeholder pairs created"},
     {"gha_capacity_advertised_pair_deletes_total", "Placeholder pairs stopped on scale-down"},
     {"gha_capacity_advertised_pair_timeouts_total", "Placeholder pairs not Running within placeholderReadyTimeout"},
+    {"gha_capacity_placeholder_renewals_total", "Ready pairs past placeholderTTL replaced by a successor placed first"},
     {"headroom_runner_health_actions_total", "Runner pods replaced or removed by the health check"},
 };
 constexpr series histograms[] = {
@@ -175,6 +176,7 @@ std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, 
   s.proactive_capacity = c.capacity_aware.proactive_capacity;
   s.recalculate_interval = c.capacity_aware.recalculate_interval;
   s.placeholder_ready_timeout = c.capacity_aware.placeholder_ready_timeout;
+  s.placeholder_ttl = c.capacity_aware.placeholder_ttl;
   s.workflow_cpu = c.capacity_aware.workflow_cpu;
   s.workflow_memory = c.capacity_aware.workflow_memory;
   if (auto e = apply_runner(c.runner, at + ".runner", s))
@@ -188,6 +190,12 @@ std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, 
   s.workflow_requests.memory = v;
   s.placeholder_image = c.capacity_aware.placeholder_image;
   s.placeholder_command = c.capacity_aware.placeholder_command;
+  if (s.placeholder_command.empty()) {  // outlive the renewal, never the deadline (see settings.hpp)
+    const auto life = c.capacity_aware.placeholder_ttl.count() > 0
+                          ? (c.capacity_aware.placeholder_ttl + 2 * c.capacity_aware.placeholder_ready_timeout).count() / 1000
+                          : 900;
+    s.placeholder_command = {"sleep", std::to_string(life)};
+  }
   s.health_check.interval = c.health.interval;
   s.health_check.registration_timeout = c.health.registration_timeout;
   s.health_check.pending_timeout = c.health.pending_timeout;

@@ -74,12 +74,15 @@ struct scale_set_section {
   runner_section runner;
   struct capacity_aware_section {
     bool enabled = true;
-    uint32_t proactive_capacity = 1;
+    uint32_t proactive_capacity = 0;  // the seed's default: no warm pairs without demand
     millis recalculate_interval{30'000};
     millis placeholder_ready_timeout{300'000};
+    millis placeholder_ttl{900'000};  // 0: off
     std::string workflow_cpu = "2", workflow_memory = "4Gi";
     std::string placeholder_image = "busybox:1.36";
-    std::vector<std::string> placeholder_command{"sleep", "900"};
+    // Empty: `sleep` for as long as a placeholder may live (placeholderTTL + 2 × placeholderReadyTimeout,
+    // its activeDeadlineSeconds), or 900 s (the seed's self-termination) with placeholderTTL 0.
+    std::vector<std::string> placeholder_command;
     // A capacity change cancels the held poll and re-polls with the new value (false: the stock
     // behaviour, the capacity is read only when the next poll starts; for comparison).
     bool repoll_on_change = true;

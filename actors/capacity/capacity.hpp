@@ -91,9 +91,12 @@ struct scale_set_spec {
   std::string ephemeral_runner_set;    // arc mode
   bool capacity_aware = true;
   bool repoll_on_change = true;
-  int64_t proactive_capacity = 1;
+  int64_t proactive_capacity = 0;
   milliseconds recalculate_interval{30'000};
   milliseconds placeholder_ready_timeout{300'000};
+  // A ready pair older than this is replaced, make before break (0: never). Bounds how long a
+  // leaked placeholder can hold a node.
+  milliseconds placeholder_ttl{900'000};
   k8s::resource_list runner_requests, workflow_requests;
   std::string runner_cpu, runner_memory, workflow_cpu, workflow_memory;  // as configured, for pod specs
   std::string runner_image;

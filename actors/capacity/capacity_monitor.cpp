@@ -37,6 +37,11 @@ using api_kind = k8s::api_error::kind;
 struct pair_entry {
   caf::actor actor;
   state_t state = state_t::pending;
+  caf::actor_clock::time_point born{};
+  // placeholderTTL, make before break: this pair replaces `predecessor`, a ready pair past its TTL
+  // that is stopped once this one is ready. Not counted as capacity or demand until then; stale
+  // (treated as a plain pair) once the predecessor has gone another way.
+  std::string predecessor;
 };
 
 enum class call_kind { priority_class, priority_class_get, owner_create, owner_release, owner_get, owner_list, owner_delete, pod_delete };
@@ -118,7 +123,7 @@ void spawn_pair(monitor_actor* self, std::string slot, bool adopt) {
   auto& st = self->state;
   auto a = spawn_placeholder_pair(self->home_system(), st.ctx, slot, adopt, caf::actor_cast<caf::actor>(self), st.owner);
   self->monitor(a);
-  st.pairs[slot] = pair_entry{a, state_t::pending};
+  st.pairs[slot] = pair_entry{a, state_t::pending, self->clock().now(), {}};
   if (!adopt) {
     ++st.pair_creates;
     st.ctx->metrics.add("gha_capacity_advertised_pair_creates_total", 1);
@@ -191,7 +196,17 @@ void recompute(monitor_actor* self) {
       ++in.ready_pairs;
 
   const int64_t desired = spec.capacity_aware ? desired_pairs(in) : 0;
-  auto count = static_cast<int64_t>(st.pairs.size());
+  // Successors (placeholderTTL renewals) are extra until they take over.
+  std::set<std::string> renewing;
+  for (auto& [slot, e] : st.pairs)
+    if (!e.predecessor.empty()) {
+      auto p = st.pairs.find(e.predecessor);
+      if (p == st.pairs.end() || p->second.state != state_t::ready)
+        e.predecessor.clear();  // the old pair went another way: this one is a plain pair now
+      else
+        renewing.insert(e.predecessor);
+    }
+  auto count = static_cast<int64_t>(st.pairs.size() - renewing.size());
   if (count < desired && self->clock().now() >= st.spawn_blocked_until)
     for (; count < desired; ++count)
       spawn_pair(self, new_slot_id(), false);
@@ -202,7 +217,7 @@ void recompute(monitor_actor* self) {
   if (count > keep) {
     std::vector<std::string> victims;
     for (const auto& [slot, e] : st.pairs)  // pending first
-      if (e.state != state_t::ready)
+      if (e.state != state_t::ready && e.predecessor.empty())
         victims.push_back(slot);
     for (const auto& [slot, e] : st.pairs)
       if (e.state == state_t::ready)
@@ -227,6 +242,32 @@ void recompute(monitor_actor* self) {
         }
       }
       stop_pair(self, victims[i]);
+    }
+    // A stopped pair's successor goes with it (it would only be a plain extra pair now).
+    std::vector<std::string> orphans;
+    for (const auto& [slot, e] : st.pairs)
+      if (!e.predecessor.empty() && st.pairs.count(e.predecessor) == 0)
+        orphans.push_back(slot);
+    for (const auto& slot : orphans)
+      stop_pair(self, slot);
+  }
+
+  // placeholderTTL: a ready pair past it gets a successor; the old one stays capacity until the
+  // successor is placed (pair_report ready), so advertised capacity never dips for a renewal.
+  if (spec.capacity_aware && spec.placeholder_ttl.count() > 0 && !st.stopping) {
+    const auto now = self->clock().now();
+    std::vector<std::string> expired;
+    for (const auto& [slot, e] : st.pairs)
+      if (e.state == state_t::ready && e.predecessor.empty() && renewing.count(slot) == 0 && now - e.born >= spec.placeholder_ttl)
+        expired.push_back(slot);
+    for (const auto& old : expired) {
+      if (now < st.spawn_blocked_until)
+        break;
+      const auto slot = new_slot_id();
+      spawn_pair(self, slot, false);
+      st.pairs[slot].predecessor = old;
+      runtime::log::info(actor_name, "placeholder pair past placeholderTTL: placing its successor before deleting it",
+                         {{"scale_set", spec.name}, {"slot", old}, {"successor", slot}});
     }
   }
 
@@ -557,6 +598,16 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
           }
         } else if (r.what == state_t::ready) {
           s.create_backoff = milliseconds{0};
+          if (s.ctx->spec.placeholder_ttl.count() > 0)  // look again when its TTL is up
+            self->delayed_send(self, s.ctx->spec.placeholder_ttl, msg::tick_atom_v, uint64_t{1});
+          if (auto old = it->second.predecessor; !old.empty()) {  // a renewal took over: break the old pair
+            it->second.predecessor.clear();
+            if (s.pairs.count(old) > 0) {
+              stop_pair(self, old);
+              s.ctx->metrics.add("gha_capacity_placeholder_renewals_total", 1);
+              runtime::log::info(actor_name, "placeholder pair renewed", {{"scale_set", s.ctx->spec.name}, {"old", old}, {"slot", r.slot}});
+            }
+          }
         }
         recompute(self);
       },

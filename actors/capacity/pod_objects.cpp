@@ -81,7 +81,12 @@ std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, ro
          ",\"namespace\":" + json_escape(s.ns) + ",\"labels\":" + labels_object(s, r, slot) +
          ",\"ownerReferences\":" + owner_refs(owner) +
          "},\"spec\":{\"priorityClassName\":" + json_escape(priority) +
-         ",\"preemptionPolicy\":\"Never\",\"terminationGracePeriodSeconds\":0,\"restartPolicy\":\"Always\"" +
+         ",\"preemptionPolicy\":\"Never\",\"terminationGracePeriodSeconds\":0,\"restartPolicy\":\"Never\"" +
+         // A leak guard that needs no headroom: the kubelet ends a placeholder that outlived its TTL
+         // and one more ready timeout (by then headroom has long renewed it, unless headroom is gone).
+         (s.placeholder_ttl.count() > 0
+              ? ",\"activeDeadlineSeconds\":" + std::to_string((s.placeholder_ttl + 2 * s.placeholder_ready_timeout).count() / 1000)
+              : std::string{}) +
          ",\"automountServiceAccountToken\":false" + placement(s) +
          ",\"containers\":[{\"name\":\"placeholder\",\"image\":" + json_escape(s.placeholder_image) +
          ",\"command\":" + string_array(s.placeholder_command) + ",\"resources\":" + res + "}]}}";

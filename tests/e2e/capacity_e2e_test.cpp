@@ -12,6 +12,7 @@
 #include <gtest/gtest.h>
 
 #include <iostream>
+#include <set>
 
 #include "e2e/capacity_world.hpp"
 #include "testenv/shared_env.hpp"
@@ -87,6 +88,60 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
     session_left |= int64_t(se["scaleSetId"]) == set;
   EXPECT_FALSE(session_left) << "SIGTERM deletes the session";
   EXPECT_TRUE(eventually([&] { return w.placeholder_pods() == 0; }, 60s)) << "SIGTERM deletes the placeholders";
+}
+
+// placeholderTTL: a ready pair past it is replaced make before break. Its successor is placed
+// first and only then is the old pair deleted, so with no demand the advertised capacity stays at
+// the warm pool's size through every renewal, and no placeholder of the first generation is left.
+TEST(capacity_e2e, capacity_placeholder_ttl_renews_make_before_break) {
+  REQUIRE_ENV(e);
+  scenario sc{"capacity-ttl", 4, 2, "10s", "3s"};
+  sc.ttl = "12s";
+  world w{e, sc};
+  REQUIRE_WORLD(w);
+  w.start();
+  int64_t set = 0;
+  ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
+  ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2; }, 120s)) << w.headroom->log();
+  auto names = [&] {
+    auto r = e.c->kubectl({"-n", sc.name, "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder)",
+                           "-o", "jsonpath={range .items[*]}{.metadata.name}{\"\\n\"}{end}"});
+    std::set<std::string> out;
+    std::istringstream in{r.out};
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty())
+        out.insert(line);
+    return out;
+  };
+  const auto first = names();
+  EXPECT_EQ(first.size(), 4u);
+  auto renewals = [&] {
+    const auto m = w.headroom->metrics();
+    const std::string series = "gha_capacity_placeholder_renewals_total{scale_set=\"" + sc.name + "\"} ";
+    const auto at = m.find(series);
+    return at == std::string::npos ? 0.0 : std::stod(m.substr(at + series.size()));
+  };
+  ASSERT_TRUE(eventually([&] { return renewals() >= 4; }, 120s)) << "renewals: " << renewals() << "\n" << w.headroom->log();
+  EXPECT_TRUE(eventually([&] {
+    const auto now = names();
+    return w.placeholders_running() == 4 && std::none_of(now.begin(), now.end(), [&](const auto& n) { return first.count(n) > 0; });
+  }, 60s)) << "the first generation's placeholders are all replaced";
+  // Every poll since the pool first reached 2 carried 2: no renewal made the capacity dip.
+  simdjson::dom::parser p;
+  bool reached = false;
+  int polls = 0;
+  for (auto poll : p.parse(e.peer->control("/state").body)["polls"].get_array()) {
+    if (int64_t(poll["scaleSetId"]) != set)
+      continue;
+    const int64_t cap = int64_t(poll["capacity"]);
+    reached = reached || cap == 2;
+    if (reached) {
+      ++polls;
+      EXPECT_EQ(cap, 2) << "a renewal changed the advertised capacity";
+    }
+  }
+  EXPECT_GT(polls, 0);
+  EXPECT_GT(audited(w, set), 0);
 }
 
 // proactiveCapacity 0 and no demand: no pairs, and the scale set advertises only its running jobs

@@ -147,6 +147,7 @@ struct scenario {
   int skip_runners = 0;               // the simulator leaves the first N runner pods alone
   std::string labels;         // extra runner labels, YAML flow list items: "shared-ci"
   std::string node_selector;  // YAML flow mapping items for the runner template: "pool: nowhere"
+  std::string ttl;            // placeholderTTL; empty: the default (15m)
 
   scenario() = default;
   scenario(std::string n, int max, int pool, std::string ready_timeout, std::string job)
@@ -165,7 +166,7 @@ inline std::string config_for(const env& e, const scenario& s, const std::string
          "    capacityAware:\n      enabled: " + (capacity_aware ? "true" : "false") +
          "\n      proactiveCapacity: " + std::to_string(s.proactive) +
          "\n      recalculateInterval: 2s\n      repollOnChange: " + (s.repoll ? "true" : "false") +
-         "\n      placeholderReadyTimeout: " + s.timeout +
+         "\n      placeholderReadyTimeout: " + s.timeout + (s.ttl.empty() ? std::string{} : "\n      placeholderTTL: " + s.ttl) +
          "\n      workflowResources: {cpu: 500m, memory: 512Mi}\n"
          "    healthCheck: " + s.health + "\n";
 }

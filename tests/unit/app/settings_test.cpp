@@ -38,6 +38,19 @@ scaleSets:
   EXPECT_EQ(s.capacity_aware.workflow_memory, "4Gi");
   EXPECT_TRUE(s.capacity_aware.enabled);
   EXPECT_EQ(s.mode, "standalone");
+  EXPECT_EQ(s.capacity_aware.placeholder_ttl, std::chrono::milliseconds{900'000}) << "placeholderTTL defaults to 15m";
+}
+
+TEST(capacity_config, proactive_capacity_defaults_to_zero_and_the_ttl_is_checked) {
+  auto r = parse_config_yaml("github: {configUrl: x}\nscaleSets: [{name: a, capacityAware: {placeholderTTL: \"0\"}}]");
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
+  const auto& s = std::get<parsed_config>(r).modes.scale_sets.at(0);
+  EXPECT_EQ(s.capacity_aware.proactive_capacity, 0u) << "the seed's default: no warm pairs without demand";
+  EXPECT_EQ(s.capacity_aware.placeholder_ttl.count(), 0) << "0 turns renewal off";
+  auto bad = parse_config_yaml("github: {configUrl: x}\nscaleSets: [{name: a, capacityAware: {placeholderTTL: 30s}}]");
+  ASSERT_TRUE(std::holds_alternative<runtime::config_error>(bad));
+  EXPECT_NE(std::get<runtime::config_error>(bad).message().find("scaleSets[0].capacityAware.placeholderTTL"), std::string::npos)
+      << std::get<runtime::config_error>(bad).message();
 }
 
 TEST(capacity_config, scale_set_errors_name_the_key) {
