@@ -176,7 +176,11 @@ struct transport::impl {
     curl_easy_setopt(e, CURLOPT_PRIVATE, t.get());
     curl_easy_setopt(e, CURLOPT_NOSIGNAL, 1L);
     curl_easy_setopt(e, CURLOPT_HTTP_VERSION, CURL_HTTP_VERSION_2TLS);
-    curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
+    // Wait for a connection that can multiplex only where one can: HTTP/2 is negotiated over TLS
+    // alone (2TLS). On plain http every connection is HTTP/1.1, and waiting made a request queue
+    // behind a long poll to the same host (the HUD fetch behind the Actions poll: 20 s).
+    if (t->req.url.rfind("https://", 0) == 0)
+      curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
     if (t->req.compressed)
       curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");

@@ -32,6 +32,7 @@ env make_env() {
   testpeer::actions_peer::options o;
   o.pat = pat;
   o.poll_hold = "20s";
+  o.hud_token = hud_token;
   out.peer = testpeer::actions_peer::start(o, out.why);
   return out;
 }
@@ -141,6 +142,53 @@ TEST(capacity_e2e, capacity_placeholder_ttl_renews_make_before_break) {
     }
   }
   EXPECT_GT(polls, 0);
+  EXPECT_GT(audited(w, set), 0);
+}
+
+// The HUD as the only source of demand (proactiveCapacity 0): queued jobs the scale set cannot
+// take yet raise the desired pairs, the placed pairs raise the capacity, and the jobs run: a scale
+// from zero. Then the HUD fails: logged, the pairs follow proactiveCapacity (0) alone, and a new job
+// waits unclaimed until the HUD answers again.
+TEST(capacity_e2e, capacity_hud_demand_scales_from_zero_and_falls_back_when_down) {
+  REQUIRE_ENV(e);
+  scenario sc{"capacity-hud", 4, 0, "5m", "3s"};
+  sc.hud = true;
+  world w{e, sc};
+  REQUIRE_WORLD(w);
+  w.start();
+  int64_t set = 0;
+  ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
+  ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 0; }, 60s)) << w.headroom->log();
+  EXPECT_EQ(w.placeholder_pods(), 0) << "no demand, proactiveCapacity 0: no pairs";
+  w.post_jobs(3);
+  int most_pods = 0;
+  ASSERT_TRUE(eventually([&] {
+    most_pods = std::max(most_pods, w.placeholder_pods());
+    return w.job_states()["completed"] == 3;
+  }, 240s)) << "the HUD's queued jobs bring pairs, the pairs bring the jobs\n" << w.headroom->log();
+  EXPECT_GT(most_pods, 0) << "pairs were made for the HUD's demand";
+  // Back to zero pairs once the queue is empty (a consumed pair's workflow placeholder may still
+  // hold its room for placeholderReadyTimeout: it is a hand-off, not a pair).
+  auto pairs = [&] {
+    const auto m = w.headroom->metrics();
+    const std::string series = "gha_capacity_advertised_pairs{scale_set=\"" + sc.name + "\"} ";
+    const auto at = m.find(series);
+    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + series.size()));
+  };
+  EXPECT_TRUE(eventually([&] { return w.latest_capacity(set) == 0 && pairs() == 0; }, 120s))
+      << "capacity " << w.latest_capacity(set) << ", pairs " << pairs() << "\n" << w.headroom->log();
+  EXPECT_EQ(w.headroom->full_log().find("HUD fetch failed"), std::string::npos) << "the HUD never failed before the fault\n"
+                                                                               << w.headroom->log();
+
+  // The HUD answers 503 for a while: logged, capacity stays at proactiveCapacity (0), and a job
+  // queued meanwhile is not claimed; once the HUD is back, its demand brings a pair and the job runs.
+  e.peer->control("/faults", R"([{"route":"hud","status":503,"count":12}])");
+  ASSERT_TRUE(eventually([&] { return w.headroom->log().find("HUD answered 503") != std::string::npos; }, 30s)) << w.headroom->log();
+  w.post_jobs(1);
+  std::this_thread::sleep_for(5s);
+  EXPECT_EQ(w.job_states()["queued"], 1) << "with the HUD down and proactiveCapacity 0, nothing is offered";
+  EXPECT_EQ(w.latest_capacity(set), 0);
+  EXPECT_TRUE(eventually([&] { return w.job_states()["completed"] == 4; }, 240s)) << w.headroom->log();
   EXPECT_GT(audited(w, set), 0);
 }
 

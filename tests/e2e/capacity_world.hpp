@@ -148,6 +148,7 @@ struct scenario {
   std::string labels;         // extra runner labels, YAML flow list items: "shared-ci"
   std::string node_selector;  // YAML flow mapping items for the runner template: "pool: nowhere"
   std::string ttl;            // placeholderTTL; empty: the default (15m)
+  bool hud = false;           // demand from the peer's fake HUD (1 s interval)
 
   scenario() = default;
   scenario(std::string n, int max, int pool, std::string ready_timeout, std::string job)
@@ -155,8 +156,11 @@ struct scenario {
 };
 
 // `kubeconfig`: the identity headroom runs as (the chart's ServiceAccount, see world).
+inline const std::string hud_token = "hud-e2e-token-0123456789";
+
 inline std::string config_for(const env& e, const scenario& s, const std::string& kubeconfig, bool capacity_aware = true) {
   return "kubernetes:\n  kubeconfig: " + kubeconfig +
+         (s.hud ? "\nhud:\n  url: " + e.peer->http_url() + "/api/clickhouse/queued_jobs_aggregate\n  interval: 1s" : std::string{}) +
          "\nleaderElection:\n  enabled: false\ngithub:\n  configUrl: " + e.peer->http_url() +
          "/headroom-org\nscaleSets:\n  - name: " + s.name + "\n    namespace: " + s.name +
          "\n    maxRunners: " + std::to_string(s.max_runners) + "\n    labels: [" + s.labels + "]" +
@@ -223,7 +227,12 @@ struct world {
   world(const world&) = delete;
   world& operator=(const world&) = delete;
 
-  void start(bool capacity_aware = true) { headroom = std::make_unique<agent>(dir, config_for(e, s, kubeconfig, capacity_aware)); }
+  void start(bool capacity_aware = true) {
+    std::vector<std::string> env;
+    if (s.hud)
+      env.push_back("HEADROOM_HUD_TOKEN=" + hud_token);
+    headroom = std::make_unique<agent>(dir, config_for(e, s, kubeconfig, capacity_aware), env);
+  }
 
   int64_t scale_set_id() const {
     simdjson::dom::parser p;
