@@ -116,12 +116,7 @@ TEST(capacity_e2e, capacity_placeholder_ttl_renews_make_before_break) {
   };
   const auto first = names();
   EXPECT_EQ(first.size(), 4u);
-  auto renewals = [&] {
-    const auto m = w.headroom->metrics();
-    const std::string series = "gha_capacity_placeholder_renewals_total{scale_set=\"" + sc.name + "\"} ";
-    const auto at = m.find(series);
-    return at == std::string::npos ? 0.0 : std::stod(m.substr(at + series.size()));
-  };
+  auto renewals = [&] { return w.headroom->sample("gha_capacity_placeholder_renewals_total{scale_set=\"" + sc.name + "\"}"); };
   ASSERT_TRUE(eventually([&] { return renewals() >= 4; }, 120s)) << "renewals: " << renewals() << "\n" << w.headroom->log();
   EXPECT_TRUE(eventually([&] {
     const auto now = names();
@@ -169,12 +164,7 @@ TEST(capacity_e2e, capacity_hud_demand_scales_from_zero_and_falls_back_when_down
   EXPECT_GT(most_pods, 0) << "pairs were made for the HUD's demand";
   // Back to zero pairs once the queue is empty (a consumed pair's workflow placeholder may still
   // hold its room for placeholderReadyTimeout: it is a hand-off, not a pair).
-  auto pairs = [&] {
-    const auto m = w.headroom->metrics();
-    const std::string series = "gha_capacity_advertised_pairs{scale_set=\"" + sc.name + "\"} ";
-    const auto at = m.find(series);
-    return at == std::string::npos ? -1.0 : std::stod(m.substr(at + series.size()));
-  };
+  auto pairs = [&] { return w.headroom->sample("gha_capacity_advertised_pairs{scale_set=\"" + sc.name + "\"}"); };
   EXPECT_TRUE(eventually([&] { return w.latest_capacity(set) == 0 && pairs() == 0; }, 120s))
       << "capacity " << w.latest_capacity(set) << ", pairs " << pairs() << "\n" << w.headroom->log();
   EXPECT_EQ(w.headroom->full_log().find("HUD fetch failed"), std::string::npos) << "the HUD never failed before the fault\n"

@@ -128,6 +128,12 @@ class agent {
     auto r = testenv::run_command({"curl", "-sf", "http://127.0.0.1:" + port + "/metrics"});
     return r.exit_code == 0 ? r.out : std::string{};
   }
+  // One series' value from /metrics (`name{labels}` exactly as exported); -1 when absent.
+  double sample(const std::string& series) const {
+    const auto text = "\n" + metrics();
+    const auto at = text.find("\n" + series + " ");
+    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + series.size() + 2));
+  }
 
  private:
   std::string dir_;

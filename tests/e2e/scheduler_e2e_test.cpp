@@ -78,14 +78,7 @@ TEST(scheduler_e2e, fifty_jobs_three_entities_the_cap_holds_and_every_job_comple
     return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return stored[id] == "completed"; });
   }, 30s));
   // Each job ran on exactly one worker; no worker ran two.
-  ASSERT_TRUE(eventually([&] {
-    auto ws = w.workers();
-    std::map<int64_t, int> runs;
-    for (const auto& x : ws)
-      if (x.job_id != 0)
-        ++runs[x.job_id];
-    return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return runs[id] == 1; });
-  }, 30s)) << "every job is recorded on exactly one worker";
+  ASSERT_TRUE(eventually([&] { return w.each_ran_once(ids); }, 30s)) << "every job is recorded on exactly one worker";
   for (const auto& x : w.workers())
     EXPECT_NE(x.status, "failed") << x.name << ": " << x.failure;
   // The .json pages, followed through Link, give every job exactly once (7 per page: 8 pages).
@@ -306,13 +299,7 @@ TEST(scheduler_e2e, postgres_store_survives_sigkill_and_a_database_restart_mid_b
     return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return jobs[id] == "completed"; });
   }, 240s);
   ASSERT_TRUE(done) << w.headroom->log();
-  ASSERT_TRUE(eventually([&] {
-    std::map<int64_t, int> runs;
-    for (const auto& x : w.workers())
-      if (x.job_id != 0)
-        ++runs[x.job_id];
-    return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return runs[id] == 1; });
-  }, 30s)) << "a job ran on two workers, or none was recorded";
+  ASSERT_TRUE(eventually([&] { return w.each_ran_once(ids); }, 30s)) << "a job ran on two workers, or none was recorded";
   // The peer marks a job completed before its webhook is delivered: the store follows by the
   // webhook (a refused one is redelivered) or by syncJobsState asking GitHub, within seconds.
   const bool stored_done = eventually([&] {
@@ -344,28 +331,17 @@ TEST(scheduler_e2e, two_processes_on_one_postgres_take_turns_and_provision_each_
     auto jobs = w.peer_jobs();
     return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return jobs[id] == "completed"; });
   }, 240s)) << w.headroom->log() << "\n--- second ---\n" << other->log();
-  ASSERT_TRUE(eventually([&] {
-    std::map<int64_t, int> runs;
-    for (const auto& x : w.workers())
-      if (x.job_id != 0)
-        ++runs[x.job_id];
-    return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return runs[id] == 1; });
-  }, 30s)) << "every job is recorded on exactly one worker";
+  ASSERT_TRUE(eventually([&] { return w.each_ran_once(ids); }, 30s)) << "every job is recorded on exactly one worker";
   const auto workers = w.workers();
   EXPECT_EQ(workers.size(), ids.size()) << "one worker per job: none provisioned twice for the same demand";
   for (const auto& x : workers)
     EXPECT_NE(x.status, "failed") << x.name << ": " << x.failure;
   // Both reconciled; at least one of them found the lock held by the other.
-  auto counter = [](const std::string& metrics, const std::string& series) {
-    const auto at = metrics.find("\n" + series + " ");
-    return at == std::string::npos ? -1.0 : std::stod(metrics.substr(at + series.size() + 2));
-  };
   const std::string cycles = "headroom_scheduler_phase_duration_seconds_count{phase=\"demand_match\"}";
   const std::string held = "headroom_scheduler_skipped_total{reason=\"lock_held\"}";
-  const auto m1 = w.headroom->metrics(), m2 = other->metrics();
-  EXPECT_GT(counter(m1, cycles), 0) << m1;
-  EXPECT_GT(counter(m2, cycles), 0) << m2;
-  EXPECT_GT(counter(m1, held) + counter(m2, held), 0) << "the two never contended for the lock";
+  EXPECT_GT(w.headroom->sample(cycles), 0) << w.headroom->metrics();
+  EXPECT_GT(other->sample(cycles), 0) << other->metrics();
+  EXPECT_GT(w.headroom->sample(held) + other->sample(held), 0) << "the two never contended for the lock";
   other->stop(SIGTERM);
 }
 

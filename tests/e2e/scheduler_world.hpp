@@ -214,6 +214,15 @@ struct sched_world {
     return out;
   }
 
+  // Every job of `ids` is recorded on exactly one worker (none twice, none missing).
+  bool each_ran_once(const std::vector<int64_t>& ids) const {
+    std::map<int64_t, int> runs;
+    for (const auto& x : workers())
+      if (x.job_id != 0)
+        ++runs[x.job_id];
+    return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return runs[id] == 1; });
+  }
+
   std::map<int64_t, std::string> stored_jobs() const {
     std::map<int64_t, std::string> out;
     auto r = testpeer::http_call(url + "/jobs.json?per_page=1000");
