@@ -12,6 +12,7 @@
 #include "actors/listener/listener_session.hpp"
 #include "app/series_table.hpp"
 #include "adapters/k8s/quantity.hpp"
+#include "adapters/k8s/scale.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
@@ -42,6 +43,8 @@ constexpr series gauges[] = {
     {"gha_capacity_advertised_running_pairs", "Pairs whose two placeholders are Running"},
     {"gha_capacity_advertised_placeholder_pods", "Placeholder pods of this scale set"},
     {"gha_capacity_advertised_queued_jobs", "Jobs queued on the HUD for this scale set's labels"},
+    {"gha_capacity_nodepool_limited", "1 while every Karpenter NodePool that can make this scale set's nodes is at its limits"},
+    {"gha_capacity_pairs_withheld", "Pairs wanted but not made because the NodePools are at their limits"},
 };
 constexpr series counters[] = {
     {"gha_started_jobs_total", "Jobs started on this scale set's runners"},
@@ -89,6 +92,43 @@ std::optional<std::string> quantity(const std::string& text, const std::string& 
   return std::nullopt;
 }
 
+// Extended resources (checked whole and positive by the config reader) into a request list.
+std::optional<std::string> extended_requests(const k8s::string_pairs& extended, k8s::resource_list& out) {
+  for (const auto& [name, amount] : extended) {
+    int64_t v = 0;
+    if (auto e = quantity(amount, name, v, false))
+      return *e;
+    out.add(name, v);
+  }
+  return std::nullopt;
+}
+
+// Karpenter's NodePools are watched only where the cluster serves karpenter.sh/v1; elsewhere the
+// informer would retry a 404 forever. Asked once at start-up (a Karpenter installed later is seen
+// after a restart); a failed question is asked again, backing off to 5 minutes.
+void watch_nodepools_if_served(k8s::client& kube, std::shared_ptr<k8s::informer<k8s::unstructured>> pools,
+                               std::chrono::milliseconds retry = std::chrono::milliseconds{2'000}) {
+  kube.discover("karpenter.sh/v1", [&kube, pools, retry](k8s::api_result r) {
+    if (auto* e = std::get_if<k8s::api_error>(&r)) {
+      if (e->what == k8s::api_error::kind::not_found) {
+        runtime::log::info("scale_sets", "karpenter.sh/v1 is not served: placeholder pairs are not limited by NodePools");
+        return;
+      }
+      runtime::log::warn("scale_sets", "cannot tell whether Karpenter's NodePools are served; asking again",
+                         {{"error", e->describe()}, {"retry_in_ms", retry.count()}});
+      kube.after(retry, [&kube, pools, retry] { watch_nodepools_if_served(kube, pools, std::min(retry * 2, std::chrono::milliseconds{300'000})); });
+      return;
+    }
+    std::string error;
+    if (!k8s::find_resource(std::get<std::string>(r), "karpenter.sh/v1", "NodePool", error)) {
+      runtime::log::info("scale_sets", "karpenter.sh/v1 serves no NodePool: placeholder pairs are not limited by NodePools");
+      return;
+    }
+    runtime::log::info("scale_sets", "watching Karpenter's NodePools: no pair is made that a pool at its limits could only time out");
+    pools->start();
+  });
+}
+
 std::string process_token() {
   std::random_device rd;
   char buf[9];
@@ -119,6 +159,9 @@ std::optional<std::string> apply_runner(const runner_section& r, const std::stri
   if (auto e = quantity(r.memory, at + ".resources.memory", v, false))
     return *e;
   s.runner_requests.memory = v;
+  if (auto e = extended_requests(r.extended, s.runner_requests))
+    return *e;
+  s.runner_extended = r.extended;
   s.runner_image = r.image;
   s.runner_command = r.command;
   s.node_selector = r.node_selector;
@@ -188,6 +231,9 @@ std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, 
   if (auto e = quantity(c.capacity_aware.workflow_memory, at + ".capacityAware.workflowResources.memory", v, false))
     return *e;
   s.workflow_requests.memory = v;
+  if (auto e = extended_requests(c.capacity_aware.workflow_extended, s.workflow_requests))
+    return *e;
+  s.workflow_extended = c.capacity_aware.workflow_extended;
   s.placeholder_image = c.capacity_aware.placeholder_image;
   s.placeholder_command = c.capacity_aware.placeholder_command;
   if (s.placeholder_command.empty()) {  // outlive the renewal, never the deadline (see settings.hpp)
@@ -210,6 +256,8 @@ void scale_set_services::stop() {
       c->pods->stop();
   if (nodes)
     nodes->stop();
+  if (nodepools)
+    nodepools->stop();
 }
 
 std::optional<std::string> prepare_scale_sets(const settings& cfg, const std::map<std::string, std::string>& env,
@@ -248,6 +296,9 @@ std::optional<std::string> prepare_scale_sets(const settings& cfg, const std::ma
   k8s::informer<k8s::node>::options node_opts;
   node_opts.kind = k8s::kinds::nodes;
   out.nodes = k8s::informer<k8s::node>::make(kube, node_opts);
+  k8s::informer<k8s::unstructured>::options pool_opts;
+  pool_opts.kind = k8s::nodepools;
+  out.nodepools = k8s::informer<k8s::unstructured>::make(kube, pool_opts);
 
   const std::string owner_name = "headroom-owner-" + process_token();
   const std::string pod_name = get("POD_NAME"), pod_uid = get("POD_UID"), pod_ns = get("POD_NAMESPACE");
@@ -260,6 +311,7 @@ std::optional<std::string> prepare_scale_sets(const settings& cfg, const std::ma
     ctx->kube = &kube;
     ctx->github = out.github;
     ctx->nodes = out.nodes;
+    ctx->nodepools = out.nodepools;
     ctx->metrics = make_metrics(m, ctx->spec.name);
     ctx->events = out.events;
     ctx->owner_configmap = owner_name;
@@ -273,8 +325,10 @@ std::optional<std::string> prepare_scale_sets(const settings& cfg, const std::ma
     ctx->pods->start();
     out.contexts.push_back(std::move(ctx));
   }
-  if (!out.contexts.empty())
+  if (!out.contexts.empty()) {
     out.nodes->start();
+    watch_nodepools_if_served(kube, out.nodepools);
+  }
   return std::nullopt;
 }
 

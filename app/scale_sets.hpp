@@ -34,6 +34,7 @@ struct scale_set_services {
   std::vector<context_ptr> contexts;
   std::shared_ptr<hud::client> hud;
   std::shared_ptr<k8s::informer<k8s::node>> nodes;
+  std::shared_ptr<k8s::informer<k8s::unstructured>> nodepools;  // started when karpenter.sh/v1 is served
   std::shared_ptr<github::actions_client> github;
   caf::actor events;  // set before prepare_scale_sets: the event_recorder's relay
   void stop();  // the informers

@@ -4,6 +4,8 @@
 #include <cctype>
 #include <set>
 
+#include "adapters/k8s/quantity.hpp"
+
 namespace headroom::app {
 
 using runtime::check_listen_address;
@@ -20,6 +22,45 @@ bool valid_scale_set_name(const std::string& n) {
   return std::all_of(n.begin(), n.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
 }
 
+// A pod's resources: cpu and memory, and any extended resource (a device plugin's, such as
+// nvidia.com/gpu) by its fully qualified name. Kubernetes accepts an extended resource only as a
+// whole number outside the kubernetes.io domain, with request = limit; checked here so a typo
+// stops headroom instead of every placeholder create failing.
+void read_resources(const YAML::Node& node, const std::string& where, std::string& cpu, std::string& memory,
+                    std::vector<std::pair<std::string, std::string>>& extended) {
+  if (!node.IsMap())
+    config_fail(where, "expected a mapping, found " + yaml_kind(node));
+  extended.clear();
+  for (const auto& kv : node) {
+    const auto name = kv.first.as<std::string>();
+    const std::string at = where + "." + name;
+    if (!kv.second.IsScalar())
+      config_fail(at, "expected a quantity, found " + yaml_kind(kv.second));
+    const auto value = kv.second.as<std::string>();
+    if (name == "cpu") {
+      cpu = value;
+      continue;
+    }
+    if (name == "memory") {
+      memory = value;
+      continue;
+    }
+    const auto slash = name.find('/');
+    const auto domain = slash == std::string::npos ? std::string{} : name.substr(0, slash);
+    if (slash == std::string::npos || slash + 1 == name.size() || domain == "kubernetes.io" ||
+        (domain.size() > 14 && domain.ends_with(".kubernetes.io")) || domain.rfind("requests.", 0) == 0)
+      config_fail(at, "expected cpu, memory or an extended resource named <domain>/<name> outside kubernetes.io "
+                      "(such as nvidia.com/gpu)");
+    auto q = k8s::parse_quantity(value);
+    if (auto* e = std::get_if<k8s::quantity_error>(&q))
+      config_fail(at, e->message);
+    const auto& v = std::get<k8s::quantity>(q);
+    if (v.milli <= 0 || v.milli % 1000 != 0)
+      config_fail(at, "an extended resource is a positive whole number, found '" + value + "'");
+    extended.emplace_back(name, value);
+  }
+}
+
 // A runner pod template (scale sets' `runner`, the scheduler's `runner`).
 void read_runner(const YAML::Node& node, const std::string& where, runner_section& out, bool extended) {
   std::set<std::string> keys{"image", "command", "resources", "nodeSelector", "tolerations", "serviceAccountName"};
@@ -30,13 +71,8 @@ void read_runner(const YAML::Node& node, const std::string& where, runner_sectio
     out.image = *v;
   if (rs.get("command"))
     out.command = rs.read_strings("command");
-  if (auto res = rs.get("resources")) {
-    config_section q{*res, rs.path("resources"), {"cpu", "memory"}};
-    if (auto v = q.read_string("cpu"))
-      out.cpu = *v;
-    if (auto v = q.read_string("memory"))
-      out.memory = *v;
-  }
+  if (auto res = rs.get("resources"))
+    read_resources(*res, rs.path("resources"), out.cpu, out.memory, out.extended);
   out.node_selector = rs.read_string_map("nodeSelector");
   if (auto tl = rs.get("tolerations")) {
     if (!tl->IsSequence())
@@ -107,13 +143,8 @@ scale_set_section parse_scale_set(const YAML::Node& node, const std::string& whe
     cs.read_duration("placeholderTTL", ca.placeholder_ttl, millis{0}, millis{7 * 86'400'000LL});
     if (ca.placeholder_ttl.count() != 0 && ca.placeholder_ttl < ca.placeholder_ready_timeout)
       config_fail(cs.path("placeholderTTL"), "must be 0 (off) or at least placeholderReadyTimeout, so a renewal can finish before the next");
-    if (auto w = cs.get("workflowResources")) {
-      config_section q{*w, cs.path("workflowResources"), {"cpu", "memory"}};
-      if (auto v = q.read_string("cpu"))
-        ca.workflow_cpu = *v;
-      if (auto v = q.read_string("memory"))
-        ca.workflow_memory = *v;
-    }
+    if (auto w = cs.get("workflowResources"))
+      read_resources(*w, cs.path("workflowResources"), ca.workflow_cpu, ca.workflow_memory, ca.workflow_extended);
     if (auto v = cs.read_string("placeholderImage"))
       ca.placeholder_image = *v;
     if (cs.get("placeholderCommand"))

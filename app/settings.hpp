@@ -53,6 +53,9 @@ struct runner_section {
   std::string image = "ghcr.io/actions/actions-runner:latest";
   std::vector<std::string> command{"/home/runner/run.sh"};
   std::string cpu = "1", memory = "2Gi";
+  // Extended resources (a device plugin's, e.g. nvidia.com/gpu: "1"), whole numbers, as written;
+  // requested and limited alike, since an extended resource cannot be overcommitted.
+  std::vector<std::pair<std::string, std::string>> extended;
   std::vector<std::pair<std::string, std::string>> node_selector;
   std::vector<toleration_section> tolerations;
   std::string service_account;
@@ -79,6 +82,7 @@ struct scale_set_section {
     millis placeholder_ready_timeout{300'000};
     millis placeholder_ttl{900'000};  // 0: off
     std::string workflow_cpu = "2", workflow_memory = "4Gi";
+    std::vector<std::pair<std::string, std::string>> workflow_extended;  // as runner_section::extended
     std::string placeholder_image = "busybox:1.36";
     // Empty: `sleep` for as long as a placeholder may live (placeholderTTL + 2 × placeholderReadyTimeout,
     // its activeDeadlineSeconds), or 900 s (the seed's self-termination) with placeholderTTL 0.

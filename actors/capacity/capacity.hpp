@@ -38,6 +38,7 @@
 #include "adapters/hud/client.hpp"
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/informer.hpp"
+#include "adapters/k8s/nodepool.hpp"
 #include "adapters/k8s/objects.hpp"
 #include "messages/capacity.hpp"
 #include "messages/listener.hpp"
@@ -97,8 +98,13 @@ struct scale_set_spec {
   // A ready pair older than this is replaced, make before break (0: never). Bounds how long a
   // leaked placeholder can hold a node.
   milliseconds placeholder_ttl{900'000};
+  // What one runner pod and one workflow pod request (extended resources included): a pair holds
+  // the two, and a NodePool must have that much left under its limits to make room for a pair.
   k8s::resource_list runner_requests, workflow_requests;
   std::string runner_cpu, runner_memory, workflow_cpu, workflow_memory;  // as configured, for pod specs
+  // Extended resources (nvidia.com/gpu, …) as configured, requested = limited in the pod specs: the
+  // runner's on runner pods and runner placeholders, the workflow's on workflow placeholders.
+  k8s::string_pairs runner_extended, workflow_extended;
   std::string runner_image;
   std::vector<std::string> runner_command;
   k8s::string_pairs node_selector;
@@ -132,6 +138,26 @@ int64_t desired_pairs(const capacity_inputs& in);
 // pod is not Running yet: each will take a ready pair (its runner preempts the pair's runner
 // placeholder), so counting both would advertise one job's room twice. ≥ 0.
 int64_t advertised_capacity(const capacity_inputs& in);
+
+// Karpenter NodePools (seed 000: "watch NodePools: limits and current usage"). A pool can make a
+// node for the scale set when its template satisfies the runner template's nodeSelector and its
+// taints are tolerated; it has room for a pair while every limited resource's usage plus one
+// pair's requests (runner + workflow, two pods) stays within the limit. That is necessary, not
+// sufficient (a node adds a whole instance's capacity), so a pool said to have room may still make
+// nothing, never the other way round.
+bool nodepool_matches(const k8s::nodepool& pool, const scale_set_spec& s);
+k8s::resource_list pair_requests(const scale_set_spec& s);
+bool nodepool_has_room(const k8s::nodepool& pool, const k8s::resource_list& pair);
+
+// The pools for one scale set, summed. `limited`: at least one pool matches and none has room, so
+// a new pair can only land on room existing nodes have; the monitor then keeps at most one pair
+// waiting for a node instead of a pool's worth that can only time out. No matching pool (no
+// Karpenter, or static nodes): not limited, as without NodePool awareness.
+struct nodepool_room {
+  int matching = 0, with_room = 0;
+  std::vector<std::string> full;  // matching pools at their limits, for logs
+  bool limited() const { return matching > 0 && with_room == 0; }
+};
 
 // What a placeholder pod says about its pair.
 enum class pod_state { absent, pending, running, gone };
@@ -169,6 +195,9 @@ struct scale_set_context {
   k8s::client* kube = nullptr;
   std::shared_ptr<k8s::informer<k8s::pod>> pods;    // this scale set's pods (label selector)
   std::shared_ptr<k8s::informer<k8s::node>> nodes;  // may be null (no unreachable-node check)
+  // Karpenter's NodePools (unstructured; see nodepool.hpp); null or never started when the cluster
+  // does not serve karpenter.sh/v1, and then pairs are not limited by pools.
+  std::shared_ptr<k8s::informer<k8s::unstructured>> nodepools;
   std::shared_ptr<github::actions_client> github;
   scale_set_metrics metrics;
   caf::actor events;  // the event_recorder's relay (actors/k8s/event_recorder.hpp); may be null

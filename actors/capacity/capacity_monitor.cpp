@@ -31,6 +31,7 @@ namespace {
 
 constexpr std::string_view actor_name = "capacity_monitor";
 constexpr uint32_t pods_buffer = 1;
+constexpr uint32_t pools_buffer = 2;
 using state_t = msg::pair_report::state;
 using api_kind = k8s::api_error::kind;
 
@@ -55,6 +56,14 @@ struct monitor_state {
   context_ptr ctx;
   scale_set_peers peers;
   std::unique_ptr<informer_feed<k8s::pod>> feed;
+  std::unique_ptr<informer_feed<k8s::unstructured>> pool_feed;
+  // Karpenter NodePools by name: whether each can make this scale set's nodes, and has room for a
+  // pair under its limits (decided once per change of the pool, not per recompute).
+  struct pool_verdict {
+    bool matches = false, room = false;
+  };
+  std::map<std::string, pool_verdict> pools;
+  bool pools_limited = false;  // as last logged
   std::map<std::string, pair_entry> pairs;  // slot → pair (capacity, placed or not yet)
   std::map<std::string, caf::actor> handoffs;  // slot → consumed pair still holding the workflow's room
   std::set<std::string> deleting;           // foreign placeholders being deleted
@@ -128,6 +137,39 @@ void spawn_pair(monitor_actor* self, std::string slot, bool adopt) {
     ++st.pair_creates;
     st.ctx->metrics.add("gha_capacity_advertised_pair_creates_total", 1);
   }
+}
+
+nodepool_room pool_room(monitor_actor* self) {
+  nodepool_room room;
+  for (const auto& [name, v] : self->state.pools) {
+    if (!v.matches)
+      continue;
+    ++room.matching;
+    if (v.room)
+      ++room.with_room;
+    else
+      room.full.push_back(name);
+  }
+  return room;
+}
+
+void on_pool(monitor_actor* self, const msg::object_event<k8s::unstructured>& e) {
+  auto& st = self->state;
+  const auto& name = e.object->meta.name;
+  if (e.change == msg::object_change::deleted) {
+    st.pools.erase(name);
+    return;
+  }
+  auto pool = k8s::decode_nodepool(e.object->raw);
+  if (auto* err = std::get_if<k8s::decode_error>(&pool)) {
+    // A pool headroom cannot read limits nothing: better a pair that times out than none made.
+    runtime::log::warn(actor_name, "NodePool not understood; not limiting pairs by it", {{"error", err->message}});
+    st.pools.erase(name);
+    return;
+  }
+  const auto& p = std::get<k8s::nodepool>(pool);
+  const auto& spec = st.ctx->spec;
+  st.pools[name] = {nodepool_matches(p, spec), nodepool_has_room(p, pair_requests(spec))};
 }
 
 void recompute(monitor_actor* self) {
@@ -207,8 +249,33 @@ void recompute(monitor_actor* self) {
         renewing.insert(e.predecessor);
     }
   auto count = static_cast<int64_t>(st.pairs.size() - renewing.size());
+  // New pairs this recompute may make: all that are missing, or, while every NodePool that could
+  // make a node for them is at its limits, one waiting for a node at a time (it finds any room the
+  // existing nodes still have; more could only time out).
+  int64_t budget = INT64_MAX;
+  const auto room = pool_room(self);
+  if (room.limited()) {
+    int64_t waiting = 0;
+    for (const auto& [slot, e] : st.pairs)
+      waiting += e.state != state_t::ready ? 1 : 0;
+    budget = std::max<int64_t>(0, 1 - waiting);
+  }
+  if (room.limited() != st.pools_limited) {
+    st.pools_limited = room.limited();
+    std::string names;
+    for (const auto& n : room.full)
+      names += (names.empty() ? "" : ",") + n;
+    if (st.pools_limited)
+      runtime::log::warn(actor_name, "every NodePool for this scale set is at its limits: placing one pair at a time on existing nodes",
+                         {{"scale_set", spec.name}, {"nodepools", names}});
+    else
+      runtime::log::info(actor_name, "a NodePool for this scale set has room again", {{"scale_set", spec.name}});
+  }
+  const int64_t missing = std::max<int64_t>(0, desired - count);
+  st.ctx->metrics.set("gha_capacity_nodepool_limited", room.limited() ? 1 : 0);
+  st.ctx->metrics.set("gha_capacity_pairs_withheld", std::max<int64_t>(0, missing - budget));
   if (count < desired && self->clock().now() >= st.spawn_blocked_until)
-    for (; count < desired; ++count)
+    for (; count < desired && budget > 0; ++count, --budget)
       spawn_pair(self, new_slot_id(), false);
   // A job whose runner pod is not placed yet is about to consume a pair (its runner preempts the
   // runner placeholder, and the workflow placeholder must then hold on): scale-down keeps that
@@ -261,8 +328,9 @@ void recompute(monitor_actor* self) {
       if (e.state == state_t::ready && e.predecessor.empty() && renewing.count(slot) == 0 && now - e.born >= spec.placeholder_ttl)
         expired.push_back(slot);
     for (const auto& old : expired) {
-      if (now < st.spawn_blocked_until)
+      if (now < st.spawn_blocked_until || budget <= 0)
         break;
+      --budget;
       const auto slot = new_slot_id();
       spawn_pair(self, slot, false);
       st.pairs[slot].predecessor = old;
@@ -442,6 +510,13 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
   st.feed = std::make_unique<informer_feed<k8s::pod>>("capacity_monitor/" + st.ctx->spec.name,
                                                       caf::actor_cast<caf::actor>(self), pods_buffer);
   st.feed->attach(st.ctx->pods);
+  if (st.ctx->nodepools) {
+    st.pool_feed = std::make_unique<informer_feed<k8s::unstructured>>("capacity_monitor/" + st.ctx->spec.name + "/nodepools",
+                                                                      caf::actor_cast<caf::actor>(self), pools_buffer);
+    st.pool_feed->attach(st.ctx->nodepools);
+    for (const auto& p : st.ctx->nodepools->list())  // a restarted monitor: what is cached already
+      on_pool(self, {msg::object_change::added, p});
+  }
   if (st.peers.listener)  // a restarted monitor learns the assigned jobs now, not at the next message
     self->send(st.peers.listener, msg::update_atom_v);
   // Start-up: the four PriorityClasses and the owner.
@@ -497,8 +572,13 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
       }
   });
   return {
-      [self](msg::buffer_wakeup) {
+      [self](msg::buffer_wakeup w) {
         auto& s = self->state;
+        if (w.buffer == pools_buffer) {
+          s.pool_feed->drain([self](const msg::object_event<k8s::unstructured>& e) { on_pool(self, e); });
+          recompute(self);
+          return;
+        }
         s.feed->drain([self](const msg::pod_event& e) {
           auto& s = self->state;
           const auto* slot = e.object->meta.label(keys::slot);

@@ -60,9 +60,12 @@ std::string placement(const scale_set_spec& s) {
   return out;
 }
 
-std::string resources(const std::string& cpu, const std::string& memory, const std::string& slot = {}) {
+std::string resources(const std::string& cpu, const std::string& memory, const k8s::string_pairs& more,
+                      const std::string& slot = {}) {
   // An extended resource cannot be overcommitted: its request and limit must be equal.
-  const std::string extended = slot.empty() ? std::string{} : "," + json_escape(slot) + ":\"1\"";
+  std::string extended = slot.empty() ? std::string{} : "," + json_escape(slot) + ":\"1\"";
+  for (const auto& [name, amount] : more)
+    extended += "," + json_escape(name) + ":" + json_escape(amount);
   const std::string q = "{\"cpu\":" + json_escape(cpu) + ",\"memory\":" + json_escape(memory) + extended + "}";
   return "{\"requests\":" + q + ",\"limits\":{\"memory\":" + json_escape(memory) + extended + "}}";
 }
@@ -76,7 +79,8 @@ std::string placeholder_pod_name(const scale_set_spec& s, const std::string& slo
 std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, role r, const owner_ref& owner) {
   const bool runner = r == role::runner_placeholder;
   const std::string priority = runner ? "placeholder-runner" : "placeholder-workflow";
-  const std::string res = runner ? resources(s.runner_cpu, s.runner_memory) : resources(s.workflow_cpu, s.workflow_memory);
+  const std::string res = runner ? resources(s.runner_cpu, s.runner_memory, s.runner_extended)
+                                 : resources(s.workflow_cpu, s.workflow_memory, s.workflow_extended);
   return "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":" + json_escape(placeholder_pod_name(s, slot, r)) +
          ",\"namespace\":" + json_escape(s.ns) + ",\"labels\":" + labels_object(s, r, slot) +
          ",\"ownerReferences\":" + owner_refs(owner) +
@@ -106,7 +110,7 @@ std::string runner_pod(const scale_set_spec& s, const std::string& name, int64_t
           ",\"env\":[{\"name\":\"RUNNER_JITCONFIG\",\"valueFrom\":{\"secretKeyRef\":{\"name\":" + json_escape(name) +
           ",\"key\":\"jitToken\"}}},{\"name\":\"ACTIONS_RUNNER_CONTAINER_HOOKS\",\"value\":"
           "\"/home/runner/k8s/index.js\"},{\"name\":\"ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER\",\"value\":\"false\"}]" +
-          ",\"resources\":" + resources(s.runner_cpu, s.runner_memory, s.slot_resource) + "}]}";
+          ",\"resources\":" + resources(s.runner_cpu, s.runner_memory, s.runner_extended, s.slot_resource) + "}]}";
   return "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":" + json_escape(name) + ",\"namespace\":" +
          json_escape(s.ns) + ",\"labels\":" + labels_object(s, role::runner, "") + ",\"annotations\":{" +
          json_escape(keys::runner_id) + ":" + json_escape(std::to_string(runner_id)) + "," + json_escape(keys::runner_name) +

@@ -75,6 +75,23 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
   // Back to the warm pool afterwards.
   EXPECT_TRUE(eventually([&] { return w.latest_capacity(set) == 2; }, 120s)) << w.headroom->log();
   EXPECT_GT(audited(w, set), 3);
+  // The listener's and the monitor's series agree with the peer's own counts: every job it ran
+  // started and completed once, none is held now, and the advertised value is the last one polled.
+  auto series = [&](const std::string& name) { return w.headroom->sample(name + "{scale_set=\"capacity-burst\"}"); };
+  const auto jobs = w.job_states();
+  EXPECT_TRUE(eventually([&] { return series("gha_completed_jobs_total") == jobs.at("completed"); }, 30s))
+      << "completed: headroom " << series("gha_completed_jobs_total") << ", peer " << jobs.at("completed");
+  EXPECT_EQ(series("gha_started_jobs_total"), jobs.at("completed")) << "every completed job started once";
+  EXPECT_EQ(series("gha_assigned_jobs"), 0);
+  EXPECT_EQ(series("gha_running_jobs"), 0);
+  EXPECT_EQ(series("gha_max_runners"), 4);
+  EXPECT_EQ(series("gha_capacity_advertised_max_runners"), w.latest_capacity(set)) << "what the last poll carried";
+  EXPECT_TRUE(eventually([&] { return series("gha_capacity_advertised_running_pairs") == w.placeholders_running() / 2; }, 30s))
+      << "running pairs: headroom " << series("gha_capacity_advertised_running_pairs") << ", cluster "
+      << w.placeholders_running() << " placeholders Running";
+  EXPECT_GE(series("gha_capacity_advertised_pair_creates_total"), 2) << "at least the warm pool";
+  EXPECT_GT(series("gha_capacity_propagation_seconds_count"), 0);
+  EXPECT_GE(series("gha_capacity_nodepool_limited"), 0) << "exported for every scale set";
   // The Grafana dashboard's scale-set panels query only what this run exported.
   const auto metrics = w.headroom->metrics();
   ASSERT_FALSE(metrics.empty()) << w.headroom->log();
@@ -213,6 +230,71 @@ TEST(capacity_e2e, capacity_exhausted_pairs_time_out) {
   const int64_t cap = w.latest_capacity(set);
   EXPECT_LT(cap, 12) << "12 pairs of 1 CPU cannot all be placed in an 8-CPU pool";
   EXPECT_GT(audited(w, set), 0);
+}
+
+// GPUs and NodePool limits: the workflow placeholder carries the workflow's nvidia.com/gpu (request
+// = limit), Karpenter makes GPU nodes (the test cluster's g-8x instance type) for the pairs, and
+// the pool's limit of 1 GPU holds one pair's node. While the pool is at its limit headroom keeps at
+// most one pair waiting for a node (3 are wanted), says so in gha_capacity_nodepool_limited, and
+// advertises only the placed pair; raising the limit lets the rest be placed and advertised.
+TEST(capacity_e2e, capacity_gpu_pairs_respect_the_nodepool_limit) {
+  REQUIRE_ENV(e);
+  scenario sc{"capacity-gpu", 4, 3, "15s", "3s"};
+  sc.node_selector = "pool: capacity-gpu";
+  sc.tolerations = "{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}";
+  sc.workflow_resources = "{cpu: \"1\", memory: 1Gi, nvidia.com/gpu: \"1\"}";
+  const std::string pool = R"(apiVersion: karpenter.sh/v1
+kind: NodePool
+metadata: {name: capacity-gpu}
+spec:
+  limits: {nvidia.com/gpu: "1"}
+  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}
+  template:
+    metadata: {labels: {pool: capacity-gpu}}
+    spec:
+      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
+      expireAfter: Never
+      requirements:
+      - {key: node.kubernetes.io/instance-type, operator: In, values: [g-8x-amd64-linux]}
+      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
+      taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
+)";
+  auto applied = e.c->kubectl({"apply", "-f", "-"}, pool);
+  ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  struct pool_guard {  // its GPU nodes go with it (after the world has stopped headroom)
+    cluster* c;
+    ~pool_guard() { c->kubectl({"delete", "nodepool", "capacity-gpu", "--wait=false"}); }
+  } guard{e.c};
+  world w{e, sc};
+  REQUIRE_WORLD(w);
+  w.start();
+  int64_t set = 0;
+  ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
+  const std::string limited = "gha_capacity_nodepool_limited{scale_set=\"capacity-gpu\"}";
+  ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 1 && w.headroom->sample(limited) == 1; }, 150s))
+      << "one GPU node's pair is placed and advertised, and the pool is seen at its limit\n" << w.headroom->log();
+  auto gpu = e.c->kubectl({"-n", "capacity-gpu", "get", "pods", "-l", "headroom.dev/role=workflow-placeholder", "-o",
+                           "jsonpath={range .items[*]}{.spec.containers[0].resources.requests.nvidia\\.com/gpu}/"
+                           "{.spec.containers[0].resources.limits.nvidia\\.com/gpu}{\"\\n\"}{end}"});
+  EXPECT_NE(gpu.out.find("1/1"), std::string::npos) << "the workflow placeholder requests and limits one GPU: " << gpu.out;
+  // The pairs made before the pool's usage showed the limit time out (15 s); from then on at most
+  // one pair at a time waits for a node: 1 placed + 1 waiting = at most 4 placeholder pods.
+  std::this_thread::sleep_for(20s);
+  int most = 0;
+  for (int i = 0; i < 20; ++i) {
+    most = std::max(most, w.placeholder_pods());
+    std::this_thread::sleep_for(1s);
+  }
+  EXPECT_LE(most, 4) << "pairs that could only time out were made while the pool was at its limit\n" << w.headroom->log();
+  EXPECT_EQ(w.latest_capacity(set), 1);
+  EXPECT_GE(w.headroom->sample("gha_capacity_pairs_withheld{scale_set=\"capacity-gpu\"}"), 1);
+  EXPECT_NE(w.headroom->full_log().find("every NodePool for this scale set is at its limits"), std::string::npos);
+
+  auto raised = e.c->kubectl({"patch", "nodepool", "capacity-gpu", "--type", "merge", "-p", R"({"spec":{"limits":{"nvidia.com/gpu":"3"}}})"});
+  ASSERT_EQ(raised.exit_code, 0) << raised.err;
+  EXPECT_TRUE(eventually([&] { return w.latest_capacity(set) == 3; }, 180s))
+      << "with room for 3 GPUs the 3 wanted pairs are placed and advertised\n" << w.headroom->log();
+  EXPECT_GT(audited(w, set), 3);
 }
 
 // headroom killed (SIGKILL) mid-burst and started again: the first process's placeholders are

@@ -155,6 +155,8 @@ struct scenario {
   std::string node_selector;  // YAML flow mapping items for the runner template: "pool: nowhere"
   std::string ttl;            // placeholderTTL; empty: the default (15m)
   bool hud = false;           // demand from the peer's fake HUD (1 s interval)
+  std::string tolerations;    // YAML flow list items for the runner template
+  std::string workflow_resources = "{cpu: 500m, memory: 512Mi}";
 
   scenario() = default;
   scenario(std::string n, int max, int pool, std::string ready_timeout, std::string job)
@@ -172,12 +174,12 @@ inline std::string config_for(const env& e, const scenario& s, const std::string
          "\n    maxRunners: " + std::to_string(s.max_runners) + "\n    labels: [" + s.labels + "]" +
          (s.ephemeral_runner_set.empty() ? std::string{} : "\n    mode: arc\n    ephemeralRunnerSet: " + s.ephemeral_runner_set) +
          "\n    runner:\n      image: runner:e2e\n      resources: {cpu: 500m, memory: 512Mi}\n      nodeSelector: {" +
-         s.node_selector + "}\n"
+         s.node_selector + "}\n      tolerations: [" + s.tolerations + "]\n"
          "    capacityAware:\n      enabled: " + (capacity_aware ? "true" : "false") +
          "\n      proactiveCapacity: " + std::to_string(s.proactive) +
          "\n      recalculateInterval: 2s\n      repollOnChange: " + (s.repoll ? "true" : "false") +
          "\n      placeholderReadyTimeout: " + s.timeout + (s.ttl.empty() ? std::string{} : "\n      placeholderTTL: " + s.ttl) +
-         "\n      workflowResources: {cpu: 500m, memory: 512Mi}\n"
+         "\n      workflowResources: " + s.workflow_resources + "\n"
          "    healthCheck: " + s.health + "\n";
 }
 

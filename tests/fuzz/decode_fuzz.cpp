@@ -1,9 +1,10 @@
 // libFuzzer: the decoders never crash on hostile input; they return an object or an error value.
-// HEADROOM_FUZZ_KIND selects the entry point (pod, node, watch_event).
+// HEADROOM_FUZZ_KIND selects the entry point (pod, node and Karpenter NodePool, watch_event).
 #include <cstdint>
 #include <string_view>
 
 #include "adapters/k8s/decode.hpp"
+#include "adapters/k8s/nodepool.hpp"
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view json{reinterpret_cast<const char*>(data), size};
@@ -13,6 +14,10 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)l;
 #elif HEADROOM_FUZZ_KIND == 2
   auto r = headroom::k8s::decode_node(json);
+  auto pool = headroom::k8s::decode_nodepool(json);
+  if (const auto* e = std::get_if<headroom::k8s::decode_error>(&pool))
+    if (e->message.empty())
+      __builtin_trap();
 #else
   auto r = headroom::k8s::decode_watch_event<headroom::k8s::pod>(json);
 #endif

@@ -53,6 +53,31 @@ TEST(capacity_config, proactive_capacity_defaults_to_zero_and_the_ttl_is_checked
       << std::get<runtime::config_error>(bad).message();
 }
 
+TEST(capacity_config, extended_resources_are_read_and_checked) {
+  auto r = parse_config_yaml(R"(
+github: {configUrl: x}
+scaleSets:
+  - name: gpu
+    runner: {resources: {cpu: "1", memory: 2Gi, example.com/fpga: "2"}}
+    capacityAware: {workflowResources: {cpu: "4", nvidia.com/gpu: 1}}
+)");
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
+  const auto& s = std::get<parsed_config>(r).modes.scale_sets.at(0);
+  EXPECT_EQ(s.runner.extended, (std::vector<std::pair<std::string, std::string>>{{"example.com/fpga", "2"}}));
+  EXPECT_EQ(s.capacity_aware.workflow_extended, (std::vector<std::pair<std::string, std::string>>{{"nvidia.com/gpu", "1"}}));
+  EXPECT_EQ(s.capacity_aware.workflow_cpu, "4");
+  auto error_of = [](const std::string& resources) {
+    auto r = parse_config_yaml("github: {configUrl: x}\nscaleSets: [{name: a, capacityAware: {workflowResources: " + resources + "}}]");
+    return std::holds_alternative<runtime::config_error>(r) ? std::get<runtime::config_error>(r).message() : std::string{};
+  };
+  EXPECT_NE(error_of("{nvidia.com/gpu: 0.5}").find("scaleSets[0].capacityAware.workflowResources.nvidia.com/gpu"), std::string::npos);
+  EXPECT_NE(error_of("{nvidia.com/gpu: 0.5}").find("whole number"), std::string::npos);
+  EXPECT_NE(error_of("{gpu: 1}").find("workflowResources.gpu"), std::string::npos) << "not a qualified name";
+  EXPECT_NE(error_of("{kubernetes.io/gpu: 1}").find("outside kubernetes.io"), std::string::npos);
+  EXPECT_NE(error_of("{nvidia.com/gpu: lots}").find("nvidia.com/gpu"), std::string::npos);
+  EXPECT_NE(error_of("[cpu]").find("expected a mapping"), std::string::npos);
+}
+
 TEST(capacity_config, scale_set_errors_name_the_key) {
   auto error_of = [](const char* yaml) {
     auto r = parse_config_yaml(yaml);
