@@ -86,9 +86,9 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
   EXPECT_EQ(series("gha_running_jobs"), 0);
   EXPECT_EQ(series("gha_max_runners"), 4);
   EXPECT_EQ(series("gha_capacity_advertised_max_runners"), w.latest_capacity(set)) << "what the last poll carried";
-  EXPECT_TRUE(eventually([&] { return series("gha_capacity_advertised_running_pairs") == w.placeholders_running() / 2; }, 30s))
-      << "running pairs: headroom " << series("gha_capacity_advertised_running_pairs") << ", cluster "
-      << w.placeholders_running() << " placeholders Running";
+  EXPECT_TRUE(eventually([&] { return series("gha_capacity_advertised_running_pairs") == w.ready_pairs(); }, 30s))
+      << "running pairs: headroom " << series("gha_capacity_advertised_running_pairs") << ", cluster " << w.ready_pairs()
+      << " (" << w.placeholders_running() << " placeholders Running)";
   EXPECT_GE(series("gha_capacity_advertised_pair_creates_total"), 2) << "at least the warm pool";
   EXPECT_GT(series("gha_capacity_propagation_seconds_count"), 0);
   EXPECT_GE(series("gha_capacity_nodepool_limited"), 0) << "exported for every scale set";

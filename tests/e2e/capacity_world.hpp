@@ -284,6 +284,18 @@ struct world {
       ++n;
     return n;
   }
+  // Slots whose runner and workflow placeholders are both Running (a consumed pair's workflow
+  // placeholder alone, still holding its workflow's room, is not a pair).
+  int ready_pairs() const {
+    auto r = e.c->kubectl({"-n", s.name, "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder)",
+                           "-o", "jsonpath={range .items[?(@.status.phase==\"Running\")]}{.metadata.labels.headroom\\.dev/slot}{\"\\n\"}{end}"});
+    std::map<std::string, int> per_slot;
+    std::istringstream in{r.out};
+    for (std::string slot; std::getline(in, slot);)
+      if (!slot.empty())
+        ++per_slot[slot];
+    return static_cast<int>(std::count_if(per_slot.begin(), per_slot.end(), [](const auto& p) { return p.second == 2; }));
+  }
   int placeholder_pods() const {
     auto r = e.c->kubectl({"-n", s.name, "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder)",
                            "-o", "name"});
