@@ -148,6 +148,30 @@ std::optional<std::string> prepare_reactive(const runtime::config& cfg, const se
   topts.burst = 10'000;
   out.io = std::make_unique<http::transport>(topts);
   out.prom = std::make_shared<prom::client>(*out.io, po);
+  out.reader.prom = out.prom;
+  auto& requests = prometheus::BuildCounter()
+                       .Name("headroom_reactive_prometheus_requests_total")
+                       .Help("Requests to Prometheus: remote reads (many targets each) and subqueries (one expression each)")
+                       .Register(m.registry());
+  auto& queries = prometheus::BuildCounter()
+                      .Name("headroom_reactive_prometheus_queries_total")
+                      .Help("Target evaluations' metric queries sent to Prometheus, by how they went")
+                      .Register(m.registry());
+  auto* reads = &requests.Add({{"kind", "read"}});
+  auto* subqueries = &requests.Add({{"kind", "query"}});
+  auto* read_queries = &queries.Add({{"kind", "read"}});
+  auto* query_queries = &queries.Add({{"kind", "query"}});
+  auto* request_seconds = &prometheus::BuildHistogram()
+                               .Name("headroom_reactive_prometheus_request_seconds")
+                               .Help("Requests to Prometheus (remote reads and subqueries), sent to answered")
+                               .Register(m.registry())
+                               .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1});
+  out.reader.request_seconds = [request_seconds](double s) { request_seconds->Observe(s); };
+  out.reader.count = [reads, subqueries, read_queries, query_queries](const char* kind, double n) {
+    const bool read = std::string_view{kind} == "read";
+    (read ? reads : subqueries)->Increment();
+    (read ? read_queries : query_queries)->Increment(n);
+  };
 
   for (const auto& t : r.targets) {
     auto ctx = std::make_shared<scaler_context>();
@@ -156,7 +180,6 @@ std::optional<std::string> prepare_reactive(const runtime::config& cfg, const se
     ctx->spec.metric = t.metric;
     ctx->spec.rules = make_rules(t);
     ctx->kube = &kube;
-    ctx->prom = out.prom;
     ctx->events = out.events;
     ctx->metrics = make_metrics(m, ctx->spec.target.id(), ctx->spec.rules);
     if (!t.tenant.empty())
@@ -221,20 +244,29 @@ runtime::child_spec reactive_subtree(const runtime::config& cfg, std::shared_ptr
   // The quota's relay lives as long as this subtree: every scaler reaches every quota incarnation.
   out.start = [opts = runtime::supervisor_options_from(cfg, "reactive", &m, &ready), svc](caf::actor_system& sys) {
     auto quota_relay = runtime::spawn_relay(sys, "reactive/quota");
+    auto reader_relay = runtime::spawn_relay(sys, "reactive/metric_reader");
     std::vector<runtime::child_spec> children;
     runtime::child_spec quota;
     quota.name = "reactive_quota";
     quota.relay = quota_relay;
     quota.start = [svc](caf::actor_system& s) { return spawn_reactive_quota(s, svc->quota); };
     children.push_back(std::move(quota));
+    runtime::child_spec reader;
+    reader.name = "metric_reader";
+    reader.relay = reader_relay;
+    reader.start = [svc](caf::actor_system& s) { return spawn_metric_reader(s, svc->reader); };
+    children.push_back(std::move(reader));
     for (const auto& ctx : svc->targets) {
       runtime::child_spec scaler;
       scaler.name = "reactive_scaler/" + ctx->spec.target.id();
-      scaler.start = [ctx, quota_relay](caf::actor_system& s) { return spawn_reactive_scaler(s, ctx, quota_relay); };
+      scaler.start = [ctx, quota_relay, reader_relay](caf::actor_system& s) {
+        return spawn_reactive_scaler(s, ctx, quota_relay, reader_relay);
+      };
       children.push_back(std::move(scaler));
     }
     auto sup = runtime::spawn_supervisor(sys, opts, std::move(children));
     runtime::own_relay(quota_relay, sup);
+    runtime::own_relay(reader_relay, sup);
     return sup;
   };
   return out;

@@ -36,6 +36,7 @@ struct reactive_services {
   std::shared_ptr<prom::client> prom;
   std::vector<actors::reactive::scaler_context_ptr> targets;
   actors::reactive::quota_options quota;
+  actors::reactive::reader_options reader;
   caf::actor events;  // set before prepare_reactive: the event_recorder's relay
   ~reactive_services();
 };

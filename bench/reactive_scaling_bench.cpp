@@ -242,16 +242,29 @@ spec:
   const double scrapes = instant("count_over_time(up%7Bjob%3D%22test%22%7D" + range + ")");
   const double scrapes_ok = instant("sum_over_time(up%7Bjob%3D%22test%22%7D" + range + ")");
   const double scrape_max = instant("max_over_time(scrape_duration_seconds%7Bjob%3D%22test%22%7D" + range + ")");
+  // The metric reader's requests to Prometheus: how many, how many targets' queries each carried,
+  // and their mean time from sent to answered.
+  auto plain = [](const std::string& metrics, const std::string& name) {
+    const auto at = ("\n" + metrics).find("\n" + name + " ");
+    return at == std::string::npos ? 0.0 : std::stod(metrics.substr(at + name.size() + 1));
+  };
+  const double requests = delta("headroom_reactive_prometheus_requests_total");
+  const double queries = delta("headroom_reactive_prometheus_queries_total");
+  const double request_s = plain(metrics_after, "headroom_reactive_prometheus_request_seconds_sum") -
+                           plain(metrics_before, "headroom_reactive_prometheus_request_seconds_sum");
+  const double request_n = plain(metrics_after, "headroom_reactive_prometheus_request_seconds_count") -
+                           plain(metrics_before, "headroom_reactive_prometheus_request_seconds_count");
   std::printf(
       "{\"mode\":\"reactive\",\"targets\":%d,\"high\":%d,\"seconds\":%.1f,\"cpu_percent\":%.2f,\"rss_mib\":%.1f,"
       "\"max_rss_mib\":%.1f,\"threads\":%ld,\"scales\":%zu,\"p50_ms\":%.2f,\"p99_ms\":%.2f,\"max_ms\":%.2f,"
       "\"skipped_evaluations\":%.0f,\"metric_failures\":%.0f,\"refused\":%.0f,\"scrapes\":%.0f,\"scrapes_failed\":%.0f,"
-      "\"scrape_max_s\":%.3f}\n",
+      "\"scrape_max_s\":%.3f,\"prometheus_requests_per_s\":%.1f,\"queries_per_request\":%.1f,\"request_mean_ms\":%.2f}\n",
       targets, n_high, wall, 100.0 * (after.cpu_seconds - before.cpu_seconds) / wall, after.rss_kib / 1024.0,
       max_rss / 1024.0, max_threads, latencies.size(), percentile(latencies, 0.5), percentile(latencies, 0.99),
       latencies.empty() ? 0.0 : *std::max_element(latencies.begin(), latencies.end()),
       delta("headroom_reactive_evaluations_skipped_total"), delta("headroom_reactive_metric_query_failures_total"),
-      delta("headroom_reactive_scale_refused_total"), scrapes, scrapes - scrapes_ok, scrape_max);
+      delta("headroom_reactive_scale_refused_total"), scrapes, scrapes - scrapes_ok, scrape_max, requests / wall,
+      requests > 0 ? queries / requests : 0.0, request_n > 0 ? 1000.0 * request_s / request_n : 0.0);
   agent.stop();
   prom->stop();
   return 0;

@@ -34,6 +34,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::id_block::headroom_runtime::end)
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::quota_claim))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::quota_verdict))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::k8s_event))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::metric_request))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::metric_samples))
 
   /// shard_session → rollup: the stream just opened; send a roll-up now, not at the next tick.
   CAF_ADD_ATOM(headroom, headroom::msg, rollup_atom, "rollup")

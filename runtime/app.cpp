@@ -60,6 +60,13 @@ void configure_actor_system(caf::actor_system_config& caf_cfg, const config& cfg
                                                             : std::max(2u, std::thread::hardware_concurrency());
   caf_cfg.set("scheduler.max-threads", threads);
   caf_cfg.set("scheduler.max-throughput", static_cast<size_t>(cfg.runtime.max_throughput));
+  // An idle worker polls its queue before it sleeps on its condition variable (which a message
+  // from outside the scheduler wakes at once). CAF's default polls 500 times with a 50 µs sleep
+  // between: 25 ms of context switches after every burst, which at headroom's steady trickle of
+  // events (ticks, I/O answers) kept both workers switching thousands of times a second and cost a
+  // quarter of a core doing nothing (reactive_scaling_bench, perf: finish_task_switch). A few
+  // polls keep a burst's follow-up messages cheap; then the worker sleeps.
+  caf_cfg.set("work-stealing.moderate-poll-attempts", size_t{0});
 }
 
 int run_agent(const config& cfg, const plan_builder& plan) {

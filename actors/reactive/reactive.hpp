@@ -4,10 +4,11 @@
 // reactive_quota keeper for the tenants' caps.
 //
 //   reactive (supervisor) ── reactive_quota
-//                         └─ reactive_scaler × N   (one per target; asks the quota's relay)
+//                         ├─ metric_reader         (Prometheus, batched for every scaler)
+//                         └─ reactive_scaler × N   (one per target; asks the quota's and the reader's relays)
 //
-// A scaler evaluates its target every evaluationInterval: it asks Prometheus for the metric's
-// samples over the longest window, decides with model.hpp, and carries a step out on the target's
+// A scaler evaluates its target every evaluationInterval: it asks the metric reader for the
+// metric's samples over the longest window, decides with model.hpp, and carries a step out on the target's
 // /scale subresource. What must survive a restart lives on the target: its replicas, and the last
 // scale event (annotation headroom.dev/reactive-scale), written *before* /scale as the step's
 // intent, so a headroom killed between the two finishes the step on restart instead of losing or
@@ -62,14 +63,26 @@ struct scaler_spec {
 struct scaler_context {
   scaler_spec spec;
   k8s::client* kube = nullptr;
-  std::shared_ptr<prom::client> prom;
   scaler_metrics metrics;
   caf::actor events;  // the event_recorder's relay (actors/k8s/event_recorder.hpp)
 };
 using scaler_context_ptr = std::shared_ptr<const scaler_context>;
 
-// `quota`: the quota keeper's relay (ignored when the spec has no tenant).
-caf::actor spawn_reactive_scaler(caf::actor_system& sys, scaler_context_ptr ctx, caf::actor quota);
+// `quota`: the quota keeper's relay (ignored when the spec has no tenant); `reader`: the metric
+// reader's relay.
+caf::actor spawn_reactive_scaler(caf::actor_system& sys, scaler_context_ptr ctx, caf::actor quota, caf::actor reader);
+
+struct reader_options {
+  std::shared_ptr<prom::client> prom;
+  // How long the first request of a batch waits for others. Scalers evaluate in a few slots per
+  // interval (see the scaler), so a slot's requests arrive together and leave as one read.
+  std::chrono::milliseconds batch_delay{2};
+  size_t max_batch = 250;  // queries in one remote read
+  std::function<void(const char* kind, double queries)> count;  // kind: read (a remote read), query
+  std::function<void(double seconds)> request_seconds;          // each request, sent → answered
+};
+
+caf::actor spawn_metric_reader(caf::actor_system& sys, reader_options opts);
 
 using quota_caps = std::map<std::string, int32_t>;  // tenant → hard cap on replicas summed
 

@@ -23,17 +23,6 @@
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
 
-namespace headroom::actors::reactive {
-
-// The scaler's private message: a Prometheus answer, from the I/O thread back to the same actor.
-struct metric_reply {
-  uint64_t evaluation = 0;
-  prom::query_result result;
-};
-
-}  // namespace headroom::actors::reactive
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::reactive::metric_reply)
 
 namespace headroom::actors::reactive {
 
@@ -65,6 +54,7 @@ struct scaler_state {
   scaler_context_ptr ctx;
   std::string id;  // the target's id, for logs
   caf::actor quota;
+  caf::actor reader;  // the metric reader's relay
   api_calls<call_info> calls;
   std::shared_ptr<const k8s::resource_kind> kind;  // held by every call's callback too
   std::string uid;
@@ -82,6 +72,7 @@ struct scaler_state {
   bool oscillation_alert = false;
   uint64_t evaluation = 0;
   bool evaluating = false;     // a query or a step in flight
+  bool awaiting_metric = false;  // the query of evaluation `evaluation` is unanswered
   steady::time_point next_due;
   steady::time_point due;      // of the evaluation in flight
   std::optional<step> stepping;
@@ -333,34 +324,42 @@ void evaluate(scaler_actor* self, steady::time_point due) {
   auto& s = self->state;
   const auto& sp = spec(self);
   s.evaluating = true;
+  s.awaiting_metric = true;
   s.due = due;
-  const uint64_t n = ++s.evaluation;
-  const double now = wall_now();
-  const std::string q = prom::window_query(sp.metric, query_window_seconds(sp.rules),
-                                                 std::max<long>(1, static_cast<long>(sp.rules.resolution.count() / 1000)));
-  caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(caf::actor_cast<caf::actor>(self));
-  s.ctx->prom->query(q, now, [weak, n](prom::query_result r) {
-    if (auto strong = weak.lock())
-      caf::anon_send(caf::actor_cast<caf::actor>(strong), metric_reply{n, std::move(r)});
-  });
+  msg::metric_request req;
+  req.evaluation = ++s.evaluation;
+  req.metric = sp.metric;
+  req.window_s = query_window_seconds(sp.rules);
+  req.step_s = std::max<long>(1, static_cast<long>(sp.rules.resolution.count() / 1000));
+  req.at = wall_now();
+  self->send(s.reader, std::move(req));
 }
 
-void on_metric(scaler_actor* self, metric_reply& reply) {
+// No answer from the reader (it restarted and lost the batch, or its relay was down): after the
+// query timeout's worth, this evaluation counts as a failed one and the next may start.
+bool metric_overdue(scaler_actor* self, steady::time_point now) {
+  const auto limit = std::max<std::chrono::milliseconds>(std::chrono::seconds(15), 3 * spec(self).rules.evaluation_interval);
+  return self->state.awaiting_metric && now - self->state.due > limit;
+}
+
+void on_metric(scaler_actor* self, msg::metric_samples& reply) {
   auto& s = self->state;
   const auto& m = s.ctx->metrics;
-  if (reply.evaluation != s.evaluation || !s.evaluating)
+  if (reply.evaluation != s.evaluation || !s.evaluating || !s.awaiting_metric)
     return;
-  if (auto* none = std::get_if<prom::no_metric>(&reply.result)) {
+  s.awaiting_metric = false;
+  if (!reply.ok || reply.times.empty()) {
+    const std::string& why = reply.ok ? "no samples" : reply.reason;
     ++s.failures;
     m.add("headroom_reactive_metric_query_failures_total", 1);
     m.decided(to_string(action::none), to_string(reason::no_metric));
     runtime::log::warn(actor_name, "no metric: skipping this evaluation",
-                       {{"target", tid(self)}, {"reason", none->reason}, {"consecutive", static_cast<int64_t>(s.failures)}});
+                       {{"target", tid(self)}, {"reason", why}, {"consecutive", static_cast<int64_t>(s.failures)}});
     if (s.failures >= metric_alert_after && !s.metric_alert) {
       s.metric_alert = true;
       m.set("headroom_reactive_metric_alert", 1);
       record_event(self, "Warning", "MetricUnavailable", "Evaluate",
-                   std::to_string(s.failures) + " evaluations in a row without the metric (" + none->reason +
+                   std::to_string(s.failures) + " evaluations in a row without the metric (" + why +
                        "); not scaling until it returns");
     }
     s.evaluating = false;
@@ -372,11 +371,13 @@ void on_metric(scaler_actor* self, metric_reply& reply) {
     record_event(self, "Normal", "MetricRecovered", "Evaluate", "the metric is back after " + std::to_string(s.failures) + " failed evaluations");
   }
   s.failures = 0;
-  const auto& series = std::get<prom::series>(reply.result);
-  m.set("headroom_reactive_metric_value", series.samples.back().v);
+  std::vector<prom::sample> samples(reply.times.size());
+  for (size_t i = 0; i < samples.size(); ++i)
+    samples[i] = prom::sample{reply.times[i], reply.values[i]};
+  m.set("headroom_reactive_metric_value", samples.back().v);
   report_quota(self);
   const double now = wall_now();
-  auto d = decide(spec(self).rules, series.samples, now, s.current, s.last, s.backoff_until);
+  auto d = decide(spec(self).rules, samples, now, s.current, s.last, s.backoff_until);
   note(self, d);
   if (d.what == action::none) {
     s.evaluating = false;
@@ -581,18 +582,28 @@ void on_api(scaler_actor* self, msg::api_reply& r) {
   }
 }
 
-caf::behavior scaler_behavior(scaler_actor* self, scaler_context_ptr ctx, caf::actor quota) {
+caf::behavior scaler_behavior(scaler_actor* self, scaler_context_ptr ctx, caf::actor quota, caf::actor reader) {
   auto& s = self->state;
   s.ctx = std::move(ctx);
   s.id = s.ctx->spec.target.id();
   s.quota = std::move(quota);
-  // Targets start spread over one interval (by a hash of their id), so a thousand of them do not
-  // query Prometheus in the same millisecond every interval.
+  s.reader = std::move(reader);
+  // Targets evaluate in one of `slots` slots per interval (by a hash of their id): spread, so a
+  // thousand of them do not hit Prometheus and the API server in the same millisecond, yet a
+  // slot's evaluations reach the metric reader together and leave as one remote read, and the
+  // actor system wakes a few times per interval rather than once per target.
+  constexpr int64_t slots = 25;
   const auto interval = s.ctx->spec.rules.evaluation_interval;
-  const auto offset = std::chrono::milliseconds(static_cast<int64_t>(std::hash<std::string>{}(s.id) %
-                                                                     static_cast<size_t>(std::max<int64_t>(1, interval.count()))));
-  s.next_due = self->clock().now() + offset;
-  self->delayed_send(self, offset, msg::tick_atom_v, uint64_t{0});
+  const auto slot = static_cast<int64_t>(std::hash<std::string>{}(s.id) % static_cast<size_t>(slots));
+  // Slots are phases of the clock itself, not of each scaler's start: scalers started one after
+  // another (a thousand take a while) still share their slot's instant.
+  const auto now = self->clock().now();
+  const auto since_epoch = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch());
+  auto first = now - (since_epoch % interval) + std::chrono::milliseconds(slot * interval.count() / slots);
+  if (first < now)
+    first += interval;
+  s.next_due = first;
+  self->delayed_send(self, first - now, msg::tick_atom_v, uint64_t{0});
   return {
       [self](msg::tick_atom, uint64_t) {
         auto& s = self->state;
@@ -606,21 +617,27 @@ caf::behavior scaler_behavior(scaler_actor* self, scaler_context_ptr ctx, caf::a
           recover(self);
           return;
         }
+        if (metric_overdue(self, now)) {
+          msg::metric_samples lost;
+          lost.evaluation = s.evaluation;
+          lost.reason = "no answer from the metric reader";
+          on_metric(self, lost);
+        }
         if (s.evaluating) {
           s.ctx->metrics.add("headroom_reactive_evaluations_skipped_total", 1);
           return;
         }
         evaluate(self, due);
       },
-      [self](metric_reply& r) { on_metric(self, r); },
+      [self](msg::metric_samples& r) { on_metric(self, r); },
       [self](msg::api_reply& r) { on_api(self, r); },
   };
 }
 
 }  // namespace
 
-caf::actor spawn_reactive_scaler(caf::actor_system& sys, scaler_context_ptr ctx, caf::actor quota) {
-  return sys.spawn(scaler_behavior, std::move(ctx), std::move(quota));
+caf::actor spawn_reactive_scaler(caf::actor_system& sys, scaler_context_ptr ctx, caf::actor quota, caf::actor reader) {
+  return sys.spawn(scaler_behavior, std::move(ctx), std::move(quota), std::move(reader));
 }
 
 }  // namespace headroom::actors::reactive

@@ -75,4 +75,33 @@ void client::query(const std::string& promql, std::optional<double> at, std::fun
   });
 }
 
+void client::read(const std::vector<raw_query>& queries, std::function<void(std::vector<query_result>)> cb) {
+  http::http_request req;
+  req.tls = tls_;
+  req.method = "POST";
+  req.url = opts_.url + "/api/v1/read";
+  req.body = encode_read_request(queries);
+  req.timeout = opts_.timeout;
+  req.compressed = false;  // the body is snappy-compressed already
+  req.headers = {"Content-Type: application/x-protobuf", "Content-Encoding: snappy",
+                 "X-Prometheus-Remote-Read-Version: 0.1.0", "User-Agent: headroom"};
+  if (!authorization_.empty())
+    req.headers.push_back(authorization_);
+  const size_t n = queries.size();
+  io_.submit(std::move(req), [n, cb = std::move(cb)](http::http_response r) {
+    auto all = [n](std::string why) { return std::vector<query_result>(n, no_metric{runtime::redact(std::move(why))}); };
+    if (r.cancelled)
+      return cb(all("remote read cancelled"));
+    if (r.status == 0)
+      return cb(all("Prometheus unreachable: " + r.transport_error));
+    if (r.status != 200) {  // Prometheus answers errors here in plain text
+      std::string why = r.body.substr(0, 200);
+      while (!why.empty() && (why.back() == '\n' || why.back() == '\r'))
+        why.pop_back();
+      return cb(all("Prometheus answered " + std::to_string(r.status) + " to the remote read: " + why));
+    }
+    cb(decode_read_response(r.body, n));
+  });
+}
+
 }  // namespace headroom::prom

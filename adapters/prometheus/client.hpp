@@ -1,7 +1,7 @@
 #pragma once
 
-// Instant queries against the Prometheus HTTP API (GET /api/v1/query) over the shared libcurl
-// transport. Basic auth or a bearer token, and a CA bundle; both secrets are registered with the
+// Instant queries against the Prometheus HTTP API (GET /api/v1/query), and remote reads of raw
+// samples (POST /api/v1/read, remote_read.hpp), over the shared libcurl transport. Basic auth or a bearer token, and a CA bundle; both secrets are registered with the
 // secret registry and never reach a log or an error. Every failure — no connection, a non-2xx
 // answer, a body that is not exactly one finite series — comes back as no_metric with the reason.
 
@@ -13,6 +13,7 @@
 
 #include "adapters/http/transport.hpp"
 #include "adapters/prometheus/query.hpp"
+#include "adapters/prometheus/remote_read.hpp"
 
 namespace headroom::prom {
 
@@ -31,6 +32,10 @@ class client {
   // One instant query evaluated at `at` (seconds since the epoch; nullopt = the server's now).
   // `cb` runs on the transport's I/O thread.
   void query(const std::string& promql, std::optional<double> at, std::function<void(query_result)> cb);
+
+  // One remote read (POST /api/v1/read) of many selectors' raw samples; `cb` (on the I/O thread)
+  // gets one result per query, in order. A failed request makes every result no_metric.
+  void read(const std::vector<raw_query>& queries, std::function<void(std::vector<query_result>)> cb);
 
   const std::string& url() const { return opts_.url; }
 

@@ -1,5 +1,6 @@
-// libFuzzer: the Prometheus query decoder, the /scale decoder, kind discovery and the scale
-// annotation never crash on hostile input; a failure always says why, and a success is always one
+// libFuzzer: the Prometheus query decoder, the selector parser, the remote-read response decoder
+// (the input as the body, and snappy-compressed as the protobuf), the /scale decoder, kind
+// discovery and the scale annotation never crash on hostile input; a failure always says why, and a success is always one
 // series of finite samples (never NaN or ±Inf), a replica count never negative.
 #include <cmath>
 #include <cstdint>
@@ -8,6 +9,9 @@
 #include "actors/reactive/model.hpp"
 #include "adapters/k8s/scale.hpp"
 #include "adapters/prometheus/query.hpp"
+#include "adapters/prometheus/remote_read.hpp"
+
+#include <snappy.h>
 
 extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   const std::string_view in{reinterpret_cast<const char*>(data), size};
@@ -37,5 +41,24 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!last && error.empty())
     __builtin_trap();
   (void)prom::is_selector(in);
+  std::string why;
+  if (!prom::parse_selector(in, why) && why.empty())
+    __builtin_trap();
+  auto check_read = [](const std::vector<prom::query_result>& results, size_t n) {
+    if (results.size() != n)
+      __builtin_trap();
+    for (const auto& r : results) {
+      if (auto* none = std::get_if<prom::no_metric>(&r); none && none->reason.empty())
+        __builtin_trap();
+      if (auto* s = std::get_if<prom::series>(&r))
+        for (const auto& x : s->samples)
+          if (!std::isfinite(x.v))
+            __builtin_trap();
+    }
+  };
+  check_read(prom::decode_read_response(in, 2), 2);
+  std::string packed;
+  snappy::Compress(in.data(), in.size(), &packed);
+  check_read(prom::decode_read_response(packed, 1), 1);
   return 0;
 }

@@ -504,6 +504,20 @@ TEST(reactive, sigkill_mid_window_and_restart_neither_acts_early_nor_loses_nor_d
   EXPECT_FALSE(e.watched->ended) << "the watch ended: writes may have gone unseen";
 }
 
+// Every scenario above read its selector metric through Prometheus' remote-read API, batched by the
+// metric reader: reads happened, each carried at least one target's query, and no target fell back
+// to a subquery through the query API.
+TEST(reactive, selector_metrics_are_read_in_batches_through_remote_read) {
+  REQUIRE_ENV(e);
+  const auto reads = agent_metric(e, "headroom_reactive_prometheus_requests_total{kind=\"read\"}");
+  const auto queries = agent_metric(e, "headroom_reactive_prometheus_queries_total{kind=\"read\"}");
+  ASSERT_FALSE(reads.empty());
+  ASSERT_FALSE(queries.empty());
+  EXPECT_GT(std::stod(reads), 0);
+  EXPECT_GE(std::stod(queries), std::stod(reads));
+  EXPECT_EQ(agent_metric(e, "headroom_reactive_prometheus_requests_total{kind=\"query\"}"), "0");
+}
+
 // The Grafana dashboard's reactive panels query only what this run exported (after the scenarios
 // above: steps both ways, refusals, quotas, oscillation, missing metrics). The runtime row is
 // checked by bigfleet_agent: this mode has no policy buffers.
