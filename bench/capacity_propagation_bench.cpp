@@ -16,6 +16,8 @@
 
 #include <cmath>
 #include <cstring>
+#include <ctime>
+#include <fstream>
 #include <functional>
 #include <iostream>
 #include <optional>
@@ -56,6 +58,7 @@ std::string running_runner_placeholder(const world& w) {
 struct measured {
   latencies lat;
   int superseded = 0;
+  std::vector<std::string> slow;  // every transition over 200 ms: direction, value, when, how long
 };
 measured measure(const world& w, int64_t set, int64_t pool, bool stock) {
   simdjson::dom::parser p1, p2;
@@ -114,6 +117,13 @@ measured measure(const world& w, int64_t set, int64_t pool, bool stock) {
         (up ? out.lat.up : out.lat.down).push_back(*ms);
       else
         ++out.superseded;
+      if (ms && *ms > 200) {
+        const auto t = clock_type::to_time_t(at);
+        char when[32];
+        std::strftime(when, sizeof when, "%H:%M:%S", std::gmtime(&t));
+        out.slow.push_back(std::string{up ? "rise" : "drop"} + " to " + std::to_string(ready) + " seen by the simulator at " +
+                           when + "Z: " + std::to_string(static_cast<int64_t>(*ms)) + " ms to a poll carrying it");
+      }
     }
     prev = ready;
   }
@@ -203,6 +213,14 @@ bool run(env& e, const char* mode, bool repoll, int cycles) {
   report(mode, "decrease", m.lat.down);
   if (m.superseded > 0)
     std::cerr << mode << ": " << m.superseded << " transitions were superseded before a poll carried them\n";
+  // Each slow transition, to trace in headroom's log, which is kept (the cluster's directory goes).
+  for (const auto& line : m.slow)
+    std::cerr << mode << ": slow " << line << "\n";
+  if (!m.slow.empty()) {
+    const std::string kept = "/tmp/capacity_propagation_" + std::string{mode} + ".log";
+    std::ofstream(kept) << w.headroom->full_log();
+    std::cerr << mode << ": headroom's log: " << kept << "\n";
+  }
   w.headroom->stop();
   return true;
 }

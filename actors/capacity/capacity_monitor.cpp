@@ -66,6 +66,7 @@ struct monitor_state {
   bool pools_limited = false;  // as last logged
   std::map<std::string, pair_entry> pairs;  // slot → pair (capacity, placed or not yet)
   std::map<std::string, caf::actor> handoffs;  // slot → consumed pair still holding the workflow's room
+  std::deque<std::string> handoff_order;       // their slots, oldest first (ended ones skipped)
   std::set<std::string> deleting;           // foreign placeholders being deleted
   std::set<std::string> retired;            // slots whose pair ended: never adopted again
   api_calls<call_info> calls;
@@ -172,6 +173,29 @@ void on_pool(monitor_actor* self, const msg::object_event<k8s::unstructured>& e)
   st.pools[name] = {nodepool_matches(p, spec), nodepool_has_room(p, pair_requests(spec))};
 }
 
+// A hand-off holds a workflow's room for a job in flight, and there are at most as many of those
+// as assigned jobs or runner pods still going. Beyond that a hand-off holds room for a job that is
+// over, because its workflow pod ran elsewhere; without this it would hold that room until
+// placeholderReadyTimeout (found by the burst scenario's metric check: 8 placeholders Running for 2
+// ready pairs after the jobs). The oldest go first: their jobs started first.
+void end_finished_handoffs(monitor_actor* self, int64_t jobs_in_flight) {
+  auto& st = self->state;
+  while (static_cast<int64_t>(st.handoffs.size()) > jobs_in_flight && !st.handoff_order.empty()) {
+    const auto slot = st.handoff_order.front();
+    st.handoff_order.pop_front();
+    auto h = st.handoffs.find(slot);
+    if (h == st.handoffs.end())
+      continue;  // ended another way already
+    runtime::log::info(actor_name, "hand-off ended: no job in flight needs its workflow room",
+                       {{"scale_set", st.ctx->spec.name}, {"slot", slot}, {"jobs_in_flight", jobs_in_flight}});
+    self->send_exit(h->second, caf::exit_reason::user_shutdown);
+    st.handoffs.erase(h);
+    st.retired.insert(slot);
+  }
+  while (!st.handoff_order.empty() && st.handoffs.count(st.handoff_order.front()) == 0)
+    st.handoff_order.pop_front();  // keep the order list as short as the map
+}
+
 void recompute(monitor_actor* self) {
   auto& st = self->state;
   if (!st.acting)
@@ -182,7 +206,7 @@ void recompute(monitor_actor* self) {
   in.proactive = spec.proactive_capacity;
   in.queued = st.queued;
   in.assigned_jobs = st.assigned;
-  int64_t placeholder_pods = 0;
+  int64_t placeholder_pods = 0, runners_going = 0;
   std::set<std::string> slots_seen;
   for (const auto& p : st.ctx->pods->list()) {
     auto r = role_of(*p);
@@ -191,6 +215,8 @@ void recompute(monitor_actor* self) {
     if (*r == role::runner) {
       if (p->phase == "Running" && !p->node_name.empty() && p->meta.deletion_timestamp.empty())
         ++in.runners_placed;
+      if (p->phase != "Succeeded" && p->phase != "Failed" && p->meta.deletion_timestamp.empty())
+        ++runners_going;
       continue;
     }
     ++placeholder_pods;
@@ -233,6 +259,7 @@ void recompute(monitor_actor* self) {
     }
   }
   std::erase_if(st.retired, [&](const std::string& slot) { return slots_seen.count(slot) == 0; });
+  end_finished_handoffs(self, std::max(in.assigned_jobs, runners_going));
   for (const auto& [slot, e] : st.pairs)
     if (e.state == state_t::ready)
       ++in.ready_pairs;
@@ -304,6 +331,7 @@ void recompute(monitor_actor* self) {
           st.owed.pop_front();
           self->send(e.actor, msg::pair_report{state_t::consumed, victims[i], "handed to a newly assigned job"});
           st.handoffs[victims[i]] = e.actor;
+          st.handoff_order.push_back(victims[i]);
           st.pairs.erase(victims[i]);
           continue;
         }
@@ -544,6 +572,7 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
       self->send_exit(a, caf::exit_reason::user_shutdown);
     s.pairs.clear();
     s.handoffs.clear();
+    s.handoff_order.clear();
     s.acting = false;
     s.stopping = true;
     s.stop_reason = m.reason;
@@ -657,6 +686,7 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
           if (!s.owed.empty())
             s.owed.pop_front();
           s.handoffs[r.slot] = it->second.actor;
+          s.handoff_order.push_back(r.slot);
           s.pairs.erase(it);
           recompute(self);
           return;

@@ -89,6 +89,19 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
   EXPECT_TRUE(eventually([&] { return series("gha_capacity_advertised_running_pairs") == w.ready_pairs(); }, 30s))
       << "running pairs: headroom " << series("gha_capacity_advertised_running_pairs") << ", cluster " << w.ready_pairs()
       << " (" << w.placeholders_running() << " placeholders Running)";
+  // Once the jobs are over, a hand-off (a lone workflow placeholder) is left only for a runner pod
+  // still going (an idle runner may yet take a job), never beyond.
+  auto runners_going = [&] {
+    auto r = e.c->kubectl({"-n", "capacity-burst", "get", "pods", "-l", "headroom.dev/role=runner", "-o",
+                           "jsonpath={range .items[*]}{.status.phase}{\"\\n\"}{end}"});
+    return static_cast<int>(std::count(r.out.begin(), r.out.end(), '\n')) -
+           static_cast<int>(std::count(r.out.begin(), r.out.end(), 'S')) -  // Succeeded
+           static_cast<int>(std::count(r.out.begin(), r.out.end(), 'F'));   // Failed
+  };
+  EXPECT_TRUE(eventually([&] { return w.placeholders_running() - 2 * w.ready_pairs() <= runners_going(); }, 30s))
+      << "hand-offs outlive the jobs: " << w.placeholders_running() << " placeholders Running for " << w.ready_pairs()
+      << " pairs and " << runners_going() << " runner pods going\n"
+      << e.c->kubectl({"-n", "capacity-burst", "get", "pods", "--show-labels"}).out << w.headroom->log();
   EXPECT_GE(series("gha_capacity_advertised_pair_creates_total"), 2) << "at least the warm pool";
   EXPECT_GT(series("gha_capacity_propagation_seconds_count"), 0);
   EXPECT_GE(series("gha_capacity_nodepool_limited"), 0) << "exported for every scale set";
