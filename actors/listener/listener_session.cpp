@@ -25,6 +25,7 @@ struct listener_state {
   bool polling = false;
   bool poll_cancelled = false;  // the in-flight poll was cancelled; its reply starts the next
   int64_t poll_capacity = 0;  // what the in-flight poll advertised
+  uint64_t poll_seq = 0;      // the in-flight poll's number
   int64_t desired = 0;        // the newest capacity
   int64_t last_message_id = 0;
   std::optional<github::session_message> handling;  // acked, not yet acquired/forwarded
@@ -38,14 +39,16 @@ struct listener_state {
 using listener_actor = caf::stateful_actor<listener_state>;
 
 // The callback of an Actions call: its result goes back to the actor as actions_reply.
+// `poll`: the poll's number (polls only), carried whatever the outcome.
 template <class T, class Fill>
-std::function<void(github::actions_result<T>)> reply_to(listener_actor* self, reply_op op, Fill fill) {
+std::function<void(github::actions_result<T>)> reply_to(listener_actor* self, reply_op op, Fill fill, uint64_t poll = 0) {
   caf::actor me = caf::actor_cast<caf::actor>(self);
   const uint64_t generation = self->state.generation;
-  return [me, op, generation, fill](github::actions_result<T> r) {
+  return [me, op, generation, poll, fill](github::actions_result<T> r) {
     actions_reply out;
     out.what = op;
     out.generation = generation;
+    out.poll = poll;
     if (auto* e = std::get_if<github::actions_error>(&r))
       out.error = std::move(*e);
     else
@@ -126,12 +129,14 @@ void start_poll(listener_actor* self) {
   st.polling = true;
   st.poll_cancelled = false;
   st.poll_capacity = st.desired;
+  const uint64_t seq = ++st.poll_seq;
   if (st.peers.capacity)
     self->send(st.peers.capacity, msg::capacity_polled{st.desired});
   st.poll = st.client->get_message(
       st.session, st.last_message_id, st.desired,
       reply_to<std::optional<github::session_message>>(
-          self, reply_op::poll, [](actions_reply& r, std::optional<github::session_message> m) { r.message = std::move(m); }));
+          self, reply_op::poll, [](actions_reply& r, std::optional<github::session_message> m) { r.message = std::move(m); },
+          seq));
 }
 
 void retry_later(listener_actor* self, const github::actions_error& e) {
@@ -227,12 +232,27 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
                                {{"scale_set", s.opts.scale_set_id}, {"was", s.poll_capacity}, {"now", s.desired}});
           s.poll_cancelled = true;
           s.poll->cancel();  // its reply (cancelled) starts the new poll, with the newest value
+          // A cancel answered in microseconds as a rule; if its answer is lost below this actor
+          // (once in ~1,000 rises in capacity_propagation_bench a re-poll carrying the new value
+          // came only a full 50 s hold later, cause not found), give that poll up after 1 s and
+          // poll again, so placed room is never held back for a hold.
+          self->delayed_send(self, std::chrono::seconds(1), msg::tick_atom_v, s.generation, s.poll_seq);
         }
       },
       [self](msg::update_atom) {
         auto& s = self->state;
         if (s.stats && s.opts.scale_set_id != 0)
           self->send(caf::actor_cast<caf::actor>(self->current_sender()), msg::scale_set_update{s.opts.scale_set_id, *s.stats, {}});
+      },
+      [self](msg::tick_atom, uint64_t generation, uint64_t poll) {  // a cancelled poll's deadline
+        auto& s = self->state;
+        if (generation != s.generation || poll != s.poll_seq || !s.polling || !s.poll_cancelled)
+          return;  // answered in time
+        runtime::log::warn(actor_name, "a cancelled poll did not end within 1 s: giving it up and polling again",
+                           {{"scale_set", s.opts.scale_set_id}, {"capacity", s.desired}});
+        s.polling = false;
+        s.poll.reset();  // its late answer names an older poll and is ignored
+        start_poll(self);
       },
       [self](msg::tick_atom, uint64_t generation) {
         auto& s = self->state;
@@ -261,6 +281,8 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
           self->quit(s.stop_reason);
           return;
         }
+        if (r.what == reply_op::poll && (r.poll != s.poll_seq || !s.polling))
+          return;  // a poll given up on (see the cancel deadline in set_max_capacity)
         if (r.error && r.error->what == K::session_not_found) {
           runtime::log::warn(actor_name, "the session is gone: opening a new one", {{"scale_set", s.opts.scale_set_id}});
           s.polling = false;
