@@ -19,7 +19,7 @@
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/decode.hpp"
 #include "adapters/k8s/scale.hpp"
-#include "adapters/prometheus/client.hpp"
+#include "adapters/prometheus/query.hpp"  // prom::sample; the metric reader owns the client
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
 
