@@ -68,7 +68,10 @@ struct monitor_state {
   std::map<std::string, caf::actor> handoffs;  // slot → consumed pair still holding the workflow's room
   std::deque<std::string> handoff_order;       // their slots, oldest first (ended ones skipped)
   std::set<std::string> deleting;           // foreign placeholders being deleted
-  std::set<std::string> retired;            // slots whose pair ended: never adopted again
+  // Slots whose pair ended (never adopted again), and when. A pod of one that outlives its pair by
+  // retire_grace is deleted here: a pair stopped while its creates were in flight deletes before
+  // they land, and the pods it made then have no owner but this process's owner ConfigMap.
+  std::map<std::string, caf::actor_clock::time_point> retired;
   api_calls<call_info> calls;
   int setup_pending = 0;
   bool acting = false;  // start-up done: the owner is known
@@ -117,6 +120,13 @@ std::optional<role> role_of(const k8s::pod& p) {
   return std::nullopt;
 }
 
+constexpr auto retire_grace = std::chrono::seconds(2);
+constexpr auto retire_memory = std::chrono::seconds(60);
+
+void retire(monitor_actor* self, const std::string& slot) {
+  self->state.retired.emplace(slot, self->clock().now());
+}
+
 void stop_pair(monitor_actor* self, const std::string& slot) {
   auto& st = self->state;
   auto it = st.pairs.find(slot);
@@ -124,7 +134,7 @@ void stop_pair(monitor_actor* self, const std::string& slot) {
     return;
   self->send_exit(it->second.actor, caf::exit_reason::user_shutdown);
   st.pairs.erase(it);
-  st.retired.insert(slot);
+  retire(self, slot);
   ++st.pair_deletes;
   st.ctx->metrics.add("gha_capacity_advertised_pair_deletes_total", 1);
 }
@@ -190,7 +200,7 @@ void end_finished_handoffs(monitor_actor* self, int64_t jobs_in_flight) {
                        {{"scale_set", st.ctx->spec.name}, {"slot", slot}, {"jobs_in_flight", jobs_in_flight}});
     self->send_exit(h->second, caf::exit_reason::user_shutdown);
     st.handoffs.erase(h);
-    st.retired.insert(slot);
+    retire(self, slot);
   }
   while (!st.handoff_order.empty() && st.handoffs.count(st.handoff_order.front()) == 0)
     st.handoff_order.pop_front();  // keep the order list as short as the map
@@ -237,14 +247,28 @@ void recompute(monitor_actor* self) {
       }
       continue;
     }
-    if (slot == nullptr || st.pairs.count(*slot) > 0 || st.handoffs.count(*slot) > 0 || st.retired.count(*slot) > 0)
+    if (slot == nullptr || st.pairs.count(*slot) > 0 || st.handoffs.count(*slot) > 0)
       continue;
+    if (auto ended = st.retired.find(*slot); ended != st.retired.end()) {
+      if (p->meta.deletion_timestamp.empty() && self->clock().now() - ended->second > retire_grace &&
+          st.deleting.insert(p->meta.name).second) {
+        runtime::log::info(actor_name, "deleting a placeholder its ended pair left behind",
+                           {{"scale_set", spec.name}, {"slot", *slot}, {"pod", p->meta.name}});
+        k8s::delete_options o;
+        o.grace_period_seconds = 0;
+        auto* kube = st.ctx->kube;
+        start_call(self, {call_kind::pod_delete, p->meta.name, 0}, [kube, ns = spec.ns, name = p->meta.name, o](k8s::api_callback cb) {
+          kube->remove(k8s::kinds::pods, ns, name, o, std::move(cb));
+        });
+      }
+      continue;
+    }
     // This process's placeholder without a pair actor (the monitor restarted): adopt the pair
     // when both pods are still fine; otherwise the pair is over and the survivor goes.
     const auto other = st.ctx->pods->get(
         spec.ns, placeholder_pod_name(spec, *slot, *r == role::runner_placeholder ? role::workflow_placeholder : role::runner_placeholder));
     const auto mine = placeholder_state(p.get()), theirs = placeholder_state(other.get());
-    st.retired.insert(*slot);  // decided once
+    retire(self, *slot);  // decided once
     if (mine != pod_state::gone && theirs != pod_state::gone && theirs != pod_state::absent) {
       runtime::log::info(actor_name, "adopting a placeholder pair", {{"scale_set", spec.name}, {"slot", *slot}});
       st.retired.erase(*slot);
@@ -258,7 +282,11 @@ void recompute(monitor_actor* self) {
       });
     }
   }
-  std::erase_if(st.retired, [&](const std::string& slot) { return slots_seen.count(slot) == 0; });
+  // Forgotten once no pod of it has been seen for a while (a create still in flight when the pair
+  // ended lands later; forgetting its slot sooner would adopt the pods it makes).
+  std::erase_if(st.retired, [&, at = self->clock().now()](const auto& r) {
+    return slots_seen.count(r.first) == 0 && at - r.second > retire_memory;
+  });
   end_finished_handoffs(self, std::max(in.assigned_jobs, runners_going));
   for (const auto& [slot, e] : st.pairs)
     if (e.state == state_t::ready)
@@ -588,14 +616,14 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
     auto& s = self->state;
     for (auto it = s.pairs.begin(); it != s.pairs.end(); ++it)
       if (it->second.actor.address() == d.source) {
-        s.retired.insert(it->first);
+        retire(self, it->first);
         s.pairs.erase(it);
         recompute(self);
         return;
       }
     for (auto it = s.handoffs.begin(); it != s.handoffs.end(); ++it)
       if (it->second.address() == d.source) {
-        s.retired.insert(it->first);
+        retire(self, it->first);
         s.handoffs.erase(it);
         return;
       }
@@ -675,7 +703,7 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
         if (auto h = s.handoffs.find(r.slot); h != s.handoffs.end()) {
           if (r.what == state_t::lost || r.what == state_t::timed_out) {  // the hand-off ended
             s.handoffs.erase(h);
-            s.retired.insert(r.slot);
+            retire(self, r.slot);
           }
           return;
         }
@@ -694,7 +722,7 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
         it->second.state = r.what;
         if (r.what == state_t::lost || r.what == state_t::timed_out) {
           s.pairs.erase(it);
-          s.retired.insert(r.slot);
+          retire(self, r.slot);
           if (r.what == state_t::timed_out) {
             ++s.pair_timeouts;
             s.ctx->metrics.add("gha_capacity_advertised_pair_timeouts_total", 1);
