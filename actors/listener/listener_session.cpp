@@ -281,6 +281,8 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
           self->quit(s.stop_reason);
           return;
         }
+        if (r.what == reply_op::reack)
+          return;  // a repeated ack: the poll in flight reports anything wrong with the session
         if (r.what == reply_op::poll && (r.poll != s.poll_seq || !s.polling))
           return;  // a poll given up on (see the cancel deadline in set_max_capacity)
         if (r.error && r.error->what == K::session_not_found) {
@@ -335,6 +337,17 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
               start_poll(self);
               return;
             }
+            if (s.last_message_id != 0 && r.message->message_id <= s.last_message_id) {
+              // Handled already: its ack failed, so the service sent it again. Ack it once more
+              // and handle it not again, or its started/completed jobs would count twice (found
+              // by the chaos suite: 7 completions for 6 jobs after a 503 storm).
+              runtime::log::info(actor_name, "a message handled before came again (its ack failed): acknowledged, not handled twice",
+                                 {{"scale_set", s.opts.scale_set_id}, {"message_id", r.message->message_id}});
+              s.client->delete_message(s.session, r.message->message_id,
+                                       reply_to<github::done>(self, reply_op::reack, [](actions_reply&, github::done) {}));
+              start_poll(self);
+              return;
+            }
             s.last_message_id = r.message->message_id;
             s.handling = std::move(r.message);
             s.client->delete_message(s.session, s.last_message_id,
@@ -366,6 +379,7 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
             return;
           case reply_op::refresh:
           case reply_op::closed:
+          case reply_op::reack:
             return;
         }
       },

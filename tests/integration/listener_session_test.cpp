@@ -268,5 +268,46 @@ TEST(listener_session, a_started_listener_asks_the_monitor_and_reports_each_poll
   caf::anon_send_exit(monitor, caf::exit_reason::user_shutdown);
 }
 
+int64_t requests(const env& e, const char* route) {
+  simdjson::dom::parser parser;
+  int64_t n = 0;
+  if (parser.parse(e.peer->control("/state").body)["requests"][route].get(n) != simdjson::SUCCESS)
+    return 0;
+  return n;
+}
+
+// The ack of a message fails (503 through every retry), so the service sends the message again:
+// the listener acks it once more and does not handle it twice (its jobs are acquired once, its
+// started/completed transitions counted once).
+TEST(listener_session, a_message_whose_ack_failed_comes_again_and_is_handled_once) {
+  REQUIRE_PEER(e);
+  auto c = client_for(e, "listener-reack-org");
+  const int64_t set = create_scale_set(c, "listener-reack-set");
+  ASSERT_GT(set, 0);
+  auto log = std::make_shared<provisioner_log>();
+  auto prov = spawn_provisioner(*e.sys, log);
+  actors::listener_options o;
+  o.scale_set_id = set;
+  o.owner = "headroom-test";
+  o.initial_capacity = 1;
+  auto l = actors::spawn_listener_session(*e.sys, c, actors::listener_peers{{prov}, {}}, o);
+  ASSERT_TRUE(eventually([&] { return !polls(e, set).empty(); }, 10s));
+  const auto acks = requests(e, "delete_message"), acquires = requests(e, "acquire_jobs");
+  // One more 503 than the client's retries (4): the ack fails for good.
+  ASSERT_EQ(e.peer->control("/faults", R"([{"route":"delete_message","status":503,"count":5}])").status, 200);
+  auto r = e.peer->control("/jobs", R"({"labels":["listener-reack-set"],"count":1})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  simdjson::dom::parser parser;
+  const int64_t id = int64_t(parser.parse(r.body)["ids"].at(0));
+  ASSERT_TRUE(eventually([&] { return job_state(e, id) == "acquired"; }, 10s)) << job_state(e, id);
+  // The redelivered message is acked (the 6th delete) and not acquired again.
+  ASSERT_TRUE(eventually([&] { return requests(e, "delete_message") - acks >= 6; }, 10s))
+      << "deletes: " << requests(e, "delete_message") - acks;
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(requests(e, "acquire_jobs") - acquires, 1) << "the message's jobs were acquired once";
+  caf::anon_send_exit(l, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(prov, caf::exit_reason::user_shutdown);
+}
+
 }  // namespace
 }  // namespace headroom
