@@ -78,6 +78,13 @@ scale_set_metrics make_metrics(runtime::metrics& m, const std::string& scale_set
     if (auto it = h->find(name); it != h->end())
       it->second->Observe(v);
   };
+  auto& errors = prometheus::BuildCounter()
+                     .Name("headroom_actions_errors_total")
+                     .Help("Actions Service calls of the listener that failed after the client's retries, by error kind")
+                     .Register(reg);
+  out.actions_error = [&errors, scale_set](std::string_view kind) {
+    errors.Add({{"scale_set", scale_set}, {"kind", std::string{kind}}}).Increment();
+  };
   return out;
 }
 
@@ -358,6 +365,7 @@ runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_
     o.labels = ctx->spec.labels;
     o.owner = ctx->owner_configmap;
     o.repoll_on_change = ctx->spec.repoll_on_change;
+    o.failed = ctx->metrics.actions_error;
     // Until the monitor answers: nothing confirmed yet, or maxRunners when capacity-unaware.
     o.initial_capacity = ctx->spec.capacity_aware ? 0 : ctx->spec.max_runners;
     return spawn_listener_session(s, ctx->github, listener_peers{{peers.provisioner, peers.monitor}, peers.monitor},

@@ -33,6 +33,21 @@ struct scale_set_update {
   std::vector<job_transition> jobs;
 };
 
+/// listener_session → capacity_monitor: the session it holds (an empty id: none, it deleted it);
+/// capacity_monitor → a restarted listener_session, answering session_atom: the session its
+/// predecessor held and did not delete. A listener that crashed leaves its session in the
+/// service, which would refuse its successor's (409) until it expires, for minutes; the successor
+/// deletes it first. Only the id travels, never a token.
+struct session_held {
+  int64_t scale_set_id = 0;
+  std::string session_id;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_held& x) {
+  return f(caf::meta::type_name("session_held"), x.scale_set_id, x.session_id);
+}
+
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scale_set_statistics& x) {
   return f(caf::meta::type_name("scale_set_statistics"), x.total_available_jobs, x.total_acquired_jobs,

@@ -36,6 +36,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::id_block::headroom_runtime::end)
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::k8s_event))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::metric_request))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::metric_samples))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::session_held))
 
   /// shard_session → rollup: the stream just opened; send a roll-up now, not at the next tick.
   CAF_ADD_ATOM(headroom, headroom::msg, rollup_atom, "rollup")
@@ -43,6 +44,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::id_block::headroom_runtime::end)
   CAF_ADD_ATOM(headroom, headroom::msg, capacity_atom, "capacity")
   /// A (re)started actor → listener_session: send me the latest msg::scale_set_update (no jobs).
   CAF_ADD_ATOM(headroom, headroom::msg, update_atom, "update")
+  /// A (re)started listener_session → capacity_monitor: send me msg::session_held (the session
+  /// my predecessor left, if any).
+  CAF_ADD_ATOM(headroom, headroom::msg, session_atom, "session")
 
 CAF_END_TYPE_ID_BLOCK(headroom)
 

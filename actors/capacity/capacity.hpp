@@ -175,6 +175,11 @@ std::string runner_pod(const scale_set_spec& s, const std::string& name, int64_t
 std::string runner_secret(const scale_set_spec& s, const std::string& name, const std::string& pod_uid,
                           const std::string& encoded_jit_config);
 std::string priority_class_object(const priority_class_spec& p);
+// The PodDisruptionBudget that keeps a workflow pod from preempting a running runner pod when a
+// placeholder could make the room instead (see capacity_monitor.cpp): maxUnavailable 0 over the
+// scale set's runner pods, owned by the per-process owner ConfigMap. Named `<owner>-runners`.
+std::string runner_pdb_name(const owner_ref& owner);
+std::string runner_pdb(const scale_set_spec& s, const owner_ref& owner);
 
 // A random slot id (8 hex characters): unique across processes, so an adopted pair never clashes.
 std::string new_slot_id();
@@ -186,6 +191,7 @@ struct scale_set_metrics {
   std::function<void(const char* gauge, int64_t)> set;       // gha_* gauges
   std::function<void(const char* counter, int64_t)> add;     // gha_*_total counters
   std::function<void(const char* histogram, double)> observe;
+  std::function<void(std::string_view kind)> actions_error;  // headroom_actions_errors_total{kind}
 };
 
 // What every actor of one scale set reads: the spec and the adapters (each safe to use from any

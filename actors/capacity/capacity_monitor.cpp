@@ -45,7 +45,7 @@ struct pair_entry {
   std::string predecessor;
 };
 
-enum class call_kind { priority_class, priority_class_get, owner_create, owner_release, owner_get, owner_list, owner_delete, pod_delete };
+enum class call_kind { priority_class, priority_class_get, owner_create, owner_release, owner_get, owner_list, owner_delete, pod_delete, runner_pdb };
 struct call_info {
   call_kind kind;
   std::string name;
@@ -79,6 +79,10 @@ struct monitor_state {
   int64_t assigned = 0, running_jobs = 0, queued = 0;
   // Newly assigned jobs that no pair has been consumed by or handed to yet (when each was seen).
   std::deque<caf::actor_clock::time_point> owed;
+  // The session the scale set's listener holds (msg::session_held): a listener that crashes
+  // leaves it in the service, and its successor deletes it before making its own. Lost if this
+  // monitor restarts too; the successor then waits for the service to expire it (409s).
+  msg::session_held listener_session;
   int64_t assigned_seen = 0;
   bool assigned_known = false;
   int64_t last_published = -1;
@@ -425,6 +429,20 @@ void finish_setup_step(monitor_actor* self) {
     return;
   st.acting = true;
   runtime::log::info(actor_name, "acting", {{"scale_set", st.ctx->spec.name}, {"owner", st.owner.name}});
+  // The ladder lets a workflow pod (20) preempt a runner pod (0) as readily as a workflow
+  // placeholder (10), and the scheduler even prefers the lower-priority victim: a workflow pod
+  // that found no room on its node killed another job's running runner (found by the chaos
+  // suite) although a workflow placeholder held room for it elsewhere. The scheduler avoids
+  // victims whose PodDisruptionBudget allows no disruption, picking a placeholder whenever one
+  // makes the room; with none it may still preempt (PDBs are best effort there). Standalone only:
+  // in arc mode ARC makes the runner pods.
+  if (st.ctx->spec.standalone && st.ctx->spec.capacity_aware) {
+    auto* kube = st.ctx->kube;
+    start_call(self, {call_kind::runner_pdb, runner_pdb_name(st.owner), 0},
+               [kube, ns = st.ctx->spec.ns, body = runner_pdb(st.ctx->spec, st.owner)](k8s::api_callback cb) {
+                 kube->create(k8s::kinds::pod_disruption_budgets, ns, body, std::move(cb));
+               });
+  }
   recompute(self);
 }
 
@@ -549,6 +567,13 @@ void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& 
         runtime::log::info(actor_name, "owner ConfigMap deleted: placeholders are garbage-collected", {{"configmap", call.name}});
       self->quit(st.stop_reason);
       return;
+    case call_kind::runner_pdb:
+      if (!r.ok && kind != api_kind::already_exists)
+        runtime::log::warn(actor_name, "could not create the runner pods' PodDisruptionBudget: a workflow pod may preempt a running runner",
+                           {{"name", call.name}, {"error", r.error}});
+      else
+        runtime::log::info(actor_name, "runner pods' PodDisruptionBudget in place", {{"name", call.name}});
+      return;
     case call_kind::owner_delete:
     case call_kind::pod_delete:
       if (!r.ok && kind != api_kind::not_found)
@@ -672,6 +697,12 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
         while (static_cast<int64_t>(s.owed.size()) > s.assigned)
           s.owed.pop_front();
         recompute(self);
+      },
+      [self](msg::session_held& h) {  // the listener's session, kept for its successor
+        self->state.listener_session = std::move(h);
+      },
+      [self](msg::session_atom) {  // a restarted listener: the session its predecessor left
+        self->send(caf::actor_cast<caf::actor>(self->current_sender()), self->state.listener_session);
       },
       [self](msg::capacity_atom) {  // a (re)started peer asks for the newest capacity
         auto& s = self->state;

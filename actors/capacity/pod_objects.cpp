@@ -125,6 +125,17 @@ std::string runner_secret(const scale_set_spec& s, const std::string& name, cons
          json_escape(encoded_jit_config) + "}}";
 }
 
+std::string runner_pdb_name(const owner_ref& owner) { return owner.name + "-runners"; }
+
+std::string runner_pdb(const scale_set_spec& s, const owner_ref& owner) {
+  return "{\"apiVersion\":\"policy/v1\",\"kind\":\"PodDisruptionBudget\",\"metadata\":{\"name\":" +
+         json_escape(runner_pdb_name(owner)) + ",\"namespace\":" + json_escape(s.ns) +
+         ",\"labels\":{\"app.kubernetes.io/managed-by\":\"headroom\"," + json_escape(keys::scale_set) + ":" + json_escape(s.name) +
+         "},\"ownerReferences\":" + owner_refs(owner) + "},\"spec\":{\"maxUnavailable\":0,\"selector\":{\"matchLabels\":{" +
+         json_escape(keys::scale_set) + ":" + json_escape(s.name) + "," + json_escape(keys::role) + ":" +
+         json_escape(role_label(role::runner)) + "}}}}";
+}
+
 std::string priority_class_object(const priority_class_spec& p) {
   return std::string{"{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\",\"metadata\":{\"name\":"} +
          json_escape(p.name) + ",\"labels\":{\"app.kubernetes.io/managed-by\":\"headroom\"}},\"value\":" +

@@ -50,6 +50,12 @@ struct provisioner_state {
   // Pods made, not yet seen by the informer (when made): counted until seen, or for a minute at
   // most (a pod deleted before the watch showed it must not hold a runner's place forever).
   std::map<std::string, caf::actor_clock::time_point> made;
+  // Runners whose job started and has not completed yet. Such a runner's pod counts until the
+  // completion arrives even once it has ended: the service still counts its job as assigned, and
+  // a pod that ends a moment before the completion message would otherwise be replaced by a runner
+  // no job is left for (found by the chaos suite: 9 runners for 6 jobs after an API server
+  // restart, 3 of them idle for good).
+  std::set<std::string> busy;
   api_calls<creation> calls;
   int64_t arc_replicas = -1, arc_patch_id = 0;
   static inline const char* name = "headroom.runner_provisioner";
@@ -86,14 +92,19 @@ int64_t live_runner_pods(provisioner_actor* self) {
   const auto now = self->clock().now();
   std::erase_if(st.made, [now](const auto& kv) { return now - kv.second > std::chrono::minutes(1); });
   int64_t n = 0;
+  std::set<std::string> present;
   for (const auto& p : st.ctx->pods->list()) {
     const auto* r = p->meta.label(keys::role);
     if (r == nullptr || *r != role_label(role::runner))
       continue;
     st.made.erase(p->meta.name);
-    if (p->meta.deletion_timestamp.empty() && !terminal(*p))
+    present.insert(p->meta.name);
+    if ((p->meta.deletion_timestamp.empty() && !terminal(*p)) || st.busy.count(p->meta.name) > 0)
       ++n;
   }
+  // A busy runner whose pod is gone altogether died with its job: the service ends that job, and
+  // it holds no runner's place.
+  std::erase_if(st.busy, [&](const std::string& name) { return present.count(name) == 0 && st.made.count(name) == 0; });
   return n;
 }
 
@@ -122,7 +133,13 @@ void reconcile(provisioner_actor* self) {
   }
   if (st.scale_set_id == 0)
     return;
-  const int64_t have = live_runner_pods(self) + st.creating + static_cast<int64_t>(st.made.size());
+  const int64_t live = live_runner_pods(self);
+  const int64_t have = live + st.creating + static_cast<int64_t>(st.made.size());
+  if (have < desired)
+    runtime::log::info(actor_name, "making runners",
+                       {{"scale_set", spec.name}, {"count", desired - have}, {"assigned", st.stats.total_assigned_jobs},
+                        {"capacity", st.cap}, {"live", live}, {"creating", st.creating},
+                        {"made_unseen", static_cast<int64_t>(st.made.size())}, {"busy", static_cast<int64_t>(st.busy.size())}});
   for (int64_t i = have; i < desired; ++i) {
     ++st.creating;
     std::string name = spec.name + "-runner-" + new_slot_id();
@@ -192,11 +209,14 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
         for (const auto& j : u.jobs) {
           if (j.type == msg::job_transition::started) {
             m.add("gha_started_jobs_total", 1);
+            if (!j.runner_name.empty())
+              s.busy.insert(j.runner_name);
             auto assigned = parse_time(j.scale_set_assign_time), started = parse_time(j.runner_assign_time);
             if (assigned && started && *started >= *assigned)
               m.observe("gha_job_startup_duration_seconds", *started - *assigned);
           } else if (j.type == msg::job_transition::completed) {
             m.add("gha_completed_jobs_total", 1);
+            s.busy.erase(j.runner_name);
             if (s.ctx->spec.standalone && !j.runner_name.empty())
               delete_runner_pod(self, j.runner_name);  // ephemeral: its job is done
           }

@@ -33,6 +33,15 @@ struct listener_state {
   std::chrono::milliseconds backoff{0};
   bool stopping = false;
   caf::error stop_reason;
+  // A session a crashed predecessor left in the service (from the monitor, msg::session_held):
+  // deleted before this listener creates its own, or the service would answer 409 until it
+  // expires. `creating`: a create is in flight (then the stale one is deleted at once, and the
+  // client's next conflict retry succeeds).
+  msg::session_held stale;
+  bool creating = false;
+  // Asked the monitor for a session left behind, not answered yet (up to 1 s): the first create
+  // waits for the answer (`open_wanted`), since a create that meets the stale session waits 30 s.
+  bool asking = false, open_wanted = false;
   static inline const char* name = "headroom.listener_session";
 };
 
@@ -111,12 +120,33 @@ void resolve_scale_set(listener_actor* self) {
   });
 }
 
+void delete_stale_session(listener_actor* self) {
+  auto& st = self->state;
+  github::message_session old;
+  old.scale_set_id = st.stale.scale_set_id;
+  old.session_id = st.stale.session_id;
+  runtime::log::info(actor_name, "deleting the session a crashed predecessor left",
+                     {{"scale_set", old.scale_set_id}, {"session", old.session_id}});
+  st.client->delete_session(std::make_shared<github::session_handle>(std::move(old)),
+                            reply_to<github::done>(self, reply_op::stale, [](actions_reply&, github::done) {}));
+  st.stale = {};
+}
+
 void open_session(listener_actor* self) {
   auto& st = self->state;
   ++st.generation;
   st.session.reset();
   st.last_message_id = 0;
   st.handling.reset();
+  if (st.asking) {
+    st.open_wanted = true;
+    return;
+  }
+  if (!st.stale.session_id.empty() && st.stale.scale_set_id == st.opts.scale_set_id) {
+    delete_stale_session(self);  // its answer opens ours
+    return;
+  }
+  st.creating = true;
   st.client->create_session(st.opts.scale_set_id, st.opts.owner,
                             reply_to<github::session_ptr>(self, reply_op::session,
                                                           [](actions_reply& r, github::session_ptr s) { r.session = std::move(s); }));
@@ -139,8 +169,14 @@ void start_poll(listener_actor* self) {
           seq));
 }
 
+void count_failure(listener_actor* self, const github::actions_error& e) {
+  if (self->state.opts.failed && e.what != github::actions_error::kind::cancelled)
+    self->state.opts.failed(github::to_string(e.what));
+}
+
 void retry_later(listener_actor* self, const github::actions_error& e) {
   auto& st = self->state;
+  count_failure(self, e);
   st.backoff = st.backoff.count() == 0 ? st.opts.backoff_initial : std::min(st.backoff * 2, st.opts.backoff_max);
   runtime::log::warn(actor_name, "Actions Service call failed; retrying",
                      {{"scale_set", st.opts.scale_set_id}, {"error", e.describe()}, {"retry_in_ms", st.backoff.count()}});
@@ -194,8 +230,12 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
   st.peers = std::move(peers);
   st.opts = std::move(opts);
   st.desired = std::max<int64_t>(0, st.opts.initial_capacity);
-  if (st.peers.capacity)  // a restarted listener starts from the monitor's newest value
+  if (st.peers.capacity) {  // a restarted listener starts from the monitor's newest value
     self->send(st.peers.capacity, msg::capacity_atom_v);
+    self->send(st.peers.capacity, msg::session_atom_v);  // and deletes a session left behind
+    st.asking = true;
+    self->delayed_send(self, std::chrono::seconds(1), msg::session_atom_v);  // the monitor may be down
+  }
   // Stopping: the session is deleted (the service would otherwise hold it until it expires and a
   // successor would meet 409s), and the actor quits once that is answered or after 3 s.
   self->set_exit_handler([self](caf::exit_msg& m) {
@@ -239,6 +279,26 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
           self->delayed_send(self, std::chrono::seconds(1), msg::tick_atom_v, s.generation, s.poll_seq);
         }
       },
+      [self](msg::session_held& h) {  // the monitor's answer: a session left behind, or none
+        auto& s = self->state;
+        const bool waiting = s.asking && s.open_wanted;
+        s.asking = false;
+        if (!h.session_id.empty() && !s.stopping && !(s.session && s.session->get().session_id == h.session_id)) {
+          s.stale = std::move(h);
+          if (s.creating && s.stale.scale_set_id == s.opts.scale_set_id)
+            delete_stale_session(self);  // the create in flight meets 409s until this is gone
+        }
+        if (waiting)
+          open_session(self);
+      },
+      [self](msg::session_atom) {  // no answer from the monitor within 1 s: go on without one
+        auto& s = self->state;
+        if (!s.asking)
+          return;
+        s.asking = false;
+        if (s.open_wanted)
+          open_session(self);
+      },
       [self](msg::update_atom) {
         auto& s = self->state;
         if (s.stats && s.opts.scale_set_id != 0)
@@ -278,11 +338,21 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
             runtime::log::warn(actor_name, "could not delete the session on shutdown", {{"error", r.error->describe()}});
           else
             runtime::log::info(actor_name, "session deleted", {{"scale_set", s.opts.scale_set_id}});
+          if (s.peers.capacity && !r.error)  // nothing left for a successor to delete
+            self->send(s.peers.capacity, msg::session_held{s.opts.scale_set_id, {}});
           self->quit(s.stop_reason);
           return;
         }
         if (r.what == reply_op::reack)
           return;  // a repeated ack: the poll in flight reports anything wrong with the session
+        if (r.what == reply_op::stale) {
+          if (r.error && r.error->what != K::session_not_found && r.error->what != K::not_found)
+            runtime::log::warn(actor_name, "could not delete the session a crashed predecessor left",
+                               {{"scale_set", s.opts.scale_set_id}, {"error", r.error->describe()}});
+          if (!s.session && !s.creating)
+            open_session(self);  // now ours
+          return;
+        }
         if (r.what == reply_op::poll && (r.poll != s.poll_seq || !s.polling))
           return;  // a poll given up on (see the cancel deadline in set_max_capacity)
         if (r.error && r.error->what == K::session_not_found) {
@@ -303,8 +373,10 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
             open_session(self);
             return;
           case reply_op::session:
+            s.creating = false;
             if (r.error) {
               if (r.error->what == K::session_conflict) {  // the client already retried, bounded
+                count_failure(self, *r.error);
                 runtime::log::error(actor_name, "another listener holds this scale set's session",
                                     {{"scale_set", s.opts.scale_set_id}, {"error", r.error->describe()}});
                 self->quit(caf::make_error(caf::sec::runtime_error, r.error->describe()));
@@ -315,6 +387,8 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
             }
             s.session = std::move(r.session);
             s.backoff = std::chrono::milliseconds{0};
+            if (s.peers.capacity)  // kept by the monitor for a successor, should this actor crash
+              self->send(s.peers.capacity, msg::session_held{s.opts.scale_set_id, s.session->get().session_id});
             runtime::log::info(actor_name, "session open",
                                {{"scale_set", s.opts.scale_set_id}, {"session", s.session->get().session_id},
                                 {"assigned_jobs", s.session->get().stats.total_assigned_jobs}});
@@ -354,8 +428,10 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
                                      reply_to<github::done>(self, reply_op::ack, [](actions_reply&, github::done) {}));
             return;
           case reply_op::ack: {
-            if (r.error)
+            if (r.error) {
+              count_failure(self, *r.error);
               runtime::log::warn(actor_name, "ack failed: the message will come again", {{"error", r.error->describe()}});
+            }
             std::vector<int64_t> ids;
             for (const auto& j : s.handling->jobs)
               if (j.type == github::job_message::available)
@@ -371,15 +447,17 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
             return;
           }
           case reply_op::acquire:
-            if (r.error)
+            if (r.error) {
+              count_failure(self, *r.error);
               runtime::log::warn(actor_name, "acquiring jobs failed; the service re-offers them", {{"error", r.error->describe()}});
-            else
+            } else
               runtime::log::info(actor_name, "jobs acquired", {{"scale_set", s.opts.scale_set_id}, {"count", r.acquired.size()}});
             finish_message(self);
             return;
           case reply_op::refresh:
           case reply_op::closed:
           case reply_op::reack:
+          case reply_op::stale:
             return;
         }
       },

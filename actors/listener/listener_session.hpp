@@ -34,6 +34,8 @@ struct listener_options {
   int64_t initial_capacity = 0;   // advertised until the capacity monitor says otherwise
   bool repoll_on_change = true;   // false: a new capacity waits for the next poll (the stock behaviour)
   std::chrono::milliseconds backoff_initial{1'000}, backoff_max{30'000};  // after a failed call
+  // Told the kind of every call that failed after the client's retries (a metric); may be empty.
+  std::function<void(std::string_view kind)> failed;
 };
 
 // Whom the listener talks to (relays or plain actors; any may be invalid):

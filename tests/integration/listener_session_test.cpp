@@ -206,6 +206,7 @@ struct monitor_log {
   std::mutex m;
   int asked = 0;                  // capacity_atom questions
   std::vector<int64_t> polled;    // capacity_polled values, in order
+  msg::session_held held;         // the listener's session, as a monitor keeps it
   std::vector<int64_t> polled_copy() {
     std::lock_guard lock(m);
     return polled;
@@ -226,6 +227,14 @@ caf::actor spawn_monitor(caf::actor_system& sys, std::shared_ptr<monitor_log> lo
             [log](msg::capacity_polled p) {
               std::lock_guard lock(log->m);
               log->polled.push_back(p.capacity);
+            },
+            [log](msg::session_held& h) {
+              std::lock_guard lock(log->m);
+              log->held = std::move(h);
+            },
+            [self, log](msg::session_atom) {
+              std::lock_guard lock(log->m);
+              self->send(caf::actor_cast<caf::actor>(self->current_sender()), log->held);
             },
         };
       },
@@ -265,6 +274,56 @@ TEST(listener_session, a_started_listener_asks_the_monitor_and_reports_each_poll
   EXPECT_EQ(polls(e, set).size(), before) << "the same capacity again does not re-poll";
 
   caf::anon_send_exit(l, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(monitor, caf::exit_reason::user_shutdown);
+}
+
+// A listener killed (a crash: no session delete) leaves its session in the service; its successor
+// learns of it from the monitor and deletes it before creating its own, instead of meeting 409s
+// until the service expires it (minutes; the chaos suite saw the burst stall 150 s).
+TEST(listener_session, a_restarted_listener_deletes_the_session_its_crashed_predecessor_left) {
+  REQUIRE_PEER(e);
+  auto c = client_for(e, "listener-crash-org");
+  const int64_t set = create_scale_set(c, "listener-crash-set");
+  ASSERT_GT(set, 0);
+  auto log = std::make_shared<monitor_log>();
+  auto monitor = spawn_monitor(*e.sys, log, 1);
+  actors::listener_options o;
+  o.scale_set_id = set;
+  o.owner = "headroom-test";
+  auto first = actors::spawn_listener_session(*e.sys, c, actors::listener_peers{{}, monitor}, o);
+  auto sessions = [&] {
+    simdjson::dom::parser p;
+    std::vector<std::string> out;
+    for (auto s : p.parse(e.peer->control("/state").body)["sessions"].get_array())
+      if (int64_t(s["scaleSetId"]) == set)
+        out.emplace_back(std::string_view(s["sessionId"]));
+    return out;
+  };
+  ASSERT_TRUE(eventually([&] { return !polls(e, set).empty(); }, 10s));
+  std::string old_id;
+  {
+    std::lock_guard lock(log->m);
+    old_id = log->held.session_id;
+  }
+  ASSERT_FALSE(old_id.empty()) << "the listener tells the monitor which session it holds";
+  ASSERT_EQ(sessions(), std::vector<std::string>{old_id});
+  caf::anon_send_exit(first, caf::exit_reason::kill);  // no exit handler runs: the session stays
+  std::this_thread::sleep_for(200ms);
+  ASSERT_EQ(sessions(), std::vector<std::string>{old_id}) << "a killed listener deletes nothing";
+
+  const size_t before = polls(e, set).size();
+  auto second = actors::spawn_listener_session(*e.sys, c, actors::listener_peers{{}, monitor}, o);
+  EXPECT_TRUE(eventually([&] { return polls(e, set).size() > before; }, 5s))
+      << "the successor polls at once, not after the old session expires";
+  auto now = sessions();
+  ASSERT_EQ(now.size(), 1u);
+  EXPECT_NE(now[0], old_id) << "the old session was deleted and a new one made";
+  caf::anon_send_exit(second, caf::exit_reason::user_shutdown);
+  EXPECT_TRUE(eventually([&] { return sessions().empty(); }, 5s));
+  {
+    std::lock_guard lock(log->m);
+    EXPECT_TRUE(log->held.session_id.empty()) << "an orderly stop leaves nothing to delete";
+  }
   caf::anon_send_exit(monitor, caf::exit_reason::user_shutdown);
 }
 
