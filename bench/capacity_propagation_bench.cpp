@@ -236,19 +236,8 @@ int main(int argc, char** argv) {
       stock_cycles = std::atoi(argv[i + 1]);
   }
   env e;
-  e.c = cluster::shared(cluster_options{.karpenter = true});
-  if (!e.c) {
-    std::cerr << "capacity_propagation_bench needs the test control plane: " << cluster::unavailable_reason() << "\n";
+  if (!bench_env(e, "capacity_propagation_bench"))
     return 2;
-  }
-  testpeer::actions_peer::options o;
-  o.pat = pat;
-  o.poll_hold = "50s";
-  e.peer = testpeer::actions_peer::start(o, e.why);
-  if (!e.peer) {
-    std::cerr << "Actions Service peer: " << e.why << "\n";
-    return 2;
-  }
   const bool ok = run(e, "headroom", true, cycles) && (stock_cycles == 0 || run(e, "stock", false, stock_cycles));
   e.peer.reset();
   return ok ? 0 : 1;

@@ -7,6 +7,7 @@
 #include <thread>
 #include <unistd.h>
 
+#include "runtime/fault_hooks.hpp"
 #include "runtime/messages.hpp"
 #include "runtime/http_endpoint.hpp"
 #include "runtime/log.hpp"
@@ -100,6 +101,13 @@ int run_agent(const config& cfg, const plan_builder& plan) {
                                  {"listen", cfg.http.listen},
                                  {"log_level", to_string(cfg.logging.level)}});
   caf::scoped_actor self{sys};
+  // Test-only; an invalid handle unless HEADROOM_TEST_FAULTS=1. Stopped on every way out, or the
+  // actor system would wait for it.
+  struct broker_guard {
+    caf::actor_system& sys;
+    caf::actor broker;
+    ~broker_guard() { stop_fault_broker(sys, broker); }
+  } faults{sys, spawn_fault_broker(sys)};
   auto root = spawn_supervisor(sys, root_opts, std::move(children));
   for (const auto& r : extra.relays)
     own_relay(r, root);

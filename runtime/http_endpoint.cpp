@@ -4,6 +4,7 @@
 
 #include <memory>
 
+#include "runtime/fault_hooks.hpp"
 #include "runtime/http_server.hpp"
 #include "runtime/log.hpp"
 
@@ -23,7 +24,10 @@ struct http_state {
 
 caf::behavior http_behavior(caf::stateful_actor<http_state>* self, std::string listen, metrics* m, readiness* ready) {
   try {
-    self->state.server = std::make_unique<http_server>(listen, *m, *ready);
+    http_server::fault_trigger faults;
+    if (fault_hooks_enabled())
+      faults = [sys = &self->system()](const std::string& child) { return inject_fault(*sys, child); };
+    self->state.server = std::make_unique<http_server>(listen, *m, *ready, std::move(faults));
   } catch (const std::exception& e) {
     log::error("http", "cannot serve", {{"listen", listen}, {"error", e.what()}});
     self->quit(caf::make_error(caf::sec::runtime_error, e.what()));

@@ -49,17 +49,37 @@ class readyz_handler final : public CivetHandler {
   readiness& readiness_;
 };
 
+// Test-only (runtime/fault_hooks.hpp): POST /debug/fault?child=NAME.
+class fault_handler final : public CivetHandler {
+ public:
+  explicit fault_handler(http_server::fault_trigger t) : trigger_(std::move(t)) {}
+  bool handlePost(CivetServer*, mg_connection* conn) override {
+    std::string child;
+    if (!CivetServer::getParam(conn, "child", child) || child.empty() || child.size() > 200) {
+      respond(conn, 400, "text/plain", "child: the name of a supervised actor is required\n");
+      return true;
+    }
+    const auto hit = trigger_(child);
+    respond(conn, hit < 0 ? 503 : 200, "text/plain", std::to_string(hit) + "\n");
+    return true;
+  }
+
+ private:
+  http_server::fault_trigger trigger_;
+};
+
 }  // namespace
 
 struct http_server::handlers {
-  handlers(metrics& m, readiness& r) : metrics_page(m), readyz(r) {}
+  handlers(metrics& m, readiness& r, fault_trigger f) : metrics_page(m), readyz(r), faults(std::move(f)) {}
   metrics_handler metrics_page;
   healthz_handler healthz;
   readyz_handler readyz;
+  fault_handler faults;
 };
 
-http_server::http_server(const std::string& listen, metrics& m, readiness& r)
-    : handlers_(std::make_unique<handlers>(m, r)) {
+http_server::http_server(const std::string& listen, metrics& m, readiness& r, fault_trigger faults)
+    : handlers_(std::make_unique<handlers>(m, r, faults)) {
   // civetweb wants "port" or "host:port"; it does not resolve names, so map localhost ourselves.
   std::string ports = listen;
   if (ports.rfind("localhost:", 0) == 0)
@@ -78,6 +98,8 @@ http_server::http_server(const std::string& listen, metrics& m, readiness& r)
   server_->addHandler("/metrics", handlers_->metrics_page);
   server_->addHandler("/healthz", handlers_->healthz);
   server_->addHandler("/readyz", handlers_->readyz);
+  if (faults)
+    server_->addHandler("/debug/fault", handlers_->faults);
   const auto bound = server_->getListeningPorts();
   port_ = bound.empty() ? 0 : static_cast<uint16_t>(bound.front());
 }

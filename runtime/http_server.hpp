@@ -1,6 +1,7 @@
 #pragma once
 
 #include <cstdint>
+#include <functional>
 #include <memory>
 #include <string>
 
@@ -17,8 +18,12 @@ namespace headroom::runtime {
 // probes are small and rare.
 class http_server {
  public:
-  // Binds at once; throws std::runtime_error naming the address when it cannot.
-  http_server(const std::string& listen, metrics& m, readiness& r);
+  // Fails every running actor named by its argument; the number hit (runtime/fault_hooks.hpp).
+  using fault_trigger = std::function<int64_t(const std::string&)>;
+
+  // Binds at once; throws std::runtime_error naming the address when it cannot. With `faults`
+  // (test-only) it also serves POST /debug/fault?child=NAME.
+  http_server(const std::string& listen, metrics& m, readiness& r, fault_trigger faults = {});
   ~http_server();
   http_server(const http_server&) = delete;
   http_server& operator=(const http_server&) = delete;

@@ -77,6 +77,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom_runtime, caf::first_custom_type_id)
   CAF_ADD_ATOM(headroom_runtime, headroom::msg, shutdown_atom, "shutdown")
   /// An actor → itself: a periodic timer of (generation) fired.
   CAF_ADD_ATOM(headroom_runtime, headroom::msg, tick_atom, "tick")
+  /// Test-only fault hooks (runtime/fault_hooks.hpp): (fault, actor) a supervisor joins the
+  /// broker; (fault, child name) → int64_t fails that child, answering how many were hit.
+  CAF_ADD_ATOM(headroom_runtime, headroom::msg, fault_atom, "fault")
 
 CAF_END_TYPE_ID_BLOCK(headroom_runtime)
 

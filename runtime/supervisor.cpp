@@ -7,6 +7,7 @@
 #include "runtime/messages.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/config.hpp"
+#include "runtime/fault_hooks.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/readiness.hpp"
@@ -185,6 +186,7 @@ caf::behavior supervisor_behavior(supervisor_actor* self, supervisor_options opt
   for (size_t i = 0; i < st.children.size(); ++i)
     start_child(self, i);
   log::info(actor_name(st), "started", {{"children", static_cast<uint64_t>(st.children.size())}});
+  join_fault_broker(self);
   return {
       [self](msg::restart_atom, uint32_t index, uint64_t generation) {
         auto& st = self->state;
@@ -212,6 +214,17 @@ caf::behavior supervisor_behavior(supervisor_actor* self, supervisor_options opt
         }
         --st.stop_cursor;
         stop_next(self);
+      },
+      [self](msg::fault_atom, const std::string& child) {  // test-only (runtime/fault_hooks.hpp)
+        auto& st = self->state;
+        int64_t hit = 0;
+        for (auto& c : st.children)
+          if (c.spec.name == child && c.handle) {
+            log::warn(actor_name(st), "test fault hook: failing child", {{"child", c.spec.name}});
+            self->send_exit(c.handle, caf::exit_reason::kill);
+            ++hit;
+          }
+        return hit;
       },
       [self](caf::get_atom) {
         auto& st = self->state;

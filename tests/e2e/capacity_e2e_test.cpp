@@ -14,47 +14,12 @@
 #include <iostream>
 #include <set>
 
-#include "e2e/capacity_world.hpp"
-#include "testenv/shared_env.hpp"
+#include "e2e/capacity_suite.hpp"
 
 namespace headroom::e2e {
 namespace {
 
 using namespace std::chrono_literals;
-
-env make_env() {
-  env out;
-  out.c = cluster::shared(cluster_options{.karpenter = true});
-  if (!out.c) {
-    out.why = cluster::unavailable_reason();
-    return out;
-  }
-  testpeer::actions_peer::options o;
-  o.pat = pat;
-  o.poll_hold = "20s";
-  o.hud_token = hud_token;
-  out.peer = testpeer::actions_peer::start(o, out.why);
-  return out;
-}
-
-testenv::shared_env<env> the_env{make_env, [](env& e) { e.peer.reset(); }};
-env& shared() { return the_env.get(); }
-
-#define REQUIRE_ENV(var)                                                          \
-  auto& var = shared();                                                           \
-  HEADROOM_REQUIRE_READY(var.c != nullptr && var.peer, "the control plane and the Actions Service peer", var.why)
-
-// The audit (see capacity_world.hpp) as a test assertion; returns the number of polls checked.
-int audited(const world& w, int64_t set) {
-  auto r = w.audit(set);
-  for (const auto& v : r.violations)
-    ADD_FAILURE() << w.s.name << ": " << v;
-  std::cout << "[audit] " << w.s.name << ": " << r.checked << " polls checked against the cluster, "
-            << r.violations.size() << " over-advertised\n";
-  return r.checked;
-}
-
-#define REQUIRE_WORLD(w) HEADROOM_REQUIRE_READY(w.sim != nullptr && w.identity, "the runner simulator and the chart's identity", w.why)
 
 // A warm pool of proactiveCapacity pairs is placed and advertised; a burst of jobs larger than the
 // pool runs to completion through runner pods and workflow pods that preempt the placeholders.
@@ -307,25 +272,6 @@ spec:
   ASSERT_EQ(raised.exit_code, 0) << raised.err;
   EXPECT_TRUE(eventually([&] { return w.latest_capacity(set) == 3; }, 180s))
       << "with room for 3 GPUs the 3 wanted pairs are placed and advertised\n" << w.headroom->log();
-  EXPECT_GT(audited(w, set), 3);
-}
-
-// headroom killed (SIGKILL) mid-burst and started again: the first process's placeholders are
-// deleted, not counted; the jobs still complete; no poll ever over-advertises.
-TEST(capacity_e2e, capacity_restart_mid_burst) {
-  REQUIRE_ENV(e);
-  world w{e, {"capacity-restart", 3, 2, "5m", "6s"}};
-  REQUIRE_WORLD(w);
-  w.start();
-  int64_t set = 0;
-  ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
-  ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2; }, 120s)) << w.headroom->log();
-  w.post_jobs(4);
-  ASSERT_TRUE(eventually([&] { return w.job_states()["running"] >= 1; }, 120s)) << w.headroom->log();
-  w.headroom->stop(SIGKILL);
-  w.start();  // the old session is still held: the new process waits it out (409 retries)
-  e.peer->control("/expire", R"({"what":"sessions"})");
-  ASSERT_TRUE(eventually([&] { return w.job_states()["completed"] == 4; }, 240s)) << w.headroom->log() << w.sim->log();
   EXPECT_GT(audited(w, set), 3);
 }
 

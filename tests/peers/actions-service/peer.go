@@ -172,6 +172,10 @@ type fault struct {
 	BOM       bool   `json:"bom"`
 	// RetryAfter: the Retry-After header of the faulted answer (GitHub's rate limits send one).
 	RetryAfter string `json:"retryAfter"`
+	// ForMs: in force for this long from arming, however many requests it answers (an outage or
+	// a storm rather than a number of bad answers); Count is then ignored.
+	ForMs int `json:"forMs"`
+	until time.Time
 }
 
 type server struct {
@@ -275,8 +279,19 @@ func (s *server) write(w http.ResponseWriter, r reply, f *fault) {
 
 // The fault for this route, consumed; nil when none is armed.
 func (s *server) takeFault(route string) *fault {
+	now := time.Now()
+	kept := s.faults[:0]
+	for _, f := range s.faults {
+		if f.until.IsZero() || now.Before(f.until) {
+			kept = append(kept, f)
+		}
+	}
+	s.faults = kept
 	for i, f := range s.faults {
 		if f.Route == route || f.Route == "any" {
+			if !f.until.IsZero() {
+				return f
+			}
 			f.Count--
 			if f.Count <= 0 {
 				s.faults = append(s.faults[:i], s.faults[i+1:]...)
@@ -1196,6 +1211,9 @@ func (s *server) controlRoute(r *http.Request, body []byte) (reply, bool) {
 		for _, f := range fs {
 			if f.Count <= 0 {
 				f.Count = 1
+			}
+			if f.ForMs > 0 {
+				f.until = time.Now().Add(time.Duration(f.ForMs) * time.Millisecond)
 			}
 		}
 		s.faults = append(s.faults, fs...)

@@ -1,0 +1,108 @@
+#include "runtime/fault_hooks.hpp"
+
+#include <caf/all.hpp>
+
+#include <cstdlib>
+#include <cstring>
+#include <vector>
+
+#include "runtime/log.hpp"
+#include "runtime/messages.hpp"
+
+namespace headroom::runtime {
+
+namespace {
+
+const caf::atom_value broker_key = caf::atom("faults");
+
+struct broker_state {
+  std::vector<caf::actor> supervisors;
+  static inline const char* name = "headroom.fault_broker";
+};
+
+using broker_actor = caf::stateful_actor<broker_state>;
+
+caf::behavior broker_behavior(broker_actor* self) {
+  self->set_down_handler([self](caf::down_msg& d) {
+    std::erase_if(self->state.supervisors, [&](const caf::actor& a) { return a.address() == d.source; });
+  });
+  return {
+      [self](msg::fault_atom, caf::actor supervisor) {  // a supervisor joins
+        self->monitor(supervisor);
+        self->state.supervisors.push_back(std::move(supervisor));
+      },
+      [self](msg::fault_atom, const std::string& child) -> caf::result<int64_t> {
+        auto& sups = self->state.supervisors;
+        if (sups.empty())
+          return int64_t{0};
+        // Ask every supervisor; answer with the sum once all have (a gone one counts 0).
+        struct fan_in {
+          caf::response_promise rp;
+          size_t waiting;
+          int64_t hit = 0;
+        };
+        auto f = std::make_shared<fan_in>(fan_in{self->make_response_promise(), sups.size()});
+        for (const auto& s : sups)
+          self->request(s, std::chrono::seconds(1), msg::fault_atom_v, child)
+              .then(
+                  [f](int64_t n) {
+                    f->hit += n;
+                    if (--f->waiting == 0)
+                      f->rp.deliver(f->hit);
+                  },
+                  [f](caf::error&) {
+                    if (--f->waiting == 0)
+                      f->rp.deliver(f->hit);
+                  });
+        return f->rp;
+      },
+  };
+}
+
+}  // namespace
+
+bool fault_hooks_enabled() {
+  static const bool on = [] {
+    const char* v = std::getenv("HEADROOM_TEST_FAULTS");
+    return v != nullptr && std::strcmp(v, "1") == 0;
+  }();
+  return on;
+}
+
+caf::actor spawn_fault_broker(caf::actor_system& sys) {
+  if (!fault_hooks_enabled())
+    return {};
+  auto broker = sys.spawn(broker_behavior);
+  sys.registry().put(broker_key, broker);
+  log::warn("faults", "test fault hooks are on (HEADROOM_TEST_FAULTS=1): POST /debug/fault?child=NAME fails that actor");
+  return broker;
+}
+
+void stop_fault_broker(caf::actor_system& sys, const caf::actor& broker) {
+  if (!broker)
+    return;
+  sys.registry().erase(broker_key);
+  caf::anon_send_exit(broker, caf::exit_reason::user_shutdown);
+}
+
+void join_fault_broker(caf::local_actor* supervisor) {
+  if (!fault_hooks_enabled())
+    return;
+  if (auto broker = supervisor->home_system().registry().get<caf::actor>(broker_key))
+    caf::anon_send(broker, msg::fault_atom_v, caf::actor_cast<caf::actor>(supervisor));
+}
+
+int64_t inject_fault(caf::actor_system& sys, const std::string& child) {
+  if (!fault_hooks_enabled())
+    return -1;
+  auto broker = sys.registry().get<caf::actor>(broker_key);
+  if (!broker)
+    return -1;
+  caf::scoped_actor self{sys};
+  int64_t out = -1;
+  self->request(broker, std::chrono::seconds(2), msg::fault_atom_v, child)
+      .receive([&](int64_t n) { out = n; }, [&](caf::error&) { out = -1; });
+  return out;
+}
+
+}  // namespace headroom::runtime

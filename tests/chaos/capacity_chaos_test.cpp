@@ -1,0 +1,319 @@
+// The fault campaign on the scale-set path (CTest label `chaos`): the headroom binary on the real
+// control plane with Karpenter, the Actions Service peer and the runner simulator, as in
+// tests/e2e/capacity_e2e_test.cpp, and one of headroom's dependencies broken in the middle of a
+// burst of jobs. Every scenario then demands the same recovery:
+//
+//   - every job of the burst completes, exactly once (the peer's records);
+//   - the warm pool returns to its size with no leaked or duplicated placeholder (two pods per
+//     slot, as many slots as the pool);
+//   - every poll the peer logged passes the audit: advertised capacity never above what the
+//     cluster had confirmed (see capacity_world.hpp);
+//   - the process is still the one started (no crash, no exit), unless the scenario kills it.
+//
+// Each prints one `[chaos]` line: what was injected, how long recovery took, what was lost.
+
+#include <gtest/gtest.h>
+
+#include <iostream>
+#include <set>
+
+#include "e2e/capacity_suite.hpp"
+
+namespace headroom::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+using steady = std::chrono::steady_clock;
+
+double seconds_since(steady::time_point t) { return std::chrono::duration<double>(steady::now() - t).count(); }
+
+// Starts headroom, waits for the warm pool of 2 pairs, posts `jobs` jobs and waits until one runs.
+// Returns the scale set's id (0 after a failed assertion).
+int64_t start_burst(world& w, int jobs) {
+  w.start();
+  int64_t set = 0;
+  EXPECT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
+  EXPECT_TRUE(eventually([&] { return w.latest_capacity(set) == 2; }, 120s)) << "warm pool\n" << w.headroom->log();
+  w.post_jobs(jobs);
+  EXPECT_TRUE(eventually([&] { return w.job_states()["running"] >= 1; }, 120s)) << "burst under way\n" << w.headroom->log();
+  return set;
+}
+
+// The first poll of `set` the peer recorded after `after` (wall clock); -1 s when none yet.
+double first_poll_after(const world& w, int64_t set, clock_type::time_point after) {
+  simdjson::dom::parser p;
+  for (auto poll : p.parse(w.e.peer->control("/state").body)["polls"].get_array())
+    if (int64_t(poll["scaleSetId"]) == set) {
+      const auto at = parse_time(std::string_view(poll["at"]));
+      if (at > after)
+        return std::chrono::duration<double>(at - after).count();
+    }
+  return -1;
+}
+
+int64_t requests(const world& w, const std::string& route) {
+  simdjson::dom::parser p;
+  int64_t n = 0;
+  auto doc = p.parse(w.e.peer->control("/state").body);
+  if (doc["requests"][route].get(n) != simdjson::SUCCESS)
+    return 0;
+  return n;
+}
+
+// Slots and how many placeholder pods each has (any phase, terminating ones excluded).
+std::map<std::string, int> placeholder_slots(const world& w) {
+  auto r = w.e.c->kubectl({"-n", w.s.name, "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder)", "-o",
+                           "jsonpath={range .items[*]}{.metadata.labels.headroom\\.dev/slot} {.metadata.deletionTimestamp}{\"\\n\"}{end}"});
+  std::map<std::string, int> out;
+  std::istringstream in{r.out};
+  for (std::string line; std::getline(in, line);) {
+    const auto space = line.find(' ');
+    const auto slot = line.substr(0, space);
+    const bool terminating = space != std::string::npos && space + 1 < line.size();
+    if (!slot.empty() && !terminating)
+      ++out[slot];
+  }
+  return out;
+}
+
+// The recovery every scenario demands, after the fault ended at `ended` (steady) / `ended_wall`.
+// `same_process`: the process was not restarted, so its job counters cover the whole burst.
+void expect_recovered(world& w, int64_t set, int jobs, const std::string& fault, steady::time_point ended,
+                      clock_type::time_point ended_wall, bool same_process = true) {
+  ASSERT_TRUE(eventually([&] { return w.job_states()["completed"] == jobs; }, 240s))
+      << fault << ": every job completes\n" << w.headroom->log() << "\n" << w.sim->log();
+  const double jobs_done = seconds_since(ended);
+  const auto states = w.job_states();
+  int total = 0;
+  for (const auto& [state, n] : states)
+    total += n;
+  EXPECT_EQ(total, jobs) << fault << ": no job beyond the burst, none lost";
+  simdjson::dom::parser p;
+  int64_t requeues = 0;
+  std::set<int64_t> runners;
+  for (auto j : p.parse(w.e.peer->control("/state").body)["jobs"].get_array())
+    if (int64_t(j["scaleSetId"]) == set) {
+      requeues += int64_t(j["requeues"]);
+      EXPECT_EQ(std::string_view(j["result"]), "succeeded") << fault << ": job " << int64_t(j["runnerRequestId"]);
+      EXPECT_TRUE(runners.insert(int64_t(j["runnerId"])).second) << fault << ": two jobs ran on one runner";
+    }
+  if (same_process) {
+    EXPECT_TRUE(eventually([&] { return w.headroom->sample("gha_completed_jobs_total{scale_set=\"" + w.s.name + "\"}") == jobs; }, 30s))
+        << fault << ": headroom counted each job once";
+    EXPECT_EQ(w.headroom->sample("gha_started_jobs_total{scale_set=\"" + w.s.name + "\"}"), jobs) << fault << ": each job started once";
+  }
+  // The warm pool returns: 2 slots of 2 pods each, both Running, and nothing else.
+  std::map<std::string, int> slots;
+  const bool pool_back = eventually([&] {
+    slots = placeholder_slots(w);
+    return w.latest_capacity(set) == 2 && slots.size() == 2 && w.ready_pairs() == 2 &&
+           std::all_of(slots.begin(), slots.end(), [](const auto& s) { return s.second == 2; });
+  }, 120s);
+  const double pool_after = seconds_since(ended);
+  std::string seen;
+  for (const auto& [slot, n] : slots)
+    seen += slot + ":" + std::to_string(n) + " ";
+  EXPECT_TRUE(pool_back) << fault << ": the warm pool returns with no leaked placeholder; slots " << seen << "\n"
+                         << w.e.c->kubectl({"-n", w.s.name, "get", "pods", "--show-labels"}).out << w.headroom->log();
+  const int checked = audited(w, set);
+  EXPECT_GT(checked, 3);
+  if (same_process) {
+    EXPECT_TRUE(w.headroom->alive()) << fault << ": headroom exited\n" << w.headroom->log();
+  }
+  std::cout << "[chaos] " << fault << ": first poll " << first_poll_after(w, set, ended_wall) << " s after the fault ended, "
+            << "all " << jobs << " jobs completed " << jobs_done << " s after, warm pool back " << pool_after << " s after; "
+            << "requeued " << requeues << ", lost 0, " << checked << " polls audited\n";
+}
+
+// kube-apiserver stopped and started again with the same flags while jobs run: the informers
+// relist, the monitor's view converges on the cluster (its running-pairs gauge equals the pairs
+// the cluster has Running) within 2 × the recalculate interval (2 s) of the API server being
+// back, and the burst completes.
+TEST(chaos, capacity_apiserver_restarted_mid_burst) {
+  REQUIRE_ENV(e);
+  world w{e, {"chaos-apiserver", 4, 2, "5m", "5s"}};
+  REQUIRE_WORLD(w);
+  const int64_t set = start_burst(w, 6);
+  ASSERT_NE(set, 0);
+  w.apiserver_restarted = true;
+  ASSERT_TRUE(e.c->restart_apiserver()) << e.c->logs();
+  const auto back = steady::now();
+  const auto back_wall = clock_type::now();
+  const std::string gauge = "gha_capacity_advertised_running_pairs{scale_set=\"chaos-apiserver\"}";
+  const bool converged = eventually([&] { return w.headroom->sample(gauge) == w.ready_pairs(); }, 4s + 2s);
+  const double took = seconds_since(back);
+  EXPECT_TRUE(converged) << "the monitor's running pairs " << w.headroom->sample(gauge) << ", the cluster's " << w.ready_pairs()
+                         << "\n" << w.headroom->log();
+  std::cout << "[chaos] apiserver restart: the monitor agreed with the cluster " << took << " s after it was back\n";
+  expect_recovered(w, set, 6, "apiserver restart", back, back_wall);
+}
+
+// The Actions Service answers 503 on every route for 30 s while jobs run: the listener retries
+// with backoff (bounded: far fewer calls than a tight loop), nothing crashes, and once it answers
+// again the burst completes.
+TEST(chaos, capacity_actions_service_unavailable_for_30s_mid_burst) {
+  REQUIRE_ENV(e);
+  world w{e, {"chaos-actions-503", 4, 2, "5m", "5s"}};
+  REQUIRE_WORLD(w);
+  const int64_t set = start_burst(w, 6);
+  ASSERT_NE(set, 0);
+  const auto before = requests(w, "get_message") + requests(w, "acquire_jobs") + requests(w, "create_session");
+  e.peer->control("/faults", R"([{"route":"any","status":503,"forMs":30000}])");
+  std::this_thread::sleep_for(30s);
+  const auto during = requests(w, "get_message") + requests(w, "acquire_jobs") + requests(w, "create_session") - before;
+  const auto ended = steady::now();
+  const auto ended_wall = clock_type::now();
+  EXPECT_LE(during, 60) << "calls to the Actions Service in 30 s of 503s: backoff, not a tight loop";
+  EXPECT_GE(w.headroom->sample("headroom_actions_errors_total{kind=\"server\",scale_set=\"chaos-actions-503\"}"), 1)
+      << "the failed calls are counted\n" << w.headroom->metrics();
+  std::cout << "[chaos] Actions Service 503 for 30 s: " << during << " session/poll/acquire calls during it\n";
+  expect_recovered(w, set, 6, "Actions Service 503 for 30 s", ended, ended_wall);
+}
+
+// Polls that hang past their hold (25 s before the peer even looks, on a 20 s hold) for 30 s, then
+// malformed message bodies: a capacity change still cancels a hung poll and re-polls (the audit
+// holds throughout), a malformed body is rejected with the call named and counted, and the burst
+// completes. (A poll hanging past the client's 70 s timeout is github_client_test's
+// slow_responses_time_out_and_are_retried: here it would only lengthen the run.)
+TEST(chaos, capacity_actions_polls_hang_past_the_hold_then_bodies_are_malformed) {
+  REQUIRE_ENV(e);
+  world w{e, {"chaos-actions-hang", 4, 2, "5m", "5s"}};
+  REQUIRE_WORLD(w);
+  const int64_t set = start_burst(w, 6);
+  ASSERT_NE(set, 0);
+  e.peer->control("/faults", R"([{"route":"get_message","delayMs":25000,"forMs":30000}])");
+  std::this_thread::sleep_for(30s);
+  e.peer->control("/faults", R"([{"route":"get_message","status":200,"malformed":true,"count":3}])");
+  const auto ended = steady::now();
+  const auto ended_wall = clock_type::now();
+  expect_recovered(w, set, 6, "polls hanging 25 s for 30 s, then 3 malformed bodies", ended, ended_wall);
+  // Each malformed body is rejected with the call named, and counted.
+  EXPECT_GE(w.headroom->sample("headroom_actions_errors_total{kind=\"bad_response\",scale_set=\"chaos-actions-hang\"}"), 3)
+      << w.headroom->metrics();
+  EXPECT_NE(w.headroom->full_log().find("get message (capacity"), std::string::npos) << "the failed call is named";
+}
+
+// Another listener holds the session (409 on every create) for 90 s at start-up: headroom keeps
+// retrying with backoff (bounded calls, the process stays up), and opens the session once the
+// conflict clears; the jobs posted meanwhile complete.
+TEST(chaos, capacity_session_conflict_for_90s_at_start_up) {
+  REQUIRE_ENV(e);
+  world w{e, {"chaos-conflict", 4, 2, "5m", "4s"}};
+  REQUIRE_WORLD(w);
+  e.peer->control("/faults", R"([{"route":"create_session","status":409,"forMs":90000}])");
+  const auto before = requests(w, "create_session");
+  w.start();
+  int64_t set = 0;
+  ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
+  w.post_jobs(3);
+  std::this_thread::sleep_for(85s);
+  const auto tries = requests(w, "create_session") - before;
+  EXPECT_TRUE(w.headroom->alive()) << "a held session is no reason to exit\n" << w.headroom->log();
+  EXPECT_GE(tries, 2) << "it kept trying (the client waits 30 s between tries, as the scaleset library does)";
+  EXPECT_LE(tries, 60) << "session creates in 90 s of conflict: backoff, not a tight loop";
+  EXPECT_EQ(w.job_states()["completed"], 0) << "no session, no job";
+  std::this_thread::sleep_for(5s);
+  const auto ended = steady::now();
+  const auto ended_wall = clock_type::now();
+  std::cout << "[chaos] session conflict for 90 s: " << tries << " session creates during it\n";
+  expect_recovered(w, set, 3, "session conflict for 90 s at start-up", ended, ended_wall);
+}
+
+// Each actor kind of the scale-set subtree failed mid-burst (the test fault hook kills it, as a
+// crash would): its supervisor restarts it within 1 s, it rebuilds its state from the cluster and
+// the Actions Service, and the burst completes with nothing lost or over-advertised. Then the
+// capacity monitor is failed 6 times in a row (maxRestarts is 5 a minute): the scale set's
+// supervisor gives up and escalates, its parent restarts the whole scale set, and the warm pool
+// is advertised again.
+TEST(chaos, capacity_each_actor_kind_failed_mid_burst_is_restarted_and_escalation_holds) {
+  REQUIRE_ENV(e);
+  scenario sc{"chaos-actors", 4, 2, "5m", "5s"};
+  sc.fault_hooks = true;
+  world w{e, sc};
+  REQUIRE_WORLD(w);
+  const int64_t set = start_burst(w, 6);
+  ASSERT_NE(set, 0);
+  const std::string sup = "scale_set/chaos-actors";
+  auto restarts = [&](const std::string& supervisor, const std::string& child) {
+    return std::max(0.0, w.headroom->sample("headroom_supervisor_restarts_total{child=\"" + child + "\",supervisor=\"" + supervisor + "\"}"));
+  };
+  for (const std::string child : {"listener_session", "capacity_monitor", "runner_provisioner", "health_check"}) {
+    const double before = restarts(sup, child);
+    const auto at = steady::now();
+    EXPECT_EQ(w.headroom->post("/debug/fault?child=" + child), "1\n") << child << ": the hook reaches exactly one actor";
+    const bool back = eventually([&] { return restarts(sup, child) > before; }, 5s);
+    const double took = seconds_since(at);
+    EXPECT_TRUE(back) << child << " was not restarted\n" << w.headroom->log();
+    EXPECT_LT(took, 1.2) << child << ": restarted " << took << " s after it failed (goal 1 s; the 200 ms sampling adds up to 0.2 s)";
+    std::cout << "[chaos] " << child << " failed mid-burst: restarted within " << took << " s (sampled every 200 ms)\n";
+  }
+  const auto ended = steady::now();
+  const auto ended_wall = clock_type::now();
+  expect_recovered(w, set, 6, "each actor kind failed once mid-burst", ended, ended_wall);
+
+  // Escalation: more than maxRestarts (5) failures of one child within the window (1 minute). The
+  // failure above is usually still inside it, so the 5th or the 6th failure here escalates;
+  // every one before is restarted.
+  auto escalated = [&] {
+    return std::max(0.0, w.headroom->sample("headroom_supervisor_escalations_total{supervisor=\"" + sup + "\"}"));
+  };
+  const double escalations = escalated();
+  const double subtree_restarts = restarts("scale_sets", sup);
+  int failures = 0;
+  while (escalated() == escalations && failures < 6) {
+    const double before = restarts(sup, "capacity_monitor");
+    ASSERT_EQ(w.headroom->post("/debug/fault?child=capacity_monitor"), "1\n") << "failure " << failures + 1;
+    ++failures;
+    ASSERT_TRUE(eventually([&] { return restarts(sup, "capacity_monitor") > before || escalated() > escalations; }, 10s))
+        << "failure " << failures << " was neither restarted nor escalated\n" << w.headroom->log();
+  }
+  const auto escalated_at = steady::now();
+  EXPECT_GT(escalated(), escalations) << "the scale set's supervisor gives up on the sixth failure in a minute\n" << w.headroom->log();
+  EXPECT_GE(failures, 5) << "escalated before maxRestarts failures";
+  EXPECT_TRUE(eventually([&] { return restarts("scale_sets", sup) > subtree_restarts; }, 30s))
+      << "its parent restarts the whole scale set\n" << w.headroom->log();
+  EXPECT_TRUE(w.headroom->alive()) << "one scale set's escalation does not end the process\n" << w.headroom->log();
+  std::map<std::string, int> slots;
+  EXPECT_TRUE(eventually([&] {
+    slots = placeholder_slots(w);
+    return w.latest_capacity(set) == 2 && w.ready_pairs() == 2 && slots.size() == 2;
+  }, 120s)) << "the restarted scale set advertises its warm pool again, with no leaked placeholder\n"
+            << w.e.c->kubectl({"-n", w.s.name, "get", "pods", "--show-labels"}).out << w.headroom->log();
+  std::cout << "[chaos] capacity_monitor failed " << failures << " more times within the minute: escalated, the scale set restarted, warm pool back "
+            << seconds_since(escalated_at) << " s after\n";
+  audited(w, set);
+}
+
+// headroom killed (SIGKILL) mid-burst and started again: the first process's placeholders are
+// deleted, not counted (each placeholder left is owned by the new process's owner ConfigMap);
+// no job is lost or run twice; no poll ever over-advertises.
+TEST(chaos, capacity_sigkill_mid_burst_and_restart) {
+  REQUIRE_ENV(e);
+  world w{e, {"chaos-sigkill", 3, 2, "5m", "6s"}};
+  REQUIRE_WORLD(w);
+  const int64_t set = start_burst(w, 4);
+  ASSERT_NE(set, 0);
+  auto owners = [&] {
+    auto r = e.c->kubectl({"-n", w.s.name, "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder)", "-o",
+                           "jsonpath={range .items[*]}{.metadata.ownerReferences[0].uid}{\"\\n\"}{end}"});
+    std::set<std::string> out;
+    std::istringstream in{r.out};
+    for (std::string uid; std::getline(in, uid);)
+      if (!uid.empty())
+        out.insert(uid);
+    return out;
+  };
+  const auto first = owners();
+  ASSERT_FALSE(first.empty());
+  w.headroom->stop(SIGKILL);
+  const auto killed = steady::now();
+  const auto killed_wall = clock_type::now();
+  w.start();  // the old session is still held: the new process waits it out (409 retries)
+  e.peer->control("/expire", R"({"what":"sessions"})");
+  expect_recovered(w, set, 4, "SIGKILL mid-burst and restart", killed, killed_wall, false);
+  for (const auto& uid : owners())
+    EXPECT_EQ(first.count(uid), 0u) << "a placeholder of the killed process is still there (owner " << uid << ")";
+}
+
+}  // namespace
+}  // namespace headroom::e2e

@@ -1,0 +1,51 @@
+#pragma once
+
+// What the capacity test binaries (tests/e2e/capacity_e2e_test.cpp, the chaos suite in
+// tests/chaos/) share: one control plane with Karpenter and one Actions Service peer per binary,
+// the precondition macros, and the every-poll audit as a test assertion. Include it once per
+// binary (it declares the binary's shared environment).
+
+#include <gtest/gtest.h>
+
+#include <iostream>
+
+#include "e2e/capacity_world.hpp"
+#include "testenv/shared_env.hpp"
+
+namespace headroom::e2e {
+
+inline env make_env() {
+  env out;
+  out.c = cluster::shared(cluster_options{.karpenter = true});
+  if (!out.c) {
+    out.why = cluster::unavailable_reason();
+    return out;
+  }
+  testpeer::actions_peer::options o;
+  o.pat = pat;
+  o.poll_hold = "20s";
+  o.hud_token = hud_token;
+  out.peer = testpeer::actions_peer::start(o, out.why);
+  return out;
+}
+
+inline testenv::shared_env<env> the_env{make_env, [](env& e) { e.peer.reset(); }};
+inline env& shared() { return the_env.get(); }
+
+#define REQUIRE_ENV(var)                                                          \
+  auto& var = shared();                                                           \
+  HEADROOM_REQUIRE_READY(var.c != nullptr && var.peer, "the control plane and the Actions Service peer", var.why)
+
+#define REQUIRE_WORLD(w) HEADROOM_REQUIRE_READY(w.sim != nullptr && w.identity, "the runner simulator and the chart's identity", w.why)
+
+// The audit (see capacity_world.hpp) as a test assertion; returns the number of polls checked.
+inline int audited(const world& w, int64_t set) {
+  auto r = w.audit(set);
+  for (const auto& v : r.violations)
+    ADD_FAILURE() << w.s.name << ": " << v;
+  std::cout << "[audit] " << w.s.name << ": " << r.checked << " polls checked against the cluster, "
+            << r.violations.size() << " over-advertised\n";
+  return r.checked;
+}
+
+}  // namespace headroom::e2e
