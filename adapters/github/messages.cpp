@@ -322,7 +322,7 @@ decoded<message_session> decode_session(std::string_view json) {
       throw failure{"sessionId, messageQueueUrl and messageQueueAccessToken are required"};
   });
   if (auto* m = std::get_if<message_session>(&out))
-    runtime::secret_registry::global().add(m->message_queue_access_token);
+    runtime::secret_registry::global().add_ephemeral(m->message_queue_access_token);  // rotates
   return out;
 }
 
@@ -338,7 +338,7 @@ decoded<jit_config> decode_jit_config(std::string_view json) {
       throw failure{"runner.id and encodedJITConfig are required"};
   });
   if (auto* j = std::get_if<jit_config>(&out))
-    runtime::secret_registry::global().add(j->encoded_jit_config);
+    runtime::secret_registry::global().add_ephemeral(j->encoded_jit_config);  // single use
   return out;
 }
 

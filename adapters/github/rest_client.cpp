@@ -173,7 +173,7 @@ rest_result<std::string> rest_client::token() {
   if (auto* e = std::get_if<rest_error>(&tok))
     return *e;
   auto& [t, exp] = std::get<std::pair<std::string, std::string>>(tok);
-  runtime::secret_registry::global().add(t);
+  runtime::secret_registry::global().add_ephemeral(t);  // an installation token rotates hourly
   std::lock_guard lock(mu_);
   installation_token_ = t;
   installation_exp_ = parse_time(exp);
@@ -362,7 +362,7 @@ rest_result<rest_jit> rest_client::generate_jit_config(const std::string& scope,
       throw failure{"runner.id or encoded_jit_config missing"};
   });
   if (auto* j = std::get_if<rest_jit>(&out))
-    runtime::secret_registry::global().add(j->encoded_jit_config);
+    runtime::secret_registry::global().add_ephemeral(j->encoded_jit_config);  // single use
   return out;
 }
 

@@ -104,7 +104,7 @@ std::function<std::string()> token_file(std::string path) {
       while (!fresh.empty() && (fresh.back() == '\n' || fresh.back() == '\r' || fresh.back() == ' '))
         fresh.pop_back();
       if (!fresh.empty()) {
-        runtime::secret_registry::global().add(fresh);
+        runtime::secret_registry::global().add_ephemeral(fresh);  // a projected token rotates
         st->token = fresh;
         st->mtime = sb.st_mtim;
       }

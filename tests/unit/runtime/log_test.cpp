@@ -81,3 +81,33 @@ TEST(secret_registry, refuses_values_too_short_to_mask_safely) {
   EXPECT_TRUE(r.add("abcdefgh"));
   EXPECT_EQ(r.redact("x abcdefgh y abc"), "x [REDACTED] y abc");
 }
+
+// Single-use and rotating secrets are kept only while they can matter: the newest ephemeral_max,
+// so one JIT configuration per job does not grow the registry (nor every log line's scan) forever.
+TEST(secret_registry, ephemeral_secrets_are_bounded_and_the_oldest_forgotten) {
+  secret_registry r;
+  ASSERT_TRUE(r.add("permanent-token-0123456789"));
+  std::vector<std::string> jit;
+  for (size_t i = 0; i < secret_registry::ephemeral_max + 10; ++i) {
+    jit.push_back("jit-config-" + std::to_string(i) + "-abcdefghij");
+    ASSERT_TRUE(r.add_ephemeral(jit.back()));
+  }
+  EXPECT_EQ(r.size(), secret_registry::ephemeral_max + 1) << "the newest ephemeral_max and the permanent one";
+  EXPECT_EQ(r.redact(jit.back()), "[REDACTED]") << "the newest is masked";
+  EXPECT_EQ(r.redact(jit.front()), jit.front()) << "the oldest was forgotten";
+  EXPECT_EQ(r.redact("a permanent-token-0123456789 b"), "a [REDACTED] b") << "permanent secrets stay";
+  // A permanent secret that was also seen as ephemeral is not forgotten with it.
+  secret_registry both;
+  ASSERT_TRUE(both.add_ephemeral("shared-secret-value"));
+  ASSERT_TRUE(both.add("shared-secret-value"));
+  for (size_t i = 0; i < secret_registry::ephemeral_max; ++i)
+    both.add_ephemeral("filler-" + std::to_string(i) + "-xxxxxxxx");
+  EXPECT_EQ(both.redact("shared-secret-value"), "[REDACTED]");
+}
+
+TEST(secret_registry, a_longer_secret_containing_a_shorter_one_is_masked_whole) {
+  secret_registry r;
+  ASSERT_TRUE(r.add_ephemeral("abcdef"));
+  ASSERT_TRUE(r.add("xxabcdefxx"));
+  EXPECT_EQ(r.redact("[xxabcdefxx] [abcdef]"), "[[REDACTED]] [[REDACTED]]");
+}
