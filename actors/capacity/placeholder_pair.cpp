@@ -85,6 +85,7 @@ void finish(pair_actor* self, state_t s, const std::string& reason, bool warn = 
                                   st.names[1] + "): " + reason});
   delete_pods(st.ctx->kube, st.ctx->spec.ns, st.names);
   report(self, s, reason);
+  self->demonitor(st.monitor);  // see the exit handler
   self->quit();
 }
 
@@ -188,6 +189,10 @@ caf::behavior pair_behavior(pair_actor* self, context_ptr ctx, std::string slot,
   self->set_exit_handler([self, orderly](caf::exit_msg& m) {
     if (orderly(m.reason))
       delete_pods(self->state.ctx->kube, self->state.ctx->spec.ns, self->state.names);
+    // A monitor is attached to the observed actor and stays there until that actor ends: without
+    // this, the capacity monitor kept one per pair it ever had, and each kept the pair's memory
+    // (CAF frees an actor's block with its last weak reference) - the soak's RSS slope.
+    self->demonitor(self->state.monitor);
     self->quit(m.reason);
   });
   self->monitor(st.monitor);
