@@ -30,6 +30,7 @@ import (
 	"time"
 
 	corev1 "k8s.io/api/core/v1"
+	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
@@ -197,9 +198,22 @@ func (s *sim) run(ctx context.Context, pod *corev1.Pod, rec *runnerRecord) {
 					corev1.ResourceCPU: resource.MustParse(s.wfCPU), corev1.ResourceMemory: resource.MustParse(s.wfMemory)}}}},
 		},
 	}
-	if _, err := s.client.CoreV1().Pods(s.ns).Create(ctx, wf, metav1.CreateOptions{}); err != nil {
-		fail("workflow pod: %v", err)
-		return
+	// The API server may be restarting (the chaos suite restarts it mid-burst): retry for a minute,
+	// as a hook's client would, and fail the job only then, so a job never hangs "running".
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		_, err := s.client.CoreV1().Pods(s.ns).Create(ctx, wf, metav1.CreateOptions{})
+		if err == nil || apierrors.IsAlreadyExists(err) {
+			break
+		}
+		if ctx.Err() != nil {
+			return
+		}
+		if time.Now().After(deadline) {
+			fail("workflow pod: %v", err)
+			_, _ = s.post("/_control/runners/finish", map[string]any{"runnerId": rn.ID, "result": "failed"}, nil)
+			return
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	for {
 		p, err := s.client.CoreV1().Pods(s.ns).Get(ctx, wf.Name, metav1.GetOptions{})
