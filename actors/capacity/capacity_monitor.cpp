@@ -210,6 +210,18 @@ void end_finished_handoffs(monitor_actor* self, int64_t jobs_in_flight) {
     st.handoff_order.pop_front();  // keep the order list as short as the map
 }
 
+// A placeholder no pair actor owns, deleted at once (zero grace); `deleting` keeps it to one
+// delete in flight (the caller inserts the name).
+void delete_placeholder(monitor_actor* self, const std::string& name) {
+  auto& st = self->state;
+  k8s::delete_options o;
+  o.grace_period_seconds = 0;
+  auto* kube = st.ctx->kube;
+  start_call(self, {call_kind::pod_delete, name, 0}, [kube, ns = st.ctx->spec.ns, name, o](k8s::api_callback cb) {
+    kube->remove(k8s::kinds::pods, ns, name, o, std::move(cb));
+  });
+}
+
 void recompute(monitor_actor* self) {
   auto& st = self->state;
   if (!st.acting)
@@ -242,12 +254,7 @@ void recompute(monitor_actor* self) {
       // garbage-collect it too).
       if (st.deleting.insert(p->meta.name).second) {
         runtime::log::info(actor_name, "deleting an earlier process's placeholder", {{"pod", p->meta.name}});
-        k8s::delete_options o;
-        o.grace_period_seconds = 0;
-        auto* kube = st.ctx->kube;
-        start_call(self, {call_kind::pod_delete, p->meta.name, 0}, [kube, ns = spec.ns, name = p->meta.name, o](k8s::api_callback cb) {
-          kube->remove(k8s::kinds::pods, ns, name, o, std::move(cb));
-        });
+        delete_placeholder(self, p->meta.name);
       }
       continue;
     }
@@ -258,12 +265,7 @@ void recompute(monitor_actor* self) {
           st.deleting.insert(p->meta.name).second) {
         runtime::log::info(actor_name, "deleting a placeholder its ended pair left behind",
                            {{"scale_set", spec.name}, {"slot", *slot}, {"pod", p->meta.name}});
-        k8s::delete_options o;
-        o.grace_period_seconds = 0;
-        auto* kube = st.ctx->kube;
-        start_call(self, {call_kind::pod_delete, p->meta.name, 0}, [kube, ns = spec.ns, name = p->meta.name, o](k8s::api_callback cb) {
-          kube->remove(k8s::kinds::pods, ns, name, o, std::move(cb));
-        });
+        delete_placeholder(self, p->meta.name);
       }
       continue;
     }
@@ -278,12 +280,7 @@ void recompute(monitor_actor* self) {
       st.retired.erase(*slot);
       spawn_pair(self, *slot, true);
     } else if (mine != pod_state::gone && st.deleting.insert(p->meta.name).second) {
-      k8s::delete_options o;
-      o.grace_period_seconds = 0;
-      auto* kube = st.ctx->kube;
-      start_call(self, {call_kind::pod_delete, p->meta.name, 0}, [kube, ns = spec.ns, name = p->meta.name, o](k8s::api_callback cb) {
-        kube->remove(k8s::kinds::pods, ns, name, o, std::move(cb));
-      });
+      delete_placeholder(self, p->meta.name);
     }
   }
   // Forgotten once no pod of it has been seen for a while (a create still in flight when the pair
