@@ -30,20 +30,24 @@ struct quota_verdict {
   std::string detail;  // why not: "tenant ml: 10 of 10 replicas in use", "waiting for 2 targets to report"
 };
 
-/// reactive_scaler → metric_reader: the samples of `metric` (PromQL, one series) over the
-/// `window_s` seconds before `at` (seconds since the epoch); subqueries step `step_s`. Answered
-/// (not as a response: the reader batches) with metric_samples carrying the same `evaluation`.
-struct metric_request {
-  uint64_t evaluation = 0;
+/// reactive_scaler → metric_reader (through its relay), at start and again whenever samples stop
+/// coming (a restarted reader knows no one): evaluate me every `interval_ms` with `metric`'s
+/// samples (PromQL, one series) over the `window_s` seconds before each evaluation instant;
+/// subqueries step `step_s`. The reader places each subscriber in one of its slots by `target`
+/// (the target's id), reads every subscriber of a slot in one request when the slot is due, and
+/// sends each its metric_samples. One message per evaluation, not a timer, a request through the
+/// relay and an answer: see metric_reader.cpp.
+struct metric_subscription {
+  std::string target;
   std::string metric;
-  int64_t window_s = 0, step_s = 1;
-  double at = 0;
+  int64_t window_s = 0, step_s = 1, interval_ms = 0;
 };
 
-/// metric_reader → reactive_scaler: the one series' samples in time order, or why there is none
-/// (never a number then).
+/// metric_reader → reactive_scaler: one evaluation's samples in time order, or why there are
+/// none (never a number then). `due_ns`: the evaluation's instant on the actor system's clock
+/// (steady, nanoseconds since its epoch), from which a step's latency is measured.
 struct metric_samples {
-  uint64_t evaluation = 0;
+  int64_t due_ns = 0;
   bool ok = false;
   std::string reason;  // !ok
   std::string labels;  // ok: the series, for messages
@@ -51,13 +55,13 @@ struct metric_samples {
 };
 
 template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, metric_request& x) {
-  return f(caf::meta::type_name("metric_request"), x.evaluation, x.metric, x.window_s, x.step_s, x.at);
+typename Inspector::result_type inspect(Inspector& f, metric_subscription& x) {
+  return f(caf::meta::type_name("metric_subscription"), x.target, x.metric, x.window_s, x.step_s, x.interval_ms);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metric_samples& x) {
-  return f(caf::meta::type_name("metric_samples"), x.evaluation, x.ok, x.reason, x.labels, x.times, x.values);
+  return f(caf::meta::type_name("metric_samples"), x.due_ns, x.ok, x.reason, x.labels, x.times, x.values);
 }
 
 template <class Inspector>

@@ -34,7 +34,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::id_block::headroom_runtime::end)
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::quota_claim))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::quota_verdict))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::k8s_event))
-  CAF_ADD_TYPE_ID(headroom, (headroom::msg::metric_request))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::metric_subscription))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::metric_samples))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::session_held))
 

@@ -1,19 +1,25 @@
-// metric_reader: one per reactive subtree, between the scalers and Prometheus. Scalers ask for a
-// window of samples (msg::metric_request); the reader gathers the requests that arrive within
-// `batch_delay` of the first and asks Prometheus once: every plain selector in one remote read
-// (POST /api/v1/read, up to `max_batch` per request), any other expression through the query API
-// as a subquery. Each scaler gets msg::metric_samples back.
+// metric_reader: one per reactive subtree, between the scalers and Prometheus, and the clock of
+// their evaluations. Each scaler subscribes once (msg::metric_subscription); the reader places it
+// in one of `slots` slots per evaluation interval by a hash of its target's id, and when a slot is
+// due it asks Prometheus once for all of the slot's subscribers: every plain selector in one
+// remote read (POST /api/v1/read, up to `max_batch` per request), any other expression through
+// the query API as a subquery. Each scaler then gets one msg::metric_samples: its evaluation.
 //
-// Why: a query per target per evaluation is an HTTP round trip and two actor wake-ups from outside
-// CAF's scheduler each; at 1,000 targets a second that alone cost ~27 % of a core. Batched, the
-// same evaluations cost a few requests a second.
+// Why the reader keeps the time: a query per target per evaluation is an HTTP round trip and two
+// actor wake-ups from outside CAF's scheduler each (~27 % of a core at 1,000 targets a second);
+// batched requests from scalers with their own timers still cost a timer, a request through the
+// relay and an answer per evaluation (~55 µs each, 5-8 % of a core). Pushed, an evaluation is one
+// message, and the actor system wakes once per slot (25 times per interval), not once per target.
 //
-// Bounded: `pending` holds at most one request per scaler (a scaler has one evaluation in flight)
-// and is flushed at `max_batch`; a lost answer (a restarted reader) is noticed by the scaler's
-// own timeout, so nothing waits forever.
+// Slots are phases of the clock itself (not of each scaler's start), so scalers started one after
+// another share their slot's instant. A subscriber is held by a weak reference: a scaler that
+// ended is dropped at its slot's next turn, with no monitor left behind on it. A restarted reader
+// knows no one: each scaler subscribes again when its samples stop (see the scaler's watchdog).
 
 #include <caf/all.hpp>
 
+#include <algorithm>
+#include <map>
 #include <unordered_map>
 
 #include "actors/reactive/reactive.hpp"
@@ -29,28 +35,52 @@ struct batch_answer {
   std::vector<prom::query_result> results;
 };
 
+// The reader's private message: the slot of groups[group] is due.
+struct slot_due {
+  size_t group = 0;
+};
+
 }  // namespace headroom::actors::reactive
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::reactive::batch_answer)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::reactive::slot_due)
 
 namespace headroom::actors::reactive {
 
 namespace {
 
 constexpr std::string_view actor_name = "metric_reader";
+constexpr int64_t slots = 25;
 
-struct waiting {
-  caf::actor scaler;
-  uint64_t evaluation = 0;
+using time_point = caf::actor_clock::time_point;
+
+struct subscriber {
+  caf::actor_addr addr;
+  caf::weak_actor_ptr scaler;
+  std::string metric;
+  int64_t window_s = 0, step_s = 1;
+};
+
+// The subscribers evaluated at one phase of one interval.
+struct slot_group {
+  std::chrono::milliseconds interval{0};
+  time_point next_due;
+  bool armed = false;
+  std::vector<subscriber> members;
+};
+
+struct in_flight_batch {
+  int64_t due_ns = 0;
+  std::vector<caf::weak_actor_ptr> readers;
 };
 
 struct reader_state {
   reader_options opts;
-  std::vector<std::pair<caf::actor, msg::metric_request>> pending;
-  uint64_t flush_generation = 0;  // a delayed flush for an older batch does nothing
-  bool flush_armed = false;
+  std::vector<slot_group> groups;
+  std::map<std::pair<int64_t, int64_t>, size_t> group_of;  // (interval, phase) in ms → groups[i]
+  std::unordered_map<caf::actor_addr, size_t> member_group; // a subscriber → its group
   uint64_t next_batch = 0;
-  std::unordered_map<uint64_t, std::vector<waiting>> in_flight;
+  std::unordered_map<uint64_t, in_flight_batch> in_flight;
   // Each metric read once: its matchers, or nullopt for an expression (queried as a subquery).
   std::unordered_map<std::string, std::optional<std::vector<prom::label_matcher>>> selectors;
   static inline const char* name = "headroom.metric_reader";
@@ -58,9 +88,9 @@ struct reader_state {
 
 using reader_actor = caf::stateful_actor<reader_state>;
 
-msg::metric_samples to_samples(uint64_t evaluation, prom::query_result& r) {
+msg::metric_samples to_samples(int64_t due_ns, prom::query_result& r) {
   msg::metric_samples out;
-  out.evaluation = evaluation;
+  out.due_ns = due_ns;
   if (auto* none = std::get_if<prom::no_metric>(&r)) {
     out.reason = std::move(none->reason);
     return out;
@@ -103,42 +133,96 @@ std::function<void(std::vector<prom::query_result>)> answer_to(reader_actor* sel
   };
 }
 
-void flush(reader_actor* self) {
+void arm(reader_actor* self, size_t group) {
+  auto& g = self->state.groups[group];
+  g.armed = true;
+  self->delayed_send(self, std::max(g.next_due - self->clock().now(), time_point::duration::zero()), slot_due{group});
+}
+
+void subscribe(reader_actor* self, msg::metric_subscription& sub) {
   auto& st = self->state;
-  st.flush_armed = false;
-  ++st.flush_generation;
-  if (st.pending.empty())
+  auto sender = self->current_sender();
+  if (!sender || sub.interval_ms <= 0)
     return;
-  auto pending = std::move(st.pending);
-  st.pending.clear();
+  const auto addr = caf::actor_cast<caf::actor_addr>(sender);
+  if (auto it = st.member_group.find(addr); it != st.member_group.end()) {  // subscribing again
+    auto& members = st.groups[it->second].members;
+    members.erase(std::remove_if(members.begin(), members.end(), [&](const subscriber& m) { return m.addr == addr; }), members.end());
+  }
+  const std::chrono::milliseconds interval{sub.interval_ms};
+  const auto slot = static_cast<int64_t>(std::hash<std::string>{}(sub.target) % static_cast<size_t>(slots));
+  const int64_t phase = slot * sub.interval_ms / slots;
+  auto [at, fresh] = st.group_of.try_emplace({sub.interval_ms, phase}, st.groups.size());
+  if (fresh) {
+    slot_group g;
+    g.interval = interval;
+    const auto now = self->clock().now();
+    const auto since_epoch = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch());
+    g.next_due = now - (since_epoch % interval) + std::chrono::milliseconds(phase);
+    if (g.next_due < now)
+      g.next_due += interval;
+    st.groups.push_back(std::move(g));
+  }
+  const size_t group = at->second;
+  st.groups[group].members.push_back(
+      subscriber{addr, caf::actor_cast<caf::weak_actor_ptr>(sender), std::move(sub.metric), sub.window_s, sub.step_s});
+  st.member_group[addr] = group;
+  if (!st.groups[group].armed)
+    arm(self, group);
+}
+
+// A slot is due: one read for every live subscriber of it.
+void evaluate_slot(reader_actor* self, size_t group) {
+  auto& st = self->state;
+  auto& g = st.groups[group];
+  const auto now = self->clock().now();
+  const auto due = g.next_due;
+  // A fixed cadence; after a stall the next instant is from now, not a burst of catch-ups.
+  g.next_due = std::max(due + g.interval, now);
+  auto& members = g.members;
+  members.erase(std::remove_if(members.begin(), members.end(),
+                               [&](const subscriber& m) {
+                                 if (m.scaler.lock())
+                                   return false;
+                                 st.member_group.erase(m.addr);
+                                 return true;
+                               }),
+                members.end());
+  if (members.empty()) {
+    g.armed = false;  // the next subscriber arms it again
+    return;
+  }
+  arm(self, group);
+  const int64_t due_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(due.time_since_epoch()).count();
+  const double at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto end_ms = static_cast<int64_t>(at * 1000.0);
   std::vector<prom::raw_query> queries;
-  std::vector<waiting> readers;
+  in_flight_batch readers{due_ns, {}};
   auto send_read = [&] {
     if (queries.empty())
       return;
     const uint64_t batch = ++st.next_batch;
     st.in_flight[batch] = std::move(readers);
-    readers.clear();
+    readers = in_flight_batch{due_ns, {}};
     st.opts.prom->read(queries, answer_to(self, batch));
     if (st.opts.count)
       st.opts.count("read", static_cast<double>(queries.size()));
     queries.clear();
   };
-  for (auto& [scaler, req] : pending) {
-    const auto& matchers = selector_of(self, req.metric);
+  for (const auto& m : members) {
+    const auto& matchers = selector_of(self, m.metric);
     if (!matchers) {  // an expression: its own subquery
       const uint64_t batch = ++st.next_batch;
-      st.in_flight[batch] = {waiting{scaler, req.evaluation}};
+      st.in_flight[batch] = in_flight_batch{due_ns, {m.scaler}};
       auto cb = answer_to(self, batch);
-      st.opts.prom->query(prom::window_query(req.metric, req.window_s, req.step_s), req.at,
+      st.opts.prom->query(prom::window_query(m.metric, m.window_s, m.step_s), at,
                           [cb](prom::query_result r) { cb({std::move(r)}); });
       if (st.opts.count)
         st.opts.count("query", 1);
       continue;
     }
-    const auto end_ms = static_cast<int64_t>(req.at * 1000.0);
-    queries.push_back(prom::raw_query{*matchers, end_ms - req.window_s * 1000, end_ms});
-    readers.push_back(waiting{scaler, req.evaluation});
+    queries.push_back(prom::raw_query{*matchers, end_ms - m.window_s * 1000, end_ms});
+    readers.readers.push_back(m.scaler);
     if (queries.size() >= st.opts.max_batch)
       send_read();
   }
@@ -148,36 +232,23 @@ void flush(reader_actor* self) {
 caf::behavior reader_behavior(reader_actor* self, reader_options opts) {
   self->state.opts = std::move(opts);
   return {
-      [self](msg::metric_request& req) {
-        auto& st = self->state;
-        st.pending.emplace_back(caf::actor_cast<caf::actor>(self->current_sender()), std::move(req));
-        if (st.pending.size() >= st.opts.max_batch) {
-          flush(self);
-          return;
-        }
-        if (!st.flush_armed) {
-          st.flush_armed = true;
-          self->delayed_send(self, st.opts.batch_delay, msg::tick_atom_v, st.flush_generation);
-        }
-      },
-      [self](msg::tick_atom, uint64_t generation) {
-        if (generation == self->state.flush_generation)
-          flush(self);
-      },
+      [self](msg::metric_subscription& sub) { subscribe(self, sub); },
+      [self](slot_due due) { evaluate_slot(self, due.group); },
       [self](batch_answer& a) {
         auto& st = self->state;
         auto it = st.in_flight.find(a.batch);
         if (it == st.in_flight.end())
           return;
-        auto readers = std::move(it->second);
+        auto batch = std::move(it->second);
         st.in_flight.erase(it);
+        auto& readers = batch.readers;
         if (a.results.size() != readers.size()) {  // cannot happen: the client answers one per query
           runtime::log::error(actor_name, "answers do not match the batch", {{"batch", static_cast<int64_t>(a.batch)}});
           a.results.assign(readers.size(), prom::no_metric{"metric reader: answers do not match the batch"});
         }
         for (size_t i = 0; i < readers.size(); ++i)
-          if (readers[i].scaler)
-            self->send(readers[i].scaler, to_samples(readers[i].evaluation, a.results[i]));
+          if (auto scaler = readers[i].lock())
+            self->send(caf::actor_cast<caf::actor>(scaler), to_samples(batch.due_ns, a.results[i]));
       },
   };
 }

@@ -4,15 +4,15 @@
 // reactive_quota keeper for the tenants' caps.
 //
 //   reactive (supervisor) ── reactive_quota
-//                         ├─ metric_reader         (Prometheus, batched for every scaler)
-//                         └─ reactive_scaler × N   (one per target; asks the quota's and the reader's relays)
+//                         ├─ metric_reader         (Prometheus, batched; the evaluations' clock)
+//                         └─ reactive_scaler × N   (one per target; subscribes to the reader, asks the quota)
 //
-// A scaler evaluates its target every evaluationInterval: it asks the metric reader for the
-// metric's samples over the longest window, decides with model.hpp, and carries a step out on the target's
-// /scale subresource. What must survive a restart lives on the target: its replicas, and the last
-// scale event (annotation headroom.dev/reactive-scale), written *before* /scale as the step's
-// intent, so a headroom killed between the two finishes the step on restart instead of losing or
-// repeating it.
+// A scaler evaluates its target every evaluationInterval: the metric reader, which keeps the
+// evaluations' clock, sends it the metric's samples over the longest window; the scaler decides
+// with model.hpp and carries a step out on the target's /scale subresource. What must survive a
+// restart lives on the target: its replicas, and the last scale event (annotation
+// headroom.dev/reactive-scale), written *before* /scale as the step's intent, so a headroom
+// killed between the two finishes the step on restart instead of losing or repeating it.
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
@@ -74,9 +74,6 @@ caf::actor spawn_reactive_scaler(caf::actor_system& sys, scaler_context_ptr ctx,
 
 struct reader_options {
   std::shared_ptr<prom::client> prom;
-  // How long the first request of a batch waits for others. Scalers evaluate in a few slots per
-  // interval (see the scaler), so a slot's requests arrive together and leave as one read.
-  std::chrono::milliseconds batch_delay{2};
   size_t max_batch = 250;  // queries in one remote read
   std::function<void(const char* kind, double queries)> count;  // kind: read (a remote read), query
   std::function<void(double seconds)> request_seconds;          // each request, sent → answered

@@ -70,10 +70,8 @@ struct scaler_state {
   int failures = 0;            // consecutive metric failures
   bool metric_alert = false;
   bool oscillation_alert = false;
-  uint64_t evaluation = 0;
-  bool evaluating = false;     // a query or a step in flight
-  bool awaiting_metric = false;  // the query of evaluation `evaluation` is unanswered
-  steady::time_point next_due;
+  bool evaluating = false;     // a step in flight
+  steady::time_point last_samples;  // when the reader last sent an evaluation
   steady::time_point due;      // of the evaluation in flight
   std::optional<step> stepping;
   static inline const char* name = "headroom.reactive_scaler";
@@ -320,34 +318,26 @@ void mark_newest_pod(scaler_actor* self, const std::string& selector) {
 
 // --- evaluation ------------------------------------------------------------------------------------
 
-void evaluate(scaler_actor* self, steady::time_point due) {
-  auto& s = self->state;
+void subscribe(scaler_actor* self) {
   const auto& sp = spec(self);
-  s.evaluating = true;
-  s.awaiting_metric = true;
-  s.due = due;
-  msg::metric_request req;
-  req.evaluation = ++s.evaluation;
-  req.metric = sp.metric;
-  req.window_s = query_window_seconds(sp.rules);
-  req.step_s = std::max<long>(1, static_cast<long>(sp.rules.resolution.count() / 1000));
-  req.at = wall_now();
-  self->send(s.reader, std::move(req));
+  msg::metric_subscription sub;
+  sub.target = self->state.id;
+  sub.metric = sp.metric;
+  sub.window_s = query_window_seconds(sp.rules);
+  sub.step_s = std::max<long>(1, static_cast<long>(sp.rules.resolution.count() / 1000));
+  sub.interval_ms = sp.rules.evaluation_interval.count();
+  self->send(self->state.reader, std::move(sub));
 }
 
-// No answer from the reader (it restarted and lost the batch, or its relay was down): after the
-// query timeout's worth, this evaluation counts as a failed one and the next may start.
-bool metric_overdue(scaler_actor* self, steady::time_point now) {
-  const auto limit = std::max<std::chrono::milliseconds>(std::chrono::seconds(15), 3 * spec(self).rules.evaluation_interval);
-  return self->state.awaiting_metric && now - self->state.due > limit;
+// How long without an evaluation from the reader before the scaler counts a failed one and
+// subscribes again (the reader restarted and lost its subscribers, or its relay was down).
+std::chrono::milliseconds samples_overdue_after(scaler_actor* self) {
+  return std::max<std::chrono::milliseconds>(std::chrono::seconds(15), 3 * spec(self).rules.evaluation_interval);
 }
 
 void on_metric(scaler_actor* self, msg::metric_samples& reply) {
   auto& s = self->state;
   const auto& m = s.ctx->metrics;
-  if (reply.evaluation != s.evaluation || !s.evaluating || !s.awaiting_metric)
-    return;
-  s.awaiting_metric = false;
   if (!reply.ok || reply.times.empty()) {
     const std::string& why = reply.ok ? "no samples" : reply.reason;
     ++s.failures;
@@ -588,48 +578,48 @@ caf::behavior scaler_behavior(scaler_actor* self, scaler_context_ptr ctx, caf::a
   s.id = s.ctx->spec.target.id();
   s.quota = std::move(quota);
   s.reader = std::move(reader);
-  // Targets evaluate in one of `slots` slots per interval (by a hash of their id): spread, so a
-  // thousand of them do not hit Prometheus and the API server in the same millisecond, yet a
-  // slot's evaluations reach the metric reader together and leave as one remote read, and the
-  // actor system wakes a few times per interval rather than once per target.
-  constexpr int64_t slots = 25;
-  const auto interval = s.ctx->spec.rules.evaluation_interval;
-  const auto slot = static_cast<int64_t>(std::hash<std::string>{}(s.id) % static_cast<size_t>(slots));
-  // Slots are phases of the clock itself, not of each scaler's start: scalers started one after
-  // another (a thousand take a while) still share their slot's instant.
-  const auto now = self->clock().now();
-  const auto since_epoch = std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch());
-  auto first = now - (since_epoch % interval) + std::chrono::milliseconds(slot * interval.count() / slots);
-  if (first < now)
-    first += interval;
-  s.next_due = first;
-  self->delayed_send(self, first - now, msg::tick_atom_v, uint64_t{0});
+  // The metric reader keeps the evaluations' clock (one slot of its 25 per interval by a hash of
+  // the target's id, so a slot's targets leave as one remote read): subscribe, and watch that its
+  // evaluations keep coming.
+  subscribe(self);
+  s.last_samples = self->clock().now();
+  self->delayed_send(self, samples_overdue_after(self), msg::tick_atom_v, uint64_t{0});
   return {
-      [self](msg::tick_atom, uint64_t) {
+      [self](msg::tick_atom, uint64_t) {  // the watchdog
         auto& s = self->state;
-        const auto interval = spec(self).rules.evaluation_interval;
+        const auto limit = samples_overdue_after(self);
+        self->delayed_send(self, limit, msg::tick_atom_v, uint64_t{0});
         const auto now = self->clock().now();
-        const auto due = s.next_due;
-        // A fixed cadence; after a stall, the next due time is from now, not a burst of catch-ups.
-        s.next_due = std::max(s.next_due + interval, now);
-        self->delayed_send(self, s.next_due - now, msg::tick_atom_v, uint64_t{0});
+        if (!s.ready)
+          recover(self);
+        if (now - s.last_samples < limit)
+          return;
+        s.last_samples = now;
+        subscribe(self);
+        if (s.ready && !s.evaluating) {
+          msg::metric_samples lost;
+          lost.due_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count();
+          lost.reason = "no evaluation from the metric reader in " + std::to_string(limit.count() / 1000) + " s";
+          s.evaluating = true;
+          s.due = now;
+          on_metric(self, lost);
+        }
+      },
+      [self](msg::metric_samples& r) {
+        auto& s = self->state;
+        s.last_samples = self->clock().now();
         if (!s.ready) {
           recover(self);
           return;
-        }
-        if (metric_overdue(self, now)) {
-          msg::metric_samples lost;
-          lost.evaluation = s.evaluation;
-          lost.reason = "no answer from the metric reader";
-          on_metric(self, lost);
         }
         if (s.evaluating) {
           s.ctx->metrics.add("headroom_reactive_evaluations_skipped_total", 1);
           return;
         }
-        evaluate(self, due);
+        s.evaluating = true;
+        s.due = steady::time_point{std::chrono::duration_cast<steady::duration>(std::chrono::nanoseconds{r.due_ns})};
+        on_metric(self, r);
       },
-      [self](msg::metric_samples& r) { on_metric(self, r); },
       [self](msg::api_reply& r) { on_api(self, r); },
   };
 }
