@@ -6,6 +6,10 @@
 // for first (it registers the runner); the pod refers to a Secret holding it; the Secret is made
 // right after the pod and owned by it, so both go together. A pod that cannot be made has its
 // GitHub runner removed (no orphan registrations). A runner whose job completed has its pod deleted.
+// And a sweep: every max(healthCheck.interval, 30 s) the pool's runners are listed, and a runner of
+// this scale set that has no pod, no job and no creation in flight at two sweeps in a row (a pod
+// lost with the process that made it, a create whose answer never came) is removed from GitHub:
+// a registration nothing will ever run would count as a runner of the set for good.
 //
 // arc: merge-patches EphemeralRunnerSet.spec.replicas with an increasing spec.patchID, as ARC's
 // own listener does; ARC's controller makes the pods.
@@ -30,6 +34,22 @@ namespace {
 constexpr std::string_view actor_name = "runner_provisioner";
 constexpr uint32_t pods_buffer = 1;
 const k8s::resource_kind ephemeral_runner_sets{"actions.github.com", "v1alpha1", "ephemeralrunnersets", true};
+
+// The pool's runners, from the I/O thread (the sweep's answer).
+struct runner_list {
+  bool ok = false;
+  std::vector<github::runner_ref> runners;
+};
+
+}  // namespace
+}  // namespace headroom::actors::capacity
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::runner_list)
+
+namespace headroom::actors::capacity {
+namespace {
+
+constexpr uint64_t reconcile_tick = 0, sweep_tick = 1;
 
 struct creation {
   enum step { pod, secret } at = pod;
@@ -58,6 +78,8 @@ struct provisioner_state {
   std::set<std::string> busy;
   api_calls<creation> calls;
   int64_t arc_replicas = -1, arc_patch_id = 0;
+  std::set<std::string> jit_pending;  // runners registered (JIT asked for), pod create not answered
+  std::set<int64_t> podless;          // runner ids the last sweep found without a pod
   static inline const char* name = "headroom.runner_provisioner";
 };
 
@@ -143,6 +165,7 @@ void reconcile(provisioner_actor* self) {
   for (int64_t i = have; i < desired; ++i) {
     ++st.creating;
     std::string name = spec.name + "-runner-" + new_slot_id();
+    st.jit_pending.insert(name);
     caf::actor me = caf::actor_cast<caf::actor>(self);
     st.ctx->github->generate_jit_config(st.scale_set_id, name, "_work", [me, name](github::actions_result<github::jit_config> r) {
       msg::jit_reply out;
@@ -174,6 +197,52 @@ void delete_runner_pod(provisioner_actor* self, const std::string& name, bool ev
   });
 }
 
+std::chrono::milliseconds sweep_every(provisioner_actor* self) {
+  return std::max<std::chrono::milliseconds>(self->state.ctx->spec.health_check.interval, std::chrono::seconds(30));
+}
+
+void sweep(provisioner_actor* self) {
+  auto& st = self->state;
+  if (!st.ctx->spec.standalone || st.scale_set_id == 0)
+    return;
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  st.ctx->github->list_runners([me](github::actions_result<std::vector<github::runner_ref>> r) {
+    runner_list out;
+    if (auto* list = std::get_if<std::vector<github::runner_ref>>(&r)) {
+      out.ok = true;
+      out.runners = std::move(*list);
+    } else {
+      runtime::log::warn(actor_name, "could not list the runners; sweeping at the next turn",
+                         {{"error", std::get<github::actions_error>(r).describe()}});
+    }
+    caf::anon_send(me, std::move(out));
+  });
+}
+
+void on_runner_list(provisioner_actor* self, const runner_list& l) {
+  auto& st = self->state;
+  if (!l.ok)
+    return;
+  std::set<std::string> pods;  // every runner pod in the cache, whatever its state
+  for (const auto& p : st.ctx->pods->list())
+    if (const auto* r = p->meta.label(keys::role); r != nullptr && *r == role_label(role::runner))
+      pods.insert(p->meta.name);
+  std::set<int64_t> podless;
+  for (const auto& rn : l.runners) {
+    if (rn.scale_set_id != st.scale_set_id || rn.busy || pods.count(rn.name) > 0 || st.made.count(rn.name) > 0 ||
+        st.jit_pending.count(rn.name) > 0 || st.busy.count(rn.name) > 0)
+      continue;
+    podless.insert(rn.id);
+    if (st.podless.count(rn.id) == 0)
+      continue;  // first sighting: it may be a pod on its way
+    runtime::log::warn(actor_name, "GitHub runner without a pod at two sweeps: removing it",
+                       {{"scale_set", st.ctx->spec.name}, {"runner", rn.name}, {"runner_id", rn.id}});
+    st.ctx->metrics.add("headroom_orphan_runners_removed_total", 1);
+    remove_runner(self, rn.id, "no pod");
+  }
+  st.podless = std::move(podless);
+}
+
 caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, scale_set_peers peers) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
@@ -186,6 +255,7 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
     self->send(st.peers.monitor, msg::capacity_atom_v);
   if (st.peers.listener)
     self->send(st.peers.listener, msg::update_atom_v);
+  self->delayed_send(self, sweep_every(self), msg::tick_atom_v, sweep_tick);
   return {
       [self](msg::buffer_wakeup) {
         self->state.feed->drain([](const msg::pod_event&) {});
@@ -227,8 +297,9 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
         auto& s = self->state;
         if (!r.error.empty()) {
           --s.creating;
+          s.jit_pending.erase(r.name);
           runtime::log::warn(actor_name, "could not get a runner's JIT configuration", {{"runner", r.name}, {"error", r.error}});
-          self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, uint64_t{0});
+          self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, reconcile_tick);
           return;
         }
         auto* kube = s.ctx->kube;
@@ -247,10 +318,11 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
         const auto& ns = s.ctx->spec.ns;
         if (c.at == creation::pod) {
           --s.creating;
+          s.jit_pending.erase(c.name);
           if (!r.ok) {
             runtime::log::warn(actor_name, "runner pod create failed", {{"pod", c.name}, {"error", r.error}});
             remove_runner(self, c.runner_id, "its pod could not be made");
-            self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, uint64_t{0});
+            self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, reconcile_tick);
             return;
           }
           s.made.emplace(c.name, self->clock().now());
@@ -271,7 +343,15 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
           remove_runner(self, c.runner_id, "its JIT secret could not be made");
         }
       },
-      [self](msg::tick_atom, uint64_t) { reconcile(self); },
+      [self](msg::tick_atom, uint64_t what) {
+        if (what == sweep_tick) {
+          self->delayed_send(self, sweep_every(self), msg::tick_atom_v, sweep_tick);
+          sweep(self);
+          return;
+        }
+        reconcile(self);
+      },
+      [self](const runner_list& l) { on_runner_list(self, l); },
   };
 }
 

@@ -150,6 +150,8 @@ class actions_client : public std::enable_shared_from_this<actions_client> {
                            callback<jit_config> cb);
   void get_runner(int64_t runner_id, callback<runner_ref> cb);  // runner_not_found when absent
   void get_runner_by_name(std::string name, callback<std::optional<runner_ref>> cb);
+  // Every runner of the pool (the agents list without a name filter), each with its scale set id.
+  void list_runners(callback<std::vector<runner_ref>> cb);
   void remove_runner(int64_t runner_id, callback<done> cb);
 
   // Requests whose admin token was obtained by running the whole chain, for tests and metrics.

@@ -334,6 +334,16 @@ void actions_client::get_runner_by_name(std::string name, callback<std::optional
   run(c);
 }
 
+void actions_client::list_runners(callback<std::vector<runner_ref>> cb) {
+  auto c = std::make_shared<call>();
+  c->req.operation = "list runners";
+  c->req.path = std::string{agents_path};
+  c->req.ok = {200};
+  c->done = decoding<std::vector<runner_ref>>(c->req.operation, std::move(cb),
+                                               [](const http::http_response& r) { return unwrap(decode_runner_list(r.body)); });
+  run(c);
+}
+
 void actions_client::remove_runner(int64_t runner_id, callback<done> cb) {
   auto c = std::make_shared<call>();
   c->req.operation = "remove runner " + std::to_string(runner_id);

@@ -464,6 +464,11 @@ TEST(capacity_e2e, capacity_health_replaces_a_runner_that_never_registers) {
   int64_t set = 0;
   ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
   ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 1; }, 120s)) << w.headroom->log();
+  // A runner of the scale set that no pod will ever run (as one whose maker died between the JIT
+  // configuration and the pod): the provisioner's sweep removes it from GitHub.
+  const auto orphan = e.peer->control("/runners/register", "{\"scaleSetId\":" + std::to_string(set) + ",\"name\":\"capacity-health-runner-orphan\"}");
+  ASSERT_EQ(orphan.status, 200) << orphan.body;
+  const auto registered = std::chrono::steady_clock::now();
   w.post_jobs(1);
   std::string first;
   ASSERT_TRUE(eventually([&] {
@@ -476,6 +481,12 @@ TEST(capacity_e2e, capacity_health_replaces_a_runner_that_never_registers) {
   EXPECT_TRUE(eventually([&] {
     return w.e.c->kubectl({"-n", sc.name, "get", "pod", first, "-o", "name"}).exit_code != 0;
   }, 30s)) << "the unregistered runner's pod is deleted";
+  auto orphan_listed = [&] { return e.peer->control("/state").body.find("capacity-health-runner-orphan") != std::string::npos; };
+  EXPECT_TRUE(eventually([&] { return !orphan_listed(); }, 90s)) << "the podless runner is removed from GitHub\n" << w.headroom->log();
+  const double removed_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - registered).count();
+  EXPECT_GE(removed_after, 25.0) << "removed at its first sighting, not its second (sweeps are 30 s apart)";
+  EXPECT_EQ(w.headroom->sample("headroom_orphan_runners_removed_total{scale_set=\"capacity-health\"}"), 1) << w.headroom->metrics();
+  std::cout << "[orphan] the podless runner was removed " << removed_after << " s after it was registered\n";
   EXPECT_GT(audited(w, set), 0);
 }
 

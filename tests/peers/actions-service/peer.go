@@ -1085,13 +1085,16 @@ func (s *server) runnerRequest(r *http.Request) reply {
 		}
 		return jsonReply(200, rn)
 	}
-	name := r.URL.Query().Get("agentName")
+	// By name (?agentName=, what the scaleset client asks), or, without it, every runner of the
+	// pool in id order: the pool's agent list as the service's distributedtask API serves it.
+	name, byName := r.URL.Query()["agentName"]
 	out := []*runner{}
 	for _, rn := range s.runners {
-		if rn.Name == name {
+		if !byName || rn.Name == name[0] {
 			out = append(out, rn)
 		}
 	}
+	sort.Slice(out, func(a, b int) bool { return out[a].ID < out[b].ID })
 	return jsonReply(200, map[string]any{"count": len(out), "value": out})
 }
 
@@ -1260,6 +1263,17 @@ func (s *server) controlRoute(r *http.Request, body []byte) (reply, bool) {
 			*d = time.Duration(v) * time.Millisecond
 		}
 		return jsonReply(200, req), true
+	case "/_control/runners/register": // POST {scaleSetId, name}: a runner no pod will ever run
+		var req struct {
+			ScaleSetID int    `json:"scaleSetId"`
+			Name       string `json:"name"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil || req.Name == "" {
+			return textReply(400, "want {scaleSetId, name}"), false
+		}
+		rn := &runner{ID: int(s.id()), Name: req.Name, ScaleSetID: req.ScaleSetID, Status: "offline", nonce: randomToken("")}
+		s.runners[rn.ID] = rn
+		return jsonReply(200, rn), true
 	case "/_control/runners/connect": // POST {jitConfig}
 		var req struct {
 			JitConfig string `json:"jitConfig"`
