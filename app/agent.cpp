@@ -274,6 +274,7 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   topts.burst = cfg.kubernetes.burst;
   svc->io = std::make_unique<k8s::transport>(topts);
   svc->api = std::make_unique<k8s::client>(*conn, *svc->io);
+  svc->api->set_watch_stall_timeout(std::chrono::duration_cast<std::chrono::seconds>(cfg.kubernetes.watch_stall_timeout));
   runtime::log::info("agent", "cluster", {{"server", conn->server}});
   const std::string me = identity();
   // One Event writer for the process, outside the leader gate: it outlives the acting tree's

@@ -150,13 +150,14 @@ config_result parse_config_yaml(std::string_view yaml, std::string_view origin, 
       check_supervision(cfg.supervision, "supervision");
     }
     if (auto node = top.get("kubernetes")) {
-      config_section s{*node, "kubernetes", {"kubeconfig", "context", "qps", "burst"}};
+      config_section s{*node, "kubernetes", {"kubeconfig", "context", "qps", "burst", "watchStallTimeout"}};
       if (auto v = s.read_string("kubeconfig"))
         cfg.kubernetes.kubeconfig = *v;
       if (auto v = s.read_string("context"))
         cfg.kubernetes.context = *v;
       s.read_uint("qps", cfg.kubernetes.qps, 1, 10'000);
       s.read_uint("burst", cfg.kubernetes.burst, 1, 10'000);
+      s.read_duration("watchStallTimeout", cfg.kubernetes.watch_stall_timeout, millis{5'000}, millis{3'600'000});
     }
     if (auto node = top.get("leaderElection")) {
       config_section s{*node, "leaderElection",

@@ -44,6 +44,11 @@ struct config {
     std::string context;
     uint32_t qps = 50;
     uint32_t burst = 100;
+    // A watch that delivers nothing, not even a bookmark, for this long is dropped and resumed:
+    // a stream a proxy or a half-dead connection silenced would otherwise blind its informer
+    // until the server's own timeout (5-10 min). The apiserver sends a bookmark about every
+    // minute, so the default leaves half a minute of slack.
+    millis watch_stall_timeout{90'000};
   } kubernetes;
   struct leader_election_section {
     bool enabled = true;

@@ -355,7 +355,7 @@ request_id client::watch(const resource_kind& k, std::string_view ns, const watc
   req.tls = tls_;
   req.timeout = std::chrono::milliseconds(0);
   req.stream = true;
-  req.stall_timeout = opts.stall_timeout;
+  req.stall_timeout = opts.stall_timeout.count() > 0 ? opts.stall_timeout : watch_stall_timeout_;
   req.delay = opts.delay;
   req.headers = {"Accept: application/json", "User-Agent: headroom"};
   if (const auto token = conn_.token(); !token.empty())

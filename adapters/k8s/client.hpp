@@ -69,7 +69,7 @@ struct watch_options {
   std::string resource_version, label_selector, field_selector;
   bool allow_bookmarks = true;
   int64_t timeout_seconds = 0;  // server-side end of the watch; 0 = server default
-  std::chrono::seconds stall_timeout{0};  // reconnect when nothing (not even a bookmark) arrives
+  std::chrono::seconds stall_timeout{0};  // reconnect when nothing (not even a bookmark) arrives; 0: the client's
   std::chrono::milliseconds delay{0};     // start later (reconnect backoff)
 };
 
@@ -124,6 +124,8 @@ class client {
   void after(std::chrono::milliseconds delay, std::function<void()> fn) { transport_.after(delay, std::move(fn)); }
 
   const std::string& server() const { return conn_.server; }
+  // The stall timeout of a watch whose options leave it 0 (see watch_options::stall_timeout).
+  void set_watch_stall_timeout(std::chrono::seconds t) { watch_stall_timeout_ = t; }
 
  private:
   struct call;
@@ -135,6 +137,7 @@ class client {
   std::shared_ptr<const tls_config> tls_;
   transport& transport_;
   retry_policy retry_;
+  std::chrono::seconds watch_stall_timeout_{90};
 };
 
 // Optimistic concurrency: runs `attempt` (read, change, write) until it does not end in a

@@ -14,8 +14,10 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <iostream>
 #include <set>
+#include <sstream>
 
 #include "e2e/capacity_suite.hpp"
 
@@ -282,6 +284,153 @@ TEST(chaos, capacity_each_actor_kind_failed_mid_burst_is_restarted_and_escalatio
   std::cout << "[chaos] capacity_monitor failed " << failures << " more times within the minute: escalated, the scale set restarted, warm pool back "
             << seconds_since(escalated_at) << " s after\n";
   audited(w, set);
+}
+
+// The API-server fault proxy (tests/peers/kube-fault-proxy) in front of kube-apiserver, for
+// headroom's traffic only: the simulator, the peer and these checks talk to the API server
+// directly. headroom's kubeconfig becomes the chart identity's with the proxy's address and CA.
+struct apiserver_proxy {
+  std::unique_ptr<testpeer::peer_process> p;
+  std::string why;
+
+  explicit apiserver_proxy(const cluster& c)
+      : p(testpeer::peer_process::start("tests/peers/kube-fault-proxy/build.sh",
+                                        {"--upstream", c.server(), "--upstream-ca", c.ca_file()}, why)) {}
+  std::string post(const std::string& path, const std::string& body = "{}") const {
+    return testpeer::http_call(p->ready("control") + path, body).body;
+  }
+  int64_t state(const char* field) const {
+    simdjson::dom::parser parser;
+    int64_t n = -1;
+    if (parser.parse(testpeer::http_call(p->ready("control") + "/state").body)[field].get(n) != simdjson::SUCCESS)
+      return -1;
+    return n;
+  }
+  // `kubeconfig` (server and CA as chart-identity.sh writes them) pointed at the proxy.
+  std::string through(const std::string& kubeconfig) const {
+    std::ifstream in{kubeconfig};
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string text = ss.str();
+    auto swap = [&](const std::string& key, const std::string& value) {
+      const auto at = text.find(key + ": \"");
+      if (at == std::string::npos)
+        return false;
+      const auto start = at + key.size() + 3;
+      text.replace(start, text.find('"', start) - start, value);
+      return true;
+    };
+    const auto ca = testenv::run_command({"base64", "-w0", p->ready("ca")}).out;
+    if (!swap("server", p->ready("url")) || !swap("certificate-authority-data", ca))
+      return {};
+    const std::string out = kubeconfig + ".proxy";
+    std::ofstream(out) << text;
+    return out;
+  }
+};
+
+// headroom's informer log lines and the proxy's log, for a failure message.
+std::string watch_story(const world& w, const apiserver_proxy& proxy) {
+  std::string out;
+  const auto log = w.headroom->full_log();
+  std::istringstream in{log};
+  for (std::string line; std::getline(in, line);)
+    if (line.find("k8s/informer") != std::string::npos)
+      out += line + "\n";
+  return out + "--- the proxy:\n" + proxy.p->log();
+}
+
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + 1))
+    ++n;
+  return n;
+}
+
+// Three API-server faults in one run, each in the middle of its own burst of 4 jobs:
+//   1. every request answered 429 (Retry-After: 1), 503, 500 or 504 in turn for 30 s, a 504 to a
+//      write only after the write was made (the apiserver's own Timeout);
+//   2. every watch stream stops sending without closing: each is dropped after
+//      kubernetes.watchStallTimeout (15 s here) and resumed;
+//   3. every watch stream ends, and each comes back to what the API server sends to a watch an
+//      etcd compaction overtook (an ERROR event with a 410 Expired Status): the informers relist
+//      and emit only what changed.
+// After each: the monitor agrees with the cluster, every job completes exactly once, the warm
+// pool returns with no leaked or duplicated placeholder, and no poll over-advertised.
+TEST(chaos, capacity_apiserver_429_5xx_stalled_and_expired_watches_mid_burst) {
+  REQUIRE_ENV(e);
+  scenario sc{"chaos-apiproxy", 4, 2, "5m", "5s"};
+  sc.watch_stall = "15s";
+  world w{e, sc};
+  REQUIRE_WORLD(w);
+  apiserver_proxy proxy{*e.c};
+  HEADROOM_REQUIRE_READY(proxy.p != nullptr, "the API-server fault proxy", proxy.why);
+  w.kubeconfig = proxy.through(w.kubeconfig);
+  ASSERT_FALSE(w.kubeconfig.empty()) << "the chart identity's kubeconfig has no server or CA to swap";
+  const int64_t set = start_burst(w, 4);
+  ASSERT_NE(set, 0);
+  const std::string gauge = "gha_capacity_advertised_running_pairs{scale_set=\"chaos-apiproxy\"}";
+  auto agrees = [&](std::chrono::milliseconds limit) {
+    return eventually([&] { return w.headroom->sample(gauge) == w.ready_pairs(); }, limit);
+  };
+  auto next_burst = [&](int jobs, int total) {
+    w.post_jobs(jobs);
+    ASSERT_TRUE(eventually([&] { auto st = w.job_states(); return st["running"] >= 1 || st["completed"] > total - jobs; }, 120s))
+        << "burst under way\n" << w.headroom->log();
+  };
+
+  // 1. 429 and 5xx for 30 s.
+  const auto faulted_before = proxy.state("faulted");
+  proxy.post("/faults", R"({"statuses":[429,503,500,504],"forMs":30000})");
+  std::this_thread::sleep_for(30s);
+  const auto faulted = proxy.state("faulted") - faulted_before;
+  auto ended = steady::now();
+  auto ended_wall = clock_type::now();
+  EXPECT_GT(faulted, 0) << "headroom called the API server during the 30 s";
+  EXPECT_TRUE(agrees(4s + 2s)) << "the monitor's running pairs " << w.headroom->sample(gauge) << ", the cluster's " << w.ready_pairs()
+                               << "\n" << w.headroom->log();
+  std::cout << "[chaos] apiserver 429/503/500/504 for 30 s: " << faulted << " requests answered with an error; monitor agreed "
+            << seconds_since(ended) << " s after\n";
+  expect_recovered(w, set, 4, "apiserver 429/503/500/504 for 30 s", ended, ended_wall);
+  if (HasFatalFailure())
+    return;
+
+  // 2. Every open watch falls silent. headroom watches pods, nodes and NodePools: with a 15 s
+  // stall timeout and a bookmark a minute, the quiet ones (nodes, NodePools) are themselves
+  // dropped and resumed every 15 s, so first wait until all three flow.
+  next_burst(4, 8);
+  constexpr int64_t watches = 3;
+  ASSERT_TRUE(eventually([&] { return proxy.state("watchesFlowing") >= watches; }, 30s)) << watch_story(w, proxy);
+  const auto stalled = std::stoll("0" + proxy.post("/stall"));
+  const auto stall_at = steady::now();
+  const auto stall_wall = clock_type::now();
+  EXPECT_GE(stalled, watches) << "the pods, nodes and NodePools watches were open\n" << watch_story(w, proxy);
+  // Each silent stream is dropped by headroom after watchStallTimeout and a new one opened.
+  const bool resumed = eventually([&] { return proxy.state("watchesOpen") == proxy.state("watchesFlowing") && proxy.state("watchesFlowing") >= watches; }, 15s + 15s);
+  const double resumed_after = seconds_since(stall_at);
+  EXPECT_TRUE(resumed) << "each silent watch is dropped after watchStallTimeout (15 s) and resumed\n" << watch_story(w, proxy);
+  EXPECT_GE(resumed_after, 14.0) << "a watch was dropped before it had been silent for watchStallTimeout";
+  EXPECT_TRUE(agrees(4s + 2s)) << "after the stalled watches resumed\n" << w.headroom->log();
+  std::cout << "[chaos] " << stalled << " watch streams silenced: all dropped and resumed " << resumed_after << " s after (watchStallTimeout 15 s)\n";
+  expect_recovered(w, set, 8, "every watch stream silenced", stall_at, stall_wall);
+  if (HasFatalFailure())
+    return;
+
+  // 3. Every watch ends and comes back to a 410.
+  next_burst(4, 12);
+  ASSERT_TRUE(eventually([&] { return proxy.state("watchesFlowing") >= watches; }, 30s)) << watch_story(w, proxy);
+  const auto relists_before = count_of(w.headroom->full_log(), "resourceVersion expired, relisting");
+  const auto ended_watches = std::stoll("0" + proxy.post("/expire"));
+  ended = steady::now();
+  ended_wall = clock_type::now();
+  EXPECT_GE(ended_watches, watches) << "the pods, nodes and NodePools watches were open\n" << watch_story(w, proxy);
+  const bool relisted = eventually([&] { return count_of(w.headroom->full_log(), "resourceVersion expired, relisting") >= relists_before + size_t(ended_watches); }, 10s);
+  EXPECT_TRUE(relisted) << "every watch met a 410 and relisted (" << proxy.state("expired") << " watches answered 410)\n"
+                        << watch_story(w, proxy);
+  EXPECT_TRUE(agrees(4s)) << "after the relists\n" << w.headroom->log();
+  std::cout << "[chaos] " << ended_watches << " watch streams ended and met 410: relisted, the monitor agreed " << seconds_since(ended)
+            << " s after\n";
+  expect_recovered(w, set, 12, "every watch expired (410) mid-burst", ended, ended_wall);
 }
 
 // headroom killed (SIGKILL) mid-burst and started again: the first process's placeholders are

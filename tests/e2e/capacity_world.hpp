@@ -173,6 +173,7 @@ struct scenario {
   std::string tolerations;    // YAML flow list items for the runner template
   std::string workflow_resources = "{cpu: 500m, memory: 512Mi}";
   bool fault_hooks = false;   // HEADROOM_TEST_FAULTS=1 (runtime/fault_hooks.hpp)
+  std::string watch_stall;    // kubernetes.watchStallTimeout; empty: the default (90s)
 
   scenario() = default;
   scenario(std::string n, int max, int pool, std::string ready_timeout, std::string job)
@@ -183,7 +184,7 @@ struct scenario {
 inline const std::string hud_token = "hud-e2e-token-0123456789";
 
 inline std::string config_for(const env& e, const scenario& s, const std::string& kubeconfig, bool capacity_aware = true) {
-  return "kubernetes:\n  kubeconfig: " + kubeconfig +
+  return "kubernetes:\n  kubeconfig: " + kubeconfig + (s.watch_stall.empty() ? std::string{} : "\n  watchStallTimeout: " + s.watch_stall) +
          (s.hud ? "\nhud:\n  url: " + e.peer->http_url() + "/api/clickhouse/queued_jobs_aggregate\n  interval: 1s" : std::string{}) +
          "\nleaderElection:\n  enabled: false\ngithub:\n  configUrl: " + e.peer->http_url() +
          "/headroom-org\nscaleSets:\n  - name: " + s.name + "\n    namespace: " + s.name +

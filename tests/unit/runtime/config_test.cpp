@@ -103,11 +103,14 @@ TEST(config, environment_overrides_the_file) {
 
 TEST(config, kubernetes_and_leader_election) {
   auto c = ok(R"(
-kubernetes: {kubeconfig: /etc/headroom/kubeconfig, context: prod, qps: 20, burst: 40}
+kubernetes: {kubeconfig: /etc/headroom/kubeconfig, context: prod, qps: 20, burst: 40, watchStallTimeout: 20s}
 leaderElection: {enabled: false, namespace: ci, name: hr, leaseDuration: 30s, renewDeadline: 20s, retryPeriod: 4s}
 )");
   EXPECT_EQ(c.kubernetes.kubeconfig, "/etc/headroom/kubeconfig");
   EXPECT_EQ(c.kubernetes.qps, 20u);
+  EXPECT_EQ(c.kubernetes.watch_stall_timeout, 20s);
+  EXPECT_EQ(ok("kubernetes: {}").kubernetes.watch_stall_timeout, 90s);
+  EXPECT_NE(err("kubernetes: {watchStallTimeout: 1s}").find("kubernetes.watchStallTimeout"), std::string::npos);
   EXPECT_FALSE(c.leader_election.enabled);
   EXPECT_EQ(c.leader_election.ns, "ci");
   EXPECT_EQ(c.leader_election.lease_duration, 30s);
