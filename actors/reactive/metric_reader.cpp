@@ -167,8 +167,13 @@ void subscribe(reader_actor* self, msg::metric_subscription& sub) {
   st.groups[group].members.push_back(
       subscriber{addr, caf::actor_cast<caf::weak_actor_ptr>(sender), std::move(sub.metric), sub.window_s, sub.step_s});
   st.member_group[addr] = group;
-  if (!st.groups[group].armed)
+  auto& g = st.groups[group];
+  if (!g.armed) {  // idle since its last subscriber went: its next instant on the cadence, not one past
+    const auto now = self->clock().now();
+    if (g.next_due < now)
+      g.next_due += ((now - g.next_due) / g.interval + 1) * g.interval;
     arm(self, group);
+  }
 }
 
 // A slot is due: one read for every live subscriber of it.
