@@ -5,7 +5,9 @@
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 
+#include <ctime>
 #include <fstream>
+#include <optional>
 #include <random>
 #include <sstream>
 
@@ -60,6 +62,21 @@ constexpr series histograms[] = {
     {"gha_job_startup_duration_seconds", "From the job's assignment to the scale set to its runner's assignment"},
     {"gha_capacity_propagation_seconds", "From a capacity change to the first poll that carries it"},
 };
+
+// Seconds since the epoch of an RFC 3339 time ("2026-11-22T09:00:00.123Z"); nullopt when unreadable.
+std::optional<double> parse_time(const std::string& t) {
+  std::tm tm{};
+  const char* rest = strptime(t.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
+  if (rest == nullptr)
+    return std::nullopt;
+  double frac = 0;
+  if (*rest == '.') {
+    double scale = 0.1;
+    for (++rest; *rest >= '0' && *rest <= '9'; ++rest, scale /= 10)
+      frac += (*rest - '0') * scale;
+  }
+  return static_cast<double>(timegm(&tm)) + frac;
+}
 
 scale_set_metrics make_metrics(runtime::metrics& m, const std::string& scale_set) {
   auto& reg = m.registry();
@@ -367,6 +384,16 @@ runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_
     o.owner = ctx->owner_configmap;
     o.repoll_on_change = ctx->spec.repoll_on_change;
     o.failed = ctx->metrics.actions_error;
+    o.job = [m = ctx->metrics](const msg::job_transition& j) {
+      if (j.type == msg::job_transition::started) {
+        m.add("gha_started_jobs_total", 1);
+        auto assigned = parse_time(j.scale_set_assign_time), started = parse_time(j.runner_assign_time);
+        if (assigned && started && *started >= *assigned)
+          m.observe("gha_job_startup_duration_seconds", *started - *assigned);
+      } else if (j.type == msg::job_transition::completed) {
+        m.add("gha_completed_jobs_total", 1);
+      }
+    };
     // Until the monitor answers: nothing confirmed yet, or maxRunners when capacity-unaware.
     o.initial_capacity = ctx->spec.capacity_aware ? 0 : ctx->spec.max_runners;
     return spawn_listener_session(s, ctx->github, listener_peers{{peers.provisioner, peers.monitor}, peers.monitor},

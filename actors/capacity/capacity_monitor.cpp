@@ -77,6 +77,12 @@ struct monitor_state {
   bool acting = false;  // start-up done: the owner is known
   owner_ref owner;
   int64_t assigned = 0, running_jobs = 0, queued = 0;
+  // Runners whose job started and whose completion has not come yet. The service's statistics are
+  // as of the last message: when the Actions Service is out, jobs finish without the statistics
+  // saying so, and the first poll after it would advertise their room again (found by the chaos
+  // suite: 4 advertised with 2 jobs held and no pair placed). A runner pod that has ended while
+  // its job is in this set is a job done whose completion is on its way, and is not counted.
+  std::set<std::string> started;
   // Newly assigned jobs that no pair has been consumed by or handed to yet (when each was seen).
   std::deque<caf::actor_clock::time_point> owed;
   // The session the scale set's listener holds (msg::session_held): a listener that crashes
@@ -231,8 +237,8 @@ void recompute(monitor_actor* self) {
   in.max_runners = spec.max_runners;
   in.proactive = spec.proactive_capacity;
   in.queued = st.queued;
-  in.assigned_jobs = st.assigned;
-  int64_t placeholder_pods = 0, runners_going = 0;
+  int64_t placeholder_pods = 0, runners_going = 0, ended_unreported = 0;
+  std::set<std::string> runner_pods;
   std::set<std::string> slots_seen;
   for (const auto& p : st.ctx->pods->list()) {
     auto r = role_of(*p);
@@ -243,6 +249,9 @@ void recompute(monitor_actor* self) {
         ++in.runners_placed;
       if (p->phase != "Succeeded" && p->phase != "Failed" && p->meta.deletion_timestamp.empty())
         ++runners_going;
+      else if (st.started.count(p->meta.name) > 0)
+        ++ended_unreported;
+      runner_pods.insert(p->meta.name);
       continue;
     }
     ++placeholder_pods;
@@ -288,6 +297,8 @@ void recompute(monitor_actor* self) {
   std::erase_if(st.retired, [&, at = self->clock().now()](const auto& r) {
     return slots_seen.count(r.first) == 0 && at - r.second > retire_memory;
   });
+  in.assigned_jobs = std::max<int64_t>(0, st.assigned - ended_unreported);
+  std::erase_if(st.started, [&](const std::string& n) { return runner_pods.count(n) == 0; });  // its pod is gone
   end_finished_handoffs(self, std::max(in.assigned_jobs, runners_going));
   for (const auto& [slot, e] : st.pairs)
     if (e.state == state_t::ready)
@@ -684,6 +695,13 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
         auto& s = self->state;
         s.assigned = u.stats.total_assigned_jobs;
         s.running_jobs = u.stats.total_running_jobs;
+        for (const auto& j : u.jobs) {
+          if (j.type == msg::job_transition::started && !j.runner_name.empty())
+            s.started.insert(j.runner_name);
+          else if (j.type == msg::job_transition::completed)
+            s.started.erase(j.runner_name);
+        }
+
         if (!s.assigned_known) {  // jobs assigned before this monitor started are not new
           s.assigned_known = true;
           s.assigned_seen = s.assigned;

@@ -87,21 +87,6 @@ using provisioner_actor = caf::stateful_actor<provisioner_state>;
 
 bool terminal(const k8s::pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
 
-// Seconds since the epoch of an RFC 3339 time ("2026-11-22T09:00:00.123Z"); nullopt when unreadable.
-std::optional<double> parse_time(const std::string& t) {
-  std::tm tm{};
-  const char* rest = strptime(t.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  if (rest == nullptr)
-    return std::nullopt;
-  double frac = 0;
-  if (*rest == '.') {
-    double scale = 0.1;
-    for (++rest; *rest >= '0' && *rest <= '9'; ++rest, scale /= 10)
-      frac += (*rest - '0') * scale;
-  }
-  return static_cast<double>(timegm(&tm)) + frac;
-}
-
 void remove_runner(provisioner_actor* self, int64_t runner_id, const std::string& why) {
   self->state.ctx->github->remove_runner(runner_id, [runner_id, why](github::actions_result<github::done> r) {
     if (auto* e = std::get_if<github::actions_error>(&r); e && e->what != github::actions_error::kind::runner_not_found)
@@ -278,14 +263,9 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
         m.set("gha_idle_runners", u.stats.total_idle_runners);
         for (const auto& j : u.jobs) {
           if (j.type == msg::job_transition::started) {
-            m.add("gha_started_jobs_total", 1);
             if (!j.runner_name.empty())
               s.busy.insert(j.runner_name);
-            auto assigned = parse_time(j.scale_set_assign_time), started = parse_time(j.runner_assign_time);
-            if (assigned && started && *started >= *assigned)
-              m.observe("gha_job_startup_duration_seconds", *started - *assigned);
           } else if (j.type == msg::job_transition::completed) {
-            m.add("gha_completed_jobs_total", 1);
             s.busy.erase(j.runner_name);
             if (s.ctx->spec.standalone && !j.runner_name.empty())
               delete_runner_pod(self, j.runner_name);  // ephemeral: its job is done

@@ -216,6 +216,8 @@ void finish_message(listener_actor* self) {
     t.result = std::move(j.result);
     t.scale_set_assign_time = std::move(j.scale_set_assign_time);
     t.runner_assign_time = std::move(j.runner_assign_time);
+    if (st.opts.job)
+      st.opts.job(t);
     u.jobs.push_back(std::move(t));
   }
   st.handling.reset();
@@ -353,8 +355,13 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
             open_session(self);  // now ours
           return;
         }
-        if (r.what == reply_op::poll && (r.poll != s.poll_seq || !s.polling))
+        if (r.what == reply_op::poll && (r.poll != s.poll_seq || !s.polling)) {
+          if (r.error && r.error->what != K::cancelled) {  // ignored, but it failed all the same
+            count_failure(self, *r.error);
+            runtime::log::warn(actor_name, "a poll given up on failed", {{"scale_set", s.opts.scale_set_id}, {"error", r.error->describe()}});
+          }
           return;  // a poll given up on (see the cancel deadline in set_max_capacity)
+        }
         if (r.error && r.error->what == K::session_not_found) {
           runtime::log::warn(actor_name, "the session is gone: opening a new one", {{"scale_set", s.opts.scale_set_id}});
           s.polling = false;

@@ -36,6 +36,10 @@ struct listener_options {
   std::chrono::milliseconds backoff_initial{1'000}, backoff_max{30'000};  // after a failed call
   // Told the kind of every call that failed after the client's retries (a metric); may be empty.
   std::function<void(std::string_view kind)> failed;
+  // Each job started or completed, counted where the message is handled (exactly once: an
+  // unacked message comes again, a re-delivered one is acked and not handled), not downstream,
+  // where a relay drops what arrives while its actor restarts.
+  std::function<void(const msg::job_transition&)> job;
 };
 
 // Whom the listener talks to (relays or plain actors; any may be invalid):

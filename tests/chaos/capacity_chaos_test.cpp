@@ -80,8 +80,12 @@ std::map<std::string, int> placeholder_slots(const world& w) {
 
 // The recovery every scenario demands, after the fault ended at `ended` (steady) / `ended_wall`.
 // `same_process`: the process was not restarted, so its job counters cover the whole burst.
+// `starts_exact`: false when the listener was killed. Its successor deletes the session the
+// crashed one left (or it would meet 409s until the service expires it), and job-started
+// messages still queued in that session go with it: those jobs run and complete, but their start
+// is never reported. Then the started count may be lower, never higher.
 void expect_recovered(world& w, int64_t set, int jobs, const std::string& fault, steady::time_point ended,
-                      clock_type::time_point ended_wall, bool same_process = true) {
+                      clock_type::time_point ended_wall, bool same_process = true, bool starts_exact = true) {
   ASSERT_TRUE(eventually([&] { return w.job_states()["completed"] == jobs; }, 240s))
       << fault << ": every job completes\n" << w.headroom->log() << "\n" << w.sim->log();
   const double jobs_done = seconds_since(ended);
@@ -102,7 +106,12 @@ void expect_recovered(world& w, int64_t set, int jobs, const std::string& fault,
   if (same_process) {
     EXPECT_TRUE(eventually([&] { return w.headroom->sample("gha_completed_jobs_total{scale_set=\"" + w.s.name + "\"}") == jobs; }, 30s))
         << fault << ": headroom counted each job once";
-    EXPECT_EQ(w.headroom->sample("gha_started_jobs_total{scale_set=\"" + w.s.name + "\"}"), jobs) << fault << ": each job started once";
+    const double started = w.headroom->sample("gha_started_jobs_total{scale_set=\"" + w.s.name + "\"}");
+    if (starts_exact)
+      EXPECT_EQ(started, jobs) << fault << ": each job started once\n" << w.headroom->log();
+    else
+      EXPECT_LE(started, jobs) << fault << ": a job counted as started twice\n" << w.headroom->log();
+    std::cout << "[chaos] " << fault << ": " << started << " of " << jobs << " job starts counted\n";
   }
   // The warm pool returns: 2 slots of 2 pods each, both Running, and nothing else.
   std::map<std::string, int> slots;
@@ -152,10 +161,14 @@ TEST(chaos, capacity_apiserver_restarted_mid_burst) {
 
 // The Actions Service answers 503 on every route for 30 s while jobs run: the listener retries
 // with backoff (bounded: far fewer calls than a tight loop), nothing crashes, and once it answers
-// again the burst completes.
+// again the burst completes. Runner pods exit after their job, as ephemeral runners' do, so jobs
+// finish during the outage while the service's statistics (as of the last message) still count
+// them: the first poll after it must not advertise their room again.
 TEST(chaos, capacity_actions_service_unavailable_for_30s_mid_burst) {
   REQUIRE_ENV(e);
-  world w{e, {"chaos-actions-503", 4, 2, "5m", "5s"}};
+  scenario sc{"chaos-actions-503", 4, 2, "5m", "5s"};
+  sc.exit_runner_pods = true;
+  world w{e, sc};
   REQUIRE_WORLD(w);
   const int64_t set = start_burst(w, 6);
   ASSERT_NE(set, 0);
@@ -189,10 +202,18 @@ TEST(chaos, capacity_actions_polls_hang_past_the_hold_then_bodies_are_malformed)
   const auto ended = steady::now();
   const auto ended_wall = clock_type::now();
   expect_recovered(w, set, 6, "polls hanging 25 s for 30 s, then 3 malformed bodies", ended, ended_wall);
-  // Each malformed body is rejected with the call named, and counted.
-  EXPECT_GE(w.headroom->sample("headroom_actions_errors_total{kind=\"bad_response\",scale_set=\"chaos-actions-hang\"}"), 3)
-      << w.headroom->metrics();
-  EXPECT_NE(w.headroom->full_log().find("get message (capacity"), std::string::npos) << "the failed call is named";
+  // Each malformed body headroom reads is rejected with the call named, and counted, as many as
+  // the log names. (The peer spends a fault when a poll arrives; a poll that a capacity change
+  // cancels before its answer never reads its body, so fewer than 3 may arrive.)
+  const double counted = w.headroom->sample("headroom_actions_errors_total{kind=\"bad_response\",scale_set=\"chaos-actions-hang\"}");
+  const auto log = w.headroom->full_log();
+  size_t named = 0;  // a failed poll answered 200 can only be a body that did not decode
+  std::istringstream lines{log};
+  for (std::string line; std::getline(lines, line);)
+    named += line.find("\"error\":\"get message (capacity") != std::string::npos && line.find("): 200 ") != std::string::npos ? 1 : 0;
+  EXPECT_GE(counted, 1) << w.headroom->metrics();
+  EXPECT_EQ(counted, static_cast<double>(named)) << "every malformed body read is named in the log and counted\n" << log;
+  std::cout << "[chaos] malformed bodies: " << counted << " read, each rejected, named and counted\n";
 }
 
 // Another listener holds the session (409 on every create) for 90 s at start-up: headroom keeps
@@ -251,7 +272,7 @@ TEST(chaos, capacity_each_actor_kind_failed_mid_burst_is_restarted_and_escalatio
   }
   const auto ended = steady::now();
   const auto ended_wall = clock_type::now();
-  expect_recovered(w, set, 6, "each actor kind failed once mid-burst", ended, ended_wall);
+  expect_recovered(w, set, 6, "each actor kind failed once mid-burst", ended, ended_wall, true, false);
 
   // Escalation: more than maxRestarts (5) failures of one child within the window (1 minute). The
   // failure above is usually still inside it, so the 5th or the 6th failure here escalates;

@@ -174,6 +174,7 @@ struct scenario {
   std::string workflow_resources = "{cpu: 500m, memory: 512Mi}";
   bool fault_hooks = false;   // HEADROOM_TEST_FAULTS=1 (runtime/fault_hooks.hpp)
   std::string watch_stall;    // kubernetes.watchStallTimeout; empty: the default (90s)
+  bool exit_runner_pods = false;  // a runner pod goes Succeeded after its job, as an ephemeral runner's does
 
   scenario() = default;
   scenario(std::string n, int max, int pool, std::string ready_timeout, std::string job)
@@ -220,7 +221,8 @@ struct world {
                                         {"--kubeconfig", e.c->kubeconfig(), "--namespace", s.name, "--peer",
                                          e.peer->http_url(), "--job-duration", s.job_duration, "--workflow-cpu", "500m",
                                          "--workflow-memory", "512Mi", "--workflow-delay", s.workflow_delay,
-                                         "--skip-runners", std::to_string(s.skip_runners)},
+                                         "--skip-runners", std::to_string(s.skip_runners),
+                                         s.exit_runner_pods ? "--exit-runner-pods" : "--exit-runner-pods=false"},
                                         why);
     // headroom runs as the Helm chart's ServiceAccount with the chart's RBAC for this scale set
     // (a TokenRequest token), so a permission the chart forgot fails the scenario.
