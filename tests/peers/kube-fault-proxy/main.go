@@ -56,6 +56,15 @@ type stream struct {
 	cancel context.CancelFunc
 }
 
+func (s *stream) stalled() bool {
+	select {
+	case <-s.stall:
+		return true
+	default:
+		return false
+	}
+}
+
 type proxy struct {
 	upstream *url.URL
 	client   *http.Client
@@ -208,11 +217,9 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if !ok {
 				return
 			}
-			select {
-			case <-s.stall:
+			if s.stalled() {
 				<-r.Context().Done()
 				return
-			default:
 			}
 			if _, err := w.Write(b); err != nil {
 				return
@@ -245,9 +252,7 @@ func (p *proxy) control() http.Handler {
 		p.mu.Lock()
 		n := 0
 		for s := range p.streams {
-			select {
-			case <-s.stall:
-			default:
+			if !s.stalled() {
 				close(s.stall)
 				n++
 			}
@@ -275,9 +280,7 @@ func (p *proxy) control() http.Handler {
 		p.mu.Lock()
 		open, flowing := len(p.streams), 0
 		for s := range p.streams {
-			select {
-			case <-s.stall:
-			default:
+			if !s.stalled() {
 				flowing++
 			}
 		}
