@@ -57,6 +57,7 @@ constexpr series counters[] = {
     {"gha_capacity_placeholder_renewals_total", "Ready pairs past placeholderTTL replaced by a successor placed first"},
     {"headroom_runner_health_actions_total", "Runner pods replaced or removed by the health check"},
     {"headroom_orphan_runners_removed_total", "GitHub runners of the scale set with no pod, removed by the provisioner's sweep"},
+    {"headroom_idle_runners_removed_total", "Idle runners beyond the desired count, removed from GitHub and their pods deleted (scale-down)"},
 };
 constexpr series histograms[] = {
     {"gha_job_startup_duration_seconds", "From the job's assignment to the scale set to its runner's assignment"},

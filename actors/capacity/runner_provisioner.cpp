@@ -10,6 +10,12 @@
 // this scale set that has no pod, no job and no creation in flight at two sweeps in a row (a pod
 // lost with the process that made it, a create whose answer never came) is removed from GitHub:
 // a registration nothing will ever run would count as a runner of the set for good.
+// The same sweep scales down: while more runner pods live than desired, a runner the service lists
+// as idle, with no job started on it, seen so at two sweeps in a row, is removed from GitHub first
+// and its pod deleted only once that succeeded, as ARC's scale-down does - the service refuses to
+// remove a runner a job was assigned to meanwhile, and then the runner stays. Without it a runner
+// made for a job another runner took (the statistics lag each job's end) stayed idle for good,
+// and the pair handed to that job held its workflow room with it (found by the chaos suite).
 //
 // arc: merge-patches EphemeralRunnerSet.spec.replicas with an increasing spec.patchID, as ARC's
 // own listener does; ARC's controller makes the pods.
@@ -41,10 +47,17 @@ struct runner_list {
   std::vector<github::runner_ref> runners;
 };
 
+// An idle runner's removal from GitHub, answered (the scale-down's second step: its pod).
+struct idle_runner_removed {
+  std::string name;
+  bool ok = false;
+};
+
 }  // namespace
 }  // namespace headroom::actors::capacity
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::runner_list)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::idle_runner_removed)
 
 namespace headroom::actors::capacity {
 namespace {
@@ -80,6 +93,8 @@ struct provisioner_state {
   int64_t arc_replicas = -1, arc_patch_id = 0;
   std::set<std::string> jit_pending;  // runners registered (JIT asked for), pod create not answered
   std::set<int64_t> podless;          // runner ids the last sweep found without a pod
+  std::set<int64_t> idle_excess;      // runner ids the last sweep found idle while runners were in excess
+  std::set<std::string> removing;     // idle runners being removed from GitHub (their pods still count)
   static inline const char* name = "headroom.runner_provisioner";
 };
 
@@ -115,12 +130,16 @@ int64_t live_runner_pods(provisioner_actor* self) {
   return n;
 }
 
+int64_t desired_runners(const provisioner_state& st) {
+  return std::max<int64_t>(0, std::min({st.stats.total_assigned_jobs, st.cap, st.ctx->spec.max_runners}));
+}
+
 void reconcile(provisioner_actor* self) {
   auto& st = self->state;
   const auto& spec = st.ctx->spec;
   if (!st.cap_known)
     return;
-  const int64_t desired = std::max<int64_t>(0, std::min({st.stats.total_assigned_jobs, st.cap, spec.max_runners}));
+  const int64_t desired = desired_runners(st);
   st.ctx->metrics.set("gha_desired_runners", desired);
   if (!spec.standalone) {
     if (desired == st.arc_replicas)
@@ -204,6 +223,45 @@ void sweep(provisioner_actor* self) {
   });
 }
 
+// Idle runners beyond the desired count: see the header.
+void scale_down(provisioner_actor* self, const std::vector<github::runner_ref>& runners) {
+  auto& st = self->state;
+  std::set<int64_t> idle;
+  if (!st.cap_known) {
+    st.idle_excess.clear();
+    return;
+  }
+  const int64_t live = live_runner_pods(self), desired = desired_runners(st);
+  int64_t excess = live + st.creating + static_cast<int64_t>(st.made.size()) - static_cast<int64_t>(st.removing.size()) - desired;
+  for (const auto& rn : runners) {
+    if (excess <= 0)
+      break;
+    if (rn.scale_set_id != st.scale_set_id || rn.busy || st.busy.count(rn.name) > 0 || st.removing.count(rn.name) > 0)
+      continue;
+    const auto pod = st.ctx->pods->get(st.ctx->spec.ns, rn.name);
+    if (!pod || !pod->meta.deletion_timestamp.empty() || terminal(*pod))
+      continue;
+    idle.insert(rn.id);
+    if (st.idle_excess.count(rn.id) == 0)
+      continue;  // first sighting: a job may be on its way to it
+    --excess;
+    st.removing.insert(rn.name);
+    runtime::log::info(actor_name, "idle runner beyond the desired count at two sweeps: removing it",
+                       {{"scale_set", st.ctx->spec.name}, {"runner", rn.name}, {"runner_id", rn.id}, {"live", live},
+                        {"desired", desired}});
+    caf::actor me = caf::actor_cast<caf::actor>(self);
+    st.ctx->github->remove_runner(rn.id, [me, name = rn.name](github::actions_result<github::done> r) {
+      idle_runner_removed out{name, true};
+      if (auto* e = std::get_if<github::actions_error>(&r); e && e->what != github::actions_error::kind::runner_not_found) {
+        out.ok = false;
+        runtime::log::info(actor_name, "idle runner not removed: keeping it", {{"runner", name}, {"error", e->describe()}});
+      }
+      caf::anon_send(me, std::move(out));
+    });
+  }
+  st.idle_excess = std::move(idle);
+}
+
 void on_runner_list(provisioner_actor* self, const runner_list& l) {
   auto& st = self->state;
   if (!l.ok)
@@ -226,6 +284,7 @@ void on_runner_list(provisioner_actor* self, const runner_list& l) {
     remove_runner(self, rn.id, "no pod");
   }
   st.podless = std::move(podless);
+  scale_down(self, l.runners);
 }
 
 caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, scale_set_peers peers) {
@@ -332,6 +391,14 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
         reconcile(self);
       },
       [self](const runner_list& l) { on_runner_list(self, l); },
+      [self](const idle_runner_removed& r) {
+        auto& s = self->state;
+        s.removing.erase(r.name);
+        if (!r.ok)
+          return;
+        s.ctx->metrics.add("headroom_idle_runners_removed_total", 1);
+        delete_runner_pod(self, r.name);
+      },
   };
 }
 

@@ -452,7 +452,9 @@ TEST(capacity_e2e, capacity_arc_mode_patches_the_ephemeral_runner_set) {
 
 // health_check: a runner pod that is Running but whose runner never comes online at GitHub is
 // replaced. Its GitHub runner is removed first, then the pod; the provisioner makes a new runner
-// for the still-assigned job, which then runs to completion.
+// for the still-assigned job, which then runs to completion. The provisioner's sweep in the same
+// run: a podless runner is removed from GitHub, and an idle runner beyond the desired count is
+// removed and its pod deleted (scale-down).
 TEST(capacity_e2e, capacity_health_replaces_a_runner_that_never_registers) {
   REQUIRE_ENV(e);
   scenario sc{"capacity-health", 2, 1, "5m", "3s"};
@@ -478,6 +480,15 @@ TEST(capacity_e2e, capacity_health_replaces_a_runner_that_never_registers) {
   }, 60s));
   EXPECT_TRUE(eventually([&] { return w.job_states()["completed"] == 1; }, 120s)) << w.headroom->log() << w.sim->log();
   EXPECT_NE(w.headroom->log().find("runner_never_registered"), std::string::npos) << w.headroom->log();
+  // An online, idle runner with a pod, beyond the desired count (no job is assigned): as a runner
+  // made for a job another runner took. Scale-down removes it from GitHub, then deletes its pod.
+  const std::string idle = "capacity-health-runner-idle";
+  ASSERT_EQ(e.peer->control("/runners/register", "{\"scaleSetId\":" + std::to_string(set) + ",\"name\":\"" + idle + "\",\"online\":true}").status, 200);
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
+                         "apiVersion: v1\nkind: Pod\nmetadata: {name: " + idle + ", namespace: " + sc.name +
+                             ", labels: {headroom.dev/role: runner, headroom.dev/scale-set: " + sc.name +
+                             "}}\nspec:\n  terminationGracePeriodSeconds: 0\n"
+                             "  containers: [{name: c, image: busybox, resources: {requests: {cpu: 100m}}}]\n").exit_code, 0);
   EXPECT_TRUE(eventually([&] {
     return w.e.c->kubectl({"-n", sc.name, "get", "pod", first, "-o", "name"}).exit_code != 0;
   }, 30s)) << "the unregistered runner's pod is deleted";
@@ -487,6 +498,11 @@ TEST(capacity_e2e, capacity_health_replaces_a_runner_that_never_registers) {
   EXPECT_GE(removed_after, 25.0) << "removed at its first sighting, not its second (sweeps are 30 s apart)";
   EXPECT_EQ(w.headroom->sample("headroom_orphan_runners_removed_total{scale_set=\"capacity-health\"}"), 1) << w.headroom->metrics();
   std::cout << "[orphan] the podless runner was removed " << removed_after << " s after it was registered\n";
+  EXPECT_TRUE(eventually([&] {
+    return e.peer->control("/state").body.find(idle) == std::string::npos &&
+           w.e.c->kubectl({"-n", sc.name, "get", "pod", idle, "-o", "name"}).exit_code != 0;
+  }, 90s)) << "the idle runner beyond the desired count is removed and its pod deleted\n" << w.headroom->log();
+  EXPECT_EQ(w.headroom->sample("headroom_idle_runners_removed_total{scale_set=\"capacity-health\"}"), 1) << w.headroom->metrics();
   EXPECT_GT(audited(w, set), 0);
 }
 

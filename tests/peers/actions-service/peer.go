@@ -1263,16 +1263,21 @@ func (s *server) controlRoute(r *http.Request, body []byte) (reply, bool) {
 			*d = time.Duration(v) * time.Millisecond
 		}
 		return jsonReply(200, req), true
-	case "/_control/runners/register": // POST {scaleSetId, name}: a runner no pod will ever run
+	case "/_control/runners/register": // POST {scaleSetId, name, online}: a runner no pod will ever run
 		var req struct {
 			ScaleSetID int    `json:"scaleSetId"`
 			Name       string `json:"name"`
+			Online     bool   `json:"online"` // connected: idle, and given an assigned job like any other
 		}
 		if err := json.Unmarshal(body, &req); err != nil || req.Name == "" {
-			return textReply(400, "want {scaleSetId, name}"), false
+			return textReply(400, "want {scaleSetId, name, online}"), false
 		}
 		rn := &runner{ID: int(s.id()), Name: req.Name, ScaleSetID: req.ScaleSetID, Status: "offline", nonce: randomToken("")}
 		s.runners[rn.ID] = rn
+		if req.Online {
+			rn.Connected, rn.Status = true, "online"
+			s.schedule()
+		}
 		return jsonReply(200, rn), true
 	case "/_control/runners/connect": // POST {jitConfig}
 		var req struct {
