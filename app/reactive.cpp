@@ -179,6 +179,7 @@ std::optional<std::string> prepare_reactive(const runtime::config& cfg, const se
     ctx->spec.tenant = t.tenant;
     ctx->spec.metric = t.metric;
     ctx->spec.rules = make_rules(t);
+    ctx->spec.subresource_writes = t.rules.subresource_writes;
     ctx->kube = &kube;
     ctx->events = out.events;
     ctx->metrics = make_metrics(m, ctx->spec.target.id(), ctx->spec.rules);

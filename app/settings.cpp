@@ -164,7 +164,7 @@ scale_set_section parse_scale_set(const YAML::Node& node, const std::string& whe
 }
 
 const std::set<std::string> rule_keys{"evaluationInterval", "scaleUpWindow", "scaleDownWindow", "scaleDownThreshold",
-                                      "cooldown", "resolution"};
+                                      "cooldown", "resolution", "scaleWrite"};
 
 void read_rules(const config_section& s, reactive_rules_section& r) {
   s.read_duration("evaluationInterval", r.evaluation_interval, millis{100}, millis{86'400'000});
@@ -173,6 +173,11 @@ void read_rules(const config_section& s, reactive_rules_section& r) {
   s.read_double("scaleDownThreshold", r.scale_down_threshold, 0.0, 1.0);
   s.read_duration("cooldown", r.cooldown, millis{0}, millis{86'400'000});
   s.read_duration("resolution", r.resolution, millis{1'000}, millis{3'600'000});
+  if (auto v = s.read_string("scaleWrite")) {
+    if (*v != "object" && *v != "subresource")
+      config_fail(s.path("scaleWrite"), "expected object or subresource, found '" + *v + "'");
+    r.subresource_writes = *v == "subresource";
+  }
 }
 
 std::set<std::string> with_rules(std::set<std::string> keys) {

@@ -110,6 +110,10 @@ struct reactive_rules_section {
   double scale_down_threshold = 0.5;
   millis cooldown{180'000};
   millis resolution{15'000};  // the metric's sample spacing (its scrape interval); gaps are 2x this
+  // How a step is written: "object" (one JSON patch on the object: the count, tested, and the
+  // intent annotation together) when the kind's replicas path is known, else as "subresource"
+  // (the annotation, then /scale: admission policies on <kind>/scale see the write).
+  bool subresource_writes = false;
 };
 
 struct reactive_target_section {

@@ -58,6 +58,7 @@ struct scaler_spec {
   std::string tenant;  // "" = no quota
   std::string metric;  // PromQL: one series
   reactive::rules rules;
+  bool subresource_writes = false;  // never the one-patch write on the object (scaleWrite: subresource)
 };
 
 struct scaler_context {

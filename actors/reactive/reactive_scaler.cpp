@@ -3,10 +3,16 @@
 //
 // Each evaluation: Prometheus → decide() → for a step, a fresh read of /scale (someone else may
 // have changed it), the quota's consent for +1, for −1 the newest pod marked with the lowest
-// pod-deletion-cost, the intent annotation, then /scale with the annotation's resourceVersion as
-// the precondition. A failed /scale write is checked by reading /scale again (a lost response may
-// have applied it); a refused one puts the previous annotation back, is retried at the next
-// evaluation, and after 3 refusals of the same step backs off for 2 cooldowns.
+// pod-deletion-cost, then the write. Where the kind's replicas path is known (the built-in
+// workloads; a custom resource's CRD specReplicasPath, read once after discovery), the write is
+// one JSON patch on the object: `test` the count the step starts from, `replace` it, and `add` the
+// intent annotation - the count and its cooldown land together or not at all, in one round trip.
+// Otherwise (or `scaleWrite: subresource`, or when that patch is refused as invalid: no annotations
+// map yet, or the count moved) the intent annotation first, then /scale with the count as a `test`
+// (or the annotation's resourceVersion from 0); a refused /scale puts the previous annotation back.
+// A failed write is checked by reading /scale again (a lost response may have applied it); a
+// refused one is retried at the next evaluation, and after 3 refusals of the same step backs off
+// for 2 cooldowns.
 
 #include <caf/all.hpp>
 
@@ -33,8 +39,8 @@ constexpr int max_refusals = 3;              // of one step, then back off
 constexpr int metric_alert_after = 3;        // consecutive query failures
 using steady = std::chrono::steady_clock;
 
-enum class call : uint8_t { discover, read_object, read_scale, list_pods, deletion_cost, annotate, write_scale,
-                            verify_scale, revert };
+enum class call : uint8_t { discover, read_crd, read_object, read_scale, list_pods, deletion_cost, annotate, write_scale,
+                            write_both, verify_scale, revert };
 
 struct call_info {
   call what = call::discover;
@@ -48,6 +54,7 @@ struct step {
   std::string resource_version;
   steady::time_point due;
   bool recovery = false;  // finishing an interrupted step found at start
+  bool atomic = false;    // written as one patch on the object: nothing to put back if refused
 };
 
 struct scaler_state {
@@ -57,6 +64,8 @@ struct scaler_state {
   caf::actor reader;  // the metric reader's relay
   api_calls<call_info> calls;
   std::shared_ptr<const k8s::resource_kind> kind;  // held by every call's callback too
+  std::string replicas_pointer;  // the count's JSON pointer in the object; "" = write through /scale
+  bool has_annotations = false;  // the object has an annotations map (a JSON patch `add` needs it)
   std::string uid;
   bool ready = false;          // discovered and recovered
   bool recovering = false;     // a discovery/recovery is in flight
@@ -194,6 +203,33 @@ void write_scale(scaler_actor* self) {
   });
 }
 
+// The step as one JSON patch on the object (see the header): from a known count above 0 only
+// (`test` needs the count there), when the kind's replicas path is known.
+bool write_atomic(scaler_actor* self) {
+  auto& s = self->state;
+  auto& st = *s.stepping;
+  if (s.replicas_pointer.empty() || spec(self).subresource_writes || st.from <= 0 || !s.has_annotations)
+    return false;
+  const auto t = spec(self).target;
+  const std::string annotation_pointer = "/metadata/annotations/" + k8s::json_pointer_escape(scale_annotation);
+  const std::string patch = "[{\"op\":\"test\",\"path\":" + runtime::json_escape(s.replicas_pointer) +
+                            ",\"value\":" + std::to_string(st.from) + "},{\"op\":\"replace\",\"path\":" +
+                            runtime::json_escape(s.replicas_pointer) + ",\"value\":" + std::to_string(st.to) +
+                            "},{\"op\":\"add\",\"path\":" + runtime::json_escape(annotation_pointer) +
+                            ",\"value\":" + runtime::json_escape(encode_last_scale(st.next)) + "}]";
+  st.atomic = true;
+  start(self, call::write_both, [t, patch](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
+    kube.json_patch(k, t.ns, t.name, patch, std::move(cb));
+  });
+  return true;
+}
+
+// The intent and the count: one patch where it can be, else the annotation and then /scale.
+void write_step(scaler_actor* self) {
+  if (!write_atomic(self))
+    write_annotation(self, encode_last_scale(self->state.stepping->next), call::annotate);
+}
+
 void step_done(scaler_actor* self) {
   auto& s = self->state;
   auto& st = *s.stepping;
@@ -210,7 +246,8 @@ void step_done(scaler_actor* self) {
   const std::string what = std::to_string(st.from) + " → " + std::to_string(st.to) + " replicas: " + st.d.detail;
   runtime::log::info(actor_name, st.recovery ? "finished an interrupted scale" : "scaled",
                      {{"target", tid(self)}, {"from", static_cast<int64_t>(st.from)}, {"to", static_cast<int64_t>(st.to)},
-                      {"reason", to_string(st.d.why)}, {"latency_ms", latency * 1000}});
+                      {"reason", to_string(st.d.why)}, {"write", st.atomic ? "object" : "subresource"},
+                      {"latency_ms", latency * 1000}});
   record_event(self, "Normal", up ? "ScaledUp" : "ScaledDown", "Scale", what);
   if (st.next.alternations >= oscillation_alert_after) {
     m.add("headroom_reactive_oscillation_alerts_total", 1);
@@ -250,7 +287,7 @@ void step_refused(scaler_actor* self, const std::string& error) {
   }
   // Put the previous event back, so the refused step does not start a cooldown. At start-up the
   // previous one is unknown: the intent stays (its cooldown is the conservative choice).
-  if (st.recovery) {
+  if (st.recovery || st.atomic) {
     finish_evaluation(self);
     return;
   }
@@ -294,7 +331,7 @@ void continue_step(scaler_actor* self) {
                 return;
               }
               s.stepping->next = next_scale(s.last, s.stepping->from, s.stepping->to, wall_now());
-              write_annotation(self, encode_last_scale(s.stepping->next), call::annotate);
+              write_step(self);
             },
             [self](caf::error& e) {
               self->state.ctx->metrics.decided(to_string(action::up), to_string(reason::quota));
@@ -304,7 +341,7 @@ void continue_step(scaler_actor* self) {
     return;
   }
   st.next = next_scale(s.last, st.from, st.to, wall_now());
-  write_annotation(self, encode_last_scale(st.next), call::annotate);
+  write_step(self);
 }
 
 void mark_newest_pod(scaler_actor* self, const std::string& selector) {
@@ -401,6 +438,30 @@ void on_api(scaler_actor* self, msg::api_reply& r) {
         return;
       }
       s.kind = std::make_shared<const k8s::resource_kind>(found->kind);
+      if (auto ptr = k8s::builtin_replicas_pointer(found->kind)) {
+        s.replicas_pointer = *ptr;
+      } else if (!spec(self).subresource_writes && !found->kind.group.empty()) {
+        // A custom resource: its CRD says where the count is (no CRD, e.g. an aggregated API, or
+        // no right to read it: every step goes through /scale).
+        const auto name = k8s::crd_name(found->kind);
+        start(self, call::read_crd, [name](k8s::client& kube, const k8s::resource_kind&, k8s::api_callback cb) {
+          kube.get(k8s::resource_kind{"apiextensions.k8s.io", "v1", "customresourcedefinitions", false}, "", name, std::move(cb));
+        });
+        return;
+      }
+      s.recovering = false;
+      recover(self);
+      return;
+    }
+    case call::read_crd: {
+      std::string error = r.error;
+      if (r.ok) {
+        if (auto ptr = k8s::crd_replicas_pointer(r.body, s.kind->version, error))
+          s.replicas_pointer = *ptr;
+      }
+      if (s.replicas_pointer.empty())
+        runtime::log::info(actor_name, "the replicas path is not known: each step is two writes (the annotation, then /scale)",
+                           {{"target", tid(self)}, {"crd", k8s::crd_name(*s.kind)}, {"why", error}});
       s.recovering = false;
       recover(self);
       return;
@@ -413,6 +474,7 @@ void on_api(scaler_actor* self, msg::api_reply& r) {
         return startup_failed(self, e->message);
       const auto& meta = std::get<k8s::unstructured>(obj).meta;
       s.uid = meta.uid;
+      s.has_annotations = !meta.annotations.empty();
       s.last.reset();
       s.last_text.clear();
       if (const auto* text = meta.annotation(scale_annotation)) {
@@ -526,11 +588,25 @@ void on_api(scaler_actor* self, msg::api_reply& r) {
         s.ctx->metrics.add("headroom_reactive_errors_total", 1);
         return finish_evaluation(self);
       }
+      s.has_annotations = true;
       auto obj = k8s::decode_unstructured(r.body);
       if (auto* u = std::get_if<k8s::unstructured>(&obj))
         s.stepping->resource_version = u->meta.resource_version;
       return write_scale(self);
     }
+    case call::write_both:
+      if (!s.stepping)
+        return;
+      if (r.ok)
+        return step_done(self);
+      if (static_cast<k8s::api_error::kind>(r.error_kind) == k8s::api_error::kind::invalid) {
+        // Not applied: the object has no annotations map yet, or the count moved. The two-write
+        // path creates the map, and its own `test` tells a moved count apart.
+        runtime::log::info(actor_name, "one-patch step refused as invalid; writing it in two", {{"target", tid(self)}, {"error", r.error}});
+        s.stepping->atomic = false;
+        return write_annotation(self, encode_last_scale(s.stepping->next), call::annotate);
+      }
+      [[fallthrough]];
     case call::write_scale:
       if (!s.stepping)
         return;
@@ -557,7 +633,7 @@ void on_api(scaler_actor* self, msg::api_reply& r) {
                                {{"target", tid(self)}, {"expected", static_cast<int64_t>(s.stepping->from)},
                                 {"found", static_cast<int64_t>(sc->spec_replicas)}});
             set_current(self, sc->spec_replicas);
-            if (s.stepping->recovery)
+            if (s.stepping->recovery || s.stepping->atomic)
               return finish_evaluation(self);
             return write_annotation(self, s.last_text, call::revert);
           }

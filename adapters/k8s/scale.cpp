@@ -120,4 +120,95 @@ std::optional<found_resource> find_resource(std::string_view json, std::string_v
   return out;
 }
 
+std::optional<std::string> builtin_replicas_pointer(const resource_kind& kind) {
+  const bool apps = kind.group == "apps" && (kind.plural == "deployments" || kind.plural == "statefulsets" || kind.plural == "replicasets");
+  const bool core = kind.group.empty() && kind.plural == "replicationcontrollers";
+  if (apps || core)
+    return std::string{"/spec/replicas"};
+  return std::nullopt;
+}
+
+std::string crd_name(const resource_kind& kind) { return kind.plural + "." + kind.group; }
+
+std::string json_pointer_escape(std::string_view key) {
+  std::string out;
+  out.reserve(key.size());
+  for (char c : key)
+    out += c == '~' ? std::string_view{"~0"} : c == '/' ? std::string_view{"~1"} : std::string_view{&c, 1};
+  return out;
+}
+
+std::optional<std::string> crd_replicas_pointer(std::string_view json, std::string_view version, std::string& error) {
+  std::string path;
+  bool served = false;
+  try {
+    od::parser parser;
+    simdjson::padded_string padded{json};
+    auto doc = parser.iterate(padded);
+    for (auto f : doc.get_object()) {
+      if (f.unescaped_key().value() != "spec")
+        continue;
+      for (auto g : f.value().get_object()) {
+        if (g.unescaped_key().value() != "versions")
+          continue;
+        for (auto v : g.value().get_array()) {
+          std::string name, replicas;
+          for (auto h : v.get_object()) {
+            std::string_view key = h.unescaped_key();
+            if (key == "name") {
+              name = std::string{std::string_view{h.value().get_string()}};
+            } else if (key == "subresources") {
+              for (auto sub : h.value().get_object()) {
+                if (sub.unescaped_key().value() != "scale")
+                  continue;
+                for (auto sc : sub.value().get_object())
+                  if (sc.unescaped_key().value() == "specReplicasPath")
+                    replicas = std::string{std::string_view{sc.value().get_string()}};
+              }
+            }
+          }
+          if (name == version) {
+            served = true;
+            path = std::move(replicas);
+          }
+        }
+      }
+    }
+  } catch (const simdjson::simdjson_error& e) {
+    error = "CustomResourceDefinition: " + std::string{simdjson::error_message(e.error())};
+    return std::nullopt;
+  }
+  if (!served) {
+    error = "CustomResourceDefinition: no version " + std::string{version};
+    return std::nullopt;
+  }
+  if (path.empty()) {
+    error = "CustomResourceDefinition: version " + std::string{version} + " has no subresources.scale.specReplicasPath";
+    return std::nullopt;
+  }
+  // ".spec.a.b" → "/spec/a/b": dotted segments only (the API server refuses array notation there).
+  std::string pointer;
+  size_t i = 0;
+  while (i < path.size()) {
+    if (path[i] != '.') {
+      error = "specReplicasPath " + path + " is not a dotted path";
+      return std::nullopt;
+    }
+    const size_t end = std::min(path.find('.', i + 1), path.size());
+    const auto segment = std::string_view{path}.substr(i + 1, end - i - 1);
+    if (segment.empty() || segment.find_first_of("[]*'\" ") != std::string_view::npos) {
+      error = "specReplicasPath " + path + " is not a dotted path";
+      return std::nullopt;
+    }
+    pointer += '/';
+    pointer += json_pointer_escape(segment);
+    i = end;
+  }
+  if (pointer.rfind("/spec/", 0) != 0) {
+    error = "specReplicasPath " + path + " is not under .spec";
+    return std::nullopt;
+  }
+  return pointer;
+}
+
 }  // namespace headroom::k8s

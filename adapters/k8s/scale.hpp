@@ -35,4 +35,23 @@ struct found_resource {
 std::optional<found_resource> find_resource(std::string_view json, std::string_view api_version, std::string_view kind,
                                             std::string& error);
 
+// Where `kind`'s replica count lives in the object itself, as a JSON pointer ("/spec/replicas"):
+// what lets the reactive scaler write the count and its intent annotation in one atomic JSON
+// patch instead of two writes. Known for the built-in workloads with /scale (apps Deployment,
+// StatefulSet, ReplicaSet; core ReplicationController); nullopt for any other kind, whose path is
+// its CustomResourceDefinition's (crd_replicas_pointer).
+std::optional<std::string> builtin_replicas_pointer(const resource_kind& kind);
+
+// `key` as one JSON-pointer token (RFC 6901): "~" → "~0", "/" → "~1".
+std::string json_pointer_escape(std::string_view key);
+
+// The CRD name that defines `kind`: "<plural>.<group>".
+std::string crd_name(const resource_kind& kind);
+
+// From a CustomResourceDefinition `json`: version `version`'s subresources.scale.specReplicasPath
+// (a dotted path under .spec, no array notation, as the API server requires) as a JSON pointer.
+// nullopt with `error` set when the body is malformed, the version is not served with a /scale,
+// or the path is not a plain dotted one.
+std::optional<std::string> crd_replicas_pointer(std::string_view json, std::string_view version, std::string& error);
+
 }  // namespace headroom::k8s

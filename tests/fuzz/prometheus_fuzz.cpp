@@ -37,6 +37,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (!k8s::find_resource(in, "apps/v1", "Deployment", error) && error.empty())
     __builtin_trap();
   error.clear();
+  if (auto ptr = k8s::crd_replicas_pointer(in, "v1", error); ptr ? ptr->rfind("/spec/", 0) != 0 : error.empty())
+    __builtin_trap();
+  error.clear();
   auto last = actors::reactive::decode_last_scale(in, error);
   if (!last && error.empty())
     __builtin_trap();

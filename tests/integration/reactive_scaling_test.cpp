@@ -14,6 +14,7 @@
 #include <fstream>
 #include <map>
 #include <mutex>
+#include <sstream>
 #include <thread>
 
 #include "adapters/k8s/client.hpp"
@@ -206,7 +207,8 @@ env make_env() {
       return e;
     }
   }
-  // An admission policy that refuses any /scale write of `refused` above 2 replicas.
+  // An admission policy that refuses any write of `refused` above 2 replicas, through /scale or on
+  // the object (a step is one patch on the object where the replicas path is known).
   auto vap = e.c->kubectl({"apply", "-f", "-"}, R"(apiVersion: admissionregistration.k8s.io/v1
 kind: ValidatingAdmissionPolicy
 metadata: {name: reactive-refuse-scale}
@@ -217,7 +219,7 @@ spec:
       - apiGroups: [apps]
         apiVersions: [v1]
         operations: [UPDATE]
-        resources: [deployments/scale]
+        resources: [deployments, deployments/scale]
   validations:
     - expression: "object.metadata.name != 'refused' || object.spec.replicas <= 2"
       message: "refused by the test's policy"
@@ -338,6 +340,14 @@ TEST(reactive, sustained_high_steps_up_once_per_window_to_max_never_by_two) {
   EXPECT_NE(ev.find("ScaledUp:1 → 2"), std::string::npos) << ev;
   EXPECT_NE(ev.find("ScaledUp:2 → 3"), std::string::npos) << ev;
   EXPECT_EQ(agent_metric(e, "headroom_reactive_replicas{target=\"" + id("up") + "\"}"), "3");
+  // A Deployment's count and the step's intent annotation went in one patch on the object each.
+  int one_patch = 0;
+  std::istringstream log{e.agent->log()};
+  for (std::string line; std::getline(log, line);)
+    if (line.find("\"msg\":\"scaled\"") != std::string::npos && line.find("\"target\":\"" + id("up") + "\"") != std::string::npos &&
+        line.find("\"write\":\"object\"") != std::string::npos)
+      ++one_patch;
+  EXPECT_EQ(one_patch, 2) << e.agent->log();
 }
 
 TEST(reactive, a_spike_shorter_than_the_window_and_a_value_in_band_do_nothing) {

@@ -117,6 +117,7 @@ reactive:
       target: 0.8
       scaleUpWindow: 30s
       scaleDownThreshold: 0.25
+      scaleWrite: subresource
 )");
   ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
   const auto& re = std::get<parsed_config>(r).modes.reactive;
@@ -140,6 +141,8 @@ reactive:
   EXPECT_EQ(b.min_replicas, 1u);
   EXPECT_EQ(b.rules.scale_up_window, millis{30'000});
   EXPECT_EQ(b.rules.scale_down_threshold, 0.25);
+  EXPECT_FALSE(a.rules.subresource_writes);  // one patch on the object by default
+  EXPECT_TRUE(b.rules.subresource_writes);
   ASSERT_EQ(re.quotas.size(), 1u);
   EXPECT_EQ(re.quotas[0], (std::pair<std::string, uint32_t>{"ml", 12}));
 }
@@ -158,6 +161,7 @@ TEST(reactive_config, errors_name_the_key) {
       {"reactive: {targets: [{scaleTargetRef: {name: a}, metric: x, target: 1, scaleDownThreshold: 2}]}",
        "reactive.targets[0].scaleDownThreshold"},
       {"reactive: {targets: [{scaleTargetRef: {name: a}, metric: x, target: 1, cooldwn: 1m}]}", "reactive.targets[0].cooldwn"},
+      {"reactive: {targets: [{scaleTargetRef: {name: a}, metric: x, target: 1, scaleWrite: scale}]}", "reactive.targets[0].scaleWrite"},
       {"reactive: {targets: [{scaleTargetRef: {name: a}, metric: x, target: 1, tenant: ml}]}", "reactive.targets[0].tenant"},
       {"reactive: {quotas: {ml: -1}}", "reactive.quotas.ml"},
       {"reactive: {quotas: [ml]}", "reactive.quotas"},

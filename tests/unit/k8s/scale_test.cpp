@@ -64,5 +64,39 @@ TEST(k8s_scale, discovery_finds_the_plural_scope_and_scale_subresource) {
   EXPECT_FALSE(error.empty());
 }
 
+TEST(k8s_scale, replicas_pointer_of_builtins_and_from_a_crd) {
+  EXPECT_EQ(builtin_replicas_pointer({"apps", "v1", "deployments", true}), "/spec/replicas");
+  EXPECT_EQ(builtin_replicas_pointer({"", "v1", "replicationcontrollers", true}), "/spec/replicas");
+  EXPECT_FALSE(builtin_replicas_pointer({"example.com", "v1", "widgets", true}));
+  EXPECT_EQ(crd_name({"example.com", "v1", "widgets", true}), "widgets.example.com");
+  EXPECT_EQ(json_pointer_escape("headroom.dev/reactive-scale"), "headroom.dev~1reactive-scale");
+  EXPECT_EQ(json_pointer_escape("a~b/c"), "a~0b~1c");
+
+  auto crd = [](std::string_view path) {
+    return std::string{R"({"apiVersion":"apiextensions.k8s.io/v1","kind":"CustomResourceDefinition","spec":{"group":"example.com",)"
+                       R"("versions":[{"name":"v1beta1","served":true,"subresources":{"scale":{"specReplicasPath":".spec.old"}}},)"
+                       R"({"name":"v1","served":true,"subresources":{"status":{},"scale":{"specReplicasPath":")"} +
+           std::string{path} + R"(","statusReplicasPath":".status.replicas"}}}]}})";
+  };
+  std::string error;
+  EXPECT_EQ(crd_replicas_pointer(crd(".spec.replicas"), "v1", error), "/spec/replicas") << error;
+  EXPECT_EQ(crd_replicas_pointer(crd(".spec.old"), "v1beta1", error), "/spec/old") << error;
+  EXPECT_EQ(crd_replicas_pointer(crd(".spec.pool.size~x/y"), "v1", error), "/spec/pool/size~0x~1y") << error;
+  for (std::string_view bad : {".spec.items[0].n", "spec.replicas", ".status.replicas", ".spec..n", ".spec.", ""}) {
+    error.clear();
+    EXPECT_FALSE(crd_replicas_pointer(crd(bad), "v1", error)) << bad;
+    EXPECT_FALSE(error.empty()) << bad;
+  }
+  error.clear();
+  EXPECT_FALSE(crd_replicas_pointer(crd(".spec.replicas"), "v2", error));
+  EXPECT_NE(error.find("no version v2"), std::string::npos) << error;
+  error.clear();
+  EXPECT_FALSE(crd_replicas_pointer(R"({"spec":{"versions":[{"name":"v1"}]}})", "v1", error));
+  EXPECT_NE(error.find("specReplicasPath"), std::string::npos) << error;
+  error.clear();
+  EXPECT_FALSE(crd_replicas_pointer(R"({"spec":{"versions":)", "v1", error));
+  EXPECT_FALSE(error.empty());
+}
+
 }  // namespace
 }  // namespace headroom::k8s
