@@ -33,6 +33,11 @@ struct listener_options {
   std::string owner;              // the session's owner name: the Pod's or the host's name
   int64_t initial_capacity = 0;   // advertised until the capacity monitor says otherwise
   bool repoll_on_change = true;   // false: a new capacity waits for the next poll (the stock behaviour)
+  // A poll cancelled younger than this may still be on its way to the service (sent on its own
+  // connection, it can be read there after its successor, and the service takes the capacity of
+  // the poll it reads last). Every poll started until this long after such a cancel is re-issued
+  // once, with the newest value, if still held then: the last poll the service reads is ours.
+  std::chrono::milliseconds reorder_window{100};
   std::chrono::milliseconds backoff_initial{1'000}, backoff_max{30'000};  // after a failed call
   // Told the kind of every call that failed after the client's retries (a metric); may be empty.
   std::function<void(std::string_view kind)> failed;

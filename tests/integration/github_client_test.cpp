@@ -7,6 +7,9 @@
 #include <simdjson.h>
 
 #include <chrono>
+#include <cstdlib>
+#include <map>
+#include <set>
 #include <future>
 #include <mutex>
 #include <thread>
@@ -390,6 +393,81 @@ TEST(github, poll_cancelled_mid_flight_and_reissued_with_lower_capacity) {
   ASSERT_TRUE(ok(m).has_value());
   EXPECT_EQ(ok(m)->jobs.size(), 1u);
   EXPECT_EQ(ok(m)->stats.total_available_jobs, 2);
+  ok(sync<github::done>([&](auto cb) { c->delete_session(s, cb); }));
+}
+
+// The listener's storm (#18 item 1): capacity moving every few ms, each change cancelling the poll
+// in flight and issuing the next one with the new value as soon as the cancel is answered. Every
+// poll must reach the peer within a round trip - once in ~1,000 rises of the propagation
+// benchmark a re-poll reached it only a full 50 s hold later. Polls cancelled 20 ms or more after
+// they were issued must have arrived before their cancel, and each must have ended at the peer;
+// the last one (never cancelled) must arrive at once. HEADROOM_POLL_STORM_CYCLES sets the count.
+TEST(github, a_storm_of_cancelled_polls_each_reaches_the_peer_and_ends_there) {
+  REQUIRE_PEER(e);
+  auto c = app_client("storm-org");
+  auto set = make_set(c, "storm-set");
+  auto s = open_session(c, set.id);
+  int cycles = 600;
+  if (const char* v = std::getenv("HEADROOM_POLL_STORM_CYCLES"))
+    cycles = std::max(1, std::atoi(v));
+  // Cancel delays, in µs: before the request can be sent, while it is sent, after it arrived.
+  const int delays_us[] = {0, 50, 200, 500, 1000, 2000, 5000, 20000, 30000};
+  std::map<int64_t, int> delay_of;  // capacity → its cancel delay
+  int lost_cancels = 0;
+  for (int i = 1; i <= cycles; ++i) {
+    waiter<std::optional<github::session_message>> w;
+    auto poll = c->get_message(s, 0, i, w.callback());
+    const int d = delays_us[i % std::size(delays_us)];
+    delay_of[i] = d;
+    if (d > 0)
+      std::this_thread::sleep_for(std::chrono::microseconds(d));
+    poll->cancel();
+    auto r = w.get(5s);
+    if (auto* err = std::get_if<actions_error>(&r); err && err->what == K::unexpected)
+      ++lost_cancels;  // no answer to the cancel within 5 s
+  }
+  EXPECT_EQ(lost_cancels, 0) << "cancels answered only after the hold";
+  const int64_t last = cycles + 1;
+  waiter<std::optional<github::session_message>> final_poll;
+  const auto t0 = std::chrono::steady_clock::now();
+  auto poll = c->get_message(s, 0, last, final_poll.callback());
+  auto arrived = [&](int64_t capacity) {
+    peer_state st(*e.peer);
+    for (auto p : st.root["polls"].get_array())
+      if (int64_t(p["scaleSetId"]) == set.id && int64_t(p["capacity"]) == capacity)
+        return true;
+    return false;
+  };
+  ASSERT_TRUE(testenv::eventually([&] { return arrived(last); }, 10s)) << "the poll after the storm never reached the peer";
+  const double arrival_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  EXPECT_LT(arrival_s, 2.0) << "the poll after the storm reached the peer " << arrival_s << " s after it was issued";
+  // Every poll cancelled after it must have arrived did arrive, and each one the peer saw ended
+  // there (cancelled: 499) - none is still held but the last.
+  ASSERT_TRUE(testenv::eventually([&] {
+    peer_state st(*e.peer);
+    int open = 0;
+    for (auto p : st.root["polls"].get_array())
+      if (int64_t(p["scaleSetId"]) == set.id && int64_t(p["status"]) == 0)
+        ++open;
+    return open == 1;
+  }, 10s)) << "a cancelled poll is still held at the peer";
+  peer_state st(*e.peer);
+  std::set<int64_t> seen;
+  for (auto p : st.root["polls"].get_array())
+    if (int64_t(p["scaleSetId"]) == set.id)
+      seen.insert(int64_t(p["capacity"]));
+  int missing = 0;
+  std::string which;
+  for (const auto& [capacity, d] : delay_of)
+    if (d >= 20000 && seen.count(capacity) == 0) {
+      ++missing;
+      which += " " + std::to_string(capacity);
+    }
+  EXPECT_EQ(missing, 0) << "polls cancelled 20 ms or more after they were issued never reached the peer:" << which;
+  std::cout << "[storm] " << cycles << " cancelled polls, " << seen.size() << " reached the peer; the next arrived "
+            << arrival_s * 1000 << " ms after it was issued\n";
+  poll->cancel();
+  (void)final_poll.get(10s);
   ok(sync<github::done>([&](auto cb) { c->delete_session(s, cb); }));
 }
 

@@ -7,8 +7,10 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <cstdlib>
 #include <future>
 #include <mutex>
+#include <thread>
 
 #include "actors/listener/listener_session.hpp"
 #include "messages/type_ids.hpp"
@@ -154,8 +156,15 @@ TEST(listener_session, capacity_drop_re_polls_at_once_and_jobs_are_acquired_with
     return p.size() >= 2 && p.back().first == 1;
   }, 10s));
   EXPECT_LT(std::chrono::steady_clock::now() - t0, 2s) << "within one round trip, not after the 50 s hold";
+  // The old poll ended by the client; after it only polls carrying 1 (a poll cancelled within the
+  // reorder window has its successor issued once more when the window has passed).
   auto p = polls(e, set);
-  EXPECT_EQ(p[p.size() - 2], std::make_pair(int64_t{3}, int64_t{499})) << "the old poll ended by the client";
+  size_t old = p.size();
+  while (old > 0 && p[old - 1].first == 1)
+    --old;
+  ASSERT_GT(old, 0u);
+  EXPECT_EQ(p[old - 1], std::make_pair(int64_t{3}, int64_t{499})) << "the old poll ended by the client";
+  EXPECT_LE(p.size() - old, 2u) << "at most one re-issue";
 
   // Three jobs; the in-flight poll advertises 1: one is offered, acked and acquired.
   auto r = e.peer->control("/jobs", R"({"labels":["listener-set"],"count":3})");
@@ -275,6 +284,70 @@ TEST(listener_session, a_started_listener_asks_the_monitor_and_reports_each_poll
 
   caf::anon_send_exit(l, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(monitor, caf::exit_reason::user_shutdown);
+}
+
+// The propagation benchmark's storm (#18 item 1): the capacity falls to 0 and climbs back 1, 2, 3
+// within a millisecond, over and over, while jobs come and go. After each burst the poll carrying
+// the final value must reach the service within a round trip; the listener's 1 s give-up guard
+// must never be what brings it (a lost re-poll once waited a whole 50 s hold in the benchmark).
+// HEADROOM_LISTENER_STORM_BURSTS sets the count.
+TEST(listener_session, a_storm_of_capacity_changes_each_ends_in_one_poll_carrying_the_last_value) {
+  REQUIRE_PEER(e);
+  auto c = client_for(e, "listener-storm-org");
+  const int64_t set = create_scale_set(c, "listener-storm-set");
+  ASSERT_GT(set, 0);
+  auto log = std::make_shared<provisioner_log>();
+  auto prov = spawn_provisioner(*e.sys, log);
+  actors::listener_options o;
+  o.scale_set_id = set;
+  o.owner = "headroom-test";
+  o.initial_capacity = 3;
+  auto l = actors::spawn_listener_session(*e.sys, c, actors::listener_peers{{prov}, {}}, o);
+  ASSERT_TRUE(eventually([&] {
+    auto p = polls(e, set);
+    return !p.empty() && p.back() == std::make_pair(int64_t{3}, int64_t{0});
+  }, 10s));
+  int bursts = 150;
+  if (const char* v = std::getenv("HEADROOM_LISTENER_STORM_BURSTS"))
+    bursts = std::max(1, std::atoi(v));
+  double worst = 0;
+  int slow = 0;
+  for (int i = 0; i < bursts; ++i) {
+    if (i % 10 == 0)  // messages, acks and acquisitions interleave with the cancels
+      e.peer->control("/jobs", R"({"labels":["listener-storm-set"],"count":1})");
+    const int64_t top = 3 + i % 2;  // alternate, so each burst ends on a value the last did not
+    caf::anon_send(l, msg::set_max_capacity{0});
+    std::this_thread::sleep_for(std::chrono::microseconds(100 * (i % 7)));
+    for (int64_t v = 1; v <= top; ++v)
+      caf::anon_send(l, msg::set_max_capacity{v});
+    const auto t0 = std::chrono::steady_clock::now();
+    const bool arrived = eventually([&] {
+      auto p = polls(e, set);
+      return !p.empty() && p.back() == std::make_pair(top, int64_t{0});
+    }, 60s);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    ASSERT_TRUE(arrived) << "burst " << i << ": no poll carrying " << top << " is held by the peer";
+    worst = std::max(worst, took);
+    if (took >= 1.0) {
+      ++slow;
+      simdjson::dom::parser parser;
+      auto st = parser.parse(e.peer->control("/state").body);
+      std::vector<std::string> tail;
+      for (auto p : st["polls"].get_array())
+        if (int64_t(p["scaleSetId"]) == set)
+          tail.push_back(std::to_string(int64_t(p["capacity"])) + "/" + std::to_string(int64_t(p["status"])) + "@" +
+                         std::string{std::string_view(p["at"])} + " from " + std::string{std::string_view(p["client"])});
+      std::cout << "[storm] burst " << i << " took " << took << " s; the peer's last polls:\n";
+      for (size_t k = tail.size() > 6 ? tail.size() - 6 : 0; k < tail.size(); ++k)
+        std::cout << "  " << tail[k] << "\n";
+    }
+    std::this_thread::sleep_for(std::chrono::milliseconds(i % 5));
+  }
+  std::cout << "[storm] " << bursts << " bursts; the last value reached the peer within " << worst * 1000
+            << " ms at worst\n";
+  EXPECT_EQ(slow, 0) << "bursts whose last value took 1 s or more (the give-up guard, or a hold)";
+  caf::anon_send_exit(l, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(prov, caf::exit_reason::user_shutdown);
 }
 
 // A listener killed (a crash: no session delete) leaves its session in the service; its successor

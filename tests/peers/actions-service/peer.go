@@ -159,6 +159,7 @@ type pollRecord struct {
 	Status        int       `json:"status"`      // filled when the poll answers
 	Offered       int       `json:"offered"`     // jobs held by the scale set when it answered
 	HeldAtStart   int       `json:"heldAtStart"` // jobs held by the scale set when the poll arrived
+	Client        string    `json:"client"`      // the client's address: one per connection
 }
 
 // A fault: the next `Count` requests on `Route` answer `Status` (0 = normal handling), after
@@ -934,7 +935,7 @@ func (s *server) getMessage(r *http.Request) reply {
 	ss := s.sets[se.ScaleSetID]
 	seq := len(s.polls)
 	s.polls = append(s.polls, pollRecord{Seq: seq, ScaleSetID: ss.ID, SessionID: se.ID, Capacity: capacity,
-		LastMessageID: lastID, At: time.Now(), HeldAtStart: s.held(ss.ID)})
+		LastMessageID: lastID, At: time.Now(), HeldAtStart: s.held(ss.ID), Client: r.RemoteAddr})
 	s.logger.Printf("poll scale set %d capacity=%d lastMessageId=%d", ss.ID, capacity, lastID)
 	ss.capacity, ss.hasCapacity = capacity, true
 	se.polling++
