@@ -80,6 +80,10 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom_runtime, caf::first_custom_type_id)
   /// Test-only fault hooks (runtime/fault_hooks.hpp): (fault, actor) a supervisor joins the
   /// broker; (fault, child name) → int64_t fails that child, answering how many were hit.
   CAF_ADD_ATOM(headroom_runtime, headroom::msg, fault_atom, "fault")
+  /// An actor → a relay: tell me of each new incarnation of your child (runtime/relay.hpp).
+  CAF_ADD_ATOM(headroom_runtime, headroom::msg, watch_atom, "watch")
+  /// A relay → its watchers: (restarted, child name) a new incarnation of the child runs.
+  CAF_ADD_ATOM(headroom_runtime, headroom::msg, restarted_atom, "restarted")
 
 CAF_END_TYPE_ID_BLOCK(headroom_runtime)
 

@@ -14,6 +14,8 @@ struct relay_state {
   caf::actor target;
   caf::actor_addr owner;
   uint64_t dropped = 0;
+  bool started_once = false;                // an incarnation has run: the next one is a restart
+  std::vector<caf::actor_addr> watchers;    // weak: see relay.hpp
   static inline const char* name = "headroom.relay";
 };
 
@@ -41,7 +43,27 @@ caf::behavior relay_behavior(relay_actor* self, std::string name) {
       self->quit(d.reason);
   });
   return {
-      [self](msg::relay_target& t) { self->state.target = std::move(t.target); },
+      [self](msg::relay_target& t) {
+        auto& st = self->state;
+        st.target = std::move(t.target);
+        if (!st.target)
+          return;
+        if (!st.started_once) {
+          st.started_once = true;
+          return;
+        }
+        std::erase_if(st.watchers, [&](const caf::actor_addr& a) {
+          auto w = caf::actor_cast<caf::actor>(a);
+          if (!w)
+            return true;
+          self->send(w, msg::restarted_atom_v, st.child);
+          return false;
+        });
+      },
+      [self](msg::watch_atom) {
+        if (auto sender = self->current_sender())
+          self->state.watchers.push_back(caf::actor_cast<caf::actor_addr>(sender));
+      },
       [self](msg::relay_owner& o) {
         self->state.owner = o.owner.address();
         self->monitor(o.owner);

@@ -10,6 +10,11 @@
 //
 // A relay exits with its owner (msg::relay_owner): the actor whose subtree wired it, which
 // outlives every restart of the child.
+//
+// Watchers: an actor that sends the relay `watch_atom` is told (restarted_atom, child name) each
+// time an incarnation after the first starts, so state the child kept for it (a subscription)
+// is given again at once instead of when its absence is noticed. Held by weak reference: a
+// watcher that ended is dropped at the next notice.
 
 #include <caf/actor.hpp>
 #include <caf/actor_system.hpp>

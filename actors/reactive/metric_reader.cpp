@@ -14,7 +14,8 @@
 // Slots are phases of the clock itself (not of each scaler's start), so scalers started one after
 // another share their slot's instant. A subscriber is held by a weak reference: a scaler that
 // ended is dropped at its slot's next turn, with no monitor left behind on it. A restarted reader
-// knows no one: each scaler subscribes again when its samples stop (see the scaler's watchdog).
+// knows no one: each scaler watches the reader's relay and subscribes again when it says a new
+// incarnation runs (and, should that notice be lost, when its samples stop: the scaler's watchdog).
 
 #include <caf/all.hpp>
 

@@ -658,6 +658,7 @@ caf::behavior scaler_behavior(scaler_actor* self, scaler_context_ptr ctx, caf::a
   // the target's id, so a slot's targets leave as one remote read): subscribe, and watch that its
   // evaluations keep coming.
   subscribe(self);
+  self->send(s.reader, msg::watch_atom_v);  // a restarted reader knows no one: subscribe again then
   s.last_samples = self->clock().now();
   self->delayed_send(self, samples_overdue_after(self), msg::tick_atom_v, uint64_t{0});
   return {
@@ -697,6 +698,7 @@ caf::behavior scaler_behavior(scaler_actor* self, scaler_context_ptr ctx, caf::a
         on_metric(self, r);
       },
       [self](msg::api_reply& r) { on_api(self, r); },
+      [self](msg::restarted_atom, const std::string&) { subscribe(self); },  // the metric reader restarted
   };
 }
 

@@ -399,9 +399,9 @@ TEST(github, poll_cancelled_mid_flight_and_reissued_with_lower_capacity) {
 // The listener's storm (#18 item 1): capacity moving every few ms, each change cancelling the poll
 // in flight and issuing the next one with the new value as soon as the cancel is answered. Every
 // poll must reach the peer within a round trip - once in ~1,000 rises of the propagation
-// benchmark a re-poll reached it only a full 50 s hold later. Polls cancelled 20 ms or more after
-// they were issued must have arrived before their cancel, and each must have ended at the peer;
-// the last one (never cancelled) must arrive at once. HEADROOM_POLL_STORM_CYCLES sets the count.
+// benchmark a re-poll reached it only a full 50 s hold later. Every cancel is answered, every poll
+// the peer saw ended there (none is left held), and the last one (never cancelled) arrives at
+// once. HEADROOM_POLL_STORM_CYCLES sets the count.
 TEST(github, a_storm_of_cancelled_polls_each_reaches_the_peer_and_ends_there) {
   REQUIRE_PEER(e);
   auto c = app_client("storm-org");
@@ -412,13 +412,11 @@ TEST(github, a_storm_of_cancelled_polls_each_reaches_the_peer_and_ends_there) {
     cycles = std::max(1, std::atoi(v));
   // Cancel delays, in µs: before the request can be sent, while it is sent, after it arrived.
   const int delays_us[] = {0, 50, 200, 500, 1000, 2000, 5000, 20000, 30000};
-  std::map<int64_t, int> delay_of;  // capacity → its cancel delay
   int lost_cancels = 0;
   for (int i = 1; i <= cycles; ++i) {
     waiter<std::optional<github::session_message>> w;
     auto poll = c->get_message(s, 0, i, w.callback());
     const int d = delays_us[i % std::size(delays_us)];
-    delay_of[i] = d;
     if (d > 0)
       std::this_thread::sleep_for(std::chrono::microseconds(d));
     poll->cancel();
@@ -441,8 +439,7 @@ TEST(github, a_storm_of_cancelled_polls_each_reaches_the_peer_and_ends_there) {
   ASSERT_TRUE(testenv::eventually([&] { return arrived(last); }, 10s)) << "the poll after the storm never reached the peer";
   const double arrival_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
   EXPECT_LT(arrival_s, 2.0) << "the poll after the storm reached the peer " << arrival_s << " s after it was issued";
-  // Every poll cancelled after it must have arrived did arrive, and each one the peer saw ended
-  // there (cancelled: 499) - none is still held but the last.
+  // Each poll the peer saw ended there (cancelled: 499) - none is still held but the last.
   ASSERT_TRUE(testenv::eventually([&] {
     peer_state st(*e.peer);
     int open = 0;
@@ -456,18 +453,47 @@ TEST(github, a_storm_of_cancelled_polls_each_reaches_the_peer_and_ends_there) {
   for (auto p : st.root["polls"].get_array())
     if (int64_t(p["scaleSetId"]) == set.id)
       seen.insert(int64_t(p["capacity"]));
-  int missing = 0;
-  std::string which;
-  for (const auto& [capacity, d] : delay_of)
-    if (d >= 20000 && seen.count(capacity) == 0) {
-      ++missing;
-      which += " " + std::to_string(capacity);
-    }
-  EXPECT_EQ(missing, 0) << "polls cancelled 20 ms or more after they were issued never reached the peer:" << which;
   std::cout << "[storm] " << cycles << " cancelled polls, " << seen.size() << " reached the peer; the next arrived "
             << arrival_s * 1000 << " ms after it was issued\n";
   poll->cancel();
   (void)final_poll.get(10s);
+  ok(sync<github::done>([&](auto cb) { c->delete_session(s, cb); }));
+}
+
+// A poll held by the service, cancelled, and the next one issued at once: the next one must reach
+// the service within a round trip each time. A connection whose request was cancelled mid-response
+// must never carry the next request: the service still holds the old poll on it and would read the
+// new one only when that hold ends (seen in capacity_propagation_bench: a drop to 0 reached the
+// peer 49,990 ms late, after a cancel of a poll held for half a second).
+TEST(github, a_poll_cancelled_while_held_leaves_its_connection_to_no_one) {
+  REQUIRE_PEER(e);
+  auto c = app_client("held-org");
+  auto set = make_set(c, "held-set");
+  auto s = open_session(c, set.id);
+  auto open_with = [&](int64_t capacity) {
+    peer_state st(*e.peer);
+    for (auto p : st.root["polls"].get_array())
+      if (int64_t(p["scaleSetId"]) == set.id && int64_t(p["capacity"]) == capacity && int64_t(p["status"]) == 0)
+        return true;
+    return false;
+  };
+  waiter<std::optional<github::session_message>> w;
+  auto poll = c->get_message(s, 0, 1, w.callback());
+  double worst = 0;
+  for (int i = 2; i <= 30; ++i) {
+    ASSERT_TRUE(testenv::eventually([&] { return open_with(i - 1); }, 60s)) << "poll " << i - 1 << " never held by the peer";
+    poll->cancel();
+    (void)w.get(5s);
+    w = {};
+    const auto t0 = std::chrono::steady_clock::now();
+    poll = c->get_message(s, 0, i, w.callback());
+    ASSERT_TRUE(testenv::eventually([&] { return open_with(i); }, 60s));
+    worst = std::max(worst, std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  EXPECT_LT(worst, 2.0) << "a poll issued after a held one was cancelled reached the peer " << worst << " s later";
+  std::cout << "[held] 29 polls cancelled while held; the next reached the peer within " << worst * 1000 << " ms at worst\n";
+  poll->cancel();
+  (void)w.get(10s);
   ok(sync<github::done>([&](auto cb) { c->delete_session(s, cb); }));
 }
 

@@ -74,6 +74,7 @@ const std::vector<target> targets = {
     {"quota-b", 1, 3, 1, "scaleUpWindow: 60s\n      scaleDownWindow: 60s", "team"},
     {"osc", 1, 3, 1, "scaleUpWindow: 2s\n      scaleDownWindow: 2s\n      cooldown: 1s", ""},
     {"killed", 1, 3, 1, "scaleUpWindow: 6s\n      scaleDownWindow: 60s\n      cooldown: 1s", ""},
+    {"faulted", 1, 3, 1, "scaleUpWindow: 6s\n      scaleDownWindow: 60s\n      cooldown: 1s", ""},
     {"intent", 1, 3, 1, "scaleUpWindow: 60s\n      scaleDownWindow: 60s\n      cooldown: 30s", ""},
     {"refused", 1, 3, 2, "scaleUpWindow: 2s\n      scaleDownWindow: 60s\n      cooldown: 3s", ""},
 };
@@ -129,7 +130,9 @@ void start_agent(env& e) {
   e.agent = std::make_unique<child_process>(
       std::vector<std::string>{HEADROOM_BINARY, "--config", e.dir + "/headroom.yaml", "--metrics-addr",
                                "127.0.0.1:" + std::to_string(e.metrics_port)},
-      std::vector<std::string>{"PATH=/usr/bin:/bin"}, e.dir + "/agent.log");
+      // HEADROOM_TEST_FAULTS=1: the test-only fault hooks (runtime/fault_hooks.hpp), for the
+      // actor-failure scenario.
+      std::vector<std::string>{"PATH=/usr/bin:/bin", "HEADROOM_TEST_FAULTS=1"}, e.dir + "/agent.log");
 }
 
 void set_load(env& e, const std::string& target, double v) { e.load->Add({{"target", target}}).Set(v); }
@@ -512,6 +515,52 @@ TEST(reactive, sigkill_mid_window_and_restart_neither_acts_early_nor_loses_nor_d
   expect_single_steps(e, "killed");
   std::lock_guard lock{e.watched->m};
   EXPECT_FALSE(e.watched->ended) << "the watch ended: writes may have gone unseen";
+}
+
+// Each reactive actor kind failed mid-window (the test-only fault hook: a kill, as a crash): its
+// supervisor restarts it within 1 s; the restarted metric reader is told its subscribers at once
+// (each scaler watches its relay), a restarted scaler reads its target again; the step that was
+// building comes when its window is complete, not before, once, and the next one after a fresh
+// window - nothing lost, nothing doubled.
+TEST(reactive, each_actor_kind_failed_mid_window_is_restarted_and_steps_stay_single) {
+  REQUIRE_ENV(e);
+  ASSERT_EQ(replicas(e, "faulted"), 1);
+  auto restarts = [&](const std::string& child) {
+    const auto v = agent_metric(e, "headroom_supervisor_restarts_total{child=\"" + child + "\",supervisor=\"reactive\"}");
+    return v.empty() ? 0.0 : std::stod(v);
+  };
+  auto fail = [&](const std::string& child) {
+    return headroom::testpeer::http_call("http://127.0.0.1:" + std::to_string(e.metrics_port) + "/debug/fault?child=" + child, "{}").body;
+  };
+  const double high_since = wall_now();
+  set_load(e, "faulted", 400);
+  std::this_thread::sleep_for(2s);
+  const double failures_before = [&] {
+    const auto v = agent_metric(e, "headroom_reactive_metric_query_failures_total{target=\"" + id("faulted") + "\"}");
+    return v.empty() ? 0.0 : std::stod(v);
+  }();
+  for (const std::string& child : std::vector<std::string>{"metric_reader", "reactive_quota", "reactive_scaler/" + id("faulted")}) {
+    const double before = restarts(child);
+    const auto at = std::chrono::steady_clock::now();
+    EXPECT_EQ(fail(child), "1\n") << child << ": the hook reaches exactly one actor";
+    const bool back = eventually([&] { return restarts(child) > before; }, 5s);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - at).count();
+    EXPECT_TRUE(back) << child << " was not restarted\n" << e.agent->log();
+    EXPECT_LT(took, 1.2) << child << ": restarted " << took << " s after it failed (goal 1 s; sampling adds up to 0.2 s)";
+    std::cout << "[faults] " << child << " failed mid-window: restarted within " << took << " s\n";
+  }
+  ASSERT_TRUE(eventually([&] { return replicas(e, "faulted") == 2; }, 30s)) << e.agent->log();
+  auto v = changes(e, "faulted");
+  ASSERT_EQ(v.size(), 2u);
+  EXPECT_GE(v[1].decided - high_since, 6.0 - 0.05 - annotation_rounding) << "stepped before the window was complete";
+  EXPECT_LT(v[1].decided - high_since, 12.0) << "the evaluations resumed late: the restarted reader waited for the watchdog";
+  ASSERT_TRUE(eventually([&] { return replicas(e, "faulted") == 3; }, 30s)) << e.agent->log();
+  v = changes(e, "faulted");
+  EXPECT_GE(v[2].decided - v[1].decided, 6.0 - annotation_rounding);
+  const auto after = agent_metric(e, "headroom_reactive_metric_query_failures_total{target=\"" + id("faulted") + "\"}");
+  EXPECT_EQ(after.empty() ? 0.0 : std::stod(after), failures_before) << "no evaluation of the target was lost to the restarts";
+  set_load(e, "faulted", 75);
+  expect_single_steps(e, "faulted");
 }
 
 // Every scenario above read its selector metric through Prometheus' remote-read API, batched by the

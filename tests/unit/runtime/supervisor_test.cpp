@@ -271,6 +271,38 @@ uint64_t ask(caf::actor_system& sys, caf::scheduler::test_coordinator& sched, co
 
 }  // namespace
 
+// A watcher hears of each restart (not of the first start), by name; one that ended is dropped.
+TEST_F(supervisor_fixture, relay_tells_its_watchers_of_each_new_incarnation) {
+  auto relay = runtime::spawn_relay(sys, "a");
+  auto spec = child("a");
+  spec.relay = relay;
+  auto heard = std::make_shared<std::vector<std::string>>();
+  auto watcher = sys.spawn([heard](caf::event_based_actor*) -> caf::behavior {
+    return {[heard](msg::restarted_atom, const std::string& child) { heard->push_back(child); }};
+  });
+  auto gone = sys.spawn([](caf::event_based_actor*) -> caf::behavior { return {[](msg::restarted_atom, const std::string&) {}}; });
+  caf::anon_send(relay, msg::watch_atom_v);  // anonymous: no one to tell, ignored
+  caf::send_as(watcher, relay, msg::watch_atom_v);
+  caf::send_as(gone, relay, msg::watch_atom_v);
+  auto sup = start(options("root"), {spec});
+  runtime::own_relay(relay, sup);
+  sched.run();
+  EXPECT_TRUE(heard->empty()) << "the first incarnation is no restart";
+  caf::anon_send_exit(gone, caf::exit_reason::kill);
+  sched.run();
+  crash("a");
+  sched.advance_time(100ms);
+  sched.run();
+  ASSERT_EQ(*heard, std::vector<std::string>{"a"});
+  crash("a");
+  sched.advance_time(1s);
+  sched.run();
+  EXPECT_EQ(heard->size(), 2u) << "each restart";
+  to_stop.push_back(watcher);
+  caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  sched.run();
+}
+
 TEST_F(supervisor_fixture, relay_reaches_each_incarnation_and_refuses_while_the_child_is_down) {
   auto relay = runtime::spawn_relay(sys, "a");
   auto spec = child("a");
