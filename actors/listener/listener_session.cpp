@@ -178,7 +178,10 @@ void start_poll(listener_actor* self) {
 }
 
 // Cancels the poll in flight; its reply (cancelled) starts the next one, with the newest value.
-void cancel_poll(listener_actor* self) {
+// `reissue`: the reorder window's own re-issue, which never opens a window again - its poll was
+// issued right after the window opened, so it is always a little younger than the window, and
+// each re-issue would schedule the next: a poll every 100 ms for good.
+void cancel_poll(listener_actor* self, bool reissue = false) {
   auto& st = self->state;
   const auto now = self->clock().now();
   // Cancelled young, it may not have reached the service yet: sent on its own connection, it can
@@ -186,7 +189,7 @@ void cancel_poll(listener_actor* self) {
   // (the 50 s rises of capacity_propagation_bench, once in ~1,000; reproduced by
   // listener_session_test's storm: the peer read the cancelled poll carrying 0 after the one
   // carrying 4). The polls started until the window has passed are re-issued then.
-  if (now - st.poll_started < st.opts.reorder_window)
+  if (!reissue && now - st.poll_started < st.opts.reorder_window)
     st.reorder_until = std::max(st.reorder_until, now + st.opts.reorder_window);
   st.poll_cancelled = true;
   st.poll->cancel();
@@ -332,7 +335,7 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
           return;  // ended (its successor was issued after the window) or already cancelled
         runtime::log::debug(actor_name, "re-issuing the poll: a poll cancelled just before it may have reached the service after it",
                             {{"scale_set", s.opts.scale_set_id}, {"capacity", s.desired}});
-        cancel_poll(self);
+        cancel_poll(self, true);
       },
       [self](msg::tick_atom, uint64_t generation, uint64_t poll) {  // a cancelled poll's deadline
         auto& s = self->state;

@@ -346,6 +346,11 @@ TEST(listener_session, a_storm_of_capacity_changes_each_ends_in_one_poll_carryin
   std::cout << "[storm] " << bursts << " bursts; the last value reached the peer within " << worst * 1000
             << " ms at worst\n";
   EXPECT_EQ(slow, 0) << "bursts whose last value took 1 s or more (the give-up guard, or a hold)";
+  // Quiet again: the held poll stays held - a re-issue never schedules another.
+  std::this_thread::sleep_for(500ms);
+  const size_t settled = polls(e, set).size();
+  std::this_thread::sleep_for(1s);
+  EXPECT_EQ(polls(e, set).size(), settled) << "polls keep being re-issued with no capacity change";
   caf::anon_send_exit(l, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(prov, caf::exit_reason::user_shutdown);
 }
