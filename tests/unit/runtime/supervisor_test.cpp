@@ -277,10 +277,18 @@ TEST_F(supervisor_fixture, relay_tells_its_watchers_of_each_new_incarnation) {
   auto spec = child("a");
   spec.relay = relay;
   auto heard = std::make_shared<std::vector<std::string>>();
-  auto watcher = sys.spawn([heard](caf::event_based_actor*) -> caf::behavior {
-    return {[heard](msg::restarted_atom, const std::string& child) { heard->push_back(child); }};
-  });
-  auto gone = sys.spawn([](caf::event_based_actor*) -> caf::behavior { return {[](msg::restarted_atom, const std::string&) {}}; });
+  // Data goes in as a spawn argument: CAF 0.17.6 dereferences a null argument tuple when an actor
+  // is spawned with none (UBSan flags it).
+  auto watcher = sys.spawn(
+      [](caf::event_based_actor*, std::shared_ptr<std::vector<std::string>> heard) -> caf::behavior {
+        return {[heard](msg::restarted_atom, const std::string& child) { heard->push_back(child); }};
+      },
+      heard);
+  auto gone = sys.spawn(
+      [](caf::event_based_actor*, std::shared_ptr<std::vector<std::string>> heard) -> caf::behavior {
+        return {[heard](msg::restarted_atom, const std::string& child) { heard->push_back("gone:" + child); }};
+      },
+      heard);
   caf::anon_send(relay, msg::watch_atom_v);  // anonymous: no one to tell, ignored
   caf::send_as(watcher, relay, msg::watch_atom_v);
   caf::send_as(gone, relay, msg::watch_atom_v);
