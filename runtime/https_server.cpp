@@ -160,14 +160,7 @@ https_server::https_server(https_options opts) : state_(std::make_unique<state>(
   st.loop = std::thread([&srv] { srv.listen_after_bind(); });
 }
 
-https_server::~https_server() {
-  // stop() only ends a loop that has started: wait for it (a server made and dropped at once).
-  for (int i = 0; i < 200 && !state_->server->is_running(); ++i)
-    std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  state_->server->stop();
-  if (state_->loop.joinable())
-    state_->loop.join();
-}
+https_server::~https_server() { stop_server(*state_->server, port_, state_->loop); }
 std::optional<std::string> https_server::set_certificate(const std::string& cert_pem, const std::string& key_pem) {
   auto parsed = parse_bundle(cert_pem, key_pem);
   if (auto* problem = std::get_if<std::string>(&parsed))

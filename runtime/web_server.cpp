@@ -1,8 +1,12 @@
 #include "runtime/web_server.hpp"
 
+#include <dirent.h>
 #include <httplib.h>
+#include <netinet/in.h>
+#include <sys/socket.h>
 
 #include <chrono>
+#include <cstdlib>
 #include <stdexcept>
 #include <thread>
 
@@ -106,12 +110,50 @@ web_server::web_server(web_options o) : state_(std::make_unique<state>()) {
   st.loop = std::thread([&srv] { srv.listen_after_bind(); });
 }
 
-web_server::~web_server() {
-  for (int i = 0; i < 200 && !state_->server.is_running(); ++i)
+// cpp-httplib 0.11 (Debian's) waits in each idle keep-alive connection for up to its keep-alive
+// timeout without looking at whether the server was stopped, and its stop joins those workers: a
+// server with an open idle connection (the API server keeps its connections to a webhook) took
+// 4.1 s to stop, so its actor's restart did too (the fault campaign's gates scenario). The
+// library gives no handle on the accepted sockets, so they are found by their local port among
+// the process's descriptors. shutdown(SHUT_RD) - not close - ends only the reading side: the
+// waiting worker sees end of stream and closes the connection itself, a request being answered
+// still gets its answer, and no descriptor is closed under another thread.
+int stop_server(httplib::Server& srv, uint16_t port, std::thread& loop) {
+  // stop() only ends a loop that has started: wait for it (a server made and dropped at once).
+  for (int i = 0; i < 200 && !srv.is_running(); ++i)
     std::this_thread::sleep_for(std::chrono::milliseconds(5));
-  state_->server.stop();
-  if (state_->loop.joinable())
-    state_->loop.join();
+  srv.stop();  // closes the listening socket: nothing new is accepted
+  int ended = 0;
+  if (DIR* d = opendir("/proc/self/fd")) {
+    while (auto* e = readdir(d)) {
+      if (e->d_name[0] == '.')
+        continue;
+      const int fd = std::atoi(e->d_name);
+      sockaddr_storage local{}, peer{};
+      socklen_t local_len = sizeof local, peer_len = sizeof peer;
+      if (getsockname(fd, reinterpret_cast<sockaddr*>(&local), &local_len) != 0)
+        continue;  // not a socket
+      uint16_t local_port = 0;
+      if (local.ss_family == AF_INET)
+        local_port = ntohs(reinterpret_cast<sockaddr_in*>(&local)->sin_port);
+      else if (local.ss_family == AF_INET6)
+        local_port = ntohs(reinterpret_cast<sockaddr_in6*>(&local)->sin6_port);
+      else
+        continue;
+      if (local_port != port || getpeername(fd, reinterpret_cast<sockaddr*>(&peer), &peer_len) != 0)
+        continue;  // another socket, or a listening one
+      int type = 0;
+      socklen_t type_len = sizeof type;
+      if (getsockopt(fd, SOL_SOCKET, SO_TYPE, &type, &type_len) == 0 && type == SOCK_STREAM && shutdown(fd, SHUT_RD) == 0)
+        ++ended;
+    }
+    closedir(d);
+  }
+  if (loop.joinable())
+    loop.join();
+  return ended;
 }
+
+web_server::~web_server() { stop_server(state_->server, port_, state_->loop); }
 
 }  // namespace headroom::runtime

@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <thread>
 #include <utility>
 #include <vector>
 
@@ -51,6 +52,11 @@ void answer_exceptions_with_500(httplib::Server& srv);
 
 // "port", ":port", "host:port" → (host, port); port −1 when it is not one.
 std::pair<std::string, int> split_listen(const std::string& listen);
+
+// Stops a cpp-httplib server without waiting out its idle keep-alive connections: closes the
+// listening socket, ends the reading side of every connection accepted on `port`, and joins the
+// accept loop. Returns the number of connections it ended.
+int stop_server(httplib::Server& srv, uint16_t port, std::thread& loop);
 
 class web_server {
  public:

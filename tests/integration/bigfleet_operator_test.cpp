@@ -7,6 +7,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <cstdio>
 #include <future>
 
 #include "actors/bigfleet/bigfleet.hpp"
@@ -291,6 +292,112 @@ TEST(bigfleet, session_rollups_acks_and_node_state_through_the_shard) {
   ASSERT_EQ(r.status, 200) << r.body;
   EXPECT_TRUE(eventually([&] { return peer->state().find("boot-1") != std::string::npos; }, 20s)) << peer->state();
 
+}
+
+// Fault campaign (#19): the shard cuts the stream again and again in the middle of a burst - 40
+// CapacityRequests being created, node-state bursts over 20 machines in flight - and each time the
+// session reconnects (Hello, a roll-up at once). Nothing is lost: every CR is acknowledged, the
+// last roll-up carries all 40, and every machine's UpcomingNode ends in the shard's last state for
+// it (the shard replays bound machines on reconnect; updates cut in flight are superseded by it).
+TEST(bigfleet, shard_stream_cut_repeatedly_mid_burst_loses_nothing) {
+  REQUIRE_ENV(e);
+  std::string why;
+  auto peer = start_shard(false, why);
+  ASSERT_TRUE(peer) << why;
+  ensure_namespace(e, "stream-cuts");
+  operator_run run(e);
+  auto o = options_for(*peer);
+  run.rollup = bf::spawn_rollup(*e.sys, run.deps, o);
+  run.session = bf::spawn_shard_session(*e.sys, run.deps, o, run.rollup);
+  simdjson::dom::parser parser;
+  ASSERT_TRUE(eventually([&] { return int64_t(parser.parse(peer->state())["rollups"]) >= 1; }, 30s)) << peer->state();
+
+  constexpr int crs = 40, cuts = 8, machines = 20;
+  auto creator = std::async(std::launch::async, [&] {
+    int made = 0;
+    for (int i = 0; i < crs; ++i)
+      made += e.c->kubectl({"apply", "-f", "-"},
+                           "apiVersion: bigfleet.lucy.sh/v1alpha1\nkind: CapacityRequest\nmetadata:\n  name: cut-" + std::to_string(i) +
+                               "\n  namespace: stream-cuts\nspec:\n  resources: {cpu: \"2\", memory: 1Gi}\n  priority: 9\n")
+                  .exit_code == 0;
+    return made;
+  });
+  auto open_sessions = [&] {
+    size_t total = 0, open = 0;
+    auto doc = parser.parse(peer->state());
+    for (auto sess : doc["sessions"].get_array()) {
+      ++total;
+      open += bool(sess["open"]);
+    }
+    return std::pair{total, open};
+  };
+  int dropped = 0;
+  double slowest_reconnect_s = 0;
+  for (int i = 0; i < cuts; ++i) {
+    // A burst in flight (the last one ends every machine CONFIGURED), then the cut in its middle.
+    peer->post("/burst", "{\"machines\":" + std::to_string(machines) + ",\"updates\":" + std::to_string(machines * 8) + "}",
+               "bigfleet-test");
+    std::this_thread::sleep_for(std::chrono::milliseconds(100 + 60 * i));
+    auto r = peer->post("/drop", "", "bigfleet-test");
+    ASSERT_EQ(r.status, 200) << r.body;
+    int64_t n = 0;
+    if (parser.parse(r.body)["dropped"].get(n) == simdjson::SUCCESS)
+      dropped += static_cast<int>(n);
+    // The session reconnects (a new one open at the shard) within its backoff (100 ms, at most 1 s).
+    const auto cut = std::chrono::steady_clock::now();
+    const size_t sessions_at_cut = open_sessions().first;
+    while (!(open_sessions().first > sessions_at_cut && open_sessions().second == 1) &&
+           std::chrono::steady_clock::now() - cut < 5s)
+      std::this_thread::sleep_for(10ms);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - cut).count();
+    slowest_reconnect_s = std::max(slowest_reconnect_s, took);
+    EXPECT_LT(took, 2.0) << "cut " << i << ": no new session within 2 s\n" << peer->state();
+    std::this_thread::sleep_for(200ms);
+  }
+  ASSERT_EQ(creator.get(), crs) << "the CRs themselves were created";
+  EXPECT_EQ(dropped, cuts) << "each cut ended the one open session";
+  EXPECT_EQ(open_sessions(), std::pair(static_cast<size_t>(cuts + 1), size_t{1})) << peer->state();
+  // Every CR acknowledged, and the last roll-up carries all of them (40 × 2 CPU at priority 9).
+  EXPECT_TRUE(eventually([&] {
+    const auto phases = kubectl_get(e, {"capacityrequests", "-n", "stream-cuts", "-o", "jsonpath={range .items[*]}{.status.phase} {end}"});
+    size_t acked = 0;
+    for (size_t at = 0; (at = phases.find("Acknowledged", at)) != std::string::npos; at += 12)
+      ++acked;
+    return acked == crs;
+  }, 30s)) << kubectl_get(e, {"capacityrequests", "-n", "stream-cuts", "-o", "jsonpath={range .items[*]}{.metadata.name}={.status.phase} {end}"});
+  EXPECT_TRUE(eventually([&] {
+    auto last = parser.parse(peer->state())["lastRollup"];
+    for (auto need : last["needs"].get_array()) {
+      auto cpu = need["aggregateResources"]["cpu"];
+      if (!cpu.error() && std::string_view(cpu.value()) == "80" && int64_t(need["priority"]) == 9)
+        return true;
+    }
+    return false;
+  }, 30s)) << peer->state();
+  // Every machine's UpcomingNode in the shard's last state for it: Ready.
+  std::string phases;
+  EXPECT_TRUE(eventually([&] {
+    phases.clear();
+    int ready = 0;
+    for (int m = 0; m < machines; ++m) {
+      char id[32];
+      std::snprintf(id, sizeof id, "burst-%03d", m);
+      const auto p = kubectl_get(e, {"upcomingnode", id, "--ignore-not-found", "-o", "jsonpath={.status.phase}"});
+      phases += std::string{id} + "=" + p + " ";
+      ready += p == "Ready";
+    }
+    return ready == machines;
+  }, 60s)) << phases;
+  EXPECT_TRUE(parser.parse(peer->state())["refused"].is_null() || parser.parse(peer->state())["refused"].get_array().size() == 0)
+      << peer->state();
+  std::printf("[faults] shard stream cut %d times mid-burst (%d CRs, %d machines): each reconnected within %.2f s; "
+              "nothing lost\n", dropped, crs, machines, slowest_reconnect_s);
+  e.c->kubectl({"delete", "capacityrequests", "--all", "-n", "stream-cuts", "--wait=false"});
+  for (int m = 0; m < machines; ++m) {
+    char id[32];
+    std::snprintf(id, sizeof id, "burst-%03d", m);
+    e.c->kubectl({"delete", "upcomingnode", id, "--ignore-not-found", "--wait=false"});
+  }
 }
 
 TEST(bigfleet, reclaim_cordons_acks_and_drains_past_a_pdb_skipping_daemonsets) {

@@ -15,6 +15,7 @@
 #include "testenv/child_process.hpp"
 #include "testenv/cluster_fixture.hpp"
 #include "testenv/dashboard.hpp"
+#include "testenv/peer_process.hpp"
 #include "testenv/shared_env.hpp"
 #include "testenv/test_certs.hpp"
 
@@ -55,7 +56,10 @@ void start_agent(env& e) {
       argv.emplace_back(arg);
   }
   argv.insert(argv.end(), {"--config", e.dir + "/headroom.yaml", "--metrics-addr", "127.0.0.1:" + std::to_string(e.metrics_port)});
-  e.agent = std::make_unique<child_process>(argv, std::vector<std::string>{"PATH=/usr/bin:/bin"}, e.dir + "/agent.log");
+  // HEADROOM_TEST_FAULTS=1: the test-only fault hooks (runtime/fault_hooks.hpp), for the actor
+  // fault scenario; off in every release and in the chart.
+  e.agent = std::make_unique<child_process>(argv, std::vector<std::string>{"PATH=/usr/bin:/bin", "HEADROOM_TEST_FAULTS=1"},
+                                            e.dir + "/agent.log");
 }
 
 env make_env() {
@@ -308,6 +312,111 @@ TEST(gates, sigkill_mid_stream_keeps_the_queue_within_capacity) {
     return field(e.c, "default", "queue.headroom.dev/killed", "{.status.allocated.cpu}/{.status.reserved.cpu}/{.status.gatedPods}") == "3/0/5";
   }, 10s)) << field(e.c, "default", "queue.headroom.dev/killed", "{.status}");
   e.c->kubectl({"-n", "gates", "delete", "pods", "-l", "headroom.dev/queue in (killed,bypass)", "--grace-period=0", "--force"});
+}
+
+namespace {
+
+// One series of the agent's /metrics (`name{labels}` exactly as exported); 0 when absent.
+double agent_sample(const env& e, const std::string& series) {
+  const auto text = "\n" + headroom::testpeer::http_call("http://127.0.0.1:" + std::to_string(e.metrics_port) + "/metrics").body;
+  const auto at = text.find("\n" + series + " ");
+  return at == std::string::npos ? 0.0 : std::stod(text.substr(at + series.size() + 2));
+}
+
+std::string fail_actor(const env& e, const std::string& child) {
+  return headroom::testpeer::http_call("http://127.0.0.1:" + std::to_string(e.metrics_port) + "/debug/fault?child=" + child, "{}").body;
+}
+
+}  // namespace
+
+// Fault campaign (#19): each gate actor kind failed while a queue is being filled (the test fault
+// hook kills it, as a crash would). Its supervisor restarts it within 1 s; the restarted
+// controller rebuilds the queue's accounting from the pods and admits the rest, never more than
+// the queue holds; the restarted webhook gates new pods again. Then the controller is failed
+// until its supervisor gives up (maxRestarts 5 a minute): the gates subtree is restarted by its
+// parent, the process lives on, and admission resumes with the same bound.
+TEST(gates, each_actor_kind_failed_mid_stream_is_restarted_and_the_queue_holds) {
+  REQUIRE_ENV(e);
+  auto restarts = [&](const std::string& supervisor, const std::string& child) {
+    return agent_sample(e, "headroom_supervisor_restarts_total{child=\"" + child + "\",supervisor=\"" + supervisor + "\"}");
+  };
+  int most = 0;
+  auto sample = [&] {
+    auto n = count(e.c, "gates", "faulted");
+    most = std::max(most, n.ungated);
+    return n;
+  };
+  auto fail_and_time = [&](const std::string& supervisor, const std::string& child) {
+    const double before = restarts(supervisor, child);
+    const auto at = std::chrono::steady_clock::now();
+    EXPECT_EQ(fail_actor(e, child), "1\n") << child << ": the hook reaches exactly one actor";
+    bool back = false;  // sampled every 50 ms
+    while (!(back = restarts(supervisor, child) > before) && std::chrono::steady_clock::now() - at < 5s)
+      std::this_thread::sleep_for(50ms);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - at).count();
+    EXPECT_TRUE(back) << child << " was not restarted\n" << e.agent->log();
+    EXPECT_LT(took, 1.0) << child << ": restarted " << took << " s after it failed (goal 1 s)";
+    std::printf("[faults] %s failed mid-stream: restarted within %.2f s\n", child.c_str(), took);
+  };
+  kube_apply(e.c, queue_yaml("faulted", "0"));
+  std::string many;
+  for (int i = 0; i < 10; ++i)
+    many += pod_yaml("gates", "faulted-" + std::to_string(i), "faulted", "1", true) + "---\n";
+  kube_apply(e.c, many);
+  ASSERT_TRUE(eventually([&] { return count(e.c, "gates", "faulted").gated == 10; }, 20s));
+  kube_apply(e.c, queue_yaml("faulted", "3"));  // the controller starts ungating…
+  std::this_thread::sleep_for(30ms);
+  fail_and_time("gates", "gate_controller");   // …and fails in the middle
+  fail_and_time("root", "admission_webhook");
+  ASSERT_TRUE(eventually([&] {
+    auto n = sample();
+    return n.running == 3 && n.gated == 7;
+  }, 40s)) << e.agent->log();
+  // The restarted webhook gates again (pods created in its restart gap are let through ungated by
+  // failurePolicy Ignore, as while headroom is down: created here after it is back).
+  kube_apply(e.c, pod_yaml("gates", "after-webhook", "faulted-elsewhere", "100m", true));
+  EXPECT_EQ(gates_of(e.c, "gates", "after-webhook"), gate) << "the restarted webhook gates new pods";
+  EXPECT_TRUE(eventually([&] {
+    return field(e.c, "default", "queue.headroom.dev/faulted", "{.status.allocated.cpu}/{.status.reserved.cpu}/{.status.gatedPods}") == "3/0/7";
+  }, 10s)) << field(e.c, "default", "queue.headroom.dev/faulted", "{.status}");
+
+  // Escalation: the controller failed past maxRestarts within the window.
+  const double escalations = agent_sample(e, "headroom_supervisor_escalations_total{supervisor=\"gates\"}");
+  const double subtree_restarts = restarts("acting", "gates");
+  int failures = 0;
+  while (agent_sample(e, "headroom_supervisor_escalations_total{supervisor=\"gates\"}") == escalations && failures < 7) {
+    const double before = restarts("gates", "gate_controller");
+    ASSERT_EQ(fail_actor(e, "gate_controller"), "1\n") << "failure " << failures + 1;
+    ++failures;
+    ASSERT_TRUE(eventually([&] {
+      return restarts("gates", "gate_controller") > before ||
+             agent_sample(e, "headroom_supervisor_escalations_total{supervisor=\"gates\"}") > escalations;
+    }, 10s)) << "failure " << failures << " was neither restarted nor escalated\n" << e.agent->log();
+    sample();
+  }
+  EXPECT_GT(agent_sample(e, "headroom_supervisor_escalations_total{supervisor=\"gates\"}"), escalations)
+      << "the gates supervisor gives up past maxRestarts failures in a minute\n" << e.agent->log();
+  EXPECT_GE(failures, 5) << "escalated before maxRestarts failures";
+  EXPECT_TRUE(eventually([&] { return restarts("acting", "gates") > subtree_restarts; }, 30s))
+      << "its parent restarts the gates subtree\n" << e.agent->log();
+  EXPECT_TRUE(e.agent->alive()) << "an escalation in one mode does not end the process\n" << e.agent->log();
+  // The restarted subtree admits the next pod when one finishes, within the same bound.
+  ASSERT_EQ(e.c->kubectl({"-n", "gates", "delete", "pod", "faulted-0", "--grace-period=0", "--force"}).exit_code, 0);
+  ASSERT_TRUE(eventually([&] {
+    auto n = sample();
+    return n.running == 3 && n.gated == 6;
+  }, 30s)) << e.agent->log();
+  for (int i = 0; i < 10; ++i) {
+    sample();
+    std::this_thread::sleep_for(200ms);
+  }
+  EXPECT_LE(most, 3) << "never more ungated than the queue holds, through every failure";
+  EXPECT_TRUE(eventually([&] {
+    return field(e.c, "default", "queue.headroom.dev/faulted", "{.status.allocated.cpu}/{.status.reserved.cpu}/{.status.gatedPods}") == "3/0/6";
+  }, 10s)) << field(e.c, "default", "queue.headroom.dev/faulted", "{.status}");
+  std::printf("[faults] gate_controller failed %d more times: escalated, the gates subtree restarted, the queue held (most ungated %d of 3)\n",
+              failures, most);
+  e.c->kubectl({"-n", "gates", "delete", "pods", "-l", "headroom.dev/queue in (faulted,faulted-elsewhere)", "--grace-period=0", "--force"});
 }
 
 // The serving certificate is rotated under the running headroom (new files from another CA, the

@@ -3,6 +3,11 @@
 #include <curl/curl.h>
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <memory>
+
+#include "runtime/web_server.hpp"
+
 #include "testenv/test_certs.hpp"
 
 using namespace headroom::runtime;
@@ -97,4 +102,61 @@ TEST(https_server, a_broken_certificate_is_refused_and_the_old_one_stays) {
   EXPECT_EQ(problem->rfind("certificate: ", 0), 0u) << *problem;
   EXPECT_EQ(call(server.port(), ca.cert, "POST", "/echo", "still").status, 200);
   EXPECT_THROW(https_server{echo_options({"", ""})}, std::runtime_error);
+}
+
+namespace {
+
+// One request on a handle that is kept: its connection stays open and idle in the handle's
+// cache (keep-alive), as the API server's and GitHub's connections to headroom do.
+CURL* idle_connection(const std::string& url, const std::string& ca = {}) {
+  CURL* h = curl_easy_init();
+  curl_easy_setopt(h, CURLOPT_URL, url.c_str());
+  if (!ca.empty()) {
+    curl_blob blob{const_cast<char*>(ca.data()), ca.size(), CURL_BLOB_COPY};
+    curl_easy_setopt(h, CURLOPT_CAINFO_BLOB, &blob);
+  }
+  curl_easy_setopt(h, CURLOPT_POSTFIELDS, "x");
+  curl_easy_setopt(h, CURLOPT_WRITEFUNCTION, &collect);
+  std::string sink;
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, &sink);
+  curl_easy_setopt(h, CURLOPT_TIMEOUT, 10L);
+  EXPECT_EQ(curl_easy_perform(h), CURLE_OK);
+  long status = 0;
+  curl_easy_getinfo(h, CURLINFO_RESPONSE_CODE, &status);
+  EXPECT_EQ(status, 200);
+  curl_easy_setopt(h, CURLOPT_WRITEDATA, nullptr);
+  return h;
+}
+
+template <class Server>
+double seconds_to_stop(std::unique_ptr<Server>& server) {
+  const auto at = std::chrono::steady_clock::now();
+  server.reset();
+  return std::chrono::duration<double>(std::chrono::steady_clock::now() - at).count();
+}
+
+}  // namespace
+
+// cpp-httplib 0.11 waits out an idle keep-alive connection (5 s) before its stop returns; the
+// servers end those connections' reading side instead, so a restarted actor serves again at once
+// (the fault campaign's webhook took 4.1 s to restart). The port is free for the next server.
+TEST(web_server, stops_at_once_with_an_idle_keep_alive_connection_open) {
+  web_options o;
+  o.listen = "127.0.0.1:0";
+  o.routes.push_back({"POST", "/x", [](const web_request&) { return web_reply{200, "text/plain", {}, "ok"}; }});
+  auto server = std::make_unique<web_server>(o);
+  const uint16_t port = server->port();
+  CURL* h = idle_connection("http://127.0.0.1:" + std::to_string(port) + "/x");
+  EXPECT_LT(seconds_to_stop(server), 1.0);
+  o.listen = "127.0.0.1:" + std::to_string(port);
+  EXPECT_NO_THROW(web_server again{o}) << "the port is free again";
+  curl_easy_cleanup(h);
+}
+
+TEST(https_server, stops_at_once_with_an_idle_keep_alive_connection_open) {
+  const auto ca = headroom::testenv::make_ca("test-ca");
+  auto server = std::make_unique<https_server>(echo_options(headroom::testenv::issue_server_cert(ca, "webhook", {"localhost"}, {"127.0.0.1"})));
+  CURL* h = idle_connection("https://127.0.0.1:" + std::to_string(server->port()) + "/echo", ca.cert);
+  EXPECT_LT(seconds_to_stop(server), 1.0);
+  curl_easy_cleanup(h);
 }
