@@ -19,15 +19,13 @@
 //
 // Prints one JSON line per phase; exits 1 when a job is lost or a goal is missed.
 
-#include <dirent.h>
-#include <unistd.h>
-
 #include <cstring>
 #include <fstream>
 #include <iostream>
 #include <numeric>
 
 #include "e2e/capacity_world.hpp"
+#include "soak_probe.hpp"
 
 using namespace headroom;
 using namespace headroom::e2e;
@@ -35,61 +33,8 @@ using namespace std::chrono_literals;
 
 namespace {
 
-struct sample {
-  double t = 0;          // seconds since the phase began
-  double rss_mib = 0;
-  int fds = 0, threads = 0;
-  double cpu_s = 0;      // user + system
-  double buffer_depth = 0;
-  int completed = 0;
-};
-
-double field_kib(const std::string& status, const char* key) {
-  const auto at = status.find(key);
-  return at == std::string::npos ? 0 : std::stod(status.substr(at + std::strlen(key)));
-}
-
-sample probe(pid_t pid) {
-  sample s;
-  std::ifstream st("/proc/" + std::to_string(pid) + "/status");
-  std::stringstream ss;
-  ss << st.rdbuf();
-  const auto status = ss.str();
-  s.rss_mib = field_kib(status, "VmRSS:") / 1024.0;
-  s.threads = static_cast<int>(field_kib(status, "Threads:"));
-  if (DIR* d = opendir(("/proc/" + std::to_string(pid) + "/fd").c_str())) {
-    while (auto* e = readdir(d))
-      s.fds += e->d_name[0] != '.' ? 1 : 0;
-    closedir(d);
-  }
-  std::ifstream stat("/proc/" + std::to_string(pid) + "/stat");
-  std::string line;
-  std::getline(stat, line);
-  std::istringstream rest{line.substr(line.rfind(')') + 2)};
-  std::vector<std::string> f{std::istream_iterator<std::string>{rest}, {}};
-  if (f.size() > 13)  // fields 14 and 15 of stat(5): utime, stime (after pid and comm: 11, 12)
-    s.cpu_s = (std::stod(f[11]) + std::stod(f[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
-  return s;
-}
-
-double buffer_depth(const agent& a) {
-  std::istringstream in{a.metrics()};
-  double sum = 0;
-  for (std::string l; std::getline(in, l);)
-    if (l.rfind("headroom_buffer_depth{", 0) == 0)
-      sum += std::stod(l.substr(l.rfind(' ') + 1));
-  return sum;
-}
-
-template <class F>
-double mean_of(const std::vector<sample>& v, size_t from, size_t to, F f) {
-  if (to <= from)
-    return 0;
-  double sum = 0;
-  for (size_t i = from; i < to; ++i)
-    sum += f(v[i]);
-  return sum / static_cast<double>(to - from);
-}
+using headroom::bench::probe;
+using headroom::bench::sample;
 
 bool soak(world& w, int jobs) {
   w.start();
@@ -113,7 +58,7 @@ bool soak(world& w, int jobs) {
     }
     auto s = probe(w.headroom->pid());
     s.t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
-    s.buffer_depth = buffer_depth(*w.headroom);
+    s.buffer_depth = headroom::bench::buffer_depth(w.headroom->metrics());
     s.completed = completed;
     samples.push_back(s);
     if (warm_index < 0 && completed >= jobs / 10)
@@ -129,53 +74,16 @@ bool soak(world& w, int jobs) {
     std::this_thread::sleep_for(1s);
   }
   const bool pool_back = eventually([&] { return w.latest_capacity(set) == 2 && w.ready_pairs() == 2; }, 180s);
-  const size_t n = samples.size(), tenth = std::max<size_t>(1, n / 10);
-  const size_t warm_from = static_cast<size_t>(std::max(warm_index, 0)), warm_to = std::min(n, warm_from + tenth);
-  auto rss = [](const sample& s) { return s.rss_mib; };
-  auto fds = [](const sample& s) { return static_cast<double>(s.fds); };
-  auto thr = [](const sample& s) { return static_cast<double>(s.threads); };
-  const double rss_warm = mean_of(samples, warm_from, warm_to, rss), rss_end = mean_of(samples, n - tenth, n, rss);
-  const double fds_warm = mean_of(samples, warm_from, warm_to, fds), fds_end = mean_of(samples, n - tenth, n, fds);
-  const double thr_warm = mean_of(samples, warm_from, warm_to, thr), thr_end = mean_of(samples, n - tenth, n, thr);
-  double depth_max = 0, rss_max = 0;
-  for (const auto& s : samples) {
-    depth_max = std::max(depth_max, s.buffer_depth);
-    rss_max = std::max(rss_max, s.rss_mib);
-  }
-  // RSS at the end of each quarter of the run (mean of the tenth before it): a plateau or a slope.
-  std::string quarters;
-  double by_quarter[5] = {};
-  for (int q = 1; q <= 4; ++q) {
-    const size_t to = n * q / 4, from = to > tenth ? to - tenth : 0;
-    by_quarter[q] = mean_of(samples, from, to, rss);
-    quarters += (q > 1 ? "," : "") + std::to_string(by_quarter[q]);
-  }
-  if (const char* path = std::getenv("HEADROOM_SOAK_SAMPLES")) {  // every sample, for a closer look
-    std::ofstream csv(path);
-    csv << "t,rss_mib,fds,threads,cpu_s,buffer_depth,completed\n";
-    for (const auto& s : samples)
-      csv << s.t << ',' << s.rss_mib << ',' << s.fds << ',' << s.threads << ',' << s.cpu_s << ',' << s.buffer_depth << ','
-          << s.completed << '\n';
-  }
-  const double seconds = samples.back().t;
-  const double cpu = samples.back().cpu_s - samples.front().cpu_s;
-  // Flat: a plateau. The last quarter's RSS within 3 % of the second's (a slope of a few KiB per
-  // job shows there, even when the whole run stays within 10 % of warm-up), descriptors and
-  // threads within 4 of warm-up.
-  const bool flat = by_quarter[4] <= by_quarter[2] * 1.03 && rss_end <= rss_warm * 1.10 && fds_end <= fds_warm + 4 &&
-                    thr_end <= thr_warm + 4;
+  headroom::bench::write_samples_csv(samples);
+  const auto sum = headroom::bench::summarize(samples, warm_index);
   const auto audit = w.audit(set);
-  std::cout << "{\"phase\":\"soak\",\"jobs\":" << jobs << ",\"completed\":" << completed << ",\"seconds\":" << seconds
-            << ",\"jobs_per_s\":" << completed / seconds << ",\"cpu_core_pct\":" << 100 * cpu / seconds
-            << ",\"rss_mib_warm\":" << rss_warm << ",\"rss_mib_end\":" << rss_end << ",\"rss_mib_max\":" << rss_max << ",\"rss_mib_by_quarter\":[" << quarters << "]"
-            << ",\"fds_warm\":" << fds_warm << ",\"fds_end\":" << fds_end << ",\"threads_warm\":" << thr_warm
-            << ",\"threads_end\":" << thr_end << ",\"buffer_depth_max\":" << depth_max
-            << ",\"buffer_depth_end\":" << samples.back().buffer_depth << ",\"flat\":" << (flat ? "true" : "false")
+  std::cout << "{\"phase\":\"soak\",\"jobs\":" << jobs << ",\"completed\":" << completed
+            << ",\"jobs_per_s\":" << completed / std::max(sum.seconds, 1.0) << "," << sum.json()
             << ",\"warm_pool_back\":" << (pool_back ? "true" : "false") << ",\"polls_audited\":" << audit.checked
             << ",\"over_advertised\":" << audit.violations.size() << "}" << std::endl;
   for (const auto& v : audit.violations)
     std::cerr << "audit: " << v << "\n";
-  return flat && pool_back && audit.violations.empty();
+  return sum.flat && pool_back && audit.violations.empty();
 }
 
 // `count` gated pods labelled for the scale set's informer, created through kubectl in batches.

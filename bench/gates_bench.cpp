@@ -10,6 +10,11 @@
 //    (coarse buckets: the fraction within 5 ms and 25 ms), beside headroom's own
 //    headroom_admission_duration_seconds (fine buckets, p99 estimated). Goal: p99 ≤ 10 ms.
 //
+// 3. The soak (#19): the agent's RSS, descriptors, threads and policy-buffer depths sampled every
+//    second through the events (bench/soak_probe.hpp says what flat means); `--events 2000` is
+//    the gates mode's equivalent of the 2,000-job soak, and a run of ≥ 1,000 events fails unless
+//    the footprint ends flat.
+//
 //   HEADROOM_TESTENV_DIR=$(tests/testenv/build.sh) build/release/bench/gates_bench [--events 500] [--capacity 20]
 //
 // Prints one JSON line per measure ({"mode": …}).
@@ -17,6 +22,7 @@
 
 #include <algorithm>
 #include <chrono>
+#include <atomic>
 #include <condition_variable>
 #include <cstdio>
 #include <fstream>
@@ -30,6 +36,7 @@
 #include "testenv/child_process.hpp"
 #include "testenv/cluster_fixture.hpp"
 #include "testenv/test_certs.hpp"
+#include "soak_probe.hpp"
 
 using namespace std::chrono_literals;
 using namespace headroom;
@@ -138,8 +145,8 @@ metadata:
 spec:
   taints: [{key: headroom.test/dedicated, value: gates-bench, effect: NoSchedule}]
 status:
-  allocatable: {cpu: "1000", memory: 4000Gi, pods: "2000"}
-  capacity: {cpu: "1000", memory: 4000Gi, pods: "2000"}
+  allocatable: {cpu: "1000", memory: 4000Gi, pods: "5000"}
+  capacity: {cpu: "1000", memory: 4000Gi, pods: "5000"}
 )");
   c->kubectl({"apply", "-f", "-"}, "apiVersion: headroom.dev/v1alpha1\nkind: Queue\nmetadata: {name: bench}\nspec:\n  capacity: {pods: \"" +
                                        std::to_string(capacity) + "\"}\n");
@@ -201,6 +208,22 @@ status:
       std::fprintf(stderr, "gates_bench: p-%d never admitted\n%s\n", i, agent.log().c_str());
       return 1;
     }
+  // The footprint, every second from here to the last event (a thread of its own).
+  std::vector<bench::sample> samples;
+  std::atomic<int> done_events{0};
+  std::atomic<bool> sampling{true};
+  std::thread sampler{[&] {
+    const auto t0 = steady::now();
+    while (sampling) {
+      auto x = bench::probe(agent.pid());
+      x.t = std::chrono::duration<double>(steady::now() - t0).count();
+      x.buffer_depth = bench::buffer_depth(
+          testenv::run_command({"curl", "-fsS", "http://127.0.0.1:" + std::to_string(metrics_port) + "/metrics"}).out);
+      x.completed = done_events;
+      samples.push_back(x);
+      std::this_thread::sleep_for(1s);
+    }
+  }};
   std::vector<double> latencies;
   std::vector<std::string> admitted;
   for (int i = 0; i < capacity; ++i)
@@ -235,7 +258,15 @@ status:
     admitted.push_back(newest);
     latencies.push_back(std::chrono::duration<double, std::milli>(when - s.deleted[victim]).count());
     ++next;
+    done_events = ev + 1;
   }
+  sampling = false;
+  sampler.join();
+  int warm_index = 0;  // after the first tenth of the events
+  while (warm_index < static_cast<int>(samples.size()) && samples[warm_index].completed < events / 10)
+    ++warm_index;
+  bench::write_samples_csv(samples);
+  const auto soak = bench::summarize(samples, warm_index);
   const auto apiserver = c->kubectl({"get", "--raw", "/metrics"}).out;
   std::string ours;
   {
@@ -253,5 +284,6 @@ status:
               hook_buckets.empty() ? 0.0 : hook_buckets.rbegin()->second, fraction_within(hook_buckets, 0.005),
               fraction_within(hook_buckets, 0.025), bucket_quantile(hook_buckets, 0.99), bucket_quantile(own_buckets, 0.99),
               fraction_within(own_buckets, 0.001));
-  return latencies.size() == static_cast<size_t>(events) ? 0 : 1;
+  std::printf("{\"mode\":\"gates_soak\",\"events\":%zu,%s}\n", latencies.size(), soak.json().c_str());
+  return latencies.size() == static_cast<size_t>(events) && (events < 1000 || soak.flat) ? 0 : 1;
 }

@@ -7,6 +7,10 @@
 //   HEADROOM_TESTENV_DIR=$(tests/testenv/build.sh) build/release/bench/reactive_scaling_bench
 //       [--targets 1000] [--seconds 60] [--high 0.1]
 //
+// A second line ({"mode":"reactive_soak"}) judges the footprint sampled every second over the
+// same period (bench/soak_probe.hpp); with `--seconds 1200` this is the reactive mode's soak, and a
+// run of ≥ 600 s exits 1 unless it ended flat.
+//
 // Prints one JSON line: headroom's CPU (% of one core) and RSS over the measured period, the
 // scale writes and their decision latency (evaluation due → /scale written) p50/p99/max, and how
 // many evaluations were skipped because the previous one was still in flight, all counted over the
@@ -27,6 +31,7 @@
 #include "runtime/http_server.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/readiness.hpp"
+#include "soak_probe.hpp"
 #include "testenv/child_process.hpp"
 #include "testenv/cluster_fixture.hpp"
 #include "testenv/peer_process.hpp"
@@ -36,40 +41,6 @@ using namespace std::chrono_literals;
 using namespace headroom;
 
 namespace {
-
-struct proc_sample {
-  double cpu_seconds = 0;
-  long rss_kib = 0;
-  long threads = 0;
-};
-
-proc_sample sample(pid_t pid) {
-  proc_sample s;
-  std::ifstream stat{"/proc/" + std::to_string(pid) + "/stat"};
-  std::string text((std::istreambuf_iterator<char>(stat)), std::istreambuf_iterator<char>());
-  const auto close = text.rfind(')');
-  if (close != std::string::npos) {
-    std::istringstream rest{text.substr(close + 2)};
-    std::string field;
-    unsigned long utime = 0, stime = 0;
-    for (int i = 3; i <= 15 && rest >> field; ++i) {
-      if (i == 14)
-        utime = std::stoul(field);
-      if (i == 15)
-        stime = std::stoul(field);
-    }
-    s.cpu_seconds = static_cast<double>(utime + stime) / static_cast<double>(sysconf(_SC_CLK_TCK));
-  }
-  std::ifstream status{"/proc/" + std::to_string(pid) + "/status"};
-  std::string line;
-  while (std::getline(status, line)) {
-    if (line.rfind("VmRSS:", 0) == 0)
-      s.rss_kib = std::stol(line.substr(6));
-    if (line.rfind("Threads:", 0) == 0)
-      s.threads = std::stol(line.substr(8));
-  }
-  return s;
-}
 
 double percentile(std::vector<double> v, double p) {
   if (v.empty())
@@ -203,16 +174,20 @@ spec:
   };
   auto scrape = [&] { return testpeer::http_call("http://127.0.0.1:" + std::to_string(metrics_port) + "/metrics").body; };
   const auto metrics_before = scrape();
-  const auto before = sample(agent.pid());
-  long max_rss = before.rss_kib, max_threads = before.threads;
+  const auto before = bench::probe(agent.pid());
+  double max_rss = before.rss_mib;
+  int max_threads = before.threads;
   const auto t0 = std::chrono::steady_clock::now();
+  std::vector<bench::sample> samples{before};  // the footprint every second (a soak with a long --seconds)
   for (int s = 0; s < seconds; ++s) {
     std::this_thread::sleep_for(1s);
-    const auto now = sample(agent.pid());
-    max_rss = std::max(max_rss, now.rss_kib);
+    auto now = bench::probe(agent.pid());
+    now.t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    max_rss = std::max(max_rss, now.rss_mib);
     max_threads = std::max(max_threads, now.threads);
+    samples.push_back(now);
   }
-  const auto after = sample(agent.pid());
+  const auto after = bench::probe(agent.pid());
   const double wall = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
 
   std::vector<double> latencies;
@@ -256,16 +231,21 @@ spec:
                            plain(metrics_before, "headroom_reactive_prometheus_request_seconds_count");
   std::printf(
       "{\"mode\":\"reactive\",\"targets\":%d,\"high\":%d,\"seconds\":%.1f,\"cpu_percent\":%.2f,\"rss_mib\":%.1f,"
-      "\"max_rss_mib\":%.1f,\"threads\":%ld,\"scales\":%zu,\"p50_ms\":%.2f,\"p99_ms\":%.2f,\"max_ms\":%.2f,"
+      "\"max_rss_mib\":%.1f,\"threads\":%d,\"scales\":%zu,\"p50_ms\":%.2f,\"p99_ms\":%.2f,\"max_ms\":%.2f,"
       "\"skipped_evaluations\":%.0f,\"metric_failures\":%.0f,\"refused\":%.0f,\"scrapes\":%.0f,\"scrapes_failed\":%.0f,"
       "\"scrape_max_s\":%.3f,\"prometheus_requests_per_s\":%.1f,\"queries_per_request\":%.1f,\"request_mean_ms\":%.2f}\n",
-      targets, n_high, wall, 100.0 * (after.cpu_seconds - before.cpu_seconds) / wall, after.rss_kib / 1024.0,
-      max_rss / 1024.0, max_threads, latencies.size(), percentile(latencies, 0.5), percentile(latencies, 0.99),
+      targets, n_high, wall, 100.0 * (after.cpu_s - before.cpu_s) / wall, after.rss_mib,
+      max_rss, max_threads, latencies.size(), percentile(latencies, 0.5), percentile(latencies, 0.99),
       latencies.empty() ? 0.0 : *std::max_element(latencies.begin(), latencies.end()),
       delta("headroom_reactive_evaluations_skipped_total"), delta("headroom_reactive_metric_query_failures_total"),
       delta("headroom_reactive_scale_refused_total"), scrapes, scrapes - scrapes_ok, scrape_max, requests / wall,
       requests > 0 ? queries / requests : 0.0, request_n > 0 ? 1000.0 * request_s / request_n : 0.0);
+  // The soak's verdict over the same samples (warm-up: the first tenth); meaningful for a long
+  // --seconds (bench/soak_probe.hpp: what flat means).
+  bench::write_samples_csv(samples);
+  const auto soak = bench::summarize(samples, static_cast<int>(samples.size() / 10));
+  std::printf("{\"mode\":\"reactive_soak\",\"targets\":%d,\"scales\":%zu,%s}\n", targets, latencies.size(), soak.json().c_str());
   agent.stop();
   prom->stop();
-  return 0;
+  return seconds >= 600 && !soak.flat ? 1 : 0;
 }

@@ -16,6 +16,9 @@ struct pair_report {
   enum class state : uint8_t { pending, ready, consumed, lost, timed_out } what = state::pending;
   std::string slot;
   std::string reason;  // lost / timed_out: which pod, and why
+  // lost: a create failed because the API server could not be reached or shed the load (no
+  // response, 429, 5xx after retries) - not because the cluster refused or lacked room.
+  bool unavailable = false;
 };
 
 /// capacity_monitor → listener_session and runner_provisioner: the capacity to advertise now

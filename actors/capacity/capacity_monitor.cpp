@@ -774,9 +774,14 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
             s.ctx->metrics.add("gha_capacity_advertised_pair_timeouts_total", 1);
           }
           // A pair that could not even be created, or never got a node: back off before the next,
-          // so a cluster without room is not flooded with pending placeholders.
+          // so a cluster without room is not flooded with pending placeholders. A create the API
+          // server could not take (no answer, 429, 5xx) says nothing about room: its backoff is
+          // capped at 5 s, as the informers' reconnects are, or a 30 s outage left the warm pool
+          // waiting up to 40 s after it ended (the chaos suite's 429/5xx scenario saw 35 s).
           if (r.what == state_t::timed_out || r.reason.find("create") != std::string::npos) {
-            s.create_backoff = s.create_backoff.count() == 0 ? milliseconds{5'000} : std::min(s.create_backoff * 2, milliseconds{60'000});
+            const bool unavailable = r.what == state_t::lost && r.unavailable;
+            const milliseconds first{unavailable ? 1'000 : 5'000}, cap{unavailable ? 5'000 : 60'000};
+            s.create_backoff = s.create_backoff.count() == 0 ? first : std::min(s.create_backoff * 2, cap);
             s.spawn_blocked_until = self->clock().now() + s.create_backoff;
             self->delayed_send(self, s.create_backoff, msg::tick_atom_v, uint64_t{1});
           }

@@ -44,6 +44,7 @@ struct pair_state {
   std::string runner_node;  // where the runner placeholder was placed
   int undecided = 0;        // looks for the runner pod that took the runner placeholder
   bool done = false;      // lost or timed out: quitting
+  bool unavailable = false;  // a create failed for the API server's availability (pair_report)
   static inline const char* name = "headroom.placeholder_pair";
 };
 
@@ -64,7 +65,7 @@ void report(pair_actor* self, state_t s, std::string reason = {}) {
   if (s == st.reported && s != state_t::lost && s != state_t::timed_out && s != state_t::consumed)
     return;
   st.reported = s;
-  self->send(st.monitor, msg::pair_report{s, st.slot, std::move(reason)});
+  self->send(st.monitor, msg::pair_report{s, st.slot, std::move(reason), s == state_t::lost && st.unavailable});
 }
 
 void finish(pair_actor* self, state_t s, const std::string& reason, bool warn = true) {
@@ -222,8 +223,11 @@ caf::behavior pair_behavior(pair_actor* self, context_ptr ctx, std::string slot,
         auto& s = self->state;
         --s.creating;
         const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
-        if (!r.ok && kind != k8s::api_error::kind::already_exists)
+        if (!r.ok && kind != k8s::api_error::kind::already_exists) {
+          s.unavailable = kind == k8s::api_error::kind::transport || kind == k8s::api_error::kind::too_many_requests ||
+                          kind == k8s::api_error::kind::server;
           return finish(self, state_t::lost, "create " + s.names[r.correlation] + " failed: " + r.error);
+        }
         evaluate(self);
       },
       [self](msg::tick_atom, uint64_t which) {

@@ -53,11 +53,19 @@ struct idle_runner_removed {
   bool ok = false;
 };
 
+// A runner pod's delete, answered: done (deleted, or not there) or failed (tried again).
+struct runner_pod_deleted {
+  std::string name;
+  bool done = false;
+  std::string error;
+};
+
 }  // namespace
 }  // namespace headroom::actors::capacity
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::runner_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::idle_runner_removed)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::runner_pod_deleted)
 
 namespace headroom::actors::capacity {
 namespace {
@@ -95,6 +103,13 @@ struct provisioner_state {
   std::set<int64_t> podless;          // runner ids the last sweep found without a pod
   std::set<int64_t> idle_excess;      // runner ids the last sweep found idle while runners were in excess
   std::set<std::string> removing;     // idle runners being removed from GitHub (their pods still count)
+  // Runner pods that must go (their job is done, their runner removed, their create failed):
+  // deleted by name until the API server says deleted or not there (see delete_runner_pod).
+  struct doomed_pod {
+    caf::actor_clock::time_point since, last_try;
+    bool in_flight = false;
+  };
+  std::map<std::string, doomed_pod> doomed;
   static inline const char* name = "headroom.runner_provisioner";
 };
 
@@ -134,9 +149,32 @@ int64_t desired_runners(const provisioner_state& st) {
   return std::max<int64_t>(0, std::min({st.stats.total_assigned_jobs, st.cap, st.ctx->spec.max_runners}));
 }
 
+void delete_runner_pod(provisioner_actor* self, const std::string& name);
+
+// Deletes not yet done are tried again every 2 s, for two minutes at most.
+void retry_doomed(provisioner_actor* self) {
+  auto& st = self->state;
+  const auto now = self->clock().now();
+  std::vector<std::string> again;
+  for (auto it = st.doomed.begin(); it != st.doomed.end();) {
+    if (!it->second.in_flight && now - it->second.since > std::chrono::minutes(2)) {
+      runtime::log::warn(actor_name, "giving up deleting a runner pod after 2 minutes", {{"pod", it->first}});
+      it = st.doomed.erase(it);
+      continue;
+    }
+    if (!it->second.in_flight && now - it->second.last_try >= std::chrono::seconds(2))
+      again.push_back(it->first);
+    ++it;
+  }
+  for (const auto& name : again)
+    delete_runner_pod(self, name);
+}
+
 void reconcile(provisioner_actor* self) {
   auto& st = self->state;
   const auto& spec = st.ctx->spec;
+  if (!st.doomed.empty())
+    retry_doomed(self);
   if (!st.cap_known)
     return;
   const int64_t desired = desired_runners(st);
@@ -190,14 +228,36 @@ void start_call(provisioner_actor* self, creation c, const std::function<void(k8
   self->state.calls.start(caf::actor_cast<caf::actor>(self), std::move(c), start);
 }
 
-void delete_runner_pod(provisioner_actor* self, const std::string& name, bool even_unseen = false) {
+// A runner pod that must go is deleted by name, whether or not the informer shows it, and the
+// delete is tried again until it is done. Both were found by the chaos suite, each leaving a pod
+// whose runner GitHub had already removed (an ephemeral runner goes with its job) until the health
+// check's registration timeout, with the pair handed to it holding its workflow room, and the
+// warm pool back only 33-83 s after the fault:
+// - a job completed while the pods watch was silent: the pod, made after the watch went quiet, was
+//   not in the informer, and the delete was skipped;
+// - a job completed during the API server's 429/5xx: the delete failed and was not tried again.
+// The same holds for a create that failed without a clear "not made" (a 5xx after retries, no
+// answer): the API server may have written the pod and lost the answer (a 504 after the write).
+void delete_runner_pod(provisioner_actor* self, const std::string& name) {
   auto& st = self->state;
-  auto pod = st.ctx->pods->get(st.ctx->spec.ns, name);
-  if (!even_unseen && (!pod || !pod->meta.deletion_timestamp.empty()))
+  const auto now = self->clock().now();
+  auto [it, fresh] = st.doomed.try_emplace(name, provisioner_state::doomed_pod{now, now, false});
+  if (it->second.in_flight)
     return;
-  st.ctx->kube->remove(k8s::kinds::pods, st.ctx->spec.ns, name, {}, [name](k8s::api_result r) {
-    if (auto* e = std::get_if<k8s::api_error>(&r); e && e->what != k8s::api_error::kind::not_found)
-      runtime::log::warn(actor_name, "runner pod delete failed", {{"pod", name}, {"error", e->describe()}});
+  if (auto pod = st.ctx->pods->get(st.ctx->spec.ns, name); pod && !pod->meta.deletion_timestamp.empty()) {
+    st.doomed.erase(it);  // already going
+    return;
+  }
+  it->second.in_flight = true;
+  it->second.last_try = now;
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  st.ctx->kube->remove(k8s::kinds::pods, st.ctx->spec.ns, name, {}, [me, name](k8s::api_result r) {
+    runner_pod_deleted out{name, true, {}};
+    if (auto* e = std::get_if<k8s::api_error>(&r); e && e->what != k8s::api_error::kind::not_found) {
+      out.done = false;
+      out.error = e->describe();
+    }
+    caf::anon_send(me, std::move(out));
   });
 }
 
@@ -361,6 +421,9 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
           if (!r.ok) {
             runtime::log::warn(actor_name, "runner pod create failed", {{"pod", c.name}, {"error", r.error}});
             remove_runner(self, c.runner_id, "its pod could not be made");
+            const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
+            if (kind == k8s::api_error::kind::server || kind == k8s::api_error::kind::transport)
+              delete_runner_pod(self, c.name);  // it may have been made after all
             self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, reconcile_tick);
             return;
           }
@@ -378,7 +441,7 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
         }
         if (!r.ok && static_cast<k8s::api_error::kind>(r.error_kind) != k8s::api_error::kind::already_exists) {
           runtime::log::warn(actor_name, "runner secret create failed: deleting the pod", {{"pod", c.name}, {"error", r.error}});
-          delete_runner_pod(self, c.name, true);
+          delete_runner_pod(self, c.name);
           remove_runner(self, c.runner_id, "its JIT secret could not be made");
         }
       },
@@ -398,6 +461,19 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
           return;
         s.ctx->metrics.add("headroom_idle_runners_removed_total", 1);
         delete_runner_pod(self, r.name);
+      },
+      [self](const runner_pod_deleted& d) {
+        auto& s = self->state;
+        auto it = s.doomed.find(d.name);
+        if (it == s.doomed.end())
+          return;
+        it->second.in_flight = false;
+        if (d.done) {
+          s.doomed.erase(it);
+          return;
+        }
+        runtime::log::warn(actor_name, "runner pod delete failed; trying again", {{"pod", d.name}, {"error", d.error}});
+        self->delayed_send(self, std::chrono::seconds(2), msg::tick_atom_v, reconcile_tick);
       },
   };
 }

@@ -13,8 +13,6 @@
 // Each prints one `[chaos]` line: what was injected, how long recovery took, what was lost.
 
 #include <gtest/gtest.h>
-
-#include <fstream>
 #include <iostream>
 #include <set>
 #include <sstream>
@@ -85,7 +83,8 @@ std::map<std::string, int> placeholder_slots(const world& w) {
 // messages still queued in that session go with it: those jobs run and complete, but their start
 // is never reported. Then the started count may be lower, never higher.
 void expect_recovered(world& w, int64_t set, int jobs, const std::string& fault, steady::time_point ended,
-                      clock_type::time_point ended_wall, bool same_process = true, bool starts_exact = true) {
+                      clock_type::time_point ended_wall, bool same_process = true, bool starts_exact = true,
+                      double* pool_back_after = nullptr) {
   ASSERT_TRUE(eventually([&] { return w.job_states()["completed"] == jobs; }, 240s))
       << fault << ": every job completes\n" << w.headroom->log() << "\n" << w.sim->log();
   const double jobs_done = seconds_since(ended);
@@ -121,6 +120,8 @@ void expect_recovered(world& w, int64_t set, int jobs, const std::string& fault,
            std::all_of(slots.begin(), slots.end(), [](const auto& s) { return s.second == 2; });
   }, 120s);
   const double pool_after = seconds_since(ended);
+  if (pool_back_after)
+    *pool_back_after = pool_after;
   std::string seen;
   for (const auto& [slot, n] : slots)
     seen += slot + ":" + std::to_string(n) + " ";
@@ -412,9 +413,14 @@ TEST(chaos, capacity_apiserver_429_5xx_stalled_and_expired_watches_mid_burst) {
                                << "\n" << w.headroom->log();
   std::cout << "[chaos] apiserver 429/503/500/504 for 30 s: " << faulted << " requests answered with an error; monitor agreed "
             << seconds_since(ended) << " s after\n";
-  expect_recovered(w, set, 4, "apiserver 429/503/500/504 for 30 s", ended, ended_wall);
+  double pool_after = 0;
+  expect_recovered(w, set, 4, "apiserver 429/503/500/504 for 30 s", ended, ended_wall, true, true, &pool_after);
   if (HasFatalFailure())
     return;
+  // Placeholder creates the API server refused for load back off at most 5 s (not the 40 s of a
+  // cluster without room): the pool is re-made within seconds of the fault's end.
+  EXPECT_LT(pool_after, 20.0) << "the warm pool came back " << pool_after << " s after the API server recovered\n" << w.headroom->log();
+
 
   // 2. Every open watch falls silent. headroom watches pods, nodes and NodePools: with a 15 s
   // stall timeout and a bookmark a minute, the quiet ones (nodes, NodePools) are themselves
@@ -433,9 +439,13 @@ TEST(chaos, capacity_apiserver_429_5xx_stalled_and_expired_watches_mid_burst) {
   EXPECT_GE(resumed_after, 14.0) << "a watch was dropped before it had been silent for watchStallTimeout";
   EXPECT_TRUE(agrees(4s + 2s)) << "after the stalled watches resumed\n" << w.headroom->log();
   std::cout << "[chaos] " << stalled << " watch streams silenced: all dropped and resumed " << resumed_after << " s after (watchStallTimeout 15 s)\n";
-  expect_recovered(w, set, 8, "every watch stream silenced", stall_at, stall_wall);
+  expect_recovered(w, set, 8, "every watch stream silenced", stall_at, stall_wall, true, true, &pool_after);
   if (HasFatalFailure())
     return;
+  // Within the stall timeout and a relist: a job that completed while the pods watch was silent
+  // still has its runner pod deleted at once (by name, not by what the stale cache shows).
+  EXPECT_LT(pool_after, 15.0 + 15.0) << "the warm pool came back " << pool_after << " s after the watches were silenced\n"
+                                     << w.headroom->log();
 
   // 3. Every watch ends and comes back to a 410.
   next_burst(4, 12);

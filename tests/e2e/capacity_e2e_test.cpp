@@ -498,11 +498,14 @@ TEST(capacity_e2e, capacity_health_replaces_a_runner_that_never_registers) {
   EXPECT_GE(removed_after, 25.0) << "removed at its first sighting, not its second (sweeps are 30 s apart)";
   EXPECT_EQ(w.headroom->sample("headroom_orphan_runners_removed_total{scale_set=\"capacity-health\"}"), 1) << w.headroom->metrics();
   std::cout << "[orphan] the podless runner was removed " << removed_after << " s after it was registered\n";
+  // Two sweeps (30 s apart) see it idle; one excess runner goes per sweep, and when the job's own
+  // runner is also still listed idle (its job requeued once after the unregistered runner, a
+  // fresh-clone run), that one can go first: up to four sweeps.
   EXPECT_TRUE(eventually([&] {
     return e.peer->control("/state").body.find(idle) == std::string::npos &&
            w.e.c->kubectl({"-n", sc.name, "get", "pod", idle, "-o", "name"}).exit_code != 0;
-  }, 90s)) << "the idle runner beyond the desired count is removed and its pod deleted\n" << w.headroom->log();
-  EXPECT_EQ(w.headroom->sample("headroom_idle_runners_removed_total{scale_set=\"capacity-health\"}"), 1) << w.headroom->metrics();
+  }, 150s)) << "the idle runner beyond the desired count is removed and its pod deleted\n" << w.headroom->log();
+  EXPECT_GE(w.headroom->sample("headroom_idle_runners_removed_total{scale_set=\"capacity-health\"}"), 1) << w.headroom->metrics();
   EXPECT_GT(audited(w, set), 0);
 }
 

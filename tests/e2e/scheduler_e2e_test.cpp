@@ -312,6 +312,82 @@ TEST(scheduler_e2e, postgres_store_survives_sigkill_and_a_database_restart_mid_b
   EXPECT_TRUE(stored_done) << w.headroom->log();
 }
 
+// Fault campaign (#19): each scheduler actor kind failed mid-burst (the test fault hook kills it,
+// as a crash would). The supervisor restarts it within 1 s; the restarted reconciler rebuilds from
+// the store and the cluster and provisions each job once; the restarted webhook server answers
+// again (deliveries refused in its gap are redelivered, as GitHub's "redeliver failed" does).
+// Then the reconciler is failed past maxRestarts (5 a minute): the scheduler supervisor gives up,
+// its parent restarts the subtree, the process lives on, and every job still completes once.
+TEST(scheduler_e2e, each_actor_kind_failed_mid_burst_is_restarted_and_every_job_runs_once) {
+  REQUIRE_SCHED_ENV(e);
+  sched_world w{e, {.name = "sched-actors", .job_duration = "3s", .fault_hooks = true}};
+  ASSERT_TRUE(w.sim) << w.why;
+  ASSERT_TRUE(w.start()) << w.headroom->log();
+  auto restarts = [&](const std::string& supervisor, const std::string& child) {
+    return std::max(0.0, w.headroom->sample("headroom_supervisor_restarts_total{child=\"" + child + "\",supervisor=\"" + supervisor + "\"}"));
+  };
+  auto escalations = [&] { return std::max(0.0, w.headroom->sample("headroom_supervisor_escalations_total{supervisor=\"scheduler\"}")); };
+  auto fail_and_time = [&](const std::string& supervisor, const std::string& child) {
+    const double before = restarts(supervisor, child);
+    const auto at = std::chrono::steady_clock::now();
+    EXPECT_EQ(w.headroom->post("/debug/fault?child=" + child), "1\n") << child << ": the hook reaches exactly one actor";
+    bool back = false;  // sampled every 50 ms
+    while (!(back = restarts(supervisor, child) > before) && std::chrono::steady_clock::now() - at < 5s)
+      std::this_thread::sleep_for(50ms);
+    const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - at).count();
+    EXPECT_TRUE(back) << child << " was not restarted\n" << w.headroom->log();
+    EXPECT_LT(took, 1.0) << child << ": restarted " << took << " s after it failed (goal 1 s)";
+    std::printf("[faults] %s failed mid-burst: restarted within %.2f s\n", child.c_str(), took);
+  };
+  auto redeliver_failed = [&] {
+    simdjson::dom::parser q;
+    for (auto d : q.parse(e.peer->control("/webhooks/state").body)["deliveries"].get_array())
+      if (int64_t(d["status"]) <= 0 || int64_t(d["status"]) >= 500)
+        e.peer->control("/webhooks/redeliver", "{\"deliveryId\":\"" + std::string{std::string_view(d["id"])} + "\"}");
+  };
+  auto ids = w.post_jobs("org-actors", "org-actors/app", "\"self-hosted\"", 12);
+  ASSERT_TRUE(eventually([&] { return w.live_workers("org-actors") >= 2; }, 60s)) << w.headroom->log();
+  fail_and_time("scheduler", "reconciler");
+  fail_and_time("root", "scheduler_http");
+  EXPECT_TRUE(eventually([&] { return testpeer::http_call(w.url + "/health").status == 200; }, 5s)) << "the webhook server is back";
+  auto more = w.post_jobs("org-actors", "org-actors/app", "\"self-hosted\"", 6);
+  ids.insert(ids.end(), more.begin(), more.end());
+
+  // Escalation: the reconciler failed past maxRestarts within the window.
+  const double escalated_before = escalations();
+  const double subtree_restarts = restarts("acting", "scheduler");
+  int failures = 0;
+  while (escalations() == escalated_before && failures < 7) {
+    const double before = restarts("scheduler", "reconciler");
+    ASSERT_EQ(w.headroom->post("/debug/fault?child=reconciler"), "1\n") << "failure " << failures + 1;
+    ++failures;
+    ASSERT_TRUE(eventually([&] { return restarts("scheduler", "reconciler") > before || escalations() > escalated_before; }, 10s))
+        << "failure " << failures << " was neither restarted nor escalated\n" << w.headroom->log();
+  }
+  EXPECT_GT(escalations(), escalated_before) << "the scheduler supervisor gives up past maxRestarts failures in a minute\n"
+                                             << w.headroom->log();
+  EXPECT_GE(failures, 5) << "escalated before maxRestarts failures";
+  EXPECT_TRUE(eventually([&] { return restarts("acting", "scheduler") > subtree_restarts; }, 30s))
+      << "its parent restarts the scheduler subtree\n" << w.headroom->log();
+  EXPECT_TRUE(w.headroom->alive()) << "an escalation in one mode does not end the process\n" << w.headroom->log();
+  auto last = w.post_jobs("org-actors", "org-actors/app", "\"self-hosted\"", 4);
+  ids.insert(ids.end(), last.begin(), last.end());
+
+  const bool done = eventually([&] {
+    redeliver_failed();
+    auto jobs = w.peer_jobs();
+    return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return jobs[id] == "completed"; });
+  }, 240s);
+  ASSERT_TRUE(done) << w.headroom->log();
+  ASSERT_TRUE(eventually([&] { return w.each_ran_once(ids); }, 30s)) << "a job ran on two workers, or none was recorded";
+  const auto workers = w.workers();
+  EXPECT_EQ(workers.size(), ids.size()) << "one worker per job: none provisioned twice across the restarts";
+  for (const auto& x : workers)
+    EXPECT_NE(x.status, "failed") << x.name << ": " << x.failure;
+  std::printf("[faults] reconciler failed %d more times: escalated, the scheduler subtree restarted; %zu jobs, %zu workers\n",
+              failures, ids.size(), workers.size());
+}
+
 // Two headroom processes on one PostgreSQL, both reconciling (no leader election): the store's
 // reconcile lock lets one at a time touch workers, so each job gets exactly one worker and no
 // worker is made twice for the same demand; both processes take turns (each ran cycles, and at

@@ -75,6 +75,7 @@ struct sched_options {
   std::string caps = "{org-capped: 5, org-zero: 0}";
   std::string health = "{registrationTimeout: 120s, pendingTimeout: 600s, idleTimeout: 600s}";
   std::string node_selector = "headroom.test/pool: sched";
+  bool fault_hooks = false;  // HEADROOM_TEST_FAULTS=1 (runtime/fault_hooks.hpp)
 };
 
 // One scheduler world: a namespace, the runner simulator in it, headroom serving the webhook.
@@ -144,6 +145,8 @@ struct sched_world {
     std::vector<std::string> env{"HEADROOM_WEBHOOK_SECRET=" + secret};
     if (!dsn.empty())
       env.push_back("HEADROOM_POSTGRES_DSN=" + dsn);
+    if (o.fault_hooks)
+      env.push_back("HEADROOM_TEST_FAULTS=1");
     return std::make_unique<agent>(in_dir, config(listen_port), env);
   }
 

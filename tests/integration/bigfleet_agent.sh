@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # The headroom binary as a BigFleet operator: a Pod becomes a CapacityRequest, the roll-up reaches
 # the shard peer and the CR is acknowledged, a NodeStateUpdate becomes an UpcomingNode, a bad
-# bootstrap template comes back as the response's error, and SIGTERM stops it with exit 0.
+# bootstrap template comes back as the response's error, each actor kind failed (the test fault
+# hook) is restarted within 1 s and the flow goes on, and SIGTERM stops it with exit 0.
 set -euo pipefail
 bin=$1
 src=$2
@@ -48,7 +49,8 @@ YAML
 # token): a permission the chart forgot fails this test.
 "$src/tests/testenv/chart-identity.sh" "$kc" "$src/deploy/chart/headroom/ci/bigfleet-values.yaml" agent-test headroom-system \
   "$work/chart.kubeconfig" >/dev/null || fail "the chart's identity"
-"$bin" --config "$work/headroom.yaml" --kubeconfig "$work/chart.kubeconfig" --metrics-addr 127.0.0.1:0 2>"$work/agent.log" &
+# HEADROOM_TEST_FAULTS=1: the test-only fault hook (runtime/fault_hooks.hpp), off in the chart.
+HEADROOM_TEST_FAULTS=1 "$bin" --config "$work/headroom.yaml" --kubeconfig "$work/chart.kubeconfig" --metrics-addr 127.0.0.1:0 2>"$work/agent.log" &
 agent=$!
 
 k create namespace work >/dev/null
@@ -89,12 +91,64 @@ for _ in $(seq 100); do state=$(curl -sf "$control/state" || true); grep -q 'unk
 grep -q 'unknown placeholder {{no_such_field}}' <<<"$state" || fail "the template's render error did not reach the shard"
 kill -0 "$agent" || fail "headroom exited after a bad template"
 
-# The flow's policy buffers are on /metrics.
 port=$(sed -n 's/.*"msg":"serving \/metrics \/healthz \/readyz".*"port":\([0-9]*\).*/\1/p' "$work/agent.log" | head -1)
 [ -n "$port" ] || fail "no serving line in the log"
+
+# Fault campaign (#19): each BigFleet actor kind failed (killed, as a crash would) is restarted by
+# its supervisor within 1 s; then a new Pod's demand still reaches the shard and is acknowledged.
+restarts() {
+  curl -sf "http://127.0.0.1:$port/metrics" |
+    sed -n "s/^headroom_supervisor_restarts_total{child=\"$1\",supervisor=\"bigfleet\"} \([0-9.e+]*\)$/\1/p" | head -1
+}
+for child in rollup shard_session capacity_requests; do
+  before=$(restarts "$child"); before=${before:-0}
+  start=$(date +%s%N)
+  hit=$(curl -sf -X POST "http://127.0.0.1:$port/debug/fault?child=$child") || fail "the fault hook refused $child"
+  [ "$hit" = 1 ] || fail "the fault hook reached $hit actors named $child, not 1"
+  back=""
+  for _ in $(seq 100); do
+    now=$(restarts "$child")
+    if [ -n "$now" ] && python3 -c "import sys; sys.exit(0 if float(sys.argv[1]) > float(sys.argv[2]) else 1)" "$now" "$before"; then
+      back=$(( ($(date +%s%N) - start) / 1000000 )); break
+    fi
+    sleep 0.05
+  done
+  [ -n "$back" ] || fail "$child was not restarted within 5 s"
+  [ "$back" -lt 1000 ] || fail "$child was restarted only after $back ms (goal 1 s)"
+  echo "[faults] bigfleet $child failed: restarted within $back ms"
+done
+k apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: after-faults, namespace: work}
+spec:
+  containers: [{name: c, image: busybox, resources: {requests: {cpu: "2", memory: 1Gi}}}]
+YAML
+for _ in $(seq 300); do
+  phase=$(k get capacityrequest after-faults -n work -o jsonpath='{.status.phase}' 2>/dev/null || true)
+  [ "$phase" = Acknowledged ] && break
+  sleep 0.1
+done
+[ "$phase" = Acknowledged ] || fail "after the restarts, a new Pod's CapacityRequest was not acknowledged (phase '$phase')"
+for _ in $(seq 100); do
+  state=$(curl -sf "$control/state" || true)
+  python3 - "$state" <<'PY' && break
+import json, sys
+needs = json.loads(sys.argv[1])["lastRollup"]["needs"]
+sys.exit(0 if any(n.get("aggregateResources", {}).get("cpu") == "5" for n in needs) else 1)
+PY
+  sleep 0.1
+done
+python3 - "$state" <<'PY' || fail "after the restarts the roll-up does not carry both Pods' demand (3 + 2 CPU): $state"
+import json, sys
+needs = json.loads(sys.argv[1])["lastRollup"]["needs"]
+assert any(n.get("aggregateResources", {}).get("cpu") == "5" for n in needs), needs
+PY
+
+# The flow's policy buffers are on /metrics.
 metrics=$(curl -sf "http://127.0.0.1:$port/metrics") || fail "GET /metrics"
 for b in bigfleet_rollup bigfleet_outbox bigfleet_dispatch bigfleet_node_state capacity_requests_pods; do
-  grep -q "headroom_buffer_accepted_total{buffer=\"$b\"" <<<"$metrics" || fail "no buffer metrics for $b"
+  grep -q "headroom_buffer_accepted_total{buffer=\"$b\"" <<<"$metrics" || fail "no buffer metrics for $b: $(grep "^headroom_buffer_accepted" <<<"$metrics")"
 done
 # The Grafana dashboard's BigFleet and runtime panels query only what this run exports.
 for row in "BigFleet operator" "Runtime"; do

@@ -70,6 +70,13 @@ TEST(http_server, serves_metrics_health_and_readiness) {
       << metrics_page.body;
   EXPECT_NE(metrics_page.body.find("headroom_buffer_depth{buffer=\"shard/outbox\",policy=\"bounded_fifo\"} 2"),
             std::string::npos);
+  // Every scrape, not the first only (the collector once dropped each live buffer as it read it).
+  outbox.push(4);  // dropped again
+  for (int scrape = 2; scrape <= 3; ++scrape) {
+    const auto again = http_get(server.port(), "/metrics").body;
+    EXPECT_NE(again.find("headroom_buffer_dropped_total{buffer=\"shard/outbox\",policy=\"bounded_fifo\"} 2"), std::string::npos)
+        << "scrape " << scrape << ":\n" << again;
+  }
 
   // Nobody reported yet → not ready; all ready → 200; one not ready → 503 naming it; shutdown → 503.
   EXPECT_EQ(http_get(server.port(), "/readyz").status, 503);
