@@ -89,8 +89,19 @@ int main(int argc, char** argv) {
       ++runs[std::stoll(row)];
     }
     int once = 0;
-    for (auto id : ids)
+    const auto log = w.headroom->full_log();
+    for (auto id : ids) {
       once += runs[id] == 1;
+      if (runs[id] == 1)
+        continue;
+      // Each such job, and what headroom logged about it.
+      std::cerr << "job " << id << ": recorded on " << runs[id] << " workers\n";
+      const std::string key = "\"job\":" + std::to_string(id) + ",";
+      for (size_t at = log.find(key); at != std::string::npos; at = log.find(key, at + 1)) {
+        const auto from = log.rfind('\n', at) + 1;
+        std::cerr << "  " << log.substr(from, log.find('\n', at) - from) << "\n";
+      }
+    }
     const bool pods_gone = eventually([&] {
       auto r = e.c->kubectl({"-n", w.o.name, "get", "pods", "-l", "headroom.dev/role=runner", "-o", "name"});
       return r.exit_code == 0 && r.out.empty();

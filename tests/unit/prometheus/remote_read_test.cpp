@@ -3,6 +3,8 @@
 // prompb messages, snappy-compressed; answers follow the query API's rule (one finite series).
 
 #include <gtest/gtest.h>
+
+#include <chrono>
 #include <snappy.h>
 
 #include <cmath>
@@ -130,6 +132,24 @@ TEST(prometheus_remote_read, a_body_that_is_not_an_answer_fails_every_query_with
   snappy::Compress("\x0a\xff\xff", 3, &junk);
   EXPECT_NE(reason(decode_read_response(junk, 1).at(0)).find("not a ReadResponse"), std::string::npos);
   EXPECT_NE(reason(decode_read_response(response({{}}), 3).at(2)).find("1 results for 3 queries"), std::string::npos);
+}
+
+// The fuzz target's timeout: 13 bytes whose snappy header claims ~500 MiB. Refused from the claim,
+// before any room is made for it (it took 12 s under ASan, allocating and clearing all of it).
+TEST(prometheus_remote_read, a_tiny_body_claiming_a_huge_length_is_refused_before_any_allocation) {
+  const std::string bomb{"\xff\xff\xff\x5b\xff\xff\xff\xff\xff\x41\x5f\x61\xc0", 13};
+  size_t claimed = 0;
+  ASSERT_TRUE(snappy::GetUncompressedLength(bomb.data(), bomb.size(), &claimed));
+  EXPECT_GT(claimed, 100u << 20);
+  const auto started = std::chrono::steady_clock::now();
+  const auto out = decode_read_response(bomb, 2);
+  EXPECT_LT(std::chrono::steady_clock::now() - started, std::chrono::milliseconds(100));
+  EXPECT_NE(reason(out.at(0)).find("more than snappy expands to"), std::string::npos) << reason(out.at(0));
+  // A real, highly compressible body still decodes: 1 MiB of zeros within the bound.
+  std::string zeros(1 << 20, '\0'), packed;
+  snappy::Compress(zeros.data(), zeros.size(), &packed);
+  EXPECT_NE(reason(decode_read_response(packed, 1).at(0)).find("not a ReadResponse"), std::string::npos)
+      << "a genuine stream passes the length bound: " << reason(decode_read_response(packed, 1).at(0));
 }
 
 }  // namespace
