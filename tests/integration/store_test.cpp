@@ -128,6 +128,32 @@ TEST_P(store_test, a_job_moves_forward_only_and_a_redelivery_writes_nothing) {
   EXPECT_FALSE(ok(s->advance_job(7, job_status::running, 6000)));
 }
 
+// The sync (GitHub's REST answer) moved the job before its in_progress webhook came: the webhook
+// still names the job's runner, so its worker is linked to it, and the status stays where it is.
+TEST_P(store_test, a_webhook_after_the_sync_still_records_the_runner_and_never_moves_back) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(ok(s->record(event("r-1", 8, job_status::pending, 1000))), recorded::applied);
+  EXPECT_TRUE(ok(s->advance_job(8, job_status::running, 1500)));
+  auto running = event("r-2", 8, job_status::running, 2000);
+  running.change.runner_name = "runner-8";
+  EXPECT_EQ(ok(s->record(running)), recorded::applied) << "the runner's name is news";
+  auto found = ok(s->job_for_runner("runner-8"));
+  ASSERT_TRUE(found);
+  EXPECT_EQ(found->id, 8);
+  EXPECT_EQ(found->status, job_status::running);
+  EXPECT_EQ(found->updated_at, 1500) << "no newer state, no new time";
+  // Completed, then a late in_progress naming another runner: nothing changes.
+  EXPECT_TRUE(ok(s->advance_job(8, job_status::completed, 3000)));
+  auto late = event("r-3", 8, job_status::running, 4000);
+  late.change.runner_name = "runner-other";
+  EXPECT_EQ(ok(s->record(late)), recorded::unchanged);
+  auto j = ok(s->get_job(8));
+  ASSERT_TRUE(j);
+  EXPECT_EQ(j->status, job_status::completed);
+  EXPECT_EQ(j->runner_name, "runner-8");
+}
+
 TEST_P(store_test, completed_before_queued_stays_completed) {
   auto s = open();
   ASSERT_TRUE(s);
