@@ -18,6 +18,7 @@
 #include <sstream>
 
 #include "e2e/capacity_suite.hpp"
+#include "testenv/apiserver_proxy.hpp"
 
 namespace headroom::e2e {
 namespace {
@@ -308,48 +309,8 @@ TEST(chaos, capacity_each_actor_kind_failed_mid_burst_is_restarted_and_escalatio
   audited(w, set);
 }
 
-// The API-server fault proxy (tests/peers/kube-fault-proxy) in front of kube-apiserver, for
-// headroom's traffic only: the simulator, the peer and these checks talk to the API server
-// directly. headroom's kubeconfig becomes the chart identity's with the proxy's address and CA.
-struct apiserver_proxy {
-  std::unique_ptr<testpeer::peer_process> p;
-  std::string why;
-
-  explicit apiserver_proxy(const cluster& c)
-      : p(testpeer::peer_process::start("tests/peers/kube-fault-proxy/build.sh",
-                                        {"--upstream", c.server(), "--upstream-ca", c.ca_file()}, why)) {}
-  std::string post(const std::string& path, const std::string& body = "{}") const {
-    return testpeer::http_call(p->ready("control") + path, body).body;
-  }
-  int64_t state(const char* field) const {
-    simdjson::dom::parser parser;
-    int64_t n = -1;
-    if (parser.parse(testpeer::http_call(p->ready("control") + "/state").body)[field].get(n) != simdjson::SUCCESS)
-      return -1;
-    return n;
-  }
-  // `kubeconfig` (server and CA as chart-identity.sh writes them) pointed at the proxy.
-  std::string through(const std::string& kubeconfig) const {
-    std::ifstream in{kubeconfig};
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string text = ss.str();
-    auto swap = [&](const std::string& key, const std::string& value) {
-      const auto at = text.find(key + ": \"");
-      if (at == std::string::npos)
-        return false;
-      const auto start = at + key.size() + 3;
-      text.replace(start, text.find('"', start) - start, value);
-      return true;
-    };
-    const auto ca = testenv::run_command({"base64", "-w0", p->ready("ca")}).out;
-    if (!swap("server", p->ready("url")) || !swap("certificate-authority-data", ca))
-      return {};
-    const std::string out = kubeconfig + ".proxy";
-    std::ofstream(out) << text;
-    return out;
-  }
-};
+// The API-server fault proxy, for headroom's traffic only (testenv/apiserver_proxy.hpp).
+using testenv::apiserver_proxy;
 
 // headroom's informer log lines and the proxy's log, for a failure message.
 std::string watch_story(const world& w, const apiserver_proxy& proxy) {

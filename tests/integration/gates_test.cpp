@@ -6,12 +6,14 @@
 #include <signal.h>
 
 #include <algorithm>
+#include <atomic>
 #include <chrono>
 #include <cstdio>
 #include <fstream>
 #include <sstream>
 #include <thread>
 
+#include "testenv/apiserver_proxy.hpp"
 #include "testenv/child_process.hpp"
 #include "testenv/cluster_fixture.hpp"
 #include "testenv/dashboard.hpp"
@@ -47,19 +49,39 @@ std::string field(cluster* c, const std::string& ns, const std::string& what, co
   return r.exit_code == 0 ? r.out : "<" + r.err + ">";
 }
 
+// The agent's configuration: `kubernetes` is the kubeconfig's path and any more keys of that section.
+void write_config(const env& e, const std::string& path, const std::string& kubeconfig, const std::string& kubernetes_extra = "") {
+  std::ofstream(path) << "kubernetes:\n  kubeconfig: " << kubeconfig << "\n" << kubernetes_extra << "leaderElection:\n  enabled: false\n"
+                      << "gates:\n  enabled: true\n  resyncInterval: 2s\n  webhook:\n    listen: 127.0.0.1:" << e.webhook_port
+                      << "\n    certFile: " << e.dir << "/tls.crt\n    keyFile: " << e.dir << "/tls.key\n    certReloadInterval: 1s\n";
+}
+
 // The build tree's binary, or (tests/image/image_test.sh) a wrapper that runs the OCI image's.
-void start_agent(env& e) {
+void start_agent(env& e, const std::string& config = "headroom.yaml") {
   std::vector<std::string> argv{HEADROOM_BINARY};
   if (const char* wrapper = std::getenv("HEADROOM_TEST_BINARY"); wrapper != nullptr && *wrapper != '\0') {
     argv = {wrapper};
     if (const char* arg = std::getenv("HEADROOM_TEST_BINARY_ARG"))
       argv.emplace_back(arg);
   }
-  argv.insert(argv.end(), {"--config", e.dir + "/headroom.yaml", "--metrics-addr", "127.0.0.1:" + std::to_string(e.metrics_port)});
+  argv.insert(argv.end(), {"--config", e.dir + "/" + config, "--metrics-addr", "127.0.0.1:" + std::to_string(e.metrics_port)});
   // HEADROOM_TEST_FAULTS=1: the test-only fault hooks (runtime/fault_hooks.hpp), for the actor
   // fault scenario; off in every release and in the chart.
   e.agent = std::make_unique<child_process>(argv, std::vector<std::string>{"PATH=/usr/bin:/bin", "HEADROOM_TEST_FAULTS=1"},
                                             e.dir + "/agent.log");
+}
+
+// Ready when the webhook answers through the API server: a probe pod comes back gated.
+bool webhook_ready(env& e) {
+  const bool ready = eventually([&] {
+    e.c->kubectl({"-n", "gates", "delete", "pod", "probe", "--ignore-not-found", "--wait=false"});
+    auto p = e.c->kubectl({"-n", "gates", "run", "probe", "--image=busybox", "--restart=Never",
+                           "--labels=headroom.dev/queue=probe", "--annotations=" + gate + "=true",
+                           "--overrides={\"spec\":{\"terminationGracePeriodSeconds\":0}}"});
+    return p.exit_code == 0 && field(e.c, "gates", "pod/probe", "{.spec.schedulingGates[*].name}") == gate;
+  }, 60s);
+  e.c->kubectl({"-n", "gates", "delete", "pod", "probe", "--ignore-not-found", "--wait=false", "--grace-period=0", "--force"});
+  return ready;
 }
 
 env make_env() {
@@ -77,10 +99,7 @@ env make_env() {
   std::ofstream(e.dir + "/tls.key") << serving.key;
   e.webhook_port = headroom::testenv::free_port();
   e.metrics_port = headroom::testenv::free_port();
-  std::ofstream(e.dir + "/headroom.yaml")
-      << "kubernetes:\n  kubeconfig: " << e.c->kubeconfig() << "\nleaderElection:\n  enabled: false\n"
-      << "gates:\n  enabled: true\n  resyncInterval: 2s\n  webhook:\n    listen: 127.0.0.1:" << e.webhook_port
-      << "\n    certFile: " << e.dir << "/tls.crt\n    keyFile: " << e.dir << "/tls.key\n    certReloadInterval: 1s\n";
+  write_config(e, e.dir + "/headroom.yaml", e.c->kubeconfig());
   auto crd = e.c->kubectl({"apply", "-f", std::string{HEADROOM_SOURCE_DIR} + "/deploy/crds/queues.yaml"});
   if (crd.exit_code != 0) {
     e.why = "Queue CRD: " + crd.err;
@@ -110,16 +129,7 @@ status:
   capacity: {cpu: "16", memory: 64Gi, pods: "110"}
 )");
   start_agent(e);
-  // Ready when the webhook answers through the API server: a probe pod comes back gated.
-  const bool ready = eventually([&] {
-    e.c->kubectl({"-n", "gates", "delete", "pod", "probe", "--ignore-not-found", "--wait=false"});
-    auto p = e.c->kubectl({"-n", "gates", "run", "probe", "--image=busybox", "--restart=Never",
-                           "--labels=headroom.dev/queue=probe", "--annotations=" + gate + "=true",
-                           "--overrides={\"spec\":{\"terminationGracePeriodSeconds\":0}}"});
-    return p.exit_code == 0 && field(e.c, "gates", "pod/probe", "{.spec.schedulingGates[*].name}") == gate;
-  }, 60s);
-  e.c->kubectl({"-n", "gates", "delete", "pod", "probe", "--ignore-not-found", "--wait=false", "--grace-period=0", "--force"});
-  if (!ready)
+  if (!webhook_ready(e))
     e.why = "headroom's webhook never gated a pod: " + e.agent->log();
   return e;
 }
@@ -417,6 +427,123 @@ TEST(gates, each_actor_kind_failed_mid_stream_is_restarted_and_the_queue_holds) 
   std::printf("[faults] gate_controller failed %d more times: escalated, the gates subtree restarted, the queue held (most ungated %d of 3)\n",
               failures, most);
   e.c->kubectl({"-n", "gates", "delete", "pods", "-l", "headroom.dev/queue in (faulted,faulted-elsewhere)", "--grace-period=0", "--force"});
+}
+
+// Fault campaign (#19): the API server broken under a queue being filled, headroom's traffic
+// through the fault proxy (testenv/apiserver_proxy.hpp), in turn:
+//   1. every request answered 429/503/500/504 for 30 s;
+//   2. every watch stream silenced: headroom drops each after watchStallTimeout (15 s here);
+//   3. every watch stream ended and met a 410 Expired: the informers relist;
+//   4. kube-apiserver stopped and started again with the same flags.
+// In each, one running pod of the queue finishes as the fault starts, making room for the next.
+// After each fault ends the next pod is admitted within 2 × resyncInterval (4 s; the check's
+// kubectl sampling adds up to 2 s), the Queue's accounting matches the pods, and throughout
+// (sampled every 100 ms) never more pods are ungated than the queue holds. The process is the one
+// started: nothing crashed.
+TEST(gates, apiserver_faults_mid_stream_keep_the_queue_within_capacity) {
+  REQUIRE_ENV(e);
+  headroom::testenv::apiserver_proxy proxy{*e.c};
+  HEADROOM_REQUIRE_READY(proxy.p != nullptr, "the API-server fault proxy", proxy.why);
+  e.agent->stop();
+  write_config(e, e.dir + "/headroom-proxy.yaml", proxy.kubeconfig(e.dir + "/kubeconfig.proxy", e.c->admin_token()),
+               "  watchStallTimeout: 15s\n");
+  start_agent(e, "headroom-proxy.yaml");
+  ASSERT_TRUE(webhook_ready(e)) << e.agent->log();
+
+  constexpr int pods = 9, room = 3;
+  kube_apply(e.c, queue_yaml("apifault", "0"));
+  std::string many;
+  for (int i = 0; i < pods; ++i)
+    many += pod_yaml("gates", "apifault-" + std::to_string(i), "apifault", "1", true) + "---\n";
+  kube_apply(e.c, many);
+  ASSERT_TRUE(eventually([&] { return count(e.c, "gates", "apifault").gated == pods; }, 20s));
+  kube_apply(e.c, queue_yaml("apifault", std::to_string(room)));
+  int gated = pods - room;
+  ASSERT_TRUE(eventually([&] {
+    auto n = count(e.c, "gates", "apifault");
+    return n.running == room && n.gated == gated;
+  }, 40s)) << "admission through the proxy\n" << e.agent->log();
+
+  std::atomic<bool> sampling{true};
+  std::atomic<int> most{0};
+  std::thread sampler([&] {
+    while (sampling) {
+      const int n = count(e.c, "gates", "apifault").ungated;
+      most = std::max(most.load(), n);
+      std::this_thread::sleep_for(100ms);
+    }
+  });
+  using steady = std::chrono::steady_clock;
+  auto finish_one = [&] {  // a running pod of the queue finishes
+    auto r = e.c->kubectl({"-n", "gates", "get", "pods", "-l", "headroom.dev/queue=apifault", "-o",
+                           "jsonpath={range .items[?(@.status.phase==\"Running\")]}{.metadata.name}{\"\\n\"}{end}"});
+    const auto name = r.out.substr(0, r.out.find('\n'));
+    ASSERT_FALSE(name.empty()) << "no running pod of the queue";
+    ASSERT_EQ(e.c->kubectl({"-n", "gates", "delete", "pod", name, "--grace-period=0", "--force", "--wait=false"}).exit_code, 0);
+  };
+  auto next_admitted = [&](const std::string& fault, steady::time_point ended) {
+    --gated;
+    const bool admitted = eventually([&] {
+      auto n = count(e.c, "gates", "apifault");
+      return n.ungated == room && n.gated == gated;
+    }, 6s);
+    const double took = std::chrono::duration<double>(steady::now() - ended).count();
+    EXPECT_TRUE(admitted) << fault << ": the next pod was not admitted within 2 × resyncInterval\n" << e.agent->log();
+    EXPECT_TRUE(eventually([&] { return count(e.c, "gates", "apifault").running == room; }, 30s)) << fault;
+    const std::string want = std::to_string(room) + "/0/" + std::to_string(gated);
+    EXPECT_TRUE(eventually([&] {
+      return field(e.c, "default", "queue.headroom.dev/apifault", "{.status.allocated.cpu}/{.status.reserved.cpu}/{.status.gatedPods}") == want;
+    }, 10s)) << fault << ": the Queue's accounting\n" << field(e.c, "default", "queue.headroom.dev/apifault", "{.status}");
+    std::printf("[chaos] gates, %s: the next pod admitted %.2f s after the fault ended; most ungated so far %d of %d\n",
+                fault.c_str(), took, most.load(), room);
+  };
+
+  // 1. 429 and 5xx for 30 s.
+  finish_one();
+  const auto faulted = proxy.error_storm(30s);
+  EXPECT_GT(faulted, 0) << "headroom called the API server during the 30 s";
+  std::printf("[chaos] gates, apiserver 429/503/500/504 for 30 s: %lld requests answered with an error\n",
+              static_cast<long long>(faulted));
+  next_admitted("apiserver 429/503/500/504 for 30 s", steady::now());
+
+  // 2. Every open watch falls silent (pods and Queues at least).
+  ASSERT_TRUE(eventually([&] { return proxy.watches_flowing(2); }, 30s)) << proxy.p->log();
+  const auto stalled = proxy.stall_watches();
+  const auto stall_at = steady::now();
+  finish_one();
+  EXPECT_GE(stalled, 2) << "the pods and Queues watches were open";
+  const bool resumed = eventually([&] { return proxy.watches_flowing(stalled); }, 15s + 15s);
+  const double resumed_after = std::chrono::duration<double>(steady::now() - stall_at).count();
+  EXPECT_TRUE(resumed) << "each silent watch is dropped after watchStallTimeout (15 s) and resumed\n" << proxy.p->log();
+  EXPECT_GE(resumed_after, 14.0) << "a watch was dropped before it had been silent for watchStallTimeout";
+  std::printf("[chaos] gates, %lld watch streams silenced: dropped and resumed %.1f s after\n", static_cast<long long>(stalled),
+              resumed_after);
+  next_admitted("every watch stream silenced", steady::now());
+
+  // 3. Every watch ends and comes back to a 410.
+  ASSERT_TRUE(eventually([&] { return proxy.watches_flowing(2); }, 30s)) << proxy.p->log();
+  const auto expired = proxy.expire_watches();
+  const auto expired_at = steady::now();
+  finish_one();
+  EXPECT_GE(expired, 2);
+  EXPECT_TRUE(eventually([&] { return proxy.state("expired") >= expired; }, 10s)) << "every watch met the 410\n" << proxy.p->log();
+  next_admitted("every watch expired (410)", expired_at);
+
+  // 4. kube-apiserver restarted.
+  finish_one();
+  ASSERT_TRUE(e.c->restart_apiserver()) << e.c->logs();
+  next_admitted("kube-apiserver restarted", steady::now());
+
+  sampling = false;
+  sampler.join();
+  EXPECT_LE(most.load(), room) << "never more ungated than the queue holds, through every fault";
+  EXPECT_TRUE(e.agent->alive()) << "no API-server fault ends the process\n" << e.agent->log();
+  std::printf("[chaos] gates: 4 API-server faults, 4 pods admitted after them, at most %d of %d ungated at once, lost 0\n",
+              most.load(), room);
+  e.c->kubectl({"-n", "gates", "delete", "pods", "-l", "headroom.dev/queue=apifault", "--grace-period=0", "--force"});
+  e.agent->stop();  // back to the API server directly for the scenarios after this one
+  start_agent(e);
+  ASSERT_TRUE(webhook_ready(e)) << e.agent->log();
 }
 
 // The serving certificate is rotated under the running headroom (new files from another CA, the
