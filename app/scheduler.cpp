@@ -41,9 +41,9 @@ scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
   for (const char* p : {"sync_jobs", "sync_workers", "demand_match"})
     phases[p] = &cycle.Add({{"phase", p}}, fast_buckets);
   std::map<std::string, prometheus::Counter*> by_action, by_skip, by_error;
-  for (const char* a : {"provisioned", "job_failed", "worker_failed", "worker_completed", "killed", "force_deleted", "runner_removed"})
+  for (const char* a : {"provisioned", "job_failed", "worker_failed", "worker_completed", "killed", "force_deleted", "runner_removed", "stray_deleted"})
     by_action[a] = &actions.Add({{"action", a}});
-  for (const char* s : {"capped", "no_capacity", "lock_held", "rate_limited"})
+  for (const char* s : {"capped", "no_capacity", "lock_held", "rate_limited", "api_unavailable"})
     by_skip[s] = &skipped.Add({{"reason", s}});
   for (const char* e : {"store", "github", "kubernetes"})
     by_error[e] = &errors.Add({{"dependency", e}});

@@ -12,6 +12,7 @@
 #include "actors/k8s/informer_feed.hpp"
 #include "actors/runners/health.hpp"
 #include "actors/scheduler/scheduler.hpp"
+#include "adapters/k8s/time.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
 
@@ -33,6 +34,11 @@ struct reconciler_state {
   std::map<std::string, int64_t> killed_at, terminal_since;  // pod → ms
   std::map<std::string, int64_t> groups;                     // org → runner group id
   std::map<std::string, int64_t> entities;                   // entity → last seen with a worker (ms)
+  // Runner pod creates the API server refused for load or absence (429, 5xx, no answer) in a
+  // row, and until when provisioning waits: each attempt costs a JIT config at GitHub (and its
+  // removal), so an API server outage must not turn into a loop of them.
+  int create_failures = 0;
+  int64_t provision_paused_until = 0;
   std::mt19937_64 names{std::random_device{}()};
   static inline const char* name = "headroom.reconciler";
 };
@@ -285,14 +291,20 @@ class cycle {
             ctx_.metrics.action("runner_removed");
         }
     }
-    // Phase 5, terminal pods past the grace.
+    // Phase 5, terminal pods past the grace, and stray runner pods: a live pod of ours that no
+    // active worker owns, older than the orphan grace. The API server can make a pod and lose the
+    // answer (a 504 after the write, a connection cut), and a failed worker's pod delete can be
+    // refused: the worker is over, and its pod would hold a runner slot for good.
     std::set<std::string> present;
     for (const auto& p : ctx_.pods->list()) {
       if (p->meta.ns != o_.pool.ns)
         continue;
       present.insert(p->meta.name);
-      if (p->phase != "Succeeded" && p->phase != "Failed")
+      if (p->phase != "Succeeded" && p->phase != "Failed") {
+        if (active_names.count(p->meta.name) == 0 && p->meta.deletion_timestamp.empty() && stray_past_grace(*p))
+          delete_stray(p->meta.name);
         continue;
+      }
       auto [it, fresh] = st_.terminal_since.emplace(p->meta.name, now_);
       if (now_ - it->second >= o_.pod_delete_grace.count() && p->meta.deletion_timestamp.empty()) {
         auto r = await_call([&](k8s::api_callback cb) { ctx_.kube->remove(k8s::kinds::pods, o_.pool.ns, p->meta.name, {}, std::move(cb)); });
@@ -302,6 +314,21 @@ class cycle {
     }
     std::erase_if(st_.terminal_since, [&](const auto& kv) { return present.count(kv.first) == 0; });
     st_.health.keep_only(active_names);
+  }
+
+  bool stray_past_grace(const k8s::pod& p) const {
+    const auto created = k8s::parse_rfc3339(p.meta.creation_timestamp);
+    return created && now_ - static_cast<int64_t>(*created * 1000.0) >= o_.orphan_grace.count();
+  }
+
+  void delete_stray(const std::string& name) {
+    auto r = await_call([&](k8s::api_callback cb) { ctx_.kube->remove(k8s::kinds::pods, o_.pool.ns, name, {}, std::move(cb)); });
+    if (!ok_or_gone(r)) {
+      ctx_.metrics.error("kubernetes");
+      return;  // the next cycle tries again
+    }
+    runtime::log::warn(actor_name, "stray runner pod deleted: no active worker owns it", {{"pod", name}});
+    ctx_.metrics.action("stray_deleted");
   }
 
   // The worker's job, once GitHub's in_progress (or completed) webhook named this runner. Both
@@ -418,6 +445,10 @@ class cycle {
         ctx_.metrics.skipped("rate_limited");
         continue;
       }
+      if (now_ < st_.provision_paused_until) {
+        ctx_.metrics.skipped("api_unavailable");
+        continue;
+      }
       provision(j);
     }
   }
@@ -474,10 +505,23 @@ class cycle {
       ctx_.kube->create(k8s::kinds::pods, o_.pool.ns, capacity::runner_pod(o_.pool, w.name, config.runner_id), std::move(cb));
     });
     if (auto* e = std::get_if<k8s::api_error>(&created)) {
+      // The job stays pending and gets a new worker next cycle. Had the API server made the pod
+      // after all (a 504 after the write), the stray sweep deletes it past the orphan grace.
       ctx_.metrics.error("kubernetes");
       (void)ctx_.github->remove_runner(scope, config.runner_id);
+      using kind = k8s::api_error::kind;
+      if (e->what == kind::server || e->what == kind::too_many_requests || e->what == kind::transport) {
+        // Pause provisioning: 1 s, doubling to 10 s while the API server keeps refusing (at most
+        // 10 s late once it is back).
+        ++st_.create_failures;
+        const int64_t pause = std::min<int64_t>(10'000, int64_t{1'000} << std::min(st_.create_failures - 1, 4));
+        st_.provision_paused_until = now_ + pause;
+        runtime::log::warn(actor_name, "the API server refused a runner pod: provisioning paused",
+                           {{"pause_ms", pause}, {"error", e->describe()}});
+      }
       return finish_worker(w, store::worker_status::failed, "runner pod: " + e->describe());
     }
+    st_.create_failures = 0;
     simdjson::dom::parser parser;
     std::string_view uid;
     if (parser.parse(std::get<std::string>(created))["metadata"]["uid"].get(uid) != simdjson::SUCCESS)
@@ -487,9 +531,16 @@ class cycle {
                         std::move(cb));
     });
     if (auto* e = std::get_if<k8s::api_error>(&secret); e && e->what != k8s::api_error::kind::already_exists) {
+      // Without its secret the pod never starts a runner: over at once, not at the registration
+      // timeout, so the job is provisioned again next cycle. Its pod goes now, or by the stray
+      // sweep if this delete is refused too.
       ctx_.metrics.error("kubernetes");
-      runtime::log::warn(actor_name, "runner secret create failed: the pod cannot start; the health check replaces it",
-                         {{"pod", w.name}, {"error", e->describe()}});
+      (void)ctx_.github->remove_runner(scope, config.runner_id);
+      finish_worker(w, store::worker_status::failed, "runner secret: " + e->describe());
+      auto gone = await_call([&](k8s::api_callback cb) { ctx_.kube->remove(k8s::kinds::pods, o_.pool.ns, w.name, {}, std::move(cb)); });
+      if (!ok_or_gone(gone))
+        ctx_.metrics.error("kubernetes");
+      return;
     }
     const int64_t latency = ctx_.now_ms() - j.created_at;
     ctx_.metrics.action("provisioned");

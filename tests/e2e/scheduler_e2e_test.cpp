@@ -5,6 +5,7 @@
 
 #include "adapters/store/store.hpp"
 #include "e2e/scheduler_world.hpp"
+#include "testenv/apiserver_proxy.hpp"
 #include "testenv/browser.hpp"
 #include "testenv/dashboard.hpp"
 #include "testenv/shared_env.hpp"
@@ -396,6 +397,116 @@ TEST(scheduler_e2e, each_actor_kind_failed_mid_burst_is_restarted_and_every_job_
     EXPECT_NE(x.status, "failed") << x.name << ": " << x.failure;
   std::printf("[faults] reconciler failed %d more times: escalated, the scheduler subtree restarted; %zu jobs, %zu workers\n",
               failures, ids.size(), workers.size());
+}
+
+// Fault campaign (#19): the API server broken under bursts of jobs, headroom's traffic through the
+// fault proxy (testenv/apiserver_proxy.hpp; the simulator talks to the API server directly), in
+// turn, each in the middle of its own burst of 4 jobs:
+//   1. every request answered 429/503/500/504 for 30 s (a 504 to a create only after the pod
+//      was made: the API server's own Timeout);
+//   2. every watch stream silenced: headroom drops each after watchStallTimeout (15 s here);
+//   3. every watch stream ended and met a 410 Expired: the informers relist;
+//   4. kube-apiserver stopped and started again with the same flags.
+// After each: every job of the run completes, each on exactly one worker; no runner pod is left
+// behind (each is deleted once over, within the podDeleteGrace and a cycle); no worker is live.
+TEST(scheduler_e2e, apiserver_faults_mid_burst_every_job_runs_once_and_no_runner_pod_leaks) {
+  REQUIRE_SCHED_ENV(e);
+  testenv::apiserver_proxy proxy{*e.c};
+  HEADROOM_REQUIRE_READY(proxy.p != nullptr, "the API-server fault proxy", proxy.why);
+  const std::string kubeconfig = proxy.kubeconfig(e.c->dir() + "/kubeconfig.sched-proxy", e.c->admin_token());
+  sched_world w{e, {.name = "sched-apifault", .job_duration = "3s", .kubeconfig = kubeconfig, .watch_stall = "15s"}};
+  ASSERT_TRUE(w.sim) << w.why;
+  ASSERT_TRUE(w.start()) << w.headroom->log();
+  using steady = std::chrono::steady_clock;
+  auto since = [](steady::time_point t) { return std::chrono::duration<double>(steady::now() - t).count(); };
+  std::vector<int64_t> ids;
+  auto burst = [&] {
+    auto more = w.post_jobs("org-apifault", "org-apifault/app", "\"self-hosted\"", 4);
+    ids.insert(ids.end(), more.begin(), more.end());
+    ASSERT_TRUE(eventually([&] { return w.live_workers("org-apifault") >= 1; }, 60s)) << "burst under way\n" << w.headroom->log();
+  };
+  auto pods_left = [&] {
+    auto r = e.c->kubectl({"-n", "sched-apifault", "get", "pods", "-o", "jsonpath={range .items[*]}{.metadata.name} {.status.phase}\n{end}"});
+    return r.out;
+  };
+  int failed_before = 0;
+  auto recovered = [&](const std::string& fault, steady::time_point ended, int most_failed = 1000) {
+    const bool done = eventually([&] {
+      auto jobs = w.peer_jobs();
+      return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return jobs[id] == "completed"; });
+    }, 180s);
+    const double jobs_after = since(ended);
+    auto story = [&] {
+      std::string out = "jobs not completed:";
+      auto jobs = w.peer_jobs();
+      for (auto id : ids)
+        if (jobs[id] != "completed")
+          out += " " + std::to_string(id) + "=" + jobs[id];
+      out += "\nworkers:";
+      for (const auto& x : w.workers())
+        out += "\n  " + x.name + " " + x.status + " job " + std::to_string(x.job_id) + " " + x.failure;
+      return out + "\npods:\n" + pods_left() + "\n--- the simulator:\n" + w.sim->log();
+    };
+    ASSERT_TRUE(done) << fault << ": every job completes\n" << story() << "\n" << w.headroom->log();
+    ASSERT_TRUE(eventually([&] { return w.each_ran_once(ids); }, 30s)) << fault << ": a job ran on two workers, or none was recorded";
+    const bool clean = eventually([&] { return pods_left().empty() && w.live_workers("org-apifault") == 0; }, 60s);
+    EXPECT_TRUE(clean) << fault << ": runner pods left behind\n" << story() << w.headroom->log();
+    int failed = 0;
+    for (const auto& x : w.workers())
+      failed += x.status == "failed";
+    // Each refused attempt costs a JIT config at GitHub and its removal: while the API server
+    // refuses runner pods, provisioning pauses (1 s doubling to 10 s) rather than loop.
+    EXPECT_LE(failed - failed_before, most_failed) << fault << ": provisioning attempts the API server refused";
+    failed_before = failed;
+    std::printf("[chaos] scheduler, %s: all %zu jobs completed %.1f s after the fault ended, each on one worker; "
+                "no runner pod left %.1f s after; %zu workers, %d failed (provisioning refused by the API server)\n",
+                fault.c_str(), ids.size(), jobs_after, since(ended), w.workers().size(), failed);
+  };
+
+  // 1. 429 and 5xx for 30 s, a burst running into it and another posted inside it.
+  burst();
+  std::thread during([&] {
+    std::this_thread::sleep_for(2s);
+    auto more = w.post_jobs("org-apifault", "org-apifault/app", "\"self-hosted\"", 4);
+    ids.insert(ids.end(), more.begin(), more.end());
+  });
+  const auto faulted = proxy.error_storm(30s);
+  during.join();
+  EXPECT_GT(faulted, 0) << "headroom called the API server during the 30 s";
+  recovered("apiserver 429/503/500/504 for 30 s", steady::now(), 15);
+  if (HasFatalFailure())
+    return;
+
+  // 2. Every open watch falls silent (pods and nodes).
+  ASSERT_TRUE(eventually([&] { return proxy.watches_flowing(2); }, 30s)) << proxy.p->log();
+  const auto stalled = proxy.stall_watches();
+  const auto stall_at = steady::now();
+  burst();
+  EXPECT_GE(stalled, 2) << "the pods and nodes watches were open";
+  const bool resumed = eventually([&] { return proxy.watches_flowing(stalled); }, 15s + 15s);
+  EXPECT_TRUE(resumed) << "each silent watch is dropped after watchStallTimeout (15 s) and resumed\n" << proxy.p->log();
+  std::printf("[chaos] scheduler, %lld watch streams silenced: dropped and resumed %.1f s after\n", static_cast<long long>(stalled),
+              since(stall_at));
+  recovered("every watch stream silenced", stall_at);
+  if (HasFatalFailure())
+    return;
+
+  // 3. Every watch ends and comes back to a 410.
+  ASSERT_TRUE(eventually([&] { return proxy.watches_flowing(2); }, 30s)) << proxy.p->log();
+  const auto expired = proxy.expire_watches();
+  const auto expired_at = steady::now();
+  burst();
+  EXPECT_GE(expired, 2);
+  EXPECT_TRUE(eventually([&] { return proxy.state("expired") >= expired; }, 10s)) << "every watch met the 410\n" << proxy.p->log();
+  recovered("every watch expired (410)", expired_at);
+  if (HasFatalFailure())
+    return;
+
+  // 4. kube-apiserver restarted mid-burst.
+  burst();
+  ASSERT_TRUE(e.c->restart_apiserver()) << e.c->logs();
+  recovered("kube-apiserver restarted", steady::now());
+  EXPECT_TRUE(w.headroom->alive()) << "no API-server fault ends the process\n" << w.headroom->log();
 }
 
 // Two headroom processes on one PostgreSQL, both reconciling (no leader election): the store's

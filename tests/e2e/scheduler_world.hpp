@@ -76,6 +76,8 @@ struct sched_options {
   std::string health = "{registrationTimeout: 120s, pendingTimeout: 600s, idleTimeout: 600s}";
   std::string node_selector = "headroom.test/pool: sched";
   bool fault_hooks = false;  // HEADROOM_TEST_FAULTS=1 (runtime/fault_hooks.hpp)
+  std::string kubeconfig{};  // headroom's (the simulator's is the cluster's); empty: the cluster's
+  std::string watch_stall{}; // kubernetes.watchStallTimeout; empty: the default
 };
 
 // One scheduler world: a namespace, the runner simulator in it, headroom serving the webhook.
@@ -114,7 +116,8 @@ struct sched_world {
   sched_world& operator=(const sched_world&) = delete;
 
   std::string config(int listen_port) const {
-    return "kubernetes:\n  kubeconfig: " + e.c->kubeconfig() +
+    return "kubernetes:\n  kubeconfig: " + (o.kubeconfig.empty() ? e.c->kubeconfig() : o.kubeconfig) +
+           (o.watch_stall.empty() ? "" : "\n  watchStallTimeout: " + o.watch_stall) +
            "\nleaderElection:\n  enabled: false\nscheduler:\n  enabled: true\n  listen: 127.0.0.1:" + std::to_string(listen_port) +
            "\n  githubUrl: " + e.peer->http_url() + "\n  namespace: " + o.name +
            "\n  store: {sqlitePath: " + dir + "/jobs.db, postgres: " + (o.store == "postgres" ? "true" : "false") + "}" +

@@ -233,7 +233,14 @@ func (s *sim) run(ctx context.Context, pod *corev1.Pod, rec *runnerRecord) {
 		fail("finish: status %d %v", code, err)
 	}
 	zero := int64(0)
-	_ = s.client.CoreV1().Pods(s.ns).Delete(ctx, wf.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+	// As above, through an API server restart: retried for a minute.
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		err := s.client.CoreV1().Pods(s.ns).Delete(ctx, wf.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
+		if err == nil || apierrors.IsNotFound(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			break
+		}
+		time.Sleep(500 * time.Millisecond)
+	}
 	if s.exitPods {
 		s.exitRunnerPod(ctx, pod.Name)
 	}
@@ -244,11 +251,15 @@ func (s *sim) run(ctx context.Context, pod *corev1.Pod, rec *runnerRecord) {
 
 // exitRunnerPod plays the runner process exiting 0 after its one job: kwok has no container to
 // stop, so the pod's status says it (kwok's stages leave a Succeeded pod alone).
+// Retried for a minute (an API server restart, a conflict with kwok's own status writes).
 func (s *sim) exitRunnerPod(ctx context.Context, name string) {
-	for attempt := 0; attempt < 5; attempt++ {
+	for deadline := time.Now().Add(60 * time.Second); time.Now().Before(deadline) && ctx.Err() == nil; time.Sleep(200 * time.Millisecond) {
 		p, err := s.client.CoreV1().Pods(s.ns).Get(ctx, name, metav1.GetOptions{})
-		if err != nil {
+		if apierrors.IsNotFound(err) {
 			return
+		}
+		if err != nil {
+			continue
 		}
 		now := metav1.Now()
 		p.Status.Phase = corev1.PodSucceeded
@@ -257,10 +268,9 @@ func (s *sim) exitRunnerPod(ctx context.Context, name string) {
 			p.Status.ContainerStatuses[i].State = corev1.ContainerState{Terminated: &corev1.ContainerStateTerminated{
 				ExitCode: 0, Reason: "Completed", StartedAt: now, FinishedAt: now}}
 		}
-		if _, err = s.client.CoreV1().Pods(s.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err == nil {
+		if _, err = s.client.CoreV1().Pods(s.ns).UpdateStatus(ctx, p, metav1.UpdateOptions{}); err == nil || apierrors.IsNotFound(err) {
 			return
 		}
-		time.Sleep(100 * time.Millisecond)
 	}
 }
 
