@@ -2,7 +2,11 @@
 // roll-up is the cluster's total desired capacity. The CR is owner-referenced to its Pod (deleting
 // the Pod garbage-collects it) and labelled with the Pod's UID; creation is idempotent
 // (AlreadyExists tolerated) and stamps status.phase=Pending. A terminal Pod (Succeeded/Failed)
-// holds no capacity: its CR is deleted at once and none is ever created for it.
+// holds no capacity: its CR is deleted at once and none is ever created for it. A create or delete
+// that failed for the API server's load or absence (429, 5xx, no answer) is tried again for that
+// Pod alone, after 0.5 s doubling to at most 5 s (a workqueue's rate-limited requeue, capped low
+// so the roll-up has every CR within seconds of an outage's end); any other refusal (invalid,
+// forbidden) waits for the 5-minute resync rather than repeat what will be refused again.
 
 #include <caf/all.hpp>
 
@@ -28,6 +32,26 @@ struct pending_call {
   std::string ns, name;
 };
 
+// A Pod's create or delete to try again (local: never leaves the process).
+struct cr_retry {
+  std::string ns, name;
+};
+
+}  // namespace
+}  // namespace headroom::actors::bigfleet
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::bigfleet::cr_retry)
+
+namespace headroom::actors::bigfleet {
+namespace {
+
+constexpr std::chrono::milliseconds retry_first{500}, retry_most{5'000};
+
+bool transient(k8s::api_error::kind k) {
+  using kind = k8s::api_error::kind;
+  return k == kind::transport || k == kind::too_many_requests || k == kind::server;
+}
+
 struct upc_state {
   operator_deps deps;
   operator_options opts;
@@ -37,6 +61,8 @@ struct upc_state {
   // asking again would only meet AlreadyExists.
   std::unordered_map<std::string, std::string> ours;
   api_calls<pending_call> calls;
+  std::unordered_map<std::string, int> failures;  // ns/name → calls refused in a row
+  std::unordered_set<std::string> retrying;        // ns/name with a cr_retry on its way
   uint64_t created = 0, deleted = 0;
   static inline const char* name = "headroom.capacity_requests";
 };
@@ -47,6 +73,17 @@ bool terminal(const k8s::pod& p) { return p.phase == "Succeeded" || p.phase == "
 
 void start_call(upc_actor* self, pending_call call, const std::function<void(k8s::api_callback)>& start) {
   self->state.calls.start(caf::actor_cast<caf::actor>(self), std::move(call), start);
+}
+
+// The Pod's call was refused: try it again after its backoff (one retry on its way per Pod).
+void retry_later(upc_actor* self, const std::string& ns, const std::string& name) {
+  auto& st = self->state;
+  const std::string key = ns + "/" + name;
+  const int n = ++st.failures[key];
+  if (!st.retrying.insert(key).second)
+    return;
+  const auto delay = std::min<std::chrono::milliseconds>(retry_most, retry_first * (1 << std::min(n - 1, 4)));
+  self->delayed_send(self, delay, cr_retry{ns, name});
 }
 
 void reconcile(upc_actor* self, const msg::pod_event& e) {
@@ -97,6 +134,14 @@ caf::behavior upc_behavior(upc_actor* self, operator_deps deps, operator_options
           reconcile(self, msg::pod_event{msg::object_change::resync, p});
         self->delayed_send(self, resync_every, msg::tick_atom_v, uint64_t{0});
       },
+      [self](const cr_retry& r) {
+        auto& s = self->state;
+        s.retrying.erase(r.ns + "/" + r.name);
+        if (auto pod = s.deps.pods->get(r.ns, r.name))
+          reconcile(self, msg::pod_event{msg::object_change::resync, pod});
+        else
+          s.failures.erase(r.ns + "/" + r.name);  // gone: its CR goes with it (owner reference)
+      },
       [self](msg::api_reply& r) {
         auto& s = self->state;
         auto found = s.calls.take(r);
@@ -134,8 +179,22 @@ caf::behavior upc_behavior(upc_actor* self, operator_deps deps, operator_options
             break;
         }
         s.in_flight.erase(key);
+        if (!r.ok && transient(kind) && call.what != pending_call::stamp) {
+          // The Pod's key (a CR is named after its Pod): tried again after its backoff, never
+          // in a hot loop. (A failed stamp needs nothing: the roll-up acknowledges a CR with no
+          // phase as it does a Pending one.)
+          if (call.what == pending_call::remove) {
+            // Still ours until it is gone: the retry deletes it (the Pod may be gone by then too,
+            // and garbage collection through the owner reference then removes the CR).
+            if (auto pod = s.deps.pods->get(call.ns, call.name))
+              s.ours[key] = pod->meta.uid;
+          }
+          retry_later(self, call.ns, call.name);
+          return;
+        }
+        s.failures.erase(key);
         if (call.what == pending_call::create && !r.ok && kind != k8s::api_error::kind::already_exists)
-          return;  // the periodic resync tries again; no hot retry loop on a persistent error
+          return;  // refused for what it is: the periodic resync tries again, no hot loop
         // Re-check the Pod's latest state: it may have changed while the call ran.
         if (auto pod = s.deps.pods->get(call.ns, call.name))
           reconcile(self, msg::pod_event{msg::object_change::resync, pod});

@@ -13,6 +13,7 @@
 #include "actors/bigfleet/bigfleet.hpp"
 #include "adapters/bigfleet/node_state.hpp"
 #include "messages/type_ids.hpp"
+#include "testenv/apiserver_proxy.hpp"
 #include "testenv/cluster_fixture.hpp"
 #include "testenv/shared_env.hpp"
 #include "testenv/peer_process.hpp"
@@ -550,6 +551,195 @@ TEST(bigfleet, mtls_session_and_a_wrong_uri_san_is_refused) {
       << peer->state();
   simdjson::dom::parser parser;
   EXPECT_EQ(parser.parse(peer->state())["sessions"].get_array().size(), 1u) << "only the good certificate's session";
+}
+
+// The sum of the last roll-up's CPU over every need ("" quantities as the roll-up writes them:
+// whole cores or millicores), in millicores; -1 when there is none yet.
+int64_t rollup_millicpu(const shard_peer& peer) {
+  simdjson::dom::parser parser;
+  auto last = parser.parse(peer.state())["lastRollup"];
+  if (last.error())
+    return -1;
+  int64_t sum = 0;
+  for (auto need : last["needs"].get_array()) {
+    std::string_view cpu;
+    if (need["aggregateResources"]["cpu"].get(cpu) != simdjson::SUCCESS || cpu.empty())
+      continue;
+    sum += cpu.back() == 'm' ? std::stoll(std::string{cpu.substr(0, cpu.size() - 1)}) : std::stoll(std::string{cpu}) * 1000;
+  }
+  return sum;
+}
+
+// Fault campaign (#19): the API server broken under the operator, its traffic through the fault
+// proxy (testenv/apiserver_proxy.hpp: a client and informers of its own; kubectl and the shard
+// peer are direct), in turn, each in the middle of its own burst - 4 new Pods (each wants one
+// CapacityRequest), one earlier Pod finished (its CR must go), node-state updates for 5 new
+// machines:
+//   1. every request answered 429/503/500/504 for 30 s (a 504 to a write only after the write
+//      was made);
+//   2. every watch stream silenced: dropped after watchStallTimeout (15 s here) and resumed;
+//   3. every watch stream ended and met a 410 Expired: the informers relist;
+//   4. kube-apiserver stopped and started again with the same flags.
+// After each: exactly one CR per live Pod and none for a finished one, every CR acknowledged,
+// the last roll-up carries all of them, every machine's UpcomingNode Ready.
+TEST(bigfleet, apiserver_faults_mid_burst_lose_no_capacity_request_or_node_state) {
+  REQUIRE_ENV(e);
+  testenv::apiserver_proxy proxy{*e.c};
+  HEADROOM_REQUIRE_READY(proxy.p != nullptr, "the API-server fault proxy", proxy.why);
+  std::string why;
+  auto peer = start_shard(false, why);
+  ASSERT_TRUE(peer) << why;
+  const std::string ns = "bf-apifault";
+  ensure_namespace(e, ns);
+
+  // The operator's side of the API server, through the proxy. Torn down in order at the end:
+  // actors, informers, then the transport.
+  k8s::transport::options topts;
+  topts.qps = 500;
+  topts.burst = 500;
+  k8s::transport io{topts};
+  auto conn = k8s::load_kubeconfig(proxy.kubeconfig(e.c->dir() + "/kubeconfig.bigfleet-proxy", e.c->admin_token()));
+  ASSERT_TRUE(std::holds_alternative<k8s::connection>(conn));
+  k8s::client client{std::get<k8s::connection>(conn), io};
+  client.set_watch_stall_timeout(15s);
+  bf::operator_deps deps;
+  deps.client = &client;
+  auto opts = [](const k8s::resource_kind& kind) {
+    k8s::informer<k8s::unstructured>::options o;
+    o.kind = kind;
+    return o;
+  };
+  k8s::informer<k8s::pod>::options pod_opts;
+  pod_opts.kind = k8s::kinds::pods;
+  deps.capacity_requests = k8s::informer<k8s::unstructured>::make(client, opts(bf::kinds::capacity_requests));
+  deps.upcoming_nodes = k8s::informer<k8s::unstructured>::make(client, opts(bf::kinds::upcoming_nodes));
+  deps.pods = k8s::informer<k8s::pod>::make(client, pod_opts);
+  deps.pods->add_index("node", [](const k8s::pod& p) {
+    return p.node_name.empty() ? std::vector<std::string>{} : std::vector<std::string>{p.node_name};
+  });
+  deps.queue = std::make_shared<headroom::bigfleet::send_queue>();
+  struct teardown {
+    bf::operator_deps& d;
+    ~teardown() {
+      d.capacity_requests->stop();
+      d.upcoming_nodes->stop();
+      d.pods->stop();
+    }
+  } stop_informers{deps};
+  deps.capacity_requests->start();
+  deps.upcoming_nodes->start();
+  deps.pods->start();
+  ASSERT_TRUE(eventually([&] { return deps.capacity_requests->synced() && deps.upcoming_nodes->synced() && deps.pods->synced(); }, 30s));
+  operator_run run(e);
+  run.deps = deps;
+  auto o = options_for(*peer);
+  run.upc = bf::spawn_capacity_requests(*e.sys, run.deps, o);
+  run.rollup = bf::spawn_rollup(*e.sys, run.deps, o);
+  run.session = bf::spawn_shard_session(*e.sys, run.deps, o, run.rollup);
+  simdjson::dom::parser parser;
+  ASSERT_TRUE(eventually([&] { return int64_t(parser.parse(peer->state())["rollups"]) >= 1; }, 30s)) << peer->state();
+
+  // The roll-up is cluster-wide: what earlier scenarios left stays in it.
+  int64_t baseline = -1;
+  ASSERT_TRUE(eventually([&] { return (baseline = rollup_millicpu(*peer)) >= 0; }, 10s)) << peer->state();
+  std::vector<std::string> live, finished;
+  int made = 0, phase = 0;
+  auto burst = [&] {
+    ++phase;
+    std::string pods;
+    for (int i = 0; i < 4; ++i) {
+      const auto name = "p" + std::to_string(phase) + "-" + std::to_string(made++);
+      pods += pod_yaml(ns, name) + "---\n";
+      live.push_back(name);
+    }
+    ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, pods).exit_code, 0);
+    if (live.size() > 4) {  // one of an earlier burst finishes
+      const auto done = live.front();
+      live.erase(live.begin());
+      finished.push_back(done);
+      ASSERT_EQ(e.c->kubectl({"patch", "pod", done, "-n", ns, "--subresource=status", "--type=merge", "-p",
+                              R"({"status":{"phase":"Succeeded"}})"}).exit_code, 0);
+    }
+    ASSERT_EQ(peer->post("/burst", "{\"machines\":5,\"updates\":20,\"prefix\":\"f" + std::to_string(phase) + "\"}", "bigfleet-test").status, 200);
+  };
+  auto recovered = [&](const std::string& fault, std::chrono::steady_clock::time_point ended) {
+    std::string crs;
+    const bool converged = eventually([&] {
+      crs = kubectl_get(e, {"capacityrequests", "-n", ns, "-o", "jsonpath={range .items[*]}{.metadata.name}={.status.phase} {end}"});
+      std::string want;
+      auto sorted = live;
+      std::sort(sorted.begin(), sorted.end());
+      for (const auto& p : sorted)
+        want += p + "=Acknowledged ";
+      return crs == want;
+    }, 60s);
+    const double crs_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - ended).count();
+    EXPECT_TRUE(converged) << fault << ": one acknowledged CR per live Pod (" << live.size() << "), none for a finished one; have "
+                           << crs;
+    EXPECT_TRUE(eventually([&] { return rollup_millicpu(*peer) == baseline + 500 * static_cast<int64_t>(live.size()); }, 30s))
+        << fault << ": the last roll-up carries every CR (" << rollup_millicpu(*peer) << " millicores, " << baseline
+        << " before)\n" << peer->state();
+    std::string phases;
+    EXPECT_TRUE(eventually([&] {
+      phases.clear();
+      int ready = 0;
+      for (int m = 0; m < 5; ++m) {
+        char id[32];
+        std::snprintf(id, sizeof id, "f%d-%03d", phase, m);
+        const auto p = kubectl_get(e, {"upcomingnode", id, "--ignore-not-found", "-o", "jsonpath={.status.phase}"});
+        phases += std::string{id} + "=" + p + " ";
+        ready += p == "Ready";
+      }
+      return ready == 5;
+    }, 60s)) << fault << ": every machine's UpcomingNode Ready: " << phases;
+    std::printf("[chaos] bigfleet, %s: %zu CRs, one per live Pod, acknowledged and rolled up %.1f s after the fault ended; "
+                "5 UpcomingNodes Ready; lost 0\n", fault.c_str(), live.size(), crs_after);
+  };
+
+  // 1. 429 and 5xx for 30 s, the burst inside it.
+  std::thread during([&] {
+    std::this_thread::sleep_for(2s);
+    burst();
+  });
+  const auto faulted = proxy.error_storm(30s);
+  during.join();
+  EXPECT_GT(faulted, 0) << "the operator called the API server during the 30 s";
+  std::printf("[chaos] bigfleet, apiserver 429/503/500/504 for 30 s: %lld requests answered with an error\n", static_cast<long long>(faulted));
+  recovered("apiserver 429/503/500/504 for 30 s", std::chrono::steady_clock::now());
+
+  // 2. Every watch falls silent (CRs, UpcomingNodes, Pods), then the burst.
+  ASSERT_TRUE(eventually([&] { return proxy.watches_flowing(3); }, 30s)) << proxy.p->log();
+  const auto stalled = proxy.stall_watches();
+  const auto stall_at = std::chrono::steady_clock::now();
+  burst();
+  EXPECT_GE(stalled, 3);
+  EXPECT_TRUE(eventually([&] { return proxy.watches_flowing(stalled); }, 15s + 15s))
+      << "each silent watch is dropped after watchStallTimeout (15 s) and resumed\n" << proxy.p->log();
+  std::printf("[chaos] bigfleet, %lld watch streams silenced: dropped and resumed %.1f s after\n", static_cast<long long>(stalled),
+              std::chrono::duration<double>(std::chrono::steady_clock::now() - stall_at).count());
+  recovered("every watch stream silenced", stall_at);
+
+  // 3. Every watch ends and comes back to a 410, then the burst.
+  ASSERT_TRUE(eventually([&] { return proxy.watches_flowing(3); }, 30s)) << proxy.p->log();
+  const auto expired = proxy.expire_watches();
+  const auto expired_at = std::chrono::steady_clock::now();
+  burst();
+  EXPECT_GE(expired, 3);
+  EXPECT_TRUE(eventually([&] { return proxy.state("expired") >= expired; }, 10s)) << "every watch met the 410\n" << proxy.p->log();
+  recovered("every watch expired (410)", expired_at);
+
+  // 4. kube-apiserver restarted mid-burst.
+  burst();
+  ASSERT_TRUE(e.c->restart_apiserver()) << e.c->logs();
+  recovered("kube-apiserver restarted", std::chrono::steady_clock::now());
+
+  e.c->kubectl({"delete", "pods", "--all", "-n", ns, "--grace-period=0", "--force", "--wait=false"});
+  for (int p = 1; p <= phase; ++p)
+    for (int m = 0; m < 5; ++m) {
+      char id[32];
+      std::snprintf(id, sizeof id, "f%d-%03d", p, m);
+      e.c->kubectl({"delete", "upcomingnode", id, "--ignore-not-found", "--wait=false"});
+    }
 }
 
 }  // namespace

@@ -263,8 +263,11 @@ func (s *shard) control(w http.ResponseWriter, r *http.Request) {
 		}
 		s.mu.Unlock()
 		reply(200, map[string]int{"dropped": n})
-	case "/burst": // {machines, updates}: NodeStateUpdates cycling through machines and states
-		var req struct{ Machines, Updates int }
+	case "/burst": // {machines, updates[, prefix]}: NodeStateUpdates cycling through machines and states
+		var req struct {
+			Machines, Updates int
+			Prefix            string
+		}
 		if err := json.Unmarshal(body, &req); err != nil || req.Machines <= 0 {
 			reply(400, map[string]string{"error": "want {machines, updates}"})
 			return
@@ -277,7 +280,11 @@ func (s *shard) control(w http.ResponseWriter, r *http.Request) {
 			if i >= req.Updates-req.Machines { // every machine ends Ready
 				st = pb.MachineState_MACHINE_STATE_CONFIGURED
 			}
-			id := fmt.Sprintf("burst-%03d", m)
+			prefix := req.Prefix
+			if prefix == "" {
+				prefix = "burst"
+			}
+			id := fmt.Sprintf("%s-%03d", prefix, m)
 			u := &pb.NodeStateUpdate{SupersedesKey: "node:" + id, MachineId: id, ClusterId: cluster, State: st,
 				Resources: &pb.Resources{Resources: map[string]string{"cpu": "16"}}}
 			s.sendAll(cluster, &pb.ShardMessage{Payload: &pb.ShardMessage_NodeStateUpdate{NodeStateUpdate: u}})
