@@ -12,6 +12,7 @@
 
 #include <chrono>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -22,6 +23,7 @@
 #include "runtime/http_server.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/readiness.hpp"
+#include "testenv/apiserver_proxy.hpp"
 #include "testenv/child_process.hpp"
 #include "testenv/cluster_fixture.hpp"
 #include "testenv/dashboard.hpp"
@@ -77,6 +79,7 @@ const std::vector<target> targets = {
     {"faulted", 1, 3, 1, "scaleUpWindow: 6s\n      scaleDownWindow: 60s\n      cooldown: 1s", ""},
     {"intent", 1, 3, 1, "scaleUpWindow: 60s\n      scaleDownWindow: 60s\n      cooldown: 30s", ""},
     {"refused", 1, 3, 2, "scaleUpWindow: 2s\n      scaleDownWindow: 60s\n      cooldown: 3s", ""},
+    {"apifault", 1, 3, 1, "scaleUpWindow: 3s\n      scaleDownWindow: 60s\n      cooldown: 1s", ""},
 };
 
 // The watch's record, at a stable address (the env itself is moved into its holder).
@@ -102,11 +105,13 @@ struct env {
   std::string dir;
   int metrics_port = 0;
   std::unique_ptr<child_process> agent;
+  std::string agent_kubeconfig;  // empty: the cluster's (the fault scenario points it at its proxy)
+  std::string agent_kube_extra;  // more keys of the agent's `kubernetes` section
 };
 
 std::string config_yaml(env& e, int quota) {
-  std::string y = "kubernetes:\n  kubeconfig: " + e.c->kubeconfig() +
-                  "\nleaderElection:\n  enabled: false\nreactive:\n  prometheus: {url: \"" + e.prom->url() +
+  std::string y = "kubernetes:\n  kubeconfig: " + (e.agent_kubeconfig.empty() ? e.c->kubeconfig() : e.agent_kubeconfig) + "\n" +
+                  e.agent_kube_extra + "leaderElection:\n  enabled: false\nreactive:\n  prometheus: {url: \"" + e.prom->url() +
                   "\"}\n  defaults: {evaluationInterval: 1s, resolution: 1s, cooldown: 2s}\n  quotaReloadInterval: 1s\n"
                   "  quotas: {team: " + std::to_string(quota) + "}\n  targets:\n";
   for (const auto& t : targets) {
@@ -176,6 +181,18 @@ void on_watch_line(watch_log& w, std::string_view line) {
   } catch (const simdjson::simdjson_error&) {
     // a bookmark or an error event: nothing about replicas
   }
+}
+
+// The test's own watch of the Deployments, straight to the API server.
+void watch_deployments(env& e) {
+  headroom::k8s::watch_options wo;
+  wo.allow_bookmarks = false;
+  auto* w = e.watched.get();
+  e.api->watch(deployments, ns, wo, [w](std::string_view line) { on_watch_line(*w, line); },
+               [w](std::optional<headroom::k8s::api_error>) {
+                 std::lock_guard lock{w->m};
+                 w->ended = true;
+               });
 }
 
 env make_env() {
@@ -250,14 +267,7 @@ spec:
   e.io = std::make_unique<headroom::k8s::transport>(topts);
   auto conn = headroom::k8s::load_kubeconfig(e.c->kubeconfig());
   e.api = std::make_unique<headroom::k8s::client>(std::get<headroom::k8s::connection>(conn), *e.io);
-  headroom::k8s::watch_options wo;
-  wo.allow_bookmarks = false;
-  auto* w = e.watched.get();
-  e.api->watch(deployments, ns, wo, [w](std::string_view line) { on_watch_line(*w, line); },
-               [w](std::optional<headroom::k8s::api_error>) {
-                 std::lock_guard lock{w->m};
-                 w->ended = true;
-               });
+  watch_deployments(e);
   e.metrics_port = headroom::testenv::free_port();
   write_config(e, 2);
   start_agent(e);
@@ -589,3 +599,79 @@ TEST(reactive, the_dashboard_reactive_panels_query_only_exported_metrics) {
 }
 
 }  // namespace
+
+// Fault campaign (#19): the API server broken while a target's metric is high, headroom's traffic
+// through the fault proxy (testenv/apiserver_proxy.hpp; Prometheus and the test's own watch are
+// reached directly), in turn: every request answered 429/503/500/504 for 30 s (a 504 to a write
+// only after the write was made: the step happened, headroom was told it failed); kube-apiserver
+// restarted. (The mode opens no watch, so the silenced and expired watches do not apply.) The
+// metric goes high as each fault starts and back in band once the step is seen. Each fault ends in
+// exactly one step: the target goes 1 → 3 one replica at a time, never by two (a write retried
+// after a 504 finds the step done: its JSON patch tests the count it starts from), no write
+// unseen, no step before its window is complete.
+TEST(reactive, apiserver_faults_mid_window_each_step_lands_once) {
+  REQUIRE_ENV(e);
+  headroom::testenv::apiserver_proxy proxy{*e.c};
+  HEADROOM_REQUIRE_READY(proxy.p != nullptr, "the API-server fault proxy", proxy.why);
+  e.agent->stop();
+  e.agent_kubeconfig = proxy.kubeconfig(e.dir + "/kubeconfig.proxy", e.c->admin_token());
+  e.agent_kube_extra = "  watchStallTimeout: 15s\n";
+  write_config(e, 2);
+  start_agent(e);
+  ASSERT_TRUE(eventually([&] { return e.agent->log().find("\"watching\",\"target\":\"reactive/Deployment/apifault\"") != std::string::npos; }, 30s))
+      << "the scaler read its target through the proxy\n" << e.agent->log();
+  ASSERT_EQ(replicas(e, "apifault"), 1);
+  int64_t want = 1;
+  // The metric goes high as the fault starts, and back in band the moment the step is seen: one
+  // step each (the next would need a fresh window of 3 s of high samples).
+  auto step_across = [&](const std::string& fault, const std::function<void()>& inject) {
+    ASSERT_EQ(replicas(e, "apifault"), want) << fault << ": a step came without a window";
+    const double high_since = wall_now();
+    set_load(e, "apifault", 400);
+    const auto began = clock_type::now();
+    std::thread injector{inject};
+    ++want;
+    const bool stepped = eventually([&] { return replicas(e, "apifault") >= want; }, 90s);
+    set_load(e, "apifault", 75);
+    const double step_at = std::chrono::duration<double>(clock_type::now() - began).count();
+    injector.join();
+    const double fault_s = std::chrono::duration<double>(clock_type::now() - began).count();
+    ASSERT_TRUE(stepped) << fault << ": no step\n" << e.agent->log();
+    std::this_thread::sleep_for(4s);  // a window and a scrape: nothing more may come
+    EXPECT_EQ(replicas(e, "apifault"), want) << fault << ": more than one step";
+    auto v = changes(e, "apifault");
+    ASSERT_FALSE(v.empty());
+    EXPECT_GE(v.back().decided - high_since, 3.0 - 0.05 - annotation_rounding) << fault << ": stepped before the window was complete";
+    std::cout << "[chaos] reactive, " << fault << ": one step to " << want << ", seen " << step_at << " s after the metric went high ("
+              << (step_at > fault_s - 0.5 ? "after" : "during") << " the fault, which lasted " << fault_s << " s)\n";
+  };
+
+  step_across("apiserver 429/503/500/504 for 30 s", [&] {
+    const auto faulted = proxy.error_storm(30s);
+    EXPECT_GT(faulted, 0) << "headroom called the API server during the 30 s";
+    std::cout << "[chaos] reactive, apiserver 429/503/500/504 for 30 s: " << faulted << " requests answered with an error\n";
+  });
+  // This mode opens no watch: each scaler reads its target when it evaluates. The silenced and
+  // expired watches of the other modes' scenarios have nothing to act on here.
+  EXPECT_EQ(proxy.state("watchesOpen"), 0) << "a watch through the proxy: the stalled and expired watch faults apply after all";
+  step_across("kube-apiserver restarted", [&] {
+    ASSERT_TRUE(e.c->restart_apiserver()) << e.c->logs();
+    // The test's own watch ended with the API server: open it again (a gap in its generations
+    // would show as an unseen write).
+    ASSERT_TRUE(eventually([&] { std::lock_guard lock{e.watched->m}; return e.watched->ended; }, 30s));
+    {
+      std::lock_guard lock{e.watched->m};
+      e.watched->ended = false;
+    }
+    watch_deployments(e);
+  });
+  EXPECT_EQ(want, 3);
+  expect_single_steps(e, "apifault");
+  EXPECT_TRUE(e.agent->alive()) << "no API-server fault ends the process\n" << e.agent->log();
+  // Back to the API server directly for the scenario after this one.
+  e.agent->stop();
+  e.agent_kubeconfig.clear();
+  e.agent_kube_extra.clear();
+  write_config(e, 2);
+  start_agent(e);
+}
