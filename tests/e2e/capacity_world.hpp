@@ -333,8 +333,9 @@ struct world {
   }
 
   // The audit of every poll of `set`: advertised ≤ maxRunners, and advertised ≤ jobs held when the
-  // poll arrived + pairs placed within `window` before it (or `skew` after) + jobs completed in
-  // that window.
+  // service read the poll + pairs placed within `window` before it arrived (or `skew` after it was
+  // read) + jobs completed in that span. (A poll arrives and is read at once, unless a fault
+  // holds it: then the span runs from its arrival, when headroom decided what it carries.)
   struct audit_result {
     int checked = 0;
     std::vector<std::string> violations;
@@ -355,16 +356,20 @@ struct world {
       if (int64_t(poll["scaleSetId"]) != set)
         continue;
       const auto at = parse_time(std::string_view(poll["at"]));
+      // A poll a fault held before the service looked carries the capacity headroom decided when
+      // it sent it: judged against the cluster anywhere from then to when the service read it.
+      std::string_view arrived_text;
+      const auto arrived = poll["arrivedAt"].get(arrived_text) == simdjson::SUCCESS ? std::min(at, parse_time(arrived_text)) : at;
       const int64_t cap = int64_t(poll["capacity"]), held = int64_t(poll["heldAtStart"]);
       int64_t max_ready = 0;
       for (size_t i = 0; i < ready.size(); ++i) {
         const auto until = i + 1 < ready.size() ? ready[i + 1].first : clock_type::time_point::max();
-        if (ready[i].first <= at + skew && until >= at - window)
+        if (ready[i].first <= at + skew && until >= arrived - window)
           max_ready = std::max(max_ready, ready[i].second);
       }
       int64_t recent = 0;
       for (auto c : completions)
-        recent += (c <= at && c >= at - window) ? 1 : 0;
+        recent += (c <= at && c >= arrived - window) ? 1 : 0;
       const auto seq = std::to_string(int64_t(poll["seq"]));
       if (cap > s.max_runners)
         out.violations.push_back("poll " + seq + " advertised " + std::to_string(cap) + " > maxRunners");

@@ -156,10 +156,13 @@ type pollRecord struct {
 	Capacity      int       `json:"capacity"`
 	LastMessageID int64     `json:"lastMessageId"`
 	At            time.Time `json:"at"`
-	Status        int       `json:"status"`      // filled when the poll answers
-	Offered       int       `json:"offered"`     // jobs held by the scale set when it answered
-	HeldAtStart   int       `json:"heldAtStart"` // jobs held by the scale set when the poll arrived
-	Client        string    `json:"client"`      // the client's address: one per connection
+	// When the request arrived: before `at` when a fault held it before the service looked
+	// (delayMs), so the capacity it carries was decided then, not at `at`.
+	ArrivedAt   time.Time `json:"arrivedAt"`
+	Status      int       `json:"status"`      // filled when the poll answers
+	Offered     int       `json:"offered"`     // jobs held by the scale set when it answered
+	HeldAtStart int       `json:"heldAtStart"` // jobs held by the scale set when the poll arrived
+	Client      string    `json:"client"`      // the client's address: one per connection
 }
 
 // A fault: the next `Count` requests on `Route` answer `Status` (0 = normal handling), after
@@ -670,6 +673,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.counts[route]++
 	f := s.takeFault(route)
 	s.mu.Unlock()
+	r = r.WithContext(context.WithValue(r.Context(), arrivedKey{}, time.Now()))
 	if f != nil && f.DelayMs > 0 {
 		select {
 		case <-time.After(time.Duration(f.DelayMs) * time.Millisecond):
@@ -909,6 +913,16 @@ func (s *server) createSession(r *http.Request, body []byte) reply {
 	return jsonReply(200, s.withQueueURL(r, se))
 }
 
+// The request context's arrival time (ServeHTTP stamps it before any fault's delay).
+type arrivedKey struct{}
+
+func arrivedAt(r *http.Request) time.Time {
+	if t, ok := r.Context().Value(arrivedKey{}).(time.Time); ok {
+		return t
+	}
+	return time.Now()
+}
+
 func (s *server) getMessage(r *http.Request) reply {
 	m := reQueue.FindStringSubmatch(r.URL.Path)
 	capacity, err := strconv.Atoi(r.Header.Get("X-ScaleSetMaxCapacity"))
@@ -935,7 +949,7 @@ func (s *server) getMessage(r *http.Request) reply {
 	ss := s.sets[se.ScaleSetID]
 	seq := len(s.polls)
 	s.polls = append(s.polls, pollRecord{Seq: seq, ScaleSetID: ss.ID, SessionID: se.ID, Capacity: capacity,
-		LastMessageID: lastID, At: time.Now(), HeldAtStart: s.held(ss.ID), Client: r.RemoteAddr})
+		LastMessageID: lastID, At: time.Now(), ArrivedAt: arrivedAt(r), HeldAtStart: s.held(ss.ID), Client: r.RemoteAddr})
 	s.logger.Printf("poll scale set %d capacity=%d lastMessageId=%d", ss.ID, capacity, lastID)
 	ss.capacity, ss.hasCapacity = capacity, true
 	se.polling++
