@@ -16,6 +16,7 @@
 #include "actors/bigfleet/bigfleet.hpp"
 #include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
+#include "adapters/k8s/decode.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
 
@@ -153,22 +154,30 @@ caf::behavior upc_behavior(upc_actor* self, operator_deps deps, operator_options
         switch (call.what) {
           case pending_call::create:
             if (r.ok || kind == k8s::api_error::kind::already_exists) {
-              if (r.ok)
-                ++s.created;
               if (auto pod = s.deps.pods->get(call.ns, call.name))
                 s.ours[key] = pod->meta.uid;
-              // Stamp Pending (the status subresource is not set by a create).
+              // Stamp Pending (the status subresource is not set by a create), on the version
+              // the create made only: the roll-up may have acknowledged the CR already (it
+              // acknowledges one with no phase too), and a later Pending would undo that for
+              // good. A CR that already existed was stamped or acknowledged before.
+              auto made = r.ok ? k8s::decode_unstructured(r.body) : k8s::decoded<k8s::unstructured>{k8s::decode_error{}};
+              auto* cr = std::get_if<k8s::unstructured>(&made);
+              if (!r.ok || cr == nullptr || cr->meta.resource_version.empty())
+                break;
+              ++s.created;
               auto& client = *s.deps.client;
-              start_call(self, {pending_call::stamp, call.ns, call.name}, [&client, call](k8s::api_callback cb) {
-                client.merge_patch(kinds::capacity_requests, call.ns, call.name, R"({"status":{"phase":"Pending"}})",
-                                   std::move(cb), "status");
+              const std::string patch = "{\"metadata\":{\"resourceVersion\":" + runtime::json_escape(cr->meta.resource_version) +
+                                        "},\"status\":{\"phase\":\"Pending\"}}";
+              start_call(self, {pending_call::stamp, call.ns, call.name}, [&client, call, patch](k8s::api_callback cb) {
+                client.merge_patch(kinds::capacity_requests, call.ns, call.name, patch, std::move(cb), "status");
               });
               return;  // still in flight until stamped
             }
             runtime::log::warn(actor_name, "CapacityRequest create failed", {{"pod", key}, {"error", r.error}});
             break;
           case pending_call::stamp:
-            if (!r.ok && kind != k8s::api_error::kind::not_found)
+            // A conflict: the CR moved on (acknowledged) before the stamp, which then has no place.
+            if (!r.ok && kind != k8s::api_error::kind::not_found && kind != k8s::api_error::kind::conflict)
               runtime::log::warn(actor_name, "CapacityRequest Pending stamp failed", {{"cr", key}, {"error", r.error}});
             break;
           case pending_call::remove:
