@@ -63,6 +63,7 @@ mode_run prepare(testenv::cluster& c, const std::string& mode, const std::string
                "\n  githubUrl: http://127.0.0.1:9\n  namespace: idle-sched\n  store: {sqlitePath: " + dir +
                "/jobs.db}\n  runner: {image: runner:idle, resources: {cpu: 100m, memory: 128Mi}}\n";
     m.env.push_back("HEADROOM_WEBHOOK_SECRET=whsec_idle_footprint_0123456789");
+    m.env.push_back("HEADROOM_GITHUB_TOKEN=ghp_idle_footprint_never_used");  // no job: GitHub is never called
   } else if (mode == "bigfleet") {
     c.kubectl({"apply", "-f", std::string{HEADROOM_SOURCE_DIR} + "/deploy/crds/"});
     c.kubectl({"wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"});
