@@ -395,6 +395,19 @@ TEST(scheduler_e2e, each_actor_kind_failed_mid_burst_is_restarted_and_every_job_
       << "more than one extra worker per reconciler failure (" << kills << " failures)";
   for (const auto& x : workers)
     EXPECT_NE(x.status, "failed") << x.name << ": " << x.failure;
+  if (workers.size() > ids.size()) {
+    // The story of each extra worker (one that ran no job), for the open question of where it
+    // comes from: the log lines that name it.
+    const auto log = w.headroom->full_log();
+    for (const auto& x : workers)
+      if (x.job_id == 0) {
+        std::printf("[faults] extra worker %s (%s, %s):\n", x.name.c_str(), x.status.c_str(), x.failure.c_str());
+        std::istringstream lines{log};
+        for (std::string line; std::getline(lines, line);)
+          if (line.find(x.name) != std::string::npos)
+            std::printf("  %s\n", line.c_str());
+      }
+  }
   std::printf("[faults] reconciler failed %d more times: escalated, the scheduler subtree restarted; %zu jobs, %zu workers\n",
               failures, ids.size(), workers.size());
 }
