@@ -96,20 +96,8 @@ int main(int argc, char** argv) {
   const std::string control = shard->ready("control");
   const std::string metrics_url = "http://127.0.0.1:" + std::to_string(metrics_port) + "/metrics";
 
-  std::vector<bench::sample> samples;
   std::atomic<int> done{0};
-  std::atomic<bool> sampling{true};
-  std::thread sampler{[&] {
-    const auto t0 = steady::now();
-    while (sampling) {
-      auto x = bench::probe(agent.pid());
-      x.t = std::chrono::duration<double>(steady::now() - t0).count();
-      x.buffer_depth = bench::buffer_depth(testenv::run_command({"curl", "-fsS", metrics_url}).out);
-      x.completed = done;
-      samples.push_back(x);
-      std::this_thread::sleep_for(1s);
-    }
-  }};
+  bench::sampler sampling{agent.pid(), metrics_url, done};
   bool ok = true;
   for (int first = 0; first < pods && ok; first += batch) {
     const int n = std::min(batch, pods - first);
@@ -148,8 +136,7 @@ int main(int argc, char** argv) {
       ++ready;
     return ready == machines;
   }, 60s);
-  sampling = false;
-  sampler.join();
+  const auto samples = sampling.stop();
   agent.stop();
   int warm_index = 0;  // after the first tenth of the Pods
   while (warm_index < static_cast<int>(samples.size()) && samples[warm_index].completed < pods / 10)

@@ -209,21 +209,8 @@ status:
       return 1;
     }
   // The footprint, every second from here to the last event (a thread of its own).
-  std::vector<bench::sample> samples;
   std::atomic<int> done_events{0};
-  std::atomic<bool> sampling{true};
-  std::thread sampler{[&] {
-    const auto t0 = steady::now();
-    while (sampling) {
-      auto x = bench::probe(agent.pid());
-      x.t = std::chrono::duration<double>(steady::now() - t0).count();
-      x.buffer_depth = bench::buffer_depth(
-          testenv::run_command({"curl", "-fsS", "http://127.0.0.1:" + std::to_string(metrics_port) + "/metrics"}).out);
-      x.completed = done_events;
-      samples.push_back(x);
-      std::this_thread::sleep_for(1s);
-    }
-  }};
+  bench::sampler sampling{agent.pid(), "http://127.0.0.1:" + std::to_string(metrics_port) + "/metrics", done_events};
   std::vector<double> latencies;
   std::vector<std::string> admitted;
   for (int i = 0; i < capacity; ++i)
@@ -260,8 +247,7 @@ status:
     ++next;
     done_events = ev + 1;
   }
-  sampling = false;
-  sampler.join();
+  const auto samples = sampling.stop();
   int warm_index = 0;  // after the first tenth of the events
   while (warm_index < static_cast<int>(samples.size()) && samples[warm_index].completed < events / 10)
     ++warm_index;

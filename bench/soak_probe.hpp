@@ -13,13 +13,18 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <atomic>
+#include <chrono>
 #include <cstdlib>
 #include <cstring>
 #include <fstream>
 #include <iterator>
 #include <sstream>
 #include <string>
+#include <thread>
 #include <vector>
+
+#include "testenv/cluster_fixture.hpp"
 
 namespace headroom::bench {
 
@@ -145,5 +150,39 @@ inline void write_samples_csv(const std::vector<sample>& samples) {
     csv << s.t << ',' << s.rss_mib << ',' << s.fds << ',' << s.threads << ',' << s.cpu_s << ',' << s.buffer_depth << ','
         << s.completed << '\n';
 }
+
+// Samples `pid` every second on a thread of its own, from construction until `stop()`: /proc, the
+// summed policy-buffer depth of its `/metrics` at `metrics_url`, and the caller's progress count.
+class sampler {
+ public:
+  sampler(pid_t pid, std::string metrics_url, const std::atomic<int>& progress)
+      : thread_{[this, pid, url = std::move(metrics_url), &progress] {
+          const auto t0 = std::chrono::steady_clock::now();
+          while (running_) {
+            auto x = probe(pid);
+            x.t = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+            x.buffer_depth = buffer_depth(testenv::run_command({"curl", "-fsS", url}).out);
+            x.completed = progress;
+            samples_.push_back(x);
+            std::this_thread::sleep_for(std::chrono::seconds(1));
+          }
+        }} {}
+  sampler(const sampler&) = delete;
+  sampler& operator=(const sampler&) = delete;
+  ~sampler() { stop(); }
+
+  // Ends the sampling; the samples taken (empty on a second call).
+  std::vector<sample> stop() {
+    running_ = false;
+    if (thread_.joinable())
+      thread_.join();
+    return std::move(samples_);
+  }
+
+ private:
+  std::atomic<bool> running_{true};
+  std::vector<sample> samples_;
+  std::thread thread_;  // last: it starts once the members above exist
+};
 
 }  // namespace headroom::bench

@@ -60,6 +60,29 @@ struct env {
   std::string why;
 };
 
+// The operator's informers on `client` (CRs, UpcomingNodes, Pods with the "node" index), started.
+bf::operator_deps informers_of(k8s::client& client) {
+  bf::operator_deps deps;
+  deps.client = &client;
+  auto opts = [](const k8s::resource_kind& kind) {
+    k8s::informer<k8s::unstructured>::options o;
+    o.kind = kind;
+    return o;
+  };
+  k8s::informer<k8s::pod>::options pod_opts;
+  pod_opts.kind = k8s::kinds::pods;
+  deps.capacity_requests = k8s::informer<k8s::unstructured>::make(client, opts(bf::kinds::capacity_requests));
+  deps.upcoming_nodes = k8s::informer<k8s::unstructured>::make(client, opts(bf::kinds::upcoming_nodes));
+  deps.pods = k8s::informer<k8s::pod>::make(client, pod_opts);
+  deps.pods->add_index("node", [](const k8s::pod& p) {
+    return p.node_name.empty() ? std::vector<std::string>{} : std::vector<std::string>{p.node_name};
+  });
+  deps.capacity_requests->start();
+  deps.upcoming_nodes->start();
+  deps.pods->start();
+  return deps;
+}
+
 env make_env() {
   env out;
   out.c = cluster::shared();
@@ -79,23 +102,7 @@ env make_env() {
   topts.burst = 500;
   out.io = std::make_unique<k8s::transport>(topts);
   out.client = std::make_unique<k8s::client>(std::get<k8s::connection>(k8s::load_kubeconfig(out.c->kubeconfig())), *out.io);
-  out.deps.client = out.client.get();
-  auto opts = [](const k8s::resource_kind& kind) {
-    k8s::informer<k8s::unstructured>::options o;
-    o.kind = kind;
-    return o;
-  };
-  k8s::informer<k8s::pod>::options pod_opts;
-  pod_opts.kind = k8s::kinds::pods;
-  out.deps.capacity_requests = k8s::informer<k8s::unstructured>::make(*out.client, opts(bf::kinds::capacity_requests));
-  out.deps.upcoming_nodes = k8s::informer<k8s::unstructured>::make(*out.client, opts(bf::kinds::upcoming_nodes));
-  out.deps.pods = k8s::informer<k8s::pod>::make(*out.client, pod_opts);
-  out.deps.pods->add_index("node", [](const k8s::pod& p) {
-    return p.node_name.empty() ? std::vector<std::string>{} : std::vector<std::string>{p.node_name};
-  });
-  out.deps.capacity_requests->start();
-  out.deps.upcoming_nodes->start();
-  out.deps.pods->start();
+  out.deps = informers_of(*out.client);
   eventually([&] { return out.deps.capacity_requests->synced() && out.deps.upcoming_nodes->synced() && out.deps.pods->synced(); }, 30s);
   out.cfg = std::make_unique<caf::actor_system_config>();
   out.sys = std::make_unique<caf::actor_system>(*out.cfg);
@@ -602,21 +609,7 @@ TEST(bigfleet, apiserver_faults_mid_burst_lose_no_capacity_request_or_node_state
   ASSERT_TRUE(std::holds_alternative<k8s::connection>(conn));
   k8s::client client{std::get<k8s::connection>(conn), io};
   client.set_watch_stall_timeout(15s);
-  bf::operator_deps deps;
-  deps.client = &client;
-  auto opts = [](const k8s::resource_kind& kind) {
-    k8s::informer<k8s::unstructured>::options o;
-    o.kind = kind;
-    return o;
-  };
-  k8s::informer<k8s::pod>::options pod_opts;
-  pod_opts.kind = k8s::kinds::pods;
-  deps.capacity_requests = k8s::informer<k8s::unstructured>::make(client, opts(bf::kinds::capacity_requests));
-  deps.upcoming_nodes = k8s::informer<k8s::unstructured>::make(client, opts(bf::kinds::upcoming_nodes));
-  deps.pods = k8s::informer<k8s::pod>::make(client, pod_opts);
-  deps.pods->add_index("node", [](const k8s::pod& p) {
-    return p.node_name.empty() ? std::vector<std::string>{} : std::vector<std::string>{p.node_name};
-  });
+  bf::operator_deps deps = informers_of(client);
   deps.queue = std::make_shared<headroom::bigfleet::send_queue>();
   struct teardown {
     bf::operator_deps& d;
@@ -626,9 +619,6 @@ TEST(bigfleet, apiserver_faults_mid_burst_lose_no_capacity_request_or_node_state
       d.pods->stop();
     }
   } stop_informers{deps};
-  deps.capacity_requests->start();
-  deps.upcoming_nodes->start();
-  deps.pods->start();
   ASSERT_TRUE(eventually([&] { return deps.capacity_requests->synced() && deps.upcoming_nodes->synced() && deps.pods->synced(); }, 30s));
   operator_run run(e);
   run.deps = deps;
