@@ -2,7 +2,8 @@
 
 // A running headroom's footprint from /proc, sampled through a soak run, and the rule that says
 // whether it ended flat. Shared by the soak benchmarks of each mode (capacity_soak_bench,
-// scheduler_soak_bench, gates_bench --soak).
+// scheduler_soak_bench, gates_bench's soak line, reactive_scaling_bench's, bigfleet_soak_bench) and
+// idle_footprint_bench.
 //
 // Flat means a plateau after warm-up: the RSS of the run's last quarter within 3 % of its second
 // quarter's (a slope of a few KiB per job shows there even when the whole run stays within 10 % of
