@@ -229,6 +229,28 @@ struct sched_world {
     return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return runs[id] == 1; });
   }
 
+  // The story of each worker that ran no job (for the open question of where such an extra
+  // worker comes from): its row, and the lines of each headroom log and of the simulator's that
+  // name it. Empty when every worker ran a job.
+  std::string extra_workers_story(const std::vector<std::string>& headroom_logs) const {
+    std::string out;
+    const auto sim_log = sim ? sim->log() : std::string{};
+    for (const auto& x : workers()) {
+      if (x.job_id != 0)
+        continue;
+      out += "extra worker " + x.name + " (" + x.status + ", " + x.failure + "):\n";
+      std::vector<std::string> logs = headroom_logs;
+      logs.push_back(sim_log);
+      for (const auto& log : logs) {
+        std::istringstream lines{log};
+        for (std::string line; std::getline(lines, line);)
+          if (line.find(x.name) != std::string::npos)
+            out += "  " + line + "\n";
+      }
+    }
+    return out;
+  }
+
   std::map<int64_t, std::string> stored_jobs() const {
     std::map<int64_t, std::string> out;
     auto r = testpeer::http_call(url + "/jobs.json?per_page=1000");
