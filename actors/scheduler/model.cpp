@@ -18,8 +18,18 @@ bool is_supply(const store::worker& w, const std::vector<store::job>& active_job
 match_result match_demand(const match_input& in) {
   std::map<demand_key, int64_t> demand, supply;
   std::map<std::string, int64_t> per_entity;
-  for (const auto& j : in.active_jobs)
+  std::set<std::string> live;  // runners still there (creating or running)
+  for (const auto& w : in.active_workers)
+    if (w.status == store::worker_status::creating || w.status == store::worker_status::running)
+      live.insert(w.name);
+  for (const auto& j : in.active_jobs) {
+    // A running job whose runner is known and gone needs no runner: ours ended after its job
+    // (the completion is still to come), or it ran on a runner that is not ours. Counting it
+    // would have a pending job of its key served twice (an extra worker that takes no job).
+    if (j.status == store::job_status::running && !j.runner_name.empty() && live.count(j.runner_name) == 0)
+      continue;
     ++demand[{j.entity, j.labels}];
+  }
   for (const auto& w : in.active_workers) {
     if (w.status == store::worker_status::creating || w.status == store::worker_status::running)
       ++per_entity[w.entity];  // the cap counts every live runner, busy or not

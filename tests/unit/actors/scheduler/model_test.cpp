@@ -58,6 +58,27 @@ TEST(match_demand, a_running_job_is_demand_and_its_runner_supply) {
   EXPECT_EQ(ids(match_demand(in)), (std::vector<int64_t>{2}));
 }
 
+// The job's runner ended (its pod Succeeded, the worker is over) before the job's completion
+// arrived: the job is still running in the store, but it needs no runner, and the pending job of
+// its key has its own (before: a second worker for job 2, which took no job).
+TEST(match_demand, a_running_job_whose_runner_is_gone_is_not_demand) {
+  match_input in;
+  auto running = pending(1, "a");
+  running.status = job_status::running;
+  running.runner_name = "w1";  // over: not among the live workers
+  in.active_jobs = {running, pending(2, "a")};
+  in.active_workers = {live("w2", "a")};  // job 2's runner, not yet given a job
+  EXPECT_TRUE(ids(match_demand(in)).empty());
+  // Its runner still live: the job is its runner's, and job 2 is served by w2.
+  in.active_workers = {live("w1", "a", "linux", 1), live("w2", "a")};
+  EXPECT_TRUE(ids(match_demand(in)).empty());
+  // A running job whose runner is not known yet still counts (its runner may be an unbound one).
+  running.runner_name.clear();
+  in.active_jobs = {running, pending(2, "a")};
+  in.active_workers = {live("w2", "a")};
+  EXPECT_EQ(ids(match_demand(in)), (std::vector<int64_t>{2}));
+}
+
 TEST(match_demand, a_runner_whose_job_is_over_is_not_supply_but_counts_against_the_cap) {
   match_input in;
   in.active_jobs = {pending(2, "a")};
