@@ -86,10 +86,7 @@ int main(int argc, char** argv) {
   std::ofstream(dir + "/headroom.yaml") << "kubernetes: {kubeconfig: " << c->kubeconfig() << "}\nleaderElection: {enabled: false}\n"
                                         << "bigfleet:\n  enabled: true\n  clusterId: soak\n  shard: \"" << shard->ready("grpc")
                                         << "\"\n  rollupInterval: 1s\n";
-  const int metrics_port = [] {
-    auto r = testenv::run_command({"python3", "-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"});
-    return std::atoi(r.out.c_str());
-  }();
+  const int metrics_port = testenv::free_port();
   testenv::child_process agent{{HEADROOM_BINARY, "--config", dir + "/headroom.yaml", "--metrics-addr",
                                 "127.0.0.1:" + std::to_string(metrics_port), "--log-level", "warn"},
                                {"PATH=/usr/bin:/bin"}, dir + "/agent.log"};

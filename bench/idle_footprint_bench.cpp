@@ -31,11 +31,6 @@ using namespace std::chrono_literals;
 
 namespace {
 
-int free_port() {
-  auto r = testenv::run_command({"python3", "-c", "import socket; s=socket.socket(); s.bind(('127.0.0.1',0)); print(s.getsockname()[1])"});
-  return std::atoi(r.out.c_str());
-}
-
 struct mode_run {
   std::string config;                  // the headroom.yaml
   std::vector<std::string> env;        // beside PATH
@@ -55,11 +50,11 @@ mode_run prepare(testenv::cluster& c, const std::string& mode, const std::string
     const auto serving = testenv::issue_server_cert(ca, "headroom-webhook", {"localhost"}, {"127.0.0.1"});
     std::ofstream(dir + "/tls.crt") << serving.cert;
     std::ofstream(dir + "/tls.key") << serving.key;
-    m.config = kube + "gates:\n  enabled: true\n  webhook: {listen: 127.0.0.1:" + std::to_string(free_port()) + ", certFile: " + dir +
+    m.config = kube + "gates:\n  enabled: true\n  webhook: {listen: 127.0.0.1:" + std::to_string(testenv::free_port()) + ", certFile: " + dir +
                "/tls.crt, keyFile: " + dir + "/tls.key}\n";
   } else if (mode == "scheduler") {
     c.kubectl({"create", "namespace", "idle-sched"});
-    m.config = kube + "scheduler:\n  enabled: true\n  listen: 127.0.0.1:" + std::to_string(free_port()) +
+    m.config = kube + "scheduler:\n  enabled: true\n  listen: 127.0.0.1:" + std::to_string(testenv::free_port()) +
                "\n  githubUrl: http://127.0.0.1:9\n  namespace: idle-sched\n  store: {sqlitePath: " + dir +
                "/jobs.db}\n  runner: {image: runner:idle, resources: {cpu: 100m, memory: 128Mi}}\n";
     m.env.push_back("HEADROOM_WEBHOOK_SECRET=whsec_idle_footprint_0123456789");
@@ -121,7 +116,7 @@ int main(int argc, char** argv) {
       continue;
     }
     std::ofstream(dir + "/headroom.yaml") << m.config;
-    const int metrics_port = free_port();
+    const int metrics_port = testenv::free_port();
     std::vector<std::string> env = m.env;
     env.push_back("PATH=/usr/bin:/bin");
     testenv::child_process agent{{HEADROOM_BINARY, "--config", dir + "/headroom.yaml", "--metrics-addr",
