@@ -33,19 +33,23 @@ struct scale_set_update {
   std::vector<job_transition> jobs;
 };
 
-/// listener_session → capacity_monitor: the session it holds (an empty id: none, it deleted it);
-/// capacity_monitor → a restarted listener_session, answering session_atom: the session its
-/// predecessor held and did not delete. A listener that crashed leaves its session in the
-/// service, which would refuse its successor's (409) until it expires, for minutes; the successor
-/// deletes it first. Only the id travels, never a token.
+/// listener_session → capacity_monitor: the session it holds (an empty id: none, it deleted it),
+/// again after each message it has handled; capacity_monitor → a restarted listener_session,
+/// answering session_atom: the session its predecessor held and did not delete. A listener that
+/// crashed leaves its session in the service, which would refuse its successor's (409) until it
+/// expires, for minutes; the successor adopts it (a session refresh gives it a token of its own),
+/// so the messages still queued in it are not lost, and goes on after `last_message_id`, so a
+/// message the predecessor handled and could not ack is not handled twice. Only the id travels,
+/// never a token.
 struct session_held {
   int64_t scale_set_id = 0;
   std::string session_id;
+  int64_t last_message_id = 0;  // the newest message handled in this session
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, session_held& x) {
-  return f(caf::meta::type_name("session_held"), x.scale_set_id, x.session_id);
+  return f(caf::meta::type_name("session_held"), x.scale_set_id, x.session_id, x.last_message_id);
 }
 
 template <class Inspector>

@@ -15,7 +15,7 @@
 namespace headroom::actors {
 
 struct actions_reply {
-  enum class op : uint8_t { resolve, session, poll, ack, acquire, refresh, closed, reack, stale } what = op::poll;
+  enum class op : uint8_t { resolve, session, poll, ack, acquire, refresh, closed, reack, stale, adopt } what = op::poll;
   uint64_t generation = 0;  // the listener's session generation when the call started
   uint64_t poll = 0;        // op::poll: which poll (a poll given up on answers too late)
   std::optional<github::actions_error> error;

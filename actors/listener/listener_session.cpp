@@ -32,15 +32,19 @@ struct listener_state {
   caf::actor_clock::time_point reorder_until;
   int64_t desired = 0;        // the newest capacity
   int64_t last_message_id = 0;
-  std::optional<github::session_message> handling;  // acked, not yet acquired/forwarded
+  // The message being handled: its jobs acquired, then its transitions forwarded, then acked.
+  // Acked last, so a crash before the forward leaves it in the session for the successor, and
+  // one after it is skipped there by the newest message id (msg::session_held): once, either way.
+  std::optional<github::session_message> handling;
   std::optional<msg::scale_set_statistics> stats;   // the latest, for update_atom
   std::chrono::milliseconds backoff{0};
   bool stopping = false;
   caf::error stop_reason;
   // A session a crashed predecessor left in the service (from the monitor, msg::session_held):
-  // deleted before this listener creates its own, or the service would answer 409 until it
-  // expires. `creating`: a create is in flight (then the stale one is deleted at once, and the
-  // client's next conflict retry succeeds).
+  // adopted (refreshed for a token of this listener's), so the job messages still queued in it
+  // are not lost; deleted instead when it cannot be adopted, or the service would answer 409
+  // until it expires. `creating`: a create is in flight (then the stale one is deleted at once,
+  // and the client's next conflict retry succeeds).
   msg::session_held stale;
   bool creating = false;
   // Asked the monitor for a session left behind, not answered yet (up to 1 s): the first create
@@ -136,6 +140,24 @@ void delete_stale_session(listener_actor* self) {
   st.stale = {};
 }
 
+// Takes over the session a crashed predecessor left: a refresh (with the admin token, as after a
+// queue token's expiry) gives this listener the session's queue and a token of its own, and the
+// predecessor's token stops working. Messages queued in the session, and any it received and did
+// not ack, are then read here; deleting the session instead lost them (the chaos suite counted 5
+// job starts of 6 after the listener was killed).
+void adopt_stale_session(listener_actor* self) {
+  auto& st = self->state;
+  github::message_session old;
+  old.scale_set_id = st.stale.scale_set_id;
+  old.session_id = st.stale.session_id;
+  runtime::log::info(actor_name, "adopting the session a crashed predecessor left",
+                     {{"scale_set", old.scale_set_id}, {"session", old.session_id}, {"last_message_id", st.stale.last_message_id}});
+  auto handle = std::make_shared<github::session_handle>(std::move(old));
+  st.client->refresh_session(handle, reply_to<github::done>(self, reply_op::adopt, [handle](actions_reply& r, github::done) {
+                               r.session = handle;
+                             }));
+}
+
 void open_session(listener_actor* self) {
   auto& st = self->state;
   ++st.generation;
@@ -147,7 +169,7 @@ void open_session(listener_actor* self) {
     return;
   }
   if (!st.stale.session_id.empty() && st.stale.scale_set_id == st.opts.scale_set_id) {
-    delete_stale_session(self);  // its answer opens ours
+    adopt_stale_session(self);  // its answer polls it, or deletes it and opens ours
     return;
   }
   st.creating = true;
@@ -226,7 +248,8 @@ msg::scale_set_statistics statistics_of(const github::statistics& s) {
                                    s.total_idle_runners};
 }
 
-// A message was acked and its jobs acquired: tell the provisioner, then poll again.
+// A message's jobs were acquired: tell the provisioner and the monitor (which keeps the newest
+// message handled for a successor), then ack it; its answer polls again.
 void finish_message(listener_actor* self) {
   auto& st = self->state;
   if (!st.handling)
@@ -249,9 +272,28 @@ void finish_message(listener_actor* self) {
       st.opts.job(t);
     u.jobs.push_back(std::move(t));
   }
-  st.handling.reset();
+  if (st.peers.capacity && st.session)  // a successor goes on after this message
+    self->send(st.peers.capacity, msg::session_held{st.opts.scale_set_id, st.session->get().session_id, st.last_message_id});
   publish(self, u);
-  start_poll(self);
+  st.client->delete_message(st.session, st.last_message_id,
+                            reply_to<github::done>(self, reply_op::ack, [](actions_reply&, github::done) {}));
+}
+
+// A message arrived: acquire its available jobs (then finish it), or finish it at once.
+void handle_message(listener_actor* self) {
+  auto& st = self->state;
+  std::vector<int64_t> ids;
+  for (const auto& j : st.handling->jobs)
+    if (j.type == github::job_message::available)
+      ids.push_back(j.runner_request_id);
+  if (ids.empty()) {
+    finish_message(self);
+    return;
+  }
+  st.client->acquire_jobs(st.session, std::move(ids),
+                          reply_to<std::vector<int64_t>>(self, reply_op::acquire, [](actions_reply& out, std::vector<int64_t> a) {
+                            out.acquired = std::move(a);
+                          }));
 }
 
 caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::actions_client> client, listener_peers peers,
@@ -378,6 +420,35 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
         }
         if (r.what == reply_op::reack)
           return;  // a repeated ack: the poll in flight reports anything wrong with the session
+        if (r.what == reply_op::adopt) {
+          if (r.error) {
+            const auto k = r.error->what;
+            if (k == K::transport || k == K::server) {  // the service is out: adopt it later
+              retry_later(self, *r.error);
+              return;
+            }
+            runtime::log::warn(actor_name, "could not adopt the session a crashed predecessor left; opening a new one",
+                               {{"scale_set", s.opts.scale_set_id}, {"error", r.error->describe()}});
+            if (k == K::session_not_found || k == K::not_found)
+              s.stale = {};  // gone (expired): nothing to delete
+            if (!s.stale.session_id.empty())
+              delete_stale_session(self);  // its answer opens ours
+            else
+              open_session(self);
+            return;
+          }
+          s.session = std::move(r.session);
+          s.last_message_id = s.stale.last_message_id;  // a message handled before is acked, not handled again
+          s.stale = {};
+          s.backoff = std::chrono::milliseconds{0};
+          self->send(s.peers.capacity, msg::session_held{s.opts.scale_set_id, s.session->get().session_id, s.last_message_id});
+          runtime::log::info(actor_name, "session adopted",
+                             {{"scale_set", s.opts.scale_set_id}, {"session", s.session->get().session_id},
+                              {"assigned_jobs", s.session->get().stats.total_assigned_jobs}});
+          publish(self, msg::scale_set_update{s.opts.scale_set_id, statistics_of(s.session->get().stats), {}});
+          start_poll(self);
+          return;
+        }
         if (r.what == reply_op::stale) {
           if (r.error && r.error->what != K::session_not_found && r.error->what != K::not_found)
             runtime::log::warn(actor_name, "could not delete the session a crashed predecessor left",
@@ -462,28 +533,16 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
             }
             s.last_message_id = r.message->message_id;
             s.handling = std::move(r.message);
-            s.client->delete_message(s.session, s.last_message_id,
-                                     reply_to<github::done>(self, reply_op::ack, [](actions_reply&, github::done) {}));
+            handle_message(self);
             return;
-          case reply_op::ack: {
+          case reply_op::ack:
             if (r.error) {
               count_failure(self, *r.error);
               runtime::log::warn(actor_name, "ack failed: the message will come again", {{"error", r.error->describe()}});
             }
-            std::vector<int64_t> ids;
-            for (const auto& j : s.handling->jobs)
-              if (j.type == github::job_message::available)
-                ids.push_back(j.runner_request_id);
-            if (ids.empty()) {
-              finish_message(self);
-              return;
-            }
-            s.client->acquire_jobs(s.session, std::move(ids),
-                                   reply_to<std::vector<int64_t>>(self, reply_op::acquire, [](actions_reply& out, std::vector<int64_t> a) {
-                                     out.acquired = std::move(a);
-                                   }));
+            s.handling.reset();
+            start_poll(self);
             return;
-          }
           case reply_op::acquire:
             if (r.error) {
               count_failure(self, *r.error);
@@ -496,6 +555,7 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
           case reply_op::closed:
           case reply_op::reack:
           case reply_op::stale:
+          case reply_op::adopt:
             return;
         }
       },

@@ -2,7 +2,7 @@
 
 // listener_session: one per scale set. Owns the Actions Service message session (create; a 409
 // is retried a bounded number of times by the client; a 404 gets a new session; deleted on
-// shutdown), the long-poll loop with X-ScaleSetMaxCapacity, acks and job acquisition; forwards
+// shutdown; a session a crashed predecessor left is adopted, see msg::session_held), the long-poll loop with X-ScaleSetMaxCapacity, acks and job acquisition; forwards
 // statistics and job transitions to the runner provisioner.
 //
 // Capacity arrives from the capacity monitor as msg::set_max_capacity (only the newest value

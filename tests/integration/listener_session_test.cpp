@@ -107,6 +107,14 @@ std::string job_state(const env& e, int64_t id) {
   return "absent";
 }
 
+int64_t requests(const env& e, const char* route) {
+  simdjson::dom::parser parser;
+  int64_t n = 0;
+  if (parser.parse(e.peer->control("/state").body)["requests"][route].get(n) != simdjson::SUCCESS)
+    return 0;
+  return n;
+}
+
 struct provisioner_log {
   std::mutex m;
   std::vector<msg::scale_set_update> updates;
@@ -356,19 +364,42 @@ TEST(listener_session, a_storm_of_capacity_changes_each_ends_in_one_poll_carryin
 }
 
 // A listener killed (a crash: no session delete) leaves its session in the service; its successor
-// learns of it from the monitor and deletes it before creating its own, instead of meeting 409s
-// until the service expires it (minutes; the chaos suite saw the burst stall 150 s).
-TEST(listener_session, a_restarted_listener_deletes_the_session_its_crashed_predecessor_left) {
+// learns of it from the monitor and adopts it, instead of meeting 409s until the service expires
+// it (minutes; the chaos suite saw the burst stall 150 s) or deleting it, which lost the job
+// messages queued in it (the chaos suite counted 5 job starts of 6). Here a job starts and
+// completes while no listener runs: both transitions reach the successor. A session that cannot
+// be adopted (expired meanwhile) is replaced at once.
+TEST(listener_session, a_restarted_listener_adopts_the_session_its_crashed_predecessor_left) {
   REQUIRE_PEER(e);
   auto c = client_for(e, "listener-crash-org");
   const int64_t set = create_scale_set(c, "listener-crash-set");
   ASSERT_GT(set, 0);
   auto log = std::make_shared<monitor_log>();
   auto monitor = spawn_monitor(*e.sys, log, 1);
+  auto updates = std::make_shared<provisioner_log>();
+  auto prov = spawn_provisioner(*e.sys, updates);
+  std::mutex jobs_m;
+  std::vector<msg::job_transition> jobs;  // every transition any of the listeners handled
   actors::listener_options o;
   o.scale_set_id = set;
   o.owner = "headroom-test";
-  auto first = actors::spawn_listener_session(*e.sys, c, actors::listener_peers{{}, monitor}, o);
+  o.job = [&](const msg::job_transition& t) {
+    std::lock_guard lock(jobs_m);
+    jobs.push_back(t);
+  };
+  auto transitions = [&](int64_t id) {
+    std::lock_guard lock(jobs_m);
+    std::vector<msg::job_transition::kind> out;
+    for (const auto& t : jobs)
+      if (t.runner_request_id == id)
+        out.push_back(t.type);
+    return out;
+  };
+  auto held = [&] {
+    std::lock_guard lock(log->m);
+    return log->held;
+  };
+  auto first = actors::spawn_listener_session(*e.sys, c, actors::listener_peers{{prov}, monitor}, o);
   auto sessions = [&] {
     simdjson::dom::parser p;
     std::vector<std::string> out;
@@ -378,42 +409,72 @@ TEST(listener_session, a_restarted_listener_deletes_the_session_its_crashed_pred
     return out;
   };
   ASSERT_TRUE(eventually([&] { return !polls(e, set).empty(); }, 10s));
-  std::string old_id;
-  {
-    std::lock_guard lock(log->m);
-    old_id = log->held.session_id;
-  }
+  auto r = e.peer->control("/jobs", R"({"labels":["listener-crash-set"],"count":1})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  simdjson::dom::parser parser;
+  const int64_t id = int64_t(parser.parse(r.body)["ids"].at(0));
+  ASSERT_TRUE(eventually([&] { return job_state(e, id) == "acquired" && updates->last_assigned() == 1; }, 10s))
+      << job_state(e, id);
+  const std::string old_id = held().session_id;
   ASSERT_FALSE(old_id.empty()) << "the listener tells the monitor which session it holds";
+  ASSERT_TRUE(eventually([&] { return held().last_message_id > 0; }, 5s)) << "and the newest message it handled";
+  const int64_t handled = held().last_message_id;
   ASSERT_EQ(sessions(), std::vector<std::string>{old_id});
+  const auto acquires = requests(e, "acquire_jobs");
+
   caf::anon_send_exit(first, caf::exit_reason::kill);  // no exit handler runs: the session stays
   std::this_thread::sleep_for(200ms);
   ASSERT_EQ(sessions(), std::vector<std::string>{old_id}) << "a killed listener deletes nothing";
+  // While no listener runs, a runner takes the job and finishes it: JobStarted and JobCompleted
+  // wait in the session.
+  r = e.peer->control("/runners/register", R"({"scaleSetId":)" + std::to_string(set) + R"(,"name":"crash-runner","online":true})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  const int64_t runner = int64_t(parser.parse(r.body)["id"]);
+  ASSERT_TRUE(eventually([&] { return job_state(e, id) == "running"; }, 5s)) << job_state(e, id);
+  ASSERT_EQ(e.peer->control("/runners/finish", R"({"runnerId":)" + std::to_string(runner) + "}").status, 200);
+  ASSERT_EQ(job_state(e, id), "completed");
+  ASSERT_TRUE(transitions(id).empty()) << "nothing handled them yet";
 
   const size_t before = polls(e, set).size();
-  auto second = actors::spawn_listener_session(*e.sys, c, actors::listener_peers{{}, monitor}, o);
+  auto second = actors::spawn_listener_session(*e.sys, c, actors::listener_peers{{prov}, monitor}, o);
   EXPECT_TRUE(eventually([&] { return polls(e, set).size() > before; }, 5s))
       << "the successor polls at once, not after the old session expires";
+  EXPECT_EQ(sessions(), std::vector<std::string>{old_id}) << "the old session was adopted, no new one made";
+  EXPECT_TRUE(eventually([&] { return transitions(id).size() == 2; }, 10s)) << "the messages queued in it are read";
+  using kind = msg::job_transition::kind;
+  EXPECT_EQ(transitions(id), (std::vector<kind>{kind::started, kind::completed})) << "each once";
+  {
+    simdjson::dom::parser p;
+    int64_t first_last = -1;
+    int64_t n = 0;
+    for (auto q : p.parse(e.peer->control("/state").body)["polls"].get_array())
+      if (int64_t(q["scaleSetId"]) == set && n++ == int64_t(before))
+        first_last = int64_t(q["lastMessageId"]);
+    EXPECT_EQ(first_last, handled) << "the successor goes on after the predecessor's newest message";
+  }
+  EXPECT_EQ(requests(e, "acquire_jobs"), acquires) << "nothing acquired twice";
+  EXPECT_TRUE(eventually([&] { return held().last_message_id > handled; }, 5s)) << "the monitor keeps the successor's progress";
+
+  // Killed again, and its session expires before the next successor starts: adopting it meets a
+  // 404, and a new session is opened at once.
+  caf::anon_send_exit(second, caf::exit_reason::kill);
+  ASSERT_EQ(e.peer->control("/expire", R"({"what":"sessions"})").status, 200);
+  ASSERT_TRUE(sessions().empty());
+  const size_t before3 = polls(e, set).size();
+  auto third = actors::spawn_listener_session(*e.sys, c, actors::listener_peers{{prov}, monitor}, o);
+  EXPECT_TRUE(eventually([&] { return polls(e, set).size() > before3; }, 5s)) << "the third listener polls at once";
   auto now = sessions();
   ASSERT_EQ(now.size(), 1u);
-  EXPECT_NE(now[0], old_id) << "the old session was deleted and a new one made";
-  caf::anon_send_exit(second, caf::exit_reason::user_shutdown);
+  EXPECT_NE(now[0], old_id) << "the expired session was replaced";
+  caf::anon_send_exit(third, caf::exit_reason::user_shutdown);
   EXPECT_TRUE(eventually([&] { return sessions().empty(); }, 5s));
   // The monitor hears of it after the service does (the delete's answer comes first): waited for,
   // not read at once (a fresh-clone CI run read it in between).
-  EXPECT_TRUE(eventually([&] {
-    std::lock_guard lock(log->m);
-    return log->held.session_id.empty();
-  }, 5s)) << "an orderly stop leaves nothing to delete";
+  EXPECT_TRUE(eventually([&] { return held().session_id.empty(); }, 5s)) << "an orderly stop leaves nothing to delete";
   caf::anon_send_exit(monitor, caf::exit_reason::user_shutdown);
+  caf::anon_send_exit(prov, caf::exit_reason::user_shutdown);
 }
 
-int64_t requests(const env& e, const char* route) {
-  simdjson::dom::parser parser;
-  int64_t n = 0;
-  if (parser.parse(e.peer->control("/state").body)["requests"][route].get(n) != simdjson::SUCCESS)
-    return 0;
-  return n;
-}
 
 // The ack of a message fails (503 through every retry), so the service sends the message again:
 // the listener acks it once more and does not handle it twice (its jobs are acquired once, its
