@@ -32,6 +32,7 @@ struct listener_state {
   caf::actor_clock::time_point reorder_until;
   int64_t desired = 0;        // the newest capacity
   int64_t last_message_id = 0;
+  int64_t before_message_id = 0;  // last_message_id before the message being handled
   // The message being handled: its jobs acquired, then its transitions forwarded, then acked.
   // Acked last, so a crash before the forward leaves it in the session for the successor, and
   // one after it is skipped there by the newest message id (msg::session_held): once, either way.
@@ -531,6 +532,7 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
               start_poll(self);
               return;
             }
+            s.before_message_id = s.last_message_id;
             s.last_message_id = r.message->message_id;
             s.handling = std::move(r.message);
             handle_message(self);
@@ -544,6 +546,18 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
             start_poll(self);
             return;
           case reply_op::acquire:
+            if (r.error && (r.error->what == K::server || r.error->what == K::transport)) {
+              // The service is out: the message stays unacked and unforwarded, and is read and
+              // handled again after the backoff, its jobs acquired then. Finished here, its jobs
+              // would wait for the service to re-offer them (a run timeout: a chaos run's jobs
+              // completed 100 s after a 503 storm instead of 10 s).
+              runtime::log::warn(actor_name, "acquiring jobs failed; the message will be handled again",
+                                 {{"scale_set", s.opts.scale_set_id}, {"error", r.error->describe()}});
+              s.handling.reset();
+              s.last_message_id = s.before_message_id;
+              retry_later(self, *r.error);
+              return;
+            }
             if (r.error) {
               count_failure(self, *r.error);
               runtime::log::warn(actor_name, "acquiring jobs failed; the service re-offers them", {{"error", r.error->describe()}});

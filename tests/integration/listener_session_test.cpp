@@ -509,5 +509,35 @@ TEST(listener_session, a_message_whose_ack_failed_comes_again_and_is_handled_onc
   caf::anon_send_exit(prov, caf::exit_reason::user_shutdown);
 }
 
+// The acquire of a message's jobs fails (503 through every retry): the message is not acked, so
+// it is read and handled again after the listener's backoff, and its job acquired then - not left
+// for the service to re-offer after its run timeout. Acked once, acquired once it succeeds.
+TEST(listener_session, a_message_whose_acquire_failed_is_handled_again) {
+  REQUIRE_PEER(e);
+  auto c = client_for(e, "listener-reacquire-org");
+  const int64_t set = create_scale_set(c, "listener-reacquire-set");
+  ASSERT_GT(set, 0);
+  actors::listener_options o;
+  o.scale_set_id = set;
+  o.owner = "headroom-test";
+  o.initial_capacity = 1;
+  o.backoff_initial = 200ms;
+  auto l = actors::spawn_listener_session(*e.sys, c, actors::listener_peers{{}, {}}, o);
+  ASSERT_TRUE(eventually([&] { return !polls(e, set).empty(); }, 10s));
+  const auto acks = requests(e, "delete_message"), acquires = requests(e, "acquire_jobs");
+  // One more 503 than the client's retries (4): the first acquire fails for good.
+  ASSERT_EQ(e.peer->control("/faults", R"([{"route":"acquire_jobs","status":503,"count":5}])").status, 200);
+  auto r = e.peer->control("/jobs", R"({"labels":["listener-reacquire-set"],"count":1})");
+  ASSERT_EQ(r.status, 200) << r.body;
+  simdjson::dom::parser parser;
+  const int64_t id = int64_t(parser.parse(r.body)["ids"].at(0));
+  ASSERT_TRUE(eventually([&] { return job_state(e, id) == "acquired"; }, 10s)) << job_state(e, id);
+  EXPECT_EQ(requests(e, "acquire_jobs") - acquires, 6) << "5 refused (one call and its 4 retries), then the second call";
+  // Its JobAvailable message acked once, after the acquire; then the JobAssigned one.
+  EXPECT_TRUE(eventually([&] { return requests(e, "delete_message") - acks == 2; }, 5s))
+      << "deletes: " << requests(e, "delete_message") - acks;
+  caf::anon_send_exit(l, caf::exit_reason::user_shutdown);
+}
+
 }  // namespace
 }  // namespace headroom
