@@ -30,10 +30,10 @@ scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
   auto& cycle = prometheus::BuildHistogram().Name("headroom_scheduler_phase_duration_seconds")
                     .Help("One reconcile phase: sync_jobs, sync_workers, demand_match").Register(reg);
   auto& actions = prometheus::BuildCounter().Name("headroom_scheduler_actions_total")
-                      .Help("What the reconciler did: provisioned, job_failed, worker_failed, worker_completed, killed, force_deleted, runner_removed")
+                      .Help("What the reconciler did: provisioned, job_failed, worker_failed, worker_completed, killed, force_deleted, runner_removed, stray_deleted")
                       .Register(reg);
   auto& skipped = prometheus::BuildCounter().Name("headroom_scheduler_skipped_total")
-                      .Help("Pending jobs not served this cycle (capped, no_capacity, rate_limited: GitHub's rate limit) and cycles skipped (lock_held)").Register(reg);
+                      .Help("Pending jobs not served this cycle (capped, no_capacity, rate_limited: GitHub's rate limit, api_unavailable: the API server refused a runner pod), cycles skipped (lock_held) and stray runner pods left because their runner is busy (stray_busy)").Register(reg);
   auto& errors = prometheus::BuildCounter().Name("headroom_scheduler_errors_total").Help("Calls that failed, by dependency").Register(reg);
   auto& latency = prometheus::BuildHistogram().Name("headroom_scheduler_provision_latency_seconds")
                       .Help("From a job's first webhook to its runner pod created").Register(reg).Add({}, slow_buckets);
@@ -43,7 +43,7 @@ scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
   std::map<std::string, prometheus::Counter*> by_action, by_skip, by_error;
   for (const char* a : {"provisioned", "job_failed", "worker_failed", "worker_completed", "killed", "force_deleted", "runner_removed", "stray_deleted"})
     by_action[a] = &actions.Add({{"action", a}});
-  for (const char* s : {"capped", "no_capacity", "lock_held", "rate_limited", "api_unavailable"})
+  for (const char* s : {"capped", "no_capacity", "lock_held", "rate_limited", "api_unavailable", "stray_busy"})
     by_skip[s] = &skipped.Add({{"reason", s}});
   for (const char* e : {"store", "github", "kubernetes"})
     by_error[e] = &errors.Add({{"dependency", e}});

@@ -58,6 +58,9 @@ inline constexpr const char* role = "headroom.dev/role";
 inline constexpr const char* slot = "headroom.dev/slot";
 inline constexpr const char* runner_id = "headroom.dev/runner-id";      // runner pods: GitHub's runner id
 inline constexpr const char* runner_name = "headroom.dev/runner-name";  // runner pods
+// Scheduler runner pods: the GitHub scope their runner is registered in (an organization or
+// owner/repo), so a pod no stored worker owns can still be checked with GitHub before it goes.
+inline constexpr const char* runner_scope = "headroom.dev/runner-scope";
 inline constexpr const char* owner = "headroom.dev/owner";              // the per-process owner ConfigMap
 }  // namespace keys
 
@@ -170,8 +173,8 @@ std::string placeholder_pod_name(const scale_set_spec& s, const std::string& slo
 // cross namespaces), so a process that dies leaves nothing a successor would count.
 std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, role r, const owner_ref& owner);
 // A standalone runner pod: RUNNER_JITCONFIG from the Secret `<name>` (made after the pod, owned
-// by it), PriorityClass arc-runner, restartPolicy Never.
-std::string runner_pod(const scale_set_spec& s, const std::string& name, int64_t runner_id);
+// by it), PriorityClass arc-runner, restartPolicy Never. `scope`: keys::runner_scope, when given.
+std::string runner_pod(const scale_set_spec& s, const std::string& name, int64_t runner_id, std::string_view scope = {});
 std::string runner_secret(const scale_set_spec& s, const std::string& name, const std::string& pod_uid,
                           const std::string& encoded_jit_config);
 std::string priority_class_object(const priority_class_spec& p);

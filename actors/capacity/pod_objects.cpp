@@ -96,7 +96,7 @@ std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, ro
          ",\"command\":" + string_array(s.placeholder_command) + ",\"resources\":" + res + "}]}}";
 }
 
-std::string runner_pod(const scale_set_spec& s, const std::string& name, int64_t runner_id) {
+std::string runner_pod(const scale_set_spec& s, const std::string& name, int64_t runner_id, std::string_view scope) {
   std::string spec = "{\"restartPolicy\":\"Never\"";
   if (!s.runner_priority_class.empty())
     spec += ",\"priorityClassName\":" + json_escape(s.runner_priority_class);
@@ -114,7 +114,8 @@ std::string runner_pod(const scale_set_spec& s, const std::string& name, int64_t
   return "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":" + json_escape(name) + ",\"namespace\":" +
          json_escape(s.ns) + ",\"labels\":" + labels_object(s, role::runner, "") + ",\"annotations\":{" +
          json_escape(keys::runner_id) + ":" + json_escape(std::to_string(runner_id)) + "," + json_escape(keys::runner_name) +
-         ":" + json_escape(name) + "}},\"spec\":" + spec + "}";
+         ":" + json_escape(name) + (scope.empty() ? std::string{} : "," + json_escape(keys::runner_scope) + ":" + json_escape(scope)) +
+         "}},\"spec\":" + spec + "}";
 }
 
 std::string runner_secret(const scale_set_spec& s, const std::string& name, const std::string& pod_uid,

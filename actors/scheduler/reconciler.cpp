@@ -32,6 +32,7 @@ struct reconciler_state {
   std::map<int64_t, int64_t> job_checked_at;                  // job id → when GitHub was last asked
   runners::health_memory health{{}};                         // the health checks' memory, per worker
   std::map<std::string, int64_t> killed_at, terminal_since;  // pod → ms
+  std::set<std::string> busy_strays;                         // stray pods left to finish (logged once)
   std::map<std::string, int64_t> groups;                     // org → runner group id
   std::map<std::string, int64_t> entities;                   // entity → last seen with a worker (ms)
   // Runner pod creates the API server refused for load or absence (429, 5xx, no answer) in a
@@ -294,15 +295,21 @@ class cycle {
     // Phase 5, terminal pods past the grace, and stray runner pods: a live pod of ours that no
     // active worker owns, older than the orphan grace. The API server can make a pod and lose the
     // answer (a 504 after the write, a connection cut), and a failed worker's pod delete can be
-    // refused: the worker is over, and its pod would hold a runner slot for good.
+    // refused: the worker is over, and its pod would hold a runner slot for good. A stray whose
+    // runner GitHub lists as busy is running a job (a store wiped or replaced under running
+    // workers): it is left to finish, and its runner, ephemeral, ends its pod.
     std::set<std::string> present;
     for (const auto& p : ctx_.pods->list()) {
       if (p->meta.ns != o_.pool.ns)
         continue;
       present.insert(p->meta.name);
       if (p->phase != "Succeeded" && p->phase != "Failed") {
-        if (active_names.count(p->meta.name) == 0 && p->meta.deletion_timestamp.empty() && stray_past_grace(*p))
-          delete_stray(p->meta.name);
+        if (active_names.count(p->meta.name) == 0 && p->meta.deletion_timestamp.empty() && stray_past_grace(*p)) {
+          if (stray_busy(*p, runners))
+            ctx_.metrics.skipped("stray_busy");
+          else
+            delete_stray(p->meta.name);
+        }
         continue;
       }
       auto [it, fresh] = st_.terminal_since.emplace(p->meta.name, now_);
@@ -313,7 +320,37 @@ class cycle {
       }
     }
     std::erase_if(st_.terminal_since, [&](const auto& kv) { return present.count(kv.first) == 0; });
+    std::erase_if(st_.busy_strays, [&](const auto& name) { return present.count(name) == 0; });
     st_.health.keep_only(active_names);
+  }
+
+  // Whether a stray pod's runner is running a job, by GitHub's runner list for the scope on the
+  // pod (listed now when this cycle has no list of it). Unknown (the list failed, or GitHub's rate
+  // limit) counts as busy: the pod is judged again next cycle, never deleted on a guess. A pod
+  // without the scope (made before it was written) is judged by the grace alone.
+  bool stray_busy(const k8s::pod& p, std::map<std::string, std::vector<github::rest_runner>>& runners) {
+    const std::string* scope = p.meta.annotation(capacity::keys::runner_scope);
+    if (scope == nullptr || scope->empty())
+      return false;
+    auto it = runners.find(*scope);
+    if (it == runners.end()) {
+      if (ctx_.github->rate_limited())
+        return true;
+      auto list = ctx_.github->list_runners(*scope);
+      if (auto* e = std::get_if<github::rest_error>(&list)) {
+        github_error(*e);
+        return true;
+      }
+      it = runners.emplace(*scope, std::move(std::get<std::vector<github::rest_runner>>(list))).first;
+    }
+    for (const auto& rn : it->second)
+      if (rn.name == p.meta.name && rn.busy) {
+        if (st_.busy_strays.insert(p.meta.name).second)
+          runtime::log::info(actor_name, "stray runner pod left to finish: no active worker owns it, but its runner is running a job",
+                             {{"pod", p.meta.name}, {"runner_id", rn.id}});
+        return true;
+      }
+    return false;
   }
 
   bool stray_past_grace(const k8s::pod& p) const {
@@ -502,7 +539,7 @@ class cycle {
     if (auto r = ctx_.jobs->set_worker_runner(w.name, config.runner_id, now_); std::holds_alternative<store::error>(r))
       store_error("set worker runner", std::get<store::error>(r));
     auto created = await_call([&](k8s::api_callback cb) {
-      ctx_.kube->create(k8s::kinds::pods, o_.pool.ns, capacity::runner_pod(o_.pool, w.name, config.runner_id), std::move(cb));
+      ctx_.kube->create(k8s::kinds::pods, o_.pool.ns, capacity::runner_pod(o_.pool, w.name, config.runner_id, scope), std::move(cb));
     });
     if (auto* e = std::get_if<k8s::api_error>(&created)) {
       // The job stays pending and gets a new worker next cycle. Had the API server made the pod

@@ -274,11 +274,8 @@ TEST(scheduler_e2e, postgres_store_survives_sigkill_and_a_database_restart_mid_b
   auto more = w.post_jobs("org-pg", "org-pg/app", "\"self-hosted\"", 6);  // while headroom is down: GitHub's delivery fails
   ASSERT_TRUE(w.start()) << w.headroom->log();
   // Deliveries that failed while headroom was down are redelivered (GitHub's "redeliver failed").
-  simdjson::dom::parser p;
-  for (auto d : p.parse(e.peer->control("/webhooks/state").body)["deliveries"].get_array())
-    if (int64_t(d["status"]) <= 0 || int64_t(d["status"]) >= 500)
-      e.peer->control("/webhooks/redeliver", "{\"deliveryId\":\"" + std::string{std::string_view(d["id"])} + "\"}");
   ids.insert(ids.end(), more.begin(), more.end());
+  w.redeliver_failed(ids);
   ASSERT_TRUE(eventually([&] {
     auto jobs = w.peer_jobs();
     int done = 0;
@@ -292,10 +289,7 @@ TEST(scheduler_e2e, postgres_store_survives_sigkill_and_a_database_restart_mid_b
   ids.insert(ids.end(), last.begin(), last.end());
   const bool done = eventually([&] {
     // A delivery the restarting database refused (503) is sent again, as GitHub's redelivery would.
-    simdjson::dom::parser q;
-    for (auto d : q.parse(e.peer->control("/webhooks/state").body)["deliveries"].get_array())
-      if (int64_t(d["status"]) == 503 || int64_t(d["status"]) == -1)
-        e.peer->control("/webhooks/redeliver", "{\"deliveryId\":\"" + std::string{std::string_view(d["id"])} + "\"}");
+    w.redeliver_failed(ids, true);
     auto jobs = w.peer_jobs();
     return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return jobs[id] == "completed"; });
   }, 240s);
@@ -343,12 +337,6 @@ TEST(scheduler_e2e, each_actor_kind_failed_mid_burst_is_restarted_and_every_job_
     EXPECT_LT(took, 1.5) << child << ": restarted " << took << " s after it failed (goal 1 s)";
     std::printf("[faults] %s failed mid-burst: restarted within %.2f s\n", child.c_str(), took);
   };
-  auto redeliver_failed = [&] {
-    simdjson::dom::parser q;
-    for (auto d : q.parse(e.peer->control("/webhooks/state").body)["deliveries"].get_array())
-      if (int64_t(d["status"]) <= 0 || int64_t(d["status"]) >= 500)
-        e.peer->control("/webhooks/redeliver", "{\"deliveryId\":\"" + std::string{std::string_view(d["id"])} + "\"}");
-  };
   auto ids = w.post_jobs("org-actors", "org-actors/app", "\"self-hosted\"", 12);
   ASSERT_TRUE(eventually([&] { return w.live_workers("org-actors") >= 2; }, 60s)) << w.headroom->log();
   fail_and_time("scheduler", "reconciler");
@@ -378,21 +366,20 @@ TEST(scheduler_e2e, each_actor_kind_failed_mid_burst_is_restarted_and_every_job_
   ids.insert(ids.end(), last.begin(), last.end());
 
   const bool done = eventually([&] {
-    redeliver_failed();
+    w.redeliver_failed(ids);
     auto jobs = w.peer_jobs();
     return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return jobs[id] == "completed"; });
   }, 240s);
   ASSERT_TRUE(done) << w.headroom->log();
   ASSERT_TRUE(eventually([&] { return w.each_ran_once(ids); }, 30s)) << "a job ran on two workers, or none was recorded";
-  // Each job ran exactly once (above). A reconciler killed in the middle of provisioning can leave
-  // one worker more than the jobs need (24 workers for 22 jobs in one fresh-clone CI run, 22 in a
-  // local one): an idle runner, ended by the idle health check, not a job run twice. Bounded here
-  // by one per failure; making it none is open work (README, fault campaign).
+  // Each job ran exactly once (above), and no worker more than the jobs: a kill is delivered
+  // between the reconciler's messages and a cycle is one message, so none lands mid-provision.
+  // (This scenario made 24 workers for 22 jobs in two fresh-clone CI runs and two local ones. In
+  // the one whose story was printed, 2026-11-25, the two extra were the PostgreSQL scenario's
+  // jobs, whose failed deliveries this test redelivered to its own headroom; it now redelivers
+  // only its own jobs'. The other runs' two are likely the same: always two, never the log.)
   const auto workers = w.workers();
-  const int kills = failures + 1;
-  EXPECT_GE(workers.size(), ids.size());
-  EXPECT_LE(workers.size(), ids.size() + static_cast<size_t>(kills))
-      << "more than one extra worker per reconciler failure (" << kills << " failures)";
+  EXPECT_EQ(workers.size(), ids.size()) << "one worker per job (" << failures << " more failures)";
   for (const auto& x : workers)
     EXPECT_NE(x.status, "failed") << x.name << ": " << x.failure;
   if (workers.size() > ids.size())
@@ -509,6 +496,51 @@ TEST(scheduler_e2e, apiserver_faults_mid_burst_every_job_runs_once_and_no_runner
   ASSERT_TRUE(e.c->restart_apiserver()) << e.c->logs();
   recovered("kube-apiserver restarted", steady::now());
   EXPECT_TRUE(w.headroom->alive()) << "no API-server fault ends the process\n" << w.headroom->log();
+}
+
+// The store wiped under a running worker (the operator deleted the SQLite file, or pointed
+// headroom at a new database): the runner pod is a stray to the restarted headroom, which no
+// stored worker owns. Past the orphan grace the stray sweep asks GitHub about it, finds its runner
+// busy and leaves it to finish its job; the runner, ephemeral, ends its pod, which then goes. Before
+// the check the sweep deleted it 30 s after it was made, and the job with it.
+TEST(scheduler_e2e, a_wiped_store_leaves_a_runner_busy_with_a_job_to_finish_it) {
+  REQUIRE_SCHED_ENV(e);
+  sched_world w{e, {.name = "sched-wiped", .job_duration = "50s"}};
+  ASSERT_TRUE(w.sim) << w.why;
+  ASSERT_TRUE(w.start()) << w.headroom->log();
+  const auto ids = w.post_jobs("org-wiped", "org-wiped/app", "\"self-hosted\"", 1);
+  ASSERT_EQ(ids.size(), 1u);
+  ASSERT_TRUE(eventually([&] { return w.peer_jobs()[ids[0]] == "running"; }, 60s)) << w.headroom->log();
+  const auto workers = w.workers();
+  ASSERT_EQ(workers.size(), 1u);
+  const std::string pod = workers[0].name;
+  auto pod_phase = [&] {
+    auto r = e.c->kubectl({"-n", w.o.name, "get", "pod", pod, "-o", "jsonpath={.status.phase}"});
+    return r.exit_code == 0 ? r.out : std::string{"gone"};
+  };
+  ASSERT_EQ(pod_phase(), "Running");
+
+  w.headroom->stop(SIGTERM);
+  for (const char* f : {"/jobs.db", "/jobs.db-wal", "/jobs.db-shm"})
+    std::filesystem::remove(w.dir + f);
+  ASSERT_TRUE(w.start()) << w.headroom->log();
+  ASSERT_TRUE(w.workers().empty()) << "the new store knows no worker";
+  const std::string busy = "headroom_scheduler_skipped_total{reason=\"stray_busy\"}";
+  const std::string deleted = "headroom_scheduler_actions_total{action=\"stray_deleted\"}";
+  ASSERT_TRUE(eventually([&] { return w.headroom->sample(busy) > 0; }, 45s))
+      << "the stray's runner was never found busy\n" << w.headroom->log();
+  EXPECT_EQ(w.peer_jobs()[ids[0]], "running") << "judged while its job runs";
+  EXPECT_EQ(pod_phase(), "Running");
+  EXPECT_LE(w.headroom->sample(deleted), 0) << "not deleted while its job runs\n" << w.headroom->log();
+  ASSERT_TRUE(eventually([&] { return w.peer_jobs()[ids[0]] == "completed"; }, 60s)) << w.headroom->log();
+  simdjson::dom::parser p;
+  for (auto j : p.parse(e.peer->control("/webhooks/state").body)["jobs"].get_array())
+    if (int64_t(j["runnerRequestId"]) == ids[0]) {
+      EXPECT_EQ(std::string_view(j["result"]), "succeeded") << "the job ran to its end";
+    }
+  // Its job done, the runner is idle: the pod ends by itself, or the sweep deletes it (no longer busy).
+  EXPECT_TRUE(eventually([&] { return pod_phase() == "gone"; }, 60s)) << "the pod goes after its job: " << pod_phase();
+  std::printf("[wiped store] the stray was judged busy %.0f times and finished its job\n", w.headroom->sample(busy));
 }
 
 // Two headroom processes on one PostgreSQL, both reconciling (no leader election): the store's

@@ -153,6 +153,22 @@ struct sched_world {
     return std::make_unique<agent>(in_dir, config(listen_port), env);
   }
 
+  // GitHub's "redeliver failed deliveries", for these jobs only (`refused_only`: a 503 or no
+  // connection; else also any 5xx and any not answered yet). The peer serves the whole suite and
+  // keeps every delivery, and an earlier test's failed ones stay failed: sent to this test's
+  // headroom, they provisioned runners for jobs long completed (the actor-fault scenario's "extra
+  // workers" of 2026-11-25 were two jobs of the PostgreSQL scenario's organization).
+  void redeliver_failed(const std::vector<int64_t>& ids, bool refused_only = false) const {
+    const std::set<int64_t> mine(ids.begin(), ids.end());
+    simdjson::dom::parser q;
+    for (auto d : q.parse(e.peer->control("/webhooks/state").body)["deliveries"].get_array()) {
+      const int64_t status = int64_t(d["status"]);
+      const bool failed = refused_only ? (status == 503 || status == -1) : (status <= 0 || status >= 500);
+      if (failed && mine.count(int64_t(d["jobId"])) > 0)
+        e.peer->control("/webhooks/redeliver", "{\"deliveryId\":\"" + std::string{std::string_view(d["id"])} + "\"}");
+    }
+  }
+
   // The peer's webhook jobs: {id → state}.
   std::map<int64_t, std::string> peer_jobs() const {
     simdjson::dom::parser p;

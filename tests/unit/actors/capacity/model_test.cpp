@@ -106,6 +106,11 @@ TEST(capacity_model, runner_pod_takes_its_jit_config_from_a_secret) {
   EXPECT_EQ(p.spec->priority_class_name, "arc-runner");
   EXPECT_EQ(*p.meta.label(keys::role), "runner");
   EXPECT_EQ(*p.meta.annotation(keys::runner_id), "77");
+  EXPECT_EQ(p.meta.annotation(keys::runner_scope), nullptr) << "a scale set's runner pod names no scope";
+  // A scheduler runner pod names its runner's GitHub scope, for the stray sweep's busy check.
+  auto scoped = std::get<k8s::pod>(k8s::decode_pod(runner_pod(s, "linux-runner-2", 78, "octo-org/app")));
+  ASSERT_NE(scoped.meta.annotation(keys::runner_scope), nullptr);
+  EXPECT_EQ(*scoped.meta.annotation(keys::runner_scope), "octo-org/app");
   const std::string secret = runner_secret(s, "linux-runner-1", "pod-uid", "jit-secret-value");
   EXPECT_NE(secret.find("\"uid\":\"pod-uid\""), std::string::npos) << "owned by its pod";
 }
