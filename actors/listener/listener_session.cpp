@@ -52,6 +52,12 @@ struct listener_state {
   // waits for the answer (`open_wanted`), since a create that meets the stale session waits 30 s.
   bool asking = false, open_wanted = false;
   static inline const char* name = "headroom.listener_session";
+  // An actor that crashed (or was killed) runs no exit handler: its poll would stay held at the
+  // service beside its successor's, on the session the successor adopts, until the hold ends.
+  ~listener_state() {
+    if (poll)
+      poll->cancel();
+  }
 };
 
 using listener_actor = caf::stateful_actor<listener_state>;
@@ -129,15 +135,19 @@ void resolve_scale_set(listener_actor* self) {
   });
 }
 
+// The session a crashed predecessor left, by its ids (no token: a refresh gets one).
+github::session_ptr stale_handle(const msg::session_held& stale) {
+  github::message_session old;
+  old.scale_set_id = stale.scale_set_id;
+  old.session_id = stale.session_id;
+  return std::make_shared<github::session_handle>(std::move(old));
+}
+
 void delete_stale_session(listener_actor* self) {
   auto& st = self->state;
-  github::message_session old;
-  old.scale_set_id = st.stale.scale_set_id;
-  old.session_id = st.stale.session_id;
   runtime::log::info(actor_name, "deleting the session a crashed predecessor left",
-                     {{"scale_set", old.scale_set_id}, {"session", old.session_id}});
-  st.client->delete_session(std::make_shared<github::session_handle>(std::move(old)),
-                            reply_to<github::done>(self, reply_op::stale, [](actions_reply&, github::done) {}));
+                     {{"scale_set", st.stale.scale_set_id}, {"session", st.stale.session_id}});
+  st.client->delete_session(stale_handle(st.stale), reply_to<github::done>(self, reply_op::stale, [](actions_reply&, github::done) {}));
   st.stale = {};
 }
 
@@ -148,12 +158,9 @@ void delete_stale_session(listener_actor* self) {
 // job starts of 6 after the listener was killed).
 void adopt_stale_session(listener_actor* self) {
   auto& st = self->state;
-  github::message_session old;
-  old.scale_set_id = st.stale.scale_set_id;
-  old.session_id = st.stale.session_id;
   runtime::log::info(actor_name, "adopting the session a crashed predecessor left",
-                     {{"scale_set", old.scale_set_id}, {"session", old.session_id}, {"last_message_id", st.stale.last_message_id}});
-  auto handle = std::make_shared<github::session_handle>(std::move(old));
+                     {{"scale_set", st.stale.scale_set_id}, {"session", st.stale.session_id}, {"last_message_id", st.stale.last_message_id}});
+  auto handle = stale_handle(st.stale);
   st.client->refresh_session(handle, reply_to<github::done>(self, reply_op::adopt, [handle](actions_reply& r, github::done) {
                                r.session = handle;
                              }));

@@ -425,6 +425,13 @@ TEST(listener_session, a_restarted_listener_adopts_the_session_its_crashed_prede
   caf::anon_send_exit(first, caf::exit_reason::kill);  // no exit handler runs: the session stays
   std::this_thread::sleep_for(200ms);
   ASSERT_EQ(sessions(), std::vector<std::string>{old_id}) << "a killed listener deletes nothing";
+  EXPECT_TRUE(eventually([&] {
+    simdjson::dom::parser p;
+    for (auto se : p.parse(e.peer->control("/state").body)["sessions"].get_array())
+      if (int64_t(se["scaleSetId"]) == set)
+        return int64_t(se["polling"]) == 0;
+    return false;
+  }, 2s)) << "but its poll ends with it, not held beside its successor's";
   // While no listener runs, a runner takes the job and finishes it: JobStarted and JobCompleted
   // wait in the session.
   r = e.peer->control("/runners/register", R"({"scaleSetId":)" + std::to_string(set) + R"(,"name":"crash-runner","online":true})");
