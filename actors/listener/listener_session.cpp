@@ -287,6 +287,21 @@ void finish_message(listener_actor* self) {
                             reply_to<github::done>(self, reply_op::ack, [](actions_reply&, github::done) {}));
 }
 
+// The session is ours (created or adopted): the monitor keeps it for a successor, should this
+// actor crash; the provisioner gets its statistics; polling starts.
+void session_ready(listener_actor* self, const char* what) {
+  auto& st = self->state;
+  const auto session = st.session->get();
+  st.backoff = std::chrono::milliseconds{0};
+  if (st.peers.capacity)
+    self->send(st.peers.capacity, msg::session_held{st.opts.scale_set_id, session.session_id, st.last_message_id});
+  runtime::log::info(actor_name, what,
+                     {{"scale_set", st.opts.scale_set_id}, {"session", session.session_id},
+                      {"assigned_jobs", session.stats.total_assigned_jobs}});
+  publish(self, msg::scale_set_update{st.opts.scale_set_id, statistics_of(session.stats), {}});
+  start_poll(self);
+}
+
 // A message arrived: acquire its available jobs (then finish it), or finish it at once.
 void handle_message(listener_actor* self) {
   auto& st = self->state;
@@ -448,13 +463,7 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
           s.session = std::move(r.session);
           s.last_message_id = s.stale.last_message_id;  // a message handled before is acked, not handled again
           s.stale = {};
-          s.backoff = std::chrono::milliseconds{0};
-          self->send(s.peers.capacity, msg::session_held{s.opts.scale_set_id, s.session->get().session_id, s.last_message_id});
-          runtime::log::info(actor_name, "session adopted",
-                             {{"scale_set", s.opts.scale_set_id}, {"session", s.session->get().session_id},
-                              {"assigned_jobs", s.session->get().stats.total_assigned_jobs}});
-          publish(self, msg::scale_set_update{s.opts.scale_set_id, statistics_of(s.session->get().stats), {}});
-          start_poll(self);
+          session_ready(self, "session adopted");
           return;
         }
         if (r.what == reply_op::stale) {
@@ -503,14 +512,7 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
               return;
             }
             s.session = std::move(r.session);
-            s.backoff = std::chrono::milliseconds{0};
-            if (s.peers.capacity)  // kept by the monitor for a successor, should this actor crash
-              self->send(s.peers.capacity, msg::session_held{s.opts.scale_set_id, s.session->get().session_id});
-            runtime::log::info(actor_name, "session open",
-                               {{"scale_set", s.opts.scale_set_id}, {"session", s.session->get().session_id},
-                                {"assigned_jobs", s.session->get().stats.total_assigned_jobs}});
-            publish(self, msg::scale_set_update{s.opts.scale_set_id, statistics_of(s.session->get().stats), {}});
-            start_poll(self);
+            session_ready(self, "session open");
             return;
           case reply_op::poll:
             s.polling = false;
