@@ -561,14 +561,18 @@ TEST(bigfleet, mtls_session_and_a_wrong_uri_san_is_refused) {
 }
 
 // The sum of the last roll-up's CPU over every need ("" quantities as the roll-up writes them:
-// whole cores or millicores), in millicores; -1 when there is none yet.
+// whole cores or millicores), in millicores; -1 when there is none yet. A roll-up with no need at
+// all has no "needs" field (an empty repeated field): 0.
 int64_t rollup_millicpu(const shard_peer& peer) {
   simdjson::dom::parser parser;
   auto last = parser.parse(peer.state())["lastRollup"];
   if (last.error())
     return -1;
   int64_t sum = 0;
-  for (auto need : last["needs"].get_array()) {
+  simdjson::dom::array needs;
+  if (last["needs"].get(needs) != simdjson::SUCCESS)
+    return 0;
+  for (auto need : needs) {
     std::string_view cpu;
     if (need["aggregateResources"]["cpu"].get(cpu) != simdjson::SUCCESS || cpu.empty())
       continue;

@@ -331,6 +331,32 @@ std::string events_of(env& e, const std::string& name) {
 
 std::string id(const std::string& name) { return ns + "/Deployment/" + name; }
 
+// Waits until no target has changed for `quiet` (at most `limit`): a case that checks that nothing
+// moves must not count the steps a fresh headroom still takes on its own (the interrupted step it
+// finishes at start, first observations), whichever cases ran before it.
+bool settled(env& e, std::chrono::seconds quiet = 6s, std::chrono::seconds limit = 60s) {
+  auto counts = [&] {
+    std::map<std::string, size_t> n;
+    for (const auto& t : targets)
+      n[t.name] = changes(e, t.name).size();
+    return n;
+  };
+  const auto deadline = clock_type::now() + limit;
+  auto last = counts();
+  auto since = clock_type::now();
+  while (clock_type::now() < deadline) {
+    std::this_thread::sleep_for(200ms);
+    auto now = counts();
+    if (now != last) {
+      last = std::move(now);
+      since = clock_type::now();
+    } else if (clock_type::now() - since >= quiet) {
+      return true;
+    }
+  }
+  return false;
+}
+
 TEST(reactive, sustained_high_steps_up_once_per_window_to_max_never_by_two) {
   REQUIRE_ENV(e);
   ASSERT_TRUE(eventually([&] { return replicas(e, "up") == 1; }, 30s));
@@ -477,6 +503,7 @@ TEST(reactive, a_refused_scale_is_retried_three_times_then_backs_off_for_two_coo
 
 TEST(reactive, prometheus_down_means_no_action_an_alert_after_three_cycles_and_resumption) {
   REQUIRE_ENV(e);
+  ASSERT_TRUE(settled(e)) << "the targets never stopped moving before Prometheus went down\n" << e.agent->log();
   std::map<std::string, size_t> before;
   for (const auto& t : targets)
     before[t.name] = changes(e, t.name).size();
@@ -504,7 +531,8 @@ TEST(reactive, prometheus_down_means_no_action_an_alert_after_three_cycles_and_r
 
 TEST(reactive, sigkill_mid_window_and_restart_neither_acts_early_nor_loses_nor_doubles_a_step) {
   REQUIRE_ENV(e);
-  ASSERT_EQ(replicas(e, "killed"), 1);
+  // The test's watch has seen the target (in a process of their own, the fault cases come first).
+  ASSERT_TRUE(eventually([&] { return replicas(e, "killed") == 1; }, 30s)) << replicas(e, "killed");
   const double high_since = wall_now();
   set_load(e, "killed", 400);
   std::this_thread::sleep_for(3s);  // half of the 6 s window
@@ -534,7 +562,8 @@ TEST(reactive, sigkill_mid_window_and_restart_neither_acts_early_nor_loses_nor_d
 // window - nothing lost, nothing doubled.
 TEST(reactive, each_actor_kind_failed_mid_window_is_restarted_and_steps_stay_single) {
   REQUIRE_ENV(e);
-  ASSERT_EQ(replicas(e, "faulted"), 1);
+  // The test's watch has seen the target (in a process of their own, the fault cases come first).
+  ASSERT_TRUE(eventually([&] { return replicas(e, "faulted") == 1; }, 30s)) << replicas(e, "faulted");
   auto restarts = [&](const std::string& child) {
     const auto v = agent_metric(e, "headroom_supervisor_restarts_total{child=\"" + child + "\",supervisor=\"reactive\"}");
     return v.empty() ? 0.0 : std::stod(v);
@@ -620,7 +649,8 @@ TEST(reactive, apiserver_faults_mid_window_each_step_lands_once) {
   start_agent(e);
   ASSERT_TRUE(eventually([&] { return e.agent->log().find("\"watching\",\"target\":\"reactive/Deployment/apifault\"") != std::string::npos; }, 30s))
       << "the scaler read its target through the proxy\n" << e.agent->log();
-  ASSERT_EQ(replicas(e, "apifault"), 1);
+  // The test's watch has seen the target (in a process of their own, the fault cases come first).
+  ASSERT_TRUE(eventually([&] { return replicas(e, "apifault") == 1; }, 30s)) << replicas(e, "apifault");
   int64_t want = 1;
   // The metric goes high as the fault starts, and back in band the moment the step is seen: one
   // step each (the next would need a fresh window of 3 s of high samples).
