@@ -147,7 +147,7 @@ cp "$karp_dir"/pkg/apis/crds/*.yaml "$karp_dir"/kwok/apis/crds/*.yaml "$SHARE/ka
 chmod -R u+w "$SHARE"
 
 "$BIN/kube-apiserver" --version >&2
-"$BIN/etcd" --version | head -1 >&2
+"$BIN/etcd" --version | sed -n 1p >&2  # not head: etcd may still be writing when head exits (SIGPIPE, 141)
 echo "$recipe" >"$OUT/.recipe"
 log "done in $(( $(date +%s) - start )) s"
 echo "$OUT"
