@@ -302,6 +302,16 @@ int64_t replicas(env& e, const std::string& name) {
   return v.empty() ? -1 : v.back().replicas;
 }
 
+// The test's watch has seen the target at its first replica count; a case waits for it before it
+// starts. (A fault case in a process of its own, `reactive_scaling_test_chaos`, comes first,
+// before the watch has caught up.)
+::testing::AssertionResult watch_has_seen_one_replica(env& e, const std::string& name) {
+  if (eventually([&] { return replicas(e, name) == 1; }, 30s))
+    return ::testing::AssertionSuccess();
+  return ::testing::AssertionFailure() << "after 30 s the watch sees " << name << " at " << replicas(e, name)
+                                       << " replicas (-1: not seen), not 1";
+}
+
 // Every change of the target was one step, and no write went unseen.
 void expect_single_steps(env& e, const std::string& name) {
   auto v = changes(e, name);
@@ -359,7 +369,7 @@ bool settled(env& e, std::chrono::seconds quiet = 6s, std::chrono::seconds limit
 
 TEST(reactive, sustained_high_steps_up_once_per_window_to_max_never_by_two) {
   REQUIRE_ENV(e);
-  ASSERT_TRUE(eventually([&] { return replicas(e, "up") == 1; }, 30s));
+  ASSERT_TRUE(watch_has_seen_one_replica(e, "up"));
   // Taken before the change: Prometheus stamps a sample with the start of its scrape, which can
   // precede the moment the scrape read the gauge (scrape_slack covers that read).
   const double high_since = wall_now();
@@ -531,8 +541,7 @@ TEST(reactive, prometheus_down_means_no_action_an_alert_after_three_cycles_and_r
 
 TEST(reactive, sigkill_mid_window_and_restart_neither_acts_early_nor_loses_nor_doubles_a_step) {
   REQUIRE_ENV(e);
-  // The test's watch has seen the target (in a process of their own, the fault cases come first).
-  ASSERT_TRUE(eventually([&] { return replicas(e, "killed") == 1; }, 30s)) << replicas(e, "killed");
+  ASSERT_TRUE(watch_has_seen_one_replica(e, "killed"));
   const double high_since = wall_now();
   set_load(e, "killed", 400);
   std::this_thread::sleep_for(3s);  // half of the 6 s window
@@ -562,8 +571,7 @@ TEST(reactive, sigkill_mid_window_and_restart_neither_acts_early_nor_loses_nor_d
 // window - nothing lost, nothing doubled.
 TEST(reactive, each_actor_kind_failed_mid_window_is_restarted_and_steps_stay_single) {
   REQUIRE_ENV(e);
-  // The test's watch has seen the target (in a process of their own, the fault cases come first).
-  ASSERT_TRUE(eventually([&] { return replicas(e, "faulted") == 1; }, 30s)) << replicas(e, "faulted");
+  ASSERT_TRUE(watch_has_seen_one_replica(e, "faulted"));
   auto restarts = [&](const std::string& child) {
     const auto v = agent_metric(e, "headroom_supervisor_restarts_total{child=\"" + child + "\",supervisor=\"reactive\"}");
     return v.empty() ? 0.0 : std::stod(v);
@@ -649,8 +657,7 @@ TEST(reactive, apiserver_faults_mid_window_each_step_lands_once) {
   start_agent(e);
   ASSERT_TRUE(eventually([&] { return e.agent->log().find("\"watching\",\"target\":\"reactive/Deployment/apifault\"") != std::string::npos; }, 30s))
       << "the scaler read its target through the proxy\n" << e.agent->log();
-  // The test's watch has seen the target (in a process of their own, the fault cases come first).
-  ASSERT_TRUE(eventually([&] { return replicas(e, "apifault") == 1; }, 30s)) << replicas(e, "apifault");
+  ASSERT_TRUE(watch_has_seen_one_replica(e, "apifault"));
   int64_t want = 1;
   // The metric goes high as the fault starts, and back in band the moment the step is seen: one
   // step each (the next would need a fresh window of 3 s of high samples).
