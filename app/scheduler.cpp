@@ -28,7 +28,7 @@ const prometheus::Histogram::BucketBoundaries slow_buckets{0.01, 0.025, 0.05, 0.
 scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
   auto& reg = m.registry();
   auto& cycle = prometheus::BuildHistogram().Name("headroom_scheduler_phase_duration_seconds")
-                    .Help("One reconcile phase: sync_jobs, sync_workers, demand_match").Register(reg);
+                    .Help("One reconcile phase: sync_jobs, sync_workers, demand_match, prune (the history past the retention)").Register(reg);
   auto& actions = prometheus::BuildCounter().Name("headroom_scheduler_actions_total")
                       .Help("What the reconciler did: provisioned, job_failed, worker_failed, worker_completed, killed, force_deleted, runner_removed, stray_deleted")
                       .Register(reg);
@@ -38,9 +38,14 @@ scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
   auto& latency = prometheus::BuildHistogram().Name("headroom_scheduler_provision_latency_seconds")
                       .Help("From a job's first webhook to its runner pod created").Register(reg).Add({}, slow_buckets);
   std::map<std::string, prometheus::Histogram*> phases;
-  for (const char* p : {"sync_jobs", "sync_workers", "demand_match"})
+  for (const char* p : {"sync_jobs", "sync_workers", "demand_match", "prune"})
     phases[p] = &cycle.Add({{"phase", p}}, fast_buckets);
-  std::map<std::string, prometheus::Counter*> by_action, by_skip, by_error;
+  auto& pruned = prometheus::BuildCounter().Name("headroom_scheduler_pruned_total")
+                     .Help("Rows of the job store deleted by the history retention (scheduler.store.retention), by table")
+                     .Register(reg);
+  std::map<std::string, prometheus::Counter*> by_action, by_skip, by_error, by_table;
+  for (const char* t : {"jobs", "workers", "deliveries"})
+    by_table[t] = &pruned.Add({{"table", t}});
   for (const char* a : {"provisioned", "job_failed", "worker_failed", "worker_completed", "killed", "force_deleted", "runner_removed", "stray_deleted"})
     by_action[a] = &actions.Add({{"action", a}});
   for (const char* s : {"capped", "no_capacity", "lock_held", "rate_limited", "api_unavailable", "stray_busy"})
@@ -62,6 +67,10 @@ scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
   out.skipped = bump(by_skip);
   out.error = bump(by_error);
   out.provision_latency = [&latency](double s) { latency.Observe(s); };
+  out.pruned = [by_table](const char* table, int64_t rows) {
+    if (auto it = by_table.find(table); it != by_table.end())
+      it->second->Increment(static_cast<double>(rows));
+  };
   return out;
 }
 
@@ -159,6 +168,7 @@ std::optional<std::string> prepare_scheduler(const settings& modes, const std::m
   o.idle_timeout = c.idle_timeout;
   o.pod_delete_grace = c.pod_delete_grace;
   o.kill_grace = c.kill_grace;
+  o.retention = c.store.retention;
 
   k8s::informer<k8s::pod>::options pod_opts;
   pod_opts.kind = k8s::kinds::pods;

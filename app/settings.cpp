@@ -348,11 +348,18 @@ void settings::read_scheduler(const YAML::Node& node) {
   if (c.github_url.rfind("https://", 0) != 0 && c.github_url.rfind("http://", 0) != 0)
     config_fail("scheduler.githubUrl", "expected an https:// URL, found '" + c.github_url + "'");
   if (auto st = s.get("store")) {
-    config_section ss{*st, "scheduler.store", {"sqlitePath", "postgres", "pool"}};
+    config_section ss{*st, "scheduler.store", {"sqlitePath", "postgres", "pool", "retention"}};
     if (auto v = ss.read_string("sqlitePath"))
       c.store.sqlite_path = *v;
     ss.read_bool("postgres", c.store.postgres);
     ss.read_uint("pool", c.store.pool, 1, 200);
+    // At least GitHub's redelivery window (3 days): a delivery forgotten before that would be
+    // recorded again when redelivered, and its job come back from the dead as pending.
+    ss.read_duration("retention", c.store.retention, millis{0}, millis{10 * 365 * 86'400'000LL});
+    if (c.store.retention.count() > 0 && c.store.retention < millis{72 * 3'600'000LL})
+      config_fail("scheduler.store.retention",
+                  "0 (keep every job) or at least 72h: GitHub redelivers a delivery up to 3 days old, and the store must "
+                  "remember it that long to know it; found " + runtime::format_duration(c.store.retention));
   }
   if (auto v = s.read_string("namespace"))
     c.ns = *v;

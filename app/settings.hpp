@@ -169,6 +169,8 @@ struct scheduler_section {
     std::string sqlite_path = "/var/lib/headroom/jobs.db";  // the embedded default
     bool postgres = false;                                    // HEADROOM_POSTGRES_DSN instead
     uint32_t pool = 10;
+    // Final jobs and workers, and deliveries, older than this are deleted (hourly); 0 keeps all.
+    millis retention{90 * 86'400'000LL};
   } store;
   std::string ns = "default";  // where runner pods go
   std::string runner_group = "headroom";  // ensured in each organization

@@ -5,6 +5,7 @@
 #include <simdjson.h>
 
 #include <future>
+#include <optional>
 #include <random>
 #include <set>
 
@@ -27,6 +28,7 @@ struct reconciler_state {
   reconciler_context_ptr ctx;
   std::unique_ptr<informer_feed<k8s::pod>> pods;
   int64_t last_cycle = 0, last_health = 0;
+  std::optional<int64_t> last_prune;  // when the history was last pruned (none yet: at the first cycle)
   bool dirty = true;   // a runner pod changed since the last cycle
   bool lock_held_warned = false;
   std::map<int64_t, int64_t> job_checked_at;                  // job id → when GitHub was last asked
@@ -101,6 +103,8 @@ class cycle {
     timed("sync_jobs", [&] { sync_jobs(); });
     timed("sync_workers", [&] { sync_workers(); });
     timed("demand_match", [&] { demand_match(); });
+    if (o_.retention.count() > 0 && (!st_.last_prune || now_ - *st_.last_prune >= o_.prune_interval.count()))
+      timed("prune", [&] { prune(); });
   }
 
  private:
@@ -196,6 +200,26 @@ class cycle {
       runtime::log::warn(actor_name, "job failed", {{"job", j.id}, {"repository", j.repository}, {"why", why}});
       ctx_.metrics.action("job_failed");
     }
+  }
+
+  // ---- history retention -----------------------------------------------------------------------
+
+  // Under the reconcile lock, so two processes do not prune at once. A failure is tried again at
+  // the next cycle; a success waits for the next interval.
+  void prune() {
+    auto r = ctx_.jobs->prune(now_ - o_.retention.count());
+    if (auto* e = std::get_if<store::error>(&r))
+      return store_error("prune history", *e);
+    st_.last_prune = now_;
+    const auto& p = std::get<store::pruned>(r);
+    if (ctx_.metrics.pruned) {
+      ctx_.metrics.pruned("jobs", p.jobs);
+      ctx_.metrics.pruned("workers", p.workers);
+      ctx_.metrics.pruned("deliveries", p.deliveries);
+    }
+    if (p.jobs + p.workers + p.deliveries > 0)
+      runtime::log::info(actor_name, "history pruned",
+                         {{"jobs", p.jobs}, {"workers", p.workers}, {"deliveries", p.deliveries}, {"retention_ms", o_.retention.count()}});
   }
 
   // ---- 2. syncWorkersState ---------------------------------------------------------------------

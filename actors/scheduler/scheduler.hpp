@@ -16,6 +16,7 @@
 //                    (runner_never_registered, pod_stuck_pending, runner_idle: killed by patching
 //                    activeDeadlineSeconds to 1), GitHub cleanup of runners whose worker is over,
 //                    terminal pods deleted after the grace
+//   (prune)          at most hourly: the history past the retention (store::prune)
 //   demandMatch      pending jobs FIFO; demand vs supply per (entity, labels); the per-entity cap;
 //                    free slots of the pool's extended resource; a unique runner name, the org's
 //                    runner group, an org or repo JIT config, the runner pod and its Secret
@@ -56,6 +57,10 @@ struct scheduler_options {
   milliseconds pod_delete_grace{21'600'000}, kill_grace{30'000};
   milliseconds orphan_grace{30'000};  // a new worker's pod may not be in the cache yet
   milliseconds wait_slice{200};       // how long one wait on the store blocks the mailbox
+  // History retention: final jobs and workers created longer ago than this, and deliveries
+  // received then, are deleted (store::prune) at the first cycle and every prune_interval after.
+  // 0 keeps everything.
+  milliseconds retention{0}, prune_interval{3'600'000};
 };
 
 struct scheduler_metrics {
@@ -64,6 +69,7 @@ struct scheduler_metrics {
   std::function<void(const char* what)> skipped;       // capped, no_capacity, lock_held
   std::function<void(const char* what)> error;         // store, github, kubernetes
   std::function<void(double seconds)> provision_latency;  // from the job's webhook to its pod created
+  std::function<void(const char* table, int64_t rows)> pruned;  // jobs, workers, deliveries
 };
 
 struct reconciler_context {

@@ -137,6 +137,8 @@ const std::vector<migration>& migrations() {
         "CREATE INDEX workers_by_status ON workers (status, entity, labels)"}},
       {2, {"ALTER TABLE jobs ADD COLUMN runner_name TEXT NOT NULL DEFAULT ''"}},
       {3, {"CREATE INDEX jobs_by_runner ON jobs (runner_name)"}},
+      // prune(): the deliveries older than the retention, by an index seek.
+      {4, {"CREATE INDEX deliveries_by_received ON deliveries (received_at)"}},
   };
   return all;
 }
@@ -395,6 +397,38 @@ result<std::optional<job>> sql_store::job_for_runner(const std::string& runner_n
       out = job_of(r.data[0]);
     return e;
   });
+}
+
+result<pruned> sql_store::prune(int64_t before, size_t batch) {
+  // DELETE … LIMIT is SQLite's only (and optional there): a keyed sub-select bounds each batch on
+  // both backends, each an index range (jobs_by_created, workers_by_created, deliveries_by_received).
+  struct step {
+    const char* sql;
+    int64_t pruned::*count;
+  };
+  static constexpr step steps[] = {
+      {"DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE created_at < $1 AND status IN ('completed', 'failed') "
+       "ORDER BY created_at LIMIT $2)",
+       &pruned::jobs},
+      {"DELETE FROM workers WHERE name IN (SELECT name FROM workers WHERE created_at < $1 AND status IN ('completed', 'failed') "
+       "ORDER BY created_at LIMIT $2)",
+       &pruned::workers},
+      {"DELETE FROM deliveries WHERE id IN (SELECT id FROM deliveries WHERE received_at < $1 ORDER BY received_at LIMIT $2)",
+       &pruned::deliveries},
+  };
+  const int64_t limit = static_cast<int64_t>(std::max<size_t>(batch, 1));
+  pruned out;
+  for (const auto& s : steps) {
+    for (;;) {
+      rows r;
+      if (auto e = transact([&](connection& c) { return run(c, s.sql, {before, limit}, &r); }))
+        return *e;
+      out.*s.count += r.affected;
+      if (r.affected < limit)
+        break;
+    }
+  }
+  return out;
 }
 
 }  // namespace detail

@@ -10,7 +10,8 @@
 //   arrive before the queued one; the late queued one then changes nothing);
 // - a webhook delivery (X-GitHub-Delivery) is recorded at most once, in the same transaction as
 //   what it changed, so a redelivery writes nothing and a crash never leaves half of one;
-// - workers are never deleted; a failed one keeps `failure_info`.
+// - a worker is never deleted while active; a failed one keeps `failure_info` for as long as the
+//   history is kept (prune(): only final jobs and workers, and deliveries, past the retention).
 //
 // Calls block on the database; the scheduler's actors call them from their own detached actor.
 // A store is safe to use from several threads (SQLite: one connection behind a lock; PostgreSQL:
@@ -68,6 +69,11 @@ enum class recorded {
   duplicate,  // this delivery id was recorded before: nothing written
 };
 
+// What one prune() deleted.
+struct pruned {
+  int64_t jobs = 0, workers = 0, deliveries = 0;
+};
+
 struct error {
   std::string message;
   bool schema_too_new = false;  // the database was migrated by a newer headroom: stop (exit 2)
@@ -103,7 +109,7 @@ class store {
   // Jobs not yet final (pending or running), oldest first: the reconciler's demand.
   virtual result<std::vector<job>> active_jobs() = 0;
 
-  // A new worker; false when the name is taken (names are unique forever).
+  // A new worker; false when the name is taken (names are unique for as long as the history keeps them).
   virtual result<bool> add_worker(const worker& w) = 0;
   // Moves a worker forward (creating → running → completed | failed), with why when failed.
   virtual result<bool> advance_worker(const std::string& name, worker_status to, const std::string& failure_info,
@@ -116,6 +122,13 @@ class store {
   virtual result<bool> set_worker_job(const std::string& name, int64_t job_id, int64_t at) = 0;
   // The job GitHub ran on the runner `runner_name` (from its in_progress or completed webhook), if any.
   virtual result<std::optional<job>> job_for_runner(const std::string& runner_name) = 0;
+
+  // History retention: deletes the final (completed or failed) jobs and workers created before
+  // `before`, and the deliveries received before it, `batch` rows per transaction so that no
+  // delivery waits long behind a big delete. A pending or running job and a creating or running
+  // worker are never deleted, whatever their age. A delivery forgotten here is no longer recognised
+  // when it comes again, so `before` must lie beyond GitHub's redelivery window (3 days).
+  virtual result<pruned> prune(int64_t before, size_t batch = 1000) = 0;
 
   // Blocks until a delivery changed a job (PostgreSQL: NOTIFY on the queue-event channel, from any
   // process; SQLite: from this process) or `timeout` passes; true when woken. The reconciler's

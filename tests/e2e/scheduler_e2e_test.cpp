@@ -543,6 +543,68 @@ TEST(scheduler_e2e, a_wiped_store_leaves_a_runner_busy_with_a_job_to_finish_it) 
   std::printf("[wiped store] the stray was judged busy %.0f times and finished its job\n", w.headroom->sample(busy));
 }
 
+// History retention on a store a long-running headroom left: 90-day-old history is written into the
+// SQLite file before headroom starts; its first cycle deletes the final jobs and workers and the
+// deliveries past the retention (72 h), keeps the recent job, counts each on /metrics, and the
+// scheduler then runs a new job as before.
+TEST(scheduler_e2e, history_past_the_retention_is_pruned_and_the_rest_kept) {
+  REQUIRE_SCHED_ENV(e);
+  sched_world w{e, {.name = "sched-retention", .retention = "72h"}};
+  ASSERT_TRUE(w.sim) << w.why;
+  const int64_t now =
+      std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const int64_t old = now - int64_t{90} * 86'400'000;
+  const int64_t first = 9'100'000'000;  // ids the peer never gives
+  {
+    auto opened = store::open_sqlite(w.dir + "/jobs.db");
+    ASSERT_TRUE(std::holds_alternative<std::unique_ptr<store::store>>(opened)) << std::get<store::error>(opened).message;
+    auto& s = *std::get<std::unique_ptr<store::store>>(opened);
+    auto record = [&](const std::string& delivery, int64_t id, store::job_status status, int64_t at) {
+      store::job_event ev;
+      ev.delivery_id = delivery;
+      ev.change.id = id;
+      ev.change.run_id = id;
+      ev.change.entity = "org-retention";
+      ev.change.labels = "self-hosted";
+      ev.change.name = "old";
+      ev.change.repository = "org-retention/app";
+      ev.change.status = status;
+      ev.at = at;
+      ASSERT_TRUE(std::holds_alternative<store::recorded>(s.record(ev)));
+    };
+    for (int64_t i = 0; i < 3; ++i) {
+      record("retention-q-" + std::to_string(i), first + i, store::job_status::pending, old + i);
+      record("retention-c-" + std::to_string(i), first + i, store::job_status::completed, old + 1000 + i);
+    }
+    record("retention-recent", first + 3, store::job_status::completed, now - 3'600'000);
+    store::worker worker;
+    worker.name = "headroom-runner-retention-old";
+    worker.entity = "org-retention";
+    worker.labels = "self-hosted";
+    worker.created_at = old;
+    ASSERT_TRUE(std::holds_alternative<bool>(s.add_worker(worker)));
+    ASSERT_TRUE(std::holds_alternative<bool>(s.advance_worker(worker.name, store::worker_status::completed, "", old + 5000)));
+  }
+  ASSERT_TRUE(w.start()) << w.headroom->log();
+  auto pruned = [&](const char* table) {
+    return w.headroom->sample(std::string{"headroom_scheduler_pruned_total{table=\""} + table + "\"}");
+  };
+  ASSERT_TRUE(eventually([&] { return pruned("jobs") > 0; }, 30s)) << w.headroom->log() << w.headroom->metrics();
+  EXPECT_EQ(pruned("jobs"), 3);
+  EXPECT_EQ(pruned("workers"), 1);
+  EXPECT_EQ(pruned("deliveries"), 6) << "the recent job's delivery is kept";
+  auto stored = w.stored_jobs();
+  for (int64_t i = 0; i < 3; ++i)
+    EXPECT_EQ(stored.count(first + i), 0u) << "old job " << i << " is gone";
+  EXPECT_EQ(stored[first + 3], "completed") << "the recent job stays";
+  EXPECT_TRUE(w.workers().empty()) << "the old worker is gone";
+  const auto ids = w.post_jobs("org-retention", "org-retention/app", "\"self-hosted\"", 1);
+  ASSERT_EQ(ids.size(), 1u);
+  EXPECT_TRUE(eventually([&] { return w.peer_jobs()[ids[0]] == "completed"; }, 90s)) << w.headroom->log();
+  EXPECT_TRUE(eventually([&] { return w.each_ran_once(ids); }, 30s));
+  EXPECT_EQ(pruned("jobs"), 3) << "the next prune is an hour away";
+}
+
 // Two headroom processes on one PostgreSQL, both reconciling (no leader election): the store's
 // reconcile lock lets one at a time touch workers, so each job gets exactly one worker and no
 // worker is made twice for the same demand; both processes take turns (each ran cycles, and at

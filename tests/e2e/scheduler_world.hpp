@@ -78,6 +78,7 @@ struct sched_options {
   bool fault_hooks = false;  // HEADROOM_TEST_FAULTS=1 (runtime/fault_hooks.hpp)
   std::string kubeconfig{};  // headroom's (the simulator's is the cluster's); empty: the cluster's
   std::string watch_stall{}; // kubernetes.watchStallTimeout; empty: the default
+  std::string retention{};   // scheduler.store.retention; empty: the default (90 days)
 };
 
 // One scheduler world: a namespace, the runner simulator in it, headroom serving the webhook.
@@ -120,7 +121,8 @@ struct sched_world {
            (o.watch_stall.empty() ? "" : "\n  watchStallTimeout: " + o.watch_stall) +
            "\nleaderElection:\n  enabled: false\nscheduler:\n  enabled: true\n  listen: 127.0.0.1:" + std::to_string(listen_port) +
            "\n  githubUrl: " + e.peer->http_url() + "\n  namespace: " + o.name +
-           "\n  store: {sqlitePath: " + dir + "/jobs.db, postgres: " + (o.store == "postgres" ? "true" : "false") + "}" +
+           "\n  store: {sqlitePath: " + dir + "/jobs.db, postgres: " + (o.store == "postgres" ? "true" : "false") +
+           (o.retention.empty() ? "" : ", retention: " + o.retention) + "}" +
            "\n  runner: {image: runner:e2e, resources: {cpu: 100m, memory: 128Mi}, nodeSelector: {" + o.node_selector + "}}" +
            "\n  maxWorkers: {default: 20, entities: " + o.caps + "}" +
            "\n  pollInterval: 2s\n  jobSyncInterval: 2s\n  jobStuckQueued: 30s\n  killGrace: 2s\n  podDeleteGrace: 5s" +

@@ -243,6 +243,61 @@ TEST_P(store_test, workers_move_forward_keep_why_they_failed_and_are_never_reuse
   EXPECT_EQ(rest[0].name, "acme-linux-1");
 }
 
+// History retention: only what is final and older than the cutoff goes, in batches (5 rows each
+// here, so a prune of 12 old jobs takes three), with the deliveries received before it; active jobs
+// and workers stay whatever their age, and a second prune finds nothing more.
+TEST_P(store_test, prune_deletes_only_final_history_before_the_cutoff_in_batches) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  const int64_t cutoff = 10'000;
+  for (int64_t id = 1; id <= 12; ++id) {  // old and completed: two deliveries each
+    ok(s->record(event("old-q-" + std::to_string(id), id, job_status::pending, 100 + id)));
+    ok(s->record(event("old-c-" + std::to_string(id), id, job_status::completed, 200 + id)));
+  }
+  ok(s->record(event("old-failed", 13, job_status::pending, 300)));
+  EXPECT_TRUE(ok(s->advance_job(13, job_status::failed, 400)));   // old, failed by the sync: no delivery of its own
+  ok(s->record(event("old-pending", 14, job_status::pending, 500)));  // old but still pending
+  ok(s->record(event("old-running", 15, job_status::running, 600)));  // old but still running
+  ok(s->record(event("new-c", 16, job_status::completed, cutoff + 1)));  // final but recent
+  auto add = [&](const std::string& name, int64_t at, std::optional<worker_status> to) {
+    worker w;
+    w.name = name;
+    w.entity = "acme";
+    w.labels = "linux,x64";
+    w.created_at = at;
+    EXPECT_TRUE(ok(s->add_worker(w)));
+    if (to) {
+      EXPECT_TRUE(ok(s->advance_worker(name, *to, *to == worker_status::failed ? "pod_missing" : "", at + 1)));
+    }
+  };
+  add("w-old-completed", 100, worker_status::completed);
+  add("w-old-failed", 110, worker_status::failed);
+  add("w-old-creating", 120, std::nullopt);
+  add("w-old-running", 130, worker_status::running);
+  add("w-new-failed", cutoff + 5, worker_status::failed);
+
+  const auto p = ok(s->prune(cutoff, 5));
+  EXPECT_EQ(p.jobs, 13) << "12 completed and 1 failed before the cutoff";
+  EXPECT_EQ(p.workers, 2);
+  EXPECT_EQ(p.deliveries, 12 * 2 + 3) << "every delivery received before the cutoff (the pending and running jobs' too)";
+  for (int64_t id = 1; id <= 13; ++id)
+    EXPECT_FALSE(ok(s->get_job(id))) << "job " << id;
+  for (int64_t id : {14, 15, 16})
+    EXPECT_TRUE(ok(s->get_job(id))) << "job " << id << " stays";
+  std::vector<std::string> names;
+  for (const auto& w : ok(s->workers_page({})))
+    names.push_back(w.name);
+  EXPECT_EQ(names, (std::vector<std::string>{"w-new-failed", "w-old-running", "w-old-creating"}));
+  EXPECT_EQ(ok(s->active_jobs()).size(), 2u);
+  EXPECT_EQ(ok(s->active_workers()).size(), 2u);
+  // A pruned delivery that comes again is recorded as new (hence the 72 h floor on the retention);
+  // a kept one is still a duplicate.
+  EXPECT_EQ(ok(s->record(event("new-c", 16, job_status::completed, cutoff + 2))), recorded::duplicate);
+  EXPECT_EQ(ok(s->record(event("old-c-1", 1, job_status::completed, cutoff + 3))), recorded::applied);
+  const auto again = ok(s->prune(cutoff, 5));
+  EXPECT_EQ(again.jobs + again.workers + again.deliveries, 0) << "nothing more before the cutoff";
+}
+
 TEST_P(store_test, concurrent_deliveries_each_record_once) {
   auto s = open();
   ASSERT_TRUE(s);

@@ -199,5 +199,25 @@ TEST(gates_config, defaults_overrides_and_errors_name_the_key) {
   }
 }
 
+TEST(scheduler_config, the_store_retention_defaults_to_90_days_and_is_0_or_at_least_72h) {
+  auto r = parse_config_yaml("scheduler: {store: {sqlitePath: /x/jobs.db}}");
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
+  EXPECT_EQ(std::get<parsed_config>(r).modes.scheduler.store.retention, std::chrono::hours{90 * 24});
+  for (const auto& [text, hours] : {std::pair{"\"0\"", 0}, std::pair{"72h", 72}, std::pair{"8760h", 8760}}) {
+    auto ok = parse_config_yaml(std::string{"scheduler: {store: {retention: "} + text + "}}");
+    ASSERT_TRUE(std::holds_alternative<parsed_config>(ok)) << text << ": " << std::get<runtime::config_error>(ok).message();
+    EXPECT_EQ(std::get<parsed_config>(ok).modes.scheduler.store.retention, std::chrono::hours{hours}) << text;
+  }
+  for (const char* text : {"71h", "30m", "forever", "-1h"}) {
+    auto bad = parse_config_yaml(std::string{"scheduler: {store: {retention: "} + text + "}}");
+    ASSERT_TRUE(std::holds_alternative<runtime::config_error>(bad)) << text;
+    const auto& e = std::get<runtime::config_error>(bad);
+    EXPECT_EQ(e.path, "scheduler.store.retention") << text << ": " << e.message();
+  }
+  auto why = std::get<runtime::config_error>(parse_config_yaml("scheduler: {store: {retention: 24h}}")).message();
+  EXPECT_NE(why.find("at least 72h"), std::string::npos) << why;
+  EXPECT_NE(why.find("found 24h"), std::string::npos) << why;
+}
+
 }  // namespace
 }  // namespace headroom::app
