@@ -204,14 +204,17 @@ class cycle {
 
   // ---- history retention -----------------------------------------------------------------------
 
-  // Under the reconcile lock, so two processes do not prune at once. A failure is tried again at
-  // the next cycle; a success waits for the next interval.
+  // Under the reconcile lock, so two processes do not prune at once. At most 20 batches of 1,000
+  // rows per cycle, so a first prune of a long history does not hold the loop up for long: what is
+  // left goes at the next cycles. A failure is tried again at the next cycle; once nothing is left,
+  // the next prune waits for the interval.
   void prune() {
-    auto r = ctx_.jobs->prune(now_ - o_.retention.count());
+    auto r = ctx_.jobs->prune(now_ - o_.retention.count(), 1000, 20);
     if (auto* e = std::get_if<store::error>(&r))
       return store_error("prune history", *e);
-    st_.last_prune = now_;
     const auto& p = std::get<store::pruned>(r);
+    if (!p.more)
+      st_.last_prune = now_;
     if (ctx_.metrics.pruned) {
       ctx_.metrics.pruned("jobs", p.jobs);
       ctx_.metrics.pruned("workers", p.workers);

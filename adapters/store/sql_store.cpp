@@ -399,7 +399,7 @@ result<std::optional<job>> sql_store::job_for_runner(const std::string& runner_n
   });
 }
 
-result<pruned> sql_store::prune(int64_t before, size_t batch) {
+result<pruned> sql_store::prune(int64_t before, size_t batch, size_t max_batches) {
   // DELETE … LIMIT is SQLite's only (and optional there): a keyed sub-select bounds each batch on
   // both backends, each an index range (jobs_by_created, workers_by_created, deliveries_by_received).
   struct step {
@@ -418,8 +418,14 @@ result<pruned> sql_store::prune(int64_t before, size_t batch) {
   };
   const int64_t limit = static_cast<int64_t>(std::max<size_t>(batch, 1));
   pruned out;
+  size_t budget = std::max<size_t>(max_batches, 1);
   for (const auto& s : steps) {
     for (;;) {
+      if (budget == 0) {
+        out.more = true;
+        return out;
+      }
+      --budget;
       rows r;
       if (auto e = transact([&](connection& c) { return run(c, s.sql, {before, limit}, &r); }))
         return *e;

@@ -72,6 +72,7 @@ enum class recorded {
 // What one prune() deleted.
 struct pruned {
   int64_t jobs = 0, workers = 0, deliveries = 0;
+  bool more = false;  // stopped at its batch budget with rows still to delete
 };
 
 struct error {
@@ -125,10 +126,12 @@ class store {
 
   // History retention: deletes the final (completed or failed) jobs and workers created before
   // `before`, and the deliveries received before it, `batch` rows per transaction so that no
-  // delivery waits long behind a big delete. A pending or running job and a creating or running
-  // worker are never deleted, whatever their age. A delivery forgotten here is no longer recognised
-  // when it comes again, so `before` must lie beyond GitHub's redelivery window (3 days).
-  virtual result<pruned> prune(int64_t before, size_t batch = 1000) = 0;
+  // delivery waits long behind a big delete, and at most `max_batches` transactions per call so
+  // that the caller is not held long either (`more` then says to call again). A pending or running
+  // job and a creating or running worker are never deleted, whatever their age. A delivery
+  // forgotten here is no longer recognised when it comes again, so `before` must lie beyond
+  // GitHub's redelivery window (3 days).
+  virtual result<pruned> prune(int64_t before, size_t batch = 1000, size_t max_batches = 20) = 0;
 
   // Blocks until a delivery changed a job (PostgreSQL: NOTIFY on the queue-event channel, from any
   // process; SQLite: from this process) or `timeout` passes; true when woken. The reconciler's

@@ -244,8 +244,9 @@ TEST_P(store_test, workers_move_forward_keep_why_they_failed_and_are_never_reuse
 }
 
 // History retention: only what is final and older than the cutoff goes, in batches (5 rows each
-// here, so a prune of 12 old jobs takes three), with the deliveries received before it; active jobs
-// and workers stay whatever their age, and a second prune finds nothing more.
+// here, so a prune of 13 old jobs takes three), with the deliveries received before it, and no more
+// batches per call than its budget; active jobs and workers stay whatever their age, and a last
+// prune finds nothing more.
 TEST_P(store_test, prune_deletes_only_final_history_before_the_cutoff_in_batches) {
   auto s = open();
   ASSERT_TRUE(s);
@@ -276,8 +277,14 @@ TEST_P(store_test, prune_deletes_only_final_history_before_the_cutoff_in_batches
   add("w-old-running", 130, worker_status::running);
   add("w-new-failed", cutoff + 5, worker_status::failed);
 
-  const auto p = ok(s->prune(cutoff, 5));
-  EXPECT_EQ(p.jobs, 13) << "12 completed and 1 failed before the cutoff";
+  // A budget of 2 batches: 10 of the 13 jobs, and the rest is left for the next call.
+  const auto first = ok(s->prune(cutoff, 5, 2));
+  EXPECT_EQ(first.jobs, 10);
+  EXPECT_EQ(first.workers + first.deliveries, 0);
+  EXPECT_TRUE(first.more);
+  const auto p = ok(s->prune(cutoff, 5, 100));
+  EXPECT_FALSE(p.more);
+  EXPECT_EQ(first.jobs + p.jobs, 13) << "12 completed and 1 failed before the cutoff";
   EXPECT_EQ(p.workers, 2);
   EXPECT_EQ(p.deliveries, 12 * 2 + 3) << "every delivery received before the cutoff (the pending and running jobs' too)";
   for (int64_t id = 1; id <= 13; ++id)
@@ -294,7 +301,7 @@ TEST_P(store_test, prune_deletes_only_final_history_before_the_cutoff_in_batches
   // a kept one is still a duplicate.
   EXPECT_EQ(ok(s->record(event("new-c", 16, job_status::completed, cutoff + 2))), recorded::duplicate);
   EXPECT_EQ(ok(s->record(event("old-c-1", 1, job_status::completed, cutoff + 3))), recorded::applied);
-  const auto again = ok(s->prune(cutoff, 5));
+  const auto again = ok(s->prune(cutoff, 5, 100));
   EXPECT_EQ(again.jobs + again.workers + again.deliveries, 0) << "nothing more before the cutoff";
 }
 
