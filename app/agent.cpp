@@ -31,6 +31,11 @@ namespace headroom::app {
 
 namespace {
 
+// A start-up problem in what the user gave (configuration, credentials, files): exit 2, as an
+// invalid configuration file does. A dependency that cannot be reached exits 1.
+constexpr int config_error_exit = 2;
+
+
 // Everything the tree uses that is not an actor, alive until the actor system is gone.
 struct cluster_services {
   std::unique_ptr<k8s::transport> io;
@@ -239,7 +244,7 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   if (!cfg.kubernetes.kubeconfig.empty()) {
     auto loaded = k8s::load_kubeconfig(cfg.kubernetes.kubeconfig, cfg.kubernetes.context);
     if (auto* e = std::get_if<k8s::connection_error>(&loaded))
-      return e->message;
+      return runtime::start_failure{e->message, config_error_exit};
     conn = std::get<k8s::connection>(std::move(loaded));
   } else if (std::getenv("KUBERNETES_SERVICE_HOST") != nullptr) {
     std::map<std::string, std::string> k8s_env;
@@ -248,21 +253,21 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
         k8s_env[name] = v;
     auto loaded = k8s::in_cluster(k8s_env);
     if (auto* e = std::get_if<k8s::connection_error>(&loaded))
-      return e->message;
+      return runtime::start_failure{e->message, config_error_exit};
     conn = std::get<k8s::connection>(std::move(loaded));
   }
 
   if (!conn) {
     if (modes.bigfleet.enabled)
-      return std::string{"bigfleet.enabled: the BigFleet operator needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
+      return runtime::start_failure{"bigfleet.enabled: the BigFleet operator needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)", config_error_exit};
     if (!modes.scale_sets.empty())
-      return std::string{"scaleSets: runner scale sets need a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
+      return runtime::start_failure{"scaleSets: runner scale sets need a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)", config_error_exit};
     if (!modes.reactive.targets.empty())
-      return std::string{"reactive.targets: reactive scaling needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
+      return runtime::start_failure{"reactive.targets: reactive scaling needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)", config_error_exit};
     if (modes.gates.enabled)
-      return std::string{"gates.enabled: gate-controlled scheduling needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
+      return runtime::start_failure{"gates.enabled: gate-controlled scheduling needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)", config_error_exit};
     if (modes.scheduler.enabled)
-      return std::string{"scheduler.enabled: runner scheduling needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)"};
+      return runtime::start_failure{"scheduler.enabled: runner scheduling needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)", config_error_exit};
     runtime::log::info("agent", "no cluster configured", {{"hint", "set kubernetes.kubeconfig, --kubeconfig or run in a Pod"}});
     plan.children.push_back(acting_subtree(cfg, modes, nullptr, m, ready));
     return plan;
@@ -285,24 +290,24 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   svc->fleet.events = svc->events;
   if (modes.bigfleet.enabled)
     if (auto problem = prepare_bigfleet(modes, *svc, m))
-      return *problem;
+      return runtime::start_failure{*problem, config_error_exit};
   if (!modes.scale_sets.empty()) {
     svc->sets = std::make_shared<scale_set_services>();
     svc->sets->events = svc->events;
     if (auto problem = prepare_scale_sets(modes, runtime::process_env(), *svc->api, *svc->io, m, *svc->sets))
-      return *problem;
+      return runtime::start_failure{*problem, config_error_exit};
   }
   if (!modes.reactive.targets.empty()) {
     svc->reactive = std::make_shared<reactive_services>();
     svc->reactive->events = svc->events;
     if (auto problem = prepare_reactive(cfg, modes, runtime::process_env(), *svc->api, m, *svc->reactive))
-      return *problem;
+      return runtime::start_failure{*problem, config_error_exit};
   }
   if (modes.gates.enabled) {
     svc->gates = std::make_shared<gates_services>();
     svc->gates->events = svc->events;
     if (auto problem = prepare_gates(modes, *svc->api, m, *svc->gates))
-      return *problem;
+      return runtime::start_failure{*problem, config_error_exit};
     // Every replica serves the webhook: the API server calls whichever one the Service picks.
     if (svc->gates->webhook)
       plan.children.push_back(gates_webhook_child(svc->gates));
@@ -310,9 +315,9 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   if (modes.scheduler.enabled) {
     svc->scheduler = std::make_shared<scheduler_services>();
     svc->scheduler->events = svc->events;
-    bool schema_too_new = false;
-    if (auto problem = prepare_scheduler(modes, runtime::process_env(), *svc->api, *svc->io, m, *svc->scheduler, schema_too_new))
-      return runtime::start_failure{*problem, schema_too_new ? 2 : 1};
+    bool store_unavailable = false;
+    if (auto problem = prepare_scheduler(modes, runtime::process_env(), *svc->api, *svc->io, m, *svc->scheduler, store_unavailable))
+      return runtime::start_failure{*problem, store_unavailable ? 1 : config_error_exit};
     // Every replica takes webhooks and serves the dashboards; only the leader reconciles.
     plan.children.push_back(scheduler_http_child(svc->scheduler));
   }

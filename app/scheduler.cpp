@@ -43,6 +43,10 @@ scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
   auto& pruned = prometheus::BuildCounter().Name("headroom_scheduler_pruned_total")
                      .Help("Rows of the job store deleted by the history retention (scheduler.store.retention), by table")
                      .Register(reg);
+  auto& available = prometheus::BuildGauge().Name("headroom_scheduler_store_available")
+                        .Help("1 while the job store answers the reconciler, 0 while it is unavailable (it retries with backoff)")
+                        .Register(reg).Add({});
+  available.Set(1);
   std::map<std::string, prometheus::Counter*> by_action, by_skip, by_error, by_table;
   for (const char* t : {"jobs", "workers", "deliveries"})
     by_table[t] = &pruned.Add({{"table", t}});
@@ -67,6 +71,7 @@ scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
   out.skipped = bump(by_skip);
   out.error = bump(by_error);
   out.provision_latency = [&latency](double s) { latency.Observe(s); };
+  out.store_available = [&available](bool up) { available.Set(up ? 1 : 0); };
   out.pruned = [by_table](const char* table, int64_t rows) {
     if (auto it = by_table.find(table); it != by_table.end())
       it->second->Increment(static_cast<double>(rows));
@@ -107,7 +112,7 @@ void scheduler_services::stop() {
 
 std::optional<std::string> prepare_scheduler(const settings& modes, const std::map<std::string, std::string>& env,
                                              k8s::client& kube, http::transport& io, runtime::metrics& m,
-                                             scheduler_services& out, bool& schema_too_new) {
+                                             scheduler_services& out, bool& store_unavailable) {
   const auto& c = modes.scheduler;
   auto get = [&env](const char* name) -> std::string {
     auto it = env.find(name);
@@ -134,7 +139,7 @@ std::optional<std::string> prepare_scheduler(const settings& modes, const std::m
     opened = store::open_sqlite(c.store.sqlite_path);
   }
   if (auto* e = std::get_if<store::error>(&opened)) {
-    schema_too_new = e->schema_too_new;
+    store_unavailable = !e->schema_too_new;
     return "scheduler.store: " + e->message;
   }
   out.jobs = std::move(std::get<std::unique_ptr<store::store>>(opened));

@@ -34,11 +34,12 @@ struct scheduler_services {
   void stop();
 };
 
-// Opens the store (migrating it; a newer schema → the error says so and `schema_too_new` is set),
-// reads the secrets from the environment, makes the GitHub client and the informers.
+// Opens the store (migrating it), reads the secrets from the environment, makes the GitHub client
+// and the informers. A problem is the configuration's (exit 2: a missing secret, a newer schema)
+// unless the store could not be opened (`store_unavailable`: exit 1, as any dependency down).
 std::optional<std::string> prepare_scheduler(const settings& modes, const std::map<std::string, std::string>& env,
                                              k8s::client& kube, http::transport& io, runtime::metrics& m,
-                                             scheduler_services& out, bool& schema_too_new);
+                                             scheduler_services& out, bool& store_unavailable);
 
 runtime::child_spec scheduler_http_child(std::shared_ptr<scheduler_services> svc);
 runtime::child_spec scheduler_subtree(const runtime::config& cfg, std::shared_ptr<scheduler_services> svc, runtime::metrics& m,

@@ -117,7 +117,8 @@ int run_agent(const config& cfg, const plan_builder& plan) {
   bool root_down = false;
   self->receive([&](caf::down_msg& down) {
                   root_down = true;
-                  log::error("main", "root supervisor exited", {{"reason", exit_reason_label(sys, down.reason)}});
+                  log::error("main", "root supervisor exited: nothing left to do the work, exiting",
+                             {{"reason", exit_reason_label(sys, down.reason)}, {"error", exit_reason_detail(down.reason)}});
                 },
                 [&](msg::shutdown_atom) {});
   if (root_down)

@@ -22,6 +22,7 @@ struct child_state {
   uint64_t generation = 0;      // bumps on every start and stop: stale timers are ignored
   uint32_t restarts = 0;
   std::string last_exit;
+  std::string last_error;       // the exit's message, when it had one
   std::optional<restart_policy> policy;
   bool gone = false;            // finished (transient, normal exit) or given up during stop
 };
@@ -123,12 +124,15 @@ void schedule_restart(supervisor_actor* self, size_t index) {
                {{"child", c.spec.name},
                 {"max_restarts", st.opts.restart.max_restarts},
                 {"window_ms", static_cast<int64_t>(st.opts.restart.window.count())},
-                {"last_exit", c.last_exit}});
+                {"last_exit", c.last_exit},
+                {"error", c.last_error}});
     c.gone = true;
     if (st.opts.metrics != nullptr)
       st.opts.metrics->escalated(st.opts.name);
+    // The cause travels up: the parent's log (and main's, when the root gives up) names it too.
+    const auto cause = c.last_error.empty() ? c.last_exit : c.last_error;
     begin_stop(self, caf::make_error(caf::sec::runtime_error,
-                                     "supervisor " + st.opts.name + " gave up on child " + c.spec.name));
+                                     "supervisor " + st.opts.name + " gave up on child " + c.spec.name + ": " + cause));
     return;
   }
   const auto ms = std::chrono::duration_cast<std::chrono::milliseconds>(*delay);
@@ -148,6 +152,7 @@ void on_child_down(supervisor_actor* self, const caf::down_msg& down) {
     if (c.spec.relay)
       self->send(c.spec.relay, msg::relay_target{});
     c.last_exit = exit_reason_label(self->system(), down.reason);
+    c.last_error = exit_reason_detail(down.reason);
     if (st.opts.metrics != nullptr)
       st.opts.metrics->child_exited(st.opts.name, c.spec.name, c.last_exit);
     if (st.stopping) {
@@ -164,7 +169,7 @@ void on_child_down(supervisor_actor* self, const caf::down_msg& down) {
       report_readiness(self);
       return;
     }
-    log::warn(actor_name(st), "child exited", {{"child", c.spec.name}, {"reason", c.last_exit}});
+    log::warn(actor_name(st), "child exited", {{"child", c.spec.name}, {"reason", c.last_exit}, {"error", c.last_error}});
     schedule_restart(self, i);
     return;
   }
@@ -270,6 +275,17 @@ std::string exit_reason_label(const caf::actor_system& sys, const caf::error& re
   if (reason.category() == caf::atom("system"))
     return caf::to_string(static_cast<caf::sec>(reason.code()));
   return sys.render(reason);
+}
+
+std::string exit_reason_detail(const caf::error& reason) {
+  if (!reason)
+    return {};
+  const auto& context = reason.context();
+  if (context.empty())
+    return {};
+  if (context.size() == 1 && context.match_element<std::string>(0))
+    return context.get_as<std::string>(0);
+  return caf::to_string(context);
 }
 
 }  // namespace headroom::runtime

@@ -61,5 +61,8 @@ child_spec supervisor_child(supervisor_options opts, std::vector<child_spec> chi
 
 // A short, label-friendly name for an exit reason ("normal", "user_shutdown", "kill", …).
 std::string exit_reason_label(const caf::actor_system& sys, const caf::error& reason);
+// What an exit reason says beyond its label (the message an actor quit with; "" when none), so a
+// child's exit names its cause in the supervisor's log.
+std::string exit_reason_detail(const caf::error& reason);
 
 }  // namespace headroom::runtime

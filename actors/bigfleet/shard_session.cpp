@@ -20,6 +20,7 @@
 #include "adapters/bigfleet/node_state.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
+#include "runtime/outage.hpp"
 #include "runtime/mailbox/actor_waker.hpp"
 #include "runtime/mailbox/bounded_dispatcher.hpp"
 #include "runtime/mailbox/keyed_coalescer.hpp"
@@ -47,6 +48,9 @@ struct session_state {
   std::unique_ptr<shard_stream> stream;
   uint64_t generation = 0;
   std::chrono::milliseconds backoff{0};
+  // A shard down for minutes: one line when the stream closes, a reminder a minute, one when it
+  // is open again; each reconnect attempt in between is a debug line (the backoff paces them).
+  runtime::outage link_outage{{.reminder = std::chrono::minutes(1)}};
   std::shared_ptr<runtime::bounded_dispatcher<pb::ShardMessage>> dispatcher;
   std::shared_ptr<runtime::keyed_coalescer<std::string, pb::NodeStateUpdate>> nodes;
   std::unordered_map<std::string, upcoming_record> written;       // by machine id
@@ -278,7 +282,10 @@ void connect(session_actor* self) {
         break;
     }
   };
-  runtime::log::info(actor_name, "connecting to the shard", {{"target", st.opts.endpoint.target}, {"generation", generation}});
+  if (st.link_outage.down())
+    runtime::log::debug(actor_name, "connecting to the shard", {{"target", st.opts.endpoint.target}, {"generation", generation}});
+  else
+    runtime::log::info(actor_name, "connecting to the shard", {{"target", st.opts.endpoint.target}, {"generation", generation}});
   st.stream = std::make_unique<shard_stream>(st.opts.endpoint, st.deps.queue, std::move(cb));
 }
 
@@ -337,17 +344,27 @@ caf::behavior session_behavior(session_actor* self, operator_deps deps, operator
         auto& s = self->state;
         if (link.generation != s.generation)
           return;
+        const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(self->clock().now().time_since_epoch()).count();
         if (link.up) {
           s.backoff = std::chrono::milliseconds{0};
-          runtime::log::info(actor_name, "shard stream open", {{"target", s.opts.endpoint.target}});
+          const auto v = s.link_outage.succeeded(now);
+          runtime::log::info(actor_name, "shard stream open",
+                             {{"target", s.opts.endpoint.target}, {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
           if (s.rollup)
             self->send(s.rollup, msg::rollup_atom_v);
           return;
         }
         s.stream.reset();
         s.backoff = s.backoff.count() == 0 ? s.opts.reconnect_initial : std::min(s.backoff * 2, s.opts.reconnect_max);
-        runtime::log::warn(actor_name, "shard stream closed; reconnecting",
-                           {{"reason", link.reason}, {"retry_in_ms", s.backoff.count()}});
+        const auto v = s.link_outage.failed(now);
+        const std::initializer_list<runtime::log_field> fields{{"reason", link.reason}, {"retry_in_ms", s.backoff.count()},
+                                                               {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}};
+        if (v.log == runtime::outage::note::none)
+          runtime::log::debug(actor_name, "shard stream closed; reconnecting", fields);
+        else
+          runtime::log::warn(actor_name, v.log == runtime::outage::note::went_down ? "shard stream closed; reconnecting"
+                                                                                   : "shard stream still closed; reconnecting",
+                             fields);
         self->delayed_send(self, s.backoff, msg::restart_atom_v, uint32_t{0}, s.generation);
       },
       [self](msg::restart_atom, uint32_t, uint64_t generation) {

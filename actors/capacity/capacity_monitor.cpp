@@ -24,6 +24,7 @@
 #include "actors/k8s/informer_feed.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
+#include "runtime/outage.hpp"
 
 namespace headroom::actors::capacity {
 
@@ -32,6 +33,7 @@ namespace {
 constexpr std::string_view actor_name = "capacity_monitor";
 constexpr uint32_t pods_buffer = 1;
 constexpr uint32_t pools_buffer = 2;
+constexpr uint64_t setup_retry_tick = 3;  // tick_atom's payload: try the start-up again
 using state_t = msg::pair_report::state;
 using api_kind = k8s::api_error::kind;
 
@@ -74,6 +76,12 @@ struct monitor_state {
   std::map<std::string, caf::actor_clock::time_point> retired;
   api_calls<call_info> calls;
   int setup_pending = 0;
+  // A start-up call the API server could not answer (down, overloaded): the round finishes, then
+  // the whole start-up is tried again after a backoff (each step is idempotent), not an exit that
+  // would restart the tree in a loop while the API server is away.
+  bool setup_failed = false;
+  std::string setup_error;
+  runtime::outage setup_outage{{.initial = std::chrono::milliseconds{500}, .max = std::chrono::seconds{30}}};
   bool acting = false;  // start-up done: the owner is known
   owner_ref owner;
   int64_t assigned = 0, running_jobs = 0, queued = 0;
@@ -109,6 +117,10 @@ const k8s::resource_kind priority_classes{"scheduling.k8s.io", "v1", "prioritycl
 
 void start_call(monitor_actor* self, call_info info, const std::function<void(k8s::api_callback)>& start) {
   self->state.calls.start(caf::actor_cast<caf::actor>(self), std::move(info), start);
+}
+
+int64_t ms_now(monitor_actor* self) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(self->clock().now().time_since_epoch()).count();
 }
 
 bool owned_by(const k8s::pod& p, const std::string& uid) {
@@ -434,8 +446,21 @@ void finish_setup_step(monitor_actor* self) {
   auto& st = self->state;
   if (--st.setup_pending > 0)
     return;
+  if (st.setup_failed) {
+    const auto v = st.setup_outage.failed(ms_now(self));
+    if (v.log != runtime::outage::note::none)
+      runtime::log::warn(actor_name,
+                         v.log == runtime::outage::note::went_down ? "cannot reach the API server to start; retrying with backoff"
+                                                                   : "still cannot reach the API server to start",
+                         {{"scale_set", st.ctx->spec.name}, {"error", st.setup_error}, {"retry_in_ms", v.retry_in.count()},
+                          {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
+    self->delayed_send(self, v.retry_in, msg::tick_atom_v, setup_retry_tick);
+    return;
+  }
   if (st.owner.empty())
     return;
+  if (const auto v = st.setup_outage.succeeded(ms_now(self)); v.log == runtime::outage::note::came_back)
+    runtime::log::info(actor_name, "reached the API server", {{"scale_set", st.ctx->spec.name}, {"down_for_ms", v.down_for_ms}});
   st.acting = true;
   runtime::log::info(actor_name, "acting", {{"scale_set", st.ctx->spec.name}, {"owner", st.owner.name}});
   // The ladder lets a workflow pod (20) preempt a runner pod (0) as readily as a workflow
@@ -489,11 +514,28 @@ std::string read_uid(const std::string& body) {
   return {};
 }
 
+// An answer that says nothing about the request (no answer, 5xx, 429 after the client's own
+// retries): worth asking again later.
+bool unanswered(const msg::api_reply& r) {
+  const auto kind = static_cast<api_kind>(r.error_kind);
+  return !r.ok && (kind == api_kind::transport || kind == api_kind::server || kind == api_kind::too_many_requests ||
+                   kind == api_kind::unexpected);
+}
+
 void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& r) {
   auto& st = self->state;
   const auto kind = static_cast<api_kind>(r.error_kind);
   auto* kube = st.ctx->kube;
   const auto& ns = st.ctx->spec.ns;
+  const bool setup_call = call.kind == call_kind::priority_class || call.kind == call_kind::priority_class_get ||
+                          call.kind == call_kind::owner_create || call.kind == call_kind::owner_get ||
+                          call.kind == call_kind::owner_list;
+  if (setup_call && unanswered(r)) {
+    st.setup_failed = true;
+    st.setup_error = r.error;
+    finish_setup_step(self);
+    return;
+  }
   switch (call.kind) {
     case call_kind::priority_class: {
       if (!r.ok && kind != api_kind::already_exists) {
@@ -593,6 +635,19 @@ void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& 
   }
 }
 
+// Start-up: the four PriorityClasses and the owner (again after a round the API server could not answer).
+void begin_setup(monitor_actor* self) {
+  auto& st = self->state;
+  st.setup_failed = false;
+  st.setup_error.clear();
+  auto* kube = st.ctx->kube;
+  st.setup_pending = static_cast<int>(std::size(priority_ladder)) + 2;  // + owner create (or get) and the list of earlier owners
+  for (const auto& pc : priority_ladder)
+    start_call(self, {call_kind::priority_class, pc.name, pc.value},
+               [kube, body = priority_class_object(pc)](k8s::api_callback cb) { kube->create(priority_classes, "", body, std::move(cb)); });
+  ensure_owner(self);
+}
+
 caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_peers peers) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
@@ -609,15 +664,7 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
   }
   if (st.peers.listener)  // a restarted monitor learns the assigned jobs now, not at the next message
     self->send(st.peers.listener, msg::update_atom_v);
-  // Start-up: the four PriorityClasses and the owner.
-  auto* kube = st.ctx->kube;
-  for (const auto& pc : priority_ladder) {
-    ++st.setup_pending;
-    start_call(self, {call_kind::priority_class, pc.name, pc.value},
-               [kube, body = priority_class_object(pc)](k8s::api_callback cb) { kube->create(priority_classes, "", body, std::move(cb)); });
-  }
-  st.setup_pending += 2;  // owner create (or get) and the list of earlier owners
-  ensure_owner(self);
+  begin_setup(self);
   self->delayed_send(self, st.ctx->spec.recalculate_interval, msg::tick_atom_v, uint64_t{0});
   // An orderly stop (SIGTERM, losing the Lease, a parent stopping): delete the owner ConfigMap so
   // the API server's garbage collector removes every placeholder even after this process is gone,
@@ -686,6 +733,11 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
         if (what == 2) {  // stopping, and the owner's delete was not answered in time
           if (self->state.stopping)
             self->quit(self->state.stop_reason);
+          return;
+        }
+        if (what == setup_retry_tick) {
+          if (!self->state.stopping && !self->state.acting && self->state.setup_pending == 0)
+            begin_setup(self);
           return;
         }
         recompute(self);

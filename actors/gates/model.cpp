@@ -85,8 +85,22 @@ queue_plan plan_queue(const queue_rules& q, const std::vector<std::shared_ptr<co
     if (!p.meta.deletion_timestamp.empty())
       continue;  // unbound and going away
     if (has_our_gate(p) && !in_flight.contains(key)) {
-      if (p.spec->scheduling_gates.size() == 1)
-        candidates.push_back(&p);  // another gate holds it otherwise: not ours to admit yet
+      if (p.spec->scheduling_gates.size() == 1) {
+        candidates.push_back(&p);
+      } else {
+        // Another controller's gate holds it too: not ours to admit yet, but gated for this queue
+        // all the same, and its condition says so (not what an earlier look found, such as
+        // QueueNotFound before the queue existed).
+        ++plan.status.gated_pods;
+        std::string others;
+        for (const auto& g : p.spec->scheduling_gates)
+          if (g != k8s::admission::queue_gate)
+            others += (others.empty() ? "" : ", ") + g;
+        const std::string message = "queue " + q.spec.name + " judges it once the other scheduling gates are removed (" + others + ")";
+        const auto* c = p.find_condition(admitted_condition);
+        if (c == nullptr || c->status != "False" || c->reason != "OtherGates" || c->message != message)
+          plan.conditions.push_back({p.meta.ns, p.meta.name, "False", "OtherGates", message});
+      }
       continue;
     }
     if (!opted_in(p) && !in_flight.contains(key))

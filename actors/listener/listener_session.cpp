@@ -6,6 +6,7 @@
 
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
+#include "runtime/outage.hpp"
 
 namespace headroom::actors {
 
@@ -16,6 +17,9 @@ using K = github::actions_error::kind;
 using reply_op = actions_reply::op;
 
 struct listener_state {
+  // When the Actions Service's failures deserve a log line: the first of an outage, a reminder a
+  // minute, and one line when it answers again (the retries themselves follow `backoff`).
+  runtime::outage service_outage{{.reminder = std::chrono::minutes(1)}};
   std::shared_ptr<github::actions_client> client;
   listener_peers peers;
   listener_options opts;
@@ -233,13 +237,34 @@ void count_failure(listener_actor* self, const github::actions_error& e) {
     self->state.opts.failed(github::to_string(e.what));
 }
 
+int64_t ms_now(listener_actor* self) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(self->clock().now().time_since_epoch()).count();
+}
+
 void retry_later(listener_actor* self, const github::actions_error& e) {
   auto& st = self->state;
   count_failure(self, e);
   st.backoff = st.backoff.count() == 0 ? st.opts.backoff_initial : std::min(st.backoff * 2, st.opts.backoff_max);
-  runtime::log::warn(actor_name, "Actions Service call failed; retrying",
-                     {{"scale_set", st.opts.scale_set_id}, {"error", e.describe()}, {"retry_in_ms", st.backoff.count()}});
+  const auto v = st.service_outage.failed(ms_now(self));
+  const std::initializer_list<runtime::log_field> fields{{"scale_set", st.opts.scale_set_id}, {"error", e.describe()},
+                                                         {"retry_in_ms", st.backoff.count()}, {"down_for_ms", v.down_for_ms},
+                                                         {"attempts", v.failures}};
+  if (v.log == runtime::outage::note::none)
+    runtime::log::debug(actor_name, "Actions Service call failed; retrying", fields);
+  else
+    runtime::log::warn(actor_name, v.log == runtime::outage::note::went_down ? "Actions Service call failed; retrying"
+                                                                             : "Actions Service calls still failing; retrying",
+                       fields);
   self->delayed_send(self, st.backoff, msg::tick_atom_v, st.generation);
+}
+
+// A call succeeded: the end of an outage, if there was one, is worth a line.
+void service_answered(listener_actor* self) {
+  auto& st = self->state;
+  st.backoff = std::chrono::milliseconds{0};
+  if (const auto v = st.service_outage.succeeded(ms_now(self)); v.log == runtime::outage::note::came_back)
+    runtime::log::info(actor_name, "the Actions Service answers again",
+                       {{"scale_set", st.opts.scale_set_id}, {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
 }
 
 void publish(listener_actor* self, const msg::scale_set_update& u) {
@@ -292,7 +317,7 @@ void finish_message(listener_actor* self) {
 void session_ready(listener_actor* self, const char* what) {
   auto& st = self->state;
   const auto session = st.session->get();
-  st.backoff = std::chrono::milliseconds{0};
+  service_answered(self);
   if (st.peers.capacity)
     self->send(st.peers.capacity, msg::session_held{st.opts.scale_set_id, session.session_id, st.last_message_id});
   runtime::log::info(actor_name, what,
@@ -494,7 +519,7 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
               return;
             }
             s.opts.scale_set_id = r.acquired.at(0);
-            s.backoff = std::chrono::milliseconds{0};
+            service_answered(self);
             runtime::log::info(actor_name, "scale set", {{"name", s.opts.scale_set_name}, {"id", s.opts.scale_set_id}});
             open_session(self);
             return;
@@ -525,7 +550,7 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
               retry_later(self, *r.error);
               return;
             }
-            s.backoff = std::chrono::milliseconds{0};
+            service_answered(self);
             if (!r.message) {
               start_poll(self);
               return;

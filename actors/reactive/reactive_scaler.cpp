@@ -28,6 +28,7 @@
 #include "adapters/prometheus/query.hpp"  // prom::sample; the metric reader owns the client
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
+#include "runtime/outage.hpp"
 
 
 namespace headroom::actors::reactive {
@@ -39,8 +40,8 @@ constexpr int max_refusals = 3;              // of one step, then back off
 constexpr int metric_alert_after = 3;        // consecutive query failures
 using steady = std::chrono::steady_clock;
 
-enum class call : uint8_t { discover, read_crd, read_object, read_scale, list_pods, deletion_cost, annotate, write_scale,
-                            write_both, verify_scale, revert };
+enum class call : uint8_t { discover, read_crd, read_object, read_scale, read_current, list_pods, deletion_cost, annotate,
+                            write_scale, write_both, verify_scale, revert };
 
 struct call_info {
   call what = call::discover;
@@ -83,6 +84,9 @@ struct scaler_state {
   steady::time_point last_samples;  // when the reader last sent an evaluation
   steady::time_point due;      // of the evaluation in flight
   std::optional<step> stepping;
+  std::vector<prom::sample> samples;  // of the evaluation in flight, decided once /scale is read
+  bool gone = false;                  // the target was deleted (logged once; resumed when it returns)
+  runtime::outage metric_outage{{.reminder = std::chrono::minutes(1)}};  // when to log a missing metric
   static inline const char* name = "headroom.reactive_scaler";
 };
 
@@ -93,6 +97,10 @@ double wall_now() {
 }
 
 const scaler_spec& spec(scaler_actor* self) { return self->state.ctx->spec; }
+
+int64_t ms_now(scaler_actor* self) {
+  return std::chrono::duration_cast<std::chrono::milliseconds>(self->clock().now().time_since_epoch()).count();
+}
 
 const std::string& tid(scaler_actor* self) { return self->state.id; }
 
@@ -168,7 +176,26 @@ void startup_failed(scaler_actor* self, const std::string& error) {
   self->state.retry_at = self->clock().now() + std::max<std::chrono::milliseconds>(spec(self).rules.evaluation_interval,
                                                                                  std::chrono::seconds(10));
   self->state.ctx->metrics.add("headroom_reactive_errors_total", 1);
-  runtime::log::warn(actor_name, "cannot read the target; retrying at the next evaluation", {{"target", tid(self)}, {"error", error}});
+  if (self->state.gone)  // said once when it went; looked for quietly until it returns
+    runtime::log::debug(actor_name, "the target is still gone", {{"target", tid(self)}, {"error", error}});
+  else
+    runtime::log::warn(actor_name, "cannot read the target; retrying at the next evaluation", {{"target", tid(self)}, {"error", error}});
+}
+
+// The target was deleted: say so once, forget what was known of it (a recreated one is a new
+// object: its own count, no cooldown of the old one's), and look for it again at each evaluation.
+void target_gone(scaler_actor* self) {
+  auto& s = self->state;
+  if (!s.gone)
+    runtime::log::warn(actor_name, "the target is gone; not scaling until it returns", {{"target", tid(self)}});
+  s.gone = true;
+  s.ready = false;
+  s.uid.clear();
+  s.last.reset();
+  s.last_text.clear();
+  s.current = -1;
+  s.evaluating = false;
+  s.stepping.reset();
 }
 
 // --- a step --------------------------------------------------------------------------------------
@@ -380,8 +407,13 @@ void on_metric(scaler_actor* self, msg::metric_samples& reply) {
     ++s.failures;
     m.add("headroom_reactive_metric_query_failures_total", 1);
     m.decided(to_string(action::none), to_string(reason::no_metric));
-    runtime::log::warn(actor_name, "no metric: skipping this evaluation",
-                       {{"target", tid(self)}, {"reason", why}, {"consecutive", static_cast<int64_t>(s.failures)}});
+    // Prometheus down for minutes is one line, a reminder a minute and one when it is back.
+    const auto v = s.metric_outage.failed(ms_now(self));
+    if (v.log != runtime::outage::note::none)
+      runtime::log::warn(actor_name, v.log == runtime::outage::note::went_down ? "no metric: skipping evaluations until it returns"
+                                                                               : "still no metric: not scaling",
+                         {{"target", tid(self)}, {"reason", why}, {"consecutive", static_cast<int64_t>(s.failures)},
+                          {"down_for_ms", v.down_for_ms}});
     if (s.failures >= metric_alert_after && !s.metric_alert) {
       s.metric_alert = true;
       m.set("headroom_reactive_metric_alert", 1);
@@ -398,13 +430,39 @@ void on_metric(scaler_actor* self, msg::metric_samples& reply) {
     record_event(self, "Normal", "MetricRecovered", "Evaluate", "the metric is back after " + std::to_string(s.failures) + " failed evaluations");
   }
   s.failures = 0;
+  if (const auto v = s.metric_outage.succeeded(ms_now(self)); v.log == runtime::outage::note::came_back)
+    runtime::log::info(actor_name, "the metric is back", {{"target", tid(self)}, {"down_for_ms", v.down_for_ms}, {"evaluations_missed", v.failures}});
   std::vector<prom::sample> samples(reply.times.size());
   for (size_t i = 0; i < samples.size(); ++i)
     samples[i] = prom::sample{reply.times[i], reply.values[i]};
   m.set("headroom_reactive_metric_value", samples.back().v);
+  // The count is read at every evaluation (as the HPA reads /scale at each sync): someone may have
+  // scaled the target, or deleted it, while headroom had nothing to do. Decided on its reply.
+  s.samples = std::move(samples);
+  const auto t = spec(self).target;
+  start(self, call::read_current, [t](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
+    kube.get(k, t.ns, t.name, std::move(cb), "scale");
+  });
+}
+
+// The evaluation's fresh read of /scale came back: the count it shows is the truth for this decision.
+void on_current(scaler_actor* self, const msg::api_reply& r) {
+  auto& s = self->state;
+  if (!r.ok && static_cast<k8s::api_error::kind>(r.error_kind) == k8s::api_error::kind::not_found)
+    return target_gone(self);
+  if (r.ok) {
+    auto decoded = k8s::decode_scale(r.body);
+    if (auto* sc = std::get_if<k8s::scale>(&decoded); sc && sc->spec_replicas != s.current) {
+      runtime::log::info(actor_name, "replicas changed elsewhere",
+                         {{"target", tid(self)}, {"was", static_cast<int64_t>(s.current)}, {"now", static_cast<int64_t>(sc->spec_replicas)}});
+      set_current(self, sc->spec_replicas);
+    }
+  } else {
+    // Decided from the last count known; a step reads /scale again before it writes.
+    runtime::log::debug(actor_name, "cannot read /scale; deciding from the last count", {{"target", tid(self)}, {"error", r.error}});
+  }
   report_quota(self);
-  const double now = wall_now();
-  auto d = decide(spec(self).rules, samples, now, s.current, s.last, s.backoff_until);
+  auto d = decide(spec(self).rules, s.samples, wall_now(), s.current, s.last, s.backoff_until);
   note(self, d);
   if (d.what == action::none) {
     s.evaluating = false;
@@ -422,6 +480,10 @@ void on_api(scaler_actor* self, msg::api_reply& r) {
     return;
   const auto& t = spec(self).target;
   switch (info->what) {
+    case call::read_current:
+      if (s.evaluating && !s.stepping)
+        on_current(self, r);
+      return;
     case call::discover: {
       if (!r.ok)
         return startup_failed(self, r.error);
@@ -467,8 +529,11 @@ void on_api(scaler_actor* self, msg::api_reply& r) {
       return;
     }
     case call::read_object: {
-      if (!r.ok)
+      if (!r.ok) {
+        if (static_cast<k8s::api_error::kind>(r.error_kind) == k8s::api_error::kind::not_found)
+          target_gone(self);
         return startup_failed(self, r.error);
+      }
       auto obj = k8s::decode_unstructured(r.body);
       if (auto* e = std::get_if<k8s::decode_error>(&obj))
         return startup_failed(self, e->message);
@@ -526,6 +591,9 @@ void on_api(scaler_actor* self, msg::api_reply& r) {
       set_current(self, sc.spec_replicas);
       s.recovering = false;
       s.ready = true;
+      if (s.gone)
+        runtime::log::info(actor_name, "the target is back", {{"target", tid(self)}});
+      s.gone = false;
       runtime::log::info(actor_name, "watching",
                          {{"target", tid(self)}, {"replicas", static_cast<int64_t>(sc.spec_replicas)},
                                     {"last_scale", s.last_text.empty() ? std::string{"none"} : s.last_text}});

@@ -175,6 +175,8 @@ std::variant<page_params, std::string> parse_page_params(const std::multimap<std
   }
   if (p.query.since >= p.query.until)
     return "start: must be before end";
+  if (p.page > max_page_without_cursor && !p.query.after_created_at)
+    return "page: without a cursor (after) at most page " + std::to_string(max_page_without_cursor) + "; follow the Link header";
   p.query.limit = p.per_page;
   return p;
 }

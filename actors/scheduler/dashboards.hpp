@@ -21,6 +21,10 @@
 
 namespace headroom::actors::scheduler {
 
+// Without a cursor, page N reads the N-1 pages before it: a bound, so a client cannot make one
+// request cost a thousand queries. Past it, a 400 that names the cursor.
+inline constexpr size_t max_page_without_cursor = 1000;
+
 struct page_params {
   size_t page = 1, per_page = 100;
   std::string start, end;   // as asked, carried into the Link header

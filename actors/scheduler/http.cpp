@@ -59,9 +59,7 @@ runtime::web_reply webhook(const http_context& ctx, const runtime::web_request& 
 // One page of jobs or workers: keyset; a `page` without a cursor walks from the first page.
 template <class Row, class Fetch, class Cursor>
 std::variant<std::vector<Row>, std::string> fetch_page(page_params& p, Fetch&& fetch, Cursor&& cursor) {
-  if (p.page > 1 && !p.query.after_created_at) {
-    if (p.page > 1000)
-      return std::string{"page: without a cursor (after) at most page 1000; follow the Link header"};
+  if (p.page > 1 && !p.query.after_created_at) {  // at most max_page_without_cursor (parse_page_params)
     for (size_t i = 1; i < p.page; ++i) {
       auto r = fetch(p.query);
       if (auto* e = std::get_if<store::error>(&r))

@@ -16,6 +16,7 @@
 #include "adapters/k8s/time.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
+#include "runtime/outage.hpp"
 
 namespace headroom::actors::scheduler {
 
@@ -43,6 +44,9 @@ struct reconciler_state {
   int create_failures = 0;
   int64_t provision_paused_until = 0;
   std::mt19937_64 names{std::random_device{}()};
+  // The job store's availability: while it is down the loop backs off (jittered, capped) instead of
+  // asking again at once, and logs the outage once, a reminder a minute, and once when it ends.
+  runtime::outage store{{.initial = std::chrono::milliseconds{250}, .max = std::chrono::milliseconds{10'000}}};
   static inline const char* name = "headroom.reconciler";
 };
 
@@ -116,7 +120,10 @@ class cycle {
   }
 
   void store_error(const char* what, const store::error& e) {
-    runtime::log::warn(actor_name, "store call failed; the next cycle retries", {{"call", what}, {"error", e.message}});
+    // During a store outage the tick loop has said so already (and reminds): one line per state
+    // change, not one per call.
+    if (!st_.store.down())
+      runtime::log::warn(actor_name, "store call failed; the next cycle retries", {{"call", what}, {"error", e.message}});
     ctx_.metrics.error("store");
   }
 
@@ -622,6 +629,32 @@ class cycle {
   std::vector<store::worker> workers_;
 };
 
+// The store did not answer the wait for job events: back off before the next tick (a down
+// PostgreSQL refuses at once, so without it the loop would spin), and log the state change.
+std::chrono::milliseconds store_unavailable(reconciler_state& s, const std::string& error) {
+  const auto v = s.store.failed(s.ctx->now_ms());
+  s.ctx->metrics.error("store");
+  if (v.log == runtime::outage::note::went_down) {
+    runtime::log::warn(actor_name, "the job store is unavailable; retrying with backoff",
+                       {{"error", error}, {"retry_in_ms", v.retry_in.count()}});
+    if (s.ctx->metrics.store_available)
+      s.ctx->metrics.store_available(false);
+  } else if (v.log == runtime::outage::note::still_down) {
+    runtime::log::warn(actor_name, "the job store is still unavailable",
+                       {{"error", error}, {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
+  }
+  return v.retry_in;
+}
+
+void store_answered(reconciler_state& s) {
+  const auto v = s.store.succeeded(s.ctx->now_ms());
+  if (v.log != runtime::outage::note::came_back)
+    return;
+  runtime::log::info(actor_name, "the job store is available again", {{"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
+  if (s.ctx->metrics.store_available)
+    s.ctx->metrics.store_available(true);
+}
+
 caf::behavior reconciler_behavior(reconciler_actor* self, reconciler_context_ptr ctx) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
@@ -637,18 +670,22 @@ caf::behavior reconciler_behavior(reconciler_actor* self, reconciler_context_ptr
         auto& s = self->state;
         auto woken = s.ctx->jobs->wait_for_jobs(s.ctx->opts.wait_slice);
         bool due = s.dirty || s.ctx->now_ms() - s.last_cycle >= s.ctx->opts.poll_interval.count();
+        std::chrono::milliseconds next{0};
         if (auto* e = std::get_if<store::error>(&woken)) {
-          runtime::log::warn(actor_name, "waiting for job events failed; polling", {{"error", e->message}});
-          s.ctx->metrics.error("store");
-        } else if (std::get<bool>(woken)) {
-          due = true;
+          next = store_unavailable(s, e->message);
+        } else {
+          store_answered(s);
+          due = due || std::get<bool>(woken);
         }
         if (due) {
           s.dirty = false;
           s.last_cycle = s.ctx->now_ms();
           cycle{self}.run();
         }
-        self->send(self, msg::tick_atom_v, uint64_t{0});
+        if (next.count() > 0)
+          self->delayed_send(self, next, msg::tick_atom_v, uint64_t{0});
+        else
+          self->send(self, msg::tick_atom_v, uint64_t{0});
       },
       [self](msg::buffer_wakeup) {
         // A runner pod changed (phase, node, deletion): reflect it at the next tick.

@@ -70,6 +70,7 @@ struct scheduler_metrics {
   std::function<void(const char* what)> error;         // store, github, kubernetes
   std::function<void(double seconds)> provision_latency;  // from the job's webhook to its pod created
   std::function<void(const char* table, int64_t rows)> pruned;  // jobs, workers, deliveries
+  std::function<void(bool up)> store_available;                 // the job store answers (or not)
 };
 
 struct reconciler_context {

@@ -235,43 +235,117 @@ decoded<session_message> decode_session_message(std::string_view json) {
   return outer;
 }
 
+namespace {
+
+// A webhook payload comes from the network: each field headroom reads has one JSON type, and a
+// mismatch is refused with the field's path (`workflow_job.labels[1]: expected a string, found a
+// number`), as is anything after the document. (The Actions Service decoders above stay lenient:
+// that service sends ids either way.)
+const char* type_name(od::json_type t) {
+  switch (t) {
+    case od::json_type::array: return "an array";
+    case od::json_type::object: return "an object";
+    case od::json_type::number: return "a number";
+    case od::json_type::string: return "a string";
+    case od::json_type::boolean: return "a boolean";
+    case od::json_type::null: return "null";
+  }
+  return "something else";
+}
+
+void expect_type(od::value& v, od::json_type want, std::string_view path) {
+  const od::json_type found = v.type();
+  if (found != want)
+    throw failure{std::string{path} + ": expected " + type_name(want) + ", found " + type_name(found)};
+}
+
+std::string strict_string(od::value v, std::string_view path) {
+  if (is_null(v))
+    return {};
+  expect_type(v, od::json_type::string, path);
+  return std::string{std::string_view{v.get_string()}};
+}
+
+int64_t strict_id(od::value v, std::string_view path) {
+  if (is_null(v))
+    return 0;
+  expect_type(v, od::json_type::number, path);
+  int64_t out = 0;
+  if (v.get_int64().get(out) != simdjson::SUCCESS)
+    throw failure{std::string{path} + ": expected an integer, found " + std::string{v.raw_json_token()}.substr(0, 32)};
+  return out;
+}
+
+template <class F>
+void strict_fields(od::value v, std::string_view path, F&& fn) {
+  if (is_null(v))
+    return;
+  expect_type(v, od::json_type::object, path);
+  fields(v, fn);
+}
+
+}  // namespace
+
 decoded<workflow_job_event> decode_workflow_job(std::string_view json) {
-  return guarded<workflow_job_event>("workflow_job", json, [](od::value v, workflow_job_event& e) {
-    fields(v, [&](std::string_view k, od::value x) {
+  try {
+    simdjson::ondemand::parser parser;
+    simdjson::padded_string padded{strip_bom(json)};
+    od::document doc = parser.iterate(padded);
+    // On-Demand reads one value and stops: anything after it (a second document) is refused here.
+    const std::string_view whole = doc.raw_json();
+    const std::string_view input{padded.data(), padded.size()};
+    if (input.find_first_not_of(" \t\r\n", static_cast<size_t>(whole.data() - input.data()) + whole.size()) != std::string_view::npos)
+      throw failure{"trailing content after the JSON document"};
+    doc.rewind();
+    workflow_job_event e;
+    od::value root = doc.get_value();
+    expect_type(root, od::json_type::object, "(document)");
+    fields(root, [&](std::string_view k, od::value x) {
       if (k == "action") {
-        e.action = str(x);
+        e.action = strict_string(x, "action");
       } else if (k == "workflow_job") {
-        fields(x, [&](std::string_view k2, od::value y) {
-          if (k2 == "id")
-            e.job_id = num(y);
-          else if (k2 == "run_id")
-            e.run_id = num(y);
-          else if (k2 == "runner_id")
-            e.runner_id = num(y);
-          else if (k2 == "labels")
-            strings(y, e.labels);
-          else if (k2 == "status")
-            e.status = str(y);
-          else if (k2 == "conclusion")
-            e.conclusion = str(y);
-          else if (k2 == "runner_name")
-            e.runner_name = str(y);
-          else if (k2 == "name")
-            e.name = str(y);
+        strict_fields(x, "workflow_job", [&](std::string_view k2, od::value y) {
+          if (k2 == "id") {
+            e.job_id = strict_id(y, "workflow_job.id");
+          } else if (k2 == "run_id") {
+            e.run_id = strict_id(y, "workflow_job.run_id");
+          } else if (k2 == "runner_id") {
+            e.runner_id = strict_id(y, "workflow_job.runner_id");
+          } else if (k2 == "labels") {
+            if (is_null(y))
+              return;
+            expect_type(y, od::json_type::array, "workflow_job.labels");
+            size_t i = 0;
+            for (auto item : y.get_array())
+              e.labels.push_back(strict_string(od::value{item.value()}, "workflow_job.labels[" + std::to_string(i++) + "]"));
+          } else if (k2 == "status") {
+            e.status = strict_string(y, "workflow_job.status");
+          } else if (k2 == "conclusion") {
+            e.conclusion = strict_string(y, "workflow_job.conclusion");
+          } else if (k2 == "runner_name") {
+            e.runner_name = strict_string(y, "workflow_job.runner_name");
+          } else if (k2 == "name") {
+            e.name = strict_string(y, "workflow_job.name");
+          }
         });
       } else if (k == "repository") {
-        fields(x, [&](std::string_view k2, od::value y) {
+        strict_fields(x, "repository", [&](std::string_view k2, od::value y) {
           if (k2 == "full_name")
-            e.repository = str(y);
+            e.repository = strict_string(y, "repository.full_name");
         });
       } else if (k == "organization") {
-        fields(x, [&](std::string_view k2, od::value y) {
+        strict_fields(x, "organization", [&](std::string_view k2, od::value y) {
           if (k2 == "login")
-            e.organization = str(y);
+            e.organization = strict_string(y, "organization.login");
         });
       }
     });
-  });
+    return e;
+  } catch (const failure& f) {
+    return decode_failure{"workflow_job: " + f.message};
+  } catch (const simdjson::simdjson_error& e) {
+    return decode_failure{std::string{"workflow_job: "} + simdjson::error_message(e.error())};
+  }
 }
 
 decoded<runner_scale_set> decode_scale_set(std::string_view json) {

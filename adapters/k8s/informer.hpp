@@ -16,6 +16,7 @@
 #include "adapters/k8s/decode.hpp"
 #include "adapters/k8s/store.hpp"
 #include "runtime/log.hpp"
+#include "runtime/outage.hpp"
 
 namespace headroom::k8s {
 
@@ -143,6 +144,27 @@ class informer : public std::enable_shared_from_this<informer<T>> {
       h(e);
   }
 
+  // An API server down for minutes is one line when the calls start failing, a reminder a minute
+  // and one line when they work again, not a line per retry (the retries follow next_backoff()).
+  void note_failure(std::string_view msg, const api_error& e, std::chrono::milliseconds wait) {
+    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    const auto v = outage_.failed(now);
+    const std::initializer_list<runtime::log_field> fields{{"resource", opts_.kind.plural}, {"error", e.describe()},
+                                                           {"retry_ms", static_cast<int64_t>(wait.count())},
+                                                           {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}};
+    if (v.log == runtime::outage::note::none)
+      runtime::log::debug("k8s/informer", msg, fields);
+    else
+      runtime::log::warn("k8s/informer", msg, fields);
+  }
+
+  void note_success() {
+    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    if (const auto v = outage_.succeeded(now); v.log == runtime::outage::note::came_back)
+      runtime::log::info("k8s/informer", "listed again after failures",
+                         {{"resource", opts_.kind.plural}, {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
+  }
+
   std::chrono::milliseconds next_backoff() {
     const int64_t base = std::min<int64_t>(5'000, int64_t{500} << std::min(failures_, 6));
     ++failures_;
@@ -193,8 +215,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
         return;
       }
       const auto wait = next_backoff();
-      runtime::log::warn("k8s/informer", "list failed", {{"resource", opts_.kind.plural}, {"error", e->describe()},
-                                                         {"retry_ms", static_cast<int64_t>(wait.count())}});
+      note_failure("list failed", *e, wait);
       list_page({}, wait);
       return;
     }
@@ -245,6 +266,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
       resource_version_ = rv;
     }
     failures_ = 0;
+    note_success();
     synced_ = true;
     for (const auto& e : changes)
       emit(e);
@@ -358,11 +380,12 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     // connection cut) had worked: resume at once, as after a clean end, rather than after a
     // backoff that grew with every earlier failure (found by the chaos suite: quiet watches on a
     // short stall timeout backed off 27 s).
-    if (std::chrono::steady_clock::now() - watch_began_ >= std::chrono::seconds(10))
+    if (std::chrono::steady_clock::now() - watch_began_ >= std::chrono::seconds(10)) {
       failures_ = 0;
+      note_success();  // it had worked: this failure is news
+    }
     const auto wait = next_backoff();
-    runtime::log::warn("k8s/informer", "watch failed, reconnecting",
-                       {{"resource", opts_.kind.plural}, {"error", e->describe()}, {"retry_ms", static_cast<int64_t>(wait.count())}});
+    note_failure("watch failed, reconnecting", *e, wait);
     start_watch(wait);
   }
 
@@ -380,6 +403,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   // I/O thread only:
   std::unordered_map<std::string, std::shared_ptr<const T>> pending_;
   int failures_ = 0;
+  runtime::outage outage_{{.reminder = std::chrono::minutes(1)}};  // when failures are worth a log line
   std::chrono::steady_clock::time_point watch_began_;  // the current watch's start (after its delay)
   bool relist_requested_ = false;
   std::mt19937_64 rng_{std::random_device{}()};

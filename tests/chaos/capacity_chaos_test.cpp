@@ -13,7 +13,11 @@
 // Each prints one `[chaos]` line: what was injected, how long recovery took, what was lost.
 
 #include <gtest/gtest.h>
+#include <unistd.h>
+
+#include <fstream>
 #include <iostream>
+#include <iterator>
 #include <set>
 #include <sstream>
 
@@ -27,6 +31,18 @@ using namespace std::chrono_literals;
 using steady = std::chrono::steady_clock;
 
 double seconds_since(steady::time_point t) { return std::chrono::duration<double>(steady::now() - t).count(); }
+
+// The process's CPU time so far (user + system), from /proc.
+double cpu_seconds(pid_t pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  const auto close = stat.rfind(')');
+  if (close == std::string::npos)
+    return 0;
+  std::istringstream fields{stat.substr(close + 2)};
+  std::vector<std::string> f{std::istream_iterator<std::string>{fields}, {}};
+  return f.size() > 12 ? static_cast<double>(std::stoll(f[11]) + std::stoll(f[12])) / static_cast<double>(sysconf(_SC_CLK_TCK)) : 0;
+}
 
 // Starts headroom, waits for the warm pool of 2 pairs, posts `jobs` jobs and waits until one runs.
 // Returns the scale set's id (0 after a failed assertion).
@@ -171,9 +187,22 @@ TEST(chaos, capacity_actions_service_unavailable_for_30s_mid_burst) {
   const int64_t set = start_burst(w, 6);
   ASSERT_NE(set, 0);
   const auto before = requests(w, "get_message") + requests(w, "acquire_jobs") + requests(w, "create_session");
+  const size_t log_before = w.headroom->full_log().size();
+  const double cpu_before = cpu_seconds(w.headroom->pid());
   e.peer->control("/faults", R"([{"route":"any","status":503,"forMs":30000}])");
   std::this_thread::sleep_for(30s);
   const auto during = requests(w, "get_message") + requests(w, "acquire_jobs") + requests(w, "create_session") - before;
+  // #40: a dependency down is one line when it goes, a reminder a minute, one when it is back;
+  // and no busy loop while it lasts.
+  const std::string outage_log = w.headroom->full_log().substr(log_before);
+  const double core = (cpu_seconds(w.headroom->pid()) - cpu_before) / 30.0;
+  int failed_lines = 0;
+  for (auto at = outage_log.find("\"msg\":\"Actions Service call"); at != std::string::npos;
+       at = outage_log.find("\"msg\":\"Actions Service call", at + 1))
+    ++failed_lines;
+  EXPECT_LE(failed_lines, 2) << "one line per state change, not per retry\n" << outage_log.substr(0, 4000);
+  EXPECT_LT(core, 0.15) << "headroom's CPU while the Actions Service was down";
+  std::cout << "[chaos] Actions Service 503 for 30 s: " << failed_lines << " failure lines, " << core * 100 << " % of a core\n";
   const auto ended = steady::now();
   const auto ended_wall = clock_type::now();
   EXPECT_LE(during, 60) << "calls to the Actions Service in 30 s of 503s: backoff, not a tight loop";

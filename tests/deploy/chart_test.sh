@@ -93,6 +93,19 @@ if out=$("$helm" template hr "$chart" --kube-version 1.36.0 --set config.gates.e
 fi
 grep -q "gates.webhook.certSecret" <<<"$out" || fail "the missing value is not named: $out"
 
+# #40: `helm template` with helm's own default Kubernetes version (no --kube-version) renders, as a
+# user's first try does; `helm lint` refuses what `helm template` refuses (lint renders `required`
+# as empty, so those checks are `fail`s in templates/validate.yaml).
+"$helm" template hr "$chart" >/dev/null 2>"$work/template-default.log" ||
+  { cat "$work/template-default.log"; fail "helm template without --kube-version"; }
+for set in "config.gates.enabled=true" "config.gates.enabled=true,gates.webhook.caBundle=Y2E=" "config.scheduler.enabled=true"; do
+  if out=$("$helm" lint --strict "$chart" --set "$set" 2>&1); then
+    fail "helm lint passed --set $set, which helm template refuses"
+  fi
+  want=$(case "$set" in *caBundle*) echo gates.webhook.certSecret ;; config.gates*) echo gates.webhook.caBundle ;; *) echo scheduler.existingSecret ;; esac)
+  grep -q "$want" <<<"$out" || fail "helm lint --set $set does not name $want: $out"
+done
+
 # The real API server: every mode's objects are valid (dry-run=server), the gates mode installs.
 "$src/tests/testenv/cluster" up "$work/cluster" --owner $$ >/dev/null 2>&1 || fail "cluster up"
 export KUBECONFIG="$work/cluster/kubeconfig"

@@ -8,7 +8,12 @@ scratch=$(mktemp -d)
 trap 'rm -rf "$scratch"' EXIT
 log="$scratch/fuzz.log"
 mkdir -p "$scratch/corpus"
-(cd "$scratch" && "$fuzzer" -max_total_time=20 -runs=200000 -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
+# A dictionary beside the corpus (tests/fuzz/dict/<name>.dict) steers the fuzzer to the decoder's
+# keys and to each JSON type in each place.
+dict=()
+d="$(dirname "$0")/dict/$(basename "$seeds").dict"
+[ -f "$d" ] && dict=(-dict="$d")
+(cd "$scratch" && "$fuzzer" "${dict[@]}" -max_total_time=20 -runs=200000 -max_len=65536 -timeout=10 -rss_limit_mb=2048 \
   -print_final_stats=1 "$scratch/corpus" "$seeds" >"$log" 2>&1)
 rc=$?
 if [ $rc -ne 0 ]; then

@@ -10,6 +10,7 @@
 #include <signal.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <functional>
@@ -80,6 +81,7 @@ const std::vector<target> targets = {
     {"intent", 1, 3, 1, "scaleUpWindow: 60s\n      scaleDownWindow: 60s\n      cooldown: 30s", ""},
     {"refused", 1, 3, 2, "scaleUpWindow: 2s\n      scaleDownWindow: 60s\n      cooldown: 3s", ""},
     {"apifault", 1, 3, 1, "scaleUpWindow: 3s\n      scaleDownWindow: 60s\n      cooldown: 1s", ""},
+    {"stale", 1, 3, 1, "scaleUpWindow: 2s\n      scaleDownWindow: 60s\n      cooldown: 1s", ""},
 };
 
 // The watch's record, at a stable address (the env itself is moved into its holder).
@@ -511,6 +513,45 @@ TEST(reactive, a_refused_scale_is_retried_three_times_then_backs_off_for_two_coo
   expect_single_steps(e, "refused");
 }
 
+// Lines of headroom's log that contain every one of `parts`.
+// From byte `from` of the log on.
+int log_lines_with(env& e, std::initializer_list<std::string> parts, size_t from = 0) {
+  int n = 0;
+  const auto all = e.agent->log();
+  std::istringstream log{from < all.size() ? all.substr(from) : std::string{}};
+  for (std::string line; std::getline(log, line);)
+    n += std::all_of(parts.begin(), parts.end(), [&](const std::string& p) { return line.find(p) != std::string::npos; });
+  return n;
+}
+
+// #40: the count headroom decides from is read at every evaluation. A target at its max that
+// someone scales down by hand is scaled back up (before the fix headroom kept deciding from 3 and
+// said "at_max" for good), and a deleted target is logged once and scaled again when it returns.
+TEST(reactive, a_target_scaled_elsewhere_at_its_max_or_deleted_and_recreated_is_seen_at_the_next_evaluation) {
+  REQUIRE_ENV(e);
+  ASSERT_TRUE(watch_has_seen_one_replica(e, "stale"));
+  set_load(e, "stale", 250);
+  ASSERT_TRUE(eventually([&] { return replicas(e, "stale") == 3; }, 60s)) << e.agent->log();
+  std::this_thread::sleep_for(2s);  // at max for a few evaluations
+  ASSERT_EQ(e.c->kubectl({"scale", "deployment", "stale", "-n", ns, "--replicas=2"}).exit_code, 0);
+  ASSERT_TRUE(eventually([&] { return agent_metric(e, "headroom_reactive_replicas{target=\"" + id("stale") + "\"}") == "2"; }, 10s))
+      << "headroom did not see the count change\n" << e.agent->log();
+  ASSERT_TRUE(eventually([&] { return replicas(e, "stale") == 3; }, 30s)) << "not scaled back up\n" << e.agent->log();
+  EXPECT_GE(log_lines_with(e, {"replicas changed elsewhere", id("stale")}), 1);
+
+  ASSERT_EQ(e.c->kubectl({"delete", "deployment", "stale", "-n", ns, "--wait=true"}).exit_code, 0);
+  ASSERT_TRUE(eventually([&] { return log_lines_with(e, {"the target is gone", id("stale")}) == 1; }, 15s)) << e.agent->log();
+  std::this_thread::sleep_for(12s);  // looked for again at least once, quietly
+  EXPECT_EQ(log_lines_with(e, {"the target is gone", id("stale")}), 1) << "a deleted target is logged once";
+  EXPECT_EQ(log_lines_with(e, {"cannot read the target", id("stale")}), 0) << e.agent->log();
+  target recreated = targets.back();
+  ASSERT_EQ(recreated.name, "stale");
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, deployment_yaml(recreated)).exit_code, 0);
+  ASSERT_TRUE(eventually([&] { return replicas(e, "stale") == 3; }, 60s)) << "the recreated target was never scaled\n" << e.agent->log();
+  EXPECT_GE(log_lines_with(e, {"the target is back", id("stale")}), 1);
+  set_load(e, "stale", 75);
+}
+
 TEST(reactive, prometheus_down_means_no_action_an_alert_after_three_cycles_and_resumption) {
   REQUIRE_ENV(e);
   ASSERT_TRUE(settled(e)) << "the targets never stopped moving before Prometheus went down\n" << e.agent->log();
@@ -518,6 +559,7 @@ TEST(reactive, prometheus_down_means_no_action_an_alert_after_three_cycles_and_r
   for (const auto& t : targets)
     before[t.name] = changes(e, t.name).size();
   set_load(e, "band", 500);  // would scale up if headroom acted blindly on stale knowledge
+  const size_t log_before = e.agent->log().size();
   e.prom->stop();
   ASSERT_TRUE(eventually([&] {
     return agent_metric(e, "headroom_reactive_metric_alert{target=\"" + id("band") + "\"}") == "1";
@@ -528,6 +570,9 @@ TEST(reactive, prometheus_down_means_no_action_an_alert_after_three_cycles_and_r
   std::this_thread::sleep_for(3s);
   for (const auto& t : targets)
     EXPECT_EQ(changes(e, t.name).size(), before[t.name]) << t.name << " was scaled without its metric";
+  // #40: Prometheus down is one line per target (a reminder a minute), not one per evaluation
+  // (this outage is about 10 s of 1 s evaluations).
+  EXPECT_EQ(log_lines_with(e, {"no metric", id("band")}, log_before), 1) << e.agent->log();
   std::string why;
   ASSERT_TRUE(e.prom->restart(why)) << why;
   ASSERT_TRUE(eventually([&] {

@@ -60,4 +60,52 @@ pid=""
 [ "$rc" = 0 ] || fail "exit code after SIGTERM was $rc"
 grep -q '"msg":"stopped cleanly"' "$work/log" || fail "no 'stopped cleanly' line"
 grep -q '"msg":"stopping child","child":"http"' "$work/log" || fail "http child was not stopped by its supervisor"
-echo "headroom binary smoke: 1 passed, 0 failed"
+# 4. #40: a credential file that cannot be read is a configuration error like the others: exit 2,
+#    one message naming the variable (it exited 1).
+cat >"$work/kubeconfig" <<EOF
+apiVersion: v1
+kind: Config
+clusters: [{name: c, cluster: {server: "https://127.0.0.1:1"}}]
+users: [{name: u, user: {token: "smoke-kube-token-0123456789"}}]
+contexts: [{name: c, context: {cluster: c, user: u}}]
+current-context: c
+EOF
+cat >"$work/sets.yaml" <<EOF
+http: {listen: "127.0.0.1:0"}
+kubernetes: {kubeconfig: "$work/kubeconfig"}
+leaderElection: {enabled: false}
+github: {configUrl: "https://127.0.0.1:1/smoke-org"}
+scaleSets:
+  - {name: smoke, namespace: smoke}
+EOF
+"$bin" check-config "$work/sets.yaml" >/dev/null 2>"$work/err" || fail "the smoke scale-set config is refused: $(cat "$work/err")"
+set +e
+env -i PATH=/usr/bin:/bin HEADROOM_GITHUB_APP_ID=1 HEADROOM_GITHUB_APP_INSTALLATION_ID=2 \
+  HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE=/nonexistent/key.pem "$bin" --config "$work/sets.yaml" >/dev/null 2>"$work/err"; rc=$?
+set -e
+[ "$rc" = 2 ] || fail "an unreadable App key file exited $rc, want 2: $(cat "$work/err")"
+grep -q 'HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE /nonexistent/key.pem: cannot open' "$work/err" || fail "the variable is not named: $(cat "$work/err")"
+
+# 5. #40: an API server that cannot be reached is said once, with its cause, and waited for with
+#    backoff; no actor exits and no supervisor restarts anything (it was a silent restart storm:
+#    the capacity monitor exited 3 ms after each start, 175 child exits in 90 s).
+env -i PATH=/usr/bin:/bin HEADROOM_GITHUB_TOKEN=smoke-github-token-0123456789 \
+  "$bin" --config "$work/sets.yaml" --log-level info 2>"$work/log" &
+pid=$!
+sleep 12
+kill -0 "$pid" 2>/dev/null || fail "headroom exited while the API server was unreachable"
+exits=$(grep -c '"msg":"child exited"' "$work/log" || true)
+[ "$exits" = 0 ] || fail "$exits child exits while the API server was unreachable (a restart loop)"
+said=$(grep -c '"msg":"cannot reach the API server to start; retrying with backoff"' "$work/log" || true)
+[ "$said" = 1 ] || fail "the unreachable API server was said $said times, want once"
+grep '"msg":"cannot reach the API server to start; retrying with backoff"' "$work/log" | grep -q '"error":"[^"]' ||
+  fail "the line does not carry the cause: $(grep 'cannot reach the API server' "$work/log")"
+lines=$(wc -l <"$work/log")
+[ "$lines" -lt 60 ] || fail "$lines log lines in 12 s of an unreachable API server"
+kill -TERM "$pid"
+set +e
+wait "$pid"; rc=$?
+set -e
+pid=""
+[ "$rc" = 0 ] || fail "exit code after SIGTERM (API server unreachable) was $rc"
+echo "headroom binary smoke: 3 passed, 0 failed"

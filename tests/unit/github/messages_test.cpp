@@ -70,6 +70,33 @@ TEST(github_messages, workflow_job_webhook) {
   EXPECT_TRUE(e.conclusion.empty());
 }
 
+// #40: a type mismatch in a webhook is refused with the field's path (labels as a string was
+// refused with simdjson's bare "does not have the requested type"; numeric labels, a string id and
+// bytes after the document were accepted).
+TEST(github_messages, workflow_job_webhook_type_mismatches_name_the_field_and_trailing_bytes_are_refused) {
+  auto message = [](std::string_view json) {
+    auto r = decode_workflow_job(json);
+    return std::holds_alternative<decode_failure>(r) ? std::get<decode_failure>(r).message : std::string{"(accepted)"};
+  };
+  EXPECT_EQ(message(R"({"action":"queued","workflow_job":{"id":1,"labels":"self-hosted"}})"),
+            "workflow_job: workflow_job.labels: expected an array, found a string");
+  EXPECT_EQ(message(R"({"action":"queued","workflow_job":{"id":1,"labels":["linux",7]}})"),
+            "workflow_job: workflow_job.labels[1]: expected a string, found a number");
+  EXPECT_EQ(message(R"({"action":"queued","workflow_job":{"id":"12"}})"),
+            "workflow_job: workflow_job.id: expected a number, found a string");
+  EXPECT_EQ(message(R"({"action":"queued","workflow_job":{"id":1.5}})"), "workflow_job: workflow_job.id: expected an integer, found 1.5");
+  EXPECT_EQ(message(R"({"action":7,"workflow_job":{"id":1}})"), "workflow_job: action: expected a string, found a number");
+  EXPECT_EQ(message(R"({"action":"queued","workflow_job":[]})"), "workflow_job: workflow_job: expected an object, found an array");
+  EXPECT_EQ(message(R"({"action":"queued","repository":{"full_name":["a"]}})"),
+            "workflow_job: repository.full_name: expected a string, found an array");
+  EXPECT_EQ(message(R"({"action":"queued","workflow_job":{"id":1}} trailing)"), "workflow_job: trailing content after the JSON document");
+  EXPECT_EQ(message(R"({"action":"queued","workflow_job":{"id":1}}{"action":"completed"})"),
+            "workflow_job: trailing content after the JSON document");
+  EXPECT_EQ(message(R"([1,2])"), "workflow_job: (document): expected an object, found an array");
+  EXPECT_EQ(message(R"({"action":"queued","workflow_job":{"id":1,"runner_id":null,"labels":null}} )"), "(accepted)")
+      << "nulls and trailing whitespace are fine";
+}
+
 TEST(hud, queued_jobs_sum_over_a_scale_sets_labels) {
   auto r = headroom::hud::decode_queued_jobs(R"([
     {"runner_label":"linux.2xlarge","org":"pytorch","repo":"pytorch","num_queued_jobs":7,"min_queue_time_minutes":1.5,"max_queue_time_minutes":12},

@@ -136,10 +136,34 @@ TEST(gates_model, other_gates_too_big_pods_and_strict_fifo) {
   for (const auto& c : best.conditions)
     too_small |= c.name == "b-huge" && c.reason == "QueueTooSmall";
   EXPECT_TRUE(too_small);
+  int held = 0;
   for (const auto& c : best.conditions)
-    EXPECT_NE(c.name, "a-held") << "a pod another gate holds is not ours to judge";
+    if (c.name == "a-held") {
+      ++held;
+      EXPECT_EQ(c.status, "False");
+      EXPECT_EQ(c.reason, "OtherGates") << "a pod another gate holds is not admitted, and says why";
+      EXPECT_NE(c.message.find("example.com/x"), std::string::npos) << c.message;
+    }
+  EXPECT_EQ(held, 1);
+  EXPECT_EQ(best.status.gated_pods, 3) << "a-held, b-huge and c-big carry the queue's gate";
   auto strict = plan_queue(queue(1500, true), pods, t0, {});
   EXPECT_TRUE(strict.ungates.empty()) << "StrictFIFO: nothing passes c-big, which waits (b-huge can never fit and does not block)";
+}
+
+// #40: a pod that also carried another controller's gate kept the QueueNotFound condition it got
+// before its queue existed, and the queue counted it nowhere.
+TEST(gates_model, a_pod_held_by_another_gate_loses_a_stale_queue_not_found_condition) {
+  k8s::pod p = *make({.name = "held", .other_gates = {"example.com/other"}});
+  const auto stale = queue_not_found(p, "q");
+  p.conditions = std::vector<k8s::condition>{{std::string{admitted_condition}, stale.status, stale.reason, stale.message}};
+  auto plan = plan_queue(queue(1000), {std::make_shared<const k8s::pod>(p)}, t0, {});
+  ASSERT_EQ(plan.conditions.size(), 1u);
+  EXPECT_EQ(plan.conditions[0].reason, "OtherGates");
+  EXPECT_EQ(plan.status.gated_pods, 1);
+  EXPECT_TRUE(plan.ungates.empty());
+  const auto& c = plan.conditions[0];
+  p.conditions = std::vector<k8s::condition>{{std::string{admitted_condition}, c.status, c.reason, c.message}};
+  EXPECT_TRUE(plan_queue(queue(1000), {std::make_shared<const k8s::pod>(p)}, t0, {}).conditions.empty()) << "written once";
 }
 
 TEST(gates_model, an_unchanged_condition_is_not_written_again) {

@@ -178,7 +178,8 @@ TEST(dashboards, page_parameters_and_their_errors_name_the_parameter) {
   for (auto [k, v, says] : std::vector<std::tuple<std::string, std::string, std::string>>{
            {"per_page", "0", "per_page"}, {"per_page", "1001", "per_page"}, {"per_page", "x", "per_page"},
            {"page", "-1", "page"},        {"start", "2026-02-31", "start"}, {"end", "yesterday", "end"},
-           {"after", "12", "after"},      {"after", "a:1", "after"},        {"color", "red", "color"}}) {
+           {"after", "12", "after"},      {"after", "a:1", "after"},        {"color", "red", "color"},
+           {"page", "1001", "page"}}) {  // #40: a client's error (400), once reported as the store's (503)
     auto r = parse_page_params(q({{k, v}}), now, true);
     ASSERT_TRUE(std::holds_alternative<std::string>(r)) << k << "=" << v;
     EXPECT_NE(std::get<std::string>(r).find(says), std::string::npos) << std::get<std::string>(r);
