@@ -26,6 +26,7 @@
 #include "runtime/metrics.hpp"
 #include "runtime/readiness.hpp"
 #include "runtime/relay.hpp"
+#include "runtime/clock.hpp"
 
 namespace headroom::app {
 
@@ -203,7 +204,7 @@ runtime::child_spec event_recorder_child(const caf::actor& relay, k8s::client& a
   opts->kube = &api;
   opts->instance = instance;
   opts->wall_clock = [] {
-    return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    return std::chrono::duration<double>(runtime::real_clock().wall().time_since_epoch()).count();
   };
   std::map<std::string, prometheus::Counter*> by_outcome;
   for (const char* o : {"created", "series", "rate_limited", "queue_full", "failed"})

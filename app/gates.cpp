@@ -9,6 +9,7 @@
 #include "adapters/k8s/client.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
+#include "runtime/clock.hpp"
 
 namespace headroom::app {
 
@@ -123,7 +124,7 @@ std::optional<std::string> prepare_gates(const settings& modes, k8s::client& kub
   ctx->queues = out.queues;
   ctx->default_reservation_timeout = g.reservation_timeout;
   ctx->resync_interval = g.resync_interval;
-  ctx->wall_clock = [] { return std::chrono::system_clock::now(); };
+  ctx->wall_clock = [] { return runtime::real_clock().wall(); };
   ctx->track_buffer = [&m](const runtime::buffer_stats_ptr& s) { m.buffers().track(s); };
   ctx->metrics = make_controller_metrics(m);
   ctx->events = out.events;

@@ -21,6 +21,7 @@
 #include "runtime/readiness.hpp"
 #include "runtime/relay.hpp"
 #include "runtime/secrets.hpp"
+#include "runtime/rfc3339.hpp"
 
 namespace headroom::app {
 
@@ -65,19 +66,7 @@ constexpr series histograms[] = {
 };
 
 // Seconds since the epoch of an RFC 3339 time ("2026-11-22T09:00:00.123Z"); nullopt when unreadable.
-std::optional<double> parse_time(const std::string& t) {
-  std::tm tm{};
-  const char* rest = strptime(t.c_str(), "%Y-%m-%dT%H:%M:%S", &tm);
-  if (rest == nullptr)
-    return std::nullopt;
-  double frac = 0;
-  if (*rest == '.') {
-    double scale = 0.1;
-    for (++rest; *rest >= '0' && *rest <= '9'; ++rest, scale /= 10)
-      frac += (*rest - '0') * scale;
-  }
-  return static_cast<double>(timegm(&tm)) + frac;
-}
+std::optional<double> parse_time(const std::string& t) { return runtime::parse_rfc3339(t); }
 
 scale_set_metrics make_metrics(runtime::metrics& m, const std::string& scale_set) {
   auto& reg = m.registry();

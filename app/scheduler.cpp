@@ -10,6 +10,7 @@
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/secrets.hpp"
+#include "runtime/clock.hpp"
 
 namespace headroom::app {
 
@@ -18,7 +19,7 @@ using namespace actors::scheduler;
 namespace {
 
 int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  return std::chrono::duration_cast<std::chrono::milliseconds>(runtime::real_clock().wall().time_since_epoch()).count();
 }
 
 const prometheus::Histogram::BucketBoundaries fast_buckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,

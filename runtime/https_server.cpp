@@ -1,5 +1,6 @@
 #include "runtime/https_server.hpp"
 #include "runtime/web_server.hpp"
+#include "runtime/clock.hpp"
 
 #include <httplib.h>
 #include <openssl/err.h>
@@ -132,7 +133,7 @@ https_server::https_server(https_options opts) : state_(std::make_unique<state>(
   answer_exceptions_with_500(srv);
   for (const auto& r : o.routes) {
     srv.Post(r.path, [&r, &o](const httplib::Request& req, httplib::Response& res) {
-      const auto started = std::chrono::steady_clock::now();
+      const auto started = runtime::real_clock().now();
       https_request in;
       in.path = r.path;
       in.content_type = req.get_header_value("Content-Type");
@@ -142,7 +143,7 @@ https_server::https_server(https_options opts) : state_(std::make_unique<state>(
       res.set_header("Cache-Control", "no-store");
       res.set_content(std::move(out.body), out.content_type.c_str());
       if (o.observe)
-        o.observe(r.path, out.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+        o.observe(r.path, out.status, std::chrono::duration<double>(runtime::real_clock().now() - started).count());
     });
     srv.Get(r.path, [](const httplib::Request&, httplib::Response& res) {
       res.status = 405;

@@ -8,6 +8,8 @@
 #include <mutex>
 
 #include "runtime/secrets.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/rfc3339.hpp"
 
 namespace headroom::runtime {
 
@@ -19,17 +21,8 @@ std::mutex& write_mutex() {
 }
 
 std::string timestamp_now() {
-  const auto now = std::chrono::system_clock::now();
-  const auto secs = std::chrono::system_clock::to_time_t(now);
-  const auto millis =
-      std::chrono::duration_cast<std::chrono::milliseconds>(now.time_since_epoch()).count() % 1000;
-  std::tm utc{};
-  gmtime_r(&secs, &utc);
-  char buf[32];
-  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &utc);
-  char out[40];
-  std::snprintf(out, sizeof out, "%.*s.%03dZ", static_cast<int>(n), buf, static_cast<int>(millis));
-  return out;
+  // Whole milliseconds first: rounding the double could carry a .9996 into the next second's line.
+  return format_rfc3339(static_cast<double>(real_clock().wall_ms()) / 1000.0, 3);
 }
 
 void write_all(int fd, std::string_view data) {

@@ -1,4 +1,5 @@
 #include "runtime/web_server.hpp"
+#include "runtime/clock.hpp"
 
 #include <dirent.h>
 #include <httplib.h>
@@ -77,7 +78,7 @@ web_server::web_server(web_options o) : state_(std::make_unique<state>()) {
   answer_exceptions_with_500(srv);
   for (const auto& r : opts.routes) {
     auto handler = [&r, &opts](const httplib::Request& req, httplib::Response& res) {
-      const auto started = std::chrono::steady_clock::now();
+      const auto started = runtime::real_clock().now();
       web_request in;
       in.method = req.method;
       in.path = r.path;
@@ -93,7 +94,7 @@ web_server::web_server(web_options o) : state_(std::make_unique<state>()) {
         res.set_header(k, v);
       res.set_content(std::move(out.body), out.content_type.c_str());
       if (opts.observe)
-        opts.observe(r.path, out.status, std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count());
+        opts.observe(r.path, out.status, std::chrono::duration<double>(runtime::real_clock().now() - started).count());
     };
     if (r.method == "POST")
       srv.Post(r.path, handler);

@@ -14,6 +14,7 @@
 #include "actors/k8s/informer_feed.hpp"
 #include "adapters/bigfleet/rollup.hpp"
 #include "messages/type_ids.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/log.hpp"
 
 namespace headroom::actors::bigfleet {
@@ -102,7 +103,7 @@ void build(rollup_actor* self) {
   }
   st.acks_in_flight.for_each([&known](const std::string& key) { known.insert(key); });
   st.acks_known = std::move(known);
-  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(runtime::actor_system_clock{self->clock()}.wall().time_since_epoch()).count();
   auto rollup = headroom::bigfleet::build_rollup(st.opts.endpoint.cluster_id, crs, ns);
   runtime::log::debug(actor_name, "roll-up built", {{"crs", crs.size()}, {"needs", rollup.needs_size()}});
   st.deps.queue->offer_rollup(std::move(rollup));

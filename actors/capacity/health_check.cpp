@@ -22,6 +22,7 @@
 #include "actors/capacity/capacity.hpp"
 #include "actors/runners/health.hpp"
 #include "messages/type_ids.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/log.hpp"
 
 namespace headroom::actors::capacity {
@@ -42,9 +43,7 @@ struct health_state {
 using health_actor = caf::stateful_actor<health_state>;
 
 // Pod ages come from creationTimestamp, a wall-clock time, so the checks count in wall-clock ms.
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+int64_t wall_ms(health_actor* self) { return runtime::actor_system_clock{self->clock()}.wall_ms(); }
 
 runners::runner_seen seen_of(const std::string& status) {
   if (status == "absent")
@@ -147,7 +146,7 @@ void check(health_actor* self) {
         delete_pod(self, p->meta.name, false);
       continue;
     }
-    const int64_t now_ms = wall_ms();
+    const int64_t now_ms = wall_ms(self);
     const auto v = st.health.observe(*p, now_ms, runners::runner_seen::unknown);
     if (v == runners::verdict::pod_stuck_pending) {
       replace(self, *p, runners::to_string(v), false);
@@ -202,7 +201,7 @@ caf::behavior health_behavior(health_actor* self, context_ptr ctx) {
           delete_pod(self, r.pod, false);
           return;
         }
-        const auto v = s.health.observe(*pod, wall_ms(), seen);
+        const auto v = s.health.observe(*pod, wall_ms(self), seen);
         if (v != runners::verdict::healthy)
           replace(self, *pod, runners::to_string(v), false);
       },

@@ -22,6 +22,8 @@
 #include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
 #include "messages/type_ids.hpp"
+#include "adapters/k8s/time.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/log.hpp"
 
 namespace headroom::actors::capacity {
@@ -93,19 +95,18 @@ void finish(pair_actor* self, state_t s, const std::string& reason, bool warn = 
 // Did a runner pod of this scale set take the runner placeholder's room? The scheduler nominates
 // the preemptor to the victim's node and binds it there; a pod of any other kind preempting the
 // placeholder (a busy cluster's higher-priority pod) means the pair is simply lost.
-bool runner_took(const pair_state& st) {
+bool runner_took(const pair_state& st, std::time_t now) {
   if (st.runner_node.empty())
     return false;
-  const auto now = std::time(nullptr);
   for (const auto& p : st.ctx->pods->list()) {
     const auto* r = p->meta.label(keys::role);
     if (r == nullptr || *r != role_label(role::runner))
       continue;
     if (p->nominated_node_name == st.runner_node)
       return true;
-    std::tm tm{};
-    if (p->node_name == st.runner_node && strptime(p->meta.creation_timestamp.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) != nullptr &&
-        now - timegm(&tm) < 120)
+    if (p->node_name != st.runner_node)
+      continue;
+    if (const auto created = k8s::parse_rfc3339(p->meta.creation_timestamp); created && static_cast<double>(now) - *created < 120)
       return true;
   }
   return false;
@@ -140,7 +141,7 @@ void evaluate(pair_actor* self) {
   if (went[0]) {
     if (states[1] != pod_state::running)
       return finish(self, state_t::lost, why(0));
-    if (!runner_took(st)) {
+    if (!runner_took(st, static_cast<std::time_t>(runtime::actor_system_clock{self->clock()}.wall_seconds()))) {
       if (st.undecided++ < 6) {  // the runner pod's binding may trail the victim's deletion
         report(self, state_t::pending);
         self->delayed_send(self, std::chrono::milliseconds(500), msg::tick_atom_v, uint64_t{2});

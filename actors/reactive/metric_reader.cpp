@@ -26,6 +26,7 @@
 #include "actors/reactive/reactive.hpp"
 #include "adapters/prometheus/client.hpp"
 #include "messages/type_ids.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/log.hpp"
 
 namespace headroom::actors::reactive {
@@ -200,7 +201,7 @@ void evaluate_slot(reader_actor* self, size_t group) {
   }
   arm(self, group);
   const int64_t due_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(due.time_since_epoch()).count();
-  const double at = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+  const double at = runtime::actor_system_clock{self->clock()}.wall_seconds();
   const auto end_ms = static_cast<int64_t>(at * 1000.0);
   std::vector<prom::raw_query> queries;
   in_flight_batch readers{due_ns, {}};

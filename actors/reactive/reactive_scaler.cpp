@@ -27,6 +27,7 @@
 #include "adapters/k8s/scale.hpp"
 #include "adapters/prometheus/query.hpp"  // prom::sample; the metric reader owns the client
 #include "messages/type_ids.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/log.hpp"
 #include "runtime/outage.hpp"
 
@@ -92,9 +93,11 @@ struct scaler_state {
 
 using scaler_actor = caf::stateful_actor<scaler_state>;
 
-double wall_now() {
-  return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
-}
+double wall_now(scaler_actor* self) { return runtime::actor_system_clock{self->clock()}.wall_seconds(); }
+
+// Seconds since the epoch on the actor system's clock (the cooldowns and windows are kept in the
+// target's annotation as wall time).
+
 
 const scaler_spec& spec(scaler_actor* self) { return self->state.ctx->spec; }
 
@@ -305,7 +308,7 @@ void step_refused(scaler_actor* self, const std::string& error) {
                      {{"target", tid(self)}, {"to", static_cast<int64_t>(st.to)}, {"refusals", static_cast<int64_t>(s.refusals)}, {"error", error}});
   if (s.refusals >= max_refusals) {
     const auto cooldown = std::chrono::duration<double>(spec(self).rules.cooldown).count();
-    s.backoff_until = wall_now() + 2 * cooldown;
+    s.backoff_until = wall_now(self) + 2 * cooldown;
     s.refusals = 0;
     s.refused_to = -1;
     runtime::log::warn(actor_name, "3 refused scale writes of one step: backing off for 2 cooldowns", {{"target", tid(self)}});
@@ -357,7 +360,7 @@ void continue_step(scaler_actor* self) {
                 finish_evaluation(self);
                 return;
               }
-              s.stepping->next = next_scale(s.last, s.stepping->from, s.stepping->to, wall_now());
+              s.stepping->next = next_scale(s.last, s.stepping->from, s.stepping->to, wall_now(self));
               write_step(self);
             },
             [self](caf::error& e) {
@@ -367,7 +370,7 @@ void continue_step(scaler_actor* self) {
             });
     return;
   }
-  st.next = next_scale(s.last, st.from, st.to, wall_now());
+  st.next = next_scale(s.last, st.from, st.to, wall_now(self));
   write_step(self);
 }
 
@@ -462,7 +465,7 @@ void on_current(scaler_actor* self, const msg::api_reply& r) {
     runtime::log::debug(actor_name, "cannot read /scale; deciding from the last count", {{"target", tid(self)}, {"error", r.error}});
   }
   report_quota(self);
-  auto d = decide(spec(self).rules, s.samples, wall_now(), s.current, s.last, s.backoff_until);
+  auto d = decide(spec(self).rules, s.samples, wall_now(self), s.current, s.last, s.backoff_until);
   note(self, d);
   if (d.what == action::none) {
     s.evaluating = false;
@@ -627,7 +630,7 @@ void on_api(scaler_actor* self, msg::api_reply& r) {
           }
           if (newest != nullptr) {
             // Lower costs go first; a newer mark is lower than any older one left behind.
-            const auto cost = -static_cast<int64_t>(wall_now());
+            const auto cost = -static_cast<int64_t>(wall_now(self));
             const std::string patch = "{\"metadata\":{\"annotations\":{\"controller.kubernetes.io/pod-deletion-cost\":\"" +
                                       std::to_string(cost) + "\"}}}";
             const auto ns = t.ns;

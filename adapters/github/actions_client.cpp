@@ -9,6 +9,8 @@
 #include "adapters/github/auth.hpp"
 #include "runtime/log.hpp"
 #include "runtime/secrets.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/rfc3339.hpp"
 
 namespace headroom::github {
 
@@ -35,7 +37,7 @@ std::shared_ptr<actions_client> actions_client::make(config_url where, credentia
 int64_t actions_client::now() const {
   if (opts_.unix_now)
     return opts_.unix_now();
-  return std::chrono::duration_cast<std::chrono::seconds>(std::chrono::system_clock::now().time_since_epoch())
+  return std::chrono::duration_cast<std::chrono::seconds>(runtime::real_clock().wall().time_since_epoch())
       .count();
 }
 
@@ -294,7 +296,8 @@ void actions_client::refresh_chain() {
     if (auto* f = std::get_if<decode_failure>(&tok))
       return self->admin_ready(make_error(K::bad_response, op, 201, f->message));
     auto& t = std::get<issued_token>(tok);
-    int64_t exp = parse_rfc3339(t.expires_at);
+    const auto expires = runtime::parse_rfc3339(t.expires_at);
+    int64_t exp = expires ? static_cast<int64_t>(*expires) : 0;
     if (exp == 0)
       exp = self->now() + 3600;  // GitHub's documented lifetime when expires_at is unreadable
     {

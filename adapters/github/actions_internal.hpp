@@ -25,8 +25,6 @@ inline constexpr std::string_view agents_path = "_apis/distributedtask/pools/0/a
 
 bool has_suffix_ci(std::string_view s, std::string_view suffix);
 bool equals_ci(std::string_view a, std::string_view b);
-// Seconds since the epoch of an RFC 3339 time; 0 when unreadable.
-int64_t parse_rfc3339(std::string_view t);
 std::string join_url(std::string base, std::string_view path);
 std::string with_query(std::string url, std::string_view name, std::string_view value);
 std::string scale_sets_path(int64_t id, std::string_view tail = {});

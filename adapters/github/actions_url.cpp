@@ -27,39 +27,6 @@ bool equals_ci(std::string_view a, std::string_view b) {
   return a.size() == b.size() && has_suffix_ci(a, b);
 }
 
-// "2026-11-22T07:00:00Z" (GitHub's expires_at) → unix seconds; 0 when it is not that form.
-int64_t parse_rfc3339(std::string_view t) {
-  std::tm tm{};
-  if (t.size() < 19 || t[4] != '-' || t[7] != '-' || (t[10] != 'T' && t[10] != 't') || t[13] != ':' || t[16] != ':')
-    return 0;
-  auto num = [&](size_t at, size_t n) {
-    int v = 0;
-    for (size_t i = at; i < at + n; ++i) {
-      if (t[i] < '0' || t[i] > '9')
-        return -1;
-      v = v * 10 + (t[i] - '0');
-    }
-    return v;
-  };
-  tm.tm_year = num(0, 4) - 1900;
-  tm.tm_mon = num(5, 2) - 1;
-  tm.tm_mday = num(8, 2);
-  tm.tm_hour = num(11, 2);
-  tm.tm_min = num(14, 2);
-  tm.tm_sec = num(17, 2);
-  if (tm.tm_year < 0 || tm.tm_mon < 0 || tm.tm_mday < 0 || tm.tm_hour < 0 || tm.tm_min < 0 || tm.tm_sec < 0)
-    return 0;
-  int64_t at = timegm(&tm);
-  std::string_view rest = t.substr(19);
-  while (!rest.empty() && (rest.front() == '.' || (rest.front() >= '0' && rest.front() <= '9')))
-    rest.remove_prefix(1);
-  if (rest.size() == 6 && (rest[0] == '+' || rest[0] == '-') && rest[3] == ':') {  // an offset
-    int64_t off = ((rest[1] - '0') * 10 + (rest[2] - '0')) * 3600 + ((rest[4] - '0') * 10 + (rest[5] - '0')) * 60;
-    at += rest[0] == '+' ? -off : off;
-  }
-  return at;
-}
-
 std::string join_url(std::string base, std::string_view path) {
   while (!base.empty() && base.back() == '/')
     base.pop_back();

@@ -8,6 +8,8 @@
 #include "adapters/github/auth.hpp"
 #include "adapters/json/ondemand.hpp"
 #include "runtime/secrets.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/rfc3339.hpp"
 
 namespace headroom::github {
 
@@ -81,17 +83,15 @@ std::string message_of(const std::string& body) {
 }
 
 int64_t parse_time(const std::string& t) {
-  std::tm tm{};
-  if (strptime(t.c_str(), "%Y-%m-%dT%H:%M:%S", &tm) == nullptr)
-    return 0;
-  return static_cast<int64_t>(timegm(&tm));
+  const auto at = runtime::parse_rfc3339(t);
+  return at ? static_cast<int64_t>(*at) : 0;
 }
 
 }  // namespace
 
 bool rest_client::rate_limited() {
   std::lock_guard lock(mu_);
-  return std::chrono::steady_clock::now() < limited_until_;
+  return runtime::real_clock().now() < limited_until_;
 }
 
 std::string rest_error::describe() const {
@@ -136,7 +136,7 @@ uint64_t rest_client::requests() {
 rest_result<std::string> rest_client::token() {
   if (!creds_.personal_access_token.empty())
     return creds_.personal_access_token;
-  const int64_t now = std::time(nullptr);
+  const int64_t now = runtime::real_clock().wall_ms() / 1000;
   {
     std::lock_guard lock(mu_);
     if (!installation_token_.empty() && installation_exp_ - now > 300)
@@ -186,7 +186,7 @@ rest_result<rest_client::answer> rest_client::call(const std::string& operation,
                                                    const std::string& path, const std::string& body) {
   {
     std::lock_guard lock(mu_);
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = runtime::real_clock().now();
     if (now < limited_until_) {
       const auto left = std::chrono::duration_cast<std::chrono::seconds>(limited_until_ - now).count() + 1;
       return rest_error{429, operation, "not sent: GitHub's rate limit, " + std::to_string(left) + " s left", true};
@@ -226,7 +226,7 @@ rest_result<rest_client::answer> rest_client::call(const std::string& operation,
       wait_s = std::max(1L, std::stol(r.retry_after));
     {
       std::lock_guard lock(mu_);
-      limited_until_ = std::chrono::steady_clock::now() + std::chrono::seconds(wait_s);
+      limited_until_ = runtime::real_clock().now() + std::chrono::seconds(wait_s);
     }
     return rest_error{r.status, operation, message_of(r.body) + " (pausing GitHub calls for " + std::to_string(wait_s) + " s)", true};
   }

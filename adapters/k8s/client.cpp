@@ -7,6 +7,8 @@
 #include <random>
 
 #include "runtime/log.hpp"
+#include "adapters/k8s/time.hpp"
+#include "runtime/clock.hpp"
 
 namespace headroom::k8s {
 
@@ -332,12 +334,7 @@ void client::cordon(std::string_view node, bool unschedulable, api_callback cb) 
 }
 
 std::string time_now() {
-  const auto secs = std::chrono::system_clock::to_time_t(std::chrono::system_clock::now());
-  std::tm utc{};
-  gmtime_r(&secs, &utc);
-  char ts[32];
-  std::strftime(ts, sizeof ts, "%Y-%m-%dT%H:%M:%SZ", &utc);
-  return ts;
+  return format_rfc3339(static_cast<double>(runtime::real_clock().wall_ms() / 1000), 0);
 }
 
 request_id client::watch(const resource_kind& k, std::string_view ns, const watch_options& opts,

@@ -12,6 +12,7 @@
 #include <sstream>
 
 #include "runtime/secrets.hpp"
+#include "runtime/clock.hpp"
 
 namespace headroom::k8s {
 
@@ -90,7 +91,7 @@ std::function<std::string()> token_file(std::string path) {
   st->path = std::move(path);
   return [st] {
     std::lock_guard<std::mutex> g{st->m};
-    const auto now = std::chrono::steady_clock::now();
+    const auto now = runtime::real_clock().now();
     if (!st->token.empty() && now - st->checked < std::chrono::seconds(1))
       return st->token;
     st->checked = now;

@@ -17,6 +17,7 @@
 #include "adapters/k8s/store.hpp"
 #include "runtime/log.hpp"
 #include "runtime/outage.hpp"
+#include "runtime/clock.hpp"
 
 namespace headroom::k8s {
 
@@ -147,7 +148,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   // An API server down for minutes is one line when the calls start failing, a reminder a minute
   // and one line when they work again, not a line per retry (the retries follow next_backoff()).
   void note_failure(std::string_view msg, const api_error& e, std::chrono::milliseconds wait) {
-    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(runtime::real_clock().now().time_since_epoch()).count();
     const auto v = outage_.failed(now);
     const std::initializer_list<runtime::log_field> fields{{"resource", opts_.kind.plural}, {"error", e.describe()},
                                                            {"retry_ms", static_cast<int64_t>(wait.count())},
@@ -159,7 +160,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   }
 
   void note_success() {
-    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now().time_since_epoch()).count();
+    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(runtime::real_clock().now().time_since_epoch()).count();
     if (const auto v = outage_.succeeded(now); v.log == runtime::outage::note::came_back)
       runtime::log::info("k8s/informer", "listed again after failures",
                          {{"resource", opts_.kind.plural}, {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
@@ -290,7 +291,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     wo.timeout_seconds = std::max<int64_t>(1, spread(rng_));
     wo.stall_timeout = opts_.stall_timeout;
     wo.delay = delay;
-    watch_began_ = std::chrono::steady_clock::now() + delay;
+    watch_began_ = runtime::real_clock().now() + delay;
     stats_.watches.fetch_add(1, std::memory_order_relaxed);
     relist_requested_ = false;
     std::weak_ptr<informer> weak = this->shared_from_this();
@@ -380,7 +381,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     // connection cut) had worked: resume at once, as after a clean end, rather than after a
     // backoff that grew with every earlier failure (found by the chaos suite: quiet watches on a
     // short stall timeout backed off 27 s).
-    if (std::chrono::steady_clock::now() - watch_began_ >= std::chrono::seconds(10)) {
+    if (runtime::real_clock().now() - watch_began_ >= std::chrono::seconds(10)) {
       failures_ = 0;
       note_success();  // it had worked: this failure is news
     }

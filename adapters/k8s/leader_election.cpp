@@ -4,19 +4,13 @@
 
 #include "adapters/k8s/decode.hpp"
 #include "runtime/log.hpp"
+#include "adapters/k8s/time.hpp"
+#include "runtime/clock.hpp"
 
 namespace headroom::k8s {
 
 std::string micro_time_now() {
-  const auto now = std::chrono::system_clock::now();
-  const auto secs = std::chrono::system_clock::to_time_t(now);
-  const auto micros = std::chrono::duration_cast<std::chrono::microseconds>(now.time_since_epoch()).count() % 1'000'000;
-  std::tm utc{};
-  gmtime_r(&secs, &utc);
-  char buf[48];
-  const size_t n = std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%S", &utc);
-  std::snprintf(buf + n, sizeof buf - n, ".%06lldZ", static_cast<long long>(micros));
-  return buf;
+  return format_rfc3339(runtime::real_clock().wall_seconds(), 6);
 }
 
 std::shared_ptr<leader_elector> leader_elector::make(client& c, options opts) {
@@ -44,7 +38,7 @@ void leader_elector::tick() {
     return;
   // A leader whose renewals have failed past the deadline steps down before anyone else may take
   // over (renew_deadline < lease_duration): there is never a moment with two leaders.
-  if (leading_ && std::chrono::steady_clock::now() - last_renew_ > opts_.renew_deadline) {
+  if (leading_ && runtime::real_clock().now() - last_renew_ > opts_.renew_deadline) {
     lose("renew deadline passed");
   }
   std::weak_ptr<leader_elector> weak = shared_from_this();
@@ -57,7 +51,7 @@ void leader_elector::tick() {
 void leader_elector::on_read(api_result r) {
   if (stopped_)
     return;
-  const auto now = std::chrono::steady_clock::now();
+  const auto now = runtime::real_clock().now();
   if (auto* e = std::get_if<api_error>(&r)) {
     if (e->what == api_error::kind::not_found) {
       write(true, "", 0, "");
@@ -129,7 +123,7 @@ void leader_elector::on_write(api_result r, bool) {
     schedule();
     return;
   }
-  last_renew_ = std::chrono::steady_clock::now();
+  last_renew_ = runtime::real_clock().now();
   observed_holder_ = opts_.identity;
   observed_at_ = last_renew_;
   if (!leading_.exchange(true)) {

@@ -1,17 +1,13 @@
 #pragma once
 
-// metav1.Time / MicroTime text: RFC 3339 in UTC ("2026-11-23T14:00:00.250Z"), as seconds since
-// the epoch.
+// metav1.Time / MicroTime text: RFC 3339 ("2026-11-23T14:00:00.250Z"), as seconds since the epoch.
+// The one parser and formatter is the runtime's (runtime/rfc3339.hpp).
 
-#include <optional>
-#include <string>
-#include <string_view>
+#include "runtime/rfc3339.hpp"
 
 namespace headroom::k8s {
 
-// `digits` of the second kept: 3 (the default) "2026-11-23T14:00:00.250Z"; 6 for a MicroTime.
-std::string format_rfc3339(double seconds, int digits = 3);
-// "…Z" with or without a fraction; nullopt for anything else (an offset, trailing text).
-std::optional<double> parse_rfc3339(std::string_view text);
+using runtime::format_rfc3339;
+using runtime::parse_rfc3339;
 
 }  // namespace headroom::k8s
