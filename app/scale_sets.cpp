@@ -186,6 +186,37 @@ std::optional<std::string> apply_runner(const runner_section& r, const std::stri
   return std::nullopt;
 }
 
+namespace {
+
+// A key of the mounted GitHub Secret, under the first of `names` that exists (ARC's name first,
+// then headroom's own); "" when none does. Tokens and ids lose surrounding whitespace (a Secret made
+// from a file often ends in a newline); a PEM keeps its text.
+std::string secret_key(const std::string& dir, std::initializer_list<const char*> names, bool trim, std::string& found,
+                       std::string& error) {
+  for (const char* name : names) {
+    const std::string path = dir + "/" + name;
+    std::ifstream in{path};
+    if (!in)
+      continue;
+    std::stringstream ss;
+    ss << in.rdbuf();
+    std::string v = ss.str();
+    if (trim) {
+      const auto first = v.find_first_not_of(" \t\r\n");
+      v = first == std::string::npos ? std::string{} : v.substr(first, v.find_last_not_of(" \t\r\n") - first + 1);
+    }
+    if (v.empty()) {
+      error = std::string{"key "} + name + " is empty";
+      return {};
+    }
+    found = name;
+    return v;
+  }
+  return {};
+}
+
+}  // namespace
+
 std::variant<github::credentials, std::string> github_credentials(const std::map<std::string, std::string>& env) {
   auto get = [&env](const char* name) -> std::string {
     auto it = env.find(name);
@@ -194,14 +225,44 @@ std::variant<github::credentials, std::string> github_credentials(const std::map
   github::credentials creds;
   creds.personal_access_token = get("HEADROOM_GITHUB_TOKEN");
   creds.app_id = get("HEADROOM_GITHUB_APP_ID");
-  if (!creds.app_id.empty()) {
-    const auto inst = get("HEADROOM_GITHUB_APP_INSTALLATION_ID");
-    try {
-      creds.installation_id = std::stoll(inst);
-    } catch (...) {
-      return "HEADROOM_GITHUB_APP_INSTALLATION_ID: expected the App installation's number, found '" + inst + "'";
+  std::string installation = get("HEADROOM_GITHUB_APP_INSTALLATION_ID");
+  creds.private_key_pem = get("HEADROOM_GITHUB_APP_PRIVATE_KEY");
+  // The Secret the chart mounts (githubConfigSecret / github.existingSecret), with ARC's keys or
+  // headroom's: what the environment does not set comes from there.
+  const std::string dir = get("HEADROOM_GITHUB_SECRET_DIR");
+  std::string where = "the environment";
+  if (!dir.empty() && creds.personal_access_token.empty() && creds.app_id.empty()) {
+    const std::string secret = get("HEADROOM_GITHUB_SECRET_NAME").empty() ? dir : "Secret " + get("HEADROOM_GITHUB_SECRET_NAME");
+    where = secret;
+    std::string found, error;
+    creds.personal_access_token = secret_key(dir, {"github_token", "token"}, true, found, error);
+    if (error.empty())
+      creds.app_id = secret_key(dir, {"github_app_id", "app-id"}, true, found, error);
+    if (error.empty() && !creds.app_id.empty()) {
+      installation = secret_key(dir, {"github_app_installation_id", "installation-id"}, true, found, error);
+      if (error.empty() && installation.empty())
+        return secret + ": key github_app_installation_id (or installation-id) is missing; a GitHub App needs it with github_app_id";
+      if (error.empty())
+        creds.private_key_pem = secret_key(dir, {"github_app_private_key", "private-key"}, false, found, error);
+      if (error.empty() && creds.private_key_pem.empty())
+        return secret + ": key github_app_private_key (or private-key) is missing; a GitHub App needs it with github_app_id";
     }
-    creds.private_key_pem = get("HEADROOM_GITHUB_APP_PRIVATE_KEY");
+    if (!error.empty())
+      return secret + ": " + error;
+    if (creds.personal_access_token.empty() && creds.app_id.empty())
+      return secret + ": no GitHub credentials: set key github_token (a PAT), or github_app_id, github_app_installation_id and "
+                      "github_app_private_key for a GitHub App (ARC's keys; token, app-id, installation-id and private-key work too)";
+  }
+  if (!creds.app_id.empty()) {
+    try {
+      size_t used = 0;
+      creds.installation_id = std::stoll(installation, &used);
+      if (used != installation.size())
+        throw std::invalid_argument{"trailing"};
+    } catch (...) {
+      return (where == "the environment" ? std::string{"HEADROOM_GITHUB_APP_INSTALLATION_ID"} : where + ": github_app_installation_id") +
+             ": expected the App installation's number, found '" + installation.substr(0, 32) + "'";
+    }
     if (creds.private_key_pem.empty() && !get("HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE").empty()) {
       std::string error;
       creds.private_key_pem = read_text(get("HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE"), error, "HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE");
@@ -212,7 +273,8 @@ std::variant<github::credentials, std::string> github_credentials(const std::map
       return "HEADROOM_GITHUB_APP_PRIVATE_KEY or HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE: required with HEADROOM_GITHUB_APP_ID";
   }
   if (creds.personal_access_token.empty() && creds.app_id.empty())
-    return "GitHub credentials: set HEADROOM_GITHUB_TOKEN, or HEADROOM_GITHUB_APP_ID with its installation id and private key";
+    return "GitHub credentials: set HEADROOM_GITHUB_TOKEN, or HEADROOM_GITHUB_APP_ID with its installation id and private key, "
+           "or mount a Secret with them (HEADROOM_GITHUB_SECRET_DIR; the chart's githubConfigSecret)";
   auto& secrets = runtime::secret_registry::global();
   secrets.add(creds.personal_access_token);
   secrets.add(creds.private_key_pem);
@@ -303,6 +365,10 @@ std::optional<std::string> prepare_scale_sets(const settings& cfg, const std::ma
     hud::client_options h;
     h.url = cfg.hud.url;
     h.token = get("HEADROOM_HUD_TOKEN");
+    if (h.token.empty() && !get("HEADROOM_GITHUB_SECRET_DIR").empty()) {
+      std::string found, error;
+      h.token = secret_key(get("HEADROOM_GITHUB_SECRET_DIR"), {"hud-token", "hud_token"}, true, found, error);
+    }
     secrets.add(h.token);
     h.ca_pem = gopts.ca_pem;
     out.hud = std::make_shared<hud::client>(io, h);

@@ -87,6 +87,7 @@ struct scaler_state {
   std::optional<step> stepping;
   std::vector<prom::sample> samples;  // of the evaluation in flight, decided once /scale is read
   bool gone = false;                  // the target was deleted (logged once; resumed when it returns)
+  bool quota_held = false;            // the last scale-up the quota was asked for was held
   runtime::outage metric_outage{{.reminder = std::chrono::minutes(1)}};  // when to log a missing metric
   static inline const char* name = "headroom.reactive_scaler";
 };
@@ -356,10 +357,15 @@ void continue_step(scaler_actor* self) {
                 return;
               if (!v.granted) {
                 s.ctx->metrics.decided(to_string(action::up), to_string(reason::quota));
-                runtime::log::info(actor_name, "scale-up held by the quota", {{"target", tid(self)}, {"detail", v.detail}});
+                if (!s.quota_held)  // said when it starts, not at every evaluation it lasts
+                  runtime::log::info(actor_name, "scale-up held by the quota", {{"target", tid(self)}, {"detail", v.detail}});
+                s.quota_held = true;
                 finish_evaluation(self);
                 return;
               }
+              if (s.quota_held)
+                runtime::log::info(actor_name, "the quota allows the scale-up now", {{"target", tid(self)}});
+              s.quota_held = false;
               s.stepping->next = next_scale(s.last, s.stepping->from, s.stepping->to, wall_now(self));
               write_step(self);
             },

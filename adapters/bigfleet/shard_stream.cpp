@@ -150,7 +150,7 @@ void shard_stream::run() {
     std::lock_guard lock(ctx_mu_);
     ctx_ = nullptr;
   }
-  runtime::log::info(actor, "shard stream closed", {{"target", endpoint_.target}, {"reason", reason}});
+  runtime::log::debug(actor, "shard stream closed", {{"target", endpoint_.target}, {"reason", reason}});  // the session logs the state change
   if (!silenced_ && cb_.on_closed)
     cb_.on_closed(reason);
 }

@@ -70,6 +70,12 @@ if mode == "scheduler":
     assert any(p["name"] == "scheduler" for p in kinds["Service"][0]["spec"]["ports"])
     roles = {r["metadata"]["name"]: r for r in kinds["Role"]}
     assert roles["hr-headroom-scheduler"]["metadata"]["namespace"] == "ci-runners", roles.keys()
+if mode in ("scale-sets", "scheduler"):
+    # The GitHub Secret is mounted whole (ARC's keys or headroom's), readable by the pod's group.
+    assert "HEADROOM_GITHUB_SECRET_DIR" in env and "HEADROOM_GITHUB_SECRET_NAME" in env, env
+    vols = {v["name"]: v for v in spec["volumes"]}
+    assert vols["github"]["secret"]["defaultMode"] == 0o440, vols["github"]
+    assert any(m["name"] == "github" and m["readOnly"] for m in c["volumeMounts"])
 if mode == "default":
     assert "CustomResourceDefinition" not in kinds and "MutatingWebhookConfiguration" not in kinds
 print(f"chart {mode}: {len(docs)} objects")
@@ -105,6 +111,11 @@ for set in "config.gates.enabled=true" "config.gates.enabled=true,gates.webhook.
   want=$(case "$set" in *caBundle*) echo gates.webhook.certSecret ;; config.gates*) echo gates.webhook.caBundle ;; *) echo scheduler.existingSecret ;; esac)
   grep -q "$want" <<<"$out" || fail "helm lint --set $set does not name $want: $out"
 done
+
+# ARC's value name for the credentials' Secret works as github.existingSecret does.
+arc=$("$helm" template hr "$chart" --set githubConfigSecret=arc-github -f "$chart/ci/scale-sets-values.yaml" --set github.existingSecret=) ||
+  fail "helm template with githubConfigSecret"
+grep -q "secretName: arc-github" <<<"$arc" || fail "githubConfigSecret is not mounted"
 
 # The real API server: every mode's objects are valid (dry-run=server), the gates mode installs.
 "$src/tests/testenv/cluster" up "$work/cluster" --owner $$ >/dev/null 2>&1 || fail "cluster up"

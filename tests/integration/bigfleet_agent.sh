@@ -156,6 +156,53 @@ for row in "BigFleet operator" "Runtime"; do
     fail "dashboard row $row: $(cat "$work/dashboard.log")"
 done
 
+# #40, the fault campaign's "dependency down for minutes": the shard gone for 20 s. headroom says
+# so once (and reminds once a minute), reconnects with backoff, spends next to no CPU meanwhile,
+# and once the shard is back (on its old address) a new Pod's demand is acknowledged.
+cpu_ticks() { awk '{print $14 + $15}' "/proc/$agent/stat"; }
+lines_before=$(wc -l <"$work/agent.log")
+ticks_before=$(cpu_ticks)
+kill -9 "$shard"; wait "$shard" 2>/dev/null || true
+sleep 20
+ticks=$(( $(cpu_ticks) - ticks_before ))
+outage=$(tail -n +"$((lines_before + 1))" "$work/agent.log")
+kill -0 "$agent" || fail "headroom exited while the shard was down"
+closed=$(grep -c '"msg":"shard stream closed; reconnecting"' <<<"$outage" || true)
+[ "$closed" = 1 ] || fail "the shard's outage was said $closed times, want once: $(grep shard <<<"$outage" | head -5)"
+lines=$(wc -l <<<"$outage")
+[ "$lines" -lt 30 ] || fail "$lines log lines in 20 s without the shard: $(head -20 <<<"$outage")"
+hz=$(getconf CLK_TCK)
+python3 -c "import sys; sys.exit(0 if $ticks / $hz / 20 < 0.10 else 1)" || fail "headroom used $ticks ticks of CPU in 20 s without the shard"
+echo "[faults] bigfleet shard down 20 s: $lines log lines, $ticks CPU ticks"
+rm -f "$work/shard/ready.json"
+"$work/shard/peer" --state-dir "$work/shard" --grpc-addr "$grpc" 2>>"$work/shard/peer.log" &
+shard=$!
+for _ in $(seq 100); do [ -f "$work/shard/ready.json" ] && break; sleep 0.1; done
+control=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["control"])' "$work/shard/ready.json")
+k apply -f - >/dev/null <<YAML
+apiVersion: v1
+kind: Pod
+metadata: {name: after-outage, namespace: work}
+spec:
+  containers: [{name: c, image: busybox, resources: {requests: {cpu: "1", memory: 1Gi}}}]
+YAML
+# The reconnect waits out the session's backoff (doubling from 0.5 s while the shard was away);
+# the first roll-up on the new stream carries all three Pods' demand (3 + 2 + 1 CPU).
+got=""
+for _ in $(seq 450); do
+  state=$(curl -sf "$control/state" || true)
+  if [ -n "$state" ] && python3 - "$state" <<'PY'
+import json, sys
+needs = (json.loads(sys.argv[1]).get("lastRollup") or {}).get("needs") or []
+sys.exit(0 if any(n.get("aggregateResources", {}).get("cpu") == "6" for n in needs) else 1)
+PY
+  then got=1; break; fi
+  sleep 0.1
+done
+[ -n "$got" ] || { tail -n +"$((lines_before + 1))" "$work/agent.log" | grep -v '"level":"debug"' | cut -c1-250 | tail -15 >&2;
+  fail "after the shard came back, its roll-up does not carry the new Pod's demand: $state"; }
+grep -q '"msg":"shard stream open".*"attempts":[1-9]' "$work/agent.log" || fail "the reconnection after the outage was not said"
+
 kill -TERM "$agent"
 set +e; wait "$agent"; rc=$?; set -e
 agent=""

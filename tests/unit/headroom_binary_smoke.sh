@@ -89,7 +89,10 @@ grep -q 'HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE /nonexistent/key.pem: cannot open'
 # 5. #40: an API server that cannot be reached is said once, with its cause, and waited for with
 #    backoff; no actor exits and no supervisor restarts anything (it was a silent restart storm:
 #    the capacity monitor exited 3 ms after each start, 175 child exits in 90 s).
-env -i PATH=/usr/bin:/bin HEADROOM_GITHUB_TOKEN=smoke-github-token-0123456789 \
+#    The credentials come as an ARC user's Secret mounts them (ARC's key name, a trailing newline).
+mkdir -p "$work/arc-secret"
+printf 'smoke-github-token-0123456789\n' >"$work/arc-secret/github_token"
+env -i PATH=/usr/bin:/bin HEADROOM_GITHUB_SECRET_DIR="$work/arc-secret" HEADROOM_GITHUB_SECRET_NAME=arc-github \
   "$bin" --config "$work/sets.yaml" --log-level info 2>"$work/log" &
 pid=$!
 sleep 12
@@ -108,4 +111,15 @@ wait "$pid"; rc=$?
 set -e
 pid=""
 [ "$rc" = 0 ] || fail "exit code after SIGTERM (API server unreachable) was $rc"
+! grep -q 'smoke-github-token-0123456789' "$work/log" || fail "the token reached the log"
+# An ARC Secret without the App's private key: exit 2, naming the Secret and the key.
+rm "$work/arc-secret/github_token"
+printf '12345' >"$work/arc-secret/github_app_id"
+printf '678' >"$work/arc-secret/github_app_installation_id"
+set +e
+env -i PATH=/usr/bin:/bin HEADROOM_GITHUB_SECRET_DIR="$work/arc-secret" HEADROOM_GITHUB_SECRET_NAME=arc-github \
+  "$bin" --config "$work/sets.yaml" >/dev/null 2>"$work/err"; rc=$?
+set -e
+[ "$rc" = 2 ] || fail "an ARC Secret without its private key exited $rc, want 2: $(cat "$work/err")"
+grep -q 'Secret arc-github: key github_app_private_key (or private-key) is missing' "$work/err" || fail "the Secret and key are not named: $(cat "$work/err")"
 echo "headroom binary smoke: 3 passed, 0 failed"

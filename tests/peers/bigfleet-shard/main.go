@@ -299,6 +299,7 @@ func main() {
 	stateDir := flag.String("state-dir", "", "where ready.json (and with --tls the certificates) go")
 	useTLS := flag.Bool("tls", false, "mTLS: TLS 1.3, client certificates required")
 	clusterID := flag.String("cluster-id", "headroom-test", "the cluster id the good client certificate names")
+	grpcAddr := flag.String("grpc-addr", "127.0.0.1:0", "where the gRPC server listens (a restarted shard takes its old address again)")
 	flag.Parse()
 	if *stateDir == "" {
 		log.Fatal("--state-dir is required")
@@ -316,7 +317,7 @@ func main() {
 	}
 	server := grpc.NewServer(opts...)
 	pb.RegisterShardServer(server, s)
-	glis, err := net.Listen("tcp", "127.0.0.1:0")
+	glis, err := net.Listen("tcp", *grpcAddr)
 	if err != nil {
 		log.Fatal(err)
 	}

@@ -43,3 +43,6 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- define "headroom.gatesEnabled" -}}{{ if and .Values.config.gates .Values.config.gates.enabled }}true{{ end }}{{- end -}}
 {{- define "headroom.bigfleetEnabled" -}}{{ if and .Values.config.bigfleet .Values.config.bigfleet.enabled }}true{{ end }}{{- end -}}
 {{- define "headroom.schedulerEnabled" -}}{{ if and .Values.config.scheduler .Values.config.scheduler.enabled }}true{{ end }}{{- end -}}
+
+{{- /* The GitHub credentials' Secret: ARC's top-level value name (githubConfigSecret) or github.existingSecret. */}}
+{{- define "headroom.githubSecret" -}}{{ .Values.githubConfigSecret | default .Values.github.existingSecret }}{{- end -}}
