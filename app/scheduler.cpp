@@ -83,14 +83,14 @@ scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
 void add_http_metrics(runtime::metrics& m, http_context& ctx) {
   auto& reg = m.registry();
   auto& webhooks = prometheus::BuildCounter().Name("headroom_scheduler_webhooks_total")
-                       .Help("workflow_job deliveries by outcome: recorded, duplicate, unchanged, ignored, too_large, bad_signature, malformed, store_error")
+                       .Help("workflow_job deliveries by outcome: recorded, duplicate, unchanged, ignored, unmatched (a job for runners that are not the scheduler's: GitHub-hosted, another system's), too_large, bad_signature, malformed, store_error")
                        .Register(reg);
   auto& intake = prometheus::BuildHistogram().Name("headroom_scheduler_webhook_duration_seconds")
                      .Help("From a delivery read to its answer (the commit included)").Register(reg).Add({}, fast_buckets);
   auto& pages = prometheus::BuildCounter().Name("headroom_scheduler_http_requests_total")
                     .Help("Requests to the scheduler's HTTP server by route and status class").Register(reg);
   std::map<std::string, prometheus::Counter*> by_outcome;
-  for (const char* o : {"recorded", "duplicate", "unchanged", "ignored", "too_large", "bad_signature", "malformed", "store_error"})
+  for (const char* o : {"recorded", "duplicate", "unchanged", "ignored", "unmatched", "too_large", "bad_signature", "malformed", "store_error"})
     by_outcome[o] = &webhooks.Add({{"outcome", o}});
   ctx.delivered = [by_outcome, &intake](const char* outcome, double s) {
     if (auto it = by_outcome.find(outcome); it != by_outcome.end())
@@ -163,6 +163,7 @@ std::optional<std::string> prepare_scheduler(const settings& modes, const std::m
   o.pool.runner_priority_class.clear();  // no ladder here: runner pods only
   o.pool.active_deadline_seconds = c.runner.active_deadline_seconds;
   o.runner_group = c.runner_group;
+  o.runner_labels = c.runner_labels;
   o.default_max_workers = c.default_max_workers;
   for (const auto& [entity, cap] : c.max_workers)
     o.max_workers[entity] = cap;
@@ -204,6 +205,7 @@ std::optional<std::string> prepare_scheduler(const settings& modes, const std::m
   hc->listen = c.listen;
   hc->threads = static_cast<int>(c.threads);
   hc->max_body = c.max_body;
+  hc->runner_labels = c.runner_labels;
   hc->caps = o.max_workers;
   hc->default_cap = o.default_max_workers;
   hc->now_ms = wall_ms;

@@ -333,7 +333,7 @@ void settings::read(const std::string& key, const YAML::Node& n) {
 void settings::read_scheduler(const YAML::Node& node) {
   config_section s{node, "scheduler",
                    {"enabled", "listen", "threads", "maxBody", "githubUrl", "store", "namespace", "runnerGroup", "namePrefix",
-                    "runner", "maxWorkers", "pollInterval", "jobSyncInterval", "jobStuckQueued", "healthCheck",
+                    "runnerLabels", "runner", "maxWorkers", "pollInterval", "jobSyncInterval", "jobStuckQueued", "healthCheck",
                     "podDeleteGrace", "killGrace"}};
   auto& c = scheduler;
   s.read_bool("enabled", c.enabled);
@@ -367,6 +367,11 @@ void settings::read_scheduler(const YAML::Node& node) {
     c.runner_group = *v;
   if (auto v = s.read_string("namePrefix"))
     c.name_prefix = *v;
+  c.runner_labels = s.read_strings("runnerLabels");
+  for (size_t i = 0; i < c.runner_labels.size(); ++i)
+    if (c.runner_labels[i].empty() || c.runner_labels[i].size() > 256 || c.runner_labels[i].find(',') != std::string::npos)
+      config_fail("scheduler.runnerLabels[" + std::to_string(i) + "]", "a label of 1 to 256 characters without ',', found '" +
+                                                                      c.runner_labels[i].substr(0, 64) + "'");
   if (!valid_scale_set_name(c.name_prefix))
     config_fail("scheduler.namePrefix", "lower-case letters, digits and '-', at most 40 characters, found '" + c.name_prefix + "'");
   if (auto r = s.get("runner"))

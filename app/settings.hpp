@@ -175,6 +175,11 @@ struct scheduler_section {
   std::string ns = "default";  // where runner pods go
   std::string runner_group = "headroom";  // ensured in each organization
   std::string name_prefix = "headroom-runner";
+  // The labels its runners carry (GitHub gives every self-hosted runner `self-hosted` too). A job is
+  // the scheduler's when its runner would take it, GitHub's rule: the runner has every label the job
+  // asks for. Empty: every job that asks for `self-hosted` (never a GitHub-hosted one, such as
+  // ubuntu-latest), each runner registered with its job's labels.
+  std::vector<std::string> runner_labels;
   runner_section runner;
   uint32_t default_max_workers = 20;
   std::vector<std::pair<std::string, uint32_t>> max_workers;  // entity → cap

@@ -18,6 +18,25 @@ std::string labels_key(std::vector<std::string> labels) {
   return out;
 }
 
+namespace {
+
+std::string lower(std::string s) {
+  std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+  return s;
+}
+
+}  // namespace
+
+bool serves(const std::vector<std::string>& runner_labels, const std::vector<std::string>& job_labels) {
+  if (runner_labels.empty())
+    return std::any_of(job_labels.begin(), job_labels.end(), [](const std::string& l) { return lower(l) == "self-hosted"; });
+  return std::all_of(job_labels.begin(), job_labels.end(), [&](const std::string& l) {
+    const auto want = lower(l);
+    return want == "self-hosted" ||
+           std::any_of(runner_labels.begin(), runner_labels.end(), [&](const std::string& r) { return lower(r) == want; });
+  });
+}
+
 intake_answer take_delivery(const delivery& d, std::string_view secret, store::store& jobs, const intake_limits& limits) {
   if (d.body.size() > limits.max_body)
     return {413, "body of " + std::to_string(d.body.size()) + " bytes is over the limit of " + std::to_string(limits.max_body), "too_large"};
@@ -46,6 +65,10 @@ intake_answer take_delivery(const delivery& d, std::string_view secret, store::s
     return {400, "workflow_job.id: missing or not a positive number", "malformed"};
   if (e.repository.empty())
     return {400, "repository.full_name: missing", "malformed"};
+  if (!serves(limits.runner_labels, e.labels))
+    return {202, "job " + std::to_string(e.job_id) + " asks for [" + labels_key(e.labels).substr(0, 200) +
+                     "], which this scheduler's runners do not serve: not recorded",
+            "unmatched"};
   store::job_event ev;
   ev.delivery_id = d.id;
   ev.at = d.received_ms;

@@ -7,7 +7,8 @@
 //   401  X-Hub-Signature-256 missing or wrong              (checked in constant time)
 //   400  no X-GitHub-Delivery, or a malformed workflow_job (the message names the field)
 //   202  recorded; or a redelivery (recorded before);  or ignored: another event type, an
-//        action the scheduler does not track (waiting), a ping
+//        action the scheduler does not track (waiting), a ping; or unmatched: a job for runners
+//        that are not the scheduler's (GitHub-hosted, another pool's)
 //   503  the store could not commit it (GitHub can redeliver it)
 //
 // Pure but for the store call: the intake actor (which owns the HTTP route) calls it from its
@@ -16,6 +17,7 @@
 #include <cstdint>
 #include <string>
 #include <string_view>
+#include <vector>
 
 #include "adapters/store/store.hpp"
 
@@ -32,12 +34,20 @@ struct delivery {
 struct intake_answer {
   int status = 202;
   std::string message;  // for the response body and the log; never holds the secret
-  const char* outcome = "recorded";  // recorded, duplicate, unchanged, ignored, too_large, bad_signature, malformed, store_error
+  const char* outcome = "recorded";  // recorded, duplicate, unchanged, ignored, unmatched, too_large, bad_signature, malformed, store_error
 };
 
 struct intake_limits {
   size_t max_body = 1 << 20;  // GitHub caps payloads at 25 MB; a workflow_job is a few KB
+  std::vector<std::string> runner_labels;  // the scheduler's runners' labels (see serves())
 };
+
+// Whether a job asking for `job_labels` is the scheduler's: with `runner_labels`, GitHub's rule (a
+// runner takes a job when it has every label the job asks for; `self-hosted` is every self-hosted
+// runner's); without, every job that asks for `self-hosted`. Case-insensitive, as GitHub's.
+// A job it does not serve (ubuntu-latest, another runner system's) is answered 202 "unmatched" and
+// never recorded: it is no demand, and gets no runner.
+bool serves(const std::vector<std::string>& runner_labels, const std::vector<std::string>& job_labels);
 
 intake_answer take_delivery(const delivery& d, std::string_view secret, store::store& jobs, const intake_limits& limits = {});
 

@@ -562,7 +562,9 @@ class cycle {
       }
       group = cached;
     }
-    auto jit = ctx_.github->generate_jit_config(scope, w.name, group, split_labels(j.labels));
+    // The pool's labels when it has them (the runner then takes any job they cover, as GitHub
+    // matches), else the job's own.
+    auto jit = ctx_.github->generate_jit_config(scope, w.name, group, o_.runner_labels.empty() ? split_labels(j.labels) : o_.runner_labels);
     if (auto* e = std::get_if<github::rest_error>(&jit)) {
       github_error(*e);
       if (e->status == 404)

@@ -50,6 +50,8 @@ struct scheduler_options {
   // The runner pod template; its `name` is the pods' name prefix and their headroom.dev/scale-set label.
   capacity::scale_set_spec pool;
   std::string runner_group = "headroom";  // ensured in each organization
+  // The runners' labels, registered with each JIT config; empty: each runner gets its job's labels.
+  std::vector<std::string> runner_labels;
   int64_t default_max_workers = 20;
   std::map<std::string, int64_t> max_workers;  // per entity
   milliseconds poll_interval{15'000}, job_sync_interval{15'000}, job_stuck_queued{600'000};
@@ -132,6 +134,7 @@ struct http_context {
   std::string listen = ":8080";
   int threads = 8;
   size_t max_body = 1 << 20;
+  std::vector<std::string> runner_labels;  // whose jobs are the scheduler's (intake.hpp, serves())
   std::map<std::string, int64_t> caps;
   int64_t default_cap = 20;
   std::function<int64_t()> now_ms;

@@ -262,9 +262,17 @@ TEST(scheduler_e2e, forged_redelivered_early_completed_and_vanished_jobs) {
     EXPECT_NE(r.body.find(says), std::string::npos) << r.body;
   }
   // Job names are attacker-controlled: the HTML escapes them.
-  e.peer->control("/webhooks/jobs", "{\"organization\":\"org-zero\",\"repository\":\"org-zero/app\",\"labels\":[\"x\"],"
+  e.peer->control("/webhooks/jobs", "{\"organization\":\"org-zero\",\"repository\":\"org-zero/app\",\"labels\":[\"self-hosted\",\"x\"],"
                                     "\"name\":\"<script>alert(1)</script>\"}");
   ASSERT_TRUE(eventually([&] { return w.stored_jobs().size() >= 4; }, 20s));
+  // #36: jobs for GitHub-hosted runners are answered (202 unmatched) and never become demand.
+  const auto hosted = w.post_jobs("org-zero", "org-zero/app", "\"ubuntu-latest\"", 2);
+  ASSERT_EQ(hosted.size(), 2u);
+  EXPECT_TRUE(eventually([&] { return w.headroom->sample("headroom_scheduler_webhooks_total{outcome=\"unmatched\"}") >= 2; }, 20s))
+      << w.headroom->metrics();
+  const auto stored_now = w.stored_jobs();
+  for (auto id : hosted)
+    EXPECT_EQ(stored_now.count(id), 0u) << "the GitHub-hosted job " << id << " was recorded";
   auto html = testpeer::http_call(w.url + "/jobs");
   EXPECT_EQ(html.body.find("<script>"), std::string::npos);
   EXPECT_NE(html.body.find("&lt;script&gt;"), std::string::npos);

@@ -131,3 +131,43 @@ TEST_F(intake, an_oversized_body_is_413_before_anything_else) {
 }
 
 }  // namespace
+
+namespace {
+
+using actors::scheduler::serves;
+
+// #36: the scheduler took every job as its own; a GitHub-hosted one (ubuntu-latest) became demand
+// and, queued, would have got a self-hosted runner pod.
+TEST(intake_labels, githubs_rule_decides_which_jobs_are_the_schedulers) {
+  const std::vector<std::string> none;
+  EXPECT_TRUE(serves(none, {"self-hosted", "linux"})) << "without runner labels: any job asking for self-hosted";
+  EXPECT_TRUE(serves(none, {"Self-Hosted"}));
+  EXPECT_FALSE(serves(none, {"ubuntu-latest"}));
+  EXPECT_FALSE(serves(none, {"linux", "x64"})) << "a job that does not ask for self-hosted may be another system's";
+  const std::vector<std::string> pool{"linux", "X64", "gpu"};
+  EXPECT_TRUE(serves(pool, {"self-hosted", "linux", "gpu"})) << "every label asked for is the runner's (self-hosted always is)";
+  EXPECT_TRUE(serves(pool, {"LINUX"}));
+  EXPECT_FALSE(serves(pool, {"self-hosted", "linux", "arm64"})) << "arm64 is not the runner's";
+  EXPECT_FALSE(serves(pool, {"ubuntu-latest"}));
+}
+
+}  // namespace
+
+TEST_F(intake, a_job_for_runners_that_are_not_the_schedulers_is_answered_and_not_recorded) {
+  const std::string hosted = R"({"action":"queued","workflow_job":{"id":41,"run_id":7,"labels":["ubuntu-latest"],"status":"queued"},)"
+                             R"("repository":{"full_name":"acme/app"},"organization":{"login":"acme"}})";
+  auto a = take_delivery(signed_delivery("d-hosted", hosted), secret, *jobs_);
+  EXPECT_EQ(a.status, 202);
+  EXPECT_STREQ(a.outcome, "unmatched");
+  EXPECT_NE(a.message.find("ubuntu-latest"), std::string::npos) << a.message;
+  EXPECT_FALSE(job(41).has_value()) << "no demand, no runner";
+  actors::scheduler::intake_limits gpu_only;
+  gpu_only.runner_labels = {"gpu"};
+  auto b = take_delivery(signed_delivery("d-2", job_body("queued", 42)), secret, *jobs_, gpu_only);
+  EXPECT_STREQ(b.outcome, "unmatched") << "X64 and linux are not a gpu-only pool's";
+  EXPECT_FALSE(job(42).has_value());
+  actors::scheduler::intake_limits fits;
+  fits.runner_labels = {"linux", "x64"};
+  auto c = take_delivery(signed_delivery("d-3", job_body("queued", 43)), secret, *jobs_, fits);
+  EXPECT_STREQ(c.outcome, "recorded") << c.message;
+}
