@@ -55,6 +55,13 @@ assert c["livenessProbe"]["httpGet"]["path"] == "/healthz" and c["readinessProbe
 env = {e["name"] for e in c["env"]}
 assert {"POD_NAME", "POD_UID", "POD_NAMESPACE"} <= env, env
 assert len(kinds["PriorityClass"]) == 4
+# Nodes of the image's architectures; replicas apart (soft); `helm test` runs check-config.
+arch = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0]
+assert arch["key"] == "kubernetes.io/arch" and arch["values"] == ["amd64"], arch
+assert spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
+assert spec["topologySpreadConstraints"][0]["whenUnsatisfiable"] == "ScheduleAnyway"
+tests = [d for d in kinds.get("Pod", []) if d["metadata"].get("annotations", {}).get("helm.sh/hook") == "test"]
+assert len(tests) == 1 and tests[0]["spec"]["containers"][0]["args"][0] == "check-config", tests
 assert "PodDisruptionBudget" in kinds and "Service" in kinds and "ServiceAccount" in kinds
 if mode == "gates":
     assert "MutatingWebhookConfiguration" in kinds
@@ -100,8 +107,9 @@ fi
 grep -q "gates.webhook.certSecret" <<<"$out" || fail "the missing value is not named: $out"
 
 # #40: `helm template` with helm's own default Kubernetes version (no --kube-version) renders, as a
-# user's first try does; `helm lint` refuses what `helm template` refuses (lint renders `required`
-# as empty, so those checks are `fail`s in templates/validate.yaml).
+# user's first try does; `helm lint` refuses what `helm template` refuses (lint reports a
+# template's `required` or `fail` only as a note, so the values that must go together are in
+# values.schema.json, which lint, template and install all check).
 "$helm" template hr "$chart" >/dev/null 2>"$work/template-default.log" ||
   { cat "$work/template-default.log"; fail "helm template without --kube-version"; }
 for set in "config.gates.enabled=true" "config.gates.enabled=true,gates.webhook.caBundle=Y2E=" "config.scheduler.enabled=true"; do
@@ -111,6 +119,29 @@ for set in "config.gates.enabled=true" "config.gates.enabled=true,gates.webhook.
   want=$(case "$set" in *caBundle*) echo gates.webhook.certSecret ;; config.gates*) echo gates.webhook.caBundle ;; *) echo scheduler.existingSecret ;; esac)
   grep -q "$want" <<<"$out" || fail "helm lint --set $set does not name $want: $out"
 done
+
+# Overrides a real environment needs: a proxy and more env, volumes, the security contexts
+# (OpenShift assigns the user), a GHES CA from a ConfigMap as ARC takes it.
+over=$("$helm" template hr "$chart" -f "$chart/ci/scale-sets-values.yaml" \
+  --set 'extraEnv[0].name=HTTPS_PROXY' --set 'extraEnv[0].value=http://proxy:3128' \
+  --set 'extraVolumes[0].name=extra' --set 'extraVolumes[0].emptyDir.medium=Memory' \
+  --set 'extraVolumeMounts[0].name=extra' --set 'extraVolumeMounts[0].mountPath=/extra' \
+  --set 'podSecurityContext.runAsUser=null' --set 'podSecurityContext.fsGroup=null' \
+  --set githubServerTLS.certificateFrom.configMapKeyRef.name=ghes-ca) || fail "helm template with overrides"
+python3 - "$over" <<'PY' || fail "the overrides did not land"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(sys.argv[1]) if d]
+dep = next(d for d in docs if d["kind"] == "Deployment")
+spec = dep["spec"]["template"]["spec"]
+c = spec["containers"][0]
+assert {"name": "HTTPS_PROXY", "value": "http://proxy:3128"} in c["env"], c["env"]
+assert any(v["name"] == "extra" for v in spec["volumes"]) and any(m["mountPath"] == "/extra" for m in c["volumeMounts"])
+assert "runAsUser" not in spec["securityContext"] and "fsGroup" not in spec["securityContext"], spec["securityContext"]
+assert spec["securityContext"]["runAsNonRoot"] is True
+assert any(v.get("configMap", {}).get("name") == "ghes-ca" for v in spec["volumes"])
+cm = next(d for d in docs if d["kind"] == "ConfigMap")
+assert yaml.safe_load(cm["data"]["headroom.yaml"])["github"]["caFile"] == "/etc/headroom/github-ca/ca.crt"
+PY
 
 # ARC's value name for the credentials' Secret works as github.existingSecret does.
 arc=$("$helm" template hr "$chart" --set githubConfigSecret=arc-github -f "$chart/ci/scale-sets-values.yaml" --set github.existingSecret=) ||

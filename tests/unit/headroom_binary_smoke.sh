@@ -27,6 +27,10 @@ set -e
 grep -q "supervision.maxRestarts: must be between 0 and 1000, found 5000" "$work/err" || fail "range message: $(cat "$work/err")"
 "$bin" check-config "$examples/headroom.yaml" >/dev/null || fail "examples/headroom.yaml is not valid"
 
+# The version names its git revision (a commit, or "unknown" outside a checkout).
+"$bin" --version | grep -Eq '^headroom [0-9]+\.[0-9]+\.[0-9]+ \(revision ([0-9a-f]{12}(-dirty)?|unknown)\)$' ||
+  fail "--version: $("$bin" --version)"
+
 # 2. Start on a free port and read the port from the structured log.
 "$bin" --config "$examples/headroom.yaml" --metrics-addr 127.0.0.1:0 --log-level info 2>"$work/log" &
 pid=$!

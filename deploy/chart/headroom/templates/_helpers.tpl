@@ -32,6 +32,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $hook := merge (default dict $cfg.gates.webhook) (dict "listen" "0.0.0.0:9443" "certFile" "/etc/headroom/webhook/tls.crt" "keyFile" "/etc/headroom/webhook/tls.key") -}}
 {{- $_ := set $cfg.gates "webhook" $hook -}}
 {{- end -}}
+{{- with .Values.githubServerTLS.certificateFrom.configMapKeyRef -}}
+{{- $gh := merge (dict "caFile" (printf "/etc/headroom/github-ca/%s" .key)) (default dict $cfg.github) -}}
+{{- $_ := set $gh "caFile" (printf "/etc/headroom/github-ca/%s" .key) -}}
+{{- $_ := set $cfg "github" $gh -}}
+{{- end -}}
 {{- if and .Values.config.scheduler .Values.config.scheduler.enabled -}}
 {{- $_ := set $cfg.scheduler "listen" "0.0.0.0:8080" -}}
 {{- $store := merge (default dict $cfg.scheduler.store) (dict "sqlitePath" "/var/lib/headroom/jobs.db") -}}
