@@ -13,16 +13,13 @@
 // Each prints one `[chaos]` line: what was injected, how long recovery took, what was lost.
 
 #include <gtest/gtest.h>
-#include <unistd.h>
-
-#include <fstream>
 #include <iostream>
-#include <iterator>
 #include <set>
 #include <sstream>
 
 #include "e2e/capacity_suite.hpp"
 #include "testenv/apiserver_proxy.hpp"
+#include "testenv/child_process.hpp"
 
 namespace headroom::e2e {
 namespace {
@@ -32,17 +29,6 @@ using steady = std::chrono::steady_clock;
 
 double seconds_since(steady::time_point t) { return std::chrono::duration<double>(steady::now() - t).count(); }
 
-// The process's CPU time so far (user + system), from /proc.
-double cpu_seconds(pid_t pid) {
-  std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
-  std::string stat((std::istreambuf_iterator<char>(in)), {});
-  const auto close = stat.rfind(')');
-  if (close == std::string::npos)
-    return 0;
-  std::istringstream fields{stat.substr(close + 2)};
-  std::vector<std::string> f{std::istream_iterator<std::string>{fields}, {}};
-  return f.size() > 12 ? static_cast<double>(std::stoll(f[11]) + std::stoll(f[12])) / static_cast<double>(sysconf(_SC_CLK_TCK)) : 0;
-}
 
 // Starts headroom, waits for the warm pool of 2 pairs, posts `jobs` jobs and waits until one runs.
 // Returns the scale set's id (0 after a failed assertion).
@@ -188,14 +174,14 @@ TEST(chaos, capacity_actions_service_unavailable_for_30s_mid_burst) {
   ASSERT_NE(set, 0);
   const auto before = requests(w, "get_message") + requests(w, "acquire_jobs") + requests(w, "create_session");
   const size_t log_before = w.headroom->full_log().size();
-  const double cpu_before = cpu_seconds(w.headroom->pid());
+  const double cpu_before = testenv::cpu_seconds(w.headroom->pid());
   e.peer->control("/faults", R"([{"route":"any","status":503,"forMs":30000}])");
   std::this_thread::sleep_for(30s);
   const auto during = requests(w, "get_message") + requests(w, "acquire_jobs") + requests(w, "create_session") - before;
   // #40: a dependency down is one line when it goes, a reminder a minute, one when it is back;
   // and no busy loop while it lasts.
   const std::string outage_log = w.headroom->full_log().substr(log_before);
-  const double core = (cpu_seconds(w.headroom->pid()) - cpu_before) / 30.0;
+  const double core = (testenv::cpu_seconds(w.headroom->pid()) - cpu_before) / 30.0;
   int failed_lines = 0;
   for (auto at = outage_log.find("\"msg\":\"Actions Service call"); at != std::string::npos;
        at = outage_log.find("\"msg\":\"Actions Service call", at + 1))

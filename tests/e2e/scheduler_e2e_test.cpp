@@ -3,12 +3,11 @@
 // `headroom.dev/runner` slots), the Actions Service peer as GitHub (signed workflow_job webhooks,
 // the REST calls), the runner simulator as the runners, and the real PostgreSQL.
 
-#include <iterator>
-
 #include "adapters/store/store.hpp"
 #include "e2e/scheduler_world.hpp"
 #include "testenv/apiserver_proxy.hpp"
 #include "testenv/browser.hpp"
+#include "testenv/child_process.hpp"
 #include "testenv/dashboard.hpp"
 #include "testenv/shared_env.hpp"
 
@@ -350,21 +349,14 @@ TEST(scheduler_e2e, postgres_down_for_20s_is_one_line_a_backoff_a_metric_and_not
     return jobs[first[0]] == "completed" && jobs[first[1]] == "completed";
   }, 90s)) << w.headroom->log();
   EXPECT_EQ(w.headroom->sample("headroom_scheduler_store_available"), 1);
-  const auto cpu_ticks = [&] {
-    std::ifstream in{"/proc/" + std::to_string(w.headroom->pid()) + "/stat"};
-    std::string stat((std::istreambuf_iterator<char>(in)), {});
-    std::istringstream fields{stat.substr(stat.rfind(')') + 2)};
-    std::vector<std::string> f{std::istream_iterator<std::string>{fields}, {}};
-    return f.size() > 12 ? std::stoll(f[11]) + std::stoll(f[12]) : -1LL;  // utime + stime
-  };
   const size_t log_before = w.headroom->full_log().size();
-  const long long ticks_before = cpu_ticks();
+  const double cpu_before = testenv::cpu_seconds(w.headroom->pid());
   const auto down_at = std::chrono::steady_clock::now();
   e.pg->stop();
   auto during = w.post_jobs("org-down", "org-down/app", "\"self-hosted\"", 2);  // refused (503): redelivered below
   EXPECT_TRUE(eventually([&] { return w.headroom->sample("headroom_scheduler_store_available") == 0; }, 10s)) << w.headroom->log();
   std::this_thread::sleep_for(20s - (std::chrono::steady_clock::now() - down_at));
-  const long long ticks = cpu_ticks() - ticks_before;
+  const double cpu = testenv::cpu_seconds(w.headroom->pid()) - cpu_before;
   const double seconds = std::chrono::duration<double>(std::chrono::steady_clock::now() - down_at).count();
   const std::string outage_log = w.headroom->full_log().substr(log_before);
   std::string why;
@@ -376,7 +368,7 @@ TEST(scheduler_e2e, postgres_down_for_20s_is_one_line_a_backoff_a_metric_and_not
     return n;
   };
   const int lines = count(outage_log, "\n");
-  const double core = static_cast<double>(ticks) / static_cast<double>(sysconf(_SC_CLK_TCK)) / seconds;
+  const double core = cpu / seconds;
   std::printf("[postgres down %.0f s] %d log lines, %.1f %% of a core\n", seconds, lines, core * 100);
   EXPECT_EQ(count(outage_log, "the job store is unavailable; retrying with backoff"), 1) << outage_log.substr(0, 4000);
   EXPECT_EQ(count(outage_log, "waiting for job events failed"), 0);

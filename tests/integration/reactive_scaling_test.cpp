@@ -8,12 +8,14 @@
 #include <gtest/gtest.h>
 #include <prometheus/gauge.h>
 #include <signal.h>
+#include <unistd.h>
 #include <simdjson.h>
 
 #include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <functional>
+#include <iterator>
 #include <map>
 #include <mutex>
 #include <sstream>
@@ -39,6 +41,8 @@ using headroom::testenv::eventually;
 using clock_type = std::chrono::steady_clock;
 
 namespace {
+
+using headroom::testenv::cpu_seconds;
 
 const std::string ns = "reactive";
 const headroom::k8s::resource_kind deployments{"apps", "v1", "deployments", true};
@@ -514,10 +518,11 @@ TEST(reactive, a_refused_scale_is_retried_three_times_then_backs_off_for_two_coo
 }
 
 // Lines of headroom's log that contain every one of `parts`.
+
 // From byte `from` of the log on.
 int log_lines_with(env& e, std::initializer_list<std::string> parts, size_t from = 0) {
   int n = 0;
-  const auto all = e.agent->log();
+  const auto all = e.agent->log(size_t{1} << 30);  // the whole log, not its tail
   std::istringstream log{from < all.size() ? all.substr(from) : std::string{}};
   for (std::string line; std::getline(log, line);)
     n += std::all_of(parts.begin(), parts.end(), [&](const std::string& p) { return line.find(p) != std::string::npos; });
@@ -564,7 +569,9 @@ TEST(reactive, prometheus_down_means_no_action_an_alert_after_three_cycles_and_r
   for (const auto& t : targets)
     before[t.name] = changes(e, t.name).size();
   set_load(e, "band", 500);  // would scale up if headroom acted blindly on stale knowledge
-  const size_t log_before = e.agent->log().size();
+  const size_t log_before = e.agent->log(size_t{1} << 30).size();
+  const double cpu_before = cpu_seconds(e.agent->pid());
+  const auto down_at = clock_type::now();
   e.prom->stop();
   ASSERT_TRUE(eventually([&] {
     return agent_metric(e, "headroom_reactive_metric_alert{target=\"" + id("band") + "\"}") == "1";
@@ -578,6 +585,10 @@ TEST(reactive, prometheus_down_means_no_action_an_alert_after_three_cycles_and_r
   // #40: Prometheus down is one line per target (a reminder a minute), not one per evaluation
   // (this outage is about 10 s of 1 s evaluations).
   EXPECT_EQ(log_lines_with(e, {"no metric", id("band")}, log_before), 1) << e.agent->log();
+  const double down_s = std::chrono::duration<double>(clock_type::now() - down_at).count();
+  const double core = (cpu_seconds(e.agent->pid()) - cpu_before) / down_s;
+  std::printf("[chaos] reactive, Prometheus down %.0f s: %.1f %% of a core\n", down_s, core * 100);
+  EXPECT_LT(core, 0.10) << "headroom's CPU while Prometheus was down";
   std::string why;
   ASSERT_TRUE(e.prom->restart(why)) << why;
   ASSERT_TRUE(eventually([&] {

@@ -10,7 +10,10 @@
 
 #include <chrono>
 #include <fstream>
+#include <iterator>
 #include <sstream>
+#include <string>
+#include <vector>
 #include <thread>
 
 namespace headroom::testenv {
@@ -73,6 +76,19 @@ int free_port() {
     port = ntohs(addr.sin_port);
   close(fd);
   return port;
+}
+
+double cpu_seconds(pid_t pid) {
+  std::ifstream in{"/proc/" + std::to_string(pid) + "/stat"};
+  std::string stat((std::istreambuf_iterator<char>(in)), {});
+  const auto close = stat.rfind(')');  // the command may hold spaces and parentheses
+  if (close == std::string::npos || close + 2 > stat.size())
+    return 0;
+  std::istringstream fields{stat.substr(close + 2)};
+  std::vector<std::string> f{std::istream_iterator<std::string>{fields}, {}};
+  if (f.size() <= 12)
+    return 0;
+  return static_cast<double>(std::stoll(f[11]) + std::stoll(f[12])) / static_cast<double>(sysconf(_SC_CLK_TCK));
 }
 
 }  // namespace headroom::testenv

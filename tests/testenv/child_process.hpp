@@ -31,6 +31,9 @@ class child_process {
   pid_t pid_ = -1;
 };
 
+// A process's CPU time so far (user + system, in seconds), from /proc; 0 when it cannot be read.
+double cpu_seconds(pid_t pid);
+
 // A TCP port on 127.0.0.1 that was free a moment ago.
 int free_port();
 

@@ -7,6 +7,8 @@
 #include <gtest/gtest.h>
 
 #include "messages/type_ids.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/readiness.hpp"
 #include "runtime/relay.hpp"
@@ -187,6 +189,39 @@ TEST_F(supervisor_fixture, gives_up_after_too_many_restarts_and_exits_abnormally
   EXPECT_TRUE(static_cast<bool>(**exit)) << "the parent must see an abnormal exit";
   EXPECT_NE(sys.render(**exit).find("gave up on child a"), std::string::npos) << sys.render(**exit);
   EXPECT_EQ(events->back(), "stop:b") << "the sibling is stopped before the supervisor exits";
+}
+
+// #40: a child that exited with a message (an actor's quit(make_error(…, "why"))) is logged with
+// it, and a supervisor that gives up carries it up: "runtime_error" alone named no cause.
+TEST_F(supervisor_fixture, an_exit_and_a_give_up_name_the_childs_error) {
+  std::vector<std::string> lines;
+  runtime::logger::global().set_sink([&lines](std::string_view line) { lines.emplace_back(line); });
+  auto sup = start(options("root"), {child("a")});
+  auto exit = watch(sup);
+  for (int i = 0; i < 6; ++i) {
+    crash("a");
+    sched.advance_time(2s);
+    sched.run();
+  }
+  runtime::logger::global().set_sink(nullptr);
+  int exited = 0;
+  for (const auto& l : lines)
+    exited += l.find("\"msg\":\"child exited\"") != std::string::npos && l.find("\"error\":\"boom\"") != std::string::npos;
+  EXPECT_GE(exited, 5) << "the exit's message is in the log";
+  ASSERT_TRUE(exit->has_value());
+  EXPECT_EQ(runtime::exit_reason_detail(**exit), "supervisor root gave up on child a: boom");
+}
+
+// The actors' wall time moves with the test clock (runtime::actor_system_clock), so a cooldown or
+// an age kept in wall time is driven by advance_time like a timer.
+TEST_F(supervisor_fixture, an_actors_wall_time_moves_with_the_test_clock) {
+  runtime::actor_system_clock clock{sys.clock()};
+  const auto wall = clock.wall();
+  const auto now = clock.now();
+  sched.advance_time(90s);
+  EXPECT_EQ(clock.now() - now, std::chrono::seconds(90));
+  EXPECT_EQ(std::chrono::duration_cast<std::chrono::seconds>(clock.wall() - wall), std::chrono::seconds(90));
+  EXPECT_EQ(clock.wall_ms() - std::chrono::duration_cast<std::chrono::milliseconds>(wall.time_since_epoch()).count(), 90'000);
 }
 
 TEST_F(supervisor_fixture, stops_children_in_reverse_start_order) {
