@@ -5,11 +5,12 @@
 
 namespace headroom::runtime {
 
-std::optional<clock::duration> restart_policy::on_exit(clock::time_point now) {
+std::optional<clock::duration> restart_policy::on_exit(clock::time_point now, clock::duration lived) {
   while (!exits_.empty() && now - exits_.front() >= opts_.window)
     exits_.pop_front();
   exits_.push_back(now);
-  if (exits_.size() > opts_.max_restarts)
+  short_lived_in_a_row_ = lived < opts_.healthy_after ? short_lived_in_a_row_ + 1 : 0;
+  if (exits_.size() > opts_.max_restarts || short_lived_in_a_row_ > opts_.max_restarts)
     return std::nullopt;
   const double base = static_cast<double>(opts_.initial.count()) * std::pow(2.0, static_cast<double>(exits_.size() - 1));
   const double capped = std::min(base, static_cast<double>(opts_.max.count()));

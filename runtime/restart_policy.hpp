@@ -15,7 +15,11 @@ namespace headroom::runtime {
 // Backoff grows exponentially with the number of exits inside the window (initial × 2^k, capped at
 // `max`, then ±jitter so children of one supervisor that failed together do not restart in step);
 // once the window has no exits the backoff is back at `initial`. More than `max_restarts` exits
-// inside `window` means restarting does not help: the caller escalates.
+// inside `window` means restarting does not help: the caller escalates. So do more than
+// `max_restarts` exits in a row of a child that never ran `healthy_after` (10 windows): a child that
+// is itself a supervisor takes a while to give up, so its give-ups never crowd into one window, and
+// without this rule a cause that never goes away (a permanent error) restarted the tree for good
+// instead of reaching the root, which ends the process.
 class restart_policy {
  public:
   struct options {
@@ -24,13 +28,15 @@ class restart_policy {
     double jitter = 0.2;  // fraction of the delay, either way
     uint32_t max_restarts = 5;
     std::chrono::milliseconds window{60'000};
+    std::chrono::milliseconds healthy_after{600'000};  // a child that ran this long ends a run of failures
   };
 
   explicit restart_policy(options opts, uint64_t seed = std::random_device{}())
       : opts_(opts), rng_(seed) {}
 
-  // An exit at `now`: the delay before restarting, or nothing when the caller must give up.
-  std::optional<clock::duration> on_exit(clock::time_point now);
+  // An exit at `now` of a child that had run for `lived` (unknown: as long as it takes to count as
+  // healthy): the delay before restarting, or nothing when the caller must give up.
+  std::optional<clock::duration> on_exit(clock::time_point now, clock::duration lived = clock::duration::max());
 
   uint32_t exits_in_window() const { return static_cast<uint32_t>(exits_.size()); }
   const options& opts() const { return opts_; }
@@ -39,6 +45,7 @@ class restart_policy {
   options opts_;
   std::mt19937_64 rng_;
   std::deque<clock::time_point> exits_;
+  uint32_t short_lived_in_a_row_ = 0;
 };
 
 }  // namespace headroom::runtime

@@ -20,6 +20,7 @@ struct child_state {
   child_spec spec;
   caf::actor handle;            // invalid while down
   uint64_t generation = 0;      // bumps on every start and stop: stale timers are ignored
+  clock::time_point started;    // of the current (or last) incarnation
   uint32_t restarts = 0;
   std::string last_exit;
   std::string last_error;       // the exit's message, when it had one
@@ -93,6 +94,7 @@ void start_child(supervisor_actor* self, size_t index) {
   auto& st = self->state;
   auto& c = st.children[index];
   ++c.generation;
+  c.started = st.clock->now();
   try {
     c.handle = c.spec.start(self->system());
   } catch (const std::exception& e) {
@@ -118,7 +120,8 @@ void start_child(supervisor_actor* self, size_t index) {
 void schedule_restart(supervisor_actor* self, size_t index) {
   auto& st = self->state;
   auto& c = st.children[index];
-  auto delay = c.policy->on_exit(st.clock->now());
+  const auto now = st.clock->now();
+  auto delay = c.policy->on_exit(now, now - c.started);
   if (!delay) {
     log::error(actor_name(st), "child restarts too often, giving up",
                {{"child", c.spec.name},
@@ -254,6 +257,7 @@ supervisor_options supervisor_options_from(const config& cfg, std::string name, 
   o.restart.max = cfg.supervision.backoff_max;
   o.restart.max_restarts = cfg.supervision.max_restarts;
   o.restart.window = cfg.supervision.restart_window;
+  o.restart.healthy_after = 10 * cfg.supervision.restart_window;
   o.stop_deadline = cfg.runtime.shutdown_timeout;
   o.metrics = m != nullptr ? &m->supervision() : nullptr;
   o.ready = ready;

@@ -49,6 +49,24 @@ TEST(restart_policy, quiet_window_resets_backoff) {
   }
 }
 
+// #40: a child that never runs healthy_after (10 minutes) before it exits (a nested supervisor that
+// gives up each time) is given up on after more than max_restarts such exits in a row, however far
+// apart; one that ran that long starts the count again.
+TEST(restart_policy, gives_up_on_a_child_that_never_runs_healthy_after_however_slowly_it_fails) {
+  manual_clock clock;
+  restart_policy policy{no_jitter()};
+  for (int i = 0; i < 5; ++i) {
+    EXPECT_TRUE(policy.on_exit(clock.now(), 50s)) << "exit " << i + 1;
+    clock.advance(2min);  // never two in one window
+  }
+  EXPECT_FALSE(policy.on_exit(clock.now(), 50s)) << "the sixth short-lived exit in a row";
+  restart_policy healthy{no_jitter()};
+  for (int i = 0; i < 20; ++i) {
+    EXPECT_TRUE(healthy.on_exit(clock.now(), i % 5 == 4 ? 10min : 50s)) << "exit " << i + 1;
+    clock.advance(2min);
+  }
+}
+
 // The cap holds at 30 s however often a child fails.
 TEST(restart_policy, backoff_is_capped) {
   manual_clock clock;

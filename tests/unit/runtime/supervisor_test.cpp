@@ -212,6 +212,40 @@ TEST_F(supervisor_fixture, an_exit_and_a_give_up_name_the_childs_error) {
   EXPECT_EQ(runtime::exit_reason_detail(**exit), "supervisor root gave up on child a: boom");
 }
 
+caf::behavior failing_at_start(caf::event_based_actor* self, journal j) {
+  j->push_back("start:leaf");
+  self->quit(caf::make_error(caf::sec::runtime_error, "permanent problem"));
+  return {[](int32_t) {}};
+}
+
+// #40: a cause that never goes away, three supervisors deep (a leaf that fails as it starts): the
+// leaf's supervisor gives up, its parent restarts it and gives up in turn, and the root gives up
+// too, so the process can exit non-zero; before, the give-ups never crowded into one parent's
+// window and the tree restarted for good. The reason says what failed all the way up.
+TEST_F(supervisor_fixture, a_permanent_failure_deep_in_the_tree_reaches_the_root) {
+  std::vector<child_spec> leaf;
+  leaf.push_back(child_spec{"leaf", [this](caf::actor_system& s) { return s.spawn(failing_at_start, events); },
+                            runtime::restart_mode::permanent, {}});
+  std::vector<child_spec> mid;
+  mid.push_back(runtime::supervisor_child(options("inner"), std::move(leaf)));
+  std::vector<child_spec> top;
+  top.push_back(runtime::supervisor_child(options("middle"), std::move(mid)));
+  auto root = start(options("root"), std::move(top));
+  auto exit = watch(root);
+  runtime::logger::global().set_sink([](std::string_view) {});  // hundreds of restarts
+  int steps = 0;
+  for (; steps < 2000 && !exit->has_value(); ++steps) {
+    sched.advance_time(5s);
+    sched.run();
+  }
+  runtime::logger::global().set_sink(nullptr);
+  std::printf("the root gave up after %d s of test time\n", steps * 5);
+  ASSERT_TRUE(exit->has_value()) << "the root never gave up";
+  const auto why = runtime::exit_reason_detail(**exit);
+  EXPECT_NE(why.find("supervisor root gave up on child middle"), std::string::npos) << why;
+  EXPECT_NE(why.find("permanent problem"), std::string::npos) << why;
+}
+
 // The actors' wall time moves with the test clock (runtime::actor_system_clock), so a cooldown or
 // an age kept in wall time is driven by advance_time like a timer.
 TEST_F(supervisor_fixture, an_actors_wall_time_moves_with_the_test_clock) {
