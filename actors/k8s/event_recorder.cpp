@@ -96,7 +96,9 @@ void tell_event(const caf::actor& recorder, msg::k8s_event e) {
 }
 
 caf::actor spawn_event_recorder(caf::actor_system& sys, std::shared_ptr<const event_recorder_options> opts) {
-  return sys.spawn([opts](recorder_actor* self) -> caf::behavior {
+  // The options go in as a spawn argument, not a capture: CAF 0.17.6 dereferences a null argument
+  // tuple when an actor is spawned with none (UBSan flags it in every cluster-mode start).
+  return sys.spawn([](recorder_actor* self, std::shared_ptr<const event_recorder_options> opts) -> caf::behavior {
     auto& st = self->state;
     st.opts = opts;
     st.book = k8s::event_book{opts->book};
@@ -133,7 +135,7 @@ caf::actor spawn_event_recorder(caf::actor_system& sys, std::shared_ptr<const ev
           pump(self);
         },
     };
-  });
+  }, std::move(opts));
 }
 
 }  // namespace headroom::actors
