@@ -115,7 +115,7 @@ void write_condition(controller_actor* self, const std::string& queue, const con
   auto told = st.reason_told.find(key);
   if (c.status == "False" && (told == st.reason_told.end() || told->second != c.reason)) {
     st.reason_told[key] = c.reason;
-    record_event(self, c.ns, c.name, uid, c.reason == "QueueFull" ? "Normal" : "Warning", c.reason.c_str(), c.message);
+    record_event(self, c.ns, c.name, uid, c.reason == "QueueFull" || c.reason == "OtherGates" ? "Normal" : "Warning", c.reason.c_str(), c.message);
   }
 }
 

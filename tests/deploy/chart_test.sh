@@ -25,6 +25,10 @@ trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
 diff -r "$src/deploy/crds" "$chart/files/crds" >/dev/null || fail "deploy/chart/headroom/files/crds differs from deploy/crds"
+cmp -s "$src/deploy/prometheus/headroom-alerts.yaml" "$chart/files/headroom-alerts.yaml" ||
+  fail "deploy/chart/headroom/files/headroom-alerts.yaml differs from deploy/prometheus/headroom-alerts.yaml"
+cmp -s "$src/deploy/grafana/headroom-dashboard.json" "$chart/files/grafana/headroom-dashboard.json" ||
+  fail "deploy/chart/headroom/files/grafana/headroom-dashboard.json differs from deploy/grafana/headroom-dashboard.json"
 
 modes=(default scale-sets bigfleet reactive gates scheduler)
 for mode in "${modes[@]}"; do
@@ -141,6 +145,19 @@ assert spec["securityContext"]["runAsNonRoot"] is True
 assert any(v.get("configMap", {}).get("name") == "ghes-ca" for v in spec["volumes"])
 cm = next(d for d in docs if d["kind"] == "ConfigMap")
 assert yaml.safe_load(cm["data"]["headroom.yaml"])["github"]["caFile"] == "/etc/headroom/github-ca/ca.crt"
+PY
+
+# The alerts as a PrometheusRule and the dashboard as a ConfigMap for Grafana's sidecar.
+extras=$("$helm" template hr "$chart" --set prometheusRule.enabled=true --set grafanaDashboard.enabled=true) ||
+  fail "helm template with prometheusRule and grafanaDashboard"
+python3 - "$extras" "$src/deploy/prometheus/headroom-alerts.yaml" <<'PY' || fail "the PrometheusRule or the dashboard ConfigMap"
+import json, sys, yaml
+docs = [d for d in yaml.safe_load_all(sys.argv[1]) if d]
+rule = next(d for d in docs if d["kind"] == "PrometheusRule")
+assert rule["spec"] == yaml.safe_load(open(sys.argv[2])), "the PrometheusRule's spec is not the rule file"
+cm = next(d for d in docs if d["kind"] == "ConfigMap" and d["metadata"]["name"].endswith("-dashboard"))
+assert cm["metadata"]["labels"]["grafana_dashboard"] == "1"
+assert json.loads(cm["data"]["headroom-dashboard.json"])["panels"], "the dashboard has no panels"
 PY
 
 # ARC's value name for the credentials' Secret works as github.existingSecret does.
