@@ -91,6 +91,7 @@ struct provisioner_state {
   // Pods made, not yet seen by the informer (when made): counted until seen, or for a minute at
   // most (a pod deleted before the watch showed it must not hold a runner's place forever).
   std::map<std::string, caf::actor_clock::time_point> made;
+  std::set<std::string> seen_before_made;  // pods the watch showed before their create was answered
   // Runners whose job started and has not completed yet. Such a runner's pod counts until the
   // completion arrives even once it has ended: the service still counts its job as assigned, and
   // a pod that ends a moment before the completion message would otherwise be replaced by a runner
@@ -362,7 +363,14 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
   self->delayed_send(self, sweep_every(self), msg::tick_atom_v, sweep_tick);
   return {
       [self](msg::buffer_wakeup) {
-        self->state.feed->drain([](const msg::pod_event&) {});
+        // A pod the informer has shown (even one already gone) is no longer "made, not yet seen".
+        self->state.feed->drain([self](const msg::pod_event& e) {
+          auto& s = self->state;
+          const auto& name = e.object->meta.name;
+          s.made.erase(name);
+          if (s.jit_pending.count(name) > 0)
+            s.seen_before_made.insert(name);
+        });
         reconcile(self);
       },
       [self](const msg::set_max_capacity& a) {
@@ -419,6 +427,7 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
           --s.creating;
           s.jit_pending.erase(c.name);
           if (!r.ok) {
+            s.seen_before_made.erase(c.name);
             runtime::log::warn(actor_name, "runner pod create failed", {{"pod", c.name}, {"error", r.error}});
             remove_runner(self, c.runner_id, "its pod could not be made");
             const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
@@ -427,7 +436,13 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
             self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, reconcile_tick);
             return;
           }
-          s.made.emplace(c.name, self->clock().now());
+          // The watch can show the new pod before the create is answered; a pod seen (or already
+          // deleted) before this point would otherwise count as made-not-seen for a minute and
+          // hold back its replacement (a runner the health check removed was not replaced until
+          // the service re-queued its job, 2 minutes on: found by capacity_e2e under load).
+          const bool seen = s.seen_before_made.erase(c.name) > 0;
+          if (!seen && !s.ctx->pods->get(ns, c.name))
+            s.made.emplace(c.name, self->clock().now());
           runtime::log::info(actor_name, "runner pod created", {{"scale_set", s.ctx->spec.name}, {"pod", c.name}, {"runner_id", c.runner_id}});
           simdjson::dom::parser parser;
           std::string_view uid;

@@ -245,6 +245,14 @@ void retry_later(listener_actor* self, const github::actions_error& e) {
   auto& st = self->state;
   count_failure(self, e);
   st.backoff = st.backoff.count() == 0 ? st.opts.backoff_initial : std::min(st.backoff * 2, st.opts.backoff_max);
+  if (e.what != K::transport && e.what != K::server) {
+    // Not the service being away but something it said (a body that does not decode, a refusal):
+    // each is news, named and counted.
+    runtime::log::warn(actor_name, "Actions Service call failed; retrying",
+                       {{"scale_set", st.opts.scale_set_id}, {"error", e.describe()}, {"retry_in_ms", st.backoff.count()}});
+    self->delayed_send(self, st.backoff, msg::tick_atom_v, st.generation);
+    return;
+  }
   const auto v = st.service_outage.failed(ms_now(self));
   const std::initializer_list<runtime::log_field> fields{{"scale_set", st.opts.scale_set_id}, {"error", e.describe()},
                                                          {"retry_in_ms", st.backoff.count()}, {"down_for_ms", v.down_for_ms},
