@@ -575,13 +575,17 @@ TEST(gates, a_rotated_serving_certificate_is_picked_up_without_a_restart) {
   std::rename((e.dir + "/tls.crt.new").c_str(), (e.dir + "/tls.crt").c_str());
   auto r = e.c->kubectl({"apply", "-f", "-"}, headroom::testenv::gates_webhook_config(e.webhook_port, ca.cert));
   ASSERT_EQ(r.exit_code, 0) << r.err;
-  int n = 0;
+  // Until five pods in a row are gated: a call after the first success can still meet the old
+  // caBundle ("certificate signed by unknown authority"), fail open, and leave the next test a pod
+  // created without its gate.
+  int n = 0, in_a_row = 0;
   ASSERT_TRUE(eventually([&] {
     const std::string name = "rotated-" + std::to_string(n++);
     kube_apply(e.c, pod_yaml("gates", name, "nowhere-rotated", "100m", true));
     const bool gated = gates_of(e.c, "gates", name) == gate;
     e.c->kubectl({"-n", "gates", "delete", "pod", name, "--grace-period=0", "--force", "--wait=false"});
-    return gated;
+    in_a_row = gated ? in_a_row + 1 : 0;
+    return in_a_row >= 5;
   }, 30s)) << e.agent->log();
   EXPECT_EQ(e.agent->pid(), before) << "the same process";
   EXPECT_NE(e.agent->log(20000).find("serving certificate loaded"), std::string::npos);
