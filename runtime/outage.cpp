@@ -36,14 +36,14 @@ outage::verdict outage::succeeded(int64_t now_ms) {
   return v;
 }
 
-const char* outage::describe(note n) {
-  switch (n) {
-    case note::went_down: return "went_down";
-    case note::still_down: return "still_down";
-    case note::came_back: return "came_back";
-    case note::none: break;
+void outage::log(std::string_view actor, const verdict& v, std::string_view went_down, std::string_view still_down,
+                 std::initializer_list<log_field> fields) {
+  switch (v.log) {
+    case note::went_down: return runtime::log::warn(actor, went_down, fields);
+    case note::still_down: return runtime::log::warn(actor, still_down, fields);
+    case note::none: return runtime::log::debug(actor, went_down, fields);
+    case note::came_back: return;
   }
-  return "none";
 }
 
 }  // namespace headroom::runtime

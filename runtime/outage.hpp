@@ -3,6 +3,9 @@
 #include <chrono>
 #include <cstdint>
 #include <random>
+#include <string_view>
+
+#include "runtime/log.hpp"
 
 namespace headroom::runtime {
 
@@ -41,7 +44,10 @@ class outage {
   uint64_t failures() const { return failures_; }
   const options& opts() const { return opts_; }
 
-  static const char* describe(note n);
+  // Writes the line a verdict deserves: `went_down` or `still_down` as a warning, a failure in
+  // between as a debug line (the same text), nothing for a success.
+  static void log(std::string_view actor, const verdict& v, std::string_view went_down, std::string_view still_down,
+                  std::initializer_list<log_field> fields);
 
  private:
   options opts_;

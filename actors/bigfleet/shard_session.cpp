@@ -19,6 +19,7 @@
 #include "actors/bigfleet/bigfleet.hpp"
 #include "adapters/bigfleet/node_state.hpp"
 #include "messages/type_ids.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/log.hpp"
 #include "runtime/outage.hpp"
 #include "runtime/mailbox/actor_waker.hpp"
@@ -344,7 +345,7 @@ caf::behavior session_behavior(session_actor* self, operator_deps deps, operator
         auto& s = self->state;
         if (link.generation != s.generation)
           return;
-        const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(self->clock().now().time_since_epoch()).count();
+        const auto now = runtime::actor_system_clock{self->clock()}.now_ms();
         if (link.up) {
           s.backoff = std::chrono::milliseconds{0};
           const auto v = s.link_outage.succeeded(now);
@@ -357,14 +358,9 @@ caf::behavior session_behavior(session_actor* self, operator_deps deps, operator
         s.stream.reset();
         s.backoff = s.backoff.count() == 0 ? s.opts.reconnect_initial : std::min(s.backoff * 2, s.opts.reconnect_max);
         const auto v = s.link_outage.failed(now);
-        const std::initializer_list<runtime::log_field> fields{{"reason", link.reason}, {"retry_in_ms", s.backoff.count()},
-                                                               {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}};
-        if (v.log == runtime::outage::note::none)
-          runtime::log::debug(actor_name, "shard stream closed; reconnecting", fields);
-        else
-          runtime::log::warn(actor_name, v.log == runtime::outage::note::went_down ? "shard stream closed; reconnecting"
-                                                                                   : "shard stream still closed; reconnecting",
-                             fields);
+        runtime::outage::log(actor_name, v, "shard stream closed; reconnecting", "shard stream still closed; reconnecting",
+                             {{"reason", link.reason}, {"retry_in_ms", s.backoff.count()}, {"down_for_ms", v.down_for_ms},
+                              {"attempts", v.failures}});
         self->delayed_send(self, s.backoff, msg::restart_atom_v, uint32_t{0}, s.generation);
       },
       [self](msg::restart_atom, uint32_t, uint64_t generation) {

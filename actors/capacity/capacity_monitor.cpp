@@ -23,6 +23,7 @@
 #include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
 #include "messages/type_ids.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/log.hpp"
 #include "runtime/outage.hpp"
 
@@ -119,9 +120,7 @@ void start_call(monitor_actor* self, call_info info, const std::function<void(k8
   self->state.calls.start(caf::actor_cast<caf::actor>(self), std::move(info), start);
 }
 
-int64_t ms_now(monitor_actor* self) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(self->clock().now().time_since_epoch()).count();
-}
+int64_t ms_now(monitor_actor* self) { return runtime::actor_system_clock{self->clock()}.now_ms(); }
 
 bool owned_by(const k8s::pod& p, const std::string& uid) {
   for (const auto& o : p.meta.owners)

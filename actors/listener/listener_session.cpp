@@ -5,6 +5,7 @@
 #include <caf/all.hpp>
 
 #include "messages/type_ids.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/log.hpp"
 #include "runtime/outage.hpp"
 
@@ -237,9 +238,7 @@ void count_failure(listener_actor* self, const github::actions_error& e) {
     self->state.opts.failed(github::to_string(e.what));
 }
 
-int64_t ms_now(listener_actor* self) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(self->clock().now().time_since_epoch()).count();
-}
+int64_t ms_now(listener_actor* self) { return runtime::actor_system_clock{self->clock()}.now_ms(); }
 
 void retry_later(listener_actor* self, const github::actions_error& e) {
   auto& st = self->state;
@@ -254,15 +253,9 @@ void retry_later(listener_actor* self, const github::actions_error& e) {
     return;
   }
   const auto v = st.service_outage.failed(ms_now(self));
-  const std::initializer_list<runtime::log_field> fields{{"scale_set", st.opts.scale_set_id}, {"error", e.describe()},
-                                                         {"retry_in_ms", st.backoff.count()}, {"down_for_ms", v.down_for_ms},
-                                                         {"attempts", v.failures}};
-  if (v.log == runtime::outage::note::none)
-    runtime::log::debug(actor_name, "Actions Service call failed; retrying", fields);
-  else
-    runtime::log::warn(actor_name, v.log == runtime::outage::note::went_down ? "Actions Service call failed; retrying"
-                                                                             : "Actions Service calls still failing; retrying",
-                       fields);
+  runtime::outage::log(actor_name, v, "Actions Service call failed; retrying", "Actions Service calls still failing; retrying",
+                       {{"scale_set", st.opts.scale_set_id}, {"error", e.describe()}, {"retry_in_ms", st.backoff.count()},
+                        {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
   self->delayed_send(self, st.backoff, msg::tick_atom_v, st.generation);
 }
 

@@ -102,9 +102,7 @@ double wall_now(scaler_actor* self) { return runtime::actor_system_clock{self->c
 
 const scaler_spec& spec(scaler_actor* self) { return self->state.ctx->spec; }
 
-int64_t ms_now(scaler_actor* self) {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(self->clock().now().time_since_epoch()).count();
-}
+int64_t ms_now(scaler_actor* self) { return runtime::actor_system_clock{self->clock()}.now_ms(); }
 
 const std::string& tid(scaler_actor* self) { return self->state.id; }
 

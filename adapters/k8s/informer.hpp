@@ -148,20 +148,14 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   // An API server down for minutes is one line when the calls start failing, a reminder a minute
   // and one line when they work again, not a line per retry (the retries follow next_backoff()).
   void note_failure(std::string_view msg, const api_error& e, std::chrono::milliseconds wait) {
-    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(runtime::real_clock().now().time_since_epoch()).count();
-    const auto v = outage_.failed(now);
-    const std::initializer_list<runtime::log_field> fields{{"resource", opts_.kind.plural}, {"error", e.describe()},
-                                                           {"retry_ms", static_cast<int64_t>(wait.count())},
-                                                           {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}};
-    if (v.log == runtime::outage::note::none)
-      runtime::log::debug("k8s/informer", msg, fields);
-    else
-      runtime::log::warn("k8s/informer", msg, fields);
+    const auto v = outage_.failed(runtime::real_clock().now_ms());
+    runtime::outage::log("k8s/informer", v, msg, msg,
+                         {{"resource", opts_.kind.plural}, {"error", e.describe()}, {"retry_ms", static_cast<int64_t>(wait.count())},
+                          {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
   }
 
   void note_success() {
-    const auto now = std::chrono::duration_cast<std::chrono::milliseconds>(runtime::real_clock().now().time_since_epoch()).count();
-    if (const auto v = outage_.succeeded(now); v.log == runtime::outage::note::came_back)
+    if (const auto v = outage_.succeeded(runtime::real_clock().now_ms()); v.log == runtime::outage::note::came_back)
       runtime::log::info("k8s/informer", "listed again after failures",
                          {{"resource", opts_.kind.plural}, {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
   }
