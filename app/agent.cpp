@@ -11,12 +11,7 @@
 #include <sstream>
 #include <random>
 
-#include "actors/bigfleet/bigfleet.hpp"
 #include "actors/k8s/event_recorder.hpp"
-#include "app/gates.hpp"
-#include "app/reactive.hpp"
-#include "app/scheduler.hpp"
-#include "app/scale_sets.hpp"
 #include "actors/leadership/leadership_gate.hpp"
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/leader_election.hpp"
@@ -42,35 +37,15 @@ struct cluster_services {
   std::unique_ptr<k8s::transport> io;
   std::unique_ptr<k8s::client> api;
   std::shared_ptr<k8s::leader_elector> elector;
-  // BigFleet: the informers and send queue its actors share.
-  actors::bigfleet::operator_deps fleet;
-  actors::bigfleet::operator_options fleet_opts;
-  // The scale sets' contexts, informers and GitHub client.
-  std::shared_ptr<scale_set_services> sets;
-  // Reactive scaling: the Prometheus client (its own I/O thread) and the targets.
-  std::shared_ptr<reactive_services> reactive;
-  // Gate-controlled scheduling: the pod and Queue informers, the webhook's options.
-  std::shared_ptr<gates_services> gates;
-  // Webhook-driven scheduling: the job store, GitHub's REST client, the informers.
-  std::shared_ptr<scheduler_services> scheduler;
+  std::vector<modes::mode*> running;  // the enabled modes, prepared
   // The event_recorder's relay: every mode's actors send it msg::k8s_event.
   caf::actor events;
 
-  // The I/O thread goes first (its callbacks hold informers and the elector), then the rest.
+  // The I/O thread goes after the modes' informers (its callbacks hold them) and before the rest.
   ~cluster_services() {
-    for (auto* inf : {fleet.capacity_requests.get(), fleet.upcoming_nodes.get()})
-      if (inf)
-        inf->stop();
-    if (fleet.pods)
-      fleet.pods->stop();
-    if (sets)
-      sets->stop();
-    if (gates)
-      gates->stop();
-    if (scheduler)
-      scheduler->stop();
+    for (auto* m : running)
+      m->stop();
     io.reset();
-    reactive.reset();
   }
 };
 
@@ -87,110 +62,6 @@ std::string identity() {
   gethostname(host, sizeof host - 1);
   std::random_device rd;
   return std::string{host} + "_" + std::to_string(getpid()) + "_" + std::to_string(rd() % 100000);
-}
-
-std::variant<std::string, std::string> read_file(const std::string& path, const char* what) {
-  std::ifstream in{path};
-  if (!in)
-    return std::variant<std::string, std::string>{std::in_place_index<1>, std::string{what} + " " + path + ": cannot open"};
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return std::variant<std::string, std::string>{std::in_place_index<0>, ss.str()};
-}
-
-// Reads what the BigFleet actors need once, at start-up, and starts their informers.
-std::optional<std::string> prepare_bigfleet(const settings& modes, cluster_services& svc, runtime::metrics& m) {
-  const auto& b = modes.bigfleet;
-  auto& o = svc.fleet_opts;
-  o.endpoint.target = b.shard;
-  o.endpoint.cluster_id = b.cluster_id;
-  o.rollup_interval = b.rollup_interval;
-  struct file_field {
-    const std::string& path;
-    std::string* out;
-    const char* what;
-  };
-  const file_field files[] = {{b.bootstrap_template_file, &o.bootstrap_template, "bigfleet.bootstrapTemplateFile"},
-                              {b.tls_ca_file, &o.endpoint.ca_pem, "bigfleet.tls.caFile"},
-                              {b.tls_cert_file, &o.endpoint.cert_pem, "bigfleet.tls.certFile"},
-                              {b.tls_key_file, &o.endpoint.key_pem, "bigfleet.tls.keyFile"}};
-  for (const auto& f : files) {
-    if (f.path.empty())
-      continue;
-    auto r = read_file(f.path, f.what);
-    if (r.index() == 1)
-      return std::get<1>(r);
-    *f.out = std::get<0>(std::move(r));
-  }
-  o.endpoint.tls = !b.tls_cert_file.empty();
-  o.endpoint.tls_server_name = b.tls_server_name;
-  runtime::secret_registry::global().add(o.endpoint.key_pem);
-  if (!b.penalty_defaults_file.empty()) {
-    auto r = read_file(b.penalty_defaults_file, "bigfleet.penaltyDefaultsFile");
-    if (r.index() == 1)
-      return std::get<1>(r);
-    auto parsed = headroom::bigfleet::parse_penalty_defaults(std::get<0>(r));
-    if (auto* e = std::get_if<headroom::bigfleet::decode_error>(&parsed))
-      return "bigfleet.penaltyDefaultsFile " + b.penalty_defaults_file + ": " + e->message;
-    o.penalties = std::get<headroom::bigfleet::penalty_defaults>(std::move(parsed));
-  }
-  auto& d = svc.fleet;
-  d.client = svc.api.get();
-  d.queue = std::make_shared<headroom::bigfleet::send_queue>();
-  d.track_buffer = [&m](const runtime::buffer_stats_ptr& stats) { m.buffers().track(stats); };
-  d.track_buffer(d.queue->rollup_stats());
-  d.track_buffer(d.queue->outbox_stats());
-  k8s::informer<k8s::unstructured>::options cr_opts;
-  cr_opts.kind = actors::bigfleet::kinds::capacity_requests;
-  k8s::informer<k8s::unstructured>::options upn_opts;
-  upn_opts.kind = actors::bigfleet::kinds::upcoming_nodes;
-  k8s::informer<k8s::pod>::options pod_opts;
-  pod_opts.kind = k8s::kinds::pods;
-  d.capacity_requests = k8s::informer<k8s::unstructured>::make(*svc.api, cr_opts);
-  d.upcoming_nodes = k8s::informer<k8s::unstructured>::make(*svc.api, upn_opts);
-  d.pods = k8s::informer<k8s::pod>::make(*svc.api, pod_opts);
-  d.pods->add_index("node", [](const k8s::pod& p) {
-    return p.node_name.empty() ? std::vector<std::string>{} : std::vector<std::string>{p.node_name};
-  });
-  d.capacity_requests->start();
-  d.upcoming_nodes->start();
-  d.pods->start();
-  return std::nullopt;
-}
-
-// BigFleet's supervisor: rollup first (the session needs it), then the session, then the
-// controller that makes one CapacityRequest per Pod.
-runtime::child_spec bigfleet_subtree(const runtime::config& cfg, const settings& modes, const std::shared_ptr<cluster_services>& svc,
-                                     runtime::metrics& m, runtime::readiness& ready) {
-  runtime::child_spec out;
-  out.name = "bigfleet";
-  // The rollup's relay lives as long as this subtree: the session reaches every rollup incarnation.
-  out.start = [opts = runtime::supervisor_options_from(cfg, "bigfleet", &m, &ready), upc = modes.bigfleet.capacity_requests,
-               svc](caf::actor_system& sys) {
-    auto rollup_relay = runtime::spawn_relay(sys, "bigfleet/rollup");
-    std::vector<runtime::child_spec> children;
-    runtime::child_spec rollup;
-    rollup.name = "rollup";
-    rollup.relay = rollup_relay;
-    rollup.start = [svc](caf::actor_system& s) { return actors::bigfleet::spawn_rollup(s, svc->fleet, svc->fleet_opts); };
-    children.push_back(std::move(rollup));
-    runtime::child_spec session;
-    session.name = "shard_session";
-    session.start = [svc, rollup_relay](caf::actor_system& s) {
-      return actors::bigfleet::spawn_shard_session(s, svc->fleet, svc->fleet_opts, rollup_relay);
-    };
-    children.push_back(std::move(session));
-    if (upc) {
-      runtime::child_spec requests;
-      requests.name = "capacity_requests";
-      requests.start = [svc](caf::actor_system& s) { return actors::bigfleet::spawn_capacity_requests(s, svc->fleet, svc->fleet_opts); };
-      children.push_back(std::move(requests));
-    }
-    auto sup = runtime::spawn_supervisor(sys, opts, std::move(children));
-    runtime::own_relay(rollup_relay, sup);
-    return sup;
-  };
-  return out;
 }
 
 runtime::child_spec event_recorder_child(const caf::actor& relay, k8s::client& api, const std::string& instance,
@@ -220,26 +91,24 @@ runtime::child_spec event_recorder_child(const caf::actor& relay, k8s::client& a
   return out;
 }
 
-runtime::child_spec acting_subtree(const runtime::config& cfg, const settings& modes, const std::shared_ptr<cluster_services>& svc,
-                                   runtime::metrics& m, runtime::readiness& ready) {
+runtime::child_spec acting_subtree(const runtime::config& cfg, const std::vector<modes::mode*>& running, runtime::metrics& m,
+                                   runtime::readiness& ready) {
   std::vector<runtime::child_spec> children;
-  if (svc && modes.bigfleet.enabled)
-    children.push_back(bigfleet_subtree(cfg, modes, svc, m, ready));
-  if (svc && svc->sets)
-    children.push_back(scale_sets_subtree(cfg, modes, svc->sets, m, ready));
-  if (svc && svc->reactive)
-    children.push_back(reactive_subtree(cfg, svc->reactive, m, ready));
-  if (svc && svc->gates)
-    children.push_back(gates_subtree(cfg, svc->gates, m, ready));
-  if (svc && svc->scheduler)
-    children.push_back(scheduler_subtree(cfg, svc->scheduler, m, ready));
+  for (auto* mode : running)
+    if (auto child = mode->leader_only(cfg, m, ready))
+      children.push_back(std::move(*child));
   return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "acting", &m, &ready), std::move(children));
 }
 
 }  // namespace
 
-std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runtime::config& cfg, const settings& modes, caf::actor_system& sys,
-                                                           runtime::metrics& m, runtime::readiness& ready) {
+std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runtime::config& cfg, settings& configured, caf::actor_system& sys,
+                                                           runtime::metrics& m, runtime::readiness& ready,
+                                                           const std::map<std::string, std::string>& env) {
+  std::vector<modes::mode*> enabled;
+  for (const auto& mode : configured.all())
+    if (mode->enabled())
+      enabled.push_back(mode.get());
   runtime::agent_plan plan;
   std::optional<k8s::connection> conn;
   if (!cfg.kubernetes.kubeconfig.empty()) {
@@ -259,18 +128,22 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   }
 
   if (!conn) {
-    if (modes.bigfleet.enabled)
-      return runtime::start_failure{"bigfleet.enabled: the BigFleet operator needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)", config_error_exit};
-    if (!modes.scale_sets.empty())
-      return runtime::start_failure{"scaleSets: runner scale sets need a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)", config_error_exit};
-    if (!modes.reactive.targets.empty())
-      return runtime::start_failure{"reactive.targets: reactive scaling needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)", config_error_exit};
-    if (modes.gates.enabled)
-      return runtime::start_failure{"gates.enabled: gate-controlled scheduling needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)", config_error_exit};
-    if (modes.scheduler.enabled)
-      return runtime::start_failure{"scheduler.enabled: runner scheduling needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)", config_error_exit};
-    runtime::log::info("agent", "no cluster configured", {{"hint", "set kubernetes.kubeconfig, --kubeconfig or run in a Pod"}});
-    plan.children.push_back(acting_subtree(cfg, modes, nullptr, m, ready));
+    std::vector<modes::mode*> running;
+    for (auto* mode : enabled) {
+      if (mode->needs_cluster())
+        return runtime::start_failure{std::string{mode->switch_key()} + ": " + std::string{mode->summary()} +
+                                          " needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)",
+                                      config_error_exit};
+      const modes::services s{cfg, env, configured.shared, nullptr, nullptr, m, ready, caf::actor{}};
+      if (auto problem = mode->prepare(s))
+        return runtime::start_failure{problem->message, problem->exit_code};
+      for (auto& child : mode->every_replica())
+        plan.children.push_back(std::move(child));
+      running.push_back(mode);
+    }
+    if (running.empty())
+      runtime::log::info("agent", "no cluster configured", {{"hint", "set kubernetes.kubeconfig, --kubeconfig or run in a Pod"}});
+    plan.children.push_back(acting_subtree(cfg, running, m, ready));
     return plan;
   }
 
@@ -288,45 +161,25 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   svc->events = runtime::spawn_relay(sys, "event_recorder");
   plan.relays.push_back(svc->events);
   plan.children.push_back(event_recorder_child(svc->events, *svc->api, me, m));
-  svc->fleet.events = svc->events;
-  if (modes.bigfleet.enabled)
-    if (auto problem = prepare_bigfleet(modes, *svc, m))
-      return runtime::start_failure{*problem, config_error_exit};
-  if (!modes.scale_sets.empty()) {
-    svc->sets = std::make_shared<scale_set_services>();
-    svc->sets->events = svc->events;
-    if (auto problem = prepare_scale_sets(modes, runtime::process_env(), *svc->api, *svc->io, m, *svc->sets))
-      return runtime::start_failure{*problem, config_error_exit};
-  }
-  if (!modes.reactive.targets.empty()) {
-    svc->reactive = std::make_shared<reactive_services>();
-    svc->reactive->events = svc->events;
-    if (auto problem = prepare_reactive(cfg, modes, runtime::process_env(), *svc->api, m, *svc->reactive))
-      return runtime::start_failure{*problem, config_error_exit};
-  }
-  if (modes.gates.enabled) {
-    svc->gates = std::make_shared<gates_services>();
-    svc->gates->events = svc->events;
-    if (auto problem = prepare_gates(modes, *svc->api, m, *svc->gates))
-      return runtime::start_failure{*problem, config_error_exit};
-    // Every replica serves the webhook: the API server calls whichever one the Service picks.
-    if (svc->gates->webhook)
-      plan.children.push_back(gates_webhook_child(svc->gates));
-  }
-  if (modes.scheduler.enabled) {
-    svc->scheduler = std::make_shared<scheduler_services>();
-    svc->scheduler->events = svc->events;
-    bool store_unavailable = false;
-    if (auto problem = prepare_scheduler(modes, runtime::process_env(), *svc->api, *svc->io, m, *svc->scheduler, store_unavailable))
-      return runtime::start_failure{*problem, store_unavailable ? 1 : config_error_exit};
-    // Every replica takes webhooks and serves the dashboards; only the leader reconciles.
-    plan.children.push_back(scheduler_http_child(svc->scheduler));
+  for (auto* mode : enabled) {
+    const modes::services s{cfg, env, configured.shared, svc->api.get(), svc->io.get(), m, ready, svc->events};
+    auto problem = mode->prepare(s);
+    svc->running.push_back(mode);  // stopped with the rest even when its start-up failed half-way
+    if (problem) {
+      // The root never starts to own the relays made so far, and a mode's services still hold
+      // their handles: stopped here, or the actor system would wait for them at exit.
+      for (const auto& r : plan.relays)
+        caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
+      return runtime::start_failure{problem->message, problem->exit_code};
+    }
+    for (auto& child : mode->every_replica())
+      plan.children.push_back(std::move(child));
   }
   plan.services = svc;
 
   if (!cfg.leader_election.enabled) {
     runtime::log::info("agent", "leader election disabled: acting at once");
-    plan.children.push_back(acting_subtree(cfg, modes, svc, m, ready));
+    plan.children.push_back(acting_subtree(cfg, svc->running, m, ready));
     return plan;
   }
 
@@ -360,7 +213,7 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   gate.name = "leadership_gate";
   gate.restart = runtime::restart_mode::permanent;
   gate.relay = gate_relay;
-  gate.start = [gate_relay, verdicts, acting = acting_subtree(cfg, modes, svc, m, ready),
+  gate.start = [gate_relay, verdicts, acting = acting_subtree(cfg, svc->running, m, ready),
                 deadline = cfg.runtime.shutdown_timeout](caf::actor_system& s) {
     auto g = actors::spawn_leadership_gate(s, acting, deadline);
     // A restarted gate resumes where the old one was: the relay is pointed at it (the supervisor
@@ -381,6 +234,50 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
     released->get_future().wait_for(std::chrono::seconds(3));
   };
   return plan;
+}
+
+namespace {
+
+// Lines at absolute depths into a box-drawn tree ("├── ", "│   ", "└── ").
+std::string draw(const std::vector<modes::tree_line>& lines) {
+  std::string out;
+  auto has_later_sibling = [&lines](size_t i) {
+    for (size_t j = i + 1; j < lines.size(); ++j) {
+      if (lines[j].depth < lines[i].depth)
+        return false;
+      if (lines[j].depth == lines[i].depth)
+        return true;
+    }
+    return false;
+  };
+  std::vector<bool> open;  // per depth: the ancestor there has a later sibling
+  for (size_t i = 0; i < lines.size(); ++i) {
+    const int d = lines[i].depth;
+    open.resize(static_cast<size_t>(d) + 1);
+    std::string prefix;
+    for (int k = 1; k < d; ++k)
+      prefix += open[static_cast<size_t>(k)] ? "│   " : "    ";
+    if (d > 0)
+      prefix += has_later_sibling(i) ? "├── " : "└── ";
+    open[static_cast<size_t>(d)] = has_later_sibling(i);
+    out += prefix + lines[i].text + "\n";
+  }
+  return out;
+}
+
+}  // namespace
+
+std::string actor_tree(const settings& configured) {
+  std::vector<modes::tree_line> lines{{0, "root (supervisor)"}, {1, "http"}, {1, "event_recorder"}};
+  for (const auto& mode : configured.all())
+    for (auto l : mode->every_replica_tree())
+      lines.push_back({l.depth + 1, std::move(l.text)});
+  lines.push_back({1, "leadership_gate"});
+  lines.push_back({2, "acting (supervisor)"});
+  for (const auto& mode : configured.all())
+    for (auto l : mode->leader_only_tree())
+      lines.push_back({l.depth + 3, std::move(l.text)});
+  return draw(lines);
 }
 
 }  // namespace headroom::app

@@ -41,6 +41,10 @@ int main(int argc, char** argv) {
     std::printf("headroom %s (revision %s)\n", HEADROOM_VERSION, headroom_revision);
     return 0;
   }
+  if (cmd.what == cli_command::print_actor_tree) {
+    std::fputs(headroom::app::actor_tree(headroom::app::settings{}).c_str(), stdout);
+    return 0;
+  }
   if (cmd.what == cli_command::check_config) {
     headroom::app::settings modes;
     auto loaded = load_config_file(cmd.config_path, &modes);
@@ -49,7 +53,7 @@ int main(int argc, char** argv) {
     std::printf("%s: valid\n", cmd.config_path.c_str());
     return 0;
   }
-  // The runtime's sections, and each mode's (app/settings.hpp), from one file.
+  // The runtime's sections, and each registered mode's (app/registry.cpp), from one file.
   headroom::app::settings modes;
   auto loaded = load_config(cmd, process_env(), &modes);
   if (auto* err = std::get_if<config_error>(&loaded))
@@ -57,6 +61,6 @@ int main(int argc, char** argv) {
   block_shutdown_signals();
   return run_agent(std::get<config>(loaded),
                    [&modes](const config& cfg, caf::actor_system& sys, metrics& m, readiness& ready) {
-                     return headroom::app::build_agent(cfg, modes, sys, m, ready);
+                     return headroom::app::build_agent(cfg, modes, sys, m, ready, process_env());
                    });
 }

@@ -22,6 +22,7 @@ std::string usage() {
   return R"(usage: headroom [flags]                 run the capacity agent
        headroom check-config FILE        validate a config file and exit (0 valid, 2 invalid)
        headroom --help | --version
+       headroom --print-actor-tree       the actor tree of every mode this binary has
 
 flags (each overrides the config file and the environment):
   --config FILE              YAML configuration (env HEADROOM_CONFIG)
@@ -62,6 +63,8 @@ std::variant<cli_command, config_error> parse_cli(const std::vector<std::string>
       cmd.what = cli_command::help;
     } else if (arg == "--version") {
       cmd.what = cli_command::version;
+    } else if (arg == "--print-actor-tree") {
+      cmd.what = cli_command::print_actor_tree;
     } else if (arg == "check-config") {
       if (i + 1 >= args.size())
         return config_error{"check-config", "needs a file"};

@@ -8,15 +8,6 @@
 
 namespace headroom::actors::capacity {
 
-const char* role_label(role r) {
-  switch (r) {
-    case role::runner_placeholder: return "runner-placeholder";
-    case role::workflow_placeholder: return "workflow-placeholder";
-    case role::runner: return "runner";
-  }
-  return "unknown";
-}
-
 int64_t desired_pairs(const capacity_inputs& in) {
   const int64_t room = in.max_runners - in.assigned_jobs;
   return std::max<int64_t>(0, std::min(in.proactive + in.queued, room));

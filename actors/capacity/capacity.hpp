@@ -40,6 +40,7 @@
 #include "adapters/k8s/informer.hpp"
 #include "adapters/k8s/nodepool.hpp"
 #include "adapters/k8s/objects.hpp"
+#include "actors/runners/pods.hpp"
 #include "messages/capacity.hpp"
 #include "messages/listener.hpp"
 
@@ -51,21 +52,13 @@ namespace headroom::actors::capacity {
 
 using std::chrono::milliseconds;
 
-// Labels and annotations headroom puts on the pods it makes.
-namespace keys {
-inline constexpr const char* scale_set = "headroom.dev/scale-set";
-inline constexpr const char* role = "headroom.dev/role";
-inline constexpr const char* slot = "headroom.dev/slot";
-inline constexpr const char* runner_id = "headroom.dev/runner-id";      // runner pods: GitHub's runner id
-inline constexpr const char* runner_name = "headroom.dev/runner-name";  // runner pods
-// Scheduler runner pods: the GitHub scope their runner is registered in (an organization or
-// owner/repo), so a pod no stored worker owns can still be checked with GitHub before it goes.
-inline constexpr const char* runner_scope = "headroom.dev/runner-scope";
-inline constexpr const char* owner = "headroom.dev/owner";              // the per-process owner ConfigMap
-}  // namespace keys
-
-enum class role { runner_placeholder, workflow_placeholder, runner };
-const char* role_label(role r);
+// The labels, roles and runner pods shared with the webhook scheduler.
+namespace keys = runners::keys;
+using runners::owner_ref;
+using runners::role;
+using runners::role_label;
+using runners::runner_pod;
+using runners::runner_secret;
 
 // The PriorityClasses of the ladder. Runner pods (0) preempt runner placeholders (−10); workflow
 // pods (20) preempt workflow placeholders (10); placeholders preempt nothing.
@@ -81,14 +74,9 @@ inline constexpr priority_class_spec priority_ladder[] = {
     {"arc-workflow", 20, "GitHub Actions workflow (job container) pods"},
 };
 
-struct owner_ref {
-  std::string api_version, kind, name, uid;
-  bool empty() const { return uid.empty(); }
-};
-
 // One scale set, fixed at start-up (quantities already parsed).
-struct scale_set_spec {
-  std::string name, ns, runner_group;
+struct scale_set_spec : runners::runner_spec {
+  std::string runner_group;
   std::vector<std::string> labels;
   int64_t max_runners = 10;
   bool standalone = true;              // false: arc mode
@@ -104,18 +92,9 @@ struct scale_set_spec {
   // What one runner pod and one workflow pod request (extended resources included): a pair holds
   // the two, and a NodePool must have that much left under its limits to make room for a pair.
   k8s::resource_list runner_requests, workflow_requests;
-  std::string runner_cpu, runner_memory, workflow_cpu, workflow_memory;  // as configured, for pod specs
-  // Extended resources (nvidia.com/gpu, …) as configured, requested = limited in the pod specs: the
-  // runner's on runner pods and runner placeholders, the workflow's on workflow placeholders.
-  k8s::string_pairs runner_extended, workflow_extended;
-  std::string runner_image;
-  std::vector<std::string> runner_command;
-  k8s::string_pairs node_selector;
-  std::vector<k8s::toleration> tolerations;
-  std::string service_account;
-  std::string runner_priority_class = "arc-runner";  // the ladder's; "" none (the scheduler's pods)
-  std::string slot_resource;            // an extended resource one runner takes (requests = limits = 1); "" none
-  int64_t active_deadline_seconds = 0;  // runner pods; 0 = none
+  std::string workflow_cpu, workflow_memory;  // as configured, for the workflow placeholders
+  // The workflow's extended resources, requested = limited on workflow placeholders.
+  k8s::string_pairs workflow_extended;
   std::string placeholder_image;
   std::vector<std::string> placeholder_command;
   struct health {
@@ -174,9 +153,6 @@ std::string placeholder_pod_name(const scale_set_spec& s, const std::string& slo
 std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, role r, const owner_ref& owner);
 // A standalone runner pod: RUNNER_JITCONFIG from the Secret `<name>` (made after the pod, owned
 // by it), PriorityClass arc-runner, restartPolicy Never. `scope`: keys::runner_scope, when given.
-std::string runner_pod(const scale_set_spec& s, const std::string& name, int64_t runner_id, std::string_view scope = {});
-std::string runner_secret(const scale_set_spec& s, const std::string& name, const std::string& pod_uid,
-                          const std::string& encoded_jit_config);
 std::string priority_class_object(const priority_class_spec& p);
 // The PodDisruptionBudget that keeps a workflow pod from preempting a running runner pod when a
 // placeholder could make the room instead (see capacity_monitor.cpp): maxUnavailable 0 over the

@@ -363,7 +363,7 @@ class cycle {
   // limit) counts as busy: the pod is judged again next cycle, never deleted on a guess. A pod
   // without the scope (made before it was written) is judged by the grace alone.
   bool stray_busy(const k8s::pod& p, std::map<std::string, std::vector<github::rest_runner>>& runners) {
-    const std::string* scope = p.meta.annotation(capacity::keys::runner_scope);
+    const std::string* scope = p.meta.annotation(runners::keys::runner_scope);
     if (scope == nullptr || scope->empty())
       return false;
     auto it = runners.find(*scope);
@@ -575,7 +575,7 @@ class cycle {
     if (auto r = ctx_.jobs->set_worker_runner(w.name, config.runner_id, now_); std::holds_alternative<store::error>(r))
       store_error("set worker runner", std::get<store::error>(r));
     auto created = await_call([&](k8s::api_callback cb) {
-      ctx_.kube->create(k8s::kinds::pods, o_.pool.ns, capacity::runner_pod(o_.pool, w.name, config.runner_id, scope), std::move(cb));
+      ctx_.kube->create(k8s::kinds::pods, o_.pool.ns, runners::runner_pod(o_.pool, w.name, config.runner_id, scope), std::move(cb));
     });
     if (auto* e = std::get_if<k8s::api_error>(&created)) {
       // The job stays pending and gets a new worker next cycle. Had the API server made the pod
@@ -600,7 +600,7 @@ class cycle {
     if (parser.parse(std::get<std::string>(created))["metadata"]["uid"].get(uid) != simdjson::SUCCESS)
       runtime::log::warn(actor_name, "runner pod create answered without a uid", {{"pod", w.name}});
     auto secret = await_call([&](k8s::api_callback cb) {
-      ctx_.kube->create(k8s::kinds::secrets, o_.pool.ns, capacity::runner_secret(o_.pool, w.name, std::string{uid}, config.encoded_jit_config),
+      ctx_.kube->create(k8s::kinds::secrets, o_.pool.ns, runners::runner_secret(o_.pool, w.name, std::string{uid}, config.encoded_jit_config),
                         std::move(cb));
     });
     if (auto* e = std::get_if<k8s::api_error>(&secret); e && e->what != k8s::api_error::kind::already_exists) {

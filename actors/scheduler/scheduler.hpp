@@ -35,7 +35,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/capacity/capacity.hpp"
+#include "actors/runners/pods.hpp"
 #include "adapters/github/rest_client.hpp"
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/informer.hpp"
@@ -48,7 +48,7 @@ using std::chrono::milliseconds;
 
 struct scheduler_options {
   // The runner pod template; its `name` is the pods' name prefix and their headroom.dev/scale-set label.
-  capacity::scale_set_spec pool;
+  runners::runner_spec pool;
   std::string runner_group = "headroom";  // ensured in each organization
   // The runners' labels, registered with each JIT config; empty: each runner gets its job's labels.
   std::vector<std::string> runner_labels;

@@ -6,9 +6,9 @@
 #include <filesystem>
 #include <fstream>
 
-#include "app/scale_sets.hpp"
+#include "modes/shared/start.hpp"
 
-namespace headroom::app {
+namespace headroom::modes {
 namespace {
 
 struct secret_dir {
@@ -103,4 +103,4 @@ TEST(credentials, the_environment_wins_over_the_secret_and_nothing_at_all_says_w
 }
 
 }  // namespace
-}  // namespace headroom::app
+}  // namespace headroom::modes

@@ -1,12 +1,23 @@
-// The scale sets' configuration section (app/settings.cpp) and the spec the wiring builds from it
-// (app/scale_sets.cpp): defaults, and errors that name the key.
+// The modes' configuration sections (modes/<mode>/settings.cpp, read through app/settings.cpp) and
+// the spec the scale sets' wiring builds from them (modes/scale_sets/mode.cpp): defaults, and
+// errors that name the key.
 #include <gtest/gtest.h>
 
-#include "app/scale_sets.hpp"
 #include "app/settings.hpp"
+#include "modes/gates/mode.hpp"
+#include "modes/reactive/mode.hpp"
+#include "modes/scale_sets/mode.hpp"
+#include "modes/scheduler/mode.hpp"
 
 namespace headroom::app {
+
+using runtime::millis;
 namespace {
+
+using namespace modes::scale_sets;
+using namespace modes::reactive;
+using namespace modes::gates;
+using namespace modes::scheduler;
 
 TEST(capacity_model, spec_rejects_bad_quantities_by_key) {
   scale_set_section c;
@@ -29,9 +40,9 @@ scaleSets:
     capacityAware: {proactiveCapacity: 3, recalculateInterval: 10s, workflowResources: {cpu: "4"}}
 )");
   ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
-  const auto& cfg = std::get<parsed_config>(r).modes;
-  ASSERT_EQ(cfg.scale_sets.size(), 1u);
-  const auto& s = cfg.scale_sets[0];
+  const auto& cfg = std::get<parsed_config>(r).modes.get<scale_sets_mode>().config;
+  ASSERT_EQ(cfg.sets.size(), 1u);
+  const auto& s = cfg.sets[0];
   EXPECT_EQ(s.max_runners, 7u);
   EXPECT_EQ(s.capacity_aware.proactive_capacity, 3u);
   EXPECT_EQ(s.capacity_aware.workflow_cpu, "4");
@@ -44,7 +55,7 @@ scaleSets:
 TEST(capacity_config, proactive_capacity_defaults_to_zero_and_the_ttl_is_checked) {
   auto r = parse_config_yaml("github: {configUrl: x}\nscaleSets: [{name: a, capacityAware: {placeholderTTL: \"0\"}}]");
   ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
-  const auto& s = std::get<parsed_config>(r).modes.scale_sets.at(0);
+  const auto& s = std::get<parsed_config>(r).modes.get<scale_sets_mode>().config.sets.at(0);
   EXPECT_EQ(s.capacity_aware.proactive_capacity, 0u) << "the seed's default: no warm pairs without demand";
   EXPECT_EQ(s.capacity_aware.placeholder_ttl.count(), 0) << "0 turns renewal off";
   auto bad = parse_config_yaml("github: {configUrl: x}\nscaleSets: [{name: a, capacityAware: {placeholderTTL: 30s}}]");
@@ -62,7 +73,7 @@ scaleSets:
     capacityAware: {workflowResources: {cpu: "4", nvidia.com/gpu: 1}}
 )");
   ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
-  const auto& s = std::get<parsed_config>(r).modes.scale_sets.at(0);
+  const auto& s = std::get<parsed_config>(r).modes.get<scale_sets_mode>().config.sets.at(0);
   EXPECT_EQ(s.runner.extended, (std::vector<std::pair<std::string, std::string>>{{"example.com/fpga", "2"}}));
   EXPECT_EQ(s.capacity_aware.workflow_extended, (std::vector<std::pair<std::string, std::string>>{{"nvidia.com/gpu", "1"}}));
   EXPECT_EQ(s.capacity_aware.workflow_cpu, "4");
@@ -96,7 +107,13 @@ TEST(capacity_config, scale_set_errors_name_the_key) {
 }  // namespace headroom::app
 
 namespace headroom::app {
+
+using runtime::millis;
 namespace {
+
+using namespace modes::reactive;
+using namespace modes::gates;
+using namespace modes::scheduler;
 
 TEST(reactive_config, targets_take_the_seed_defaults_and_override_them) {
   auto r = parse_config_yaml(R"(
@@ -120,7 +137,7 @@ reactive:
       scaleWrite: subresource
 )");
   ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
-  const auto& re = std::get<parsed_config>(r).modes.reactive;
+  const auto& re = std::get<parsed_config>(r).modes.get<reactive_mode>().config;
   EXPECT_EQ(re.prometheus.url, "http://prom:9090");
   ASSERT_EQ(re.targets.size(), 2u);
   const auto& a = re.targets[0];
@@ -180,7 +197,7 @@ TEST(reactive_config, errors_name_the_key) {
 TEST(gates_config, defaults_overrides_and_errors_name_the_key) {
   auto r = parse_config_yaml("gates:\n  enabled: true\n  reservationTimeout: 90s\n  webhook: {listen: ':8443', certFile: /t/tls.crt, keyFile: /t/tls.key}\n");
   ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
-  const auto& g = std::get<parsed_config>(r).modes.gates;
+  const auto& g = std::get<parsed_config>(r).modes.get<gates_mode>().config;
   EXPECT_TRUE(g.enabled);
   EXPECT_EQ(g.reservation_timeout, std::chrono::milliseconds{90'000});
   EXPECT_EQ(g.webhook.listen, ":8443");
@@ -202,11 +219,11 @@ TEST(gates_config, defaults_overrides_and_errors_name_the_key) {
 TEST(scheduler_config, the_store_retention_defaults_to_90_days_and_is_0_or_at_least_72h) {
   auto r = parse_config_yaml("scheduler: {store: {sqlitePath: /x/jobs.db}}");
   ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
-  EXPECT_EQ(std::get<parsed_config>(r).modes.scheduler.store.retention, std::chrono::hours{90 * 24});
+  EXPECT_EQ(std::get<parsed_config>(r).modes.get<scheduler_mode>().config.store.retention, std::chrono::hours{90 * 24});
   for (const auto& [text, hours] : {std::pair{"\"0\"", 0}, std::pair{"72h", 72}, std::pair{"8760h", 8760}}) {
     auto ok = parse_config_yaml(std::string{"scheduler: {store: {retention: "} + text + "}}");
     ASSERT_TRUE(std::holds_alternative<parsed_config>(ok)) << text << ": " << std::get<runtime::config_error>(ok).message();
-    EXPECT_EQ(std::get<parsed_config>(ok).modes.scheduler.store.retention, std::chrono::hours{hours}) << text;
+    EXPECT_EQ(std::get<parsed_config>(ok).modes.get<scheduler_mode>().config.store.retention, std::chrono::hours{hours}) << text;
   }
   for (const char* text : {"71h", "30m", "forever", "-1h"}) {
     auto bad = parse_config_yaml(std::string{"scheduler: {store: {retention: "} + text + "}}");

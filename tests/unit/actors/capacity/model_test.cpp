@@ -4,7 +4,7 @@
 #include <gtest/gtest.h>
 
 #include "actors/capacity/capacity.hpp"
-#include "app/scale_sets.hpp"
+#include "modes/scale_sets/mode.hpp"
 #include "adapters/k8s/decode.hpp"
 #include "runtime/config.hpp"
 
@@ -61,12 +61,12 @@ TEST(capacity_model, placeholder_states) {
 }
 
 scale_set_spec spec() {
-  app::scale_set_section c;
+  modes::scale_sets::scale_set_section c;
   c.name = "linux";
   c.ns = "runners";
   c.runner.node_selector = {{"pool", "ci"}};
   c.runner.tolerations.push_back({"ci", "Equal", "true", "NoSchedule"});
-  auto s = app::make_spec(c, 0);
+  auto s = modes::scale_sets::make_spec(c, 0);
   return std::get<scale_set_spec>(s);
 }
 

@@ -5,14 +5,14 @@
 #include <simdjson.h>
 
 #include "actors/capacity/capacity.hpp"
-#include "app/scale_sets.hpp"
+#include "modes/scale_sets/mode.hpp"
 #include "adapters/k8s/decode.hpp"
 
 namespace headroom::actors::capacity {
 namespace {
 
 scale_set_spec gpu_spec() {
-  app::scale_set_section c;
+  modes::scale_sets::scale_set_section c;
   c.name = "gpu";
   c.ns = "runners";
   c.runner.cpu = "500m";
@@ -22,7 +22,7 @@ scale_set_spec gpu_spec() {
   c.capacity_aware.workflow_cpu = "2";
   c.capacity_aware.workflow_memory = "8Gi";
   c.capacity_aware.workflow_extended = {{"nvidia.com/gpu", "1"}};
-  return std::get<scale_set_spec>(app::make_spec(c, 0));
+  return std::get<scale_set_spec>(modes::scale_sets::make_spec(c, 0));
 }
 
 // requests[name] and limits[name] of a pod body's first container, "" when absent.
@@ -53,10 +53,10 @@ TEST(capacity_gpu, the_workflow_placeholder_holds_the_gpu_request_equal_to_limit
 }
 
 TEST(capacity_gpu, a_runner_template_gpu_reaches_runner_pods_and_runner_placeholders) {
-  app::scale_set_section c;
+  modes::scale_sets::scale_set_section c;
   c.name = "gpu";
   c.runner.extended = {{"nvidia.com/gpu", "2"}};
-  const auto s = std::get<scale_set_spec>(app::make_spec(c, 0));
+  const auto s = std::get<scale_set_spec>(modes::scale_sets::make_spec(c, 0));
   EXPECT_EQ(request_and_limit(runner_pod(s, "gpu-runner-1", 1), "nvidia.com/gpu"), (std::pair<std::string, std::string>{"2", "2"}));
   EXPECT_EQ(request_and_limit(placeholder_pod(s, "a", role::runner_placeholder, {}), "nvidia.com/gpu").second, "2");
   EXPECT_EQ(pair_requests(s).get("nvidia.com/gpu"), 2);

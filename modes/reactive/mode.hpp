@@ -17,7 +17,8 @@
 #include <vector>
 
 #include "actors/reactive/reactive.hpp"
-#include "app/settings.hpp"
+#include "modes/mode.hpp"
+#include "modes/reactive/settings.hpp"
 #include "runtime/config.hpp"
 #include "runtime/supervisor.hpp"
 
@@ -29,7 +30,7 @@ class metrics;
 class readiness;
 }  // namespace headroom::runtime
 
-namespace headroom::app {
+namespace headroom::modes::reactive {
 
 struct reactive_services {
   std::unique_ptr<http::transport> io;  // Prometheus' own I/O thread, not throttled by the API server's budget
@@ -41,7 +42,7 @@ struct reactive_services {
   ~reactive_services();
 };
 
-std::optional<std::string> prepare_reactive(const runtime::config& cfg, const settings& modes,
+std::optional<std::string> prepare_reactive(const runtime::config& cfg, const reactive_section& r,
                                             const std::map<std::string, std::string>& env, k8s::client& kube,
                                             runtime::metrics& m, reactive_services& out);
 
@@ -51,4 +52,25 @@ runtime::child_spec reactive_subtree(const runtime::config& cfg, std::shared_ptr
 // A target's rules from its section (the defaults already merged in by the parser).
 actors::reactive::rules make_rules(const reactive_target_section& t);
 
-}  // namespace headroom::app
+class reactive_mode final : public mode {
+ public:
+  reactive_section config;
+
+  std::string_view name() const override { return "reactive"; }
+  std::string_view summary() const override { return "reactive scaling"; }
+  std::vector<std::string> keys() const override { return {"reactive"}; }
+  void read(const std::string& key, const YAML::Node& node) override;
+  bool enabled() const override { return !config.targets.empty(); }
+  std::string_view switch_key() const override { return "reactive.targets"; }
+  std::optional<start_problem> prepare(const services& s) override;
+  std::optional<runtime::child_spec> leader_only(const runtime::config& cfg, runtime::metrics& m, runtime::readiness& ready) override;
+  std::vector<tree_line> leader_only_tree() const override;
+
+ private:
+  // Prometheus' client has its own I/O thread: it goes with the mode, after the actor system.
+  std::shared_ptr<reactive_services> svc_;
+};
+
+std::unique_ptr<mode> make();
+
+}  // namespace headroom::modes::reactive

@@ -13,7 +13,7 @@
 #include <span>
 #include <string>
 
-namespace headroom::app {
+namespace headroom::modes {
 
 struct series {
   const char* name;
@@ -44,4 +44,4 @@ class series_set {
   std::map<std::string, prometheus::Counter*, std::less<>> counters_;
 };
 
-}  // namespace headroom::app
+}  // namespace headroom::modes

@@ -1,4 +1,4 @@
-#include "app/scheduler.hpp"
+#include "modes/scheduler/mode.hpp"
 
 #include <caf/all.hpp>
 #include <prometheus/counter.h>
@@ -6,13 +6,13 @@
 #include <prometheus/histogram.h>
 
 #include "adapters/k8s/client.hpp"
-#include "app/scale_sets.hpp"
+#include "modes/shared/start.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/secrets.hpp"
 #include "runtime/clock.hpp"
 
-namespace headroom::app {
+namespace headroom::modes::scheduler {
 
 using namespace actors::scheduler;
 
@@ -111,10 +111,10 @@ void scheduler_services::stop() {
     nodes->stop();
 }
 
-std::optional<std::string> prepare_scheduler(const settings& modes, const std::map<std::string, std::string>& env,
+std::optional<std::string> prepare_scheduler(const scheduler_section& c, const github_section& gh,
+                                             const std::map<std::string, std::string>& env,
                                              k8s::client& kube, http::transport& io, runtime::metrics& m,
                                              scheduler_services& out, bool& store_unavailable) {
-  const auto& c = modes.scheduler;
   auto get = [&env](const char* name) -> std::string {
     auto it = env.find(name);
     return it == env.end() ? std::string{} : it->second;
@@ -146,9 +146,9 @@ std::optional<std::string> prepare_scheduler(const settings& modes, const std::m
   out.jobs = std::move(std::get<std::unique_ptr<store::store>>(opened));
 
   github::rest_options ro;
-  if (!modes.github.ca_file.empty()) {
+  if (!gh.ca_file.empty()) {
     std::string error;
-    ro.ca_pem = read_text(modes.github.ca_file, error, "github.caFile");
+    ro.ca_pem = read_text(gh.ca_file, error, "github.caFile");
     if (!error.empty())
       return error;
   }
@@ -157,7 +157,8 @@ std::optional<std::string> prepare_scheduler(const settings& modes, const std::m
   scheduler_options o;
   o.pool.name = c.name_prefix;
   o.pool.ns = c.ns;
-  if (auto e = apply_runner(c.runner, "scheduler.runner", o.pool))
+  k8s::resource_list requests;  // one runner's: the capacity check counts slots, not these
+  if (auto e = apply_runner(c.runner, "scheduler.runner", o.pool, requests))
     return *e;
   o.pool.slot_resource = c.runner.slot_resource;
   o.pool.runner_priority_class.clear();  // no ladder here: runner pods only
@@ -180,7 +181,7 @@ std::optional<std::string> prepare_scheduler(const settings& modes, const std::m
   k8s::informer<k8s::pod>::options pod_opts;
   pod_opts.kind = k8s::kinds::pods;
   pod_opts.ns = c.ns;
-  pod_opts.label_selector = std::string{actors::capacity::keys::scale_set} + "=" + c.name_prefix;
+  pod_opts.label_selector = std::string{actors::runners::keys::scale_set} + "=" + c.name_prefix;
   out.pods = k8s::informer<k8s::pod>::make(kube, pod_opts);
   k8s::informer<k8s::node>::options node_opts;
   node_opts.kind = k8s::kinds::nodes;
@@ -237,4 +238,39 @@ runtime::child_spec scheduler_subtree(const runtime::config& cfg, std::shared_pt
   return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "scheduler", &m, &ready), std::move(children));
 }
 
-}  // namespace headroom::app
+void scheduler_mode::read(const std::string&, const YAML::Node& node) { read_section(node, config); }
+
+std::vector<runner_claim> scheduler_mode::runner_pods() const {
+  if (!config.enabled)
+    return {};
+  return {{config.ns, config.name_prefix, "scheduler.namePrefix"}};
+}
+
+std::optional<start_problem> scheduler_mode::prepare(const services& s) {
+  svc_ = std::make_shared<scheduler_services>();
+  svc_->events = s.events;
+  bool store_unavailable = false;
+  if (auto problem = prepare_scheduler(config, s.shared.github, s.env, *s.api, *s.io, s.metrics, *svc_, store_unavailable))
+    return start_problem{*problem, store_unavailable ? 1 : 2};
+  return std::nullopt;
+}
+
+// Every replica takes webhooks and serves the dashboards; only the leader reconciles.
+std::vector<runtime::child_spec> scheduler_mode::every_replica() { return {scheduler_http_child(svc_)}; }
+
+std::optional<runtime::child_spec> scheduler_mode::leader_only(const runtime::config& cfg, runtime::metrics& m,
+                                                               runtime::readiness& ready) {
+  return scheduler_subtree(cfg, svc_, m, ready);
+}
+
+void scheduler_mode::stop() {
+  if (svc_)
+    svc_->stop();
+}
+
+std::vector<tree_line> scheduler_mode::every_replica_tree() const { return {{0, "scheduler_http"}}; }
+std::vector<tree_line> scheduler_mode::leader_only_tree() const { return {{0, "scheduler (supervisor)"}, {1, "reconciler"}}; }
+
+std::unique_ptr<mode> make() { return std::make_unique<scheduler_mode>(); }
+
+}  // namespace headroom::modes::scheduler

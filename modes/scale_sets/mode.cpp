@@ -1,4 +1,4 @@
-#include "app/scale_sets.hpp"
+#include "modes/scale_sets/mode.hpp"
 
 #include <caf/all.hpp>
 #include <prometheus/counter.h>
@@ -12,7 +12,8 @@
 #include <sstream>
 
 #include "actors/listener/listener_session.hpp"
-#include "app/series_table.hpp"
+#include "modes/shared/series_table.hpp"
+#include "modes/shared/start.hpp"
 #include "adapters/k8s/quantity.hpp"
 #include "adapters/k8s/scale.hpp"
 #include "messages/type_ids.hpp"
@@ -23,7 +24,7 @@
 #include "runtime/secrets.hpp"
 #include "runtime/rfc3339.hpp"
 
-namespace headroom::app {
+namespace headroom::modes::scale_sets {
 
 using namespace actors::capacity;
 using actors::listener_options;
@@ -96,28 +97,6 @@ scale_set_metrics make_metrics(runtime::metrics& m, const std::string& scale_set
   return out;
 }
 
-std::optional<std::string> quantity(const std::string& text, const std::string& where, int64_t& out, bool milli) {
-  auto q = k8s::parse_quantity(text);
-  if (auto* e = std::get_if<k8s::quantity_error>(&q))
-    return where + ": " + e->message;
-  const auto& v = std::get<k8s::quantity>(q);
-  out = milli ? v.milli : v.units;
-  if (out <= 0)
-    return where + ": must be positive, found '" + text + "'";
-  return std::nullopt;
-}
-
-// Extended resources (checked whole and positive by the config reader) into a request list.
-std::optional<std::string> extended_requests(const k8s::string_pairs& extended, k8s::resource_list& out) {
-  for (const auto& [name, amount] : extended) {
-    int64_t v = 0;
-    if (auto e = quantity(amount, name, v, false))
-      return *e;
-    out.add(name, v);
-  }
-  return std::nullopt;
-}
-
 // Karpenter's NodePools are watched only where the cluster serves karpenter.sh/v1; elsewhere the
 // informer would retry a 404 forever. Asked once at start-up (a Karpenter installed later is seen
 // after a restart); a failed question is asked again, backing off to 5 minutes.
@@ -153,134 +132,6 @@ std::string process_token() {
 
 }  // namespace
 
-std::string read_text(const std::string& path, std::string& error, const std::string& what) {
-  std::ifstream in{path};
-  if (!in) {
-    error = what + " " + path + ": cannot open";
-    return {};
-  }
-  std::stringstream ss;
-  ss << in.rdbuf();
-  return ss.str();
-}
-
-std::optional<std::string> apply_runner(const runner_section& r, const std::string& at, scale_set_spec& s) {
-  s.runner_cpu = r.cpu;
-  s.runner_memory = r.memory;
-  int64_t v = 0;
-  if (auto e = quantity(r.cpu, at + ".resources.cpu", v, true))
-    return *e;
-  s.runner_requests.cpu_milli = v;
-  if (auto e = quantity(r.memory, at + ".resources.memory", v, false))
-    return *e;
-  s.runner_requests.memory = v;
-  if (auto e = extended_requests(r.extended, s.runner_requests))
-    return *e;
-  s.runner_extended = r.extended;
-  s.runner_image = r.image;
-  s.runner_command = r.command;
-  s.node_selector = r.node_selector;
-  for (const auto& t : r.tolerations)
-    s.tolerations.push_back(k8s::toleration{t.key, t.op, t.value, t.effect, std::nullopt});
-  s.service_account = r.service_account;
-  return std::nullopt;
-}
-
-namespace {
-
-// A key of the mounted GitHub Secret, under the first of `names` that exists (ARC's name first,
-// then headroom's own); "" when none does. Tokens and ids lose surrounding whitespace (a Secret made
-// from a file often ends in a newline); a PEM keeps its text.
-std::string secret_key(const std::string& dir, std::initializer_list<const char*> names, bool trim, std::string& found,
-                       std::string& error) {
-  for (const char* name : names) {
-    const std::string path = dir + "/" + name;
-    std::ifstream in{path};
-    if (!in)
-      continue;
-    std::stringstream ss;
-    ss << in.rdbuf();
-    std::string v = ss.str();
-    if (trim) {
-      const auto first = v.find_first_not_of(" \t\r\n");
-      v = first == std::string::npos ? std::string{} : v.substr(first, v.find_last_not_of(" \t\r\n") - first + 1);
-    }
-    if (v.empty()) {
-      error = std::string{"key "} + name + " is empty";
-      return {};
-    }
-    found = name;
-    return v;
-  }
-  return {};
-}
-
-}  // namespace
-
-std::variant<github::credentials, std::string> github_credentials(const std::map<std::string, std::string>& env) {
-  auto get = [&env](const char* name) -> std::string {
-    auto it = env.find(name);
-    return it == env.end() ? std::string{} : it->second;
-  };
-  github::credentials creds;
-  creds.personal_access_token = get("HEADROOM_GITHUB_TOKEN");
-  creds.app_id = get("HEADROOM_GITHUB_APP_ID");
-  std::string installation = get("HEADROOM_GITHUB_APP_INSTALLATION_ID");
-  creds.private_key_pem = get("HEADROOM_GITHUB_APP_PRIVATE_KEY");
-  // The Secret the chart mounts (githubConfigSecret / github.existingSecret), with ARC's keys or
-  // headroom's: what the environment does not set comes from there.
-  const std::string dir = get("HEADROOM_GITHUB_SECRET_DIR");
-  std::string where = "the environment";
-  if (!dir.empty() && creds.personal_access_token.empty() && creds.app_id.empty()) {
-    const std::string secret = get("HEADROOM_GITHUB_SECRET_NAME").empty() ? dir : "Secret " + get("HEADROOM_GITHUB_SECRET_NAME");
-    where = secret;
-    std::string found, error;
-    creds.personal_access_token = secret_key(dir, {"github_token", "token"}, true, found, error);
-    if (error.empty())
-      creds.app_id = secret_key(dir, {"github_app_id", "app-id"}, true, found, error);
-    if (error.empty() && !creds.app_id.empty()) {
-      installation = secret_key(dir, {"github_app_installation_id", "installation-id"}, true, found, error);
-      if (error.empty() && installation.empty())
-        return secret + ": key github_app_installation_id (or installation-id) is missing; a GitHub App needs it with github_app_id";
-      if (error.empty())
-        creds.private_key_pem = secret_key(dir, {"github_app_private_key", "private-key"}, false, found, error);
-      if (error.empty() && creds.private_key_pem.empty())
-        return secret + ": key github_app_private_key (or private-key) is missing; a GitHub App needs it with github_app_id";
-    }
-    if (!error.empty())
-      return secret + ": " + error;
-    if (creds.personal_access_token.empty() && creds.app_id.empty())
-      return secret + ": no GitHub credentials: set key github_token (a PAT), or github_app_id, github_app_installation_id and "
-                      "github_app_private_key for a GitHub App (ARC's keys; token, app-id, installation-id and private-key work too)";
-  }
-  if (!creds.app_id.empty()) {
-    try {
-      size_t used = 0;
-      creds.installation_id = std::stoll(installation, &used);
-      if (used != installation.size())
-        throw std::invalid_argument{"trailing"};
-    } catch (...) {
-      return (where == "the environment" ? std::string{"HEADROOM_GITHUB_APP_INSTALLATION_ID"} : where + ": github_app_installation_id") +
-             ": expected the App installation's number, found '" + installation.substr(0, 32) + "'";
-    }
-    if (creds.private_key_pem.empty() && !get("HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE").empty()) {
-      std::string error;
-      creds.private_key_pem = read_text(get("HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE"), error, "HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE");
-      if (!error.empty())
-        return error;
-    }
-    if (creds.private_key_pem.empty())
-      return "HEADROOM_GITHUB_APP_PRIVATE_KEY or HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE: required with HEADROOM_GITHUB_APP_ID";
-  }
-  if (creds.personal_access_token.empty() && creds.app_id.empty())
-    return "GitHub credentials: set HEADROOM_GITHUB_TOKEN, or HEADROOM_GITHUB_APP_ID with its installation id and private key, "
-           "or mount a Secret with them (HEADROOM_GITHUB_SECRET_DIR; the chart's githubConfigSecret)";
-  auto& secrets = runtime::secret_registry::global();
-  secrets.add(creds.personal_access_token);
-  secrets.add(creds.private_key_pem);
-  return creds;
-}
-
 std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, size_t index) {
   const std::string at = "scaleSets[" + std::to_string(index) + "]";
   scale_set_spec s;
@@ -299,7 +150,7 @@ std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, 
   s.placeholder_ttl = c.capacity_aware.placeholder_ttl;
   s.workflow_cpu = c.capacity_aware.workflow_cpu;
   s.workflow_memory = c.capacity_aware.workflow_memory;
-  if (auto e = apply_runner(c.runner, at + ".runner", s))
+  if (auto e = apply_runner(c.runner, at + ".runner", s, s.runner_requests))
     return *e;
   int64_t v = 0;
   if (auto e = quantity(c.capacity_aware.workflow_cpu, at + ".capacityAware.workflowResources.cpu", v, true))
@@ -337,14 +188,15 @@ void scale_set_services::stop() {
     nodepools->stop();
 }
 
-std::optional<std::string> prepare_scale_sets(const settings& cfg, const std::map<std::string, std::string>& env,
+std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, const github_section& gh,
+                                              const std::map<std::string, std::string>& env,
                                               k8s::client& kube, http::transport& io, runtime::metrics& m,
                                               scale_set_services& out) {
   auto get = [&env](const char* name) -> std::string {
     auto it = env.find(name);
     return it == env.end() ? std::string{} : it->second;
   };
-  auto where = github::parse_config_url(cfg.github.config_url);
+  auto where = github::parse_config_url(gh.config_url);
   if (auto* e = std::get_if<std::string>(&where))
     return "github.configUrl: " + *e;
   auto creds_or = github_credentials(env);
@@ -353,9 +205,9 @@ std::optional<std::string> prepare_scale_sets(const settings& cfg, const std::ma
   const auto& creds = std::get<github::credentials>(creds_or);
   auto& secrets = runtime::secret_registry::global();
   github::actions_options gopts;
-  if (!cfg.github.ca_file.empty()) {
+  if (!gh.ca_file.empty()) {
     std::string error;
-    gopts.ca_pem = read_text(cfg.github.ca_file, error, "github.caFile");
+    gopts.ca_pem = read_text(gh.ca_file, error, "github.caFile");
     if (!error.empty())
       return error;
   }
@@ -383,8 +235,8 @@ std::optional<std::string> prepare_scale_sets(const settings& cfg, const std::ma
 
   const std::string owner_name = "headroom-owner-" + process_token();
   const std::string pod_name = get("POD_NAME"), pod_uid = get("POD_UID"), pod_ns = get("POD_NAMESPACE");
-  for (size_t i = 0; i < cfg.scale_sets.size(); ++i) {
-    auto spec = make_spec(cfg.scale_sets[i], i);
+  for (size_t i = 0; i < cfg.sets.size(); ++i) {
+    auto spec = make_spec(cfg.sets[i], i);
     if (auto* e = std::get_if<std::string>(&spec))
       return *e;
     auto ctx = std::make_shared<scale_set_context>();
@@ -466,13 +318,13 @@ runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_
 
 }  // namespace
 
-runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const settings& modes, std::shared_ptr<scale_set_services> svc,
+runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_sets_config& modes, std::shared_ptr<scale_set_services> svc,
                                        runtime::metrics& m, runtime::readiness& ready) {
   runtime::child_spec out;
   out.name = "scale_sets";
   // The relays are made each time this subtree starts and live as long as it does, so a scale
   // set's supervisor restarting (or the hud_poller) never leaves a peer holding a dead address.
-  out.start = [cfg, sets = modes.scale_sets, hud_interval = modes.hud.interval, svc, &m, &ready](caf::actor_system& sys) {
+  out.start = [cfg, sets = modes.sets, hud_interval = modes.hud.interval, svc, &m, &ready](caf::actor_system& sys) {
     std::vector<caf::actor> relays;
     auto relay = [&](const std::string& name) {
       relays.push_back(runtime::spawn_relay(sys, name));
@@ -510,4 +362,54 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const setting
   return out;
 }
 
-}  // namespace headroom::app
+void scale_sets_mode::read(const std::string& key, const YAML::Node& node) {
+  if (key == "scaleSets")
+    config.sets = read_scale_sets(node);
+  else if (key == "hud")
+    read_hud(node, config.hud);
+}
+
+void scale_sets_mode::check(const shared_sections& shared) {
+  if (!config.sets.empty() && shared.github.config_url.empty())
+    runtime::config_fail("github.configUrl", "required when scaleSets are configured");
+}
+
+std::vector<runner_claim> scale_sets_mode::runner_pods() const {
+  std::vector<runner_claim> out;
+  for (size_t i = 0; i < config.sets.size(); ++i)
+    out.push_back({config.sets[i].ns, config.sets[i].name, "scaleSets[" + std::to_string(i) + "].name"});
+  return out;
+}
+
+std::optional<start_problem> scale_sets_mode::prepare(const services& s) {
+  svc_ = std::make_shared<scale_set_services>();
+  svc_->events = s.events;
+  if (auto problem = prepare_scale_sets(config, s.shared.github, s.env, *s.api, *s.io, s.metrics, *svc_))
+    return start_problem{*problem};
+  return std::nullopt;
+}
+
+std::optional<runtime::child_spec> scale_sets_mode::leader_only(const runtime::config& cfg, runtime::metrics& m,
+                                                                runtime::readiness& ready) {
+  return scale_sets_subtree(cfg, config, svc_, m, ready);
+}
+
+void scale_sets_mode::stop() {
+  if (svc_)
+    svc_->stop();
+}
+
+std::vector<tree_line> scale_sets_mode::leader_only_tree() const {
+  return {{0, "scale_sets (supervisor)"},
+          {1, "hud_poller (when hud.url is set)"},
+          {1, "scale_set/<name> (supervisor) × one per scale set"},
+          {2, "runner_provisioner"},
+          {2, "capacity_monitor"},
+          {3, "placeholder_pair × one per pair"},
+          {2, "listener_session"},
+          {2, "health_check"}};
+}
+
+std::unique_ptr<mode> make() { return std::make_unique<scale_sets_mode>(); }
+
+}  // namespace headroom::modes::scale_sets

@@ -16,7 +16,8 @@
 #include <vector>
 
 #include "actors/capacity/capacity.hpp"
-#include "app/settings.hpp"
+#include "modes/mode.hpp"
+#include "modes/scale_sets/settings.hpp"
 #include "runtime/config.hpp"
 #include "runtime/supervisor.hpp"
 
@@ -25,7 +26,7 @@ class metrics;
 class readiness;
 }  // namespace headroom::runtime
 
-namespace headroom::app {
+namespace headroom::modes::scale_sets {
 
 using actors::capacity::context_ptr;
 using actors::capacity::scale_set_spec;
@@ -40,23 +41,44 @@ struct scale_set_services {
   void stop();  // the informers
 };
 
-std::optional<std::string> prepare_scale_sets(const settings& cfg, const std::map<std::string, std::string>& env,
+// Every section the scale sets read.
+struct scale_sets_config {
+  std::vector<scale_set_section> sets;
+  hud_section hud;
+};
+
+std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, const github_section& gh,
+                                              const std::map<std::string, std::string>& env,
                                               k8s::client& kube, http::transport& io, runtime::metrics& m,
                                               scale_set_services& out);
 
-runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const settings& modes, std::shared_ptr<scale_set_services> svc,
+runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_sets_config& modes, std::shared_ptr<scale_set_services> svc,
                                        runtime::metrics& m, runtime::readiness& ready);
-
-// A runner pod template into a spec (quantities checked); an error names the key under `at`.
-std::optional<std::string> apply_runner(const runner_section& r, const std::string& at, scale_set_spec& s);
-
-// GitHub credentials from the environment (HEADROOM_GITHUB_TOKEN, or the App's three), registered as secrets.
-std::variant<github::credentials, std::string> github_credentials(const std::map<std::string, std::string>& env);
-
-// A file's text; `error` names `what` and the path when it cannot be read.
-std::string read_text(const std::string& path, std::string& error, const std::string& what);
 
 // Builds a scale set's spec from its configuration; an error names the key.
 std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, size_t index);
 
-}  // namespace headroom::app
+class scale_sets_mode final : public mode {
+ public:
+  scale_sets_config config;
+
+  std::string_view name() const override { return "scale_sets"; }
+  std::string_view summary() const override { return "runner scale sets"; }
+  std::vector<std::string> keys() const override { return {"scaleSets", "hud"}; }
+  void read(const std::string& key, const YAML::Node& node) override;
+  void check(const shared_sections& shared) override;
+  bool enabled() const override { return !config.sets.empty(); }
+  std::string_view switch_key() const override { return "scaleSets"; }
+  std::vector<runner_claim> runner_pods() const override;
+  std::optional<start_problem> prepare(const services& s) override;
+  std::optional<runtime::child_spec> leader_only(const runtime::config& cfg, runtime::metrics& m, runtime::readiness& ready) override;
+  void stop() override;
+  std::vector<tree_line> leader_only_tree() const override;
+
+ private:
+  std::shared_ptr<scale_set_services> svc_;
+};
+
+std::unique_ptr<mode> make();
+
+}  // namespace headroom::modes::scale_sets

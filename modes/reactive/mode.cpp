@@ -1,4 +1,4 @@
-#include "app/reactive.hpp"
+#include "modes/reactive/mode.hpp"
 
 #include <caf/all.hpp>
 #include <prometheus/counter.h>
@@ -11,13 +11,13 @@
 
 #include "adapters/http/transport.hpp"
 #include "adapters/prometheus/client.hpp"
-#include "app/series_table.hpp"
+#include "modes/shared/series_table.hpp"
 #include "runtime/config_reader.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/relay.hpp"
 
-namespace headroom::app {
+namespace headroom::modes::reactive {
 
 using namespace actors::reactive;
 
@@ -124,10 +124,9 @@ rules make_rules(const reactive_target_section& t) {
   return r;
 }
 
-std::optional<std::string> prepare_reactive(const runtime::config& cfg, const settings& modes,
+std::optional<std::string> prepare_reactive(const runtime::config& cfg, const reactive_section& r,
                                             const std::map<std::string, std::string>& env, k8s::client& kube,
                                             runtime::metrics& m, reactive_services& out) {
-  const auto& r = modes.reactive;
   auto get = [&env](const char* name) -> std::string {
     auto it = env.find(name);
     return it == env.end() ? std::string{} : it->second;
@@ -273,4 +272,25 @@ runtime::child_spec reactive_subtree(const runtime::config& cfg, std::shared_ptr
   return out;
 }
 
-}  // namespace headroom::app
+void reactive_mode::read(const std::string&, const YAML::Node& node) { read_section(node, config); }
+
+std::optional<start_problem> reactive_mode::prepare(const services& s) {
+  svc_ = std::make_shared<reactive_services>();
+  svc_->events = s.events;
+  if (auto problem = prepare_reactive(s.cfg, config, s.env, *s.api, s.metrics, *svc_))
+    return start_problem{*problem};
+  return std::nullopt;
+}
+
+std::optional<runtime::child_spec> reactive_mode::leader_only(const runtime::config& cfg, runtime::metrics& m,
+                                                              runtime::readiness& ready) {
+  return reactive_subtree(cfg, svc_, m, ready);
+}
+
+std::vector<tree_line> reactive_mode::leader_only_tree() const {
+  return {{0, "reactive (supervisor)"}, {1, "reactive_quota"}, {1, "metric_reader"}, {1, "reactive_scaler/<namespace>/<kind>/<name> × one per target"}};
+}
+
+std::unique_ptr<mode> make() { return std::make_unique<reactive_mode>(); }
+
+}  // namespace headroom::modes::reactive

@@ -12,7 +12,8 @@
 #include <string>
 
 #include "actors/scheduler/scheduler.hpp"
-#include "app/settings.hpp"
+#include "modes/mode.hpp"
+#include "modes/scheduler/settings.hpp"
 #include "runtime/config.hpp"
 #include "runtime/supervisor.hpp"
 
@@ -21,7 +22,7 @@ class metrics;
 class readiness;
 }  // namespace headroom::runtime
 
-namespace headroom::app {
+namespace headroom::modes::scheduler {
 
 struct scheduler_services {
   std::unique_ptr<store::store> jobs;
@@ -37,7 +38,8 @@ struct scheduler_services {
 // Opens the store (migrating it), reads the secrets from the environment, makes the GitHub client
 // and the informers. A problem is the configuration's (exit 2: a missing secret, a newer schema)
 // unless the store could not be opened (`store_unavailable`: exit 1, as any dependency down).
-std::optional<std::string> prepare_scheduler(const settings& modes, const std::map<std::string, std::string>& env,
+std::optional<std::string> prepare_scheduler(const scheduler_section& c, const github_section& gh,
+                                             const std::map<std::string, std::string>& env,
                                              k8s::client& kube, http::transport& io, runtime::metrics& m,
                                              scheduler_services& out, bool& store_unavailable);
 
@@ -45,4 +47,28 @@ runtime::child_spec scheduler_http_child(std::shared_ptr<scheduler_services> svc
 runtime::child_spec scheduler_subtree(const runtime::config& cfg, std::shared_ptr<scheduler_services> svc, runtime::metrics& m,
                                       runtime::readiness& ready);
 
-}  // namespace headroom::app
+class scheduler_mode final : public mode {
+ public:
+  scheduler_section config;
+
+  std::string_view name() const override { return "scheduler"; }
+  std::string_view summary() const override { return "runner scheduling"; }
+  std::vector<std::string> keys() const override { return {"scheduler"}; }
+  void read(const std::string& key, const YAML::Node& node) override;
+  bool enabled() const override { return config.enabled; }
+  std::string_view switch_key() const override { return "scheduler.enabled"; }
+  std::vector<runner_claim> runner_pods() const override;
+  std::optional<start_problem> prepare(const services& s) override;
+  std::vector<runtime::child_spec> every_replica() override;
+  std::optional<runtime::child_spec> leader_only(const runtime::config& cfg, runtime::metrics& m, runtime::readiness& ready) override;
+  void stop() override;
+  std::vector<tree_line> every_replica_tree() const override;
+  std::vector<tree_line> leader_only_tree() const override;
+
+ private:
+  std::shared_ptr<scheduler_services> svc_;
+};
+
+std::unique_ptr<mode> make();
+
+}  // namespace headroom::modes::scheduler

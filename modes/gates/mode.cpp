@@ -1,4 +1,4 @@
-#include "app/gates.hpp"
+#include "modes/gates/mode.hpp"
 
 #include <caf/all.hpp>
 #include <prometheus/counter.h>
@@ -11,7 +11,7 @@
 #include "runtime/metrics.hpp"
 #include "runtime/clock.hpp"
 
-namespace headroom::app {
+namespace headroom::modes::gates {
 
 using namespace actors::gates;
 
@@ -104,8 +104,7 @@ void gates_services::stop() {
     queues->stop();
 }
 
-std::optional<std::string> prepare_gates(const settings& modes, k8s::client& kube, runtime::metrics& m, gates_services& out) {
-  const auto& g = modes.gates;
+std::optional<std::string> prepare_gates(const gates_section& g, k8s::client& kube, runtime::metrics& m, gates_services& out) {
   k8s::informer<k8s::pod>::options pod_opts;
   pod_opts.kind = k8s::kinds::pods;
   pod_opts.label_selector = std::string{k8s::admission::queue_label};  // only pods that name a queue
@@ -165,4 +164,36 @@ runtime::child_spec gates_subtree(const runtime::config& cfg, std::shared_ptr<ga
   return out;
 }
 
-}  // namespace headroom::app
+void gates_mode::read(const std::string&, const YAML::Node& node) { read_section(node, config); }
+
+std::optional<start_problem> gates_mode::prepare(const services& s) {
+  svc_ = std::make_shared<gates_services>();
+  svc_->events = s.events;
+  if (auto problem = prepare_gates(config, *s.api, s.metrics, *svc_))
+    return start_problem{*problem};
+  return std::nullopt;
+}
+
+// Every replica serves the webhook: the API server calls whichever one the Service picks.
+std::vector<runtime::child_spec> gates_mode::every_replica() {
+  if (!svc_->webhook)
+    return {};
+  return {gates_webhook_child(svc_)};
+}
+
+std::optional<runtime::child_spec> gates_mode::leader_only(const runtime::config& cfg, runtime::metrics& m,
+                                                           runtime::readiness& ready) {
+  return gates_subtree(cfg, svc_, m, ready);
+}
+
+void gates_mode::stop() {
+  if (svc_)
+    svc_->stop();
+}
+
+std::vector<tree_line> gates_mode::every_replica_tree() const { return {{0, "admission_webhook"}}; }
+std::vector<tree_line> gates_mode::leader_only_tree() const { return {{0, "gates (supervisor)"}, {1, "gate_controller"}}; }
+
+std::unique_ptr<mode> make() { return std::make_unique<gates_mode>(); }
+
+}  // namespace headroom::modes::gates

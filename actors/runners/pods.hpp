@@ -1,0 +1,70 @@
+#pragma once
+
+// The runner pods both runner paths make (the scale sets' runner_provisioner and the webhook
+// scheduler's reconciler), their JIT Secrets, and the labels headroom puts on every pod it makes.
+// Pure JSON builders; shared by the two modes, so neither includes the other.
+
+#include <cstdint>
+#include <string>
+#include <string_view>
+#include <vector>
+
+#include "adapters/k8s/objects.hpp"
+
+namespace headroom::actors::runners {
+
+// Labels and annotations headroom puts on the pods it makes.
+namespace keys {
+inline constexpr const char* scale_set = "headroom.dev/scale-set";
+inline constexpr const char* role = "headroom.dev/role";
+inline constexpr const char* slot = "headroom.dev/slot";
+inline constexpr const char* runner_id = "headroom.dev/runner-id";      // runner pods: GitHub's runner id
+inline constexpr const char* runner_name = "headroom.dev/runner-name";  // runner pods
+// Scheduler runner pods: the GitHub scope their runner is registered in (an organization or
+// owner/repo), so a pod no stored worker owns can still be checked with GitHub before it goes.
+inline constexpr const char* runner_scope = "headroom.dev/runner-scope";
+inline constexpr const char* owner = "headroom.dev/owner";              // the per-process owner ConfigMap
+}  // namespace keys
+
+enum class role { runner_placeholder, workflow_placeholder, runner };
+const char* role_label(role r);
+
+struct owner_ref {
+  std::string api_version, kind, name, uid;
+  bool empty() const { return uid.empty(); }
+};
+
+// What a runner pod is made from (quantities already checked). `name` is the value of the
+// headroom.dev/scale-set label: the scale set's name, or the scheduler's name prefix.
+struct runner_spec {
+  std::string name, ns;
+  std::string runner_cpu, runner_memory;
+  // Extended resources (nvidia.com/gpu, …) as configured, requested = limited.
+  k8s::string_pairs runner_extended;
+  std::string runner_image;
+  std::vector<std::string> runner_command;
+  k8s::string_pairs node_selector;
+  std::vector<k8s::toleration> tolerations;
+  std::string service_account;
+  std::string runner_priority_class = "arc-runner";  // the ladder's; "" none (the scheduler's pods)
+  std::string slot_resource;            // an extended resource one runner takes (requests = limits = 1); "" none
+  int64_t active_deadline_seconds = 0;  // runner pods; 0 = none
+};
+
+std::string runner_pod(const runner_spec& s, const std::string& name, int64_t runner_id, std::string_view scope = {});
+std::string runner_secret(const runner_spec& s, const std::string& name, const std::string& pod_uid,
+                          const std::string& encoded_jit_config);
+
+// Pieces of a pod object, for the other pods a mode makes beside its runners.
+namespace json {
+std::string string_array(const std::vector<std::string>& items);
+std::string labels_object(const runner_spec& s, role r, const std::string& slot);
+std::string owner_refs(const owner_ref& o);
+// ,"nodeSelector":{…},"tolerations":[…] from the runner template, or "".
+std::string placement(const runner_spec& s);
+// {"requests":…,"limits":…}; `slot`, when given, is one of that extended resource.
+std::string resources(const std::string& cpu, const std::string& memory, const k8s::string_pairs& more,
+                      const std::string& slot = {});
+}  // namespace json
+
+}  // namespace headroom::actors::runners

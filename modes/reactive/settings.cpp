@@ -1,0 +1,149 @@
+#include "modes/reactive/settings.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+namespace headroom::modes::reactive {
+
+using runtime::check_listen_address;
+using runtime::config_fail;
+using runtime::config_section;
+using runtime::yaml_kind;
+
+namespace {
+
+const std::set<std::string> rule_keys{"evaluationInterval", "scaleUpWindow", "scaleDownWindow", "scaleDownThreshold",
+                                      "cooldown", "resolution", "scaleWrite"};
+
+void read_rules(const config_section& s, reactive_rules_section& r) {
+  s.read_duration("evaluationInterval", r.evaluation_interval, millis{100}, millis{86'400'000});
+  s.read_duration("scaleUpWindow", r.scale_up_window, millis{0}, millis{86'400'000});
+  s.read_duration("scaleDownWindow", r.scale_down_window, millis{0}, millis{86'400'000});
+  s.read_double("scaleDownThreshold", r.scale_down_threshold, 0.0, 1.0);
+  s.read_duration("cooldown", r.cooldown, millis{0}, millis{86'400'000});
+  s.read_duration("resolution", r.resolution, millis{1'000}, millis{3'600'000});
+  if (auto v = s.read_string("scaleWrite")) {
+    if (*v != "object" && *v != "subresource")
+      config_fail(s.path("scaleWrite"), "expected object or subresource, found '" + *v + "'");
+    r.subresource_writes = *v == "subresource";
+  }
+}
+
+std::set<std::string> with_rules(std::set<std::string> keys) {
+  keys.insert(rule_keys.begin(), rule_keys.end());
+  return keys;
+}
+
+// A Kubernetes object name (DNS subdomain) or namespace (DNS label): lowercase, digits, '-', '.'.
+bool valid_object_name(const std::string& n, bool dots) {
+  if (n.empty() || n.size() > 253 || !std::isalnum(static_cast<unsigned char>(n.front())) ||
+      !std::isalnum(static_cast<unsigned char>(n.back())))
+    return false;
+  return std::all_of(n.begin(), n.end(), [dots](char c) {
+    return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || (dots && c == '.');
+  });
+}
+
+reactive_target_section parse_reactive_target(const YAML::Node& node, const std::string& where,
+                                              const reactive_rules_section& defaults) {
+  reactive_target_section t;
+  t.rules = defaults;
+  config_section s{node, where, with_rules({"scaleTargetRef", "minReplicas", "maxReplicas", "metric", "target", "tenant"})};
+  auto ref = s.get("scaleTargetRef");
+  if (!ref)
+    config_fail(s.path("scaleTargetRef"), "required: {apiVersion, kind, namespace, name} of a workload with a /scale subresource");
+  config_section r{*ref, s.path("scaleTargetRef"), {"apiVersion", "kind", "namespace", "name"}};
+  if (auto v = r.read_string("apiVersion"))
+    t.api_version = *v;
+  if (auto v = r.read_string("kind"))
+    t.kind = *v;
+  if (auto v = r.read_string("namespace"))
+    t.ns = *v;
+  if (auto v = r.read_string("name"))
+    t.name = *v;
+  if (t.api_version.empty() || t.api_version.front() == '/' || t.api_version.back() == '/' ||
+      std::count(t.api_version.begin(), t.api_version.end(), '/') > 1)
+    config_fail(r.path("apiVersion"), "expected group/version or v1, found '" + t.api_version + "'");
+  if (t.kind.empty() || !std::isupper(static_cast<unsigned char>(t.kind.front())))
+    config_fail(r.path("kind"), "expected a kind such as Deployment, found '" + t.kind + "'");
+  if (!valid_object_name(t.ns, false))
+    config_fail(r.path("namespace"), "not a namespace name: '" + t.ns + "'");
+  if (!valid_object_name(t.name, true))
+    config_fail(r.path("name"), t.name.empty() ? "required" : "not an object name: '" + t.name + "'");
+  s.read_uint("minReplicas", t.min_replicas, 0, 100'000);
+  s.read_uint("maxReplicas", t.max_replicas, 1, 100'000);
+  if (t.max_replicas < t.min_replicas)
+    config_fail(s.path("maxReplicas"), "must be at least minReplicas (" + std::to_string(t.min_replicas) + ")");
+  if (auto v = s.read_string("metric"))
+    t.metric = *v;
+  if (t.metric.empty())
+    config_fail(s.path("metric"), "required: PromQL selecting one series, e.g. queue_depth{job=\"my-inference\"}");
+  if (!s.get("target"))
+    config_fail(s.path("target"), "required: the metric's target value");
+  s.read_double("target", t.target, -1e300, 1e300);
+  if (auto v = s.read_string("tenant"))
+    t.tenant = *v;
+  read_rules(s, t.rules);
+  return t;
+}
+
+}  // namespace
+
+void read_section(const YAML::Node& node, reactive_section& out) {
+  config_section s{node, "reactive", {"prometheus", "defaults", "quotas", "quotaReloadInterval", "targets"}};
+  auto& r = out;
+  if (auto p = s.get("prometheus")) {
+    config_section ps{*p, "reactive.prometheus", {"url", "username", "caFile", "timeout"}};
+    if (auto v = ps.read_string("url"))
+      r.prometheus.url = *v;
+    if (r.prometheus.url.rfind("http://", 0) != 0 && r.prometheus.url.rfind("https://", 0) != 0)
+      config_fail("reactive.prometheus.url", "expected an http:// or https:// URL, found '" + r.prometheus.url + "'");
+    if (auto v = ps.read_string("username"))
+      r.prometheus.username = *v;
+    if (auto v = ps.read_string("caFile"))
+      r.prometheus.ca_file = *v;
+    ps.read_duration("timeout", r.prometheus.timeout, millis{100}, millis{300'000});
+  }
+  if (auto d = s.get("defaults"))
+    read_rules(config_section{*d, "reactive.defaults", rule_keys}, r.defaults);
+  s.read_duration("quotaReloadInterval", r.quota_reload_interval, millis{100}, millis{3'600'000});
+  r.quotas = read_quotas(node);
+  if (auto t = s.get("targets")) {
+    if (!t->IsSequence())
+      config_fail("reactive.targets", "expected a list, found " + yaml_kind(*t));
+    std::set<std::string> seen;
+    for (size_t i = 0; i < t->size(); ++i) {
+      const std::string where = "reactive.targets[" + std::to_string(i) + "]";
+      auto target = parse_reactive_target((*t)[i], where, r.defaults);
+      const std::string id = target.ns + "/" + target.kind + "/" + target.name;
+      if (!seen.insert(id).second)
+        config_fail(where + ".scaleTargetRef", id + " is scaled by another target already");
+      if (!target.tenant.empty() &&
+          std::none_of(r.quotas.begin(), r.quotas.end(), [&](const auto& q) { return q.first == target.tenant; }))
+        config_fail(where + ".tenant", "'" + target.tenant + "' has no entry in reactive.quotas");
+      r.targets.push_back(std::move(target));
+    }
+  }
+}
+
+std::vector<std::pair<std::string, uint32_t>> read_quotas(const YAML::Node& reactive) {
+  std::vector<std::pair<std::string, uint32_t>> out;
+  const auto q = reactive["quotas"];
+  if (!q || q.IsNull())
+    return out;
+  if (!q.IsMap())
+    config_fail("reactive.quotas", "expected a mapping of tenant: maxReplicas, found " + yaml_kind(q));
+  std::set<std::string> known;
+  for (const auto& kv : q)
+    known.insert(kv.first.as<std::string>());
+  config_section qs{q, "reactive.quotas", known};
+  for (const auto& name : known) {
+    uint32_t cap = 0;
+    qs.read_uint(name, cap, 0, 10'000'000);
+    out.emplace_back(name, cap);
+  }
+  return out;
+}
+
+}  // namespace headroom::modes::reactive

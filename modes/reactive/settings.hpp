@@ -1,0 +1,59 @@
+#pragma once
+
+// The `reactive` section.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "modes/shared/sections.hpp"
+
+namespace headroom::modes::reactive {
+
+// Reactive metric-driven scaling (seed 001): workloads with a /scale subresource, scaled by one
+// Prometheus metric each. Off while `targets` is empty. The Prometheus password or bearer token
+// comes from the environment only: HEADROOM_PROMETHEUS_PASSWORD, HEADROOM_PROMETHEUS_TOKEN.
+struct reactive_rules_section {
+  millis evaluation_interval{60'000};
+  millis scale_up_window{120'000};
+  millis scale_down_window{300'000};
+  double scale_down_threshold = 0.5;
+  millis cooldown{180'000};
+  millis resolution{15'000};  // the metric's sample spacing (its scrape interval); gaps are 2x this
+  // How a step is written: "object" (one JSON patch on the object: the count, tested, and the
+  // intent annotation together) when the kind's replicas path is known, else as "subresource"
+  // (the annotation, then /scale: admission policies on <kind>/scale see the write).
+  bool subresource_writes = false;
+};
+
+struct reactive_target_section {
+  std::string api_version = "apps/v1", kind = "Deployment", ns = "default", name;  // scaleTargetRef
+  uint32_t min_replicas = 1, max_replicas = 1;
+  std::string metric;  // PromQL selecting exactly one series
+  double target = 0;
+  std::string tenant;  // a key of `quotas`, or "" for none
+  reactive_rules_section rules;  // the defaults, overridden per target
+};
+
+struct reactive_section {
+  struct prometheus_section {
+    std::string url = "http://127.0.0.1:9090";
+    std::string username;  // basic auth with HEADROOM_PROMETHEUS_PASSWORD
+    std::string ca_file;
+    millis timeout{10'000};
+  } prometheus;
+  reactive_rules_section defaults;
+  std::vector<std::pair<std::string, uint32_t>> quotas;  // tenant → max replicas over its targets
+  millis quota_reload_interval{10'000};                   // re-read of `quotas` from the file
+  std::vector<reactive_target_section> targets;
+};
+
+
+void read_section(const YAML::Node& node, reactive_section& out);
+
+// The `quotas` of a `reactive` section (also re-read on its own while running); config_fail on a problem.
+std::vector<std::pair<std::string, uint32_t>> read_quotas(const YAML::Node& reactive);
+
+
+}  // namespace headroom::modes::reactive

@@ -1,0 +1,99 @@
+#include "modes/scale_sets/settings.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+namespace headroom::modes::scale_sets {
+
+using runtime::check_listen_address;
+using runtime::config_fail;
+using runtime::config_section;
+using runtime::yaml_kind;
+
+namespace {
+
+scale_set_section parse_scale_set(const YAML::Node& node, const std::string& where) {
+  scale_set_section out;
+  config_section s{node, where,
+            {"name", "namespace", "runnerGroup", "labels", "maxRunners", "mode", "ephemeralRunnerSet", "runner",
+             "capacityAware", "healthCheck"}};
+  if (auto v = s.read_string("name"))
+    out.name = *v;
+  if (!valid_runner_name(out.name))
+    config_fail(s.path("name"), "required: lower-case letters, digits and '-', at most 40 characters, found '" + out.name + "'");
+  if (auto v = s.read_string("namespace"))
+    out.ns = *v;
+  if (auto v = s.read_string("runnerGroup"))
+    out.runner_group = *v;
+  out.labels = s.read_strings("labels");
+  s.read_uint("maxRunners", out.max_runners, 0, 100'000);
+  if (auto v = s.read_string("mode")) {
+    if (*v != "standalone" && *v != "arc")
+      config_fail(s.path("mode"), "expected standalone or arc, found '" + *v + "'");
+    out.mode = *v;
+  }
+  if (auto v = s.read_string("ephemeralRunnerSet"))
+    out.ephemeral_runner_set = *v;
+  if (out.mode == "arc" && out.ephemeral_runner_set.empty())
+    config_fail(s.path("ephemeralRunnerSet"), "required in arc mode");
+  if (auto r = s.get("runner"))
+    read_runner(*r, s.path("runner"), out.runner, false);
+  if (auto c = s.get("capacityAware")) {
+    config_section cs{*c, s.path("capacityAware"),
+               {"enabled", "proactiveCapacity", "recalculateInterval", "placeholderReadyTimeout", "placeholderTTL", "workflowResources",
+                "placeholderImage", "placeholderCommand", "repollOnChange"}};
+    auto& ca = out.capacity_aware;
+    cs.read_bool("enabled", ca.enabled);
+    cs.read_bool("repollOnChange", ca.repoll_on_change);
+    cs.read_uint("proactiveCapacity", ca.proactive_capacity, 0, 100'000);
+    cs.read_duration("recalculateInterval", ca.recalculate_interval, millis{100}, millis{3'600'000});
+    cs.read_duration("placeholderReadyTimeout", ca.placeholder_ready_timeout, millis{1'000}, millis{86'400'000});
+    cs.read_duration("placeholderTTL", ca.placeholder_ttl, millis{0}, millis{7 * 86'400'000LL});
+    if (ca.placeholder_ttl.count() != 0 && ca.placeholder_ttl < ca.placeholder_ready_timeout)
+      config_fail(cs.path("placeholderTTL"), "must be 0 (off) or at least placeholderReadyTimeout, so a renewal can finish before the next");
+    if (auto w = cs.get("workflowResources"))
+      read_resources(*w, cs.path("workflowResources"), ca.workflow_cpu, ca.workflow_memory, ca.workflow_extended);
+    if (auto v = cs.read_string("placeholderImage"))
+      ca.placeholder_image = *v;
+    if (cs.get("placeholderCommand"))
+      ca.placeholder_command = cs.read_strings("placeholderCommand");
+  }
+  if (auto h = s.get("healthCheck")) {
+    config_section hs{*h, s.path("healthCheck"),
+               {"interval", "registrationTimeout", "pendingTimeout", "idleTimeout", "terminalGrace"}};
+    auto& hc = out.health;
+    hs.read_duration("interval", hc.interval, millis{100}, millis{3'600'000});
+    hs.read_duration("registrationTimeout", hc.registration_timeout, millis{1'000}, millis{86'400'000});
+    hs.read_duration("pendingTimeout", hc.pending_timeout, millis{1'000}, millis{86'400'000});
+    hs.read_duration("idleTimeout", hc.idle_timeout, millis{1'000}, millis{86'400'000});
+    hs.read_duration("terminalGrace", hc.terminal_grace, millis{0}, millis{86'400'000});
+  }
+  return out;
+}
+
+}  // namespace
+
+std::vector<scale_set_section> read_scale_sets(const YAML::Node& node) {
+  std::vector<scale_set_section> out;
+  if (!node.IsSequence())
+    config_fail("scaleSets", "expected a list, found " + yaml_kind(node));
+  std::set<std::string> names;
+  for (size_t i = 0; i < node.size(); ++i) {
+    const std::string where = "scaleSets[" + std::to_string(i) + "]";
+    auto set = parse_scale_set(node[i], where);
+    if (!names.insert(set.name).second)
+      config_fail(where + ".name", "'" + set.name + "' appears twice");
+    out.push_back(std::move(set));
+  }
+  return out;
+}
+
+void read_hud(const YAML::Node& node, hud_section& out) {
+  config_section s{node, "hud", {"url", "interval"}};
+  if (auto v = s.read_string("url"))
+    out.url = *v;
+  s.read_duration("interval", out.interval, millis{1'000}, millis{3'600'000});
+}
+
+}  // namespace headroom::modes::scale_sets

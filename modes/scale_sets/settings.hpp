@@ -1,0 +1,60 @@
+#pragma once
+
+// The `scaleSets` and `hud` sections (and `github.configUrl`, read by the settings).
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "modes/shared/sections.hpp"
+
+namespace headroom::modes::scale_sets {
+
+// The HUD's queued-job demand (optional). The token comes from HEADROOM_HUD_TOKEN.
+struct hud_section {
+  std::string url;  // base URL; "" = no HUD, the monitor uses proactiveCapacity alone
+  millis interval{30'000};
+};
+
+// One runner scale set (the seed's Helm values, per scale set).
+struct scale_set_section {
+  std::string name;
+  std::string ns = "default";  // where its runner and placeholder pods live
+  std::string runner_group = "default";
+  std::vector<std::string> labels;  // extra labels; the name is always one
+  uint32_t max_runners = 10;
+  std::string mode = "standalone";   // standalone: headroom makes runner pods; arc: patches an EphemeralRunnerSet
+  std::string ephemeral_runner_set;  // arc mode: its name in `ns`
+  runner_section runner;
+  struct capacity_aware_section {
+    bool enabled = true;
+    uint32_t proactive_capacity = 0;  // the seed's default: no warm pairs without demand
+    millis recalculate_interval{30'000};
+    millis placeholder_ready_timeout{300'000};
+    millis placeholder_ttl{900'000};  // 0: off
+    std::string workflow_cpu = "2", workflow_memory = "4Gi";
+    std::vector<std::pair<std::string, std::string>> workflow_extended;  // as runner_section::extended
+    std::string placeholder_image = "busybox:1.36";
+    // Empty: `sleep` for as long as a placeholder may live (placeholderTTL + 2 × placeholderReadyTimeout,
+    // its activeDeadlineSeconds), or 900 s (the seed's self-termination) with placeholderTTL 0.
+    std::vector<std::string> placeholder_command;
+    // A capacity change cancels the held poll and re-polls with the new value (false: the stock
+    // behaviour, the capacity is read only when the next poll starts; for comparison).
+    bool repoll_on_change = true;
+  } capacity_aware;
+  struct health_section {
+    millis interval{30'000};
+    millis registration_timeout{120'000};  // Running this long and not registered → replaced
+    millis pending_timeout{600'000};       // Pending this long → replaced
+    millis idle_timeout{600'000};          // registered, no job this long → removed
+    millis terminal_grace{60'000};         // a finished runner pod is deleted after this
+  } health;
+};
+
+
+// The whole `scaleSets` list; config_fail on a problem.
+std::vector<scale_set_section> read_scale_sets(const YAML::Node& node);
+void read_hud(const YAML::Node& node, hud_section& out);
+
+}  // namespace headroom::modes::scale_sets

@@ -1,0 +1,55 @@
+#pragma once
+
+// The `scheduler` section.
+
+#include <cstdint>
+#include <string>
+#include <utility>
+#include <vector>
+
+#include "modes/shared/sections.hpp"
+
+namespace headroom::modes::scheduler {
+
+// Webhook-driven runner scheduling (seed 003): GitHub's workflow_job webhooks recorded in a
+// durable store, matched to JIT runner pods by a reconcile loop, shown on dashboards. Off unless
+// enabled. The webhook secret comes from HEADROOM_WEBHOOK_SECRET, the PostgreSQL connection string
+// (when `store.postgres` is true) from HEADROOM_POSTGRES_DSN, GitHub credentials as for scale sets.
+struct scheduler_section {
+  bool enabled = false;
+  std::string listen = ":8080";  // the webhook (POST /webhook) and the dashboards
+  uint32_t threads = 8;
+  uint32_t max_body = 1 << 20;
+  std::string github_url = "https://github.com";  // or a GHES base URL
+  struct store_section {
+    std::string sqlite_path = "/var/lib/headroom/jobs.db";  // the embedded default
+    bool postgres = false;                                    // HEADROOM_POSTGRES_DSN instead
+    uint32_t pool = 10;
+    // Final jobs and workers, and deliveries, older than this are deleted (hourly); 0 keeps all.
+    millis retention{90 * 86'400'000LL};
+  } store;
+  std::string ns = "default";  // where runner pods go
+  std::string runner_group = "headroom";  // ensured in each organization
+  std::string name_prefix = "headroom-runner";
+  // The labels its runners carry (GitHub gives every self-hosted runner `self-hosted` too). A job is
+  // the scheduler's when its runner would take it, GitHub's rule: the runner has every label the job
+  // asks for. Empty: every job that asks for `self-hosted` (never a GitHub-hosted one, such as
+  // ubuntu-latest), each runner registered with its job's labels.
+  std::vector<std::string> runner_labels;
+  runner_section runner;
+  uint32_t default_max_workers = 20;
+  std::vector<std::pair<std::string, uint32_t>> max_workers;  // entity → cap
+  millis poll_interval{15'000};
+  millis job_sync_interval{15'000};      // each active job is checked with GitHub at most this often
+  millis job_stuck_queued{600'000};
+  millis registration_timeout{120'000};  // Running this long and not registered → killed
+  millis pending_timeout{600'000};
+  millis idle_timeout{600'000};
+  millis pod_delete_grace{21'600'000};   // terminal pods are deleted after this (6 h)
+  millis kill_grace{30'000};             // a killed pod still not terminal after this is deleted
+};
+
+
+void read_section(const YAML::Node& node, scheduler_section& out);
+
+}  // namespace headroom::modes::scheduler

@@ -1,0 +1,115 @@
+#include "modes/shared/sections.hpp"
+
+#include <algorithm>
+#include <cctype>
+#include <set>
+
+#include "adapters/k8s/quantity.hpp"
+
+namespace headroom::modes {
+
+using runtime::check_listen_address;
+using runtime::config_fail;
+using runtime::config_section;
+using runtime::yaml_kind;
+
+// A DNS-1123 label short enough that "<name>-ph-<slot>-workflow" stays a valid pod name.
+bool valid_runner_name(const std::string& n) {
+  if (n.empty() || n.size() > 40 || n.front() == '-' || n.back() == '-')
+    return false;
+  return std::all_of(n.begin(), n.end(), [](char c) { return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-'; });
+}
+
+// A pod's resources: cpu and memory, and any extended resource (a device plugin's, such as
+// nvidia.com/gpu) by its fully qualified name. Kubernetes accepts an extended resource only as a
+// whole number outside the kubernetes.io domain, with request = limit; checked here so a typo
+// stops headroom instead of every placeholder create failing.
+void read_resources(const YAML::Node& node, const std::string& where, std::string& cpu, std::string& memory,
+                    std::vector<std::pair<std::string, std::string>>& extended) {
+  if (!node.IsMap())
+    config_fail(where, "expected a mapping, found " + yaml_kind(node));
+  extended.clear();
+  for (const auto& kv : node) {
+    const auto name = kv.first.as<std::string>();
+    const std::string at = where + "." + name;
+    if (!kv.second.IsScalar())
+      config_fail(at, "expected a quantity, found " + yaml_kind(kv.second));
+    const auto value = kv.second.as<std::string>();
+    if (name == "cpu") {
+      cpu = value;
+      continue;
+    }
+    if (name == "memory") {
+      memory = value;
+      continue;
+    }
+    const auto slash = name.find('/');
+    const auto domain = slash == std::string::npos ? std::string{} : name.substr(0, slash);
+    if (slash == std::string::npos || slash + 1 == name.size() || domain == "kubernetes.io" ||
+        (domain.size() > 14 && domain.ends_with(".kubernetes.io")) || domain.rfind("requests.", 0) == 0)
+      config_fail(at, "expected cpu, memory or an extended resource named <domain>/<name> outside kubernetes.io "
+                      "(such as nvidia.com/gpu)");
+    auto q = k8s::parse_quantity(value);
+    if (auto* e = std::get_if<k8s::quantity_error>(&q))
+      config_fail(at, e->message);
+    const auto& v = std::get<k8s::quantity>(q);
+    if (v.milli <= 0 || v.milli % 1000 != 0)
+      config_fail(at, "an extended resource is a positive whole number, found '" + value + "'");
+    extended.emplace_back(name, value);
+  }
+}
+
+// A runner pod template (scale sets' `runner`, the scheduler's `runner`).
+void read_runner(const YAML::Node& node, const std::string& where, runner_section& out, bool extended) {
+  std::set<std::string> keys{"image", "command", "resources", "nodeSelector", "tolerations", "serviceAccountName"};
+  if (extended)
+    keys.insert({"slotResource", "activeDeadlineSeconds"});
+  config_section rs{node, where, keys};
+  if (auto v = rs.read_string("image"))
+    out.image = *v;
+  if (rs.get("command"))
+    out.command = rs.read_strings("command");
+  if (auto res = rs.get("resources"))
+    read_resources(*res, rs.path("resources"), out.cpu, out.memory, out.extended);
+  out.node_selector = rs.read_string_map("nodeSelector");
+  if (auto tl = rs.get("tolerations")) {
+    if (!tl->IsSequence())
+      config_fail(rs.path("tolerations"), "expected a list, found " + yaml_kind(*tl));
+    for (size_t i = 0; i < tl->size(); ++i) {
+      config_section t{(*tl)[i], rs.path("tolerations") + "[" + std::to_string(i) + "]", {"key", "operator", "value", "effect"}};
+      toleration_section tol;
+      if (auto v = t.read_string("key"))
+        tol.key = *v;
+      if (auto v = t.read_string("operator"))
+        tol.op = *v;
+      if (tol.op != "Equal" && tol.op != "Exists")
+        config_fail(t.path("operator"), "expected Equal or Exists, found '" + tol.op + "'");
+      if (auto v = t.read_string("value"))
+        tol.value = *v;
+      if (auto v = t.read_string("effect"))
+        tol.effect = *v;
+      out.tolerations.push_back(std::move(tol));
+    }
+  }
+  if (auto v = rs.read_string("serviceAccountName"))
+    out.service_account = *v;
+  if (extended) {
+    if (auto v = rs.read_string("slotResource"))
+      out.slot_resource = *v;
+    uint32_t deadline = static_cast<uint32_t>(out.active_deadline_seconds);
+    rs.read_uint("activeDeadlineSeconds", deadline, 0, 100'000'000);
+    out.active_deadline_seconds = deadline;
+  }
+}
+
+void shared_sections::read(const std::string& key, const YAML::Node& node) {
+  if (key != "github")
+    return;
+  config_section s{node, "github", {"configUrl", "caFile"}};
+  if (auto v = s.read_string("configUrl"))
+    github.config_url = *v;
+  if (auto v = s.read_string("caFile"))
+    github.ca_file = *v;
+}
+
+}  // namespace headroom::modes

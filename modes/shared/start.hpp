@@ -1,0 +1,39 @@
+#pragma once
+
+// Start-up helpers more than one mode uses: files, GitHub credentials, runner pod templates.
+
+#include <initializer_list>
+#include <map>
+#include <optional>
+#include <string>
+#include <variant>
+
+#include "actors/runners/pods.hpp"
+#include "adapters/github/actions_client.hpp"
+#include "adapters/k8s/objects.hpp"
+#include "modes/shared/sections.hpp"
+
+namespace headroom::modes {
+
+// A file's text; `error` names `what` and the path when it cannot be read.
+std::string read_text(const std::string& path, std::string& error, const std::string& what);
+
+// GitHub credentials from the environment (HEADROOM_GITHUB_TOKEN, or the App's three) or the
+// mounted Secret (HEADROOM_GITHUB_SECRET_DIR, ARC's keys or headroom's), registered as secrets.
+std::variant<github::credentials, std::string> github_credentials(const std::map<std::string, std::string>& env);
+
+// A key of the mounted GitHub Secret, under the first of `names` that exists; "" when none does.
+std::string secret_key(const std::string& dir, std::initializer_list<const char*> names, bool trim, std::string& found,
+                       std::string& error);
+
+// A quantity ("500m", "2Gi") into milli-units or units; an error names `where`.
+std::optional<std::string> quantity(const std::string& text, const std::string& where, int64_t& out, bool milli);
+// Extended resources (checked whole and positive by the config reader) into a request list.
+std::optional<std::string> extended_requests(const k8s::string_pairs& extended, k8s::resource_list& out);
+
+// A runner pod template into a spec and what one runner requests (quantities checked); an error
+// names the key under `at`.
+std::optional<std::string> apply_runner(const runner_section& r, const std::string& at, actors::runners::runner_spec& s,
+                                        k8s::resource_list& requests);
+
+}  // namespace headroom::modes
