@@ -1,3 +1,5 @@
+#include <prometheus/gauge.h>
+
 #include <cstdio>
 #include <string>
 #include <vector>
@@ -5,6 +7,7 @@
 #include "app/agent.hpp"
 #include "runtime/app.hpp"
 #include "runtime/cli.hpp"
+#include "runtime/metrics.hpp"
 #include "runtime/secrets.hpp"
 
 #ifndef HEADROOM_VERSION
@@ -61,6 +64,12 @@ int main(int argc, char** argv) {
   block_shutdown_signals();
   return run_agent(std::get<config>(loaded),
                    [&modes](const config& cfg, caf::actor_system& sys, metrics& m, readiness& ready) {
+                     prometheus::BuildGauge()
+                         .Name("headroom_build_info")
+                         .Help("1, labelled with the version and git revision headroom was built from")
+                         .Register(m.registry())
+                         .Add({{"version", HEADROOM_VERSION}, {"revision", headroom_revision}})
+                         .Set(1);
                      return headroom::app::build_agent(cfg, modes, sys, m, ready, process_env());
                    });
 }

@@ -22,7 +22,9 @@ struct job_transition {
   enum kind : uint8_t { started, completed } type = started;
   int64_t runner_request_id = 0, runner_id = 0;
   std::string runner_name, result;
-  std::string scale_set_assign_time, runner_assign_time;  // RFC 3339, as the service sent them
+  std::string scale_set_assign_time, runner_assign_time, finish_time;  // RFC 3339, as the service sent them
+  // What ARC's job series are labelled with.
+  std::string repository, owner, job_name, event_name;
 };
 
 /// listener_session → runner_provisioner and capacity_monitor: the scale set's latest statistics
@@ -62,7 +64,7 @@ typename Inspector::result_type inspect(Inspector& f, scale_set_statistics& x) {
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, job_transition& x) {
   return f(caf::meta::type_name("job_transition"), x.type, x.runner_request_id, x.runner_id, x.runner_name, x.result,
-           x.scale_set_assign_time, x.runner_assign_time);
+           x.scale_set_assign_time, x.runner_assign_time, x.finish_time, x.repository, x.owner, x.job_name, x.event_name);
 }
 
 template <class Inspector>

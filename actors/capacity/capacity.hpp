@@ -165,12 +165,16 @@ std::string new_slot_id();
 
 // ---- the context ---------------------------------------------------------------------------------
 
-// Prometheus series of one scale set (label scale_set=<name>).
+// Prometheus series of one scale set, labelled as ARC's listener labels its own (name, namespace,
+// enterprise, organization, repository), so ARC's dashboards and alerts read them unchanged.
 struct scale_set_metrics {
-  std::function<void(const char* gauge, int64_t)> set;       // gha_* gauges
-  std::function<void(const char* counter, int64_t)> add;     // gha_*_total counters
+  std::function<void(const char* gauge, int64_t)> set;       // gha_* and headroom_capacity_* gauges
+  std::function<void(const char* counter, int64_t)> add;     // *_total counters
   std::function<void(const char* histogram, double)> observe;
   std::function<void(std::string_view kind)> actions_error;  // headroom_actions_errors_total{kind}
+  // A job started or completed: gha_started_jobs_total, gha_completed_jobs_total and the startup and
+  // execution histograms, with the job's own labels (job_name, event_name, job_result, …) as ARC's.
+  std::function<void(const msg::job_transition&)> job;
 };
 
 // What every actor of one scale set reads: the spec and the adapters (each safe to use from any

@@ -158,7 +158,7 @@ void stop_pair(monitor_actor* self, const std::string& slot) {
   st.pairs.erase(it);
   retire(self, slot);
   ++st.pair_deletes;
-  st.ctx->metrics.add("gha_capacity_advertised_pair_deletes_total", 1);
+  st.ctx->metrics.add("headroom_capacity_advertised_pair_deletes_total", 1);
 }
 
 void spawn_pair(monitor_actor* self, std::string slot, bool adopt) {
@@ -168,7 +168,7 @@ void spawn_pair(monitor_actor* self, std::string slot, bool adopt) {
   st.pairs[slot] = pair_entry{a, state_t::pending, self->clock().now(), {}};
   if (!adopt) {
     ++st.pair_creates;
-    st.ctx->metrics.add("gha_capacity_advertised_pair_creates_total", 1);
+    st.ctx->metrics.add("headroom_capacity_advertised_pair_creates_total", 1);
   }
 }
 
@@ -250,6 +250,7 @@ void recompute(monitor_actor* self) {
   in.proactive = spec.proactive_capacity;
   in.queued = st.queued;
   int64_t placeholder_pods = 0, runners_going = 0, ended_unreported = 0;
+  int64_t runners_pending = 0, runners_running = 0, runners_failed = 0;  // ARC's controller series
   std::set<std::string> runner_pods;
   std::set<std::string> slots_seen;
   for (const auto& p : st.ctx->pods->list()) {
@@ -259,6 +260,9 @@ void recompute(monitor_actor* self) {
     if (*r == role::runner) {
       if (p->phase == "Running" && !p->node_name.empty() && p->meta.deletion_timestamp.empty())
         ++in.runners_placed;
+      runners_pending += p->phase.empty() || p->phase == "Pending";
+      runners_running += p->phase == "Running";
+      runners_failed += p->phase == "Failed";
       if (p->phase != "Succeeded" && p->phase != "Failed" && p->meta.deletion_timestamp.empty())
         ++runners_going;
       else if (st.started.count(p->meta.name) > 0)
@@ -351,8 +355,8 @@ void recompute(monitor_actor* self) {
       runtime::log::info(actor_name, "a NodePool for this scale set has room again", {{"scale_set", spec.name}});
   }
   const int64_t missing = std::max<int64_t>(0, desired - count);
-  st.ctx->metrics.set("gha_capacity_nodepool_limited", room.limited() ? 1 : 0);
-  st.ctx->metrics.set("gha_capacity_pairs_withheld", std::max<int64_t>(0, missing - budget));
+  st.ctx->metrics.set("headroom_capacity_nodepool_limited", room.limited() ? 1 : 0);
+  st.ctx->metrics.set("headroom_capacity_pairs_withheld", std::max<int64_t>(0, missing - budget));
   if (count < desired && self->clock().now() >= st.spawn_blocked_until)
     for (; count < desired && budget > 0; ++count, --budget)
       spawn_pair(self, new_slot_id(), false);
@@ -421,12 +425,15 @@ void recompute(monitor_actor* self) {
 
   const int64_t capacity = spec.capacity_aware ? advertised_capacity(in) : spec.max_runners;
   auto& m = st.ctx->metrics;
-  m.set("gha_capacity_advertised_max_runners", capacity);
-  m.set("gha_capacity_advertised_pairs", static_cast<int64_t>(st.pairs.size()));
-  m.set("gha_capacity_advertised_running_pairs", in.ready_pairs);
-  m.set("gha_capacity_advertised_placeholder_pods", placeholder_pods);
-  m.set("gha_capacity_advertised_queued_jobs", st.queued);
+  m.set("headroom_capacity_advertised_max_runners", capacity);
+  m.set("headroom_capacity_advertised_pairs", static_cast<int64_t>(st.pairs.size()));
+  m.set("headroom_capacity_advertised_running_pairs", in.ready_pairs);
+  m.set("headroom_capacity_advertised_placeholder_pods", placeholder_pods);
+  m.set("headroom_capacity_advertised_queued_jobs", st.queued);
   m.set("gha_max_runners", spec.max_runners);
+  m.set("gha_controller_pending_ephemeral_runners", runners_pending);
+  m.set("gha_controller_running_ephemeral_runners", runners_running);
+  m.set("gha_controller_failed_ephemeral_runners", runners_failed);
   if (capacity != st.last_published) {
     runtime::log::info(actor_name, "capacity",
                        {{"scale_set", spec.name}, {"capacity", capacity}, {"assigned", in.assigned_jobs},
@@ -789,7 +796,7 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
         if (s.published_polled)
           return;
         s.published_polled = true;
-        s.ctx->metrics.observe("gha_capacity_propagation_seconds",
+        s.ctx->metrics.observe("headroom_capacity_propagation_seconds",
                                std::chrono::duration<double>(self->clock().now() - s.published_at).count());
       },
       [self](const msg::queued_jobs& q) {
@@ -823,7 +830,7 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
           retire(self, r.slot);
           if (r.what == state_t::timed_out) {
             ++s.pair_timeouts;
-            s.ctx->metrics.add("gha_capacity_advertised_pair_timeouts_total", 1);
+            s.ctx->metrics.add("headroom_capacity_advertised_pair_timeouts_total", 1);
           }
           // A pair that could not even be created, or never got a node: back off before the next,
           // so a cluster without room is not flooded with pending placeholders. A create the API
@@ -845,7 +852,7 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
             it->second.predecessor.clear();
             if (s.pairs.count(old) > 0) {
               stop_pair(self, old);
-              s.ctx->metrics.add("gha_capacity_placeholder_renewals_total", 1);
+              s.ctx->metrics.add("headroom_capacity_placeholder_renewals_total", 1);
               runtime::log::info(actor_name, "placeholder pair renewed", {{"scale_set", s.ctx->spec.name}, {"old", old}, {"slot", r.slot}});
             }
           }

@@ -302,6 +302,11 @@ void finish_message(listener_actor* self) {
     t.result = std::move(j.result);
     t.scale_set_assign_time = std::move(j.scale_set_assign_time);
     t.runner_assign_time = std::move(j.runner_assign_time);
+    t.finish_time = std::move(j.finish_time);
+    t.repository = std::move(j.repository_name);
+    t.owner = std::move(j.owner_name);
+    t.job_name = std::move(j.job_display_name);
+    t.event_name = std::move(j.event_name);
     if (st.opts.job)
       st.opts.job(t);
     u.jobs.push_back(std::move(t));

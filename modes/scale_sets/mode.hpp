@@ -55,6 +55,9 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
 runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_sets_config& modes, std::shared_ptr<scale_set_services> svc,
                                        runtime::metrics& m, runtime::readiness& ready);
 
+// A scale set's Prometheus series, with ARC's listener names, labels and buckets.
+actors::capacity::scale_set_metrics make_metrics(runtime::metrics& m, const scale_set_spec& spec, const github::config_url& where);
+
 // Builds a scale set's spec from its configuration; an error names the key.
 std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, size_t index);
 

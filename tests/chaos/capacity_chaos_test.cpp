@@ -102,9 +102,9 @@ void expect_recovered(world& w, int64_t set, int jobs, const std::string& fault,
       EXPECT_TRUE(runners.insert(int64_t(j["runnerId"])).second) << fault << ": two jobs ran on one runner";
     }
   if (same_process) {
-    EXPECT_TRUE(eventually([&] { return w.headroom->sample("gha_completed_jobs_total{scale_set=\"" + w.s.name + "\"}") == jobs; }, 30s))
+    EXPECT_TRUE(eventually([&] { return w.headroom->sample("gha_completed_jobs_total{name=\"" + w.s.name + "\"}") == jobs; }, 30s))
         << fault << ": headroom counted each job once";
-    const double started = w.headroom->sample("gha_started_jobs_total{scale_set=\"" + w.s.name + "\"}");
+    const double started = w.headroom->sample("gha_started_jobs_total{name=\"" + w.s.name + "\"}");
     // Exact even when the listener was killed: its successor adopts the session it left, with the
     // job messages queued there, and skips the ones it handled (it once deleted the session, and
     // with it starts still queued: 5 of 6 counted).
@@ -150,7 +150,7 @@ TEST(chaos, capacity_apiserver_restarted_mid_burst) {
   ASSERT_TRUE(e.c->restart_apiserver()) << e.c->logs();
   const auto back = steady::now();
   const auto back_wall = clock_type::now();
-  const std::string gauge = "gha_capacity_advertised_running_pairs{scale_set=\"chaos-apiserver\"}";
+  const std::string gauge = "headroom_capacity_advertised_running_pairs{name=\"chaos-apiserver\"}";
   const bool converged = eventually([&] { return w.headroom->sample(gauge) == w.ready_pairs(); }, 4s + 2s);
   const double took = seconds_since(back);
   EXPECT_TRUE(converged) << "the monitor's running pairs " << w.headroom->sample(gauge) << ", the cluster's " << w.ready_pairs()
@@ -192,7 +192,7 @@ TEST(chaos, capacity_actions_service_unavailable_for_30s_mid_burst) {
   const auto ended = steady::now();
   const auto ended_wall = clock_type::now();
   EXPECT_LE(during, 60) << "calls to the Actions Service in 30 s of 503s: backoff, not a tight loop";
-  EXPECT_GE(w.headroom->sample("headroom_actions_errors_total{kind=\"server\",scale_set=\"chaos-actions-503\"}"), 1)
+  EXPECT_GE(w.headroom->sample("headroom_actions_errors_total{kind=\"server\",name=\"chaos-actions-503\"}"), 1)
       << "the failed calls are counted\n" << w.headroom->metrics();
   std::cout << "[chaos] Actions Service 503 for 30 s: " << during << " session/poll/acquire calls during it\n";
   expect_recovered(w, set, 6, "Actions Service 503 for 30 s", ended, ended_wall);
@@ -218,7 +218,7 @@ TEST(chaos, capacity_actions_polls_hang_past_the_hold_then_bodies_are_malformed)
   // Each malformed body headroom reads is rejected with the call named, and counted, as many as
   // the log names. (The peer spends a fault when a poll arrives; a poll that a capacity change
   // cancels before its answer never reads its body, so fewer than 3 may arrive.)
-  const double counted = w.headroom->sample("headroom_actions_errors_total{kind=\"bad_response\",scale_set=\"chaos-actions-hang\"}");
+  const double counted = w.headroom->sample("headroom_actions_errors_total{kind=\"bad_response\",name=\"chaos-actions-hang\"}");
   const auto log = w.headroom->full_log();
   size_t named = 0;  // a failed poll answered 200 can only be a body that did not decode
   std::istringstream lines{log};
@@ -363,7 +363,7 @@ TEST(chaos, capacity_apiserver_429_5xx_stalled_and_expired_watches_mid_burst) {
   ASSERT_FALSE(w.kubeconfig.empty()) << "the chart identity's kubeconfig has no server or CA to swap";
   const int64_t set = start_burst(w, 4);
   ASSERT_NE(set, 0);
-  const std::string gauge = "gha_capacity_advertised_running_pairs{scale_set=\"chaos-apiproxy\"}";
+  const std::string gauge = "headroom_capacity_advertised_running_pairs{name=\"chaos-apiproxy\"}";
   auto agrees = [&](std::chrono::milliseconds limit) {
     return eventually([&] { return w.headroom->sample(gauge) == w.ready_pairs(); }, limit);
   };

@@ -11,10 +11,12 @@
 
 #include <gtest/gtest.h>
 
+#include <fstream>
 #include <iostream>
 #include <set>
 
 #include "e2e/capacity_suite.hpp"
+#include "testenv/prometheus_server.hpp"
 
 namespace headroom::e2e {
 namespace {
@@ -30,6 +32,11 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
   w.start();
   int64_t set = 0;
   ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
+  // The real Prometheus scrapes this run from the start, for ARC's dashboard queries below.
+  ASSERT_TRUE(eventually([&] { return !w.headroom->http_port().empty(); }, 30s)) << w.headroom->log();
+  std::string why;
+  auto prom = testenv::prometheus_server::start({"127.0.0.1:" + w.headroom->http_port()}, why);
+  ASSERT_TRUE(prom) << why;
   ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2; }, 120s))
       << "a warm pool of 2 placed pairs advertises 2\n" << w.headroom->log();
   EXPECT_EQ(w.placeholders_running(), 4);
@@ -42,7 +49,7 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
   EXPECT_GT(audited(w, set), 3);
   // The listener's and the monitor's series agree with the peer's own counts: every job it ran
   // started and completed once, none is held now, and the advertised value is the last one polled.
-  auto series = [&](const std::string& name) { return w.headroom->sample(name + "{scale_set=\"capacity-burst\"}"); };
+  auto series = [&](const std::string& name) { return w.headroom->sample(name + "{name=\"capacity-burst\"}"); };
   const auto jobs = w.job_states();
   EXPECT_TRUE(eventually([&] { return series("gha_completed_jobs_total") == jobs.at("completed"); }, 30s))
       << "completed: headroom " << series("gha_completed_jobs_total") << ", peer " << jobs.at("completed");
@@ -50,9 +57,9 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
   EXPECT_EQ(series("gha_assigned_jobs"), 0);
   EXPECT_EQ(series("gha_running_jobs"), 0);
   EXPECT_EQ(series("gha_max_runners"), 4);
-  EXPECT_EQ(series("gha_capacity_advertised_max_runners"), w.latest_capacity(set)) << "what the last poll carried";
-  EXPECT_TRUE(eventually([&] { return series("gha_capacity_advertised_running_pairs") == w.ready_pairs(); }, 30s))
-      << "running pairs: headroom " << series("gha_capacity_advertised_running_pairs") << ", cluster " << w.ready_pairs()
+  EXPECT_EQ(series("headroom_capacity_advertised_max_runners"), w.latest_capacity(set)) << "what the last poll carried";
+  EXPECT_TRUE(eventually([&] { return series("headroom_capacity_advertised_running_pairs") == w.ready_pairs(); }, 30s))
+      << "running pairs: headroom " << series("headroom_capacity_advertised_running_pairs") << ", cluster " << w.ready_pairs()
       << " (" << w.placeholders_running() << " placeholders Running)";
   // Once the jobs are over, a hand-off (a lone workflow placeholder) is left only for a runner pod
   // still going (an idle runner may yet take a job), never beyond.
@@ -67,14 +74,37 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
       << "hand-offs outlive the jobs: " << w.placeholders_running() << " placeholders Running for " << w.ready_pairs()
       << " pairs and " << runners_going() << " runner pods going\n"
       << e.c->kubectl({"-n", "capacity-burst", "get", "pods", "--show-labels"}).out << w.headroom->log();
-  EXPECT_GE(series("gha_capacity_advertised_pair_creates_total"), 2) << "at least the warm pool";
-  EXPECT_GT(series("gha_capacity_propagation_seconds_count"), 0);
-  EXPECT_GE(series("gha_capacity_nodepool_limited"), 0) << "exported for every scale set";
+  EXPECT_GE(series("headroom_capacity_advertised_pair_creates_total"), 2) << "at least the warm pool";
+  EXPECT_GT(series("headroom_capacity_propagation_seconds_count"), 0);
+  EXPECT_GE(series("headroom_capacity_nodepool_limited"), 0) << "exported for every scale set";
   // The Grafana dashboard's scale-set panels query only what this run exported.
   const auto metrics = w.headroom->metrics();
   ASSERT_FALSE(metrics.empty()) << w.headroom->log();
   auto dashboard = testenv::dashboard_check("Scale sets (capacity-aware listener)", metrics);
   EXPECT_EQ(dashboard.exit_code, 0) << dashboard.out << dashboard.err;
+  // Every query of ARC's published dashboard that reads a listener series returns data from the
+  // real Prometheus that scraped this burst (its variables: this scale set and its namespace).
+  std::ifstream queries{HEADROOM_ARC_DASHBOARD_QUERIES};
+  int asked = 0;
+  for (std::string q; std::getline(queries, q);) {
+    if (q.empty() || q[0] == '#')
+      continue;
+    ++asked;
+    for (const auto& [var, value] : std::vector<std::pair<std::string, std::string>>{
+             {"$Scaleset", "capacity-burst"}, {"$RunnerNamespace", "capacity-burst"}, {"$__rate_interval", "5m"}})
+      for (auto at = q.find(var); at != std::string::npos; at = q.find(var))
+        q.replace(at, var.size(), value);
+    auto results = [&] {
+      auto r = testenv::run_command({"curl", "-sfG", prom->url() + "/api/v1/query", "--data-urlencode", "query=" + q});
+      if (r.exit_code != 0)
+        return -1;
+      simdjson::dom::parser jp;
+      simdjson::dom::array a;
+      return jp.parse(r.out)["data"]["result"].get(a) == simdjson::SUCCESS ? static_cast<int>(a.size()) : -1;
+    };
+    EXPECT_TRUE(eventually([&] { return results() > 0; }, 30s)) << "no data for ARC's " << q << "\n" << prom->log();
+  }
+  EXPECT_EQ(asked, 11);
 
   EXPECT_EQ(WIFEXITED(w.headroom->stop()), true);
   // SIGTERM: the session is deleted and the placeholders go with it.
@@ -111,7 +141,7 @@ TEST(capacity_e2e, capacity_placeholder_ttl_renews_make_before_break) {
   };
   const auto first = names();
   EXPECT_EQ(first.size(), 4u);
-  auto renewals = [&] { return w.headroom->sample("gha_capacity_placeholder_renewals_total{scale_set=\"" + sc.name + "\"}"); };
+  auto renewals = [&] { return w.headroom->sample("headroom_capacity_placeholder_renewals_total{name=\"" + sc.name + "\"}"); };
   ASSERT_TRUE(eventually([&] { return renewals() >= 4; }, 120s)) << "renewals: " << renewals() << "\n" << w.headroom->log();
   EXPECT_TRUE(eventually([&] {
     const auto now = names();
@@ -159,7 +189,7 @@ TEST(capacity_e2e, capacity_hud_demand_scales_from_zero_and_falls_back_when_down
   EXPECT_GT(most_pods, 0) << "pairs were made for the HUD's demand";
   // Back to zero pairs once the queue is empty (a consumed pair's workflow placeholder may still
   // hold its room for placeholderReadyTimeout: it is a hand-off, not a pair).
-  auto pairs = [&] { return w.headroom->sample("gha_capacity_advertised_pairs{scale_set=\"" + sc.name + "\"}"); };
+  auto pairs = [&] { return w.headroom->sample("headroom_capacity_advertised_pairs{name=\"" + sc.name + "\"}"); };
   EXPECT_TRUE(eventually([&] { return w.latest_capacity(set) == 0 && pairs() == 0; }, 120s))
       << "capacity " << w.latest_capacity(set) << ", pairs " << pairs() << "\n" << w.headroom->log();
   EXPECT_EQ(w.headroom->full_log().find("HUD fetch failed"), std::string::npos) << "the HUD never failed before the fault\n"
@@ -213,7 +243,7 @@ TEST(capacity_e2e, capacity_exhausted_pairs_time_out) {
 // GPUs and NodePool limits: the workflow placeholder carries the workflow's nvidia.com/gpu (request
 // = limit), Karpenter makes GPU nodes (the test cluster's g-8x instance type) for the pairs, and
 // the pool's limit of 1 GPU holds one pair's node. While the pool is at its limit headroom keeps at
-// most one pair waiting for a node (3 are wanted), says so in gha_capacity_nodepool_limited, and
+// most one pair waiting for a node (3 are wanted), says so in headroom_capacity_nodepool_limited, and
 // advertises only the placed pair; raising the limit lets the rest be placed and advertised.
 TEST(capacity_e2e, capacity_gpu_pairs_respect_the_nodepool_limit) {
   REQUIRE_ENV(e);
@@ -248,7 +278,7 @@ spec:
   w.start();
   int64_t set = 0;
   ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
-  const std::string limited = "gha_capacity_nodepool_limited{scale_set=\"capacity-gpu\"}";
+  const std::string limited = "headroom_capacity_nodepool_limited{name=\"capacity-gpu\"}";
   ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 1 && w.headroom->sample(limited) == 1; }, 150s))
       << "one GPU node's pair is placed and advertised, and the pool is seen at its limit\n" << w.headroom->log();
   auto gpu = e.c->kubectl({"-n", "capacity-gpu", "get", "pods", "-l", "headroom.dev/role=workflow-placeholder", "-o",
@@ -265,7 +295,7 @@ spec:
   }
   EXPECT_LE(most, 4) << "pairs that could only time out were made while the pool was at its limit\n" << w.headroom->log();
   EXPECT_EQ(w.latest_capacity(set), 1);
-  EXPECT_GE(w.headroom->sample("gha_capacity_pairs_withheld{scale_set=\"capacity-gpu\"}"), 1);
+  EXPECT_GE(w.headroom->sample("headroom_capacity_pairs_withheld{name=\"capacity-gpu\"}"), 1);
   EXPECT_NE(w.headroom->full_log().find("every NodePool for this scale set is at its limits"), std::string::npos);
 
   auto raised = e.c->kubectl({"patch", "nodepool", "capacity-gpu", "--type", "merge", "-p", R"({"spec":{"limits":{"nvidia.com/gpu":"3"}}})"});
@@ -496,7 +526,7 @@ TEST(capacity_e2e, capacity_health_replaces_a_runner_that_never_registers) {
   EXPECT_TRUE(eventually([&] { return !orphan_listed(); }, 90s)) << "the podless runner is removed from GitHub\n" << w.headroom->log();
   const double removed_after = std::chrono::duration<double>(std::chrono::steady_clock::now() - registered).count();
   EXPECT_GE(removed_after, 25.0) << "removed at its first sighting, not its second (sweeps are 30 s apart)";
-  EXPECT_EQ(w.headroom->sample("headroom_orphan_runners_removed_total{scale_set=\"capacity-health\"}"), 1) << w.headroom->metrics();
+  EXPECT_EQ(w.headroom->sample("headroom_orphan_runners_removed_total{name=\"capacity-health\"}"), 1) << w.headroom->metrics();
   std::cout << "[orphan] the podless runner was removed " << removed_after << " s after it was registered\n";
   // Two sweeps (30 s apart) see it idle; one excess runner goes per sweep, and when the job's own
   // runner is also still listed idle (its job requeued once after the unregistered runner, a
@@ -505,7 +535,7 @@ TEST(capacity_e2e, capacity_health_replaces_a_runner_that_never_registers) {
     return e.peer->control("/state").body.find(idle) == std::string::npos &&
            w.e.c->kubectl({"-n", sc.name, "get", "pod", idle, "-o", "name"}).exit_code != 0;
   }, 150s)) << "the idle runner beyond the desired count is removed and its pod deleted\n" << w.headroom->log();
-  EXPECT_GE(w.headroom->sample("headroom_idle_runners_removed_total{scale_set=\"capacity-health\"}"), 1) << w.headroom->metrics();
+  EXPECT_GE(w.headroom->sample("headroom_idle_runners_removed_total{name=\"capacity-health\"}"), 1) << w.headroom->metrics();
   EXPECT_GT(audited(w, set), 0);
 }
 

@@ -143,11 +143,49 @@ class agent {
     const auto port_at = log.find("\"port\":", at) + 7;
     return log.substr(port_at, log.find_first_not_of("0123456789", port_at) - port_at);
   }
-  // One series' value from /metrics (`name{labels}` exactly as exported); -1 when absent.
-  double sample(const std::string& series) const {
-    const auto text = "\n" + metrics();
-    const auto at = text.find("\n" + series + " ");
-    return at == std::string::npos ? -1.0 : std::stod(text.substr(at + series.size() + 2));
+  // The sum of the samples of `selector`, `name{label="value",…}`: every line of that name whose
+  // labels include each given pair (a job series has more: job_name, event_name, …); -1 when none.
+  double sample(const std::string& selector) const {
+    const auto brace = selector.find('{');
+    const std::string name = selector.substr(0, brace);
+    std::vector<std::string> pairs;
+    if (brace != std::string::npos) {
+      const std::string inner = selector.substr(brace + 1, selector.size() - brace - 2);
+      size_t from = 0;
+      while (from < inner.size()) {
+        size_t end = inner.find("\",", from);
+        end = end == std::string::npos ? inner.size() : end + 1;
+        pairs.push_back(inner.substr(from, end - from));
+        from = end + 1;
+      }
+    }
+    const std::string text = metrics();
+    double sum = 0;
+    bool found = false;
+    size_t at = 0;
+    while (at < text.size()) {
+      size_t eol = text.find('\n', at);
+      if (eol == std::string::npos)
+        eol = text.size();
+      const std::string line = text.substr(at, eol - at);
+      at = eol + 1;
+      if (line.empty() || line[0] == '#' || line.compare(0, name.size(), name) != 0)
+        continue;
+      const char after = line.size() > name.size() ? line[name.size()] : '\0';
+      if (after != '{' && after != ' ')
+        continue;
+      const auto space = line.rfind(' ');
+      const std::string labels = after == '{' ? line.substr(name.size(), line.rfind('}') + 1 - name.size()) : "{}";
+      bool all = true;
+      for (const auto& p : pairs)
+        all = all && (labels.find("{" + p + ",") != std::string::npos || labels.find("," + p + ",") != std::string::npos ||
+                      labels.find("{" + p + "}") != std::string::npos || labels.find("," + p + "}") != std::string::npos);
+      if (!all)
+        continue;
+      sum += std::stod(line.substr(space + 1));
+      found = true;
+    }
+    return found ? sum : -1.0;
   }
 
  private:

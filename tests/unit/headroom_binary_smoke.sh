@@ -43,9 +43,11 @@ done
 [ -n "$port" ] || fail "no serving line in the log"
 curl -fsS "http://127.0.0.1:$port/healthz" | grep -qx ok || fail "/healthz"
 metrics=$(curl -fsS "http://127.0.0.1:$port/metrics")
-for name in process_resident_memory_bytes process_cpu_seconds_total process_threads headroom_supervisor_child_up; do
+for name in process_resident_memory_bytes process_cpu_seconds_total process_threads headroom_supervisor_child_up headroom_build_info; do
   grep -q "^$name" <<<"$metrics" || fail "/metrics lacks $name"
 done
+grep -Eq '^headroom_build_info\{revision="([0-9a-f]{12}(-dirty)?|unknown)",version="[0-9.]+"\} 1' <<<"$metrics" ||
+  fail "headroom_build_info: $(grep headroom_build_info <<<"$metrics")"
 for _ in $(seq 50); do
   code=$(curl -s -o /dev/null -w '%{http_code}' "http://127.0.0.1:$port/readyz")
   [ "$code" = 200 ] && break
