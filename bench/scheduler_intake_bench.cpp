@@ -162,14 +162,17 @@ void run(caf::actor_system& sys, std::unique_ptr<store::store> jobs, const char*
   ctx->jobs = jobs.get();
   ctx->secret = secret;
   ctx->listen = "127.0.0.1:0";
+  ctx->dashboard_listen = "127.0.0.1:0";
   ctx->threads = 16;
   ctx->now_ms = [] {
     return std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::system_clock::now().time_since_epoch()).count();
   };
-  auto bound = std::make_shared<std::promise<uint16_t>>();
+  auto bound = std::make_shared<std::promise<uint16_t>>(), dashboards = std::make_shared<std::promise<uint16_t>>();
   ctx->bound = [bound](uint16_t p) { bound->set_value(p); };
+  ctx->dashboards_bound = [dashboards](uint16_t p) { dashboards->set_value(p); };
   auto http = actors::scheduler::spawn_scheduler_http(sys, ctx);
   const uint16_t port = bound->get_future().get();
+  const uint16_t pages_port = dashboards->get_future().get();
   drive(port, std::min(500, deliveries), clients, 1);  // warm-up: connections, page cache
   auto r = drive(port, deliveries, clients, 1'000'000);
   std::printf("{\"mode\":\"intake\",\"store\":\"%s\",\"deliveries\":%d,\"clients\":%d,\"accepted\":%d,\"refused\":%d,"
@@ -178,7 +181,7 @@ void run(caf::actor_system& sys, std::unique_ptr<store::store> jobs, const char*
               percentile(r.latencies_ms, 0.99), percentile(r.latencies_ms, 1.0));
   std::fflush(stdout);
   if (rows > 0)
-    pages(port, *jobs, backend, rows);
+    pages(pages_port, *jobs, backend, rows);
   caf::anon_send_exit(http, caf::exit_reason::user_shutdown);
   std::this_thread::sleep_for(std::chrono::milliseconds(200));
 }

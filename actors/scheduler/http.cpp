@@ -108,9 +108,15 @@ runtime::web_reply listing(const http_context& ctx, const runtime::web_request& 
   return r;
 }
 
-std::vector<runtime::web_route> routes(std::shared_ptr<const http_context> ctx) {
+std::vector<runtime::web_route> webhook_routes(std::shared_ptr<const http_context> ctx) {
   std::vector<runtime::web_route> out;
   out.push_back({"POST", "/webhook", [ctx](const runtime::web_request& r) { return webhook(*ctx, r); }});
+  out.push_back({"GET", "/health", [](const runtime::web_request&) { return text(200, "ok"); }});
+  return out;
+}
+
+std::vector<runtime::web_route> dashboard_routes(std::shared_ptr<const http_context> ctx) {
+  std::vector<runtime::web_route> out;
   out.push_back({"GET", "/health", [](const runtime::web_request&) { return text(200, "ok"); }});
   for (bool as_json : {false, true}) {
     const std::string ext = as_json ? ".json" : "";
@@ -147,28 +153,38 @@ std::vector<runtime::web_route> routes(std::shared_ptr<const http_context> ctx) 
 }
 
 struct http_state {
-  std::unique_ptr<runtime::web_server> server;
+  std::unique_ptr<runtime::web_server> server, dashboards;
   static inline const char* name = "headroom.scheduler_http";
 };
 
 caf::behavior http_behavior(caf::stateful_actor<http_state>* self, std::shared_ptr<const http_context> ctx) {
-  runtime::web_options o;
-  o.listen = ctx->listen;
-  o.threads = ctx->threads;
-  o.max_body = ctx->max_body + 1024;  // take_delivery answers 413 itself, naming the limit
-  o.routes = routes(ctx);
-  o.observe = ctx->served;
-  try {
-    self->state.server = std::make_unique<runtime::web_server>(std::move(o));
-  } catch (const std::exception& e) {
-    runtime::log::error(actor_name, "cannot serve", {{"listen", ctx->listen}, {"error", e.what()}});
-    self->quit(caf::make_error(caf::sec::runtime_error, e.what()));
+  auto serve = [&](const std::string& listen, std::vector<runtime::web_route> routes, int threads, const char* what,
+                   std::unique_ptr<runtime::web_server>& into) {
+    runtime::web_options o;
+    o.listen = listen;
+    o.threads = threads;
+    o.max_body = ctx->max_body + 1024;  // take_delivery answers 413 itself, naming the limit
+    o.routes = std::move(routes);
+    o.observe = ctx->served;
+    try {
+      into = std::make_unique<runtime::web_server>(std::move(o));
+    } catch (const std::exception& e) {
+      runtime::log::error(actor_name, "cannot serve", {{"what", what}, {"listen", listen}, {"error", e.what()}});
+      self->quit(caf::make_error(caf::sec::runtime_error, e.what()));
+      return false;
+    }
+    runtime::log::info(actor_name, std::string{"serving "} + what, {{"listen", listen}, {"port", static_cast<int>(into->port())}});
+    return true;
+  };
+  if (!serve(ctx->listen, webhook_routes(ctx), ctx->threads, "POST /webhook", self->state.server))
     return {};
-  }
-  const uint16_t port = self->state.server->port();
-  runtime::log::info(actor_name, "serving POST /webhook and the dashboards", {{"listen", ctx->listen}, {"port", static_cast<int>(port)}});
+  // The pages are read by people, a few at a time: two threads.
+  if (!ctx->dashboard_listen.empty() && !serve(ctx->dashboard_listen, dashboard_routes(ctx), 2, "the dashboards", self->state.dashboards))
+    return {};
+  if (ctx->dashboards_bound && self->state.dashboards)
+    ctx->dashboards_bound(self->state.dashboards->port());
   if (ctx->bound)
-    ctx->bound(port);
+    ctx->bound(self->state.server->port());
   return {[self](caf::get_atom) { return static_cast<uint16_t>(self->state.server->port()); }};
 }
 

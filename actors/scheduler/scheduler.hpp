@@ -131,7 +131,8 @@ namespace headroom::actors::scheduler {
 struct http_context {
   store::store* jobs = nullptr;
   std::string secret;  // X-Hub-Signature-256's key (registered as a secret)
-  std::string listen = ":8080";
+  std::string listen = ":8080";  // POST /webhook, GET /health
+  std::string dashboard_listen;  // the dashboards and GET /health; "" none
   int threads = 8;
   size_t max_body = 1 << 20;
   std::vector<std::string> runner_labels;  // whose jobs are the scheduler's (intake.hpp, serves())
@@ -141,10 +142,12 @@ struct http_context {
   std::function<void(const char* outcome, double seconds)> delivered;    // per webhook
   std::function<void(const std::string& path, int status, double seconds)> served;  // per request
   std::function<void(uint16_t port)> bound;  // once listening (tests, the log)
+  std::function<void(uint16_t port)> dashboards_bound;  // once the dashboards listen
 };
 
-// Owns the HTTP server (POST /webhook; GET /health, /usage, /jobs = /history, /workers and their
-// .json twins). A bind failure exits it abnormally: its supervisor retries.
+// Owns the two HTTP servers: the webhook's (POST /webhook, GET /health), public, and the
+// dashboards' (GET /health, /usage, /jobs = /history, /workers and their .json twins), internal.
+// A bind failure exits it abnormally: its supervisor retries.
 caf::actor spawn_scheduler_http(caf::actor_system& sys, std::shared_ptr<const http_context> ctx);
 
 }  // namespace headroom::actors::scheduler

@@ -204,6 +204,7 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
   hc->jobs = out.jobs.get();
   hc->secret = secret;
   hc->listen = c.listen;
+  hc->dashboard_listen = c.dashboard_listen;
   hc->threads = static_cast<int>(c.threads);
   hc->max_body = c.max_body;
   hc->runner_labels = c.runner_labels;

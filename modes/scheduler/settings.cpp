@@ -13,7 +13,7 @@ using runtime::yaml_kind;
 
 void read_section(const YAML::Node& node, scheduler_section& out) {
   config_section s{node, "scheduler",
-                   {"enabled", "listen", "threads", "maxBody", "githubUrl", "store", "namespace", "runnerGroup", "namePrefix",
+                   {"enabled", "listen", "dashboardListen", "threads", "maxBody", "githubUrl", "store", "namespace", "runnerGroup", "namePrefix",
                     "runnerLabels", "runner", "maxWorkers", "pollInterval", "jobSyncInterval", "jobStuckQueued", "healthCheck",
                     "podDeleteGrace", "killGrace"}};
   auto& c = out;
@@ -22,6 +22,15 @@ void read_section(const YAML::Node& node, scheduler_section& out) {
     c.listen = *v;
   if (auto problem = check_listen_address(c.listen))
     config_fail("scheduler.listen", *problem);
+  if (auto v = s.read_string("dashboardListen"))
+    c.dashboard_listen = *v;
+  if (!c.dashboard_listen.empty()) {
+    if (auto problem = check_listen_address(c.dashboard_listen))
+      config_fail("scheduler.dashboardListen", *problem);
+    if (c.dashboard_listen == c.listen)
+      config_fail("scheduler.dashboardListen", "must differ from scheduler.listen: the dashboards are not served on the "
+                                               "webhook's public port (\"\" serves none)");
+  }
   s.read_uint("threads", c.threads, 1, 256);
   s.read_uint("maxBody", c.max_body, 1024, 25u << 20);
   if (auto v = s.read_string("githubUrl"))

@@ -17,7 +17,11 @@ namespace headroom::modes::scheduler {
 // (when `store.postgres` is true) from HEADROOM_POSTGRES_DSN, GitHub credentials as for scale sets.
 struct scheduler_section {
   bool enabled = false;
-  std::string listen = ":8080";  // the webhook (POST /webhook) and the dashboards
+  std::string listen = ":8080";  // GitHub's webhook (POST /webhook) and GET /health: the public port
+  // The dashboards (/usage, /jobs, /history, /workers): not on the webhook's port, since they
+  // show every organization's jobs without authentication. The default is reachable only from
+  // inside the pod (kubectl port-forward); "" serves none.
+  std::string dashboard_listen = "127.0.0.1:8081";
   uint32_t threads = 8;
   uint32_t max_body = 1 << 20;
   std::string github_url = "https://github.com";  // or a GHES base URL

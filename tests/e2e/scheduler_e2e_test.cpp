@@ -47,7 +47,7 @@ TEST(scheduler_e2e, fifty_jobs_three_entities_the_cap_holds_and_every_job_comple
   ASSERT_TRUE(testenv::browser::available(why)) << why;
   ASSERT_TRUE(eventually([&] { return w.live_workers("org-capped") > 0; }, 60s)) << "org-capped never had a worker";
   {
-    const auto dom = testenv::browser::dom(w.url + "/usage", why);
+    const auto dom = testenv::browser::dom(w.pages + "/usage", why);
     ASSERT_FALSE(dom.empty()) << why;
     std::map<std::string, std::vector<std::string>> by_entity;
     for (auto& row : testenv::browser::body_rows(dom))
@@ -58,7 +58,7 @@ TEST(scheduler_e2e, fifty_jobs_three_entities_the_cap_holds_and_every_job_comple
     ASSERT_TRUE(by_entity.count("org-capped")) << dom;
     EXPECT_EQ(by_entity["org-capped"][1], "linux,self-hosted");
     EXPECT_EQ(by_entity["org-capped"][6], "5") << "the max-workers column shows the cap";
-    EXPECT_TRUE(testenv::browser::screenshot(w.url + "/usage", shots / "usage.png", why)) << why;
+    EXPECT_TRUE(testenv::browser::screenshot(w.pages + "/usage", shots / "usage.png", why)) << why;
   }
   int64_t most_capped = 0;
   const bool done = eventually([&] {
@@ -95,10 +95,13 @@ TEST(scheduler_e2e, fifty_jobs_three_entities_the_cap_holds_and_every_job_comple
   EXPECT_EQ(worker_rows.size(), std::set<std::string>(worker_rows.begin(), worker_rows.end()).size());
   EXPECT_EQ(worker_rows.size(), w.workers().size());
   // The HTML pages answer and carry the rows.
-  auto page = testpeer::http_call(w.url + "/jobs?per_page=100");
+  auto page = testpeer::http_call(w.pages + "/jobs?per_page=100");
   EXPECT_EQ(page.status, 200);
   EXPECT_NE(page.body.find(std::to_string(ids.front())), std::string::npos);
-  EXPECT_NE(testpeer::http_call(w.url + "/usage").body.find("<table>"), std::string::npos);
+  EXPECT_NE(testpeer::http_call(w.pages + "/usage").body.find("<table>"), std::string::npos);
+  // The pages show every organization's jobs: never on the webhook's public port.
+  for (const char* path : {"/usage", "/jobs", "/history.json", "/workers"})
+    EXPECT_EQ(testpeer::http_call(w.url + path).status, 404) << path << " on the webhook's port";
   // Runner pods went Succeeded and are deleted after podDeleteGrace (5 s here).
   EXPECT_TRUE(eventually([&] {
     auto r = e.c->kubectl({"-n", w.o.name, "get", "pods", "-l", "headroom.dev/role=runner", "-o", "name"});
@@ -117,7 +120,7 @@ TEST(scheduler_e2e, fifty_jobs_three_entities_the_cap_holds_and_every_job_comple
   const auto stored_workers = std::get<0>(db.workers_page(everything));
   ASSERT_EQ(stored.size(), 50u);
   for (const std::string page : {"/jobs", "/history"}) {
-    const auto dom = testenv::browser::dom(w.url + page + "?per_page=100", why);
+    const auto dom = testenv::browser::dom(w.pages + page + "?per_page=100", why);
     ASSERT_FALSE(dom.empty()) << why;
     const auto rows = testenv::browser::body_rows(dom);
     ASSERT_EQ(rows.size(), stored.size()) << page;
@@ -131,10 +134,10 @@ TEST(scheduler_e2e, fifty_jobs_three_entities_the_cap_holds_and_every_job_comple
       EXPECT_EQ(rows[i][5].rfind(store::to_string(stored[i].status), 0), 0u) << rows[i][5];
       EXPECT_EQ(rows[i][6], stored[i].runner_name);
     }
-    EXPECT_TRUE(testenv::browser::screenshot(w.url + page + "?per_page=100", shots / (page.substr(1) + ".png"), why)) << why;
+    EXPECT_TRUE(testenv::browser::screenshot(w.pages + page + "?per_page=100", shots / (page.substr(1) + ".png"), why)) << why;
   }
   {
-    const auto dom = testenv::browser::dom(w.url + "/workers?per_page=100", why);
+    const auto dom = testenv::browser::dom(w.pages + "/workers?per_page=100", why);
     ASSERT_FALSE(dom.empty()) << why;
     const auto rows = testenv::browser::body_rows(dom);
     ASSERT_EQ(rows.size(), stored_workers.size());
@@ -146,11 +149,11 @@ TEST(scheduler_e2e, fifty_jobs_three_entities_the_cap_holds_and_every_job_comple
       EXPECT_EQ(rows[i][4], stored_workers[i].job_id ? std::to_string(stored_workers[i].job_id) : "");
       EXPECT_EQ(rows[i][6], stored_workers[i].failure_info);
     }
-    EXPECT_TRUE(testenv::browser::screenshot(w.url + "/workers?per_page=100", shots / "workers.png", why)) << why;
+    EXPECT_TRUE(testenv::browser::screenshot(w.pages + "/workers?per_page=100", shots / "workers.png", why)) << why;
   }
   // A page of 7 in the browser: 7 rows and a next link carrying the keyset cursor.
   {
-    const auto dom = testenv::browser::dom(w.url + "/jobs?per_page=7", why);
+    const auto dom = testenv::browser::dom(w.pages + "/jobs?per_page=7", why);
     EXPECT_EQ(testenv::browser::body_rows(dom).size(), 7u);
     EXPECT_NE(dom.find("after="), std::string::npos) << "no next link on a partial page";
   }
@@ -240,12 +243,12 @@ TEST(scheduler_e2e, forged_redelivered_early_completed_and_vanished_jobs) {
   EXPECT_NE(bad.body.find("workflow_job"), std::string::npos) << bad.body;
   auto unsigned_ = testpeer::http_call(w.url + "/webhook", body, {"X-GitHub-Event: workflow_job", "X-GitHub-Delivery: d-bad-2"});
   EXPECT_EQ(unsigned_.status, 401);
-  auto bad_query = testpeer::http_call(w.url + "/jobs.json?per_page=abc");
+  auto bad_query = testpeer::http_call(w.pages + "/jobs.json?per_page=abc");
   EXPECT_EQ(bad_query.status, 400);
   EXPECT_NE(bad_query.body.find("per_page"), std::string::npos);
   // #40: a page past the cursorless bound is the client's error, not the store's (it was 503).
   for (const char* path : {"/jobs.json?page=1001", "/history?page=1001", "/workers.json?page=5000"}) {
-    auto far = testpeer::http_call(w.url + path);
+    auto far = testpeer::http_call(w.pages + path);
     EXPECT_EQ(far.status, 400) << path << ": " << far.body;
     EXPECT_NE(far.body.find("after"), std::string::npos) << far.body;
   }
@@ -272,13 +275,13 @@ TEST(scheduler_e2e, forged_redelivered_early_completed_and_vanished_jobs) {
   const auto stored_now = w.stored_jobs();
   for (auto id : hosted)
     EXPECT_EQ(stored_now.count(id), 0u) << "the GitHub-hosted job " << id << " was recorded";
-  auto html = testpeer::http_call(w.url + "/jobs");
+  auto html = testpeer::http_call(w.pages + "/jobs");
   EXPECT_EQ(html.body.find("<script>"), std::string::npos);
   EXPECT_NE(html.body.find("&lt;script&gt;"), std::string::npos);
   // As a browser parses it: no script element anywhere, the name is the cell's text.
   std::string why;
   ASSERT_TRUE(testenv::browser::available(why)) << why;
-  const auto dom = testenv::browser::dom(w.url + "/jobs", why);
+  const auto dom = testenv::browser::dom(w.pages + "/jobs", why);
   ASSERT_FALSE(dom.empty()) << why;
   EXPECT_EQ(dom.find("<script"), std::string::npos) << dom;
   bool shown = false;

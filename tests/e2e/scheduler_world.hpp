@@ -85,8 +85,8 @@ struct sched_options {
 struct sched_world {
   sched_env& e;
   sched_options o;
-  std::string dir, url, dsn, why;
-  int port = 0;
+  std::string dir, url, pages, dsn, why;  // url: the webhook's port; pages: the dashboards'
+  int port = 0, pages_port = 0;
   std::unique_ptr<testpeer::peer_process> sim;
   std::unique_ptr<agent> headroom;
 
@@ -105,6 +105,8 @@ struct sched_world {
     }
     port = free_port();
     url = "http://127.0.0.1:" + std::to_string(port);
+    pages_port = free_port();
+    pages = "http://127.0.0.1:" + std::to_string(pages_port);
     e.peer->control("/webhooks/config", "{\"url\":\"" + url + "/webhook\",\"secret\":\"" + secret + "\"}");
   }
   ~sched_world() {
@@ -116,10 +118,11 @@ struct sched_world {
   sched_world(const sched_world&) = delete;
   sched_world& operator=(const sched_world&) = delete;
 
-  std::string config(int listen_port) const {
+  std::string config(int listen_port, int dashboard_port) const {
     return "kubernetes:\n  kubeconfig: " + (o.kubeconfig.empty() ? e.c->kubeconfig() : o.kubeconfig) +
            (o.watch_stall.empty() ? "" : "\n  watchStallTimeout: " + o.watch_stall) +
            "\nleaderElection:\n  enabled: false\nscheduler:\n  enabled: true\n  listen: 127.0.0.1:" + std::to_string(listen_port) +
+           "\n  dashboardListen: 127.0.0.1:" + std::to_string(dashboard_port) +
            "\n  githubUrl: " + e.peer->http_url() + "\n  namespace: " + o.name +
            "\n  store: {sqlitePath: " + dir + "/jobs.db, postgres: " + (o.store == "postgres" ? "true" : "false") +
            (o.retention.empty() ? "" : ", retention: " + o.retention) + "}" +
@@ -130,7 +133,7 @@ struct sched_world {
   }
 
   bool start() {
-    headroom = launch(dir, port);
+    headroom = launch(dir, port, pages_port);
     return eventually([&] { return testpeer::http_call(url + "/health").status == 200; }, 30s);
   }
 
@@ -140,19 +143,19 @@ struct sched_world {
     const std::string other_dir = dir + "/" + name;
     std::filesystem::create_directories(other_dir);
     const int other_port = free_port();
-    auto a = launch(other_dir, other_port);
+    auto a = launch(other_dir, other_port, free_port());
     if (!eventually([&] { return testpeer::http_call("http://127.0.0.1:" + std::to_string(other_port) + "/health").status == 200; }, 30s))
       return nullptr;
     return a;
   }
 
-  std::unique_ptr<agent> launch(const std::string& in_dir, int listen_port) const {
+  std::unique_ptr<agent> launch(const std::string& in_dir, int listen_port, int dashboard_port) const {
     std::vector<std::string> env{"HEADROOM_WEBHOOK_SECRET=" + secret};
     if (!dsn.empty())
       env.push_back("HEADROOM_POSTGRES_DSN=" + dsn);
     if (o.fault_hooks)
       env.push_back("HEADROOM_TEST_FAULTS=1");
-    return std::make_unique<agent>(in_dir, config(listen_port), env);
+    return std::make_unique<agent>(in_dir, config(listen_port, dashboard_port), env);
   }
 
   // GitHub's "redeliver failed deliveries", for these jobs only (`refused_only`: a 503 or no
@@ -193,12 +196,12 @@ struct sched_world {
   }
 
   // Every row of a .json listing, following its Link header's rel="next" to the end.
-  std::vector<std::string> all_rows(const std::string& first, const char* key, int* pages = nullptr) const {
+  std::vector<std::string> all_rows(const std::string& first, const char* key, int* page_count = nullptr) const {
     std::vector<std::string> out;
     std::string next = first;
     int n = 0;
     while (!next.empty() && n < 1000) {
-      auto r = testpeer::http_call(url + next);
+      auto r = testpeer::http_call(pages + next);
       if (r.status != 200) {
         ADD_FAILURE() << next << ": " << r.status << " " << r.body;
         break;
@@ -216,8 +219,8 @@ struct sched_world {
         next = r.link.substr(open + 1, at - open - 1);
       }
     }
-    if (pages)
-      *pages = n;
+    if (page_count)
+      *page_count = n;
     return out;
   }
 
@@ -229,7 +232,7 @@ struct sched_world {
   std::vector<worker_row> workers() const {
     std::vector<worker_row> out;
     std::string next = "/workers.json?per_page=1000";
-    auto r = testpeer::http_call(url + next);
+    auto r = testpeer::http_call(pages + next);
     simdjson::dom::parser p;
     for (auto row : p.parse(r.body).get_array())
       out.push_back({std::string{std::string_view(row["name"])}, std::string{std::string_view(row["entity"])},
@@ -271,7 +274,7 @@ struct sched_world {
 
   std::map<int64_t, std::string> stored_jobs() const {
     std::map<int64_t, std::string> out;
-    auto r = testpeer::http_call(url + "/jobs.json?per_page=1000");
+    auto r = testpeer::http_call(pages + "/jobs.json?per_page=1000");
     simdjson::dom::parser p;
     for (auto row : p.parse(r.body).get_array())
       out[int64_t(row["id"])] = std::string{std::string_view(row["status"])};
@@ -280,7 +283,7 @@ struct sched_world {
 
   // Live workers (creating + running) of an entity, from /usage.json.
   int64_t live_workers(const std::string& entity) const {
-    auto r = testpeer::http_call(url + "/usage.json");
+    auto r = testpeer::http_call(pages + "/usage.json");
     simdjson::dom::parser p;
     int64_t n = 0;
     auto doc = p.parse(r.body);

@@ -216,6 +216,22 @@ TEST(gates_config, defaults_overrides_and_errors_name_the_key) {
   }
 }
 
+TEST(scheduler_config, the_dashboards_are_on_their_own_port_never_the_webhooks) {
+  auto r = parse_config_yaml("scheduler: {listen: \":8080\"}");
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
+  EXPECT_EQ(std::get<parsed_config>(r).modes.get<scheduler_mode>().config.dashboard_listen, "127.0.0.1:8081")
+      << "inside the pod by default";
+  auto none = parse_config_yaml("scheduler: {dashboardListen: \"\"}");
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(none));
+  EXPECT_EQ(std::get<parsed_config>(none).modes.get<scheduler_mode>().config.dashboard_listen, "");
+  auto same = parse_config_yaml("scheduler: {listen: \":9000\", dashboardListen: \":9000\"}");
+  ASSERT_TRUE(std::holds_alternative<runtime::config_error>(same));
+  EXPECT_EQ(std::get<runtime::config_error>(same).path, "scheduler.dashboardListen");
+  auto bad = parse_config_yaml("scheduler: {dashboardListen: \"localhost:http\"}");
+  ASSERT_TRUE(std::holds_alternative<runtime::config_error>(bad));
+  EXPECT_EQ(std::get<runtime::config_error>(bad).path, "scheduler.dashboardListen");
+}
+
 TEST(scheduler_config, the_store_retention_defaults_to_90_days_and_is_0_or_at_least_72h) {
   auto r = parse_config_yaml("scheduler: {store: {sqlitePath: /x/jobs.db}}");
   ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
