@@ -4,11 +4,9 @@
 #include <prometheus/counter.h>
 #include <unistd.h>
 
-#include <fstream>
 #include <map>
 #include <future>
 #include <mutex>
-#include <sstream>
 #include <random>
 
 #include "actors/k8s/event_recorder.hpp"
@@ -17,7 +15,6 @@
 #include "adapters/k8s/leader_election.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
-#include "runtime/secrets.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/readiness.hpp"
 #include "runtime/relay.hpp"

@@ -5,11 +5,8 @@
 #include <prometheus/gauge.h>
 #include <prometheus/histogram.h>
 
-#include <ctime>
-#include <fstream>
 #include <optional>
 #include <random>
-#include <sstream>
 
 #include "actors/listener/listener_session.hpp"
 #include "modes/shared/series_table.hpp"

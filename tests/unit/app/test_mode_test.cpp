@@ -30,6 +30,11 @@ struct echo_journal {
   std::vector<std::string> prepared_with;
 };
 
+caf::behavior echo_actor(caf::event_based_actor*, std::string greeting, std::shared_ptr<echo_journal> j) {
+  j->started.set_value(std::move(greeting));
+  return {[](int32_t x) { return x; }};
+}
+
 class echo_mode final : public modes::mode {
  public:
   echo_section config;
@@ -64,12 +69,9 @@ class echo_mode final : public modes::mode {
                                                  runtime::readiness& ready) override {
     runtime::child_spec echo;
     echo.name = "echo";
-    echo.start = [greeting = config.greeting, j = journal](caf::actor_system& sys) {
-      return sys.spawn([greeting, j](caf::event_based_actor*) -> caf::behavior {
-        j->started.set_value(greeting);
-        return {[](int32_t x) { return x; }};
-      });
-    };
+    // Spawned with its arguments: CAF 0.17 spawning a lambda that takes none dereferences a null
+    // argument tuple (UBSan reports it).
+    echo.start = [greeting = config.greeting, j = journal](caf::actor_system& sys) { return sys.spawn(echo_actor, greeting, j); };
     std::vector<runtime::child_spec> children;
     children.push_back(std::move(echo));
     return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "echo", &m, &ready), std::move(children));
