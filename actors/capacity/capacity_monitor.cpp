@@ -14,6 +14,7 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <deque>
 #include <map>
 #include <set>
@@ -557,6 +558,14 @@ void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& 
       return;
     }
     case call_kind::priority_class_get: {
+      // Missing: made now (the chart makes them when it may; then headroom needs no create right).
+      if (!r.ok && kind == api_kind::not_found) {
+        const auto* pc = std::find_if(std::begin(priority_ladder), std::end(priority_ladder),
+                                      [&](const priority_class_spec& p) { return call.name == p.name; });
+        start_call(self, {call_kind::priority_class, call.name, call.expected_value},
+                   [kube, body = priority_class_object(*pc)](k8s::api_callback cb) { kube->create(priority_classes, "", body, std::move(cb)); });
+        return;
+      }
       // An existing class: its value must be ours.
       simdjson::dom::parser parser;
       int64_t value = 0;
@@ -641,7 +650,8 @@ void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& 
   }
 }
 
-// Start-up: the four PriorityClasses and the owner (again after a round the API server could not answer).
+// Start-up: the four PriorityClasses (read; made when missing) and the owner (again after a round
+// the API server could not answer).
 void begin_setup(monitor_actor* self) {
   auto& st = self->state;
   st.setup_failed = false;
@@ -649,8 +659,8 @@ void begin_setup(monitor_actor* self) {
   auto* kube = st.ctx->kube;
   st.setup_pending = static_cast<int>(std::size(priority_ladder)) + 2;  // + owner create (or get) and the list of earlier owners
   for (const auto& pc : priority_ladder)
-    start_call(self, {call_kind::priority_class, pc.name, pc.value},
-               [kube, body = priority_class_object(pc)](k8s::api_callback cb) { kube->create(priority_classes, "", body, std::move(cb)); });
+    start_call(self, {call_kind::priority_class_get, pc.name, pc.value},
+               [kube, name = std::string{pc.name}](k8s::api_callback cb) { kube->get(priority_classes, "", name, std::move(cb)); });
   ensure_owner(self);
 }
 

@@ -165,6 +165,32 @@ arc=$("$helm" template hr "$chart" --set githubConfigSecret=arc-github -f "$char
   fail "helm template with githubConfigSecret"
 grep -q "secretName: arc-github" <<<"$arc" || fail "githubConfigSecret is not mounted"
 
+# The scale sets' RBAC, narrowed (#35): secrets are only created (their pods own them); the
+# EphemeralRunnerSet grant only where a scale set is in arc mode; the PriorityClasses only read
+# when the chart makes them, created by headroom only when it does not.
+for case in "default" "pcs-by-headroom" "arc"; do
+  extra=()
+  case $case in
+    pcs-by-headroom) extra=(--set priorityClasses.create=false) ;;
+    arc) extra=(--set config.scaleSets[0].mode=arc --set config.scaleSets[0].ephemeralRunnerSet=linux) ;;
+  esac
+  rendered=$("$helm" template hr "$chart" -f "$chart/ci/scale-sets-values.yaml" "${extra[@]}") || fail "helm template ($case)"
+  python3 - "$case" "$rendered" <<'PY' || fail "the scale sets' RBAC ($case)"
+import sys, yaml
+case, docs = sys.argv[1], [d for d in yaml.safe_load_all(sys.argv[2]) if d]
+def rules(kind, name):
+    return next(d for d in docs if d["kind"] == kind and d["metadata"]["name"] == name)["rules"]
+def verbs(rs, group, resource):
+    return sorted({v for r in rs if group in r["apiGroups"] and resource in r["resources"] for v in r["verbs"]})
+cluster, ns = rules("ClusterRole", "hr-headroom"), rules("Role", "hr-headroom-scale-sets")
+assert verbs(ns, "", "secrets") == ["create"], verbs(ns, "", "secrets")
+want_pc = ["create", "get"] if case == "pcs-by-headroom" else ["get"]
+assert verbs(cluster, "scheduling.k8s.io", "priorityclasses") == want_pc, verbs(cluster, "scheduling.k8s.io", "priorityclasses")
+want_ers = ["get", "patch"] if case == "arc" else []
+assert verbs(ns, "actions.github.com", "ephemeralrunnersets") == want_ers, verbs(ns, "actions.github.com", "ephemeralrunnersets")
+PY
+done
+
 # The real API server: every mode's objects are valid (dry-run=server), the gates mode installs.
 "$src/tests/testenv/cluster" up "$work/cluster" --owner $$ >/dev/null 2>&1 || fail "cluster up"
 export KUBECONFIG="$work/cluster/kubeconfig"

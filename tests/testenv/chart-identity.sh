@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Makes headroom's identity on a test cluster exactly what the Helm chart grants: renders the
-# chart's ServiceAccount and RBAC for the given values (helm template), applies them as the admin,
+# chart's ServiceAccount and RBAC for the given values (helm template), and the PriorityClasses the
+# chart makes (priorityClasses.create, the default: then headroom may only read them), applies them as the admin,
 # asks the TokenRequest API for the ServiceAccount's token, and writes a kubeconfig that uses it.
 # A headroom run with that kubeconfig fails on any permission the chart forgot.
 #   chart-identity.sh KUBECONFIG VALUES RELEASE NAMESPACE OUT_KUBECONFIG
@@ -13,6 +14,10 @@ k() { "$testenv/bin/kubectl" --kubeconfig "$admin_kc" "$@"; }
 k create namespace "$ns" >/dev/null 2>&1 || true
 "$helm" template "$release" "$src/deploy/chart/headroom" -n "$ns" -f "$values" --kube-version 1.36.0 \
   --show-only templates/serviceaccount.yaml --show-only templates/rbac.yaml >"$out.rbac.yaml"
+if "$helm" template "$release" "$src/deploy/chart/headroom" -n "$ns" -f "$values" --kube-version 1.36.0 \
+     --show-only templates/priorityclasses.yaml >"$out.pcs.yaml" 2>/dev/null; then
+  k apply -f "$out.pcs.yaml" >/dev/null
+fi
 k apply -f "$out.rbac.yaml" >/dev/null
 sa=$(awk '/^kind: ServiceAccount/{f=1} f && /^  name:/{print $2; exit}' "$out.rbac.yaml")
 [ -n "$sa" ] || { echo "chart-identity: the chart rendered no ServiceAccount" >&2; exit 1; }
