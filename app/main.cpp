@@ -7,6 +7,7 @@
 #include "app/agent.hpp"
 #include "runtime/app.hpp"
 #include "runtime/cli.hpp"
+#include "runtime/config_reader.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/secrets.hpp"
 
@@ -46,6 +47,29 @@ int main(int argc, char** argv) {
   }
   if (cmd.what == cli_command::print_actor_tree) {
     std::fputs(headroom::app::actor_tree(headroom::app::settings{}).c_str(), stdout);
+    return 0;
+  }
+  if (cmd.what == cli_command::print_config_keys) {
+    // What the readers accept, as they read FILE (scripts/gen-config-docs builds the chart's
+    // values.schema.json and docs/configuration.md from it): one tab-separated line a mapping
+    // (its keys) and one a key (type, minimum, maximum, default).
+    config_schema schema;
+    headroom::app::settings modes;
+    config_result loaded = [&] {
+      config_recording recording{schema};
+      return load_config_file(cmd.config_path, &modes);
+    }();
+    if (auto* err = std::get_if<config_error>(&loaded))
+      return invalid_config(*err);
+    for (const auto& [path, keys] : schema.sections) {
+      std::string line = "section\t" + path + "\t";
+      for (const auto& k : keys)
+        line += k + (k == *keys.rbegin() ? "" : ",");
+      std::puts(line.c_str());
+    }
+    for (const auto& [path, k] : schema.keys)
+      std::printf("key\t%s\t%s\t%s\t%s\t%s\n", path.c_str(), k.type.c_str(), k.min.c_str(), k.max.c_str(),
+                  k.default_value.c_str());
     return 0;
   }
   if (cmd.what == cli_command::check_config) {

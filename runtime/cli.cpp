@@ -23,6 +23,7 @@ std::string usage() {
        headroom check-config FILE        validate a config file and exit (0 valid, 2 invalid)
        headroom --help | --version
        headroom --print-actor-tree       the actor tree of every mode this binary has
+       headroom --print-config-keys FILE every key the readers accept, read from FILE (for the docs)
 
 flags (each overrides the config file and the environment):
   --config FILE              YAML configuration (env HEADROOM_CONFIG)
@@ -65,6 +66,11 @@ std::variant<cli_command, config_error> parse_cli(const std::vector<std::string>
       cmd.what = cli_command::version;
     } else if (arg == "--print-actor-tree") {
       cmd.what = cli_command::print_actor_tree;
+    } else if (arg == "--print-config-keys") {
+      if (auto e = take_value())
+        return *e;
+      cmd.what = cli_command::print_config_keys;
+      cmd.config_path = value;
     } else if (arg == "check-config") {
       if (i + 1 >= args.size())
         return config_error{"check-config", "needs a file"};

@@ -9,7 +9,7 @@
 namespace headroom::runtime {
 
 struct cli_command {
-  enum kind { run, check_config, help, version, print_actor_tree } what = run;
+  enum kind { run, check_config, help, version, print_actor_tree, print_config_keys } what = run;
   std::string config_path;                            // --config FILE, check-config FILE, HEADROOM_CONFIG
   std::vector<std::pair<std::string, std::string>> flags;  // overrides, applied after the environment
 };

@@ -34,7 +34,39 @@ std::string join_path(const std::string& parent, const std::string& key) {
   return parent.empty() ? key : parent + "." + key;
 }
 
+thread_local config_schema* recording = nullptr;
+
+// scaleSets[3].runner.tolerations[0] → scaleSets[].runner.tolerations[]
+std::string schema_path(std::string_view path) {
+  std::string out;
+  out.reserve(path.size());
+  for (size_t i = 0; i < path.size(); ++i) {
+    out += path[i];
+    if (path[i] == '[') {
+      while (i + 1 < path.size() && path[i + 1] != ']')
+        ++i;
+    }
+  }
+  return out;
+}
+
+void record(const std::string& path, config_key key) {
+  if (recording != nullptr)
+    recording->keys.insert_or_assign(schema_path(path), std::move(key));
+}
+
+std::string number_text(double v) {
+  std::ostringstream o;
+  o << v;
+  return o.str();
+}
+
 }  // namespace
+
+config_recording::config_recording(config_schema& into) : previous_(recording) { recording = &into; }
+config_recording::~config_recording() { recording = previous_; }
+
+void describe_config_key(const std::string& path, config_key key) { record(path, std::move(key)); }
 
 std::string yaml_kind(const YAML::Node& n) {
   switch (n.Type()) {
@@ -48,6 +80,8 @@ std::string yaml_kind(const YAML::Node& n) {
 
 config_section::config_section(const YAML::Node& node, std::string path, std::set<std::string> known)
       : node_(node), path_(std::move(path)) {
+    if (recording != nullptr)
+      recording->sections[schema_path(path_)].insert(known.begin(), known.end());
     if (!node_.IsMap())
       config_fail(path_.empty() ? "(top level)" : path_, "expected a mapping, found " + yaml_kind(node_));
     for (const auto& kv : node_) {
@@ -76,6 +110,7 @@ std::optional<YAML::Node> config_section::get(const std::string& key) const {
 std::string config_section::path(const std::string& key) const { return join_path(path_, key); }
 
 void config_section::read_uint(const std::string& key, uint32_t& out, uint32_t min, uint32_t max) const {
+    record(path(key), {"integer", std::to_string(min), std::to_string(max), std::to_string(out)});
     auto child = get(key);
     if (!child)
       return;
@@ -93,6 +128,7 @@ void config_section::read_uint(const std::string& key, uint32_t& out, uint32_t m
   }
 
 void config_section::read_double(const std::string& key, double& out, double min, double max) const {
+  record(path(key), {"number", min > -1e300 ? number_text(min) : "", max < 1e300 ? number_text(max) : "", number_text(out)});
   auto child = get(key);
   if (!child)
     return;
@@ -112,6 +148,7 @@ void config_section::read_double(const std::string& key, double& out, double min
 }
 
 void config_section::read_duration(const std::string& key, millis& out, millis min, millis max) const {
+    record(path(key), {"duration", format_duration(min), format_duration(max), format_duration(out)});
     auto child = get(key);
     if (!child)
       return;
@@ -128,6 +165,7 @@ void config_section::read_duration(const std::string& key, millis& out, millis m
   }
 
 void config_section::read_bool(const std::string& key, bool& out) const {
+    record(path(key), {"boolean", "", "", out ? "true" : "false"});
     auto child = get(key);
     if (!child)
       return;
@@ -138,6 +176,7 @@ void config_section::read_bool(const std::string& key, bool& out) const {
   }
 
 std::vector<std::string> config_section::read_strings(const std::string& key) const {
+    record(path(key), {"strings", "", "", ""});
     auto child = get(key);
     if (!child)
       return {};
@@ -154,6 +193,7 @@ std::vector<std::string> config_section::read_strings(const std::string& key) co
   }
 
 std::vector<std::pair<std::string, std::string>> config_section::read_string_map(const std::string& key) const {
+    record(path(key), {"string-map", "", "", ""});
     auto child = get(key);
     if (!child)
       return {};
@@ -170,6 +210,7 @@ std::vector<std::pair<std::string, std::string>> config_section::read_string_map
   }
 
 std::optional<std::string> config_section::read_string(const std::string& key) const {
+    record(path(key), {"string", "", "", ""});
     auto child = get(key);
     if (!child)
       return std::nullopt;

@@ -7,6 +7,7 @@
 #include <yaml-cpp/yaml.h>
 
 #include <cstdint>
+#include <map>
 #include <optional>
 #include <set>
 #include <string>
@@ -26,6 +27,33 @@ struct config_failure {
 
 // "a mapping", "a list", "a scalar", "null": for messages.
 std::string yaml_kind(const YAML::Node& n);
+
+// What the readers accept, recorded as they read: the source of the chart's values.schema.json
+// (`config:`) and of docs/configuration.md (`headroom --print-config-keys`, scripts/gen-config-docs).
+// Paths name list items `[]`: scaleSets[].capacityAware.enabled.
+struct config_key {
+  std::string type;  // integer, number, boolean, duration, string, strings, string-map, integer-map, quantities
+  std::string min, max, default_value;  // "" when none or unknown
+};
+struct config_schema {
+  std::map<std::string, std::set<std::string>> sections;  // a mapping's path → the keys it accepts
+  std::map<std::string, config_key> keys;                 // a key read by a read_* (or described)
+};
+
+// While one is alive, every config_section on this thread records into `into`.
+class config_recording {
+ public:
+  explicit config_recording(config_schema& into);
+  ~config_recording();
+  config_recording(const config_recording&) = delete;
+  config_recording& operator=(const config_recording&) = delete;
+
+ private:
+  config_schema* previous_;
+};
+
+// For a key read by hand (a map of quantities, a map of counts): what it holds, for the schema.
+void describe_config_key(const std::string& path, config_key key);
 
 // Walks one mapping: every key must be known (an unknown one fails, with the nearest known key as
 // a hint); each read_* leaves `out` as it was when the key is absent or null.

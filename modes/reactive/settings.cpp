@@ -108,6 +108,7 @@ void read_section(const YAML::Node& node, reactive_section& out) {
   if (auto d = s.get("defaults"))
     read_rules(config_section{*d, "reactive.defaults", rule_keys}, r.defaults);
   s.read_duration("quotaReloadInterval", r.quota_reload_interval, millis{100}, millis{3'600'000});
+  runtime::describe_config_key("reactive.quotas", {"integer-map", "0", "10000000", ""});
   r.quotas = read_quotas(node);
   if (auto t = s.get("targets")) {
     if (!t->IsSequence())

@@ -52,12 +52,13 @@ scale_set_section parse_scale_set(const YAML::Node& node, const std::string& whe
     cs.read_duration("placeholderTTL", ca.placeholder_ttl, millis{0}, millis{7 * 86'400'000LL});
     if (ca.placeholder_ttl.count() != 0 && ca.placeholder_ttl < ca.placeholder_ready_timeout)
       config_fail(cs.path("placeholderTTL"), "must be 0 (off) or at least placeholderReadyTimeout, so a renewal can finish before the next");
+    runtime::describe_config_key(cs.path("workflowResources"), {"quantities", "", "", ""});
     if (auto w = cs.get("workflowResources"))
       read_resources(*w, cs.path("workflowResources"), ca.workflow_cpu, ca.workflow_memory, ca.workflow_extended);
     if (auto v = cs.read_string("placeholderImage"))
       ca.placeholder_image = *v;
-    if (cs.get("placeholderCommand"))
-      ca.placeholder_command = cs.read_strings("placeholderCommand");
+    if (auto cmd = cs.read_strings("placeholderCommand"); cs.get("placeholderCommand"))
+      ca.placeholder_command = std::move(cmd);
   }
   if (auto h = s.get("healthCheck")) {
     config_section hs{*h, s.path("healthCheck"),

@@ -69,6 +69,7 @@ void read_section(const YAML::Node& node, scheduler_section& out) {
   if (auto m = s.get("maxWorkers")) {
     config_section ms{*m, "scheduler.maxWorkers", {"default", "entities"}};
     ms.read_uint("default", c.default_max_workers, 0, 100'000);
+    runtime::describe_config_key("scheduler.maxWorkers.entities", {"integer-map", "0", "100000", ""});
     if (auto e = ms.get("entities")) {
       if (!e->IsMap())
         config_fail("scheduler.maxWorkers.entities", "expected a map of entity → count, found " + yaml_kind(*e));

@@ -67,8 +67,9 @@ void read_runner(const YAML::Node& node, const std::string& where, runner_sectio
   config_section rs{node, where, keys};
   if (auto v = rs.read_string("image"))
     out.image = *v;
-  if (rs.get("command"))
-    out.command = rs.read_strings("command");
+  if (auto cmd = rs.read_strings("command"); rs.get("command"))
+    out.command = std::move(cmd);
+  runtime::describe_config_key(rs.path("resources"), {"quantities", "", "", ""});
   if (auto res = rs.get("resources"))
     read_resources(*res, rs.path("resources"), out.cpu, out.memory, out.extended);
   out.node_selector = rs.read_string_map("nodeSelector");

@@ -110,6 +110,39 @@ if out=$("$helm" template hr "$chart" --kube-version 1.36.0 --set config.gates.e
 fi
 grep -q "gates.webhook.certSecret" <<<"$out" || fail "the missing value is not named: $out"
 
+# A typo anywhere in the values, in the chart's own values or in headroom's `config:` (whose
+# schema is generated from headroom's readers: scripts/gen-config-docs), fails before anything is
+# applied, naming where; so does a value headroom would refuse.
+typo() {  # expected-message --set…
+  local want=$1
+  shift
+  if out=$("$helm" template hr "$chart" --kube-version 1.36.0 "$@" 2>&1); then
+    fail "helm template $* rendered"
+  fi
+  grep -qF "$want" <<<"$out" || fail "helm template $* does not say \"$want\": $out"
+}
+typo "additional properties 'replicaCont' not allowed" --set replicaCont=3
+typo "additional properties 'enable' not allowed" --set serviceMonitor.enable=true
+typo "at '/config': additional properties 'kubernets' not allowed" --set config.kubernets.qps=1
+typo "at '/config/scaleSets/0/capacityAware': additional properties 'proactiveCapacty' not allowed" \
+  --set 'config.scaleSets[0].name=linux' --set 'config.scaleSets[0].capacityAware.proactiveCapacty=1'
+typo "at '/config/kubernetes/qps': minimum" --set config.kubernetes.qps=0
+typo "at '/config/hud/interval'" --set config.hud.interval=30x
+typo "at '/config/scheduler/runner/tolerations/0': additional properties 'efect' not allowed" \
+  --set 'config.scheduler.runner.tolerations[0].key=ci' --set 'config.scheduler.runner.tolerations[0].efect=NoSchedule'
+# What the schema admits, headroom admits: the example (every key, lists filled in) as `config:`.
+python3 - "$src" "$work/example-values.yaml" <<'PY' || fail "the example as config: values"
+import sys, yaml, importlib.util, importlib.machinery
+loader = importlib.machinery.SourceFileLoader("gen", sys.argv[1] + "/scripts/gen-config-docs")
+spec = importlib.util.spec_from_loader("gen", loader)
+gen = importlib.util.module_from_spec(spec)
+loader.exec_module(gen)
+expanded = gen.expand(open(sys.argv[1] + "/examples/headroom.yaml").read().splitlines())
+yaml.safe_dump({"config": yaml.safe_load("\n".join(expanded))}, open(sys.argv[2], "w"))
+PY
+"$helm" template hr "$chart" --kube-version 1.36.0 -f "$work/example-values.yaml" >"$work/example.yaml" 2>&1 ||
+  { cat "$work/example.yaml"; fail "the schema refuses the example headroom accepts"; }
+
 # #40: `helm template` with helm's own default Kubernetes version (no --kube-version) renders, as a
 # user's first try does; `helm lint` refuses what `helm template` refuses (lint reports a
 # template's `required` or `fail` only as a note, so the values that must go together are in

@@ -1,4 +1,5 @@
 #include "runtime/config.hpp"
+#include "runtime/config_reader.hpp"
 
 #include <gtest/gtest.h>
 
@@ -124,4 +125,39 @@ leaderElection: {enabled: false, namespace: ci, name: hr, leaseDuration: 30s, re
   EXPECT_FALSE(apply_env(e, {{"HEADROOM_KUBECONFIG", "/kc"}, {"HEADROOM_NAMESPACE", "headroom-system"}}));
   EXPECT_EQ(e.kubernetes.kubeconfig, "/kc");
   EXPECT_EQ(e.leader_election.ns, "headroom-system");
+}
+
+TEST(config, a_recording_lists_every_key_with_its_type_bounds_and_default) {
+  config_schema schema;
+  {
+    config_recording recording{schema};
+    ok("kubernetes: {qps: 7}\nsupervision: {}\n");
+  }
+  // The mappings with every key they accept, present or not.
+  ASSERT_TRUE(schema.sections.count(""));
+  EXPECT_TRUE(schema.sections.at("").count("leaderElection"));
+  EXPECT_EQ(schema.sections.at("kubernetes"),
+            (std::set<std::string>{"burst", "context", "kubeconfig", "qps", "watchStallTimeout"}));
+  // A key's default is its value before the file is read, not the file's.
+  ASSERT_TRUE(schema.keys.count("kubernetes.qps"));
+  const auto& qps = schema.keys.at("kubernetes.qps");
+  EXPECT_EQ(qps.type, "integer");
+  EXPECT_EQ(qps.min, "1");
+  EXPECT_EQ(qps.max, "10000");
+  EXPECT_EQ(qps.default_value, "50");
+  const auto& window = schema.keys.at("supervision.restartWindow");
+  EXPECT_EQ(window.type, "duration");
+  EXPECT_EQ(window.default_value, "1m");
+  EXPECT_EQ(schema.keys.at("kubernetes.kubeconfig").type, "string");
+  EXPECT_FALSE(schema.sections.count("leaderElection")) << "a section the file leaves out is not read";
+
+  // Nothing is recorded once the recording is gone; list items are named [].
+  const auto before = schema.keys.size();
+  ok("kubernetes: {qps: 8}\n");
+  EXPECT_EQ(schema.keys.size(), before);
+  {
+    config_recording recording{schema};
+    describe_config_key("scaleSets[12].runner.tolerations[0].key", {"string", "", "", ""});
+  }
+  EXPECT_TRUE(schema.keys.count("scaleSets[].runner.tolerations[].key"));
 }
