@@ -117,6 +117,74 @@ void reconcile(upc_actor* self, const msg::pod_event& e) {
              [&client, ns = pod.meta.ns, body](k8s::api_callback cb) { client.create(kinds::capacity_requests, ns, body, std::move(cb)); });
 }
 
+// A call answered: a create is stamped Pending, a transient failure retried after its backoff, and
+// the Pod's latest state reconciled again.
+void on_reply(upc_actor* self, const msg::api_reply& r) {
+  auto& s = self->state;
+  auto found = s.calls.take(r);
+  if (!found)
+    return;
+  auto call = std::move(*found);
+  const std::string key = call.ns + "/" + call.name;
+  const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
+  switch (call.what) {
+    case pending_call::create:
+      if (r.ok || kind == k8s::api_error::kind::already_exists) {
+        if (auto pod = s.deps.pods->get(call.ns, call.name))
+          s.ours[key] = pod->meta.uid;
+        // Stamp Pending (the status subresource is not set by a create), on the version
+        // the create made only: the roll-up may have acknowledged the CR already (it
+        // acknowledges one with no phase too), and a later Pending would undo that for
+        // good. A CR that already existed was stamped or acknowledged before.
+        auto made = r.ok ? k8s::decode_unstructured(r.body) : k8s::decoded<k8s::unstructured>{k8s::decode_error{}};
+        auto* cr = std::get_if<k8s::unstructured>(&made);
+        if (!r.ok || cr == nullptr || cr->meta.resource_version.empty())
+          break;
+        ++s.created;
+        auto& client = *s.deps.client;
+        const std::string patch = "{\"metadata\":{\"resourceVersion\":" + runtime::json_escape(cr->meta.resource_version) +
+                                  "},\"status\":{\"phase\":\"Pending\"}}";
+        start_call(self, {pending_call::stamp, call.ns, call.name}, [&client, call, patch](k8s::api_callback cb) {
+          client.merge_patch(kinds::capacity_requests, call.ns, call.name, patch, std::move(cb), "status");
+        });
+        return;  // still in flight until stamped
+      }
+      runtime::log::warn(actor_name, "CapacityRequest create failed", {{"pod", key}, {"error", r.error}});
+      break;
+    case pending_call::stamp:
+      // A conflict: the CR moved on (acknowledged) before the stamp, which then has no place.
+      if (!r.ok && kind != k8s::api_error::kind::not_found && kind != k8s::api_error::kind::conflict)
+        runtime::log::warn(actor_name, "CapacityRequest Pending stamp failed", {{"cr", key}, {"error", r.error}});
+      break;
+    case pending_call::remove:
+      if (r.ok)
+        ++s.deleted;
+      else if (kind != k8s::api_error::kind::not_found && kind != k8s::api_error::kind::conflict)
+        runtime::log::warn(actor_name, "CapacityRequest delete failed", {{"cr", key}, {"error", r.error}});
+      break;
+  }
+  s.in_flight.erase(key);
+  if (!r.ok && transient(kind) && call.what != pending_call::stamp) {
+    // The Pod's key (a CR is named after its Pod): tried again after its backoff, never
+    // in a hot loop. (A failed stamp needs nothing: the roll-up acknowledges a CR with no
+    // phase as it does a Pending one.)
+    if (call.what == pending_call::remove) {
+      // Still ours until it is gone: the retry deletes it (the Pod may be gone by then too,
+      // and garbage collection through the owner reference then removes the CR).
+      if (auto pod = s.deps.pods->get(call.ns, call.name))
+        s.ours[key] = pod->meta.uid;
+    }
+    retry_later(self, call.ns, call.name);
+    return;
+  }
+  s.failures.erase(key);
+  if (call.what == pending_call::create && !r.ok && kind != k8s::api_error::kind::already_exists)
+    return;  // refused for what it is: the periodic resync tries again, no hot loop
+  // Re-check the Pod's latest state: it may have changed while the call ran.
+  if (auto pod = s.deps.pods->get(call.ns, call.name))
+    reconcile(self, msg::pod_event{msg::object_change::resync, pod});
+}
+
 caf::behavior upc_behavior(upc_actor* self, operator_deps deps, operator_options opts) {
   auto& st = self->state;
   st.deps = std::move(deps);
@@ -143,71 +211,7 @@ caf::behavior upc_behavior(upc_actor* self, operator_deps deps, operator_options
         else
           s.failures.erase(r.ns + "/" + r.name);  // gone: its CR goes with it (owner reference)
       },
-      [self](msg::api_reply& r) {
-        auto& s = self->state;
-        auto found = s.calls.take(r);
-        if (!found)
-          return;
-        auto call = std::move(*found);
-        const std::string key = call.ns + "/" + call.name;
-        const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
-        switch (call.what) {
-          case pending_call::create:
-            if (r.ok || kind == k8s::api_error::kind::already_exists) {
-              if (auto pod = s.deps.pods->get(call.ns, call.name))
-                s.ours[key] = pod->meta.uid;
-              // Stamp Pending (the status subresource is not set by a create), on the version
-              // the create made only: the roll-up may have acknowledged the CR already (it
-              // acknowledges one with no phase too), and a later Pending would undo that for
-              // good. A CR that already existed was stamped or acknowledged before.
-              auto made = r.ok ? k8s::decode_unstructured(r.body) : k8s::decoded<k8s::unstructured>{k8s::decode_error{}};
-              auto* cr = std::get_if<k8s::unstructured>(&made);
-              if (!r.ok || cr == nullptr || cr->meta.resource_version.empty())
-                break;
-              ++s.created;
-              auto& client = *s.deps.client;
-              const std::string patch = "{\"metadata\":{\"resourceVersion\":" + runtime::json_escape(cr->meta.resource_version) +
-                                        "},\"status\":{\"phase\":\"Pending\"}}";
-              start_call(self, {pending_call::stamp, call.ns, call.name}, [&client, call, patch](k8s::api_callback cb) {
-                client.merge_patch(kinds::capacity_requests, call.ns, call.name, patch, std::move(cb), "status");
-              });
-              return;  // still in flight until stamped
-            }
-            runtime::log::warn(actor_name, "CapacityRequest create failed", {{"pod", key}, {"error", r.error}});
-            break;
-          case pending_call::stamp:
-            // A conflict: the CR moved on (acknowledged) before the stamp, which then has no place.
-            if (!r.ok && kind != k8s::api_error::kind::not_found && kind != k8s::api_error::kind::conflict)
-              runtime::log::warn(actor_name, "CapacityRequest Pending stamp failed", {{"cr", key}, {"error", r.error}});
-            break;
-          case pending_call::remove:
-            if (r.ok)
-              ++s.deleted;
-            else if (kind != k8s::api_error::kind::not_found && kind != k8s::api_error::kind::conflict)
-              runtime::log::warn(actor_name, "CapacityRequest delete failed", {{"cr", key}, {"error", r.error}});
-            break;
-        }
-        s.in_flight.erase(key);
-        if (!r.ok && transient(kind) && call.what != pending_call::stamp) {
-          // The Pod's key (a CR is named after its Pod): tried again after its backoff, never
-          // in a hot loop. (A failed stamp needs nothing: the roll-up acknowledges a CR with no
-          // phase as it does a Pending one.)
-          if (call.what == pending_call::remove) {
-            // Still ours until it is gone: the retry deletes it (the Pod may be gone by then too,
-            // and garbage collection through the owner reference then removes the CR).
-            if (auto pod = s.deps.pods->get(call.ns, call.name))
-              s.ours[key] = pod->meta.uid;
-          }
-          retry_later(self, call.ns, call.name);
-          return;
-        }
-        s.failures.erase(key);
-        if (call.what == pending_call::create && !r.ok && kind != k8s::api_error::kind::already_exists)
-          return;  // refused for what it is: the periodic resync tries again, no hot loop
-        // Re-check the Pod's latest state: it may have changed while the call ran.
-        if (auto pod = s.deps.pods->get(call.ns, call.name))
-          reconcile(self, msg::pod_event{msg::object_change::resync, pod});
-      },
+      [self](msg::api_reply& r) { on_reply(self, r); },
   };
 }
 

@@ -151,6 +151,68 @@ void start_drain(drain_actor* self) {
   maybe_quit(self);
 }
 
+// A node cordoned (or not): once every cordon has answered, ack the instruction and drain.
+void on_cordoned(drain_actor* self, const msg::api_reply& r) {
+  auto& s = self->state;
+  if (s.cordons_pending == 0 || r.correlation - cordon_base >= s.nodes.size())
+    return;  // after the deadline
+  auto& n = s.nodes[r.correlation - cordon_base];
+  n.started = r.ok;
+  if (r.ok)
+    set_upcoming_phase(self, n.name, "Draining", "", false);
+  else
+    runtime::log::warn(actor_name, "cordon failed: node not drained", {{"node", n.name}, {"error", r.error}});
+  if (--s.cordons_pending > 0)
+    return;
+  pb::OperatorMessage ack;
+  ack.mutable_reclaim_ack()->set_instruction_id(s.instruction.instruction_id());
+  for (const auto& node : s.nodes)
+    if (node.started)
+      ack.mutable_reclaim_ack()->add_nodes_started(node.name);
+  if (!s.deps.queue->enqueue(std::move(ack)))
+    runtime::log::warn(actor_name, "outbox full: ReclaimAck dropped (the shard re-issues)",
+                       {{"instruction", s.instruction.instruction_id()}});
+  start_drain(self);
+}
+
+// An eviction answered: done, gone already, or retried (a PodDisruptionBudget) until the deadline.
+void on_evicted(drain_actor* self, const msg::api_reply& r) {
+  auto& s = self->state;
+  auto it = s.evictions.find(r.correlation);
+  if (it == s.evictions.end())
+    return;
+  auto& n = s.nodes[it->second.node];
+  const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
+  if (r.ok || kind == k8s::api_error::kind::not_found) {
+    s.evictions.erase(it);
+    if (--n.pending == 0)
+      finish_node(self, &n - s.nodes.data(), true);
+    maybe_quit(self);
+    return;
+  }
+  n.last_error = kind == k8s::api_error::kind::disruption_blocked
+                     ? "eviction of " + it->second.ns + "/" + it->second.pod + " blocked by a PodDisruptionBudget"
+                     : r.error;
+  if (n.finished || self->clock().now() + pdb_retry > s.deadline)
+    return;  // the deadline handler fails the node
+  self->delayed_send(self, pdb_retry, msg::tick_atom_v, r.correlation);
+}
+
+// The grace period is over: every node still draining fails.
+void on_deadline(drain_actor* self) {
+  auto& s = self->state;
+  for (size_t i = 0; i < s.nodes.size(); ++i) {
+    auto& n = s.nodes[i];
+    if (!n.started || n.finished)
+      continue;
+    n.last_error = "grace period passed with " + std::to_string(n.pending) + " pods not evicted" +
+                   (n.last_error.empty() ? "" : ": " + n.last_error);
+    finish_node(self, i, false);
+  }
+  s.cordons_pending = 0;
+  maybe_quit(self);
+}
+
 caf::behavior drain_behavior(drain_actor* self, operator_deps deps, pb::ReclaimInstruction instruction) {
   auto& st = self->state;
   st.deps = std::move(deps);
@@ -174,65 +236,16 @@ caf::behavior drain_behavior(drain_actor* self, operator_deps deps, pb::ReclaimI
     maybe_quit(self);
   return {
       [self](msg::api_reply& r) {
-        auto& s = self->state;
-        if (r.correlation >= cordon_base) {
-          if (s.cordons_pending == 0 || r.correlation - cordon_base >= s.nodes.size())
-            return;  // after the deadline
-          auto& n = s.nodes[r.correlation - cordon_base];
-          n.started = r.ok;
-          if (r.ok)
-            set_upcoming_phase(self, n.name, "Draining", "", false);
-          else
-            runtime::log::warn(actor_name, "cordon failed: node not drained", {{"node", n.name}, {"error", r.error}});
-          if (--s.cordons_pending > 0)
-            return;
-          pb::OperatorMessage ack;
-          ack.mutable_reclaim_ack()->set_instruction_id(s.instruction.instruction_id());
-          for (const auto& node : s.nodes)
-            if (node.started)
-              ack.mutable_reclaim_ack()->add_nodes_started(node.name);
-          if (!s.deps.queue->enqueue(std::move(ack)))
-            runtime::log::warn(actor_name, "outbox full: ReclaimAck dropped (the shard re-issues)",
-                               {{"instruction", s.instruction.instruction_id()}});
-          start_drain(self);
-          return;
-        }
-        auto it = s.evictions.find(r.correlation);
-        if (it == s.evictions.end())
-          return;
-        auto& n = s.nodes[it->second.node];
-        const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
-        if (r.ok || kind == k8s::api_error::kind::not_found) {
-          s.evictions.erase(it);
-          if (--n.pending == 0)
-            finish_node(self, &n - s.nodes.data(), true);
-          maybe_quit(self);
-          return;
-        }
-        n.last_error = kind == k8s::api_error::kind::disruption_blocked
-                           ? "eviction of " + it->second.ns + "/" + it->second.pod + " blocked by a PodDisruptionBudget"
-                           : r.error;
-        if (n.finished || self->clock().now() + pdb_retry > s.deadline)
-          return;  // the deadline handler fails the node
-        self->delayed_send(self, pdb_retry, msg::tick_atom_v, r.correlation);
+        if (r.correlation >= cordon_base)
+          on_cordoned(self, r);
+        else
+          on_evicted(self, r);
       },
       [self](msg::tick_atom, uint64_t correlation) {
         if (self->state.evictions.count(correlation) > 0)
           evict(self, correlation);
       },
-      [self](msg::deadline_atom, uint32_t, uint64_t) {
-        auto& s = self->state;
-        for (size_t i = 0; i < s.nodes.size(); ++i) {
-          auto& n = s.nodes[i];
-          if (!n.started || n.finished)
-            continue;
-          n.last_error = "grace period passed with " + std::to_string(n.pending) + " pods not evicted" +
-                         (n.last_error.empty() ? "" : ": " + n.last_error);
-          finish_node(self, i, false);
-        }
-        s.cordons_pending = 0;
-        maybe_quit(self);
-      },
+      [self](msg::deadline_atom, uint32_t, uint64_t) { on_deadline(self); },
   };
 }
 

@@ -14,6 +14,7 @@
 #include <simdjson.h>
 
 #include <algorithm>
+#include <functional>
 #include <unordered_map>
 
 #include "actors/bigfleet/bigfleet.hpp"
@@ -105,6 +106,42 @@ void patch_status(k8s::client& c, const k8s::resource_kind& kind, const std::str
                 "status");
 }
 
+using spec_written = std::function<void(std::optional<std::string> error)>;
+
+void patch_upcoming_spec(k8s::client& client, const std::string& name, const std::string& spec, spec_written then) {
+  client.merge_patch(kinds::upcoming_nodes, "", name, "{\"spec\":" + spec + "}", [then = std::move(then)](k8s::api_result r) mutable {
+    auto* e = std::get_if<k8s::api_error>(&r);
+    then(e ? std::optional<std::string>{e->describe()} : std::nullopt);
+  });
+}
+
+// A new UpcomingNode; one an earlier session created already gets its spec patched instead.
+void create_upcoming(k8s::client& client, const std::string& name, const std::string& machine, const std::string& spec,
+                     spec_written then) {
+  std::string object = "{\"apiVersion\":\"bigfleet.lucy.sh/v1alpha1\",\"kind\":\"UpcomingNode\",\"metadata\":{\"name\":" +
+                       runtime::json_escape(name) + ",\"labels\":{\"bigfleet.lucy.sh/machine-id\":" +
+                       runtime::json_escape(name == machine ? machine : name) + "}},\"spec\":" + spec + "}";
+  client.create(kinds::upcoming_nodes, "", object, [&client, name, spec, then = std::move(then)](k8s::api_result r) mutable {
+    auto* e = std::get_if<k8s::api_error>(&r);
+    if (e && e->what == k8s::api_error::kind::already_exists)  // raced with an earlier session
+      return patch_upcoming_spec(client, name, spec, std::move(then));
+    then(e ? std::optional<std::string>{e->describe()} : std::nullopt);
+  });
+}
+
+// Drained or Deleting: the UpcomingNode goes (already gone counts as done).
+void remove_upcoming(k8s::client& client, const std::string& name, const caf::actor& session, msg::object_written result,
+                     std::string phase) {
+  client.remove(kinds::upcoming_nodes, "", name, {}, [session, result, phase = std::move(phase)](k8s::api_result r) mutable {
+    auto* e = std::get_if<k8s::api_error>(&r);
+    result.ok = !e || e->what == k8s::api_error::kind::not_found;
+    if (!result.ok)
+      result.error = e->describe();
+    runtime::log::info(actor_name, "UpcomingNode removed", {{"machine", result.key}, {"last_phase", phase}});
+    report(session, std::move(result));
+  });
+}
+
 // The UpcomingNode write chain for one update: create or patch spec when it changed, then patch
 // status when it changed; Drained/Deleting delete the object. Runs on the transport's thread;
 // the result goes back to the session as msg::object_written.
@@ -142,15 +179,7 @@ void write_upcoming(session_actor* self, const std::string& key, const pb::NodeS
       result.ok = true;
       return report(session, std::move(result));
     }
-    client.remove(kinds::upcoming_nodes, "", name, {}, [session, result, phase = std::string{decision.phase}](k8s::api_result r) mutable {
-      auto* e = std::get_if<k8s::api_error>(&r);
-      result.ok = !e || e->what == k8s::api_error::kind::not_found;
-      if (!result.ok)
-        result.error = e->describe();
-      runtime::log::info(actor_name, "UpcomingNode removed", {{"machine", result.key}, {"last_phase", phase}});
-      report(session, std::move(result));
-    });
-    return;
+    return remove_upcoming(client, name, session, std::move(result), std::string{decision.phase});
   }
   const std::string spec = headroom::bigfleet::upcoming_node_spec(u);
   const std::string status = headroom::bigfleet::upcoming_node_status(u, decision.phase);
@@ -168,7 +197,7 @@ void write_upcoming(session_actor* self, const std::string& key, const pb::NodeS
   std::string status_body = status;
   if (fresh || (cached && field_of(cached->raw, {"status", "provisioningStartTime"}).empty()))
     status_body.insert(status_body.size() - 1, ",\"provisioningStartTime\":\"" + k8s::time_now() + "\"");
-  auto after_spec = [&client, session, result, name, status_body, status_changed](std::optional<std::string> err) mutable {
+  spec_written after_spec = [&client, session, result, name, status_body, status_changed](std::optional<std::string> err) mutable {
     if (err) {
       result.ok = false;
       result.error = *err;
@@ -185,29 +214,11 @@ void write_upcoming(session_actor* self, const std::string& key, const pb::NodeS
       report(session, std::move(result));
     });
   };
-  if (fresh) {
-    std::string object = "{\"apiVersion\":\"bigfleet.lucy.sh/v1alpha1\",\"kind\":\"UpcomingNode\",\"metadata\":{\"name\":" +
-                         runtime::json_escape(name) + ",\"labels\":{\"bigfleet.lucy.sh/machine-id\":" +
-                         runtime::json_escape(name == machine ? machine : name) + "}},\"spec\":" + spec + "}";
-    client.create(kinds::upcoming_nodes, "", object, [&client, name, spec, after_spec](k8s::api_result r) mutable {
-      auto* e = std::get_if<k8s::api_error>(&r);
-      if (e && e->what == k8s::api_error::kind::already_exists) {  // raced with an earlier session
-        client.merge_patch(kinds::upcoming_nodes, "", name, "{\"spec\":" + spec + "}", [after_spec](k8s::api_result r2) mutable {
-          auto* e2 = std::get_if<k8s::api_error>(&r2);
-          after_spec(e2 ? std::optional<std::string>{e2->describe()} : std::nullopt);
-        });
-        return;
-      }
-      after_spec(e ? std::optional<std::string>{e->describe()} : std::nullopt);
-    });
-    return;
-  }
+  if (fresh)
+    return create_upcoming(client, name, machine, spec, std::move(after_spec));
   if (!spec_changed)
     return after_spec(std::nullopt);
-  client.merge_patch(kinds::upcoming_nodes, "", name, "{\"spec\":" + spec + "}", [after_spec](k8s::api_result r) mutable {
-    auto* e = std::get_if<k8s::api_error>(&r);
-    after_spec(e ? std::optional<std::string>{e->describe()} : std::nullopt);
-  });
+  patch_upcoming_spec(client, name, spec, std::move(after_spec));
 }
 
 // AvailableCapacity upsert: create, or merge-patch the spec when it changed.
@@ -319,6 +330,62 @@ void handle_dispatch(session_actor* self, runtime::bounded_dispatcher<pb::ShardM
   }
 }
 
+// The stream opened (a roll-up at once) or closed (reconnect after a jittered backoff).
+void on_link(session_actor* self, const msg::shard_link& link) {
+  auto& s = self->state;
+  if (link.generation != s.generation)
+    return;
+  const auto now = runtime::actor_system_clock{self->clock()}.now_ms();
+  if (link.up) {
+    s.backoff = std::chrono::milliseconds{0};
+    const auto v = s.link_outage.succeeded(now);
+    runtime::log::info(actor_name, "shard stream open",
+                       {{"target", s.opts.endpoint.target}, {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
+    if (s.rollup)
+      self->send(s.rollup, msg::rollup_atom_v);
+    return;
+  }
+  s.stream.reset();
+  s.backoff = s.backoff.count() == 0 ? s.opts.reconnect_initial : std::min(s.backoff * 2, s.opts.reconnect_max);
+  const auto v = s.link_outage.failed(now);
+  runtime::outage::log(actor_name, v, "shard stream closed; reconnecting", "shard stream still closed; reconnecting",
+                       {{"reason", link.reason}, {"retry_in_ms", s.backoff.count()}, {"down_for_ms", v.down_for_ms},
+                        {"attempts", v.failures}});
+  self->delayed_send(self, s.backoff, msg::restart_atom_v, uint32_t{0}, s.generation);
+}
+
+// A write finished: recorded, or retried after a doubling delay (the machine stays in flight).
+void on_written(session_actor* self, const msg::object_written& w) {
+  auto& s = self->state;
+  if (w.key.rfind("available/", 0) == 0) {
+    if (w.ok)
+      s.written_avail[w.key.substr(10)] = {"", w.spec, ""};
+    else
+      runtime::log::warn(actor_name, "AvailableCapacity write failed", {{"error", w.error}});
+    s.dispatcher->finish(runtime::dispatch_lane::normal);
+    return;
+  }
+  if (!w.ok) {
+    // Not recorded, so the retry writes in full; the machine stays in flight meanwhile and
+    // newer updates for it wait in the coalescer.
+    s.written.erase(w.key.substr(0, w.key.find('#')));
+    auto& delay = s.retry_delay[w.key];
+    delay = delay.count() == 0 ? std::chrono::milliseconds{500} : std::min(delay * 2, std::chrono::milliseconds{30'000});
+    runtime::log::warn(actor_name, "UpcomingNode write failed; retrying",
+                       {{"machine", w.key}, {"error", w.error}, {"retry_in_ms", delay.count()}});
+    self->delayed_send(self, delay, msg::tick_atom_v, w.key);
+    return;
+  }
+  const std::string machine = w.key.substr(0, w.key.find('#'));
+  if (w.phase.empty())
+    s.written.erase(machine);
+  else
+    s.written[machine] = {w.phase, w.spec, w.status};
+  s.in_flight.erase(w.key);
+  s.retry_delay.erase(w.key);
+  s.nodes->done(w.key);
+}
+
 caf::behavior session_behavior(session_actor* self, operator_deps deps, operator_options opts, caf::actor rollup) {
   auto& st = self->state;
   st.deps = std::move(deps);
@@ -341,28 +408,7 @@ caf::behavior session_behavior(session_actor* self, operator_deps deps, operator
   // The state's destruction closes the stream and joins its threads (shard_stream's destructor).
   connect(self);
   return {
-      [self](msg::shard_link link) {
-        auto& s = self->state;
-        if (link.generation != s.generation)
-          return;
-        const auto now = runtime::actor_system_clock{self->clock()}.now_ms();
-        if (link.up) {
-          s.backoff = std::chrono::milliseconds{0};
-          const auto v = s.link_outage.succeeded(now);
-          runtime::log::info(actor_name, "shard stream open",
-                             {{"target", s.opts.endpoint.target}, {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
-          if (s.rollup)
-            self->send(s.rollup, msg::rollup_atom_v);
-          return;
-        }
-        s.stream.reset();
-        s.backoff = s.backoff.count() == 0 ? s.opts.reconnect_initial : std::min(s.backoff * 2, s.opts.reconnect_max);
-        const auto v = s.link_outage.failed(now);
-        runtime::outage::log(actor_name, v, "shard stream closed; reconnecting", "shard stream still closed; reconnecting",
-                             {{"reason", link.reason}, {"retry_in_ms", s.backoff.count()}, {"down_for_ms", v.down_for_ms},
-                              {"attempts", v.failures}});
-        self->delayed_send(self, s.backoff, msg::restart_atom_v, uint32_t{0}, s.generation);
-      },
+      [self](msg::shard_link link) { on_link(self, link); },
       [self](msg::restart_atom, uint32_t, uint64_t generation) {
         if (generation == self->state.generation && !self->state.stream)
           connect(self);
@@ -381,36 +427,7 @@ caf::behavior session_behavior(session_actor* self, operator_deps deps, operator
           }
         }
       },
-      [self](msg::object_written& w) {
-        auto& s = self->state;
-        if (w.key.rfind("available/", 0) == 0) {
-          if (w.ok)
-            s.written_avail[w.key.substr(10)] = {"", w.spec, ""};
-          else
-            runtime::log::warn(actor_name, "AvailableCapacity write failed", {{"error", w.error}});
-          s.dispatcher->finish(runtime::dispatch_lane::normal);
-          return;
-        }
-        if (!w.ok) {
-          // Not recorded, so the retry writes in full; the machine stays in flight meanwhile and
-          // newer updates for it wait in the coalescer.
-          s.written.erase(w.key.substr(0, w.key.find('#')));
-          auto& delay = s.retry_delay[w.key];
-          delay = delay.count() == 0 ? std::chrono::milliseconds{500} : std::min(delay * 2, std::chrono::milliseconds{30'000});
-          runtime::log::warn(actor_name, "UpcomingNode write failed; retrying",
-                             {{"machine", w.key}, {"error", w.error}, {"retry_in_ms", delay.count()}});
-          self->delayed_send(self, delay, msg::tick_atom_v, w.key);
-          return;
-        }
-        const std::string machine = w.key.substr(0, w.key.find('#'));
-        if (w.phase.empty())
-          s.written.erase(machine);
-        else
-          s.written[machine] = {w.phase, w.spec, w.status};
-        s.in_flight.erase(w.key);
-        s.retry_delay.erase(w.key);
-        s.nodes->done(w.key);
-      },
+      [self](msg::object_written& w) { on_written(self, w); },
       [self](msg::tick_atom, const std::string& machine) {
         auto& s = self->state;
         if (auto it = s.in_flight.find(machine); it != s.in_flight.end())

@@ -529,20 +529,11 @@ bool unanswered(const msg::api_reply& r) {
                    kind == api_kind::unexpected);
 }
 
-void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& r) {
-  auto& st = self->state;
+// The seed's PriorityClasses: created (or read first, as the chart may have made them); an
+// existing class must have our value.
+void on_priority_class_reply(monitor_actor* self, const call_info& call, const msg::api_reply& r) {
   const auto kind = static_cast<api_kind>(r.error_kind);
-  auto* kube = st.ctx->kube;
-  const auto& ns = st.ctx->spec.ns;
-  const bool setup_call = call.kind == call_kind::priority_class || call.kind == call_kind::priority_class_get ||
-                          call.kind == call_kind::owner_create || call.kind == call_kind::owner_get ||
-                          call.kind == call_kind::owner_list;
-  if (setup_call && unanswered(r)) {
-    st.setup_failed = true;
-    st.setup_error = r.error;
-    finish_setup_step(self);
-    return;
-  }
+  auto* kube = self->state.ctx->kube;
   switch (call.kind) {
     case call_kind::priority_class: {
       if (!r.ok && kind != api_kind::already_exists) {
@@ -583,6 +574,18 @@ void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& 
       finish_setup_step(self);
       return;
     }
+    default:
+      return;
+  }
+}
+
+// This process's owner ConfigMap (the placeholders' owner) and earlier processes' ones.
+void on_owner_reply(monitor_actor* self, const call_info& call, const msg::api_reply& r) {
+  auto& st = self->state;
+  const auto kind = static_cast<api_kind>(r.error_kind);
+  auto* kube = st.ctx->kube;
+  const auto& ns = st.ctx->spec.ns;
+  switch (call.kind) {
     case call_kind::owner_create:
       if (!r.ok && kind != api_kind::already_exists) {
         self->quit(caf::make_error(caf::sec::runtime_error, "owner ConfigMap " + ns + "/" + call.name + ": " + r.error));
@@ -626,6 +629,31 @@ void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& 
       finish_setup_step(self);
       return;
     }
+    default:
+      return;
+  }
+}
+
+void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& r) {
+  auto& st = self->state;
+  const auto kind = static_cast<api_kind>(r.error_kind);
+  const bool setup_call = call.kind == call_kind::priority_class || call.kind == call_kind::priority_class_get ||
+                          call.kind == call_kind::owner_create || call.kind == call_kind::owner_get ||
+                          call.kind == call_kind::owner_list;
+  if (setup_call && unanswered(r)) {
+    st.setup_failed = true;
+    st.setup_error = r.error;
+    finish_setup_step(self);
+    return;
+  }
+  switch (call.kind) {
+    case call_kind::priority_class:
+    case call_kind::priority_class_get:
+      return on_priority_class_reply(self, call, r);
+    case call_kind::owner_create:
+    case call_kind::owner_get:
+    case call_kind::owner_list:
+      return on_owner_reply(self, call, r);
     case call_kind::owner_release:
       if (!r.ok && kind != api_kind::not_found)
         runtime::log::warn(actor_name, "could not delete the owner ConfigMap on shutdown", {{"error", r.error}});

@@ -348,6 +348,109 @@ void on_runner_list(provisioner_actor* self, const runner_list& l) {
   scale_down(self, l.runners);
 }
 
+// The listener's statistics (ARC's gauges) and job transitions: a completed job's runner pod goes.
+void on_scale_set_update(provisioner_actor* self, const msg::scale_set_update& u) {
+  auto& s = self->state;
+  s.scale_set_id = u.scale_set_id;
+  s.stats = u.stats;
+  auto& m = s.ctx->metrics;
+  m.set("gha_assigned_jobs", u.stats.total_assigned_jobs);
+  m.set("gha_running_jobs", u.stats.total_running_jobs);
+  m.set("gha_registered_runners", u.stats.total_registered_runners);
+  m.set("gha_busy_runners", u.stats.total_busy_runners);
+  m.set("gha_idle_runners", u.stats.total_idle_runners);
+  for (const auto& j : u.jobs) {
+    if (j.type == msg::job_transition::started) {
+      if (!j.runner_name.empty())
+        s.busy.insert(j.runner_name);
+    } else if (j.type == msg::job_transition::completed) {
+      s.busy.erase(j.runner_name);
+      if (s.ctx->spec.standalone && !j.runner_name.empty())
+        delete_runner_pod(self, j.runner_name);  // ephemeral: its job is done
+    }
+  }
+  reconcile(self);
+}
+
+// A runner's JIT configuration: its pod is created next (a failure retries the reconcile in 5 s).
+void on_jit(provisioner_actor* self, msg::jit_reply& r) {
+  auto& s = self->state;
+  if (!r.error.empty()) {
+    --s.creating;
+    s.jit_pending.erase(r.name);
+    runtime::log::warn(actor_name, "could not get a runner's JIT configuration", {{"runner", r.name}, {"error", r.error}});
+    self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, reconcile_tick);
+    return;
+  }
+  auto* kube = s.ctx->kube;
+  start_call(self, creation{creation::pod, r.name, r.runner_id, std::move(r.jit)},
+             [kube, ns = s.ctx->spec.ns, body = runner_pod(s.ctx->spec, r.name, r.runner_id)](k8s::api_callback cb) {
+               kube->create(k8s::kinds::pods, ns, body, std::move(cb));
+             });
+}
+
+// A runner pod made: its JIT Secret next; a Secret refused: the pod and its runner go.
+void on_reply(provisioner_actor* self, const msg::api_reply& r) {
+  auto& s = self->state;
+  auto found = s.calls.take(r);
+  if (!found)
+    return;
+  auto c = std::move(*found);
+  auto* kube = s.ctx->kube;
+  const auto& ns = s.ctx->spec.ns;
+  if (c.at == creation::pod) {
+    --s.creating;
+    s.jit_pending.erase(c.name);
+    if (!r.ok) {
+      s.seen_before_made.erase(c.name);
+      runtime::log::warn(actor_name, "runner pod create failed", {{"pod", c.name}, {"error", r.error}});
+      remove_runner(self, c.runner_id, "its pod could not be made");
+      const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
+      if (kind == k8s::api_error::kind::server || kind == k8s::api_error::kind::transport)
+        delete_runner_pod(self, c.name);  // it may have been made after all
+      self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, reconcile_tick);
+      return;
+    }
+    // The watch can show the new pod before the create is answered; a pod seen (or already
+    // deleted) before this point would otherwise count as made-not-seen for a minute and
+    // hold back its replacement (a runner the health check removed was not replaced until
+    // the service re-queued its job, 2 minutes on: found by capacity_e2e under load).
+    const bool seen = s.seen_before_made.erase(c.name) > 0;
+    if (!seen && !s.ctx->pods->get(ns, c.name))
+      s.made.emplace(c.name, self->clock().now());
+    runtime::log::info(actor_name, "runner pod created", {{"scale_set", s.ctx->spec.name}, {"pod", c.name}, {"runner_id", c.runner_id}});
+    simdjson::dom::parser parser;
+    std::string_view uid;
+    if (parser.parse(r.body)["metadata"]["uid"].get(uid) != simdjson::SUCCESS)
+      runtime::log::warn(actor_name, "runner pod create answered without a uid", {{"pod", c.name}});
+    const std::string body = runner_secret(s.ctx->spec, c.name, std::string{uid}, c.jit);
+    c.at = creation::secret;
+    c.jit.clear();
+    start_call(self, std::move(c), [kube, ns, body](k8s::api_callback cb) { kube->create(k8s::kinds::secrets, ns, body, std::move(cb)); });
+    return;
+  }
+  if (!r.ok && static_cast<k8s::api_error::kind>(r.error_kind) != k8s::api_error::kind::already_exists) {
+    runtime::log::warn(actor_name, "runner secret create failed: deleting the pod", {{"pod", c.name}, {"error", r.error}});
+    delete_runner_pod(self, c.name);
+    remove_runner(self, c.runner_id, "its JIT secret could not be made");
+  }
+}
+
+// A runner pod delete answered: done, or tried again by the next reconcile.
+void on_pod_deleted(provisioner_actor* self, const runner_pod_deleted& d) {
+  auto& s = self->state;
+  auto it = s.doomed.find(d.name);
+  if (it == s.doomed.end())
+    return;
+  it->second.in_flight = false;
+  if (d.done) {
+    s.doomed.erase(it);
+    return;
+  }
+  runtime::log::warn(actor_name, "runner pod delete failed; trying again", {{"pod", d.name}, {"error", d.error}});
+  self->delayed_send(self, std::chrono::seconds(2), msg::tick_atom_v, reconcile_tick);
+}
+
 caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, scale_set_peers peers) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
@@ -378,88 +481,9 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
         self->state.cap_known = true;
         reconcile(self);
       },
-      [self](const msg::scale_set_update& u) {
-        auto& s = self->state;
-        s.scale_set_id = u.scale_set_id;
-        s.stats = u.stats;
-        auto& m = s.ctx->metrics;
-        m.set("gha_assigned_jobs", u.stats.total_assigned_jobs);
-        m.set("gha_running_jobs", u.stats.total_running_jobs);
-        m.set("gha_registered_runners", u.stats.total_registered_runners);
-        m.set("gha_busy_runners", u.stats.total_busy_runners);
-        m.set("gha_idle_runners", u.stats.total_idle_runners);
-        for (const auto& j : u.jobs) {
-          if (j.type == msg::job_transition::started) {
-            if (!j.runner_name.empty())
-              s.busy.insert(j.runner_name);
-          } else if (j.type == msg::job_transition::completed) {
-            s.busy.erase(j.runner_name);
-            if (s.ctx->spec.standalone && !j.runner_name.empty())
-              delete_runner_pod(self, j.runner_name);  // ephemeral: its job is done
-          }
-        }
-        reconcile(self);
-      },
-      [self](msg::jit_reply& r) {
-        auto& s = self->state;
-        if (!r.error.empty()) {
-          --s.creating;
-          s.jit_pending.erase(r.name);
-          runtime::log::warn(actor_name, "could not get a runner's JIT configuration", {{"runner", r.name}, {"error", r.error}});
-          self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, reconcile_tick);
-          return;
-        }
-        auto* kube = s.ctx->kube;
-        start_call(self, creation{creation::pod, r.name, r.runner_id, std::move(r.jit)},
-                   [kube, ns = s.ctx->spec.ns, body = runner_pod(s.ctx->spec, r.name, r.runner_id)](k8s::api_callback cb) {
-                     kube->create(k8s::kinds::pods, ns, body, std::move(cb));
-                   });
-      },
-      [self](msg::api_reply& r) {
-        auto& s = self->state;
-        auto found = s.calls.take(r);
-        if (!found)
-          return;
-        auto c = std::move(*found);
-        auto* kube = s.ctx->kube;
-        const auto& ns = s.ctx->spec.ns;
-        if (c.at == creation::pod) {
-          --s.creating;
-          s.jit_pending.erase(c.name);
-          if (!r.ok) {
-            s.seen_before_made.erase(c.name);
-            runtime::log::warn(actor_name, "runner pod create failed", {{"pod", c.name}, {"error", r.error}});
-            remove_runner(self, c.runner_id, "its pod could not be made");
-            const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
-            if (kind == k8s::api_error::kind::server || kind == k8s::api_error::kind::transport)
-              delete_runner_pod(self, c.name);  // it may have been made after all
-            self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, reconcile_tick);
-            return;
-          }
-          // The watch can show the new pod before the create is answered; a pod seen (or already
-          // deleted) before this point would otherwise count as made-not-seen for a minute and
-          // hold back its replacement (a runner the health check removed was not replaced until
-          // the service re-queued its job, 2 minutes on: found by capacity_e2e under load).
-          const bool seen = s.seen_before_made.erase(c.name) > 0;
-          if (!seen && !s.ctx->pods->get(ns, c.name))
-            s.made.emplace(c.name, self->clock().now());
-          runtime::log::info(actor_name, "runner pod created", {{"scale_set", s.ctx->spec.name}, {"pod", c.name}, {"runner_id", c.runner_id}});
-          simdjson::dom::parser parser;
-          std::string_view uid;
-          if (parser.parse(r.body)["metadata"]["uid"].get(uid) != simdjson::SUCCESS)
-            runtime::log::warn(actor_name, "runner pod create answered without a uid", {{"pod", c.name}});
-          const std::string body = runner_secret(s.ctx->spec, c.name, std::string{uid}, c.jit);
-          c.at = creation::secret;
-          c.jit.clear();
-          start_call(self, std::move(c), [kube, ns, body](k8s::api_callback cb) { kube->create(k8s::kinds::secrets, ns, body, std::move(cb)); });
-          return;
-        }
-        if (!r.ok && static_cast<k8s::api_error::kind>(r.error_kind) != k8s::api_error::kind::already_exists) {
-          runtime::log::warn(actor_name, "runner secret create failed: deleting the pod", {{"pod", c.name}, {"error", r.error}});
-          delete_runner_pod(self, c.name);
-          remove_runner(self, c.runner_id, "its JIT secret could not be made");
-        }
-      },
+      [self](const msg::scale_set_update& u) { on_scale_set_update(self, u); },
+      [self](msg::jit_reply& r) { on_jit(self, r); },
+      [self](msg::api_reply& r) { on_reply(self, r); },
       [self](msg::tick_atom, uint64_t what) {
         if (what == sweep_tick) {
           self->delayed_send(self, sweep_every(self), msg::tick_atom_v, sweep_tick);
@@ -477,19 +501,7 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
         s.ctx->metrics.add("headroom_idle_runners_removed_total", 1);
         delete_runner_pod(self, r.name);
       },
-      [self](const runner_pod_deleted& d) {
-        auto& s = self->state;
-        auto it = s.doomed.find(d.name);
-        if (it == s.doomed.end())
-          return;
-        it->second.in_flight = false;
-        if (d.done) {
-          s.doomed.erase(it);
-          return;
-        }
-        runtime::log::warn(actor_name, "runner pod delete failed; trying again", {{"pod", d.name}, {"error", d.error}});
-        self->delayed_send(self, std::chrono::seconds(2), msg::tick_atom_v, reconcile_tick);
-      },
+      [self](const runner_pod_deleted& d) { on_pod_deleted(self, d); },
   };
 }
 

@@ -61,16 +61,39 @@ bool opted_in(const k8s::pod& p) {
   return v != nullptr && *v == "true";
 }
 
-queue_plan plan_queue(const queue_rules& q, const std::vector<std::shared_ptr<const k8s::pod>>& pods, wall_time now,
-                      const std::set<std::string>& in_flight) {
-  queue_plan plan;
+namespace {
+
+// Per capacity entry: bound pods' requests, ungated-unbound ones' (reservations), gated ones'.
+struct tally {
+  explicit tally(size_t n) : allocated(n, 0), reserved(n, 0), waiting(n, 0) {}
+  std::vector<int64_t> allocated, reserved, waiting;
+};
+
+void add_requests(const k8s::resource_amounts& cap, std::vector<int64_t>& into, const k8s::pod& p) {
+  for (size_t i = 0; i < cap.size(); ++i)
+    into[i] += amount_of(p, cap[i].first);
+}
+
+// A pod gated by us and by another controller too: not ours to admit yet, but gated for this
+// queue all the same, and its condition says so (not what an earlier look found, such as
+// QueueNotFound before the queue existed).
+void held_by_other_gates(const queue_rules& q, const k8s::pod& p, queue_plan& plan) {
+  ++plan.status.gated_pods;
+  std::string others;
+  for (const auto& g : p.spec->scheduling_gates)
+    if (g != k8s::admission::queue_gate)
+      others += (others.empty() ? "" : ", ") + g;
+  const std::string message = "queue " + q.spec.name + " judges it once the other scheduling gates are removed (" + others + ")";
+  const auto* c = p.find_condition(admitted_condition);
+  if (c == nullptr || c->status != "False" || c->reason != "OtherGates" || c->message != message)
+    plan.conditions.push_back({p.meta.ns, p.meta.name, "False", "OtherGates", message});
+}
+
+// Step 1: what holds room (bound pods, unexpired reservations), what expired, and the pods
+// waiting at our gate alone (the candidates).
+std::vector<const k8s::pod*> classify(const queue_rules& q, const std::vector<std::shared_ptr<const k8s::pod>>& pods,
+                                      wall_time now, const std::set<std::string>& in_flight, queue_plan& plan, tally& t) {
   const auto& cap = q.spec.capacity;
-  std::vector<int64_t> used(cap.size(), 0);  // allocated + reserved, per capacity entry
-  std::vector<int64_t> allocated(cap.size(), 0), reserved(cap.size(), 0), waiting(cap.size(), 0);
-  auto add = [&cap](std::vector<int64_t>& into, const k8s::pod& p) {
-    for (size_t i = 0; i < cap.size(); ++i)
-      into[i] += amount_of(p, cap[i].first);
-  };
   std::vector<const k8s::pod*> candidates;
   for (const auto& sp : pods) {
     const auto& p = *sp;
@@ -78,51 +101,40 @@ queue_plan plan_queue(const queue_rules& q, const std::vector<std::shared_ptr<co
       continue;
     const std::string key = key_of(p);
     if (!p.node_name.empty()) {
-      add(allocated, p);  // bound: holds its room until it is gone (a terminating pod too)
+      add_requests(cap, t.allocated, p);  // bound: holds its room until it is gone (a terminating pod too)
       ++plan.status.admitted_pods;
       continue;
     }
     if (!p.meta.deletion_timestamp.empty())
       continue;  // unbound and going away
-    if (has_our_gate(p) && !in_flight.contains(key)) {
-      if (p.spec->scheduling_gates.size() == 1) {
+    const bool flying = in_flight.contains(key);
+    if (has_our_gate(p) && !flying) {
+      if (p.spec->scheduling_gates.size() == 1)
         candidates.push_back(&p);
-      } else {
-        // Another controller's gate holds it too: not ours to admit yet, but gated for this queue
-        // all the same, and its condition says so (not what an earlier look found, such as
-        // QueueNotFound before the queue existed).
-        ++plan.status.gated_pods;
-        std::string others;
-        for (const auto& g : p.spec->scheduling_gates)
-          if (g != k8s::admission::queue_gate)
-            others += (others.empty() ? "" : ", ") + g;
-        const std::string message = "queue " + q.spec.name + " judges it once the other scheduling gates are removed (" + others + ")";
-        const auto* c = p.find_condition(admitted_condition);
-        if (c == nullptr || c->status != "False" || c->reason != "OtherGates" || c->message != message)
-          plan.conditions.push_back({p.meta.ns, p.meta.name, "False", "OtherGates", message});
-      }
+      else
+        held_by_other_gates(q, p, plan);
       continue;
     }
-    if (!opted_in(p) && !in_flight.contains(key))
+    if (!opted_in(p) && !flying)
       continue;  // never part of the queue's admission (its author bypassed the gate)
     // Ungated by us (or in flight), not bound: a reservation, until it expires.
-    if (!in_flight.contains(key)) {
-      if (auto start = reservation_start(p)) {
-        const auto expiry = *start + q.reservation_timeout;
-        if (expiry <= now) {
-          plan.expired.push_back(key);
-          continue;
-        }
-        if (!plan.next_expiry || expiry < *plan.next_expiry)
-          plan.next_expiry = expiry;
+    if (auto start = flying ? std::nullopt : reservation_start(p)) {
+      const auto expiry = *start + q.reservation_timeout;
+      if (expiry <= now) {
+        plan.expired.push_back(key);
+        continue;
       }
+      if (!plan.next_expiry || expiry < *plan.next_expiry)
+        plan.next_expiry = expiry;
     }
-    add(reserved, p);
+    add_requests(cap, t.reserved, p);
     ++plan.status.reserved_pods;
   }
-  for (size_t i = 0; i < cap.size(); ++i)
-    used[i] = allocated[i] + reserved[i];
+  return candidates;
+}
 
+// Highest priority first, then the oldest, then by name.
+void order_candidates(std::vector<const k8s::pod*>& candidates) {
   std::sort(candidates.begin(), candidates.end(), [](const k8s::pod* a, const k8s::pod* b) {
     const int32_t pa = a->priority.value_or(0), pb = b->priority.value_or(0);
     if (pa != pb)
@@ -131,8 +143,17 @@ queue_plan plan_queue(const queue_rules& q, const std::vector<std::shared_ptr<co
       return a->meta.creation_timestamp < b->meta.creation_timestamp;  // RFC 3339 UTC sorts as text
     return key_of(*a) < key_of(*b);
   });
+}
+
+// Step 2: in order, each candidate that fits in what is left is ungated (a reservation now);
+// the others wait, with a condition saying why. StrictFIFO: nothing passes a pod that waits.
+void admit_in_order(const queue_rules& q, const std::vector<const k8s::pod*>& candidates, queue_plan& plan, tally& t) {
+  const auto& cap = q.spec.capacity;
+  std::vector<int64_t> used(cap.size(), 0);
+  for (size_t i = 0; i < cap.size(); ++i)
+    used[i] = t.allocated[i] + t.reserved[i];
   const std::string capacity_text = describe(cap);
-  bool blocked = false;  // StrictFIFO: nothing passes a pod that waits
+  bool blocked = false;
   for (const auto* p : candidates) {
     k8s::resource_amounts needs;
     bool fits = !blocked, too_big = false;
@@ -140,25 +161,19 @@ queue_plan plan_queue(const queue_rules& q, const std::vector<std::shared_ptr<co
       const int64_t a = amount_of(*p, cap[i].first);
       if (a > 0)
         needs.emplace_back(cap[i].first, a);
-      if (a > cap[i].second)
-        too_big = true;
-      if (used[i] + a > cap[i].second)
-        fits = false;
+      too_big = too_big || a > cap[i].second;
+      fits = fits && used[i] + a <= cap[i].second;
     }
-    std::string status = "False", reason, message;
+    std::string reason, message;
     if (too_big) {
       reason = "QueueTooSmall";
       message = "needs " + describe(needs) + " but queue " + q.spec.name + " has capacity " + capacity_text + " in all";
     } else if (fits) {
-      ungate u{p->meta.ns, p->meta.name, p->meta.uid, p->meta.resource_version, 0};
       const auto& g = p->spec->scheduling_gates;
-      u.gate_index = static_cast<size_t>(std::find(g.begin(), g.end(), k8s::admission::queue_gate) - g.begin());
-      plan.ungates.push_back(std::move(u));
-      for (size_t i = 0; i < cap.size(); ++i) {
-        const int64_t a = amount_of(*p, cap[i].first);
-        used[i] += a;
-        reserved[i] += a;
-      }
+      plan.ungates.push_back({p->meta.ns, p->meta.name, p->meta.uid, p->meta.resource_version,
+                              static_cast<size_t>(std::find(g.begin(), g.end(), k8s::admission::queue_gate) - g.begin())});
+      add_requests(cap, used, *p);
+      add_requests(cap, t.reserved, *p);
       ++plan.status.reserved_pods;
       if (const auto* c = p->find_condition(admitted_condition); c && c->status != "True")
         plan.conditions.push_back({p->meta.ns, p->meta.name, "True", "Admitted",
@@ -167,19 +182,30 @@ queue_plan plan_queue(const queue_rules& q, const std::vector<std::shared_ptr<co
     } else {
       reason = "QueueFull";
       message = "waits for " + describe(needs) + " to be free in queue " + q.spec.name + " (capacity " + capacity_text + ")";
-      if (q.spec.strict_fifo)
-        blocked = true;
+      blocked = q.spec.strict_fifo;
     }
-    add(waiting, *p);
+    add_requests(cap, t.waiting, *p);
     ++plan.status.gated_pods;
     const auto* c = p->find_condition(admitted_condition);
-    if (c == nullptr || c->status != status || c->reason != reason || c->message != message)
-      plan.conditions.push_back({p->meta.ns, p->meta.name, status, reason, message});
+    if (c == nullptr || c->status != "False" || c->reason != reason || c->message != message)
+      plan.conditions.push_back({p->meta.ns, p->meta.name, "False", reason, message});
   }
+}
+
+}  // namespace
+
+queue_plan plan_queue(const queue_rules& q, const std::vector<std::shared_ptr<const k8s::pod>>& pods, wall_time now,
+                      const std::set<std::string>& in_flight) {
+  queue_plan plan;
+  const auto& cap = q.spec.capacity;
+  tally t(cap.size());
+  auto candidates = classify(q, pods, now, in_flight, plan, t);
+  order_candidates(candidates);
+  admit_in_order(q, candidates, plan, t);
   for (size_t i = 0; i < cap.size(); ++i) {
-    plan.status.allocated.emplace_back(cap[i].first, allocated[i]);
-    plan.status.reserved.emplace_back(cap[i].first, reserved[i]);
-    plan.status.waiting.emplace_back(cap[i].first, waiting[i]);
+    plan.status.allocated.emplace_back(cap[i].first, t.allocated[i]);
+    plan.status.reserved.emplace_back(cap[i].first, t.reserved[i]);
+    plan.status.waiting.emplace_back(cap[i].first, t.waiting[i]);
   }
   plan.status.observed_generation = q.spec.generation;
   return plan;

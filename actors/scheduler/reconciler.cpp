@@ -234,70 +234,95 @@ class cycle {
 
   // ---- 2. syncWorkersState ---------------------------------------------------------------------
 
+  using runner_lists = std::map<std::string, std::vector<github::rest_runner>>;  // scope → GitHub's runners
+
   void sync_workers() {
     if (!load_active())
       return;
-    std::set<std::string> unreachable;
-    for (const auto& n : ctx_.nodes->list())
-      for (const auto& t : n->taints)
-        if (t.key == "node.kubernetes.io/unreachable")
-          unreachable.insert(n->meta.name);
+    const auto unreachable = unreachable_nodes();
     const bool health_due = now_ - st_.last_health >= o_.poll_interval.count();
-    std::map<std::string, std::vector<github::rest_runner>> runners;  // scope → GitHub's runners
-    if (health_due) {
-      st_.last_health = now_;
-      for (const auto& w : workers_)
-        st_.entities[w.entity] = now_;
-      std::erase_if(st_.entities, [&](const auto& kv) { return now_ - kv.second > 3'600'000; });
-      for (const auto& [entity, seen] : st_.entities) {
-        const auto scope = github::scope_of(entity);
-        auto list = ctx_.github->list_runners(scope);
-        if (auto* e = std::get_if<github::rest_error>(&list)) {
-          if (github_error(*e))
-            break;
-        } else {
-          runners[scope] = std::move(std::get<std::vector<github::rest_runner>>(list));
-        }
-      }
-    }
+    runner_lists runners;
+    if (health_due)
+      runners = list_runners();
     std::set<std::string> active_names;
     for (auto& w : workers_) {
       active_names.insert(w.name);
-      auto pod = ctx_.pods->get(o_.pool.ns, w.name);
-      note_job(w);
-      // Phase 1, orphan sweep: a worker whose pod is gone is over.
-      if (!pod) {
-        if (ctx_.pods->synced() && now_ - w.created_at >= o_.orphan_grace.count())
-          finish_worker(w, job_done(w) ? store::worker_status::completed : store::worker_status::failed, "pod_missing: its pod is gone");
-        continue;
-      }
-      // Phase 2, pod phase sync.
-      if (pod->phase == "Running" && !pod->node_name.empty()) {
-        if (w.status == store::worker_status::creating)
-          advance_worker(w, store::worker_status::running, "");
-      } else if (pod->phase == "Succeeded") {
-        finish_worker(w, store::worker_status::completed, "");
-        continue;
-      } else if (pod->phase == "Failed") {
-        finish_worker(w, store::worker_status::failed, pod_failure(*pod));
-        continue;
-      }
-      // Phase 2.5, unreachable node: the kubelet is gone, so force-delete.
-      if (!pod->node_name.empty() && unreachable.count(pod->node_name) > 0) {
-        finish_worker(w, store::worker_status::failed, "node_unreachable: node " + pod->node_name + " is unreachable");
-        k8s::delete_options force;
-        force.grace_period_seconds = 0;
-        auto r = await_call([&](k8s::api_callback cb) { ctx_.kube->remove(k8s::kinds::pods, o_.pool.ns, w.name, force, std::move(cb)); });
-        if (!ok_or_gone(r))
-          ctx_.metrics.error("kubernetes");
-        ctx_.metrics.action("force_deleted");
-        continue;
-      }
-      // Phase 3, health checks.
-      if (health_due && pod->meta.deletion_timestamp.empty())
-        check_health(w, *pod, runners);
+      sync_worker(w, unreachable, health_due ? &runners : nullptr);
     }
-    // A killed pod that its kubelet did not end (or no kubelet: kwok) is deleted after the grace.
+    delete_killed_past_grace();
+    if (health_due)
+      remove_finished_runners(runners, active_names);
+    sweep_pods(active_names, runners);
+    st_.health.keep_only(active_names);
+  }
+
+  std::set<std::string> unreachable_nodes() const {
+    std::set<std::string> out;
+    for (const auto& n : ctx_.nodes->list())
+      for (const auto& t : n->taints)
+        if (t.key == "node.kubernetes.io/unreachable")
+          out.insert(n->meta.name);
+    return out;
+  }
+
+  // GitHub's runners for every entity with a worker in the last hour (for health checks and the
+  // cleanup of Phase 4); stops at the first GitHub error.
+  runner_lists list_runners() {
+    runner_lists runners;
+    st_.last_health = now_;
+    for (const auto& w : workers_)
+      st_.entities[w.entity] = now_;
+    std::erase_if(st_.entities, [&](const auto& kv) { return now_ - kv.second > 3'600'000; });
+    for (const auto& [entity, seen] : st_.entities) {
+      const auto scope = github::scope_of(entity);
+      auto list = ctx_.github->list_runners(scope);
+      if (auto* e = std::get_if<github::rest_error>(&list)) {
+        if (github_error(*e))
+          break;
+      } else {
+        runners[scope] = std::move(std::get<std::vector<github::rest_runner>>(list));
+      }
+    }
+    return runners;
+  }
+
+  // Phases 1 to 3 for one worker; `runners` is null when health checks are not due.
+  void sync_worker(store::worker& w, const std::set<std::string>& unreachable, runner_lists* runners) {
+    auto pod = ctx_.pods->get(o_.pool.ns, w.name);
+    note_job(w);
+    // Phase 1, orphan sweep: a worker whose pod is gone is over.
+    if (!pod) {
+      if (ctx_.pods->synced() && now_ - w.created_at >= o_.orphan_grace.count())
+        finish_worker(w, job_done(w) ? store::worker_status::completed : store::worker_status::failed, "pod_missing: its pod is gone");
+      return;
+    }
+    // Phase 2, pod phase sync.
+    if (pod->phase == "Running" && !pod->node_name.empty()) {
+      if (w.status == store::worker_status::creating)
+        advance_worker(w, store::worker_status::running, "");
+    } else if (pod->phase == "Succeeded") {
+      return finish_worker(w, store::worker_status::completed, "");
+    } else if (pod->phase == "Failed") {
+      return finish_worker(w, store::worker_status::failed, pod_failure(*pod));
+    }
+    // Phase 2.5, unreachable node: the kubelet is gone, so force-delete.
+    if (!pod->node_name.empty() && unreachable.count(pod->node_name) > 0) {
+      finish_worker(w, store::worker_status::failed, "node_unreachable: node " + pod->node_name + " is unreachable");
+      k8s::delete_options force;
+      force.grace_period_seconds = 0;
+      auto r = await_call([&](k8s::api_callback cb) { ctx_.kube->remove(k8s::kinds::pods, o_.pool.ns, w.name, force, std::move(cb)); });
+      if (!ok_or_gone(r))
+        ctx_.metrics.error("kubernetes");
+      ctx_.metrics.action("force_deleted");
+      return;
+    }
+    // Phase 3, health checks.
+    if (runners != nullptr && pod->meta.deletion_timestamp.empty())
+      check_health(w, *pod, *runners);
+  }
+
+  // A killed pod that its kubelet did not end (or no kubelet: kwok) is deleted after the grace.
+  void delete_killed_past_grace() {
     for (auto it = st_.killed_at.begin(); it != st_.killed_at.end();) {
       auto pod = ctx_.pods->get(o_.pool.ns, it->first);
       if (!pod) {
@@ -311,27 +336,31 @@ class cycle {
       }
       ++it;
     }
-    // Phase 4, GitHub cleanup: our runners whose worker is over (or was never recorded).
-    if (health_due) {
-      for (const auto& [scope, list] : runners)
-        for (const auto& rn : list) {
-          if (rn.name.rfind(o_.pool.name + "-", 0) != 0 || active_names.count(rn.name) > 0 || rn.busy)
-            continue;
-          if (ctx_.github->rate_limited())
-            break;
-          auto r = ctx_.github->remove_runner(scope, rn.id);
-          if (auto* e = std::get_if<github::rest_error>(&r))
-            github_error(*e);
-          else if (std::get<github::runner_removal>(r) == github::runner_removal::removed)
-            ctx_.metrics.action("runner_removed");
-        }
-    }
-    // Phase 5, terminal pods past the grace, and stray runner pods: a live pod of ours that no
-    // active worker owns, older than the orphan grace. The API server can make a pod and lose the
-    // answer (a 504 after the write, a connection cut), and a failed worker's pod delete can be
-    // refused: the worker is over, and its pod would hold a runner slot for good. A stray whose
-    // runner GitHub lists as busy is running a job (a store wiped or replaced under running
-    // workers): it is left to finish, and its runner, ephemeral, ends its pod.
+  }
+
+  // Phase 4, GitHub cleanup: our runners whose worker is over (or was never recorded).
+  void remove_finished_runners(const runner_lists& runners, const std::set<std::string>& active_names) {
+    for (const auto& [scope, list] : runners)
+      for (const auto& rn : list) {
+        if (rn.name.rfind(o_.pool.name + "-", 0) != 0 || active_names.count(rn.name) > 0 || rn.busy)
+          continue;
+        if (ctx_.github->rate_limited())
+          return;
+        auto r = ctx_.github->remove_runner(scope, rn.id);
+        if (auto* e = std::get_if<github::rest_error>(&r))
+          github_error(*e);
+        else if (std::get<github::runner_removal>(r) == github::runner_removal::removed)
+          ctx_.metrics.action("runner_removed");
+      }
+  }
+
+  // Phase 5, terminal pods past the grace, and stray runner pods: a live pod of ours that no
+  // active worker owns, older than the orphan grace. The API server can make a pod and lose the
+  // answer (a 504 after the write, a connection cut), and a failed worker's pod delete can be
+  // refused: the worker is over, and its pod would hold a runner slot for good. A stray whose
+  // runner GitHub lists as busy is running a job (a store wiped or replaced under running
+  // workers): it is left to finish, and its runner, ephemeral, ends its pod.
+  void sweep_pods(const std::set<std::string>& active_names, runner_lists& runners) {
     std::set<std::string> present;
     for (const auto& p : ctx_.pods->list()) {
       if (p->meta.ns != o_.pool.ns)
@@ -355,7 +384,6 @@ class cycle {
     }
     std::erase_if(st_.terminal_since, [&](const auto& kv) { return present.count(kv.first) == 0; });
     std::erase_if(st_.busy_strays, [&](const auto& name) { return present.count(name) == 0; });
-    st_.health.keep_only(active_names);
   }
 
   // Whether a stray pod's runner is running a job, by GitHub's runner list for the scope on the
@@ -533,6 +561,42 @@ class cycle {
     return out;
   }
 
+  // The organisation's runner group (ensured once, then cached); 0 for a repository. nullopt
+  // when GitHub refused: the worker is over.
+  std::optional<int64_t> runner_group(const std::string& scope, const std::string& entity, const store::worker& w) {
+    if (scope.rfind("orgs/", 0) != 0)
+      return 0;
+    auto& cached = st_.groups[entity];
+    if (cached == 0) {
+      auto g = ctx_.github->ensure_runner_group(entity, ctx_.opts.runner_group);
+      if (auto* e = std::get_if<github::rest_error>(&g)) {
+        github_error(*e);
+        finish_worker(w, store::worker_status::failed, "runner group: " + e->describe());
+        return std::nullopt;
+      }
+      cached = std::get<int64_t>(g);
+    }
+    return cached;
+  }
+
+  // The job stays pending and gets a new worker next cycle. Had the API server made the pod after
+  // all (a 504 after the write), the stray sweep deletes it past the orphan grace.
+  void runner_pod_refused(const store::worker& w, const std::string& scope, int64_t runner_id, const k8s::api_error& e) {
+    ctx_.metrics.error("kubernetes");
+    (void)ctx_.github->remove_runner(scope, runner_id);
+    using kind = k8s::api_error::kind;
+    if (e.what == kind::server || e.what == kind::too_many_requests || e.what == kind::transport) {
+      // Pause provisioning: 1 s, doubling to 10 s while the API server keeps refusing (at most
+      // 10 s late once it is back).
+      ++st_.create_failures;
+      const int64_t pause = std::min<int64_t>(10'000, int64_t{1'000} << std::min(st_.create_failures - 1, 4));
+      st_.provision_paused_until = now_ + pause;
+      runtime::log::warn(actor_name, "the API server refused a runner pod: provisioning paused",
+                         {{"pause_ms", pause}, {"error", e.describe()}});
+    }
+    finish_worker(w, store::worker_status::failed, "runner pod: " + e.describe());
+  }
+
   void provision(const store::job& j) {
     store::worker w;
     w.entity = j.entity;
@@ -549,22 +613,12 @@ class cycle {
     if (!added)
       return;
     const auto scope = github::scope_of(j.entity);
-    int64_t group = 0;
-    if (scope.rfind("orgs/", 0) == 0) {
-      auto& cached = st_.groups[j.entity];
-      if (cached == 0) {
-        auto g = ctx_.github->ensure_runner_group(j.entity, ctx_.opts.runner_group);
-        if (auto* e = std::get_if<github::rest_error>(&g)) {
-          github_error(*e);
-          return finish_worker(w, store::worker_status::failed, "runner group: " + e->describe());
-        }
-        cached = std::get<int64_t>(g);
-      }
-      group = cached;
-    }
+    const auto group = runner_group(scope, j.entity, w);
+    if (!group)
+      return;
     // The pool's labels when it has them (the runner then takes any job they cover, as GitHub
     // matches), else the job's own.
-    auto jit = ctx_.github->generate_jit_config(scope, w.name, group, o_.runner_labels.empty() ? split_labels(j.labels) : o_.runner_labels);
+    auto jit = ctx_.github->generate_jit_config(scope, w.name, *group, o_.runner_labels.empty() ? split_labels(j.labels) : o_.runner_labels);
     if (auto* e = std::get_if<github::rest_error>(&jit)) {
       github_error(*e);
       if (e->status == 404)
@@ -577,23 +631,8 @@ class cycle {
     auto created = await_call([&](k8s::api_callback cb) {
       ctx_.kube->create(k8s::kinds::pods, o_.pool.ns, runners::runner_pod(o_.pool, w.name, config.runner_id, scope), std::move(cb));
     });
-    if (auto* e = std::get_if<k8s::api_error>(&created)) {
-      // The job stays pending and gets a new worker next cycle. Had the API server made the pod
-      // after all (a 504 after the write), the stray sweep deletes it past the orphan grace.
-      ctx_.metrics.error("kubernetes");
-      (void)ctx_.github->remove_runner(scope, config.runner_id);
-      using kind = k8s::api_error::kind;
-      if (e->what == kind::server || e->what == kind::too_many_requests || e->what == kind::transport) {
-        // Pause provisioning: 1 s, doubling to 10 s while the API server keeps refusing (at most
-        // 10 s late once it is back).
-        ++st_.create_failures;
-        const int64_t pause = std::min<int64_t>(10'000, int64_t{1'000} << std::min(st_.create_failures - 1, 4));
-        st_.provision_paused_until = now_ + pause;
-        runtime::log::warn(actor_name, "the API server refused a runner pod: provisioning paused",
-                           {{"pause_ms", pause}, {"error", e->describe()}});
-      }
-      return finish_worker(w, store::worker_status::failed, "runner pod: " + e->describe());
-    }
+    if (auto* e = std::get_if<k8s::api_error>(&created))
+      return runner_pod_refused(w, scope, config.runner_id, *e);
     st_.create_failures = 0;
     simdjson::dom::parser parser;
     std::string_view uid;
