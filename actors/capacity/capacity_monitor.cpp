@@ -241,88 +241,95 @@ void delete_placeholder(monitor_actor* self, const std::string& name) {
   });
 }
 
-void recompute(monitor_actor* self) {
-  auto& st = self->state;
-  if (!st.acting)
-    return;
-  const auto& spec = st.ctx->spec;
-  capacity_inputs in;
-  in.max_runners = spec.max_runners;
-  in.proactive = spec.proactive_capacity;
-  in.queued = st.queued;
-  int64_t placeholder_pods = 0, runners_going = 0, ended_unreported = 0;
+// What recompute counts on its way through the scale set's pods.
+struct pod_census {
+  int64_t placeholder_pods = 0;
+  int64_t runners_going = 0;     // runner pods not finished and not being deleted
+  int64_t ended_unreported = 0;  // finished runner pods whose job the service still counts
   int64_t runners_pending = 0, runners_running = 0, runners_failed = 0;  // ARC's controller series
-  std::set<std::string> runner_pods;
-  std::set<std::string> slots_seen;
+  std::set<std::string> runner_pods, slots_seen;
+};
+
+void count_runner(const monitor_state& st, const k8s::pod& p, capacity_inputs& in, pod_census& c) {
+  if (p.phase == "Running" && !p.node_name.empty() && p.meta.deletion_timestamp.empty())
+    ++in.runners_placed;
+  c.runners_pending += p.phase.empty() || p.phase == "Pending";
+  c.runners_running += p.phase == "Running";
+  c.runners_failed += p.phase == "Failed";
+  if (p.phase != "Succeeded" && p.phase != "Failed" && p.meta.deletion_timestamp.empty())
+    ++c.runners_going;
+  else if (st.started.count(p.meta.name) > 0)
+    ++c.ended_unreported;
+  c.runner_pods.insert(p.meta.name);
+}
+
+// A placeholder outside every pair this monitor runs: an earlier process's (deleted; its owner's
+// deletion would garbage-collect it too), one an ended pair left behind (deleted after a grace),
+// or this process's own after a monitor restart (the pair adopted when both pods are still fine;
+// otherwise the pair is over and the survivor goes).
+void judge_placeholder(monitor_actor* self, const k8s::pod& p, role r, const std::string* slot) {
+  auto& st = self->state;
+  const auto& spec = st.ctx->spec;
+  if (!owned_by(p, st.owner.uid)) {
+    if (st.deleting.insert(p.meta.name).second) {
+      runtime::log::info(actor_name, "deleting an earlier process's placeholder", {{"pod", p.meta.name}});
+      delete_placeholder(self, p.meta.name);
+    }
+    return;
+  }
+  if (slot == nullptr || st.pairs.count(*slot) > 0 || st.handoffs.count(*slot) > 0)
+    return;
+  if (auto ended = st.retired.find(*slot); ended != st.retired.end()) {
+    if (p.meta.deletion_timestamp.empty() && self->clock().now() - ended->second > retire_grace &&
+        st.deleting.insert(p.meta.name).second) {
+      runtime::log::info(actor_name, "deleting a placeholder its ended pair left behind",
+                         {{"scale_set", spec.name}, {"slot", *slot}, {"pod", p.meta.name}});
+      delete_placeholder(self, p.meta.name);
+    }
+    return;
+  }
+  const auto other = st.ctx->pods->get(
+      spec.ns, placeholder_pod_name(spec, *slot, r == role::runner_placeholder ? role::workflow_placeholder : role::runner_placeholder));
+  const auto mine = placeholder_state(&p), theirs = placeholder_state(other.get());
+  retire(self, *slot);  // decided once
+  if (mine != pod_state::gone && theirs != pod_state::gone && theirs != pod_state::absent) {
+    runtime::log::info(actor_name, "adopting a placeholder pair", {{"scale_set", spec.name}, {"slot", *slot}});
+    st.retired.erase(*slot);
+    spawn_pair(self, *slot, true);
+  } else if (mine != pod_state::gone && st.deleting.insert(p.meta.name).second) {
+    delete_placeholder(self, p.meta.name);
+  }
+}
+
+// Step 1: the scale set's pods, counted; loose placeholders judged.
+pod_census count_pods(monitor_actor* self, capacity_inputs& in) {
+  auto& st = self->state;
+  pod_census c;
   for (const auto& p : st.ctx->pods->list()) {
     auto r = role_of(*p);
-    if (!r || p->meta.ns != spec.ns)
+    if (!r || p->meta.ns != st.ctx->spec.ns)
       continue;
     if (*r == role::runner) {
-      if (p->phase == "Running" && !p->node_name.empty() && p->meta.deletion_timestamp.empty())
-        ++in.runners_placed;
-      runners_pending += p->phase.empty() || p->phase == "Pending";
-      runners_running += p->phase == "Running";
-      runners_failed += p->phase == "Failed";
-      if (p->phase != "Succeeded" && p->phase != "Failed" && p->meta.deletion_timestamp.empty())
-        ++runners_going;
-      else if (st.started.count(p->meta.name) > 0)
-        ++ended_unreported;
-      runner_pods.insert(p->meta.name);
+      count_runner(st, *p, in, c);
       continue;
     }
-    ++placeholder_pods;
+    ++c.placeholder_pods;
     const auto* slot = p->meta.label(keys::slot);
     if (slot != nullptr)
-      slots_seen.insert(*slot);
-    if (!owned_by(*p, st.owner.uid)) {
-      // An earlier process's placeholder: never counted, deleted (its owner's deletion would
-      // garbage-collect it too).
-      if (st.deleting.insert(p->meta.name).second) {
-        runtime::log::info(actor_name, "deleting an earlier process's placeholder", {{"pod", p->meta.name}});
-        delete_placeholder(self, p->meta.name);
-      }
-      continue;
-    }
-    if (slot == nullptr || st.pairs.count(*slot) > 0 || st.handoffs.count(*slot) > 0)
-      continue;
-    if (auto ended = st.retired.find(*slot); ended != st.retired.end()) {
-      if (p->meta.deletion_timestamp.empty() && self->clock().now() - ended->second > retire_grace &&
-          st.deleting.insert(p->meta.name).second) {
-        runtime::log::info(actor_name, "deleting a placeholder its ended pair left behind",
-                           {{"scale_set", spec.name}, {"slot", *slot}, {"pod", p->meta.name}});
-        delete_placeholder(self, p->meta.name);
-      }
-      continue;
-    }
-    // This process's placeholder without a pair actor (the monitor restarted): adopt the pair
-    // when both pods are still fine; otherwise the pair is over and the survivor goes.
-    const auto other = st.ctx->pods->get(
-        spec.ns, placeholder_pod_name(spec, *slot, *r == role::runner_placeholder ? role::workflow_placeholder : role::runner_placeholder));
-    const auto mine = placeholder_state(p.get()), theirs = placeholder_state(other.get());
-    retire(self, *slot);  // decided once
-    if (mine != pod_state::gone && theirs != pod_state::gone && theirs != pod_state::absent) {
-      runtime::log::info(actor_name, "adopting a placeholder pair", {{"scale_set", spec.name}, {"slot", *slot}});
-      st.retired.erase(*slot);
-      spawn_pair(self, *slot, true);
-    } else if (mine != pod_state::gone && st.deleting.insert(p->meta.name).second) {
-      delete_placeholder(self, p->meta.name);
-    }
+      c.slots_seen.insert(*slot);
+    judge_placeholder(self, *p, *r, slot);
   }
   // Forgotten once no pod of it has been seen for a while (a create still in flight when the pair
   // ended lands later; forgetting its slot sooner would adopt the pods it makes).
   std::erase_if(st.retired, [&, at = self->clock().now()](const auto& r) {
-    return slots_seen.count(r.first) == 0 && at - r.second > retire_memory;
+    return c.slots_seen.count(r.first) == 0 && at - r.second > retire_memory;
   });
-  in.assigned_jobs = std::max<int64_t>(0, st.assigned - ended_unreported);
-  std::erase_if(st.started, [&](const std::string& n) { return runner_pods.count(n) == 0; });  // its pod is gone
-  end_finished_handoffs(self, std::max(in.assigned_jobs, runners_going));
-  for (const auto& [slot, e] : st.pairs)
-    if (e.state == state_t::ready)
-      ++in.ready_pairs;
+  return c;
+}
 
-  const int64_t desired = spec.capacity_aware ? desired_pairs(in) : 0;
-  // Successors (placeholderTTL renewals) are extra until they take over.
+// The old pairs that successors (placeholderTTL renewals) are placed for: the successors are
+// extra until they take over.
+std::set<std::string> renewing_pairs(monitor_state& st) {
   std::set<std::string> renewing;
   for (auto& [slot, e] : st.pairs)
     if (!e.predecessor.empty()) {
@@ -332,10 +339,14 @@ void recompute(monitor_actor* self) {
       else
         renewing.insert(e.predecessor);
     }
-  auto count = static_cast<int64_t>(st.pairs.size() - renewing.size());
-  // New pairs this recompute may make: all that are missing, or, while every NodePool that could
-  // make a node for them is at its limits, one waiting for a node at a time (it finds any room the
-  // existing nodes still have; more could only time out).
+  return renewing;
+}
+
+// New pairs this recompute may make: all that are missing, or, while every NodePool that could
+// make a node for them is at its limits, one waiting for a node at a time (it finds any room the
+// existing nodes still have; more could only time out).
+int64_t spawn_budget(monitor_actor* self) {
+  auto& st = self->state;
   int64_t budget = INT64_MAX;
   const auto room = pool_room(self);
   if (room.limited()) {
@@ -351,12 +362,129 @@ void recompute(monitor_actor* self) {
       names += (names.empty() ? "" : ",") + n;
     if (st.pools_limited)
       runtime::log::warn(actor_name, "every NodePool for this scale set is at its limits: placing one pair at a time on existing nodes",
-                         {{"scale_set", spec.name}, {"nodepools", names}});
+                         {{"scale_set", st.ctx->spec.name}, {"nodepools", names}});
     else
-      runtime::log::info(actor_name, "a NodePool for this scale set has room again", {{"scale_set", spec.name}});
+      runtime::log::info(actor_name, "a NodePool for this scale set has room again", {{"scale_set", st.ctx->spec.name}});
   }
+  return budget;
+}
+
+// Pairs beyond `keep` go, pending ones first. Jobs assigned recently that no runner has consumed
+// a pair for yet (`owed`): a ready pair that would go is handed to such a job instead (its runner
+// placeholder goes, its workflow placeholder holds the workflow's room until the workflow pod
+// takes it), so a runner that found room elsewhere does not leave its workflow pod unprotected.
+void scale_down(monitor_actor* self, capacity_inputs& in, int64_t count, int64_t keep) {
+  auto& st = self->state;
+  std::vector<std::string> victims;
+  for (const auto& [slot, e] : st.pairs)  // pending first
+    if (e.state != state_t::ready && e.predecessor.empty())
+      victims.push_back(slot);
+  for (const auto& [slot, e] : st.pairs)
+    if (e.state == state_t::ready)
+      victims.push_back(slot);
+  const auto now = self->clock().now();
+  while (!st.owed.empty() && now - st.owed.front() > st.ctx->spec.placeholder_ready_timeout)
+    st.owed.pop_front();  // a job that long without its pair found room on its own
+  for (size_t i = 0; count > keep && i < victims.size(); ++i, --count) {
+    auto& e = st.pairs[victims[i]];
+    if (e.state == state_t::ready) {
+      --in.ready_pairs;
+      if (!st.owed.empty()) {
+        st.owed.pop_front();
+        self->send(e.actor, msg::pair_report{state_t::consumed, victims[i], "handed to a newly assigned job"});
+        st.handoffs[victims[i]] = e.actor;
+        st.handoff_order.push_back(victims[i]);
+        st.pairs.erase(victims[i]);
+        continue;
+      }
+    }
+    stop_pair(self, victims[i]);
+  }
+  // A stopped pair's successor goes with it (it would only be a plain extra pair now).
+  std::vector<std::string> orphans;
+  for (const auto& [slot, e] : st.pairs)
+    if (!e.predecessor.empty() && st.pairs.count(e.predecessor) == 0)
+      orphans.push_back(slot);
+  for (const auto& slot : orphans)
+    stop_pair(self, slot);
+}
+
+// placeholderTTL: a ready pair past it gets a successor; the old one stays capacity until the
+// successor is placed (pair_report ready), so advertised capacity never dips for a renewal.
+void renew_expired(monitor_actor* self, const std::set<std::string>& renewing, int64_t budget) {
+  auto& st = self->state;
+  const auto& spec = st.ctx->spec;
+  const auto now = self->clock().now();
+  std::vector<std::string> expired;
+  for (const auto& [slot, e] : st.pairs)
+    if (e.state == state_t::ready && e.predecessor.empty() && renewing.count(slot) == 0 && now - e.born >= spec.placeholder_ttl)
+      expired.push_back(slot);
+  for (const auto& old : expired) {
+    if (now < st.spawn_blocked_until || budget <= 0)
+      break;
+    --budget;
+    const auto slot = new_slot_id();
+    spawn_pair(self, slot, false);
+    st.pairs[slot].predecessor = old;
+    runtime::log::info(actor_name, "placeholder pair past placeholderTTL: placing its successor before deleting it",
+                       {{"scale_set", spec.name}, {"slot", old}, {"successor", slot}});
+  }
+}
+
+// The advertised capacity and the series; a new capacity goes to the listener and the provisioner.
+void publish(monitor_actor* self, const capacity_inputs& in, const pod_census& c, int64_t desired) {
+  auto& st = self->state;
+  const auto& spec = st.ctx->spec;
+  const int64_t capacity = spec.capacity_aware ? advertised_capacity(in) : spec.max_runners;
+  auto& m = st.ctx->metrics;
+  m.set("headroom_capacity_advertised_max_runners", capacity);
+  m.set("headroom_capacity_advertised_pairs", static_cast<int64_t>(st.pairs.size()));
+  m.set("headroom_capacity_advertised_running_pairs", in.ready_pairs);
+  m.set("headroom_capacity_advertised_placeholder_pods", c.placeholder_pods);
+  m.set("headroom_capacity_advertised_queued_jobs", st.queued);
+  m.set("gha_max_runners", spec.max_runners);
+  m.set("gha_controller_pending_ephemeral_runners", c.runners_pending);
+  m.set("gha_controller_running_ephemeral_runners", c.runners_running);
+  m.set("gha_controller_failed_ephemeral_runners", c.runners_failed);
+  if (capacity == st.last_published)
+    return;
+  runtime::log::info(actor_name, "capacity",
+                     {{"scale_set", spec.name}, {"capacity", capacity}, {"assigned", in.assigned_jobs},
+                      {"ready_pairs", in.ready_pairs}, {"runners_placed", in.runners_placed},
+                      {"pairs", static_cast<int64_t>(st.pairs.size())}, {"desired_pairs", desired}});
+  st.last_published = capacity;
+  st.published_at = self->clock().now();
+  st.published_polled = false;
+  for (const auto& peer : {st.peers.listener, st.peers.provisioner})
+    if (peer)
+      self->send(peer, msg::set_max_capacity{capacity});
+}
+
+// The capacity loop: count, size the pairs (up to the desired count within the NodePools'
+// budget; down to what assigned jobs still need), renew old pairs, publish.
+void recompute(monitor_actor* self) {
+  auto& st = self->state;
+  if (!st.acting)
+    return;
+  const auto& spec = st.ctx->spec;
+  capacity_inputs in;
+  in.max_runners = spec.max_runners;
+  in.proactive = spec.proactive_capacity;
+  in.queued = st.queued;
+  const auto census = count_pods(self, in);
+  in.assigned_jobs = std::max<int64_t>(0, st.assigned - census.ended_unreported);
+  std::erase_if(st.started, [&](const std::string& n) { return census.runner_pods.count(n) == 0; });  // its pod is gone
+  end_finished_handoffs(self, std::max(in.assigned_jobs, census.runners_going));
+  for (const auto& [slot, e] : st.pairs)
+    if (e.state == state_t::ready)
+      ++in.ready_pairs;
+
+  const int64_t desired = spec.capacity_aware ? desired_pairs(in) : 0;
+  const auto renewing = renewing_pairs(st);
+  auto count = static_cast<int64_t>(st.pairs.size() - renewing.size());
+  int64_t budget = spawn_budget(self);
   const int64_t missing = std::max<int64_t>(0, desired - count);
-  st.ctx->metrics.set("headroom_capacity_nodepool_limited", room.limited() ? 1 : 0);
+  st.ctx->metrics.set("headroom_capacity_nodepool_limited", st.pools_limited ? 1 : 0);
   st.ctx->metrics.set("headroom_capacity_pairs_withheld", std::max<int64_t>(0, missing - budget));
   if (count < desired && self->clock().now() >= st.spawn_blocked_until)
     for (; count < desired && budget > 0; ++count, --budget)
@@ -365,88 +493,11 @@ void recompute(monitor_actor* self) {
   // runner placeholder, and the workflow placeholder must then hold on): scale-down keeps that
   // many pairs beyond the desired ones.
   const int64_t keep = desired + std::max<int64_t>(0, in.assigned_jobs - in.runners_placed);
-  if (count > keep) {
-    std::vector<std::string> victims;
-    for (const auto& [slot, e] : st.pairs)  // pending first
-      if (e.state != state_t::ready && e.predecessor.empty())
-        victims.push_back(slot);
-    for (const auto& [slot, e] : st.pairs)
-      if (e.state == state_t::ready)
-        victims.push_back(slot);
-    // Jobs assigned recently that no runner has consumed a pair for yet (`owed`): a ready pair
-    // that scale-down would remove is handed to such a job instead (its runner placeholder goes,
-    // its workflow placeholder holds the workflow's room until the workflow pod takes it), so a
-    // runner that found room elsewhere does not leave its workflow pod unprotected.
-    const auto now = self->clock().now();
-    while (!st.owed.empty() && now - st.owed.front() > spec.placeholder_ready_timeout)
-      st.owed.pop_front();  // a job that long without its pair found room on its own
-    for (size_t i = 0; count > keep && i < victims.size(); ++i, --count) {
-      auto& e = st.pairs[victims[i]];
-      if (e.state == state_t::ready) {
-        --in.ready_pairs;
-        if (!st.owed.empty()) {
-          st.owed.pop_front();
-          self->send(e.actor, msg::pair_report{state_t::consumed, victims[i], "handed to a newly assigned job"});
-          st.handoffs[victims[i]] = e.actor;
-          st.handoff_order.push_back(victims[i]);
-          st.pairs.erase(victims[i]);
-          continue;
-        }
-      }
-      stop_pair(self, victims[i]);
-    }
-    // A stopped pair's successor goes with it (it would only be a plain extra pair now).
-    std::vector<std::string> orphans;
-    for (const auto& [slot, e] : st.pairs)
-      if (!e.predecessor.empty() && st.pairs.count(e.predecessor) == 0)
-        orphans.push_back(slot);
-    for (const auto& slot : orphans)
-      stop_pair(self, slot);
-  }
-
-  // placeholderTTL: a ready pair past it gets a successor; the old one stays capacity until the
-  // successor is placed (pair_report ready), so advertised capacity never dips for a renewal.
-  if (spec.capacity_aware && spec.placeholder_ttl.count() > 0 && !st.stopping) {
-    const auto now = self->clock().now();
-    std::vector<std::string> expired;
-    for (const auto& [slot, e] : st.pairs)
-      if (e.state == state_t::ready && e.predecessor.empty() && renewing.count(slot) == 0 && now - e.born >= spec.placeholder_ttl)
-        expired.push_back(slot);
-    for (const auto& old : expired) {
-      if (now < st.spawn_blocked_until || budget <= 0)
-        break;
-      --budget;
-      const auto slot = new_slot_id();
-      spawn_pair(self, slot, false);
-      st.pairs[slot].predecessor = old;
-      runtime::log::info(actor_name, "placeholder pair past placeholderTTL: placing its successor before deleting it",
-                         {{"scale_set", spec.name}, {"slot", old}, {"successor", slot}});
-    }
-  }
-
-  const int64_t capacity = spec.capacity_aware ? advertised_capacity(in) : spec.max_runners;
-  auto& m = st.ctx->metrics;
-  m.set("headroom_capacity_advertised_max_runners", capacity);
-  m.set("headroom_capacity_advertised_pairs", static_cast<int64_t>(st.pairs.size()));
-  m.set("headroom_capacity_advertised_running_pairs", in.ready_pairs);
-  m.set("headroom_capacity_advertised_placeholder_pods", placeholder_pods);
-  m.set("headroom_capacity_advertised_queued_jobs", st.queued);
-  m.set("gha_max_runners", spec.max_runners);
-  m.set("gha_controller_pending_ephemeral_runners", runners_pending);
-  m.set("gha_controller_running_ephemeral_runners", runners_running);
-  m.set("gha_controller_failed_ephemeral_runners", runners_failed);
-  if (capacity != st.last_published) {
-    runtime::log::info(actor_name, "capacity",
-                       {{"scale_set", spec.name}, {"capacity", capacity}, {"assigned", in.assigned_jobs},
-                        {"ready_pairs", in.ready_pairs}, {"runners_placed", in.runners_placed},
-                        {"pairs", static_cast<int64_t>(st.pairs.size())}, {"desired_pairs", desired}});
-    st.last_published = capacity;
-    st.published_at = self->clock().now();
-    st.published_polled = false;
-    for (const auto& peer : {st.peers.listener, st.peers.provisioner})
-      if (peer)
-        self->send(peer, msg::set_max_capacity{capacity});
-  }
+  if (count > keep)
+    scale_down(self, in, count, keep);
+  if (spec.capacity_aware && spec.placeholder_ttl.count() > 0 && !st.stopping)
+    renew_expired(self, renewing, budget);
+  publish(self, in, census, desired);
 }
 
 void finish_setup_step(monitor_actor* self) {
@@ -692,6 +743,192 @@ void begin_setup(monitor_actor* self) {
   ensure_owner(self);
 }
 
+// An orderly stop (SIGTERM, losing the Lease, a parent stopping): delete the owner ConfigMap so
+// the API server's garbage collector removes every placeholder even after this process is gone,
+// and quit once that delete is answered (bounded by the supervisor's stop deadline).
+void on_exit(monitor_actor* self, const caf::exit_msg& m) {
+  auto& s = self->state;
+  if (s.owner.empty() || (m.reason != caf::exit_reason::user_shutdown && m.reason != caf::exit_reason::normal)) {
+    self->quit(m.reason);
+    return;
+  }
+  for (auto& [slot, e] : s.pairs)
+    self->send_exit(e.actor, caf::exit_reason::user_shutdown);
+  for (auto& [slot, a] : s.handoffs)
+    self->send_exit(a, caf::exit_reason::user_shutdown);
+  s.pairs.clear();
+  s.handoffs.clear();
+  s.handoff_order.clear();
+  s.acting = false;
+  s.stopping = true;
+  s.stop_reason = m.reason;
+  auto* kube = s.ctx->kube;
+  k8s::delete_options o;
+  o.propagation_policy = "Background";
+  start_call(self, {call_kind::owner_release, s.owner.name, 0}, [kube, ns = s.ctx->spec.ns, name = s.owner.name, o](k8s::api_callback cb) {
+    kube->remove(k8s::kinds::configmaps, ns, name, o, std::move(cb));
+  });
+  self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, uint64_t{2});
+}
+
+// A pair ended (it reported first, or crashed).
+void on_pair_down(monitor_actor* self, const caf::down_msg& d) {
+  auto& s = self->state;
+  for (auto it = s.pairs.begin(); it != s.pairs.end(); ++it)
+    if (it->second.actor.address() == d.source) {
+      retire(self, it->first);
+      s.pairs.erase(it);
+      recompute(self);
+      return;
+    }
+  for (auto it = s.handoffs.begin(); it != s.handoffs.end(); ++it)
+    if (it->second.address() == d.source) {
+      retire(self, it->first);
+      s.handoffs.erase(it);
+      return;
+    }
+}
+
+// NodePool changes, or pod changes: each pod's to its pair (or the hand-off holding its slot).
+void on_wakeup(monitor_actor* self, msg::buffer_wakeup w) {
+  auto& s = self->state;
+  if (w.buffer == pools_buffer) {
+    s.pool_feed->drain([self](const msg::object_event<k8s::unstructured>& e) { on_pool(self, e); });
+    recompute(self);
+    return;
+  }
+  s.feed->drain([self](const msg::pod_event& e) {
+    auto& s = self->state;
+    const auto* slot = e.object->meta.label(keys::slot);
+    if (slot == nullptr)
+      return;
+    if (auto it = s.pairs.find(*slot); it != s.pairs.end())
+      self->send(it->second.actor, e);
+    else if (auto h = s.handoffs.find(*slot); h != s.handoffs.end())
+      self->send(h->second, e);
+  });
+  recompute(self);
+}
+
+// 0: the recalculate interval; 1: a backoff or TTL ended; 2: the owner's delete unanswered; setup retry.
+void on_tick(monitor_actor* self, uint64_t what) {
+  if (what == 2) {  // stopping, and the owner's delete was not answered in time
+    if (self->state.stopping)
+      self->quit(self->state.stop_reason);
+    return;
+  }
+  if (what == setup_retry_tick) {
+    if (!self->state.stopping && !self->state.acting && self->state.setup_pending == 0)
+      begin_setup(self);
+    return;
+  }
+  recompute(self);
+  if (what == 0 && !self->state.stopping)
+    self->delayed_send(self, self->state.ctx->spec.recalculate_interval, msg::tick_atom_v, uint64_t{0});
+}
+
+// The service's statistics: assigned jobs, and each newly assigned one owed a pair.
+void on_scale_set_update(monitor_actor* self, const msg::scale_set_update& u) {
+  auto& s = self->state;
+  s.assigned = u.stats.total_assigned_jobs;
+  s.running_jobs = u.stats.total_running_jobs;
+  for (const auto& j : u.jobs) {
+    if (j.type == msg::job_transition::started && !j.runner_name.empty())
+      s.started.insert(j.runner_name);
+    else if (j.type == msg::job_transition::completed)
+      s.started.erase(j.runner_name);
+  }
+
+  if (!s.assigned_known) {  // jobs assigned before this monitor started are not new
+    s.assigned_known = true;
+    s.assigned_seen = s.assigned;
+  }
+  for (int64_t n = s.assigned - s.assigned_seen; n > 0; --n)
+    s.owed.push_back(self->clock().now());
+  s.assigned_seen = s.assigned;
+  while (static_cast<int64_t>(s.owed.size()) > s.assigned)
+    s.owed.pop_front();
+  recompute(self);
+}
+
+// The listener polled with a capacity: an old one gets the newest; the newest's first poll ends
+// its propagation time.
+void on_polled(monitor_actor* self, msg::capacity_polled p) {
+  auto& s = self->state;
+  if (s.last_published < 0)
+    return;
+  if (p.capacity != s.last_published) {
+    // A listener that started before this monitor published (or whose question was lost
+    // while this monitor restarted) polls with an old value: give it the newest.
+    self->send(caf::actor_cast<caf::actor>(self->current_sender()), msg::set_max_capacity{s.last_published});
+    return;
+  }
+  if (s.published_polled)
+    return;
+  s.published_polled = true;
+  s.ctx->metrics.observe("headroom_capacity_propagation_seconds",
+                         std::chrono::duration<double>(self->clock().now() - s.published_at).count());
+}
+
+// A pair's news: placed (ready), consumed by a job (a hand-off), lost or timed out (a backoff
+// before the next create), or a renewal's successor placed (the old pair goes).
+void on_pair_report(monitor_actor* self, const msg::pair_report& r) {
+  auto& s = self->state;
+  if (auto h = s.handoffs.find(r.slot); h != s.handoffs.end()) {
+    if (r.what == state_t::lost || r.what == state_t::timed_out) {  // the hand-off ended
+      s.handoffs.erase(h);
+      retire(self, r.slot);
+    }
+    return;
+  }
+  auto it = s.pairs.find(r.slot);
+  if (it == s.pairs.end())
+    return;
+  if (r.what == state_t::consumed) {  // no longer capacity; a replacement is made at once
+    if (!s.owed.empty())
+      s.owed.pop_front();
+    s.handoffs[r.slot] = it->second.actor;
+    s.handoff_order.push_back(r.slot);
+    s.pairs.erase(it);
+    recompute(self);
+    return;
+  }
+  it->second.state = r.what;
+  if (r.what == state_t::lost || r.what == state_t::timed_out) {
+    s.pairs.erase(it);
+    retire(self, r.slot);
+    if (r.what == state_t::timed_out) {
+      ++s.pair_timeouts;
+      s.ctx->metrics.add("headroom_capacity_advertised_pair_timeouts_total", 1);
+    }
+    // A pair that could not even be created, or never got a node: back off before the next,
+    // so a cluster without room is not flooded with pending placeholders. A create the API
+    // server could not take (no answer, 429, 5xx) says nothing about room: its backoff is
+    // capped at 5 s, as the informers' reconnects are, or a 30 s outage left the warm pool
+    // waiting up to 40 s after it ended (the chaos suite's 429/5xx scenario saw 35 s).
+    if (r.what == state_t::timed_out || r.reason.find("create") != std::string::npos) {
+      const bool unavailable = r.what == state_t::lost && r.unavailable;
+      const milliseconds first{unavailable ? 1'000 : 5'000}, cap{unavailable ? 5'000 : 60'000};
+      s.create_backoff = s.create_backoff.count() == 0 ? first : std::min(s.create_backoff * 2, cap);
+      s.spawn_blocked_until = self->clock().now() + s.create_backoff;
+      self->delayed_send(self, s.create_backoff, msg::tick_atom_v, uint64_t{1});
+    }
+  } else if (r.what == state_t::ready) {
+    s.create_backoff = milliseconds{0};
+    if (s.ctx->spec.placeholder_ttl.count() > 0)  // look again when its TTL is up
+      self->delayed_send(self, s.ctx->spec.placeholder_ttl, msg::tick_atom_v, uint64_t{1});
+    if (auto old = it->second.predecessor; !old.empty()) {  // a renewal took over: break the old pair
+      it->second.predecessor.clear();
+      if (s.pairs.count(old) > 0) {
+        stop_pair(self, old);
+        s.ctx->metrics.add("headroom_capacity_placeholder_renewals_total", 1);
+        runtime::log::info(actor_name, "placeholder pair renewed", {{"scale_set", s.ctx->spec.name}, {"old", old}, {"slot", r.slot}});
+      }
+    }
+  }
+  recompute(self);
+}
+
 caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_peers peers) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
@@ -713,103 +950,12 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
   // An orderly stop (SIGTERM, losing the Lease, a parent stopping): delete the owner ConfigMap so
   // the API server's garbage collector removes every placeholder even after this process is gone,
   // and quit once that delete is answered (bounded by the supervisor's stop deadline).
-  self->set_exit_handler([self](caf::exit_msg& m) {
-    auto& s = self->state;
-    if (s.owner.empty() || (m.reason != caf::exit_reason::user_shutdown && m.reason != caf::exit_reason::normal)) {
-      self->quit(m.reason);
-      return;
-    }
-    for (auto& [slot, e] : s.pairs)
-      self->send_exit(e.actor, caf::exit_reason::user_shutdown);
-    for (auto& [slot, a] : s.handoffs)
-      self->send_exit(a, caf::exit_reason::user_shutdown);
-    s.pairs.clear();
-    s.handoffs.clear();
-    s.handoff_order.clear();
-    s.acting = false;
-    s.stopping = true;
-    s.stop_reason = m.reason;
-    auto* kube = s.ctx->kube;
-    k8s::delete_options o;
-    o.propagation_policy = "Background";
-    start_call(self, {call_kind::owner_release, s.owner.name, 0}, [kube, ns = s.ctx->spec.ns, name = s.owner.name, o](k8s::api_callback cb) {
-      kube->remove(k8s::kinds::configmaps, ns, name, o, std::move(cb));
-    });
-    self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, uint64_t{2});
-  });
-  self->set_down_handler([self](caf::down_msg& d) {  // a pair ended (it reported first, or crashed)
-    auto& s = self->state;
-    for (auto it = s.pairs.begin(); it != s.pairs.end(); ++it)
-      if (it->second.actor.address() == d.source) {
-        retire(self, it->first);
-        s.pairs.erase(it);
-        recompute(self);
-        return;
-      }
-    for (auto it = s.handoffs.begin(); it != s.handoffs.end(); ++it)
-      if (it->second.address() == d.source) {
-        retire(self, it->first);
-        s.handoffs.erase(it);
-        return;
-      }
-  });
+  self->set_exit_handler([self](caf::exit_msg& m) { on_exit(self, m); });
+  self->set_down_handler([self](caf::down_msg& d) { on_pair_down(self, d); });
   return {
-      [self](msg::buffer_wakeup w) {
-        auto& s = self->state;
-        if (w.buffer == pools_buffer) {
-          s.pool_feed->drain([self](const msg::object_event<k8s::unstructured>& e) { on_pool(self, e); });
-          recompute(self);
-          return;
-        }
-        s.feed->drain([self](const msg::pod_event& e) {
-          auto& s = self->state;
-          const auto* slot = e.object->meta.label(keys::slot);
-          if (slot == nullptr)
-            return;
-          if (auto it = s.pairs.find(*slot); it != s.pairs.end())
-            self->send(it->second.actor, e);
-          else if (auto h = s.handoffs.find(*slot); h != s.handoffs.end())
-            self->send(h->second, e);
-        });
-        recompute(self);
-      },
-      [self](msg::tick_atom, uint64_t what) {
-        if (what == 2) {  // stopping, and the owner's delete was not answered in time
-          if (self->state.stopping)
-            self->quit(self->state.stop_reason);
-          return;
-        }
-        if (what == setup_retry_tick) {
-          if (!self->state.stopping && !self->state.acting && self->state.setup_pending == 0)
-            begin_setup(self);
-          return;
-        }
-        recompute(self);
-        if (what == 0 && !self->state.stopping)
-          self->delayed_send(self, self->state.ctx->spec.recalculate_interval, msg::tick_atom_v, uint64_t{0});
-      },
-      [self](const msg::scale_set_update& u) {
-        auto& s = self->state;
-        s.assigned = u.stats.total_assigned_jobs;
-        s.running_jobs = u.stats.total_running_jobs;
-        for (const auto& j : u.jobs) {
-          if (j.type == msg::job_transition::started && !j.runner_name.empty())
-            s.started.insert(j.runner_name);
-          else if (j.type == msg::job_transition::completed)
-            s.started.erase(j.runner_name);
-        }
-
-        if (!s.assigned_known) {  // jobs assigned before this monitor started are not new
-          s.assigned_known = true;
-          s.assigned_seen = s.assigned;
-        }
-        for (int64_t n = s.assigned - s.assigned_seen; n > 0; --n)
-          s.owed.push_back(self->clock().now());
-        s.assigned_seen = s.assigned;
-        while (static_cast<int64_t>(s.owed.size()) > s.assigned)
-          s.owed.pop_front();
-        recompute(self);
-      },
+      [self](msg::buffer_wakeup w) { on_wakeup(self, w); },
+      [self](msg::tick_atom, uint64_t what) { on_tick(self, what); },
+      [self](const msg::scale_set_update& u) { on_scale_set_update(self, u); },
       [self](msg::session_held& h) {  // the listener's session, kept for its successor
         self->state.listener_session = std::move(h);
       },
@@ -821,82 +967,12 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
         if (s.last_published >= 0)
           self->send(caf::actor_cast<caf::actor>(self->current_sender()), msg::set_max_capacity{s.last_published});
       },
-      [self](msg::capacity_polled p) {
-        auto& s = self->state;
-        if (s.last_published < 0)
-          return;
-        if (p.capacity != s.last_published) {
-          // A listener that started before this monitor published (or whose question was lost
-          // while this monitor restarted) polls with an old value: give it the newest.
-          self->send(caf::actor_cast<caf::actor>(self->current_sender()), msg::set_max_capacity{s.last_published});
-          return;
-        }
-        if (s.published_polled)
-          return;
-        s.published_polled = true;
-        s.ctx->metrics.observe("headroom_capacity_propagation_seconds",
-                               std::chrono::duration<double>(self->clock().now() - s.published_at).count());
-      },
+      [self](msg::capacity_polled p) { on_polled(self, p); },
       [self](const msg::queued_jobs& q) {
         self->state.queued = q.ok ? std::max<int64_t>(0, q.count) : 0;
         recompute(self);
       },
-      [self](msg::pair_report& r) {
-        auto& s = self->state;
-        if (auto h = s.handoffs.find(r.slot); h != s.handoffs.end()) {
-          if (r.what == state_t::lost || r.what == state_t::timed_out) {  // the hand-off ended
-            s.handoffs.erase(h);
-            retire(self, r.slot);
-          }
-          return;
-        }
-        auto it = s.pairs.find(r.slot);
-        if (it == s.pairs.end())
-          return;
-        if (r.what == state_t::consumed) {  // no longer capacity; a replacement is made at once
-          if (!s.owed.empty())
-            s.owed.pop_front();
-          s.handoffs[r.slot] = it->second.actor;
-          s.handoff_order.push_back(r.slot);
-          s.pairs.erase(it);
-          recompute(self);
-          return;
-        }
-        it->second.state = r.what;
-        if (r.what == state_t::lost || r.what == state_t::timed_out) {
-          s.pairs.erase(it);
-          retire(self, r.slot);
-          if (r.what == state_t::timed_out) {
-            ++s.pair_timeouts;
-            s.ctx->metrics.add("headroom_capacity_advertised_pair_timeouts_total", 1);
-          }
-          // A pair that could not even be created, or never got a node: back off before the next,
-          // so a cluster without room is not flooded with pending placeholders. A create the API
-          // server could not take (no answer, 429, 5xx) says nothing about room: its backoff is
-          // capped at 5 s, as the informers' reconnects are, or a 30 s outage left the warm pool
-          // waiting up to 40 s after it ended (the chaos suite's 429/5xx scenario saw 35 s).
-          if (r.what == state_t::timed_out || r.reason.find("create") != std::string::npos) {
-            const bool unavailable = r.what == state_t::lost && r.unavailable;
-            const milliseconds first{unavailable ? 1'000 : 5'000}, cap{unavailable ? 5'000 : 60'000};
-            s.create_backoff = s.create_backoff.count() == 0 ? first : std::min(s.create_backoff * 2, cap);
-            s.spawn_blocked_until = self->clock().now() + s.create_backoff;
-            self->delayed_send(self, s.create_backoff, msg::tick_atom_v, uint64_t{1});
-          }
-        } else if (r.what == state_t::ready) {
-          s.create_backoff = milliseconds{0};
-          if (s.ctx->spec.placeholder_ttl.count() > 0)  // look again when its TTL is up
-            self->delayed_send(self, s.ctx->spec.placeholder_ttl, msg::tick_atom_v, uint64_t{1});
-          if (auto old = it->second.predecessor; !old.empty()) {  // a renewal took over: break the old pair
-            it->second.predecessor.clear();
-            if (s.pairs.count(old) > 0) {
-              stop_pair(self, old);
-              s.ctx->metrics.add("headroom_capacity_placeholder_renewals_total", 1);
-              runtime::log::info(actor_name, "placeholder pair renewed", {{"scale_set", s.ctx->spec.name}, {"old", old}, {"slot", r.slot}});
-            }
-          }
-        }
-        recompute(self);
-      },
+      [self](msg::pair_report& r) { on_pair_report(self, r); },
       [self](msg::api_reply& r) {
         if (auto call = self->state.calls.take(r))
           on_setup_reply(self, *call, r);

@@ -480,242 +480,273 @@ void on_current(scaler_actor* self, const msg::api_reply& r) {
 
 // --- replies from the API server --------------------------------------------------------------------
 
+// The target's kind found: /scale is needed; a custom resource's replicas path is read from its CRD.
+void on_discovered(scaler_actor* self, const msg::api_reply& r) {
+  auto& s = self->state;
+  const auto& t = spec(self).target;
+  if (!r.ok)
+    return startup_failed(self, r.error);
+  std::string error;
+  auto found = k8s::find_resource(r.body, t.api_version, t.kind, error);
+  if (!found)
+    return startup_failed(self, error);
+  if (!found->has_scale) {
+    s.recovering = false;
+    s.ctx->metrics.add("headroom_reactive_errors_total", 1);
+    runtime::log::error(actor_name, "the target's kind has no /scale subresource; it cannot be scaled (looking again in 5 minutes)",
+                        {{"target", tid(self)}});
+    s.retry_at = self->clock().now() + std::chrono::minutes(5);
+    return;
+  }
+  s.kind = std::make_shared<const k8s::resource_kind>(found->kind);
+  if (auto ptr = k8s::builtin_replicas_pointer(found->kind)) {
+    s.replicas_pointer = *ptr;
+  } else if (!spec(self).subresource_writes && !found->kind.group.empty()) {
+    // A custom resource: its CRD says where the count is (no CRD, e.g. an aggregated API, or
+    // no right to read it: every step goes through /scale).
+    const auto name = k8s::crd_name(found->kind);
+    start(self, call::read_crd, [name](k8s::client& kube, const k8s::resource_kind&, k8s::api_callback cb) {
+      kube.get(k8s::resource_kind{"apiextensions.k8s.io", "v1", "customresourcedefinitions", false}, "", name, std::move(cb));
+    });
+    return;
+  }
+  s.recovering = false;
+  recover(self);
+  return;
+}
+
+// The CRD of a custom resource: where its replicas are (else every step goes through /scale).
+void on_crd(scaler_actor* self, const msg::api_reply& r) {
+  auto& s = self->state;
+  std::string error = r.error;
+  if (r.ok) {
+    if (auto ptr = k8s::crd_replicas_pointer(r.body, s.kind->version, error))
+      s.replicas_pointer = *ptr;
+  }
+  if (s.replicas_pointer.empty())
+    runtime::log::info(actor_name, "the replicas path is not known: each step is two writes (the annotation, then /scale)",
+                       {{"target", tid(self)}, {"crd", k8s::crd_name(*s.kind)}, {"why", error}});
+  s.recovering = false;
+  recover(self);
+  return;
+}
+
+// The target object: its uid and the last scale intent headroom wrote on it.
+void on_object(scaler_actor* self, const msg::api_reply& r) {
+  auto& s = self->state;
+  if (!r.ok) {
+    if (static_cast<k8s::api_error::kind>(r.error_kind) == k8s::api_error::kind::not_found)
+      target_gone(self);
+    return startup_failed(self, r.error);
+  }
+  auto obj = k8s::decode_unstructured(r.body);
+  if (auto* e = std::get_if<k8s::decode_error>(&obj))
+    return startup_failed(self, e->message);
+  const auto& meta = std::get<k8s::unstructured>(obj).meta;
+  s.uid = meta.uid;
+  s.has_annotations = !meta.annotations.empty();
+  s.last.reset();
+  s.last_text.clear();
+  if (const auto* text = meta.annotation(scale_annotation)) {
+    std::string error;
+    s.last = decode_last_scale(*text, error);
+    if (s.last) {
+      s.last_text = *text;
+    } else {
+      s.ctx->metrics.add("headroom_reactive_errors_total", 1);
+      runtime::log::warn(actor_name, "ignoring a malformed scale annotation (treated as never scaled)",
+                         {{"target", tid(self)}, {"annotation", std::string{scale_annotation}}, {"error", error}});
+    }
+  }
+  read_scale(self);
+  return;
+}
+
+// /scale read: during a step, the count checked (changed elsewhere?) before the write; at start-up,
+// the current count, and a step a restart interrupted is finished.
+void on_scale(scaler_actor* self, const msg::api_reply& r) {
+  auto& s = self->state;
+  if (!r.ok) {
+    if (s.stepping) {
+      runtime::log::warn(actor_name, "cannot read /scale; no step this evaluation", {{"target", tid(self)}, {"error", r.error}});
+      return finish_evaluation(self);
+    }
+    return startup_failed(self, r.error);
+  }
+  auto decoded = k8s::decode_scale(r.body);
+  if (auto* e = std::get_if<k8s::decode_error>(&decoded)) {
+    if (s.stepping)
+      return finish_evaluation(self);
+    return startup_failed(self, e->message);
+  }
+  const auto& sc = std::get<k8s::scale>(decoded);
+  if (s.stepping) {
+    auto& st = *s.stepping;
+    if (sc.spec_replicas != st.from) {
+      s.ctx->metrics.decided(to_string(st.d.what), to_string(reason::changed_elsewhere));
+      runtime::log::info(actor_name, "replicas changed elsewhere; deciding again at the next evaluation",
+                         {{"target", tid(self)}, {"expected", static_cast<int64_t>(st.from)}, {"found", static_cast<int64_t>(sc.spec_replicas)}});
+      set_current(self, sc.spec_replicas);
+      return finish_evaluation(self);
+    }
+    st.resource_version = sc.resource_version;
+    if (st.to < st.from && !sc.selector.empty()) {
+      mark_newest_pod(self, sc.selector);
+      return;
+    }
+    return continue_step(self);
+  }
+  // Start-up: a step whose intent is on the target but whose write is not finishes now.
+  set_current(self, sc.spec_replicas);
+  s.recovering = false;
+  s.ready = true;
+  if (s.gone)
+    runtime::log::info(actor_name, "the target is back", {{"target", tid(self)}});
+  s.gone = false;
+  runtime::log::info(actor_name, "watching",
+                     {{"target", tid(self)}, {"replicas", static_cast<int64_t>(sc.spec_replicas)},
+                                {"last_scale", s.last_text.empty() ? std::string{"none"} : s.last_text}});
+  if (s.last && s.last->to != s.last->from && sc.spec_replicas == s.last->from) {
+    step st;
+    st.d = {s.last->to > s.last->from ? action::up : action::down, s.last->to, reason::refused,
+            "finishing the step interrupted by a restart"};
+    st.from = s.last->from;
+    st.to = s.last->to;
+    st.next = *s.last;
+    st.resource_version = sc.resource_version;
+    st.due = self->clock().now();
+    st.recovery = true;
+    s.stepping = st;
+    s.evaluating = true;
+    write_scale(self);
+  }
+  return;
+}
+
+// The target's pods: the newest is marked to go first on a scale-down.
+void on_pods_listed(scaler_actor* self, const msg::api_reply& r) {
+  const auto& t = spec(self).target;
+  if (r.ok) {
+    auto list = k8s::decode_list<k8s::pod>(r.body);
+    if (auto* l = std::get_if<k8s::list_result<k8s::pod>>(&list)) {
+      const k8s::pod* newest = nullptr;
+      for (const auto& p : l->items) {
+        if (!p.meta.deletion_timestamp.empty())
+          continue;
+        if (newest == nullptr ||
+            std::tie(p.meta.creation_timestamp, p.meta.name) > std::tie(newest->meta.creation_timestamp, newest->meta.name))
+          newest = &p;
+      }
+      if (newest != nullptr) {
+        // Lower costs go first; a newer mark is lower than any older one left behind.
+        const auto cost = -static_cast<int64_t>(wall_now(self));
+        const std::string patch = "{\"metadata\":{\"annotations\":{\"controller.kubernetes.io/pod-deletion-cost\":\"" +
+                                  std::to_string(cost) + "\"}}}";
+        const auto ns = t.ns;
+        const auto pod = newest->meta.name;
+        runtime::log::debug(actor_name, "marking the newest pod to go first", {{"target", tid(self)}, {"pod", pod}});
+        start(self, call::deletion_cost, [ns, pod, patch](k8s::client& kube, const k8s::resource_kind&, k8s::api_callback cb) {
+          kube.merge_patch(k8s::kinds::pods, ns, pod, patch, std::move(cb));
+        });
+        return;
+      }
+    }
+  }
+  return continue_step(self);
+}
+
+// The intent written (the two-write path): /scale next.
+void on_annotated(scaler_actor* self, const msg::api_reply& r) {
+  auto& s = self->state;
+  if (!s.stepping)
+    return;
+  if (!r.ok) {
+    runtime::log::warn(actor_name, "cannot write the scale intent; no step this evaluation", {{"target", tid(self)}, {"error", r.error}});
+    s.ctx->metrics.add("headroom_reactive_errors_total", 1);
+    return finish_evaluation(self);
+  }
+  s.has_annotations = true;
+  auto obj = k8s::decode_unstructured(r.body);
+  if (auto* u = std::get_if<k8s::unstructured>(&obj))
+    s.stepping->resource_version = u->meta.resource_version;
+  return write_scale(self);
+}
+
+// A write answered with an error, read again: done after all, changed elsewhere, or refused.
+void on_verified(scaler_actor* self, const msg::api_reply& r) {
+  auto& s = self->state;
+  if (!s.stepping)
+    return;
+  if (r.ok) {
+    auto decoded = k8s::decode_scale(r.body);
+    if (auto* sc = std::get_if<k8s::scale>(&decoded)) {
+      if (sc->spec_replicas == s.stepping->to)
+        return step_done(self);
+      if (sc->spec_replicas != s.stepping->from) {
+        // Changed elsewhere since our last read: not a refusal. Decide again from what is there.
+        s.ctx->metrics.decided(to_string(s.stepping->d.what), to_string(reason::changed_elsewhere));
+        runtime::log::info(actor_name, "replicas changed elsewhere; deciding again at the next evaluation",
+                           {{"target", tid(self)}, {"expected", static_cast<int64_t>(s.stepping->from)},
+                            {"found", static_cast<int64_t>(sc->spec_replicas)}});
+        set_current(self, sc->spec_replicas);
+        if (s.stepping->recovery || s.stepping->atomic)
+          return finish_evaluation(self);
+        return write_annotation(self, s.last_text, call::revert);
+      }
+    }
+  }
+  return step_refused(self, s.stepping->d.detail);
+}
+
+// A step's write answered (one patch, or /scale after the intent): done; a one-patch step refused
+// as invalid is written in two; any other error is read again before it counts as refused.
+void on_written(scaler_actor* self, const msg::api_reply& r, bool one_patch) {
+  auto& s = self->state;
+  const auto& t = spec(self).target;
+  if (!s.stepping)
+    return;
+  if (r.ok)
+    return step_done(self);
+  if (one_patch && static_cast<k8s::api_error::kind>(r.error_kind) == k8s::api_error::kind::invalid) {
+    // Not applied: the object has no annotations map yet, or the count moved. The two-write
+    // path creates the map, and its own `test` tells a moved count apart.
+    runtime::log::info(actor_name, "one-patch step refused as invalid; writing it in two", {{"target", tid(self)}, {"error", r.error}});
+    s.stepping->atomic = false;
+    return write_annotation(self, encode_last_scale(s.stepping->next), call::annotate);
+  }
+  // Did it happen anyway (a response lost after the write)? Read again before calling it refused.
+  s.stepping->d.detail += " (write answered: " + r.error + ")";
+  start(self, call::verify_scale, [t](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
+    kube.get(k, t.ns, t.name, std::move(cb), "scale");
+  });
+}
+
+// A Kubernetes answer, by the call it answers.
 void on_api(scaler_actor* self, msg::api_reply& r) {
   auto& s = self->state;
   auto info = s.calls.take(r);
   if (!info)
     return;
-  const auto& t = spec(self).target;
   switch (info->what) {
     case call::read_current:
       if (s.evaluating && !s.stepping)
         on_current(self, r);
       return;
-    case call::discover: {
-      if (!r.ok)
-        return startup_failed(self, r.error);
-      std::string error;
-      auto found = k8s::find_resource(r.body, t.api_version, t.kind, error);
-      if (!found)
-        return startup_failed(self, error);
-      if (!found->has_scale) {
-        s.recovering = false;
-        s.ctx->metrics.add("headroom_reactive_errors_total", 1);
-        runtime::log::error(actor_name, "the target's kind has no /scale subresource; it cannot be scaled (looking again in 5 minutes)",
-                            {{"target", tid(self)}});
-        s.retry_at = self->clock().now() + std::chrono::minutes(5);
-        return;
-      }
-      s.kind = std::make_shared<const k8s::resource_kind>(found->kind);
-      if (auto ptr = k8s::builtin_replicas_pointer(found->kind)) {
-        s.replicas_pointer = *ptr;
-      } else if (!spec(self).subresource_writes && !found->kind.group.empty()) {
-        // A custom resource: its CRD says where the count is (no CRD, e.g. an aggregated API, or
-        // no right to read it: every step goes through /scale).
-        const auto name = k8s::crd_name(found->kind);
-        start(self, call::read_crd, [name](k8s::client& kube, const k8s::resource_kind&, k8s::api_callback cb) {
-          kube.get(k8s::resource_kind{"apiextensions.k8s.io", "v1", "customresourcedefinitions", false}, "", name, std::move(cb));
-        });
-        return;
-      }
-      s.recovering = false;
-      recover(self);
-      return;
-    }
-    case call::read_crd: {
-      std::string error = r.error;
-      if (r.ok) {
-        if (auto ptr = k8s::crd_replicas_pointer(r.body, s.kind->version, error))
-          s.replicas_pointer = *ptr;
-      }
-      if (s.replicas_pointer.empty())
-        runtime::log::info(actor_name, "the replicas path is not known: each step is two writes (the annotation, then /scale)",
-                           {{"target", tid(self)}, {"crd", k8s::crd_name(*s.kind)}, {"why", error}});
-      s.recovering = false;
-      recover(self);
-      return;
-    }
-    case call::read_object: {
-      if (!r.ok) {
-        if (static_cast<k8s::api_error::kind>(r.error_kind) == k8s::api_error::kind::not_found)
-          target_gone(self);
-        return startup_failed(self, r.error);
-      }
-      auto obj = k8s::decode_unstructured(r.body);
-      if (auto* e = std::get_if<k8s::decode_error>(&obj))
-        return startup_failed(self, e->message);
-      const auto& meta = std::get<k8s::unstructured>(obj).meta;
-      s.uid = meta.uid;
-      s.has_annotations = !meta.annotations.empty();
-      s.last.reset();
-      s.last_text.clear();
-      if (const auto* text = meta.annotation(scale_annotation)) {
-        std::string error;
-        s.last = decode_last_scale(*text, error);
-        if (s.last) {
-          s.last_text = *text;
-        } else {
-          s.ctx->metrics.add("headroom_reactive_errors_total", 1);
-          runtime::log::warn(actor_name, "ignoring a malformed scale annotation (treated as never scaled)",
-                             {{"target", tid(self)}, {"annotation", std::string{scale_annotation}}, {"error", error}});
-        }
-      }
-      read_scale(self);
-      return;
-    }
-    case call::read_scale: {
-      if (!r.ok) {
-        if (s.stepping) {
-          runtime::log::warn(actor_name, "cannot read /scale; no step this evaluation", {{"target", tid(self)}, {"error", r.error}});
-          return finish_evaluation(self);
-        }
-        return startup_failed(self, r.error);
-      }
-      auto decoded = k8s::decode_scale(r.body);
-      if (auto* e = std::get_if<k8s::decode_error>(&decoded)) {
-        if (s.stepping)
-          return finish_evaluation(self);
-        return startup_failed(self, e->message);
-      }
-      const auto& sc = std::get<k8s::scale>(decoded);
-      if (s.stepping) {
-        auto& st = *s.stepping;
-        if (sc.spec_replicas != st.from) {
-          s.ctx->metrics.decided(to_string(st.d.what), to_string(reason::changed_elsewhere));
-          runtime::log::info(actor_name, "replicas changed elsewhere; deciding again at the next evaluation",
-                             {{"target", tid(self)}, {"expected", static_cast<int64_t>(st.from)}, {"found", static_cast<int64_t>(sc.spec_replicas)}});
-          set_current(self, sc.spec_replicas);
-          return finish_evaluation(self);
-        }
-        st.resource_version = sc.resource_version;
-        if (st.to < st.from && !sc.selector.empty()) {
-          mark_newest_pod(self, sc.selector);
-          return;
-        }
-        return continue_step(self);
-      }
-      // Start-up: a step whose intent is on the target but whose write is not finishes now.
-      set_current(self, sc.spec_replicas);
-      s.recovering = false;
-      s.ready = true;
-      if (s.gone)
-        runtime::log::info(actor_name, "the target is back", {{"target", tid(self)}});
-      s.gone = false;
-      runtime::log::info(actor_name, "watching",
-                         {{"target", tid(self)}, {"replicas", static_cast<int64_t>(sc.spec_replicas)},
-                                    {"last_scale", s.last_text.empty() ? std::string{"none"} : s.last_text}});
-      if (s.last && s.last->to != s.last->from && sc.spec_replicas == s.last->from) {
-        step st;
-        st.d = {s.last->to > s.last->from ? action::up : action::down, s.last->to, reason::refused,
-                "finishing the step interrupted by a restart"};
-        st.from = s.last->from;
-        st.to = s.last->to;
-        st.next = *s.last;
-        st.resource_version = sc.resource_version;
-        st.due = self->clock().now();
-        st.recovery = true;
-        s.stepping = st;
-        s.evaluating = true;
-        write_scale(self);
-      }
-      return;
-    }
-    case call::list_pods: {
-      if (r.ok) {
-        auto list = k8s::decode_list<k8s::pod>(r.body);
-        if (auto* l = std::get_if<k8s::list_result<k8s::pod>>(&list)) {
-          const k8s::pod* newest = nullptr;
-          for (const auto& p : l->items) {
-            if (!p.meta.deletion_timestamp.empty())
-              continue;
-            if (newest == nullptr ||
-                std::tie(p.meta.creation_timestamp, p.meta.name) > std::tie(newest->meta.creation_timestamp, newest->meta.name))
-              newest = &p;
-          }
-          if (newest != nullptr) {
-            // Lower costs go first; a newer mark is lower than any older one left behind.
-            const auto cost = -static_cast<int64_t>(wall_now(self));
-            const std::string patch = "{\"metadata\":{\"annotations\":{\"controller.kubernetes.io/pod-deletion-cost\":\"" +
-                                      std::to_string(cost) + "\"}}}";
-            const auto ns = t.ns;
-            const auto pod = newest->meta.name;
-            runtime::log::debug(actor_name, "marking the newest pod to go first", {{"target", tid(self)}, {"pod", pod}});
-            start(self, call::deletion_cost, [ns, pod, patch](k8s::client& kube, const k8s::resource_kind&, k8s::api_callback cb) {
-              kube.merge_patch(k8s::kinds::pods, ns, pod, patch, std::move(cb));
-            });
-            return;
-          }
-        }
-      }
-      return continue_step(self);
-    }
+    case call::discover: return on_discovered(self, r);
+    case call::read_crd: return on_crd(self, r);
+    case call::read_object: return on_object(self, r);
+    case call::read_scale: return on_scale(self, r);
+    case call::list_pods: return on_pods_listed(self, r);
     case call::deletion_cost:
       if (!r.ok)
         runtime::log::warn(actor_name, "cannot mark the newest pod; the workload's controller picks", {{"target", tid(self)}, {"error", r.error}});
       if (!s.stepping)
         return;
       return continue_step(self);
-    case call::annotate: {
-      if (!s.stepping)
-        return;
-      if (!r.ok) {
-        runtime::log::warn(actor_name, "cannot write the scale intent; no step this evaluation", {{"target", tid(self)}, {"error", r.error}});
-        s.ctx->metrics.add("headroom_reactive_errors_total", 1);
-        return finish_evaluation(self);
-      }
-      s.has_annotations = true;
-      auto obj = k8s::decode_unstructured(r.body);
-      if (auto* u = std::get_if<k8s::unstructured>(&obj))
-        s.stepping->resource_version = u->meta.resource_version;
-      return write_scale(self);
-    }
-    case call::write_both:
-      if (!s.stepping)
-        return;
-      if (r.ok)
-        return step_done(self);
-      if (static_cast<k8s::api_error::kind>(r.error_kind) == k8s::api_error::kind::invalid) {
-        // Not applied: the object has no annotations map yet, or the count moved. The two-write
-        // path creates the map, and its own `test` tells a moved count apart.
-        runtime::log::info(actor_name, "one-patch step refused as invalid; writing it in two", {{"target", tid(self)}, {"error", r.error}});
-        s.stepping->atomic = false;
-        return write_annotation(self, encode_last_scale(s.stepping->next), call::annotate);
-      }
-      [[fallthrough]];
-    case call::write_scale:
-      if (!s.stepping)
-        return;
-      if (r.ok)
-        return step_done(self);
-      // Did it happen anyway (a response lost after the write)? Read again before calling it refused.
-      s.stepping->d.detail += " (write answered: " + r.error + ")";
-      start(self, call::verify_scale, [t](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
-        kube.get(k, t.ns, t.name, std::move(cb), "scale");
-      });
-      return;
-    case call::verify_scale: {
-      if (!s.stepping)
-        return;
-      if (r.ok) {
-        auto decoded = k8s::decode_scale(r.body);
-        if (auto* sc = std::get_if<k8s::scale>(&decoded)) {
-          if (sc->spec_replicas == s.stepping->to)
-            return step_done(self);
-          if (sc->spec_replicas != s.stepping->from) {
-            // Changed elsewhere since our last read: not a refusal. Decide again from what is there.
-            s.ctx->metrics.decided(to_string(s.stepping->d.what), to_string(reason::changed_elsewhere));
-            runtime::log::info(actor_name, "replicas changed elsewhere; deciding again at the next evaluation",
-                               {{"target", tid(self)}, {"expected", static_cast<int64_t>(s.stepping->from)},
-                                {"found", static_cast<int64_t>(sc->spec_replicas)}});
-            set_current(self, sc->spec_replicas);
-            if (s.stepping->recovery || s.stepping->atomic)
-              return finish_evaluation(self);
-            return write_annotation(self, s.last_text, call::revert);
-          }
-        }
-      }
-      return step_refused(self, s.stepping->d.detail);
-    }
+    case call::annotate: return on_annotated(self, r);
+    case call::write_both: return on_written(self, r, true);
+    case call::write_scale: return on_written(self, r, false);
+    case call::verify_scale: return on_verified(self, r);
     case call::revert:
       if (!r.ok)
         runtime::log::warn(actor_name, "cannot put the previous scale annotation back", {{"target", tid(self)}, {"error", r.error}});

@@ -12,6 +12,7 @@
 #include "adapters/http/transport.hpp"
 #include "adapters/prometheus/client.hpp"
 #include "modes/shared/series_table.hpp"
+#include "modes/shared/start.hpp"
 #include "runtime/config_reader.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
@@ -127,10 +128,7 @@ rules make_rules(const reactive_target_section& t) {
 std::optional<std::string> prepare_reactive(const runtime::config& cfg, const reactive_section& r,
                                             const std::map<std::string, std::string>& env, k8s::client& kube,
                                             runtime::metrics& m, reactive_services& out) {
-  auto get = [&env](const char* name) -> std::string {
-    auto it = env.find(name);
-    return it == env.end() ? std::string{} : it->second;
-  };
+  auto get = [&env](const char* name) { return env_value(env, name); };
   prom::client_options po;
   po.url = r.prometheus.url;
   po.timeout = r.prometheus.timeout;

@@ -253,10 +253,7 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
                                               const std::map<std::string, std::string>& env,
                                               k8s::client& kube, http::transport& io, runtime::metrics& m,
                                               scale_set_services& out) {
-  auto get = [&env](const char* name) -> std::string {
-    auto it = env.find(name);
-    return it == env.end() ? std::string{} : it->second;
-  };
+  auto get = [&env](const char* name) { return env_value(env, name); };
   auto where = github::parse_config_url(gh.config_url);
   if (auto* e = std::get_if<std::string>(&where))
     return "github.configUrl: " + *e;

@@ -115,10 +115,7 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
                                              const std::map<std::string, std::string>& env,
                                              k8s::client& kube, http::transport& io, runtime::metrics& m,
                                              scheduler_services& out, bool& store_unavailable) {
-  auto get = [&env](const char* name) -> std::string {
-    auto it = env.find(name);
-    return it == env.end() ? std::string{} : it->second;
-  };
+  auto get = [&env](const char* name) { return env_value(env, name); };
   const std::string secret = get("HEADROOM_WEBHOOK_SECRET");
   if (secret.size() < runtime::secret_registry::min_length)
     return "HEADROOM_WEBHOOK_SECRET: required for scheduler.enabled (the key of X-Hub-Signature-256), at least " +

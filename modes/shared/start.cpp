@@ -91,11 +91,13 @@ std::string secret_key(const std::string& dir, std::initializer_list<const char*
   return {};
 }
 
+std::string env_value(const std::map<std::string, std::string>& env, const char* name) {
+  auto it = env.find(name);
+  return it == env.end() ? std::string{} : it->second;
+}
+
 std::variant<github::credentials, std::string> github_credentials(const std::map<std::string, std::string>& env) {
-  auto get = [&env](const char* name) -> std::string {
-    auto it = env.find(name);
-    return it == env.end() ? std::string{} : it->second;
-  };
+  auto get = [&env](const char* name) { return env_value(env, name); };
   github::credentials creds;
   creds.personal_access_token = get("HEADROOM_GITHUB_TOKEN");
   creds.app_id = get("HEADROOM_GITHUB_APP_ID");

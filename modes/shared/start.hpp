@@ -20,6 +20,9 @@ std::string read_text(const std::string& path, std::string& error, const std::st
 
 // GitHub credentials from the environment (HEADROOM_GITHUB_TOKEN, or the App's three) or the
 // mounted Secret (HEADROOM_GITHUB_SECRET_DIR, ARC's keys or headroom's), registered as secrets.
+// A variable of the process's environment (as the composition root read it), "" when unset.
+std::string env_value(const std::map<std::string, std::string>& env, const char* name);
+
 std::variant<github::credentials, std::string> github_credentials(const std::map<std::string, std::string>& env);
 
 // A key of the mounted GitHub Secret, under the first of `names` that exists; "" when none does.

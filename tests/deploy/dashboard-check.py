@@ -12,6 +12,10 @@ Families that exist only after their first event (a supervised child's exit, res
 escalation) cannot appear in a healthy run; they are listed in AFTER_FIRST_EVENT with that reason,
 must then be a family name registered in headroom's source (runtime/, actors/, app/), and are
 reported as such, never silently passed.
+
+It also checks the run against the metrics reference: every family the run exports (its `# TYPE`
+line) must be in docs/metrics.md with that type (scripts/gen-metrics-docs writes the page from
+the code; a family registered where that script does not look fails here).
 """
 import json
 import pathlib
@@ -64,6 +68,19 @@ def exported(text):
     return out
 
 
+def undocumented(text):
+    """Families the run exports that docs/metrics.md lacks, or lists with another type."""
+    doc = {}
+    for m in re.finditer(r"^\| `([a-z0-9_]+)` \| (\w+) \|", (SOURCE / "docs/metrics.md").read_text(), re.M):
+        doc[m.group(1)] = m.group(2)
+    bad = []
+    for m in re.finditer(r"^# TYPE (\S+) (\S+)$", text, re.M):
+        name, kind = m.group(1), m.group(2)
+        if doc.get(name) != kind:
+            bad.append(f"{name} ({kind}; docs/metrics.md: {doc.get(name, 'absent')})")
+    return bad
+
+
 def main():
     if len(sys.argv) != 4:
         sys.exit(__doc__)
@@ -77,6 +94,10 @@ def main():
         print(f"dashboard-check: {n} not in this run (exists only after {AFTER_FIRST_EVENT[n]})")
     if missing:
         print(f"dashboard-check: row {sys.argv[2]!r} queries metrics this run did not export: {', '.join(missing)}")
+        sys.exit(1)
+    if bad := undocumented(text):
+        print("dashboard-check: families this run exports that docs/metrics.md does not list as such "
+              f"(run scripts/gen-metrics-docs): {', '.join(bad)}")
         sys.exit(1)
     print(f"dashboard-check: row {sys.argv[2]!r}: {len(wanted)} metrics, {len(wanted) - len(waived)} exported, {len(waived)} after first event")
 
