@@ -4,7 +4,7 @@
 #include <string>
 
 #include "app/settings.hpp"
-#include "runtime/app.hpp"
+#include "runtime/lifecycle.hpp"
 
 namespace headroom::app {
 

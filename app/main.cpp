@@ -5,7 +5,7 @@
 #include <vector>
 
 #include "app/agent.hpp"
-#include "runtime/app.hpp"
+#include "runtime/lifecycle.hpp"
 #include "runtime/cli.hpp"
 #include "runtime/config_reader.hpp"
 #include "runtime/metrics.hpp"

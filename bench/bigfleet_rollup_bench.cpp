@@ -3,7 +3,7 @@
 // and the encoded size of the result.
 #include <benchmark/benchmark.h>
 
-#include "adapters/bigfleet/rollup.hpp"
+#include "adapters/bigfleet/desired_state.hpp"
 
 namespace {
 

@@ -21,7 +21,7 @@
 #include <vector>
 
 #include "adapters/k8s/decode.hpp"
-#include "adapters/k8s/store.hpp"
+#include "adapters/k8s/object_cache.hpp"
 
 namespace {
 
@@ -140,7 +140,7 @@ void decode_watch_stream_10k(benchmark::State& state) {
 }
 BENCHMARK(decode_watch_stream_10k)->Unit(benchmark::kMillisecond);
 
-// Heap bytes per Pod held in the informer's store (adapters/k8s/store.hpp): the objects keyed
+// Heap bytes per Pod held in the informer's store (adapters/k8s/object_cache.hpp): the objects keyed
 // namespace/name, with (args: indexes = 1) or without the informer's default indexes (namespace,
 // label, owner). client-go's side holds a cache.Store without indexes. Everything the pods hold
 // is counted, shared parts included: the interned values are made during the measurement.

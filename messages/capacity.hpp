@@ -43,6 +43,32 @@ typename Inspector::result_type inspect(Inspector& f, capacity_polled& x) {
   return f(caf::meta::type_name("capacity_polled"), x.capacity);
 }
 
+/// capacity_monitor → scale_set_status: what the monitor holds after a recompute (sent when it
+/// changed), for the ScaleSet object's status.
+struct capacity_view {
+  int64_t advertised = 0, max_runners = 0, desired_pairs = 0, pairs = 0, placed_pairs = 0, runner_pods = 0;
+  friend bool operator==(const capacity_view&, const capacity_view&) = default;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, capacity_view& x) {
+  return f(caf::meta::type_name("capacity_view"), x.advertised, x.max_runners, x.desired_pairs, x.pairs, x.placed_pairs,
+           x.runner_pods);
+}
+
+/// listener_session → scale_set_status: the session's state when it changes (Opening, Open,
+/// Backoff, Conflict; `message` says why when not Open), and `poll_started` each time a poll starts.
+struct session_view {
+  std::string state;
+  std::string message;
+  bool poll_started = false;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, session_view& x) {
+  return f(caf::meta::type_name("session_view"), x.state, x.message, x.poll_started);
+}
+
 /// hud_poller → capacity_monitor: jobs queued on the HUD for this scale set's labels.
 struct queued_jobs {
   int64_t count = 0;

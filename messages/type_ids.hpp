@@ -37,6 +37,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::id_block::headroom_runtime::end)
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::metric_subscription))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::metric_samples))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::session_held))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::capacity_view))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::session_view))
 
   /// shard_session → rollup: the stream just opened; send a roll-up now, not at the next tick.
   CAF_ADD_ATOM(headroom, headroom::msg, rollup_atom, "rollup")

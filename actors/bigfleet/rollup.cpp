@@ -12,7 +12,7 @@
 #include "actors/bigfleet/bigfleet.hpp"
 #include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
-#include "adapters/bigfleet/rollup.hpp"
+#include "adapters/bigfleet/desired_state.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/log.hpp"

@@ -200,11 +200,16 @@ using context_ptr = std::shared_ptr<const scale_set_context>;
 // The stable addresses (relays) of a scale set's actors, handed out by the wiring.
 struct scale_set_peers {
   caf::actor monitor, listener, provisioner;
+  caf::actor status{};  // scale_set_status; may be null (tests)
 };
 
 caf::actor spawn_capacity_monitor(caf::actor_system& sys, context_ptr ctx, scale_set_peers peers);
 caf::actor spawn_runner_provisioner(caf::actor_system& sys, context_ptr ctx, scale_set_peers peers);
 caf::actor spawn_health_check(caf::actor_system& sys, context_ptr ctx);
+// The ScaleSet object (deploy/crds/scalesets.yaml) named after the scale set: created, and its
+// status written from msg::capacity_view, msg::session_view and msg::scale_set_update, at most once
+// every `interval`.
+caf::actor spawn_scale_set_status(caf::actor_system& sys, context_ptr ctx, std::chrono::milliseconds interval);
 // One pair. `adopt`: its pods may exist already (found by label); otherwise it creates them.
 caf::actor spawn_placeholder_pair(caf::actor_system& sys, context_ptr ctx, std::string slot, bool adopt, caf::actor monitor,
                                   owner_ref owner);

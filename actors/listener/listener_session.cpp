@@ -1,6 +1,6 @@
 #include "actors/listener/listener_session.hpp"
 
-#include "actors/listener/actions_reply.hpp"
+#include "actors/listener/listener_state.hpp"
 
 #include <caf/all.hpp>
 
@@ -10,83 +10,7 @@
 #include "runtime/outage.hpp"
 
 namespace headroom::actors {
-
-namespace {
-
-constexpr std::string_view actor_name = "listener_session";
-using K = github::actions_error::kind;
-using reply_op = actions_reply::op;
-
-struct listener_state {
-  // When the Actions Service's failures deserve a log line: the first of an outage, a reminder a
-  // minute, and one line when it answers again (the retries themselves follow `backoff`).
-  runtime::outage service_outage{{.reminder = std::chrono::minutes(1)}};
-  std::shared_ptr<github::actions_client> client;
-  listener_peers peers;
-  listener_options opts;
-  github::session_ptr session;
-  uint64_t generation = 0;  // bumped per session
-  std::shared_ptr<github::pending_call> poll;
-  bool polling = false;
-  bool poll_cancelled = false;  // the in-flight poll was cancelled; its reply starts the next
-  int64_t poll_capacity = 0;  // what the in-flight poll advertised
-  uint64_t poll_seq = 0;      // the in-flight poll's number
-  caf::actor_clock::time_point poll_started;  // when the in-flight poll was issued
-  // Until then a cancelled poll may still reach the service after the poll in flight (see
-  // listener_options::reorder_window): a poll started before it is re-issued at that moment.
-  caf::actor_clock::time_point reorder_until;
-  int64_t desired = 0;        // the newest capacity
-  int64_t last_message_id = 0;
-  int64_t before_message_id = 0;  // last_message_id before the message being handled
-  // The message being handled: its jobs acquired, then its transitions forwarded, then acked.
-  // Acked last, so a crash before the forward leaves it in the session for the successor, and
-  // one after it is skipped there by the newest message id (msg::session_held): once, either way.
-  std::optional<github::session_message> handling;
-  std::optional<msg::scale_set_statistics> stats;   // the latest, for update_atom
-  std::chrono::milliseconds backoff{0};
-  bool stopping = false;
-  caf::error stop_reason;
-  // A session a crashed predecessor left in the service (from the monitor, msg::session_held):
-  // adopted (refreshed for a token of this listener's), so the job messages still queued in it
-  // are not lost; deleted instead when it cannot be adopted, or the service would answer 409
-  // until it expires. `creating`: a create is in flight (then the stale one is deleted at once,
-  // and the client's next conflict retry succeeds).
-  msg::session_held stale;
-  bool creating = false;
-  // Asked the monitor for a session left behind, not answered yet (up to 1 s): the first create
-  // waits for the answer (`open_wanted`), since a create that meets the stale session waits 30 s.
-  bool asking = false, open_wanted = false;
-  static inline const char* name = "headroom.listener_session";
-  // An actor that crashed (or was killed) runs no exit handler: its poll would stay held at the
-  // service beside its successor's, on the session the successor adopts, until the hold ends.
-  ~listener_state() {
-    if (poll)
-      poll->cancel();
-  }
-};
-
-using listener_actor = caf::stateful_actor<listener_state>;
-
-// The callback of an Actions call: its result goes back to the actor as actions_reply.
-// `poll`: the poll's number (polls only), carried whatever the outcome.
-template <class T, class Fill>
-std::function<void(github::actions_result<T>)> reply_to(listener_actor* self, reply_op op, Fill fill, uint64_t poll = 0) {
-  caf::actor me = caf::actor_cast<caf::actor>(self);
-  const uint64_t generation = self->state.generation;
-  return [me, op, generation, poll, fill](github::actions_result<T> r) {
-    actions_reply out;
-    out.what = op;
-    out.generation = generation;
-    out.poll = poll;
-    if (auto* e = std::get_if<github::actions_error>(&r))
-      out.error = std::move(*e);
-    else
-      fill(out, std::get<T>(std::move(r)));
-    caf::anon_send(me, std::move(out));
-  };
-}
-
-void open_session(listener_actor* self);
+namespace listener {
 
 // Finds the scale set by name (creating it when absent), then opens the session.
 void resolve_scale_set(listener_actor* self) {
@@ -171,8 +95,19 @@ void adopt_stale_session(listener_actor* self) {
                              }));
 }
 
+// The ScaleSet object's session state (actors/capacity/scale_set_status.cpp), when it changes.
+void tell_session(listener_actor* self, std::string state, std::string message) {
+  auto& st = self->state;
+  if (!st.peers.status || (state == st.told_state && message == st.told_message))
+    return;
+  st.told_state = state;
+  st.told_message = message;
+  self->send(st.peers.status, msg::session_view{std::move(state), std::move(message), false});
+}
+
 void open_session(listener_actor* self) {
   auto& st = self->state;
+  tell_session(self, "Opening");
   ++st.generation;
   st.session.reset();
   st.last_message_id = 0;
@@ -205,6 +140,8 @@ void start_poll(listener_actor* self) {
     self->delayed_send(self, st.reorder_until - now, msg::tick_atom_v, st.generation, seq, uint64_t{1});
   if (st.peers.capacity)
     self->send(st.peers.capacity, msg::capacity_polled{st.desired});
+  if (st.peers.status)
+    self->send(st.peers.status, msg::session_view{{}, {}, true});
   st.poll = st.client->get_message(
       st.session, st.last_message_id, st.desired,
       reply_to<std::optional<github::session_message>>(
@@ -243,6 +180,7 @@ int64_t ms_now(listener_actor* self) { return runtime::actor_system_clock{self->
 void retry_later(listener_actor* self, const github::actions_error& e) {
   auto& st = self->state;
   count_failure(self, e);
+  tell_session(self, "Backoff", e.describe());
   st.backoff = st.backoff.count() == 0 ? st.opts.backoff_initial : std::min(st.backoff * 2, st.opts.backoff_max);
   if (e.what != K::transport && e.what != K::server) {
     // Not the service being away but something it said (a body that does not decode, a refusal):
@@ -263,6 +201,8 @@ void retry_later(listener_actor* self, const github::actions_error& e) {
 void service_answered(listener_actor* self) {
   auto& st = self->state;
   st.backoff = std::chrono::milliseconds{0};
+  if (st.session)
+    tell_session(self, "Open");
   if (const auto v = st.service_outage.succeeded(ms_now(self)); v.log == runtime::outage::note::came_back)
     runtime::log::info(actor_name, "the Actions Service answers again",
                        {{"scale_set", st.opts.scale_set_id}, {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
@@ -324,6 +264,7 @@ void session_ready(listener_actor* self, const char* what) {
   auto& st = self->state;
   const auto session = st.session->get();
   service_answered(self);
+  tell_session(self, "Open");
   if (st.peers.capacity)
     self->send(st.peers.capacity, msg::session_held{st.opts.scale_set_id, session.session_id, st.last_message_id});
   runtime::log::info(actor_name, what,
@@ -416,179 +357,6 @@ void on_retry(listener_actor* self, uint64_t generation) {
     start_poll(self);
 }
 
-// The session deleted on shutdown: a successor has nothing left to delete.
-void on_closed(listener_actor* self, const actions_reply& r) {
-  auto& s = self->state;
-  if (r.error)
-    runtime::log::warn(actor_name, "could not delete the session on shutdown", {{"error", r.error->describe()}});
-  else
-    runtime::log::info(actor_name, "session deleted", {{"scale_set", s.opts.scale_set_id}});
-  if (s.peers.capacity && !r.error)
-    self->send(s.peers.capacity, msg::session_held{s.opts.scale_set_id, {}});
-  self->quit(s.stop_reason);
-}
-
-// A crashed predecessor's session, adopted (its last message id kept), or replaced.
-void on_adopted(listener_actor* self, actions_reply& r) {
-  auto& s = self->state;
-  if (r.error) {
-    const auto k = r.error->what;
-    if (k == K::transport || k == K::server)  // the service is out: adopt it later
-      return retry_later(self, *r.error);
-    runtime::log::warn(actor_name, "could not adopt the session a crashed predecessor left; opening a new one",
-                       {{"scale_set", s.opts.scale_set_id}, {"error", r.error->describe()}});
-    if (k == K::session_not_found || k == K::not_found)
-      s.stale = {};  // gone (expired): nothing to delete
-    if (!s.stale.session_id.empty())
-      delete_stale_session(self);  // its answer opens ours
-    else
-      open_session(self);
-    return;
-  }
-  s.session = std::move(r.session);
-  s.last_message_id = s.stale.last_message_id;  // a message handled before is acked, not handled again
-  s.stale = {};
-  session_ready(self, "session adopted");
-}
-
-// A predecessor's session deleted (or already gone): ours can be opened.
-void on_stale_deleted(listener_actor* self, const actions_reply& r) {
-  auto& s = self->state;
-  if (r.error && r.error->what != K::session_not_found && r.error->what != K::not_found)
-    runtime::log::warn(actor_name, "could not delete the session a crashed predecessor left",
-                       {{"scale_set", s.opts.scale_set_id}, {"error", r.error->describe()}});
-  if (!s.session && !s.creating)
-    open_session(self);
-}
-
-void on_resolved(listener_actor* self, const actions_reply& r) {
-  auto& s = self->state;
-  if (r.error)
-    return retry_later(self, *r.error);
-  s.opts.scale_set_id = r.acquired.at(0);
-  service_answered(self);
-  runtime::log::info(actor_name, "scale set", {{"name", s.opts.scale_set_name}, {"id", s.opts.scale_set_id}});
-  open_session(self);
-}
-
-// Our session created; a 409 after the client's bounded retries means another listener holds it.
-void on_session_created(listener_actor* self, actions_reply& r) {
-  auto& s = self->state;
-  s.creating = false;
-  if (r.error) {
-    if (r.error->what == K::session_conflict) {
-      count_failure(self, *r.error);
-      runtime::log::error(actor_name, "another listener holds this scale set's session",
-                          {{"scale_set", s.opts.scale_set_id}, {"error", r.error->describe()}});
-      self->quit(caf::make_error(caf::sec::runtime_error, r.error->describe()));
-      return;
-    }
-    return retry_later(self, *r.error);
-  }
-  s.session = std::move(r.session);
-  session_ready(self, "session open");
-}
-
-// A poll answered: nothing (poll again), a message (handled once: a repeat is acked only), or an
-// error (a cancelled poll is re-issued at once with the newest capacity).
-void on_polled(listener_actor* self, actions_reply& r) {
-  auto& s = self->state;
-  s.polling = false;
-  s.poll.reset();
-  if (r.error) {
-    if (r.error->what == K::cancelled)
-      return start_poll(self);
-    return retry_later(self, *r.error);
-  }
-  service_answered(self);
-  if (!r.message)
-    return start_poll(self);
-  if (s.last_message_id != 0 && r.message->message_id <= s.last_message_id) {
-    // Handled already: its ack failed, so the service sent it again. Ack it once more and handle
-    // it not again, or its started/completed jobs would count twice (found by the chaos suite: 7
-    // completions for 6 jobs after a 503 storm).
-    runtime::log::info(actor_name, "a message handled before came again (its ack failed): acknowledged, not handled twice",
-                       {{"scale_set", s.opts.scale_set_id}, {"message_id", r.message->message_id}});
-    s.client->delete_message(s.session, r.message->message_id,
-                             reply_to<github::done>(self, reply_op::reack, [](actions_reply&, github::done) {}));
-    return start_poll(self);
-  }
-  s.before_message_id = s.last_message_id;
-  s.last_message_id = r.message->message_id;
-  s.handling = std::move(r.message);
-  handle_message(self);
-}
-
-void on_acked(listener_actor* self, const actions_reply& r) {
-  auto& s = self->state;
-  if (r.error) {
-    count_failure(self, *r.error);
-    runtime::log::warn(actor_name, "ack failed: the message will come again", {{"error", r.error->describe()}});
-  }
-  s.handling.reset();
-  start_poll(self);
-}
-
-void on_acquired(listener_actor* self, const actions_reply& r) {
-  auto& s = self->state;
-  if (r.error && (r.error->what == K::server || r.error->what == K::transport)) {
-    // The service is out: the message stays unacked and unforwarded, and is read and handled
-    // again after the backoff, its jobs acquired then. Finished here, its jobs would wait for the
-    // service to re-offer them (a run timeout: a chaos run's jobs completed 100 s after a 503
-    // storm instead of 10 s).
-    runtime::log::warn(actor_name, "acquiring jobs failed; the message will be handled again",
-                       {{"scale_set", s.opts.scale_set_id}, {"error", r.error->describe()}});
-    s.handling.reset();
-    s.last_message_id = s.before_message_id;
-    return retry_later(self, *r.error);
-  }
-  if (r.error) {
-    count_failure(self, *r.error);
-    runtime::log::warn(actor_name, "acquiring jobs failed; the service re-offers them", {{"error", r.error->describe()}});
-  } else {
-    runtime::log::info(actor_name, "jobs acquired", {{"scale_set", s.opts.scale_set_id}, {"count", r.acquired.size()}});
-  }
-  finish_message(self);
-}
-
-// An Actions Service answer, by operation.
-void on_reply(listener_actor* self, actions_reply& r) {
-  auto& s = self->state;
-  if (r.generation != s.generation)
-    return;  // about a session that is gone
-  switch (r.what) {
-    case reply_op::closed: return on_closed(self, r);
-    case reply_op::reack: return;  // a repeated ack: the poll in flight reports anything wrong with the session
-    case reply_op::adopt: return on_adopted(self, r);
-    case reply_op::stale: return on_stale_deleted(self, r);
-    default: break;
-  }
-  if (r.what == reply_op::poll && (r.poll != s.poll_seq || !s.polling)) {
-    if (r.error && r.error->what != K::cancelled) {  // ignored, but it failed all the same
-      count_failure(self, *r.error);
-      runtime::log::warn(actor_name, "a poll given up on failed", {{"scale_set", s.opts.scale_set_id}, {"error", r.error->describe()}});
-    }
-    return;  // a poll given up on (see the cancel deadline in set_max_capacity)
-  }
-  if (r.error && r.error->what == K::session_not_found) {
-    runtime::log::warn(actor_name, "the session is gone: opening a new one", {{"scale_set", s.opts.scale_set_id}});
-    s.polling = false;
-    return open_session(self);
-  }
-  switch (r.what) {
-    case reply_op::resolve: return on_resolved(self, r);
-    case reply_op::session: return on_session_created(self, r);
-    case reply_op::poll: return on_polled(self, r);
-    case reply_op::ack: return on_acked(self, r);
-    case reply_op::acquire: return on_acquired(self, r);
-    case reply_op::refresh:
-    case reply_op::closed:
-    case reply_op::reack:
-    case reply_op::stale:
-    case reply_op::adopt:
-      return;
-  }
-}
 
 caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::actions_client> client, listener_peers peers,
                                 listener_options opts) {
@@ -653,7 +421,7 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
 
 caf::actor spawn_listener_session(caf::actor_system& sys, std::shared_ptr<github::actions_client> client,
                                   listener_peers peers, listener_options opts) {
-  return sys.spawn(listener_behavior, std::move(client), std::move(peers), std::move(opts));
+  return sys.spawn(listener::listener_behavior, std::move(client), std::move(peers), std::move(opts));
 }
 
 }  // namespace headroom::actors

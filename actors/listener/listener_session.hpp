@@ -55,6 +55,8 @@ struct listener_peers {
   // The capacity monitor: asked for the newest capacity (capacity_atom) when the listener starts,
   // and told msg::capacity_polled each time a poll starts.
   caf::actor capacity;
+  // scale_set_status: msg::session_view when the session's state changes and when a poll starts.
+  caf::actor status{};
 };
 
 // The actor takes msg::set_max_capacity and update_atom.

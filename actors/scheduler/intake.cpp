@@ -3,7 +3,7 @@
 #include <algorithm>
 
 #include "adapters/github/auth.hpp"
-#include "adapters/github/messages.hpp"
+#include "adapters/github/payloads.hpp"
 
 namespace headroom::actors::scheduler {
 

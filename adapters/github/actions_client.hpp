@@ -20,7 +20,7 @@
 #include <variant>
 #include <vector>
 
-#include "adapters/github/messages.hpp"
+#include "adapters/github/payloads.hpp"
 #include "adapters/http/transport.hpp"
 
 namespace headroom::github {

@@ -14,7 +14,7 @@
 
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/decode.hpp"
-#include "adapters/k8s/store.hpp"
+#include "adapters/k8s/object_cache.hpp"
 #include "runtime/log.hpp"
 #include "runtime/outage.hpp"
 #include "runtime/clock.hpp"

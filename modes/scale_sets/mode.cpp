@@ -325,7 +325,7 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
 
 namespace {
 
-// One scale set: its four actors under a supervisor, each reachable by its relay.
+// One scale set: its five actors under a supervisor, each reachable by its relay.
 runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_ptr& ctx, const scale_set_peers& peers,
                                       runtime::metrics& m, runtime::readiness& ready) {
   std::vector<runtime::child_spec> children;
@@ -353,10 +353,16 @@ runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_
     o.job = ctx->metrics.job;
     // Until the monitor answers: nothing confirmed yet, or maxRunners when capacity-unaware.
     o.initial_capacity = ctx->spec.capacity_aware ? 0 : ctx->spec.max_runners;
-    return spawn_listener_session(s, ctx->github, listener_peers{{peers.provisioner, peers.monitor}, peers.monitor},
+    return spawn_listener_session(s, ctx->github,
+                                  listener_peers{{peers.provisioner, peers.monitor, peers.status}, peers.monitor, peers.status},
                                   std::move(o));
   };
   children.push_back(std::move(listener));
+  runtime::child_spec status;
+  status.name = "scale_set_status";
+  status.relay = peers.status;
+  status.start = [ctx](caf::actor_system& s) { return spawn_scale_set_status(s, ctx, std::chrono::seconds(5)); };
+  children.push_back(std::move(status));
   runtime::child_spec health;
   health.name = "health_check";
   health.start = [ctx](caf::actor_system& s) { return spawn_health_check(s, ctx); };
@@ -383,7 +389,7 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
     for (const auto& ctx : svc->contexts) {
       const std::string at = ctx->spec.name + "/";
       peers.push_back(scale_set_peers{relay(at + "capacity_monitor"), relay(at + "listener_session"),
-                                      relay(at + "runner_provisioner")});
+                                      relay(at + "runner_provisioner"), relay(at + "scale_set_status")});
     }
     std::vector<runtime::child_spec> children;
     if (svc->hud) {
@@ -456,7 +462,8 @@ std::vector<tree_line> scale_sets_mode::leader_only_tree() const {
           {2, "capacity_monitor"},
           {3, "placeholder_pair × one per pair"},
           {2, "listener_session"},
-          {2, "health_check"}};
+          {2, "health_check"},
+          {2, "scale_set_status (the ScaleSet object's status)"}};
 }
 
 std::unique_ptr<mode> make() { return std::make_unique<scale_sets_mode>(); }

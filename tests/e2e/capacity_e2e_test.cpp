@@ -74,6 +74,24 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
       << "hand-offs outlive the jobs: " << w.placeholders_running() << " placeholders Running for " << w.ready_pairs()
       << " pairs and " << runners_going() << " runner pods going\n"
       << e.c->kubectl({"-n", "capacity-burst", "get", "pods", "--show-labels"}).out << w.headroom->log();
+  // kubectl shows the scale set: its ScaleSet object's status agrees with the peer and the series
+  // (written at most every 5 s), and its printer columns show it.
+  auto status = [&](const std::string& path) {
+    return e.c->kubectl({"-n", "capacity-burst", "get", "scaleset", "capacity-burst", "-o", "jsonpath={.status." + path + "}"}).out;
+  };
+  EXPECT_TRUE(eventually([&] { return status("advertisedCapacity") == std::to_string(w.latest_capacity(set)); }, 30s))
+      << "ScaleSet status: " << e.c->kubectl({"-n", "capacity-burst", "get", "scaleset", "capacity-burst", "-o", "yaml"}).out
+      << w.headroom->log();
+  EXPECT_EQ(status("maxRunners"), "4");
+  EXPECT_EQ(status("scaleSetId"), std::to_string(set));
+  EXPECT_EQ(status("session"), "Open");
+  EXPECT_EQ(status("conditions[?(@.type==\"SessionOpen\")].status"), "True");
+  EXPECT_TRUE(eventually([&] { return status("placedPairs") == std::to_string(w.ready_pairs()); }, 30s))
+      << "placed pairs: status " << status("placedPairs") << ", cluster " << w.ready_pairs();
+  EXPECT_FALSE(status("lastPollTime").empty());
+  const auto listed = e.c->kubectl({"-n", "capacity-burst", "get", "scalesets"}).out;
+  EXPECT_NE(listed.find("ADVERTISED"), std::string::npos) << listed;
+  EXPECT_NE(listed.find("Open"), std::string::npos) << listed;
   EXPECT_GE(series("headroom_capacity_advertised_pair_creates_total"), 2) << "at least the warm pool";
   EXPECT_GT(series("headroom_capacity_propagation_seconds_count"), 0);
   EXPECT_GE(series("headroom_capacity_nodepool_limited"), 0) << "exported for every scale set";

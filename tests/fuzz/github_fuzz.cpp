@@ -7,7 +7,7 @@
 
 #include "adapters/github/actions_client.hpp"
 #include "adapters/github/auth.hpp"
-#include "adapters/github/messages.hpp"
+#include "adapters/github/payloads.hpp"
 #include "adapters/hud/queued_jobs.hpp"
 
 template <class Result, class Failure>

@@ -1,6 +1,6 @@
 #!/usr/bin/env bash
 # Makes headroom's identity on a test cluster exactly what the Helm chart grants: renders the
-# chart's ServiceAccount and RBAC for the given values (helm template), and the PriorityClasses the
+# chart's ServiceAccount and RBAC for the given values (helm template), its CRDs, and the PriorityClasses the
 # chart makes (priorityClasses.create, the default: then headroom may only read them), applies them as the admin,
 # asks the TokenRequest API for the ServiceAccount's token, and writes a kubeconfig that uses it.
 # A headroom run with that kubeconfig fails on any permission the chart forgot.
@@ -17,6 +17,12 @@ k create namespace "$ns" >/dev/null 2>&1 || true
 if "$helm" template "$release" "$src/deploy/chart/headroom" -n "$ns" -f "$values" --kube-version 1.36.0 \
      --show-only templates/priorityclasses.yaml >"$out.pcs.yaml" 2>/dev/null; then
   k apply -f "$out.pcs.yaml" >/dev/null
+fi
+# The CRDs the chart installs for these values (the ScaleSet CRD by default), as `helm install` would.
+if "$helm" template "$release" "$src/deploy/chart/headroom" -n "$ns" -f "$values" --kube-version 1.36.0 \
+     --show-only templates/crds.yaml >"$out.crds.yaml" 2>/dev/null && grep -q '^kind: CustomResourceDefinition' "$out.crds.yaml"; then
+  k apply --server-side --force-conflicts -f "$out.crds.yaml" >/dev/null
+  k wait --for condition=Established --timeout 60s -f "$out.crds.yaml" >/dev/null
 fi
 k apply -f "$out.rbac.yaml" >/dev/null
 sa=$(awk '/^kind: ServiceAccount/{f=1} f && /^  name:/{print $2; exit}' "$out.rbac.yaml")

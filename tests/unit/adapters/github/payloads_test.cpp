@@ -1,4 +1,4 @@
-#include "adapters/github/messages.hpp"
+#include "adapters/github/payloads.hpp"
 
 #include <gtest/gtest.h>
 

@@ -1,4 +1,4 @@
-#include "adapters/bigfleet/rollup.hpp"
+#include "adapters/bigfleet/desired_state.hpp"
 
 #include <algorithm>
 #include <unordered_map>

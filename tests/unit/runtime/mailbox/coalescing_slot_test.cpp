@@ -5,7 +5,7 @@
 #include <thread>
 #include <vector>
 
-#include "unit/mailbox/wake_probe.hpp"
+#include "unit/runtime/mailbox/wake_probe.hpp"
 
 using headroom::runtime::coalescing_slot;
 using headroom::testing::wake_probe;

@@ -7,7 +7,7 @@
 #include <thread>
 #include <vector>
 
-#include "unit/mailbox/wake_probe.hpp"
+#include "unit/runtime/mailbox/wake_probe.hpp"
 
 using headroom::runtime::keyed_coalescer;
 using headroom::testing::wake_probe;

@@ -8,7 +8,7 @@
 #include <thread>
 #include <vector>
 
-#include "unit/mailbox/wake_probe.hpp"
+#include "unit/runtime/mailbox/wake_probe.hpp"
 
 using headroom::runtime::bounded_dispatcher;
 using headroom::runtime::dispatch_lane;

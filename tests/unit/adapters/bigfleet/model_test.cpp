@@ -7,7 +7,7 @@
 
 #include "adapters/bigfleet/capacity_request.hpp"
 #include "adapters/bigfleet/node_state.hpp"
-#include "adapters/bigfleet/rollup.hpp"
+#include "adapters/bigfleet/desired_state.hpp"
 #include "adapters/k8s/decode.hpp"
 
 namespace headroom::bigfleet {

@@ -1,4 +1,4 @@
-#include "runtime/app.hpp"
+#include "runtime/lifecycle.hpp"
 
 #include <caf/all.hpp>
 

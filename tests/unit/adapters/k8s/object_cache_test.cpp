@@ -1,4 +1,4 @@
-#include "adapters/k8s/store.hpp"
+#include "adapters/k8s/object_cache.hpp"
 
 #include <gtest/gtest.h>
 

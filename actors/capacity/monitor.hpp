@@ -1,0 +1,133 @@
+#pragma once
+
+// The capacity monitor's state, and what its three files share: capacity_monitor.cpp (the
+// behaviour, its handlers and the pairs), monitor_recompute.cpp (the capacity loop) and
+// monitor_setup.cpp (start-up: the PriorityClasses and the owner ConfigMap). Internal to
+// actors/capacity/.
+
+#include <caf/all.hpp>
+
+#include <deque>
+#include <functional>
+#include <map>
+#include <memory>
+#include <optional>
+#include <set>
+#include <string>
+
+#include "actors/capacity/capacity.hpp"
+#include "actors/k8s/api_calls.hpp"
+#include "actors/k8s/informer_feed.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/outage.hpp"
+
+namespace headroom::actors::capacity::monitor {
+
+constexpr std::string_view actor_name = "capacity_monitor";
+constexpr uint32_t pods_buffer = 1;
+constexpr uint32_t pools_buffer = 2;
+constexpr uint64_t setup_retry_tick = 3;  // tick_atom's payload: try the start-up again
+using state_t = msg::pair_report::state;
+using api_kind = k8s::api_error::kind;
+
+struct pair_entry {
+  caf::actor actor;
+  state_t state = state_t::pending;
+  caf::actor_clock::time_point born{};
+  // placeholderTTL, make before break: this pair replaces `predecessor`, a ready pair past its TTL
+  // that is stopped once this one is ready. Not counted as capacity or demand until then; stale
+  // (treated as a plain pair) once the predecessor has gone another way.
+  std::string predecessor;
+};
+
+enum class call_kind { priority_class, priority_class_get, owner_create, owner_release, owner_get, owner_list, owner_delete, pod_delete, runner_pdb };
+struct call_info {
+  call_kind kind;
+  std::string name;
+  int32_t expected_value = 0;
+};
+
+struct monitor_state {
+  context_ptr ctx;
+  scale_set_peers peers;
+  std::unique_ptr<informer_feed<k8s::pod>> feed;
+  std::unique_ptr<informer_feed<k8s::unstructured>> pool_feed;
+  // Karpenter NodePools by name: whether each can make this scale set's nodes, and has room for a
+  // pair under its limits (decided once per change of the pool, not per recompute).
+  struct pool_verdict {
+    bool matches = false, room = false;
+  };
+  std::map<std::string, pool_verdict> pools;
+  bool pools_limited = false;  // as last logged
+  std::map<std::string, pair_entry> pairs;  // slot → pair (capacity, placed or not yet)
+  std::map<std::string, caf::actor> handoffs;  // slot → consumed pair still holding the workflow's room
+  std::deque<std::string> handoff_order;       // their slots, oldest first (ended ones skipped)
+  std::set<std::string> deleting;           // foreign placeholders being deleted
+  // Slots whose pair ended (never adopted again), and when. A pod of one that outlives its pair by
+  // retire_grace is deleted here: a pair stopped while its creates were in flight deletes before
+  // they land, and the pods it made then have no owner but this process's owner ConfigMap.
+  std::map<std::string, caf::actor_clock::time_point> retired;
+  api_calls<call_info> calls;
+  int setup_pending = 0;
+  // A start-up call the API server could not answer (down, overloaded): the round finishes, then
+  // the whole start-up is tried again after a backoff (each step is idempotent), not an exit that
+  // would restart the tree in a loop while the API server is away.
+  bool setup_failed = false;
+  std::string setup_error;
+  runtime::outage setup_outage{{.initial = std::chrono::milliseconds{500}, .max = std::chrono::seconds{30}}};
+  bool acting = false;  // start-up done: the owner is known
+  owner_ref owner;
+  int64_t assigned = 0, running_jobs = 0, queued = 0;
+  // Runners whose job started and whose completion has not come yet. The service's statistics are
+  // as of the last message: when the Actions Service is out, jobs finish without the statistics
+  // saying so, and the first poll after it would advertise their room again (found by the chaos
+  // suite: 4 advertised with 2 jobs held and no pair placed). A runner pod that has ended while
+  // its job is in this set is a job done whose completion is on its way, and is not counted.
+  std::set<std::string> started;
+  // Newly assigned jobs that no pair has been consumed by or handed to yet (when each was seen).
+  std::deque<caf::actor_clock::time_point> owed;
+  // The session the scale set's listener holds (msg::session_held), and the newest message it
+  // handled there: a listener that crashes leaves the session in the service, and its successor
+  // adopts it. Lost if this monitor restarts too; the successor then waits for the service to
+  // expire it (409s).
+  msg::session_held listener_session;
+  int64_t assigned_seen = 0;
+  bool assigned_known = false;
+  int64_t last_published = -1;
+  caf::actor_clock::time_point published_at{};  // when it last changed
+  bool published_polled = true;  // a poll has carried it (propagation observed)
+  milliseconds create_backoff{0};
+  bool stopping = false;  // waiting for the owner's delete, then quitting with stop_reason
+  caf::error stop_reason;
+  caf::actor_clock::time_point spawn_blocked_until{};
+  uint64_t pair_creates = 0, pair_deletes = 0, pair_timeouts = 0;
+  static inline const char* name = "headroom.capacity_monitor";
+  msg::capacity_view last_view{-1};  // the last sent to peers.status
+};
+
+using monitor_actor = caf::stateful_actor<monitor_state>;
+
+inline const k8s::resource_kind priority_classes{"scheduling.k8s.io", "v1", "priorityclasses", false};
+constexpr auto retire_grace = std::chrono::seconds(2);
+constexpr auto retire_memory = std::chrono::seconds(60);
+
+// capacity_monitor.cpp
+void start_call(monitor_actor* self, call_info info, const std::function<void(k8s::api_callback)>& start);
+int64_t ms_now(monitor_actor* self);
+bool owned_by(const k8s::pod& p, const std::string& uid);
+std::optional<role> role_of(const k8s::pod& p);
+void retire(monitor_actor* self, const std::string& slot);
+void stop_pair(monitor_actor* self, const std::string& slot);
+void spawn_pair(monitor_actor* self, std::string slot, bool adopt);
+nodepool_room pool_room(monitor_actor* self);
+void end_finished_handoffs(monitor_actor* self, int64_t jobs_in_flight);
+void delete_placeholder(monitor_actor* self, const std::string& name);
+
+// monitor_recompute.cpp: count, size the pairs, renew, publish.
+void recompute(monitor_actor* self);
+
+// monitor_setup.cpp
+void begin_setup(monitor_actor* self);
+void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& r);
+
+}  // namespace headroom::actors::capacity::monitor

@@ -1,0 +1,284 @@
+// capacity_monitor's capacity loop (see capacity_monitor.cpp): on every change, count the scale
+// set's pods, size the placeholder pairs, renew old pairs, and publish the capacity.
+
+#include <caf/all.hpp>
+#include <simdjson.h>
+
+#include <algorithm>
+
+#include "actors/capacity/monitor.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/log.hpp"
+
+namespace headroom::actors::capacity::monitor {
+
+namespace {
+
+// What recompute counts on its way through the scale set's pods.
+struct pod_census {
+  int64_t placeholder_pods = 0;
+  int64_t runners_going = 0;     // runner pods not finished and not being deleted
+  int64_t ended_unreported = 0;  // finished runner pods whose job the service still counts
+  int64_t runners_pending = 0, runners_running = 0, runners_failed = 0;  // ARC's controller series
+  std::set<std::string> runner_pods, slots_seen;
+};
+
+void count_runner(const monitor_state& st, const k8s::pod& p, capacity_inputs& in, pod_census& c) {
+  if (p.phase == "Running" && !p.node_name.empty() && p.meta.deletion_timestamp.empty())
+    ++in.runners_placed;
+  c.runners_pending += p.phase.empty() || p.phase == "Pending";
+  c.runners_running += p.phase == "Running";
+  c.runners_failed += p.phase == "Failed";
+  if (p.phase != "Succeeded" && p.phase != "Failed" && p.meta.deletion_timestamp.empty())
+    ++c.runners_going;
+  else if (st.started.count(p.meta.name) > 0)
+    ++c.ended_unreported;
+  c.runner_pods.insert(p.meta.name);
+}
+
+// A placeholder outside every pair this monitor runs: an earlier process's (deleted; its owner's
+// deletion would garbage-collect it too), one an ended pair left behind (deleted after a grace),
+// or this process's own after a monitor restart (the pair adopted when both pods are still fine;
+// otherwise the pair is over and the survivor goes).
+void judge_placeholder(monitor_actor* self, const k8s::pod& p, role r, const std::string* slot) {
+  auto& st = self->state;
+  const auto& spec = st.ctx->spec;
+  if (!owned_by(p, st.owner.uid)) {
+    if (st.deleting.insert(p.meta.name).second) {
+      runtime::log::info(actor_name, "deleting an earlier process's placeholder", {{"pod", p.meta.name}});
+      delete_placeholder(self, p.meta.name);
+    }
+    return;
+  }
+  if (slot == nullptr || st.pairs.count(*slot) > 0 || st.handoffs.count(*slot) > 0)
+    return;
+  if (auto ended = st.retired.find(*slot); ended != st.retired.end()) {
+    if (p.meta.deletion_timestamp.empty() && self->clock().now() - ended->second > retire_grace &&
+        st.deleting.insert(p.meta.name).second) {
+      runtime::log::info(actor_name, "deleting a placeholder its ended pair left behind",
+                         {{"scale_set", spec.name}, {"slot", *slot}, {"pod", p.meta.name}});
+      delete_placeholder(self, p.meta.name);
+    }
+    return;
+  }
+  const auto other = st.ctx->pods->get(
+      spec.ns, placeholder_pod_name(spec, *slot, r == role::runner_placeholder ? role::workflow_placeholder : role::runner_placeholder));
+  const auto mine = placeholder_state(&p), theirs = placeholder_state(other.get());
+  retire(self, *slot);  // decided once
+  if (mine != pod_state::gone && theirs != pod_state::gone && theirs != pod_state::absent) {
+    runtime::log::info(actor_name, "adopting a placeholder pair", {{"scale_set", spec.name}, {"slot", *slot}});
+    st.retired.erase(*slot);
+    spawn_pair(self, *slot, true);
+  } else if (mine != pod_state::gone && st.deleting.insert(p.meta.name).second) {
+    delete_placeholder(self, p.meta.name);
+  }
+}
+
+// Step 1: the scale set's pods, counted; loose placeholders judged.
+pod_census count_pods(monitor_actor* self, capacity_inputs& in) {
+  auto& st = self->state;
+  pod_census c;
+  for (const auto& p : st.ctx->pods->list()) {
+    auto r = role_of(*p);
+    if (!r || p->meta.ns != st.ctx->spec.ns)
+      continue;
+    if (*r == role::runner) {
+      count_runner(st, *p, in, c);
+      continue;
+    }
+    ++c.placeholder_pods;
+    const auto* slot = p->meta.label(keys::slot);
+    if (slot != nullptr)
+      c.slots_seen.insert(*slot);
+    judge_placeholder(self, *p, *r, slot);
+  }
+  // Forgotten once no pod of it has been seen for a while (a create still in flight when the pair
+  // ended lands later; forgetting its slot sooner would adopt the pods it makes).
+  std::erase_if(st.retired, [&, at = self->clock().now()](const auto& r) {
+    return c.slots_seen.count(r.first) == 0 && at - r.second > retire_memory;
+  });
+  return c;
+}
+
+// The old pairs that successors (placeholderTTL renewals) are placed for: the successors are
+// extra until they take over.
+std::set<std::string> renewing_pairs(monitor_state& st) {
+  std::set<std::string> renewing;
+  for (auto& [slot, e] : st.pairs)
+    if (!e.predecessor.empty()) {
+      auto p = st.pairs.find(e.predecessor);
+      if (p == st.pairs.end() || p->second.state != state_t::ready)
+        e.predecessor.clear();  // the old pair went another way: this one is a plain pair now
+      else
+        renewing.insert(e.predecessor);
+    }
+  return renewing;
+}
+
+// New pairs this recompute may make: all that are missing, or, while every NodePool that could
+// make a node for them is at its limits, one waiting for a node at a time (it finds any room the
+// existing nodes still have; more could only time out).
+int64_t spawn_budget(monitor_actor* self) {
+  auto& st = self->state;
+  int64_t budget = INT64_MAX;
+  const auto room = pool_room(self);
+  if (room.limited()) {
+    int64_t waiting = 0;
+    for (const auto& [slot, e] : st.pairs)
+      waiting += e.state != state_t::ready ? 1 : 0;
+    budget = std::max<int64_t>(0, 1 - waiting);
+  }
+  if (room.limited() != st.pools_limited) {
+    st.pools_limited = room.limited();
+    std::string names;
+    for (const auto& n : room.full)
+      names += (names.empty() ? "" : ",") + n;
+    if (st.pools_limited)
+      runtime::log::warn(actor_name, "every NodePool for this scale set is at its limits: placing one pair at a time on existing nodes",
+                         {{"scale_set", st.ctx->spec.name}, {"nodepools", names}});
+    else
+      runtime::log::info(actor_name, "a NodePool for this scale set has room again", {{"scale_set", st.ctx->spec.name}});
+  }
+  return budget;
+}
+
+// Pairs beyond `keep` go, pending ones first. Jobs assigned recently that no runner has consumed
+// a pair for yet (`owed`): a ready pair that would go is handed to such a job instead (its runner
+// placeholder goes, its workflow placeholder holds the workflow's room until the workflow pod
+// takes it), so a runner that found room elsewhere does not leave its workflow pod unprotected.
+void scale_down(monitor_actor* self, capacity_inputs& in, int64_t count, int64_t keep) {
+  auto& st = self->state;
+  std::vector<std::string> victims;
+  for (const auto& [slot, e] : st.pairs)  // pending first
+    if (e.state != state_t::ready && e.predecessor.empty())
+      victims.push_back(slot);
+  for (const auto& [slot, e] : st.pairs)
+    if (e.state == state_t::ready)
+      victims.push_back(slot);
+  const auto now = self->clock().now();
+  while (!st.owed.empty() && now - st.owed.front() > st.ctx->spec.placeholder_ready_timeout)
+    st.owed.pop_front();  // a job that long without its pair found room on its own
+  for (size_t i = 0; count > keep && i < victims.size(); ++i, --count) {
+    auto& e = st.pairs[victims[i]];
+    if (e.state == state_t::ready) {
+      --in.ready_pairs;
+      if (!st.owed.empty()) {
+        st.owed.pop_front();
+        self->send(e.actor, msg::pair_report{state_t::consumed, victims[i], "handed to a newly assigned job"});
+        st.handoffs[victims[i]] = e.actor;
+        st.handoff_order.push_back(victims[i]);
+        st.pairs.erase(victims[i]);
+        continue;
+      }
+    }
+    stop_pair(self, victims[i]);
+  }
+  // A stopped pair's successor goes with it (it would only be a plain extra pair now).
+  std::vector<std::string> orphans;
+  for (const auto& [slot, e] : st.pairs)
+    if (!e.predecessor.empty() && st.pairs.count(e.predecessor) == 0)
+      orphans.push_back(slot);
+  for (const auto& slot : orphans)
+    stop_pair(self, slot);
+}
+
+// placeholderTTL: a ready pair past it gets a successor; the old one stays capacity until the
+// successor is placed (pair_report ready), so advertised capacity never dips for a renewal.
+void renew_expired(monitor_actor* self, const std::set<std::string>& renewing, int64_t budget) {
+  auto& st = self->state;
+  const auto& spec = st.ctx->spec;
+  const auto now = self->clock().now();
+  std::vector<std::string> expired;
+  for (const auto& [slot, e] : st.pairs)
+    if (e.state == state_t::ready && e.predecessor.empty() && renewing.count(slot) == 0 && now - e.born >= spec.placeholder_ttl)
+      expired.push_back(slot);
+  for (const auto& old : expired) {
+    if (now < st.spawn_blocked_until || budget <= 0)
+      break;
+    --budget;
+    const auto slot = new_slot_id();
+    spawn_pair(self, slot, false);
+    st.pairs[slot].predecessor = old;
+    runtime::log::info(actor_name, "placeholder pair past placeholderTTL: placing its successor before deleting it",
+                       {{"scale_set", spec.name}, {"slot", old}, {"successor", slot}});
+  }
+}
+
+// The advertised capacity and the series; a new capacity goes to the listener and the provisioner.
+void publish(monitor_actor* self, const capacity_inputs& in, const pod_census& c, int64_t desired) {
+  auto& st = self->state;
+  const auto& spec = st.ctx->spec;
+  const int64_t capacity = spec.capacity_aware ? advertised_capacity(in) : spec.max_runners;
+  auto& m = st.ctx->metrics;
+  m.set("headroom_capacity_advertised_max_runners", capacity);
+  m.set("headroom_capacity_advertised_pairs", static_cast<int64_t>(st.pairs.size()));
+  m.set("headroom_capacity_advertised_running_pairs", in.ready_pairs);
+  m.set("headroom_capacity_advertised_placeholder_pods", c.placeholder_pods);
+  m.set("headroom_capacity_advertised_queued_jobs", st.queued);
+  m.set("gha_max_runners", spec.max_runners);
+  m.set("gha_controller_pending_ephemeral_runners", c.runners_pending);
+  m.set("gha_controller_running_ephemeral_runners", c.runners_running);
+  m.set("gha_controller_failed_ephemeral_runners", c.runners_failed);
+  const msg::capacity_view view{capacity, spec.max_runners, desired, static_cast<int64_t>(st.pairs.size()), in.ready_pairs,
+                                c.runners_going};
+  if (st.peers.status && !(view == st.last_view)) {
+    st.last_view = view;
+    self->send(st.peers.status, view);
+  }
+  if (capacity == st.last_published)
+    return;
+  runtime::log::info(actor_name, "capacity",
+                     {{"scale_set", spec.name}, {"capacity", capacity}, {"assigned", in.assigned_jobs},
+                      {"ready_pairs", in.ready_pairs}, {"runners_placed", in.runners_placed},
+                      {"pairs", static_cast<int64_t>(st.pairs.size())}, {"desired_pairs", desired}});
+  st.last_published = capacity;
+  st.published_at = self->clock().now();
+  st.published_polled = false;
+  for (const auto& peer : {st.peers.listener, st.peers.provisioner})
+    if (peer)
+      self->send(peer, msg::set_max_capacity{capacity});
+}
+
+}  // namespace
+
+// The capacity loop: count, size the pairs (up to the desired count within the NodePools'
+// budget; down to what assigned jobs still need), renew old pairs, publish.
+void recompute(monitor_actor* self) {
+  auto& st = self->state;
+  if (!st.acting)
+    return;
+  const auto& spec = st.ctx->spec;
+  capacity_inputs in;
+  in.max_runners = spec.max_runners;
+  in.proactive = spec.proactive_capacity;
+  in.queued = st.queued;
+  const auto census = count_pods(self, in);
+  in.assigned_jobs = std::max<int64_t>(0, st.assigned - census.ended_unreported);
+  std::erase_if(st.started, [&](const std::string& n) { return census.runner_pods.count(n) == 0; });  // its pod is gone
+  end_finished_handoffs(self, std::max(in.assigned_jobs, census.runners_going));
+  for (const auto& [slot, e] : st.pairs)
+    if (e.state == state_t::ready)
+      ++in.ready_pairs;
+
+  const int64_t desired = spec.capacity_aware ? desired_pairs(in) : 0;
+  const auto renewing = renewing_pairs(st);
+  auto count = static_cast<int64_t>(st.pairs.size() - renewing.size());
+  int64_t budget = spawn_budget(self);
+  const int64_t missing = std::max<int64_t>(0, desired - count);
+  st.ctx->metrics.set("headroom_capacity_nodepool_limited", st.pools_limited ? 1 : 0);
+  st.ctx->metrics.set("headroom_capacity_pairs_withheld", std::max<int64_t>(0, missing - budget));
+  if (count < desired && self->clock().now() >= st.spawn_blocked_until)
+    for (; count < desired && budget > 0; ++count, --budget)
+      spawn_pair(self, new_slot_id(), false);
+  // A job whose runner pod is not placed yet is about to consume a pair (its runner preempts the
+  // runner placeholder, and the workflow placeholder must then hold on): scale-down keeps that
+  // many pairs beyond the desired ones.
+  const int64_t keep = desired + std::max<int64_t>(0, in.assigned_jobs - in.runners_placed);
+  if (count > keep)
+    scale_down(self, in, count, keep);
+  if (spec.capacity_aware && spec.placeholder_ttl.count() > 0 && !st.stopping)
+    renew_expired(self, renewing, budget);
+  publish(self, in, census, desired);
+}
+
+}  // namespace headroom::actors::capacity::monitor

@@ -1,0 +1,263 @@
+// capacity_monitor's start-up (see capacity_monitor.cpp): the PriorityClass ladder (read; made
+// when missing; a class with another value stops the monitor), this process's owner ConfigMap,
+// and earlier processes' owners deleted; a round the API server could not answer is tried again.
+
+#include <caf/all.hpp>
+#include <simdjson.h>
+
+#include <algorithm>
+
+#include "actors/capacity/monitor.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/log.hpp"
+
+namespace headroom::actors::capacity::monitor {
+
+namespace {
+
+void finish_setup_step(monitor_actor* self) {
+  auto& st = self->state;
+  if (--st.setup_pending > 0)
+    return;
+  if (st.setup_failed) {
+    const auto v = st.setup_outage.failed(ms_now(self));
+    if (v.log != runtime::outage::note::none)
+      runtime::log::warn(actor_name,
+                         v.log == runtime::outage::note::went_down ? "cannot reach the API server to start; retrying with backoff"
+                                                                   : "still cannot reach the API server to start",
+                         {{"scale_set", st.ctx->spec.name}, {"error", st.setup_error}, {"retry_in_ms", v.retry_in.count()},
+                          {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
+    self->delayed_send(self, v.retry_in, msg::tick_atom_v, setup_retry_tick);
+    return;
+  }
+  if (st.owner.empty())
+    return;
+  if (const auto v = st.setup_outage.succeeded(ms_now(self)); v.log == runtime::outage::note::came_back)
+    runtime::log::info(actor_name, "reached the API server", {{"scale_set", st.ctx->spec.name}, {"down_for_ms", v.down_for_ms}});
+  st.acting = true;
+  runtime::log::info(actor_name, "acting", {{"scale_set", st.ctx->spec.name}, {"owner", st.owner.name}});
+  // The ladder lets a workflow pod (20) preempt a runner pod (0) as readily as a workflow
+  // placeholder (10), and the scheduler even prefers the lower-priority victim: a workflow pod
+  // that found no room on its node killed another job's running runner (found by the chaos
+  // suite) although a workflow placeholder held room for it elsewhere. The scheduler avoids
+  // victims whose PodDisruptionBudget allows no disruption, picking a placeholder whenever one
+  // makes the room; with none it may still preempt (PDBs are best effort there). Standalone only:
+  // in arc mode ARC makes the runner pods.
+  if (st.ctx->spec.standalone && st.ctx->spec.capacity_aware) {
+    auto* kube = st.ctx->kube;
+    start_call(self, {call_kind::runner_pdb, runner_pdb_name(st.owner), 0},
+               [kube, ns = st.ctx->spec.ns, body = runner_pdb(st.ctx->spec, st.owner)](k8s::api_callback cb) {
+                 kube->create(k8s::kinds::pod_disruption_budgets, ns, body, std::move(cb));
+               });
+  }
+  recompute(self);
+}
+
+void ensure_owner(monitor_actor* self) {
+  auto& st = self->state;
+  auto* kube = st.ctx->kube;
+  const auto& ns = st.ctx->spec.ns;
+  std::string refs;
+  const auto& parent = st.ctx->owner_parent;
+  if (!parent.empty())
+    refs = ",\"ownerReferences\":[{\"apiVersion\":" + runtime::json_escape(parent.api_version) + ",\"kind\":" +
+           runtime::json_escape(parent.kind) + ",\"name\":" + runtime::json_escape(parent.name) + ",\"uid\":" +
+           runtime::json_escape(parent.uid) + "}]";
+  const std::string body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":" +
+                           runtime::json_escape(st.ctx->owner_configmap) + ",\"namespace\":" + runtime::json_escape(ns) +
+                           ",\"labels\":{" + runtime::json_escape(keys::owner) + ":\"true\"}" + refs +
+                           "},\"data\":{\"purpose\":\"owns this headroom process's placeholder pods\"}}";
+  start_call(self, {call_kind::owner_create, st.ctx->owner_configmap, 0}, [kube, ns, body](k8s::api_callback cb) {
+    kube->create(k8s::kinds::configmaps, ns, body, std::move(cb));
+  });
+  k8s::list_options lo;
+  lo.label_selector = std::string{keys::owner} + "=true";
+  start_call(self, {call_kind::owner_list, "", 0}, [kube, ns, lo](k8s::api_callback cb) {
+    kube->list(k8s::kinds::configmaps, ns, lo, std::move(cb));
+  });
+}
+
+// Reads {metadata:{uid}} or a list's item names.
+std::string read_uid(const std::string& body) {
+  simdjson::dom::parser parser;
+  auto doc = parser.parse(body);
+  std::string_view uid;
+  if (doc["metadata"]["uid"].get(uid) == simdjson::SUCCESS)
+    return std::string{uid};
+  return {};
+}
+
+// An answer that says nothing about the request (no answer, 5xx, 429 after the client's own
+// retries): worth asking again later.
+bool unanswered(const msg::api_reply& r) {
+  const auto kind = static_cast<api_kind>(r.error_kind);
+  return !r.ok && (kind == api_kind::transport || kind == api_kind::server || kind == api_kind::too_many_requests ||
+                   kind == api_kind::unexpected);
+}
+
+// The seed's PriorityClasses: created (or read first, as the chart may have made them); an
+// existing class must have our value.
+void on_priority_class_reply(monitor_actor* self, const call_info& call, const msg::api_reply& r) {
+  const auto kind = static_cast<api_kind>(r.error_kind);
+  auto* kube = self->state.ctx->kube;
+  switch (call.kind) {
+    case call_kind::priority_class: {
+      if (!r.ok && kind != api_kind::already_exists) {
+        self->quit(caf::make_error(caf::sec::runtime_error, "PriorityClass " + call.name + ": " + r.error));
+        return;
+      }
+      if (r.ok) {
+        finish_setup_step(self);
+        return;
+      }
+      start_call(self, {call_kind::priority_class_get, call.name, call.expected_value},
+                 [kube, name = call.name](k8s::api_callback cb) { kube->get(priority_classes, "", name, std::move(cb)); });
+      return;
+    }
+    case call_kind::priority_class_get: {
+      // Missing: made now (the chart makes them when it may; then headroom needs no create right).
+      if (!r.ok && kind == api_kind::not_found) {
+        const auto* pc = std::find_if(std::begin(priority_ladder), std::end(priority_ladder),
+                                      [&](const priority_class_spec& p) { return call.name == p.name; });
+        start_call(self, {call_kind::priority_class, call.name, call.expected_value},
+                   [kube, body = priority_class_object(*pc)](k8s::api_callback cb) { kube->create(priority_classes, "", body, std::move(cb)); });
+        return;
+      }
+      // An existing class: its value must be ours.
+      simdjson::dom::parser parser;
+      int64_t value = 0;
+      std::string problem;
+      if (!r.ok)
+        problem = "PriorityClass " + call.name + ": " + r.error;
+      else if (parser.parse(r.body)["value"].get(value) != simdjson::SUCCESS || value != call.expected_value)
+        problem = "PriorityClass " + call.name + " exists with value " + std::to_string(value) + ", headroom needs " +
+                  std::to_string(call.expected_value) + " (delete it or give it that value)";
+      if (!problem.empty()) {
+        runtime::log::error(actor_name, problem);
+        self->quit(caf::make_error(caf::sec::runtime_error, problem));
+        return;
+      }
+      finish_setup_step(self);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+// This process's owner ConfigMap (the placeholders' owner) and earlier processes' ones.
+void on_owner_reply(monitor_actor* self, const call_info& call, const msg::api_reply& r) {
+  auto& st = self->state;
+  const auto kind = static_cast<api_kind>(r.error_kind);
+  auto* kube = st.ctx->kube;
+  const auto& ns = st.ctx->spec.ns;
+  switch (call.kind) {
+    case call_kind::owner_create:
+      if (!r.ok && kind != api_kind::already_exists) {
+        self->quit(caf::make_error(caf::sec::runtime_error, "owner ConfigMap " + ns + "/" + call.name + ": " + r.error));
+        return;
+      }
+      if (r.ok) {
+        st.owner = owner_ref{"v1", "ConfigMap", call.name, read_uid(r.body)};
+        finish_setup_step(self);
+        return;
+      }
+      start_call(self, {call_kind::owner_get, call.name, 0}, [kube, ns, name = call.name](k8s::api_callback cb) {
+        kube->get(k8s::kinds::configmaps, ns, name, std::move(cb));
+      });
+      return;
+    case call_kind::owner_get:
+      if (!r.ok) {
+        self->quit(caf::make_error(caf::sec::runtime_error, "owner ConfigMap " + ns + "/" + call.name + ": " + r.error));
+        return;
+      }
+      st.owner = owner_ref{"v1", "ConfigMap", call.name, read_uid(r.body)};
+      finish_setup_step(self);
+      return;
+    case call_kind::owner_list: {
+      // Earlier processes' owners: deleting one garbage-collects its placeholders.
+      if (r.ok) {
+        simdjson::dom::parser parser;
+        simdjson::dom::array items;
+        if (parser.parse(r.body)["items"].get(items) == simdjson::SUCCESS)
+          for (auto item : items) {
+            std::string_view name;
+            if (item["metadata"]["name"].get(name) != simdjson::SUCCESS || name == st.ctx->owner_configmap)
+              continue;
+            runtime::log::info(actor_name, "deleting an earlier process's owner ConfigMap", {{"configmap", std::string{name}}});
+            start_call(self, {call_kind::owner_delete, std::string{name}, 0}, [kube, ns, n = std::string{name}](k8s::api_callback cb) {
+              kube->remove(k8s::kinds::configmaps, ns, n, {}, std::move(cb));
+            });
+          }
+      } else {
+        runtime::log::warn(actor_name, "could not list earlier owner ConfigMaps", {{"error", r.error}});
+      }
+      finish_setup_step(self);
+      return;
+    }
+    default:
+      return;
+  }
+}
+
+}  // namespace
+
+void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& r) {
+  auto& st = self->state;
+  const auto kind = static_cast<api_kind>(r.error_kind);
+  const bool setup_call = call.kind == call_kind::priority_class || call.kind == call_kind::priority_class_get ||
+                          call.kind == call_kind::owner_create || call.kind == call_kind::owner_get ||
+                          call.kind == call_kind::owner_list;
+  if (setup_call && unanswered(r)) {
+    st.setup_failed = true;
+    st.setup_error = r.error;
+    finish_setup_step(self);
+    return;
+  }
+  switch (call.kind) {
+    case call_kind::priority_class:
+    case call_kind::priority_class_get:
+      return on_priority_class_reply(self, call, r);
+    case call_kind::owner_create:
+    case call_kind::owner_get:
+    case call_kind::owner_list:
+      return on_owner_reply(self, call, r);
+    case call_kind::owner_release:
+      if (!r.ok && kind != api_kind::not_found)
+        runtime::log::warn(actor_name, "could not delete the owner ConfigMap on shutdown", {{"error", r.error}});
+      else
+        runtime::log::info(actor_name, "owner ConfigMap deleted: placeholders are garbage-collected", {{"configmap", call.name}});
+      self->quit(st.stop_reason);
+      return;
+    case call_kind::runner_pdb:
+      if (!r.ok && kind != api_kind::already_exists)
+        runtime::log::warn(actor_name, "could not create the runner pods' PodDisruptionBudget: a workflow pod may preempt a running runner",
+                           {{"name", call.name}, {"error", r.error}});
+      else
+        runtime::log::info(actor_name, "runner pods' PodDisruptionBudget in place", {{"name", call.name}});
+      return;
+    case call_kind::owner_delete:
+    case call_kind::pod_delete:
+      if (!r.ok && kind != api_kind::not_found)
+        runtime::log::warn(actor_name, "delete failed", {{"name", call.name}, {"error", r.error}});
+      if (call.kind == call_kind::pod_delete)
+        st.deleting.erase(call.name);
+      return;
+  }
+}
+
+// Start-up: the four PriorityClasses (read; made when missing) and the owner (again after a round
+// the API server could not answer).
+void begin_setup(monitor_actor* self) {
+  auto& st = self->state;
+  st.setup_failed = false;
+  st.setup_error.clear();
+  auto* kube = st.ctx->kube;
+  st.setup_pending = static_cast<int>(std::size(priority_ladder)) + 2;  // + owner create (or get) and the list of earlier owners
+  for (const auto& pc : priority_ladder)
+    start_call(self, {call_kind::priority_class_get, pc.name, pc.value},
+               [kube, name = std::string{pc.name}](k8s::api_callback cb) { kube->get(priority_classes, "", name, std::move(cb)); });
+  ensure_owner(self);
+}
+
+}  // namespace headroom::actors::capacity::monitor

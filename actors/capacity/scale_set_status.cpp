@@ -1,0 +1,276 @@
+// scale_set_status: one per scale set, under its supervisor. It keeps what the capacity monitor
+// and the listener last said, and writes it as the status of the ScaleSet object named after the
+// scale set (creating the object first), at most once every `interval`: a burst of changes is one
+// write, the newest.
+//
+// The ScaleSet CRD is optional (deploy/crds/scalesets.yaml; the chart installs it): without it the
+// create answers 404, which is logged once, and the actor asks again every 5 minutes.
+
+#include "actors/capacity/scale_set_status.hpp"
+
+#include <caf/all.hpp>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include <algorithm>
+
+#include "actors/capacity/capacity.hpp"
+#include "actors/k8s/api_calls.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/log.hpp"
+#include "runtime/rfc3339.hpp"
+
+namespace headroom::actors::capacity {
+
+namespace {
+
+using json_writer = rapidjson::Writer<rapidjson::StringBuffer>;
+
+void field(json_writer& w, const char* key, const std::string& value) {
+  w.Key(key);
+  w.String(value.data(), static_cast<rapidjson::SizeType>(value.size()));
+}
+
+void field(json_writer& w, const char* key, int64_t value) {
+  w.Key(key);
+  w.Int64(value);
+}
+
+// The SessionOpen condition, per the API conventions: a reason in CamelCase, a message for people.
+void session_condition(json_writer& w, const scale_set_view& v) {
+  const bool open = v.session == "Open";
+  const std::string reason = open                     ? "SessionHeld"
+                             : v.session == "Backoff"  ? "ServiceUnavailable"
+                             : v.session == "Conflict" ? "SessionConflict"
+                                                       : "Opening";
+  const std::string message = open ? "the listener holds the scale set's message session"
+                                   : (v.session_message.empty() ? "the listener is opening the scale set's message session"
+                                                                : v.session_message);
+  w.Key("conditions");
+  w.StartArray();
+  w.StartObject();
+  field(w, "type", std::string{"SessionOpen"});
+  field(w, "status", std::string{open ? "True" : "False"});
+  field(w, "lastTransitionTime", v.session_since);
+  field(w, "reason", reason);
+  field(w, "message", message);
+  w.EndObject();
+  w.EndArray();
+}
+
+}  // namespace
+
+std::string scale_set_object(const std::string& ns, const std::string& name) {
+  rapidjson::StringBuffer out;
+  json_writer w{out};
+  w.StartObject();
+  field(w, "apiVersion", std::string{"headroom.dev/v1alpha1"});
+  field(w, "kind", std::string{"ScaleSet"});
+  w.Key("metadata");
+  w.StartObject();
+  field(w, "name", name);
+  field(w, "namespace", ns);
+  w.Key("labels");
+  w.StartObject();
+  field(w, "app.kubernetes.io/managed-by", std::string{"headroom"});
+  w.EndObject();
+  w.EndObject();
+  w.Key("spec");
+  w.StartObject();
+  w.EndObject();
+  w.EndObject();
+  return out.GetString();
+}
+
+std::string scale_set_status_patch(const scale_set_view& v, const std::string& observed) {
+  rapidjson::StringBuffer out;
+  json_writer w{out};
+  w.StartObject();
+  w.Key("status");
+  w.StartObject();
+  if (v.capacity_known) {
+    field(w, "advertisedCapacity", v.capacity.advertised);
+    field(w, "maxRunners", v.capacity.max_runners);
+    field(w, "desiredPairs", v.capacity.desired_pairs);
+    field(w, "pairs", v.capacity.pairs);
+    field(w, "placedPairs", v.capacity.placed_pairs);
+    field(w, "runnerPods", v.capacity.runner_pods);
+  }
+  if (v.stats_known) {
+    field(w, "scaleSetId", v.scale_set_id);
+    field(w, "assignedJobs", v.stats.total_assigned_jobs);
+    field(w, "runningJobs", v.stats.total_running_jobs);
+    field(w, "registeredRunners", v.stats.total_registered_runners);
+    field(w, "busyRunners", v.stats.total_busy_runners);
+  }
+  field(w, "session", v.session);
+  field(w, "sessionMessage", v.session_message);
+  if (!v.last_poll.empty())
+    field(w, "lastPollTime", v.last_poll);
+  field(w, "observedTime", observed);
+  session_condition(w, v);
+  w.EndObject();
+  w.EndObject();
+  return out.GetString();
+}
+
+namespace {
+
+constexpr std::string_view actor_name = "scale_set_status";
+constexpr auto crd_retry = std::chrono::minutes(5);
+constexpr auto error_retry = std::chrono::seconds(30);
+
+const k8s::resource_kind scale_sets{"headroom.dev", "v1alpha1", "scalesets", true};
+
+enum class call : uint8_t { create, patch };
+
+struct status_state {
+  context_ptr ctx;
+  std::chrono::milliseconds interval{5'000};
+  scale_set_view view;
+  bool dirty = false;        // the view changed since the last write started
+  bool exists = false;       // the object was created (or found)
+  bool in_flight = false;    // a create or patch is under way
+  bool scheduled = false;    // a flush tick is pending
+  uint64_t generation = 0;   // of the pending tick
+  bool failing = false;      // the last write failed (logged once until one succeeds)
+  runtime::clock::time_point last_write{};
+  api_calls<call> calls;
+};
+
+using status_actor = caf::stateful_actor<status_state>;
+
+std::string wall_text(status_actor* self) {
+  return runtime::format_rfc3339(runtime::actor_system_clock{self->clock()}.wall_seconds(), 0);
+}
+
+void schedule(status_actor* self, std::chrono::milliseconds after) {
+  auto& st = self->state;
+  st.scheduled = true;
+  self->delayed_send(self, after, msg::tick_atom_v, ++st.generation);
+}
+
+// A change: written at once when the last write is `interval` old, else when it is.
+void changed(status_actor* self) {
+  auto& st = self->state;
+  st.dirty = true;
+  if (st.scheduled || st.in_flight)
+    return;
+  const auto since = self->clock().now() - st.last_write;
+  const auto wait = std::max<std::chrono::milliseconds>(
+      std::chrono::milliseconds{0}, st.interval - std::chrono::duration_cast<std::chrono::milliseconds>(since));
+  schedule(self, wait);
+}
+
+void write(status_actor* self) {
+  auto& st = self->state;
+  st.in_flight = true;
+  st.dirty = false;
+  auto* kube = st.ctx->kube;
+  const auto& ns = st.ctx->spec.ns;
+  const auto& name = st.ctx->spec.name;
+  if (!st.exists) {
+    st.calls.start(caf::actor_cast<caf::actor>(self), call::create, [kube, ns, body = scale_set_object(ns, name)](k8s::api_callback cb) {
+      kube->create(scale_sets, ns, body, std::move(cb));
+    });
+    return;
+  }
+  st.calls.start(caf::actor_cast<caf::actor>(self), call::patch,
+                 [kube, ns, name, body = scale_set_status_patch(st.view, wall_text(self))](k8s::api_callback cb) {
+                   kube->merge_patch(scale_sets, ns, name, body, std::move(cb), "status");
+                 });
+}
+
+void failed(status_actor* self, const std::string& what, const msg::api_reply& r, std::chrono::milliseconds retry) {
+  auto& st = self->state;
+  if (!st.failing)
+    runtime::log::warn(actor_name, what, {{"scale_set", st.ctx->spec.name}, {"error", r.error}, {"retry_in_ms", retry.count()}});
+  st.failing = true;
+  st.dirty = true;
+  schedule(self, retry);
+}
+
+void on_reply(status_actor* self, const msg::api_reply& r) {
+  auto& st = self->state;
+  auto what = st.calls.take(r);
+  if (!what)
+    return;
+  st.in_flight = false;
+  const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
+  if (*what == call::create) {
+    if (!r.ok && kind == k8s::api_error::kind::not_found)
+      return failed(self, "the ScaleSet CRD is not installed (deploy/crds/scalesets.yaml): kubectl shows no status for this scale set", r,
+                    crd_retry);
+    if (!r.ok && kind != k8s::api_error::kind::already_exists)
+      return failed(self, "could not create the ScaleSet object", r, error_retry);
+    st.exists = true;
+    return write(self);
+  }
+  if (!r.ok) {
+    if (kind == k8s::api_error::kind::not_found)
+      st.exists = false;  // deleted by someone: made again
+    return failed(self, "could not write the ScaleSet status", r, kind == k8s::api_error::kind::not_found ? st.interval : error_retry);
+  }
+  if (st.failing)
+    runtime::log::info(actor_name, "ScaleSet status written again", {{"scale_set", st.ctx->spec.name}});
+  st.failing = false;
+  st.last_write = self->clock().now();
+  if (st.dirty)
+    schedule(self, st.interval);
+}
+
+void on_session(status_actor* self, const msg::session_view& s) {
+  auto& v = self->state.view;
+  if (s.poll_started) {
+    v.last_poll = wall_text(self);
+  } else if (s.state != v.session || s.message != v.session_message) {
+    if (s.state != v.session)
+      v.session_since = wall_text(self);
+    v.session = s.state;
+    v.session_message = s.message;
+  }
+  changed(self);
+}
+
+caf::behavior status_behavior(status_actor* self, context_ptr ctx, std::chrono::milliseconds interval) {
+  auto& st = self->state;
+  st.ctx = std::move(ctx);
+  st.interval = interval;
+  st.view.capacity.max_runners = st.ctx->spec.max_runners;
+  st.view.session_since = wall_text(self);
+  st.last_write = self->clock().now() - interval;
+  changed(self);
+  return {
+      [self](const msg::capacity_view& c) {
+        self->state.view.capacity = c;
+        self->state.view.capacity_known = true;
+        changed(self);
+      },
+      [self](const msg::session_view& s) { on_session(self, s); },
+      [self](const msg::scale_set_update& u) {
+        auto& v = self->state.view;
+        v.scale_set_id = u.scale_set_id;
+        v.stats = u.stats;
+        v.stats_known = true;
+        changed(self);
+      },
+      [self](msg::tick_atom, uint64_t generation) {
+        auto& st = self->state;
+        if (generation != st.generation)
+          return;
+        st.scheduled = false;
+        if (st.dirty && !st.in_flight)
+          write(self);
+      },
+      [self](msg::api_reply& r) { on_reply(self, r); },
+  };
+}
+
+}  // namespace
+
+caf::actor spawn_scale_set_status(caf::actor_system& sys, context_ptr ctx, std::chrono::milliseconds interval) {
+  return sys.spawn(status_behavior, std::move(ctx), interval);
+}
+
+}  // namespace headroom::actors::capacity

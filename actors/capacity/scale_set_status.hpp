@@ -1,0 +1,34 @@
+#pragma once
+
+// The ScaleSet object (deploy/crds/scalesets.yaml): what kubectl shows of one scale set. The
+// documents are written with RapidJSON's Writer (escaping, numbers), never by concatenation.
+
+#include <cstdint>
+#include <string>
+
+#include "messages/capacity.hpp"
+#include "messages/listener.hpp"
+
+namespace headroom::actors::capacity {
+
+// What the scale set's actors last said, merged by scale_set_status.
+struct scale_set_view {
+  msg::capacity_view capacity;  // from capacity_monitor
+  bool capacity_known = false;
+  int64_t scale_set_id = 0;  // from listener_session's statistics
+  msg::scale_set_statistics stats;
+  bool stats_known = false;
+  std::string session = "Opening";  // from listener_session
+  std::string session_message;
+  std::string session_since;  // RFC 3339: when `session` last changed (the condition's transition)
+  std::string last_poll;      // RFC 3339: when the newest poll started; "" before the first
+};
+
+// The object headroom creates: no spec to set, labelled as headroom's.
+std::string scale_set_object(const std::string& ns, const std::string& name);
+
+// A merge patch of the status subresource: every field known so far, the SessionOpen condition,
+// and `observed` (RFC 3339) as observedTime.
+std::string scale_set_status_patch(const scale_set_view& v, const std::string& observed);
+
+}  // namespace headroom::actors::capacity

@@ -1,0 +1,109 @@
+#pragma once
+
+// listener_session's state, and what its two files share: listener_session.cpp (the session, the
+// polls, the messages) and listener_replies.cpp (one handler per Actions Service operation).
+// Internal to actors/listener/.
+
+#include <caf/all.hpp>
+
+#include <functional>
+#include <optional>
+#include <string>
+
+#include "actors/listener/actions_reply.hpp"
+#include "actors/listener/listener_session.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/outage.hpp"
+
+namespace headroom::actors::listener {
+
+constexpr std::string_view actor_name = "listener_session";
+using K = github::actions_error::kind;
+using reply_op = actions_reply::op;
+
+struct listener_state {
+  // When the Actions Service's failures deserve a log line: the first of an outage, a reminder a
+  // minute, and one line when it answers again (the retries themselves follow `backoff`).
+  runtime::outage service_outage{{.reminder = std::chrono::minutes(1)}};
+  std::shared_ptr<github::actions_client> client;
+  listener_peers peers;
+  std::string told_state, told_message;  // the session state last sent to peers.status
+  listener_options opts;
+  github::session_ptr session;
+  uint64_t generation = 0;  // bumped per session
+  std::shared_ptr<github::pending_call> poll;
+  bool polling = false;
+  bool poll_cancelled = false;  // the in-flight poll was cancelled; its reply starts the next
+  int64_t poll_capacity = 0;  // what the in-flight poll advertised
+  uint64_t poll_seq = 0;      // the in-flight poll's number
+  caf::actor_clock::time_point poll_started;  // when the in-flight poll was issued
+  // Until then a cancelled poll may still reach the service after the poll in flight (see
+  // listener_options::reorder_window): a poll started before it is re-issued at that moment.
+  caf::actor_clock::time_point reorder_until;
+  int64_t desired = 0;        // the newest capacity
+  int64_t last_message_id = 0;
+  int64_t before_message_id = 0;  // last_message_id before the message being handled
+  // The message being handled: its jobs acquired, then its transitions forwarded, then acked.
+  // Acked last, so a crash before the forward leaves it in the session for the successor, and
+  // one after it is skipped there by the newest message id (msg::session_held): once, either way.
+  std::optional<github::session_message> handling;
+  std::optional<msg::scale_set_statistics> stats;   // the latest, for update_atom
+  std::chrono::milliseconds backoff{0};
+  bool stopping = false;
+  caf::error stop_reason;
+  // A session a crashed predecessor left in the service (from the monitor, msg::session_held):
+  // adopted (refreshed for a token of this listener's), so the job messages still queued in it
+  // are not lost; deleted instead when it cannot be adopted, or the service would answer 409
+  // until it expires. `creating`: a create is in flight (then the stale one is deleted at once,
+  // and the client's next conflict retry succeeds).
+  msg::session_held stale;
+  bool creating = false;
+  // Asked the monitor for a session left behind, not answered yet (up to 1 s): the first create
+  // waits for the answer (`open_wanted`), since a create that meets the stale session waits 30 s.
+  bool asking = false, open_wanted = false;
+  static inline const char* name = "headroom.listener_session";
+  // An actor that crashed (or was killed) runs no exit handler: its poll would stay held at the
+  // service beside its successor's, on the session the successor adopts, until the hold ends.
+  ~listener_state() {
+    if (poll)
+      poll->cancel();
+  }
+};
+
+using listener_actor = caf::stateful_actor<listener_state>;
+
+// The callback of an Actions call: its result goes back to the actor as actions_reply.
+// `poll`: the poll's number (polls only), carried whatever the outcome.
+template <class T, class Fill>
+std::function<void(github::actions_result<T>)> reply_to(listener_actor* self, reply_op op, Fill fill, uint64_t poll = 0) {
+  caf::actor me = caf::actor_cast<caf::actor>(self);
+  const uint64_t generation = self->state.generation;
+  return [me, op, generation, poll, fill](github::actions_result<T> r) {
+    actions_reply out;
+    out.what = op;
+    out.generation = generation;
+    out.poll = poll;
+    if (auto* e = std::get_if<github::actions_error>(&r))
+      out.error = std::move(*e);
+    else
+      fill(out, std::get<T>(std::move(r)));
+    caf::anon_send(me, std::move(out));
+  };
+}
+
+// listener_session.cpp
+void open_session(listener_actor* self);
+void delete_stale_session(listener_actor* self);
+void start_poll(listener_actor* self);
+void retry_later(listener_actor* self, const github::actions_error& e);
+void service_answered(listener_actor* self);
+void count_failure(listener_actor* self, const github::actions_error& e);
+void tell_session(listener_actor* self, std::string state, std::string message = {});
+void session_ready(listener_actor* self, const char* what);
+void handle_message(listener_actor* self);
+void finish_message(listener_actor* self);
+
+// listener_replies.cpp: an Actions Service answer, by operation.
+void on_reply(listener_actor* self, actions_reply& r);
+
+}  // namespace headroom::actors::listener
