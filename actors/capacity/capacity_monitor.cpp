@@ -21,6 +21,7 @@
 #include <algorithm>
 
 #include "actors/capacity/monitor.hpp"
+#include "actors/k8s/event_recorder.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/log.hpp"
 
@@ -384,6 +385,10 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
       [self](msg::api_reply& r) {
         if (auto call = self->state.calls.take(r))
           on_setup_reply(self, *call, r);
+      },
+      [self](msg::k8s_event& e) {  // a pair's, about the ScaleSet object: its uid is the status actor's
+        const auto& s = self->state;
+        tell_event(s.peers.status ? s.peers.status : s.ctx->events, std::move(e));
       },
   };
 }

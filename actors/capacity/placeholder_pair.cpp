@@ -77,12 +77,13 @@ void finish(pair_actor* self, state_t s, const std::string& reason, bool warn = 
   st.done = true;
   runtime::log::info(actor_name, !warn ? "hand-off over" : s == state_t::lost ? "pair lost" : "pair timed out",
                      {{"scale_set", st.ctx->spec.name}, {"slot", st.slot}, {"reason", reason}});
-  // About the scale set's owner ConfigMap: it lives as long as headroom acts for the scale set,
-  // while the pair's pods are deleted now. The designed end of a hand-off (the workflow pod took
-  // the room) is every job's path, not a warning: no Event (the soak benchmark found one per job,
-  // 2,000 Warnings for 2,000 healthy jobs, and the event book's memory growing with them).
+  // About the scale set's ScaleSet object (kubectl describe scaleset shows it), not the pair's pods,
+  // which are deleted now; the monitor passes it on to scale_set_status, which knows the object's
+  // uid. The designed end of a hand-off (the workflow pod took the room) is every job's path, not a
+  // warning: no Event (the soak benchmark found one per job, 2,000 Warnings for 2,000 healthy jobs,
+  // and the event book's memory growing with them).
   if (warn)
-    tell_event(st.ctx->events, {"v1", "ConfigMap", st.ctx->spec.ns, st.ctx->owner_configmap, "", "Warning",
+    tell_event(st.monitor, {"headroom.dev/v1alpha1", "ScaleSet", st.ctx->spec.ns, st.ctx->spec.name, "", "Warning",
                               s == state_t::lost ? "PlaceholderPairLost" : "PlaceholderPairTimedOut", "Reserve",
                               "scale set " + st.ctx->spec.name + ", pair " + st.slot + " (" + st.names[0] + ", " +
                                   st.names[1] + "): " + reason});

@@ -13,6 +13,10 @@
 #include <rapidjson/writer.h>
 
 #include <algorithm>
+#include <deque>
+#include <simdjson.h>
+
+#include "actors/k8s/event_recorder.hpp"
 
 #include "actors/capacity/capacity.hpp"
 #include "actors/k8s/api_calls.hpp"
@@ -123,7 +127,8 @@ constexpr auto error_retry = std::chrono::seconds(30);
 
 const k8s::resource_kind scale_sets{"headroom.dev", "v1alpha1", "scalesets", true};
 
-enum class call : uint8_t { create, patch };
+enum class call : uint8_t { create, get, patch };
+constexpr size_t max_waiting_events = 32;
 
 struct status_state {
   context_ptr ctx;
@@ -137,6 +142,8 @@ struct status_state {
   bool failing = false;      // the last write failed (logged once until one succeeds)
   runtime::clock::time_point last_write{};
   api_calls<call> calls;
+  std::string uid;                          // the object's, once created or read
+  std::deque<msg::k8s_event> waiting;       // Events about it from before the uid was known
 };
 
 using status_actor = caf::stateful_actor<status_state>;
@@ -182,6 +189,43 @@ void write(status_actor* self) {
                  });
 }
 
+// The object's uid: Events about it carry it (kubectl describe matches on it); those that came
+// before it go now.
+void learn_uid(status_actor* self, const std::string& body) {
+  auto& st = self->state;
+  simdjson::dom::parser p;
+  std::string_view uid;
+  if (p.parse(body)["metadata"]["uid"].get(uid) != simdjson::SUCCESS || uid.empty())
+    return;
+  st.uid = std::string{uid};
+  for (auto& e : st.waiting) {
+    e.uid = st.uid;
+    tell_event(st.ctx->events, std::move(e));
+  }
+  st.waiting.clear();
+}
+
+void read_object(status_actor* self) {
+  auto& st = self->state;
+  st.in_flight = true;
+  auto* kube = st.ctx->kube;
+  st.calls.start(caf::actor_cast<caf::actor>(self), call::get, [kube, ns = st.ctx->spec.ns, name = st.ctx->spec.name](k8s::api_callback cb) {
+    kube->get(scale_sets, ns, name, std::move(cb));
+  });
+}
+
+// An Event about the ScaleSet object: sent with its uid, or kept (the newest 32) until it is known.
+void on_event(status_actor* self, msg::k8s_event& e) {
+  auto& st = self->state;
+  if (!st.uid.empty()) {
+    e.uid = st.uid;
+    return tell_event(st.ctx->events, std::move(e));
+  }
+  if (st.waiting.size() == max_waiting_events)
+    st.waiting.pop_front();
+  st.waiting.push_back(std::move(e));
+}
+
 void failed(status_actor* self, const std::string& what, const msg::api_reply& r, std::chrono::milliseconds retry) {
   auto& st = self->state;
   if (!st.failing)
@@ -205,11 +249,22 @@ void on_reply(status_actor* self, const msg::api_reply& r) {
     if (!r.ok && kind != k8s::api_error::kind::already_exists)
       return failed(self, "could not create the ScaleSet object", r, error_retry);
     st.exists = true;
+    if (r.ok)
+      learn_uid(self, r.body);
+    else
+      return read_object(self);  // made by an earlier process: its uid, for the Events
+    return write(self);
+  }
+  if (*what == call::get) {
+    if (r.ok)
+      learn_uid(self, r.body);
     return write(self);
   }
   if (!r.ok) {
-    if (kind == k8s::api_error::kind::not_found)
-      st.exists = false;  // deleted by someone: made again
+    if (kind == k8s::api_error::kind::not_found) {
+      st.exists = false;  // deleted by someone: made again, with a new uid
+      st.uid.clear();
+    }
     return failed(self, "could not write the ScaleSet status", r, kind == k8s::api_error::kind::not_found ? st.interval : error_retry);
   }
   if (st.failing)
@@ -264,6 +319,7 @@ caf::behavior status_behavior(status_actor* self, context_ptr ctx, std::chrono::
           write(self);
       },
       [self](msg::api_reply& r) { on_reply(self, r); },
+      [self](msg::k8s_event& e) { on_event(self, e); },
   };
 }
 

@@ -91,7 +91,7 @@ if mode == "scale-sets":
     # kubectl get scalesets: the CRD, and the right to create the objects and write their status.
     assert [d["metadata"]["name"] for d in kinds["CustomResourceDefinition"]] == ["scalesets.headroom.dev"]
     rules = [r for role in kinds["Role"] for r in role["rules"] if "headroom.dev" in r.get("apiGroups", [])]
-    assert {(r["resources"][0], tuple(r["verbs"])) for r in rules} == {("scalesets", ("create",)), ("scalesets/status", ("patch",))}, rules
+    assert {(r["resources"][0], tuple(r["verbs"])) for r in rules} == {("scalesets", ("create", "get")), ("scalesets/status", ("patch",))}, rules
 if mode == "default":
     assert "CustomResourceDefinition" not in kinds and "MutatingWebhookConfiguration" not in kinds
 print(f"chart {mode}: {len(docs)} objects")

@@ -256,6 +256,12 @@ TEST(capacity_e2e, capacity_exhausted_pairs_time_out) {
   const int64_t cap = w.latest_capacity(set);
   EXPECT_LT(cap, 12) << "12 pairs of 1 CPU cannot all be placed in an 8-CPU pool";
   EXPECT_GT(audited(w, set), 0);
+  // The Warning is about the scale set's ScaleSet object, where kubectl describe shows it.
+  EXPECT_TRUE(eventually([&] {
+    return e.c->kubectl({"-n", "capacity-full", "describe", "scaleset", "capacity-full"}).out.find("PlaceholderPairTimedOut") !=
+           std::string::npos;
+  }, 30s)) << e.c->kubectl({"-n", "capacity-full", "describe", "scaleset", "capacity-full"}).out
+           << e.c->kubectl({"-n", "capacity-full", "get", "events"}).out;
 }
 
 // GPUs and NodePool limits: the workflow placeholder carries the workflow's nvidia.com/gpu (request
