@@ -67,6 +67,17 @@ assert spec["topologySpreadConstraints"][0]["whenUnsatisfiable"] == "ScheduleAny
 tests = [d for d in kinds.get("Pod", []) if d["metadata"].get("annotations", {}).get("helm.sh/hook") == "test"]
 assert len(tests) == 1 and tests[0]["spec"]["containers"][0]["args"][0] == "check-config", tests
 assert "PodDisruptionBudget" in kinds and "Service" in kinds and "ServiceAccount" in kinds
+if mode in ("gates", "scheduler"):
+    # The optional NetworkPolicy (on in these two ci values): ingress on the ports the mode serves.
+    np = kinds["NetworkPolicy"][0]["spec"]
+    ports = [r["ports"][0]["port"] for r in np["ingress"]]
+    assert ports == ["metrics", "webhook" if mode == "gates" else "scheduler"], ports
+    assert np["policyTypes"] == ["Ingress"], np
+    if mode == "gates":
+        assert np["ingress"][0]["from"][0]["namespaceSelector"]["matchLabels"] == {"kubernetes.io/metadata.name": "monitoring"}
+        assert "from" not in np["ingress"][1], "the API server's address varies: the webhook port admits any source"
+if mode == "default":
+    assert "NetworkPolicy" not in kinds, "off by default"
 if mode == "gates":
     assert "MutatingWebhookConfiguration" in kinds
     hook = kinds["MutatingWebhookConfiguration"][0]["webhooks"][0]
