@@ -53,6 +53,8 @@ struct queue_entry {
   std::optional<queue_rules> rules;  // nullopt: the Queue cannot be read (error logged)
   std::optional<k8s::queue_status> written;  // the status last written
   bool status_in_flight = false;
+  std::optional<bool> active;  // the Active condition as last written, and since when
+  std::string active_since;
 };
 
 struct controller_state {
@@ -141,7 +143,17 @@ void ungate_pod(controller_actor* self, const std::string& queue, const ungate& 
              });
 }
 
-void write_status(controller_actor* self, const std::string& queue, queue_entry& e, const k8s::queue_status& status) {
+// The Active condition's transition time: kept while it holds, now when it flips.
+void stamp_active(controller_actor* self, queue_entry& e, k8s::queue_status& status) {
+  if (!e.active || *e.active != status.active) {
+    e.active = status.active;
+    e.active_since = format_wall(self->state.ctx->wall_clock());
+  }
+  status.active_since = e.active_since;
+}
+
+void write_status(controller_actor* self, const std::string& queue, queue_entry& e, k8s::queue_status status) {
+  stamp_active(self, e, status);
   if (e.status_in_flight || (e.written && *e.written == status))
     return;
   e.status_in_flight = true;
@@ -273,6 +285,12 @@ void on_queue(controller_actor* self, const msg::object_event<k8s::unstructured>
         st.ctx->metrics.error("queue_invalid");
     }
     entry.rules.reset();
+    // kubectl shows why: the Active condition False (the counts as last written).
+    auto status = entry.written.value_or(k8s::queue_status{});
+    status.active = false;
+    status.active_reason = "InvalidSpec";
+    status.active_message = "headroom cannot read this Queue, so its pods stay gated: " + err->message;
+    write_status(self, name, entry, std::move(status));
     return;
   }
   queue_rules r;

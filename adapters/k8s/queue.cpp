@@ -1,5 +1,8 @@
 #include "adapters/k8s/queue.hpp"
 
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
 #include <simdjson.h>
 
 #include <cctype>
@@ -129,20 +132,59 @@ decoded<queue> decode_queue(std::string_view json) {
 }
 
 std::string encode_queue_status_patch(const queue_status& s) {
-  auto amounts = [](const resource_amounts& a) {
-    std::string out = "{";
+  rapidjson::StringBuffer out;
+  rapidjson::Writer<rapidjson::StringBuffer> w{out};
+  auto text = [&w](const std::string& v) { w.String(v.data(), static_cast<rapidjson::SizeType>(v.size())); };
+  auto amounts = [&](const char* key, const resource_amounts& a) {
+    w.Key(key);
+    w.StartObject();
     for (const auto& [name, amount] : a) {
-      if (out.size() > 1)
-        out += ',';
-      out += runtime::json_escape(name) + ":" + runtime::json_escape(format_amount(name, amount));
+      text(name);
+      text(format_amount(name, amount));
     }
-    return out + "}";
+    w.EndObject();
   };
   // The whole status at once (JSON Patch `add` replaces it), so a resource that went away disappears.
-  return std::string{R"([{"op":"add","path":"/status","value":{"allocated":)"} + amounts(s.allocated) +
-         ",\"reserved\":" + amounts(s.reserved) + ",\"waiting\":" + amounts(s.waiting) +
-         ",\"admittedPods\":" + std::to_string(s.admitted_pods) + ",\"reservedPods\":" + std::to_string(s.reserved_pods) +
-         ",\"gatedPods\":" + std::to_string(s.gated_pods) + ",\"observedGeneration\":" + std::to_string(s.observed_generation) + "}}]";
+  w.StartArray();
+  w.StartObject();
+  w.Key("op");
+  w.String("add");
+  w.Key("path");
+  w.String("/status");
+  w.Key("value");
+  w.StartObject();
+  amounts("allocated", s.allocated);
+  amounts("reserved", s.reserved);
+  amounts("waiting", s.waiting);
+  w.Key("admittedPods");
+  w.Int64(s.admitted_pods);
+  w.Key("reservedPods");
+  w.Int64(s.reserved_pods);
+  w.Key("gatedPods");
+  w.Int64(s.gated_pods);
+  w.Key("observedGeneration");
+  w.Int64(s.observed_generation);
+  w.Key("conditions");
+  w.StartArray();
+  w.StartObject();
+  w.Key("type");
+  w.String("Active");
+  w.Key("status");
+  w.String(s.active ? "True" : "False");
+  w.Key("observedGeneration");
+  w.Int64(s.observed_generation);
+  w.Key("lastTransitionTime");
+  text(s.active_since);
+  w.Key("reason");
+  text(s.active_reason);
+  w.Key("message");
+  text(s.active_message);
+  w.EndObject();
+  w.EndArray();
+  w.EndObject();
+  w.EndObject();
+  w.EndArray();
+  return out.GetString();
 }
 
 }  // namespace headroom::k8s

@@ -39,10 +39,17 @@ struct queue_status {
   resource_amounts allocated, reserved, waiting;
   int64_t admitted_pods = 0, reserved_pods = 0, gated_pods = 0;
   int64_t observed_generation = 0;
+  // The Active condition (API conventions: type, status, reason, message, lastTransitionTime,
+  // observedGeneration): True (Admitting) while headroom reads the Queue and admits its pods;
+  // False with the reason when it cannot (InvalidSpec: the message names the field).
+  bool active = true;
+  std::string active_reason = "Admitting";
+  std::string active_message = "pods that fit in the capacity are ungated, highest priority first";
+  std::string active_since;  // RFC 3339: when `active` last changed
   friend bool operator==(const queue_status&, const queue_status&) = default;
 };
 
-// The JSON Patch for the status subresource: the whole status replaced.
+// The JSON Patch for the status subresource: the whole status replaced (written with RapidJSON).
 std::string encode_queue_status_patch(const queue_status& s);
 
 }  // namespace headroom::k8s

@@ -233,6 +233,24 @@ TEST(gates, webhook_gates_opted_in_pods_only) {
   e.c->kubectl({"-n", "gates", "delete", "pod", "opted", "plain", "two-gates", "--grace-period=0", "--force"});
 }
 
+// A Queue the CRD admits but headroom cannot use (a negative capacity): kubectl shows why, on the
+// Queue's Active condition, and fixing it makes it Active.
+TEST(gates, an_unreadable_queue_says_why_in_its_active_condition) {
+  REQUIRE_ENV(e);
+  kube_apply(e.c, queue_yaml("negative", "-1"));
+  auto active = [&](const std::string& what) {
+    return field(e.c, "default", "queue.headroom.dev/negative", "{.status.conditions[?(@.type==\"Active\")]." + what + "}");
+  };
+  EXPECT_TRUE(eventually([&] { return active("reason") == "InvalidSpec"; }, 20s))
+      << field(e.c, "default", "queue.headroom.dev/negative", "{.status}");
+  EXPECT_EQ(active("status"), "False");
+  EXPECT_NE(active("message").find("spec.capacity[cpu]: negative"), std::string::npos) << active("message");
+  kube_apply(e.c, queue_yaml("negative", "1"));
+  EXPECT_TRUE(eventually([&] { return active("status") == "True"; }, 20s))
+      << field(e.c, "default", "queue.headroom.dev/negative", "{.status}");
+  e.c->kubectl({"delete", "queue.headroom.dev", "negative"});
+}
+
 // A Queue of 2 CPU and four 1-CPU pods: two are ungated and run, two stay gated with QueueFull
 // (never Unschedulable); a running pod finishing lets the oldest waiting one in. Sampled every
 // 200 ms: never more than two ungated at once.
@@ -256,6 +274,8 @@ TEST(gates, queue_admits_in_order_and_the_next_after_a_finish) {
   }, 10s));
   EXPECT_TRUE(eventually([&] { return field(e.c, "default", "queue.headroom.dev/order", "{.status.allocated.cpu}/{.status.gatedPods}") == "2/2"; }, 10s))
       << field(e.c, "default", "queue.headroom.dev/order", "{.status}");
+  EXPECT_EQ(field(e.c, "default", "queue.headroom.dev/order", "{.status.conditions[?(@.type==\"Active\")].reason}"), "Admitting");
+  EXPECT_EQ(field(e.c, "default", "queue.headroom.dev/order", "{.status.conditions[?(@.type==\"Active\")].status}"), "True");
   ASSERT_EQ(e.c->kubectl({"-n", "gates", "delete", "pod", "order-0", "--grace-period=0", "--force"}).exit_code, 0);
   ASSERT_TRUE(eventually([&] {
     auto n = count(e.c, "gates", "order");
