@@ -123,6 +123,9 @@ namespace {
 
 constexpr std::string_view actor_name = "scale_set_status";
 constexpr auto crd_retry = std::chrono::minutes(5);
+// A new poll alone (lastPollTime) is written at most this often: with many scale sets, one status
+// write per poll would spend the API server budget on a timestamp.
+constexpr auto poll_only_interval = std::chrono::seconds(60);
 constexpr auto error_retry = std::chrono::seconds(30);
 
 const k8s::resource_kind scale_sets{"headroom.dev", "v1alpha1", "scalesets", true};
@@ -135,9 +138,11 @@ struct status_state {
   std::chrono::milliseconds interval{5'000};
   scale_set_view view;
   bool dirty = false;        // the view changed since the last write started
+  bool urgent = false;       // by more than a new poll's time (written within `interval`)
   bool exists = false;       // the object was created (or found)
   bool in_flight = false;    // a create or patch is under way
   bool scheduled = false;    // a flush tick is pending
+  runtime::clock::time_point scheduled_at{};  // when it fires
   uint64_t generation = 0;   // of the pending tick
   bool failing = false;      // the last write failed (logged once until one succeeds)
   runtime::clock::time_point last_write{};
@@ -152,28 +157,36 @@ std::string wall_text(status_actor* self) {
   return runtime::format_rfc3339(runtime::actor_system_clock{self->clock()}.wall_seconds(), 0);
 }
 
+// A flush `after` from now, unless one is due sooner (a later tick replaces a pending one only
+// when it is earlier: the generation retires the other).
 void schedule(status_actor* self, std::chrono::milliseconds after) {
   auto& st = self->state;
+  const auto at = self->clock().now() + after;
+  if (st.scheduled && st.scheduled_at <= at)
+    return;
   st.scheduled = true;
+  st.scheduled_at = at;
   self->delayed_send(self, after, msg::tick_atom_v, ++st.generation);
 }
 
-// A change: written at once when the last write is `interval` old, else when it is.
-void changed(status_actor* self) {
+// A change: written at once when the last write is `min_gap` old, else when it is.
+void changed(status_actor* self, std::chrono::milliseconds min_gap) {
   auto& st = self->state;
   st.dirty = true;
-  if (st.scheduled || st.in_flight)
-    return;
-  const auto since = self->clock().now() - st.last_write;
-  const auto wait = std::max<std::chrono::milliseconds>(
-      std::chrono::milliseconds{0}, st.interval - std::chrono::duration_cast<std::chrono::milliseconds>(since));
-  schedule(self, wait);
+  st.urgent = st.urgent || min_gap < poll_only_interval;
+  if (st.in_flight)
+    return;  // the reply schedules the next write
+  const auto since = std::chrono::duration_cast<std::chrono::milliseconds>(self->clock().now() - st.last_write);
+  schedule(self, std::max(std::chrono::milliseconds{0}, min_gap - since));
 }
+
+void changed(status_actor* self) { changed(self, self->state.interval); }
 
 void write(status_actor* self) {
   auto& st = self->state;
   st.in_flight = true;
   st.dirty = false;
+  st.urgent = false;
   auto* kube = st.ctx->kube;
   const auto& ns = st.ctx->spec.ns;
   const auto& name = st.ctx->spec.name;
@@ -272,19 +285,21 @@ void on_reply(status_actor* self, const msg::api_reply& r) {
   st.failing = false;
   st.last_write = self->clock().now();
   if (st.dirty)
-    schedule(self, st.interval);
+    schedule(self, st.urgent ? st.interval : std::chrono::duration_cast<std::chrono::milliseconds>(poll_only_interval));
 }
 
 void on_session(status_actor* self, const msg::session_view& s) {
   auto& v = self->state.view;
   if (s.poll_started) {
     v.last_poll = wall_text(self);
-  } else if (s.state != v.session || s.message != v.session_message) {
-    if (s.state != v.session)
-      v.session_since = wall_text(self);
-    v.session = s.state;
-    v.session_message = s.message;
+    return changed(self, poll_only_interval);
   }
+  if (s.state == v.session && s.message == v.session_message)
+    return;
+  if (s.state != v.session)
+    v.session_since = wall_text(self);
+  v.session = s.state;
+  v.session_message = s.message;
   changed(self);
 }
 
