@@ -81,7 +81,25 @@ std::string resources(const std::string& cpu, const std::string& memory, const k
 
 }  // namespace json
 
-std::string runner_pod(const runner_spec& s, const std::string& name, int64_t runner_id, std::string_view scope) {
+namespace {
+
+// An env entry taking the JIT config from the runner's Secret (named as its pod).
+std::string jit_env(const std::string& name, const char* var) {
+  return "{\"name\":\"" + std::string{var} + "\",\"valueFrom\":{\"secretKeyRef\":{\"name\":" + json_escape(name) +
+         ",\"key\":\"jitToken\"}}}";
+}
+
+std::string runner_labels(const runner_spec& s, std::string_view pool) {
+  auto out = json::labels_object(s, role::runner, "");
+  if (!pool.empty())
+    out.insert(out.size() - 1, "," + json_escape(keys::pool) + ":" + json_escape(pool));
+  return out;
+}
+
+}  // namespace
+
+std::string runner_pod(const runner_spec& s, const std::string& name, int64_t runner_id, std::string_view scope,
+                       std::string_view pool) {
   std::string spec = "{\"restartPolicy\":\"Never\"";
   if (!s.runner_priority_class.empty())
     spec += ",\"priorityClassName\":" + json_escape(s.runner_priority_class);
@@ -92,12 +110,11 @@ std::string runner_pod(const runner_spec& s, const std::string& name, int64_t ru
   spec += json::placement(s);
   spec += ",\"containers\":[{\"name\":\"runner\",\"image\":" + json_escape(s.runner_image) +
           ",\"command\":" + json::string_array(s.runner_command) +
-          ",\"env\":[{\"name\":\"RUNNER_JITCONFIG\",\"valueFrom\":{\"secretKeyRef\":{\"name\":" + json_escape(name) +
-          ",\"key\":\"jitToken\"}}},{\"name\":\"ACTIONS_RUNNER_CONTAINER_HOOKS\",\"value\":"
+          ",\"env\":[" + jit_env(name, "ACTIONS_RUNNER_INPUT_JITCONFIG") + "," + jit_env(name, "RUNNER_JITCONFIG") + ",{\"name\":\"ACTIONS_RUNNER_CONTAINER_HOOKS\",\"value\":"
           "\"/home/runner/k8s/index.js\"},{\"name\":\"ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER\",\"value\":\"false\"}]" +
           ",\"resources\":" + json::resources(s.runner_cpu, s.runner_memory, s.runner_extended, s.slot_resource) + "}]}";
   return "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":" + json_escape(name) + ",\"namespace\":" +
-         json_escape(s.ns) + ",\"labels\":" + json::labels_object(s, role::runner, "") + ",\"annotations\":{" +
+         json_escape(s.ns) + ",\"labels\":" + runner_labels(s, pool) + ",\"annotations\":{" +
          json_escape(keys::runner_id) + ":" + json_escape(std::to_string(runner_id)) + "," + json_escape(keys::runner_name) +
          ":" + json_escape(name) + (scope.empty() ? std::string{} : "," + json_escape(keys::runner_scope) + ":" + json_escape(scope)) +
          "}},\"spec\":" + spec + "}";

@@ -5,6 +5,7 @@
 // Pure JSON builders; shared by the two modes, so neither includes the other.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -24,6 +25,7 @@ inline constexpr const char* runner_name = "headroom.dev/runner-name";  // runne
 // owner/repo), so a pod no stored worker owns can still be checked with GitHub before it goes.
 inline constexpr const char* runner_scope = "headroom.dev/runner-scope";
 inline constexpr const char* owner = "headroom.dev/owner";              // the per-process owner ConfigMap
+inline constexpr const char* pool = "headroom.dev/pool";                // scheduler runner pods: the pool that made it
 }  // namespace keys
 
 enum class role { runner_placeholder, workflow_placeholder, runner };
@@ -51,9 +53,35 @@ struct runner_spec {
   int64_t active_deadline_seconds = 0;  // runner pods; 0 = none
 };
 
-std::string runner_pod(const runner_spec& s, const std::string& name, int64_t runner_id, std::string_view scope = {});
+// `pool`, when given, is the headroom.dev/pool label (the scheduler's pools).
+std::string runner_pod(const runner_spec& s, const std::string& name, int64_t runner_id, std::string_view scope = {},
+                       std::string_view pool = {});
 std::string runner_secret(const runner_spec& s, const std::string& name, const std::string& pod_uid,
                           const std::string& encoded_jit_config);
+
+// ---- runner pools' pod templates (the scheduler's scheduler.pools[].template) -----------------
+//
+// A template is a PodTemplateSpec (metadata.labels/annotations, spec) as JSON. Its container named
+// `runner` is the runner: it gets the JIT config (ACTIONS_RUNNER_INPUT_JITCONFIG, which the runner
+// reads as --jitconfig, and RUNNER_JITCONFIG, from the pod's Secret) and one of the pool's slot
+// resource. Everything else (sidecars, init containers, volumes, security contexts, ephemeral
+// storage, runtime class, affinity) goes to the API server as written, which validates it.
+
+struct pod_template_facts {
+  k8s::string_pairs node_selector;  // spec.nodeSelector: where the pool's capacity is counted
+};
+
+// Why `template_json` cannot be a runner pool's template, naming the field; nullopt when it can.
+// Refused: not an object; keys other than metadata and spec; metadata other than labels and
+// annotations (headroom names the pods); labels under headroom.dev/; no spec.containers; none or
+// two named runner; a runner without an image; restartPolicy other than Never (a runner is one job).
+std::optional<std::string> check_pod_template(const std::string& template_json, pod_template_facts* facts = nullptr);
+
+// The runner pod `name` of `pool` from its (checked) template: headroom's labels and annotations
+// over the template's, restartPolicy Never, the pool's activeDeadlineSeconds unless the template
+// sets one, the JIT config and the slot resource on the runner container.
+std::string runner_pod_from_template(const std::string& template_json, const runner_spec& s, const std::string& pool,
+                                     const std::string& name, int64_t runner_id, std::string_view scope = {});
 
 // Pieces of a pod object, for the other pods a mode makes beside its runners.
 namespace json {

@@ -47,7 +47,7 @@ runtime::web_reply webhook(const http_context& ctx, const runtime::web_request& 
   d.received_ms = ctx.now_ms();
   intake_limits limits;
   limits.max_body = ctx.max_body;
-  limits.runner_labels = ctx.runner_labels;
+  limits.pools = ctx.pools;
   auto a = take_delivery(d, ctx.secret, *ctx.jobs, limits);
   if (ctx.delivered)
     ctx.delivered(a.outcome, static_cast<double>(ctx.now_ms() - d.received_ms) / 1000.0);

@@ -65,9 +65,12 @@ intake_answer take_delivery(const delivery& d, std::string_view secret, store::s
     return {400, "workflow_job.id: missing or not a positive number", "malformed"};
   if (e.repository.empty())
     return {400, "repository.full_name: missing", "malformed"};
-  if (!serves(limits.runner_labels, e.labels))
+  const bool served = limits.pools.empty() ? serves({}, e.labels)
+                                           : std::any_of(limits.pools.begin(), limits.pools.end(),
+                                                         [&](const std::vector<std::string>& p) { return serves(p, e.labels); });
+  if (!served)
     return {202, "job " + std::to_string(e.job_id) + " asks for [" + labels_key(e.labels).substr(0, 200) +
-                     "], which this scheduler's runners do not serve: not recorded",
+                     "], which no runner pool of this scheduler serves: not recorded",
             "unmatched"};
   store::job_event ev;
   ev.delivery_id = d.id;

@@ -39,14 +39,17 @@ struct intake_answer {
 
 struct intake_limits {
   size_t max_body = 1 << 20;  // GitHub caps payloads at 25 MB; a workflow_job is a few KB
-  std::vector<std::string> runner_labels;  // the scheduler's runners' labels (see serves())
+  // Each runner pool's labels (see serves()): a job no pool serves is unmatched. None: one pool
+  // without labels (every job asking for self-hosted).
+  std::vector<std::vector<std::string>> pools;
 };
 
 // Whether a job asking for `job_labels` is the scheduler's: with `runner_labels`, GitHub's rule (a
 // runner takes a job when it has every label the job asks for; `self-hosted` is every self-hosted
 // runner's); without, every job that asks for `self-hosted`. Case-insensitive, as GitHub's.
 // A job it does not serve (ubuntu-latest, another runner system's) is answered 202 "unmatched" and
-// never recorded: it is no demand, and gets no runner.
+// never recorded: it is no demand, and gets no runner. With pools, a job is the scheduler's when a
+// pool serves it.
 bool serves(const std::vector<std::string>& runner_labels, const std::vector<std::string>& job_labels);
 
 intake_answer take_delivery(const delivery& d, std::string_view secret, store::store& jobs, const intake_limits& limits = {});

@@ -3,9 +3,63 @@
 #include <algorithm>
 #include <set>
 
+#include "actors/scheduler/intake.hpp"
 #include "actors/scheduler/scheduler.hpp"
 
 namespace headroom::actors::scheduler {
+
+std::vector<std::string> split_labels(const std::string& key) {
+  std::vector<std::string> out;
+  size_t start = 0;
+  while (start <= key.size()) {
+    const auto comma = key.find(',', start);
+    const auto part = key.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
+    if (!part.empty())
+      out.push_back(part);
+    if (comma == std::string::npos)
+      break;
+    start = comma + 1;
+  }
+  return out;
+}
+
+std::optional<size_t> pool_for(const std::vector<pool_options>& pools, const std::string& labels) {
+  const auto asked = split_labels(labels);
+  for (size_t i = 0; i < pools.size(); ++i)
+    if (serves(pools[i].labels, asked))
+      return i;
+  return std::nullopt;
+}
+
+std::string pool_runner_pod(const pool_options& pool, const std::string& name, int64_t runner_id, std::string_view scope) {
+  if (pool.pod_template.empty())
+    return runners::runner_pod(pool.spec, name, runner_id, scope, pool.name);
+  return runners::runner_pod_from_template(pool.pod_template, pool.spec, pool.name, name, runner_id, scope);
+}
+
+pooled split_by_pool(const std::vector<pool_options>& pools, const std::vector<store::job>& jobs,
+                     const std::vector<store::worker>& workers) {
+  pooled out;
+  out.jobs.resize(pools.size());
+  out.workers.resize(pools.size());
+  std::map<std::string, std::optional<size_t>> seen;  // a few label sets, many jobs
+  auto which = [&](const std::string& labels) {
+    auto it = seen.find(labels);
+    if (it == seen.end())
+      it = seen.emplace(labels, pool_for(pools, labels)).first;
+    return it->second;
+  };
+  for (const auto& j : jobs) {
+    if (auto p = which(j.labels))
+      out.jobs[*p].push_back(j);
+    else
+      ++out.unpooled;
+  }
+  for (const auto& w : workers)
+    if (auto p = which(w.labels))
+      out.workers[*p].push_back(w);
+  return out;
+}
 
 bool is_supply(const store::worker& w, const std::vector<store::job>& active_jobs) {
   if (w.status != store::worker_status::creating && w.status != store::worker_status::running)
@@ -38,6 +92,7 @@ match_result match_demand(const match_input& in) {
   }
   match_result out;
   int64_t free = in.free_slots;
+  int64_t live_total = static_cast<int64_t>(live.size());
   for (const auto& j : in.active_jobs) {
     if (j.status != store::job_status::pending)
       continue;
@@ -50,6 +105,10 @@ match_result match_demand(const match_input& in) {
       ++out.capped;
       continue;
     }
+    if (in.pool_cap >= 0 && live_total >= in.pool_cap) {
+      ++out.pool_full;
+      continue;
+    }
     if (free == 0) {
       ++out.no_capacity;
       continue;
@@ -57,6 +116,7 @@ match_result match_demand(const match_input& in) {
     out.provision.push_back(j);
     ++supply[k];
     ++per_entity[j.entity];
+    ++live_total;
     if (free > 0)
       --free;
   }
@@ -65,7 +125,7 @@ match_result match_demand(const match_input& in) {
 
 int64_t free_slots(const std::vector<std::shared_ptr<const k8s::node>>& nodes,
                    const std::vector<std::shared_ptr<const k8s::pod>>& pods, const k8s::string_pairs& selector,
-                   const std::string& resource) {
+                   const std::string& resource, const std::string& pool) {
   std::set<std::string> eligible;
   int64_t total = 0;
   for (const auto& n : nodes) {
@@ -91,6 +151,11 @@ int64_t free_slots(const std::vector<std::shared_ptr<const k8s::node>>& nodes,
       continue;
     if (!p->node_name.empty() && eligible.count(p->node_name) == 0)
       continue;
+    if (p->node_name.empty() && !pool.empty()) {
+      const auto* of = p->meta.label(runners::keys::pool);
+      if (of != nullptr && *of != pool)
+        continue;
+    }
     // A pending pod (not yet bound) will take a slot too: count it against the pool.
     total -= p->spec->requests.get(resource);
   }

@@ -65,21 +65,6 @@ bool ok_or_gone(const k8s::api_result& r) {
   return e == nullptr || e->what == k8s::api_error::kind::not_found;
 }
 
-std::vector<std::string> split_labels(const std::string& key) {
-  std::vector<std::string> out;
-  size_t start = 0;
-  while (start <= key.size()) {
-    const auto comma = key.find(',', start);
-    const auto part = key.substr(start, comma == std::string::npos ? std::string::npos : comma - start);
-    if (!part.empty())
-      out.push_back(part);
-    if (comma == std::string::npos)
-      break;
-    start = comma + 1;
-  }
-  return out;
-}
-
 std::string pod_failure(const k8s::pod& p) {
   std::string out = "pod " + p.phase;
   for (const auto& c : p.container_statuses)
@@ -522,19 +507,33 @@ class cycle {
 
   // ---- 3. demandMatch --------------------------------------------------------------------------
 
+  // Each pool matched on its own: its jobs, its workers, its caps, its nodes' free slots.
   void demand_match() {
     if (!load_active())
       return;
-    match_input in;
-    in.active_jobs = jobs_;
-    in.active_workers = workers_;
-    in.caps = o_.max_workers;
-    in.default_cap = o_.default_max_workers;
-    if (!o_.pool.slot_resource.empty())
-      in.free_slots = free_slots(ctx_.nodes->list(), ctx_.pods->list(), o_.pool.node_selector, o_.pool.slot_resource);
-    auto plan = match_demand(in);
+    const auto split = split_by_pool(o_.pools, jobs_, workers_);
+    for (int64_t i = 0; i < split.unpooled; ++i)
+      ctx_.metrics.skipped("no_pool");
+    for (size_t p = 0; p < o_.pools.size(); ++p) {
+      const auto& pool = o_.pools[p];
+      match_input in;
+      in.active_jobs = split.jobs[p];
+      in.active_workers = split.workers[p];
+      in.caps = pool.entity_caps;
+      in.default_cap = pool.default_max_workers;
+      in.pool_cap = pool.max_workers;
+      if (!pool.spec.slot_resource.empty())
+        in.free_slots = free_slots(ctx_.nodes->list(), ctx_.pods->list(), pool.spec.node_selector, pool.spec.slot_resource,
+                                   pool.name);
+      serve(pool, match_demand(in));
+    }
+  }
+
+  void serve(const pool_options& pool, const match_result& plan) {
     for (int64_t i = 0; i < plan.capped; ++i)
       ctx_.metrics.skipped("capped");
+    for (int64_t i = 0; i < plan.pool_full; ++i)
+      ctx_.metrics.skipped("pool_full");
     for (int64_t i = 0; i < plan.no_capacity; ++i)
       ctx_.metrics.skipped("no_capacity");
     for (const auto& j : plan.provision) {
@@ -548,7 +547,7 @@ class cycle {
         ctx_.metrics.skipped("api_unavailable");
         continue;
       }
-      provision(j);
+      provision(j, pool);
     }
   }
 
@@ -597,7 +596,7 @@ class cycle {
     finish_worker(w, store::worker_status::failed, "runner pod: " + e.describe());
   }
 
-  void provision(const store::job& j) {
+  void provision(const store::job& j, const pool_options& pool) {
     store::worker w;
     w.entity = j.entity;
     w.labels = j.labels;
@@ -618,7 +617,7 @@ class cycle {
       return;
     // The pool's labels when it has them (the runner then takes any job they cover, as GitHub
     // matches), else the job's own.
-    auto jit = ctx_.github->generate_jit_config(scope, w.name, *group, o_.runner_labels.empty() ? split_labels(j.labels) : o_.runner_labels);
+    auto jit = ctx_.github->generate_jit_config(scope, w.name, *group, pool.labels.empty() ? split_labels(j.labels) : pool.labels);
     if (auto* e = std::get_if<github::rest_error>(&jit)) {
       github_error(*e);
       if (e->status == 404)
@@ -629,7 +628,7 @@ class cycle {
     if (auto r = ctx_.jobs->set_worker_runner(w.name, config.runner_id, now_); std::holds_alternative<store::error>(r))
       store_error("set worker runner", std::get<store::error>(r));
     auto created = await_call([&](k8s::api_callback cb) {
-      ctx_.kube->create(k8s::kinds::pods, o_.pool.ns, runners::runner_pod(o_.pool, w.name, config.runner_id, scope), std::move(cb));
+      ctx_.kube->create(k8s::kinds::pods, o_.pool.ns, pool_runner_pod(pool, w.name, config.runner_id, scope), std::move(cb));
     });
     if (auto* e = std::get_if<k8s::api_error>(&created))
       return runner_pod_refused(w, scope, config.runner_id, *e);
@@ -658,7 +657,7 @@ class cycle {
     ctx_.metrics.action("provisioned");
     ctx_.metrics.provision_latency(static_cast<double>(latency) / 1000.0);
     runtime::log::info(actor_name, "runner provisioned",
-                       {{"worker", w.name}, {"entity", j.entity}, {"labels", j.labels}, {"job", j.id}, {"runner_id", config.runner_id},
+                       {{"worker", w.name}, {"pool", pool.name}, {"entity", j.entity}, {"labels", j.labels}, {"job", j.id}, {"runner_id", config.runner_id},
                         {"since_webhook_ms", latency}});
   }
 

@@ -32,6 +32,7 @@
 #include <functional>
 #include <map>
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -46,14 +47,30 @@ namespace headroom::actors::scheduler {
 
 using std::chrono::milliseconds;
 
+// One runner pool: the jobs it serves, the pods it makes, its caps.
+struct pool_options {
+  std::string name = "default";  // headroom.dev/pool on its pods (template pools)
+  // Its runners' labels, registered with each JIT config; a job is the pool's when it asks for no
+  // label the pool lacks (intake.hpp, serves()). Empty (the default pool without runnerLabels):
+  // every job asking for self-hosted, each runner registered with its job's labels.
+  std::vector<std::string> labels;
+  // Its runner pods: from `pod_template` (a checked PodTemplateSpec, runners::runner_pod_from_template)
+  // or, when that is empty, from `spec` alone (runners::runner_pod). `spec` also gives the
+  // namespace, the name prefix, the capacity check's node selector and slot resource, the deadline.
+  runners::runner_spec spec;
+  std::string pod_template;
+  int64_t max_workers = -1;  // live runners of the pool, every entity; -1 none
+  int64_t default_max_workers = 20;
+  std::map<std::string, int64_t> entity_caps;  // per entity
+};
+
 struct scheduler_options {
-  // The runner pod template; its `name` is the pods' name prefix and their headroom.dev/scale-set label.
+  // The name prefix (`name`, also the headroom.dev/scale-set label of every runner pod) and the
+  // namespace of the runner pods.
   runners::runner_spec pool;
   std::string runner_group = "headroom";  // ensured in each organization
-  // The runners' labels, registered with each JIT config; empty: each runner gets its job's labels.
-  std::vector<std::string> runner_labels;
-  int64_t default_max_workers = 20;
-  std::map<std::string, int64_t> max_workers;  // per entity
+  // First match wins; at least one.
+  std::vector<pool_options> pools;
   milliseconds poll_interval{15'000}, job_sync_interval{15'000}, job_stuck_queued{600'000};
   milliseconds registration_timeout{120'000}, pending_timeout{600'000}, idle_timeout{600'000};
   milliseconds pod_delete_grace{21'600'000}, kill_grace{30'000};
@@ -100,27 +117,49 @@ struct demand_key {
 
 // Which pending jobs get a runner now, FIFO: a job of key k is served while supply(k) < demand(k),
 // its entity is under its cap, and a slot is free (free_slots < 0: unlimited).
+// One pool's: its jobs and workers only.
 struct match_input {
   std::vector<store::job> active_jobs;        // pending and running, oldest first
   std::vector<store::worker> active_workers;  // creating and running
   std::map<std::string, int64_t> caps;        // entity → cap
   int64_t default_cap = 20;
   int64_t free_slots = -1;
+  int64_t pool_cap = -1;  // live workers of the pool, every entity; -1 none
 };
 struct match_result {
   std::vector<store::job> provision;  // one runner each, in this order
-  int64_t capped = 0, no_capacity = 0;
+  int64_t capped = 0, no_capacity = 0, pool_full = 0;
 };
 match_result match_demand(const match_input& in);
+
+// "a,b,c" → {a, b, c}
+std::vector<std::string> split_labels(const std::string& key);
+
+// The pool a job (or worker) asking for `labels` (labels_key's form) goes to: the first that serves
+// it; nullopt when none does (a pool removed from the configuration since it was recorded).
+std::optional<size_t> pool_for(const std::vector<pool_options>& pools, const std::string& labels);
+
+// Runner pod `name` of `pool`: from its template, or from its spec alone.
+std::string pool_runner_pod(const pool_options& pool, const std::string& name, int64_t runner_id, std::string_view scope);
+
+// Jobs and workers split by pool (pool_for); those of no pool are `unpooled`.
+struct pooled {
+  std::vector<std::vector<store::job>> jobs;
+  std::vector<std::vector<store::worker>> workers;
+  int64_t unpooled = 0;
+};
+pooled split_by_pool(const std::vector<pool_options>& pools, const std::vector<store::job>& jobs,
+                     const std::vector<store::worker>& workers);
 
 // A worker counts as supply until it is final, or its job (known from GitHub's runner_name) is.
 bool is_supply(const store::worker& w, const std::vector<store::job>& active_jobs);
 
 // Free slots of `resource` on the nodes matching `selector` that take pods (schedulable, not
-// unreachable): allocatable minus what non-terminal pods on them request.
+// unreachable): allocatable minus what non-terminal pods on them request, and minus what pods not
+// yet bound request (of `pool` only, when given: another pool's unbound pod goes to its own nodes).
 int64_t free_slots(const std::vector<std::shared_ptr<const k8s::node>>& nodes,
                    const std::vector<std::shared_ptr<const k8s::pod>>& pods, const k8s::string_pairs& selector,
-                   const std::string& resource);
+                   const std::string& resource, const std::string& pool = {});
 
 }  // namespace headroom::actors::scheduler
 
@@ -135,7 +174,7 @@ struct http_context {
   std::string dashboard_listen;  // the dashboards and GET /health; "" none
   int threads = 8;
   size_t max_body = 1 << 20;
-  std::vector<std::string> runner_labels;  // whose jobs are the scheduler's (intake.hpp, serves())
+  std::vector<std::vector<std::string>> pools;  // each pool's labels: whose jobs are the scheduler's (intake.hpp)
   std::map<std::string, int64_t> caps;
   int64_t default_cap = 20;
   std::function<int64_t()> now_ms;

@@ -34,7 +34,7 @@ scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
                       .Help("What the reconciler did: provisioned, job_failed, worker_failed, worker_completed, killed, force_deleted, runner_removed, stray_deleted")
                       .Register(reg);
   auto& skipped = prometheus::BuildCounter().Name("headroom_scheduler_skipped_total")
-                      .Help("Pending jobs not served this cycle (capped, no_capacity, rate_limited: GitHub's rate limit, api_unavailable: the API server refused a runner pod), cycles skipped (lock_held) and stray runner pods left because their runner is busy (stray_busy)").Register(reg);
+                      .Help("Pending jobs not served this cycle (capped: the entity's cap, pool_full: the pool's maxWorkers, no_pool: no pool serves its labels any more, no_capacity, rate_limited: GitHub's rate limit, api_unavailable: the API server refused a runner pod), cycles skipped (lock_held) and stray runner pods left because their runner is busy (stray_busy)").Register(reg);
   auto& errors = prometheus::BuildCounter().Name("headroom_scheduler_errors_total").Help("Calls that failed, by dependency").Register(reg);
   auto& latency = prometheus::BuildHistogram().Name("headroom_scheduler_provision_latency_seconds")
                       .Help("From a job's first webhook to its runner pod created").Register(reg).Add({}, slow_buckets);
@@ -53,7 +53,7 @@ scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
     by_table[t] = &pruned.Add({{"table", t}});
   for (const char* a : {"provisioned", "job_failed", "worker_failed", "worker_completed", "killed", "force_deleted", "runner_removed", "stray_deleted"})
     by_action[a] = &actions.Add({{"action", a}});
-  for (const char* s : {"capped", "no_capacity", "lock_held", "rate_limited", "api_unavailable", "stray_busy"})
+  for (const char* s : {"capped", "pool_full", "no_pool", "no_capacity", "lock_held", "rate_limited", "api_unavailable", "stray_busy"})
     by_skip[s] = &skipped.Add({{"reason", s}});
   for (const char* e : {"store", "github", "kubernetes"})
     by_error[e] = &errors.Add({{"dependency", e}});
@@ -100,6 +100,41 @@ void add_http_metrics(runtime::metrics& m, http_context& ctx) {
   ctx.served = [&pages](const std::string& path, int status, double) {
     pages.Add({{"route", path}, {"code", std::to_string(status / 100) + "xx"}}).Increment();
   };
+}
+
+// The pools the reconciler matches: the configured ones, or one from `runner` and `runnerLabels`.
+std::vector<pool_options> make_pools(const scheduler_section& c, const actors::runners::runner_spec& base) {
+  auto entity_caps = [](const std::vector<std::pair<std::string, uint32_t>>& caps) {
+    std::map<std::string, int64_t> out;
+    for (const auto& [entity, cap] : caps)
+      out[entity] = cap;
+    return out;
+  };
+  std::vector<pool_options> out;
+  if (c.pools.empty()) {
+    pool_options p;
+    p.labels = c.runner_labels;
+    p.spec = base;
+    p.default_max_workers = c.default_max_workers;
+    p.entity_caps = entity_caps(c.max_workers);
+    out.push_back(std::move(p));
+    return out;
+  }
+  for (const auto& cp : c.pools) {
+    pool_options p;
+    p.name = cp.name;
+    p.labels = cp.labels;
+    p.spec = base;  // a pool without a template makes the runner section's pod
+    p.spec.node_selector = cp.node_selector;
+    p.spec.slot_resource = cp.slot_resource;
+    p.spec.active_deadline_seconds = cp.active_deadline_seconds;
+    p.pod_template = cp.pod_template;
+    p.max_workers = cp.max_workers == 0 ? -1 : static_cast<int64_t>(cp.max_workers);
+    p.default_max_workers = cp.default_max_workers;
+    p.entity_caps = entity_caps(cp.entity_caps);
+    out.push_back(std::move(p));
+  }
+  return out;
 }
 
 }  // namespace
@@ -161,10 +196,7 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
   o.pool.runner_priority_class.clear();  // no ladder here: runner pods only
   o.pool.active_deadline_seconds = c.runner.active_deadline_seconds;
   o.runner_group = c.runner_group;
-  o.runner_labels = c.runner_labels;
-  o.default_max_workers = c.default_max_workers;
-  for (const auto& [entity, cap] : c.max_workers)
-    o.max_workers[entity] = cap;
+  o.pools = make_pools(c, o.pool);
   o.poll_interval = c.poll_interval;
   o.job_sync_interval = c.job_sync_interval;
   o.job_stuck_queued = c.job_stuck_queued;
@@ -204,9 +236,11 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
   hc->dashboard_listen = c.dashboard_listen;
   hc->threads = static_cast<int>(c.threads);
   hc->max_body = c.max_body;
-  hc->runner_labels = c.runner_labels;
-  hc->caps = o.max_workers;
-  hc->default_cap = o.default_max_workers;
+  for (const auto& p : o.pools)
+    hc->pools.push_back(p.labels);
+  for (const auto& [entity, cap] : c.max_workers)
+    hc->caps[entity] = cap;
+  hc->default_cap = c.default_max_workers;
   hc->now_ms = wall_ms;
   add_http_metrics(m, *hc);
   out.http = hc;
@@ -215,7 +249,8 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
   out.pods->start();
   runtime::log::info("scheduler", "webhook-driven runner scheduling",
                      {{"store", std::string{out.jobs->backend()}}, {"schema", out.jobs->schema_version()},
-                      {"listen", c.listen}, {"namespace", c.ns}, {"max_workers", static_cast<int64_t>(c.default_max_workers)}});
+                      {"listen", c.listen}, {"namespace", c.ns}, {"pools", static_cast<int64_t>(o.pools.size())},
+                      {"max_workers", static_cast<int64_t>(c.default_max_workers)}});
   return std::nullopt;
 }
 

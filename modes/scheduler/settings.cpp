@@ -1,5 +1,8 @@
 #include "modes/scheduler/settings.hpp"
 
+#include "actors/runners/pods.hpp"
+#include "runtime/yaml_json.hpp"
+
 #include <algorithm>
 #include <cctype>
 #include <set>
@@ -11,10 +14,111 @@ using runtime::config_fail;
 using runtime::config_section;
 using runtime::yaml_kind;
 
+namespace {
+
+void check_labels(const std::vector<std::string>& labels, const std::string& where) {
+  for (size_t i = 0; i < labels.size(); ++i)
+    if (labels[i].empty() || labels[i].size() > 256 || labels[i].find(',') != std::string::npos)
+      config_fail(where + "[" + std::to_string(i) + "]", "a label of 1 to 256 characters without ',', found '" + labels[i].substr(0, 64) + "'");
+}
+
+// {default, entities: {entity: count}}: a cap per entity.
+void read_entity_caps(const YAML::Node& node, const std::string& where, uint32_t& default_cap,
+                      std::vector<std::pair<std::string, uint32_t>>& caps) {
+  config_section ms{node, where, {"default", "entities"}};
+  ms.read_uint("default", default_cap, 0, 100'000);
+  runtime::describe_config_key(where + ".entities", {"integer-map", "0", "100000", ""});
+  auto e = ms.get("entities");
+  if (!e)
+    return;
+  if (!e->IsMap())
+    config_fail(where + ".entities", "expected a map of entity → count, found " + yaml_kind(*e));
+  for (const auto& kv : *e) {
+    const auto entity = kv.first.as<std::string>();
+    int64_t cap = -1;
+    try {
+      cap = kv.second.as<int64_t>();
+    } catch (const std::exception&) {
+    }
+    if (cap < 0 || cap > 100'000)
+      config_fail(where + ".entities." + entity, "expected a count from 0 to 100000");
+    caps.emplace_back(entity, static_cast<uint32_t>(cap));
+  }
+}
+
+bool valid_pool_name(const std::string& n) {
+  if (n.empty() || n.size() > 20 || n.front() == '-' || n.back() == '-')
+    return false;
+  return std::all_of(n.begin(), n.end(), [](char ch) { return (ch >= 'a' && ch <= 'z') || (ch >= '0' && ch <= '9') || ch == '-'; });
+}
+
+// `runner`: the section's runner pod, whose slot resource and deadline are a pool's defaults (and
+// whose pod a pool without a template makes).
+pool_section read_pool(const YAML::Node& node, const std::string& where, const runner_section& runner) {
+  config_section s{node, where, {"name", "labels", "template", "slotResource", "activeDeadlineSeconds", "maxWorkers", "maxWorkersPerEntity"}};
+  pool_section p;
+  p.slot_resource = runner.slot_resource;
+  p.active_deadline_seconds = runner.active_deadline_seconds;
+  if (auto v = s.read_string("name"))
+    p.name = *v;
+  if (!valid_pool_name(p.name))
+    config_fail(s.path("name"), "lower-case letters, digits and '-', 1 to 20 characters, found '" + p.name.substr(0, 64) + "'");
+  p.labels = s.read_strings("labels");
+  if (p.labels.empty())
+    config_fail(s.path("labels"), "at least one label: the jobs this pool serves ask for no label it lacks (self-hosted is implied)");
+  check_labels(p.labels, s.path("labels"));
+  runtime::describe_config_key(s.path("template"), {"pod-template", "", "", ""});
+  if (auto t = s.get("template")) {
+    if (!t->IsMap())
+      config_fail(s.path("template"), "expected a pod template (metadata, spec), found " + yaml_kind(*t));
+    auto json = runtime::yaml_to_json(*t);
+    if (auto* e = std::get_if<runtime::yaml_json_error>(&json))
+      config_fail(s.path("template") + (e->where.empty() ? "" : "." + e->where), e->message);
+    p.pod_template = std::get<std::string>(json);
+    actors::runners::pod_template_facts facts;
+    if (auto problem = actors::runners::check_pod_template(p.pod_template, &facts))
+      config_fail(s.path("template"), *problem);
+    p.node_selector = facts.node_selector;
+  } else {
+    p.node_selector = runner.node_selector;
+  }
+  if (auto v = s.read_string("slotResource"))
+    p.slot_resource = *v;
+  uint32_t deadline = static_cast<uint32_t>(p.active_deadline_seconds);
+  s.read_uint("activeDeadlineSeconds", deadline, 0, 100'000'000);
+  p.active_deadline_seconds = deadline;
+  s.read_uint("maxWorkers", p.max_workers, 0, 100'000);
+  if (auto m = s.get("maxWorkersPerEntity")) {
+    p.own_entity_caps = true;
+    read_entity_caps(*m, s.path("maxWorkersPerEntity"), p.default_max_workers, p.entity_caps);
+  }
+  return p;
+}
+
+void read_pools(const config_section& s, scheduler_section& c) {
+  auto pools = s.get("pools");
+  if (!pools)
+    return;
+  if (!pools->IsSequence())
+    config_fail("scheduler.pools", "expected a list of pools, found " + yaml_kind(*pools));
+  if (!c.runner_labels.empty())
+    config_fail("scheduler.pools", "with pools, each pool has its labels: scheduler.runnerLabels is for a configuration without pools");
+  std::set<std::string> names;
+  for (size_t i = 0; i < pools->size(); ++i) {
+    const std::string where = "scheduler.pools[" + std::to_string(i) + "]";
+    auto p = read_pool((*pools)[i], where, c.runner);
+    if (!names.insert(p.name).second)
+      config_fail(where + ".name", "pool '" + p.name + "' is named twice");
+    c.pools.push_back(std::move(p));
+  }
+}
+
+}  // namespace
+
 void read_section(const YAML::Node& node, scheduler_section& out) {
   config_section s{node, "scheduler",
                    {"enabled", "listen", "dashboardListen", "threads", "maxBody", "githubUrl", "store", "namespace", "runnerGroup", "namePrefix",
-                    "runnerLabels", "runner", "maxWorkers", "pollInterval", "jobSyncInterval", "jobStuckQueued", "healthCheck",
+                    "runnerLabels", "runner", "pools", "maxWorkers", "pollInterval", "jobSyncInterval", "jobStuckQueued", "healthCheck",
                     "podDeleteGrace", "killGrace"}};
   auto& c = out;
   s.read_bool("enabled", c.enabled);
@@ -58,35 +162,19 @@ void read_section(const YAML::Node& node, scheduler_section& out) {
   if (auto v = s.read_string("namePrefix"))
     c.name_prefix = *v;
   c.runner_labels = s.read_strings("runnerLabels");
-  for (size_t i = 0; i < c.runner_labels.size(); ++i)
-    if (c.runner_labels[i].empty() || c.runner_labels[i].size() > 256 || c.runner_labels[i].find(',') != std::string::npos)
-      config_fail("scheduler.runnerLabels[" + std::to_string(i) + "]", "a label of 1 to 256 characters without ',', found '" +
-                                                                      c.runner_labels[i].substr(0, 64) + "'");
+  check_labels(c.runner_labels, "scheduler.runnerLabels");
   if (!valid_runner_name(c.name_prefix))
     config_fail("scheduler.namePrefix", "lower-case letters, digits and '-', at most 40 characters, found '" + c.name_prefix + "'");
   if (auto r = s.get("runner"))
     read_runner(*r, "scheduler.runner", c.runner, true);
-  if (auto m = s.get("maxWorkers")) {
-    config_section ms{*m, "scheduler.maxWorkers", {"default", "entities"}};
-    ms.read_uint("default", c.default_max_workers, 0, 100'000);
-    runtime::describe_config_key("scheduler.maxWorkers.entities", {"integer-map", "0", "100000", ""});
-    if (auto e = ms.get("entities")) {
-      if (!e->IsMap())
-        config_fail("scheduler.maxWorkers.entities", "expected a map of entity → count, found " + yaml_kind(*e));
-      for (const auto& kv : *e) {
-        const auto entity = kv.first.as<std::string>();
-        const std::string where = "scheduler.maxWorkers.entities." + entity;
-        int64_t cap = -1;
-        try {
-          cap = kv.second.as<int64_t>();
-        } catch (const std::exception&) {
-        }
-        if (cap < 0 || cap > 100'000)
-          config_fail(where, "expected a count from 0 to 100000");
-        c.max_workers.emplace_back(entity, static_cast<uint32_t>(cap));
-      }
+  if (auto m = s.get("maxWorkers"))
+    read_entity_caps(*m, "scheduler.maxWorkers", c.default_max_workers, c.max_workers);
+  read_pools(s, c);
+  for (auto& p : c.pools)
+    if (!p.own_entity_caps) {
+      p.default_max_workers = c.default_max_workers;
+      p.entity_caps = c.max_workers;
     }
-  }
   const millis day{86'400'000};
   s.read_duration("pollInterval", c.poll_interval, millis{100}, millis{3'600'000});
   s.read_duration("jobSyncInterval", c.job_sync_interval, millis{100}, millis{3'600'000});

@@ -11,6 +11,23 @@
 
 namespace headroom::modes::scheduler {
 
+// A runner pool: the jobs it serves (by label, GitHub's rule), the pods it makes (a full pod
+// template), its caps and where its capacity is counted.
+struct pool_section {
+  std::string name;                 // headroom.dev/pool on its pods; a DNS label of at most 20
+  std::vector<std::string> labels;  // its runners' labels (self-hosted implied); at least one
+  // A PodTemplateSpec as JSON (runtime::yaml_to_json), checked; "" = scheduler.runner's pod.
+  std::string pod_template;
+  std::vector<std::pair<std::string, std::string>> node_selector;  // the template's (or runner's): its nodes
+  std::string slot_resource = "headroom.dev/runner";  // one per runner; "" = capacity unchecked; default: runner's
+  int64_t active_deadline_seconds = 525'600;          // unless the template sets one; default: runner's
+  uint32_t max_workers = 0;  // live runners of the pool across entities; 0 = no pool-wide cap
+  // Per entity; unset: scheduler.maxWorkers.
+  bool own_entity_caps = false;
+  uint32_t default_max_workers = 20;
+  std::vector<std::pair<std::string, uint32_t>> entity_caps;
+};
+
 // Webhook-driven runner scheduling (seed 003): GitHub's workflow_job webhooks recorded in a
 // durable store, matched to JIT runner pods by a reconcile loop, shown on dashboards. Off unless
 // enabled. The webhook secret comes from HEADROOM_WEBHOOK_SECRET, the PostgreSQL connection string
@@ -41,6 +58,9 @@ struct scheduler_section {
   // ubuntu-latest), each runner registered with its job's labels.
   std::vector<std::string> runner_labels;
   runner_section runner;
+  // Runner pools, first match wins: a job goes to the first pool whose labels cover it. Empty: one
+  // pool from `runner` and `runnerLabels` (named "default").
+  std::vector<pool_section> pools;
   uint32_t default_max_workers = 20;
   std::vector<std::pair<std::string, uint32_t>> max_workers;  // entity → cap
   millis poll_interval{15'000};

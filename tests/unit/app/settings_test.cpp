@@ -252,5 +252,105 @@ TEST(scheduler_config, the_store_retention_defaults_to_90_days_and_is_0_or_at_le
   EXPECT_NE(why.find("found 24h"), std::string::npos) << why;
 }
 
+// A Docker-in-Docker pool as docs/modes/scheduler.md shows it, beside a plain one.
+const char* pools_yaml = R"(
+scheduler:
+  maxWorkers: {default: 7, entities: {acme: 3}}
+  pools:
+    - name: linux
+      labels: [linux, x64]
+      template:
+        spec:
+          nodeSelector: {pool: linux}
+          containers: [{name: runner, image: "ghcr.io/actions/actions-runner:2.330.0", command: [/home/runner/run.sh]}]
+    - name: docker
+      labels: [linux, x64, docker]
+      maxWorkers: 4
+      maxWorkersPerEntity: {default: 2}
+      slotResource: ""
+      template:
+        metadata: {labels: {team: ci}}
+        spec:
+          runtimeClassName: kata
+          containers:
+            - name: runner
+              image: ghcr.io/actions/actions-runner:latest
+              env: [{name: DOCKER_HOST, value: "tcp://localhost:2375"}, {name: RETRIES, value: "3"}]
+              resources: {requests: {cpu: 2, ephemeral-storage: 20Gi}}
+            - name: dind
+              image: docker:dind
+              securityContext: {privileged: true}
+              volumeMounts: [{name: work, mountPath: /var/lib/docker}]
+          volumes: [{name: work, emptyDir: {}}]
+)";
+
+TEST(scheduler_config, pools_take_a_full_pod_template_and_their_own_caps) {
+  auto r = parse_config_yaml(pools_yaml);
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
+  const auto& c = std::get<parsed_config>(r).modes.get<scheduler_mode>().config;
+  ASSERT_EQ(c.pools.size(), 2u);
+  const auto& linux = c.pools[0];
+  EXPECT_EQ(linux.name, "linux");
+  EXPECT_EQ(linux.labels, (std::vector<std::string>{"linux", "x64"}));
+  EXPECT_EQ(linux.node_selector, (std::vector<std::pair<std::string, std::string>>{{"pool", "linux"}}));
+  EXPECT_EQ(linux.slot_resource, "headroom.dev/runner");
+  EXPECT_EQ(linux.max_workers, 0u) << "no pool-wide cap unless given";
+  EXPECT_EQ(linux.default_max_workers, 7u) << "per-entity caps default to scheduler.maxWorkers";
+  EXPECT_EQ(linux.entity_caps, (std::vector<std::pair<std::string, uint32_t>>{{"acme", 3}}));
+  const auto& docker = c.pools[1];
+  EXPECT_EQ(docker.max_workers, 4u);
+  EXPECT_EQ(docker.default_max_workers, 2u);
+  EXPECT_TRUE(docker.entity_caps.empty());
+  EXPECT_EQ(docker.slot_resource, "");
+  // Typed as kubectl would send it: a boolean, numbers, quoted strings kept strings.
+  for (const char* part : {"\"privileged\":true", "\"cpu\":2", "\"ephemeral-storage\":\"20Gi\"", "\"value\":\"3\"",
+                           "\"emptyDir\":{}", "\"runtimeClassName\":\"kata\"", "\"labels\":{\"team\":\"ci\"}"})
+    EXPECT_NE(docker.pod_template.find(part), std::string::npos) << part << " in " << docker.pod_template;
+}
+
+TEST(scheduler_config, a_bad_pool_is_refused_naming_the_field) {
+  auto err = [](const std::string& yaml) {
+    auto r = parse_config_yaml(yaml);
+    return std::holds_alternative<runtime::config_error>(r) ? std::get<runtime::config_error>(r).message() : std::string{"accepted"};
+  };
+  const std::string runner = "template: {spec: {containers: [{name: runner, image: r}]}}";
+  EXPECT_EQ(err("scheduler: {pools: [{name: a, " + runner + "}]}"),
+            "scheduler.pools[0].labels: at least one label: the jobs this pool serves ask for no label it lacks (self-hosted is implied)");
+  EXPECT_EQ(err("scheduler: {pools: [{name: A_b, labels: [x], " + runner + "}]}").rfind("scheduler.pools[0].name: ", 0), 0u);
+  EXPECT_EQ(err("scheduler: {pools: [{name: a, labels: [x], " + runner + "}, {name: a, labels: [y], " + runner + "}]}"),
+            "scheduler.pools[1].name: pool 'a' is named twice");
+  EXPECT_EQ(err("scheduler: {pools: [{name: a, labels: [x], template: {spec: {containers: [{name: main, image: r}]}}}]}"),
+            "scheduler.pools[0].template: spec.containers: expected exactly one container named runner (it gets the JIT config), found 0");
+  EXPECT_EQ(err("scheduler: {pools: [{name: a, labels: [x], template: {spec: {containers: [{name: runner}]}}}]}"),
+            "scheduler.pools[0].template: spec.containers[0].image: the runner container needs an image");
+  EXPECT_EQ(err("scheduler: {pools: [{name: a, labels: [x], template: {metadata: {name: fixed}, spec: {containers: [{name: runner, image: r}]}}}]}"),
+            "scheduler.pools[0].template: metadata.name: only labels and annotations (headroom names each runner pod)");
+  EXPECT_EQ(err("scheduler: {pools: [{name: a, labels: [x], template: {metadata: {labels: {headroom.dev/pool: b}}, spec: {containers: [{name: runner, image: r}]}}}]}"),
+            "scheduler.pools[0].template: metadata.labels.headroom.dev/pool: headroom.dev/ labels are headroom's own");
+  EXPECT_EQ(err("scheduler: {pools: [{name: a, labels: [x], template: {spec: {restartPolicy: Always, containers: [{name: runner, image: r}]}}}]}"),
+            "scheduler.pools[0].template: spec.restartPolicy: a runner takes one job, so Never (or leave it out)");
+  EXPECT_EQ(err("scheduler: {pools: [{name: a, labels: [x], template: {spec: {nodeSelector: {gpu: true}, containers: [{name: runner, image: r}]}}}]}"),
+            "scheduler.pools[0].template: spec.nodeSelector.gpu: expected a string (quote it)");
+  EXPECT_EQ(err("scheduler: {pools: [{name: a, labels: [x], template: {spec: {containers: [{name: runner, image: r}]}, kind: Pod}}]}"),
+            "scheduler.pools[0].template: kind: a pod template has only metadata and spec");
+  EXPECT_EQ(err("scheduler: {pools: [{name: a, labels: [x], template: {spec: {containers: [{name: runner, image: r}]}}, maxWorker: 3}]}"),
+            "scheduler.pools[0].maxWorker: unknown key (did you mean 'maxWorkers'?)");
+  EXPECT_EQ(err("scheduler: {runnerLabels: [x], pools: [{name: a, labels: [x], " + runner + "}]}").rfind("scheduler.pools: with pools", 0), 0u);
+  EXPECT_EQ(err("scheduler: {pools: [{name: a, labels: [x], template: [1]}]}"),
+            "scheduler.pools[0].template: expected a pod template (metadata, spec), found a list");
+}
+
+TEST(scheduler_config, a_pool_without_a_template_makes_the_runner_sections_pod) {
+  auto r = parse_config_yaml("scheduler:\n  runner: {image: r, nodeSelector: {pool: ci}, slotResource: example.com/slot}\n"
+                             "  pools: [{name: a, labels: [x]}, {name: b, labels: [y], slotResource: \"\"}]\n");
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
+  const auto& c = std::get<parsed_config>(r).modes.get<scheduler_mode>().config;
+  ASSERT_EQ(c.pools.size(), 2u);
+  EXPECT_EQ(c.pools[0].pod_template, "");
+  EXPECT_EQ(c.pools[0].node_selector, (std::vector<std::pair<std::string, std::string>>{{"pool", "ci"}}));
+  EXPECT_EQ(c.pools[0].slot_resource, "example.com/slot");
+  EXPECT_EQ(c.pools[1].slot_resource, "");
+}
+
 }  // namespace
 }  // namespace headroom::app

@@ -162,12 +162,16 @@ TEST_F(intake, a_job_for_runners_that_are_not_the_schedulers_is_answered_and_not
   EXPECT_NE(a.message.find("ubuntu-latest"), std::string::npos) << a.message;
   EXPECT_FALSE(job(41).has_value()) << "no demand, no runner";
   actors::scheduler::intake_limits gpu_only;
-  gpu_only.runner_labels = {"gpu"};
+  gpu_only.pools = {{"gpu"}};
   auto b = take_delivery(signed_delivery("d-2", job_body("queued", 42)), secret, *jobs_, gpu_only);
   EXPECT_STREQ(b.outcome, "unmatched") << "X64 and linux are not a gpu-only pool's";
   EXPECT_FALSE(job(42).has_value());
   actors::scheduler::intake_limits fits;
-  fits.runner_labels = {"linux", "x64"};
+  fits.pools = {{"linux", "x64"}};
   auto c = take_delivery(signed_delivery("d-3", job_body("queued", 43)), secret, *jobs_, fits);
   EXPECT_STREQ(c.outcome, "recorded") << c.message;
+  actors::scheduler::intake_limits second_pool;  // a job is the scheduler's when any pool serves it
+  second_pool.pools = {{"gpu"}, {"linux", "x64", "docker"}};
+  auto d = take_delivery(signed_delivery("d-4", job_body("queued", 44)), secret, *jobs_, second_pool);
+  EXPECT_STREQ(d.outcome, "recorded") << d.message;
 }

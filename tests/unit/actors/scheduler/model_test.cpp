@@ -155,6 +155,63 @@ TEST(free_slots, counts_matching_reachable_nodes_minus_live_pods) {
   EXPECT_EQ(free_slots(nodes, pods, {{"pool", "none"}}, "headroom.dev/runner"), 0);
 }
 
+TEST(free_slots, an_unbound_pod_of_another_pool_takes_no_slot_of_this_one) {
+  const k8s::string_pairs nodes_of_a{{"pool", "a"}};
+  std::vector nodes{node("n1", 4, nodes_of_a)};
+  auto labelled = [](std::string pool) {
+    k8s::pod p = *runner_on("");
+    p.meta.labels = k8s::string_pairs{{"headroom.dev/pool", std::move(pool)}};
+    return std::make_shared<const k8s::pod>(std::move(p));
+  };
+  std::vector pods{labelled("a"), labelled("b"), labelled("b")};
+  EXPECT_EQ(free_slots(nodes, pods, nodes_of_a, "headroom.dev/runner", "a"), 3);
+  EXPECT_EQ(free_slots(nodes, pods, nodes_of_a, "headroom.dev/runner"), 1) << "without a pool, every unbound pod counts";
+}
+
+std::vector<pool_options> two_pools() {
+  pool_options linux, docker;
+  linux.name = "linux";
+  linux.labels = {"Linux", "x64"};
+  docker.name = "docker";
+  docker.labels = {"linux", "x64", "docker"};
+  return {linux, docker};
+}
+
+TEST(pools, a_job_goes_to_the_first_pool_that_has_every_label_it_asks_for) {
+  const auto pools = two_pools();
+  EXPECT_EQ(pool_for(pools, "linux,self-hosted"), std::optional<size_t>{0}) << "self-hosted is every pool's";
+  EXPECT_EQ(pool_for(pools, "linux,x64"), std::optional<size_t>{0}) << "first match wins, though docker serves it too";
+  EXPECT_EQ(pool_for(pools, "docker,linux"), std::optional<size_t>{1});
+  EXPECT_EQ(pool_for(pools, "gpu,linux"), std::nullopt);
+  EXPECT_EQ(pool_for(pools, "ubuntu-latest"), std::nullopt);
+  EXPECT_EQ(pool_for({pool_options{}}, "anything,self-hosted"), std::optional<size_t>{0})
+      << "the default pool without labels serves every self-hosted job";
+  EXPECT_EQ(pool_for({pool_options{}}, "ubuntu-latest"), std::nullopt);
+}
+
+TEST(pools, jobs_and_workers_split_by_pool_and_the_unpooled_are_counted) {
+  const auto pools = two_pools();
+  auto split = split_by_pool(pools, {pending(1, "a", "linux"), pending(2, "a", "docker"), pending(3, "a", "gpu"), pending(4, "b", "docker,x64")},
+                             {live("w1", "a", "docker"), live("w2", "a", "gpu")});
+  ASSERT_EQ(split.jobs.size(), 2u);
+  EXPECT_EQ(split.jobs[0].size(), 1u);
+  EXPECT_EQ(split.jobs[1].size(), 2u);
+  EXPECT_EQ(split.workers[1].size(), 1u);
+  EXPECT_EQ(split.unpooled, 1) << "job 3 asks for gpu, which no pool has";
+}
+
+TEST(match_demand, a_pools_max_workers_caps_every_entity_together) {
+  match_input in;
+  in.active_jobs = {pending(1, "a"), pending(2, "b"), pending(3, "c"), pending(4, "a")};
+  in.active_workers = {live("w1", "z", "gpu")};  // a live runner of the pool, busy elsewhere
+  in.pool_cap = 3;
+  auto r = match_demand(in);
+  EXPECT_EQ(ids(r), (std::vector<int64_t>{1, 2}));
+  EXPECT_EQ(r.pool_full, 2);
+  in.pool_cap = -1;
+  EXPECT_EQ(match_demand(in).provision.size(), 4u);
+}
+
 std::multimap<std::string, std::string> q(std::initializer_list<std::pair<const std::string, std::string>> kv) { return {kv}; }
 
 TEST(dashboards, page_parameters_and_their_errors_name_the_parameter) {

@@ -1,0 +1,200 @@
+// Runner pods from a pool's pod template (a PodTemplateSpec as JSON): checked once when the
+// configuration is read, then copied per runner with headroom's parts added. RapidJSON's DOM,
+// since the template is the user's and may hold any field the API server knows.
+
+// Raw pointers as member iterators: the iterator class's comparisons are ambiguous in C++20.
+#define RAPIDJSON_NOMEMBERITERATORCLASS
+#include <rapidjson/document.h>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
+
+#include "actors/runners/pods.hpp"
+
+namespace headroom::actors::runners {
+
+namespace {
+
+using rapidjson::Document;
+using rapidjson::Value;
+
+std::string_view view(const Value& v) { return {v.GetString(), v.GetStringLength()}; }
+
+std::optional<std::string> check_string_map(const Value& m, const std::string& where, bool refuse_ours) {
+  if (!m.IsObject())
+    return where + ": expected a map of strings";
+  for (auto it = m.MemberBegin(); it != m.MemberEnd(); ++it) {
+    const std::string key{view(it->name)};
+    if (!it->value.IsString())
+      return where + "." + key + ": expected a string (quote it)";
+    if (refuse_ours && key.rfind("headroom.dev/", 0) == 0)
+      return where + "." + key + ": headroom.dev/ labels are headroom's own";
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_metadata(const Value& md) {
+  if (!md.IsObject())
+    return std::string{"metadata: expected a map"};
+  for (auto it = md.MemberBegin(); it != md.MemberEnd(); ++it) {
+    const auto key = view(it->name);
+    if (key == "labels") {
+      if (auto e = check_string_map(it->value, "metadata.labels", true))
+        return e;
+    } else if (key == "annotations") {
+      if (auto e = check_string_map(it->value, "metadata.annotations", false))
+        return e;
+    } else {
+      return "metadata." + std::string{key} + ": only labels and annotations (headroom names each runner pod)";
+    }
+  }
+  return std::nullopt;
+}
+
+std::optional<std::string> check_containers(const Value& spec) {
+  if (!spec.HasMember("containers") || !spec["containers"].IsArray() || spec["containers"].Empty())
+    return std::string{"spec.containers: expected a list with a container named runner"};
+  int runners = 0;
+  const auto& cs = spec["containers"];
+  for (rapidjson::SizeType i = 0; i < cs.Size(); ++i) {
+    const std::string where = "spec.containers[" + std::to_string(i) + "]";
+    if (!cs[i].IsObject() || !cs[i].HasMember("name") || !cs[i]["name"].IsString())
+      return where + ".name: expected a string";
+    if (view(cs[i]["name"]) != "runner")
+      continue;
+    ++runners;
+    if (!cs[i].HasMember("image") || !cs[i]["image"].IsString() || cs[i]["image"].GetStringLength() == 0)
+      return where + ".image: the runner container needs an image";
+    if (cs[i].HasMember("env") && !cs[i]["env"].IsArray())
+      return where + ".env: expected a list";
+    if (cs[i].HasMember("resources") && !cs[i]["resources"].IsObject())
+      return where + ".resources: expected a map";
+  }
+  if (runners != 1)
+    return "spec.containers: expected exactly one container named runner (it gets the JIT config), found " + std::to_string(runners);
+  return std::nullopt;
+}
+
+void set_member(Value& obj, const char* key, Value v, Document::AllocatorType& a) {
+  if (auto it = obj.FindMember(key); it != obj.MemberEnd())
+    it->value = std::move(v);
+  else
+    obj.AddMember(Value{key, a}, std::move(v), a);
+}
+
+Value& object_member(Value& obj, const char* key, Document::AllocatorType& a) {
+  auto it = obj.FindMember(key);
+  if (it == obj.MemberEnd() || !it->value.IsObject()) {
+    set_member(obj, key, Value{rapidjson::kObjectType}, a);
+    it = obj.FindMember(key);
+  }
+  return it->value;
+}
+
+Value str(std::string_view s, Document::AllocatorType& a) { return Value{s.data(), static_cast<rapidjson::SizeType>(s.size()), a}; }
+
+// The JIT config's env entries first, any of the same names the template has dropped.
+void add_jit_env(Value& runner, const std::string& name, Document::AllocatorType& a) {
+  Value env{rapidjson::kArrayType};
+  for (const char* var : {"ACTIONS_RUNNER_INPUT_JITCONFIG", "RUNNER_JITCONFIG"}) {
+    Value ref{rapidjson::kObjectType};
+    ref.AddMember("name", str(name, a), a).AddMember("key", "jitToken", a);
+    Value from{rapidjson::kObjectType};
+    from.AddMember("secretKeyRef", ref, a);
+    Value e{rapidjson::kObjectType};
+    e.AddMember("name", Value{var, a}, a).AddMember("valueFrom", from, a);
+    env.PushBack(e, a);
+  }
+  if (auto it = runner.FindMember("env"); it != runner.MemberEnd() && it->value.IsArray())
+    for (auto& e : it->value.GetArray()) {
+      const bool ours = e.IsObject() && e.HasMember("name") && e["name"].IsString() &&
+                        (view(e["name"]) == "ACTIONS_RUNNER_INPUT_JITCONFIG" || view(e["name"]) == "RUNNER_JITCONFIG");
+      if (!ours)
+        env.PushBack(Value{e, a}, a);
+    }
+  set_member(runner, "env", std::move(env), a);
+}
+
+// One of the slot resource, requested and limited (an extended resource cannot be overcommitted).
+void add_slot(Value& runner, const std::string& resource, Document::AllocatorType& a) {
+  if (resource.empty())
+    return;
+  auto& res = object_member(runner, "resources", a);
+  for (const char* side : {"requests", "limits"})
+    set_member(object_member(res, side, a), resource.c_str(), Value{"1", a}, a);
+}
+
+}  // namespace
+
+std::optional<std::string> check_pod_template(const std::string& template_json, pod_template_facts* facts) {
+  Document d;
+  if (d.Parse(template_json.data(), template_json.size()).HasParseError() || !d.IsObject())
+    return std::string{"expected a pod template: a map with metadata and spec"};
+  for (auto it = d.MemberBegin(); it != d.MemberEnd(); ++it)
+    if (view(it->name) != "metadata" && view(it->name) != "spec")
+      return std::string{view(it->name)} + ": a pod template has only metadata and spec";
+  if (d.HasMember("metadata"))
+    if (auto e = check_metadata(d["metadata"]))
+      return e;
+  if (!d.HasMember("spec") || !d["spec"].IsObject())
+    return std::string{"spec: expected a map (a PodSpec)"};
+  const auto& spec = d["spec"];
+  if (auto e = check_containers(spec))
+    return e;
+  if (spec.HasMember("restartPolicy") && !(spec["restartPolicy"].IsString() && view(spec["restartPolicy"]) == "Never"))
+    return std::string{"spec.restartPolicy: a runner takes one job, so Never (or leave it out)"};
+  if (spec.HasMember("nodeSelector")) {
+    if (auto e = check_string_map(spec["nodeSelector"], "spec.nodeSelector", false))
+      return e;
+    if (facts != nullptr) {
+      facts->node_selector.clear();
+      for (auto it = spec["nodeSelector"].MemberBegin(); it != spec["nodeSelector"].MemberEnd(); ++it)
+        facts->node_selector.emplace_back(std::string{view(it->name)}, std::string{view(it->value)});
+    }
+  }
+  return std::nullopt;
+}
+
+std::string runner_pod_from_template(const std::string& template_json, const runner_spec& s, const std::string& pool,
+                                     const std::string& name, int64_t runner_id, std::string_view scope) {
+  Document t;
+  t.Parse(template_json.data(), template_json.size());  // checked when the configuration was read
+  Document pod{rapidjson::kObjectType};
+  auto& a = pod.GetAllocator();
+  pod.AddMember("apiVersion", "v1", a).AddMember("kind", "Pod", a);
+  Value md{rapidjson::kObjectType};
+  if (t.IsObject() && t.HasMember("metadata") && t["metadata"].IsObject())
+    md.CopyFrom(t["metadata"], a);
+  set_member(md, "name", str(name, a), a);
+  set_member(md, "namespace", str(s.ns, a), a);
+  auto& labels = object_member(md, "labels", a);
+  set_member(labels, keys::scale_set, str(s.name, a), a);
+  set_member(labels, keys::role, Value{role_label(role::runner), a}, a);
+  set_member(labels, keys::pool, str(pool, a), a);
+  auto& notes = object_member(md, "annotations", a);
+  set_member(notes, keys::runner_id, str(std::to_string(runner_id), a), a);
+  set_member(notes, keys::runner_name, str(name, a), a);
+  if (!scope.empty())
+    set_member(notes, keys::runner_scope, str(scope, a), a);
+  pod.AddMember("metadata", md, a);
+
+  Value spec{rapidjson::kObjectType};
+  if (t.IsObject() && t.HasMember("spec") && t["spec"].IsObject())
+    spec.CopyFrom(t["spec"], a);
+  set_member(spec, "restartPolicy", Value{"Never", a}, a);
+  if (s.active_deadline_seconds > 0 && !spec.HasMember("activeDeadlineSeconds"))
+    spec.AddMember("activeDeadlineSeconds", Value{s.active_deadline_seconds}, a);
+  if (spec.HasMember("containers") && spec["containers"].IsArray())
+    for (auto& c : spec["containers"].GetArray())
+      if (c.IsObject() && c.HasMember("name") && c["name"].IsString() && view(c["name"]) == "runner") {
+        add_jit_env(c, name, a);
+        add_slot(c, s.slot_resource, a);
+      }
+  pod.AddMember("spec", spec, a);
+
+  rapidjson::StringBuffer out;
+  rapidjson::Writer<rapidjson::StringBuffer> w{out};
+  pod.Accept(w);
+  return {out.GetString(), out.GetSize()};
+}
+
+}  // namespace headroom::actors::runners

@@ -1,0 +1,91 @@
+// Runner pods from a pool's pod template: headroom's parts added, the user's kept.
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include "actors/runners/pods.hpp"
+
+namespace headroom::actors::runners {
+namespace {
+
+const std::string dind = R"({"metadata":{"labels":{"team":"ci"},"annotations":{"note":"x"}},)"
+                         R"("spec":{"runtimeClassName":"kata","nodeSelector":{"pool":"docker"},)"
+                         R"("containers":[{"name":"runner","image":"r:1","env":[{"name":"DOCKER_HOST","value":"tcp://localhost:2375"},)"
+                         R"({"name":"RUNNER_JITCONFIG","value":"stale"}],"resources":{"requests":{"cpu":2,"ephemeral-storage":"20Gi"}}},)"
+                         R"({"name":"dind","image":"docker:dind","securityContext":{"privileged":true}}],)"
+                         R"("volumes":[{"name":"work","emptyDir":{}}]}})";
+
+runner_spec pool_spec() {
+  runner_spec s;
+  s.name = "headroom-runner";
+  s.ns = "ci";
+  s.slot_resource = "headroom.dev/runner";
+  s.active_deadline_seconds = 600;
+  return s;
+}
+
+TEST(pod_template, a_checked_template_gives_its_node_selector) {
+  pod_template_facts facts;
+  EXPECT_EQ(check_pod_template(dind, &facts), std::nullopt);
+  EXPECT_EQ(facts.node_selector, (k8s::string_pairs{{"pool", "docker"}}));
+  EXPECT_EQ(check_pod_template("[1]"), "expected a pod template: a map with metadata and spec");
+  EXPECT_EQ(check_pod_template(R"({"spec":{"containers":[{"name":"runner","image":"a"},{"name":"runner","image":"b"}]}})"),
+            "spec.containers: expected exactly one container named runner (it gets the JIT config), found 2");
+}
+
+TEST(pod_template, the_runner_pod_keeps_the_template_and_adds_headrooms_parts) {
+  simdjson::dom::parser p;
+  const auto text = runner_pod_from_template(dind, pool_spec(), "docker", "headroom-runner-0a1b", 77, "orgs/acme");
+  auto pod = p.parse(text);
+  ASSERT_EQ(pod.error(), simdjson::SUCCESS) << text;
+  EXPECT_EQ(std::string_view(pod["kind"]), "Pod");
+  EXPECT_EQ(std::string_view(pod["metadata"]["name"]), "headroom-runner-0a1b");
+  EXPECT_EQ(std::string_view(pod["metadata"]["namespace"]), "ci");
+  EXPECT_EQ(std::string_view(pod["metadata"]["labels"]["team"]), "ci") << "the template's labels stay";
+  EXPECT_EQ(std::string_view(pod["metadata"]["labels"]["headroom.dev/pool"]), "docker");
+  EXPECT_EQ(std::string_view(pod["metadata"]["labels"]["headroom.dev/scale-set"]), "headroom-runner");
+  EXPECT_EQ(std::string_view(pod["metadata"]["labels"]["headroom.dev/role"]), "runner");
+  EXPECT_EQ(std::string_view(pod["metadata"]["annotations"]["note"]), "x");
+  EXPECT_EQ(std::string_view(pod["metadata"]["annotations"]["headroom.dev/runner-id"]), "77");
+  EXPECT_EQ(std::string_view(pod["metadata"]["annotations"]["headroom.dev/runner-scope"]), "orgs/acme");
+  auto spec = pod["spec"];
+  EXPECT_EQ(std::string_view(spec["restartPolicy"]), "Never");
+  EXPECT_EQ(int64_t(spec["activeDeadlineSeconds"]), 600);
+  EXPECT_EQ(std::string_view(spec["runtimeClassName"]), "kata");
+  EXPECT_EQ(std::string_view(spec["volumes"].at(0)["name"]), "work");
+  auto runner = spec["containers"].at(0);
+  auto env = runner["env"].get_array();
+  ASSERT_EQ(env.size(), 3u) << "the two JIT variables from the Secret, the template's DOCKER_HOST; its stale RUNNER_JITCONFIG dropped";
+  EXPECT_EQ(std::string_view(env.at(0)["name"]), "ACTIONS_RUNNER_INPUT_JITCONFIG");
+  EXPECT_EQ(std::string_view(env.at(0)["valueFrom"]["secretKeyRef"]["name"]), "headroom-runner-0a1b");
+  EXPECT_EQ(std::string_view(env.at(0)["valueFrom"]["secretKeyRef"]["key"]), "jitToken");
+  EXPECT_EQ(std::string_view(env.at(1)["name"]), "RUNNER_JITCONFIG");
+  EXPECT_EQ(std::string_view(env.at(2)["name"]), "DOCKER_HOST");
+  EXPECT_EQ(int64_t(runner["resources"]["requests"]["cpu"]), 2);
+  EXPECT_EQ(std::string_view(runner["resources"]["requests"]["ephemeral-storage"]), "20Gi");
+  EXPECT_EQ(std::string_view(runner["resources"]["requests"]["headroom.dev/runner"]), "1");
+  EXPECT_EQ(std::string_view(runner["resources"]["limits"]["headroom.dev/runner"]), "1");
+  auto sidecar = spec["containers"].at(1);
+  EXPECT_TRUE(bool(sidecar["securityContext"]["privileged"]));
+  EXPECT_EQ(sidecar["env"].error(), simdjson::NO_SUCH_FIELD) << "only the runner container gets the JIT config";
+}
+
+TEST(pod_template, a_template_deadline_wins_and_no_slot_resource_adds_none) {
+  auto s = pool_spec();
+  s.slot_resource.clear();
+  const std::string t = R"({"spec":{"activeDeadlineSeconds":5,"containers":[{"name":"runner","image":"r"}]}})";
+  simdjson::dom::parser p;
+  auto pod = p.parse(runner_pod_from_template(t, s, "a", "n", 1));
+  EXPECT_EQ(int64_t(pod["spec"]["activeDeadlineSeconds"]), 5);
+  EXPECT_EQ(pod["spec"]["containers"].at(0)["resources"].error(), simdjson::NO_SUCH_FIELD);
+  EXPECT_EQ(pod["metadata"]["annotations"]["headroom.dev/runner-scope"].error(), simdjson::NO_SUCH_FIELD);
+}
+
+TEST(pod_template, the_plain_runner_pod_carries_the_variable_the_runner_reads) {
+  auto s = pool_spec();
+  s.runner_image = "r";
+  const auto text = runner_pod(s, "n1", 3);
+  EXPECT_NE(text.find("\"ACTIONS_RUNNER_INPUT_JITCONFIG\""), std::string::npos) << text;
+}
+
+}  // namespace
+}  // namespace headroom::actors::runners
