@@ -1,6 +1,7 @@
 // The scheduler's pure decisions: demand matching, slot counting, health classification.
 
 #include <algorithm>
+#include <cctype>
 #include <set>
 
 #include "actors/scheduler/intake.hpp"
@@ -29,6 +30,18 @@ std::optional<size_t> pool_for(const std::vector<pool_options>& pools, const std
     if (serves(pools[i].labels, asked))
       return i;
   return std::nullopt;
+}
+
+std::vector<std::string> registered_labels(const pool_options& pool, const std::string& job_labels) {
+  if (pool.labels.empty())
+    return split_labels(job_labels);
+  auto out = pool.labels;
+  const bool has = std::any_of(out.begin(), out.end(), [](const std::string& l) {
+    return l.size() == 11 && std::equal(l.begin(), l.end(), "self-hosted", [](char a, char b) { return std::tolower(static_cast<unsigned char>(a)) == b; });
+  });
+  if (!has)
+    out.insert(out.begin(), "self-hosted");
+  return out;
 }
 
 std::string pool_runner_pod(const pool_options& pool, const std::string& name, int64_t runner_id, std::string_view scope) {

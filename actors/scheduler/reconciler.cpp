@@ -615,9 +615,8 @@ class cycle {
     const auto group = runner_group(scope, j.entity, w);
     if (!group)
       return;
-    // The pool's labels when it has them (the runner then takes any job they cover, as GitHub
-    // matches), else the job's own.
-    auto jit = ctx_.github->generate_jit_config(scope, w.name, *group, pool.labels.empty() ? split_labels(j.labels) : pool.labels);
+    // The pool's labels (the runner then takes any job they cover, as GitHub matches).
+    auto jit = ctx_.github->generate_jit_config(scope, w.name, *group, registered_labels(pool, j.labels));
     if (auto* e = std::get_if<github::rest_error>(&jit)) {
       github_error(*e);
       if (e->status == 404)

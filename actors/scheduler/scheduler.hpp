@@ -139,6 +139,11 @@ std::vector<std::string> split_labels(const std::string& key);
 // it; nullopt when none does (a pool removed from the configuration since it was recorded).
 std::optional<size_t> pool_for(const std::vector<pool_options>& pools, const std::string& labels);
 
+// The labels a runner of `pool` registers with (its JIT config): the pool's, with self-hosted (a
+// JIT-registered runner need not get GitHub's default labels, and jobs ask for self-hosted);
+// without pool labels, the job's own.
+std::vector<std::string> registered_labels(const pool_options& pool, const std::string& job_labels);
+
 // Runner pod `name` of `pool`: from its template, or from its spec alone.
 std::string pool_runner_pod(const pool_options& pool, const std::string& name, int64_t runner_id, std::string_view scope);
 

@@ -167,6 +167,130 @@ TEST(scheduler_e2e, fifty_jobs_three_entities_the_cap_holds_and_every_job_comple
   EXPECT_EQ(log.find(secret), std::string::npos) << "the webhook secret reached the log";
 }
 
+// Runner pools: a plain pool and a Docker-in-Docker pool (a full pod template: a privileged
+// sidecar, a volume, ephemeral storage, its own nodes and a pool-wide cap of 2), beside jobs no
+// pool serves (GitHub-hosted ubuntu-latest, a gpu label). Each job gets a runner from its pool,
+// on that pool's nodes, as its template says; the unmatched get none and are not recorded; the
+// dind pool never has more than 2 live runners; every job runs once.
+TEST(scheduler_e2e, pools_each_job_gets_its_pools_runner_and_hosted_jobs_none) {
+  REQUIRE_SCHED_ENV(e);
+  for (int i = 0; i < 2; ++i) {
+    const std::string n = "sched-dind-" + std::to_string(i);
+    kube_apply(e.c, "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + n +
+                        "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {kubernetes.io/hostname: " + n +
+                        ", type: kwok, headroom.test/pool: sched-dind}\nstatus:\n"
+                        "  allocatable: {cpu: \"32\", memory: 128Gi, ephemeral-storage: 100Gi, pods: \"110\", headroom.dev/runner: \"2\"}\n"
+                        "  capacity: {cpu: \"32\", memory: 128Gi, ephemeral-storage: 100Gi, pods: \"110\", headroom.dev/runner: \"2\"}\n");
+  }
+  sched_options o{.name = "sched-pools"};
+  o.pools = R"(    - name: linux
+      labels: [linux, x64]
+    - name: dind
+      labels: [linux, docker]
+      maxWorkers: 2
+      template:
+        metadata: {labels: {team: ci}}
+        spec:
+          nodeSelector: {headroom.test/pool: sched-dind}
+          containers:
+            - name: runner
+              image: ghcr.io/actions/actions-runner:latest
+              command: [/home/runner/run.sh]
+              env: [{name: DOCKER_HOST, value: "tcp://localhost:2375"}]
+              resources: {requests: {cpu: 100m, memory: 128Mi, ephemeral-storage: 1Gi}}
+            - name: dind
+              image: docker:dind
+              securityContext: {privileged: true}
+              volumeMounts: [{name: docker, mountPath: /var/lib/docker}]
+          volumes: [{name: docker, emptyDir: {}}])";
+  sched_world w{e, o};
+  ASSERT_TRUE(w.sim) << w.why;
+  ASSERT_TRUE(w.start()) << w.headroom->log();
+  const auto plain = w.post_jobs("org-pools", "org-pools/app", "\"self-hosted\",\"linux\"", 4);
+  const auto docker = w.post_jobs("org-pools", "org-pools/app", "\"self-hosted\",\"linux\",\"docker\"", 4);
+  const auto hosted = w.post_jobs("org-pools", "org-pools/app", "\"ubuntu-latest\"", 2);
+  const auto gpu = w.post_jobs("org-pools", "org-pools/app", "\"self-hosted\",\"gpu\"", 1);
+  std::vector<int64_t> ours = plain;
+  ours.insert(ours.end(), docker.begin(), docker.end());
+
+  struct seen_pod {
+    std::string pool, node, team, env0;
+    std::vector<std::string> containers;
+    bool privileged_sidecar = false, ephemeral = false;
+  };
+  std::map<std::string, seen_pod> pods;  // every runner pod seen bound to a node
+  int64_t most_dind = 0;
+  auto sample = [&] {
+    most_dind = std::max(most_dind, w.live_workers("org-pools", "docker"));
+    auto r = e.c->kubectl({"-n", w.o.name, "get", "pods", "-l", "headroom.dev/role=runner", "-o", "json"});
+    simdjson::dom::parser p;
+    auto doc = p.parse(r.out);
+    if (r.exit_code != 0 || doc.error())
+      return;
+    for (auto item : doc["items"].get_array()) {
+      std::string_view node;
+      if (item["spec"]["nodeName"].get(node) != simdjson::SUCCESS || node.empty())
+        continue;
+      seen_pod s;
+      std::string_view v;
+      if (item["metadata"]["labels"]["headroom.dev/pool"].get(v) == simdjson::SUCCESS)
+        s.pool = v;
+      if (item["metadata"]["labels"]["team"].get(v) == simdjson::SUCCESS)
+        s.team = v;
+      s.node = node;
+      for (auto c : item["spec"]["containers"].get_array()) {
+        s.containers.emplace_back(std::string_view(c["name"]));
+        bool privileged = false;
+        if (c["securityContext"]["privileged"].get(privileged) == simdjson::SUCCESS && privileged && s.containers.back() == "dind")
+          s.privileged_sidecar = true;
+        if (s.containers.back() == "runner") {
+          s.ephemeral = c["resources"]["requests"]["ephemeral-storage"].error() == simdjson::SUCCESS;
+          s.env0 = std::string_view(c["env"].at(0)["name"]);
+        }
+      }
+      pods[std::string{std::string_view(item["metadata"]["name"])}] = s;
+    }
+  };
+  const bool done = eventually([&] {
+    sample();
+    auto jobs = w.peer_jobs();
+    return std::all_of(ours.begin(), ours.end(), [&](int64_t id) { return jobs[id] == "completed"; });
+  }, 240s);
+  ASSERT_TRUE(done) << w.headroom->log();
+  ASSERT_TRUE(eventually([&] { return w.each_ran_once(ours); }, 30s)) << "every job is recorded on exactly one worker";
+  EXPECT_LE(most_dind, 2) << "the dind pool's maxWorkers";
+  EXPECT_GT(most_dind, 0);
+  int linux_pods = 0, dind_pods = 0;
+  for (const auto& [name, s] : pods) {
+    if (s.pool == "linux") {
+      ++linux_pods;
+      EXPECT_EQ(s.node.rfind("sched-node-", 0), 0u) << name << " on " << s.node << ": the runner section's nodeSelector";
+      EXPECT_EQ(s.containers, std::vector<std::string>{"runner"}) << name;
+    } else if (s.pool == "dind") {
+      ++dind_pods;
+      EXPECT_EQ(s.node.rfind("sched-dind-", 0), 0u) << name << " on " << s.node << ": the template's nodeSelector";
+      EXPECT_EQ(s.containers, (std::vector<std::string>{"runner", "dind"})) << name;
+      EXPECT_TRUE(s.privileged_sidecar) << name;
+      EXPECT_TRUE(s.ephemeral) << name << ": the template's ephemeral-storage request";
+      EXPECT_EQ(s.team, "ci") << name << ": the template's label";
+    } else {
+      ADD_FAILURE() << name << " has pool '" << s.pool << "'";
+    }
+    EXPECT_EQ(s.env0, "ACTIONS_RUNNER_INPUT_JITCONFIG") << name;
+  }
+  EXPECT_GE(linux_pods, 4);
+  EXPECT_GE(dind_pods, 4);
+  // The unmatched: answered, counted, never recorded, never given a runner.
+  const auto stored = w.stored_jobs();
+  for (auto v : {hosted, gpu})
+    for (auto id : v)
+      EXPECT_EQ(stored.count(id), 0u) << "job " << id << " is no pool's";
+  EXPECT_EQ(w.workers().size(), ours.size()) << "one worker per job of a pool, none for the unmatched";
+  const auto metrics = w.headroom->metrics();
+  EXPECT_NE(metrics.find("headroom_scheduler_webhooks_total{outcome=\"unmatched\"} 3"), std::string::npos)
+      << "two ubuntu-latest and one gpu job, queued";
+}
+
 // What GitHub gets wrong or an attacker sends: forged signatures write nothing; a redelivery
 // records nothing twice; a job completed before it was provisioned stays completed with no
 // worker; a job GitHub no longer knows (404) fails; malformed JSON is a 400 naming the field.

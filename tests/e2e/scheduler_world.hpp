@@ -79,6 +79,7 @@ struct sched_options {
   std::string kubeconfig{};  // headroom's (the simulator's is the cluster's); empty: the cluster's
   std::string watch_stall{}; // kubernetes.watchStallTimeout; empty: the default
   std::string retention{};   // scheduler.store.retention; empty: the default (90 days)
+  std::string pools{};       // scheduler.pools, YAML indented for its place; empty: none (one pool)
 };
 
 // One scheduler world: a namespace, the runner simulator in it, headroom serving the webhook.
@@ -127,6 +128,7 @@ struct sched_world {
            "\n  store: {sqlitePath: " + dir + "/jobs.db, postgres: " + (o.store == "postgres" ? "true" : "false") +
            (o.retention.empty() ? "" : ", retention: " + o.retention) + "}" +
            "\n  runner: {image: runner:e2e, resources: {cpu: 100m, memory: 128Mi}, nodeSelector: {" + o.node_selector + "}}" +
+           (o.pools.empty() ? "" : "\n  pools:\n" + o.pools) +
            "\n  maxWorkers: {default: 20, entities: " + o.caps + "}" +
            "\n  pollInterval: 2s\n  jobSyncInterval: 2s\n  jobStuckQueued: 30s\n  killGrace: 2s\n  podDeleteGrace: 5s" +
            "\n  healthCheck: " + o.health + "\n";
@@ -281,17 +283,20 @@ struct sched_world {
     return out;
   }
 
-  // Live workers (creating + running) of an entity, from /usage.json.
-  int64_t live_workers(const std::string& entity) const {
+  // Live workers (creating + running) of an entity, from /usage.json; with `label`, only those of
+  // label sets holding it.
+  int64_t live_workers(const std::string& entity, const std::string& label = {}) const {
     auto r = testpeer::http_call(pages + "/usage.json");
     simdjson::dom::parser p;
     int64_t n = 0;
     auto doc = p.parse(r.body);
     if (doc.error())
       return -1;
-    for (auto row : doc.get_array())
-      if (std::string_view(row["entity"]) == entity)
+    for (auto row : doc.get_array()) {
+      const std::string labels{std::string_view(row["labels"])};
+      if (std::string_view(row["entity"]) == entity && (label.empty() || ("," + labels + ",").find("," + label + ",") != std::string::npos))
         n += int64_t(row["workers_creating"]) + int64_t(row["workers_running"]);
+    }
     return n;
   }
 };

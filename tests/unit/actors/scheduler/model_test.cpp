@@ -189,6 +189,15 @@ TEST(pools, a_job_goes_to_the_first_pool_that_has_every_label_it_asks_for) {
   EXPECT_EQ(pool_for({pool_options{}}, "ubuntu-latest"), std::nullopt);
 }
 
+TEST(pools, a_runner_registers_with_its_pools_labels_and_self_hosted) {
+  auto pools = two_pools();
+  EXPECT_EQ(registered_labels(pools[0], "linux,self-hosted"), (std::vector<std::string>{"self-hosted", "Linux", "x64"}));
+  pools[0].labels.push_back("Self-Hosted");
+  EXPECT_EQ(registered_labels(pools[0], "linux"), (std::vector<std::string>{"Linux", "x64", "Self-Hosted"}));
+  EXPECT_EQ(registered_labels(pool_options{}, "linux,self-hosted"), (std::vector<std::string>{"linux", "self-hosted"}))
+      << "the default pool without labels registers each runner with its job's";
+}
+
 TEST(pools, jobs_and_workers_split_by_pool_and_the_unpooled_are_counted) {
   const auto pools = two_pools();
   auto split = split_by_pool(pools, {pending(1, "a", "linux"), pending(2, "a", "docker"), pending(3, "a", "gpu"), pending(4, "b", "docker,x64")},
