@@ -84,6 +84,9 @@ intake_answer take_delivery(const delivery& d, std::string_view secret, store::s
   ev.change.conclusion = e.conclusion;
   ev.change.runner_name = e.runner_name;
   ev.change.status = to;
+  // GitHub's creation time orders the queue (FIFO by creation, not by delivery); never after the
+  // delivery's receipt (a clock ahead of ours), and the receipt when the payload has none.
+  ev.change.created_at = e.created_at_ms > 0 ? std::min(e.created_at_ms, d.received_ms) : d.received_ms;
   auto r = jobs.record(ev);
   if (auto* err = std::get_if<store::error>(&r))
     return {503, "not recorded: " + err->message, "store_error"};

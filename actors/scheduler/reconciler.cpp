@@ -652,12 +652,12 @@ class cycle {
         ctx_.metrics.error("kubernetes");
       return;
     }
-    const int64_t latency = ctx_.now_ms() - j.created_at;
+    const int64_t now = ctx_.now_ms(), latency = now - j.updated_at;
     ctx_.metrics.action("provisioned");
     ctx_.metrics.provision_latency(static_cast<double>(latency) / 1000.0);
     runtime::log::info(actor_name, "runner provisioned",
                        {{"worker", w.name}, {"pool", pool.name}, {"entity", j.entity}, {"labels", j.labels}, {"job", j.id}, {"runner_id", config.runner_id},
-                        {"since_webhook_ms", latency}});
+                        {"since_webhook_ms", latency}, {"since_created_ms", now - j.created_at}});
   }
 
   reconciler_state& st_;

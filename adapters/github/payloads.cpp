@@ -1,5 +1,7 @@
 #include "adapters/github/payloads.hpp"
 
+#include "runtime/rfc3339.hpp"
+
 #include <simdjson.h>
 
 #include "adapters/json/ondemand.hpp"
@@ -326,6 +328,14 @@ decoded<workflow_job_event> decode_workflow_job(std::string_view json) {
             e.runner_name = strict_string(y, "workflow_job.runner_name");
           } else if (k2 == "name") {
             e.name = strict_string(y, "workflow_job.name");
+          } else if (k2 == "created_at") {
+            if (is_null(y))
+              return;
+            const auto text = strict_string(y, "workflow_job.created_at");
+            const auto at = runtime::parse_rfc3339(text);
+            if (!at || *at < 0)
+              throw failure{"workflow_job.created_at: expected an RFC 3339 time, found '" + text.substr(0, 40) + "'"};
+            e.created_at_ms = static_cast<int64_t>(*at * 1000.0);
           }
         });
       } else if (k == "repository") {

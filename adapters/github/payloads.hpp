@@ -40,6 +40,7 @@ struct workflow_job_event {
   std::vector<std::string> labels;
   std::string status, conclusion, runner_name, repository, organization;
   std::string name;  // the job's name (attacker-controlled text: escape it wherever it is shown)
+  int64_t created_at_ms = 0;  // workflow_job.created_at (GitHub's clock), ms since the epoch; 0 absent
 };
 
 // Actions Service objects (the reference's section 2), with the fields headroom uses.

@@ -194,7 +194,7 @@ std::optional<error> sql_store::record_in(connection& c, const job_event& e, rec
   const std::string newer = rank_sql("jobs.status", job_states) + " < " + rank_sql("excluded.status", job_states);
   if (auto err = run(c,
                      "INSERT INTO jobs (" + job_columns +
-                         ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $9, $9, $10) ON CONFLICT (id) DO UPDATE SET "
+                         ") VALUES ($1, $2, $3, $4, $5, $6, $7, $8, $11, $9, $10) ON CONFLICT (id) DO UPDATE SET "
                          "status = CASE WHEN " + newer + " THEN excluded.status ELSE jobs.status END, "
                          "conclusion = CASE WHEN " + newer + " THEN excluded.conclusion ELSE jobs.conclusion END, "
                          "updated_at = CASE WHEN " + newer + " THEN excluded.updated_at ELSE jobs.updated_at END, "
@@ -204,7 +204,7 @@ std::optional<error> sql_store::record_in(connection& c, const job_event& e, rec
                          // (1 in 4,000 jobs in the scheduler soak). Its status never goes backwards.
                          "WHERE " + newer + " OR (jobs.runner_name = '' AND excluded.runner_name <> '')",
                      {j.id, j.run_id, j.entity, j.labels, j.name, j.repository, j.conclusion, std::string{to_string(j.status)}, e.at,
-                      j.runner_name},
+                      j.runner_name, j.created_at > 0 ? std::min(j.created_at, e.at) : e.at},
                      &w))
     return err;
   out = w.affected > 0 ? recorded::applied : recorded::unchanged;

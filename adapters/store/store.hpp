@@ -43,7 +43,10 @@ struct job {
   std::string name, repository, conclusion;
   std::string runner_name;  // the runner GitHub gave it (from in_progress on)
   job_status status = job_status::pending;
-  int64_t created_at = 0, updated_at = 0;  // milliseconds since the epoch
+  // Milliseconds since the epoch. created_at: GitHub's workflow_job.created_at (the queue's FIFO
+  // order), never after the first delivery's receipt; that receipt when GitHub sent none.
+  // updated_at: the last change (a pending job's is its first delivery's receipt).
+  int64_t created_at = 0, updated_at = 0;
 };
 
 struct worker {

@@ -70,6 +70,28 @@ TEST_F(intake, a_signed_queued_job_is_recorded_once) {
   EXPECT_STREQ(again.outcome, "duplicate");
 }
 
+// FIFO by GitHub's creation time, not by delivery: the older job delivered second is served first.
+// A time ahead of the receipt (GitHub's clock ahead of ours) is the receipt.
+TEST_F(intake, pending_jobs_are_in_githubs_creation_order_not_delivery_order) {
+  auto created = [](int64_t id, const char* at) {
+    return R"({"action":"queued","workflow_job":{"id":)" + std::to_string(id) + R"(,"labels":["self-hosted"],"created_at":")" + at +
+           R"("},"repository":{"full_name":"acme/app"},"organization":{"login":"acme"}})";
+  };
+  auto newer = signed_delivery("d-1", created(21, "1970-01-01T00:00:00.900Z"));
+  auto older = signed_delivery("d-2", created(22, "1970-01-01T00:00:00.100Z"));
+  auto ahead = signed_delivery("d-3", created(23, "2099-01-01T00:00:00Z"));
+  for (auto* d : {&newer, &older, &ahead})
+    EXPECT_STREQ(take_delivery(*d, secret, *jobs_).outcome, "recorded");
+  auto pending = std::get<std::vector<store::job>>(jobs_->pending_jobs(10));
+  ASSERT_EQ(pending.size(), 3u);
+  EXPECT_EQ(pending[0].id, 22);
+  EXPECT_EQ(pending[0].created_at, 100);
+  EXPECT_EQ(pending[0].updated_at, 1000) << "the receipt";
+  EXPECT_EQ(pending[1].id, 21);
+  EXPECT_EQ(pending[2].id, 23);
+  EXPECT_EQ(pending[2].created_at, 1000) << "never after the receipt";
+}
+
 TEST_F(intake, a_repository_webhook_has_the_repository_as_its_entity) {
   take_delivery(signed_delivery("d-1", job_body("queued", 6, "")), secret, *jobs_);
   EXPECT_EQ(job(6)->entity, "acme/app");

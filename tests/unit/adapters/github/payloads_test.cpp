@@ -68,6 +68,20 @@ TEST(github_messages, workflow_job_webhook) {
   EXPECT_EQ(e.repository, "pytorch/pytorch");
   EXPECT_EQ(e.organization, "pytorch");
   EXPECT_TRUE(e.conclusion.empty());
+  EXPECT_EQ(e.created_at_ms, 0) << "absent";
+}
+
+TEST(github_messages, workflow_job_created_at_is_githubs_time_and_a_bad_one_is_refused) {
+  auto r = decode_workflow_job(R"({"action":"queued","workflow_job":{"id":1,"created_at":"2026-11-26T10:00:00.250Z"}})");
+  ASSERT_TRUE(std::holds_alternative<workflow_job_event>(r)) << std::get<decode_failure>(r).message;
+  EXPECT_EQ(std::get<workflow_job_event>(r).created_at_ms, 1795687200250);
+  auto with_offset = decode_workflow_job(R"({"action":"queued","workflow_job":{"id":1,"created_at":"2026-11-26T12:00:00+02:00"}})");
+  EXPECT_EQ(std::get<workflow_job_event>(with_offset).created_at_ms, 1795687200000);
+  auto null = decode_workflow_job(R"({"action":"queued","workflow_job":{"id":1,"created_at":null}})");
+  EXPECT_EQ(std::get<workflow_job_event>(null).created_at_ms, 0);
+  auto bad = decode_workflow_job(R"({"action":"queued","workflow_job":{"id":1,"created_at":"yesterday"}})");
+  ASSERT_TRUE(std::holds_alternative<decode_failure>(bad));
+  EXPECT_EQ(std::get<decode_failure>(bad).message, "workflow_job: workflow_job.created_at: expected an RFC 3339 time, found 'yesterday'");
 }
 
 // #40: a type mismatch in a webhook is refused with the field's path (labels as a string was
