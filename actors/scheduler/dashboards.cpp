@@ -1,4 +1,5 @@
 #include "actors/scheduler/dashboards.hpp"
+#include "actors/scheduler/scheduler.hpp"
 
 #include <ctime>
 
@@ -202,7 +203,7 @@ std::vector<usage_row> usage(const std::vector<store::job>& active_jobs, const s
     auto& r = rows[{entity, labels}];
     r.entity = entity;
     r.labels = labels;
-    auto it = caps.find(entity);
+    auto it = caps.find(account_of(entity));  // the cap is the account's, every repository together
     r.cap = it == caps.end() ? default_cap : it->second;
     return r;
   };

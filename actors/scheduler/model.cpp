@@ -82,12 +82,27 @@ bool is_supply(const store::worker& w, const std::vector<store::job>& active_job
   return std::any_of(active_jobs.begin(), active_jobs.end(), [&](const store::job& j) { return j.id == w.job_id; });
 }
 
+std::string account_of(const std::string& entity) { return entity.substr(0, entity.find('/')); }
+
+namespace {
+
+int64_t cap_of(const std::map<std::string, int64_t>& caps, const std::string& account, int64_t fallback) {
+  const auto it = caps.find(account);
+  return it == caps.end() ? fallback : it->second;
+}
+
+bool live_status(const store::worker& w) {
+  return w.status == store::worker_status::creating || w.status == store::worker_status::running;
+}
+
+}  // namespace
+
 match_result match_demand(const match_input& in) {
   std::map<demand_key, int64_t> demand, supply;
-  std::map<std::string, int64_t> per_entity;
+  std::map<std::string, int64_t> per_account, in_pool;  // every pool's (caps), this pool's
   std::set<std::string> live;  // runners still there (creating or running)
   for (const auto& w : in.active_workers)
-    if (w.status == store::worker_status::creating || w.status == store::worker_status::running)
+    if (live_status(w))
       live.insert(w.name);
   for (const auto& j : in.active_jobs) {
     // A running job whose runner is known and gone needs no runner: ours ended after its job
@@ -97,9 +112,12 @@ match_result match_demand(const match_input& in) {
       continue;
     ++demand[{j.entity, j.labels}];
   }
+  per_account = in.live_elsewhere;
   for (const auto& w : in.active_workers) {
-    if (w.status == store::worker_status::creating || w.status == store::worker_status::running)
-      ++per_entity[w.entity];  // the cap counts every live runner, busy or not
+    if (live_status(w)) {  // the caps count every live runner, busy or not
+      ++per_account[account_of(w.entity)];
+      ++in_pool[account_of(w.entity)];
+    }
     if (is_supply(w, in.active_jobs))
       ++supply[{w.entity, w.labels}];
   }
@@ -112,9 +130,9 @@ match_result match_demand(const match_input& in) {
     const demand_key k{j.entity, j.labels};
     if (supply[k] >= demand[k])
       continue;
-    const auto cap_it = in.caps.find(j.entity);
-    const int64_t cap = cap_it == in.caps.end() ? in.default_cap : cap_it->second;
-    if (per_entity[j.entity] >= cap) {
+    const auto account = account_of(j.entity);
+    const int64_t pool_cap = cap_of(in.pool_caps, account, in.pool_default_cap);
+    if (per_account[account] >= cap_of(in.caps, account, in.default_cap) || (pool_cap >= 0 && in_pool[account] >= pool_cap)) {
       ++out.capped;
       continue;
     }
@@ -128,10 +146,41 @@ match_result match_demand(const match_input& in) {
     }
     out.provision.push_back(j);
     ++supply[k];
-    ++per_entity[j.entity];
+    ++per_account[account];
+    ++in_pool[account];
     ++live_total;
     if (free > 0)
       --free;
+  }
+  return out;
+}
+
+std::vector<match_result> match_pools(const scheduler_options& o, const pooled& split,
+                                      const std::function<int64_t(const pool_options&)>& free_slots_of) {
+  std::map<std::string, int64_t> live_total;  // account → live workers in every pool
+  for (const auto& workers : split.workers)
+    for (const auto& w : workers)
+      if (live_status(w))
+        ++live_total[account_of(w.entity)];
+  std::vector<match_result> out;
+  for (size_t p = 0; p < o.pools.size(); ++p) {
+    const auto& pool = o.pools[p];
+    match_input in;
+    in.active_jobs = split.jobs[p];
+    in.active_workers = split.workers[p];
+    in.caps = o.max_workers;
+    in.default_cap = o.default_max_workers;
+    in.live_elsewhere = live_total;
+    for (const auto& w : in.active_workers)
+      if (live_status(w))
+        --in.live_elsewhere[account_of(w.entity)];
+    in.pool_caps = pool.entity_caps;
+    in.pool_default_cap = pool.default_max_workers;
+    in.pool_cap = pool.max_workers;
+    in.free_slots = free_slots_of(pool);
+    out.push_back(match_demand(in));
+    for (const auto& j : out.back().provision)
+      ++live_total[account_of(j.entity)];
   }
   return out;
 }

@@ -507,26 +507,20 @@ class cycle {
 
   // ---- 3. demandMatch --------------------------------------------------------------------------
 
-  // Each pool matched on its own: its jobs, its workers, its caps, its nodes' free slots.
+  // Pool by pool (match_pools): its jobs, its workers, its caps, its nodes' free slots.
   void demand_match() {
     if (!load_active())
       return;
     const auto split = split_by_pool(o_.pools, jobs_, workers_);
     for (int64_t i = 0; i < split.unpooled; ++i)
       ctx_.metrics.skipped("no_pool");
-    for (size_t p = 0; p < o_.pools.size(); ++p) {
-      const auto& pool = o_.pools[p];
-      match_input in;
-      in.active_jobs = split.jobs[p];
-      in.active_workers = split.workers[p];
-      in.caps = pool.entity_caps;
-      in.default_cap = pool.default_max_workers;
-      in.pool_cap = pool.max_workers;
-      if (!pool.spec.slot_resource.empty())
-        in.free_slots = free_slots(ctx_.nodes->list(), ctx_.pods->list(), pool.spec.node_selector, pool.spec.slot_resource,
-                                   pool.name);
-      serve(pool, match_demand(in));
-    }
+    const auto plans = match_pools(o_, split, [&](const pool_options& pool) -> int64_t {
+      return pool.spec.slot_resource.empty()
+                 ? -1
+                 : free_slots(ctx_.nodes->list(), ctx_.pods->list(), pool.spec.node_selector, pool.spec.slot_resource, pool.name);
+    });
+    for (size_t p = 0; p < plans.size(); ++p)
+      serve(o_.pools[p], plans[p]);
   }
 
   void serve(const pool_options& pool, const match_result& plan) {

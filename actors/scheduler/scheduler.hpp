@@ -60,8 +60,9 @@ struct pool_options {
   runners::runner_spec spec;
   std::string pod_template;
   int64_t max_workers = -1;  // live runners of the pool, every entity; -1 none
-  int64_t default_max_workers = 20;
-  std::map<std::string, int64_t> entity_caps;  // per entity
+  // The pool's own cap per account, beside the scheduler's (across pools); -1: none.
+  int64_t default_max_workers = -1;
+  std::map<std::string, int64_t> entity_caps;
 };
 
 struct scheduler_options {
@@ -71,6 +72,10 @@ struct scheduler_options {
   std::string runner_group = "headroom";  // ensured in each organization
   // First match wins; at least one.
   std::vector<pool_options> pools;
+  // Live runners per account (an organization, or a personal account: all its repositories),
+  // across every pool (the seed's DefaultMaxWorkers and EntityConfigs).
+  int64_t default_max_workers = 20;
+  std::map<std::string, int64_t> max_workers;
   milliseconds poll_interval{15'000}, job_sync_interval{15'000}, job_stuck_queued{600'000};
   milliseconds registration_timeout{120'000}, pending_timeout{600'000}, idle_timeout{600'000};
   milliseconds pod_delete_grace{21'600'000}, kill_grace{30'000};
@@ -117,12 +122,18 @@ struct demand_key {
 
 // Which pending jobs get a runner now, FIFO: a job of key k is served while supply(k) < demand(k),
 // its entity is under its cap, and a slot is free (free_slots < 0: unlimited).
+// An entity's account: the organization, or the owner of a personal account's repository.
+std::string account_of(const std::string& entity);
+
 // One pool's: its jobs and workers only.
 struct match_input {
   std::vector<store::job> active_jobs;        // pending and running, oldest first
   std::vector<store::worker> active_workers;  // creating and running
-  std::map<std::string, int64_t> caps;        // entity → cap
+  std::map<std::string, int64_t> caps;        // account → cap, across every pool
   int64_t default_cap = 20;
+  std::map<std::string, int64_t> live_elsewhere;  // account → live workers in the other pools
+  std::map<std::string, int64_t> pool_caps;       // account → the pool's own cap
+  int64_t pool_default_cap = -1;                  // -1: the pool has none of its own
   int64_t free_slots = -1;
   int64_t pool_cap = -1;  // live workers of the pool, every entity; -1 none
 };
@@ -155,6 +166,11 @@ struct pooled {
 };
 pooled split_by_pool(const std::vector<pool_options>& pools, const std::vector<store::job>& jobs,
                      const std::vector<store::worker>& workers);
+
+// Every pool matched in turn, each seeing the runners the others have (and have just been given)
+// against the scheduler's per-account caps; one result per pool.
+std::vector<match_result> match_pools(const scheduler_options& o, const pooled& split,
+                                      const std::function<int64_t(const pool_options&)>& free_slots_of);
 
 // A worker counts as supply until it is final, or its job (known from GitHub's runner_name) is.
 bool is_supply(const store::worker& w, const std::vector<store::job>& active_jobs);

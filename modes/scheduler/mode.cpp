@@ -104,19 +104,11 @@ void add_http_metrics(runtime::metrics& m, http_context& ctx) {
 
 // The pools the reconciler matches: the configured ones, or one from `runner` and `runnerLabels`.
 std::vector<pool_options> make_pools(const scheduler_section& c, const actors::runners::runner_spec& base) {
-  auto entity_caps = [](const std::vector<std::pair<std::string, uint32_t>>& caps) {
-    std::map<std::string, int64_t> out;
-    for (const auto& [entity, cap] : caps)
-      out[entity] = cap;
-    return out;
-  };
   std::vector<pool_options> out;
   if (c.pools.empty()) {
     pool_options p;
     p.labels = c.runner_labels;
     p.spec = base;
-    p.default_max_workers = c.default_max_workers;
-    p.entity_caps = entity_caps(c.max_workers);
     out.push_back(std::move(p));
     return out;
   }
@@ -130,8 +122,11 @@ std::vector<pool_options> make_pools(const scheduler_section& c, const actors::r
     p.spec.active_deadline_seconds = cp.active_deadline_seconds;
     p.pod_template = cp.pod_template;
     p.max_workers = cp.max_workers == 0 ? -1 : static_cast<int64_t>(cp.max_workers);
-    p.default_max_workers = cp.default_max_workers;
-    p.entity_caps = entity_caps(cp.entity_caps);
+    if (cp.own_entity_caps) {
+      p.default_max_workers = cp.default_max_workers;
+      for (const auto& [entity, cap] : cp.entity_caps)
+        p.entity_caps[entity] = cap;
+    }
     out.push_back(std::move(p));
   }
   return out;
@@ -197,6 +192,9 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
   o.pool.active_deadline_seconds = c.runner.active_deadline_seconds;
   o.runner_group = c.runner_group;
   o.pools = make_pools(c, o.pool);
+  o.default_max_workers = c.default_max_workers;
+  for (const auto& [account, cap] : c.max_workers)
+    o.max_workers[account] = cap;
   o.poll_interval = c.poll_interval;
   o.job_sync_interval = c.job_sync_interval;
   o.job_stuck_queued = c.job_stuck_queued;
@@ -238,9 +236,8 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
   hc->max_body = c.max_body;
   for (const auto& p : o.pools)
     hc->pools.push_back(p.labels);
-  for (const auto& [entity, cap] : c.max_workers)
-    hc->caps[entity] = cap;
-  hc->default_cap = c.default_max_workers;
+  hc->caps = o.max_workers;
+  hc->default_cap = o.default_max_workers;
   hc->now_ms = wall_ms;
   add_http_metrics(m, *hc);
   out.http = hc;

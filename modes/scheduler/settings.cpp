@@ -170,11 +170,6 @@ void read_section(const YAML::Node& node, scheduler_section& out) {
   if (auto m = s.get("maxWorkers"))
     read_entity_caps(*m, "scheduler.maxWorkers", c.default_max_workers, c.max_workers);
   read_pools(s, c);
-  for (auto& p : c.pools)
-    if (!p.own_entity_caps) {
-      p.default_max_workers = c.default_max_workers;
-      p.entity_caps = c.max_workers;
-    }
   const millis day{86'400'000};
   s.read_duration("pollInterval", c.poll_interval, millis{100}, millis{3'600'000});
   s.read_duration("jobSyncInterval", c.job_sync_interval, millis{100}, millis{3'600'000});

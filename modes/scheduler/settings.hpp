@@ -22,7 +22,7 @@ struct pool_section {
   std::string slot_resource = "headroom.dev/runner";  // one per runner; "" = capacity unchecked; default: runner's
   int64_t active_deadline_seconds = 525'600;          // unless the template sets one; default: runner's
   uint32_t max_workers = 0;  // live runners of the pool across entities; 0 = no pool-wide cap
-  // Per entity; unset: scheduler.maxWorkers.
+  // The pool's own cap per account (beside scheduler.maxWorkers, which counts every pool); unset: none.
   bool own_entity_caps = false;
   uint32_t default_max_workers = 20;
   std::vector<std::pair<std::string, uint32_t>> entity_caps;
@@ -61,8 +61,10 @@ struct scheduler_section {
   // Runner pools, first match wins: a job goes to the first pool whose labels cover it. Empty: one
   // pool from `runner` and `runnerLabels` (named "default").
   std::vector<pool_section> pools;
+  // Live runners per account (an organization, or a personal account with all its repositories),
+  // every pool together.
   uint32_t default_max_workers = 20;
-  std::vector<std::pair<std::string, uint32_t>> max_workers;  // entity → cap
+  std::vector<std::pair<std::string, uint32_t>> max_workers;  // account → cap
   millis poll_interval{15'000};
   millis job_sync_interval{15'000};      // each active job is checked with GitHub at most this often
   millis job_stuck_queued{600'000};

@@ -252,6 +252,25 @@ TEST(scheduler_config, the_store_retention_defaults_to_90_days_and_is_0_or_at_le
   EXPECT_NE(why.find("found 24h"), std::string::npos) << why;
 }
 
+// The seed's configuration table (003: internal/constants.go and k8s.go), value by value.
+TEST(scheduler_config, the_defaults_are_the_seeds) {
+  auto r = parse_config_yaml("scheduler: {enabled: true}");
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
+  const auto& c = std::get<parsed_config>(r).modes.get<scheduler_mode>().config;
+  EXPECT_EQ(c.poll_interval, std::chrono::seconds{15}) << "PollInterval";
+  EXPECT_EQ(c.default_max_workers, 20u) << "DefaultMaxWorkers";
+  EXPECT_EQ(c.runner.active_deadline_seconds, 525'600) << "the pod's active deadline (~6 days)";
+  EXPECT_EQ(c.pod_delete_grace, std::chrono::hours{6}) << "PodDeleteGrace";
+  EXPECT_EQ(c.registration_timeout, std::chrono::seconds{120}) << "RunnerRegistrationTimeout";
+  EXPECT_EQ(c.idle_timeout, std::chrono::seconds{600}) << "RunnerPendingTimeout (registered, idle)";
+  EXPECT_EQ(c.pending_timeout, std::chrono::seconds{600}) << "PodPendingTimeout";
+  EXPECT_EQ(c.job_stuck_queued, std::chrono::minutes{10}) << "JobStuckQueuedMinAge";
+  EXPECT_EQ(c.store.pool, 10u) << "PostgresMaxConn";
+  EXPECT_EQ(c.listen, ":8080") << "HTTPPort";
+  EXPECT_EQ(c.ns, "default") << "the runner pods' namespace";
+  EXPECT_EQ(c.runner.slot_resource, "headroom.dev/runner") << "one slot of the device plugin's resource per runner";
+}
+
 // A Docker-in-Docker pool as docs/modes/scheduler.md shows it, beside a plain one.
 const char* pools_yaml = R"(
 scheduler:
@@ -295,10 +314,12 @@ TEST(scheduler_config, pools_take_a_full_pod_template_and_their_own_caps) {
   EXPECT_EQ(linux.node_selector, (std::vector<std::pair<std::string, std::string>>{{"pool", "linux"}}));
   EXPECT_EQ(linux.slot_resource, "headroom.dev/runner");
   EXPECT_EQ(linux.max_workers, 0u) << "no pool-wide cap unless given";
-  EXPECT_EQ(linux.default_max_workers, 7u) << "per-entity caps default to scheduler.maxWorkers";
-  EXPECT_EQ(linux.entity_caps, (std::vector<std::pair<std::string, uint32_t>>{{"acme", 3}}));
+  EXPECT_FALSE(linux.own_entity_caps) << "scheduler.maxWorkers caps each account across every pool; a pool adds none unless given";
+  EXPECT_EQ(c.default_max_workers, 7u);
+  EXPECT_EQ(c.max_workers, (std::vector<std::pair<std::string, uint32_t>>{{"acme", 3}}));
   const auto& docker = c.pools[1];
   EXPECT_EQ(docker.max_workers, 4u);
+  EXPECT_TRUE(docker.own_entity_caps);
   EXPECT_EQ(docker.default_max_workers, 2u);
   EXPECT_TRUE(docker.entity_caps.empty());
   EXPECT_EQ(docker.slot_resource, "");

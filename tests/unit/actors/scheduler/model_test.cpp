@@ -113,6 +113,18 @@ TEST(match_demand, caps_per_entity_with_overrides) {
   EXPECT_EQ(ids(match_demand(in)), (std::vector<int64_t>{2, 4, 6}));
 }
 
+TEST(match_demand, a_personal_accounts_repositories_share_its_cap) {
+  EXPECT_EQ(account_of("solo/tool"), "solo");
+  EXPECT_EQ(account_of("acme"), "acme");
+  match_input in;
+  in.active_jobs = {pending(1, "solo/a"), pending(2, "solo/b"), pending(3, "solo/c"), pending(4, "other/x")};
+  in.active_workers = {live("w1", "solo/b", "gpu")};
+  in.caps = {{"solo", 2}};
+  auto r = match_demand(in);
+  EXPECT_EQ(ids(r), (std::vector<int64_t>{1, 4})) << "solo has one runner (for solo/b) and a cap of 2 over all its repositories";
+  EXPECT_EQ(r.capped, 2);
+}
+
 TEST(match_demand, stops_at_the_free_slots) {
   match_input in;
   in.active_jobs = {pending(1, "a"), pending(2, "b"), pending(3, "c")};
@@ -207,6 +219,32 @@ TEST(pools, jobs_and_workers_split_by_pool_and_the_unpooled_are_counted) {
   EXPECT_EQ(split.jobs[1].size(), 2u);
   EXPECT_EQ(split.workers[1].size(), 1u);
   EXPECT_EQ(split.unpooled, 1) << "job 3 asks for gpu, which no pool has";
+}
+
+TEST(pools, the_account_cap_counts_every_pool_and_a_pool_may_add_its_own) {
+  scheduler_options o;
+  o.pools = two_pools();
+  o.default_max_workers = 3;
+  // acme has 2 runners in linux; linux gets 1 more, docker then none (3 across both pools).
+  auto split = split_by_pool(o.pools, {pending(1, "acme", "linux"), pending(2, "acme", "linux"), pending(3, "acme", "linux"),
+                                       pending(4, "acme", "docker"), pending(5, "acme", "docker")},
+                             {live("w1", "acme", "linux"), live("w2", "acme", "linux")});
+  auto none = [](const pool_options&) { return int64_t{-1}; };
+  auto plans = match_pools(o, split, none);
+  ASSERT_EQ(plans.size(), 2u);
+  EXPECT_EQ(ids(plans[0]), (std::vector<int64_t>{1}));
+  EXPECT_TRUE(plans[1].provision.empty()) << "linux's new runner counts against docker's jobs in the same cycle";
+  EXPECT_EQ(plans[1].capped, 2);
+  // A pool's own per-account cap, under the scheduler's.
+  o.default_max_workers = 20;
+  o.pools[1].default_max_workers = 1;
+  plans = match_pools(o, split, none);
+  EXPECT_EQ(ids(plans[1]), (std::vector<int64_t>{4}));
+  EXPECT_EQ(plans[1].capped, 1);
+  // Free slots per pool.
+  plans = match_pools(o, split, [](const pool_options& p) { return p.name == "linux" ? int64_t{0} : int64_t{-1}; });
+  EXPECT_TRUE(plans[0].provision.empty());
+  EXPECT_GT(plans[0].no_capacity, 0);
 }
 
 TEST(match_demand, a_pools_max_workers_caps_every_entity_together) {
