@@ -133,23 +133,15 @@ uint64_t rest_client::requests() {
   return requests_;
 }
 
-rest_result<std::string> rest_client::token() {
-  if (!creds_.personal_access_token.empty())
-    return creds_.personal_access_token;
-  const int64_t now = runtime::real_clock().wall_ms() / 1000;
-  {
-    std::lock_guard lock(mu_);
-    if (!installation_token_.empty() && installation_exp_ - now > 300)
-      return installation_token_;
-  }
-  const std::string op = "get installation access token";
-  auto jwt = app_jwt(creds_.app_id, creds_.private_key_pem, now);
+rest_result<rest_client::answer> rest_client::app_request(const std::string& operation, const std::string& method,
+                                                          const std::string& path) {
+  auto jwt = app_jwt(creds_.app_id, creds_.private_key_pem, runtime::real_clock().wall_ms() / 1000);
   if (auto* e = std::get_if<auth_error>(&jwt))
-    return rest_error{0, op, e->message};
+    return rest_error{0, operation, e->message};
   http::http_request req;
   req.tls = tls_;
-  req.method = "POST";
-  req.url = api_base_ + "/app/installations/" + std::to_string(creds_.installation_id) + "/access_tokens";
+  req.method = method;
+  req.url = api_base_ + path;
   req.headers = {"Accept: application/vnd.github+json", "Authorization: Bearer " + std::get<std::string>(jwt),
                  "User-Agent: " + opts_.user_agent, "X-GitHub-Api-Version: 2022-11-28"};
   req.timeout = opts_.timeout;
@@ -158,8 +150,85 @@ rest_result<std::string> rest_client::token() {
   auto f = done->get_future();
   io_.submit(std::move(req), [done](http::http_response r) { done->set_value(std::move(r)); });
   auto r = f.get();
+  if (r.status == 0)
+    return rest_error{0, operation, runtime::redact(r.transport_error)};
+  return answer{r.status, std::move(r.body)};
+}
+
+namespace {
+
+// "/orgs/acme/actions/…" → "orgs/acme"; "/repos/o/r/actions/…" → "repos/o/r"; else "".
+std::string account_key(const std::string& path) {
+  const auto part = [&](size_t from) { return path.find('/', from); };
+  if (path.rfind("/orgs/", 0) == 0)
+    return path.substr(1, part(6) == std::string::npos ? std::string::npos : part(6) - 1);
+  if (path.rfind("/repos/", 0) == 0) {
+    const auto owner_end = part(7);
+    if (owner_end == std::string::npos)
+      return {};
+    const auto repo_end = part(owner_end + 1);
+    return path.substr(1, repo_end == std::string::npos ? std::string::npos : repo_end - 1);
+  }
+  return {};
+}
+
+}  // namespace
+
+rest_result<int64_t> rest_client::installation_for(const std::string& path) {
+  if (creds_.installation_id != 0)
+    return creds_.installation_id;
+  const auto key = account_key(path);
+  const std::string op = "find the GitHub App's installation for " + key;
+  if (key.empty())
+    return rest_error{0, "find the GitHub App's installation", "no organization or repository in " + path};
+  const int64_t now = runtime::real_clock().wall_ms() / 1000;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = installations_.find(key); it != installations_.end())
+      return it->second;
+    if (auto it = not_installed_until_.find(key); it != not_installed_until_.end() && now < it->second)
+      return rest_error{404, op, "the GitHub App is not installed there (asked again after a minute)"};
+  }
+  auto a = app_request(op, "GET", "/" + key + "/installation");
+  if (auto* e = std::get_if<rest_error>(&a))
+    return *e;
+  auto& r = std::get<answer>(a);
+  if (r.status == 404) {
+    std::lock_guard lock(mu_);
+    not_installed_until_[key] = now + 60;
+    return rest_error{404, op, "the GitHub App is not installed there"};
+  }
+  if (r.status != 200)
+    return rest_error{r.status, op, message_of(r.body)};
+  auto id = decode<int64_t>(op, r.status, r.body, [](od::value v, int64_t& out) {
+    fields(v, [&](std::string_view k, od::value x) {
+      if (k == "id")
+        out = num(x);
+    });
+    if (out <= 0)
+      throw failure{"no installation id"};
+  });
+  if (auto* e = std::get_if<rest_error>(&id))
+    return *e;
+  std::lock_guard lock(mu_);
+  installations_[key] = std::get<int64_t>(id);
+  return std::get<int64_t>(id);
+}
+
+rest_result<std::string> rest_client::token(int64_t installation) {
+  const int64_t now = runtime::real_clock().wall_ms() / 1000;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = tokens_.find(installation); it != tokens_.end() && it->second.exp - now > 300)
+      return it->second.token;
+  }
+  const std::string op = "get installation access token";
+  auto a = app_request(op, "POST", "/app/installations/" + std::to_string(installation) + "/access_tokens");
+  if (auto* e = std::get_if<rest_error>(&a))
+    return *e;
+  auto& r = std::get<answer>(a);
   if (r.status != 201)
-    return rest_error{r.status, op, r.status ? message_of(r.body) : runtime::redact(r.transport_error)};
+    return rest_error{r.status, op, message_of(r.body)};
   auto tok = decode<std::pair<std::string, std::string>>(op, r.status, r.body, [](od::value v, auto& out) {
     fields(v, [&](std::string_view k, od::value x) {
       if (k == "token")
@@ -175,10 +244,11 @@ rest_result<std::string> rest_client::token() {
   auto& [t, exp] = std::get<std::pair<std::string, std::string>>(tok);
   runtime::secret_registry::global().add_ephemeral(t);  // an installation token rotates hourly
   std::lock_guard lock(mu_);
-  installation_token_ = t;
-  installation_exp_ = parse_time(exp);
-  if (installation_exp_ == 0)
-    installation_exp_ = now + 3600;
+  auto& cached = tokens_[installation];
+  cached.token = t;
+  cached.exp = parse_time(exp);
+  if (cached.exp == 0)
+    cached.exp = now + 3600;
   return t;
 }
 
@@ -192,7 +262,15 @@ rest_result<rest_client::answer> rest_client::call(const std::string& operation,
       return rest_error{429, operation, "not sent: GitHub's rate limit, " + std::to_string(left) + " s left", true};
     }
   }
-  auto tok = token();
+  int64_t installation = 0;
+  rest_result<std::string> tok = creds_.personal_access_token;
+  if (creds_.personal_access_token.empty()) {
+    auto inst = installation_for(path);
+    if (auto* e = std::get_if<rest_error>(&inst))
+      return rest_error{e->status, operation, "no credentials: " + e->operation + ": " + e->message};
+    installation = std::get<int64_t>(inst);
+    tok = token(installation);
+  }
   if (auto* e = std::get_if<rest_error>(&tok))
     return rest_error{e->status, operation, "no credentials: " + e->message};
   http::http_request req;
@@ -214,9 +292,8 @@ rest_result<rest_client::answer> rest_client::call(const std::string& operation,
   {
     std::lock_guard lock(mu_);
     ++requests_;
-    if (r.status == 401) {  // an installation token revoked early: fetch a new one next time
-      installation_token_.clear();
-    }
+    if (r.status == 401)  // an installation token revoked early: fetch a new one next time
+      tokens_.erase(installation);
   }
   if (r.status == 0)
     return rest_error{0, operation, runtime::redact(r.transport_error)};

@@ -6,11 +6,15 @@
 //
 // Blocking: each call waits for its answer over the shared HTTP transport. Only the scheduler's
 // reconciler calls it, from its own detached actor thread, where blocking is the point (its
-// store calls block too). Credentials: a PAT, or a GitHub App whose installation token is fetched
-// and cached until 5 minutes before it expires. Every token is registered as a secret.
+// store calls block too). Credentials: a PAT, or a GitHub App. An App's installation is the
+// configured one, or (installation_id 0, an App installed in several organizations) each
+// account's own, found once per account (GET /orgs/{org}/installation, /repos/{o}/{r}/installation)
+// and cached; an account the App is not installed in is asked again after a minute. Each
+// installation's token is cached until 5 minutes before it expires. Every token is a secret.
 
 #include <chrono>
 #include <cstdint>
+#include <map>
 #include <memory>
 #include <mutex>
 #include <optional>
@@ -91,7 +95,11 @@ class rest_client {
   };
   rest_result<answer> call(const std::string& operation, const std::string& method, const std::string& path,
                            const std::string& body = {});
-  rest_result<std::string> token();
+  // The App JWT's request (installation lookups, installation tokens).
+  rest_result<answer> app_request(const std::string& operation, const std::string& method, const std::string& path);
+  // The installation whose token a call to `path` takes.
+  rest_result<int64_t> installation_for(const std::string& path);
+  rest_result<std::string> token(int64_t installation);
 
   std::string api_base_;
   credentials creds_;
@@ -99,8 +107,13 @@ class rest_client {
   rest_options opts_;
   std::shared_ptr<const http::tls_config> tls_;
   std::mutex mu_;
-  std::string installation_token_;
-  int64_t installation_exp_ = 0;
+  struct cached_token {
+    std::string token;
+    int64_t exp = 0;  // seconds since the epoch
+  };
+  std::map<int64_t, cached_token> tokens_;              // installation → its token
+  std::map<std::string, int64_t> installations_;        // "orgs/x" or "repos/o/r" → installation
+  std::map<std::string, int64_t> not_installed_until_;  // the same keys → seconds since the epoch
   uint64_t requests_ = 0;
   std::chrono::steady_clock::time_point limited_until_{};
 };

@@ -151,7 +151,7 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
     return "HEADROOM_WEBHOOK_SECRET: required for scheduler.enabled (the key of X-Hub-Signature-256), at least " +
            std::to_string(runtime::secret_registry::min_length) + " characters";
   runtime::secret_registry::global().add(secret);
-  auto creds = github_credentials(env);
+  auto creds = github_credentials(env, true);  // an App installed in several organizations: each one's found
   if (auto* e = std::get_if<std::string>(&creds))
     return *e;
 

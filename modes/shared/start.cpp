@@ -96,7 +96,8 @@ std::string env_value(const std::map<std::string, std::string>& env, const char*
   return it == env.end() ? std::string{} : it->second;
 }
 
-std::variant<github::credentials, std::string> github_credentials(const std::map<std::string, std::string>& env) {
+std::variant<github::credentials, std::string> github_credentials(const std::map<std::string, std::string>& env,
+                                                                  bool installation_optional) {
   auto get = [&env](const char* name) { return env_value(env, name); };
   github::credentials creds;
   creds.personal_access_token = get("HEADROOM_GITHUB_TOKEN");
@@ -116,7 +117,7 @@ std::variant<github::credentials, std::string> github_credentials(const std::map
       creds.app_id = secret_key(dir, {"github_app_id", "app-id"}, true, found, error);
     if (error.empty() && !creds.app_id.empty()) {
       installation = secret_key(dir, {"github_app_installation_id", "installation-id"}, true, found, error);
-      if (error.empty() && installation.empty())
+      if (error.empty() && installation.empty() && !installation_optional)
         return secret + ": key github_app_installation_id (or installation-id) is missing; a GitHub App needs it with github_app_id";
       if (error.empty())
         creds.private_key_pem = secret_key(dir, {"github_app_private_key", "private-key"}, false, found, error);
@@ -129,7 +130,8 @@ std::variant<github::credentials, std::string> github_credentials(const std::map
       return secret + ": no GitHub credentials: set key github_token (a PAT), or github_app_id, github_app_installation_id and "
                       "github_app_private_key for a GitHub App (ARC's keys; token, app-id, installation-id and private-key work too)";
   }
-  if (!creds.app_id.empty()) {
+  // Without an installation id (where allowed), installation_id stays 0: each account's is found.
+  if (!creds.app_id.empty() && !(installation_optional && installation.empty())) {
     try {
       size_t used = 0;
       creds.installation_id = std::stoll(installation, &used);
@@ -139,6 +141,8 @@ std::variant<github::credentials, std::string> github_credentials(const std::map
       return (where == "the environment" ? std::string{"HEADROOM_GITHUB_APP_INSTALLATION_ID"} : where + ": github_app_installation_id") +
              ": expected the App installation's number, found '" + installation.substr(0, 32) + "'";
     }
+  }
+  if (!creds.app_id.empty()) {
     if (creds.private_key_pem.empty() && !get("HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE").empty()) {
       std::string error;
       creds.private_key_pem = read_text(get("HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE"), error, "HEADROOM_GITHUB_APP_PRIVATE_KEY_FILE");

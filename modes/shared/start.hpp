@@ -23,7 +23,10 @@ std::string read_text(const std::string& path, std::string& error, const std::st
 // A variable of the process's environment (as the composition root read it), "" when unset.
 std::string env_value(const std::map<std::string, std::string>& env, const char* name);
 
-std::variant<github::credentials, std::string> github_credentials(const std::map<std::string, std::string>& env);
+// `installation_optional`: an App without an installation id is allowed (installation_id 0: the
+// scheduler finds each organization's installation itself).
+std::variant<github::credentials, std::string> github_credentials(const std::map<std::string, std::string>& env,
+                                                                  bool installation_optional = false);
 
 // A key of the mounted GitHub Secret, under the first of `names` that exists; "" when none does.
 std::string secret_key(const std::string& dir, std::initializer_list<const char*> names, bool trim, std::string& found,

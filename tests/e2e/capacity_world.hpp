@@ -79,7 +79,11 @@ class agent {
     for (auto& a : args)
       argv.push_back(a.data());
     argv.push_back(nullptr);
-    std::vector<std::string> envs{"HEADROOM_GITHUB_TOKEN=" + pat, "PATH=/usr/bin:/bin"};
+    // The peer's PAT, unless the test gives headroom a GitHub App instead.
+    const bool app = std::any_of(env.begin(), env.end(), [](const std::string& e) { return e.rfind("HEADROOM_GITHUB_APP_ID=", 0) == 0; });
+    std::vector<std::string> envs{"PATH=/usr/bin:/bin"};
+    if (!app)
+      envs.push_back("HEADROOM_GITHUB_TOKEN=" + pat);
     envs.insert(envs.end(), env.begin(), env.end());
     std::vector<char*> envp;
     for (auto& e : envs)

@@ -169,9 +169,11 @@ TEST(scheduler_e2e, fifty_jobs_three_entities_the_cap_holds_and_every_job_comple
 
 // Runner pools: a plain pool and a Docker-in-Docker pool (a full pod template: a privileged
 // sidecar, a volume, ephemeral storage, its own nodes and a pool-wide cap of 2), beside jobs no
-// pool serves (GitHub-hosted ubuntu-latest, a gpu label). Each job gets a runner from its pool,
+// pool serves (GitHub-hosted ubuntu-latest, a gpu label), for two organizations with one GitHub
+// App installed in both and no installation id configured. Each job gets a runner from its pool,
 // on that pool's nodes, as its template says; the unmatched get none and are not recorded; the
-// dind pool never has more than 2 live runners; every job runs once.
+// dind pool never has more than 2 live runners; every job runs once; each organization's calls
+// use its own installation's token (the peer refuses another's).
 TEST(scheduler_e2e, pools_each_job_gets_its_pools_runner_and_hosted_jobs_none) {
   REQUIRE_SCHED_ENV(e);
   for (int i = 0; i < 2; ++i) {
@@ -182,7 +184,17 @@ TEST(scheduler_e2e, pools_each_job_gets_its_pools_runner_and_hosted_jobs_none) {
                         "  allocatable: {cpu: \"32\", memory: 128Gi, ephemeral-storage: 100Gi, pods: \"110\", headroom.dev/runner: \"2\"}\n"
                         "  capacity: {cpu: \"32\", memory: 128Gi, ephemeral-storage: 100Gi, pods: \"110\", headroom.dev/runner: \"2\"}\n");
   }
+  // A peer of its own: the App, installed in org-pools (201) and org-pools-b (202).
+  auto [app_key, app_public_key] = testpeer::make_app_key();
+  testpeer::actions_peer::options po;
+  po.app_public_key_pem = app_public_key;
+  po.installations = "org-pools=201,org-pools-b=202";
+  sched_env app_env;
+  app_env.c = e.c;
+  app_env.peer = testpeer::actions_peer::start(po, app_env.why);
+  ASSERT_TRUE(app_env.peer) << app_env.why;
   sched_options o{.name = "sched-pools"};
+  o.env = {"HEADROOM_GITHUB_APP_ID=12345", "HEADROOM_GITHUB_APP_PRIVATE_KEY=" + app_key};
   o.pools = R"(    - name: linux
       labels: [linux, x64]
     - name: dind
@@ -203,15 +215,17 @@ TEST(scheduler_e2e, pools_each_job_gets_its_pools_runner_and_hosted_jobs_none) {
               securityContext: {privileged: true}
               volumeMounts: [{name: docker, mountPath: /var/lib/docker}]
           volumes: [{name: docker, emptyDir: {}}])";
-  sched_world w{e, o};
+  sched_world w{app_env, o};
   ASSERT_TRUE(w.sim) << w.why;
   ASSERT_TRUE(w.start()) << w.headroom->log();
-  const auto plain = w.post_jobs("org-pools", "org-pools/app", "\"self-hosted\",\"linux\"", 4);
-  const auto docker = w.post_jobs("org-pools", "org-pools/app", "\"self-hosted\",\"linux\",\"docker\"", 4);
-  const auto hosted = w.post_jobs("org-pools", "org-pools/app", "\"ubuntu-latest\"", 2);
-  const auto gpu = w.post_jobs("org-pools", "org-pools/app", "\"self-hosted\",\"gpu\"", 1);
-  std::vector<int64_t> ours = plain;
-  ours.insert(ours.end(), docker.begin(), docker.end());
+  std::vector<int64_t> ours, unmatched;
+  for (const char* org : {"org-pools", "org-pools-b"}) {
+    const std::string repo = std::string{org} + "/app";
+    for (auto v : {w.post_jobs(org, repo, "\"self-hosted\",\"linux\"", 2), w.post_jobs(org, repo, "\"self-hosted\",\"linux\",\"docker\"", 2)})
+      ours.insert(ours.end(), v.begin(), v.end());
+  }
+  for (auto v : {w.post_jobs("org-pools", "org-pools/app", "\"ubuntu-latest\"", 2), w.post_jobs("org-pools-b", "org-pools-b/app", "\"self-hosted\",\"gpu\"", 1)})
+    unmatched.insert(unmatched.end(), v.begin(), v.end());
 
   struct seen_pod {
     std::string pool, node, team, env0;
@@ -221,7 +235,7 @@ TEST(scheduler_e2e, pools_each_job_gets_its_pools_runner_and_hosted_jobs_none) {
   std::map<std::string, seen_pod> pods;  // every runner pod seen bound to a node
   int64_t most_dind = 0;
   auto sample = [&] {
-    most_dind = std::max(most_dind, w.live_workers("org-pools", "docker"));
+    most_dind = std::max(most_dind, w.live_workers("org-pools", "docker") + w.live_workers("org-pools-b", "docker"));
     auto r = e.c->kubectl({"-n", w.o.name, "get", "pods", "-l", "headroom.dev/role=runner", "-o", "json"});
     simdjson::dom::parser p;
     auto doc = p.parse(r.out);
@@ -282,13 +296,23 @@ TEST(scheduler_e2e, pools_each_job_gets_its_pools_runner_and_hosted_jobs_none) {
   EXPECT_GE(dind_pods, 4);
   // The unmatched: answered, counted, never recorded, never given a runner.
   const auto stored = w.stored_jobs();
-  for (auto v : {hosted, gpu})
-    for (auto id : v)
-      EXPECT_EQ(stored.count(id), 0u) << "job " << id << " is no pool's";
+  for (auto id : unmatched)
+    EXPECT_EQ(stored.count(id), 0u) << "job " << id << " is no pool's";
   EXPECT_EQ(w.workers().size(), ours.size()) << "one worker per job of a pool, none for the unmatched";
   const auto metrics = w.headroom->metrics();
   EXPECT_NE(metrics.find("headroom_scheduler_webhooks_total{outcome=\"unmatched\"} 3"), std::string::npos)
       << "two ubuntu-latest and one gpu job, queued";
+  // Each organization through its own installation, one token each (cached), none refused.
+  simdjson::dom::parser p;
+  auto state = p.parse(app_env.peer->control("/state").body);
+  auto count = [&](const char* route) {
+    auto v = state["requests"][route];
+    return v.error() ? int64_t{0} : int64_t(v.value());
+  };
+  EXPECT_EQ(count("access_token:201"), 1);
+  EXPECT_EQ(count("access_token:202"), 1);
+  EXPECT_EQ(count("wrong_installation"), 0);
+  EXPECT_EQ(w.headroom->full_log().find("PRIVATE KEY"), std::string::npos) << "the App's key reached the log";
 }
 
 // What GitHub gets wrong or an attacker sends: forged signatures write nothing; a redelivery

@@ -80,6 +80,7 @@ struct sched_options {
   std::string watch_stall{}; // kubernetes.watchStallTimeout; empty: the default
   std::string retention{};   // scheduler.store.retention; empty: the default (90 days)
   std::string pools{};       // scheduler.pools, YAML indented for its place; empty: none (one pool)
+  std::vector<std::string> env{};  // more of headroom's environment (a GitHub App's credentials)
 };
 
 // One scheduler world: a namespace, the runner simulator in it, headroom serving the webhook.
@@ -157,6 +158,7 @@ struct sched_world {
       env.push_back("HEADROOM_POSTGRES_DSN=" + dsn);
     if (o.fault_hooks)
       env.push_back("HEADROOM_TEST_FAULTS=1");
+    env.insert(env.end(), o.env.begin(), o.env.end());
     return std::make_unique<agent>(in_dir, config(listen_port, dashboard_port), env);
   }
 

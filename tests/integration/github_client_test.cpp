@@ -15,6 +15,7 @@
 #include <thread>
 
 #include "adapters/github/actions_client.hpp"
+#include "adapters/github/rest_client.hpp"
 #include "adapters/hud/client.hpp"
 #include "testenv/actions_peer.hpp"
 #include "runtime/log.hpp"
@@ -741,6 +742,61 @@ TEST(github, zz_no_secret_in_any_log_line) {
   ASSERT_GT(captured().size(), 10u) << "the client logged (debug level) while the tests ran";
   for (const auto& line : captured())
     expect_no_secret(line, "a log line");
+}
+
+}  // namespace
+}  // namespace headroom
+
+namespace headroom {
+namespace {
+
+// The scheduler's REST client with an App installed in two organizations and no installation id:
+// each organization's installation is found once and its token used for that organization only
+// (the peer refuses another's, as GitHub does); an account without the App is a clear error, asked
+// again only after a minute; the private key and the tokens never reach the log.
+TEST(github_rest, an_app_in_several_organizations_uses_each_ones_installation) {
+  auto [private_key, public_key] = testpeer::make_app_key();
+  testpeer::actions_peer::options opts;
+  opts.app_public_key_pem = public_key;
+  opts.installations = "org-one=101,org-two=102";
+  std::string why;
+  auto peer = testpeer::actions_peer::start(opts, why);
+  HEADROOM_REQUIRE_READY(peer != nullptr, "the Actions Service peer", why);
+  http::transport io{http::transport::options{}};
+  github::credentials creds;
+  creds.app_id = "12345";
+  creds.private_key_pem = private_key;  // installation_id 0: found per organization
+  github::rest_client gh{peer->http_url(), creds, io};
+  for (int round = 0; round < 2; ++round)
+    for (const char* org : {"org-one", "org-two"}) {
+      auto g = gh.ensure_runner_group(org, "headroom");
+      ASSERT_TRUE(std::holds_alternative<int64_t>(g)) << org << ": " << std::get<github::rest_error>(g).describe();
+      auto jit = gh.generate_jit_config(std::string{"orgs/"} + org, std::string{"r-"} + org + std::to_string(round), std::get<int64_t>(g),
+                                        {"self-hosted"});
+      ASSERT_TRUE(std::holds_alternative<github::rest_jit>(jit)) << org << ": " << std::get<github::rest_error>(jit).describe();
+    }
+  auto repo = gh.list_runners("repos/org-two/app");
+  EXPECT_TRUE(std::holds_alternative<std::vector<github::rest_runner>>(repo)) << "a repository's installation is its owner's";
+  auto stranger = gh.ensure_runner_group("not-installed", "headroom");
+  ASSERT_TRUE(std::holds_alternative<github::rest_error>(stranger));
+  const auto& e = std::get<github::rest_error>(stranger);
+  EXPECT_EQ(e.status, 404);
+  EXPECT_NE(e.describe().find("not installed"), std::string::npos) << e.describe();
+  (void)gh.ensure_runner_group("not-installed", "headroom");
+
+  simdjson::dom::parser p;
+  auto state = p.parse(peer->control("/state").body);
+  auto count = [&](const char* route) {
+    auto v = state["requests"][route];
+    return v.error() ? int64_t{0} : int64_t(v.value());
+  };
+  EXPECT_EQ(count("access_token:101"), 1) << "one token per installation, cached";
+  EXPECT_EQ(count("access_token:102"), 1);
+  EXPECT_EQ(count("installation_of"), 4) << "org-one, org-two, org-two/app, not-installed once (the second asks nobody)";
+  EXPECT_EQ(count("wrong_installation"), 0) << "no token went to another organization";
+  std::lock_guard lock(log_mu);
+  for (const auto& line : captured())
+    EXPECT_EQ(line.find("PRIVATE KEY"), std::string::npos) << line;
 }
 
 }  // namespace

@@ -68,6 +68,8 @@ std::unique_ptr<actions_peer> actions_peer::start(const options& opts, std::stri
     args.insert(args.end(), {"--pat", opts.pat});
   if (!opts.hud_token.empty())
     args.insert(args.end(), {"--hud-token", opts.hud_token});
+  if (!opts.installations.empty())
+    args.insert(args.end(), {"--installations", opts.installations});
   auto process = peer_process::start("tests/peers/actions-service/build.sh", args, why);
   std::remove(tmpl);
   if (!process)

@@ -20,6 +20,7 @@ class actions_peer {
     std::string pat;
     std::string hud_token;
     std::string poll_hold = "50s";
+    std::string installations;  // more installations of the App: "account=id,account=id"
   };
 
   // Nullptr when the peer could not be built or started; `why` says why.

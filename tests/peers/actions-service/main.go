@@ -18,6 +18,8 @@ import (
 	"net/http"
 	"os"
 	"os/signal"
+	"strconv"
+	"strings"
 	"syscall"
 	"time"
 )
@@ -32,6 +34,7 @@ func main() {
 	keyFile := flag.String("app-public-key", "", "PEM public key of the GitHub App whose JWTs are accepted")
 	flag.StringVar(&cfg.AppID, "app-id", "", "GitHub App (client) id")
 	flag.Int64Var(&cfg.InstallationID, "installation-id", cfg.InstallationID, "the App's installation id")
+	installations := flag.String("installations", "", "more installations of the App: account=id,account=id")
 	flag.StringVar(&cfg.PAT, "pat", "", "a personal access token accepted as a credential")
 	flag.StringVar(&cfg.HUDToken, "hud-token", "", "the x-hud-internal-bot value the fake HUD accepts")
 	flag.DurationVar(&cfg.PollHold, "poll-hold", cfg.PollHold, "how long a message poll waits")
@@ -39,6 +42,17 @@ func main() {
 	flag.Parse()
 	if *stateDir == "" {
 		log.Fatal("--state-dir is required")
+	}
+	if *installations != "" {
+		cfg.Installations = map[string]int64{}
+		for _, pair := range strings.Split(*installations, ",") {
+			account, id, found := strings.Cut(pair, "=")
+			n, err := strconv.ParseInt(id, 10, 64)
+			if !found || err != nil || account == "" {
+				log.Fatalf("--installations: expected account=id, found %q", pair)
+			}
+			cfg.Installations[account] = n
+		}
 	}
 	if *keyFile != "" {
 		raw, err := os.ReadFile(*keyFile)

@@ -35,6 +35,9 @@ type settings struct {
 	AppID              string         // GitHub App (client) id the JWT's iss must carry
 	AppKey             *rsa.PublicKey // verifies the App JWT's RS256 signature
 	InstallationID     int64
+	// More installations of the App, by account (organization or user login): each serves only
+	// its account's REST paths, as GitHub's do (GET /orgs/{org}/installation finds them).
+	Installations      map[string]int64
 	PAT                string        // a personal access token accepted instead of an App
 	PollHold           time.Duration // how long a GetMessage waits for something to say
 	RunTimeout         time.Duration // an offered/assigned job no runner starts within this is re-queued
@@ -202,8 +205,9 @@ type server struct {
 }
 
 type tokenInfo struct {
-	kind string // installation | registration | admin
-	exp  time.Time
+	kind         string // installation | registration | admin
+	exp          time.Time
+	installation int64 // installation tokens: whose
 }
 
 func newServer(cfg settings, logger *log.Logger) *server {
@@ -339,6 +343,18 @@ func (s *server) adminJWT(exp time.Time) string {
 	mac := hmac.New(sha256.New, s.hmacKey)
 	mac.Write([]byte(unsigned))
 	return unsigned + "." + enc.EncodeToString(mac.Sum(nil))
+}
+
+func (s *server) knownInstallation(id int64) bool {
+	if id == s.cfg.InstallationID {
+		return true
+	}
+	for _, v := range s.cfg.Installations {
+		if v == id {
+			return true
+		}
+	}
+	return false
 }
 
 func (s *server) validToken(tok, kind string) bool {
@@ -611,6 +627,7 @@ func uuid4() string {
 
 var (
 	reAccessToken = regexp.MustCompile(`^(/api/v3)?/app/installations/(\d+)/access_tokens$`)
+	reInstallOf   = regexp.MustCompile(`^(/api/v3)?/(orgs|users)/([^/]+)/installation$|^(/api/v3)?/repos/([^/]+)/[^/]+/installation$`)
 	reRegToken    = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|enterprises/[^/]+|repos/[^/]+/[^/]+)/actions/runners/registration-token$`)
 	reAdminConn   = regexp.MustCompile(`^(/api/v3)?/actions/runner-registration$`)
 	reScaleSets   = regexp.MustCompile(`^/tenant/_apis/runtime/runnerscalesets/?$`)
@@ -631,6 +648,8 @@ func routeOf(method, path string) string {
 	switch {
 	case reAccessToken.MatchString(path):
 		return "access_token"
+	case reInstallOf.MatchString(path):
+		return "installation_of"
 	case reRegToken.MatchString(path):
 		return "registration_token"
 	case reAdminConn.MatchString(path):
@@ -700,7 +719,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 
 func (s *server) handle(r *http.Request, route string, body []byte) reply {
 	switch route {
-	case "access_token", "registration_token", "admin_connection":
+	case "access_token", "registration_token", "admin_connection", "installation_of":
 		return s.githubAPI(r, route, body)
 	case "get_message":
 		return s.getMessage(r)
@@ -783,19 +802,33 @@ func (s *server) githubAPI(r *http.Request, route string, body []byte) reply {
 		if err := s.verifyAppJWT(bearer(r, "Bearer")); err != nil {
 			return jsonReply(401, map[string]string{"message": "A JSON web token could not be decoded: " + err.Error()})
 		}
-		if m[2] != strconv.FormatInt(s.cfg.InstallationID, 10) {
+		id, _ := strconv.ParseInt(m[2], 10, 64)
+		if !s.knownInstallation(id) {
 			return jsonReply(404, map[string]string{"message": "Not Found"})
 		}
+		s.counts["access_token:"+m[2]]++
 		tok, exp := randomToken("ghs_"), time.Now().Add(time.Hour)
-		s.tokens[tok] = tokenInfo{"installation", exp}
+		s.tokens[tok] = tokenInfo{"installation", exp, id}
 		return jsonReply(201, map[string]any{"token": tok, "expires_at": exp.UTC().Format(time.RFC3339)})
+	case "installation_of":
+		if err := s.verifyAppJWT(bearer(r, "Bearer")); err != nil {
+			return jsonReply(401, map[string]string{"message": "A JSON web token could not be decoded: " + err.Error()})
+		}
+		m := reInstallOf.FindStringSubmatch(r.URL.Path)
+		account := m[3] + m[5]
+		id, ok := s.cfg.Installations[account]
+		if !ok {
+			return jsonReply(404, map[string]string{"message": "Not Found"})
+		}
+		appID, _ := strconv.ParseInt(s.cfg.AppID, 10, 64) // GitHub's is a number; a client id (Iv1…) is not
+		return jsonReply(200, map[string]any{"id": id, "account": map[string]any{"login": account}, "app_id": appID})
 	case "registration_token":
 		tok := bearer(r, "Bearer")
 		if !(s.cfg.PAT != "" && tok == s.cfg.PAT) && !s.validToken(tok, "installation") {
 			return jsonReply(401, map[string]string{"message": "Bad credentials"})
 		}
 		reg, exp := randomToken("AAREG"), time.Now().Add(time.Hour)
-		s.tokens[reg] = tokenInfo{"registration", exp}
+		s.tokens[reg] = tokenInfo{"registration", exp, 0}
 		return jsonReply(201, map[string]any{"token": reg, "expires_at": exp.UTC().Format(time.RFC3339)})
 	default: // admin_connection
 		if !s.validToken(bearer(r, "RemoteAuth"), "registration") {
@@ -810,7 +843,7 @@ func (s *server) githubAPI(r *http.Request, route string, body []byte) reply {
 		}
 		exp := time.Now().Add(s.cfg.AdminTokenTTL)
 		tok := s.adminJWT(exp)
-		s.tokens[tok] = tokenInfo{"admin", exp}
+		s.tokens[tok] = tokenInfo{"admin", exp, 0}
 		return jsonReply(200, map[string]any{"url": baseURL(r) + "/tenant/", "token": tok})
 	}
 }
@@ -1251,7 +1284,7 @@ func (s *server) controlRoute(r *http.Request, body []byte) (reply, bool) {
 			kind := strings.TrimSuffix(strings.TrimSuffix(req.What, "_tokens"), "s")
 			for k, t := range s.tokens {
 				if t.kind == kind {
-					s.tokens[k] = tokenInfo{t.kind, past}
+					s.tokens[k] = tokenInfo{t.kind, past, t.installation}
 				}
 			}
 		case "sessions":

@@ -14,6 +14,7 @@ import (
 	"testing"
 	"time"
 
+	"github.com/golang-jwt/jwt/v4"
 	"github.com/google/go-github/v75/github"
 )
 
@@ -286,4 +287,54 @@ func TestGoGitHubRESTCalls(t *testing.T) {
 	if list, _, _ = gh.Actions.ListRunners(ctx, "solo", "lib", nil); list == nil || list.TotalCount != 0 {
 		t.Fatalf("repo runner still listed: %+v", list)
 	}
+}
+
+// An App installed in several accounts, as go-github finds and uses it: the installation of an
+// organization and of a repository (App JWT), a token per installation, and a token that reaches
+// only its own account (another account's paths answer 404, as GitHub's do).
+func TestGoGitHubAppInstallations(t *testing.T) {
+	p := startPeer(t)
+	p.srv.mu.Lock()
+	p.srv.cfg.Installations = map[string]int64{"org-one": 101, "org-two": 102}
+	p.srv.mu.Unlock()
+	key, err := jwt.ParseRSAPrivateKeyFromPEM([]byte(p.keyPEM))
+	if err != nil {
+		t.Fatal(err)
+	}
+	now := time.Now()
+	signed, err := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.RegisteredClaims{
+		Issuer: p.appID, IssuedAt: jwt.NewNumericDate(now.Add(-time.Minute)), ExpiresAt: jwt.NewNumericDate(now.Add(5 * time.Minute)),
+	}).SignedString(key)
+	if err != nil {
+		t.Fatal(err)
+	}
+	ctx := context.Background()
+	app := restClient(t, p.plain.URL, signed)
+	one, _, err := app.Apps.FindOrganizationInstallation(ctx, "org-one")
+	if err != nil || one.GetID() != 101 {
+		t.Fatalf("org-one's installation: %v %+v", err, one)
+	}
+	two, _, err := app.Apps.FindRepositoryInstallation(ctx, "org-two", "app")
+	if err != nil || two.GetID() != 102 {
+		t.Fatalf("org-two/app's installation: %v %+v", err, two)
+	}
+	_, _, err = app.Apps.FindOrganizationInstallation(ctx, "not-installed")
+	wantStatus(t, "an account the App is not installed in", err, 404)
+	_, _, err = restClient(t, p.plain.URL, "not-a-jwt").Apps.FindOrganizationInstallation(ctx, "org-one")
+	wantStatus(t, "no App JWT", err, 401)
+
+	tok, _, err := app.Apps.CreateInstallationToken(ctx, 101, nil)
+	if err != nil || tok.GetToken() == "" {
+		t.Fatalf("installation token: %v", err)
+	}
+	_, _, err = app.Apps.CreateInstallationToken(ctx, 999, nil)
+	wantStatus(t, "an unknown installation", err, 404)
+	mine := restClient(t, p.plain.URL, tok.GetToken())
+	if _, _, err := mine.Actions.ListOrganizationRunnerGroups(ctx, "org-one", nil); err != nil {
+		t.Fatalf("org-one's token on org-one: %v", err)
+	}
+	_, _, err = mine.Actions.ListOrganizationRunnerGroups(ctx, "org-two", nil)
+	wantStatus(t, "org-one's token on org-two", err, 404)
+	_, _, err = mine.Actions.GenerateRepoJITConfig(ctx, "org-two", "app", &github.GenerateJITConfigRequest{Name: "r", Labels: []string{"x"}})
+	wantStatus(t, "org-one's token on a repository of org-two", err, 404)
 }

@@ -247,6 +247,28 @@ func (s *server) restAuthorized(r *http.Request) bool {
 	return (s.cfg.PAT != "" && tok == s.cfg.PAT) || s.validToken(tok, "installation")
 }
 
+// restForAccount: with several installations, an installation token reaches only its own
+// account's paths (orgs/{org}/…, repos/{owner}/…), as GitHub answers another account's: 404.
+func (s *server) restForAccount(r *http.Request) bool {
+	if len(s.cfg.Installations) == 0 {
+		return true
+	}
+	tok := bearer(r, "Bearer")
+	if tok == "" {
+		tok = bearer(r, "token")
+	}
+	t, ok := s.tokens[tok]
+	if !ok || t.kind != "installation" {
+		return true // a PAT reaches every account it may
+	}
+	parts := strings.Split(strings.TrimPrefix(strings.TrimPrefix(r.URL.Path, "/api/v3"), "/"), "/")
+	if len(parts) < 2 || (parts[0] != "orgs" && parts[0] != "repos") {
+		return true
+	}
+	want, known := s.cfg.Installations[parts[1]]
+	return known && want == t.installation
+}
+
 func ghError(status int, msg string) reply {
 	return jsonReply(status, map[string]any{"message": msg, "documentation_url": "https://docs.github.com/rest"})
 }
@@ -265,6 +287,10 @@ func (s *server) restAPI(r *http.Request, route string, body []byte) reply {
 	defer s.notify()
 	if !s.restAuthorized(r) {
 		return ghError(401, "Bad credentials")
+	}
+	if !s.restForAccount(r) {
+		s.counts["wrong_installation"]++
+		return ghError(404, "Not Found")
 	}
 	h := s.hooks()
 	switch route {

@@ -51,6 +51,25 @@ TEST(credentials, an_arc_secret_with_a_github_app_works_unchanged) {
   EXPECT_EQ(c.private_key_pem, pem) << "the PEM keeps its text";
 }
 
+// The scheduler's App may be installed in several organizations: without an installation id it
+// finds each one's (installation_id 0); the scale sets' listener still needs one.
+TEST(credentials, an_app_without_an_installation_id_is_the_schedulers_to_resolve) {
+  secret_dir s;
+  s.key("github_app_id", "12345").key("github_app_private_key", pem);
+  auto r = github_credentials(s.env(), true);
+  ASSERT_TRUE(std::holds_alternative<github::credentials>(r)) << error_of(r);
+  EXPECT_EQ(std::get<github::credentials>(r).installation_id, 0);
+  EXPECT_EQ(std::get<github::credentials>(r).private_key_pem, pem);
+  EXPECT_NE(error_of(github_credentials(s.env())).find("github_app_installation_id (or installation-id) is missing"), std::string::npos);
+  std::map<std::string, std::string> env{{"HEADROOM_GITHUB_APP_ID", "7"}, {"HEADROOM_GITHUB_APP_PRIVATE_KEY", pem}};
+  auto from_env = github_credentials(env, true);
+  ASSERT_TRUE(std::holds_alternative<github::credentials>(from_env)) << error_of(from_env);
+  EXPECT_EQ(std::get<github::credentials>(from_env).installation_id, 0);
+  env["HEADROOM_GITHUB_APP_INSTALLATION_ID"] = "x1";
+  EXPECT_EQ(error_of(github_credentials(env, true)), "HEADROOM_GITHUB_APP_INSTALLATION_ID: expected the App installation's number, found 'x1'")
+      << "one that is given must still be a number";
+}
+
 TEST(credentials, headroom_key_names_are_aliases) {
   secret_dir s;
   s.key("app-id", "9").key("installation-id", "10").key("private-key", pem);
