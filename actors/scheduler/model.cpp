@@ -82,6 +82,19 @@ bool is_supply(const store::worker& w, const std::vector<store::job>& active_job
   return std::any_of(active_jobs.begin(), active_jobs.end(), [&](const store::job& j) { return j.id == w.job_id; });
 }
 
+bool ok_or_gone(const k8s::api_result& r) {
+  const auto* e = std::get_if<k8s::api_error>(&r);
+  return e == nullptr || e->what == k8s::api_error::kind::not_found;
+}
+
+std::string pod_failure(const k8s::pod& p) {
+  std::string out = "pod " + p.phase;
+  for (const auto& c : p.container_statuses)
+    if (!c.reason.empty())
+      out += "; container " + c.name + " " + c.state + ": " + c.reason;
+  return out;
+}
+
 std::string account_of(const std::string& entity) { return entity.substr(0, entity.find('/')); }
 
 namespace {

@@ -60,18 +60,6 @@ k8s::api_result await_call(Start&& start) {
   return f.get();
 }
 
-bool ok_or_gone(const k8s::api_result& r) {
-  const auto* e = std::get_if<k8s::api_error>(&r);
-  return e == nullptr || e->what == k8s::api_error::kind::not_found;
-}
-
-std::string pod_failure(const k8s::pod& p) {
-  std::string out = "pod " + p.phase;
-  for (const auto& c : p.container_statuses)
-    if (!c.reason.empty())
-      out += "; container " + c.name + " " + c.state + ": " + c.reason;
-  return out;
-}
 
 class cycle {
  public:
@@ -251,7 +239,8 @@ class cycle {
   }
 
   // GitHub's runners for every entity with a worker in the last hour (for health checks and the
-  // cleanup of Phase 4); stops at the first GitHub error.
+  // cleanup of Phase 4): an organization's in headroom's runner group (as the seed scopes them),
+  // a repository's all (then told by name prefix); stops at the first GitHub error.
   runner_lists list_runners() {
     runner_lists runners;
     st_.last_health = now_;
@@ -260,7 +249,8 @@ class cycle {
     std::erase_if(st_.entities, [&](const auto& kv) { return now_ - kv.second > 3'600'000; });
     for (const auto& [entity, seen] : st_.entities) {
       const auto scope = github::scope_of(entity);
-      auto list = ctx_.github->list_runners(scope);
+      const int64_t group = scope.rfind("orgs/", 0) == 0 ? group_of(entity) : 0;
+      auto list = group > 0 ? ctx_.github->list_group_runners(entity, group) : ctx_.github->list_runners(scope);
       if (auto* e = std::get_if<github::rest_error>(&list)) {
         if (github_error(*e))
           break;
@@ -269,6 +259,16 @@ class cycle {
       }
     }
     return runners;
+  }
+
+  // The organization's runner group id (cached; found, or made, once after a restart); 0 when
+  // GitHub did not answer, and the whole organization's runners are listed instead.
+  int64_t group_of(const std::string& org) {
+    auto& cached = st_.groups[org];
+    if (cached == 0)
+      if (auto g = ctx_.github->ensure_runner_group(org, ctx_.opts.runner_group); std::holds_alternative<int64_t>(g))
+        cached = std::get<int64_t>(g);
+    return cached;
   }
 
   // Phases 1 to 3 for one worker; `runners` is null when health checks are not due.

@@ -122,6 +122,11 @@ struct demand_key {
 
 // Which pending jobs get a runner now, FIFO: a job of key k is served while supply(k) < demand(k),
 // its entity is under its cap, and a slot is free (free_slots < 0: unlimited).
+// An API answer that leaves the object gone: success, or 404.
+bool ok_or_gone(const k8s::api_result& r);
+// "pod Failed; container runner terminated: OOMKilled": why a runner pod ended, for failure_info.
+std::string pod_failure(const k8s::pod& p);
+
 // An entity's account: the organization, or the owner of a personal account's repository.
 std::string account_of(const std::string& entity);
 

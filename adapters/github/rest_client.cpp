@@ -444,10 +444,18 @@ rest_result<rest_jit> rest_client::generate_jit_config(const std::string& scope,
 }
 
 rest_result<std::vector<rest_runner>> rest_client::list_runners(const std::string& scope) {
-  const std::string op = "list runners of " + scope;
+  return list_runners_at("list runners of " + scope, "/" + scope + "/actions/runners");
+}
+
+rest_result<std::vector<rest_runner>> rest_client::list_group_runners(const std::string& org, int64_t group_id) {
+  return list_runners_at("list runners of runner group " + std::to_string(group_id) + " of " + org,
+                         "/orgs/" + org + "/actions/runner-groups/" + std::to_string(group_id) + "/runners");
+}
+
+rest_result<std::vector<rest_runner>> rest_client::list_runners_at(const std::string& op, const std::string& path) {
   std::vector<rest_runner> all;
   for (int page = 1; page < 1000; ++page) {
-    auto a = call(op, "GET", "/" + scope + "/actions/runners?per_page=100&page=" + std::to_string(page));
+    auto a = call(op, "GET", path + "?per_page=100&page=" + std::to_string(page));
     if (auto* e = std::get_if<rest_error>(&a))
       return *e;
     auto& r = std::get<answer>(a);

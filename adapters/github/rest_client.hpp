@@ -78,6 +78,8 @@ class rest_client {
   rest_result<rest_jit> generate_jit_config(const std::string& scope, const std::string& name, int64_t group_id,
                                             const std::vector<std::string>& labels);
   rest_result<std::vector<rest_runner>> list_runners(const std::string& scope);
+  // The runners of an organization's runner group (every page).
+  rest_result<std::vector<rest_runner>> list_group_runners(const std::string& org, int64_t group_id);
   // busy: GitHub refused with 422 because the runner is running a job.
   rest_result<runner_removal> remove_runner(const std::string& scope, int64_t runner_id);
 
@@ -100,6 +102,7 @@ class rest_client {
   // The installation whose token a call to `path` takes.
   rest_result<int64_t> installation_for(const std::string& path);
   rest_result<std::string> token(int64_t installation);
+  rest_result<std::vector<rest_runner>> list_runners_at(const std::string& op, const std::string& path);
 
   std::string api_base_;
   credentials creds_;

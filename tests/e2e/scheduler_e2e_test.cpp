@@ -315,6 +315,71 @@ TEST(scheduler_e2e, pools_each_job_gets_its_pools_runner_and_hosted_jobs_none) {
   EXPECT_EQ(w.headroom->full_log().find("PRIVATE KEY"), std::string::npos) << "the App's key reached the log";
 }
 
+// The seed's cleanup and stuck-job paths. Phase 4 removes headroom's leftover GitHub runners: in
+// an organization those of its runner group (a runner of another group, even one named like
+// headroom's, is not its to remove), in a personal account's repository those with its name
+// prefix. A job queued past jobStuckQueued (30 s here) whose run is over fails.
+TEST(scheduler_e2e, phase_4_by_runner_group_and_prefix_and_a_stuck_queued_job_fails) {
+  REQUIRE_SCHED_ENV(e);
+  sched_world w{e, {.name = "sched-phase4"}};
+  ASSERT_TRUE(w.sim) << w.why;
+  ASSERT_TRUE(w.start()) << w.headroom->log();
+  // One job each in an organization and a personal repository: the group exists, the entities are seen.
+  auto ran = w.post_jobs("org-p4", "org-p4/app", "\"self-hosted\",\"linux\"", 1);
+  auto solo = w.post_jobs("", "solo-p4/tool", "\"self-hosted\",\"linux\"", 1);
+  ran.insert(ran.end(), solo.begin(), solo.end());
+  ASSERT_TRUE(eventually([&] {
+    auto jobs = w.peer_jobs();
+    return jobs[ran[0]] == "completed" && jobs[ran[1]] == "completed";
+  }, 90s)) << w.headroom->log();
+  // The group headroom made in org-p4 (runnerGroup: headroom), as GitHub lists it.
+  int64_t group = 0;
+  {
+    auto r = testpeer::http_call(e.peer->http_url() + "/orgs/org-p4/actions/runner-groups", {}, {"Authorization: Bearer " + pat});
+    simdjson::dom::parser p;
+    auto doc = p.parse(r.body);
+    ASSERT_EQ(doc.error(), simdjson::SUCCESS) << r.status << " " << r.body;
+    for (auto g : doc["runner_groups"].get_array())
+      if (std::string_view(g["name"]) == "headroom")
+        group = int64_t(g["id"]);
+  }
+  ASSERT_GT(group, 1) << "headroom ensured its runner group in org-p4";
+  auto enroll = [&](const std::string& entity, int64_t group_id, const std::string& name) {
+    auto r = e.peer->control("/runners/register", "{\"entity\":\"" + entity + "\",\"groupId\":" + std::to_string(group_id) +
+                                                      ",\"name\":\"" + name + "\",\"online\":false}");
+    EXPECT_EQ(r.status, 200) << r.body;
+  };
+  enroll("org-p4", group, "headroom-runner-leftover01");        // ours: removed
+  enroll("org-p4", 1, "headroom-runner-othergroup");            // the Default group's: kept
+  enroll("org-p4", group, "someone-else-01");                   // not named as ours: kept
+  enroll("solo-p4/tool", 0, "headroom-runner-leftover02");      // ours by prefix: removed
+  enroll("solo-p4/tool", 0, "laptop-runner");                   // kept
+  auto names_of = [&](const std::string& entity) {
+    std::set<std::string> out;
+    simdjson::dom::parser p;
+    for (auto rn : p.parse(e.peer->control("/state").body)["runners"].get_array()) {
+      std::string_view en;
+      if (rn["entity"].get(en) == simdjson::SUCCESS && en == entity)
+        out.emplace(std::string_view(rn["name"]));
+    }
+    return out;
+  };
+  EXPECT_TRUE(eventually([&] {
+    return names_of("org-p4").count("headroom-runner-leftover01") == 0 && names_of("solo-p4/tool").count("headroom-runner-leftover02") == 0;
+  }, 30s)) << w.headroom->log();
+  for (const char* kept : {"headroom-runner-othergroup", "someone-else-01"})
+    EXPECT_EQ(names_of("org-p4").count(kept), 1u) << kept << " is not headroom's to remove";
+  EXPECT_EQ(names_of("solo-p4/tool").count("laptop-runner"), 1u);
+  EXPECT_GE(w.headroom->sample("headroom_scheduler_actions_total{action=\"runner_removed\"}"), 2);
+
+  // Stuck: org-zero's cap is 0, so its job never gets a runner; its run is over; past 30 s it fails.
+  auto stuck = w.post_jobs("org-zero", "org-zero/app", "\"self-hosted\"", 1);
+  ASSERT_TRUE(eventually([&] { return w.stored_jobs()[stuck[0]] == "pending"; }, 20s));
+  e.peer->control("/webhooks/run-done", "{\"jobId\":" + std::to_string(stuck[0]) + "}");
+  EXPECT_TRUE(eventually([&] { return w.stored_jobs()[stuck[0]] == "failed"; }, 60s)) << w.headroom->log();
+  EXPECT_GE(w.headroom->sample("headroom_scheduler_actions_total{action=\"job_failed\"}"), 1);
+}
+
 // What GitHub gets wrong or an attacker sends: forged signatures write nothing; a redelivery
 // records nothing twice; a job completed before it was provisioned stays completed with no
 // worker; a job GitHub no longer knows (404) fails; malformed JSON is a 400 naming the field.

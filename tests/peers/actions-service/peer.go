@@ -32,9 +32,9 @@ import (
 )
 
 type settings struct {
-	AppID              string         // GitHub App (client) id the JWT's iss must carry
-	AppKey             *rsa.PublicKey // verifies the App JWT's RS256 signature
-	InstallationID     int64
+	AppID          string         // GitHub App (client) id the JWT's iss must carry
+	AppKey         *rsa.PublicKey // verifies the App JWT's RS256 signature
+	InstallationID int64
 	// More installations of the App, by account (organization or user login): each serves only
 	// its account's REST paths, as GitHub's do (GET /orgs/{org}/installation finds them).
 	Installations      map[string]int64
@@ -150,6 +150,7 @@ type runner struct {
 	nonce      string
 	Entity     string   `json:"entity,omitempty"` // REST JIT runners (webhooks.go): their org or repo
 	Labels     []string `json:"labels,omitempty"`
+	GroupID    int64    `json:"groupId,omitempty"` // an organization's JIT runner: its runner group
 }
 
 type pollRecord struct {
@@ -1315,12 +1316,15 @@ func (s *server) controlRoute(r *http.Request, body []byte) (reply, bool) {
 		var req struct {
 			ScaleSetID int    `json:"scaleSetId"`
 			Name       string `json:"name"`
-			Online     bool   `json:"online"` // connected: idle, and given an assigned job like any other
+			Online     bool   `json:"online"`  // connected: idle, and given an assigned job like any other
+			Entity     string `json:"entity"`  // or a REST runner of this org or owner/repo …
+			GroupID    int64  `json:"groupId"` // … in this runner group (organizations)
 		}
 		if err := json.Unmarshal(body, &req); err != nil || req.Name == "" {
-			return textReply(400, "want {scaleSetId, name, online}"), false
+			return textReply(400, "want {scaleSetId, name, online} or {entity, groupId, name, online}"), false
 		}
-		rn := &runner{ID: int(s.id()), Name: req.Name, ScaleSetID: req.ScaleSetID, Status: "offline", nonce: randomToken("")}
+		rn := &runner{ID: int(s.id()), Name: req.Name, ScaleSetID: req.ScaleSetID, Status: "offline", nonce: randomToken(""),
+			Entity: req.Entity, GroupID: req.GroupID}
 		s.runners[rn.ID] = rn
 		if req.Online {
 			rn.Connected, rn.Status = true, "online"

@@ -199,6 +199,15 @@ func TestGoGitHubRESTCalls(t *testing.T) {
 			wantStatus(t, "duplicate runner name", err, 409)
 			_, _, err = gh.Actions.GenerateOrgJITConfig(ctx, "acme", &github.GenerateJITConfigRequest{Name: "hr-nogroup", RunnerGroupID: 987654, Labels: []string{"x"}})
 			wantStatus(t, "unknown runner group", err, 404)
+			// The group's runners: this one, not the Default group's.
+			if _, _, err := gh.Actions.GenerateOrgJITConfig(ctx, "acme", &github.GenerateJITConfigRequest{
+				Name: "default-" + name, RunnerGroupID: 1, Labels: []string{"x"}}); err != nil {
+				t.Fatal(err)
+			}
+			inGroup, _, err := gh.Actions.ListRunnerGroupRunners(ctx, "acme", group.GetID(), &github.ListOptions{PerPage: 100})
+			if err != nil || inGroup.TotalCount != 1 || inGroup.Runners[0].GetName() != "hr-"+name {
+				t.Fatalf("runner group's runners: %v %+v", err, inGroup)
+			}
 
 			// The runner connects and takes the job: in_progress names it; it is busy, so removing it is a 422.
 			p.post(t, "/runners/connect", map[string]any{"jitConfig": jit.GetEncodedJITConfig()}, nil)

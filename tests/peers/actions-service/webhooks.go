@@ -38,12 +38,13 @@ import (
 )
 
 var (
-	reRestJob     = regexp.MustCompile(`^(/api/v3)?/repos/([^/]+/[^/]+)/actions/jobs/(\d+)$`)
-	reRestRun     = regexp.MustCompile(`^(/api/v3)?/repos/([^/]+/[^/]+)/actions/runs/(\d+)$`)
-	reRestGroups  = regexp.MustCompile(`^(/api/v3)?/orgs/([^/]+)/actions/runner-groups$`)
-	reRestJIT     = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|repos/[^/]+/[^/]+)/actions/runners/generate-jitconfig$`)
-	reRestRunners = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|repos/[^/]+/[^/]+)/actions/runners$`)
-	reRestRunner  = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|repos/[^/]+/[^/]+)/actions/runners/(\d+)$`)
+	reRestJob          = regexp.MustCompile(`^(/api/v3)?/repos/([^/]+/[^/]+)/actions/jobs/(\d+)$`)
+	reRestRun          = regexp.MustCompile(`^(/api/v3)?/repos/([^/]+/[^/]+)/actions/runs/(\d+)$`)
+	reRestGroups       = regexp.MustCompile(`^(/api/v3)?/orgs/([^/]+)/actions/runner-groups$`)
+	reRestJIT          = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|repos/[^/]+/[^/]+)/actions/runners/generate-jitconfig$`)
+	reRestRunners      = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|repos/[^/]+/[^/]+)/actions/runners$`)
+	reRestRunner       = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|repos/[^/]+/[^/]+)/actions/runners/(\d+)$`)
+	reRestGroupRunners = regexp.MustCompile(`^(/api/v3)?/orgs/([^/]+)/actions/runner-groups/(\d+)/runners$`)
 )
 
 func restRouteOf(path string) string {
@@ -56,7 +57,7 @@ func restRouteOf(path string) string {
 		return "rest_runner_groups"
 	case reRestJIT.MatchString(path):
 		return "rest_jit"
-	case reRestRunners.MatchString(path):
+	case reRestRunners.MatchString(path), reRestGroupRunners.MatchString(path):
 		return "rest_runners"
 	case reRestRunner.MatchString(path):
 		return "rest_runner"
@@ -365,19 +366,28 @@ func (s *server) restAPI(r *http.Request, route string, body []byte) reply {
 			}
 		}
 		rn := &runner{ID: int(s.id()), Name: req.Name, Status: "offline", nonce: randomToken(""), Entity: entity, Labels: req.Labels}
+		if org != "" {
+			rn.GroupID = req.RunnerGroupID
+		}
 		s.runners[rn.ID] = rn
 		cfg, _ := json.Marshal(jitConfig{rn.ID, rn.Name, 0, rn.nonce})
 		return jsonReply(201, map[string]any{
 			"runner":             map[string]any{"id": rn.ID, "name": rn.Name, "os": "linux", "status": "offline", "busy": false},
 			"encoded_jit_config": base64.StdEncoding.EncodeToString(cfg),
 		})
-	case "rest_runners":
-		m := reRestRunners.FindStringSubmatch(r.URL.Path)
-		entity, _ := scopeOf(m[2])
+	case "rest_runners": // an entity's runners, or an organization runner group's
+		var entity string
+		group := int64(-1)
+		if m := reRestGroupRunners.FindStringSubmatch(r.URL.Path); m != nil {
+			entity = m[2]
+			group, _ = strconv.ParseInt(m[3], 10, 64)
+		} else {
+			entity, _ = scopeOf(reRestRunners.FindStringSubmatch(r.URL.Path)[2])
+		}
 		out := []map[string]any{}
 		ids := []int{}
 		for id, rn := range s.runners {
-			if rn.Entity == entity {
+			if rn.Entity == entity && (group < 0 || rn.GroupID == group) {
 				ids = append(ids, id)
 			}
 		}
