@@ -69,6 +69,25 @@ bool health_memory::worth_asking(const std::string& pod, int64_t now_ms) const {
   return registered_.count(pod) > 0 || now_ms - it->second >= t_.registration.count();
 }
 
+health_memory::remembered health_memory::recall(const std::string& pod) const {
+  remembered r;
+  if (auto it = running_since_.find(pod); it != running_since_.end())
+    r.running_since = it->second;
+  if (auto it = idle_since_.find(pod); it != idle_since_.end())
+    r.idle_since = it->second;
+  r.registered = registered_.count(pod) > 0;
+  return r;
+}
+
+void health_memory::restore(const std::string& pod, const remembered& r) {
+  if (r.running_since > 0)
+    running_since_.emplace(pod, r.running_since);
+  if (r.idle_since > 0)
+    idle_since_.emplace(pod, r.idle_since);
+  if (r.registered)
+    registered_.insert(pod);
+}
+
 void health_memory::keep_only(const std::set<std::string>& live) {
   std::erase_if(running_since_, [&](const auto& kv) { return live.count(kv.first) == 0; });
   std::erase_if(idle_since_, [&](const auto& kv) { return live.count(kv.first) == 0; });

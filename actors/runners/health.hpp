@@ -62,6 +62,15 @@ class health_memory {
   // and either its runner registered (the idle check) or the registration timeout has passed.
   bool worth_asking(const std::string& pod, int64_t now_ms) const;
   bool registered(const std::string& pod) const { return registered_.count(pod) > 0; }
+  // What is remembered of one pod (0: not yet), to keep in a store across restarts, and to give
+  // back after one (restore() before the pod's first observe(); a value already held wins).
+  struct remembered {
+    int64_t running_since = 0, idle_since = 0;
+    bool registered = false;
+    bool operator==(const remembered&) const = default;
+  };
+  remembered recall(const std::string& pod) const;
+  void restore(const std::string& pod, const remembered& r);
   // Forgets every pod not in `live`.
   void keep_only(const std::set<std::string>& live);
 

@@ -464,6 +464,18 @@ class cycle {
     }
   }
 
+  // The health memory survives a restart through the store: given back before a worker's first
+  // look in this process, written whenever a look changes it (rarely: Running, online, idle, busy).
+  runners::verdict observe_health(const store::worker& w, const k8s::pod& pod, runners::runner_seen seen) {
+    const runners::health_memory::remembered stored{w.running_since, w.idle_since, w.registered};
+    st_.health.restore(w.name, stored);
+    const auto v = st_.health.observe(pod, now_, seen);
+    if (const auto now = st_.health.recall(w.name); !(now == stored))
+      if (auto r = ctx_.jobs->set_worker_health(w.name, now.running_since, now.idle_since, now.registered); std::holds_alternative<store::error>(r))
+        store_error("set worker health", std::get<store::error>(r));
+    return v;
+  }
+
   void check_health(const store::worker& w, const k8s::pod& pod, const std::map<std::string, std::vector<github::rest_runner>>& listed) {
     const auto scope = github::scope_of(w.entity);
     auto seen = runners::runner_seen::unknown;  // this entity's runners were not listed this cycle
@@ -473,7 +485,7 @@ class cycle {
         if (rn.name == w.name)
           seen = rn.status != "online" ? runners::runner_seen::offline : rn.busy ? runners::runner_seen::busy : runners::runner_seen::idle;
     }
-    const auto v = st_.health.observe(pod, now_, seen);
+    const auto v = observe_health(w, pod, seen);
     if (v == runners::verdict::healthy || st_.killed_at.count(w.name) > 0)
       return;
     // GitHub first: a runner it says is busy is left alone until the next cycle.

@@ -56,6 +56,7 @@ class sql_store : public store {
   result<std::vector<worker>> active_workers() override;
   result<bool> set_worker_runner(const std::string& name, int64_t runner_id, int64_t at) override;
   result<bool> set_worker_job(const std::string& name, int64_t job_id, int64_t at) override;
+  result<bool> set_worker_health(const std::string& name, int64_t running_since, int64_t idle_since, bool registered) override;
   result<std::optional<job>> job_for_runner(const std::string& runner_name) override;
   result<pruned> prune(int64_t before, size_t batch, size_t max_batches) override;
 

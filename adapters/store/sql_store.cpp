@@ -27,6 +27,8 @@ std::string rank_sql(const std::string& column, const char* const (&names)[4]) {
 
 const std::string job_columns = "id, run_id, entity, labels, name, repository, conclusion, status, created_at, updated_at, runner_name";
 const std::string worker_columns = "name, entity, labels, job_id, runner_id, status, failure_info, created_at, updated_at";
+// What a worker's SELECT reads: its columns and the health checks' memory (migration 5).
+const std::string worker_read_columns = worker_columns + ", running_since, idle_since, registered";
 
 int64_t num(const std::optional<std::string>& v) { return v ? std::stoll(*v) : 0; }
 std::string text(const std::optional<std::string>& v) { return v ? *v : std::string{}; }
@@ -58,6 +60,11 @@ worker worker_of(const std::vector<std::optional<std::string>>& r) {
   w.failure_info = text(r[6]);
   w.created_at = num(r[7]);
   w.updated_at = num(r[8]);
+  if (r.size() >= 12) {
+    w.running_since = num(r[9]);
+    w.idle_since = num(r[10]);
+    w.registered = num(r[11]) != 0;
+  }
   return w;
 }
 
@@ -139,6 +146,10 @@ const std::vector<migration>& migrations() {
       {3, {"CREATE INDEX jobs_by_runner ON jobs (runner_name)"}},
       // prune(): the deliveries older than the retention, by an index seek.
       {4, {"CREATE INDEX deliveries_by_received ON deliveries (received_at)"}},
+      // The health checks' memory, so a restart keeps a worker's timers.
+      {5, {"ALTER TABLE workers ADD COLUMN running_since BIGINT NOT NULL DEFAULT 0",
+           "ALTER TABLE workers ADD COLUMN idle_since BIGINT NOT NULL DEFAULT 0",
+           "ALTER TABLE workers ADD COLUMN registered BIGINT NOT NULL DEFAULT 0"}},
   };
   return all;
 }
@@ -344,7 +355,7 @@ result<bool> sql_store::advance_worker(const std::string& name, worker_status to
 result<std::vector<worker>> sql_store::workers_page(const page_query& q) {
   return in_transaction<std::vector<worker>>([&](connection& c, std::vector<worker>& out) -> std::optional<error> {
     rows r;
-    auto e = page(c, "SELECT " + worker_columns + " FROM workers", "name", detail::value{q.after_name}, q, r);
+    auto e = page(c, "SELECT " + worker_read_columns + " FROM workers", "name", detail::value{q.after_name}, q, r);
     for (const auto& row : r.data)
       out.push_back(worker_of(row));
     return e;
@@ -364,7 +375,7 @@ result<std::vector<job>> sql_store::active_jobs() {
 result<std::vector<worker>> sql_store::active_workers() {
   return in_transaction<std::vector<worker>>([&](connection& c, std::vector<worker>& out) -> std::optional<error> {
     rows r;
-    auto e = run(c, "SELECT " + worker_columns + " FROM workers WHERE status IN ('creating', 'running') ORDER BY created_at, name", {}, &r);
+    auto e = run(c, "SELECT " + worker_read_columns + " FROM workers WHERE status IN ('creating', 'running') ORDER BY created_at, name", {}, &r);
     for (const auto& row : r.data)
       out.push_back(worker_of(row));
     return e;
@@ -384,6 +395,16 @@ result<bool> sql_store::set_worker_job(const std::string& name, int64_t job_id, 
   return in_transaction<bool>([&](connection& c, bool& changed) -> std::optional<error> {
     rows r;
     auto e = run(c, "UPDATE workers SET job_id = $1, updated_at = $2 WHERE name = $3 AND job_id = 0", {job_id, at, name}, &r);
+    changed = r.affected > 0;
+    return e;
+  });
+}
+
+result<bool> sql_store::set_worker_health(const std::string& name, int64_t running_since, int64_t idle_since, bool registered) {
+  return in_transaction<bool>([&](connection& c, bool& changed) -> std::optional<error> {
+    rows r;
+    auto e = run(c, "UPDATE workers SET running_since = $1, idle_since = $2, registered = $3 WHERE name = $4",
+                 {running_since, idle_since, int64_t{registered ? 1 : 0}, name}, &r);
     changed = r.affected > 0;
     return e;
   });

@@ -57,6 +57,10 @@ struct worker {
   worker_status status = worker_status::creating;
   std::string failure_info;
   int64_t created_at = 0, updated_at = 0;
+  // The health checks' memory (ms since the epoch; 0 not yet), kept so a restart does not reset
+  // them: first seen Running, idle since (GitHub's view), ever seen online by GitHub.
+  int64_t running_since = 0, idle_since = 0;
+  bool registered = false;
 };
 
 // One workflow_job webhook, already verified and decoded.
@@ -124,6 +128,8 @@ class store {
   // Records the GitHub runner a worker's JIT config made, and the job it ran once known.
   virtual result<bool> set_worker_runner(const std::string& name, int64_t runner_id, int64_t at) = 0;
   virtual result<bool> set_worker_job(const std::string& name, int64_t job_id, int64_t at) = 0;
+  // The health checks' memory of a worker (running_since, idle_since, registered), as it changes.
+  virtual result<bool> set_worker_health(const std::string& name, int64_t running_since, int64_t idle_since, bool registered) = 0;
   // The job GitHub ran on the runner `runner_name` (from its in_progress or completed webhook), if any.
   virtual result<std::optional<job>> job_for_runner(const std::string& runner_name) = 0;
 

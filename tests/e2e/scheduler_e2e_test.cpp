@@ -380,6 +380,51 @@ TEST(scheduler_e2e, phase_4_by_runner_group_and_prefix_and_a_stuck_queued_job_fa
   EXPECT_GE(w.headroom->sample("headroom_scheduler_actions_total{action=\"job_failed\"}"), 1);
 }
 
+// The health checks' timers are in the store: a restart (SIGKILL) does not reset them. The
+// simulator never connects the first runner; its pod is Running from T0 and headroom is killed and
+// restarted about 8 s later. The runner still fails runner_never_registered 20 s after T0 (it
+// would be 20 s after the restart, 28 s or more, with timers in memory), and the stored
+// running_since is T0 throughout.
+TEST(scheduler_e2e, health_timers_survive_a_restart) {
+  REQUIRE_SCHED_ENV(e);
+  sched_world w{e, {.name = "sched-timers", .skip_runners = 1, .health = "{registrationTimeout: 20s, pendingTimeout: 600s, idleTimeout: 600s}"}};
+  ASSERT_TRUE(w.sim) << w.why;
+  ASSERT_TRUE(w.start()) << w.headroom->log();
+  w.post_jobs("org-timers", "org-timers/app", "\"self-hosted\"", 1);
+  auto stored_worker = [&]() -> std::optional<store::worker> {
+    auto opened = store::open_sqlite(w.dir + "/jobs.db");
+    if (opened.index() != 0)
+      return std::nullopt;
+    store::page_query q;
+    q.limit = 10;
+    auto rows = std::get<0>(opened)->workers_page(q);
+    if (rows.index() != 0 || std::get<0>(rows).empty())
+      return std::nullopt;
+    return std::get<0>(rows).back();  // the first worker (pages are newest first)
+  };
+  int64_t t0 = 0;
+  std::string name;
+  ASSERT_TRUE(eventually([&] {
+    auto x = stored_worker();
+    if (!x || x->running_since == 0)
+      return false;
+    t0 = x->running_since;
+    name = x->name;
+    return true;
+  }, 60s)) << "the first worker's pod was never seen Running\n" << w.headroom->log();
+  std::this_thread::sleep_for(8s);
+  w.headroom->stop(SIGKILL);
+  ASSERT_TRUE(w.start()) << w.headroom->log();
+  ASSERT_TRUE(eventually([&] {
+    auto x = stored_worker();
+    return x && x->name == name && x->status == store::worker_status::failed;
+  }, 60s)) << w.headroom->log();
+  const auto x = *stored_worker();
+  EXPECT_EQ(x.running_since, t0) << "the restart kept the timer";
+  EXPECT_EQ(x.failure_info.rfind("runner_never_registered", 0), 0u) << x.failure_info;
+  EXPECT_LT(x.updated_at - t0, 26'000) << "failed " << (x.updated_at - t0) << " ms after Running: the timer restarted with headroom";
+}
+
 // What GitHub gets wrong or an attacker sends: forged signatures write nothing; a redelivery
 // records nothing twice; a job completed before it was provisioned stays completed with no
 // worker; a job GitHub no longer knows (404) fails; malformed JSON is a 400 naming the field.

@@ -243,6 +243,30 @@ TEST_P(store_test, workers_move_forward_keep_why_they_failed_and_are_never_reuse
   EXPECT_EQ(rest[0].name, "acme-linux-1");
 }
 
+// The health checks' memory (migration 5) is kept with the worker and read back with it.
+TEST_P(store_test, a_workers_health_memory_is_kept_and_read_back) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  worker w;
+  w.name = "acme-health-1";
+  w.entity = "acme";
+  w.labels = "linux";
+  w.created_at = 100;
+  ASSERT_TRUE(ok(s->add_worker(w)));
+  auto fresh = ok(s->active_workers());
+  ASSERT_EQ(fresh.size(), 1u);
+  EXPECT_EQ(fresh[0].running_since, 0);
+  EXPECT_FALSE(fresh[0].registered);
+  EXPECT_TRUE(ok(s->set_worker_health(w.name, 5'000, 9'000, true)));
+  auto active = ok(s->active_workers());
+  EXPECT_EQ(active[0].running_since, 5'000);
+  EXPECT_EQ(active[0].idle_since, 9'000);
+  EXPECT_TRUE(active[0].registered);
+  EXPECT_TRUE(ok(s->set_worker_health(w.name, 5'000, 0, true)));
+  EXPECT_EQ(ok(s->workers_page({}))[0].idle_since, 0) << "busy again: idle no more";
+  EXPECT_FALSE(ok(s->set_worker_health("nobody", 1, 1, false)));
+}
+
 // History retention: only what is final and older than the cutoff goes, in batches (5 rows each
 // here, so a prune of 13 old jobs takes three), with the deliveries received before it, and no more
 // batches per call than its budget; active jobs and workers stay whatever their age, and a last

@@ -87,4 +87,27 @@ TEST(runner_health, forgotten_pods_start_over) {
       << "Running clock restarted: a forgotten pod is not judged on old times";
 }
 
+// What a restart would lose, kept and given back: the registration timeout counts from the first
+// Running seen before the restart, not after it.
+TEST(health_memory, recall_and_restore_carry_the_timers_across_a_restart) {
+  health_memory before{{}};
+  EXPECT_EQ(before.recall("p"), health_memory::remembered{});
+  before.observe("p", "Running", true, 1'000, 10'000, runner_seen::unknown);
+  before.observe("p", "Running", true, 1'000, 20'000, runner_seen::idle);
+  const auto kept = before.recall("p");
+  EXPECT_EQ(kept.running_since, 10'000);
+  EXPECT_EQ(kept.idle_since, 20'000);
+  EXPECT_TRUE(kept.registered);
+  health_memory after{{}};
+  after.restore("p", kept);
+  EXPECT_EQ(after.recall("p"), kept);
+  EXPECT_EQ(after.observe("p", "Running", true, 1'000, 20'000 + 600'000, runner_seen::idle), verdict::runner_idle)
+      << "idle for 600 s counted from before the restart";
+  health_memory fresh{{}};
+  fresh.restore("q", {.running_since = 5'000});
+  EXPECT_EQ(fresh.observe("q", "Running", true, 1'000, 5'000 + 120'000, runner_seen::absent), verdict::runner_never_registered);
+  fresh.restore("q", {.running_since = 99'000});
+  EXPECT_EQ(fresh.recall("q").running_since, 5'000) << "a value already held wins";
+}
+
 }  // namespace
