@@ -82,6 +82,25 @@ bool is_supply(const store::worker& w, const std::vector<store::job>& active_job
   return std::any_of(active_jobs.begin(), active_jobs.end(), [&](const store::job& j) { return j.id == w.job_id; });
 }
 
+std::string runner_name(const std::string& prefix, uint64_t bits) {
+  static constexpr char hex[] = "0123456789abcdef";
+  std::string out = prefix + "-";
+  for (int i = 0; i < 10; ++i, bits >>= 4)
+    out += hex[bits & 15];
+  return out;
+}
+
+runners::verdict observe_health(runners::health_memory& memory, store::store& jobs, const store::worker& w, const k8s::pod& pod,
+                                int64_t now_ms, runners::runner_seen seen) {
+  const runners::health_memory::remembered stored{w.running_since, w.idle_since, w.registered};
+  memory.restore(w.name, stored);
+  const auto v = memory.observe(pod, now_ms, seen);
+  // A failed write is tried again at the next look (the memory still differs from the row).
+  if (const auto now = memory.recall(w.name); !(now == stored))
+    (void)jobs.set_worker_health(w.name, now.running_since, now.idle_since, now.registered);
+  return v;
+}
+
 bool ok_or_gone(const k8s::api_result& r) {
   const auto* e = std::get_if<k8s::api_error>(&r);
   return e == nullptr || e->what == k8s::api_error::kind::not_found;

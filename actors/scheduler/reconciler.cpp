@@ -464,18 +464,6 @@ class cycle {
     }
   }
 
-  // The health memory survives a restart through the store: given back before a worker's first
-  // look in this process, written whenever a look changes it (rarely: Running, online, idle, busy).
-  runners::verdict observe_health(const store::worker& w, const k8s::pod& pod, runners::runner_seen seen) {
-    const runners::health_memory::remembered stored{w.running_since, w.idle_since, w.registered};
-    st_.health.restore(w.name, stored);
-    const auto v = st_.health.observe(pod, now_, seen);
-    if (const auto now = st_.health.recall(w.name); !(now == stored))
-      if (auto r = ctx_.jobs->set_worker_health(w.name, now.running_since, now.idle_since, now.registered); std::holds_alternative<store::error>(r))
-        store_error("set worker health", std::get<store::error>(r));
-    return v;
-  }
-
   void check_health(const store::worker& w, const k8s::pod& pod, const std::map<std::string, std::vector<github::rest_runner>>& listed) {
     const auto scope = github::scope_of(w.entity);
     auto seen = runners::runner_seen::unknown;  // this entity's runners were not listed this cycle
@@ -485,7 +473,7 @@ class cycle {
         if (rn.name == w.name)
           seen = rn.status != "online" ? runners::runner_seen::offline : rn.busy ? runners::runner_seen::busy : runners::runner_seen::idle;
     }
-    const auto v = observe_health(w, pod, seen);
+    const auto v = observe_health(st_.health, *ctx_.jobs, w, pod, now_, seen);
     if (v == runners::verdict::healthy || st_.killed_at.count(w.name) > 0)
       return;
     // GitHub first: a runner it says is busy is left alone until the next cycle.
@@ -557,15 +545,6 @@ class cycle {
     }
   }
 
-  std::string runner_name() {
-    static constexpr char hex[] = "0123456789abcdef";
-    std::string out = o_.pool.name + "-";
-    auto bits = st_.names();
-    for (int i = 0; i < 10; ++i, bits >>= 4)
-      out += hex[bits & 15];
-    return out;
-  }
-
   // The organisation's runner group (ensured once, then cached); 0 for a repository. nullopt
   // when GitHub refused: the worker is over.
   std::optional<int64_t> runner_group(const std::string& scope, const std::string& entity, const store::worker& w) {
@@ -609,7 +588,7 @@ class cycle {
     w.created_at = now_;
     bool added = false;
     for (int attempt = 0; attempt < 3 && !added; ++attempt) {  // names are unique forever
-      w.name = runner_name();
+      w.name = runner_name(o_.pool.name, st_.names());
       auto r = ctx_.jobs->add_worker(w);
       if (auto* e = std::get_if<store::error>(&r))
         return store_error("add worker", *e);

@@ -36,6 +36,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/runners/health.hpp"
 #include "actors/runners/pods.hpp"
 #include "adapters/github/rest_client.hpp"
 #include "adapters/k8s/client.hpp"
@@ -122,6 +123,15 @@ struct demand_key {
 
 // Which pending jobs get a runner now, FIFO: a job of key k is served while supply(k) < demand(k),
 // its entity is under its cap, and a slot is free (free_slots < 0: unlimited).
+// "<prefix>-<10 hex digits>": a runner's (and its pod's) name from 40 random bits.
+std::string runner_name(const std::string& prefix, uint64_t bits);
+
+// One health look at a worker's pod, its memory kept in the store: given back before the worker's
+// first look in this process, written whenever a look changes it (rarely: Running, online, idle,
+// busy), so a restart or a new leader keeps the timers.
+runners::verdict observe_health(runners::health_memory& memory, store::store& jobs, const store::worker& w, const k8s::pod& pod,
+                                int64_t now_ms, runners::runner_seen seen);
+
 // An API answer that leaves the object gone: success, or 404.
 bool ok_or_gone(const k8s::api_result& r);
 // "pod Failed; container runner terminated: OOMKilled": why a runner pod ended, for failure_info.
