@@ -48,6 +48,7 @@ runtime::web_reply webhook(const http_context& ctx, const runtime::web_request& 
   intake_limits limits;
   limits.max_body = ctx.max_body;
   limits.pools = ctx.pools;
+  limits.repositories = ctx.repositories;
   auto a = take_delivery(d, ctx.secret, *ctx.jobs, limits);
   if (ctx.delivered)
     ctx.delivered(a.outcome, static_cast<double>(ctx.now_ms() - d.received_ms) / 1000.0);

@@ -72,6 +72,12 @@ intake_answer take_delivery(const delivery& d, std::string_view secret, store::s
     return {202, "job " + std::to_string(e.job_id) + " asks for [" + labels_key(e.labels).substr(0, 200) +
                      "], which no runner pool of this scheduler serves: not recorded",
             "unmatched"};
+  if (!e.organization.empty() && !limits.repositories.empty() &&
+      std::none_of(limits.repositories.begin(), limits.repositories.end(),
+                   [&](const std::string& r) { return lower(r) == lower(e.repository); }))
+    return {202, "job " + std::to_string(e.job_id) + " of " + e.repository.substr(0, 200) +
+                     ", a repository this scheduler's runner group is not for: not recorded",
+            "unmatched"};
   store::job_event ev;
   ev.delivery_id = d.id;
   ev.at = d.received_ms;

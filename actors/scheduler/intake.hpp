@@ -42,6 +42,9 @@ struct intake_limits {
   // Each runner pool's labels (see serves()): a job no pool serves is unmatched. None: one pool
   // without labels (every job asking for self-hosted).
   std::vector<std::vector<std::string>> pools;
+  // When given ("owner/repo", any case): an organization's job from another repository is
+  // unmatched (the runner group is restricted to these).
+  std::vector<std::string> repositories;
 };
 
 // Whether a job asking for `job_labels` is the scheduler's: with `runner_labels`, GitHub's rule (a

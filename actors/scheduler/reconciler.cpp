@@ -266,7 +266,7 @@ class cycle {
   int64_t group_of(const std::string& org) {
     auto& cached = st_.groups[org];
     if (cached == 0)
-      if (auto g = ctx_.github->ensure_runner_group(org, ctx_.opts.runner_group); std::holds_alternative<int64_t>(g))
+      if (auto g = ctx_.github->ensure_runner_group(org, ctx_.opts.runner_group, ctx_.opts.runner_group_repositories); std::holds_alternative<int64_t>(g))
         cached = std::get<int64_t>(g);
     return cached;
   }
@@ -552,7 +552,7 @@ class cycle {
       return 0;
     auto& cached = st_.groups[entity];
     if (cached == 0) {
-      auto g = ctx_.github->ensure_runner_group(entity, ctx_.opts.runner_group);
+      auto g = ctx_.github->ensure_runner_group(entity, ctx_.opts.runner_group, ctx_.opts.runner_group_repositories);
       if (auto* e = std::get_if<github::rest_error>(&g)) {
         github_error(*e);
         finish_worker(w, store::worker_status::failed, "runner group: " + e->describe());

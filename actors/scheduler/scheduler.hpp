@@ -71,6 +71,7 @@ struct scheduler_options {
   // namespace of the runner pods.
   runners::runner_spec pool;
   std::string runner_group = "headroom";  // ensured in each organization
+  std::vector<std::string> runner_group_repositories;  // when given, the group is for these only
   // First match wins; at least one.
   std::vector<pool_options> pools;
   // Live runners per account (an organization, or a personal account: all its repositories),
@@ -211,6 +212,7 @@ struct http_context {
   int threads = 8;
   size_t max_body = 1 << 20;
   std::vector<std::vector<std::string>> pools;  // each pool's labels: whose jobs are the scheduler's (intake.hpp)
+  std::vector<std::string> repositories;        // runnerGroupRepositories (intake.hpp)
   std::map<std::string, int64_t> caps;
   int64_t default_cap = 20;
   std::function<int64_t()> now_ms;

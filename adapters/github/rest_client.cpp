@@ -360,7 +360,26 @@ rest_result<std::optional<std::string>> rest_client::run_status(const std::strin
   return std::optional<std::string>{std::get<std::string>(s)};
 }
 
-rest_result<int64_t> rest_client::ensure_runner_group(const std::string& org, const std::string& name) {
+rest_result<int64_t> rest_client::repository_id(const std::string& repository) {
+  const std::string op = "get repository " + repository;
+  auto a = call(op, "GET", "/repos/" + repository);
+  if (auto* e = std::get_if<rest_error>(&a))
+    return *e;
+  auto& r = std::get<answer>(a);
+  if (r.status != 200)
+    return rest_error{r.status, op, message_of(r.body)};
+  return decode<int64_t>(op, r.status, r.body, [](od::value v, int64_t& out) {
+    fields(v, [&](std::string_view k, od::value x) {
+      if (k == "id")
+        out = num(x);
+    });
+    if (out <= 0)
+      throw failure{"no id"};
+  });
+}
+
+rest_result<int64_t> rest_client::ensure_runner_group(const std::string& org, const std::string& name,
+                                                      const std::vector<std::string>& repositories) {
   const std::string op = "find runner group \"" + name + "\" of " + org;
   auto a = call(op, "GET", "/orgs/" + org + "/actions/runner-groups?per_page=100");
   if (auto* e = std::get_if<rest_error>(&a))
@@ -391,8 +410,20 @@ rest_result<int64_t> rest_client::ensure_runner_group(const std::string& org, co
   if (std::get<int64_t>(found) != 0)
     return std::get<int64_t>(found);
   const std::string create_op = "create runner group \"" + name + "\" in " + org;
-  auto c = call(create_op, "POST", "/orgs/" + org + "/actions/runner-groups",
-                "{\"name\":" + quote(name) + ",\"visibility\":\"all\"}");
+  std::string body = "{\"name\":" + quote(name) + ",\"visibility\":\"all\"}";
+  if (!repositories.empty()) {  // only the organization's listed repositories may use it
+    std::string ids;
+    for (const auto& repo : repositories) {
+      if (repo.rfind(org + "/", 0) != 0)
+        continue;
+      auto id = repository_id(repo);
+      if (auto* e = std::get_if<rest_error>(&id))
+        return *e;
+      ids += (ids.empty() ? "" : ",") + std::to_string(std::get<int64_t>(id));
+    }
+    body = "{\"name\":" + quote(name) + ",\"visibility\":\"selected\",\"selected_repository_ids\":[" + ids + "]}";
+  }
+  auto c = call(create_op, "POST", "/orgs/" + org + "/actions/runner-groups", body);
   if (auto* e = std::get_if<rest_error>(&c))
     return *e;
   auto& cr = std::get<answer>(c);

@@ -72,8 +72,12 @@ class rest_client {
   rest_result<std::optional<rest_job>> get_job(const std::string& repository, int64_t job_id);
   // The run's status; nullopt on 404.
   rest_result<std::optional<std::string>> run_status(const std::string& repository, int64_t run_id);
-  // The id of the org's runner group `name`, created (visibility all) when missing.
-  rest_result<int64_t> ensure_runner_group(const std::string& org, const std::string& name);
+  // The id of the org's runner group `name`, created when missing: for every repository
+  // (visibility all), or, with `repositories` ("owner/repo"), for the organization's listed ones
+  // only (visibility selected). An existing group is used as it is (its access is the admins').
+  rest_result<int64_t> ensure_runner_group(const std::string& org, const std::string& name,
+                                           const std::vector<std::string>& repositories = {});
+  rest_result<int64_t> repository_id(const std::string& repository);  // owner/repo → GitHub's id
   // scope: "orgs/<org>" or "repos/<owner>/<repo>". group_id is ignored for repos.
   rest_result<rest_jit> generate_jit_config(const std::string& scope, const std::string& name, int64_t group_id,
                                             const std::vector<std::string>& labels);

@@ -191,6 +191,7 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
   o.pool.runner_priority_class.clear();  // no ladder here: runner pods only
   o.pool.active_deadline_seconds = c.runner.active_deadline_seconds;
   o.runner_group = c.runner_group;
+  o.runner_group_repositories = c.runner_group_repositories;
   o.pools = make_pools(c, o.pool);
   o.default_max_workers = c.default_max_workers;
   for (const auto& [account, cap] : c.max_workers)
@@ -238,6 +239,7 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
     hc->pools.push_back(p.labels);
   hc->caps = o.max_workers;
   hc->default_cap = o.default_max_workers;
+  hc->repositories = c.runner_group_repositories;
   hc->now_ms = wall_ms;
   add_http_metrics(m, *hc);
   out.http = hc;

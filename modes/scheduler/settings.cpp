@@ -117,7 +117,7 @@ void read_pools(const config_section& s, scheduler_section& c) {
 
 void read_section(const YAML::Node& node, scheduler_section& out) {
   config_section s{node, "scheduler",
-                   {"enabled", "listen", "dashboardListen", "threads", "maxBody", "githubUrl", "store", "namespace", "runnerGroup", "namePrefix",
+                   {"enabled", "listen", "dashboardListen", "threads", "maxBody", "githubUrl", "store", "namespace", "runnerGroup", "runnerGroupRepositories", "namePrefix",
                     "runnerLabels", "runner", "pools", "maxWorkers", "pollInterval", "jobSyncInterval", "jobStuckQueued", "healthCheck",
                     "podDeleteGrace", "killGrace"}};
   auto& c = out;
@@ -159,6 +159,13 @@ void read_section(const YAML::Node& node, scheduler_section& out) {
     c.ns = *v;
   if (auto v = s.read_string("runnerGroup"))
     c.runner_group = *v;
+  c.runner_group_repositories = s.read_strings("runnerGroupRepositories");
+  for (size_t i = 0; i < c.runner_group_repositories.size(); ++i) {
+    const auto& repo = c.runner_group_repositories[i];
+    const auto slash = repo.find('/');
+    if (slash == std::string::npos || slash == 0 || slash + 1 == repo.size() || repo.find('/', slash + 1) != std::string::npos)
+      config_fail("scheduler.runnerGroupRepositories[" + std::to_string(i) + "]", "expected owner/repo, found '" + repo.substr(0, 100) + "'");
+  }
   if (auto v = s.read_string("namePrefix"))
     c.name_prefix = *v;
   c.runner_labels = s.read_strings("runnerLabels");

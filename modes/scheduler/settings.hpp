@@ -51,6 +51,10 @@ struct scheduler_section {
   } store;
   std::string ns = "default";  // where runner pods go
   std::string runner_group = "headroom";  // ensured in each organization
+  // "owner/repo"s: when given, a runner group headroom creates may be used by its organization's
+  // listed repositories only (visibility selected), and an organization's job from another
+  // repository is not the scheduler's. Empty: every repository (visibility all).
+  std::vector<std::string> runner_group_repositories;
   std::string name_prefix = "headroom-runner";
   // The labels its runners carry (GitHub gives every self-hosted runner `self-hosted` too). A job is
   // the scheduler's when its runner would take it, GitHub's rule: the runner has every label the job

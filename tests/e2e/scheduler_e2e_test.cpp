@@ -315,13 +315,13 @@ TEST(scheduler_e2e, pools_each_job_gets_its_pools_runner_and_hosted_jobs_none) {
   EXPECT_EQ(w.headroom->full_log().find("PRIVATE KEY"), std::string::npos) << "the App's key reached the log";
 }
 
-// The seed's cleanup and stuck-job paths. Phase 4 removes headroom's leftover GitHub runners: in
+// The seed's cleanup and stuck-job paths, and a runner group for chosen repositories. Phase 4 removes headroom's leftover GitHub runners: in
 // an organization those of its runner group (a runner of another group, even one named like
 // headroom's, is not its to remove), in a personal account's repository those with its name
 // prefix. A job queued past jobStuckQueued (30 s here) whose run is over fails.
 TEST(scheduler_e2e, phase_4_by_runner_group_and_prefix_and_a_stuck_queued_job_fails) {
   REQUIRE_SCHED_ENV(e);
-  sched_world w{e, {.name = "sched-phase4"}};
+  sched_world w{e, {.name = "sched-phase4", .extra = "\n  runnerGroupRepositories: [org-p4/app, org-zero/app]"}};
   ASSERT_TRUE(w.sim) << w.why;
   ASSERT_TRUE(w.start()) << w.headroom->log();
   // One job each in an organization and a personal repository: the group exists, the entities are seen.
@@ -344,6 +344,23 @@ TEST(scheduler_e2e, phase_4_by_runner_group_and_prefix_and_a_stuck_queued_job_fa
         group = int64_t(g["id"]);
   }
   ASSERT_GT(group, 1) << "headroom ensured its runner group in org-p4";
+  // runnerGroupRepositories: the group is for org-p4/app alone, and org-p4/other's job is not ours.
+  {
+    auto r = testpeer::http_call(e.peer->http_url() + "/orgs/org-p4/actions/runner-groups", {}, {"Authorization: Bearer " + pat});
+    auto repo = testpeer::http_call(e.peer->http_url() + "/repos/org-p4/app", {}, {"Authorization: Bearer " + pat});
+    simdjson::dom::parser p, q;
+    const int64_t app_id = int64_t(q.parse(repo.body)["id"]);
+    for (auto g : p.parse(r.body)["runner_groups"].get_array())
+      if (std::string_view(g["name"]) == "headroom") {
+        EXPECT_EQ(std::string_view(g["visibility"]), "selected");
+        auto ids = g["selected_repository_ids"].get_array();
+        ASSERT_EQ(ids.size(), 1u);
+        EXPECT_EQ(int64_t(ids.at(0)), app_id);
+      }
+  }
+  auto other = w.post_jobs("org-p4", "org-p4/other", "\"self-hosted\",\"linux\"", 1);
+  EXPECT_TRUE(eventually([&] { return w.headroom->sample("headroom_scheduler_webhooks_total{outcome=\"unmatched\"}") >= 1; }, 20s));
+  EXPECT_EQ(w.stored_jobs().count(other[0]), 0u) << "org-p4/other may not use the runner group";
   auto enroll = [&](const std::string& entity, int64_t group_id, const std::string& name) {
     auto r = e.peer->control("/runners/register", "{\"entity\":\"" + entity + "\",\"groupId\":" + std::to_string(group_id) +
                                                       ",\"name\":\"" + name + "\",\"online\":false}");

@@ -81,6 +81,7 @@ struct sched_options {
   std::string retention{};   // scheduler.store.retention; empty: the default (90 days)
   std::string pools{};       // scheduler.pools, YAML indented for its place; empty: none (one pool)
   std::vector<std::string> env{};  // more of headroom's environment (a GitHub App's credentials)
+  std::string extra{};             // more keys of the scheduler section, "\n  key: value" each
 };
 
 // One scheduler world: a namespace, the runner simulator in it, headroom serving the webhook.
@@ -132,7 +133,7 @@ struct sched_world {
            (o.pools.empty() ? "" : "\n  pools:\n" + o.pools) +
            "\n  maxWorkers: {default: 20, entities: " + o.caps + "}" +
            "\n  pollInterval: 2s\n  jobSyncInterval: 2s\n  jobStuckQueued: 30s\n  killGrace: 2s\n  podDeleteGrace: 5s" +
-           "\n  healthCheck: " + o.health + "\n";
+           "\n  healthCheck: " + o.health + o.extra + "\n";
   }
 
   bool start() {

@@ -199,6 +199,16 @@ func TestGoGitHubRESTCalls(t *testing.T) {
 			wantStatus(t, "duplicate runner name", err, 409)
 			_, _, err = gh.Actions.GenerateOrgJITConfig(ctx, "acme", &github.GenerateJITConfigRequest{Name: "hr-nogroup", RunnerGroupID: 987654, Labels: []string{"x"}})
 			wantStatus(t, "unknown runner group", err, 404)
+			// A group for chosen repositories only: the repository's id, then the group with it.
+			repo, _, err := gh.Repositories.Get(ctx, "acme", "app")
+			if err != nil || repo.GetID() == 0 || repo.GetFullName() != "acme/app" {
+				t.Fatalf("repository: %v %+v", err, repo)
+			}
+			limited, resp, err := gh.Actions.CreateOrganizationRunnerGroup(ctx, "acme", github.CreateRunnerGroupRequest{
+				Name: github.Ptr("limited-" + name), Visibility: github.Ptr("selected"), SelectedRepositoryIDs: []int64{repo.GetID()}})
+			if err != nil || resp.StatusCode != 201 || limited.GetVisibility() != "selected" {
+				t.Fatalf("create a selected runner group: %v %+v", err, limited)
+			}
 			// The group's runners: this one, not the Default group's.
 			if _, _, err := gh.Actions.GenerateOrgJITConfig(ctx, "acme", &github.GenerateJITConfigRequest{
 				Name: "default-" + name, RunnerGroupID: 1, Labels: []string{"x"}}); err != nil {

@@ -29,6 +29,7 @@ import (
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
+	"hash/fnv"
 	"net/http"
 	"regexp"
 	"sort"
@@ -45,7 +46,34 @@ var (
 	reRestRunners      = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|repos/[^/]+/[^/]+)/actions/runners$`)
 	reRestRunner       = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|repos/[^/]+/[^/]+)/actions/runners/(\d+)$`)
 	reRestGroupRunners = regexp.MustCompile(`^(/api/v3)?/orgs/([^/]+)/actions/runner-groups/(\d+)/runners$`)
+	reRestRepo         = regexp.MustCompile(`^(/api/v3)?/repos/([^/]+/[^/]+)$`)
 )
+
+// repoID: a repository's id, stable for its name (the peer keeps no repository table).
+func repoID(fullName string) int64 {
+	h := fnv.New32a()
+	h.Write([]byte(strings.ToLower(fullName)))
+	return int64(h.Sum32()%1_000_000) + 1
+}
+
+// groupAllows: a runner of a group with visibility "selected" takes only its repositories' jobs.
+func (s *server) groupAllows(h *hookState, r *runner, j *job) bool {
+	if r.GroupID <= 1 || j.Org == "" {
+		return true
+	}
+	for _, g := range h.groups[j.Org] {
+		if g["id"] != r.GroupID || g["visibility"] != "selected" {
+			continue
+		}
+		for _, id := range g["selected_repository_ids"].([]int64) {
+			if id == repoID(j.Repository) {
+				return true
+			}
+		}
+		return false
+	}
+	return true
+}
 
 func restRouteOf(path string) string {
 	switch {
@@ -61,6 +89,8 @@ func restRouteOf(path string) string {
 		return "rest_runners"
 	case reRestRunner.MatchString(path):
 		return "rest_runner"
+	case reRestRepo.MatchString(path):
+		return "rest_repo"
 	}
 	return ""
 }
@@ -221,7 +251,8 @@ func (s *server) scheduleWebhookJobs() {
 		j := s.jobs[id]
 		for _, rid := range rids {
 			r := s.runners[rid]
-			if r.Entity == "" || r.Entity != j.entity() || !r.Connected || r.JobRequest != 0 || !subset(j.Labels, r.labels()) {
+			if r.Entity == "" || r.Entity != j.entity() || !r.Connected || r.JobRequest != 0 || !subset(j.Labels, r.labels()) ||
+				!s.groupAllows(s.hooks(), r, j) {
 				continue
 			}
 			r.JobRequest, r.Busy = j.RequestID, true
@@ -320,8 +351,9 @@ func (s *server) restAPI(r *http.Request, route string, body []byte) reply {
 		org := reRestGroups.FindStringSubmatch(r.URL.Path)[2]
 		if r.Method == http.MethodPost {
 			var req struct {
-				Name       string `json:"name"`
-				Visibility string `json:"visibility"`
+				Name       string  `json:"name"`
+				Visibility string  `json:"visibility"`
+				Selected   []int64 `json:"selected_repository_ids"`
 			}
 			if err := json.Unmarshal(body, &req); err != nil || req.Name == "" {
 				return ghError(422, "name is required")
@@ -331,7 +363,17 @@ func (s *server) restAPI(r *http.Request, route string, body []byte) reply {
 					return ghError(409, "Runner group already exists")
 				}
 			}
-			g := map[string]any{"id": s.id(), "name": req.Name, "visibility": req.Visibility, "default": false}
+			if req.Visibility == "" {
+				req.Visibility = "all"
+			}
+			if req.Visibility != "all" && req.Visibility != "selected" && req.Visibility != "private" {
+				return ghError(422, "visibility must be all, selected or private")
+			}
+			if req.Selected == nil {
+				req.Selected = []int64{}
+			}
+			g := map[string]any{"id": s.id(), "name": req.Name, "visibility": req.Visibility, "default": false,
+				"selected_repository_ids": req.Selected}
 			h.groups[org] = append(h.groups[org], g)
 			return jsonReply(201, g)
 		}
@@ -426,6 +468,9 @@ func (s *server) restAPI(r *http.Request, route string, body []byte) reply {
 			rep.link = fmt.Sprintf(`<http://%s%s>; rel="next"`, r.Host, next.RequestURI())
 		}
 		return rep
+	case "rest_repo":
+		name := reRestRepo.FindStringSubmatch(r.URL.Path)[2]
+		return jsonReply(200, map[string]any{"id": repoID(name), "full_name": name, "name": strings.SplitN(name, "/", 2)[1]})
 	case "rest_runner":
 		m := reRestRunner.FindStringSubmatch(r.URL.Path)
 		entity, _ := scopeOf(m[2])

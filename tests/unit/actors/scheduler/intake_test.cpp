@@ -192,6 +192,17 @@ TEST_F(intake, a_job_for_runners_that_are_not_the_schedulers_is_answered_and_not
   fits.pools = {{"linux", "x64"}};
   auto c = take_delivery(signed_delivery("d-3", job_body("queued", 43)), secret, *jobs_, fits);
   EXPECT_STREQ(c.outcome, "recorded") << c.message;
+  actors::scheduler::intake_limits listed;  // runnerGroupRepositories: acme/app only
+  listed.repositories = {"Acme/App"};
+  EXPECT_STREQ(take_delivery(signed_delivery("d-5", job_body("queued", 45)), secret, *jobs_, listed).outcome, "recorded")
+      << "acme/app is listed (any case)";
+  listed.repositories = {"acme/other"};
+  auto unlisted = take_delivery(signed_delivery("d-6", job_body("queued", 46)), secret, *jobs_, listed);
+  EXPECT_STREQ(unlisted.outcome, "unmatched");
+  EXPECT_NE(unlisted.message.find("acme/app"), std::string::npos) << unlisted.message;
+  EXPECT_FALSE(job(46).has_value());
+  EXPECT_STREQ(take_delivery(signed_delivery("d-7", job_body("queued", 47, "")), secret, *jobs_, listed).outcome, "recorded")
+      << "a personal account's repository has no runner group to restrict";
   actors::scheduler::intake_limits second_pool;  // a job is the scheduler's when any pool serves it
   second_pool.pools = {{"gpu"}, {"linux", "x64", "docker"}};
   auto d = take_delivery(signed_delivery("d-4", job_body("queued", 44)), secret, *jobs_, second_pool);
