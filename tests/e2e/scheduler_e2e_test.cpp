@@ -1059,7 +1059,9 @@ TEST(scheduler_e2e, health_checks_fire_and_the_worker_says_why) {
   ASSERT_TRUE(eventually([&] { return w.peer_jobs()[first[0]] == "running"; }, 40s)) << "a second runner took the job";
 
   // 2. A runner whose job is held (an environment waiting for approval) sits idle: removed from
-  //    GitHub, killed.
+  //    GitHub, killed. GitHub first answers the removal 422 (the runner took a job meanwhile, as
+  //    far as it knows): the worker is left alone that cycle and removed at the next.
+  e.peer->control("/faults", R"([{"route":"rest_runner","status":422,"count":1}])");
   auto held = w.post_jobs("org-idle", "org-idle/app", "\"self-hosted\"", 1, false);
   e.peer->control("/webhooks/hold", "{\"jobId\":" + std::to_string(held[0]) + "}");
   std::string idle_worker;
@@ -1079,6 +1081,8 @@ TEST(scheduler_e2e, health_checks_fire_and_the_worker_says_why) {
         return false;
     return true;
   }, 20s)) << "the idle runner was removed from GitHub";
+  EXPECT_NE(w.headroom->full_log().find("GitHub says the runner is busy: leaving it until the next cycle"), std::string::npos)
+      << "the 422 left the worker for a cycle";
 
   // 3. The node under the busy runner stops reporting (kwok lets go of it, its Ready condition
   //    goes Unknown) and the node lifecycle controller taints it unreachable: the worker fails,

@@ -326,6 +326,8 @@ func faultReply(route string, status int) reply {
 		return textReply(400, "capacity error: the scale set cannot accept jobs")
 	case (status == 403 || status == 429) && strings.HasPrefix(route, "rest_"):
 		return ghError(status, "API rate limit exceeded for installation ID 42. If you reach out to GitHub Support for help, please include the request ID.")
+	case status == 422 && route == "rest_runner":
+		return ghError(422, "Bad request - Runner is still running a job")
 	case status >= 500:
 		return textReply(status, "upstream service unavailable")
 	}
