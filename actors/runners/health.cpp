@@ -16,6 +16,8 @@ verdict classify(const health_input& in, const health_timeouts& t) {
     return verdict::runner_never_registered;
   if (in.runner == runner_seen::idle && in.idle_for_ms >= t.idle.count())
     return verdict::runner_idle;
+  if (in.runner == runner_seen::absent && in.ever_registered && in.absent_for_ms >= t.registration.count())
+    return verdict::runner_vanished;
   return verdict::healthy;
 }
 
@@ -29,6 +31,8 @@ const char* to_string(verdict v) {
       return "runner_never_registered";
     case verdict::runner_idle:
       return "runner_idle";
+    case verdict::runner_vanished:
+      return "runner_vanished";
   }
   return "?";
 }
@@ -51,6 +55,12 @@ verdict health_memory::observe(const std::string& pod, std::string_view phase, b
     in.idle_for_ms = now_ms - it->second;
   } else if (seen != runner_seen::unknown) {
     idle_since_.erase(pod);
+  }
+  if (seen == runner_seen::absent && in.ever_registered) {
+    auto [it, fresh] = absent_since_.emplace(pod, now_ms);
+    in.absent_for_ms = now_ms - it->second;
+  } else if (seen != runner_seen::unknown) {
+    absent_since_.erase(pod);
   }
   return classify(in, t_);
 }
@@ -91,6 +101,7 @@ void health_memory::restore(const std::string& pod, const remembered& r) {
 void health_memory::keep_only(const std::set<std::string>& live) {
   std::erase_if(running_since_, [&](const auto& kv) { return live.count(kv.first) == 0; });
   std::erase_if(idle_since_, [&](const auto& kv) { return live.count(kv.first) == 0; });
+  std::erase_if(absent_since_, [&](const auto& kv) { return live.count(kv.first) == 0; });
   std::erase_if(registered_, [&](const auto& n) { return live.count(n) == 0; });
 }
 

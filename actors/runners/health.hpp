@@ -7,6 +7,9 @@
 //   runner_never_registered  Running longer than registrationTimeout (counted from Running, not
 //                            from creation) and GitHub has never seen its runner online
 //   runner_idle              GitHub has seen the runner online and not busy for idleTimeout
+//   runner_vanished          GitHub saw the runner online once, and has not listed it for
+//                            registrationTimeout while its pod still runs (its registration was
+//                            deleted: the runner cannot take a job, and its pod would hold a slot)
 //
 // What each path then does differs (the scale sets remove and delete, the scheduler kills by
 // activeDeadlineSeconds and records the failure), so only the decision and its memory are here.
@@ -27,7 +30,7 @@ using std::chrono::milliseconds;
 // GitHub's view of a pod's runner at one look; unknown when GitHub was not asked this time.
 enum class runner_seen { unknown, absent, offline, idle, busy };
 
-enum class verdict { healthy, pod_stuck_pending, runner_never_registered, runner_idle };
+enum class verdict { healthy, pod_stuck_pending, runner_never_registered, runner_idle, runner_vanished };
 const char* to_string(verdict v);
 
 struct health_timeouts {
@@ -38,6 +41,7 @@ struct health_timeouts {
 struct health_input {
   std::string phase;  // "Pending" for a Running pod not yet bound to a node
   int64_t pending_for_ms = 0, running_for_ms = 0, idle_for_ms = 0;
+  int64_t absent_for_ms = 0;  // since GitHub last listed a runner it had seen online
   runner_seen runner = runner_seen::unknown;
   bool ever_registered = false;
 };
@@ -76,7 +80,7 @@ class health_memory {
 
  private:
   health_timeouts t_;
-  std::map<std::string, int64_t> running_since_, idle_since_;
+  std::map<std::string, int64_t> running_since_, idle_since_, absent_since_;
   std::set<std::string> registered_;
 };
 

@@ -442,6 +442,73 @@ TEST(scheduler_e2e, health_timers_survive_a_restart) {
   EXPECT_LT(x.updated_at - t0, 26'000) << "failed " << (x.updated_at - t0) << " ms after Running: the timer restarted with headroom";
 }
 
+// Two workers lose half of themselves. One's pod is deleted behind headroom's back (the orphan
+// sweep: the worker is over, and its job, running on the runner that died with the pod, gets no
+// second runner). The other's runner registration is deleted on GitHub while its pod runs on
+// (runner_vanished: killed after registrationTimeout, 5 s here).
+TEST(scheduler_e2e, a_worker_whose_pod_or_runner_vanished_is_over) {
+  REQUIRE_SCHED_ENV(e);
+  sched_world w{e, {.name = "sched-vanish", .job_duration = "600s",
+                    .health = "{registrationTimeout: 5s, pendingTimeout: 600s, idleTimeout: 600s}"}};
+  ASSERT_TRUE(w.sim) << w.why;
+  ASSERT_TRUE(w.start()) << w.headroom->log();
+  auto status_of = [&](const std::string& name) {
+    for (const auto& x : w.workers())
+      if (x.name == name)
+        return x.status + ": " + x.failure;
+    return std::string{"absent"};
+  };
+  auto running_worker_of = [&](const std::string& entity) {
+    for (const auto& x : w.workers())
+      if (x.entity == entity && x.status == "running" && x.job_id != 0)
+        return x.name;
+    return std::string{};
+  };
+  // 1. The orphan: a running job's pod deleted.
+  auto a = w.post_jobs("org-orphan", "org-orphan/app", "\"self-hosted\"", 1);
+  std::string orphan;
+  ASSERT_TRUE(eventually([&] { return !(orphan = running_worker_of("org-orphan")).empty(); }, 60s)) << w.headroom->log();
+  e.c->kubectl({"-n", w.o.name, "delete", "pod", orphan, "--grace-period=0", "--force"});
+  EXPECT_TRUE(eventually([&] { return status_of(orphan).rfind("failed: pod_missing", 0) == 0; }, 60s)) << status_of(orphan);
+  std::this_thread::sleep_for(6s);  // three cycles: no second runner for a job whose runner is known and gone
+  int workers_of_a = 0;
+  for (const auto& x : w.workers())
+    workers_of_a += x.entity == "org-orphan";
+  EXPECT_EQ(workers_of_a, 1);
+
+  // 2. The vanished runner: busy, then deleted on GitHub (as an admin would, in the runner settings).
+  w.post_jobs("org-vanish", "org-vanish/app", "\"self-hosted\"", 1);
+  std::string gone;
+  ASSERT_TRUE(eventually([&] { return !(gone = running_worker_of("org-vanish")).empty(); }, 60s)) << w.headroom->log();
+  // Once headroom's health check has seen it online (its memory, kept in the store, says so).
+  ASSERT_TRUE(eventually([&] {
+    auto opened = store::open_sqlite(w.dir + "/jobs.db");
+    if (opened.index() != 0)
+      return false;
+    auto active = std::get<0>(opened)->active_workers();
+    if (active.index() != 0)
+      return false;
+    for (const auto& x : std::get<0>(active))
+      if (x.name == gone && x.registered)
+        return true;
+    return false;
+  }, 30s)) << w.headroom->log();
+  int64_t runner_id = 0;
+  {
+    simdjson::dom::parser p;
+    for (auto rn : p.parse(e.peer->control("/state").body)["runners"].get_array())
+      if (std::string_view(rn["name"]) == gone)
+        runner_id = int64_t(rn["id"]);
+  }
+  ASSERT_NE(runner_id, 0);
+  e.peer->control("/runners/forget", "{\"id\":" + std::to_string(runner_id) + "}");
+  EXPECT_TRUE(eventually([&] { return status_of(gone).rfind("failed: runner_vanished", 0) == 0; }, 60s))
+      << status_of(gone) << "\n" << w.headroom->log();
+  EXPECT_TRUE(eventually([&] { return e.c->kubectl({"-n", w.o.name, "get", "pod", gone, "-o", "name"}).exit_code != 0; }, 30s))
+      << "killed, then deleted after killGrace (kwok does not enforce activeDeadlineSeconds)";
+  (void)a;
+}
+
 // What GitHub gets wrong or an attacker sends: forged signatures write nothing; a redelivery
 // records nothing twice; a job completed before it was provisioned stays completed with no
 // worker; a job GitHub no longer knows (404) fails; malformed JSON is a 400 naming the field.

@@ -1333,6 +1333,15 @@ func (s *server) controlRoute(r *http.Request, body []byte) (reply, bool) {
 			s.schedule()
 		}
 		return jsonReply(200, rn), true
+	case "/_control/runners/forget": // POST {id}: a runner's registration deleted (as in GitHub's settings), busy or not
+		var req struct {
+			ID int `json:"id"`
+		}
+		if err := json.Unmarshal(body, &req); err != nil || s.runners[req.ID] == nil {
+			return textReply(404, "no such runner"), false
+		}
+		delete(s.runners, req.ID)
+		return jsonReply(200, map[string]any{"forgotten": req.ID}), true
 	case "/_control/runners/connect": // POST {jitConfig}
 		var req struct {
 			JitConfig string `json:"jitConfig"`

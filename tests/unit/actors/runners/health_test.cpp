@@ -110,4 +110,21 @@ TEST(health_memory, recall_and_restore_carry_the_timers_across_a_restart) {
   EXPECT_EQ(fresh.recall("q").running_since, 5'000) << "a value already held wins";
 }
 
+// A runner GitHub saw online, then stopped listing while its pod runs on: its registration was
+// deleted. Vanished after registrationTimeout; a runner listed again in time is healthy.
+TEST(health_memory, a_registered_runner_gone_from_github_for_the_registration_timeout_has_vanished) {
+  health_memory m{{}};
+  EXPECT_EQ(m.observe("p", "Running", true, 0, 1'000, runner_seen::busy), verdict::healthy);
+  EXPECT_EQ(m.observe("p", "Running", true, 0, 10'000, runner_seen::absent), verdict::healthy);
+  EXPECT_EQ(m.observe("p", "Running", true, 0, 10'000 + 119'000, runner_seen::absent), verdict::healthy);
+  EXPECT_EQ(m.observe("p", "Running", true, 0, 10'000 + 119'500, runner_seen::unknown), verdict::healthy) << "not asked: no news";
+  EXPECT_EQ(m.observe("p", "Running", true, 0, 10'000 + 120'000, runner_seen::absent), verdict::runner_vanished);
+  EXPECT_STREQ(to_string(verdict::runner_vanished), "runner_vanished");
+  health_memory back{{}};
+  back.observe("q", "Running", true, 0, 1'000, runner_seen::idle);
+  back.observe("q", "Running", true, 0, 2'000, runner_seen::absent);
+  back.observe("q", "Running", true, 0, 100'000, runner_seen::busy);  // listed again: the clock restarts
+  EXPECT_EQ(back.observe("q", "Running", true, 0, 130'000, runner_seen::absent), verdict::healthy);
+}
+
 }  // namespace
