@@ -82,6 +82,14 @@ bool is_supply(const store::worker& w, const std::vector<store::job>& active_job
   return std::any_of(active_jobs.begin(), active_jobs.end(), [&](const store::job& j) { return j.id == w.job_id; });
 }
 
+std::string runner_scope(const std::string& enterprise, const std::string& entity) {
+  if (!enterprise.empty() && entity.find('/') == std::string::npos)
+    return "enterprises/" + enterprise;
+  return github::scope_of(entity);
+}
+
+std::string group_owner(const std::string& scope) { return scope.rfind("orgs/", 0) == 0 ? scope.substr(5) : scope; }
+
 std::string runner_name(const std::string& prefix, uint64_t bits) {
   static constexpr char hex[] = "0123456789abcdef";
   std::string out = prefix + "-";

@@ -238,9 +238,8 @@ class cycle {
     return out;
   }
 
-  // GitHub's runners for every entity with a worker in the last hour (for health checks and the
-  // cleanup of Phase 4): an organization's in headroom's runner group (as the seed scopes them),
-  // a repository's all (then told by name prefix); stops at the first GitHub error.
+  // GitHub's runners of each entity with a worker in the last hour (health checks, Phase 4): those of
+  // headroom's runner group (org, enterprise), or a repository's all; stops at a GitHub error.
   runner_lists list_runners() {
     runner_lists runners;
     st_.last_health = now_;
@@ -248,9 +247,11 @@ class cycle {
       st_.entities[w.entity] = now_;
     std::erase_if(st_.entities, [&](const auto& kv) { return now_ - kv.second > 3'600'000; });
     for (const auto& [entity, seen] : st_.entities) {
-      const auto scope = github::scope_of(entity);
-      const int64_t group = scope.rfind("orgs/", 0) == 0 ? group_of(entity) : 0;
-      auto list = group > 0 ? ctx_.github->list_group_runners(entity, group) : ctx_.github->list_runners(scope);
+      const auto scope = runner_scope(o_.enterprise, entity);
+      const int64_t group = runners.count(scope) ? -1 : scope.rfind("repos/", 0) != 0 ? group_of(group_owner(scope)) : 0;
+      if (group < 0)
+        continue;  // an enterprise's runners: listed once for all its organizations
+      auto list = group > 0 ? ctx_.github->list_group_runners(group_owner(scope), group) : ctx_.github->list_runners(scope);
       if (auto* e = std::get_if<github::rest_error>(&list)) {
         if (github_error(*e))
           break;
@@ -261,8 +262,7 @@ class cycle {
     return runners;
   }
 
-  // The organization's runner group id (cached; found, or made, once after a restart); 0 when
-  // GitHub did not answer, and the whole organization's runners are listed instead.
+  // headroom's runner group id (cached; found or made once after a restart); 0: GitHub did not answer.
   int64_t group_of(const std::string& org) {
     auto& cached = st_.groups[org];
     if (cached == 0)
@@ -465,7 +465,7 @@ class cycle {
   }
 
   void check_health(const store::worker& w, const k8s::pod& pod, const std::map<std::string, std::vector<github::rest_runner>>& listed) {
-    const auto scope = github::scope_of(w.entity);
+    const auto scope = runner_scope(o_.enterprise, w.entity);
     auto seen = runners::runner_seen::unknown;  // this entity's runners were not listed this cycle
     if (auto list = listed.find(scope); list != listed.end()) {
       seen = runners::runner_seen::absent;
@@ -547,12 +547,12 @@ class cycle {
 
   // The organisation's runner group (ensured once, then cached); 0 for a repository. nullopt
   // when GitHub refused: the worker is over.
-  std::optional<int64_t> runner_group(const std::string& scope, const std::string& entity, const store::worker& w) {
-    if (scope.rfind("orgs/", 0) != 0)
+  std::optional<int64_t> runner_group(const std::string& scope, const store::worker& w) {
+    if (scope.rfind("repos/", 0) == 0)
       return 0;
-    auto& cached = st_.groups[entity];
+    auto& cached = st_.groups[group_owner(scope)];
     if (cached == 0) {
-      auto g = ctx_.github->ensure_runner_group(entity, ctx_.opts.runner_group, ctx_.opts.runner_group_repositories);
+      auto g = ctx_.github->ensure_runner_group(group_owner(scope), ctx_.opts.runner_group, ctx_.opts.runner_group_repositories);
       if (auto* e = std::get_if<github::rest_error>(&g)) {
         github_error(*e);
         finish_worker(w, store::worker_status::failed, "runner group: " + e->describe());
@@ -596,8 +596,8 @@ class cycle {
     }
     if (!added)
       return;
-    const auto scope = github::scope_of(j.entity);
-    const auto group = runner_group(scope, j.entity, w);
+    const auto scope = runner_scope(o_.enterprise, j.entity);
+    const auto group = runner_group(scope, w);
     if (!group)
       return;
     // The pool's labels (the runner then takes any job they cover, as GitHub matches).
@@ -605,7 +605,7 @@ class cycle {
     if (auto* e = std::get_if<github::rest_error>(&jit)) {
       github_error(*e);
       if (e->status == 404)
-        st_.groups.erase(j.entity);  // the group may have been deleted: ensure it again
+        st_.groups.erase(group_owner(scope));  // the group may have been deleted: ensure it again
       return finish_worker(w, store::worker_status::failed, "jit config: " + e->describe());
     }
     const auto& config = std::get<github::rest_jit>(jit);

@@ -72,6 +72,9 @@ struct scheduler_options {
   runners::runner_spec pool;
   std::string runner_group = "headroom";  // ensured in each organization
   std::vector<std::string> runner_group_repositories;  // when given, the group is for these only
+  // An enterprise's slug: organizations' runners are the enterprise's (its runner group, every
+  // organization), registered with a token that may manage enterprise runners. "" none.
+  std::string enterprise;
   // First match wins; at least one.
   std::vector<pool_options> pools;
   // Live runners per account (an organization, or a personal account: all its repositories),
@@ -124,6 +127,13 @@ struct demand_key {
 
 // Which pending jobs get a runner now, FIFO: a job of key k is served while supply(k) < demand(k),
 // its entity is under its cap, and a slot is free (free_slots < 0: unlimited).
+// Where an entity's runners are registered: "orgs/<org>", or "enterprises/<slug>" for an
+// organization when `enterprise` is set (enterprise runners serve every organization); a personal
+// account's repository: "repos/<owner>/<repo>".
+std::string runner_scope(const std::string& enterprise, const std::string& entity);
+// Whose runner group a scope's runners are in: "orgs/acme" → "acme"; "enterprises/e" stays whole.
+std::string group_owner(const std::string& scope);
+
 // "<prefix>-<10 hex digits>": a runner's (and its pod's) name from 40 random bits.
 std::string runner_name(const std::string& prefix, uint64_t bits);
 

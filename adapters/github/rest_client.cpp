@@ -360,6 +360,15 @@ rest_result<std::optional<std::string>> rest_client::run_status(const std::strin
   return std::optional<std::string>{std::get<std::string>(s)};
 }
 
+namespace {
+
+// An organization's path, or an enterprise's ("enterprises/<slug>" is passed whole).
+std::string owner_path(const std::string& owner) {
+  return owner.rfind("enterprises/", 0) == 0 ? "/" + owner : "/orgs/" + owner;
+}
+
+}  // namespace
+
 rest_result<int64_t> rest_client::repository_id(const std::string& repository) {
   const std::string op = "get repository " + repository;
   auto a = call(op, "GET", "/repos/" + repository);
@@ -381,7 +390,7 @@ rest_result<int64_t> rest_client::repository_id(const std::string& repository) {
 rest_result<int64_t> rest_client::ensure_runner_group(const std::string& org, const std::string& name,
                                                       const std::vector<std::string>& repositories) {
   const std::string op = "find runner group \"" + name + "\" of " + org;
-  auto a = call(op, "GET", "/orgs/" + org + "/actions/runner-groups?per_page=100");
+  auto a = call(op, "GET", owner_path(org) + "/actions/runner-groups?per_page=100");
   if (auto* e = std::get_if<rest_error>(&a))
     return *e;
   auto& r = std::get<answer>(a);
@@ -411,7 +420,7 @@ rest_result<int64_t> rest_client::ensure_runner_group(const std::string& org, co
     return std::get<int64_t>(found);
   const std::string create_op = "create runner group \"" + name + "\" in " + org;
   std::string body = "{\"name\":" + quote(name) + ",\"visibility\":\"all\"}";
-  if (!repositories.empty()) {  // only the organization's listed repositories may use it
+  if (!repositories.empty() && org.rfind("enterprises/", 0) != 0) {  // only the organization's listed repositories may use it
     std::string ids;
     for (const auto& repo : repositories) {
       if (repo.rfind(org + "/", 0) != 0)
@@ -423,7 +432,7 @@ rest_result<int64_t> rest_client::ensure_runner_group(const std::string& org, co
     }
     body = "{\"name\":" + quote(name) + ",\"visibility\":\"selected\",\"selected_repository_ids\":[" + ids + "]}";
   }
-  auto c = call(create_op, "POST", "/orgs/" + org + "/actions/runner-groups", body);
+  auto c = call(create_op, "POST", owner_path(org) + "/actions/runner-groups", body);
   if (auto* e = std::get_if<rest_error>(&c))
     return *e;
   auto& cr = std::get<answer>(c);
@@ -446,7 +455,7 @@ rest_result<rest_jit> rest_client::generate_jit_config(const std::string& scope,
   for (size_t i = 0; i < labels.size(); ++i)
     body += (i ? "," : "") + quote(labels[i]);
   body += "],\"work_folder\":\"_work\"";
-  if (scope.rfind("orgs/", 0) == 0)
+  if (scope.rfind("repos/", 0) != 0)  // organizations and enterprises have runner groups
     body += ",\"runner_group_id\":" + std::to_string(group_id);
   body += "}";
   auto a = call(op, "POST", "/" + scope + "/actions/runners/generate-jitconfig", body);
@@ -480,7 +489,7 @@ rest_result<std::vector<rest_runner>> rest_client::list_runners(const std::strin
 
 rest_result<std::vector<rest_runner>> rest_client::list_group_runners(const std::string& org, int64_t group_id) {
   return list_runners_at("list runners of runner group " + std::to_string(group_id) + " of " + org,
-                         "/orgs/" + org + "/actions/runner-groups/" + std::to_string(group_id) + "/runners");
+                         owner_path(org) + "/actions/runner-groups/" + std::to_string(group_id) + "/runners");
 }
 
 rest_result<std::vector<rest_runner>> rest_client::list_runners_at(const std::string& op, const std::string& path) {

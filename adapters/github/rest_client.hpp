@@ -72,7 +72,8 @@ class rest_client {
   rest_result<std::optional<rest_job>> get_job(const std::string& repository, int64_t job_id);
   // The run's status; nullopt on 404.
   rest_result<std::optional<std::string>> run_status(const std::string& repository, int64_t run_id);
-  // The id of the org's runner group `name`, created when missing: for every repository
+  // The id of the org's runner group `name` (`org` "enterprises/<slug>": the enterprise's, for
+  // every organization), created when missing: for every repository
   // (visibility all), or, with `repositories` ("owner/repo"), for the organization's listed ones
   // only (visibility selected). An existing group is used as it is (its access is the admins').
   rest_result<int64_t> ensure_runner_group(const std::string& org, const std::string& name,
@@ -82,7 +83,7 @@ class rest_client {
   rest_result<rest_jit> generate_jit_config(const std::string& scope, const std::string& name, int64_t group_id,
                                             const std::vector<std::string>& labels);
   rest_result<std::vector<rest_runner>> list_runners(const std::string& scope);
-  // The runners of an organization's runner group (every page).
+  // The runners of an organization's (or "enterprises/<slug>"'s) runner group (every page).
   rest_result<std::vector<rest_runner>> list_group_runners(const std::string& org, int64_t group_id);
   // busy: GitHub refused with 422 because the runner is running a job.
   rest_result<runner_removal> remove_runner(const std::string& scope, int64_t runner_id);

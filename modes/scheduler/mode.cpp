@@ -154,6 +154,9 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
   auto creds = github_credentials(env, true);  // an App installed in several organizations: each one's found
   if (auto* e = std::get_if<std::string>(&creds))
     return *e;
+  if (!c.enterprise.empty() && std::get<github::credentials>(creds).personal_access_token.empty())
+    return "scheduler.enterprise: enterprise runners need a personal access token with manage_runners:enterprise "
+           "(HEADROOM_GITHUB_TOKEN); GitHub lets no App manage them";
 
   // The store: migrated forward at open; a newer schema stops headroom (exit 2).
   store::result<std::unique_ptr<store::store>> opened = store::error{"no store"};
@@ -192,6 +195,7 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
   o.pool.active_deadline_seconds = c.runner.active_deadline_seconds;
   o.runner_group = c.runner_group;
   o.runner_group_repositories = c.runner_group_repositories;
+  o.enterprise = c.enterprise;
   o.pools = make_pools(c, o.pool);
   o.default_max_workers = c.default_max_workers;
   for (const auto& [account, cap] : c.max_workers)

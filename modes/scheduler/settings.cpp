@@ -117,7 +117,7 @@ void read_pools(const config_section& s, scheduler_section& c) {
 
 void read_section(const YAML::Node& node, scheduler_section& out) {
   config_section s{node, "scheduler",
-                   {"enabled", "listen", "dashboardListen", "threads", "maxBody", "githubUrl", "store", "namespace", "runnerGroup", "runnerGroupRepositories", "namePrefix",
+                   {"enabled", "listen", "dashboardListen", "threads", "maxBody", "githubUrl", "store", "namespace", "runnerGroup", "runnerGroupRepositories", "enterprise", "namePrefix",
                     "runnerLabels", "runner", "pools", "maxWorkers", "pollInterval", "jobSyncInterval", "jobStuckQueued", "healthCheck",
                     "podDeleteGrace", "killGrace"}};
   auto& c = out;
@@ -159,6 +159,10 @@ void read_section(const YAML::Node& node, scheduler_section& out) {
     c.ns = *v;
   if (auto v = s.read_string("runnerGroup"))
     c.runner_group = *v;
+  if (auto v = s.read_string("enterprise"))
+    c.enterprise = *v;
+  if (c.enterprise.find('/') != std::string::npos || c.enterprise.size() > 100)
+    config_fail("scheduler.enterprise", "an enterprise's slug (as in github.com/enterprises/<slug>), found '" + c.enterprise.substr(0, 100) + "'");
   c.runner_group_repositories = s.read_strings("runnerGroupRepositories");
   for (size_t i = 0; i < c.runner_group_repositories.size(); ++i) {
     const auto& repo = c.runner_group_repositories[i];

@@ -55,6 +55,10 @@ struct scheduler_section {
   // listed repositories only (visibility selected), and an organization's job from another
   // repository is not the scheduler's. Empty: every repository (visibility all).
   std::vector<std::string> runner_group_repositories;
+  // An enterprise's slug: organizations' jobs get enterprise runners (registered at the
+  // enterprise, in its runner group `runnerGroup`, for every organization). Needs a personal
+  // access token with manage_runners:enterprise (GitHub lets no App manage enterprise runners).
+  std::string enterprise;
   std::string name_prefix = "headroom-runner";
   // The labels its runners carry (GitHub gives every self-hosted runner `self-hosted` too). A job is
   // the scheduler's when its runner would take it, GitHub's rule: the runner has every label the job

@@ -509,6 +509,47 @@ TEST(scheduler_e2e, a_worker_whose_pod_or_runner_vanished_is_over) {
   (void)a;
 }
 
+// Enterprise runners (scheduler.enterprise): two organizations' jobs run on runners registered
+// at the enterprise, in its runner group headroom made; a leftover in that group is removed by
+// Phase 4 like an organization's.
+TEST(scheduler_e2e, enterprise_runners_serve_every_organization) {
+  REQUIRE_SCHED_ENV(e);
+  sched_world w{e, {.name = "sched-enterprise", .extra = "\n  enterprise: acme-ent"}};
+  ASSERT_TRUE(w.sim) << w.why;
+  ASSERT_TRUE(w.start()) << w.headroom->log();
+  auto ids = w.post_jobs("org-ent-a", "org-ent-a/app", "\"self-hosted\",\"linux\"", 2);
+  auto more = w.post_jobs("org-ent-b", "org-ent-b/app", "\"self-hosted\",\"linux\"", 2);
+  ids.insert(ids.end(), more.begin(), more.end());
+  ASSERT_TRUE(eventually([&] {
+    auto jobs = w.peer_jobs();
+    return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return jobs[id] == "completed"; });
+  }, 120s)) << w.headroom->log();
+  ASSERT_TRUE(eventually([&] { return w.each_ran_once(ids); }, 30s));
+  auto r = testpeer::http_call(e.peer->http_url() + "/enterprises/acme-ent/actions/runner-groups", {}, {"Authorization: Bearer " + pat});
+  int64_t group = 0;
+  simdjson::dom::parser p;
+  for (auto g : p.parse(r.body)["runner_groups"].get_array())
+    if (std::string_view(g["name"]) == "headroom")
+      group = int64_t(g["id"]);
+  ASSERT_GT(group, 1) << r.body;
+  // No runner was an organization's: headroom made no runner group in either organization.
+  for (const char* org : {"org-ent-a", "org-ent-b"}) {
+    auto groups = testpeer::http_call(e.peer->http_url() + "/orgs/" + org + "/actions/runner-groups", {}, {"Authorization: Bearer " + pat});
+    simdjson::dom::parser q;
+    EXPECT_EQ(int64_t(q.parse(groups.body)["total_count"]), 1) << org << ": " << groups.body;
+  }
+  auto enrolled = e.peer->control("/runners/register", "{\"entity\":\"enterprises/acme-ent\",\"groupId\":" + std::to_string(group) +
+                                                           ",\"name\":\"headroom-runner-entleft01\",\"online\":false}");
+  ASSERT_EQ(enrolled.status, 200) << enrolled.body;
+  EXPECT_TRUE(eventually([&] {
+    simdjson::dom::parser q;
+    for (auto rn : q.parse(e.peer->control("/state").body)["runners"].get_array())
+      if (std::string_view(rn["name"]) == "headroom-runner-entleft01")
+        return false;
+    return true;
+  }, 30s)) << "the enterprise group's leftover was not removed\n" << w.headroom->log();
+}
+
 // What GitHub gets wrong or an attacker sends: forged signatures write nothing; a redelivery
 // records nothing twice; a job completed before it was provisioned stays completed with no
 // worker; a job GitHub no longer knows (404) fails; malformed JSON is a 400 naming the field.

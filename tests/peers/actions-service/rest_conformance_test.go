@@ -357,3 +357,35 @@ func TestGoGitHubAppInstallations(t *testing.T) {
 	_, _, err = mine.Actions.GenerateRepoJITConfig(ctx, "org-two", "app", &github.GenerateJITConfigRequest{Name: "r", Labels: []string{"x"}})
 	wantStatus(t, "org-one's token on a repository of org-two", err, 404)
 }
+
+// Enterprise runners as go-github makes them: an enterprise runner group, a JIT runner in it, the
+// group's runners listed, and the runner removed.
+func TestGoGitHubEnterpriseRunners(t *testing.T) {
+	p := startPeer(t)
+	ctx := context.Background()
+	gh := restClient(t, p.plain.URL, p.pat)
+	group, resp, err := gh.Enterprise.CreateEnterpriseRunnerGroup(ctx, "acme-ent", github.CreateEnterpriseRunnerGroupRequest{
+		Name: github.Ptr("headroom"), Visibility: github.Ptr("all")})
+	if err != nil || resp.StatusCode != 201 || group.GetID() == 0 {
+		t.Fatalf("create an enterprise runner group: %v %+v", err, group)
+	}
+	groups, _, err := gh.Enterprise.ListRunnerGroups(ctx, "acme-ent", nil)
+	if err != nil || groups.GetTotalCount() != 2 || groups.RunnerGroups[1].GetName() != "headroom" {
+		t.Fatalf("enterprise runner groups: %v %+v", err, groups)
+	}
+	jit, resp, err := gh.Enterprise.GenerateEnterpriseJITConfig(ctx, "acme-ent", &github.GenerateJITConfigRequest{
+		Name: "ent-runner", RunnerGroupID: group.GetID(), Labels: []string{"self-hosted"}})
+	if err != nil || resp.StatusCode != 201 || jit.GetRunner().GetID() == 0 {
+		t.Fatalf("enterprise JIT config: %v %+v", err, jit)
+	}
+	_, _, err = gh.Enterprise.GenerateEnterpriseJITConfig(ctx, "acme-ent", &github.GenerateJITConfigRequest{
+		Name: "ent-nogroup", RunnerGroupID: 987654, Labels: []string{"x"}})
+	wantStatus(t, "unknown enterprise runner group", err, 404)
+	runners, _, err := gh.Enterprise.ListRunnerGroupRunners(ctx, "acme-ent", group.GetID(), nil)
+	if err != nil || runners.TotalCount != 1 || runners.Runners[0].GetName() != "ent-runner" {
+		t.Fatalf("enterprise group's runners: %v %+v", err, runners)
+	}
+	if _, err := gh.Enterprise.RemoveRunner(ctx, "acme-ent", jit.GetRunner().GetID()); err != nil {
+		t.Fatalf("remove an enterprise runner: %v", err)
+	}
+}

@@ -41,11 +41,11 @@ import (
 var (
 	reRestJob          = regexp.MustCompile(`^(/api/v3)?/repos/([^/]+/[^/]+)/actions/jobs/(\d+)$`)
 	reRestRun          = regexp.MustCompile(`^(/api/v3)?/repos/([^/]+/[^/]+)/actions/runs/(\d+)$`)
-	reRestGroups       = regexp.MustCompile(`^(/api/v3)?/orgs/([^/]+)/actions/runner-groups$`)
-	reRestJIT          = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|repos/[^/]+/[^/]+)/actions/runners/generate-jitconfig$`)
-	reRestRunners      = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|repos/[^/]+/[^/]+)/actions/runners$`)
-	reRestRunner       = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|repos/[^/]+/[^/]+)/actions/runners/(\d+)$`)
-	reRestGroupRunners = regexp.MustCompile(`^(/api/v3)?/orgs/([^/]+)/actions/runner-groups/(\d+)/runners$`)
+	reRestGroups       = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|enterprises/[^/]+)/actions/runner-groups$`)
+	reRestJIT          = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|enterprises/[^/]+|repos/[^/]+/[^/]+)/actions/runners/generate-jitconfig$`)
+	reRestRunners      = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|enterprises/[^/]+|repos/[^/]+/[^/]+)/actions/runners$`)
+	reRestRunner       = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|enterprises/[^/]+|repos/[^/]+/[^/]+)/actions/runners/(\d+)$`)
+	reRestGroupRunners = regexp.MustCompile(`^(/api/v3)?/(orgs/[^/]+|enterprises/[^/]+)/actions/runner-groups/(\d+)/runners$`)
 	reRestRepo         = regexp.MustCompile(`^(/api/v3)?/repos/([^/]+/[^/]+)$`)
 )
 
@@ -251,7 +251,9 @@ func (s *server) scheduleWebhookJobs() {
 		j := s.jobs[id]
 		for _, rid := range rids {
 			r := s.runners[rid]
-			if r.Entity == "" || r.Entity != j.entity() || !r.Connected || r.JobRequest != 0 || !subset(j.Labels, r.labels()) ||
+			// An enterprise's runner takes any of its organizations' jobs (every org here).
+			enterprise := strings.HasPrefix(r.Entity, "enterprises/") && j.Org != ""
+			if r.Entity == "" || (r.Entity != j.entity() && !enterprise) || !r.Connected || r.JobRequest != 0 || !subset(j.Labels, r.labels()) ||
 				!s.groupAllows(s.hooks(), r, j) {
 				continue
 			}
@@ -305,10 +307,14 @@ func ghError(status int, msg string) reply {
 	return jsonReply(status, map[string]any{"message": msg, "documentation_url": "https://docs.github.com/rest"})
 }
 
-// scopeOf: "orgs/x" → entity x, org x; "repos/o/r" → entity o/r.
+// scopeOf: "orgs/x" → entity x, org x; "enterprises/e" → entity and "org" enterprises/e (its
+// runner groups are kept as an organization's); "repos/o/r" → entity o/r.
 func scopeOf(path string) (entity string, org string) {
 	if strings.HasPrefix(path, "orgs/") {
 		return path[5:], path[5:]
+	}
+	if strings.HasPrefix(path, "enterprises/") {
+		return path, path
 	}
 	return strings.TrimPrefix(path, "repos/"), ""
 }
@@ -348,7 +354,7 @@ func (s *server) restAPI(r *http.Request, route string, body []byte) reply {
 		}
 		return ghError(404, "Not Found")
 	case "rest_runner_groups":
-		org := reRestGroups.FindStringSubmatch(r.URL.Path)[2]
+		_, org := scopeOf(reRestGroups.FindStringSubmatch(r.URL.Path)[2])
 		if r.Method == http.MethodPost {
 			var req struct {
 				Name       string  `json:"name"`
@@ -421,7 +427,7 @@ func (s *server) restAPI(r *http.Request, route string, body []byte) reply {
 		var entity string
 		group := int64(-1)
 		if m := reRestGroupRunners.FindStringSubmatch(r.URL.Path); m != nil {
-			entity = m[2]
+			entity, _ = scopeOf(m[2])
 			group, _ = strconv.ParseInt(m[3], 10, 64)
 		} else {
 			entity, _ = scopeOf(reRestRunners.FindStringSubmatch(r.URL.Path)[2])

@@ -357,6 +357,7 @@ TEST(scheduler_config, a_bad_pool_is_refused_naming_the_field) {
   EXPECT_EQ(err("scheduler: {pools: [{name: a, labels: [x], template: {spec: {containers: [{name: runner, image: r}]}}, maxWorker: 3}]}"),
             "scheduler.pools[0].maxWorker: unknown key (did you mean 'maxWorkers'?)");
   EXPECT_EQ(err("scheduler: {runnerLabels: [x], pools: [{name: a, labels: [x], " + runner + "}]}").rfind("scheduler.pools: with pools", 0), 0u);
+  EXPECT_EQ(err("scheduler: {enterprise: acme/x}"), "scheduler.enterprise: an enterprise's slug (as in github.com/enterprises/<slug>), found 'acme/x'");
   EXPECT_EQ(err("scheduler: {runnerGroupRepositories: [acme]}"), "scheduler.runnerGroupRepositories[0]: expected owner/repo, found 'acme'");
   EXPECT_EQ(err("scheduler: {runnerGroupRepositories: [acme/app, a/b/c]}"),
             "scheduler.runnerGroupRepositories[1]: expected owner/repo, found 'a/b/c'");

@@ -201,6 +201,15 @@ TEST(pools, a_job_goes_to_the_first_pool_that_has_every_label_it_asks_for) {
   EXPECT_EQ(pool_for({pool_options{}}, "ubuntu-latest"), std::nullopt);
 }
 
+TEST(scopes, an_enterprises_runners_serve_its_organizations_not_personal_repositories) {
+  EXPECT_EQ(runner_scope("", "acme"), "orgs/acme");
+  EXPECT_EQ(runner_scope("", "solo/tool"), "repos/solo/tool");
+  EXPECT_EQ(runner_scope("big", "acme"), "enterprises/big");
+  EXPECT_EQ(runner_scope("big", "solo/tool"), "repos/solo/tool");
+  EXPECT_EQ(group_owner("orgs/acme"), "acme");
+  EXPECT_EQ(group_owner("enterprises/big"), "enterprises/big");
+}
+
 TEST(pools, a_runner_registers_with_its_pools_labels_and_self_hosted) {
   auto pools = two_pools();
   EXPECT_EQ(registered_labels(pools[0], "linux,self-hosted"), (std::vector<std::string>{"self-hosted", "Linux", "x64"}));
