@@ -221,7 +221,10 @@ TEST(scheduler_e2e, pools_each_job_gets_its_pools_runner_and_hosted_jobs_none) {
   std::vector<int64_t> ours, unmatched;
   for (const char* org : {"org-pools", "org-pools-b"}) {
     const std::string repo = std::string{org} + "/app";
-    for (auto v : {w.post_jobs(org, repo, "\"self-hosted\",\"linux\"", 2), w.post_jobs(org, repo, "\"self-hosted\",\"linux\",\"docker\"", 2)})
+    // Plain jobs ask for x64, which the dind runners lack: by GitHub's rule a runner takes any job
+    // its labels cover, so a dind runner could otherwise take a plain job and leave its own to a
+    // second dind runner (docs/modes/scheduler.md: give overlapping pools a label of their own).
+    for (auto v : {w.post_jobs(org, repo, "\"self-hosted\",\"linux\",\"x64\"", 2), w.post_jobs(org, repo, "\"self-hosted\",\"linux\",\"docker\"", 2)})
       ours.insert(ours.end(), v.begin(), v.end());
   }
   for (auto v : {w.post_jobs("org-pools", "org-pools/app", "\"ubuntu-latest\"", 2), w.post_jobs("org-pools-b", "org-pools-b/app", "\"self-hosted\",\"gpu\"", 1)})
