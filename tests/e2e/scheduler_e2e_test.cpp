@@ -176,14 +176,8 @@ TEST(scheduler_e2e, fifty_jobs_three_entities_the_cap_holds_and_every_job_comple
 // use its own installation's token (the peer refuses another's).
 TEST(scheduler_e2e, pools_each_job_gets_its_pools_runner_and_hosted_jobs_none) {
   REQUIRE_SCHED_ENV(e);
-  for (int i = 0; i < 2; ++i) {
-    const std::string n = "sched-dind-" + std::to_string(i);
-    kube_apply(e.c, "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + n +
-                        "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {kubernetes.io/hostname: " + n +
-                        ", type: kwok, headroom.test/pool: sched-dind}\nstatus:\n"
-                        "  allocatable: {cpu: \"32\", memory: 128Gi, ephemeral-storage: 100Gi, pods: \"110\", headroom.dev/runner: \"2\"}\n"
-                        "  capacity: {cpu: \"32\", memory: 128Gi, ephemeral-storage: 100Gi, pods: \"110\", headroom.dev/runner: \"2\"}\n");
-  }
+  for (int i = 0; i < 2; ++i)
+    kube_apply(e.c, kwok_node("sched-dind-" + std::to_string(i), "sched-dind", 2, "ephemeral-storage: 100Gi, "));
   // A peer of its own: the App, installed in org-pools (201) and org-pools-b (202).
   auto [app_key, app_public_key] = testpeer::make_app_key();
   testpeer::actions_peer::options po;

@@ -26,7 +26,16 @@ struct sched_env {
 
 inline void kube_apply(cluster* c, const std::string& yaml) { c->kubectl({"apply", "-f", "-"}, yaml); }
 
-// Three kwok nodes of the pool, four runner slots each (a device plugin's, as in the seed).
+// A kwok node labelled headroom.test/pool: <pool>, with `slots` runner slots (a device plugin's, as
+// in the seed), 32 CPUs, 128 Gi and `more` resources ("ephemeral-storage: 100Gi, ").
+inline std::string kwok_node(const std::string& name, const std::string& pool, int slots, const std::string& more = {}) {
+  const std::string resources = "{cpu: \"32\", memory: 128Gi, " + more + "pods: \"110\", headroom.dev/runner: \"" + std::to_string(slots) + "\"}";
+  return "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + name + "\n  annotations: {kwok.x-k8s.io/node: fake}\n"
+         "  labels: {kubernetes.io/hostname: " + name + ", type: kwok, headroom.test/pool: " + pool + "}\nstatus:\n"
+         "  allocatable: " + resources + "\n  capacity: " + resources + "\n";
+}
+
+// Three kwok nodes of the pool, four runner slots each.
 inline sched_env make_sched_env() {
   sched_env out;
   out.c = cluster::shared();
@@ -42,14 +51,8 @@ inline sched_env make_sched_env() {
   out.pg = testenv::postgres_server::start(out.why);
   if (!out.pg)
     return out;
-  for (int i = 0; i < 3; ++i) {
-    const std::string n = "sched-node-" + std::to_string(i);
-    kube_apply(out.c, "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + n +
-                          "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {kubernetes.io/hostname: " + n +
-                          ", type: kwok, headroom.test/pool: sched}\nstatus:\n"
-                          "  allocatable: {cpu: \"32\", memory: 128Gi, pods: \"110\", headroom.dev/runner: \"4\"}\n"
-                          "  capacity: {cpu: \"32\", memory: 128Gi, pods: \"110\", headroom.dev/runner: \"4\"}\n");
-  }
+  for (int i = 0; i < 3; ++i)
+    kube_apply(out.c, kwok_node("sched-node-" + std::to_string(i), "sched", 4));
   // The simulator's workflow pods name this PriorityClass (the scale sets' ladder makes it there).
   kube_apply(out.c, "apiVersion: scheduling.k8s.io/v1\nkind: PriorityClass\nmetadata: {name: arc-workflow}\nvalue: 10\n");
   return out;
