@@ -80,7 +80,7 @@ std::string page_head(const std::string& title) {
          "th,td{text-align:left;padding:4px 8px;border-bottom:1px solid #d0d7de;vertical-align:top;white-space:nowrap}"
          "td.wrap{white-space:normal;overflow-wrap:anywhere;min-width:12em}"
          "th{background:#f6f8fa}td.num{text-align:right;font-variant-numeric:tabular-nums}"
-         ".s-pending,.s-creating{color:#9a6700}.s-running{color:#0969da}.s-completed{color:#1a7f37}.s-failed{color:#cf222e}"
+         ".s-pending,.s-creating{color:#9a6700}.s-running{color:#0969da}.s-completed{color:#1a7f37}.s-failed{color:#cf222e}.s-unmatched{color:#57606a}"
          "code{font-size:12px}</style></head><body><nav><a href=\"/usage\">Usage</a><a href=\"/jobs\">Jobs</a>"
          "<a href=\"/workers\">Workers</a></nav><h1>" +
          title + "</h1>";
@@ -153,7 +153,8 @@ std::variant<page_params, std::string> parse_page_params(const std::multimap<std
       p.query.until = v.front() == '-' ? *t : *t + day_ms;  // a date includes its whole day
       p.end = v;
     } else if (k == "after") {
-      // <created_at>:<id> (jobs) or <created_at>:<name> (workers), as a Link header gives it
+      // <created_at>:<status>:<id> (jobs, which page status first) or <created_at>:<name> (workers),
+      // as a Link header gives it
       const auto colon = v.find(':');
       auto at = colon == std::string::npos ? std::nullopt : parse_i64(v.substr(0, colon));
       if (!at)
@@ -161,9 +162,14 @@ std::variant<page_params, std::string> parse_page_params(const std::multimap<std
       const std::string key = v.substr(colon + 1);
       p.query.after_created_at = *at;
       if (jobs) {
-        auto id = parse_i64(key);
+        const auto sep = key.find(':');
+        auto status = sep == std::string::npos ? std::nullopt : store::job_status_from(key.substr(0, sep));
+        if (!status)
+          return "after: the cursor's job status is not one of pending, running, completed, failed, unmatched";
+        auto id = parse_i64(key.substr(sep + 1));
         if (!id)
           return "after: the cursor's job id is not a number";
+        p.query.after_status = *status;
         p.query.after_id = *id;
       } else {
         if (key.empty() || key.size() > 253)

@@ -136,9 +136,11 @@ std::vector<runtime::web_route> dashboard_routes(std::shared_ptr<const http_cont
                            *ctx, r, base, as_json, true, [&](const store::page_query& q) { return ctx->jobs->jobs_page(q); },
                            [](store::page_query& q, const store::job& last) {
                              q.after_created_at = last.created_at;
+                             q.after_status = last.status;
                              q.after_id = last.id;
                            },
-                           [](const store::job& j) { return std::to_string(j.id); }, jobs_json, jobs_html);
+                           [](const store::job& j) { return std::string{store::to_string(j.status)} + ":" + std::to_string(j.id); },
+                           jobs_json, jobs_html);
                      }});
     out.push_back({"GET", "/workers" + ext, [ctx, as_json](const runtime::web_request& r) {
                      return listing<store::worker>(

@@ -65,19 +65,22 @@ intake_answer take_delivery(const delivery& d, std::string_view secret, store::s
     return {400, "workflow_job.id: missing or not a positive number", "malformed"};
   if (e.repository.empty())
     return {400, "repository.full_name: missing", "malformed"};
+  // A job the scheduler does not serve is kept as history (status unmatched, never demand), so
+  // /history shows what went elsewhere and why nothing was provisioned for it.
+  std::string unmatched;
   const bool served = limits.pools.empty() ? serves({}, e.labels)
                                            : std::any_of(limits.pools.begin(), limits.pools.end(),
                                                          [&](const std::vector<std::string>& p) { return serves(p, e.labels); });
   if (!served)
-    return {202, "job " + std::to_string(e.job_id) + " asks for [" + labels_key(e.labels).substr(0, 200) +
-                     "], which no runner pool of this scheduler serves: not recorded",
-            "unmatched"};
-  if (!e.organization.empty() && !limits.repositories.empty() &&
-      std::none_of(limits.repositories.begin(), limits.repositories.end(),
-                   [&](const std::string& r) { return lower(r) == lower(e.repository); }))
-    return {202, "job " + std::to_string(e.job_id) + " of " + e.repository.substr(0, 200) +
-                     ", a repository this scheduler's runner group is not for: not recorded",
-            "unmatched"};
+    unmatched = "job " + std::to_string(e.job_id) + " asks for [" + labels_key(e.labels).substr(0, 200) +
+                "], which no runner pool of this scheduler serves: recorded as unmatched";
+  else if (!e.organization.empty() && !limits.repositories.empty() &&
+           std::none_of(limits.repositories.begin(), limits.repositories.end(),
+                        [&](const std::string& r) { return lower(r) == lower(e.repository); }))
+    unmatched = "job " + std::to_string(e.job_id) + " of " + e.repository.substr(0, 200) +
+                ", a repository this scheduler's runner group is not for: recorded as unmatched";
+  if (!unmatched.empty())
+    to = store::job_status::unmatched;
   store::job_event ev;
   ev.delivery_id = d.id;
   ev.at = d.received_ms;
@@ -96,7 +99,10 @@ intake_answer take_delivery(const delivery& d, std::string_view secret, store::s
   auto r = jobs.record(ev);
   if (auto* err = std::get_if<store::error>(&r))
     return {503, "not recorded: " + err->message, "store_error"};
-  switch (std::get<store::recorded>(r)) {
+  const auto outcome = std::get<store::recorded>(r);
+  if (!unmatched.empty() && outcome != store::recorded::duplicate)
+    return {202, unmatched, "unmatched"};
+  switch (outcome) {
     case store::recorded::applied:
       return {202, "recorded", "recorded"};
     case store::recorded::duplicate:

@@ -8,7 +8,7 @@
 //   400  no X-GitHub-Delivery, or a malformed workflow_job (the message names the field)
 //   202  recorded; or a redelivery (recorded before);  or ignored: another event type, an
 //        action the scheduler does not track (waiting), a ping; or unmatched: a job for runners
-//        that are not the scheduler's (GitHub-hosted, another pool's)
+//        that are not the scheduler's (GitHub-hosted, another system's), recorded as history only
 //   503  the store could not commit it (GitHub can redeliver it)
 //
 // Pure but for the store call: the intake actor (which owns the HTTP route) calls it from its
@@ -51,7 +51,7 @@ struct intake_limits {
 // runner takes a job when it has every label the job asks for; `self-hosted` is every self-hosted
 // runner's); without, every job that asks for `self-hosted`. Case-insensitive, as GitHub's.
 // A job it does not serve (ubuntu-latest, another runner system's) is answered 202 "unmatched" and
-// never recorded: it is no demand, and gets no runner. With pools, a job is the scheduler's when a
+// recorded with status unmatched: history (/history shows it), never demand, and no runner. With pools, a job is the scheduler's when a
 // pool serves it.
 bool serves(const std::vector<std::string>& runner_labels, const std::vector<std::string>& job_labels);
 

@@ -13,15 +13,17 @@ namespace headroom::store {
 
 namespace {
 
-constexpr const char* job_states[] = {"pending", "running", "completed", "failed"};
+constexpr const char* job_states[] = {"pending", "running", "completed", "failed", "unmatched"};
 constexpr const char* worker_states[] = {"creating", "running", "completed", "failed"};
 
-// Forward only: the rank of a status; completed and failed are both final.
+// Forward only: the rank of a status; completed, failed and unmatched are all final (a pending job
+// a changed configuration no longer serves becomes unmatched; a finished one stays as it ended).
 int rank(job_status s) { return s == job_status::pending ? 0 : s == job_status::running ? 1 : 2; }
 int rank(worker_status s) { return s == worker_status::creating ? 0 : s == worker_status::running ? 1 : 2; }
 
 // The same rank, in SQL, of a status column.
-std::string rank_sql(const std::string& column, const char* const (&names)[4]) {
+template <size_t N>
+std::string rank_sql(const std::string& column, const char* const (&names)[N]) {
   return std::string{"(CASE "} + column + " WHEN '" + names[0] + "' THEN 0 WHEN '" + names[1] + "' THEN 1 ELSE 2 END)";
 }
 
@@ -81,15 +83,16 @@ std::optional<error> run(detail::connection& c, const std::string& sql, const st
 
 // One keyset page, newest first: `select` over created_at and then `key`, after the previous
 // page's last (created_at, key) when the query has one; an index seek, never an OFFSET.
+// `filter` narrows it further (" AND status = 'x'", our own text, never a client's).
 std::optional<error> page(detail::connection& c, const std::string& select, const char* key, detail::value after_key,
-                          const page_query& q, detail::rows& out) {
+                          const page_query& q, detail::rows& out, bool use_cursor = true, const std::string& filter = "") {
   // One upper bound only, the tighter one: with two (created_at < until, and the cursor's), SQLite
   // bounds its index range by one of them and filters by the other, so a deep page scanned from
   // the top (the last of 100k rows: 17 ms). The cursor came from a page within the range, so it is
   // the tighter unless a client made it up.
-  const bool cursor = q.after_created_at && *q.after_created_at < q.until;
+  const bool cursor = use_cursor && q.after_created_at && *q.after_created_at < q.until;
   std::vector<detail::value> params{q.since};
-  std::string where = " WHERE created_at >= $1";
+  std::string where = " WHERE created_at >= $1" + filter;
   if (cursor) {
     // (created_at, key) < ($2, $3) as a range on created_at and a filter within it.
     where += std::string{" AND created_at <= $2 AND (created_at < $2 OR "} + key + " < $3)";
@@ -109,14 +112,14 @@ const char* to_string(job_status s) { return job_states[static_cast<int>(s)]; }
 const char* to_string(worker_status s) { return worker_states[static_cast<int>(s)]; }
 
 std::optional<job_status> job_status_from(std::string_view s) {
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < static_cast<int>(std::size(job_states)); ++i)
     if (s == job_states[i])
       return static_cast<job_status>(i);
   return std::nullopt;
 }
 
 std::optional<worker_status> worker_status_from(std::string_view s) {
-  for (int i = 0; i < 4; ++i)
+  for (int i = 0; i < static_cast<int>(std::size(worker_states)); ++i)
     if (s == worker_states[i])
       return static_cast<worker_status>(i);
   return std::nullopt;
@@ -150,6 +153,18 @@ const std::vector<migration>& migrations() {
       {5, {"ALTER TABLE workers ADD COLUMN running_since BIGINT NOT NULL DEFAULT 0",
            "ALTER TABLE workers ADD COLUMN idle_since BIGINT NOT NULL DEFAULT 0",
            "ALTER TABLE workers ADD COLUMN registered BIGINT NOT NULL DEFAULT 0"}},
+      // A job no runner pool serves is kept as history (status 'unmatched'). The status CHECK is
+      // part of the table (SQLite alters no constraint), so the table is rebuilt: the same on both.
+      {6, {"CREATE TABLE jobs_v6 (id BIGINT PRIMARY KEY, run_id BIGINT NOT NULL, entity TEXT NOT NULL, labels TEXT NOT NULL, "
+           "name TEXT NOT NULL, repository TEXT NOT NULL, conclusion TEXT NOT NULL DEFAULT '', "
+           "status TEXT NOT NULL CHECK (status IN ('pending', 'running', 'completed', 'failed', 'unmatched')), "
+           "created_at BIGINT NOT NULL, updated_at BIGINT NOT NULL, runner_name TEXT NOT NULL DEFAULT '')",
+           "INSERT INTO jobs_v6 (" + job_columns + ") SELECT " + job_columns + " FROM jobs",
+           "DROP TABLE jobs",
+           "ALTER TABLE jobs_v6 RENAME TO jobs",
+           "CREATE INDEX jobs_by_created ON jobs (created_at, id)",
+           "CREATE INDEX jobs_by_status ON jobs (status, created_at, id)",
+           "CREATE INDEX jobs_by_runner ON jobs (runner_name)"}},
   };
   return all;
 }
@@ -222,6 +237,10 @@ std::optional<error> sql_store::record_in(connection& c, const job_event& e, rec
   return std::nullopt;
 }
 
+// Whether a recorded change wakes the reconcilers: an unmatched job is history only (a busy
+// organisation's GitHub-hosted jobs would otherwise start a cycle each).
+static bool is_demand(const job_event& e) { return e.change.status != job_status::unmatched; }
+
 // One transaction for the whole batch. When it fails, each delivery is tried in its own
 // transaction, so one that cannot be written does not take the others down with it.
 std::vector<result<recorded>> sql_store::commit_batch(const std::vector<pending_record*>& batch) {
@@ -232,7 +251,7 @@ std::vector<result<recorded>> sql_store::commit_batch(const std::vector<pending_
     for (size_t i = 0; i < batch.size(); ++i) {
       if (auto e = record_in(c, *batch[i]->event, outcomes[i]))
         return e;
-      any_applied = any_applied || outcomes[i] == recorded::applied;
+      any_applied = any_applied || (outcomes[i] == recorded::applied && is_demand(*batch[i]->event));
     }
     return any_applied ? notify_in_transaction(c) : std::nullopt;
   });
@@ -250,13 +269,13 @@ std::vector<result<recorded>> sql_store::commit_batch(const std::vector<pending_
     auto e = transact([&](connection& c) -> std::optional<error> {
       if (auto err = record_in(c, *p->event, one))
         return err;
-      return one == recorded::applied ? notify_in_transaction(c) : std::nullopt;
+      return one == recorded::applied && is_demand(*p->event) ? notify_in_transaction(c) : std::nullopt;
     });
     if (e) {
       out.emplace_back(*e);
     } else {
       out.emplace_back(one);
-      if (one == recorded::applied)
+      if (one == recorded::applied && is_demand(*p->event))
         job_change_committed();
     }
   }
@@ -322,11 +341,21 @@ result<std::vector<job>> sql_store::pending_jobs(size_t limit) {
 
 result<std::vector<job>> sql_store::jobs_page(const page_query& q) {
   return in_transaction<std::vector<job>>([&](connection& c, std::vector<job>& out) -> std::optional<error> {
-    rows r;
-    auto e = page(c, "SELECT " + job_columns + " FROM jobs", "id", detail::value{q.after_id}, q, r);
-    for (const auto& row : r.data)
-      out.push_back(job_of(row));
-    return e;
+    // One index seek per status (jobs_by_status: status, created_at, id), in job_status's order,
+    // until the page is full: the cursor bounds only its own status; the statuses after it start
+    // from their newest. Never an OFFSET, never a sort of the whole history.
+    const int first = q.after_created_at ? static_cast<int>(q.after_status) : 0;
+    for (int st = first; st < static_cast<int>(std::size(job_states)) && out.size() < q.limit; ++st) {
+      page_query left = q;
+      left.limit = q.limit - out.size();
+      rows r;
+      if (auto e = page(c, "SELECT " + job_columns + " FROM jobs", "id", detail::value{q.after_id}, left, r, st == first,
+                        std::string{" AND status = '"} + job_states[st] + "'"))
+        return e;
+      for (const auto& row : r.data)
+        out.push_back(job_of(row));
+    }
+    return std::nullopt;
   });
 }
 
@@ -428,7 +457,7 @@ result<pruned> sql_store::prune(int64_t before, size_t batch, size_t max_batches
     int64_t pruned::*count;
   };
   static constexpr step steps[] = {
-      {"DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE created_at < $1 AND status IN ('completed', 'failed') "
+      {"DELETE FROM jobs WHERE id IN (SELECT id FROM jobs WHERE created_at < $1 AND status IN ('completed', 'failed', 'unmatched') "
        "ORDER BY created_at LIMIT $2)",
        &pruned::jobs},
       {"DELETE FROM workers WHERE name IN (SELECT name FROM workers WHERE created_at < $1 AND status IN ('completed', 'failed') "

@@ -7,7 +7,8 @@
 //
 // Invariants the SQL itself enforces (a bug elsewhere cannot break them):
 // - a job only moves forward: pending → running → completed | failed (a completed webhook may
-//   arrive before the queued one; the late queued one then changes nothing);
+//   arrive before the queued one; the late queued one then changes nothing); `unmatched` (a job
+//   no runner pool serves) is final from the start and is never demand;
 // - a webhook delivery (X-GitHub-Delivery) is recorded at most once, in the same transaction as
 //   what it changed, so a redelivery writes nothing and a crash never leaves half of one;
 // - a worker is never deleted while active; a failed one keeps `failure_info` for as long as the
@@ -27,7 +28,9 @@
 
 namespace headroom::store {
 
-enum class job_status { pending, running, completed, failed };
+// In this order on /history (status first, then newest first): the queue, what runs, what is over,
+// and last what was never the scheduler's.
+enum class job_status { pending, running, completed, failed, unmatched };
 const char* to_string(job_status s);
 std::optional<job_status> job_status_from(std::string_view s);
 
@@ -97,6 +100,7 @@ struct page_query {
   std::optional<int64_t> after_created_at;
   int64_t after_id = 0;        // jobs
   std::string after_name;      // workers
+  job_status after_status = job_status::pending;  // jobs: the cursor's status (jobs page status first)
   int64_t since = 0, until = INT64_MAX;  // created_at range, ms
 };
 
@@ -113,6 +117,8 @@ class store {
   virtual result<std::optional<job>> get_job(int64_t id) = 0;
   // Pending jobs, oldest first (FIFO by created_at).
   virtual result<std::vector<job>> pending_jobs(size_t limit) = 0;
+  // The job history as the seed's /history shows it: by status (job_status's order), then newest
+  // first; a keyset page after (after_status, after_created_at, after_id).
   virtual result<std::vector<job>> jobs_page(const page_query& q) = 0;
   // Jobs not yet final (pending or running), oldest first: the reconciler's demand.
   virtual result<std::vector<job>> active_jobs() = 0;
@@ -133,7 +139,7 @@ class store {
   // The job GitHub ran on the runner `runner_name` (from its in_progress or completed webhook), if any.
   virtual result<std::optional<job>> job_for_runner(const std::string& runner_name) = 0;
 
-  // History retention: deletes the final (completed or failed) jobs and workers created before
+  // History retention: deletes the final (completed, failed or unmatched) jobs and workers created before
   // `before`, and the deliveries received before it, `batch` rows per transaction so that no
   // delivery waits long behind a big delete, and at most `max_batches` transactions per call so
   // that the caller is not held long either (`more` then says to call again). A pending or running

@@ -34,7 +34,7 @@ scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
                       .Help("What the reconciler did: provisioned, job_failed, worker_failed, worker_completed, killed, force_deleted, runner_removed, stray_deleted")
                       .Register(reg);
   auto& skipped = prometheus::BuildCounter().Name("headroom_scheduler_skipped_total")
-                      .Help("Pending jobs not served this cycle (capped: the entity's cap, pool_full: the pool's maxWorkers, no_pool: no pool serves its labels any more, no_capacity, rate_limited: GitHub's rate limit, api_unavailable: the API server refused a runner pod), cycles skipped (lock_held) and stray runner pods left because their runner is busy (stray_busy)").Register(reg);
+                      .Help("Pending jobs not served this cycle (capped: the entity's cap, pool_full: the pool's maxWorkers, no_pool: no pool serves its labels any more, no_capacity, rate_limited: GitHub's rate limit, api_unavailable: the API server refused a runner pod, github_backoff: GitHub refused the entity's last runner (App not installed, runner group refused) and it waits out its backoff), cycles skipped (lock_held) and stray runner pods left because their runner is busy (stray_busy)").Register(reg);
   auto& errors = prometheus::BuildCounter().Name("headroom_scheduler_errors_total").Help("Calls that failed, by dependency").Register(reg);
   auto& latency = prometheus::BuildHistogram().Name("headroom_scheduler_provision_latency_seconds")
                       .Help("From a job's first webhook to its runner pod created").Register(reg).Add({}, slow_buckets);
@@ -53,7 +53,7 @@ scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
     by_table[t] = &pruned.Add({{"table", t}});
   for (const char* a : {"provisioned", "job_failed", "worker_failed", "worker_completed", "killed", "force_deleted", "runner_removed", "stray_deleted"})
     by_action[a] = &actions.Add({{"action", a}});
-  for (const char* s : {"capped", "pool_full", "no_pool", "no_capacity", "lock_held", "rate_limited", "api_unavailable", "stray_busy"})
+  for (const char* s : {"capped", "pool_full", "no_pool", "no_capacity", "lock_held", "rate_limited", "api_unavailable", "github_backoff", "stray_busy"})
     by_skip[s] = &skipped.Add({{"reason", s}});
   for (const char* e : {"store", "github", "kubernetes"})
     by_error[e] = &errors.Add({{"dependency", e}});

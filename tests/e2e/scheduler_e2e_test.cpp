@@ -223,6 +223,10 @@ TEST(scheduler_e2e, pools_each_job_gets_its_pools_runner_and_hosted_jobs_none) {
   }
   for (auto v : {w.post_jobs("org-pools", "org-pools/app", "\"ubuntu-latest\"", 2), w.post_jobs("org-pools-b", "org-pools-b/app", "\"self-hosted\",\"gpu\"", 1)})
     unmatched.insert(unmatched.end(), v.begin(), v.end());
+  // An organization the App is not installed in: its job waits, and costs a failed worker per
+  // backoff step (10 s doubling), not one per cycle.
+  const auto started = std::chrono::steady_clock::now();
+  const auto nowhere = w.post_jobs("org-nowhere", "org-nowhere/app", "\"self-hosted\",\"linux\",\"x64\"", 1);
 
   struct seen_pod {
     std::string pool, node, team, env0;
@@ -291,11 +295,37 @@ TEST(scheduler_e2e, pools_each_job_gets_its_pools_runner_and_hosted_jobs_none) {
   }
   EXPECT_GE(linux_pods, 4);
   EXPECT_GE(dind_pods, 4);
-  // The unmatched: answered, counted, never recorded, never given a runner.
-  const auto stored = w.stored_jobs();
+  // The unmatched: answered, counted, kept as history (status unmatched), never given a runner.
+  auto stored = w.stored_jobs();
   for (auto id : unmatched)
-    EXPECT_EQ(stored.count(id), 0u) << "job " << id << " is no pool's";
-  EXPECT_EQ(w.workers().size(), ours.size()) << "one worker per job of a pool, none for the unmatched";
+    EXPECT_EQ(stored[id], "unmatched") << "job " << id << " is no pool's";
+  size_t refused = 0, served = 0;
+  for (const auto& x : w.workers()) {
+    if (x.entity != "org-nowhere") {
+      ++served;
+      continue;
+    }
+    ++refused;
+    EXPECT_EQ(x.status, "failed") << x.name;
+    EXPECT_NE(x.failure.find("runner group"), std::string::npos) << x.failure;
+  }
+  EXPECT_EQ(served, ours.size()) << "one worker per job of a pool, none for the unmatched";
+  // Attempts at 0 s and then after 5-10 s, 10-20 s, 20-40 s, … (jittered): at most one more than
+  // the doublings that fit.
+  const auto took = std::chrono::duration_cast<std::chrono::seconds>(std::chrono::steady_clock::now() - started).count();
+  size_t bound = 1;
+  for (int64_t t = 5; t <= took; t = 2 * t + 5)
+    ++bound;
+  EXPECT_GE(refused, 1u);
+  EXPECT_LE(refused, bound) << "in " << took << " s: the refused organization is backed off";
+  EXPECT_EQ(w.stored_jobs()[nowhere.at(0)], "pending") << "it waits for the App to be installed";
+  EXPECT_GE(w.headroom->sample("headroom_scheduler_skipped_total{reason=\"github_backoff\"}"), 1);
+  const auto log = w.headroom->full_log();
+  size_t lines = 0;
+  for (auto at = log.find("GitHub refuses runners for this scope"); at != std::string::npos;
+       at = log.find("GitHub refuses runners for this scope", at + 1))
+    ++lines;
+  EXPECT_EQ(lines, 1u) << "one warning for the refusal, not one per attempt";
   const auto metrics = w.headroom->metrics();
   EXPECT_NE(metrics.find("headroom_scheduler_webhooks_total{outcome=\"unmatched\"} 3"), std::string::npos)
       << "two ubuntu-latest and one gpu job, queued";
@@ -357,7 +387,7 @@ TEST(scheduler_e2e, phase_4_by_runner_group_and_prefix_and_a_stuck_queued_job_fa
   }
   auto other = w.post_jobs("org-p4", "org-p4/other", "\"self-hosted\",\"linux\"", 1);
   EXPECT_TRUE(eventually([&] { return w.headroom->sample("headroom_scheduler_webhooks_total{outcome=\"unmatched\"}") >= 1; }, 20s));
-  EXPECT_EQ(w.stored_jobs().count(other[0]), 0u) << "org-p4/other may not use the runner group";
+  EXPECT_EQ(w.stored_jobs()[other[0]], "unmatched") << "org-p4/other may not use the runner group";
   auto enroll = [&](const std::string& entity, int64_t group_id, const std::string& name) {
     auto r = e.peer->control("/runners/register", "{\"entity\":\"" + entity + "\",\"groupId\":" + std::to_string(group_id) +
                                                       ",\"name\":\"" + name + "\",\"online\":false}");
@@ -658,14 +688,27 @@ TEST(scheduler_e2e, forged_redelivered_early_completed_and_vanished_jobs) {
   e.peer->control("/webhooks/jobs", "{\"organization\":\"org-zero\",\"repository\":\"org-zero/app\",\"labels\":[\"self-hosted\",\"x\"],"
                                     "\"name\":\"<script>alert(1)</script>\"}");
   ASSERT_TRUE(eventually([&] { return w.stored_jobs().size() >= 4; }, 20s));
-  // #36: jobs for GitHub-hosted runners are answered (202 unmatched) and never become demand.
+  // #36: jobs for GitHub-hosted runners are answered (202 unmatched), kept as unmatched history
+  // and never become demand; /history lists the jobs status first (pending, running, completed,
+  // failed, unmatched), newest first within each.
   const auto hosted = w.post_jobs("org-zero", "org-zero/app", "\"ubuntu-latest\"", 2);
   ASSERT_EQ(hosted.size(), 2u);
   EXPECT_TRUE(eventually([&] { return w.headroom->sample("headroom_scheduler_webhooks_total{outcome=\"unmatched\"}") >= 2; }, 20s))
       << w.headroom->metrics();
-  const auto stored_now = w.stored_jobs();
+  auto stored_now = w.stored_jobs();
   for (auto id : hosted)
-    EXPECT_EQ(stored_now.count(id), 0u) << "the GitHub-hosted job " << id << " was recorded";
+    EXPECT_EQ(stored_now[id], "unmatched") << "the GitHub-hosted job " << id;
+  {
+    const auto listed = w.all_rows("/history.json?per_page=2", "status");
+    const auto ids = w.all_rows("/history.json?per_page=2", "id");
+    ASSERT_EQ(listed.size(), stored_now.size()) << "every job once, across pages of two";
+    const std::vector<std::string> order{"pending", "running", "completed", "failed", "unmatched"};
+    auto rank = [&](const std::string& s) { return std::find(order.begin(), order.end(), s) - order.begin(); };
+    for (size_t i = 1; i < listed.size(); ++i)
+      EXPECT_LE(rank(listed[i - 1]), rank(listed[i])) << "row " << i << ": " << listed[i - 1] << " before " << listed[i];
+    EXPECT_EQ(listed.back(), "unmatched");
+    EXPECT_EQ(std::set<std::string>(ids.begin(), ids.end()).size(), ids.size()) << "a job came twice";
+  }
   auto html = testpeer::http_call(w.pages + "/jobs");
   EXPECT_EQ(html.body.find("<script>"), std::string::npos);
   EXPECT_NE(html.body.find("&lt;script&gt;"), std::string::npos);

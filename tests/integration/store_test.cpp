@@ -9,9 +9,11 @@
 #include <algorithm>
 #include <atomic>
 #include <filesystem>
+#include <fstream>
 #include <set>
 #include <thread>
 
+#include "adapters/store/sql.hpp"
 #include "adapters/store/store.hpp"
 #include "testenv/cluster_fixture.hpp"
 #include "testenv/postgres_server.hpp"
@@ -105,6 +107,44 @@ TEST_P(store_test, migrations_apply_once_and_a_newer_schema_is_refused) {
   ASSERT_TRUE(std::holds_alternative<error>(refused));
   EXPECT_TRUE(std::get<error>(refused).schema_too_new);
   EXPECT_NE(std::get<error>(refused).message.find("version 99"), std::string::npos) << std::get<error>(refused).message;
+}
+
+// A database a release with schema 5 wrote (before jobs could be `unmatched`) is migrated with its
+// jobs kept, and then takes unmatched ones.
+TEST_P(store_test, a_schema_5_database_keeps_its_jobs_and_takes_unmatched_ones) {
+  std::string script = "CREATE TABLE headroom_schema (version INTEGER NOT NULL);\n";
+  for (const auto& m : headroom::store::detail::migrations()) {
+    if (m.version > 5)
+      break;
+    for (const auto& st : m.statements)
+      script += st + ";\n";
+    script += "INSERT INTO headroom_schema VALUES (" + std::to_string(m.version) + ");\n";
+  }
+  script += "INSERT INTO jobs (id, run_id, entity, labels, name, repository, conclusion, status, created_at, updated_at, runner_name) "
+            "VALUES (7, 70, 'acme', 'linux', 'build', 'acme/app', 'success', 'completed', 100, 200, 'r-1');\n";
+  const auto file = std::filesystem::temp_directory_path() / (name_ + ".sql");
+  {
+    std::ofstream out{file};
+    out << script;
+  }
+  auto r = GetParam() == "postgres"
+               ? headroom::testenv::run_command({"psql", "-v", "ON_ERROR_STOP=1", pg_->conninfo(name_), "-f", file.string()})
+               : headroom::testenv::run_command({"python3", "-c",
+                                                 "import sqlite3,sys; c=sqlite3.connect(sys.argv[1]); c.executescript(open(sys.argv[2]).read()); c.commit()",
+                                                 dir_ + "/jobs.db", file.string()});
+  std::filesystem::remove(file);
+  ASSERT_EQ(r.exit_code, 0) << r.err;
+  auto s = open();
+  ASSERT_TRUE(s);
+  EXPECT_EQ(s->schema_version(), known_schema_version());
+  auto kept = ok(s->get_job(7));
+  ASSERT_TRUE(kept.has_value());
+  EXPECT_EQ(kept->status, job_status::completed);
+  EXPECT_EQ(kept->runner_name, "r-1");
+  EXPECT_EQ(kept->created_at, 100);
+  EXPECT_EQ(ok(s->record(event("d-u", 8, job_status::unmatched, 300))), recorded::applied);
+  EXPECT_EQ(ok(s->get_job(8))->status, job_status::unmatched);
+  EXPECT_EQ(ok(s->jobs_page({})).size(), 2u);
 }
 
 TEST_P(store_test, a_job_moves_forward_only_and_a_redelivery_writes_nothing) {
@@ -211,6 +251,63 @@ TEST_P(store_test, keyset_pages_return_every_job_once_newest_first) {
   EXPECT_EQ(in_window.size(), 30u);
   for (const auto& j : in_window)
     EXPECT_TRUE(j.created_at >= 1010 && j.created_at < 1020);
+}
+
+// /history's order (seed 003: "sorted by status then created_at"): pending, running, completed,
+// failed, unmatched, newest first within each; pages of any size give every job once, and a page
+// may end in one status and the next begin in another.
+TEST_P(store_test, the_history_pages_status_first_then_newest_first) {
+  auto s = open();
+  ASSERT_TRUE(s);
+  const job_status cycle[] = {job_status::unmatched, job_status::completed, job_status::pending, job_status::failed,
+                              job_status::running};
+  for (int64_t id = 1; id <= 53; ++id) {
+    const auto st = cycle[id % 5];
+    ok(s->record(event("q-" + std::to_string(id), id, job_status::pending, 1000 + id / 2)));
+    if (st != job_status::pending)
+      ok(s->record(event("m-" + std::to_string(id), id, st, 5000)));
+  }
+  for (size_t per_page : {1u, 7u, 10u, 11u, 100u}) {
+    std::vector<job> seen;
+    page_query q;
+    q.limit = per_page;
+    for (int guard = 0; guard < 100; ++guard) {
+      auto page = ok(s->jobs_page(q));
+      seen.insert(seen.end(), page.begin(), page.end());
+      if (page.size() < q.limit)
+        break;
+      q.after_created_at = page.back().created_at;
+      q.after_status = page.back().status;
+      q.after_id = page.back().id;
+    }
+    ASSERT_EQ(seen.size(), 53u) << "per_page " << per_page;
+    std::set<int64_t> ids;
+    for (const auto& j : seen)
+      ids.insert(j.id);
+    EXPECT_EQ(ids.size(), 53u) << "per_page " << per_page << ": a job came twice";
+    for (size_t i = 1; i < seen.size(); ++i) {
+      const auto &a = seen[i - 1], &b = seen[i];
+      const bool ordered = a.status < b.status ||
+                           (a.status == b.status && (a.created_at > b.created_at || (a.created_at == b.created_at && a.id > b.id)));
+      EXPECT_TRUE(ordered) << "per_page " << per_page << ", row " << i << ": job " << a.id << " (" << to_string(a.status)
+                           << ") before job " << b.id << " (" << to_string(b.status) << ")";
+    }
+    EXPECT_EQ(seen.front().status, job_status::pending);
+    EXPECT_EQ(seen.back().status, job_status::unmatched);
+  }
+  // The created_at window holds in every status.
+  page_query window;
+  window.since = 1010;
+  window.until = 1020;
+  auto in_window = ok(s->jobs_page(window));
+  EXPECT_EQ(in_window.size(), 20u);
+  for (const auto& j : in_window)
+    EXPECT_TRUE(j.created_at >= 1010 && j.created_at < 1020) << j.id;
+  // unmatched is final: GitHub's later deliveries for the job do not move it, and prune takes it.
+  ok(s->record(event("u-late", 5, job_status::completed, 6000)));
+  EXPECT_EQ(ok(s->get_job(5))->status, job_status::unmatched);
+  ok(s->prune(INT64_MAX));
+  EXPECT_FALSE(ok(s->get_job(5)).has_value()) << "an unmatched job is history, pruned past the retention";
 }
 
 TEST_P(store_test, workers_move_forward_keep_why_they_failed_and_are_never_reused) {

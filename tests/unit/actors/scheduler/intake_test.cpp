@@ -175,19 +175,27 @@ TEST(intake_labels, githubs_rule_decides_which_jobs_are_the_schedulers) {
 
 }  // namespace
 
-TEST_F(intake, a_job_for_runners_that_are_not_the_schedulers_is_answered_and_not_recorded) {
+TEST_F(intake, a_job_for_runners_that_are_not_the_schedulers_is_answered_and_kept_as_unmatched_history) {
   const std::string hosted = R"({"action":"queued","workflow_job":{"id":41,"run_id":7,"labels":["ubuntu-latest"],"status":"queued"},)"
                              R"("repository":{"full_name":"acme/app"},"organization":{"login":"acme"}})";
   auto a = take_delivery(signed_delivery("d-hosted", hosted), secret, *jobs_);
   EXPECT_EQ(a.status, 202);
   EXPECT_STREQ(a.outcome, "unmatched");
   EXPECT_NE(a.message.find("ubuntu-latest"), std::string::npos) << a.message;
-  EXPECT_FALSE(job(41).has_value()) << "no demand, no runner";
+  ASSERT_TRUE(job(41).has_value()) << "kept as history";
+  EXPECT_EQ(job(41)->status, store::job_status::unmatched) << "no demand, no runner";
+  EXPECT_TRUE(std::get<std::vector<store::job>>(jobs_->active_jobs()).empty());
+  auto again = take_delivery(signed_delivery("d-hosted", hosted), secret, *jobs_);
+  EXPECT_STREQ(again.outcome, "duplicate") << "a redelivery is known";
+  const std::string ran = R"({"action":"completed","workflow_job":{"id":41,"run_id":7,"labels":["ubuntu-latest"],"status":"completed",)"
+                          R"("conclusion":"success"},"repository":{"full_name":"acme/app"},"organization":{"login":"acme"}})";
+  EXPECT_STREQ(take_delivery(signed_delivery("d-hosted-done", ran), secret, *jobs_).outcome, "unmatched");
+  EXPECT_EQ(job(41)->status, store::job_status::unmatched) << "it stays unmatched when GitHub's runner finishes it";
   actors::scheduler::intake_limits gpu_only;
   gpu_only.pools = {{"gpu"}};
   auto b = take_delivery(signed_delivery("d-2", job_body("queued", 42)), secret, *jobs_, gpu_only);
   EXPECT_STREQ(b.outcome, "unmatched") << "X64 and linux are not a gpu-only pool's";
-  EXPECT_FALSE(job(42).has_value());
+  EXPECT_EQ(job(42)->status, store::job_status::unmatched);
   actors::scheduler::intake_limits fits;
   fits.pools = {{"linux", "x64"}};
   auto c = take_delivery(signed_delivery("d-3", job_body("queued", 43)), secret, *jobs_, fits);
@@ -200,7 +208,7 @@ TEST_F(intake, a_job_for_runners_that_are_not_the_schedulers_is_answered_and_not
   auto unlisted = take_delivery(signed_delivery("d-6", job_body("queued", 46)), secret, *jobs_, listed);
   EXPECT_STREQ(unlisted.outcome, "unmatched");
   EXPECT_NE(unlisted.message.find("acme/app"), std::string::npos) << unlisted.message;
-  EXPECT_FALSE(job(46).has_value());
+  EXPECT_EQ(job(46)->status, store::job_status::unmatched);
   EXPECT_STREQ(take_delivery(signed_delivery("d-7", job_body("queued", 47, "")), secret, *jobs_, listed).outcome, "recorded")
       << "a personal account's repository has no runner group to restrict";
   actors::scheduler::intake_limits second_pool;  // a job is the scheduler's when any pool serves it

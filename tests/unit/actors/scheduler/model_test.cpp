@@ -282,8 +282,9 @@ TEST(dashboards, page_parameters_and_their_errors_name_the_parameter) {
   EXPECT_EQ(p.query.until, 1'793'491'200'000 + 2 * 86'400'000);  // through the end of 2026-11-02
   auto rel = std::get<page_params>(parse_page_params(q({{"start", "-7d"}}), now, true));
   EXPECT_EQ(rel.query.since, now - 7 * 86'400'000LL);
-  auto cursor = std::get<page_params>(parse_page_params(q({{"after", "1793491200123:42"}}), now, true));
+  auto cursor = std::get<page_params>(parse_page_params(q({{"after", "1793491200123:completed:42"}}), now, true));
   EXPECT_EQ(cursor.query.after_created_at, 1'793'491'200'123);
+  EXPECT_EQ(cursor.query.after_status, headroom::store::job_status::completed);
   EXPECT_EQ(cursor.query.after_id, 42);
   auto named = std::get<page_params>(parse_page_params(q({{"after", "5:headroom-runner-abc"}}), now, false));
   EXPECT_EQ(named.query.after_name, "headroom-runner-abc");
@@ -292,6 +293,7 @@ TEST(dashboards, page_parameters_and_their_errors_name_the_parameter) {
            {"per_page", "0", "per_page"}, {"per_page", "1001", "per_page"}, {"per_page", "x", "per_page"},
            {"page", "-1", "page"},        {"start", "2026-02-31", "start"}, {"end", "yesterday", "end"},
            {"after", "12", "after"},      {"after", "a:1", "after"},        {"color", "red", "color"},
+           {"after", "5:42", "status"},   {"after", "5:done:42", "status"}, {"after", "5:running:x", "job id"},
            {"page", "1001", "page"}}) {  // #40: a client's error (400), once reported as the store's (503)
     auto r = parse_page_params(q({{k, v}}), now, true);
     ASSERT_TRUE(std::holds_alternative<std::string>(r)) << k << "=" << v;
@@ -306,9 +308,9 @@ TEST(dashboards, link_header_carries_the_cursor_and_the_range) {
   p.page = 2;
   p.per_page = 50;
   p.start = "-7d";
-  const auto link = link_header("/jobs.json", p, true, 1793491200123, "42");
+  const auto link = link_header("/jobs.json", p, true, 1793491200123, "running:42");
   EXPECT_EQ(link, "</jobs.json?per_page=50&start=-7d&page=1>; rel=\"first\", "
-                  "</jobs.json?per_page=50&start=-7d&page=3&after=1793491200123%3A42>; rel=\"next\"");
+                  "</jobs.json?per_page=50&start=-7d&page=3&after=1793491200123%3Arunning%3A42>; rel=\"next\"");
   EXPECT_EQ(link_header("/jobs.json", p, false, 0, ""), "</jobs.json?per_page=50&start=-7d&page=1>; rel=\"first\"");
 }
 
