@@ -18,12 +18,14 @@ cp "$src/examples/headroom.yaml" "$rootfs/tmp/example.yaml"
 chroot --userspec=65532:65532 "$rootfs" /usr/local/bin/headroom check-config /tmp/example.yaml
 rm -f "$rootfs/tmp/example.yaml"
 # The image's config: the entrypoint and the user.
-python3 - "$out/oci" <<'PY'
+python3 - "$out/oci" "$(dpkg --print-architecture)" <<'PY'
 import json, os, sys
-layout = sys.argv[1]
+layout, arch = sys.argv[1], sys.argv[2]
 index = json.load(open(os.path.join(layout, "index.json")))
 blob = lambda d: os.path.join(layout, "blobs", *d["digest"].split(":"))
-manifest = json.load(open(blob(index["manifests"][0])))
+ref = "org.opencontainers.image.ref.name"
+image = next(m for m in index["manifests"] if m["annotations"][ref].endswith("-" + arch))
+manifest = json.load(open(blob(image)))
 config = json.load(open(blob(manifest["config"])))["config"]
 assert config["Entrypoint"] == ["/usr/local/bin/headroom"], config
 assert config["User"] == "65532:65532", config

@@ -1,6 +1,7 @@
 #!/usr/bin/env bash
 # Builds, ahead of the tests that need them, the Go programs the cluster tests build for
-# themselves: helm (tests/testenv/build-helm.sh, cached; the chart tests) and the test peers under
+# themselves: helm (tests/testenv/build-helm.sh, cached; the chart tests), the OCI registry
+# (build-registry.sh, cached; the release test) and the test peers under
 # tests/peers/ with the Actions Service peer's conformance test (its race build). Each test still
 # builds its peer at start (the build is then a cache hit and a link: seconds); on a machine whose
 # Go build cache has never seen them that first build takes minutes (runner-sim 102 s, helm 210 s,
@@ -37,4 +38,5 @@ step "conformance test (race build, no test run)" conformance
 step "peer actions-service" "$peers/actions-service/build.sh" "$scratch/actions-service"
 step "peer runner-sim" "$peers/runner-sim/build.sh" "$scratch/runner-sim"
 step helm "$here/build-helm.sh" >/dev/null
+step registry "$here/build-registry.sh" >/dev/null
 exit $status

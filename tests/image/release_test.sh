@@ -1,0 +1,122 @@
+#!/usr/bin/env bash
+# A release as a user meets it (#39): scripts/release pushes the image and the chart to a real OCI
+# registry (the CNCF distribution registry, built from its Go module, on loopback); both are pulled
+# back by digest; the image is checked for what scanners read (status.d, the SBOM, OCI labels) and
+# rebuilt to the same digest; the chart is installed from oci:// into the test cluster, pulling
+# the image by digest.
+#   release_test.sh SOURCE_DIR OUT_DIR
+set -euo pipefail
+src=$1 out=$2
+work=$(mktemp -d)
+registry_pid=""
+cleanup() {
+  [ -z "$registry_pid" ] || kill "$registry_pid" 2>/dev/null || true
+  "$src/tests/testenv/cluster" down "$work/cluster" >/dev/null 2>&1 || true
+  rm -rf "$work"
+}
+trap cleanup EXIT
+fail() { echo "FAIL: $*"; exit 1; }
+
+registry_bin=$("$src/tests/testenv/build-registry.sh")
+helm=$("$src/tests/testenv/build-helm.sh")
+port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+cat >"$work/registry.yml" <<EOF
+version: 0.1
+log: {level: warn}
+storage: {filesystem: {rootdirectory: $work/registry-data}, delete: {enabled: true}}
+http: {addr: 127.0.0.1:$port}
+EOF
+"$registry_bin" serve "$work/registry.yml" >"$work/registry.log" 2>&1 &
+registry_pid=$!
+for _ in $(seq 100); do
+  curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null 2>&1 && break
+  sleep 0.1
+done
+curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null || { cat "$work/registry.log"; fail "the registry did not start"; }
+reg="127.0.0.1:$port/headroom"
+
+HEADROOM_HELM="$helm" "$src/scripts/release" --registry "$reg" --plain-http "$out" >/dev/null || fail "scripts/release"
+read -r version image chart < <(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["version"], r["image"], r["chart"])' "$out/release.json")
+echo "release_test: pushed $image and $chart"
+[ -s "$out/release-notes-$version.md" ] || fail "no release notes"
+grep -q "^# headroom $version" "$out/release-notes-$version.md" || fail "release notes without their title"
+
+# The image index, pulled back by digest: its platforms; this architecture's image: its labels.
+skopeo inspect --tls-verify=false --raw "docker://$image" >"$work/index.json" || fail "skopeo inspect --raw $image"
+skopeo inspect --tls-verify=false "docker://$image" >"$work/inspect.json" || fail "skopeo inspect $image"
+python3 - "$work/index.json" "$work/inspect.json" "$version" "$(git -C "$src" rev-parse HEAD)" "$(dpkg --print-architecture)" <<'PY' || fail "the pushed image's metadata"
+import json, sys
+index, i = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
+version, revision, arch = sys.argv[3:6]
+assert index["mediaType"] == "application/vnd.oci.image.index.v1+json", index
+platforms = [m["platform"] for m in index["manifests"]]
+assert {"architecture": arch, "os": "linux"} in platforms, platforms
+l = i["Labels"]
+assert l["org.opencontainers.image.version"] == version, l
+assert l["org.opencontainers.image.revision"] == revision, l
+assert l["org.opencontainers.image.licenses"] == "Apache-2.0", l
+assert l["org.opencontainers.image.source"].startswith("https://"), l
+assert l["org.opencontainers.image.created"].endswith("Z"), l
+assert i["Os"] == "linux" and i["Architecture"] in ("amd64", "arm64"), i
+print("release_test: index of", [p["architecture"] for p in platforms], "; image", i["Digest"], i["Architecture"], "labels ok")
+PY
+skopeo --insecure-policy copy --quiet --src-tls-verify=false "docker://$image" "dir:$work/pulled" || fail "skopeo copy $image"
+
+# What scanners read, from the pulled layer: a dpkg status stanza for each package the image's
+# files came from (libcurl's, OpenSSL's), and the SPDX SBOM listing the same packages and versions.
+python3 - "$work/pulled" <<'PY' || fail "the image's package metadata and SBOM"
+import gzip, io, json, os, re, sys, tarfile
+d = sys.argv[1]
+manifest = json.load(open(os.path.join(d, "manifest.json")))
+stanzas, sbom, names = {}, None, set()
+for layer in manifest["layers"]:
+    # umoci ends a layer after its last member, without tar's two zero blocks (Go's archive/tar,
+    # which containerd, CRI-O and the scanners use, reads that as the end; Python's tarfile does
+    # not): they are added here.
+    data = gzip.decompress(open(os.path.join(d, layer["digest"].split(":")[1]), "rb").read()) + bytes(1024)
+    with tarfile.open(fileobj=io.BytesIO(data)) as t:
+        for m in t:
+            names.add(m.name.lstrip("./"))
+            n = m.name.lstrip("./")
+            if n.startswith("var/lib/dpkg/status.d/") and not n.endswith(".md5sums") and m.isfile():
+                stanzas[n.rsplit("/", 1)[1]] = t.extractfile(m).read().decode()
+            elif n == "usr/share/doc/headroom/sbom.spdx.json":
+                sbom = json.loads(t.extractfile(m).read())
+for pkg in ("libcurl4", "libssl3", "libc6", "ca-certificates"):
+    assert pkg in stanzas, f"no status.d entry for {pkg}: {sorted(stanzas)}"
+    assert f"usr/share/doc/{pkg}/copyright" in names, f"no copyright for {pkg}"
+version = lambda s: re.search(r"^Version: (.+)$", s, re.M).group(1)
+assert sbom and sbom["spdxVersion"] == "SPDX-2.3", "no SPDX SBOM in the image"
+listed = {p["name"]: p["versionInfo"] for p in sbom["packages"]}
+assert "headroom" in listed
+for pkg, text in stanzas.items():
+    assert listed.get(pkg) == version(text), f"{pkg}: SBOM {listed.get(pkg)}, status.d {version(text)}"
+    purl = next(p for p in sbom["packages"] if p["name"] == pkg)["externalRefs"][0]["referenceLocator"]
+    assert purl.startswith(f"pkg:deb/debian/{pkg}@"), purl
+assert len(listed) == len(stanzas) + 1, (sorted(listed), sorted(stanzas))
+print(f"release_test: {len(stanzas)} Debian packages in status.d and the SBOM, versions equal")
+PY
+
+# Reproducible: the image built again from the same commit has the same digest.
+"$src/scripts/image" "$work/again" >/dev/null || fail "scripts/image (again)"
+again=$(python3 -c 'import json,sys; print(next(m["digest"] for m in json.load(open(sys.argv[1]))["manifests"] if m["mediaType"].endswith("index.v1+json")))' "$work/again/oci/index.json")
+[ "$again" = "${image#*@}" ] || fail "two builds of one commit gave two digests: ${image#*@} and $again"
+echo "release_test: rebuilt to the same digest $again"
+
+# The chart, pulled back by digest, and installed from oci:// into the test cluster with the
+# image by digest.
+"$helm" show chart "$chart" --plain-http >"$work/chart.yaml" || fail "helm show chart $chart"
+grep -q "^appVersion: \"\{0,1\}$version\"\{0,1\}$" "$work/chart.yaml" || fail "the pulled chart's appVersion is not $version"
+"$src/tests/testenv/cluster" up "$work/cluster" --owner $$ >/dev/null 2>&1 || fail "cluster up"
+export KUBECONFIG="$work/cluster/kubeconfig"
+kubectl=$(sed -n 's/^HEADROOM_TESTENV_KUBECTL=//p' "$work/cluster/env")
+"$kubectl" create namespace headroom-system >/dev/null
+"$helm" install hr "oci://$reg/charts/headroom" --version "$version" --plain-http -n headroom-system \
+  -f "$src/deploy/chart/headroom/ci/gates-values.yaml" \
+  --set image.repository="${image%@*}" --set image.digest="${image#*@}" --wait=false >"$work/install.log" 2>&1 ||
+  { cat "$work/install.log"; fail "helm install from oci://"; }
+deployed=$("$kubectl" -n headroom-system get deployment hr-headroom -o jsonpath='{.spec.template.spec.containers[0].image}')
+[ "$deployed" = "$image" ] || fail "the Deployment runs $deployed, not $image"
+chart_label=$("$kubectl" -n headroom-system get deployment hr-headroom -o jsonpath='{.metadata.labels.helm\.sh/chart}')
+[ "$chart_label" = "headroom-$version" ] || fail "the installed chart is $chart_label"
+echo "release_test: installed oci://$reg/charts/headroom $version; the Deployment pulls $deployed"
