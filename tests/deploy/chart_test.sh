@@ -61,7 +61,7 @@ assert {"POD_NAME", "POD_UID", "POD_NAMESPACE"} <= env, env
 assert len(kinds["PriorityClass"]) == 4
 # Nodes of the image's architectures; replicas apart (soft); `helm test` runs check-config.
 arch = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0]
-assert arch["key"] == "kubernetes.io/arch" and arch["values"] == ["amd64"], arch
+assert arch["key"] == "kubernetes.io/arch" and arch["values"] == ["amd64", "arm64"], arch
 assert spec["affinity"]["podAntiAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"][0]["podAffinityTerm"]["topologyKey"] == "kubernetes.io/hostname"
 assert spec["topologySpreadConstraints"][0]["whenUnsatisfiable"] == "ScheduleAnyway"
 tests = [d for d in kinds.get("Pod", []) if d["metadata"].get("annotations", {}).get("helm.sh/hook") == "test"]

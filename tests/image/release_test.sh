@@ -1,9 +1,10 @@
 #!/usr/bin/env bash
-# A release as a user meets it (#39): scripts/release pushes the image and the chart to a real OCI
-# registry (the CNCF distribution registry, built from its Go module, on loopback); both are pulled
-# back by digest; the image is checked for what scanners read (status.d, the SBOM, OCI labels) and
-# rebuilt to the same digest; the chart is installed from oci:// into the test cluster, pulling
-# the image by digest.
+# A release as a user meets it (#39): scripts/release pushes the two-architecture image (amd64 and
+# arm64, cross-built) and the chart to a real OCI registry (the CNCF distribution registry, built
+# from its Go module, on loopback); both are pulled back by digest; each architecture's image is
+# checked for what scanners read (status.d, the SBOM, OCI labels), the arm64 binary runs from its
+# image's files alone under qemu-user-static (--version, check-config), the index is rebuilt to the
+# same digest; the chart is installed from oci:// into the test cluster, pulling the image by digest.
 #   release_test.sh SOURCE_DIR OUT_DIR
 set -euo pipefail
 src=$1 out=$2
@@ -35,7 +36,8 @@ done
 curl -fsS "http://127.0.0.1:$port/v2/" >/dev/null || { cat "$work/registry.log"; fail "the registry did not start"; }
 reg="127.0.0.1:$port/headroom"
 
-HEADROOM_HELM="$helm" "$src/scripts/release" --registry "$reg" --plain-http "$out" >/dev/null || fail "scripts/release"
+HEADROOM_HELM="$helm" "$src/scripts/release" --arch amd64,arm64 --registry "$reg" --plain-http "$out" >/dev/null ||
+  fail "scripts/release"
 read -r version image chart < <(python3 -c 'import json,sys; r=json.load(open(sys.argv[1])); print(r["version"], r["image"], r["chart"])' "$out/release.json")
 echo "release_test: pushed $image and $chart"
 [ -s "$out/release-notes-$version.md" ] || fail "no release notes"
@@ -50,7 +52,7 @@ index, i = json.load(open(sys.argv[1])), json.load(open(sys.argv[2]))
 version, revision, arch = sys.argv[3:6]
 assert index["mediaType"] == "application/vnd.oci.image.index.v1+json", index
 platforms = [m["platform"] for m in index["manifests"]]
-assert {"architecture": arch, "os": "linux"} in platforms, platforms
+assert sorted(p["architecture"] for p in platforms) == ["amd64", "arm64"], platforms
 l = i["Labels"]
 assert l["org.opencontainers.image.version"] == version, l
 assert l["org.opencontainers.image.revision"] == revision, l
@@ -60,13 +62,20 @@ assert l["org.opencontainers.image.created"].endswith("Z"), l
 assert i["Os"] == "linux" and i["Architecture"] in ("amd64", "arm64"), i
 print("release_test: index of", [p["architecture"] for p in platforms], "; image", i["Digest"], i["Architecture"], "labels ok")
 PY
-skopeo --insecure-policy copy --quiet --src-tls-verify=false "docker://$image" "dir:$work/pulled" || fail "skopeo copy $image"
+skopeo inspect --tls-verify=false --override-arch arm64 "docker://$image" >"$work/inspect-arm64.json" ||
+  fail "skopeo inspect --override-arch arm64 $image"
+python3 -c 'import json,sys; i=json.load(open(sys.argv[1])); assert i["Architecture"] == "arm64", i' "$work/inspect-arm64.json" ||
+  fail "the index's arm64 image is not arm64"
+
+for arch in amd64 arm64; do
+skopeo --insecure-policy copy --quiet --src-tls-verify=false --override-arch "$arch" "docker://$image" "dir:$work/pulled-$arch" ||
+  fail "skopeo copy $image ($arch)"
 
 # What scanners read, from the pulled layer: a dpkg status stanza for each package the image's
 # files came from (libcurl's, OpenSSL's), and the SPDX SBOM listing the same packages and versions.
-python3 - "$work/pulled" <<'PY' || fail "the image's package metadata and SBOM"
+python3 - "$work/pulled-$arch" "$arch" "$work/rootfs-$arch" <<'PY' || fail "the $arch image's package metadata and SBOM"
 import gzip, io, json, os, re, sys, tarfile
-d = sys.argv[1]
+d, arch, unpack = sys.argv[1], sys.argv[2], sys.argv[3]
 manifest = json.load(open(os.path.join(d, "manifest.json")))
 stanzas, sbom, names = {}, None, set()
 for layer in manifest["layers"]:
@@ -75,6 +84,10 @@ for layer in manifest["layers"]:
     # not): they are added here.
     data = gzip.decompress(open(os.path.join(d, layer["digest"].split(":")[1]), "rb").read()) + bytes(1024)
     with tarfile.open(fileobj=io.BytesIO(data)) as t:
+        try:  # the image's files, for the arm64 run below
+            t.extractall(unpack, filter="tar")
+        except TypeError:  # a Python without extraction filters (before 3.11.4)
+            t.extractall(unpack)
         for m in t:
             names.add(m.name.lstrip("./"))
             n = m.name.lstrip("./")
@@ -93,12 +106,27 @@ for pkg, text in stanzas.items():
     assert listed.get(pkg) == version(text), f"{pkg}: SBOM {listed.get(pkg)}, status.d {version(text)}"
     purl = next(p for p in sbom["packages"] if p["name"] == pkg)["externalRefs"][0]["referenceLocator"]
     assert purl.startswith(f"pkg:deb/debian/{pkg}@"), purl
+    want = "all" if pkg == "ca-certificates" else arch
+    assert f"arch={want}&" in purl, purl
+    assert re.search(r"^Architecture: (.+)$", text, re.M).group(1) == want, (pkg, text)
 assert len(listed) == len(stanzas) + 1, (sorted(listed), sorted(stanzas))
-print(f"release_test: {len(stanzas)} Debian packages in status.d and the SBOM, versions equal")
+print(f"release_test: {arch}: {len(stanzas)} Debian packages in status.d and the SBOM, versions equal")
 PY
+done
+
+# The arm64 binary from its image's files alone (the loader and libraries the image holds, none of
+# this machine's), under qemu-user-static: --version and check-config of the example.
+arm64_version=$(qemu-aarch64-static -L "$work/rootfs-arm64" "$work/rootfs-arm64/usr/local/bin/headroom" --version) ||
+  fail "the arm64 headroom does not run from its image"
+[[ "$arm64_version" == "headroom $version "* ]] || fail "the arm64 headroom says '$arm64_version'"
+qemu-aarch64-static -L "$work/rootfs-arm64" "$work/rootfs-arm64/usr/local/bin/headroom" check-config "$src/examples/headroom.yaml" \
+  >/dev/null || fail "the arm64 headroom's check-config"
+python3 -c 'import sys; h=open(sys.argv[1],"rb").read(20); sys.exit(h[:4]!=b"\x7fELF" or int.from_bytes(h[18:20],"little")!=183)' \
+  "$work/rootfs-arm64/usr/local/bin/headroom" || fail "the arm64 image's headroom is not an aarch64 (EM_AARCH64) binary"
+echo "release_test: arm64: $arm64_version (qemu, the image's own libraries); check-config ok"
 
 # Reproducible: the image built again from the same commit has the same digest.
-"$src/scripts/image" "$work/again" >/dev/null || fail "scripts/image (again)"
+"$src/scripts/image" --arch amd64,arm64 "$work/again" >/dev/null || fail "scripts/image (again)"
 again=$(python3 -c 'import json,sys; print(next(m["digest"] for m in json.load(open(sys.argv[1]))["manifests"] if m["mediaType"].endswith("index.v1+json")))' "$work/again/oci/index.json")
 [ "$again" = "${image#*@}" ] || fail "two builds of one commit gave two digests: ${image#*@} and $again"
 echo "release_test: rebuilt to the same digest $again"
