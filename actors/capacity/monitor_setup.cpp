@@ -237,11 +237,16 @@ void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& 
         runtime::log::info(actor_name, "runner pods' PodDisruptionBudget in place", {{"name", call.name}});
       return;
     case call_kind::owner_delete:
-    case call_kind::pod_delete:
       if (!r.ok && kind != api_kind::not_found)
         runtime::log::warn(actor_name, "delete failed", {{"name", call.name}, {"error", r.error}});
-      if (call.kind == call_kind::pod_delete)
-        st.deleting.erase(call.name);
+      return;
+    case call_kind::pod_delete:
+      // Out of `deleting`, a placeholder still there is judged again (and deleted) at the next
+      // recompute: a refusal (an API server restarting, its RBAC caches still empty) is retried.
+      if (!r.ok && kind != api_kind::not_found)
+        runtime::log::warn(actor_name, "placeholder delete failed; the next recompute tries again",
+                           {{"name", call.name}, {"error", r.error}});
+      st.deleting.erase(call.name);
       return;
   }
 }
