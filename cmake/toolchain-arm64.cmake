@@ -18,6 +18,8 @@ if(NOT EXISTS "${HEADROOM_SYSROOT}/usr/lib/aarch64-linux-gnu")
   message(FATAL_ERROR "HEADROOM_SYSROOT (${HEADROOM_SYSROOT}) is not an arm64 sysroot: make one with scripts/arm64-sysroot")
 endif()
 set(CMAKE_SYSROOT "${HEADROOM_SYSROOT}")
+# The sysroot's place (a cache directory) stays out of the debug info and the build-id.
+add_compile_options("-ffile-prefix-map=${HEADROOM_SYSROOT}=/")
 set(CMAKE_FIND_ROOT_PATH "${HEADROOM_SYSROOT}")
 set(CMAKE_FIND_ROOT_PATH_MODE_PROGRAM NEVER)
 set(CMAKE_FIND_ROOT_PATH_MODE_LIBRARY ONLY)
