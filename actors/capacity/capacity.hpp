@@ -26,6 +26,7 @@
 
 #include <caf/actor.hpp>
 
+#include <array>
 #include <chrono>
 #include <cstdint>
 #include <functional>
@@ -61,17 +62,29 @@ using runners::runner_pod;
 using runners::runner_secret;
 
 // The PriorityClasses of the ladder. Runner pods (0) preempt runner placeholders (−10); workflow
-// pods (20) preempt workflow placeholders (10); placeholders preempt nothing.
+// pods (20) preempt workflow placeholders (10); placeholders preempt nothing. Their names are the
+// deployment's (`priorityClasses` in the configuration; the chart names them after its release, so
+// two releases never share one); `default_name` is the seed's.
+enum class rung : uint8_t { placeholder_runner, runner, placeholder_workflow, workflow };
 struct priority_class_spec {
-  const char* name;
+  rung of;
   int32_t value;
+  bool preempts;
+  const char* default_name;
   const char* description;
 };
 inline constexpr priority_class_spec priority_ladder[] = {
-    {"placeholder-runner", -10, "headroom runner placeholders: hold a runner's room until a runner pod takes it"},
-    {"arc-runner", 0, "GitHub Actions runner pods"},
-    {"placeholder-workflow", 10, "headroom workflow placeholders: hold a workflow pod's room"},
-    {"arc-workflow", 20, "GitHub Actions workflow (job container) pods"},
+    {rung::placeholder_runner, -10, false, "placeholder-runner", "headroom runner placeholders: hold a runner's room until a runner pod takes it"},
+    {rung::runner, 0, true, "arc-runner", "GitHub Actions runner pods"},
+    {rung::placeholder_workflow, 10, false, "placeholder-workflow", "headroom workflow placeholders: hold a workflow pod's room"},
+    {rung::workflow, 20, true, "arc-workflow", "GitHub Actions workflow (job container) pods"},
+};
+
+// The ladder's class names, by rung.
+struct ladder_names {
+  std::array<std::string, 4> names{priority_ladder[0].default_name, priority_ladder[1].default_name,
+                                   priority_ladder[2].default_name, priority_ladder[3].default_name};
+  const std::string& of(rung r) const { return names[static_cast<size_t>(r)]; }
 };
 
 // One scale set, fixed at start-up (quantities already parsed).
@@ -97,6 +110,7 @@ struct scale_set_spec : runners::runner_spec {
   k8s::string_pairs workflow_extended;
   std::string placeholder_image;
   std::vector<std::string> placeholder_command;
+  ladder_names priority_classes;  // runner_priority_class is priority_classes.of(rung::runner)
   struct health {
     milliseconds interval{30'000}, registration_timeout{120'000}, pending_timeout{600'000}, idle_timeout{600'000},
         terminal_grace{60'000};
@@ -153,7 +167,7 @@ std::string placeholder_pod_name(const scale_set_spec& s, const std::string& slo
 std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, role r, const owner_ref& owner);
 // A standalone runner pod: RUNNER_JITCONFIG from the Secret `<name>` (made after the pod, owned
 // by it), PriorityClass arc-runner, restartPolicy Never. `scope`: keys::runner_scope, when given.
-std::string priority_class_object(const priority_class_spec& p);
+std::string priority_class_object(const priority_class_spec& p, const std::string& name);
 // The PodDisruptionBudget that keeps a workflow pod from preempting a running runner pod when a
 // placeholder could make the room instead (see capacity_monitor.cpp): maxUnavailable 0 over the
 // scale set's runner pods, owned by the per-process owner ConfigMap. Named `<owner>-runners`.

@@ -118,9 +118,11 @@ void on_priority_class_reply(monitor_actor* self, const call_info& call, const m
       // Missing: made now (the chart makes them when it may; then headroom needs no create right).
       if (!r.ok && kind == api_kind::not_found) {
         const auto* pc = std::find_if(std::begin(priority_ladder), std::end(priority_ladder),
-                                      [&](const priority_class_spec& p) { return call.name == p.name; });
+                                      [&](const priority_class_spec& p) { return call.expected_value == p.value; });
         start_call(self, {call_kind::priority_class, call.name, call.expected_value},
-                   [kube, body = priority_class_object(*pc)](k8s::api_callback cb) { kube->create(priority_classes, "", body, std::move(cb)); });
+                   [kube, body = priority_class_object(*pc, call.name)](k8s::api_callback cb) {
+                     kube->create(priority_classes, "", body, std::move(cb));
+                   });
         return;
       }
       // An existing class: its value must be ours.
@@ -260,8 +262,10 @@ void begin_setup(monitor_actor* self) {
   auto* kube = st.ctx->kube;
   st.setup_pending = static_cast<int>(std::size(priority_ladder)) + 2;  // + owner create (or get) and the list of earlier owners
   for (const auto& pc : priority_ladder)
-    start_call(self, {call_kind::priority_class_get, pc.name, pc.value},
-               [kube, name = std::string{pc.name}](k8s::api_callback cb) { kube->get(priority_classes, "", name, std::move(cb)); });
+    start_call(self, {call_kind::priority_class_get, st.ctx->spec.priority_classes.of(pc.of), pc.value},
+               [kube, name = st.ctx->spec.priority_classes.of(pc.of)](k8s::api_callback cb) {
+                 kube->get(priority_classes, "", name, std::move(cb));
+               });
   ensure_owner(self);
 }
 

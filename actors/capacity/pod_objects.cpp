@@ -21,7 +21,7 @@ std::string placeholder_pod_name(const scale_set_spec& s, const std::string& slo
 
 std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, role r, const owner_ref& owner) {
   const bool runner = r == role::runner_placeholder;
-  const std::string priority = runner ? "placeholder-runner" : "placeholder-workflow";
+  const std::string& priority = s.priority_classes.of(runner ? rung::placeholder_runner : rung::placeholder_workflow);
   const std::string res = runner ? resources(s.runner_cpu, s.runner_memory, s.runner_extended)
                                  : resources(s.workflow_cpu, s.workflow_memory, s.workflow_extended);
   return "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":" + json_escape(placeholder_pod_name(s, slot, r)) +
@@ -50,11 +50,11 @@ std::string runner_pdb(const scale_set_spec& s, const owner_ref& owner) {
          json_escape(role_label(role::runner)) + "}}}}";
 }
 
-std::string priority_class_object(const priority_class_spec& p) {
+std::string priority_class_object(const priority_class_spec& p, const std::string& name) {
   return std::string{"{\"apiVersion\":\"scheduling.k8s.io/v1\",\"kind\":\"PriorityClass\",\"metadata\":{\"name\":"} +
-         json_escape(p.name) + ",\"labels\":{\"app.kubernetes.io/managed-by\":\"headroom\"}},\"value\":" +
+         json_escape(name) + ",\"labels\":{\"app.kubernetes.io/managed-by\":\"headroom\"}},\"value\":" +
          std::to_string(p.value) + ",\"globalDefault\":false,\"preemptionPolicy\":" +
-         json_escape(std::string_view{p.name}.rfind("placeholder", 0) == 0 ? "Never" : "PreemptLowerPriority") +
+         json_escape(p.preempts ? "PreemptLowerPriority" : "Never") +
          ",\"description\":" + json_escape(p.description) + "}";
 }
 

@@ -193,9 +193,12 @@ std::string process_token() {
 
 }  // namespace
 
-std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, size_t index) {
+std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, size_t index,
+                                                   const priority_classes_section& ladder) {
   const std::string at = "scaleSets[" + std::to_string(index) + "]";
   scale_set_spec s;
+  s.priority_classes.names = {ladder.placeholder_runner, ladder.runner, ladder.placeholder_workflow, ladder.workflow};
+  s.runner_priority_class = ladder.runner;
   s.name = c.name;
   s.ns = c.ns;
   s.runner_group = c.runner_group;
@@ -294,7 +297,7 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
   const std::string owner_name = "headroom-owner-" + process_token();
   const std::string pod_name = get("POD_NAME"), pod_uid = get("POD_UID"), pod_ns = get("POD_NAMESPACE");
   for (size_t i = 0; i < cfg.sets.size(); ++i) {
-    auto spec = make_spec(cfg.sets[i], i);
+    auto spec = make_spec(cfg.sets[i], i, cfg.priority_classes);
     if (auto* e = std::get_if<std::string>(&spec))
       return *e;
     auto ctx = std::make_shared<scale_set_context>();
@@ -422,6 +425,8 @@ void scale_sets_mode::read(const std::string& key, const YAML::Node& node) {
     config.sets = read_scale_sets(node);
   else if (key == "hud")
     read_hud(node, config.hud);
+  else if (key == "priorityClasses")
+    read_priority_classes(node, config.priority_classes);
 }
 
 void scale_sets_mode::check(const shared_sections& shared) {

@@ -45,6 +45,7 @@ struct scale_set_services {
 struct scale_sets_config {
   std::vector<scale_set_section> sets;
   hud_section hud;
+  priority_classes_section priority_classes;
 };
 
 std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, const github_section& gh,
@@ -59,7 +60,8 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
 actors::capacity::scale_set_metrics make_metrics(runtime::metrics& m, const scale_set_spec& spec, const github::config_url& where);
 
 // Builds a scale set's spec from its configuration; an error names the key.
-std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, size_t index);
+std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, size_t index,
+                                                   const priority_classes_section& ladder = {});
 
 class scale_sets_mode final : public mode {
  public:
@@ -67,7 +69,7 @@ class scale_sets_mode final : public mode {
 
   std::string_view name() const override { return "scale_sets"; }
   std::string_view summary() const override { return "runner scale sets"; }
-  std::vector<std::string> keys() const override { return {"scaleSets", "hud"}; }
+  std::vector<std::string> keys() const override { return {"scaleSets", "hud", "priorityClasses"}; }
   void read(const std::string& key, const YAML::Node& node) override;
   void check(const shared_sections& shared) override;
   bool enabled() const override { return !config.sets.empty(); }

@@ -97,4 +97,25 @@ void read_hud(const YAML::Node& node, hud_section& out) {
   s.read_duration("interval", out.interval, millis{1'000}, millis{3'600'000});
 }
 
+void read_priority_classes(const YAML::Node& node, priority_classes_section& out) {
+  config_section s{node, "priorityClasses", {"placeholderRunner", "runner", "placeholderWorkflow", "workflow"}};
+  std::set<std::string> seen;
+  for (auto [key, value] : {std::pair{"placeholderRunner", &out.placeholder_runner}, std::pair{"runner", &out.runner},
+                            std::pair{"placeholderWorkflow", &out.placeholder_workflow}, std::pair{"workflow", &out.workflow}}) {
+    if (auto v = s.read_string(key))
+      *value = *v;
+    // A PriorityClass's name is a DNS subdomain (RFC 1123): lower case, digits, '-' and '.', ≤ 253.
+    const bool ok = !value->empty() && value->size() <= 253 && std::isalnum(static_cast<unsigned char>(value->front())) &&
+                    std::isalnum(static_cast<unsigned char>(value->back())) &&
+                    std::all_of(value->begin(), value->end(), [](char c) {
+                      return (c >= 'a' && c <= 'z') || (c >= '0' && c <= '9') || c == '-' || c == '.';
+                    });
+    if (!ok)
+      config_fail(s.path(key), "a PriorityClass name: lower-case letters, digits, '-' and '.', at most 253 characters, found '" +
+                                   *value + "'");
+    if (!seen.insert(*value).second)
+      config_fail(s.path(key), "'" + *value + "' names two rungs of the ladder; each needs its own PriorityClass");
+  }
+}
+
 }  // namespace headroom::modes::scale_sets

@@ -53,8 +53,16 @@ struct scale_set_section {
 };
 
 
+// The ladder's four PriorityClass names (cluster-scoped: two deployments on one cluster name theirs
+// apart; the chart names them after its release). Defaults: the seed's names.
+struct priority_classes_section {
+  std::string placeholder_runner = "placeholder-runner", runner = "arc-runner";
+  std::string placeholder_workflow = "placeholder-workflow", workflow = "arc-workflow";
+};
+
 // The whole `scaleSets` list; config_fail on a problem.
 std::vector<scale_set_section> read_scale_sets(const YAML::Node& node);
 void read_hud(const YAML::Node& node, hud_section& out);
+void read_priority_classes(const YAML::Node& node, priority_classes_section& out);
 
 }  // namespace headroom::modes::scale_sets

@@ -58,7 +58,14 @@ assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] i
 assert c["livenessProbe"]["httpGet"]["path"] == "/healthz" and c["readinessProbe"]["httpGet"]["path"] == "/readyz"
 env = {e["name"] for e in c["env"]}
 assert {"POD_NAME", "POD_UID", "POD_NAMESPACE"} <= env, env
-assert len(kinds["PriorityClass"]) == 4
+# The ladder's classes, named after the release, only where scale sets use them; the config names them too.
+pcs = sorted(d["metadata"]["name"] for d in kinds.get("PriorityClass", []))
+if mode == "scale-sets":
+    assert pcs == ["hr-headroom-placeholder-runner", "hr-headroom-placeholder-workflow", "hr-headroom-runner", "hr-headroom-workflow"], pcs
+    cfg = yaml.safe_load(cm["data"]["headroom.yaml"])
+    assert sorted(cfg["priorityClasses"].values()) == pcs, cfg["priorityClasses"]
+else:
+    assert pcs == [], pcs
 # Nodes of the image's architectures; replicas apart (soft); `helm test` runs check-config.
 arch = spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"][0]["matchExpressions"][0]
 assert arch["key"] == "kubernetes.io/arch" and arch["values"] == ["amd64", "arm64"], arch
@@ -214,6 +221,66 @@ arc=$("$helm" template hr "$chart" --set githubConfigSecret=arc-github -f "$char
   fail "helm template with githubConfigSecret"
 grep -q "secretName: arc-github" <<<"$arc" || fail "githubConfigSecret is not mounted"
 
+# scripts/migrate-from-arc: two ARC releases (a GHES with a private CA, an App Secret, a proxy with
+# credentials) become values the chart takes and headroom accepts; what cannot be carried over safely
+# stops it, naming the value, and a credential in values never reaches its output.
+migrate="$src/scripts/migrate-from-arc"
+"$migrate" arc-runners/linux="$src/tests/deploy/arc/linux-values.yaml" arc-gpu/gpu="$src/tests/deploy/arc/gpu-values.yaml" \
+  >"$work/migrated.yaml" 2>"$work/migrate.log" || { cat "$work/migrate.log"; fail "migrate-from-arc"; }
+grep -q "template.spec.volumes: not carried over" "$work/migrate.log" || fail "migrate-from-arc did not name what it left out"
+"$helm" template hr "$chart" -n headroom-system --kube-version 1.36.0 -f "$work/migrated.yaml" >"$work/migrated-chart.yaml" ||
+  fail "helm template with the migrated values"
+python3 - "$work/migrated-chart.yaml" "$work/migrated-headroom.yaml" <<'PY' || fail "the migrated install"
+import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+cm = next(d for d in docs if d["kind"] == "ConfigMap")
+open(sys.argv[2], "w").write(cm["data"]["headroom.yaml"])
+cfg = yaml.safe_load(cm["data"]["headroom.yaml"])
+assert cfg["github"] == {"configUrl": "https://ghes.example.com/acme", "caFile": "/etc/headroom/github-ca/ca.crt"}, cfg["github"]
+linux, gpu = cfg["scaleSets"]
+assert (linux["name"], linux["namespace"], linux["runnerGroup"], linux["maxRunners"]) == ("linux-x64", "arc-runners", "linux-group", 4)
+assert linux["capacityAware"]["proactiveCapacity"] == 1 and linux["runner"]["resources"] == {"cpu": "1", "memory": "2Gi"}
+assert linux["runner"]["nodeSelector"] == {"pool": "ci"} and linux["runner"]["serviceAccountName"] == "runner"
+assert gpu["runner"]["resources"] == {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}, gpu["runner"]
+dep = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
+env = {e["name"]: e for e in dep["containers"][0]["env"]}
+assert env["HEADROOM_GITHUB_SECRET_NAME"]["value"] == "arc-github-app"
+names = list(env)
+assert names.index("HEADROOM_HTTPS_PROXY_PASSWORD") < names.index("HTTPS_PROXY"), "the kubelet expands only variables listed before"
+assert env["HTTPS_PROXY"]["value"] == "http://$(HEADROOM_HTTPS_PROXY_USERNAME):$(HEADROOM_HTTPS_PROXY_PASSWORD)@proxy.example.com:3128"
+assert env["NO_PROXY"]["value"].startswith("$(KUBERNETES_SERVICE_HOST),"), env["NO_PROXY"]
+assert any(v.get("configMap", {}).get("name") == "ghes-ca" for v in dep["volumes"]), dep["volumes"]
+PY
+"$bin" check-config "$work/migrated-headroom.yaml" >"$work/migrated-check.log" 2>&1 ||
+  { cat "$work/migrated-check.log"; fail "headroom check-config refuses the migrated values"; }
+refuse() {  # refuse WHAT PATTERN VALUES...: exit 2, stderr matching PATTERN, no secret
+  local what=$1 pattern=$2; shift 2
+  set +e; "$migrate" "$@" >"$work/refused.yaml" 2>"$work/refused.log"; local rc=$?; set -e
+  [ "$rc" = 2 ] || fail "migrate-from-arc $what: exit $rc, not 2"
+  grep -q -- "$pattern" "$work/refused.log" || { cat "$work/refused.log"; fail "migrate-from-arc $what: no '$pattern'"; }
+  ! grep -q "ghp_inlineSecret" "$work/refused.log" "$work/refused.yaml" || fail "migrate-from-arc $what printed a credential"
+}
+printf 'githubConfigUrl: https://github.com/acme\ngithubConfigSecret: {github_token: ghp_inlineSecret0001}\n' >"$work/inline.yaml"
+refuse "inline credentials" "githubConfigSecret: credentials inline" arc/inline="$work/inline.yaml"
+sed 's#ghes.example.com/acme#github.com/other#' "$src/tests/deploy/arc/gpu-values.yaml" >"$work/other.yaml"
+refuse "two GitHub URLs" "githubConfigUrl: differs from arc-runners/linux" \
+  arc-runners/linux="$src/tests/deploy/arc/linux-values.yaml" arc-gpu/gpu="$work/other.yaml"
+printf 'containerMode: {type: dind}\n' | cat "$src/tests/deploy/arc/gpu-values.yaml" - >"$work/dind.yaml"
+refuse "a container mode" "mode: arc" arc-gpu/gpu="$work/dind.yaml"
+
+# PriorityClasses are cluster-scoped: two releases name theirs apart; existing classes named in the
+# values are used as they are (none rendered, the config and the get grant name them).
+two=$( { "$helm" template a "$chart" -f "$chart/ci/scale-sets-values.yaml"; "$helm" template b "$chart" -f "$chart/ci/scale-sets-values.yaml"; } |
+  awk '/^kind: PriorityClass/{f=1} f && /^  name:/{print $2; f=0}' | sort)
+[ "$(wc -l <<<"$two")" = 8 ] && [ "$(uniq <<<"$two" | wc -l)" = 8 ] || fail "two releases share PriorityClass names: $two"
+named=$("$helm" template hr "$chart" -f "$chart/ci/scale-sets-values.yaml" --set priorityClasses.create=false \
+  --set priorityClasses.placeholderRunner=low --set priorityClasses.runner=mid --set priorityClasses.placeholderWorkflow=high \
+  --set priorityClasses.workflow=top) || fail "helm template with named PriorityClasses"
+! grep -q '^kind: PriorityClass' <<<"$named" || fail "create: false rendered PriorityClasses"
+grep -q 'placeholderRunner: low' <<<"$named" && grep -q 'workflow: top' <<<"$named" || fail "the config does not name the given PriorityClasses"
+"$helm" template hr "$chart" -f "$chart/ci/scale-sets-values.yaml" --set priorityClasses.runner=Bad_Name >/dev/null 2>&1 &&
+  fail "a PriorityClass name that is not a DNS subdomain passed the schema"
+
 # The scale sets' RBAC, narrowed (#35): secrets are only created (their pods own them); the
 # EphemeralRunnerSet grant only where a scale set is in arc mode; the PriorityClasses only read
 # when the chart makes them, created by headroom only when it does not.
@@ -235,6 +302,9 @@ cluster, ns = rules("ClusterRole", "hr-headroom"), rules("Role", "hr-headroom-sc
 assert verbs(ns, "", "secrets") == ["create"], verbs(ns, "", "secrets")
 want_pc = ["create", "get"] if case == "pcs-by-headroom" else ["get"]
 assert verbs(cluster, "scheduling.k8s.io", "priorityclasses") == want_pc, verbs(cluster, "scheduling.k8s.io", "priorityclasses")
+# get: the ladder's four by name only.
+gets = [r for r in cluster if "priorityclasses" in r["resources"] and "get" in r["verbs"]]
+assert len(gets) == 1 and len(gets[0]["resourceNames"]) == 4, gets
 want_ers = ["get", "patch"] if case == "arc" else []
 assert verbs(ns, "actions.github.com", "ephemeralrunnersets") == want_ers, verbs(ns, "actions.github.com", "ephemeralrunnersets")
 PY
@@ -262,7 +332,7 @@ grep -q "STATUS: deployed" <<<"$release_status" || fail "helm status: $release_s
 sa=system:serviceaccount:headroom-system:hr-headroom
 can() { "$kubectl" auth can-i --as "$sa" "$@" 2>/dev/null; }
 for want in "patch pods -n ci" "watch pods --all-namespaces" "patch pods --subresource=status -n ci" "list queues.headroom.dev" \
-            "patch queues.headroom.dev --subresource=status" "create events.events.k8s.io -n ci" "patch events.events.k8s.io -n ci" "update leases -n headroom-system"; do
+            "patch queues.headroom.dev --subresource=status" "create events.events.k8s.io -n ci" "patch events.events.k8s.io -n ci" "update leases -n headroom-system" "patch leases -n headroom-system"; do
   [ "$(can $want)" = yes ] || fail "the ServiceAccount cannot: $want"
 done
 for deny in "get secrets -n kube-system" "get secrets -n headroom-system" "delete pods -n ci" "create pods -n ci" \

@@ -25,6 +25,7 @@ inline env make_env() {
   o.pat = pat;
   o.poll_hold = "20s";
   o.hud_token = hud_token;
+  std::tie(out.app_private_key, o.app_public_key_pem) = testpeer::make_app_key();
   out.peer = testpeer::actions_peer::start(o, out.why);
   return out;
 }

@@ -45,6 +45,7 @@ inline const std::string pat = "ghp_e2e_capacity_token";
 struct env {
   cluster* c = nullptr;
   std::unique_ptr<testpeer::actions_peer> peer;
+  std::string app_private_key;  // the peer also takes this GitHub App (id 12345, installation 42)
   std::string why;
 };
 
@@ -69,29 +70,19 @@ class agent {
   // `env`: extra NAME=value entries (the webhook secret, a DSN); the GitHub token is always set.
   agent(const std::string& dir, const std::string& yaml, std::vector<std::string> env = {}) : dir_(dir) {
     std::ofstream(dir + "/headroom.yaml") << yaml;
-    const std::string log = dir + "/agent.log";
-    posix_spawn_file_actions_t fa;
-    posix_spawn_file_actions_init(&fa);
-    posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
-    std::vector<std::string> args{HEADROOM_BINARY, "--config", dir + "/headroom.yaml", "--metrics-addr", "127.0.0.1:0"};
-    std::vector<char*> argv;
-    for (auto& a : args)
-      argv.push_back(a.data());
-    argv.push_back(nullptr);
     // The peer's PAT, unless the test gives headroom a GitHub App instead.
     const bool app = std::any_of(env.begin(), env.end(), [](const std::string& e) { return e.rfind("HEADROOM_GITHUB_APP_ID=", 0) == 0; });
     std::vector<std::string> envs{"PATH=/usr/bin:/bin"};
     if (!app)
       envs.push_back("HEADROOM_GITHUB_TOKEN=" + pat);
     envs.insert(envs.end(), env.begin(), env.end());
-    std::vector<char*> envp;
-    for (auto& e : envs)
-      envp.push_back(e.data());
-    envp.push_back(nullptr);
-    posix_spawn(&pid_, HEADROOM_BINARY, &fa, nullptr, argv.data(), envp.data());
-    posix_spawn_file_actions_destroy(&fa);
+    spawn({HEADROOM_BINARY, "--config", dir + "/headroom.yaml", "--metrics-addr", "127.0.0.1:0"}, std::move(envs));
   }
+  // Any command line that execs headroom (tests/testenv/run-as-pod.py), with exactly `env`.
+  struct command_line {
+    std::vector<std::string> argv, env;
+  };
+  agent(const std::string& dir, command_line cmd) : dir_(dir) { spawn(std::move(cmd.argv), std::move(cmd.env)); }
   ~agent() { stop(SIGKILL); }
   // Returns the exit status (or -1 when it was not running).
   int stop(int sig = SIGTERM) {
@@ -193,6 +184,22 @@ class agent {
   }
 
  private:
+  void spawn(std::vector<std::string> args, std::vector<std::string> envs) {
+    const std::string log = dir_ + "/agent.log";
+    posix_spawn_file_actions_t fa;
+    posix_spawn_file_actions_init(&fa);
+    posix_spawn_file_actions_addopen(&fa, 2, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    posix_spawn_file_actions_addopen(&fa, 1, log.c_str(), O_WRONLY | O_CREAT | O_APPEND, 0644);
+    std::vector<char*> argv, envp;
+    for (auto& a : args)
+      argv.push_back(a.data());
+    argv.push_back(nullptr);
+    for (auto& e : envs)
+      envp.push_back(e.data());
+    envp.push_back(nullptr);
+    posix_spawn(&pid_, args[0].c_str(), &fa, nullptr, argv.data(), envp.data());
+    posix_spawn_file_actions_destroy(&fa);
+  }
   std::string dir_;
   pid_t pid_ = -1;
 };
@@ -217,6 +224,7 @@ struct scenario {
   bool fault_hooks = false;   // HEADROOM_TEST_FAULTS=1 (runtime/fault_hooks.hpp)
   std::string watch_stall;    // kubernetes.watchStallTimeout; empty: the default (90s)
   bool exit_runner_pods = false;  // a runner pod goes Succeeded after its job, as an ephemeral runner's does
+  bool chart_install = false;     // the test installs the chart itself (no chart-identity.sh, no start())
 
   scenario() = default;
   scenario(std::string n, int max, int pool, std::string ready_timeout, std::string job)
@@ -266,12 +274,19 @@ struct world {
                                          "--skip-runners", std::to_string(s.skip_runners),
                                          s.exit_runner_pods ? "--exit-runner-pods" : "--exit-runner-pods=false"},
                                         why);
+    if (s.chart_install) {
+      identity = true;
+      return;
+    }
     // headroom runs as the Helm chart's ServiceAccount with the chart's RBAC for this scale set
     // (a TokenRequest token), so a permission the chart forgot fails the scenario.
     std::ofstream(dir + "/values.yaml") << "config:\n  github: {configUrl: " << e.peer->http_url()
                                         << "/headroom-org}\n  scaleSets:\n    - {name: " << s.name << ", namespace: " << s.name
                                         << (s.ephemeral_runner_set.empty() ? "" : ", mode: arc, ephemeralRunnerSet: " + s.ephemeral_runner_set)
-                                        << "}\ngithub: {existingSecret: e2e-github}\n";
+                                        << "}\ngithub: {existingSecret: e2e-github}\n"
+                                        // the seed's class names (the config's defaults), shared by the scenarios
+                                        << "priorityClasses: {placeholderRunner: placeholder-runner, runner: arc-runner, "
+                                           "placeholderWorkflow: placeholder-workflow, workflow: arc-workflow}\n";
     auto id = testenv::run_command({std::string{HEADROOM_SOURCE_DIR} + "/tests/testenv/chart-identity.sh", e.c->kubeconfig(),
                                     dir + "/values.yaml", "e2e-" + s.name, "headroom-e2e", dir + "/chart.kubeconfig"});
     identity = id.exit_code == 0;

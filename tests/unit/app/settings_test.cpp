@@ -103,6 +103,51 @@ TEST(capacity_config, scale_set_errors_name_the_key) {
             std::string::npos);
 }
 
+// The ladder's PriorityClasses are the deployment's to name (two releases on one cluster name theirs
+// apart): every pod headroom makes, and the classes it reads or makes, take the configured names.
+TEST(capacity_config, the_priority_ladder_takes_the_configured_names) {
+  auto r = parse_config_yaml(R"(
+github: {configUrl: "https://github.com/org"}
+priorityClasses: {placeholderRunner: ci-ph-runner, runner: ci-runner, placeholderWorkflow: ci-ph-workflow, workflow: ci.workflow}
+scaleSets: [{name: linux, namespace: runners}]
+)");
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
+  const auto& cfg = std::get<parsed_config>(r).modes.get<scale_sets_mode>().config;
+  auto s = std::get<scale_set_spec>(make_spec(cfg.sets.at(0), 0, cfg.priority_classes));
+  using actors::capacity::rung;
+  EXPECT_EQ(s.priority_classes.of(rung::placeholder_runner), "ci-ph-runner");
+  EXPECT_EQ(s.priority_classes.of(rung::workflow), "ci.workflow");
+  EXPECT_EQ(s.runner_priority_class, "ci-runner");
+  actors::capacity::owner_ref owner{"v1", "ConfigMap", "o", "uid"};
+  EXPECT_NE(actors::capacity::placeholder_pod(s, "a", actors::capacity::role::runner_placeholder, owner)
+                .find("\"priorityClassName\":\"ci-ph-runner\""),
+            std::string::npos);
+  EXPECT_NE(actors::capacity::placeholder_pod(s, "a", actors::capacity::role::workflow_placeholder, owner)
+                .find("\"priorityClassName\":\"ci-ph-workflow\""),
+            std::string::npos);
+  EXPECT_NE(actors::capacity::runner_pod(s, "linux-r1", 1).find("\"priorityClassName\":\"ci-runner\""), std::string::npos);
+  const auto pc = actors::capacity::priority_class_object(actors::capacity::priority_ladder[3], "ci.workflow");
+  EXPECT_NE(pc.find("\"name\":\"ci.workflow\""), std::string::npos) << pc;
+  EXPECT_NE(pc.find("\"value\":20"), std::string::npos) << pc;
+  EXPECT_NE(pc.find("PreemptLowerPriority"), std::string::npos) << pc;
+  EXPECT_NE(actors::capacity::priority_class_object(actors::capacity::priority_ladder[0], "x").find("\"Never\""), std::string::npos);
+
+  // Unset: the seed's names.
+  auto d = parse_config_yaml("github: {configUrl: x}\nscaleSets: [{name: a}]");
+  const auto& dc = std::get<parsed_config>(d).modes.get<scale_sets_mode>().config;
+  auto ds = std::get<scale_set_spec>(make_spec(dc.sets.at(0), 0, dc.priority_classes));
+  EXPECT_EQ(ds.priority_classes.of(rung::placeholder_workflow), "placeholder-workflow");
+  EXPECT_EQ(ds.runner_priority_class, "arc-runner");
+
+  auto error_of = [](const char* yaml) {
+    auto e = parse_config_yaml(yaml);
+    return std::holds_alternative<runtime::config_error>(e) ? std::get<runtime::config_error>(e).message() : std::string{};
+  };
+  EXPECT_NE(error_of("priorityClasses: {runner: Runner}").find("priorityClasses.runner"), std::string::npos);
+  EXPECT_NE(error_of("priorityClasses: {workflow: arc-runner}").find("names two rungs"), std::string::npos);
+  EXPECT_NE(error_of("priorityClasses: {placeholderRuner: x}").find("did you mean 'placeholderRunner'"), std::string::npos);
+}
+
 }  // namespace
 }  // namespace headroom::app
 

@@ -18,12 +18,27 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- if .Values.serviceAccount.create -}}{{ default (include "headroom.fullname" .) .Values.serviceAccount.name }}{{- else -}}{{ default "default" .Values.serviceAccount.name }}{{- end -}}
 {{- end -}}
 
+{{/* The ladder's PriorityClass names (JSON): priorityClasses.<rung>, else config.priorityClasses.<rung>, else the release's. */}}
+{{- define "headroom.priorityClassNames" -}}
+{{- $fn := include "headroom.fullname" . -}}
+{{- $cfg := default dict .Values.config.priorityClasses -}}
+{{- $pc := .Values.priorityClasses -}}
+{{- $out := dict -}}
+{{- range $rung, $suffix := dict "placeholderRunner" "placeholder-runner" "runner" "runner" "placeholderWorkflow" "placeholder-workflow" "workflow" "workflow" -}}
+{{- $_ := set $out $rung (coalesce (index $pc $rung) (index $cfg $rung) (printf "%s-%s" $fn $suffix)) -}}
+{{- end -}}
+{{- toJson $out -}}
+{{- end -}}
+
 {{/* headroom.yaml: the user's config with what the install owns filled in. */}}
 {{- define "headroom.config" -}}
 {{- $cfg := deepCopy .Values.config -}}
 {{- $_ := set $cfg "http" (dict "listen" (printf "0.0.0.0:%d" (int .Values.metrics.port))) -}}
 {{- $le := dict "enabled" true "namespace" .Release.Namespace "name" (include "headroom.fullname" .) "leaseDuration" .Values.leaderElection.leaseDuration "renewDeadline" .Values.leaderElection.renewDeadline "retryPeriod" .Values.leaderElection.retryPeriod -}}
 {{- $_ := set $cfg "leaderElection" $le -}}
+{{- if .Values.config.scaleSets -}}
+{{- $_ := set $cfg "priorityClasses" (include "headroom.priorityClassNames" . | fromJson) -}}
+{{- end -}}
 {{- if and .Values.config.bigfleet .Values.config.bigfleet.enabled .Values.bigfleet.tlsSecret -}}
 {{- $tls := dict "caFile" "/etc/headroom/bigfleet/ca.crt" "certFile" "/etc/headroom/bigfleet/tls.crt" "keyFile" "/etc/headroom/bigfleet/tls.key" -}}
 {{- $_ := set $cfg.bigfleet "tls" (merge (default dict $cfg.bigfleet.tls) $tls) -}}

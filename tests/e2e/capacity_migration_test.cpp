@@ -1,0 +1,151 @@
+// An ARC user's switch, end to end (docs/migrating-from-arc.md): the values of an ARC
+// gha-runner-scale-set release and its Secret, unchanged, translated by scripts/migrate-from-arc,
+// installed with `helm install`, and the burst run through what that install made.
+//
+// The ARC release is what a GitHub Enterprise Server user has: the server behind TLS from a private
+// CA (githubServerTLS from a ConfigMap), reached only through an HTTP proxy (a real one, Debian's
+// tinyproxy), and a GitHub App Secret with ARC's key names. The test control plane runs no
+// containers, so the installed Deployment's Pod stays Pending (a nodeSelector no node has) and
+// tests/testenv/run-as-pod.py runs its container as the kubelet would: its mounts, its env, its
+// ServiceAccount.
+
+#include <gtest/gtest.h>
+
+#include <fstream>
+#include <regex>
+
+#include "e2e/capacity_suite.hpp"
+#include "testenv/child_process.hpp"
+
+namespace headroom::e2e {
+namespace {
+
+using namespace std::chrono_literals;
+
+std::string read_file(const std::string& path) {
+  std::ifstream in{path};
+  std::stringstream ss;
+  ss << in.rdbuf();
+  return ss.str();
+}
+
+// The chart's release, removed with its namespace when the test ends.
+struct release_guard {
+  cluster* c;
+  std::string helm, name, ns;
+  ~release_guard() {
+    testenv::run_command({helm, "uninstall", name, "-n", ns, "--kubeconfig", c->kubeconfig(), "--wait", "--timeout", "60s"});
+    c->kubectl({"delete", "namespace", ns, "--timeout=90s"});
+  }
+};
+
+TEST(capacity_e2e, an_arc_install_translated_by_the_migration_tool_runs_the_burst) {
+  REQUIRE_ENV(e);
+  scenario sc{"arc-migrated", 4, 1, "5m", "3s"};
+  sc.chart_install = true;
+  world w{e, sc};
+  REQUIRE_WORLD(w);
+  const std::string src = HEADROOM_SOURCE_DIR, hr_ns = "headroom-migrated";
+  auto helm = testenv::run_command({src + "/tests/testenv/build-helm.sh"});
+  ASSERT_EQ(helm.exit_code, 0) << helm.err;
+  while (!helm.out.empty() && helm.out.back() == '\n')
+    helm.out.pop_back();
+  ASSERT_EQ(e.c->kubectl({"create", "namespace", hr_ns}).exit_code, 0);
+  release_guard guard{e.c, helm.out, "migrated", hr_ns};
+
+  // A real HTTP proxy: the only way to the GitHub server.
+  const int proxy_port = testenv::free_port();
+  std::ofstream(w.dir + "/tinyproxy.conf") << "Port " << proxy_port << "\nListen 127.0.0.1\nTimeout 600\nLogLevel Connect\n"
+                                           << "MaxClients 200\n";  // no ConnectPort line: CONNECT to any port
+  testenv::child_process proxy({"/usr/bin/tinyproxy", "-d", "-c", w.dir + "/tinyproxy.conf"}, {}, w.dir + "/tinyproxy.log");
+  const std::string proxy_url = "http://127.0.0.1:" + std::to_string(proxy_port);
+  ASSERT_TRUE(eventually([&] { return testenv::run_command({"curl", "-s", "-o", "/dev/null", proxy_url}).exit_code == 0; }, 10s))
+      << proxy.log();
+
+  // What the ARC user has: the Secret with ARC's keys (a GitHub App), the server's CA in a ConfigMap,
+  // and their release's values. The server is named `localhost` (its certificate's name); the API
+  // server is 127.0.0.1, which the translated NO_PROXY keeps off the proxy.
+  std::ofstream(w.dir + "/app.pem") << e.app_private_key;
+  std::ofstream(w.dir + "/ca.crt") << e.peer->ca_pem();
+  ASSERT_EQ(e.c->kubectl({"-n", hr_ns, "create", "secret", "generic", "arc-github-app", "--from-literal=github_app_id=12345",
+                          "--from-literal=github_app_installation_id=42", "--from-file=github_app_private_key=" + w.dir + "/app.pem"})
+                .exit_code,
+            0);
+  ASSERT_EQ(e.c->kubectl({"-n", hr_ns, "create", "configmap", "ghes-ca", "--from-file=ca.crt=" + w.dir + "/ca.crt"}).exit_code, 0);
+  const std::string ghes = std::regex_replace(e.peer->https_url(), std::regex{"127\\.0\\.0\\.1"}, "localhost");
+  std::ofstream(w.dir + "/arc-values.yaml")
+      << "githubConfigUrl: " << ghes << "/headroom-org\n"
+      << "githubConfigSecret: arc-github-app\n"
+      << "githubServerTLS:\n  certificateFrom:\n    configMapKeyRef: {name: ghes-ca, key: ca.crt}\n"
+      << "proxy:\n  https: {url: \"http://127.0.0.1:" << proxy_port << "\"}\n  noProxy: [kubernetes.default.svc]\n"
+      << "minRunners: 1\nmaxRunners: 4\nrunnerScaleSetName: arc-migrated\n"
+      << "template:\n  spec:\n    containers:\n      - name: runner\n        image: runner:e2e\n"
+      << "        command: [/home/runner/run.sh]\n        resources: {requests: {cpu: 500m, memory: 512Mi}}\n"
+      << "listenerTemplate:\n  spec:\n    containers: [{name: listener}]\n";
+
+  // Translated, then installed as it comes out, with only what this cluster needs on top: the Pod
+  // kept off the kwok nodes, fast recomputes for the test, and the ScaleSet CRD the suite's other
+  // scenarios share (applied as the chart would; a second release must not own it).
+  auto migrated = testenv::run_command({src + "/scripts/migrate-from-arc", "arc-migrated/arc-migrated=" + w.dir + "/arc-values.yaml"});
+  ASSERT_EQ(migrated.exit_code, 0) << migrated.err;
+  EXPECT_NE(migrated.err.find("listenerTemplate: not carried over"), std::string::npos) << migrated.err;
+  // What the tool's note asks of the user: the workflow pods' size (the simulator's), added to the
+  // translated file by hand as a user would.
+  auto values = migrated.out;
+  const std::string pool = "    capacityAware:\n      proactiveCapacity: 1\n";
+  const auto at = values.find(pool);
+  ASSERT_NE(at, std::string::npos) << values;
+  EXPECT_NE(migrated.err.find("set capacityAware.workflowResources"), std::string::npos) << migrated.err;
+  values.insert(at + pool.size(), "      workflowResources: {cpu: 500m, memory: 512Mi}\n");
+  std::ofstream(w.dir + "/headroom-values.yaml") << values;
+  std::ofstream(w.dir + "/test-values.yaml")
+      << "replicaCount: 1\nnodeSelector: {headroom.dev/test-no-container-runtime: \"true\"}\ncrds: {scaleSets: false}\n";
+  ASSERT_EQ(e.c->kubectl({"apply", "--server-side", "--force-conflicts", "-f", src + "/deploy/crds/scalesets.yaml"}).exit_code, 0);
+  auto installed = testenv::run_command({helm.out, "install", "migrated", src + "/deploy/chart/headroom", "-n", hr_ns, "--kubeconfig",
+                                         e.c->kubeconfig(), "-f", w.dir + "/headroom-values.yaml", "-f", w.dir + "/test-values.yaml"});
+  ASSERT_EQ(installed.exit_code, 0) << installed.out << installed.err;
+
+  std::string pod;
+  ASSERT_TRUE(eventually([&] {
+    pod = e.c->kubectl({"-n", hr_ns, "get", "pods", "-l", "app.kubernetes.io/instance=migrated", "-o",
+                        "jsonpath={.items[0].metadata.name}"}).out;
+    return !pod.empty();
+  }, 30s));
+  std::filesystem::create_directories(w.dir + "/pod");
+  w.headroom = std::make_unique<agent>(
+      w.dir, agent::command_line{{"/usr/bin/python3", src + "/tests/testenv/run-as-pod.py", e.c->kubeconfig(), hr_ns, pod,
+                                  w.dir + "/pod", HEADROOM_BINARY},
+                                 {"PATH=/usr/bin:/bin", "HEADROOM_TESTENV_DIR=" + std::string{std::getenv("HEADROOM_TESTENV_DIR")}}});
+
+  // The burst, as in capacity_warm_pool_and_burst.
+  int64_t set = 0;
+  ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 90s)) << w.headroom->log();
+  ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 1; }, 120s)) << "minRunners 1: one warm pair\n" << w.headroom->log();
+  w.post_jobs(5);
+  ASSERT_TRUE(eventually([&] { return w.job_states()["completed"] == 5; }, 240s)) << w.headroom->log() << "\n" << w.sim->log();
+  EXPECT_GT(audited(w, set), 2);
+  EXPECT_TRUE(eventually([&] {
+    return e.c->kubectl({"-n", "arc-migrated", "get", "scaleset", "arc-migrated", "-o", "jsonpath={.status.session}"}).out == "Open";
+  }, 30s)) << "the chart's ScaleSet status";
+
+  // The App from ARC's keys signed in; every GitHub call went through the proxy, and none to the
+  // API server did.
+  simdjson::dom::parser p;
+  int64_t app_tokens = 0;
+  EXPECT_EQ(p.parse(e.peer->control("/state").body)["requests"]["access_token"].get(app_tokens), simdjson::SUCCESS);
+  EXPECT_GT(app_tokens, 0) << "installation tokens for the App from ARC's Secret";
+  const auto proxied = read_file(w.dir + "/tinyproxy.log");
+  const auto peer_port = ghes.substr(ghes.rfind(':') + 1);
+  EXPECT_NE(proxied.find("CONNECT localhost:" + peer_port), std::string::npos) << proxied.substr(0, 3000);
+  const auto api_port = e.c->kubectl({"config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"}).out;
+  EXPECT_EQ(proxied.find("CONNECT 127.0.0.1:" + api_port.substr(api_port.rfind(':') + 1)), std::string::npos)
+      << "API server traffic went through the proxy";
+  const auto log = w.headroom->full_log();
+  EXPECT_EQ(log.find("BEGIN RSA PRIVATE KEY"), std::string::npos) << "the App's key reached the log";
+  EXPECT_EQ(WIFEXITED(w.headroom->stop()), true);
+  // The chart's Role lets it hand the Lease back at SIGTERM (a standby takes over at its next retry).
+  EXPECT_NE(w.headroom->full_log().find("lease released"), std::string::npos) << w.headroom->log();
+}
+
+}  // namespace
+}  // namespace headroom::e2e
