@@ -296,8 +296,12 @@ void on_session(status_actor* self, const msg::session_view& s) {
   }
   if (s.state == v.session && s.message == v.session_message)
     return;
-  if (s.state != v.session)
+  if (s.state != v.session) {
     v.session_since = wall_text(self);
+    // ARC's controller counts its running listener pods; here, the open session is the listener.
+    if (self->state.ctx->metrics.set)
+      self->state.ctx->metrics.set("gha_controller_running_listeners", s.state == "Open" ? 1 : 0);
+  }
   v.session = s.state;
   v.session_message = s.message;
   changed(self);

@@ -46,6 +46,7 @@ constexpr series gauges[] = {
     {"gha_controller_pending_ephemeral_runners", "Number of ephemeral runners in a pending state."},
     {"gha_controller_running_ephemeral_runners", "Number of ephemeral runners in a running state."},
     {"gha_controller_failed_ephemeral_runners", "Number of ephemeral runners in a failed state."},
+    {"gha_controller_running_listeners", "Number of listeners in a running state (1 while the scale set's Actions session is open)."},
     {"headroom_capacity_advertised_max_runners", "X-ScaleSetMaxCapacity: the capacity advertised on the next poll"},
     {"headroom_capacity_advertised_pairs", "Placeholder pairs the monitor holds"},
     {"headroom_capacity_advertised_running_pairs", "Pairs whose two placeholders are Running"},

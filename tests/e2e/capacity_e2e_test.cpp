@@ -122,7 +122,7 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
     };
     EXPECT_TRUE(eventually([&] { return results() > 0; }, 30s)) << "no data for ARC's " << q << "\n" << prom->log();
   }
-  EXPECT_EQ(asked, 11);
+  EXPECT_EQ(asked, 12);
 
   EXPECT_EQ(WIFEXITED(w.headroom->stop()), true);
   // SIGTERM: the session is deleted and the placeholders go with it.
