@@ -46,6 +46,9 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::id_block::headroom_runtime::end)
   CAF_ADD_ATOM(headroom, headroom::msg, capacity_atom, "capacity")
   /// A (re)started actor → listener_session: send me the latest msg::scale_set_update (no jobs).
   CAF_ADD_ATOM(headroom, headroom::msg, update_atom, "update")
+  /// A (re)started scale_set_status → capacity_monitor, listener_session: send me your view now
+  /// (msg::capacity_view, msg::session_view), not at your next change.
+  CAF_ADD_ATOM(headroom, headroom::msg, view_atom, "view")
   /// A (re)started listener_session → capacity_monitor: send me msg::session_held (the session
   /// my predecessor left, if any).
   CAF_ADD_ATOM(headroom, headroom::msg, session_atom, "session")

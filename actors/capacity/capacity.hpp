@@ -223,7 +223,9 @@ caf::actor spawn_health_check(caf::actor_system& sys, context_ptr ctx);
 // The ScaleSet object (deploy/crds/scalesets.yaml) named after the scale set: created, and its
 // status written from msg::capacity_view, msg::session_view and msg::scale_set_update, at most once
 // every `interval`.
-caf::actor spawn_scale_set_status(caf::actor_system& sys, context_ptr ctx, std::chrono::milliseconds interval);
+// `peers`: the monitor and the listener it asks, at start, for their current views (either may be null).
+caf::actor spawn_scale_set_status(caf::actor_system& sys, context_ptr ctx, std::chrono::milliseconds interval,
+                                  scale_set_peers peers = {});
 // One pair. `adopt`: its pods may exist already (found by label); otherwise it creates them.
 caf::actor spawn_placeholder_pair(caf::actor_system& sys, context_ptr ctx, std::string slot, bool adopt, caf::actor monitor,
                                   owner_ref owner);

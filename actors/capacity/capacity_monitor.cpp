@@ -376,6 +376,11 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
         if (s.last_published >= 0)
           self->send(caf::actor_cast<caf::actor>(self->current_sender()), msg::set_max_capacity{s.last_published});
       },
+      [self](msg::view_atom) {  // a restarted scale_set_status: the view last sent
+        const auto& s = self->state;
+        if (s.last_view.advertised >= 0)
+          self->send(caf::actor_cast<caf::actor>(self->current_sender()), s.last_view);
+      },
       [self](msg::capacity_polled p) { on_polled(self, p); },
       [self](const msg::queued_jobs& q) {
         self->state.queued = q.ok ? std::max<int64_t>(0, q.count) : 0;

@@ -108,12 +108,15 @@ std::string scale_set_status_patch(const scale_set_view& v, const std::string& o
     field(w, "registeredRunners", v.stats.total_registered_runners);
     field(w, "busyRunners", v.stats.total_busy_runners);
   }
-  field(w, "session", v.session);
-  field(w, "sessionMessage", v.session_message);
+  if (!v.session.empty()) {  // unknown (a restarted actor not told yet): the object keeps what it says
+    field(w, "session", v.session);
+    field(w, "sessionMessage", v.session_message);
+  }
   if (!v.last_poll.empty())
     field(w, "lastPollTime", v.last_poll);
   field(w, "observedTime", observed);
-  session_condition(w, v);
+  if (!v.session.empty())
+    session_condition(w, v);
   w.EndObject();
   w.EndObject();
   return out.GetString();
@@ -148,6 +151,10 @@ struct status_state {
   runtime::clock::time_point last_write{};
   api_calls<call> calls;
   std::string uid;                          // the object's, once created or read
+  // The session state and its transition time the object held when read (an earlier actor's): kept
+  // when the listener tells the same state again, so a restart does not move lastTransitionTime.
+  std::string prior_session, prior_since;
+  bool since_guessed = false;  // view.session_since is when the listener first told, not a transition
   std::deque<msg::k8s_event> waiting;       // Events about it from before the uid was known
 };
 
@@ -218,6 +225,30 @@ void learn_uid(status_actor* self, const std::string& body) {
   st.waiting.clear();
 }
 
+void learn_session(status_actor* self, const std::string& body) {
+  auto& st = self->state;
+  simdjson::dom::parser p;
+  simdjson::dom::element status;
+  if (p.parse(body)["status"].get(status) != simdjson::SUCCESS)
+    return;
+  std::string_view session, since;
+  if (status["session"].get(session) != simdjson::SUCCESS)
+    return;
+  simdjson::dom::array conditions;
+  if (status["conditions"].get(conditions) == simdjson::SUCCESS)
+    for (auto c : conditions) {
+      std::string_view type;
+      if (c["type"].get(type) == simdjson::SUCCESS && type == "SessionOpen" && c["lastTransitionTime"].get(since) == simdjson::SUCCESS)
+        break;
+    }
+  st.prior_session = std::string{session};
+  st.prior_since = std::string{since};
+  auto& v = st.view;
+  if (st.since_guessed && v.session == st.prior_session && !st.prior_since.empty())
+    v.session_since = st.prior_since;
+  st.since_guessed = false;
+}
+
 void read_object(status_actor* self) {
   auto& st = self->state;
   st.in_flight = true;
@@ -269,8 +300,10 @@ void on_reply(status_actor* self, const msg::api_reply& r) {
     return write(self);
   }
   if (*what == call::get) {
-    if (r.ok)
+    if (r.ok) {
       learn_uid(self, r.body);
+      learn_session(self, r.body);
+    }
     return write(self);
   }
   if (!r.ok) {
@@ -297,7 +330,12 @@ void on_session(status_actor* self, const msg::session_view& s) {
   if (s.state == v.session && s.message == v.session_message)
     return;
   if (s.state != v.session) {
-    v.session_since = wall_text(self);
+    auto& st = self->state;
+    const bool first = v.session.empty();
+    const bool same_as_before = first && s.state == st.prior_session && !st.prior_since.empty();
+    v.session_since = same_as_before ? st.prior_since : wall_text(self);
+    // Told before the object was read: the object may yet say since when (learn_session).
+    st.since_guessed = first && !same_as_before;
     // ARC's controller counts its running listener pods; here, the open session is the listener.
     if (self->state.ctx->metrics.set)
       self->state.ctx->metrics.set("gha_controller_running_listeners", s.state == "Open" ? 1 : 0);
@@ -307,9 +345,17 @@ void on_session(status_actor* self, const msg::session_view& s) {
   changed(self);
 }
 
-caf::behavior status_behavior(status_actor* self, context_ptr ctx, std::chrono::milliseconds interval) {
+caf::behavior status_behavior(status_actor* self, context_ptr ctx, std::chrono::milliseconds interval, scale_set_peers peers) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
+  // A restarted status actor knows nothing: it asks its sources for what they last told its
+  // predecessor (a healthy session and a steady capacity would otherwise never be told again).
+  if (peers.monitor)
+    self->send(peers.monitor, msg::view_atom_v);
+  if (peers.listener) {
+    self->send(peers.listener, msg::view_atom_v);
+    self->send(peers.listener, msg::update_atom_v);
+  }
   st.interval = interval;
   st.view.capacity.max_runners = st.ctx->spec.max_runners;
   st.view.session_since = wall_text(self);
@@ -344,8 +390,9 @@ caf::behavior status_behavior(status_actor* self, context_ptr ctx, std::chrono::
 
 }  // namespace
 
-caf::actor spawn_scale_set_status(caf::actor_system& sys, context_ptr ctx, std::chrono::milliseconds interval) {
-  return sys.spawn(status_behavior, std::move(ctx), interval);
+caf::actor spawn_scale_set_status(caf::actor_system& sys, context_ptr ctx, std::chrono::milliseconds interval,
+                                  scale_set_peers peers) {
+  return sys.spawn(status_behavior, std::move(ctx), interval, std::move(peers));
 }
 
 }  // namespace headroom::actors::capacity

@@ -18,7 +18,7 @@ struct scale_set_view {
   int64_t scale_set_id = 0;  // from listener_session's statistics
   msg::scale_set_statistics stats;
   bool stats_known = false;
-  std::string session = "Opening";  // from listener_session
+  std::string session;  // from listener_session; "" until it says (then the object keeps what it has)
   std::string session_message;
   std::string session_since;  // RFC 3339: when `session` last changed (the condition's transition)
   std::string last_poll;      // RFC 3339: when the newest poll started; "" before the first
@@ -27,8 +27,8 @@ struct scale_set_view {
 // The object headroom creates: no spec to set, labelled as headroom's.
 std::string scale_set_object(const std::string& ns, const std::string& name);
 
-// A merge patch of the status subresource: every field known so far, the SessionOpen condition,
-// and `observed` (RFC 3339) as observedTime.
+// A merge patch of the status subresource: every field known so far (the session and its
+// SessionOpen condition once the listener has told it), and `observed` (RFC 3339) as observedTime.
 std::string scale_set_status_patch(const scale_set_view& v, const std::string& observed);
 
 }  // namespace headroom::actors::capacity

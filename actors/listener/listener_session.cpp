@@ -389,6 +389,11 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
         if (s.open_wanted)
           open_session(self);
       },
+      [self](msg::view_atom) {  // a restarted scale_set_status: the session's state as last told
+        const auto& s = self->state;
+        if (!s.told_state.empty())
+          self->send(caf::actor_cast<caf::actor>(self->current_sender()), msg::session_view{s.told_state, s.told_message, false});
+      },
       [self](msg::update_atom) {
         auto& s = self->state;
         if (s.stats && s.opts.scale_set_id != 0)

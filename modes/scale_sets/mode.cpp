@@ -365,7 +365,7 @@ runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_
   runtime::child_spec status;
   status.name = "scale_set_status";
   status.relay = peers.status;
-  status.start = [ctx](caf::actor_system& s) { return spawn_scale_set_status(s, ctx, std::chrono::seconds(5)); };
+  status.start = [ctx, peers](caf::actor_system& s) { return spawn_scale_set_status(s, ctx, std::chrono::seconds(5), peers); };
   children.push_back(std::move(status));
   runtime::child_spec health;
   health.name = "health_check";

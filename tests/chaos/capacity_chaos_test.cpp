@@ -287,6 +287,27 @@ TEST(chaos, capacity_each_actor_kind_failed_mid_burst_is_restarted_and_escalatio
   const auto ended_wall = clock_type::now();
   expect_recovered(w, set, 6, "each actor kind failed once mid-burst", ended, ended_wall);
 
+  // The status actor failed while the scale set is steady: a healthy session and a steady capacity
+  // are not told again, so its successor asks the listener and the monitor for their views. The
+  // ScaleSet object it writes keeps showing the session Open (since when it was opened) and the
+  // capacity the last poll carried.
+  auto status = [&](const std::string& path) {
+    return w.e.c->kubectl({"-n", w.s.name, "get", "scaleset", w.s.name, "-o", "jsonpath={.status." + path + "}"}).out;
+  };
+  ASSERT_TRUE(eventually([&] { return status("session") == "Open"; }, 30s)) << status("session");
+  const auto opened_at = status("conditions[0].lastTransitionTime");
+  const auto observed = status("observedTime");
+  EXPECT_EQ(w.headroom->post("/debug/fault?child=scale_set_status"), "1\n");
+  EXPECT_TRUE(eventually([&] { return status("observedTime") != observed; }, 15s)) << "the restarted status actor wrote nothing";
+  for (int i = 0; i < 12; ++i, std::this_thread::sleep_for(250ms))
+    if (status("session") != "Open") {
+      ADD_FAILURE() << "a restarted status actor wrote session '" << status("session") << "' over Open";
+      break;
+    }
+  EXPECT_EQ(status("conditions[0].lastTransitionTime"), opened_at) << "a restart is not a transition";
+  EXPECT_TRUE(eventually([&] { return status("advertisedCapacity") == std::to_string(w.latest_capacity(set)); }, 15s))
+      << status("advertisedCapacity") << " vs " << w.latest_capacity(set);
+
   // Escalation: more than maxRestarts (5) failures of one child within the window (1 minute). The
   // failure above is usually still inside it, so the 5th or the 6th failure here escalates;
   // every one before is restarted.

@@ -29,6 +29,12 @@ TEST(scale_set_status, only_what_is_known_is_written) {
   EXPECT_TRUE(status["advertisedCapacity"].error()) << "no capacity before the monitor's first view";
   EXPECT_TRUE(status["assignedJobs"].error()) << "no statistics before the listener's first update";
   EXPECT_TRUE(status["lastPollTime"].error()) << "no poll yet";
+  // Nor the session before the listener tells it: a restarted status actor must not write
+  // "Opening" over the Open its predecessor wrote (it asks the listener, which answers).
+  EXPECT_TRUE(status["session"].error());
+  EXPECT_TRUE(status["conditions"].error());
+  v.session = "Opening";
+  status = p.parse(scale_set_status_patch(v, "2026-11-26T07:00:05Z"))["status"];
   EXPECT_EQ(std::string_view(status["session"]), "Opening");
   EXPECT_EQ(std::string_view(status["observedTime"]), "2026-11-26T07:00:05Z");
   auto c = status["conditions"].at(0);

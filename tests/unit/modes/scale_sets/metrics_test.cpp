@@ -122,7 +122,7 @@ TEST(arc_metrics, every_listener_query_of_arcs_dashboard_finds_its_series_and_la
       EXPECT_TRUE(found) << name << " with the labels of " << line;
     }
   }
-  EXPECT_EQ(queries, 11);
+  EXPECT_EQ(queries, 12);
 }
 
 }  // namespace
