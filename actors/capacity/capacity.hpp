@@ -32,7 +32,9 @@
 #include <functional>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
+#include <utility>
 #include <vector>
 
 #include "adapters/github/actions_client.hpp"
@@ -208,6 +210,7 @@ struct scale_set_context {
   // itself owned by `owner_parent`, headroom's own Pod, when that is in the same namespace).
   std::string owner_configmap;
   owner_ref owner_parent;
+  std::string instance;  // instance_label(): on the ScaleSet object, so a later start knows it made it
 };
 using context_ptr = std::shared_ptr<const scale_set_context>;
 
@@ -226,6 +229,13 @@ caf::actor spawn_health_check(caf::actor_system& sys, context_ptr ctx);
 // `peers`: the monitor and the listener it asks, at start, for their current views (either may be null).
 caf::actor spawn_scale_set_status(caf::actor_system& sys, context_ptr ctx, std::chrono::milliseconds interval,
                                   scale_set_peers peers = {});
+// Deletes the ScaleSet objects labelled headroom.dev/instance=`instance` whose (namespace, name) is
+// not in `keep` (scale sets no longer configured), then exits; retries an unanswered list with backoff.
+caf::actor spawn_scale_set_sweeper(caf::actor_system& sys, k8s::client* kube, std::string instance,
+                                   std::set<std::pair<std::string, std::string>> keep);
+// The headroom.dev/instance label of the objects one headroom deployment owns beyond its pods: its
+// Lease's namespace and name ("headroom-system.headroom"), hashed to fit 63 characters.
+std::string instance_label(const std::string& lease_namespace, const std::string& lease_name);
 // One pair. `adopt`: its pods may exist already (found by label); otherwise it creates them.
 caf::actor spawn_placeholder_pair(caf::actor_system& sys, context_ptr ctx, std::string slot, bool adopt, caf::actor monitor,
                                   owner_ref owner);

@@ -65,7 +65,7 @@ void session_condition(json_writer& w, const scale_set_view& v) {
 
 }  // namespace
 
-std::string scale_set_object(const std::string& ns, const std::string& name) {
+std::string scale_set_object(const std::string& ns, const std::string& name, const std::string& instance) {
   rapidjson::StringBuffer out;
   json_writer w{out};
   w.StartObject();
@@ -78,6 +78,8 @@ std::string scale_set_object(const std::string& ns, const std::string& name) {
   w.Key("labels");
   w.StartObject();
   field(w, "app.kubernetes.io/managed-by", std::string{"headroom"});
+  if (!instance.empty())
+    field(w, "headroom.dev/instance", instance);
   w.EndObject();
   w.EndObject();
   w.Key("spec");
@@ -198,7 +200,7 @@ void write(status_actor* self) {
   const auto& ns = st.ctx->spec.ns;
   const auto& name = st.ctx->spec.name;
   if (!st.exists) {
-    st.calls.start(caf::actor_cast<caf::actor>(self), call::create, [kube, ns, body = scale_set_object(ns, name)](k8s::api_callback cb) {
+    st.calls.start(caf::actor_cast<caf::actor>(self), call::create, [kube, ns, body = scale_set_object(ns, name, st.ctx->instance)](k8s::api_callback cb) {
       kube->create(scale_sets, ns, body, std::move(cb));
     });
     return;

@@ -24,8 +24,10 @@ struct scale_set_view {
   std::string last_poll;      // RFC 3339: when the newest poll started; "" before the first
 };
 
-// The object headroom creates: no spec to set, labelled as headroom's.
-std::string scale_set_object(const std::string& ns, const std::string& name);
+// The object headroom creates: no spec to set, labelled as headroom's, and as this deployment's
+// (`instance`: headroom.dev/instance, when not empty) so a later start can remove it once its scale
+// set is no longer configured.
+std::string scale_set_object(const std::string& ns, const std::string& name, const std::string& instance = {});
 
 // A merge patch of the status subresource: every field known so far (the session and its
 // SessionOpen condition once the listener has told it), and `observed` (RFC 3339) as observedTime.

@@ -310,6 +310,7 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
     ctx->metrics = make_metrics(m, ctx->spec, std::get<github::config_url>(where));
     ctx->events = out.events;
     ctx->owner_configmap = owner_name;
+    ctx->instance = out.instance;
     if (!pod_name.empty() && !pod_uid.empty() && pod_ns == ctx->spec.ns)
       ctx->owner_parent = owner_ref{"v1", "Pod", pod_name, pod_uid};
     k8s::informer<k8s::pod>::options pod_opts;
@@ -412,6 +413,17 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
     }
     for (size_t i = 0; i < svc->contexts.size(); ++i)
       children.push_back(scale_set_subtree(cfg, svc->contexts[i], peers[i], m, ready));
+    if (!svc->contexts.empty()) {
+      std::set<std::pair<std::string, std::string>> keep;
+      for (const auto& ctx : svc->contexts)
+        keep.emplace(ctx->spec.ns, ctx->spec.name);
+      runtime::child_spec sweeper;
+      sweeper.name = "scale_set_sweeper";
+      sweeper.start = [svc, keep](caf::actor_system& s) {
+        return actors::capacity::spawn_scale_set_sweeper(s, svc->contexts.front()->kube, svc->instance, keep);
+      };
+      children.push_back(std::move(sweeper));
+    }
     auto sup = runtime::spawn_supervisor(sys, runtime::supervisor_options_from(cfg, "scale_sets", &m, &ready),
                                          std::move(children));
     for (const auto& r : relays)
@@ -445,6 +457,7 @@ std::vector<runner_claim> scale_sets_mode::runner_pods() const {
 std::optional<start_problem> scale_sets_mode::prepare(const services& s) {
   svc_ = std::make_shared<scale_set_services>();
   svc_->events = s.events;
+  svc_->instance = actors::capacity::instance_label(s.cfg.leader_election.ns, s.cfg.leader_election.name);
   if (auto problem = prepare_scale_sets(config, s.shared.github, s.env, *s.api, *s.io, s.metrics, *svc_))
     return start_problem{*problem};
   return std::nullopt;
@@ -463,6 +476,7 @@ void scale_sets_mode::stop() {
 std::vector<tree_line> scale_sets_mode::leader_only_tree() const {
   return {{0, "scale_sets (supervisor)"},
           {1, "hud_poller (when hud.url is set)"},
+          {1, "scale_set_sweeper (once: ScaleSet objects of scale sets no longer configured)"},
           {1, "scale_set/<name> (supervisor) × one per scale set"},
           {2, "runner_provisioner"},
           {2, "capacity_monitor"},

@@ -38,6 +38,7 @@ struct scale_set_services {
   std::shared_ptr<k8s::informer<k8s::unstructured>> nodepools;  // started when karpenter.sh/v1 is served
   std::shared_ptr<github::actions_client> github;
   caf::actor events;  // set before prepare_scale_sets: the event_recorder's relay
+  std::string instance;  // set before prepare_scale_sets: actors::capacity::instance_label of the Lease
   void stop();  // the informers
 };
 

@@ -29,6 +29,15 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
   REQUIRE_ENV(e);
   world w{e, {"capacity-burst", 4, 2, "5m", "3s"}};
   REQUIRE_WORLD(w);
+  // ScaleSet objects from before: one this headroom made for a scale set since removed from its
+  // configuration (its instance label: the Lease's namespace and name), and one of another headroom.
+  // At start the first is removed, the other left alone.
+  for (const auto& [name, instance] : {std::pair{"retired-set", "kube-system.headroom"}, std::pair{"other-release", "ci.headroom"}})
+    ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, std::string{"{\"apiVersion\":\"headroom.dev/v1alpha1\",\"kind\":\"ScaleSet\",\"metadata\":"
+                                                             "{\"namespace\":\"capacity-burst\",\"name\":\""} +
+                                                     name + "\",\"labels\":{\"headroom.dev/instance\":\"" + instance + "\"}},\"spec\":{}}")
+                  .exit_code,
+              0);
   w.start();
   int64_t set = 0;
   ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
@@ -83,6 +92,13 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
       << "ScaleSet status: " << e.c->kubectl({"-n", "capacity-burst", "get", "scaleset", "capacity-burst", "-o", "yaml"}).out
       << w.headroom->log();
   EXPECT_EQ(status("maxRunners"), "4");
+  EXPECT_EQ(e.c->kubectl({"-n", "capacity-burst", "get", "scaleset", "capacity-burst", "-o",
+                          "jsonpath={.metadata.labels.headroom\\.dev/instance}"}).out,
+            "kube-system.headroom")
+      << "the object is labelled as this headroom's";
+  EXPECT_TRUE(eventually([&] { return e.c->kubectl({"-n", "capacity-burst", "get", "scaleset", "retired-set"}).exit_code != 0; }, 30s))
+      << "the ScaleSet of a scale set no longer configured is removed at start\n" << w.headroom->log();
+  EXPECT_EQ(e.c->kubectl({"-n", "capacity-burst", "get", "scaleset", "other-release"}).exit_code, 0) << "another headroom's object is kept";
   EXPECT_EQ(status("scaleSetId"), std::to_string(set));
   EXPECT_EQ(status("session"), "Open");
   EXPECT_EQ(status("conditions[?(@.type==\"SessionOpen\")].status"), "True");

@@ -5,6 +5,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include "actors/capacity/capacity.hpp"
 #include "actors/capacity/scale_set_status.hpp"
 
 namespace headroom::actors::capacity {
@@ -19,6 +20,18 @@ TEST(scale_set_status, the_object_has_no_spec_and_is_labelled_as_headroom_s) {
   EXPECT_EQ(std::string_view(doc["metadata"]["namespace"]), "arc-runners");
   EXPECT_EQ(std::string_view(doc["metadata"]["labels"]["app.kubernetes.io/managed-by"]), "headroom");
   EXPECT_EQ(simdjson::dom::object(doc["spec"]).size(), 0u);
+}
+
+TEST(scale_set_status, the_object_carries_its_deployments_instance_label) {
+  simdjson::dom::parser p;
+  auto doc = p.parse(scale_set_object("arc-runners", "linux", "headroom-system.headroom"));
+  EXPECT_EQ(std::string_view(doc["metadata"]["labels"]["headroom.dev/instance"]), "headroom-system.headroom");
+  EXPECT_EQ(instance_label("headroom-system", "headroom"), "headroom-system.headroom");
+  // A label value is at most 63 characters: long identities are cut and hashed, still distinct.
+  const std::string ns(40, 'n'), a = instance_label(ns, std::string(40, 'a')), b = instance_label(ns, std::string(40, 'b'));
+  EXPECT_LE(a.size(), 63u);
+  EXPECT_NE(a, b);
+  EXPECT_EQ(a, instance_label(ns, std::string(40, 'a')));
 }
 
 TEST(scale_set_status, only_what_is_known_is_written) {
