@@ -1,0 +1,119 @@
+#pragma once
+
+// The runner provisioner's state and steps, shared by its two files:
+//   runner_provisioner.cpp   the behaviour: runners for assigned jobs, creation, replies
+//   provisioner_sweep.cpp    the sweep (podless runners, scale-down) and runner pods that must go
+// Nothing here is used outside actors/capacity/.
+
+#include <caf/all.hpp>
+
+#include <ctime>
+#include <map>
+#include <set>
+#include <simdjson.h>
+
+#include "actors/capacity/capacity.hpp"
+#include "actors/k8s/api_calls.hpp"
+#include "actors/k8s/informer_feed.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/log.hpp"
+
+namespace headroom::actors::capacity::provisioner {
+
+inline constexpr std::string_view actor_name = "runner_provisioner";
+inline constexpr uint32_t pods_buffer = 1;
+inline const k8s::resource_kind ephemeral_runner_sets{"actions.github.com", "v1alpha1", "ephemeralrunnersets", true};
+
+// The pool's runners, from the I/O thread (the sweep's answer).
+struct runner_list {
+  bool ok = false;
+  std::vector<github::runner_ref> runners;
+};
+
+// An idle runner's removal from GitHub, answered (the scale-down's second step: its pod).
+struct idle_runner_removed {
+  std::string name;
+  bool ok = false;
+};
+
+// A runner pod's delete, answered: done (deleted, or not there) or failed (tried again).
+struct runner_pod_deleted {
+  std::string name;
+  bool done = false;
+  std::string error;
+};
+
+}  // namespace headroom::actors::capacity::provisioner
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::provisioner::runner_list)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::provisioner::idle_runner_removed)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::provisioner::runner_pod_deleted)
+
+namespace headroom::actors::capacity::provisioner {
+
+inline constexpr uint64_t reconcile_tick = 0, sweep_tick = 1;
+
+struct creation {
+  enum step { pod, secret } at = pod;
+  std::string name;
+  int64_t runner_id = 0;
+  std::string jit;
+};
+
+struct provisioner_state {
+  context_ptr ctx;
+  scale_set_peers peers;
+  std::unique_ptr<informer_feed<k8s::pod>> feed;
+  int64_t cap = 0;  // the advertised capacity
+  bool cap_known = false;
+  int64_t scale_set_id = 0;
+  msg::scale_set_statistics stats;
+  int creating = 0;                     // JIT requested, pod not yet made
+  // Pods made, not yet seen by the informer (when made): counted until seen, or for a minute at
+  // most (a pod deleted before the watch showed it must not hold a runner's place forever).
+  std::map<std::string, caf::actor_clock::time_point> made;
+  std::set<std::string> seen_before_made;  // pods the watch showed before their create was answered
+  // Runners whose job started and has not completed yet. Such a runner's pod counts until the
+  // completion arrives even once it has ended: the service still counts its job as assigned, and
+  // a pod that ends a moment before the completion message would otherwise be replaced by a runner
+  // no job is left for (found by the chaos suite: 9 runners for 6 jobs after an API server
+  // restart, 3 of them idle for good).
+  std::set<std::string> busy;
+  api_calls<creation> calls;
+  int64_t arc_replicas = -1, arc_patch_id = 0;
+  std::set<std::string> jit_pending;  // runners registered (JIT asked for), pod create not answered
+  std::set<int64_t> podless;          // runner ids the last sweep found without a pod
+  std::set<int64_t> idle_excess;      // runner ids the last sweep found idle while runners were in excess
+  std::set<std::string> removing;     // idle runners being removed from GitHub (their pods still count)
+  // Runner pods that must go (their job is done, their runner removed, their create failed):
+  // deleted by name until the API server says deleted or not there (see delete_runner_pod).
+  struct doomed_pod {
+    caf::actor_clock::time_point since, last_try;
+    bool in_flight = false;
+  };
+  std::map<std::string, doomed_pod> doomed;
+  static inline const char* name = "headroom.runner_provisioner";
+};
+
+using provisioner_actor = caf::stateful_actor<provisioner_state>;
+
+inline bool terminal(const k8s::pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
+
+// ---- the steps, by file
+void remove_runner(provisioner_actor* self, int64_t runner_id, const std::string& why);
+int64_t live_runner_pods(provisioner_actor* self);
+int64_t desired_runners(const provisioner_state& st);
+void retry_doomed(provisioner_actor* self);
+void reconcile(provisioner_actor* self);
+void start_call(provisioner_actor* self, creation c, const std::function<void(k8s::api_callback)>& start);
+void delete_runner_pod(provisioner_actor* self, const std::string& name);
+std::chrono::milliseconds sweep_every(provisioner_actor* self);
+void sweep(provisioner_actor* self);
+void scale_down(provisioner_actor* self, const std::vector<github::runner_ref>& runners);
+void on_runner_list(provisioner_actor* self, const runner_list& l);
+void on_scale_set_update(provisioner_actor* self, const msg::scale_set_update& u);
+void on_jit(provisioner_actor* self, msg::jit_reply& r);
+void on_reply(provisioner_actor* self, const msg::api_reply& r);
+void on_pod_deleted(provisioner_actor* self, const runner_pod_deleted& d);
+
+}  // namespace headroom::actors::capacity::provisioner
