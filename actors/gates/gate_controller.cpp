@@ -117,7 +117,8 @@ void write_condition(controller_actor* self, const std::string& queue, const con
   auto told = st.reason_told.find(key);
   if (c.status == "False" && (told == st.reason_told.end() || told->second != c.reason)) {
     st.reason_told[key] = c.reason;
-    record_event(self, c.ns, c.name, uid, c.reason == "QueueFull" || c.reason == "OtherGates" ? "Normal" : "Warning", c.reason.c_str(), c.message);
+    const bool waiting = c.reason == "QueueFull" || c.reason == "OtherGates" || c.reason == "GangIncomplete";
+    record_event(self, c.ns, c.name, uid, waiting ? "Normal" : "Warning", c.reason.c_str(), c.message);
   }
 }
 

@@ -2,6 +2,8 @@
 
 #include <algorithm>
 #include <map>
+#include <optional>
+#include <string>
 
 #include "adapters/k8s/admission.hpp"
 #include "adapters/k8s/time.hpp"
@@ -67,7 +69,31 @@ namespace {
 struct tally {
   explicit tally(size_t n) : allocated(n, 0), reserved(n, 0), waiting(n, 0) {}
   std::vector<int64_t> allocated, reserved, waiting;
+  std::map<std::string, int64_t> gang_admitted;  // gang key → members bound or reserved
 };
+
+// A pod's gang: its key (namespace/name) and size; `error` for annotations that do not make one.
+struct gang_of {
+  std::string key, name, error;
+  int64_t size = 0;
+};
+std::optional<gang_of> gang(const k8s::pod& p) {
+  const auto* name = p.meta.annotation(gang_annotation);
+  if (name == nullptr || name->empty())
+    return std::nullopt;
+  gang_of g{p.meta.ns + "/" + *name, *name, {}, 0};
+  const auto* size = p.meta.annotation(gang_size_annotation);
+  const std::string text = size ? *size : "";
+  size_t used = 0;
+  try {
+    g.size = std::stoll(text, &used);
+  } catch (...) {
+    used = 0;
+  }
+  if (used == 0 || used != text.size() || g.size < 1 || g.size > 10'000)
+    g.error = std::string{gang_size_annotation} + ": expected a whole number from 1 to 10000, found '" + text + "'";
+  return g;
+}
 
 void add_requests(const k8s::resource_amounts& cap, std::vector<int64_t>& into, const k8s::pod& p) {
   for (size_t i = 0; i < cap.size(); ++i)
@@ -103,6 +129,8 @@ std::vector<const k8s::pod*> classify(const queue_rules& q, const std::vector<st
     if (!p.node_name.empty()) {
       add_requests(cap, t.allocated, p);  // bound: holds its room until it is gone (a terminating pod too)
       ++plan.status.admitted_pods;
+      if (auto g = gang(p))
+        ++t.gang_admitted[g->key];
       continue;
     }
     if (!p.meta.deletion_timestamp.empty())
@@ -129,6 +157,8 @@ std::vector<const k8s::pod*> classify(const queue_rules& q, const std::vector<st
     }
     add_requests(cap, t.reserved, p);
     ++plan.status.reserved_pods;
+    if (auto g = gang(p))
+      ++t.gang_admitted[g->key];
   }
   return candidates;
 }
@@ -145,50 +175,122 @@ void order_candidates(std::vector<const k8s::pod*>& candidates) {
   });
 }
 
-// Step 2: in order, each candidate that fits in what is left is ungated (a reservation now);
-// the others wait, with a condition saying why. StrictFIFO: nothing passes a pod that waits.
-void admit_in_order(const queue_rules& q, const std::vector<const k8s::pod*>& candidates, queue_plan& plan, tally& t) {
+// One admission decision: a pod alone, or a gang's gated members together.
+struct unit {
+  std::vector<const k8s::pod*> members;
+  std::string gang;            // its name ("" for a pod alone)
+  std::string held;            // why it cannot be admitted whatever the room (incomplete, invalid)
+  std::string held_reason;     // GangIncomplete or InvalidGang
+};
+
+// Step 2a: the candidates as units, in the order of each unit's first member. A gang whose
+// admitted and gated members are fewer than its size waits whole and holds no room; one with
+// enough admitted already takes its late members one by one.
+std::vector<unit> units_of(const std::vector<const k8s::pod*>& candidates, const tally& t) {
+  std::vector<unit> out;
+  std::map<std::string, size_t> at;  // gang key → its unit
+  std::map<std::string, int64_t> sizes;
+  for (const auto* p : candidates) {
+    auto g = gang(*p);
+    if (!g) {
+      out.push_back({{p}, {}, {}, {}});
+      continue;
+    }
+    if (!g->error.empty()) {
+      out.push_back({{p}, g->name, g->error, "InvalidGang"});
+      continue;
+    }
+    const auto admitted = t.gang_admitted.count(g->key) ? t.gang_admitted.at(g->key) : 0;
+    if (admitted >= g->size) {  // the gang is running: a late member alone
+      out.push_back({{p}, {}, {}, {}});
+      continue;
+    }
+    auto [it, fresh] = at.emplace(g->key, out.size());
+    if (fresh) {
+      out.push_back({{}, g->name, {}, {}});
+      sizes[g->key] = g->size;
+    }
+    out[it->second].members.push_back(p);
+  }
+  for (const auto& [key, index] : at) {
+    auto& u = out[index];
+    const auto admitted = t.gang_admitted.count(key) ? t.gang_admitted.at(key) : 0;
+    const auto have = admitted + static_cast<int64_t>(u.members.size());
+    if (have < sizes[key]) {
+      u.held_reason = "GangIncomplete";
+      u.held = "gang " + u.gang + " has " + std::to_string(have) + " of its " + std::to_string(sizes[key]) +
+               " pods: none is admitted before all are there, and none holds room meanwhile";
+    }
+  }
+  return out;
+}
+
+void wait_with(const queue_rules& q, const k8s::pod& p, const std::string& reason, const std::string& message, queue_plan& plan,
+               tally& t) {
+  add_requests(q.spec.capacity, t.waiting, p);
+  ++plan.status.gated_pods;
+  const auto* c = p.find_condition(admitted_condition);
+  if (c == nullptr || c->status != "False" || c->reason != reason || c->message != message)
+    plan.conditions.push_back({p.meta.ns, p.meta.name, "False", reason, message});
+}
+
+void admit(const queue_rules& q, const k8s::pod& p, std::vector<int64_t>& used, queue_plan& plan, tally& t) {
+  const auto& cap = q.spec.capacity;
+  const auto& g = p.spec->scheduling_gates;
+  plan.ungates.push_back({p.meta.ns, p.meta.name, p.meta.uid, p.meta.resource_version,
+                          static_cast<size_t>(std::find(g.begin(), g.end(), k8s::admission::queue_gate) - g.begin())});
+  add_requests(cap, used, p);
+  add_requests(cap, t.reserved, p);
+  ++plan.status.reserved_pods;
+  if (const auto* c = p.find_condition(admitted_condition); c && c->status != "True")
+    plan.conditions.push_back({p.meta.ns, p.meta.name, "True", "Admitted",
+                               "queue " + q.spec.name + " has room: the scheduling gate is removed"});
+}
+
+// Step 2b: in order, each unit that fits in what is left is ungated (reservations now); the
+// others wait, with a condition saying why. StrictFIFO: nothing passes a unit that waits for room
+// (a gang still incomplete holds nothing up: it could wait for ever).
+void admit_in_order(const queue_rules& q, const std::vector<unit>& units, queue_plan& plan, tally& t) {
   const auto& cap = q.spec.capacity;
   std::vector<int64_t> used(cap.size(), 0);
   for (size_t i = 0; i < cap.size(); ++i)
     used[i] = t.allocated[i] + t.reserved[i];
   const std::string capacity_text = describe(cap);
   bool blocked = false;
-  for (const auto* p : candidates) {
+  for (const auto& u : units) {
+    if (!u.held.empty()) {
+      for (const auto* p : u.members)
+        wait_with(q, *p, u.held_reason, u.held, plan, t);
+      continue;
+    }
     k8s::resource_amounts needs;
     bool fits = !blocked, too_big = false;
     for (size_t i = 0; i < cap.size(); ++i) {
-      const int64_t a = amount_of(*p, cap[i].first);
+      int64_t a = 0;
+      for (const auto* p : u.members)
+        a += amount_of(*p, cap[i].first);
       if (a > 0)
         needs.emplace_back(cap[i].first, a);
       too_big = too_big || a > cap[i].second;
       fits = fits && used[i] + a <= cap[i].second;
     }
+    const std::string whose = u.gang.empty() ? "" : "gang " + u.gang + " (" + std::to_string(u.members.size()) + " pods) ";
+    if (!too_big && fits) {
+      for (const auto* p : u.members)
+        admit(q, *p, used, plan, t);
+      continue;
+    }
     std::string reason, message;
     if (too_big) {
       reason = "QueueTooSmall";
-      message = "needs " + describe(needs) + " but queue " + q.spec.name + " has capacity " + capacity_text + " in all";
-    } else if (fits) {
-      const auto& g = p->spec->scheduling_gates;
-      plan.ungates.push_back({p->meta.ns, p->meta.name, p->meta.uid, p->meta.resource_version,
-                              static_cast<size_t>(std::find(g.begin(), g.end(), k8s::admission::queue_gate) - g.begin())});
-      add_requests(cap, used, *p);
-      add_requests(cap, t.reserved, *p);
-      ++plan.status.reserved_pods;
-      if (const auto* c = p->find_condition(admitted_condition); c && c->status != "True")
-        plan.conditions.push_back({p->meta.ns, p->meta.name, "True", "Admitted",
-                                   "queue " + q.spec.name + " has room: the scheduling gate is removed"});
-      continue;
+      message = whose + "needs " + describe(needs) + " but queue " + q.spec.name + " has capacity " + capacity_text + " in all";
     } else {
       reason = "QueueFull";
-      message = "waits for " + describe(needs) + " to be free in queue " + q.spec.name + " (capacity " + capacity_text + ")";
+      message = whose + "waits for " + describe(needs) + " to be free in queue " + q.spec.name + " (capacity " + capacity_text + ")";
       blocked = q.spec.strict_fifo;
     }
-    add_requests(cap, t.waiting, *p);
-    ++plan.status.gated_pods;
-    const auto* c = p->find_condition(admitted_condition);
-    if (c == nullptr || c->status != "False" || c->reason != reason || c->message != message)
-      plan.conditions.push_back({p->meta.ns, p->meta.name, "False", reason, message});
+    for (const auto* p : u.members)
+      wait_with(q, *p, reason, message, plan, t);
   }
 }
 
@@ -201,7 +303,7 @@ queue_plan plan_queue(const queue_rules& q, const std::vector<std::shared_ptr<co
   tally t(cap.size());
   auto candidates = classify(q, pods, now, in_flight, plan, t);
   order_candidates(candidates);
-  admit_in_order(q, candidates, plan, t);
+  admit_in_order(q, units_of(candidates, t), plan, t);
   for (size_t i = 0; i < cap.size(); ++i) {
     plan.status.allocated.emplace_back(cap[i].first, t.allocated[i]);
     plan.status.reserved.emplace_back(cap[i].first, t.reserved[i]);

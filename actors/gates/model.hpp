@@ -9,7 +9,8 @@
 //   reserved  = requests of its opted-in pods that are not gated by us, not bound, not finished,
 //               whose reservation (from the ungating, or the pod's creation) has not expired
 //   a gated pod (ours its only gate) is ungated, in order of priority then age, while
-//               allocated + reserved + pod <= capacity for every resource the queue names.
+//               allocated + reserved + pod <= capacity for every resource the queue names;
+//               a gang (gang_annotation) as one unit: all its gated members or none.
 
 #include <chrono>
 #include <cstdint>
@@ -26,6 +27,12 @@ namespace headroom::actors::gates {
 using wall_time = std::chrono::system_clock::time_point;
 
 inline constexpr std::string_view ungated_at_annotation = "headroom.dev/ungated-at";
+// Gang admission: pods of one namespace sharing headroom.dev/gang (the group's name) with
+// headroom.dev/gang-size N are admitted all or nothing: none is ungated until N members are
+// there (ungated ones included) and the queue has room for every one still gated; until then no
+// member holds room. Once N have been admitted, a further member is judged on its own.
+inline constexpr std::string_view gang_annotation = "headroom.dev/gang";
+inline constexpr std::string_view gang_size_annotation = "headroom.dev/gang-size";
 inline constexpr std::string_view admitted_condition = "headroom.dev/QueueAdmitted";
 
 struct queue_rules {

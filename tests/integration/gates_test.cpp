@@ -293,6 +293,48 @@ TEST(gates, queue_admits_in_order_and_the_next_after_a_finish) {
   e.c->kubectl({"-n", "gates", "delete", "pods", "-l", "headroom.dev/queue=order", "--grace-period=0", "--force"});
 }
 
+// Gang admission on the real API server: a gang of three 1-CPU pods in a 4-CPU Queue is held whole
+// until its third member exists (sampled every 200 ms for 2 s: none ungated), and a lone pod created
+// meanwhile gets in (an incomplete gang holds no room); then the three are ungated together.
+TEST(gates, a_gang_is_ungated_all_at_once_and_an_incomplete_one_holds_no_room) {
+  REQUIRE_ENV(e);
+  kube_apply(e.c, queue_yaml("gang", "4"));
+  const std::string plain = "  annotations: {" + gate + ": \"true\"}\n";
+  auto member = [&](int i) {
+    auto y = pod_yaml("gates", "gang-" + std::to_string(i), "gang", "1", true);
+    y.replace(y.find(plain), plain.size(),
+              "  annotations: {" + gate + ": \"true\", headroom.dev/gang: train, headroom.dev/gang-size: \"3\"}\n");
+    kube_apply(e.c, y);
+  };
+  auto reason = [&](const std::string& pod) {
+    return field(e.c, "gates", "pod/" + pod, "{.status.conditions[?(@.type==\"headroom.dev/QueueAdmitted\")].reason}");
+  };
+  auto ungated_members = [&] {
+    int n = 0;
+    for (int i = 0; i < 3; ++i)
+      n += e.c->kubectl({"-n", "gates", "get", "pod", "gang-" + std::to_string(i)}).exit_code == 0 &&
+                   gates_of(e.c, "gates", "gang-" + std::to_string(i)).empty()
+               ? 1
+               : 0;
+    return n;
+  };
+  member(0);
+  member(1);
+  EXPECT_TRUE(eventually([&] { return reason("gang-0") == "GangIncomplete" && reason("gang-1") == "GangIncomplete"; }, 20s))
+      << field(e.c, "gates", "pod/gang-0", "{.status.conditions}");
+  kube_apply(e.c, pod_yaml("gates", "gang-solo", "gang", "1", true));
+  EXPECT_TRUE(eventually([&] { return gates_of(e.c, "gates", "gang-solo").empty(); }, 20s)) << "an incomplete gang holds no room";
+  for (int i = 0; i < 10; ++i, std::this_thread::sleep_for(200ms))
+    ASSERT_EQ(ungated_members(), 0) << "a member of an incomplete gang was ungated";
+  member(2);
+  // One decision for the three (the API writes are three patches, made back to back).
+  ASSERT_TRUE(eventually([&] { return ungated_members() == 3; }, 20s))
+      << field(e.c, "gates", "pods", "{range .items[*]}{.metadata.name} {.spec.schedulingGates}\n{end}");
+  EXPECT_TRUE(eventually([&] { return count(e.c, "gates", "gang").running == 4; }, 30s));
+  e.c->kubectl({"-n", "gates", "delete", "pods", "-l", "headroom.dev/queue=gang", "--grace-period=0", "--force"});
+  e.c->kubectl({"delete", "queue.headroom.dev", "gang"});
+}
+
 // An ungated pod that can never be placed holds its queue's room only for reservationTimeout:
 // then the room is released (with an Event) and the next pod gets in.
 TEST(gates, reservation_expiry_releases_room_held_by_a_pod_that_never_fits) {

@@ -22,6 +22,7 @@ struct pod_spec_in {
   std::string created = "2026-11-23T11:00:00Z";
   std::string ungated_at;
   std::vector<std::string> other_gates;
+  std::string gang, gang_size;
 };
 
 std::shared_ptr<const k8s::pod> make(const pod_spec_in& in) {
@@ -36,6 +37,10 @@ std::shared_ptr<const k8s::pod> make(const pod_spec_in& in) {
     ann.emplace_back(gate, "true");
   if (!in.ungated_at.empty())
     ann.emplace_back("headroom.dev/ungated-at", in.ungated_at);
+  if (!in.gang.empty()) {
+    ann.emplace_back("headroom.dev/gang", in.gang);
+    ann.emplace_back("headroom.dev/gang-size", in.gang_size);
+  }
   p.meta.annotations = ann;
   k8s::pod_spec spec;
   spec.scheduling_gates = in.other_gates;
@@ -175,4 +180,57 @@ TEST(gates_model, an_unchanged_condition_is_not_written_again) {
   p.conditions = std::vector<k8s::condition>{{std::string{admitted_condition}, c.status, c.reason, c.message}};
   auto second = plan_queue(queue(1000), {running, std::make_shared<const k8s::pod>(p)}, t0, {});
   EXPECT_TRUE(second.conditions.empty());
+}
+
+// Gang admission: all of a gang's gated members or none; an incomplete gang holds no room and
+// holds nobody up; a gang that does not fit waits whole; members past its size go alone.
+TEST(gates_model, a_gang_is_admitted_all_or_nothing_and_an_incomplete_one_holds_no_room) {
+  auto member = [](const std::string& name, const std::string& created) {
+    return make({.name = name, .created = created, .gang = "train", .gang_size = "3"});
+  };
+  // Two of three: neither is admitted, the pod behind them is.
+  std::vector<std::shared_ptr<const k8s::pod>> pods = {member("w0", "2026-11-23T10:00:00Z"), member("w1", "2026-11-23T10:00:01Z"),
+                                                       make({.name = "solo", .created = "2026-11-23T11:00:00Z"})};
+  auto plan = plan_queue(queue(4000, true), pods, t0, {});
+  EXPECT_EQ(names(plan), (std::vector<std::string>{"solo"})) << "an incomplete gang neither holds room nor blocks StrictFIFO";
+  ASSERT_EQ(plan.conditions.size(), 2u);
+  EXPECT_EQ(plan.conditions[0].reason, "GangIncomplete");
+  EXPECT_NE(plan.conditions[0].message.find("has 2 of its 3 pods"), std::string::npos) << plan.conditions[0].message;
+  EXPECT_EQ(plan.status.reserved, (k8s::resource_amounts{{"cpu", 1000}}));
+
+  // The third arrives: all three at once.
+  pods = {member("w0", "2026-11-23T10:00:00Z"), member("w1", "2026-11-23T10:00:01Z"), member("w2", "2026-11-23T10:00:02Z")};
+  plan = plan_queue(queue(4000), pods, t0, {});
+  EXPECT_EQ(names(plan), (std::vector<std::string>{"w0", "w1", "w2"}));
+
+  // Room for two of three: none, and all say why (the gang's total).
+  pods.push_back(make({.name = "busy", .cpu_milli = 2000, .gated = false, .bound = true, .phase = "Running"}));
+  plan = plan_queue(queue(4000), pods, t0, {});
+  EXPECT_TRUE(plan.ungates.empty());
+  ASSERT_EQ(plan.conditions.size(), 3u);
+  EXPECT_EQ(plan.conditions[0].reason, "QueueFull");
+  EXPECT_NE(plan.conditions[0].message.find("gang train (3 pods) waits for cpu=3"), std::string::npos) << plan.conditions[0].message;
+  // A gang larger than the queue can ever hold.
+  plan = plan_queue(queue(2000), {member("w0", "2026-11-23T10:00:00Z"), member("w1", "2026-11-23T10:00:01Z"),
+                                  member("w2", "2026-11-23T10:00:02Z")},
+                    t0, {});
+  EXPECT_TRUE(plan.ungates.empty());
+  EXPECT_EQ(plan.conditions.at(0).reason, "QueueTooSmall");
+
+  // Three admitted (one bound, two reserved): a fourth member is judged alone.
+  pods = {make({.name = "w0", .gated = false, .bound = true, .phase = "Running", .gang = "train", .gang_size = "3"}),
+          make({.name = "w1", .gated = false, .ungated_at = "2026-11-23T11:59:00Z", .gang = "train", .gang_size = "3"}),
+          make({.name = "w2", .gated = false, .ungated_at = "2026-11-23T11:59:00Z", .gang = "train", .gang_size = "3"}),
+          member("w3", "2026-11-23T11:00:00Z")};
+  plan = plan_queue(queue(4000), pods, t0, {});
+  EXPECT_EQ(names(plan), (std::vector<std::string>{"w3"}));
+}
+
+TEST(gates_model, a_gang_size_that_is_not_a_number_keeps_the_pod_gated_and_says_so) {
+  auto plan = plan_queue(queue(4000), {make({.name = "w0", .gang = "train", .gang_size = "three"})}, t0, {});
+  EXPECT_TRUE(plan.ungates.empty());
+  ASSERT_EQ(plan.conditions.size(), 1u);
+  EXPECT_EQ(plan.conditions[0].reason, "InvalidGang");
+  EXPECT_NE(plan.conditions[0].message.find("headroom.dev/gang-size: expected a whole number"), std::string::npos);
+  EXPECT_NE(plan.conditions[0].message.find("'three'"), std::string::npos);
 }
