@@ -38,4 +38,10 @@ std::string new_slot_id() {
   return buf;
 }
 
+int64_t burst_room(int64_t max_burst, int64_t pending) {
+  if (max_burst <= 0)
+    return INT64_MAX;
+  return std::max<int64_t>(0, max_burst - pending);
+}
+
 }  // namespace headroom::actors::capacity

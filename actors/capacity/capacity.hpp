@@ -99,6 +99,7 @@ struct scale_set_spec : runners::runner_spec {
   bool capacity_aware = true;
   bool repoll_on_change = true;
   int64_t proactive_capacity = 0;
+  int64_t max_burst_capacity = 0;  // pairs pending at once (made, not yet placed); 0 = no limit
   milliseconds recalculate_interval{30'000};
   milliseconds placeholder_ready_timeout{300'000};
   // A ready pair older than this is replaced, make before break (0: never). Bounds how long a
@@ -146,6 +147,11 @@ int64_t advertised_capacity(const capacity_inputs& in);
 bool nodepool_matches(const k8s::nodepool& pool, const scale_set_spec& s);
 k8s::resource_list pair_requests(const scale_set_spec& s);
 bool nodepool_has_room(const k8s::nodepool& pool, const k8s::resource_list& pair);
+
+// How many more pairs may be made now under maxBurstCapacity (pairs pending at once): INT64_MAX
+// without one. A spike of demand then becomes a paced stream of node provisions, not hundreds at
+// once that saturate registries and caches behind them.
+int64_t burst_room(int64_t max_burst, int64_t pending);
 
 // The pools for one scale set, summed. `limited`: at least one pool matches and none has room, so
 // a new pair can only land on room existing nodes have; the monitor then keeps at most one pair

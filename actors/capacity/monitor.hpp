@@ -100,6 +100,7 @@ struct monitor_state {
   bool stopping = false;  // waiting for the owner's delete, then quitting with stop_reason
   caf::error stop_reason;
   caf::actor_clock::time_point spawn_blocked_until{};
+  bool burst_waiting = false;  // maxBurstCapacity holds pairs back (logged and an Event on change)
   uint64_t pair_creates = 0, pair_deletes = 0, pair_timeouts = 0;
   static inline const char* name = "headroom.capacity_monitor";
   msg::capacity_view last_view{-1};  // the last sent to peers.status

@@ -7,6 +7,7 @@
 #include <algorithm>
 
 #include "actors/capacity/monitor.hpp"
+#include "actors/k8s/event_recorder.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/log.hpp"
 
@@ -121,13 +122,13 @@ std::set<std::string> renewing_pairs(monitor_state& st) {
 int64_t spawn_budget(monitor_actor* self) {
   auto& st = self->state;
   int64_t budget = INT64_MAX;
+  int64_t waiting = 0;
+  for (const auto& [slot, e] : st.pairs)
+    waiting += e.state != state_t::ready ? 1 : 0;
   const auto room = pool_room(self);
-  if (room.limited()) {
-    int64_t waiting = 0;
-    for (const auto& [slot, e] : st.pairs)
-      waiting += e.state != state_t::ready ? 1 : 0;
+  if (room.limited())
     budget = std::max<int64_t>(0, 1 - waiting);
-  }
+  budget = std::min(budget, burst_room(st.ctx->spec.max_burst_capacity, waiting));
   if (room.limited() != st.pools_limited) {
     st.pools_limited = room.limited();
     std::string names;
@@ -140,6 +141,27 @@ int64_t spawn_budget(monitor_actor* self) {
       runtime::log::info(actor_name, "a NodePool for this scale set has room again", {{"scale_set", st.ctx->spec.name}});
   }
   return budget;
+}
+
+// maxBurstCapacity holds `waiting` pairs back: one log line and one Event (on the ScaleSet object)
+// when pairs start waiting for the burst budget, one line when none waits any more.
+void note_burst_wait(monitor_actor* self, int64_t waiting) {
+  auto& st = self->state;
+  const bool now_waiting = waiting > 0;
+  if (now_waiting == st.burst_waiting)
+    return;
+  st.burst_waiting = now_waiting;
+  const auto& spec = st.ctx->spec;
+  if (!now_waiting) {
+    runtime::log::info(actor_name, "no pair waits for the burst budget any more", {{"scale_set", spec.name}});
+    return;
+  }
+  const std::string note = "scale set " + spec.name + ": " + std::to_string(waiting) + " pair(s) wait: maxBurstCapacity " +
+                           std::to_string(spec.max_burst_capacity) + " pairs are pending placement already";
+  runtime::log::info(actor_name, "pairs wait for the burst budget",
+                     {{"scale_set", spec.name}, {"waiting", waiting}, {"max_burst_capacity", spec.max_burst_capacity}});
+  tell_event(st.peers.status ? st.peers.status : st.ctx->events,
+             {"headroom.dev/v1alpha1", "ScaleSet", spec.ns, spec.name, "", "Normal", "PairsWaitForBurstBudget", "Reserve", note});
 }
 
 // Pairs beyond `keep` go, pending ones first. Jobs assigned recently that no runner has consumed
@@ -267,6 +289,11 @@ void recompute(monitor_actor* self) {
   const int64_t missing = std::max<int64_t>(0, desired - count);
   st.ctx->metrics.set("headroom_capacity_nodepool_limited", st.pools_limited ? 1 : 0);
   st.ctx->metrics.set("headroom_capacity_pairs_withheld", std::max<int64_t>(0, missing - budget));
+  int64_t pending = 0;
+  for (const auto& [slot, e] : st.pairs)
+    pending += e.state != state_t::ready ? 1 : 0;
+  const int64_t burst = burst_room(spec.max_burst_capacity, pending);
+  note_burst_wait(self, st.pools_limited || count >= desired ? 0 : std::max<int64_t>(0, missing - burst));
   if (count < desired && self->clock().now() >= st.spawn_blocked_until)
     for (; count < desired && budget > 0; ++count, --budget)
       spawn_pair(self, new_slot_id(), false);

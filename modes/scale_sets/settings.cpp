@@ -41,12 +41,13 @@ scale_set_section parse_scale_set(const YAML::Node& node, const std::string& whe
     read_runner(*r, s.path("runner"), out.runner, false);
   if (auto c = s.get("capacityAware")) {
     config_section cs{*c, s.path("capacityAware"),
-               {"enabled", "proactiveCapacity", "recalculateInterval", "placeholderReadyTimeout", "placeholderTTL", "workflowResources",
-                "placeholderImage", "placeholderCommand", "repollOnChange"}};
+               {"enabled", "proactiveCapacity", "maxBurstCapacity", "recalculateInterval", "placeholderReadyTimeout", "placeholderTTL",
+                "workflowResources", "placeholderImage", "placeholderCommand", "repollOnChange"}};
     auto& ca = out.capacity_aware;
     cs.read_bool("enabled", ca.enabled);
     cs.read_bool("repollOnChange", ca.repoll_on_change);
     cs.read_uint("proactiveCapacity", ca.proactive_capacity, 0, 100'000);
+    cs.read_uint("maxBurstCapacity", ca.max_burst_capacity, 0, 100'000);
     cs.read_duration("recalculateInterval", ca.recalculate_interval, millis{100}, millis{3'600'000});
     cs.read_duration("placeholderReadyTimeout", ca.placeholder_ready_timeout, millis{1'000}, millis{86'400'000});
     cs.read_duration("placeholderTTL", ca.placeholder_ttl, millis{0}, millis{7 * 86'400'000LL});

@@ -30,6 +30,7 @@ struct scale_set_section {
   struct capacity_aware_section {
     bool enabled = true;
     uint32_t proactive_capacity = 0;  // the seed's default: no warm pairs without demand
+    uint32_t max_burst_capacity = 0;  // pairs pending (not yet placed) at once; 0 = no limit
     millis recalculate_interval{30'000};
     millis placeholder_ready_timeout{300'000};
     millis placeholder_ttl{900'000};  // 0: off

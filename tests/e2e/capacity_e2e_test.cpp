@@ -150,6 +150,36 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
   EXPECT_TRUE(eventually([&] { return w.placeholder_pods() == 0; }, 60s)) << "SIGTERM deletes the placeholders";
 }
 
+// maxBurstCapacity 1: a warm pool of 3 is made one pair at a time (never two pairs pending
+// placement at once, sampled every 200 ms), and the ScaleSet's Events say that pairs wait for the
+// burst budget.
+TEST(capacity_e2e, capacity_max_burst_paces_pairs_pending_placement) {
+  REQUIRE_ENV(e);
+  scenario sc{"capacity-paced", 4, 3, "5m", "3s"};
+  sc.max_burst = 1;
+  world w{e, sc};
+  REQUIRE_WORLD(w);
+  w.start();
+  int64_t set = 0;
+  ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
+  auto pending_pairs = [&] {
+    auto r = e.c->kubectl({"-n", sc.name, "get", "pods", "-l", "headroom.dev/role=runner-placeholder", "-o",
+                           "jsonpath={range .items[?(@.status.phase!=\"Running\")]}{.metadata.name}{\"\\n\"}{end}"});
+    return static_cast<int>(std::count(r.out.begin(), r.out.end(), '\n'));
+  };
+  int most = 0;
+  ASSERT_TRUE(eventually([&] {
+    most = std::max(most, pending_pairs());
+    return w.ready_pairs() == 3;
+  }, 120s)) << w.headroom->log();
+  EXPECT_LE(most, 1) << "more than maxBurstCapacity pairs were pending placement at once";
+  EXPECT_TRUE(eventually([&] { return w.latest_capacity(set) == 3; }, 60s));
+  const auto events = e.c->kubectl({"-n", sc.name, "get", "events", "--field-selector", "reason=PairsWaitForBurstBudget", "-o",
+                                    "jsonpath={.items[*].involvedObject.kind}"}).out;
+  EXPECT_NE(events.find("ScaleSet"), std::string::npos) << "no PairsWaitForBurstBudget Event on the ScaleSet\n" << w.headroom->log();
+  EXPECT_GT(audited(w, set), 0);
+}
+
 // placeholderTTL: a ready pair past it is replaced make before break. Its successor is placed
 // first and only then is the old pair deleted, so with no demand the advertised capacity stays at
 // the warm pool's size through every renewal, and no placeholder of the first generation is left.

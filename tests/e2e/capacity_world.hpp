@@ -225,6 +225,7 @@ struct scenario {
   std::string watch_stall;    // kubernetes.watchStallTimeout; empty: the default (90s)
   bool exit_runner_pods = false;  // a runner pod goes Succeeded after its job, as an ephemeral runner's does
   bool chart_install = false;     // the test installs the chart itself (no chart-identity.sh, no start())
+  int max_burst = 0;              // capacityAware.maxBurstCapacity (0: none)
 
   scenario() = default;
   scenario(std::string n, int max, int pool, std::string ready_timeout, std::string job)
@@ -244,7 +245,7 @@ inline std::string config_for(const env& e, const scenario& s, const std::string
          "\n    runner:\n      image: runner:e2e\n      resources: {cpu: 500m, memory: 512Mi}\n      nodeSelector: {" +
          s.node_selector + "}\n      tolerations: [" + s.tolerations + "]\n"
          "    capacityAware:\n      enabled: " + (capacity_aware ? "true" : "false") +
-         "\n      proactiveCapacity: " + std::to_string(s.proactive) +
+         "\n      proactiveCapacity: " + std::to_string(s.proactive) + "\n      maxBurstCapacity: " + std::to_string(s.max_burst) +
          "\n      recalculateInterval: 2s\n      repollOnChange: " + (s.repoll ? "true" : "false") +
          "\n      placeholderReadyTimeout: " + s.timeout + (s.ttl.empty() ? std::string{} : "\n      placeholderTTL: " + s.ttl) +
          "\n      workflowResources: " + s.workflow_resources + "\n"

@@ -37,7 +37,7 @@ scaleSets:
     namespace: runners
     maxRunners: 7
     labels: [gpu]
-    capacityAware: {proactiveCapacity: 3, recalculateInterval: 10s, workflowResources: {cpu: "4"}}
+    capacityAware: {proactiveCapacity: 3, maxBurstCapacity: 2, recalculateInterval: 10s, workflowResources: {cpu: "4"}}
 )");
   ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
   const auto& cfg = std::get<parsed_config>(r).modes.get<scale_sets_mode>().config;
@@ -45,6 +45,8 @@ scaleSets:
   const auto& s = cfg.sets[0];
   EXPECT_EQ(s.max_runners, 7u);
   EXPECT_EQ(s.capacity_aware.proactive_capacity, 3u);
+  EXPECT_EQ(s.capacity_aware.max_burst_capacity, 2u);
+  EXPECT_EQ(std::get<scale_set_spec>(make_spec(s, 0)).max_burst_capacity, 2);
   EXPECT_EQ(s.capacity_aware.workflow_cpu, "4");
   EXPECT_EQ(s.capacity_aware.workflow_memory, "4Gi");
   EXPECT_TRUE(s.capacity_aware.enabled);

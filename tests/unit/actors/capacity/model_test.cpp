@@ -31,6 +31,14 @@ TEST(capacity_model, desired_pairs_follow_demand_within_room) {
   EXPECT_EQ(desired_pairs(inputs(10, 0, 0, 0, 0, 0)), 0) << "scale to zero";
 }
 
+TEST(capacity_model, burst_room_paces_pairs_pending_placement) {
+  EXPECT_EQ(burst_room(0, 50), INT64_MAX) << "0: no limit";
+  EXPECT_EQ(burst_room(3, 0), 3);
+  EXPECT_EQ(burst_room(3, 2), 1);
+  EXPECT_EQ(burst_room(3, 3), 0);
+  EXPECT_EQ(burst_room(3, 7), 0) << "never negative (pairs made before a restart with a lower limit)";
+}
+
 TEST(capacity_model, advertised_counts_jobs_and_free_placed_pairs) {
   EXPECT_EQ(advertised_capacity(inputs(10, 2, 0, 0, 0, 0)), 0) << "nothing placed, nothing running";
   EXPECT_EQ(advertised_capacity(inputs(10, 2, 0, 0, 0, 2)), 2);
