@@ -119,12 +119,18 @@ std::set<std::string> renewing_pairs(monitor_state& st) {
 // New pairs this recompute may make: all that are missing, or, while every NodePool that could
 // make a node for them is at its limits, one waiting for a node at a time (it finds any room the
 // existing nodes still have; more could only time out).
+// Pairs made and not placed yet (not both placeholders Running).
+int64_t pending_pairs(const monitor_state& st) {
+  int64_t n = 0;
+  for (const auto& [slot, e] : st.pairs)
+    n += e.state != state_t::ready ? 1 : 0;
+  return n;
+}
+
 int64_t spawn_budget(monitor_actor* self) {
   auto& st = self->state;
   int64_t budget = INT64_MAX;
-  int64_t waiting = 0;
-  for (const auto& [slot, e] : st.pairs)
-    waiting += e.state != state_t::ready ? 1 : 0;
+  const int64_t waiting = pending_pairs(st);
   const auto room = pool_room(self);
   if (room.limited())
     budget = std::max<int64_t>(0, 1 - waiting);
@@ -289,10 +295,7 @@ void recompute(monitor_actor* self) {
   const int64_t missing = std::max<int64_t>(0, desired - count);
   st.ctx->metrics.set("headroom_capacity_nodepool_limited", st.pools_limited ? 1 : 0);
   st.ctx->metrics.set("headroom_capacity_pairs_withheld", std::max<int64_t>(0, missing - budget));
-  int64_t pending = 0;
-  for (const auto& [slot, e] : st.pairs)
-    pending += e.state != state_t::ready ? 1 : 0;
-  const int64_t burst = burst_room(spec.max_burst_capacity, pending);
+  const int64_t burst = burst_room(spec.max_burst_capacity, pending_pairs(st));
   note_burst_wait(self, st.pools_limited || count >= desired ? 0 : std::max<int64_t>(0, missing - burst));
   if (count < desired && self->clock().now() >= st.spawn_blocked_until)
     for (; count < desired && budget > 0; ++count, --budget)

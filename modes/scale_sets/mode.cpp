@@ -53,7 +53,7 @@ constexpr series gauges[] = {
     {"headroom_capacity_advertised_placeholder_pods", "Placeholder pods of this scale set"},
     {"headroom_capacity_advertised_queued_jobs", "Jobs queued on the HUD for this scale set's labels"},
     {"headroom_capacity_nodepool_limited", "1 while every Karpenter NodePool that can make this scale set's nodes is at its limits"},
-    {"headroom_capacity_pairs_withheld", "Pairs wanted but not made because the NodePools are at their limits"},
+    {"headroom_capacity_pairs_withheld", "Pairs wanted but not made: the NodePools are at their limits, or maxBurstCapacity pairs are pending"},
 };
 constexpr series counters[] = {
     {"headroom_capacity_advertised_pair_creates_total", "Placeholder pairs created"},
