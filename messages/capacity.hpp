@@ -69,6 +69,36 @@ typename Inspector::result_type inspect(Inspector& f, session_view& x) {
   return f(caf::meta::type_name("session_view"), x.state, x.message, x.poll_started);
 }
 
+/// capacity_monitor → burst_budget: what this scale set holds and wants of the cluster's budget of
+/// pending pairs (burstBudget.maxPendingPairs). Sent when any field changes, and when a (re)started
+/// budget asks with burst_atom. `pending`: pairs made and not placed; `wanted`: the pending pairs it
+/// would hold with no cluster budget; `cap` and `applied`: the last burst_share it applied (0, 0 at
+/// first).
+struct burst_need {
+  std::string scale_set;
+  int64_t pending = 0, wanted = 0, cap = 0;
+  uint64_t applied = 0;
+  friend bool operator==(const burst_need&, const burst_need&) = default;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, burst_need& x) {
+  return f(caf::meta::type_name("burst_need"), x.scale_set, x.pending, x.wanted, x.cap, x.applied);
+}
+
+/// burst_budget → capacity_monitor: the most pending pairs the scale set may hold now (its share of
+/// the cluster's budget). `seq` grows with each share sent to that scale set; the monitor echoes
+/// the last one it applied in burst_need.applied.
+struct burst_share {
+  uint64_t seq = 0;
+  int64_t cap = 0;
+};
+
+template <class Inspector>
+typename Inspector::result_type inspect(Inspector& f, burst_share& x) {
+  return f(caf::meta::type_name("burst_share"), x.seq, x.cap);
+}
+
 /// hud_poller → capacity_monitor: jobs queued on the HUD for this scale set's labels.
 struct queued_jobs {
   int64_t count = 0;

@@ -39,6 +39,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::id_block::headroom_runtime::end)
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::session_held))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::capacity_view))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::session_view))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::burst_need))
+  CAF_ADD_TYPE_ID(headroom, (headroom::msg::burst_share))
 
   /// shard_session → rollup: the stream just opened; send a roll-up now, not at the next tick.
   CAF_ADD_ATOM(headroom, headroom::msg, rollup_atom, "rollup")
@@ -52,6 +54,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::id_block::headroom_runtime::end)
   /// A (re)started listener_session → capacity_monitor: send me msg::session_held (the session
   /// my predecessor left, if any).
   CAF_ADD_ATOM(headroom, headroom::msg, session_atom, "session")
+  /// A (re)started burst_budget → capacity_monitor: send me msg::burst_need now.
+  CAF_ADD_ATOM(headroom, headroom::msg, burst_atom, "burst")
 
 CAF_END_TYPE_ID_BLOCK(headroom)
 

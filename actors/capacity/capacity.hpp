@@ -224,6 +224,7 @@ using context_ptr = std::shared_ptr<const scale_set_context>;
 struct scale_set_peers {
   caf::actor monitor, listener, provisioner;
   caf::actor status{};  // scale_set_status; may be null (tests)
+  caf::actor budget{};  // burst_budget (burstBudget.maxPendingPairs); null: no cluster budget
 };
 
 caf::actor spawn_capacity_monitor(caf::actor_system& sys, context_ptr ctx, scale_set_peers peers);

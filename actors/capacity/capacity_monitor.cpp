@@ -381,6 +381,19 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
         if (s.last_view.advertised >= 0)
           self->send(caf::actor_cast<caf::actor>(self->current_sender()), s.last_view);
       },
+      [self](msg::burst_atom) {  // a (re)started burst budget: what this scale set holds and wants
+        self->state.burst_told.reset();
+        recompute(self);
+      },
+      [self](const msg::burst_share& s) {
+        auto& st = self->state;
+        if (s.seq <= st.burst_applied)
+          return;  // an older share overtaken by a newer one
+        st.burst_cap = s.cap;
+        st.burst_applied = s.seq;
+        st.ctx->metrics.set("headroom_capacity_burst_share", s.cap);
+        recompute(self);  // makes what the share allows, and says it applied it
+      },
       [self](msg::capacity_polled p) { on_polled(self, p); },
       [self](const msg::queued_jobs& q) {
         self->state.queued = q.ok ? std::max<int64_t>(0, q.count) : 0;

@@ -100,7 +100,14 @@ struct monitor_state {
   bool stopping = false;  // waiting for the owner's delete, then quitting with stop_reason
   caf::error stop_reason;
   caf::actor_clock::time_point spawn_blocked_until{};
-  bool burst_waiting = false;  // maxBurstCapacity holds pairs back (logged and an Event on change)
+  // What holds pairs back, as last logged and told in an Event: "" (nothing), "scale set"
+  // (maxBurstCapacity) or "cluster" (its share of burstBudget.maxPendingPairs).
+  std::string burst_waiting;
+  // The cluster's burst budget (peers.budget): the most pending pairs this scale set may hold, the
+  // share's sequence number, and the need last sent (sent again only when it changes).
+  int64_t burst_cap = 0;
+  uint64_t burst_applied = 0;
+  std::optional<msg::burst_need> burst_told;
   uint64_t pair_creates = 0, pair_deletes = 0, pair_timeouts = 0;
   static inline const char* name = "headroom.capacity_monitor";
   msg::capacity_view last_view{-1};  // the last sent to peers.status

@@ -116,9 +116,6 @@ std::set<std::string> renewing_pairs(monitor_state& st) {
   return renewing;
 }
 
-// New pairs this recompute may make: all that are missing, or, while every NodePool that could
-// make a node for them is at its limits, one waiting for a node at a time (it finds any room the
-// existing nodes still have; more could only time out).
 // Pairs made and not placed yet (not both placeholders Running).
 int64_t pending_pairs(const monitor_state& st) {
   int64_t n = 0;
@@ -127,6 +124,9 @@ int64_t pending_pairs(const monitor_state& st) {
   return n;
 }
 
+// New pairs this recompute may make before any burst limit: all that are missing, or, while every
+// NodePool that could make a node for them is at its limits, one waiting for a node at a time (it
+// finds any room the existing nodes still have; more could only time out).
 int64_t spawn_budget(monitor_actor* self) {
   auto& st = self->state;
   int64_t budget = INT64_MAX;
@@ -134,7 +134,6 @@ int64_t spawn_budget(monitor_actor* self) {
   const auto room = pool_room(self);
   if (room.limited())
     budget = std::max<int64_t>(0, 1 - waiting);
-  budget = std::min(budget, burst_room(st.ctx->spec.max_burst_capacity, waiting));
   if (room.limited() != st.pools_limited) {
     st.pools_limited = room.limited();
     std::string names;
@@ -149,25 +148,58 @@ int64_t spawn_budget(monitor_actor* self) {
   return budget;
 }
 
-// maxBurstCapacity holds `waiting` pairs back: one log line and one Event (on the ScaleSet object)
-// when pairs start waiting for the burst budget, one line when none waits any more.
-void note_burst_wait(monitor_actor* self, int64_t waiting) {
+// The burst limits on top: maxBurstCapacity of this scale set, and its share of the cluster's
+// burstBudget (0 until the budget has answered).
+struct burst_limits {
+  int64_t scale_set = INT64_MAX, cluster = INT64_MAX;
+  int64_t room() const { return std::min(scale_set, cluster); }
+};
+
+burst_limits burst_rooms(const monitor_state& st, int64_t pending) {
+  burst_limits out;
+  out.scale_set = burst_room(st.ctx->spec.max_burst_capacity, pending);
+  if (st.peers.budget)
+    out.cluster = std::max<int64_t>(0, st.burst_cap - pending);
+  return out;
+}
+
+// A burst limit holds `waiting` pairs back: one log line and one Event (on the ScaleSet object)
+// when pairs start waiting, or the limit that holds them changes; one line when none waits any more.
+void note_burst_wait(monitor_actor* self, int64_t waiting, const burst_limits& limits, int64_t pending) {
   auto& st = self->state;
-  const bool now_waiting = waiting > 0;
-  if (now_waiting == st.burst_waiting)
+  std::string kind = waiting <= 0 ? "" : limits.cluster < limits.scale_set ? "cluster" : "scale set";
+  if (kind == "cluster" && st.burst_applied == 0)
+    kind.clear();  // no share yet (the budget answers within its settle window): not a wait to tell
+  if (kind == st.burst_waiting)
     return;
-  st.burst_waiting = now_waiting;
+  st.burst_waiting = kind;
   const auto& spec = st.ctx->spec;
-  if (!now_waiting) {
+  if (kind.empty()) {
     runtime::log::info(actor_name, "no pair waits for the burst budget any more", {{"scale_set", spec.name}});
     return;
   }
-  const std::string note = "scale set " + spec.name + ": " + std::to_string(waiting) + " pair(s) wait: maxBurstCapacity " +
-                           std::to_string(spec.max_burst_capacity) + " pairs are pending placement already";
+  const std::string note =
+      "scale set " + spec.name + ": " + std::to_string(waiting) + " pair(s) wait: " +
+      (kind == "cluster" ? "its share of the cluster's burstBudget.maxPendingPairs is " + std::to_string(st.burst_cap) +
+                               " pending pairs, and " + std::to_string(pending) + " are pending placement"
+                         : "maxBurstCapacity " + std::to_string(spec.max_burst_capacity) + " pairs are pending placement already");
   runtime::log::info(actor_name, "pairs wait for the burst budget",
-                     {{"scale_set", spec.name}, {"waiting", waiting}, {"max_burst_capacity", spec.max_burst_capacity}});
+                     {{"scale_set", spec.name}, {"waiting", waiting}, {"limit", kind},
+                      {"max_burst_capacity", spec.max_burst_capacity}, {"cluster_share", st.burst_cap}});
   tell_event(st.peers.status ? st.peers.status : st.ctx->events,
              {"headroom.dev/v1alpha1", "ScaleSet", spec.ns, spec.name, "", "Normal", "PairsWaitForBurstBudget", "Reserve", note});
+}
+
+// What this scale set holds and wants of the cluster's budget, told when it changed.
+void tell_burst_need(monitor_actor* self, int64_t pending, int64_t wanted) {
+  auto& st = self->state;
+  if (!st.peers.budget)
+    return;
+  msg::burst_need need{st.ctx->spec.name, pending, wanted, st.burst_cap, st.burst_applied};
+  if (st.burst_told && *st.burst_told == need)
+    return;
+  st.burst_told = need;
+  self->send(st.peers.budget, std::move(need));
 }
 
 // Pairs beyond `keep` go, pending ones first. Jobs assigned recently that no runner has consumed
@@ -291,12 +323,16 @@ void recompute(monitor_actor* self) {
   const int64_t desired = spec.capacity_aware ? desired_pairs(in) : 0;
   const auto renewing = renewing_pairs(st);
   auto count = static_cast<int64_t>(st.pairs.size() - renewing.size());
-  int64_t budget = spawn_budget(self);
+  const int64_t pending = pending_pairs(st);
+  const int64_t unlimited = spawn_budget(self);  // before the burst limits
+  const auto limits = burst_rooms(st, pending);
+  int64_t budget = std::min(unlimited, limits.room());
   const int64_t missing = std::max<int64_t>(0, desired - count);
   st.ctx->metrics.set("headroom_capacity_nodepool_limited", st.pools_limited ? 1 : 0);
   st.ctx->metrics.set("headroom_capacity_pairs_withheld", std::max<int64_t>(0, missing - budget));
-  const int64_t burst = burst_room(spec.max_burst_capacity, pending_pairs(st));
-  note_burst_wait(self, st.pools_limited || count >= desired ? 0 : std::max<int64_t>(0, missing - burst));
+  note_burst_wait(self, st.pools_limited || count >= desired ? 0 : std::max<int64_t>(0, missing - limits.room()), limits, pending);
+  // The cluster's budget hears what this scale set would hold within its own limits.
+  const int64_t own = std::min(unlimited, limits.scale_set);
   if (count < desired && self->clock().now() >= st.spawn_blocked_until)
     for (; count < desired && budget > 0; ++count, --budget)
       spawn_pair(self, new_slot_id(), false);
@@ -308,6 +344,8 @@ void recompute(monitor_actor* self) {
     scale_down(self, in, count, keep);
   if (spec.capacity_aware && spec.placeholder_ttl.count() > 0 && !st.stopping)
     renew_expired(self, renewing, budget);
+  const int64_t pending_now = pending_pairs(st);
+  tell_burst_need(self, pending_now, std::max(pending_now, pending + std::min(missing, own)));
   publish(self, in, census, desired);
 }
 

@@ -8,6 +8,7 @@
 #include <optional>
 #include <random>
 
+#include "actors/capacity/burst_budget.hpp"
 #include "actors/listener/listener_session.hpp"
 #include "modes/shared/series_table.hpp"
 #include "modes/shared/start.hpp"
@@ -53,7 +54,8 @@ constexpr series gauges[] = {
     {"headroom_capacity_advertised_placeholder_pods", "Placeholder pods of this scale set"},
     {"headroom_capacity_advertised_queued_jobs", "Jobs queued on the HUD for this scale set's labels"},
     {"headroom_capacity_nodepool_limited", "1 while every Karpenter NodePool that can make this scale set's nodes is at its limits"},
-    {"headroom_capacity_pairs_withheld", "Pairs wanted but not made: the NodePools are at their limits, or maxBurstCapacity pairs are pending"},
+    {"headroom_capacity_pairs_withheld", "Pairs wanted but not made: the NodePools are at their limits, or maxBurstCapacity pairs are pending, or the scale set's share of burstBudget.maxPendingPairs"},
+    {"headroom_capacity_burst_share", "The pending pairs this scale set may hold: its fair share of the cluster's burstBudget.maxPendingPairs (only when that is set)"},
 };
 constexpr series counters[] = {
     {"headroom_capacity_advertised_pair_creates_total", "Placeholder pairs created"},
@@ -331,6 +333,25 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
 
 namespace {
 
+// The cluster's burst budget: its limit, and what is pending, committed and waiting under it.
+actors::capacity::burst_budget_metrics burst_budget_metrics(runtime::metrics& m, int64_t limit) {
+  auto& family = prometheus::BuildGauge()
+                     .Name("headroom_burst_budget_pairs")
+                     .Help("The cluster's budget of pending placeholder pairs (burstBudget.maxPendingPairs), by state: "
+                           "limit, pending (made, not placed), committed (pending or granted to a scale set) and "
+                           "waiting (wanted beyond the shares)")
+                     .Register(m.registry());
+  auto* pending = &family.Add({{"state", "pending"}});
+  auto* committed = &family.Add({{"state", "committed"}});
+  auto* waiting = &family.Add({{"state", "waiting"}});
+  family.Add({{"state", "limit"}}).Set(static_cast<double>(limit));
+  return {[pending, committed, waiting](int64_t p, int64_t c, int64_t w) {
+    pending->Set(static_cast<double>(p));
+    committed->Set(static_cast<double>(c));
+    waiting->Set(static_cast<double>(w));
+  }};
+}
+
 // One scale set: its five actors under a supervisor, each reachable by its relay.
 runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_ptr& ctx, const scale_set_peers& peers,
                                       runtime::metrics& m, runtime::readiness& ready) {
@@ -385,19 +406,34 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
   out.name = "scale_sets";
   // The relays are made each time this subtree starts and live as long as it does, so a scale
   // set's supervisor restarting (or the hud_poller) never leaves a peer holding a dead address.
-  out.start = [cfg, sets = modes.sets, hud_interval = modes.hud.interval, svc, &m, &ready](caf::actor_system& sys) {
+  out.start = [cfg, sets = modes.sets, hud_interval = modes.hud.interval, burst = modes.burst_budget, svc, &m,
+               &ready](caf::actor_system& sys) {
     std::vector<caf::actor> relays;
     auto relay = [&](const std::string& name) {
       relays.push_back(runtime::spawn_relay(sys, name));
       return relays.back();
     };
     std::vector<scale_set_peers> peers;
+    const auto budget_pairs = static_cast<int64_t>(burst.max_pending_pairs);
+    caf::actor budget = budget_pairs > 0 && !svc->contexts.empty() ? relay("burst_budget") : caf::actor{};
     for (const auto& ctx : svc->contexts) {
       const std::string at = ctx->spec.name + "/";
       peers.push_back(scale_set_peers{relay(at + "capacity_monitor"), relay(at + "listener_session"),
-                                      relay(at + "runner_provisioner"), relay(at + "scale_set_status")});
+                                      relay(at + "runner_provisioner"), relay(at + "scale_set_status"), budget});
     }
     std::vector<runtime::child_spec> children;
+    if (budget) {
+      std::vector<caf::actor> monitors;
+      for (const auto& p : peers)
+        monitors.push_back(p.monitor);
+      runtime::child_spec b;
+      b.name = "burst_budget";
+      b.relay = budget;
+      b.start = [budget_pairs, monitors, &m](caf::actor_system& s) {
+        return actors::capacity::spawn_burst_budget(s, budget_pairs, monitors, burst_budget_metrics(m, budget_pairs));
+      };
+      children.push_back(std::move(b));
+    }
     if (svc->hud) {
       std::vector<hud_target> targets;
       for (size_t i = 0; i < svc->contexts.size(); ++i) {
@@ -441,6 +477,8 @@ void scale_sets_mode::read(const std::string& key, const YAML::Node& node) {
     read_hud(node, config.hud);
   else if (key == "priorityClasses")
     read_priority_classes(node, config.priority_classes);
+  else if (key == "burstBudget")
+    read_burst_budget(node, config.burst_budget);
 }
 
 void scale_sets_mode::check(const shared_sections& shared) {
@@ -478,6 +516,7 @@ std::vector<tree_line> scale_sets_mode::leader_only_tree() const {
   return {{0, "scale_sets (supervisor)"},
           {1, "hud_poller (when hud.url is set)"},
           {1, "scale_set_sweeper (once: ScaleSet objects of scale sets no longer configured)"},
+          {1, "burst_budget (when burstBudget.maxPendingPairs is set: the cluster's pending pairs, shared fairly)"},
           {1, "scale_set/<name> (supervisor) × one per scale set"},
           {2, "runner_provisioner"},
           {2, "capacity_monitor"},

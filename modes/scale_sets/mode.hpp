@@ -47,6 +47,7 @@ struct scale_sets_config {
   std::vector<scale_set_section> sets;
   hud_section hud;
   priority_classes_section priority_classes;
+  burst_budget_section burst_budget;
 };
 
 std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, const github_section& gh,
@@ -70,7 +71,7 @@ class scale_sets_mode final : public mode {
 
   std::string_view name() const override { return "scale_sets"; }
   std::string_view summary() const override { return "runner scale sets"; }
-  std::vector<std::string> keys() const override { return {"scaleSets", "hud", "priorityClasses"}; }
+  std::vector<std::string> keys() const override { return {"scaleSets", "hud", "priorityClasses", "burstBudget"}; }
   void read(const std::string& key, const YAML::Node& node) override;
   void check(const shared_sections& shared) override;
   bool enabled() const override { return !config.sets.empty(); }

@@ -119,4 +119,9 @@ void read_priority_classes(const YAML::Node& node, priority_classes_section& out
   }
 }
 
+void read_burst_budget(const YAML::Node& node, burst_budget_section& out) {
+  config_section s{node, "burstBudget", {"maxPendingPairs"}};
+  s.read_uint("maxPendingPairs", out.max_pending_pairs, 0, 100'000);
+}
+
 }  // namespace headroom::modes::scale_sets

@@ -61,9 +61,15 @@ struct priority_classes_section {
   std::string placeholder_workflow = "placeholder-workflow", workflow = "arc-workflow";
 };
 
+// The cluster's budget of pending placeholder pairs, shared by every scale set (max-min fair).
+struct burst_budget_section {
+  uint32_t max_pending_pairs = 0;  // 0 = no cluster budget (each scale set's maxBurstCapacity alone)
+};
+
 // The whole `scaleSets` list; config_fail on a problem.
 std::vector<scale_set_section> read_scale_sets(const YAML::Node& node);
 void read_hud(const YAML::Node& node, hud_section& out);
 void read_priority_classes(const YAML::Node& node, priority_classes_section& out);
+void read_burst_budget(const YAML::Node& node, burst_budget_section& out);
 
 }  // namespace headroom::modes::scale_sets

@@ -418,7 +418,7 @@ TEST(scheduler_e2e, phase_4_by_runner_group_and_prefix_and_a_stuck_queued_job_fa
 
   // Stuck: org-zero's cap is 0, so its job never gets a runner; its run is over; past 30 s it fails.
   auto stuck = w.post_jobs("org-zero", "org-zero/app", "\"self-hosted\"", 1);
-  ASSERT_TRUE(eventually([&] { return w.stored_jobs()[stuck[0]] == "pending"; }, 20s));
+  ASSERT_TRUE(eventually([&] { return w.stored_jobs()[stuck[0]] == "pending"; }, 20s)) << w.job_story(stuck[0]);
   e.peer->control("/webhooks/run-done", "{\"jobId\":" + std::to_string(stuck[0]) + "}");
   EXPECT_TRUE(eventually([&] { return w.stored_jobs()[stuck[0]] == "failed"; }, 60s)) << w.headroom->log();
   EXPECT_GE(w.headroom->sample("headroom_scheduler_actions_total{action=\"job_failed\"}"), 1);
@@ -599,7 +599,7 @@ TEST(scheduler_e2e, forged_redelivered_early_completed_and_vanished_jobs) {
 
   // Capped at 0: queued, never provisioned; then completed → completed, no worker.
   auto early = w.post_jobs("org-zero", "org-zero/app", "\"self-hosted\"", 1);
-  ASSERT_TRUE(eventually([&] { return w.stored_jobs()[early[0]] == "pending"; }, 20s));
+  ASSERT_TRUE(eventually([&] { return w.stored_jobs()[early[0]] == "pending"; }, 20s)) << w.job_story(early[0]);
   e.peer->control("/webhooks/complete", "{\"jobId\":" + std::to_string(early[0]) + ",\"conclusion\":\"cancelled\"}");
   ASSERT_TRUE(eventually([&] { return w.stored_jobs()[early[0]] == "completed"; }, 20s));
   // The queued delivery again, after the completion: recorded before, nothing changes.
@@ -609,27 +609,27 @@ TEST(scheduler_e2e, forged_redelivered_early_completed_and_vanished_jobs) {
     if (int64_t(d["jobId"]) == early[0] && std::string_view(d["action"]) == "queued")
       queued_delivery = std::string{std::string_view(d["id"])};
   ASSERT_FALSE(queued_delivery.empty());
-  const int accepted_before = count_status(202);
   e.peer->control("/webhooks/redeliver", "{\"deliveryId\":\"" + queued_delivery + "\"}");
-  // (Once, in a fresh-clone CI run under load, the redelivery was not answered 202 within 20 s; it
-  // has not recurred in isolation or under CPU load. On failure: the peer's record of every
-  // delivery with this id, its status and answer, and headroom's log.)
-  ASSERT_TRUE(eventually([&] { return count_status(202) == accepted_before + 1; }, 20s)) << [&] {
-    std::string out;
+  // The peer keeps a record per send: the redelivery is the second record with this id. (This
+  // waited for the count of 202s to grow by one from a count taken before the redelivery; the
+  // early job's completion delivery could still be unanswered at that moment - headroom records it
+  // before its answer reaches the peer - so the count grew by two and the wait failed, in about
+  // one run in eight under load.)
+  auto sends_answered_202 = [&] {
     simdjson::dom::parser dp;
+    int n = 0;
     for (auto d : dp.parse(e.peer->control("/webhooks/state").body)["deliveries"].get_array())
-      if (std::string_view(d["id"]) == queued_delivery)
-        out += "delivery " + queued_delivery + ": status " + std::to_string(int64_t(d["status"])) + ", answer " +
-               std::string{std::string_view(d["answer"])} + "\n";
-    return out + w.headroom->log();
-  }();
+      n += std::string_view(d["id"]) == queued_delivery && int64_t(d["status"]) == 202 ? 1 : 0;
+    return n;
+  };
+  ASSERT_TRUE(eventually([&] { return sends_answered_202() == 2; }, 20s)) << w.job_story(early[0]);
   EXPECT_EQ(w.stored_jobs()[early[0]], "completed") << "a late queued redelivery moved a completed job back";
   for (const auto& x : w.workers())
     EXPECT_NE(x.entity, "org-zero") << "a capped-at-0 entity got a worker";
 
   // GitHub forgets a pending job (404 on the job API): failed within a jobSyncInterval or two.
   auto vanished = w.post_jobs("org-zero", "org-zero/app", "\"self-hosted\"", 1);
-  ASSERT_TRUE(eventually([&] { return w.stored_jobs()[vanished[0]] == "pending"; }, 20s));
+  ASSERT_TRUE(eventually([&] { return w.stored_jobs()[vanished[0]] == "pending"; }, 20s)) << w.job_story(vanished[0]);
   e.peer->control("/webhooks/forget", "{\"jobId\":" + std::to_string(vanished[0]) + "}");
   EXPECT_TRUE(eventually([&] { return w.stored_jobs()[vanished[0]] == "failed"; }, 20s)) << w.headroom->log();
 
@@ -644,7 +644,7 @@ TEST(scheduler_e2e, forged_redelivered_early_completed_and_vanished_jobs) {
     return n;
   };
   auto waiting = w.post_jobs("org-zero", "org-zero/app", "\"self-hosted\"", 1);
-  ASSERT_TRUE(eventually([&] { return w.stored_jobs()[waiting[0]] == "pending"; }, 20s));
+  ASSERT_TRUE(eventually([&] { return w.stored_jobs()[waiting[0]] == "pending"; }, 20s)) << w.job_story(waiting[0]);
   const int64_t before_limit = rest_job_calls();
   e.peer->control("/faults", R"([{"route":"rest_job","status":429,"count":1,"retryAfter":"6"}])");
   ASSERT_TRUE(eventually([&] { return rest_job_calls() > before_limit; }, 20s)) << "no job lookup reached the limit";

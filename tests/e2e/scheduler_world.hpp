@@ -280,6 +280,21 @@ struct sched_world {
     return out;
   }
 
+  // Why a job is not where a test waits for it: every delivery the peer made for it (action,
+  // status, headroom's answer, when, how long) and headroom's log. For the failure message.
+  std::string job_story(int64_t id) const {
+    std::string out = "deliveries of job " + std::to_string(id) + ":\n";
+    simdjson::dom::parser q;
+    for (auto d : q.parse(e.peer->control("/webhooks/state").body)["deliveries"].get_array())
+      if (int64_t(d["jobId"]) == id)
+        out += "  " + std::string{std::string_view(d["id"])} + " " + std::string{std::string_view(d["action"])} + ": status " +
+               std::to_string(int64_t(d["status"])) + " after " + std::to_string(double(d["latencyMs"])) + " ms, sent " +
+               std::string{std::string_view(d["sentAt"])} + ", answer " + std::string{std::string_view(d["answer"])} + "\n";
+    const auto stored = stored_jobs();
+    out += "stored: " + (stored.count(id) ? stored.at(id) : std::string{"(none)"}) + "\n";
+    return out + (headroom ? headroom->log() : std::string{});
+  }
+
   std::map<int64_t, std::string> stored_jobs() const {
     std::map<int64_t, std::string> out;
     auto r = testpeer::http_call(pages + "/jobs.json?per_page=1000");
