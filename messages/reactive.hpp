@@ -39,7 +39,7 @@ struct quota_verdict {
 /// relay and an answer: see metric_reader.cpp.
 struct metric_subscription {
   std::string target;
-  std::string metric;
+  std::vector<std::string> metrics;  // each evaluation reads them all (one metric_samples each)
   int64_t window_s = 0, step_s = 1, interval_ms = 0;
 };
 
@@ -48,20 +48,23 @@ struct metric_subscription {
 /// (steady, nanoseconds since its epoch), from which a step's latency is measured.
 struct metric_samples {
   int64_t due_ns = 0;
+  uint32_t index = 0;  // of the subscription's metrics
   bool ok = false;
+  bool absent = false;  // !ok because Prometheus has no such series (or no sample of it) in the window
   std::string reason;  // !ok
   std::string labels;  // ok: the series, for messages
   std::vector<double> times, values;
+  double ended_at = 0;  // ok: > 0 when the series ended then (a staleness marker after the last sample)
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metric_subscription& x) {
-  return f(caf::meta::type_name("metric_subscription"), x.target, x.metric, x.window_s, x.step_s, x.interval_ms);
+  return f(caf::meta::type_name("metric_subscription"), x.target, x.metrics, x.window_s, x.step_s, x.interval_ms);
 }
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, metric_samples& x) {
-  return f(caf::meta::type_name("metric_samples"), x.due_ns, x.ok, x.reason, x.labels, x.times, x.values);
+  return f(caf::meta::type_name("metric_samples"), x.due_ns, x.index, x.ok, x.absent, x.reason, x.labels, x.times, x.values, x.ended_at);
 }
 
 template <class Inspector>

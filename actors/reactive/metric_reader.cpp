@@ -1,9 +1,10 @@
 // metric_reader: one per reactive subtree, between the scalers and Prometheus, and the clock of
 // their evaluations. Each scaler subscribes once (msg::metric_subscription); the reader places it
-// in one of `slots` slots per evaluation interval by a hash of its target's id, and when a slot is
+// (all its metrics) in one of `slots` slots per evaluation interval by a hash of its target's id, and when a slot is
 // due it asks Prometheus once for all of the slot's subscribers: every plain selector in one
 // remote read (POST /api/v1/read, up to `max_batch` per request), any other expression through
-// the query API as a subquery. Each scaler then gets one msg::metric_samples: its evaluation.
+// the query API as a subquery. Each scaler then gets one msg::metric_samples per metric (the
+// evaluation is complete when it has them all).
 //
 // Why the reader keeps the time: a query per target per evaluation is an HTTP round trip and two
 // actor wake-ups from outside CAF's scheduler each (~27 % of a core at 1,000 targets a second);
@@ -59,7 +60,7 @@ using time_point = caf::actor_clock::time_point;
 struct subscriber {
   caf::actor_addr addr;
   caf::weak_actor_ptr scaler;
-  std::string metric;
+  std::vector<std::string> metrics;
   int64_t window_s = 0, step_s = 1;
 };
 
@@ -71,9 +72,15 @@ struct slot_group {
   std::vector<subscriber> members;
 };
 
+// Who each answer of a batch goes to: the scaler, and which of its metrics it is.
+struct reader_ref {
+  caf::weak_actor_ptr scaler;
+  uint32_t index = 0;
+};
+
 struct in_flight_batch {
   int64_t due_ns = 0;
-  std::vector<caf::weak_actor_ptr> readers;
+  std::vector<reader_ref> readers;
 };
 
 struct reader_state {
@@ -90,15 +97,18 @@ struct reader_state {
 
 using reader_actor = caf::stateful_actor<reader_state>;
 
-msg::metric_samples to_samples(int64_t due_ns, prom::query_result& r) {
+msg::metric_samples to_samples(int64_t due_ns, uint32_t index, prom::query_result& r) {
   msg::metric_samples out;
   out.due_ns = due_ns;
+  out.index = index;
   if (auto* none = std::get_if<prom::no_metric>(&r)) {
     out.reason = std::move(none->reason);
+    out.absent = none->absent;
     return out;
   }
   auto& s = std::get<prom::series>(r);
   out.ok = true;
+  out.ended_at = s.ended_at;
   out.labels = std::move(s.labels);
   out.times.reserve(s.samples.size());
   out.values.reserve(s.samples.size());
@@ -167,7 +177,7 @@ void subscribe(reader_actor* self, msg::metric_subscription& sub) {
   }
   const size_t group = at->second;
   st.groups[group].members.push_back(
-      subscriber{addr, caf::actor_cast<caf::weak_actor_ptr>(sender), std::move(sub.metric), sub.window_s, sub.step_s});
+      subscriber{addr, caf::actor_cast<caf::weak_actor_ptr>(sender), std::move(sub.metrics), sub.window_s, sub.step_s});
   st.member_group[addr] = group;
   auto& g = st.groups[group];
   if (!g.armed) {  // idle since its last subscriber went: its next instant on the cadence, not one past
@@ -216,23 +226,25 @@ void evaluate_slot(reader_actor* self, size_t group) {
       st.opts.count("read", static_cast<double>(queries.size()));
     queries.clear();
   };
-  for (const auto& m : members) {
-    const auto& matchers = selector_of(self, m.metric);
-    if (!matchers) {  // an expression: its own subquery
-      const uint64_t batch = ++st.next_batch;
-      st.in_flight[batch] = in_flight_batch{due_ns, {m.scaler}};
-      auto cb = answer_to(self, batch);
-      st.opts.prom->query(prom::window_query(m.metric, m.window_s, m.step_s), at,
-                          [cb](prom::query_result r) { cb({std::move(r)}); });
-      if (st.opts.count)
-        st.opts.count("query", 1);
-      continue;
+  for (const auto& m : members)
+    for (uint32_t index = 0; index < m.metrics.size(); ++index) {
+      const auto& metric = m.metrics[index];
+      const auto& matchers = selector_of(self, metric);
+      if (!matchers) {  // an expression: its own subquery
+        const uint64_t batch = ++st.next_batch;
+        st.in_flight[batch] = in_flight_batch{due_ns, {reader_ref{m.scaler, index}}};
+        auto cb = answer_to(self, batch);
+        st.opts.prom->query(prom::window_query(metric, m.window_s, m.step_s), at,
+                            [cb](prom::query_result r) { cb({std::move(r)}); });
+        if (st.opts.count)
+          st.opts.count("query", 1);
+        continue;
+      }
+      queries.push_back(prom::raw_query{*matchers, end_ms - m.window_s * 1000, end_ms});
+      readers.readers.push_back(reader_ref{m.scaler, index});
+      if (queries.size() >= st.opts.max_batch)
+        send_read();
     }
-    queries.push_back(prom::raw_query{*matchers, end_ms - m.window_s * 1000, end_ms});
-    readers.readers.push_back(m.scaler);
-    if (queries.size() >= st.opts.max_batch)
-      send_read();
-  }
   send_read();
 }
 
@@ -254,8 +266,8 @@ caf::behavior reader_behavior(reader_actor* self, reader_options opts) {
           a.results.assign(readers.size(), prom::no_metric{"metric reader: answers do not match the batch"});
         }
         for (size_t i = 0; i < readers.size(); ++i)
-          if (auto scaler = readers[i].lock())
-            self->send(caf::actor_cast<caf::actor>(scaler), to_samples(batch.due_ns, a.results[i]));
+          if (auto scaler = readers[i].scaler.lock())
+            self->send(caf::actor_cast<caf::actor>(scaler), to_samples(batch.due_ns, readers[i].index, a.results[i]));
       },
   };
 }

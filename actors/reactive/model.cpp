@@ -78,6 +78,9 @@ const char* to_string(reason r) {
     case reason::gap: return "gap";
     case reason::not_sustained: return "not_sustained";
     case reason::within_band: return "within_band";
+    case reason::activated: return "activated";
+    case reason::inactive: return "inactive";
+    case reason::deactivated: return "deactivated";
     case reason::no_metric: return "no_metric";
     case reason::quota: return "quota";
     case reason::refused: return "refused";
@@ -173,6 +176,73 @@ decision decide(const rules& r, const std::vector<prom::sample>& samples, double
   d.why = reason::within_band;
   d.detail = "latest " + num(latest) + " is within [" + num(low_mark) + ", " + num(r.target) + "]";
   return d;
+}
+
+decision decide_metrics(const rules& r, const std::vector<metric_view>& metrics, double now, int32_t current,
+                        const std::optional<last_scale>& last, double backoff_until) {
+  decision d;
+  d.replicas = current;
+  if (metrics.empty()) {
+    d.why = reason::no_metric;
+    d.detail = "no metric";
+    return d;
+  }
+  rules one = r;
+  const bool to_zero = r.min_replicas == 0;
+  if (to_zero && current >= 0 && current <= 1 && current <= r.max_replicas && !(backoff_until > now)) {
+    if (current == 0) {
+      for (size_t i = 0; i < metrics.size(); ++i) {
+        const auto& m = metrics[i];
+        if (!m.samples.empty() && m.samples.back().v > m.activation)
+          return {action::up, 1, reason::activated,
+                  "metric " + std::to_string(i + 1) + " is " + num(m.samples.back().v) + ", above its activation threshold " +
+                      num(m.activation)};
+      }
+      d.why = reason::inactive;
+      d.detail = "at 0 replicas and no metric is above its activation threshold";
+      return d;
+    }
+    one.min_replicas = 1;  // the band rules from 1 up; 1 → 0 is the activation thresholds' call
+  }
+  std::vector<decision> each;
+  each.reserve(metrics.size());
+  for (const auto& m : metrics) {
+    one.target = m.target;
+    each.push_back(decide(one, m.samples, now, current, last, backoff_until));
+  }
+  auto pick = [&](auto pred) { return std::find_if(each.begin(), each.end(), pred); };
+  // Bounds, cooldown and backoff say the same for every metric.
+  if (auto up = pick([](const decision& x) { return x.what == action::up || x.what == action::to_bound; }); up != each.end()) {
+    if (metrics.size() > 1 && up->what == action::up)
+      up->detail = "metric " + std::to_string(up - each.begin() + 1) + ": " + up->detail;
+    return *up;
+  }
+  const bool all_down = std::all_of(each.begin(), each.end(), [](const decision& x) { return x.what == action::down; });
+  if (all_down) {
+    auto out = each.front();
+    if (metrics.size() > 1)
+      out.detail = "every metric: " + out.detail;
+    return out;
+  }
+  if (to_zero && current == 1) {
+    const double max_gap = 2 * secs(r.resolution);
+    bool all_quiet = true;
+    for (const auto& m : metrics) {
+      const auto w = look(m.samples, now, secs(r.scale_down_window), max_gap, [&](double v) { return v <= m.activation; });
+      all_quiet = all_quiet && w.all && !w.gap;
+    }
+    const bool cooling = last && now - last->time < secs(r.cooldown);
+    const bool fresh = !last || now - secs(r.scale_down_window) >= last->time;
+    if (all_quiet && !cooling && fresh)
+      return {action::down, 0, reason::deactivated,
+              "every metric at or below its activation threshold for the whole down-window"};
+  }
+  // Held: the reason of the first metric that did not agree to go down.
+  auto held = pick([](const decision& x) { return x.what == action::none; });
+  auto out = held != each.end() ? *held : each.front();
+  if (metrics.size() > 1 && held != each.end())
+    out.detail = "metric " + std::to_string(held - each.begin() + 1) + ": " + out.detail;
+  return out;
 }
 
 last_scale next_scale(const std::optional<last_scale>& last, int32_t from, int32_t to, double now) {

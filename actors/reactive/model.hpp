@@ -71,6 +71,9 @@ enum class reason {
   gap,                 // the window has a gap in the data
   not_sustained,       // out of band now, but not for the whole window
   within_band,         // between target × threshold and target
+  activated,           // at 0 replicas, a metric is above its activation threshold: to 1
+  inactive,            // at 0 replicas, no metric is above its activation threshold
+  deactivated,         // at 1 with minReplicas 0, every metric at or below its activation threshold for the down-window: to 0
   no_metric,           // the query gave no number (actor)
   quota,               // the tenant's quota has no room for +1 (actor)
   refused,             // the /scale write was refused (actor)
@@ -90,6 +93,21 @@ struct decision {
 // (seconds since the epoch); `current` the replicas on /scale now.
 decision decide(const rules& r, const std::vector<prom::sample>& samples, double now, int32_t current,
                 const std::optional<last_scale>& last, double backoff_until = 0);
+
+// One metric of a target, for one evaluation.
+struct metric_view {
+  double target = 0;
+  // With minReplicas 0: a target at 0 goes to 1 when the newest sample is above this, and from 1
+  // to 0 when every sample of the down-window is at or below it (KEDA's activation threshold).
+  double activation = 0;
+  std::vector<prom::sample> samples;
+};
+
+// Several metrics (the HPA's rule: the largest proposal wins): up when any metric says up, down
+// only when every metric says down, else nothing, with the reason of a metric that held it. With
+// minReplicas 0 the activation thresholds decide 0 → 1 and 1 → 0; the band rules apply from 1 up.
+decision decide_metrics(const rules& r, const std::vector<metric_view>& metrics, double now, int32_t current,
+                        const std::optional<last_scale>& last, double backoff_until = 0);
 
 // The event a scale from → to at `now` writes, continuing `last`'s run of direction changes.
 last_scale next_scale(const std::optional<last_scale>& last, int32_t from, int32_t to, double now);

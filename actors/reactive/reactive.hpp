@@ -56,7 +56,14 @@ struct scaler_metrics {
 struct scaler_spec {
   target_ref target;
   std::string tenant;  // "" = no quota
-  std::string metric;  // PromQL: one series
+  // The metrics (PromQL: one series each); the largest proposal wins (model.hpp, decide_metrics).
+  struct metric {
+    std::string query;
+    double target = 0;
+    double activation = 0;     // activationThreshold (minReplicas 0)
+    bool absent_zero = false;  // ifAbsent: zero: no series means 0, not "no metric"
+  };
+  std::vector<metric> metrics;
   reactive::rules rules;
   bool subresource_writes = false;  // never the one-patch write on the object (scaleWrite: subresource)
 };

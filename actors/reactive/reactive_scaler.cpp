@@ -83,7 +83,8 @@ void subscribe(scaler_actor* self) {
   const auto& sp = spec(self);
   msg::metric_subscription sub;
   sub.target = self->state.id;
-  sub.metric = sp.metric;
+  for (const auto& m : sp.metrics)
+    sub.metrics.push_back(m.query);
   sub.window_s = query_window_seconds(sp.rules);
   sub.step_s = std::max<long>(1, static_cast<long>(sp.rules.resolution.count() / 1000));
   sub.interval_ms = sp.rules.evaluation_interval.count();
@@ -96,11 +97,44 @@ std::chrono::milliseconds samples_overdue_after(scaler_actor* self) {
   return std::max<std::chrono::milliseconds>(std::chrono::seconds(15), 3 * spec(self).rules.evaluation_interval);
 }
 
-void on_metric(scaler_actor* self, msg::metric_samples& reply) {
+// One evaluation's samples, a metric_samples per metric (all with its due time). A metric declared
+// `ifAbsent: zero` whose series Prometheus does not have reads as 0 over the window (a workload at 0
+// replicas exports nothing); any other missing metric fails the evaluation.
+void on_metric(scaler_actor* self, std::vector<msg::metric_samples>& replies) {
   auto& s = self->state;
   const auto& m = s.ctx->metrics;
-  if (!reply.ok || reply.times.empty()) {
-    const std::string& why = reply.ok ? "no samples" : reply.reason;
+  const auto& metrics = spec(self).metrics;
+  std::vector<std::vector<prom::sample>> all(replies.size());
+  std::string why;
+  for (size_t i = 0; i < replies.size() && why.empty(); ++i) {
+    auto& reply = replies[i];
+    const bool zero = i < metrics.size() && metrics[i].absent_zero && !reply.ok && reply.absent;
+    if (zero) {
+      const double now = wall_now(self), step = std::max(1.0, static_cast<double>(spec(self).rules.resolution.count()) / 1000.0);
+      for (double t = now - static_cast<double>(query_window_seconds(spec(self).rules)); t <= now; t += step)
+        all[i].push_back(prom::sample{t, 0});
+      all[i].push_back(prom::sample{now, 0});
+      continue;
+    }
+    if (!reply.ok || reply.times.empty()) {
+      why = reply.ok ? "no samples" : reply.reason;
+      if (replies.size() > 1)
+        why = "metric " + std::to_string(i + 1) + ": " + why;
+      break;
+    }
+    all[i].resize(reply.times.size());
+    for (size_t k = 0; k < reply.times.size(); ++k)
+      all[i][k] = prom::sample{reply.times[k], reply.values[k]};
+    if (reply.ended_at > 0 && i < metrics.size() && metrics[i].absent_zero) {  // gone since: 0 from then on
+      const double now = wall_now(self), step = std::max(1.0, static_cast<double>(spec(self).rules.resolution.count()) / 1000.0);
+      for (double t = reply.ended_at; t < now; t += step)
+        all[i].push_back(prom::sample{t, 0});
+      all[i].push_back(prom::sample{now, 0});
+    }
+  }
+  if (!why.empty() || replies.empty()) {
+    if (why.empty())
+      why = "no metric";
     ++s.failures;
     m.add("headroom_reactive_metric_query_failures_total", 1);
     m.decided(to_string(action::none), to_string(reason::no_metric));
@@ -129,17 +163,45 @@ void on_metric(scaler_actor* self, msg::metric_samples& reply) {
   s.failures = 0;
   if (const auto v = s.metric_outage.succeeded(ms_now(self)); v.log == runtime::outage::note::came_back)
     runtime::log::info(actor_name, "the metric is back", {{"target", tid(self)}, {"down_for_ms", v.down_for_ms}, {"evaluations_missed", v.failures}});
-  std::vector<prom::sample> samples(reply.times.size());
-  for (size_t i = 0; i < samples.size(); ++i)
-    samples[i] = prom::sample{reply.times[i], reply.values[i]};
-  m.set("headroom_reactive_metric_value", samples.back().v);
+  m.set("headroom_reactive_metric_value", all.front().back().v);
   // The count is read at every evaluation (as the HPA reads /scale at each sync): someone may have
   // scaled the target, or deleted it, while headroom had nothing to do. Decided on its reply.
-  s.samples = std::move(samples);
+  s.samples = std::move(all);
   const auto t = spec(self).target;
   start(self, call::read_current, [t](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
     kube.get(k, t.ns, t.name, std::move(cb), "scale");
   });
+}
+
+// A metric's samples for the evaluation due at r.due_ns: kept until every metric's are in.
+void on_samples(scaler_actor* self, msg::metric_samples& r) {
+  auto& s = self->state;
+  s.last_samples = self->clock().now();
+  if (!s.ready) {
+    recover(self);
+    return;
+  }
+  const size_t n = std::max<size_t>(1, spec(self).metrics.size());
+  if (r.due_ns != s.gathering_due || s.gathered.size() != n) {  // a new evaluation (an unfinished one is dropped)
+    s.gathering_due = r.due_ns;
+    s.gathered.assign(n, std::nullopt);
+  }
+  if (r.index >= n)
+    return;
+  s.gathered[r.index] = std::move(r);
+  if (std::any_of(s.gathered.begin(), s.gathered.end(), [](const auto& x) { return !x.has_value(); }))
+    return;
+  std::vector<msg::metric_samples> replies;
+  for (auto& x : s.gathered)
+    replies.push_back(std::move(*x));
+  s.gathered.clear();
+  if (s.evaluating) {
+    s.ctx->metrics.add("headroom_reactive_evaluations_skipped_total", 1);
+    return;
+  }
+  s.evaluating = true;
+  s.due = steady::time_point{std::chrono::duration_cast<steady::duration>(std::chrono::nanoseconds{replies.front().due_ns})};
+  on_metric(self, replies);
 }
 
 // A Kubernetes answer, by the call it answers.
@@ -206,24 +268,11 @@ caf::behavior scaler_behavior(scaler_actor* self, scaler_context_ptr ctx, caf::a
           lost.reason = "no evaluation from the metric reader in " + std::to_string(limit.count() / 1000) + " s";
           s.evaluating = true;
           s.due = now;
-          on_metric(self, lost);
+          std::vector<msg::metric_samples> one{std::move(lost)};
+          on_metric(self, one);
         }
       },
-      [self](msg::metric_samples& r) {
-        auto& s = self->state;
-        s.last_samples = self->clock().now();
-        if (!s.ready) {
-          recover(self);
-          return;
-        }
-        if (s.evaluating) {
-          s.ctx->metrics.add("headroom_reactive_evaluations_skipped_total", 1);
-          return;
-        }
-        s.evaluating = true;
-        s.due = steady::time_point{std::chrono::duration_cast<steady::duration>(std::chrono::nanoseconds{r.due_ns})};
-        on_metric(self, r);
-      },
+      [self](msg::metric_samples& r) { on_samples(self, r); },
       [self](msg::api_reply& r) { on_api(self, r); },
       [self](msg::restarted_atom, const std::string&) { subscribe(self); },  // the metric reader restarted
   };

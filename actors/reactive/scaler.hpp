@@ -74,7 +74,9 @@ struct scaler_state {
   steady::time_point last_samples;  // when the reader last sent an evaluation
   steady::time_point due;      // of the evaluation in flight
   std::optional<step> stepping;
-  std::vector<prom::sample> samples;  // of the evaluation in flight, decided once /scale is read
+  std::vector<std::vector<prom::sample>> samples;  // per metric, of the evaluation in flight, decided once /scale is read
+  int64_t gathering_due = -1;                      // the evaluation whose metrics are coming in
+  std::vector<std::optional<msg::metric_samples>> gathered;
   bool gone = false;                  // the target was deleted (logged once; resumed when it returns)
   bool quota_held = false;            // the last scale-up the quota was asked for was held
   runtime::outage metric_outage{{.reminder = std::chrono::minutes(1)}};  // when to log a missing metric
@@ -117,7 +119,8 @@ void continue_step(scaler_actor* self);
 void mark_newest_pod(scaler_actor* self, const std::string& selector);
 void subscribe(scaler_actor* self);
 std::chrono::milliseconds samples_overdue_after(scaler_actor* self);
-void on_metric(scaler_actor* self, msg::metric_samples& reply);
+void on_metric(scaler_actor* self, std::vector<msg::metric_samples>& replies);
+void on_samples(scaler_actor* self, msg::metric_samples& r);
 void on_current(scaler_actor* self, const msg::api_reply& r);
 void on_discovered(scaler_actor* self, const msg::api_reply& r);
 void on_crd(scaler_actor* self, const msg::api_reply& r);

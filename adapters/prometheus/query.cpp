@@ -139,12 +139,12 @@ query_result decode_query(std::string_view body) {
     if (result_type.empty())
       return no_metric{"no data.resultType"};
     if (found.empty())
-      return no_metric{"empty result: no series matches"};
+      return no_metric{"empty result: no series matches", true};
     if (found.size() > 1)
       return no_metric{std::to_string(found.size()) + " series (" + found[0].labels + ", " + found[1].labels +
                        ", …): the query must select exactly one"};
     if (found[0].samples.empty())
-      return no_metric{"the series " + found[0].labels + " has no samples"};
+      return no_metric{"the series " + found[0].labels + " has no samples", true};
     return std::move(found[0]);
   } catch (const bad& b) {
     return no_metric{b.reason};

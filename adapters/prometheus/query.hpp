@@ -22,10 +22,12 @@ struct sample {
 struct series {
   std::string labels;            // {job="x",…} for messages
   std::vector<sample> samples;   // in time order, as the TSDB returns them
+  double ended_at = 0;           // > 0: the series ended then (its last sample is a staleness marker)
 };
 
 struct no_metric {
   std::string reason;
+  bool absent = false;  // Prometheus answered: no series matches, or the series has no samples in the window
 };
 
 using query_result = std::variant<series, no_metric>;

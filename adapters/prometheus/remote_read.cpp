@@ -32,7 +32,7 @@ bool is_stale_marker(double v) {
 
 query_result decode_result(const ::prometheus::QueryResult& r) {
   if (r.timeseries_size() == 0)
-    return no_metric{"no series (empty result)"};
+    return no_metric{"no series (empty result)", true};
   if (r.timeseries_size() > 1)
     return no_metric{std::to_string(r.timeseries_size()) + " series; the metric must select exactly one"};
   const auto& ts = r.timeseries(0);
@@ -46,14 +46,19 @@ query_result decode_result(const ::prometheus::QueryResult& r) {
   out.labels += "}";
   out.samples.reserve(static_cast<size_t>(ts.samples_size()));
   for (const auto& s : ts.samples()) {
-    if (is_stale_marker(s.value()))
+    // A staleness marker: the target stopped exporting the series (its pods are gone). It ends the
+    // series until a later sample starts it again.
+    if (is_stale_marker(s.value())) {
+      out.ended_at = static_cast<double>(s.timestamp()) / 1000.0;
       continue;
+    }
+    out.ended_at = 0;
     if (!std::isfinite(s.value()))
       return no_metric{out.labels + ": a sample is " + std::to_string(s.value()) + ", not a finite number"};
     out.samples.push_back(sample{static_cast<double>(s.timestamp()) / 1000.0, s.value()});
   }
   if (out.samples.empty())
-    return no_metric{out.labels + ": no samples in the window"};
+    return no_metric{out.labels + (out.ended_at > 0 ? ": ended before the window" : ": no samples in the window"), true};
   return out;
 }
 

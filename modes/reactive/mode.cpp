@@ -115,7 +115,7 @@ rules make_rules(const reactive_target_section& t) {
   rules r;
   r.min_replicas = static_cast<int32_t>(t.min_replicas);
   r.max_replicas = static_cast<int32_t>(t.max_replicas);
-  r.target = t.target;
+  r.target = t.metrics.empty() ? 0 : t.metrics.front().target;
   r.scale_down_threshold = t.rules.scale_down_threshold;
   r.evaluation_interval = t.rules.evaluation_interval;
   r.scale_up_window = t.rules.scale_up_window;
@@ -174,7 +174,8 @@ std::optional<std::string> prepare_reactive(const runtime::config& cfg, const re
     auto ctx = std::make_shared<scaler_context>();
     ctx->spec.target = target_ref{t.api_version, t.kind, t.ns, t.name};
     ctx->spec.tenant = t.tenant;
-    ctx->spec.metric = t.metric;
+    for (const auto& x : t.metrics)
+      ctx->spec.metrics.push_back({x.query, x.target, x.activation, x.absent_zero});
     ctx->spec.rules = make_rules(t);
     ctx->spec.subresource_writes = t.rules.subresource_writes;
     ctx->kube = &kube;

@@ -45,11 +45,34 @@ bool valid_object_name(const std::string& n, bool dots) {
   });
 }
 
+// One metric: its PromQL (under `query_key`), target, activation threshold and what an absent
+// series means.
+reactive_metric_section read_metric(config_section& s, const char* query_key) {
+  reactive_metric_section m;
+  if (auto v = s.read_string(query_key))
+    m.query = *v;
+  if (m.query.empty())
+    config_fail(s.path(query_key), "required: PromQL selecting one series, e.g. queue_depth{job=\"my-inference\"}");
+  if (!s.get("target"))
+    config_fail(s.path("target"), "required: the metric's target value");
+  s.read_double("target", m.target, -1e300, 1e300);
+  m.activation_set = s.get("activationThreshold").has_value();
+  s.read_double("activationThreshold", m.activation, -1e300, 1e300);
+  if (auto v = s.read_string("ifAbsent")) {
+    if (*v != "noMetric" && *v != "zero")
+      config_fail(s.path("ifAbsent"), "expected noMetric (no series: not scaling) or zero (no series: the value is 0), found '" + *v + "'");
+    m.absent_zero = *v == "zero";
+  }
+  return m;
+}
+
 reactive_target_section parse_reactive_target(const YAML::Node& node, const std::string& where,
                                               const reactive_rules_section& defaults) {
   reactive_target_section t;
   t.rules = defaults;
-  config_section s{node, where, with_rules({"scaleTargetRef", "minReplicas", "maxReplicas", "metric", "target", "tenant"})};
+  config_section s{node, where,
+                   with_rules({"scaleTargetRef", "minReplicas", "maxReplicas", "metric", "target", "activationThreshold", "ifAbsent",
+                               "metrics", "tenant"})};
   auto ref = s.get("scaleTargetRef");
   if (!ref)
     config_fail(s.path("scaleTargetRef"), "required: {apiVersion, kind, namespace, name} of a workload with a /scale subresource");
@@ -75,13 +98,26 @@ reactive_target_section parse_reactive_target(const YAML::Node& node, const std:
   s.read_uint("maxReplicas", t.max_replicas, 1, 100'000);
   if (t.max_replicas < t.min_replicas)
     config_fail(s.path("maxReplicas"), "must be at least minReplicas (" + std::to_string(t.min_replicas) + ")");
-  if (auto v = s.read_string("metric"))
-    t.metric = *v;
-  if (t.metric.empty())
-    config_fail(s.path("metric"), "required: PromQL selecting one series, e.g. queue_depth{job=\"my-inference\"}");
-  if (!s.get("target"))
-    config_fail(s.path("target"), "required: the metric's target value");
-  s.read_double("target", t.target, -1e300, 1e300);
+  if (auto list = s.get("metrics")) {
+    if (s.get("metric") || s.get("target") || s.get("activationThreshold") || s.get("ifAbsent"))
+      config_fail(s.path("metrics"), "give either metric and target (one metric) or metrics (several), not both");
+    if (!list->IsSequence() || list->size() == 0)
+      config_fail(s.path("metrics"), "expected a non-empty list of {query, target, activationThreshold, ifAbsent}, found " +
+                                         yaml_kind(*list));
+    if (list->size() > 10)
+      config_fail(s.path("metrics"), "at most 10 metrics per target, found " + std::to_string(list->size()));
+    for (size_t i = 0; i < list->size(); ++i) {
+      config_section ms{(*list)[i], s.path("metrics") + "[" + std::to_string(i) + "]", {"query", "target", "activationThreshold", "ifAbsent"}};
+      t.metrics.push_back(read_metric(ms, "query"));
+    }
+  } else {
+    t.metrics.push_back(read_metric(s, "metric"));
+  }
+  if (t.min_replicas > 0)
+    for (size_t i = 0; i < t.metrics.size(); ++i)
+      if (t.metrics[i].activation_set)
+        config_fail(s.get("metrics") ? s.path("metrics") + "[" + std::to_string(i) + "].activationThreshold" : s.path("activationThreshold"),
+                    "only with minReplicas: 0 (it decides 0 → 1 and 1 → 0)");
   if (auto v = s.read_string("tenant"))
     t.tenant = *v;
   read_rules(s, t.rules);

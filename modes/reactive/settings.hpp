@@ -27,11 +27,18 @@ struct reactive_rules_section {
   bool subresource_writes = false;
 };
 
+struct reactive_metric_section {
+  std::string query;  // PromQL selecting exactly one series
+  double target = 0;
+  double activation = 0;  // activationThreshold (minReplicas 0 only)
+  bool activation_set = false;
+  bool absent_zero = false;  // ifAbsent: zero (no series means 0), else noMetric (not scaling)
+};
+
 struct reactive_target_section {
   std::string api_version = "apps/v1", kind = "Deployment", ns = "default", name;  // scaleTargetRef
   uint32_t min_replicas = 1, max_replicas = 1;
-  std::string metric;  // PromQL selecting exactly one series
-  double target = 0;
+  std::vector<reactive_metric_section> metrics;  // `metric` + `target`, or `metrics`: the largest proposal wins
   std::string tenant;  // a key of `quotas`, or "" for none
   reactive_rules_section rules;  // the defaults, overridden per target
 };

@@ -69,23 +69,31 @@ struct target {
   int min = 1, max = 3, initial = 1;
   std::string extra;  // more YAML keys of the target
   std::string tenant;
+  std::string metrics;  // YAML keys that replace the one metric (reactive_test_load{target=<name>}, target 100)
 };
 
 // The targets one headroom process scales (each with its own series of the test metric).
 const std::vector<target> targets = {
-    {"up", 1, 3, 1, "scaleUpWindow: 3s\n      scaleDownWindow: 60s\n      cooldown: 1s", ""},
-    {"spike", 1, 3, 1, "scaleUpWindow: 5s\n      scaleDownWindow: 60s", ""},
-    {"band", 2, 4, 2, "scaleUpWindow: 2s\n      scaleDownWindow: 2s", ""},
-    {"down", 1, 4, 3, "scaleUpWindow: 60s\n      scaleDownWindow: 3s\n      cooldown: 1s", ""},
-    {"quota-a", 1, 3, 1, "scaleUpWindow: 2s\n      scaleDownWindow: 60s\n      cooldown: 1s", "team"},
-    {"quota-b", 1, 3, 1, "scaleUpWindow: 60s\n      scaleDownWindow: 60s", "team"},
-    {"osc", 1, 3, 1, "scaleUpWindow: 2s\n      scaleDownWindow: 2s\n      cooldown: 1s", ""},
-    {"killed", 1, 3, 1, "scaleUpWindow: 6s\n      scaleDownWindow: 60s\n      cooldown: 1s", ""},
-    {"faulted", 1, 3, 1, "scaleUpWindow: 6s\n      scaleDownWindow: 60s\n      cooldown: 1s", ""},
-    {"intent", 1, 3, 1, "scaleUpWindow: 60s\n      scaleDownWindow: 60s\n      cooldown: 30s", ""},
-    {"refused", 1, 3, 2, "scaleUpWindow: 2s\n      scaleDownWindow: 60s\n      cooldown: 3s", ""},
-    {"apifault", 1, 3, 1, "scaleUpWindow: 3s\n      scaleDownWindow: 60s\n      cooldown: 1s", ""},
-    {"stale", 1, 3, 1, "scaleUpWindow: 2s\n      scaleDownWindow: 60s\n      cooldown: 1s", ""},
+    {"up", 1, 3, 1, "scaleUpWindow: 3s\n      scaleDownWindow: 60s\n      cooldown: 1s", "", ""},
+    {"spike", 1, 3, 1, "scaleUpWindow: 5s\n      scaleDownWindow: 60s", "", ""},
+    {"band", 2, 4, 2, "scaleUpWindow: 2s\n      scaleDownWindow: 2s", "", ""},
+    {"down", 1, 4, 3, "scaleUpWindow: 60s\n      scaleDownWindow: 3s\n      cooldown: 1s", "", ""},
+    {"quota-a", 1, 3, 1, "scaleUpWindow: 2s\n      scaleDownWindow: 60s\n      cooldown: 1s", "team", ""},
+    {"quota-b", 1, 3, 1, "scaleUpWindow: 60s\n      scaleDownWindow: 60s", "team", ""},
+    {"osc", 1, 3, 1, "scaleUpWindow: 2s\n      scaleDownWindow: 2s\n      cooldown: 1s", "", ""},
+    {"killed", 1, 3, 1, "scaleUpWindow: 6s\n      scaleDownWindow: 60s\n      cooldown: 1s", "", ""},
+    {"faulted", 1, 3, 1, "scaleUpWindow: 6s\n      scaleDownWindow: 60s\n      cooldown: 1s", "", ""},
+    {"intent", 1, 3, 1, "scaleUpWindow: 60s\n      scaleDownWindow: 60s\n      cooldown: 30s", "", ""},
+    {"refused", 1, 3, 2, "scaleUpWindow: 2s\n      scaleDownWindow: 60s\n      cooldown: 3s", "", ""},
+    {"apifault", 1, 3, 1, "scaleUpWindow: 3s\n      scaleDownWindow: 60s\n      cooldown: 1s", "", ""},
+    {"stale", 1, 3, 1, "scaleUpWindow: 2s\n      scaleDownWindow: 60s\n      cooldown: 1s", "", ""},
+    // Two metrics, each against its own target: the largest proposal wins.
+    {"multi", 1, 3, 1, "scaleUpWindow: 2s\n      scaleDownWindow: 3s\n      cooldown: 1s", "",
+     "metrics:\n        - {query: 'reactive_test_load{target=\"multi\"}', target: 100}\n"
+     "        - {query: 'reactive_test_load{target=\"multi-b\"}', target: 10}"},
+    // To and from zero: its series is absent until the test sets it (absent reads as 0).
+    {"zero", 0, 2, 1, "scaleUpWindow: 60s\n      scaleDownWindow: 3s\n      cooldown: 1s", "",
+     "metric: 'reactive_test_load{target=\"zero\"}'\n      target: 100\n      activationThreshold: 5\n      ifAbsent: zero"},
 };
 
 // The watch's record, at a stable address (the env itself is moved into its holder).
@@ -123,7 +131,7 @@ std::string config_yaml(env& e, int quota) {
   for (const auto& t : targets) {
     y += "    - scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, namespace: " + ns + ", name: " + t.name + "}\n";
     y += "      minReplicas: " + std::to_string(t.min) + "\n      maxReplicas: " + std::to_string(t.max) + "\n";
-    y += "      metric: 'reactive_test_load{target=\"" + t.name + "\"}'\n      target: 100\n";
+    y += t.metrics.empty() ? "      metric: 'reactive_test_load{target=\"" + t.name + "\"}'\n      target: 100\n" : "      " + t.metrics + "\n";
     if (!t.tenant.empty())
       y += "      tenant: " + t.tenant + "\n";
     y += "      " + t.extra + "\n";
@@ -214,7 +222,9 @@ env make_env() {
   e.load = &prometheus::BuildGauge().Name("reactive_test_load").Help("the test's metric").Register(e.exporter_metrics->registry());
   e.exporter = std::make_unique<headroom::runtime::http_server>("127.0.0.1:0", *e.exporter_metrics, *e.exporter_ready);
   for (const auto& t : targets)
-    set_load(e, t.name, 75);  // within the band until a test moves it
+    if (t.name != "zero")       // absent until its test sets it
+      set_load(e, t.name, 75);  // within the band until a test moves it
+  set_load(e, "multi-b", 7);    // multi's second metric (target 10): within its band
   e.prom = headroom::testenv::prometheus_server::start({"127.0.0.1:" + std::to_string(e.exporter->port())}, e.why);
   if (!e.prom)
     return e;
@@ -557,8 +567,7 @@ TEST(reactive, a_target_scaled_elsewhere_at_its_max_or_deleted_and_recreated_is_
   std::this_thread::sleep_for(12s);  // looked for again at least once, quietly
   EXPECT_EQ(log_lines_with(e, {"the target is gone", id("stale")}), 1) << "a deleted target is logged once";
   EXPECT_EQ(log_lines_with(e, {"cannot read the target", id("stale")}), 0) << e.agent->log();
-  target recreated = targets.back();
-  ASSERT_EQ(recreated.name, "stale");
+  const target recreated = *std::find_if(targets.begin(), targets.end(), [](const target& t) { return t.name == "stale"; });
   ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, deployment_yaml(recreated)).exit_code, 0);
   ASSERT_TRUE(eventually([&] { return replicas(e, "stale") == 3; }, 60s)) << "the recreated target was never scaled\n" << e.agent->log();
   EXPECT_GE(log_lines_with(e, {"the target is back", id("stale")}), 1);
@@ -677,6 +686,51 @@ TEST(reactive, each_actor_kind_failed_mid_window_is_restarted_and_steps_stay_sin
 // Every scenario above read its selector metric through Prometheus' remote-read API, batched by the
 // metric reader: reads happened, each carried at least one target's query, and no target fell back
 // to a subquery through the query API.
+// Two metrics on one target, each against its own target: up when either is high for the window,
+// down only when both are low (the HPA's rule: the largest proposal wins).
+TEST(reactive, several_metrics_up_when_any_is_high_down_only_when_all_are_low) {
+  REQUIRE_ENV(e);
+  ASSERT_TRUE(watch_has_seen_one_replica(e, "multi"));
+  set_load(e, "multi-b", 50);  // the second metric high (target 10); the first in its band
+  ASSERT_TRUE(eventually([&] { return replicas(e, "multi") == 3; }, 60s)) << e.agent->log();
+  const auto ev = events_of(e, "multi");
+  EXPECT_NE(ev.find("metric 2"), std::string::npos) << "the step names the metric that asked for it: " << ev;
+  set_load(e, "multi-b", 1);  // low; the first still in its band: held
+  std::this_thread::sleep_for(6s);
+  EXPECT_EQ(replicas(e, "multi"), 3) << "one metric low scaled down while the other is in its band";
+  EXPECT_EQ(agent_metric(e, "headroom_reactive_last_decision{action=\"none\",reason=\"within_band\",target=\"" + id("multi") + "\"}"), "1");
+  set_load(e, "multi", 10);  // both low
+  ASSERT_TRUE(eventually([&] { return replicas(e, "multi") == 1; }, 60s)) << e.agent->log();
+  expect_single_steps(e, "multi");
+  set_load(e, "multi", 75);
+  set_load(e, "multi-b", 7);
+}
+
+// minReplicas 0: a metric its pods export vanishes at 0 replicas; declared `ifAbsent: zero`, that
+// is 0, not "no metric" (no alert, no stall at 0). Above the activation threshold it wakes at
+// once; at or below it for the down-window it goes back to 0.
+TEST(reactive, scale_to_zero_when_quiet_and_from_zero_on_activation) {
+  REQUIRE_ENV(e);
+  ASSERT_TRUE(eventually([&] { return replicas(e, "zero") == 0; }, 60s))
+      << "an absent series (read as 0) for the down-window takes 1 to 0\n" << e.agent->log();
+  std::this_thread::sleep_for(3s);
+  EXPECT_EQ(agent_metric(e, "headroom_reactive_metric_alert{target=\"" + id("zero") + "\"}"), "0");
+  EXPECT_EQ(agent_metric(e, "headroom_reactive_last_decision{action=\"none\",reason=\"inactive\",target=\"" + id("zero") + "\"}"), "1");
+  const auto woke = clock_type::now();
+  set_load(e, "zero", 20);  // above the activation threshold 5 (and far below the target 100)
+  ASSERT_TRUE(eventually([&] { return replicas(e, "zero") == 1; }, 30s)) << e.agent->log();
+  const double took = std::chrono::duration<double>(clock_type::now() - woke).count();
+  EXPECT_LT(took, 10) << "activation waits for no window";
+  std::this_thread::sleep_for(5s);
+  EXPECT_EQ(replicas(e, "zero"), 1) << "busy above the activation threshold: it stays at 1";
+  e.load->Remove(&e.load->Add({{"target", "zero"}}));  // the pods are gone, their series with them
+  ASSERT_TRUE(eventually([&] { return replicas(e, "zero") == 0; }, 60s)) << e.agent->log();
+  expect_single_steps(e, "zero");
+  const auto ev = events_of(e, "zero");
+  EXPECT_NE(ev.find("0 → 1"), std::string::npos) << ev;
+  EXPECT_NE(ev.find("1 → 0"), std::string::npos) << ev;
+}
+
 TEST(reactive, selector_metrics_are_read_in_batches_through_remote_read) {
   REQUIRE_ENV(e);
   const auto reads = agent_metric(e, "headroom_reactive_prometheus_requests_total{kind=\"read\"}");

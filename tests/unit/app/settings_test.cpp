@@ -190,7 +190,10 @@ reactive:
   const auto& a = re.targets[0];
   EXPECT_EQ(a.ns, "serving");
   EXPECT_EQ(a.min_replicas, 2u);
-  EXPECT_EQ(a.target, 100);
+  ASSERT_EQ(a.metrics.size(), 1u);
+  EXPECT_EQ(a.metrics[0].query, "custom_metric{job=\"my-inference\"}");
+  EXPECT_EQ(a.metrics[0].target, 100);
+  EXPECT_FALSE(a.metrics[0].absent_zero);
   EXPECT_EQ(a.tenant, "ml");
   // The seed's defaults, and the section's own default for cooldown.
   EXPECT_EQ(a.rules.evaluation_interval, millis{60'000});
@@ -209,6 +212,38 @@ reactive:
   EXPECT_TRUE(b.rules.subresource_writes);
   ASSERT_EQ(re.quotas.size(), 1u);
   EXPECT_EQ(re.quotas[0], (std::pair<std::string, uint32_t>{"ml", 12}));
+}
+
+TEST(reactive_config, several_metrics_and_scale_to_zero) {
+  auto r = parse_config_yaml(R"(
+reactive:
+  targets:
+    - scaleTargetRef: {name: worker}
+      minReplicas: 0
+      maxReplicas: 8
+      metrics:
+        - {query: 'queue_depth{queue="jobs"}', target: 50, activationThreshold: 2, ifAbsent: zero}
+        - {query: 'rate(cpu_seconds[1m])', target: 0.8}
+    - scaleTargetRef: {name: api}
+      minReplicas: 0
+      maxReplicas: 3
+      metric: requests_per_second
+      target: 100
+      activationThreshold: 0.5
+)");
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
+  const auto& re = std::get<parsed_config>(r).modes.get<reactive_mode>().config;
+  ASSERT_EQ(re.targets.size(), 2u);
+  const auto& w = re.targets[0];
+  EXPECT_EQ(w.min_replicas, 0u);
+  ASSERT_EQ(w.metrics.size(), 2u);
+  EXPECT_EQ(w.metrics[0].query, "queue_depth{queue=\"jobs\"}");
+  EXPECT_EQ(w.metrics[0].activation, 2);
+  EXPECT_TRUE(w.metrics[0].absent_zero);
+  EXPECT_EQ(w.metrics[1].target, 0.8);
+  EXPECT_FALSE(w.metrics[1].absent_zero);
+  ASSERT_EQ(re.targets[1].metrics.size(), 1u);
+  EXPECT_EQ(re.targets[1].metrics[0].activation, 0.5);
 }
 
 TEST(reactive_config, errors_name_the_key) {
@@ -232,6 +267,17 @@ TEST(reactive_config, errors_name_the_key) {
       {"reactive: {prometheus: {url: prom:9090}}", "reactive.prometheus.url"},
       {"reactive: {targets: [{scaleTargetRef: {name: a}, metric: x, target: 1}, {scaleTargetRef: {name: a}, metric: y, target: 2}]}",
        "reactive.targets[1].scaleTargetRef"},
+      // Several metrics: a list of {query, target}, not both forms; activation only with minReplicas 0.
+      {"reactive: {targets: [{scaleTargetRef: {name: a}, metric: x, target: 1, metrics: [{query: y, target: 2}]}]}",
+       "reactive.targets[0].metrics"},
+      {"reactive: {targets: [{scaleTargetRef: {name: a}, metrics: []}]}", "reactive.targets[0].metrics"},
+      {"reactive: {targets: [{scaleTargetRef: {name: a}, metrics: [{query: y}]}]}", "reactive.targets[0].metrics[0].target"},
+      {"reactive: {targets: [{scaleTargetRef: {name: a}, metrics: [{query: y, target: 1}, {target: 2}]}]}",
+       "reactive.targets[0].metrics[1].query"},
+      {"reactive: {targets: [{scaleTargetRef: {name: a}, metrics: [{query: y, target: 1, ifAbsent: drop}]}]}",
+       "reactive.targets[0].metrics[0].ifAbsent"},
+      {"reactive: {targets: [{scaleTargetRef: {name: a}, metric: x, target: 1, activationThreshold: 3}]}",
+       "reactive.targets[0].activationThreshold"},
   };
   for (const auto& [yaml, key] : cases) {
     auto r = parse_config_yaml(yaml);

@@ -199,5 +199,58 @@ TEST(reactive_model, the_annotation_round_trips_and_malformed_ones_are_named) {
   }
 }
 
+// Several metrics: the largest proposal wins (the HPA's rule).
+TEST(reactive_model, several_metrics_up_when_any_says_up_down_only_when_all_say_down) {
+  const auto r = seconds_rules();
+  const auto high = trace(30, [](int) { return 150; }), low = trace(30, [](int) { return 10; }),
+             band = trace(30, [](int) { return 70; });
+  auto d = decide_metrics(r, {{100, 0, low}, {100, 0, high}}, t0 + 30, 2, std::nullopt);
+  EXPECT_EQ(d.what, action::up) << "one metric high is enough";
+  EXPECT_EQ(d.replicas, 3);
+  EXPECT_NE(d.detail.find("metric 2"), std::string::npos) << d.detail;
+  d = decide_metrics(r, {{100, 0, low}, {100, 0, band}}, t0 + 30, 2, std::nullopt);
+  EXPECT_EQ(d.what, action::none) << "one metric in its band holds the scale-down";
+  EXPECT_EQ(d.why, reason::within_band);
+  d = decide_metrics(r, {{100, 0, low}, {1000, 0, band}}, t0 + 30, 2, std::nullopt);
+  EXPECT_EQ(d.what, action::down) << "each against its own target: 70 is low for a target of 1000";
+  EXPECT_EQ(d.replicas, 1);
+  // One metric is the same as decide().
+  const auto one = decide(r, high, t0 + 30, 2, std::nullopt);
+  d = decide_metrics(r, {{100, 0, high}}, t0 + 30, 2, std::nullopt);
+  EXPECT_EQ(d.what, one.what);
+  EXPECT_EQ(d.replicas, one.replicas);
+  EXPECT_EQ(d.detail, one.detail);
+}
+
+TEST(reactive_model, scale_from_zero_on_activation_and_to_zero_when_quiet_for_the_down_window) {
+  auto r = seconds_rules();
+  r.min_replicas = 0;
+  const auto quiet = trace(30, [](int) { return 0; }), trickle = trace(30, [](int i) { return i == 30 ? 3 : 0; });
+  // At 0: the newest sample above the activation threshold wakes it at once (no window).
+  auto d = decide_metrics(r, {{100, 2, trickle}}, t0 + 30, 0, std::nullopt);
+  EXPECT_EQ(d.what, action::up);
+  EXPECT_EQ(d.replicas, 1);
+  EXPECT_EQ(d.why, reason::activated);
+  d = decide_metrics(r, {{100, 5, trickle}}, t0 + 30, 0, std::nullopt);
+  EXPECT_EQ(d.what, action::none);
+  EXPECT_EQ(d.why, reason::inactive);
+  // At 1: the band rules never take it to 0; quiet at or below the threshold for the down-window does.
+  d = decide_metrics(r, {{100, 0, quiet}}, t0 + 30, 1, std::nullopt);
+  EXPECT_EQ(d.what, action::down);
+  EXPECT_EQ(d.replicas, 0);
+  EXPECT_EQ(d.why, reason::deactivated);
+  const auto low_but_busy = trace(30, [](int) { return 10; });  // below target × threshold, above activation 2
+  d = decide_metrics(r, {{100, 2, low_but_busy}}, t0 + 30, 1, std::nullopt);
+  EXPECT_EQ(d.what, action::none) << d.detail;
+  // Not within the cooldown of the last event, nor with a window reaching back before it.
+  d = decide_metrics(r, {{100, 0, quiet}}, t0 + 30, 1, last_scale{t0 + 28, 0, 1, 0});
+  EXPECT_EQ(d.what, action::none);
+  d = decide_metrics(r, {{100, 0, quiet}}, t0 + 30, 1, last_scale{t0 + 15, 0, 1, 0});
+  EXPECT_EQ(d.what, action::none) << "the 20 s down-window starts before the event at 15";
+  // A second metric still busy keeps it at 1.
+  d = decide_metrics(r, {{100, 0, quiet}, {100, 2, low_but_busy}}, t0 + 30, 1, std::nullopt);
+  EXPECT_EQ(d.what, action::none);
+}
+
 }  // namespace
 }  // namespace headroom::actors::reactive

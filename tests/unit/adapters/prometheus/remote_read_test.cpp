@@ -122,8 +122,13 @@ TEST(prometheus_remote_read, each_query_gets_its_one_series_or_the_reason) {
   EXPECT_NE(reason(out[2]).find("2 series"), std::string::npos);
   ASSERT_TRUE(std::holds_alternative<series>(out[3])) << "a staleness marker is dropped, as the query API drops it";
   EXPECT_EQ(std::get<series>(out[3]).samples.size(), 1u);
+  EXPECT_EQ(std::get<series>(out[3]).ended_at, 2.0) << "the series ended at its staleness marker";
+  EXPECT_EQ(std::get<series>(out[0]).ended_at, 0.0);
   EXPECT_NE(reason(out[4]).find("not a finite number"), std::string::npos);
-  EXPECT_NE(reason(out[5]).find("no samples"), std::string::npos);
+  EXPECT_NE(reason(out[5]).find("ended before the window"), std::string::npos);
+  EXPECT_TRUE(std::get<no_metric>(out[5]).absent);
+  EXPECT_TRUE(std::get<no_metric>(out[1]).absent) << "no series is absent";
+  EXPECT_FALSE(std::get<no_metric>(out[2]).absent) << "two series is a wrong query, not an absent one";
 }
 
 TEST(prometheus_remote_read, a_body_that_is_not_an_answer_fails_every_query_with_the_reason) {
