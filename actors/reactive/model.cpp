@@ -81,6 +81,7 @@ const char* to_string(reason r) {
     case reason::activated: return "activated";
     case reason::inactive: return "inactive";
     case reason::deactivated: return "deactivated";
+    case reason::paused: return "paused";
     case reason::no_metric: return "no_metric";
     case reason::quota: return "quota";
     case reason::refused: return "refused";

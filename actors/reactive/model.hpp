@@ -52,6 +52,8 @@ struct last_scale {
 };
 
 inline constexpr std::string_view scale_annotation = "headroom.dev/reactive-scale";
+// "true" on the target: headroom takes no step on it (KEDA's autoscaling.keda.sh/paused), until removed.
+inline constexpr std::string_view pause_annotation = "headroom.dev/reactive-paused";
 // More direction changes in a row than this raise the oscillation alert (seed: "more than 5 cycles").
 inline constexpr int32_t oscillation_alert_after = 5;
 
@@ -74,6 +76,7 @@ enum class reason {
   activated,           // at 0 replicas, a metric is above its activation threshold: to 1
   inactive,            // at 0 replicas, no metric is above its activation threshold
   deactivated,         // at 1 with minReplicas 0, every metric at or below its activation threshold for the down-window: to 0
+  paused,              // the target is annotated headroom.dev/reactive-paused: "true" (actor)
   no_metric,           // the query gave no number (actor)
   quota,               // the tenant's quota has no room for +1 (actor)
   refused,             // the /scale write was refused (actor)

@@ -31,7 +31,7 @@ inline constexpr int metric_alert_after = 3;        // consecutive query failure
 using steady = std::chrono::steady_clock;
 
 enum class call : uint8_t { discover, read_crd, read_object, read_scale, read_current, list_pods, deletion_cost, annotate,
-                            write_scale, write_both, verify_scale, revert };
+                            write_scale, write_both, verify_scale, revert, read_paused };
 
 struct call_info {
   call what = call::discover;
@@ -79,6 +79,7 @@ struct scaler_state {
   std::vector<std::optional<msg::metric_samples>> gathered;
   bool gone = false;                  // the target was deleted (logged once; resumed when it returns)
   bool quota_held = false;            // the last scale-up the quota was asked for was held
+  bool paused = false;                // the target said headroom.dev/reactive-paused: "true" at the last step it would have taken
   runtime::outage metric_outage{{.reminder = std::chrono::minutes(1)}};  // when to log a missing metric
   static inline const char* name = "headroom.reactive_scaler";
 };
@@ -115,6 +116,7 @@ void write_step(scaler_actor* self);
 void step_done(scaler_actor* self);
 void step_refused(scaler_actor* self, const std::string& error);
 void begin_step(scaler_actor* self, const decision& d);
+void on_paused_read(scaler_actor* self, const msg::api_reply& r);
 void continue_step(scaler_actor* self);
 void mark_newest_pod(scaler_actor* self, const std::string& selector);
 void subscribe(scaler_actor* self);

@@ -129,6 +129,8 @@ void step_refused(scaler_actor* self, const std::string& error) {
 
 void continue_step(scaler_actor* self);
 
+// A step is due: first the target's pause annotation (read only when a step would be taken, so
+// an idle target costs nothing), then the step.
 void begin_step(scaler_actor* self, const decision& d) {
   auto& s = self->state;
   step st;
@@ -137,8 +139,44 @@ void begin_step(scaler_actor* self, const decision& d) {
   st.to = d.replicas;
   st.due = s.due;
   s.stepping = st;
+  const auto t = spec(self).target;
+  start(self, call::read_paused, [t](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
+    kube.get(k, t.ns, t.name, std::move(cb));
+  });
+}
+
+void on_paused_read(scaler_actor* self, const msg::api_reply& r) {
+  auto& s = self->state;
+  if (!s.stepping)
+    return;
+  if (!r.ok) {  // not known whether it is paused: no step now, the next evaluation tries again
+    runtime::log::debug(actor_name, "cannot read the target before a step; trying at the next evaluation", {{"target", tid(self)}, {"error", r.error}});
+    return finish_evaluation(self);
+  }
+  auto obj = k8s::decode_unstructured(r.body);
+  if (auto* e = std::get_if<k8s::decode_error>(&obj)) {
+    runtime::log::warn(actor_name, "cannot decode the target before a step; trying at the next evaluation", {{"target", tid(self)}, {"error", e->message}});
+    return finish_evaluation(self);
+  }
+  const auto* mark = std::get<k8s::unstructured>(obj).meta.annotation(pause_annotation);
+  const bool paused = mark != nullptr && *mark == "true";
+  s.ctx->metrics.set("headroom_reactive_paused", paused ? 1 : 0);
+  if (paused != s.paused) {
+    s.paused = paused;
+    runtime::log::info(actor_name, paused ? "paused: no step until the annotation is removed" : "resumed: the pause annotation is gone",
+                       {{"target", tid(self)}});
+    record_event(self, "Normal", paused ? "ScalingPaused" : "ScalingResumed", "Evaluate",
+                 paused ? std::string{"annotated "} + std::string{pause_annotation} + "=true: no step (wanted " +
+                              std::to_string(s.stepping->from) + " → " + std::to_string(s.stepping->to) + ")"
+                        : std::string{"the "} + std::string{pause_annotation} + " annotation is gone: scaling again");
+  }
+  if (paused) {
+    s.ctx->metrics.decided(to_string(action::none), to_string(reason::paused));
+    return finish_evaluation(self);
+  }
   // A step up from a known count goes straight on (the write tests the count); a step down reads
   // /scale for the pods' selector, and a step from 0 for the resourceVersion to write against.
+  const auto& st = *s.stepping;
   if (st.to > st.from && st.from > 0)
     continue_step(self);
   else

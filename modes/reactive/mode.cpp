@@ -32,6 +32,7 @@ constexpr series gauges[] = {
     {"headroom_reactive_metric_value", "The metric's newest sample at the last evaluation"},
     {"headroom_reactive_metric_alert", "1 while the metric has been unavailable for 3 or more evaluations in a row"},
     {"headroom_reactive_oscillation_alert", "1 while more than 5 scale events in a row alternated direction"},
+    {"headroom_reactive_paused", "1 while the target is annotated headroom.dev/reactive-paused: \"true\" (as seen when a step was due)"},
 };
 constexpr series counters[] = {
     {"headroom_reactive_metric_query_failures_total", "Evaluations skipped because the metric was unavailable"},

@@ -91,6 +91,7 @@ const std::vector<target> targets = {
     {"multi", 1, 3, 1, "scaleUpWindow: 2s\n      scaleDownWindow: 3s\n      cooldown: 1s", "",
      "metrics:\n        - {query: 'reactive_test_load{target=\"multi\"}', target: 100}\n"
      "        - {query: 'reactive_test_load{target=\"multi-b\"}', target: 10}"},
+    {"paused", 1, 3, 1, "scaleUpWindow: 2s\n      scaleDownWindow: 60s\n      cooldown: 1s", "", ""},
     // To and from zero: its series is absent until the test sets it (absent reads as 0).
     {"zero", 0, 2, 1, "scaleUpWindow: 60s\n      scaleDownWindow: 3s\n      cooldown: 1s", "",
      "metric: 'reactive_test_load{target=\"zero\"}'\n      target: 100\n      activationThreshold: 5\n      ifAbsent: zero"},
@@ -729,6 +730,26 @@ TEST(reactive, scale_to_zero_when_quiet_and_from_zero_on_activation) {
   const auto ev = events_of(e, "zero");
   EXPECT_NE(ev.find("0 → 1"), std::string::npos) << ev;
   EXPECT_NE(ev.find("1 → 0"), std::string::npos) << ev;
+}
+
+// headroom.dev/reactive-paused: "true" on the target: no step while it is there (as KEDA's
+// autoscaling.keda.sh/paused), an Event and a gauge say so; removed, scaling resumes.
+TEST(reactive, a_paused_target_takes_no_step_until_the_annotation_is_removed) {
+  REQUIRE_ENV(e);
+  ASSERT_TRUE(watch_has_seen_one_replica(e, "paused"));
+  ASSERT_EQ(e.c->kubectl({"annotate", "deployment", "paused", "-n", ns, "headroom.dev/reactive-paused=true"}).exit_code, 0);
+  set_load(e, "paused", 250);
+  ASSERT_TRUE(eventually([&] { return events_of(e, "paused").find("ScalingPaused") != std::string::npos; }, 30s)) << e.agent->log();
+  std::this_thread::sleep_for(6s);  // three up-windows
+  EXPECT_EQ(replicas(e, "paused"), 1) << "a paused target was scaled";
+  EXPECT_EQ(agent_metric(e, "headroom_reactive_paused{target=\"" + id("paused") + "\"}"), "1");
+  EXPECT_EQ(agent_metric(e, "headroom_reactive_last_decision{action=\"none\",reason=\"paused\",target=\"" + id("paused") + "\"}"), "1");
+  ASSERT_EQ(e.c->kubectl({"annotate", "deployment", "paused", "-n", ns, "headroom.dev/reactive-paused-"}).exit_code, 0);
+  ASSERT_TRUE(eventually([&] { return replicas(e, "paused") >= 2; }, 30s)) << e.agent->log();
+  EXPECT_NE(events_of(e, "paused").find("ScalingResumed"), std::string::npos);
+  EXPECT_EQ(agent_metric(e, "headroom_reactive_paused{target=\"" + id("paused") + "\"}"), "0");
+  set_load(e, "paused", 75);
+  expect_single_steps(e, "paused");
 }
 
 TEST(reactive, selector_metrics_are_read_in_batches_through_remote_read) {
