@@ -74,6 +74,41 @@ runtime::https_reply review(const webhook_metrics& m, const runtime::https_reque
   return {200, "application/json", adm::encode_response(r.api_version, r.uid, m2.patch, m2.warning)};
 }
 
+// A pod in a namespace labelled headroom.dev/queue (the API server sends only those here, and fails
+// the create when this cannot answer: failurePolicy Fail): put behind the namespace's Queue,
+// whatever the pod says. A namespace not read yet is refused with a reason (its controller tries
+// again); one whose label is gone by now is left alone.
+runtime::https_reply review_enforced(const webhook_options& o, const runtime::https_request& req) {
+  namespace adm = k8s::admission;
+  const auto& m = o.metrics;
+  auto decoded = adm::decode_review(req.body);
+  if (auto* e = std::get_if<adm::review_error>(&decoded)) {
+    if (m.reviewed)
+      m.reviewed("malformed");
+    runtime::log::warn(actor_name, "malformed AdmissionReview in an enforced namespace: refused", {{"problem", e->message}});
+    return {200, "application/json", adm::encode_denial(e->api_version, e->uid, "headroom: " + e->message, 400)};
+  }
+  const auto& r = std::get<adm::review_request>(decoded);
+  const auto queue = o.namespace_queue ? o.namespace_queue(r.ns) : std::nullopt;
+  if (!queue) {
+    if (o.namespaces_ready && o.namespaces_ready()) {  // unlabelled since the API server matched it
+      if (m.reviewed)
+        m.reviewed(adm::outcome_name(adm::outcome::not_opted_in));
+      return {200, "application/json", adm::encode_response(r.api_version, r.uid, "")};
+    }
+    if (m.reviewed)
+      m.reviewed("namespace_unknown");
+    return {200, "application/json",
+            adm::encode_denial(r.api_version, r.uid,
+                               "headroom: namespace " + r.ns.substr(0, 63) + " puts its pods behind a Queue and headroom has not read it yet; try again",
+                               503)};
+  }
+  const auto m2 = adm::enforce(r, *queue);
+  if (m.reviewed)
+    m.reviewed(adm::outcome_name(m2.what));
+  return {200, "application/json", adm::encode_response(r.api_version, r.uid, m2.patch, m2.warning)};
+}
+
 // Re-reads the pair when either file changed; true when a new one is served.
 bool reload(webhook_actor* self, bool first) {
   auto& st = self->state;
@@ -120,6 +155,7 @@ caf::behavior webhook_behavior(webhook_actor* self, std::shared_ptr<const webhoo
   so.key_pem = std::move(*key);
   const webhook_metrics m = opts->metrics;
   so.routes.push_back({"/mutate-pods", [m](const runtime::https_request& req) { return review(m, req); }});
+  so.routes.push_back({"/mutate-pods-enforced", [opts](const runtime::https_request& req) { return review_enforced(*opts, req); }});
   so.observe = [m](const std::string&, int, double seconds) {
     if (m.latency)
       m.latency(seconds);
@@ -136,7 +172,7 @@ caf::behavior webhook_behavior(webhook_actor* self, std::shared_ptr<const webhoo
   if (opts->metrics.certificate)
     opts->metrics.certificate(true, st.server->not_after());
   runtime::log::info(actor_name, "serving", {{"listen", opts->listen}, {"port", static_cast<int64_t>(st.server->port())},
-                                              {"path", "/mutate-pods"}});
+                                              {"path", "/mutate-pods, /mutate-pods-enforced"}});
   self->delayed_send(self, opts->reload_interval, msg::tick_atom_v, uint64_t{0});
   return {
       [self](msg::tick_atom, uint64_t) {

@@ -70,6 +70,11 @@ struct webhook_options {
   std::chrono::milliseconds reload_interval{10'000};
   int threads = 16;
   webhook_metrics metrics;
+  // Namespace enforcement (/mutate-pods-enforced): the Queue a namespace's label names, from a
+  // cache of the labelled namespaces (any thread); nullopt when it is not there. `namespaces_ready`:
+  // that cache has been filled once (before, an unknown namespace may just not be read yet).
+  std::function<std::optional<std::string>(const std::string& ns)> namespace_queue;
+  std::function<bool()> namespaces_ready;
 };
 
 // Fails (exits abnormally, so its supervisor retries with backoff) when the port or the

@@ -1,5 +1,6 @@
 #include "adapters/k8s/admission.hpp"
 
+#include <algorithm>
 #include <openssl/evp.h>
 #include <simdjson.h>
 
@@ -64,11 +65,13 @@ void read_pod(dom::object pod, review_request& r) {
   r.has_object = true;
   if (auto meta = object_at(pod, "metadata", "request.object.metadata")) {
     if (auto ann = object_at(*meta, "annotations", "request.object.metadata.annotations")) {
+      r.has_annotations = true;
       const std::string key{opt_in_annotation};
       const auto value = string_at(*ann, key, "request.object.metadata.annotations[" + key + "]");
       r.opted_in = value == "true";
     }
     if (auto labels = object_at(*meta, "labels", "request.object.metadata.labels")) {
+      r.has_labels = true;
       const std::string key{queue_label};
       r.queue = string_at(*labels, key, "request.object.metadata.labels[" + key + "]");
     }
@@ -180,6 +183,52 @@ mutation decide(const review_request& r) {
   return m;
 }
 
+mutation enforce(const review_request& r, std::string_view queue) {
+  mutation m;
+  if (r.operation != "CREATE" || !r.group.empty() || r.version != "v1" || r.kind != "Pod" || !r.sub_resource.empty() ||
+      !r.has_object) {
+    m.what = outcome::not_pod_create;
+    return m;
+  }
+  m.what = outcome::enforced;
+  // JSON Pointer escapes '/' in a key as ~1 (RFC 6901).
+  auto pointer_key = [](std::string_view key) {
+    std::string out;
+    for (char c : key)
+      out += c == '/' ? std::string{"~1"} : c == '~' ? std::string{"~0"} : std::string{c};
+    return out;
+  };
+  std::string ops;
+  auto op = [&ops](const std::string& o) { ops += (ops.empty() ? "" : ",") + o; };
+  const std::string q = runtime::json_escape(queue);
+  // "add" of a member replaces it when present (RFC 6902 4.1): one op either way.
+  if (r.has_labels)
+    op("{\"op\":\"add\",\"path\":\"/metadata/labels/" + pointer_key(queue_label) + "\",\"value\":" + q + "}");
+  else
+    op("{\"op\":\"add\",\"path\":\"/metadata/labels\",\"value\":{" + runtime::json_escape(queue_label) + ":" + q + "}}");
+  if (r.has_annotations)
+    op("{\"op\":\"add\",\"path\":\"/metadata/annotations/" + pointer_key(opt_in_annotation) + "\",\"value\":\"true\"}");
+  else
+    op("{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":{" + runtime::json_escape(opt_in_annotation) + ":\"true\"}}");
+  const bool gated = std::find(r.scheduling_gates.begin(), r.scheduling_gates.end(), queue_gate) != r.scheduling_gates.end();
+  if (!gated) {
+    const std::string gate = std::string{"{\"name\":"} + runtime::json_escape(queue_gate) + "}";
+    op(r.gates_present ? "{\"op\":\"add\",\"path\":\"/spec/schedulingGates/-\",\"value\":" + gate + "}"
+                       : "{\"op\":\"add\",\"path\":\"/spec/schedulingGates\",\"value\":[" + gate + "]}");
+  }
+  if (!r.queue.empty() && r.queue != queue)
+    m.warning = "namespace " + r.ns.substr(0, 63) + " puts every pod behind Queue " + std::string{queue.substr(0, 63)} +
+                "; the pod's " + std::string{queue_label} + " label '" + r.queue.substr(0, 63) + "' was replaced";
+  m.patch = "[" + ops + "]";
+  return m;
+}
+
+std::string encode_denial(std::string_view api_version, std::string_view uid, std::string_view message, int code) {
+  return "{\"apiVersion\":" + runtime::json_escape(api_version.empty() ? std::string_view{"admission.k8s.io/v1"} : api_version) +
+         ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":" + runtime::json_escape(uid) +
+         ",\"allowed\":false,\"status\":{\"code\":" + std::to_string(code) + ",\"message\":" + runtime::json_escape(message) + "}}}";
+}
+
 std::string encode_response(std::string_view api_version, std::string_view uid, std::string_view patch,
                             std::string_view warning) {
   std::string out = "{\"apiVersion\":";
@@ -206,6 +255,7 @@ const char* outcome_name(outcome o) {
     case outcome::gated: return "gated";
     case outcome::already_gated: return "already_gated";
     case outcome::not_opted_in: return "not_opted_in";
+    case outcome::enforced: return "enforced";
     case outcome::no_queue: return "no_queue";
     case outcome::not_pod_create: return "not_pod_create";
   }

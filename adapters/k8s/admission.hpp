@@ -25,6 +25,7 @@ struct review_request {
   std::string sub_resource;         // request.subResource ("" for the object itself)
   std::string ns, name;             // name is "" for a Pod made from generateName
   bool has_object = false;
+  bool has_labels = false, has_annotations = false;  // metadata.labels / metadata.annotations are present
   bool opted_in = false;                     // the annotation is exactly "true"
   std::string queue;                         // the label naming the pod's Queue
   bool gates_present = false;                // spec.schedulingGates is set (maybe empty)
@@ -46,6 +47,7 @@ enum class outcome {
   not_opted_in,    // no annotation, or not "true"
   no_queue,        // opted in but names no queue: not gated (it could never be admitted), with a warning
   not_pod_create,  // another kind, operation or subresource: never mutated
+  enforced,        // a pod of an enforced namespace: put behind the namespace's Queue (label, annotation, gate)
 };
 
 struct mutation {
@@ -57,6 +59,14 @@ struct mutation {
 // Only Pod CREATE of the object itself is ever mutated; gates set by others are never touched. A
 // pod must name its queue (label headroom.dev/queue) to be gated: nothing would ever ungate it.
 mutation decide(const review_request& r);
+
+// Namespace enforcement: the namespace is labelled headroom.dev/queue: `queue`, so every pod created
+// in it goes behind that Queue whatever it says: its queue label is set (replaced if it names
+// another), the opt-in annotation is set to "true", and the gate is added unless present.
+mutation enforce(const review_request& r, std::string_view queue);
+
+// A refusal (allowed: false) with `message` and HTTP-like `code` (the API server shows both).
+std::string encode_denial(std::string_view api_version, std::string_view uid, std::string_view message, int code);
 
 // The AdmissionReview answer: always allowed (the seed never blocks pod creation); with the patch
 // when there is one. `warning` (optional) is shown to the client (kubectl prints it).

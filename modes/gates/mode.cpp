@@ -102,6 +102,8 @@ void gates_services::stop() {
     pods->stop();
   if (queues)
     queues->stop();
+  if (namespaces)
+    namespaces->stop();
 }
 
 std::optional<std::string> prepare_gates(const gates_section& g, k8s::client& kube, runtime::metrics& m, gates_services& out) {
@@ -116,6 +118,11 @@ std::optional<std::string> prepare_gates(const gates_section& g, k8s::client& ku
   k8s::informer<k8s::unstructured>::options queue_opts;
   queue_opts.kind = kinds::queues;
   out.queues = k8s::informer<k8s::unstructured>::make(kube, queue_opts);
+  // Namespace enforcement: only the namespaces labelled headroom.dev/queue are cached.
+  k8s::informer<k8s::unstructured>::options ns_opts;
+  ns_opts.kind = k8s::resource_kind{"", "v1", "namespaces", false};
+  ns_opts.label_selector = std::string{k8s::admission::queue_label};
+  out.namespaces = k8s::informer<k8s::unstructured>::make(kube, ns_opts);
 
   auto ctx = std::make_shared<controller_context>();
   ctx->kube = &kube;
@@ -136,7 +143,16 @@ std::optional<std::string> prepare_gates(const gates_section& g, k8s::client& ku
     w->reload_interval = g.webhook.cert_reload_interval;
     w->threads = static_cast<int>(g.webhook.threads);
     w->metrics = make_webhook_metrics(m);
+    w->namespace_queue = [ns = out.namespaces](const std::string& name) -> std::optional<std::string> {
+      auto n = ns->get("", name);
+      const auto* q = n ? n->meta.label(k8s::admission::queue_label) : nullptr;
+      if (q == nullptr || q->empty())
+        return std::nullopt;
+      return *q;
+    };
+    w->namespaces_ready = [ns = out.namespaces] { return ns->synced(); };
     out.webhook = w;
+    out.namespaces->start();
   }
   out.queues->start();
   out.pods->start();

@@ -26,6 +26,7 @@ namespace headroom::modes::gates {
 struct gates_services {
   std::shared_ptr<k8s::informer<k8s::pod>> pods;
   std::shared_ptr<k8s::informer<k8s::unstructured>> queues;
+  std::shared_ptr<k8s::informer<k8s::unstructured>> namespaces;  // labelled headroom.dev/queue (namespace enforcement)
   actors::gates::controller_context_ptr controller;
   std::shared_ptr<const actors::gates::webhook_options> webhook;  // null: not served here
   caf::actor events;  // set before prepare_gates: the event_recorder's relay

@@ -332,11 +332,11 @@ grep -q "STATUS: deployed" <<<"$release_status" || fail "helm status: $release_s
 sa=system:serviceaccount:headroom-system:hr-headroom
 can() { "$kubectl" auth can-i --as "$sa" "$@" 2>/dev/null; }
 for want in "patch pods -n ci" "watch pods --all-namespaces" "patch pods --subresource=status -n ci" "list queues.headroom.dev" \
-            "patch queues.headroom.dev --subresource=status" "create events.events.k8s.io -n ci" "patch events.events.k8s.io -n ci" "update leases -n headroom-system" "patch leases -n headroom-system"; do
+            "patch queues.headroom.dev --subresource=status" "watch namespaces" "create events.events.k8s.io -n ci" "patch events.events.k8s.io -n ci" "update leases -n headroom-system" "patch leases -n headroom-system"; do
   [ "$(can $want)" = yes ] || fail "the ServiceAccount cannot: $want"
 done
 for deny in "get secrets -n kube-system" "get secrets -n headroom-system" "delete pods -n ci" "create pods -n ci" \
-            "patch nodes" "create events -n ci" "update leases -n kube-system" "delete queues.headroom.dev" "create clusterroles"; do
+            "patch nodes" "create events -n ci" "update leases -n kube-system" "delete queues.headroom.dev" "create clusterroles" "patch namespaces"; do
   [ "$(can $deny)" = no ] || fail "the ServiceAccount can (and must not): $deny"
 done
 echo "chart_test: ok (${#modes[@]} modes linted, rendered, checked by headroom, applied; gates installed; RBAC checked)"

@@ -233,6 +233,40 @@ TEST(gates, webhook_gates_opted_in_pods_only) {
   e.c->kubectl({"-n", "gates", "delete", "pod", "opted", "plain", "two-gates", "--grace-period=0", "--force"});
 }
 
+// Namespace enforcement: a namespace labelled headroom.dev/queue puts every new pod behind that
+// Queue, whatever the pod says: one with no label or annotation, and one that names another queue
+// and opts out, both come back gated with the namespace's queue, and the Queue counts them.
+TEST(gates, an_enforced_namespace_puts_every_pod_behind_its_queue) {
+  REQUIRE_ENV(e);
+  kube_apply(e.c, queue_yaml("enforced", "1"));
+  kube_apply(e.c, "apiVersion: v1\nkind: Namespace\nmetadata:\n  name: gates-enforced\n  labels: {headroom.dev/queue: enforced}\n");
+  auto pod = [](const std::string& name, const std::string& meta) {
+    return "apiVersion: v1\nkind: Pod\nmetadata:\n  name: " + name + "\n  namespace: gates-enforced\n" + meta +
+           "spec:\n  terminationGracePeriodSeconds: 0\n  nodeSelector: {headroom.test/pool: gates-static}\n"
+           "  tolerations: [{key: headroom.test/dedicated, operator: Exists, effect: NoSchedule}]\n"
+           "  containers:\n  - name: main\n    image: registry.k8s.io/pause:3.10\n    resources:\n      requests: {cpu: 600m, memory: 64Mi}\n";
+  };
+  // Until headroom's cache has the namespace the create is refused (failurePolicy Fail): tried again.
+  headroom::testenv::command_result made;
+  ASSERT_TRUE(eventually([&] { return (made = e.c->kubectl({"apply", "-f", "-"}, pod("plain", ""))).exit_code == 0; }, 20s)) << made.err;
+  ASSERT_TRUE(eventually([&] {
+    return (made = e.c->kubectl({"apply", "-f", "-"}, pod("opting-out", "  labels: {headroom.dev/queue: other}\n  annotations: {" + gate +
+                                                                            ": \"false\"}\n"))).exit_code == 0;
+  }, 20s)) << made.err;
+  EXPECT_NE(made.err.find("was replaced"), std::string::npos) << "kubectl shows the webhook's warning: " << made.err;
+  for (const char* name : {"plain", "opting-out"}) {
+    EXPECT_EQ(field(e.c, "gates-enforced", std::string{"pod/"} + name, "{.metadata.labels.headroom\\.dev/queue}"), "enforced") << name;
+    EXPECT_EQ(field(e.c, "gates-enforced", std::string{"pod/"} + name, "{.metadata.annotations.headroom\\.dev/queue-allocation-gate}"), "true")
+        << name;
+  }
+  // Room for one of the two 600m pods: one is admitted, the other waits gated.
+  ASSERT_TRUE(eventually([&] { auto n = count(e.c, "gates-enforced", "enforced"); return n.ungated == 1 && n.gated == 1; }, 30s))
+      << "ungated " << count(e.c, "gates-enforced", "enforced").ungated << ", gated " << count(e.c, "gates-enforced", "enforced").gated;
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(count(e.c, "gates-enforced", "enforced").ungated, 1) << "the enforced pods are within the Queue's capacity";
+  e.c->kubectl({"delete", "namespace", "gates-enforced", "--wait=false"});
+}
+
 // A Queue the CRD admits but headroom cannot use (a negative capacity): kubectl shows why, on the
 // Queue's Active condition, and fixing it makes it Active.
 TEST(gates, an_unreadable_queue_says_why_in_its_active_condition) {

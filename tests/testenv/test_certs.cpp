@@ -132,7 +132,21 @@ std::string gates_webhook_config(int port, const std::string& ca_pem) {
   ca.resize(static_cast<size_t>(EVP_EncodeBlock(reinterpret_cast<unsigned char*>(ca.data()),
                                                 reinterpret_cast<const unsigned char*>(ca_pem.data()),
                                                 static_cast<int>(ca_pem.size()))));
-  return shipped.substr(0, service) + "      url: https://127.0.0.1:" + std::to_string(port) + "/mutate-pods\n      caBundle: " + ca + "\n";
+  // Each webhook's Service becomes the URL of its path on 127.0.0.1, its empty caBundle the test CA.
+  std::istringstream lines{shipped};
+  std::string out;
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind("      service: {", 0) == 0) {
+      const auto at = line.find("path: ");
+      const auto path = line.substr(at + 6, line.find(',', at) - at - 6);
+      out += "      url: https://127.0.0.1:" + std::to_string(port) + path + "\n";
+    } else if (line == "      caBundle: \"\"") {
+      out += "      caBundle: " + ca + "\n";
+    } else {
+      out += line + "\n";
+    }
+  }
+  return out;
 }
 
 }  // namespace headroom::testenv

@@ -123,3 +123,32 @@ TEST(admission, the_answer_allows_and_carries_the_patch_in_base64) {
             R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u-\"2","allowed":true}})");
   EXPECT_NE(encode_response("", "", "", "malformed").find(R"("warnings":["malformed"])"), std::string::npos);
 }
+
+// Namespace enforcement: the pod goes behind the namespace's Queue whatever it says; the patch is
+// applied here with the API server's JSON Patch semantics checked by hand (add on a member replaces).
+TEST(admission, an_enforced_namespace_sets_the_queue_label_the_opt_in_and_the_gate) {
+  // The test pod names queue "ci" and does not opt in: both are overridden.
+  auto r = decoded(review("CREATE", pod(R"({"headroom.dev/queue-allocation-gate":"false"})", "")));
+  auto m = enforce(r, "batch");
+  EXPECT_EQ(m.what, outcome::enforced);
+  EXPECT_EQ(m.patch,
+            R"([{"op":"add","path":"/metadata/labels/headroom.dev~1queue","value":"batch"},)"
+            R"({"op":"add","path":"/metadata/annotations/headroom.dev~1queue-allocation-gate","value":"true"},)"
+            R"({"op":"add","path":"/spec/schedulingGates","value":[{"name":"headroom.dev/queue-allocation-gate"}]}])");
+  EXPECT_NE(m.warning.find("'ci' was replaced"), std::string::npos) << m.warning;
+  // No labels or annotations map: each is made; the gate already there is not added twice.
+  const std::string bare = R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":"p"},"spec":{"containers":[],)"
+                           R"("schedulingGates":[{"name":"headroom.dev/queue-allocation-gate"}]}})";
+  m = enforce(decoded(review("CREATE", bare)), "batch");
+  EXPECT_EQ(m.patch, R"([{"op":"add","path":"/metadata/labels","value":{"headroom.dev/queue":"batch"}},)"
+                     R"({"op":"add","path":"/metadata/annotations","value":{"headroom.dev/queue-allocation-gate":"true"}}])");
+  EXPECT_EQ(m.warning, "");
+  // Not a pod create: untouched.
+  EXPECT_EQ(enforce(decoded(review("UPDATE", bare)), "batch").what, outcome::not_pod_create);
+}
+
+TEST(admission, a_denial_carries_its_reason_and_code) {
+  const auto d = encode_denial("admission.k8s.io/v1", "u-1", "not read yet \"ns\"", 503);
+  EXPECT_EQ(d, R"({"apiVersion":"admission.k8s.io/v1","kind":"AdmissionReview","response":{"uid":"u-1","allowed":false,)"
+               R"("status":{"code":503,"message":"not read yet \"ns\""}}})");
+}
