@@ -28,6 +28,16 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
       if (g == queue_gate && m.what == outcome::gated)
         __builtin_trap();
     answer = encode_response(req.api_version, req.uid, m.patch);
+    // Enforcement: a patch only for a pod create, always valid JSON, whatever the pod held.
+    const auto enforced = enforce(req, req.queue.empty() ? std::string_view{"q"} : std::string_view{req.queue});
+    if (!enforced.patch.empty() && (enforced.what != outcome::enforced || req.operation != "CREATE"))
+      __builtin_trap();
+    if (!enforced.patch.empty()) {
+      simdjson::dom::parser pp;
+      simdjson::dom::element patch;
+      if (pp.parse(enforced.patch).get(patch) != simdjson::SUCCESS || !patch.is_array())
+        __builtin_trap();
+    }
   }
   simdjson::dom::parser p;
   simdjson::dom::element doc;
