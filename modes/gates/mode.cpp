@@ -80,7 +80,7 @@ webhook_metrics make_webhook_metrics(runtime::metrics& m) {
                     .Help("Serving certificate (re)loads by result").Register(reg);
   // Made up front: the outcome counters exist (at 0) before the first review.
   std::map<std::string, prometheus::Counter*> by_outcome;
-  for (const char* o : {"gated", "already_gated", "not_opted_in", "no_queue", "not_pod_create", "malformed"})
+  for (const char* o : {"gated", "already_gated", "not_opted_in", "no_queue", "not_pod_create", "malformed", "enforced", "namespace_unknown"})
     by_outcome[o] = &reviews.Add({{"outcome", o}});
   webhook_metrics out;
   out.reviewed = [by_outcome](const char* outcome) {

@@ -264,6 +264,11 @@ TEST(gates, an_enforced_namespace_puts_every_pod_behind_its_queue) {
       << "ungated " << count(e.c, "gates-enforced", "enforced").ungated << ", gated " << count(e.c, "gates-enforced", "enforced").gated;
   std::this_thread::sleep_for(2s);
   EXPECT_EQ(count(e.c, "gates-enforced", "enforced").ungated, 1) << "the enforced pods are within the Queue's capacity";
+  const auto metrics = "\n" + headroom::testpeer::http_call("http://127.0.0.1:" + std::to_string(e.metrics_port) + "/metrics").body;
+  const std::string series = "\nheadroom_admission_reviews_total{outcome=\"enforced\"} ";
+  const auto at = metrics.find(series);
+  ASSERT_NE(at, std::string::npos) << "the enforced outcome is counted";
+  EXPECT_GE(std::stod(metrics.substr(at + series.size())), 2);
   e.c->kubectl({"delete", "namespace", "gates-enforced", "--wait=false"});
 }
 
