@@ -9,7 +9,13 @@
 // external-metrics adapter (tests/peers/external-metrics, built on
 // sigs.k8s.io/custom-metrics-apiserver) that queries the same Prometheus.
 //
-//   HEADROOM_TESTENV_DIR=$(tests/testenv/build.sh) build/release/bench/reactive_hpa_side_by_side
+//   HEADROOM_TESTENV_DIR=$(tests/testenv/build.sh) build/release/bench/reactive_hpa_side_by_side [--peer hpa|keda]
+//
+// With `--peer keda` the other side is KEDA v2.18.0 (tests/testenv/build-keda.sh builds its
+// operator and metrics server from its Go module): a ScaledObject with KEDA's Prometheus scaler on
+// the same series (metricType Value, threshold 100, the same 30 s scale-down window), KEDA's
+// metrics server behind the aggregation layer, KEDA's HPA in the same kube-controller-manager. The
+// load trace is the same (same seed), so the rows of the two runs compare.
 //
 // Both: minReplicas 1, maxReplicas 10. headroom: 15 s up-window, 30 s down-window, 15 s cooldown
 // (the seed's 2 m / 5 m / 3 m shrunk for a run of minutes), threshold 0.5. HPA (autoscaling/v2,
@@ -18,7 +24,9 @@
 //
 // Prints the replicas of both every 10 s, then one JSON line per autoscaler: scale events,
 // max replicas, overshoot above what the peak load needs, seconds from the step up to enough
-// replicas, and from the step down until each stopped changing.
+// replicas, and from the step down until each stopped changing; and each side's CPU seconds and
+// peak RSS (headroom's process; the peer's own processes: the adapter, or KEDA's operator and
+// metrics server; the HPA controller inside kube-controller-manager is not separable).
 
 #include <ifaddrs.h>
 #include <netinet/in.h>
@@ -28,7 +36,9 @@
 #include <chrono>
 #include <cmath>
 #include <cstring>
+#include <filesystem>
 #include <fstream>
+#include <memory>
 #include <iostream>
 #include <random>
 #include <thread>
@@ -39,6 +49,8 @@
 #include "testenv/child_process.hpp"
 #include "testenv/cluster_fixture.hpp"
 #include "testenv/prometheus_server.hpp"
+#include "testenv/test_certs.hpp"
+#include "soak_probe.hpp"
 
 using namespace std::chrono_literals;
 using namespace headroom;
@@ -90,9 +102,52 @@ struct timeline {
   std::vector<int> replicas;  // per second
 };
 
+// CPU seconds and peak RSS of a set of processes over the run.
+struct footprint {
+  std::vector<pid_t> pids;
+  double cpu_start = 0, rss_peak = 0;
+  double cpu() const {
+    double sum = 0;
+    for (auto p : pids)
+      sum += bench::probe(p).cpu_s;
+    return sum;
+  }
+  void sample() {
+    double rss = 0;
+    for (auto p : pids)
+      rss += bench::probe(p).rss_mib;
+    rss_peak = std::max(rss_peak, rss);
+  }
+};
+
+void write_file(const std::string& path, const std::string& text) { std::ofstream(path) << text; }
+
+std::string trimmed(std::string s) {
+  while (!s.empty() && (s.back() == '\n' || s.back() == ' '))
+    s.pop_back();
+  return s;
+}
+
+// KEDA's ScaledObject on the peer Deployment: the same series, the same target and window as the HPA's.
+std::string scaled_object(const std::string& prometheus_url) {
+  return "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: keda, namespace: " + ns +
+         "}\nspec:\n  scaleTargetRef: {name: keda}\n  minReplicaCount: 1\n  maxReplicaCount: 10\n"
+         "  advanced:\n    horizontalPodAutoscalerConfig:\n      behavior:\n        scaleDown: {stabilizationWindowSeconds: 30}\n"
+         "  triggers:\n  - type: prometheus\n    metricType: Value\n    metadata:\n      serverAddress: " + prometheus_url +
+         "\n      query: 'sbs_load_per_replica{autoscaler=\"keda\"}'\n      threshold: \"100\"\n";
+}
+
 }  // namespace
 
-int main() {
+int main(int argc, char** argv) {
+  std::string peer = "hpa";
+  for (int i = 1; i + 1 < argc; i += 2)
+    if (std::string{argv[i]} == "--peer")
+      peer = argv[i + 1];
+  if (peer != "hpa" && peer != "keda") {
+    std::cerr << "side-by-side: --peer is hpa or keda\n";
+    return 2;
+  }
   auto* c = testenv::cluster::shared();
   if (c == nullptr) {
     std::cerr << "side-by-side: no control plane: " << testenv::cluster::unavailable_reason() << "\n";
@@ -105,17 +160,27 @@ int main() {
   }
   char tmpl[] = "/tmp/headroom-sbs-XXXXXX";
   const std::string dir = mkdtemp(tmpl);
-  auto built = testenv::run_command({std::string{HEADROOM_SOURCE_DIR} + "/tests/peers/external-metrics/build.sh", dir + "/adapter"});
-  if (built.exit_code != 0) {
-    std::cerr << "side-by-side: building the adapter failed: " << built.err << "\n";
-    return 1;
+  std::string keda_dir;
+  if (peer == "hpa") {
+    auto built = testenv::run_command({std::string{HEADROOM_SOURCE_DIR} + "/tests/peers/external-metrics/build.sh", dir + "/adapter"});
+    if (built.exit_code != 0) {
+      std::cerr << "side-by-side: building the adapter failed: " << built.err << "\n";
+      return 1;
+    }
+  } else {
+    auto built = testenv::run_command({std::string{HEADROOM_SOURCE_DIR} + "/tests/testenv/build-keda.sh"});
+    keda_dir = trimmed(built.out);
+    if (built.exit_code != 0 || keda_dir.empty()) {
+      std::cerr << "side-by-side: building KEDA failed: " << built.err << "\n";
+      return 1;
+    }
   }
 
   runtime::metrics exporter_metrics;
   runtime::readiness exporter_ready;
   auto& family = prometheus::BuildGauge().Name("sbs_load_per_replica").Help("load per replica").Register(exporter_metrics.registry());
   auto& headroom_series = family.Add({{"autoscaler", "headroom"}});
-  auto& hpa_series = family.Add({{"autoscaler", "hpa"}});
+  auto& hpa_series = family.Add({{"autoscaler", peer}});
   headroom_series.Set(150);
   hpa_series.Set(150);
   runtime::http_server exporter{"127.0.0.1:0", exporter_metrics, exporter_ready};
@@ -127,13 +192,46 @@ int main() {
   }
 
   const int adapter_port = testenv::free_port();
-  testenv::child_process adapter{{dir + "/adapter", "--secure-port=" + std::to_string(adapter_port), "--bind-address=" + ip,
-                                  "--cert-dir=" + dir + "/certs", "--lister-kubeconfig=" + c->kubeconfig(),
-                                  "--authentication-kubeconfig=" + c->kubeconfig(),
-                                  "--authorization-kubeconfig=" + c->kubeconfig(), "--prometheus-url=" + prom->url(),
-                                  "--metrics=sbs_load_per_replica", "--v=1"},
-                                 {"PATH=/usr/bin:/bin", "HOME=" + dir},
-                                 dir + "/adapter.log"};
+  std::vector<std::unique_ptr<testenv::child_process>> peers;
+  if (peer == "hpa") {
+    peers.push_back(std::make_unique<testenv::child_process>(
+        std::vector<std::string>{dir + "/adapter", "--secure-port=" + std::to_string(adapter_port), "--bind-address=" + ip,
+                                 "--cert-dir=" + dir + "/certs", "--lister-kubeconfig=" + c->kubeconfig(),
+                                 "--authentication-kubeconfig=" + c->kubeconfig(), "--authorization-kubeconfig=" + c->kubeconfig(),
+                                 "--prometheus-url=" + prom->url(), "--metrics=sbs_load_per_replica", "--v=1"},
+        std::vector<std::string>{"PATH=/usr/bin:/bin", "HOME=" + dir}, dir + "/adapter.log"));
+  } else {
+    // KEDA's CRDs from its module; its operator (the Prometheus scaler, the HPA it owns, the gRPC
+    // metrics service) and its metrics server, which reach each other by mutual TLS with the test CA.
+    for (const char* crd : {"keda.sh_scaledobjects.yaml", "keda.sh_scaledjobs.yaml", "keda.sh_triggerauthentications.yaml",
+                            "keda.sh_clustertriggerauthentications.yaml"})
+      c->kubectl({"apply", "--server-side", "-f", keda_dir + "/module/config/crd/bases/" + crd});
+    c->kubectl({"wait", "--for", "condition=Established", "--timeout", "60s", "crd/scaledobjects.keda.sh"});
+    c->kubectl({"create", "namespace", "keda"});
+    std::filesystem::create_directories(dir + "/keda-certs");
+    const auto ca = testenv::make_ca("keda-ca");
+    const auto pair = testenv::issue_server_cert(ca, "keda", {"localhost"}, {"127.0.0.1", ip}, 86'400, true);
+    write_file(dir + "/keda-certs/ca.crt", ca.cert);
+    write_file(dir + "/keda-certs/tls.crt", pair.cert);
+    write_file(dir + "/keda-certs/tls.key", pair.key);
+    const std::string grpc = "127.0.0.1:" + std::to_string(testenv::free_port());
+    const std::vector<std::string> env{"KUBECONFIG=" + c->kubeconfig(), "HOME=" + dir, "POD_NAMESPACE=keda",
+                                       "KEDA_CLUSTER_OBJECT_NAMESPACE=keda", "WATCH_NAMESPACE="};
+    peers.push_back(std::make_unique<testenv::child_process>(
+        std::vector<std::string>{keda_dir + "/keda-operator", "--leader-elect=false", "--enable-cert-rotation=false",
+                                 "--enable-webhook-patching=false", "--cert-dir=" + dir + "/keda-certs",
+                                 "--metrics-bind-address=127.0.0.1:" + std::to_string(testenv::free_port()),
+                                 "--health-probe-bind-address=127.0.0.1:" + std::to_string(testenv::free_port()),
+                                 "--metrics-service-bind-address=" + grpc, "--zap-log-level=info"},
+        env, dir + "/keda-operator.log"));
+    peers.push_back(std::make_unique<testenv::child_process>(
+        std::vector<std::string>{keda_dir + "/keda-adapter", "--secure-port=" + std::to_string(adapter_port), "--bind-address=" + ip,
+                                 "--cert-dir=" + dir + "/keda-certs", "--tls-cert-file=" + dir + "/keda-certs/tls.crt",
+                                 "--tls-private-key-file=" + dir + "/keda-certs/tls.key", "--lister-kubeconfig=" + c->kubeconfig(),
+                                 "--authentication-kubeconfig=" + c->kubeconfig(), "--authorization-kubeconfig=" + c->kubeconfig(),
+                                 "--metrics-service-address=" + grpc, "--port=" + std::to_string(testenv::free_port()), "--v=1"},
+        env, dir + "/keda-adapter.log"));
+  }
   c->kubectl({"create", "namespace", ns});
   c->kubectl({"apply", "-f", "-"},
              "apiVersion: v1\nkind: Node\nmetadata:\n  name: sbs-node\n  annotations: {kwok.x-k8s.io/node: fake}\n"
@@ -149,29 +247,39 @@ int main() {
                                 "v1beta1.external.metrics.k8s.io}\nspec:\n  group: external.metrics.k8s.io\n  version: v1beta1\n"
                                 "  groupPriorityMinimum: 100\n  versionPriority: 100\n  insecureSkipTLSVerify: true\n"
                                 "  service: {namespace: " + ns + ", name: external-metrics, port: " + port + "}\n" +
-                                "---\n" + deployment("headroom") + "---\n" + deployment("hpa") +
-                                "---\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: hpa, namespace: " +
+                                "---\n" + deployment("headroom") + "---\n" + deployment(peer) +
+                                (peer == "keda" ? "---\n" + scaled_object(prom->url()) : "---\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: hpa, namespace: " +
                                 ns + "}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: hpa}\n"
                                 "  minReplicas: 1\n  maxReplicas: 10\n  metrics:\n    - type: External\n      external:\n"
                                 "        metric: {name: sbs_load_per_replica, selector: {matchLabels: {autoscaler: hpa}}}\n"
                                 "        target: {type: Value, value: \"100\"}\n"
-                                "  behavior:\n    scaleDown: {stabilizationWindowSeconds: 30}\n");
+                                "  behavior:\n    scaleDown: {stabilizationWindowSeconds: 30}\n"));
   if (applied.exit_code != 0) {
     std::cerr << "side-by-side: " << applied.err << "\n";
     return 1;
   }
-  // The aggregated API answers through the apiserver once the adapter is up and the APIService available.
+  // The aggregated API answers through the apiserver once the adapter is up and the APIService
+  // available (for KEDA: once its operator made the ScaledObject's HPA and serves its metric).
   const bool available = testenv::eventually(
       [&] {
+        if (peer == "keda") {
+          auto hpa = c->kubectl({"-n", ns, "get", "hpa", "keda-hpa-keda", "-o", "jsonpath={.spec.metrics[0].external.metric.name}"});
+          if (hpa.exit_code != 0 || hpa.out.empty())
+            return false;
+          auto r = c->kubectl({"get", "--raw", "/apis/external.metrics.k8s.io/v1beta1/namespaces/" + ns + "/" + hpa.out +
+                                                   "?labelSelector=scaledobject.keda.sh%2Fname%3Dkeda"});
+          return r.exit_code == 0 && r.out.find("\"value\"") != std::string::npos;
+        }
         auto r = c->kubectl({"get", "--raw", "/apis/external.metrics.k8s.io/v1beta1/namespaces/" + ns +
                                                  "/sbs_load_per_replica?labelSelector=autoscaler%3Dhpa"});
         return r.exit_code == 0 && r.out.find("\"value\"") != std::string::npos;
       },
-      120s);
+      180s);
   if (!available) {
     std::cerr << "side-by-side: external.metrics.k8s.io did not answer: "
-              << c->kubectl({"get", "apiservice", "v1beta1.external.metrics.k8s.io", "-o", "yaml"}).out << "\n"
-              << adapter.log(3000) << "\n";
+              << c->kubectl({"get", "apiservice", "v1beta1.external.metrics.k8s.io", "-o", "yaml"}).out << "\n";
+    for (const auto& p : peers)
+      std::cerr << p->log(3000) << "\n";
     return 1;
   }
 
@@ -187,6 +295,11 @@ int main() {
                                {"PATH=/usr/bin:/bin"},
                                dir + "/agent.log"};
 
+  footprint ours{{agent.pid()}}, theirs;
+  for (const auto& p : peers)
+    theirs.pids.push_back(p->pid());
+  ours.cpu_start = ours.cpu();
+  theirs.cpu_start = theirs.cpu();
   std::mt19937 rng{42};
   timeline h, k;
   std::vector<double> loads;
@@ -194,19 +307,21 @@ int main() {
   for (int t = 0; t < seconds; ++t) {
     const auto tick = std::chrono::steady_clock::now();
     const double l = load_at(t, rng);
-    const int rh = replicas_of(c, "headroom"), rk = replicas_of(c, "hpa");
+    const int rh = replicas_of(c, "headroom"), rk = replicas_of(c, peer);
     headroom_series.Set(l / std::max(1, rh));
     hpa_series.Set(l / std::max(1, rk));
     loads.push_back(l);
     h.replicas.push_back(rh);
     k.replicas.push_back(rk);
+    ours.sample();
+    theirs.sample();
     if (t % 10 == 0)
-      std::cerr << "t=" << t << "s load=" << static_cast<int>(l) << " headroom=" << rh << " hpa=" << rk << "\n";
+      std::cerr << "t=" << t << "s load=" << static_cast<int>(l) << " headroom=" << rh << " " << peer << "=" << rk << "\n";
     std::this_thread::sleep_until(tick + 1s);
   }
 
   const int needed_peak = static_cast<int>(std::ceil(600 * 1.1 / 100));  // 7 for the noisiest peak sample
-  auto report = [&](const char* name, const timeline& tl) {
+  auto report = [&](const std::string& name, const timeline& tl, const footprint& f) {
     int events = 0, max_r = 0, up_ready = -1, settled = -1;
     for (size_t i = 1; i < tl.replicas.size(); ++i) {
       if (tl.replicas[i] != tl.replicas[i - 1]) {
@@ -221,16 +336,18 @@ int main() {
         up_ready = static_cast<int>(i) - 60;
     }
     std::printf("{\"autoscaler\":\"%s\",\"scale_events\":%d,\"max_replicas\":%d,\"overshoot\":%d,\"step_up_to_6_s\":%d,"
-                "\"after_step_down_last_change_s\":%d,\"final_replicas\":%d}\n",
-                name, events, max_r, std::max(0, max_r - needed_peak), up_ready, settled, tl.replicas.back());
+                "\"after_step_down_last_change_s\":%d,\"final_replicas\":%d,\"cpu_s\":%.1f,\"rss_mib_peak\":%.1f}\n",
+                name.c_str(), events, max_r, std::max(0, max_r - needed_peak), up_ready, settled, tl.replicas.back(),
+                f.cpu() - f.cpu_start, f.rss_peak);
   };
-  report("headroom", h);
-  report("hpa", k);
-  std::cout << "t_s,load,headroom,hpa\n";
+  report("headroom", h, ours);
+  report(peer == "hpa" ? "hpa (adapter only)" : "keda (operator + metrics server)", k, theirs);
+  std::cout << "t_s,load,headroom," << peer << "\n";
   for (int t = 0; t < seconds; t += 5)
     std::cout << t << "," << static_cast<int>(loads[t]) << "," << h.replicas[t] << "," << k.replicas[t] << "\n";
   agent.stop();
-  adapter.stop();
+  for (auto& p : peers)
+    p->stop();
   prom->stop();
   return 0;
 }

@@ -101,7 +101,7 @@ pem_pair make_ca(const std::string& common_name) {
 }
 
 pem_pair issue_server_cert(const pem_pair& ca, const std::string& common_name, const std::vector<std::string>& dns_names,
-                           const std::vector<std::string>& ip_addresses, long valid_seconds) {
+                           const std::vector<std::string>& ip_addresses, long valid_seconds, bool client_auth_too) {
   auto ca_cert = read_cert(ca.cert);
   auto ca_key = read_key(ca.key);
   auto key = new_key();
@@ -115,7 +115,7 @@ pem_pair issue_server_cert(const pem_pair& ca, const std::string& common_name, c
   if (!san.empty())
     add_ext(cert.get(), ca_cert.get(), NID_subject_alt_name, san);
   add_ext(cert.get(), ca_cert.get(), NID_basic_constraints, "critical,CA:FALSE");
-  add_ext(cert.get(), ca_cert.get(), NID_ext_key_usage, "serverAuth");
+  add_ext(cert.get(), ca_cert.get(), NID_ext_key_usage, client_auth_too ? "serverAuth,clientAuth" : "serverAuth");
   X509_sign(cert.get(), ca_key.get(), EVP_sha256());
   return {pem_of(cert.get()), pem_of(key.get())};
 }
