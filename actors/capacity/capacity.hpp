@@ -41,6 +41,7 @@
 #include "adapters/hud/client.hpp"
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/informer.hpp"
+#include "adapters/k8s/informer_slice.hpp"
 #include "adapters/k8s/nodepool.hpp"
 #include "adapters/k8s/objects.hpp"
 #include "actors/runners/pods.hpp"
@@ -204,7 +205,7 @@ struct scale_set_metrics {
 struct scale_set_context {
   scale_set_spec spec;
   k8s::client* kube = nullptr;
-  std::shared_ptr<k8s::informer<k8s::pod>> pods;    // this scale set's pods (label selector)
+  std::shared_ptr<k8s::informer_slice<k8s::pod>> pods;  // this scale set's pods (its share of one informer per namespace)
   std::shared_ptr<k8s::informer<k8s::node>> nodes;  // may be null (no unreachable-node check)
   // Karpenter's NodePools (unstructured; see nodepool.hpp); null or never started when the cluster
   // does not serve karpenter.sh/v1, and then pairs are not limited by pools.

@@ -41,9 +41,11 @@ class informer_feed {
 
   // Subscribes to an informer, and unsubscribes when the feed (the actor's state) goes. The
   // handler runs on the I/O thread and only offers into the coalescer.
-  void attach(const std::shared_ptr<k8s::informer<T>>& source) {
+  // `Source` is a k8s::informer<T> or a k8s::informer_slice<T> (one scale set's share of an informer).
+  template <class Source>
+  void attach(const std::shared_ptr<Source>& source) {
     const uint64_t id = source->subscribe(handler_for(buffer_));
-    std::weak_ptr<k8s::informer<T>> weak = source;
+    std::weak_ptr<Source> weak = source;
     detach_ = [weak, id] {
       if (auto s = weak.lock())
         s->unsubscribe(id);

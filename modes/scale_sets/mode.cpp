@@ -247,9 +247,8 @@ std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, 
 }
 
 void scale_set_services::stop() {
-  for (auto& c : contexts)
-    if (c->pods)
-      c->pods->stop();
+  for (auto& [ns, r] : pods)
+    r->source()->stop();
   if (nodes)
     nodes->stop();
   if (nodepools)
@@ -300,6 +299,7 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
 
   const std::string owner_name = "headroom-owner-" + process_token();
   const std::string pod_name = get("POD_NAME"), pod_uid = get("POD_UID"), pod_ns = get("POD_NAMESPACE");
+  std::vector<std::shared_ptr<scale_set_context>> made;
   for (size_t i = 0; i < cfg.sets.size(); ++i) {
     auto spec = make_spec(cfg.sets[i], i, cfg.priority_classes);
     if (auto* e = std::get_if<std::string>(&spec))
@@ -316,14 +316,31 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
     ctx->instance = out.instance;
     if (!pod_name.empty() && !pod_uid.empty() && pod_ns == ctx->spec.ns)
       ctx->owner_parent = owner_ref{"v1", "Pod", pod_name, pod_uid};
+    made.push_back(std::move(ctx));
+  }
+  // One pod informer per namespace for all its scale sets, each scale set seeing its own slice: a
+  // thousand scale sets cost one watch and one cache, not a thousand. The selector names the
+  // scale sets while the list is short (other scale sets' pods in the namespace, ARC's say, stay
+  // out of the cache); past 2,000 characters it is the label's existence.
+  std::map<std::string, std::vector<std::string>> names;
+  for (const auto& ctx : made)
+    names[ctx->spec.ns].push_back(ctx->spec.name);
+  for (const auto& [ns, list] : names) {
+    std::string in;
+    for (const auto& n : list)
+      in += (in.empty() ? "" : ",") + n;
     k8s::informer<k8s::pod>::options pod_opts;
     pod_opts.kind = k8s::kinds::pods;
-    pod_opts.ns = ctx->spec.ns;
-    pod_opts.label_selector = std::string{keys::scale_set} + "=" + ctx->spec.name;
-    ctx->pods = k8s::informer<k8s::pod>::make(kube, pod_opts);
-    ctx->pods->start();
+    pod_opts.ns = ns;
+    pod_opts.label_selector = std::string{keys::scale_set} + (in.size() <= 2000 ? " in (" + in + ")" : "");
+    out.pods[ns] = k8s::label_router<k8s::pod>::make(k8s::informer<k8s::pod>::make(kube, pod_opts), std::string{keys::scale_set});
+  }
+  for (auto& ctx : made) {
+    ctx->pods = out.pods[ctx->spec.ns]->slice(ctx->spec.name);
     out.contexts.push_back(std::move(ctx));
   }
+  for (auto& [ns, r] : out.pods)
+    r->source()->start();
   if (!out.contexts.empty()) {
     out.nodes->start();
     watch_nodepools_if_served(kube, out.nodepools);

@@ -36,6 +36,7 @@ struct scale_set_services {
   std::shared_ptr<hud::client> hud;
   std::shared_ptr<k8s::informer<k8s::node>> nodes;
   std::shared_ptr<k8s::informer<k8s::unstructured>> nodepools;  // started when karpenter.sh/v1 is served
+  std::map<std::string, std::shared_ptr<k8s::label_router<k8s::pod>>> pods;  // namespace → its scale sets' pods
   std::shared_ptr<github::actions_client> github;
   caf::actor events;  // set before prepare_scale_sets: the event_recorder's relay
   std::string instance;  // set before prepare_scale_sets: actors::capacity::instance_label of the Lease

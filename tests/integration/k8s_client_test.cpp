@@ -11,6 +11,7 @@
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/events.hpp"
 #include "adapters/k8s/informer.hpp"
+#include "adapters/k8s/informer_slice.hpp"
 #include "adapters/k8s/leader_election.hpp"
 #include "testenv/cluster_fixture.hpp"
 
@@ -284,6 +285,69 @@ TEST_F(k8s_fixture, k8s_gone_relists_without_lost_or_duplicated_transitions) {
   EXPECT_EQ(*inf->get(ns, "cm-1")->meta.label("set"), "b");
   EXPECT_EQ(inf->get(ns, "cm-0"), nullptr);
   inf->stop();
+}
+
+// One informer shared by several consumers, each seeing one label value's objects (the scale
+// sets' pods): lists, gets and events stay within a slice, a relabelled pod moves between slices,
+// an unsubscribed slice hears nothing, and a value nobody asked for reaches no one.
+TEST_F(k8s_fixture, k8s_one_informer_sliced_by_label) {
+  const std::string ns = "slices";
+  ensure_namespace(ns);
+  auto make = [&](const std::string& name, const std::string& set) {
+    auto r = sync([&](api_callback cb) { admin->create(kinds::pods, ns, parked_pod(ns, name, set), std::move(cb)); });
+    ASSERT_EQ(error_of(r), "");
+  };
+  make("a-1", "a");
+  make("a-2", "a");
+  make("b-1", "b");
+  make("c-1", "c");
+  auto o = pods_in(ns);
+  o.label_selector = "set in (a,b,c)";
+  auto router = label_router<pod>::make(informer<pod>::make(*admin, o), "set");
+  auto a = router->slice("a"), b = router->slice("b");
+  recorder ra, rb;
+  a->subscribe([&](const informer<pod>::event& e) { ra(e); });
+  const auto b_id = b->subscribe([&](const informer<pod>::event& e) { rb(e); });
+  EXPECT_EQ(router->subscribers("a"), 1u);
+  router->source()->start();
+  ASSERT_TRUE(eventually([&] { return a->synced() && ra.size() == 2 && rb.size() == 1; }, 30s)) << ra.size() << " " << rb.size();
+  EXPECT_EQ(a->list().size(), 2u);
+  EXPECT_EQ(b->list().size(), 1u);
+  EXPECT_NE(a->get(ns, "a-1"), nullptr);
+  EXPECT_EQ(a->get(ns, "b-1"), nullptr) << "another slice's pod";
+  EXPECT_EQ(a->get(ns, "c-1"), nullptr);
+  EXPECT_EQ(router->source()->size(), 4u) << "one cache holds them all";
+  ra.take();
+  rb.take();
+
+  // a-2 is relabelled to b: it leaves a and enters b.
+  auto r = sync([&](api_callback cb) { admin->merge_patch(kinds::pods, ns, "a-2", R"({"metadata":{"labels":{"set":"b"}}})", std::move(cb)); });
+  ASSERT_EQ(error_of(r), "");
+  ASSERT_TRUE(eventually([&] { return ra.size() == 1 && rb.size() == 1; }, 30s));
+  EXPECT_EQ(ra.take(), std::vector<std::string>{"deleted:a-2"});
+  EXPECT_EQ(rb.take(), std::vector<std::string>{"added:a-2"});
+  EXPECT_EQ(a->list().size(), 1u);
+  EXPECT_EQ(b->list().size(), 2u);
+  EXPECT_NE(b->get(ns, "a-2"), nullptr);
+
+  // c's pod changes: no slice hears it. b unsubscribes: b-1's deletion reaches nobody; a still hears a-1's.
+  r = sync([&](api_callback cb) { admin->merge_patch(kinds::pods, ns, "c-1", R"({"metadata":{"annotations":{"x":"1"}}})", std::move(cb)); });
+  ASSERT_EQ(error_of(r), "");
+  b->unsubscribe(b_id);
+  EXPECT_EQ(router->subscribers("b"), 0u);
+  r = sync([&](api_callback cb) { admin->remove(kinds::pods, ns, "b-1", grace(0), std::move(cb)); });
+  ASSERT_EQ(error_of(r), "");
+  r = sync([&](api_callback cb) { admin->remove(kinds::pods, ns, "a-1", grace(0), std::move(cb)); });
+  ASSERT_EQ(error_of(r), "");
+  ASSERT_TRUE(eventually([&] { return ra.size() >= 1 && router->source()->size() == 2; }, 30s));
+  const auto heard = ra.take();  // the deletion, perhaps after its deletionTimestamp's update
+  ASSERT_FALSE(heard.empty());
+  EXPECT_EQ(heard.back(), "deleted:a-1");
+  for (const auto& h : heard)
+    EXPECT_NE(h.find(":a-1"), std::string::npos) << h;
+  EXPECT_EQ(rb.size(), 0u);
+  EXPECT_EQ(a->list().size(), 0u);
+  router->source()->stop();
 }
 
 // The apiserver restarts under an open watch: the informer reconnects and sees later changes.
