@@ -28,7 +28,6 @@
 //
 // Prints one JSON line per system and measure ({"system": …, "mode": …}), then a Markdown table.
 #include <openssl/evp.h>
-#include <simdjson.h>
 #include <sys/stat.h>
 #include <yaml-cpp/yaml.h>
 
@@ -49,6 +48,7 @@
 
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/connection.hpp"
+#include "adapters/k8s/informer.hpp"
 #include "soak_probe.hpp"
 #include "testenv/child_process.hpp"
 #include "testenv/cluster_fixture.hpp"
@@ -215,6 +215,7 @@ class bench_run {
     const auto apiserver = c_->kubectl({"get", "--raw", "/metrics"}).out;
     for (const auto& hook : sut_.webhook_names)
       r.hooks[hook] = buckets(apiserver, "apiserver_admission_webhook_admission_duration_seconds", "name=\"" + hook + "\"");
+    pods_->stop();
     sut_.stop();
     return r;
   }
@@ -224,29 +225,28 @@ class bench_run {
     auto conn = std::get<k8s::connection>(k8s::load_kubeconfig(c_->kubeconfig(), ""));
     io_ = std::make_unique<k8s::transport>(k8s::transport::options{});
     api_ = std::make_unique<k8s::client>(conn, *io_);
-    api_->watch(k8s::kinds::pods, sut_.ns, {},
-                [this](std::string_view line) {
-                  const auto at = steady::now();
-                  simdjson::dom::parser p;
-                  simdjson::dom::element e;
-                  if (p.parse(line.data(), line.size()).get(e) != simdjson::SUCCESS)
-                    return;
-                  std::string_view type, name;
-                  if (e["type"].get(type) || e["object"]["metadata"]["name"].get(name))
-                    return;
-                  simdjson::dom::array gates;
-                  const bool gated = e["object"]["spec"]["schedulingGates"].get(gates) == simdjson::SUCCESS && gates.size() > 0;
-                  std::string_view deleting;
-                  const bool leaving = type == "DELETED" || e["object"]["metadata"]["deletionTimestamp"].get(deleting) == simdjson::SUCCESS;
-                  std::lock_guard lock{s_.m};
-                  s_.last_event = at;
-                  if (!gated && type != "DELETED")
-                    s_.ungated.emplace(std::string{name}, at);
-                  if (leaving)
-                    s_.leaving.emplace(name);
-                  s_.cv.notify_all();
-                },
-                [](std::optional<k8s::api_error>) {});
+    // An informer, not a bare watch: the server ends each watch after a few minutes, and the run
+    // is longer than that.
+    k8s::informer<k8s::pod>::options o;
+    o.kind = k8s::kinds::pods;
+    o.ns = sut_.ns;
+    pods_ = k8s::informer<k8s::pod>::make(*api_, o);
+    pods_->subscribe([this](const k8s::informer<k8s::pod>::event& e) {
+      const auto at = steady::now();
+      using type = k8s::informer<k8s::pod>::event_type;
+      if (e.type == type::resync)
+        return;
+      const bool gated = !e.object->spec->scheduling_gates.empty();
+      const bool leaving = e.type == type::deleted || !e.object->meta.deletion_timestamp.empty();
+      std::lock_guard lock{s_.m};
+      s_.last_event = at;
+      if (!gated && e.type != type::deleted)
+        s_.ungated.emplace(e.object->meta.name, at);
+      if (leaving)
+        s_.leaving.emplace(e.object->meta.name);
+      s_.cv.notify_all();
+    });
+    pods_->start();
   }
 
   void create_pods(const std::string& queue, const std::string& placement, int from, int to) {
@@ -373,6 +373,7 @@ class bench_run {
   size_t created_ = 0;
   std::unique_ptr<k8s::transport> io_;
   std::unique_ptr<k8s::client> api_;
+  std::shared_ptr<k8s::informer<k8s::pod>> pods_;
 };
 
 std::string pod_common(const std::string& pod, const std::string& ns, const std::string& labels, const std::string& annotations,
