@@ -97,6 +97,15 @@ std::chrono::milliseconds samples_overdue_after(scaler_actor* self) {
   return std::max<std::chrono::milliseconds>(std::chrono::seconds(15), 3 * spec(self).rules.evaluation_interval);
 }
 
+// Samples of 0 from `from` to now, one per resolution step and one at now: an `ifAbsent: zero`
+// metric that Prometheus does not have (or no longer has).
+void zeros_since(scaler_actor* self, double from, std::vector<prom::sample>& out) {
+  const double now = wall_now(self), step = std::max(1.0, static_cast<double>(spec(self).rules.resolution.count()) / 1000.0);
+  for (double t = from; t < now; t += step)
+    out.push_back(prom::sample{t, 0});
+  out.push_back(prom::sample{now, 0});
+}
+
 // One evaluation's samples, a metric_samples per metric (all with its due time). A metric declared
 // `ifAbsent: zero` whose series Prometheus does not have reads as 0 over the window (a workload at 0
 // replicas exports nothing); any other missing metric fails the evaluation.
@@ -110,10 +119,7 @@ void on_metric(scaler_actor* self, std::vector<msg::metric_samples>& replies) {
     auto& reply = replies[i];
     const bool zero = i < metrics.size() && metrics[i].absent_zero && !reply.ok && reply.absent;
     if (zero) {
-      const double now = wall_now(self), step = std::max(1.0, static_cast<double>(spec(self).rules.resolution.count()) / 1000.0);
-      for (double t = now - static_cast<double>(query_window_seconds(spec(self).rules)); t <= now; t += step)
-        all[i].push_back(prom::sample{t, 0});
-      all[i].push_back(prom::sample{now, 0});
+      zeros_since(self, wall_now(self) - static_cast<double>(query_window_seconds(spec(self).rules)), all[i]);
       continue;
     }
     if (!reply.ok || reply.times.empty()) {
@@ -125,12 +131,8 @@ void on_metric(scaler_actor* self, std::vector<msg::metric_samples>& replies) {
     all[i].resize(reply.times.size());
     for (size_t k = 0; k < reply.times.size(); ++k)
       all[i][k] = prom::sample{reply.times[k], reply.values[k]};
-    if (reply.ended_at > 0 && i < metrics.size() && metrics[i].absent_zero) {  // gone since: 0 from then on
-      const double now = wall_now(self), step = std::max(1.0, static_cast<double>(spec(self).rules.resolution.count()) / 1000.0);
-      for (double t = reply.ended_at; t < now; t += step)
-        all[i].push_back(prom::sample{t, 0});
-      all[i].push_back(prom::sample{now, 0});
-    }
+    if (reply.ended_at > 0 && i < metrics.size() && metrics[i].absent_zero)  // gone since: 0 from then on
+      zeros_since(self, reply.ended_at, all[i]);
   }
   if (!why.empty() || replies.empty()) {
     if (why.empty())

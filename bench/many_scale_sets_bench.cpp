@@ -1,0 +1,355 @@
+// Many scale sets in one headroom, beside one listener process per scale set as ARC deploys them
+// (#38 item 1), against the same Actions Service peer (polls held 50 s, as the service does).
+//
+// headroom: `--sets` scale sets in one namespace, each with a warm pool of one pair, on the test
+// control plane (kwok node, the chart's RBAC). Measured: the time from the process's start until
+// every scale set holds its session and advertises its placed pair; then, idle for `--idle`
+// seconds, its RSS, CPU, threads, descriptors and sockets; then propagation while `--rate` scale
+// sets a second change capacity: the bench deletes a scale set's runner placeholder (its pair is
+// broken: capacity 1 → 0) and headroom makes a new one (placed: 0 → 1). Down: from the delete to
+// the first poll that carries 0; up: from the moment the bench's own watch saw the new runner
+// placeholder Running to the first poll that carries 1.
+//
+// Side by side: `--listeners` processes of tests/peers/scaleset-listener (github.com/actions/scaleset
+// v0.4.0's listener package, one scale set each), their RSS and CPU summed over the same idle time
+// once every one holds its session.
+//
+//   HEADROOM_TESTENV_DIR=$(tests/testenv/build.sh) build/release/bench/many_scale_sets_bench
+//       [--sets 100] [--listeners 100] [--idle 60] [--changes 100] [--rate 10]
+//
+// Prints one JSON line per measure, then a Markdown table.
+
+#include <dirent.h>
+#include <unistd.h>
+
+#include <algorithm>
+#include <cstdio>
+#include <fstream>
+#include <map>
+#include <memory>
+#include <mutex>
+#include <sstream>
+#include <unordered_map>
+
+#include "adapters/k8s/client.hpp"
+#include "adapters/k8s/connection.hpp"
+#include "adapters/k8s/informer.hpp"
+#include "e2e/capacity_world.hpp"
+#include "testenv/child_process.hpp"
+#include "soak_probe.hpp"
+
+using namespace headroom;
+using namespace headroom::e2e;
+using namespace std::chrono_literals;
+
+namespace {
+
+const std::string ns = "many";
+
+std::string set_name(const std::string& prefix, int i) {
+  char buf[32];
+  std::snprintf(buf, sizeof buf, "%s-%04d", prefix.c_str(), i);
+  return buf;
+}
+
+double percentile(std::vector<double> v, double p) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
+}
+
+int sockets_of(pid_t pid) {
+  int n = 0;
+  const std::string dir = "/proc/" + std::to_string(pid) + "/fd";
+  if (DIR* d = opendir(dir.c_str())) {
+    while (auto* e = readdir(d)) {
+      char target[256];
+      const auto len = readlink((dir + "/" + e->d_name).c_str(), target, sizeof target - 1);
+      n += len > 7 && std::string_view(target, static_cast<size_t>(len)).rfind("socket:", 0) == 0;
+    }
+    closedir(d);
+  }
+  return n;
+}
+
+// The idle footprint of a set of processes over `seconds`: RSS and sockets summed (their means),
+// threads and descriptors summed, CPU as a share of one core.
+struct footprint {
+  double rss_mib = 0, cpu_pct = 0;
+  int threads = 0, fds = 0, sockets = 0;
+};
+
+footprint idle_footprint(const std::vector<pid_t>& pids, std::chrono::seconds seconds) {
+  auto cpu = [&] {
+    double s = 0;
+    for (auto p : pids)
+      s += bench::probe(p).cpu_s;
+    return s;
+  };
+  const double cpu0 = cpu();
+  const auto t0 = std::chrono::steady_clock::now();
+  footprint out;
+  int samples = 0;
+  while (std::chrono::steady_clock::now() - t0 < seconds) {
+    std::this_thread::sleep_for(1s);
+    footprint f;
+    for (auto p : pids) {
+      const auto s = bench::probe(p);
+      f.rss_mib += s.rss_mib;
+      f.threads += s.threads;
+      f.fds += s.fds;
+      f.sockets += sockets_of(p);
+    }
+    out.rss_mib += f.rss_mib;
+    out.threads = f.threads;
+    out.fds = f.fds;
+    out.sockets = f.sockets;
+    ++samples;
+  }
+  out.rss_mib /= std::max(1, samples);
+  out.cpu_pct = 100 * (cpu() - cpu0) / std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  return out;
+}
+
+// The peer's view of the scale sets named `prefix-…`: id by name, sessions, polls.
+struct peer_view {
+  std::map<std::string, int64_t> ids;
+  std::map<int64_t, int> sessions;
+  std::map<int64_t, int64_t> latest;
+  struct poll {
+    clock_type::time_point at;
+    int64_t capacity;
+  };
+  std::unordered_map<int64_t, std::vector<poll>> polls;
+};
+
+peer_view look(const env& e, const std::string& prefix) {
+  peer_view v;
+  simdjson::dom::parser p;
+  auto st = p.parse(e.peer->control("/state").body);
+  std::unordered_map<int64_t, bool> mine;
+  for (auto s : st["scaleSets"].get_array()) {
+    const std::string name{std::string_view(s["name"])};
+    if (name.rfind(prefix + "-", 0) == 0) {
+      v.ids[name] = int64_t(s["id"]);
+      mine[int64_t(s["id"])] = true;
+    }
+  }
+  for (auto s : st["sessions"].get_array())
+    if (mine.count(int64_t(s["scaleSetId"])))
+      ++v.sessions[int64_t(s["scaleSetId"])];
+  for (auto poll : st["polls"].get_array()) {
+    const int64_t set = int64_t(poll["scaleSetId"]);
+    if (!mine.count(set))
+      continue;
+    v.latest[set] = int64_t(poll["capacity"]);
+    v.polls[set].push_back({parse_time(std::string_view(poll["at"])), int64_t(poll["capacity"])});
+  }
+  return v;
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  int sets = 100, listeners = 100, idle = 60, changes = 100, rate = 10;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    const int v = std::stoi(argv[i + 1]);
+    if (a == "--sets")
+      sets = v;
+    else if (a == "--listeners")
+      listeners = v;
+    else if (a == "--idle")
+      idle = v;
+    else if (a == "--changes")
+      changes = v;
+    else if (a == "--rate")
+      rate = v;
+  }
+  env e;
+  if (!bench_env(e, "many_scale_sets_bench"))
+    return 1;
+  const std::string dir = e.c->dir() + "/many-sets";
+  std::filesystem::create_directories(dir);
+  e.c->kubectl({"create", "namespace", ns});
+  e.c->kubectl({"apply", "-f", "-"}, "apiVersion: v1\nkind: Node\nmetadata:\n  name: many-node\n  annotations: {kwok.x-k8s.io/node: fake}\n"
+                  "  labels: {kubernetes.io/hostname: many-node, type: kwok, pool: many}\nstatus:\n"
+                  "  allocatable: {cpu: \"20000\", memory: 100000Gi, pods: \"30000\"}\n  capacity: {cpu: \"20000\", memory: 100000Gi, pods: \"30000\"}\n");
+  std::ostringstream values, config;
+  values << "config:\n  github: {configUrl: " << e.peer->http_url() << "/headroom-org}\n  scaleSets:\n";
+  for (int i = 0; i < sets; ++i) {
+    values << "    - {name: " << set_name("hr", i) << ", namespace: " << ns << "}\n";
+    config << "  - name: " << set_name("hr", i) << "\n    namespace: " << ns << "\n    maxRunners: 10\n"
+           << "    runner: {image: runner:bench, resources: {cpu: 100m, memory: 128Mi}, nodeSelector: {pool: many}}\n"
+           << "    capacityAware: {proactiveCapacity: 1, placeholderReadyTimeout: 10m, workflowResources: {cpu: 100m, memory: 128Mi}}\n";
+  }
+  values << "github: {existingSecret: bench-github}\n";
+  std::ofstream(dir + "/values.yaml") << values.str();
+  auto id = testenv::run_command({std::string{HEADROOM_SOURCE_DIR} + "/tests/testenv/chart-identity.sh", e.c->kubeconfig(),
+                                  dir + "/values.yaml", "bench-many", "headroom-bench", dir + "/chart.kubeconfig"});
+  if (id.exit_code != 0) {
+    std::fprintf(stderr, "many_scale_sets_bench: the chart's identity: %s\n", id.err.c_str());
+    return 1;
+  }
+
+  // The bench's own clock of "placed": when each runner placeholder (by uid) was first seen Running.
+  auto conn = std::get<k8s::connection>(k8s::load_kubeconfig(e.c->kubeconfig(), ""));
+  k8s::transport io{{}};
+  k8s::client api{conn, io};
+  std::mutex m;
+  std::map<std::string, std::vector<std::pair<std::string, clock_type::time_point>>> running;  // set → (uid, when)
+  k8s::informer<k8s::pod>::options po;
+  po.kind = k8s::kinds::pods;
+  po.ns = ns;
+  po.label_selector = "headroom.dev/role=runner-placeholder";
+  auto pods = k8s::informer<k8s::pod>::make(api, po);
+  pods->subscribe([&](const k8s::informer<k8s::pod>::event& ev) {
+    if (ev.object->phase != "Running" || ev.type == k8s::informer<k8s::pod>::event_type::deleted)
+      return;
+    const auto* set = ev.object->meta.label("headroom.dev/scale-set");
+    if (set == nullptr)
+      return;
+    std::lock_guard lock{m};
+    auto& seen = running[*set];
+    if (std::none_of(seen.begin(), seen.end(), [&](const auto& p) { return p.first == ev.object->meta.uid; }))
+      seen.emplace_back(ev.object->meta.uid, clock_type::now());
+  });
+  pods->start();
+
+  const auto started = std::chrono::steady_clock::now();
+  auto headroom = std::make_unique<agent>(dir, "kubernetes:\n  kubeconfig: " + dir + "/chart.kubeconfig\n"
+                                               "leaderElection:\n  enabled: false\nlogging:\n  level: warn\ngithub:\n  configUrl: " +
+                                               e.peer->http_url() + "/headroom-org\nscaleSets:\n" + config.str());
+  peer_view v;
+  auto all_ready = [&] {
+    v = look(e, "hr");
+    if (static_cast<int>(v.ids.size()) != sets)
+      return false;
+    for (const auto& [name, set] : v.ids)
+      if (v.sessions[set] < 1 || v.latest[set] != 1)
+        return false;
+    return true;
+  };
+  if (!eventually(all_ready, std::chrono::minutes(20))) {
+    int held = 0, advertising = 0;
+    for (const auto& [name, set] : v.ids) {
+      held += v.sessions[set] > 0;
+      advertising += v.latest[set] == 1;
+    }
+    std::fprintf(stderr, "many_scale_sets_bench: after 20 min, %zu scale sets at the peer, %d with a session, %d advertising 1\n%s\n",
+                 v.ids.size(), held, advertising, headroom->log().c_str());
+    return 1;
+  }
+  const double startup_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  std::fprintf(stderr, "[many] %d scale sets ready in %.1f s\n", sets, startup_s);
+  const auto ours = idle_footprint({headroom->pid()}, std::chrono::seconds(idle));
+
+  // Propagation: `rate` scale sets a second lose their runner placeholder.
+  struct change {
+    std::string set;
+    int64_t id;
+    clock_type::time_point deleted;
+    std::string old_uid;
+  };
+  std::vector<change> done;
+  const auto step = std::chrono::microseconds(1'000'000 / std::max(1, rate));
+  auto next = std::chrono::steady_clock::now();
+  for (int c = 0; c < changes; ++c) {
+    const std::string set = set_name("hr", (c * 7) % sets);  // spread over the scale sets
+    auto r = e.c->kubectl({"-n", ns, "get", "pods", "-l", "headroom.dev/role=runner-placeholder,headroom.dev/scale-set=" + set, "-o",
+                           "jsonpath={.items[0].metadata.name} {.items[0].metadata.uid}"});
+    std::istringstream in{r.out};
+    std::string name, uid;
+    in >> name >> uid;
+    if (name.empty())
+      continue;
+    std::this_thread::sleep_until(next);
+    next += step;
+    k8s::delete_options del;
+    del.grace_period_seconds = 0;
+    done.push_back({set, v.ids[set], clock_type::now(), uid});
+    api.remove(k8s::kinds::pods, ns, name, del, [](k8s::api_result) {});
+  }
+  std::this_thread::sleep_for(30s);
+  v = look(e, "hr");
+  std::vector<double> down, up;
+  int missed = 0;
+  for (const auto& ch : done) {
+    const auto& polls = v.polls[ch.id];
+    auto zero = std::find_if(polls.begin(), polls.end(), [&](const auto& p) { return p.at >= ch.deleted && p.capacity == 0; });
+    clock_type::time_point placed{};
+    {
+      std::lock_guard lock{m};
+      for (const auto& [uid, when] : running[ch.set])
+        if (uid != ch.old_uid && when >= ch.deleted)
+          placed = placed == clock_type::time_point{} ? when : std::min(placed, when);
+    }
+    if (zero == polls.end() || placed == clock_type::time_point{}) {
+      ++missed;
+      continue;
+    }
+    down.push_back(std::chrono::duration<double, std::milli>(zero->at - ch.deleted).count());
+    auto one = std::find_if(polls.begin(), polls.end(), [&](const auto& p) { return p.at >= placed && p.capacity == 1; });
+    if (one != polls.end())
+      up.push_back(std::chrono::duration<double, std::milli>(one->at - placed).count());
+    else
+      ++missed;
+  }
+  headroom->stop();
+  pods->stop();
+
+  // One listener process per scale set, ARC's shape.
+  footprint theirs;
+  double listeners_ready_s = 0;
+  if (listeners > 0) {
+    auto built = testenv::run_command({std::string{HEADROOM_SOURCE_DIR} + "/tests/peers/scaleset-listener/build.sh", dir + "/listener"});
+    if (built.exit_code != 0) {
+      std::fprintf(stderr, "many_scale_sets_bench: building the listener: %s\n", built.err.c_str());
+      return 1;
+    }
+    std::vector<std::unique_ptr<testenv::child_process>> procs;
+    const auto t0 = std::chrono::steady_clock::now();
+    for (int i = 0; i < listeners; ++i)
+      procs.push_back(std::make_unique<testenv::child_process>(
+          std::vector<std::string>{dir + "/listener", "--url", e.peer->http_url() + "/headroom-org", "--token", pat, "--name",
+                                   set_name("arc", i)},
+          std::vector<std::string>{"HOME=" + dir}, dir + "/listener-" + std::to_string(i) + ".log"));
+    auto held = [&] {
+      auto lv = look(e, "arc");
+      int n = 0;
+      for (const auto& [name, set] : lv.ids)
+        n += lv.sessions[set] > 0;
+      return n == listeners;
+    };
+    if (!eventually(held, std::chrono::minutes(10))) {
+      std::fprintf(stderr, "many_scale_sets_bench: the listeners never all held their sessions\n%s\n", procs.front()->log().c_str());
+      return 1;
+    }
+    listeners_ready_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    std::vector<pid_t> pids;
+    for (const auto& p : procs)
+      pids.push_back(p->pid());
+    theirs = idle_footprint(pids, std::chrono::seconds(idle));
+  }
+
+  std::printf("{\"mode\":\"startup\",\"scale_sets\":%d,\"seconds\":%.1f}\n", sets, startup_s);
+  std::printf("{\"mode\":\"idle\",\"who\":\"headroom\",\"scale_sets\":%d,\"rss_mib\":%.1f,\"cpu_core_pct\":%.2f,\"threads\":%d,\"fds\":%d,"
+              "\"sockets\":%d}\n",
+              sets, ours.rss_mib, ours.cpu_pct, ours.threads, ours.fds, ours.sockets);
+  std::printf("{\"mode\":\"propagation\",\"changes\":%zu,\"missed\":%d,\"down_p50_ms\":%.0f,\"down_p99_ms\":%.0f,\"down_max_ms\":%.0f,"
+              "\"up_p50_ms\":%.0f,\"up_p99_ms\":%.0f,\"up_max_ms\":%.0f}\n",
+              done.size(), missed, percentile(down, 0.5), percentile(down, 0.99), down.empty() ? 0 : *std::max_element(down.begin(), down.end()),
+              percentile(up, 0.5), percentile(up, 0.99), up.empty() ? 0 : *std::max_element(up.begin(), up.end()));
+  if (listeners > 0)
+    std::printf("{\"mode\":\"idle\",\"who\":\"scaleset-listener x%d\",\"ready_s\":%.1f,\"rss_mib\":%.1f,\"cpu_core_pct\":%.2f,\"threads\":%d,"
+                "\"fds\":%d,\"sockets\":%d}\n",
+                listeners, listeners_ready_s, theirs.rss_mib, theirs.cpu_pct, theirs.threads, theirs.fds, theirs.sockets);
+  std::printf("\n| | scale sets | RSS | CPU (idle, of one core) | threads | sockets |\n|---|---|---|---|---|---|\n"
+              "| headroom, one process | %d | %.0f MiB | %.2f %% | %d | %d |\n",
+              sets, ours.rss_mib, ours.cpu_pct, ours.threads, ours.sockets);
+  if (listeners > 0)
+    std::printf("| one scaleset listener per scale set | %d | %.0f MiB | %.2f %% | %d | %d |\n", listeners, theirs.rss_mib, theirs.cpu_pct,
+                theirs.threads, theirs.sockets);
+  return 0;
+}
