@@ -203,10 +203,12 @@ int main(int argc, char** argv) {
   } else {
     // KEDA's CRDs from its module; its operator (the Prometheus scaler, the HPA it owns, the gRPC
     // metrics service) and its metrics server, which reach each other by mutual TLS with the test CA.
-    for (const char* crd : {"keda.sh_scaledobjects.yaml", "keda.sh_scaledjobs.yaml", "keda.sh_triggerauthentications.yaml",
-                            "keda.sh_clustertriggerauthentications.yaml"})
-      c->kubectl({"apply", "--server-side", "-f", keda_dir + "/module/config/crd/bases/" + crd});
-    c->kubectl({"wait", "--for", "condition=Established", "--timeout", "60s", "crd/scaledobjects.keda.sh"});
+    // All of them: the operator waits for every kind it watches (CloudEventSources too) and exits
+    // when one is missing.
+    for (const auto& f : std::filesystem::directory_iterator{keda_dir + "/module/config/crd/bases"})
+      c->kubectl({"apply", "--server-side", "-f", f.path().string()});
+    c->kubectl({"wait", "--for", "condition=Established", "--timeout", "60s", "crd/scaledobjects.keda.sh",
+                "crd/cloudeventsources.eventing.keda.sh", "crd/clustercloudeventsources.eventing.keda.sh"});
     c->kubectl({"create", "namespace", "keda"});
     std::filesystem::create_directories(dir + "/keda-certs");
     const auto ca = testenv::make_ca("keda-ca");
@@ -320,6 +322,11 @@ int main(int argc, char** argv) {
     std::this_thread::sleep_until(tick + 1s);
   }
 
+  for (const auto& p : peers)
+    if (!p->alive()) {
+      std::cerr << "side-by-side: a peer process exited during the run:\n" << p->log(3000) << "\n";
+      return 1;
+    }
   const int needed_peak = static_cast<int>(std::ceil(600 * 1.1 / 100));  // 7 for the noisiest peak sample
   auto report = [&](const std::string& name, const timeline& tl, const footprint& f) {
     int events = 0, max_r = 0, up_ready = -1, settled = -1;
