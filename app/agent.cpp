@@ -32,6 +32,10 @@ constexpr int config_error_exit = 2;
 // Everything the tree uses that is not an actor, alive until the actor system is gone.
 struct cluster_services {
   std::unique_ptr<k8s::transport> io;
+  // GitHub and the HUD on a transport of their own: the API server's client-side budget
+  // (kubernetes.qps) is not theirs to spend, and a poll carrying new capacity must not wait behind
+  // a burst of placeholder writes (it did: 100 scale sets changing at 10/s held polls up to 3 s).
+  std::unique_ptr<http::transport> github_io;
   std::unique_ptr<k8s::client> api;
   std::shared_ptr<k8s::leader_elector> elector;
   std::vector<modes::mode*> running;  // the enabled modes, prepared
@@ -43,6 +47,7 @@ struct cluster_services {
     for (auto* m : running)
       m->stop();
     io.reset();
+    github_io.reset();
   }
 };
 
@@ -131,7 +136,7 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
         return runtime::start_failure{std::string{mode->switch_key()} + ": " + std::string{mode->summary()} +
                                           " needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)",
                                       config_error_exit};
-      const modes::services s{cfg, env, configured.shared, nullptr, nullptr, m, ready, caf::actor{}};
+      const modes::services s{cfg, env, configured.shared, nullptr, nullptr, nullptr, m, ready, caf::actor{}};
       if (auto problem = mode->prepare(s))
         return runtime::start_failure{problem->message, problem->exit_code};
       for (auto& child : mode->every_replica())
@@ -150,6 +155,10 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   topts.burst = cfg.kubernetes.burst;
   svc->io = std::make_unique<k8s::transport>(topts);
   svc->api = std::make_unique<k8s::client>(*conn, *svc->io);
+  http::transport::options gopts;
+  gopts.qps = 200;  // GitHub limits by the hour, not by the second; this only spaces a start-up burst
+  gopts.burst = 1000;
+  svc->github_io = std::make_unique<http::transport>(gopts);
   svc->api->set_watch_stall_timeout(std::chrono::duration_cast<std::chrono::seconds>(cfg.kubernetes.watch_stall_timeout));
   runtime::log::info("agent", "cluster", {{"server", conn->server}});
   const std::string me = identity();
@@ -159,7 +168,7 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   plan.relays.push_back(svc->events);
   plan.children.push_back(event_recorder_child(svc->events, *svc->api, me, m));
   for (auto* mode : enabled) {
-    const modes::services s{cfg, env, configured.shared, svc->api.get(), svc->io.get(), m, ready, svc->events};
+    const modes::services s{cfg, env, configured.shared, svc->api.get(), svc->io.get(), svc->github_io.get(), m, ready, svc->events};
     auto problem = mode->prepare(s);
     svc->running.push_back(mode);  // stopped with the rest even when its start-up failed half-way
     if (problem) {

@@ -184,7 +184,9 @@ int main(int argc, char** argv) {
            << "    runner: {image: runner:bench, resources: {cpu: 100m, memory: 128Mi}, nodeSelector: {pool: many}}\n"
            << "    capacityAware: {proactiveCapacity: 1, placeholderReadyTimeout: 10m, workflowResources: {cpu: 100m, memory: 128Mi}}\n";
   }
-  values << "github: {existingSecret: bench-github}\n";
+  values << "github: {existingSecret: bench-github}\n"
+            "priorityClasses: {placeholderRunner: placeholder-runner, runner: arc-runner, placeholderWorkflow: placeholder-workflow, "
+            "workflow: arc-workflow}\n";
   std::ofstream(dir + "/values.yaml") << values.str();
   auto id = testenv::run_command({std::string{HEADROOM_SOURCE_DIR} + "/tests/testenv/chart-identity.sh", e.c->kubeconfig(),
                                   dir + "/values.yaml", "bench-many", "headroom-bench", dir + "/chart.kubeconfig"});
@@ -198,20 +200,22 @@ int main(int argc, char** argv) {
   k8s::transport io{{}};
   k8s::client api{conn, io};
   std::mutex m;
-  std::map<std::string, std::vector<std::pair<std::string, clock_type::time_point>>> running;  // set → (uid, when)
+  // set/role → (uid, when it was first seen Running)
+  std::map<std::string, std::vector<std::pair<std::string, clock_type::time_point>>> running;
   k8s::informer<k8s::pod>::options po;
   po.kind = k8s::kinds::pods;
   po.ns = ns;
-  po.label_selector = "headroom.dev/role=runner-placeholder";
+  po.label_selector = "headroom.dev/role in (runner-placeholder,workflow-placeholder)";
   auto pods = k8s::informer<k8s::pod>::make(api, po);
   pods->subscribe([&](const k8s::informer<k8s::pod>::event& ev) {
     if (ev.object->phase != "Running" || ev.type == k8s::informer<k8s::pod>::event_type::deleted)
       return;
     const auto* set = ev.object->meta.label("headroom.dev/scale-set");
-    if (set == nullptr)
+    const auto* role = ev.object->meta.label("headroom.dev/role");
+    if (set == nullptr || role == nullptr)
       return;
     std::lock_guard lock{m};
-    auto& seen = running[*set];
+    auto& seen = running[*set + "/" + *role];
     if (std::none_of(seen.begin(), seen.end(), [&](const auto& p) { return p.first == ev.object->meta.uid; }))
       seen.emplace_back(ev.object->meta.uid, clock_type::now());
   });
@@ -219,7 +223,7 @@ int main(int argc, char** argv) {
 
   const auto started = std::chrono::steady_clock::now();
   auto headroom = std::make_unique<agent>(dir, "kubernetes:\n  kubeconfig: " + dir + "/chart.kubeconfig\n"
-                                               "leaderElection:\n  enabled: false\nlogging:\n  level: warn\ngithub:\n  configUrl: " +
+                                               "leaderElection:\n  enabled: false\ngithub:\n  configUrl: " +
                                                e.peer->http_url() + "/headroom-org\nscaleSets:\n" + config.str());
   peer_view v;
   auto all_ready = [&] {
@@ -278,13 +282,19 @@ int main(int argc, char** argv) {
   for (const auto& ch : done) {
     const auto& polls = v.polls[ch.id];
     auto zero = std::find_if(polls.begin(), polls.end(), [&](const auto& p) { return p.at >= ch.deleted && p.capacity == 0; });
-    clock_type::time_point placed{};
+    // The new pair is placed when its runner placeholder (new since the delete) and its workflow
+    // placeholder (the newest) both run.
+    clock_type::time_point placed{}, workflow{};
     {
       std::lock_guard lock{m};
-      for (const auto& [uid, when] : running[ch.set])
+      for (const auto& [uid, when] : running[ch.set + "/runner-placeholder"])
         if (uid != ch.old_uid && when >= ch.deleted)
           placed = placed == clock_type::time_point{} ? when : std::min(placed, when);
+      for (const auto& [uid, when] : running[ch.set + "/workflow-placeholder"])
+        workflow = std::max(workflow, when);
     }
+    if (placed != clock_type::time_point{})
+      placed = std::max(placed, workflow);
     if (zero == polls.end() || placed == clock_type::time_point{}) {
       ++missed;
       continue;
@@ -295,9 +305,17 @@ int main(int argc, char** argv) {
       up.push_back(std::chrono::duration<double, std::milli>(one->at - placed).count());
     else
       ++missed;
+    auto stamp = [](clock_type::time_point t) {
+      const auto us = std::chrono::duration_cast<std::chrono::microseconds>(t.time_since_epoch()).count();
+      return std::to_string(us / 1'000'000) + "." + std::to_string(us % 1'000'000);
+    };
+    if (down.back() > 200 || (!up.empty() && one != polls.end() && up.back() > 200))
+      std::fprintf(stderr, "[slow] %s: deleted %s, 0 polled after %.0f ms, placed %s, 1 polled after %.0f ms\n", ch.set.c_str(),
+                   stamp(ch.deleted).c_str(), down.back(), stamp(placed).c_str(), one != polls.end() ? up.back() : -1.0);
   }
   headroom->stop();
   pods->stop();
+  std::filesystem::copy_file(dir + "/agent.log", "/tmp/many_scale_sets_headroom.log", std::filesystem::copy_options::overwrite_existing);
 
   // One listener process per scale set, ARC's shape.
   footprint theirs;

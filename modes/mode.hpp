@@ -51,7 +51,8 @@ struct services {
   const std::map<std::string, std::string>& env;  // credentials come from here, never from the file
   const shared_sections& shared;
   k8s::client* api = nullptr;
-  http::transport* io = nullptr;  // the API server's I/O thread, shared by GitHub's clients
+  http::transport* io = nullptr;       // the API server's I/O thread and its rate budget (kubernetes.qps)
+  http::transport* github_io = nullptr;  // GitHub's and the HUD's: their own thread and budget
   runtime::metrics& metrics;
   runtime::readiness& ready;
   caf::actor events;  // the event_recorder's relay (msg::k8s_event); null without a cluster

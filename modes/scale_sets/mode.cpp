@@ -514,7 +514,7 @@ std::optional<start_problem> scale_sets_mode::prepare(const services& s) {
   svc_ = std::make_shared<scale_set_services>();
   svc_->events = s.events;
   svc_->instance = actors::capacity::instance_label(s.cfg.leader_election.ns, s.cfg.leader_election.name);
-  if (auto problem = prepare_scale_sets(config, s.shared.github, s.env, *s.api, *s.io, s.metrics, *svc_))
+  if (auto problem = prepare_scale_sets(config, s.shared.github, s.env, *s.api, *s.github_io, s.metrics, *svc_))
     return start_problem{*problem};
   return std::nullopt;
 }

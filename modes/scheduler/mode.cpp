@@ -286,7 +286,7 @@ std::optional<start_problem> scheduler_mode::prepare(const services& s) {
   svc_ = std::make_shared<scheduler_services>();
   svc_->events = s.events;
   bool store_unavailable = false;
-  if (auto problem = prepare_scheduler(config, s.shared.github, s.env, *s.api, *s.io, s.metrics, *svc_, store_unavailable))
+  if (auto problem = prepare_scheduler(config, s.shared.github, s.env, *s.api, *s.github_io, s.metrics, *svc_, store_unavailable))
     return start_problem{*problem, store_unavailable ? 1 : 2};
   return std::nullopt;
 }
