@@ -214,8 +214,12 @@ struct scale_set_context {
   scale_set_metrics metrics;
   caf::actor events;  // the event_recorder's relay (actors/k8s/event_recorder.hpp); may be null
   // Placeholders are owned by the ConfigMap `owner_configmap` in spec.ns, made at start-up (and
-  // itself owned by `owner_parent`, headroom's own Pod, when that is in the same namespace).
+  // itself owned by `owner_parent`, headroom's own Pod, when that is in the same namespace): one
+  // per scale set, `<owner_process>-<scale set>`, so a scale set that stops (deleting its owner
+  // to garbage-collect its placeholders) takes nobody else's with it. `owner_process` names this
+  // process: owners without it are earlier processes'.
   std::string owner_configmap;
+  std::string owner_process;
   owner_ref owner_parent;
   std::string instance;  // instance_label(): on the ScaleSet object, so a later start knows it made it
 };

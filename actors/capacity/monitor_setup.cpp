@@ -184,7 +184,9 @@ void on_owner_reply(monitor_actor* self, const call_info& call, const msg::api_r
         if (parser.parse(r.body)["items"].get(items) == simdjson::SUCCESS)
           for (auto item : items) {
             std::string_view name;
-            if (item["metadata"]["name"].get(name) != simdjson::SUCCESS || name == st.ctx->owner_configmap)
+            // This process's other scale sets' owners (and its own) are not earlier processes'.
+            if (item["metadata"]["name"].get(name) != simdjson::SUCCESS || name == st.ctx->owner_configmap ||
+                (!st.ctx->owner_process.empty() && (name == st.ctx->owner_process || name.rfind(st.ctx->owner_process + "-", 0) == 0)))
               continue;
             runtime::log::info(actor_name, "deleting an earlier process's owner ConfigMap", {{"configmap", std::string{name}}});
             start_call(self, {call_kind::owner_delete, std::string{name}, 0}, [kube, ns, n = std::string{name}](k8s::api_callback cb) {

@@ -312,7 +312,8 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
     ctx->nodepools = out.nodepools;
     ctx->metrics = make_metrics(m, ctx->spec, std::get<github::config_url>(where));
     ctx->events = out.events;
-    ctx->owner_configmap = owner_name;
+    ctx->owner_process = owner_name;
+    ctx->owner_configmap = owner_name + "-" + ctx->spec.name;
     ctx->instance = out.instance;
     if (!pod_name.empty() && !pod_uid.empty() && pod_ns == ctx->spec.ns)
       ctx->owner_parent = owner_ref{"v1", "Pod", pod_name, pod_uid};
@@ -391,7 +392,7 @@ runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_
     o.scale_set_name = ctx->spec.name;
     o.runner_group = ctx->spec.runner_group;
     o.labels = ctx->spec.labels;
-    o.owner = ctx->owner_configmap;
+    o.owner = ctx->owner_process;
     o.repoll_on_change = ctx->spec.repoll_on_change;
     o.failed = ctx->metrics.actions_error;
     o.job = ctx->metrics.job;

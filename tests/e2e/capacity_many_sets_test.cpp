@@ -3,7 +3,9 @@
 // chart's RBAC. Every scale set holds its session with the Actions Service peer and advertises the
 // one pair the scheduler placed; no poll of any scale set ever advertised more than that (no job
 // is queued, so one placed pair is all any of them may claim); and the 50 scale sets cost the API
-// server one pod watch, not 50 (one informer per namespace, sliced by scale set).
+// server one pod watch, not 50 (one informer per namespace, sliced by scale set). Each scale set
+// has its own owner ConfigMap and runner PodDisruptionBudget, and an orderly stop releases each
+// scale set's placeholders without disturbing the others'.
 
 #include <gtest/gtest.h>
 
@@ -140,6 +142,21 @@ TEST(capacity_e2e, fifty_scale_sets_in_one_headroom_hold_their_sessions_on_one_p
   EXPECT_EQ(namespaced_pod_watches(e) - watches_before, 1) << "one pod watch for the namespace's 50 scale sets";
   std::cout << "[many sets] " << sets << " scale sets: " << now.polls << " polls audited, " << namespaced_pod_watches(e) - watches_before
             << " pod watch, agent RSS " << rss_mib(w.headroom->pid()) << " MiB\n";
+  // Each scale set has its own owner, so each has its own runner PodDisruptionBudget (one shared
+  // owner gave the namespace one budget, for the first scale set only).
+  auto pdbs = e.c->kubectl({"-n", sc.name, "get", "pdb", "-o", "name"}).out;
+  EXPECT_EQ(std::count(pdbs.begin(), pdbs.end(), '\n'), sets) << pdbs;
+  // An orderly stop: each scale set releases only its own placeholders. (With one owner for the
+  // namespace, the first scale set to stop deleted every scale set's placeholders; the others
+  // made new pairs while they waited their turn to stop: thousands of pairs and log lines.)
+  EXPECT_EQ(w.headroom->stop(SIGTERM), 0);
+  const auto log = w.headroom->full_log();
+  const auto stop_at = log.find("shutdown signal received");
+  ASSERT_NE(stop_at, std::string::npos);
+  const auto after = log.substr(stop_at);
+  EXPECT_EQ(after.find("pair lost"), std::string::npos) << after.substr(0, 4000);
+  EXPECT_EQ(after.find("unhandled exception"), std::string::npos) << after.substr(0, 4000);
+  EXPECT_NE(after.find("stopped cleanly"), std::string::npos);
   e.c->kubectl({"delete", "node", sc.name + "-node", "--wait=false"});
 }
 
