@@ -36,6 +36,7 @@
 #include "testenv/child_process.hpp"
 #include "testenv/cluster_fixture.hpp"
 #include "testenv/test_certs.hpp"
+#include "histogram_text.hpp"
 #include "soak_probe.hpp"
 
 using namespace std::chrono_literals;
@@ -43,6 +44,11 @@ using namespace headroom;
 using steady = std::chrono::steady_clock;
 
 namespace {
+
+using bench::bucket_quantile;
+using bench::buckets;
+using bench::fraction_within;
+using bench::percentile;
 
 const std::string gate = "headroom.dev/queue-allocation-gate";
 const std::string ns = "gates-bench";
@@ -61,50 +67,6 @@ struct seen {
   std::condition_variable cv;
   std::map<std::string, steady::time_point> deleted, ungated;
 };
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
-}
-
-// A histogram's cumulative buckets from Prometheus text: le → count, for one metric name (summed
-// over label sets).
-std::map<double, double> buckets(const std::string& text, const std::string& name) {
-  std::map<double, double> out;
-  std::istringstream in{text};
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(name + "_bucket{", 0) != 0)
-      continue;
-    const auto le = line.find("le=\"");
-    if (le == std::string::npos)
-      continue;
-    const auto end = line.find('"', le + 4);
-    const std::string bound = line.substr(le + 4, end - le - 4);
-    const double b = bound == "+Inf" ? 1e30 : std::stod(bound);
-    out[b] += std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return out;
-}
-
-// p from cumulative buckets (upper bound of the bucket that holds it).
-double bucket_quantile(const std::map<double, double>& b, double p) {
-  if (b.empty())
-    return 0;
-  const double total = b.rbegin()->second;
-  for (const auto& [le, n] : b)
-    if (n >= p * total)
-      return le;
-  return b.rbegin()->first;
-}
-
-double fraction_within(const std::map<double, double>& b, double bound) {
-  if (b.empty() || b.rbegin()->second == 0)
-    return 0;
-  auto it = b.find(bound);
-  return it == b.end() ? 0 : it->second / b.rbegin()->second;
-}
 
 }  // namespace
 

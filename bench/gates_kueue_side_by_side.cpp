@@ -49,6 +49,7 @@
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/connection.hpp"
 #include "adapters/k8s/informer.hpp"
+#include "histogram_text.hpp"
 #include "soak_probe.hpp"
 #include "testenv/child_process.hpp"
 #include "testenv/cluster_fixture.hpp"
@@ -60,51 +61,14 @@ using steady = std::chrono::steady_clock;
 
 namespace {
 
+using bench::bucket_quantile;
+using bench::buckets;
+using bench::fraction_within;
+using bench::percentile;
+
 constexpr int quota_cpus = 20;
 
 double ms(steady::duration d) { return std::chrono::duration<double, std::milli>(d).count(); }
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
-}
-
-// One histogram's cumulative buckets (le → count) from Prometheus text, summed over the label sets
-// whose line contains `label` (e.g. name="mpod.kb.io").
-std::map<double, double> buckets(const std::string& text, const std::string& name, const std::string& label) {
-  std::map<double, double> out;
-  std::istringstream in{text};
-  for (std::string line; std::getline(in, line);) {
-    if (line.rfind(name + "_bucket{", 0) != 0 || line.find(label) == std::string::npos)
-      continue;
-    const auto le = line.find("le=\"");
-    if (le == std::string::npos)
-      continue;
-    const auto end = line.find('"', le + 4);
-    const std::string bound = line.substr(le + 4, end - le - 4);
-    out[bound == "+Inf" ? 1e30 : std::stod(bound)] += std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return out;
-}
-
-double bucket_quantile(const std::map<double, double>& b, double p) {
-  if (b.empty())
-    return 0;
-  const double total = b.rbegin()->second;
-  for (const auto& [le, n] : b)
-    if (n >= p * total)
-      return le;
-  return b.rbegin()->first;
-}
-
-double fraction_within(const std::map<double, double>& b, double bound) {
-  if (b.empty() || b.rbegin()->second == 0)
-    return 0;
-  auto it = b.find(bound);
-  return it == b.end() ? 0 : it->second / b.rbegin()->second;
-}
 
 std::string b64(const std::string& pem) {
   std::string out(4 * ((pem.size() + 2) / 3) + 1, '\0');

@@ -36,6 +36,7 @@
 #include "adapters/k8s/informer.hpp"
 #include "e2e/capacity_world.hpp"
 #include "testenv/child_process.hpp"
+#include "histogram_text.hpp"
 #include "soak_probe.hpp"
 
 using namespace headroom;
@@ -44,19 +45,14 @@ using namespace std::chrono_literals;
 
 namespace {
 
+using bench::percentile;
+
 const std::string ns = "many";
 
 std::string set_name(const std::string& prefix, int i) {
   char buf[32];
   std::snprintf(buf, sizeof buf, "%s-%04d", prefix.c_str(), i);
   return buf;
-}
-
-double percentile(std::vector<double> v, double p) {
-  if (v.empty())
-    return 0;
-  std::sort(v.begin(), v.end());
-  return v[std::min(v.size() - 1, static_cast<size_t>(p * static_cast<double>(v.size() - 1) + 0.5))];
 }
 
 int sockets_of(pid_t pid) {
