@@ -10,12 +10,19 @@
 // the first poll that carries 0; up: from the moment the bench's own watch saw the new runner
 // placeholder Running to the first poll that carries 1.
 //
+// A large cluster (#38 item 2): `--nodes` more kwok nodes (not the pairs' pool) and `--pods` runner
+// pods of the scale sets, created straight through the API before headroom starts and held Pending
+// by a scheduling gate (nothing schedules or runs them). headroom caches and counts every one, so
+// the startup time includes their initial sync; the idle RSS holds them; and the capacity decision's
+// cost per change (headroom_capacity_decision_seconds, summed over the scale sets) is read after
+// the propagation phase.
+//
 // Side by side: `--listeners` processes of tests/peers/scaleset-listener (github.com/actions/scaleset
 // v0.4.0's listener package, one scale set each), their RSS and CPU summed over the same idle time
 // once every one holds its session.
 //
 //   HEADROOM_TESTENV_DIR=$(tests/testenv/build.sh) build/release/bench/many_scale_sets_bench
-//       [--sets 100] [--listeners 100] [--idle 60] [--changes 100] [--rate 10]
+//       [--sets 100] [--listeners 100] [--idle 60] [--changes 100] [--rate 10] [--nodes 0] [--pods 0]
 //
 // Prints one JSON line per measure, then a Markdown table.
 
@@ -23,8 +30,10 @@
 #include <unistd.h>
 
 #include <algorithm>
+#include <condition_variable>
 #include <cstdio>
 #include <fstream>
+#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -145,10 +154,55 @@ peer_view look(const env& e, const std::string& prefix) {
   return v;
 }
 
+// Creates `n` objects through the API, `in_flight` at a time; returns how many failed.
+int create_many(k8s::client& api, const k8s::resource_kind& kind, const std::string& in_ns, int n,
+                const std::function<std::string(int)>& body, int in_flight = 64) {
+  std::mutex mu;
+  std::condition_variable cv;
+  int busy = 0, failed = 0;
+  std::string first_error;
+  for (int i = 0; i < n; ++i) {
+    {
+      std::unique_lock lock{mu};
+      cv.wait(lock, [&] { return busy < in_flight; });
+      ++busy;
+    }
+    api.create(kind, in_ns, body(i), [&](k8s::api_result r) {
+      std::lock_guard lock{mu};
+      --busy;
+      if (auto* e = std::get_if<k8s::api_error>(&r); e && e->what != k8s::api_error::kind::already_exists) {
+        if (failed++ == 0)
+          first_error = e->describe();
+      }
+      cv.notify_all();
+    });
+  }
+  std::unique_lock lock{mu};
+  cv.wait(lock, [&] { return busy == 0; });
+  if (failed > 0)
+    std::fprintf(stderr, "[many] %d of %d %s not created; the first: %s\n", failed, n, kind.plural.c_str(), first_error.c_str());
+  return failed;
+}
+
+std::string kwok_node(int i) {
+  char name[32];
+  std::snprintf(name, sizeof name, "big-%05d", i);
+  return std::string{R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")"} + name +
+         R"(","annotations":{"kwok.x-k8s.io/node":"fake"},"labels":{"type":"kwok","pool":"big","kubernetes.io/hostname":")" + name +
+         R"("}},"status":{"allocatable":{"cpu":"32","memory":"128Gi","pods":"110"},"capacity":{"cpu":"32","memory":"128Gi","pods":"110"}}})";
+}
+
+// A runner pod of scale set `set`, as a runner pod waiting for a node looks (held by a gate here).
+std::string gated_runner(const std::string& set, int i) {
+  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + set + "-runner-" + std::to_string(i) + R"(","namespace":")" + ns +
+         R"(","labels":{"headroom.dev/scale-set":")" + set + R"(","headroom.dev/role":"runner"}},"spec":{"schedulingGates":[{"name":"headroom.bench/hold"}],)"
+         R"("nodeSelector":{"pool":"many"},"containers":[{"name":"runner","image":"runner:bench","resources":{"requests":{"cpu":"100m","memory":"128Mi"}}}]}})";
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
-  int sets = 100, listeners = 100, idle = 60, changes = 100, rate = 10;
+  int sets = 100, listeners = 100, idle = 60, changes = 100, rate = 10, nodes = 0, runner_pods = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const int v = std::stoi(argv[i + 1]);
@@ -162,6 +216,10 @@ int main(int argc, char** argv) {
       changes = v;
     else if (a == "--rate")
       rate = v;
+    else if (a == "--nodes")
+      nodes = v;
+    else if (a == "--pods")
+      runner_pods = v;
   }
   env e;
   if (!bench_env(e, "many_scale_sets_bench"))
@@ -179,6 +237,8 @@ int main(int argc, char** argv) {
     config << "  - name: " << set_name("hr", i) << "\n    namespace: " << ns << "\n    maxRunners: 10\n"
            << "    runner: {image: runner:bench, resources: {cpu: 100m, memory: 128Mi}, nodeSelector: {pool: many}}\n"
            << "    capacityAware: {proactiveCapacity: 1, placeholderReadyTimeout: 10m, workflowResources: {cpu: 100m, memory: 128Mi}}\n";
+    if (runner_pods > 0)  // the gated runner pods are older than any pending timeout by the time headroom starts
+      config << "    healthCheck: {pendingTimeout: 24h}\n";
   }
   values << "github: {existingSecret: bench-github}\n"
             "priorityClasses: {placeholderRunner: placeholder-runner, runner: arc-runner, placeholderWorkflow: placeholder-workflow, "
@@ -216,6 +276,19 @@ int main(int argc, char** argv) {
       seen.emplace_back(ev.object->meta.uid, clock_type::now());
   });
   pods->start();
+
+  if (nodes > 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    create_many(api, k8s::kinds::nodes, "", nodes, kwok_node);
+    std::fprintf(stderr, "[many] %d kwok nodes created in %.0f s\n", nodes,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
+  if (runner_pods > 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    create_many(api, k8s::kinds::pods, ns, runner_pods, [&](int i) { return gated_runner(set_name("hr", i % sets), i / sets); });
+    std::fprintf(stderr, "[many] %d gated runner pods created in %.0f s\n", runner_pods,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
 
   const auto started = std::chrono::steady_clock::now();
   auto headroom = std::make_unique<agent>(dir, "kubernetes:\n  kubeconfig: " + dir + "/chart.kubeconfig\n"
@@ -309,6 +382,8 @@ int main(int argc, char** argv) {
       std::fprintf(stderr, "[slow] %s: deleted %s, 0 polled after %.0f ms, placed %s, 1 polled after %.0f ms\n", ch.set.c_str(),
                    stamp(ch.deleted).c_str(), down.back(), stamp(placed).c_str(), one != polls.end() ? up.back() : -1.0);
   }
+  const auto decision = bench::buckets(headroom->metrics(), "headroom_capacity_decision_seconds");
+  const auto decisions = decision.empty() ? 0.0 : decision.rbegin()->second;
   headroom->stop();
   pods->stop();
   std::filesystem::copy_file(dir + "/agent.log", "/tmp/many_scale_sets_headroom.log", std::filesystem::copy_options::overwrite_existing);
@@ -347,7 +422,12 @@ int main(int argc, char** argv) {
     theirs = idle_footprint(pids, std::chrono::seconds(idle));
   }
 
-  std::printf("{\"mode\":\"startup\",\"scale_sets\":%d,\"seconds\":%.1f}\n", sets, startup_s);
+  std::printf("{\"mode\":\"startup\",\"scale_sets\":%d,\"nodes\":%d,\"runner_pods\":%d,\"seconds\":%.1f}\n", sets, nodes + 1, runner_pods,
+              startup_s);
+  std::printf("{\"mode\":\"decision\",\"scale_sets\":%d,\"runner_pods\":%d,\"decisions\":%.0f,\"p50_le_ms\":%.3f,\"p99_le_ms\":%.3f,"
+              "\"within_1ms\":%.4f}\n",
+              sets, runner_pods, decisions, 1e3 * bench::bucket_quantile(decision, 0.5), 1e3 * bench::bucket_quantile(decision, 0.99),
+              bench::fraction_within(decision, 0.001));
   std::printf("{\"mode\":\"idle\",\"who\":\"headroom\",\"scale_sets\":%d,\"rss_mib\":%.1f,\"cpu_core_pct\":%.2f,\"threads\":%d,\"fds\":%d,"
               "\"sockets\":%d}\n",
               sets, ours.rss_mib, ours.cpu_pct, ours.threads, ours.fds, ours.sockets);

@@ -208,6 +208,7 @@ void on_wakeup(monitor_actor* self, msg::buffer_wakeup w) {
   }
   s.feed->drain([self](const msg::pod_event& e) {
     auto& s = self->state;
+    s.census.apply(e.change, e.object);
     const auto* slot = e.object->meta.label(keys::slot);
     if (slot == nullptr)
       return;
@@ -216,6 +217,11 @@ void on_wakeup(monitor_actor* self, msg::buffer_wakeup w) {
     else if (auto h = s.handoffs.find(*slot); h != s.handoffs.end())
       self->send(h->second, e);
   });
+  // A change the bounded feed dropped is not in the count: count again from the cache.
+  if (const auto dropped = s.feed->stats()->dropped.load(std::memory_order_relaxed); dropped != s.feed_dropped_seen) {
+    s.feed_dropped_seen = dropped;
+    s.census.rebuild(s.ctx->pods->list());
+  }
   recompute(self);
 }
 
@@ -231,6 +237,8 @@ void on_tick(monitor_actor* self, uint64_t what) {
       begin_setup(self);
     return;
   }
+  if (what == 0)  // the periodic recalculation counts from the cache, whatever the feed brought
+    self->state.census.rebuild(self->state.ctx->pods->list());
   recompute(self);
   if (what == 0 && !self->state.stopping)
     self->delayed_send(self, self->state.ctx->spec.recalculate_interval, msg::tick_atom_v, uint64_t{0});
@@ -341,6 +349,7 @@ void on_pair_report(monitor_actor* self, const msg::pair_report& r) {
 caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_peers peers) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
+  st.census = pod_census{st.ctx->spec.ns};
   st.peers = std::move(peers);
   st.feed = std::make_unique<informer_feed<k8s::pod>>("capacity_monitor/" + st.ctx->spec.name,
                                                       caf::actor_cast<caf::actor>(self), pods_buffer);

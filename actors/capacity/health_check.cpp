@@ -14,6 +14,7 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
 #include <chrono>
 #include <map>
 #include <set>
@@ -118,23 +119,27 @@ void replace(health_actor* self, const k8s::pod& p, const char* check, bool forc
   });
 }
 
+// The pod's own node, looked up in the shared node cache: O(runner pods) per check, not O(nodes)
+// (a scan of every node per scale set per interval was 166,000 node visits a second for 1,000
+// scale sets on 5,000 nodes).
+bool on_unreachable_node(const health_state& st, const k8s::pod& p) {
+  if (!st.ctx->nodes || p.node_name.empty())
+    return false;
+  const auto n = st.ctx->nodes->get("", p.node_name);
+  return n && std::any_of(n->taints.begin(), n->taints.end(), [](const auto& t) { return t.key == "node.kubernetes.io/unreachable"; });
+}
+
 void check(health_actor* self) {
   auto& st = self->state;
   const auto& h = st.ctx->spec.health_check;
   const auto now = self->clock().now();
-  std::set<std::string> unreachable;
-  if (st.ctx->nodes)
-    for (const auto& n : st.ctx->nodes->list())
-      for (const auto& t : n->taints)
-        if (t.key == "node.kubernetes.io/unreachable")
-          unreachable.insert(n->meta.name);
   std::set<std::string> live;
   for (const auto& p : st.ctx->pods->list()) {
     const auto* r = p->meta.label(keys::role);
     if (r == nullptr || *r != role_label(role::runner) || p->meta.ns != st.ctx->spec.ns)
       continue;
     live.insert(p->meta.name);
-    if (!p->node_name.empty() && unreachable.count(p->node_name) > 0) {
+    if (on_unreachable_node(st, *p)) {
       replace(self, *p, "node_unreachable", true);
       continue;
     }

@@ -16,6 +16,7 @@
 #include <string>
 
 #include "actors/capacity/capacity.hpp"
+#include "actors/capacity/pod_census.hpp"
 #include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
 #include "messages/type_ids.hpp"
@@ -51,6 +52,10 @@ struct monitor_state {
   context_ptr ctx;
   scale_set_peers peers;
   std::unique_ptr<informer_feed<k8s::pod>> feed;
+  // The scale set's pods, counted as the feed brings their changes (rebuilt from the informer's
+  // cache at the first decision, on every recalculation tick, and after the feed dropped a change).
+  pod_census census;
+  uint64_t feed_dropped_seen = 0;
   std::unique_ptr<informer_feed<k8s::unstructured>> pool_feed;
   // Karpenter NodePools by name: whether each can make this scale set's nodes, and has room for a
   // pair under its limits (decided once per change of the pool, not per recompute).

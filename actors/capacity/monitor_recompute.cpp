@@ -15,27 +15,14 @@ namespace headroom::actors::capacity::monitor {
 
 namespace {
 
-// What recompute counts on its way through the scale set's pods.
-struct pod_census {
+// What the decision reads from the scale set's pods (the running count, pod_census).
+struct census_view {
   int64_t placeholder_pods = 0;
   int64_t runners_going = 0;     // runner pods not finished and not being deleted
   int64_t ended_unreported = 0;  // finished runner pods whose job the service still counts
   int64_t runners_pending = 0, runners_running = 0, runners_failed = 0;  // ARC's controller series
-  std::set<std::string> runner_pods, slots_seen;
+  std::set<std::string> slots_seen;
 };
-
-void count_runner(const monitor_state& st, const k8s::pod& p, capacity_inputs& in, pod_census& c) {
-  if (p.phase == "Running" && !p.node_name.empty() && p.meta.deletion_timestamp.empty())
-    ++in.runners_placed;
-  c.runners_pending += p.phase.empty() || p.phase == "Pending";
-  c.runners_running += p.phase == "Running";
-  c.runners_failed += p.phase == "Failed";
-  if (p.phase != "Succeeded" && p.phase != "Failed" && p.meta.deletion_timestamp.empty())
-    ++c.runners_going;
-  else if (st.started.count(p.meta.name) > 0)
-    ++c.ended_unreported;
-  c.runner_pods.insert(p.meta.name);
-}
 
 // A placeholder outside every pair this monitor runs: an earlier process's (deleted; its owner's
 // deletion would garbage-collect it too), one an ended pair left behind (deleted after a grace),
@@ -75,23 +62,28 @@ void judge_placeholder(monitor_actor* self, const k8s::pod& p, role r, const std
   }
 }
 
-// Step 1: the scale set's pods, counted; loose placeholders judged.
-pod_census count_pods(monitor_actor* self, capacity_inputs& in) {
+// Step 1: the scale set's pods, counted (O(placeholders + started jobs): the runner pods are
+// counted as their changes arrive); loose placeholders judged.
+census_view count_pods(monitor_actor* self, capacity_inputs& in) {
   auto& st = self->state;
-  pod_census c;
-  for (const auto& p : st.ctx->pods->list()) {
-    auto r = role_of(*p);
-    if (!r || p->meta.ns != st.ctx->spec.ns)
-      continue;
-    if (*r == role::runner) {
-      count_runner(st, *p, in, c);
-      continue;
-    }
+  if (!st.census.built())
+    st.census.rebuild(st.ctx->pods->list());
+  const auto& runners = st.census.runners();
+  census_view c;
+  in.runners_placed += runners.placed;
+  c.runners_pending = runners.pending;
+  c.runners_running = runners.running;
+  c.runners_failed = runners.failed;
+  c.runners_going = runners.going;
+  for (const auto& name : st.started)
+    if (const auto* m = st.census.runner(name); m != nullptr && !m->going)
+      ++c.ended_unreported;
+  for (const auto& [name, p] : st.census.placeholders()) {
     ++c.placeholder_pods;
     const auto* slot = p->meta.label(keys::slot);
     if (slot != nullptr)
       c.slots_seen.insert(*slot);
-    judge_placeholder(self, *p, *r, slot);
+    judge_placeholder(self, *p, *role_of(*p), slot);
   }
   // Forgotten once no pod of it has been seen for a while (a create still in flight when the pair
   // ended lands later; forgetting its slot sooner would adopt the pods it makes).
@@ -265,7 +257,7 @@ void renew_expired(monitor_actor* self, const std::set<std::string>& renewing, i
 }
 
 // The advertised capacity and the series; a new capacity goes to the listener and the provisioner.
-void publish(monitor_actor* self, const capacity_inputs& in, const pod_census& c, int64_t desired) {
+void publish(monitor_actor* self, const capacity_inputs& in, const census_view& c, int64_t desired) {
   auto& st = self->state;
   const auto& spec = st.ctx->spec;
   const int64_t capacity = spec.capacity_aware ? advertised_capacity(in) : spec.max_runners;
@@ -308,13 +300,14 @@ void recompute(monitor_actor* self) {
   if (!st.acting)
     return;
   const auto& spec = st.ctx->spec;
+  const auto began = self->clock().now();
   capacity_inputs in;
   in.max_runners = spec.max_runners;
   in.proactive = spec.proactive_capacity;
   in.queued = st.queued;
   const auto census = count_pods(self, in);
   in.assigned_jobs = std::max<int64_t>(0, st.assigned - census.ended_unreported);
-  std::erase_if(st.started, [&](const std::string& n) { return census.runner_pods.count(n) == 0; });  // its pod is gone
+  std::erase_if(st.started, [&](const std::string& n) { return st.census.runner(n) == nullptr; });  // its pod is gone
   end_finished_handoffs(self, std::max(in.assigned_jobs, census.runners_going));
   for (const auto& [slot, e] : st.pairs)
     if (e.state == state_t::ready)
@@ -347,6 +340,7 @@ void recompute(monitor_actor* self) {
   const int64_t pending_now = pending_pairs(st);
   tell_burst_need(self, pending_now, std::max(pending_now, pending + std::min(missing, own)));
   publish(self, in, census, desired);
+  st.ctx->metrics.observe("headroom_capacity_decision_seconds", std::chrono::duration<double>(self->clock().now() - began).count());
 }
 
 }  // namespace headroom::actors::capacity::monitor

@@ -13,6 +13,7 @@
 #include <simdjson.h>
 
 #include "actors/capacity/capacity.hpp"
+#include "actors/capacity/pod_census.hpp"
 #include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
 #include "messages/type_ids.hpp"
@@ -64,6 +65,10 @@ struct provisioner_state {
   context_ptr ctx;
   scale_set_peers peers;
   std::unique_ptr<informer_feed<k8s::pod>> feed;
+  // The scale set's runner pods, counted as the feed brings their changes (see pod_census); rebuilt
+  // from the cache on every sweep and after the feed dropped a change.
+  pod_census census;
+  uint64_t feed_dropped_seen = 0;
   int64_t cap = 0;  // the advertised capacity
   bool cap_known = false;
   int64_t scale_set_id = 0;

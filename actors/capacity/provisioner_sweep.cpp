@@ -123,13 +123,9 @@ void on_runner_list(provisioner_actor* self, const runner_list& l) {
   auto& st = self->state;
   if (!l.ok)
     return;
-  std::set<std::string> pods;  // every runner pod in the cache, whatever its state
-  for (const auto& p : st.ctx->pods->list())
-    if (const auto* r = p->meta.label(keys::role); r != nullptr && *r == role_label(role::runner))
-      pods.insert(p->meta.name);
   std::set<int64_t> podless;
-  for (const auto& rn : l.runners) {
-    if (rn.scale_set_id != st.scale_set_id || rn.busy || pods.count(rn.name) > 0 || st.made.count(rn.name) > 0 ||
+  for (const auto& rn : l.runners) {  // a runner pod in the count, whatever its state, has its runner
+    if (rn.scale_set_id != st.scale_set_id || rn.busy || st.census.runner(rn.name) != nullptr || st.made.count(rn.name) > 0 ||
         st.jit_pending.count(rn.name) > 0 || st.busy.count(rn.name) > 0)
       continue;
     podless.insert(rn.id);

@@ -33,24 +33,21 @@ void remove_runner(provisioner_actor* self, int64_t runner_id, const std::string
   });
 }
 
+// Runner pods not finished and not being deleted, and busy runners' pods whatever their state:
+// O(made + busy) per reconcile, from the running count (pod_census), not a walk over the pods.
 int64_t live_runner_pods(provisioner_actor* self) {
   auto& st = self->state;
+  if (!st.census.built())
+    st.census.rebuild(st.ctx->pods->list());
   const auto now = self->clock().now();
-  std::erase_if(st.made, [now](const auto& kv) { return now - kv.second > std::chrono::minutes(1); });
-  int64_t n = 0;
-  std::set<std::string> present;
-  for (const auto& p : st.ctx->pods->list()) {
-    const auto* r = p->meta.label(keys::role);
-    if (r == nullptr || *r != role_label(role::runner))
-      continue;
-    st.made.erase(p->meta.name);
-    present.insert(p->meta.name);
-    if ((p->meta.deletion_timestamp.empty() && !terminal(*p)) || st.busy.count(p->meta.name) > 0)
+  std::erase_if(st.made, [&](const auto& kv) { return now - kv.second > std::chrono::minutes(1) || st.census.runner(kv.first) != nullptr; });
+  int64_t n = st.census.runners().going;
+  for (const auto& name : st.busy)
+    if (const auto* m = st.census.runner(name); m != nullptr && !m->going)
       ++n;
-  }
   // A busy runner whose pod is gone altogether died with its job: the service ends that job, and
   // it holds no runner's place.
-  std::erase_if(st.busy, [&](const std::string& name) { return present.count(name) == 0 && st.made.count(name) == 0; });
+  std::erase_if(st.busy, [&](const std::string& name) { return st.census.runner(name) == nullptr && st.made.count(name) == 0; });
   return n;
 }
 
@@ -186,7 +183,7 @@ void on_reply(provisioner_actor* self, const msg::api_reply& r) {
     // hold back its replacement (a runner the health check removed was not replaced until
     // the service re-queued its job, 2 minutes on: found by capacity_e2e under load).
     const bool seen = s.seen_before_made.erase(c.name) > 0;
-    if (!seen && !s.ctx->pods->get(ns, c.name))
+    if (!seen && s.census.runner(c.name) == nullptr)  // the count live_runner_pods reads, not the cache (which may be ahead of it)
       s.made.emplace(c.name, self->clock().now());
     runtime::log::info(actor_name, "runner pod created", {{"scale_set", s.ctx->spec.name}, {"pod", c.name}, {"runner_id", c.runner_id}});
     simdjson::dom::parser parser;
@@ -210,6 +207,7 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
   auto& st = self->state;
   st.ctx = std::move(ctx);
   st.peers = std::move(peers);
+  st.census = pod_census{st.ctx->spec.ns};
   st.feed = std::make_unique<informer_feed<k8s::pod>>("runner_provisioner/" + st.ctx->spec.name,
                                                       caf::actor_cast<caf::actor>(self), pods_buffer);
   st.feed->attach(st.ctx->pods);
@@ -224,11 +222,17 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
         // A pod the informer has shown (even one already gone) is no longer "made, not yet seen".
         self->state.feed->drain([self](const msg::pod_event& e) {
           auto& s = self->state;
+          s.census.apply(e.change, e.object);
           const auto& name = e.object->meta.name;
           s.made.erase(name);
           if (s.jit_pending.count(name) > 0)
             s.seen_before_made.insert(name);
         });
+        auto& s = self->state;
+        if (const auto dropped = s.feed->stats()->dropped.load(std::memory_order_relaxed); dropped != s.feed_dropped_seen) {
+          s.feed_dropped_seen = dropped;  // a change the bounded feed dropped: count again from the cache
+          s.census.rebuild(s.ctx->pods->list());
+        }
         reconcile(self);
       },
       [self](const msg::set_max_capacity& a) {
@@ -242,6 +246,7 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
       [self](msg::tick_atom, uint64_t what) {
         if (what == sweep_tick) {
           self->delayed_send(self, sweep_every(self), msg::tick_atom_v, sweep_tick);
+          self->state.census.rebuild(self->state.ctx->pods->list());
           sweep(self);
           return;
         }

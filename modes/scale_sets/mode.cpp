@@ -128,12 +128,22 @@ scale_set_metrics make_metrics(runtime::metrics& m, const scale_set_spec& spec, 
                                   .Help("From a capacity change to the first poll that carries it")
                                   .Register(reg)
                                   .Add(labels, propagation);
+  // The capacity decision (one recompute: count the scale set's pods, size its pairs, publish):
+  // microseconds per change are the goal, so the buckets start at 10 µs.
+  const prometheus::Histogram::BucketBoundaries decision{1e-5, 2.5e-5, 5e-5, 1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 1e-2, 0.1};
+  auto& decision_seconds = prometheus::BuildHistogram()
+                               .Name("headroom_capacity_decision_seconds")
+                               .Help("Time of one capacity decision (count the scale set's pods, size its pairs, publish)")
+                               .Register(reg)
+                               .Add(labels, decision);
   scale_set_metrics out;
   out.set = [table](const char* name, int64_t v) { table->set(name, static_cast<double>(v)); };
   out.add = [table](const char* name, int64_t v) { table->add(name, static_cast<double>(v)); };
-  out.observe = [&propagation_seconds](const char* name, double v) {
+  out.observe = [&propagation_seconds, &decision_seconds](const char* name, double v) {
     if (std::string_view{name} == "headroom_capacity_propagation_seconds")
       propagation_seconds.Observe(v);
+    else if (std::string_view{name} == "headroom_capacity_decision_seconds")
+      decision_seconds.Observe(v);
   };
   auto& errors = prometheus::BuildCounter()
                      .Name("headroom_actions_errors_total")

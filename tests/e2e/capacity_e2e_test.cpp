@@ -606,6 +606,26 @@ TEST(capacity_e2e, capacity_health_replaces_a_runner_that_never_registers) {
            w.e.c->kubectl({"-n", sc.name, "get", "pod", idle, "-o", "name"}).exit_code != 0;
   }, 150s)) << "the idle runner beyond the desired count is removed and its pod deleted\n" << w.headroom->log();
   EXPECT_GE(w.headroom->sample("headroom_idle_runners_removed_total{name=\"capacity-health\"}"), 1) << w.headroom->metrics();
+
+  // A runner pod on a node that stopped reporting (its Ready condition Unknown, so the node
+  // lifecycle controller taints it unreachable): force-deleted by the health check, which looks
+  // up the pod's own node in the shared node cache.
+  const std::string gone_node = "capacity-health-gone", stranded = "capacity-health-runner-stranded";
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + gone_node +
+                                                  "\n  labels: {kubernetes.io/hostname: " + gone_node + "}\n").exit_code, 0);
+  e.c->kubectl({"patch", "node", gone_node, "--subresource=status", "--type=strategic", "-p",
+                R"json({"status":{"conditions":[{"type":"Ready","status":"Unknown","reason":"NodeStatusUnknown","message":"kubelet stopped posting node status (test)"}]}})json"});
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
+                         "apiVersion: v1\nkind: Pod\nmetadata: {name: " + stranded + ", namespace: " + sc.name +
+                             ", labels: {headroom.dev/role: runner, headroom.dev/scale-set: " + sc.name +
+                             "}}\nspec:\n  nodeName: " + gone_node + "\n  terminationGracePeriodSeconds: 30\n"
+                             "  containers: [{name: c, image: busybox, resources: {requests: {cpu: 100m}}}]\n").exit_code, 0);
+  EXPECT_TRUE(eventually([&] { return e.c->kubectl({"-n", sc.name, "get", "pod", stranded, "-o", "name"}).exit_code != 0; }, 120s))
+      << "the runner pod on the unreachable node is force-deleted\n"
+      << e.c->kubectl({"get", "node", gone_node, "-o", "jsonpath={.spec.taints}"}).out << "\n" << w.headroom->log();
+  const auto log = w.headroom->full_log();
+  EXPECT_NE(log.find("node_unreachable"), std::string::npos) << "deleted by the health check, not by eviction\n" << log;
+  e.c->kubectl({"delete", "node", gone_node, "--wait=false"});
   EXPECT_GT(audited(w, set), 0);
 }
 

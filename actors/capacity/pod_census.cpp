@@ -1,0 +1,66 @@
+#include "actors/capacity/pod_census.hpp"
+
+#include "actors/runners/pods.hpp"
+
+namespace headroom::actors::capacity {
+
+namespace {
+
+using runners::role;
+using runners::role_label;
+
+void add(runner_totals& t, const runner_mark& m, int64_t sign) {
+  t.pods += sign;
+  t.placed += sign * m.placed;
+  t.pending += sign * m.pending;
+  t.running += sign * m.running;
+  t.failed += sign * m.failed;
+  t.going += sign * m.going;
+}
+
+}  // namespace
+
+runner_mark pod_census::mark_of(const k8s::pod& p) {
+  runner_mark m;
+  const bool deleting = !p.meta.deletion_timestamp.empty();
+  m.placed = p.phase == "Running" && !p.node_name.empty() && !deleting;
+  m.pending = p.phase.empty() || p.phase == "Pending";
+  m.running = p.phase == "Running";
+  m.failed = p.phase == "Failed";
+  m.going = p.phase != "Succeeded" && p.phase != "Failed" && !deleting;
+  return m;
+}
+
+void pod_census::forget(const std::string& name) {
+  if (auto it = runners_.find(name); it != runners_.end()) {
+    add(totals_, it->second, -1);
+    runners_.erase(it);
+  }
+  placeholders_.erase(name);
+}
+
+void pod_census::apply(msg::object_change change, const std::shared_ptr<const k8s::pod>& pod) {
+  if (!pod || pod->meta.ns != ns_)
+    return;
+  const auto& name = pod->meta.name;
+  forget(name);  // a relabelled pod may change its role
+  if (change == msg::object_change::deleted)
+    return;
+  const auto* r = pod->meta.label(runners::keys::role);
+  if (r == nullptr)
+    return;
+  if (*r == role_label(role::runner)) {
+    const auto m = mark_of(*pod);
+    runners_.emplace(name, m);
+    add(totals_, m, +1);
+  } else if (*r == role_label(role::runner_placeholder) || *r == role_label(role::workflow_placeholder)) {
+    placeholders_.emplace(name, pod);
+  }
+}
+
+const runner_mark* pod_census::runner(const std::string& name) const {
+  auto it = runners_.find(name);
+  return it == runners_.end() ? nullptr : &it->second;
+}
+
+}  // namespace headroom::actors::capacity

@@ -1,0 +1,72 @@
+#pragma once
+
+// The capacity monitor's running count of its scale set's pods, kept up to date from the pod
+// feed's changes: each change costs O(log pods), so a capacity decision is O(placeholders +
+// started jobs) however many runner pods the scale set has, not a walk over all of them (#38: the
+// decision's cost per change at 100,000 pods). The periodic recalculation rebuilds it from the
+// informer's cache, which also mends anything the bounded feed dropped.
+
+#include <cstdint>
+#include <map>
+#include <memory>
+#include <string>
+#include <unordered_map>
+
+#include "adapters/k8s/objects.hpp"
+#include "messages/k8s.hpp"
+
+namespace headroom::actors::capacity {
+
+// What one runner pod adds to the counts.
+struct runner_mark {
+  bool placed = false;   // Running on a node, not being deleted
+  bool pending = false;  // phase empty or Pending
+  bool running = false;
+  bool failed = false;
+  bool going = false;  // not finished and not being deleted
+  bool operator==(const runner_mark&) const = default;
+};
+
+struct runner_totals {
+  int64_t pods = 0, placed = 0, pending = 0, running = 0, failed = 0, going = 0;
+  bool operator==(const runner_totals&) const = default;
+};
+
+class pod_census {
+ public:
+  pod_census() = default;
+  explicit pod_census(std::string ns) : ns_(std::move(ns)) {}
+
+  // One change from the feed (added, modified, resync: the pod as it is now; deleted: gone).
+  void apply(msg::object_change change, const std::shared_ptr<const k8s::pod>& pod);
+  // Everything again, from the informer's cache.
+  template <class Range>
+  void rebuild(const Range& pods) {
+    runners_.clear();
+    placeholders_.clear();
+    totals_ = {};
+    for (const auto& p : pods)
+      apply(msg::object_change::added, p);
+    built_ = true;
+  }
+  bool built() const { return built_; }
+
+  const runner_totals& runners() const { return totals_; }
+  // A runner pod's mark, or null when the scale set has no runner pod of that name.
+  const runner_mark* runner(const std::string& name) const;
+  // The placeholder pods (either role), by name.
+  const std::map<std::string, std::shared_ptr<const k8s::pod>>& placeholders() const { return placeholders_; }
+
+  static runner_mark mark_of(const k8s::pod& p);
+
+ private:
+  void forget(const std::string& name);
+
+  std::string ns_;
+  bool built_ = false;
+  std::unordered_map<std::string, runner_mark> runners_;
+  std::map<std::string, std::shared_ptr<const k8s::pod>> placeholders_;
+  runner_totals totals_;
+};
+
+}  // namespace headroom::actors::capacity
