@@ -30,10 +30,8 @@
 #include <unistd.h>
 
 #include <algorithm>
-#include <condition_variable>
 #include <cstdio>
 #include <fstream>
-#include <functional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -43,6 +41,7 @@
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/connection.hpp"
 #include "adapters/k8s/informer.hpp"
+#include "e2e/bulk_create.hpp"
 #include "e2e/capacity_world.hpp"
 #include "testenv/child_process.hpp"
 #include "histogram_text.hpp"
@@ -154,49 +153,12 @@ peer_view look(const env& e, const std::string& prefix) {
   return v;
 }
 
-// Creates `n` objects through the API, `in_flight` at a time; returns how many failed.
-int create_many(k8s::client& api, const k8s::resource_kind& kind, const std::string& in_ns, int n,
-                const std::function<std::string(int)>& body, int in_flight = 64) {
-  std::mutex mu;
-  std::condition_variable cv;
-  int busy = 0, failed = 0;
-  std::string first_error;
-  for (int i = 0; i < n; ++i) {
-    {
-      std::unique_lock lock{mu};
-      cv.wait(lock, [&] { return busy < in_flight; });
-      ++busy;
-    }
-    api.create(kind, in_ns, body(i), [&](k8s::api_result r) {
-      std::lock_guard lock{mu};
-      --busy;
-      if (auto* e = std::get_if<k8s::api_error>(&r); e && e->what != k8s::api_error::kind::already_exists) {
-        if (failed++ == 0)
-          first_error = e->describe();
-      }
-      cv.notify_all();
-    });
-  }
-  std::unique_lock lock{mu};
-  cv.wait(lock, [&] { return busy == 0; });
-  if (failed > 0)
-    std::fprintf(stderr, "[many] %d of %d %s not created; the first: %s\n", failed, n, kind.plural.c_str(), first_error.c_str());
-  return failed;
-}
-
 std::string kwok_node(int i) {
   char name[32];
   std::snprintf(name, sizeof name, "big-%05d", i);
   return std::string{R"({"apiVersion":"v1","kind":"Node","metadata":{"name":")"} + name +
          R"(","annotations":{"kwok.x-k8s.io/node":"fake"},"labels":{"type":"kwok","pool":"big","kubernetes.io/hostname":")" + name +
          R"("}},"status":{"allocatable":{"cpu":"32","memory":"128Gi","pods":"110"},"capacity":{"cpu":"32","memory":"128Gi","pods":"110"}}})";
-}
-
-// A runner pod of scale set `set`, as a runner pod waiting for a node looks (held by a gate here).
-std::string gated_runner(const std::string& set, int i) {
-  return R"({"apiVersion":"v1","kind":"Pod","metadata":{"name":")" + set + "-runner-" + std::to_string(i) + R"(","namespace":")" + ns +
-         R"(","labels":{"headroom.dev/scale-set":")" + set + R"(","headroom.dev/role":"runner"}},"spec":{"schedulingGates":[{"name":"headroom.bench/hold"}],)"
-         R"("nodeSelector":{"pool":"many"},"containers":[{"name":"runner","image":"runner:bench","resources":{"requests":{"cpu":"100m","memory":"128Mi"}}}]}})";
 }
 
 }  // namespace
@@ -285,7 +247,7 @@ int main(int argc, char** argv) {
   }
   if (runner_pods > 0) {
     const auto t0 = std::chrono::steady_clock::now();
-    create_many(api, k8s::kinds::pods, ns, runner_pods, [&](int i) { return gated_runner(set_name("hr", i % sets), i / sets); });
+    create_many(api, k8s::kinds::pods, ns, runner_pods, [&](int i) { return gated_runner_pod(ns, set_name("hr", i % sets), i / sets); });
     std::fprintf(stderr, "[many] %d gated runner pods created in %.0f s\n", runner_pods,
                  std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
   }

@@ -20,7 +20,7 @@ using namespace detail;
 
 actions_client::actions_client(config_url where, credentials creds, http::transport& io, actions_options opts)
     : where_(std::move(where)), creds_(std::move(creds)), io_(io), opts_(std::move(opts)),
-      admin_(std::make_unique<admin_state>()) {
+      admin_(std::make_unique<admin_state>()), runner_list_(std::make_shared<runner_list_share>()) {
   auto& secrets = runtime::secret_registry::global();
   secrets.add(creds_.personal_access_token);
   secrets.add(creds_.private_key_pem);

@@ -92,6 +92,9 @@ struct actions_options {
   std::chrono::milliseconds session_conflict_backoff{30'000};
   std::string user_agent = "headroom";
   std::function<int64_t()> unix_now;  // seconds; the wall clock when empty
+  // list_runners: the pool's whole list is shared by every scale set's caller; an answer this
+  // young is handed to a new caller instead of another request (0: always ask).
+  std::chrono::milliseconds runner_list_reuse{10'000};
 };
 
 // One message session (the service's), shared by the calls that use it: a 401 refreshes its
@@ -151,7 +154,11 @@ class actions_client : public std::enable_shared_from_this<actions_client> {
   void get_runner(int64_t runner_id, callback<runner_ref> cb);  // runner_not_found when absent
   void get_runner_by_name(std::string name, callback<std::optional<runner_ref>> cb);
   // Every runner of the pool (the agents list without a name filter), each with its scale set id.
+  // One request serves every caller that asks while it is in flight, and its answer serves callers
+  // for `runner_list_reuse` after it: a thousand scale sets sweeping every 30 s would otherwise each
+  // fetch the same whole list (33 requests a second, each growing with the pool).
   void list_runners(callback<std::vector<runner_ref>> cb);
+  uint64_t runner_list_requests() const;  // requests sent for list_runners (tests)
   void remove_runner(int64_t runner_id, callback<done> cb);
 
   // Requests whose admin token was obtained by running the whole chain, for tests and metrics.
@@ -163,6 +170,8 @@ class actions_client : public std::enable_shared_from_this<actions_client> {
 
  private:
   struct admin_state;
+  struct runner_list_share;
+  void fetch_runner_list();
   void run(std::shared_ptr<call> c);
   void attempt(std::shared_ptr<call> c);
   void finish(std::shared_ptr<call> c, http::http_response r);
@@ -177,6 +186,7 @@ class actions_client : public std::enable_shared_from_this<actions_client> {
   actions_options opts_;
   std::shared_ptr<const http::tls_config> tls_;
   std::unique_ptr<admin_state> admin_;
+  std::shared_ptr<runner_list_share> runner_list_;
 };
 
 }  // namespace headroom::github

@@ -93,4 +93,14 @@ struct actions_client::admin_state {
   std::atomic<uint64_t> refreshes{0};
 };
 
+// list_runners' shared request: the callers waiting for the one in flight, and the last answer.
+struct actions_client::runner_list_share {
+  std::mutex mu;
+  bool in_flight = false;
+  std::vector<callback<std::vector<runner_ref>>> waiting;
+  std::shared_ptr<const std::vector<runner_ref>> last;  // null until an answer came
+  std::chrono::steady_clock::time_point last_at{};
+  std::atomic<uint64_t> requests{0};
+};
+
 }  // namespace headroom::github

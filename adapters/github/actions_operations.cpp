@@ -7,6 +7,7 @@
 
 #include "adapters/github/actions_internal.hpp"
 #include "adapters/github/auth.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/log.hpp"
 #include "runtime/secrets.hpp"
 
@@ -335,14 +336,53 @@ void actions_client::get_runner_by_name(std::string name, callback<std::optional
 }
 
 void actions_client::list_runners(callback<std::vector<runner_ref>> cb) {
+  auto& share = *runner_list_;
+  std::shared_ptr<const std::vector<runner_ref>> fresh;
+  {
+    std::lock_guard lock{share.mu};
+    if (share.last && runtime::real_clock().now() - share.last_at < opts_.runner_list_reuse) {
+      fresh = share.last;
+    } else {
+      share.waiting.push_back(std::move(cb));
+      if (share.in_flight)
+        return;  // the request in flight answers this caller too
+      share.in_flight = true;
+    }
+  }
+  if (fresh) {
+    cb(std::vector<runner_ref>{*fresh});
+    return;
+  }
+  fetch_runner_list();
+}
+
+void actions_client::fetch_runner_list() {
   auto c = std::make_shared<call>();
   c->req.operation = "list runners";
   c->req.path = std::string{agents_path};
   c->req.ok = {200};
-  c->done = decoding<std::vector<runner_ref>>(c->req.operation, std::move(cb),
+  runner_list_->requests.fetch_add(1, std::memory_order_relaxed);
+  // Every caller that joined while it was in flight gets the answer (or the error).
+  auto answer = [share = runner_list_](actions_result<std::vector<runner_ref>> r) {
+    std::vector<callback<std::vector<runner_ref>>> callers;
+    {
+      std::lock_guard lock{share->mu};
+      callers.swap(share->waiting);
+      share->in_flight = false;
+      if (auto* list = std::get_if<std::vector<runner_ref>>(&r)) {
+        share->last = std::make_shared<const std::vector<runner_ref>>(*list);
+        share->last_at = runtime::real_clock().now();
+      }
+    }
+    for (auto& cb : callers)
+      cb(r);
+  };
+  c->done = decoding<std::vector<runner_ref>>(c->req.operation, std::move(answer),
                                                [](const http::http_response& r) { return unwrap(decode_runner_list(r.body)); });
   run(c);
 }
+
+uint64_t actions_client::runner_list_requests() const { return runner_list_->requests.load(std::memory_order_relaxed); }
 
 void actions_client::remove_runner(int64_t runner_id, callback<done> cb) {
   auto c = std::make_shared<call>();

@@ -6,6 +6,11 @@
 // server one pod watch, not 50 (one informer per namespace, sliced by scale set). Each scale set
 // has its own owner ConfigMap and runner PodDisruptionBudget, and an orderly stop releases each
 // scale set's placeholders without disturbing the others'.
+//
+// And #38's CI version of the 100,000-pod benchmark: 10 scale sets with 1,000 runner pods each
+// (10,000 pods, held Pending by a scheduling gate) created before headroom starts. Every scale set
+// holds its session and advertises its one pair, no poll advertises more, each counts exactly its
+// 1,000 pods, and the counts follow the pods as 100 of one scale set's are deleted.
 
 #include <gtest/gtest.h>
 
@@ -13,6 +18,10 @@
 #include <map>
 #include <sstream>
 
+#include "adapters/k8s/client.hpp"
+#include "bench/histogram_text.hpp"
+#include "adapters/k8s/connection.hpp"
+#include "e2e/bulk_create.hpp"
 #include "e2e/capacity_suite.hpp"
 
 namespace headroom::e2e {
@@ -44,6 +53,88 @@ double rss_mib(pid_t pid) {
   return 0;
 }
 
+// The peer's view of the scale sets named `prefix`-…: each one's id, its sessions, its polls' capacities.
+struct view {
+  std::map<std::string, int64_t> ids;      // name → id
+  std::map<int64_t, int> sessions;          // id → sessions
+  std::map<int64_t, int64_t> latest, most;  // id → the latest poll's capacity, the largest ever
+  int polls = 0;
+};
+
+view look(const env& e, const std::string& prefix) {
+  view v;
+  simdjson::dom::parser p;
+  auto st = p.parse(e.peer->control("/state").body);
+  std::map<int64_t, std::string> names;
+  for (auto s : st["scaleSets"].get_array()) {
+    const std::string name{std::string_view(s["name"])};
+    if (name.rfind(prefix + "-", 0) == 0) {
+      v.ids[name] = int64_t(s["id"]);
+      names[int64_t(s["id"])] = name;
+    }
+  }
+  for (auto s : st["sessions"].get_array())
+    if (names.count(int64_t(s["scaleSetId"])))
+      ++v.sessions[int64_t(s["scaleSetId"])];
+  for (auto poll : st["polls"].get_array()) {
+    const int64_t set = int64_t(poll["scaleSetId"]);
+    if (!names.count(set))
+      continue;
+    ++v.polls;
+    v.latest[set] = int64_t(poll["capacity"]);
+    v.most[set] = std::max(v.most[set], int64_t(poll["capacity"]));
+  }
+  return v;
+}
+
+std::string describe(const view& v) {
+  std::string out = std::to_string(v.ids.size()) + " scale sets at the peer;";
+  for (const auto& [name, set] : v.ids)
+    out += " " + name + "(sessions " + std::to_string(v.sessions.count(set) ? v.sessions.at(set) : 0) + ", capacity " +
+           std::to_string(v.latest.count(set) ? v.latest.at(set) : -1) + ")";
+  return out;
+}
+
+// A kwok node for the scenario's pool, the chart's identity for `names`, and headroom started with
+// one scale set per name (a warm pool of one pair each; `extra`: more keys per scale set).
+void start_sets(world& w, const std::vector<std::string>& names, const std::string& extra = "") {
+  auto& e = w.e;
+  const auto& pool = w.s.name;
+  e.c->kubectl({"apply", "-f", "-"}, "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + pool + "-node\n  annotations: {kwok.x-k8s.io/node: fake}\n"
+                  "  labels: {kubernetes.io/hostname: " + pool + "-node, type: kwok, pool: " + pool + "}\nstatus:\n"
+                  "  allocatable: {cpu: \"200\", memory: 1000Gi, pods: \"500\"}\n  capacity: {cpu: \"200\", memory: 1000Gi, pods: \"500\"}\n");
+  std::ostringstream values, config;
+  values << "config:\n  github: {configUrl: " << e.peer->http_url() << "/headroom-org}\n  scaleSets:\n";
+  for (const auto& name : names) {
+    values << "    - {name: " << name << ", namespace: " << pool << "}\n";
+    config << "  - name: " << name << "\n    namespace: " << pool << "\n    maxRunners: 10\n"
+           << "    runner: {image: runner:e2e, resources: {cpu: 500m, memory: 512Mi}, nodeSelector: {pool: " << pool << "}}\n"
+           << "    capacityAware: {proactiveCapacity: 1, recalculateInterval: 2s, placeholderReadyTimeout: 10m, "
+           << "workflowResources: {cpu: 500m, memory: 512Mi}}\n" << extra;
+  }
+  values << "github: {existingSecret: e2e-github}\n"
+            "priorityClasses: {placeholderRunner: placeholder-runner, runner: arc-runner, placeholderWorkflow: placeholder-workflow, "
+            "workflow: arc-workflow}\n";
+  std::ofstream(w.dir + "/values.yaml") << values.str();
+  auto id = testenv::run_command({std::string{HEADROOM_SOURCE_DIR} + "/tests/testenv/chart-identity.sh", e.c->kubeconfig(),
+                                  w.dir + "/values.yaml", "e2e-" + pool, "headroom-e2e", w.dir + "/chart.kubeconfig"});
+  ASSERT_EQ(id.exit_code, 0) << id.err;
+  w.headroom = std::make_unique<agent>(w.dir, "kubernetes:\n  kubeconfig: " + w.dir + "/chart.kubeconfig\n"
+                                              "leaderElection:\n  enabled: false\ngithub:\n  configUrl: " + e.peer->http_url() +
+                                              "/headroom-org\nscaleSets:\n" + config.str());
+}
+
+// Every scale set named `prefix`-… holds one session and its latest poll advertises `capacity`.
+bool all_advertise(const env& e, const std::string& prefix, size_t sets, int64_t capacity, view& now) {
+  now = look(e, prefix);
+  if (now.ids.size() != sets)
+    return false;
+  for (const auto& [name, set] : now.ids)
+    if (now.sessions[set] != 1 || now.latest[set] != capacity)
+      return false;
+  return true;
+}
+
 TEST(capacity_e2e, fifty_scale_sets_in_one_headroom_hold_their_sessions_on_one_pod_watch) {
   REQUIRE_ENV(e);
   scenario sc;
@@ -51,78 +142,13 @@ TEST(capacity_e2e, fifty_scale_sets_in_one_headroom_hold_their_sessions_on_one_p
   sc.chart_install = true;  // this scenario writes its own values and configuration below
   world w{e, sc};
   REQUIRE_WORLD(w);
-  e.c->kubectl({"apply", "-f", "-"}, "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + sc.name + "-node\n  annotations: {kwok.x-k8s.io/node: fake}\n"
-                  "  labels: {kubernetes.io/hostname: " + sc.name + "-node, type: kwok, pool: " + sc.name + "}\nstatus:\n"
-                  "  allocatable: {cpu: \"200\", memory: 1000Gi, pods: \"500\"}\n  capacity: {cpu: \"200\", memory: 1000Gi, pods: \"500\"}\n");
-  std::ostringstream values, config;
-  values << "config:\n  github: {configUrl: " << e.peer->http_url() << "/headroom-org}\n  scaleSets:\n";
-  for (int i = 0; i < sets; ++i) {
-    values << "    - {name: " << set_name(i) << ", namespace: " << sc.name << "}\n";
-    config << "  - name: " << set_name(i) << "\n    namespace: " << sc.name << "\n    maxRunners: 10\n"
-           << "    runner: {image: runner:e2e, resources: {cpu: 500m, memory: 512Mi}, nodeSelector: {pool: " << sc.name << "}}\n"
-           << "    capacityAware: {proactiveCapacity: 1, recalculateInterval: 2s, placeholderReadyTimeout: 10m, "
-           << "workflowResources: {cpu: 500m, memory: 512Mi}}\n";
-  }
-  values << "github: {existingSecret: e2e-github}\n"
-            "priorityClasses: {placeholderRunner: placeholder-runner, runner: arc-runner, placeholderWorkflow: placeholder-workflow, "
-            "workflow: arc-workflow}\n";
-  std::ofstream(w.dir + "/values.yaml") << values.str();
-  auto id = testenv::run_command({std::string{HEADROOM_SOURCE_DIR} + "/tests/testenv/chart-identity.sh", e.c->kubeconfig(),
-                                  w.dir + "/values.yaml", "e2e-" + sc.name, "headroom-e2e", w.dir + "/chart.kubeconfig"});
-  ASSERT_EQ(id.exit_code, 0) << id.err;
+  std::vector<std::string> names;
+  for (int i = 0; i < sets; ++i)
+    names.push_back(set_name(i));
   const int watches_before = namespaced_pod_watches(e);
-  w.headroom = std::make_unique<agent>(w.dir, "kubernetes:\n  kubeconfig: " + w.dir + "/chart.kubeconfig\n"
-                                              "leaderElection:\n  enabled: false\ngithub:\n  configUrl: " + e.peer->http_url() +
-                                              "/headroom-org\nscaleSets:\n" + config.str());
-
-  // The peer's view: each scale set's id, its sessions, its polls' capacities.
-  struct view {
-    std::map<std::string, int64_t> ids;      // name → id
-    std::map<int64_t, int> sessions;          // id → sessions
-    std::map<int64_t, int64_t> latest, most;  // id → the latest poll's capacity, the largest ever
-    int polls = 0;
-  };
-  auto look = [&] {
-    view v;
-    simdjson::dom::parser p;
-    auto st = p.parse(e.peer->control("/state").body);
-    std::map<int64_t, std::string> names;
-    for (auto s : st["scaleSets"].get_array()) {
-      const std::string name{std::string_view(s["name"])};
-      if (name.rfind("many-", 0) == 0) {
-        v.ids[name] = int64_t(s["id"]);
-        names[int64_t(s["id"])] = name;
-      }
-    }
-    for (auto s : st["sessions"].get_array())
-      if (names.count(int64_t(s["scaleSetId"])))
-        ++v.sessions[int64_t(s["scaleSetId"])];
-    for (auto poll : st["polls"].get_array()) {
-      const int64_t set = int64_t(poll["scaleSetId"]);
-      if (!names.count(set))
-        continue;
-      ++v.polls;
-      v.latest[set] = int64_t(poll["capacity"]);
-      v.most[set] = std::max(v.most[set], int64_t(poll["capacity"]));
-    }
-    return v;
-  };
+  start_sets(w, names);
   view now;
-  auto all_advertise_their_pair = [&] {
-    now = look();
-    if (static_cast<int>(now.ids.size()) != sets)
-      return false;
-    for (const auto& [name, set] : now.ids)
-      if (now.sessions[set] != 1 || now.latest[set] != 1)
-        return false;
-    return true;
-  };
-  ASSERT_TRUE(eventually(all_advertise_their_pair, 240s)) << [&] {
-    std::string out = std::to_string(now.ids.size()) + " scale sets at the peer;";
-    for (const auto& [name, set] : now.ids)
-      out += " " + name + "(sessions " + std::to_string(now.sessions[set]) + ", capacity " + std::to_string(now.latest[set]) + ")";
-    return out + "\n" + w.headroom->log();
-  }();
+  ASSERT_TRUE(eventually([&] { return all_advertise(e, "many", sets, 1, now); }, 240s)) << describe(now) << "\n" << w.headroom->log();
   // The runner placeholders: one placed pair per scale set.
   auto r = e.c->kubectl({"-n", sc.name, "get", "pods", "-l", "headroom.dev/role=runner-placeholder", "-o",
                          "jsonpath={range .items[?(@.status.phase==\"Running\")]}{.metadata.labels.headroom\\.dev/scale-set}{\"\\n\"}{end}"});
@@ -135,7 +161,7 @@ TEST(capacity_e2e, fifty_scale_sets_in_one_headroom_hold_their_sessions_on_one_p
     EXPECT_EQ(n, 1) << set;
   // A few more rounds of polls, then the audit: nobody ever advertised more than its one pair.
   std::this_thread::sleep_for(5s);
-  now = look();
+  now = look(e, "many");
   EXPECT_GE(now.polls, sets);
   for (const auto& [name, set] : now.ids)
     EXPECT_LE(now.most[set], 1) << name << " advertised more than the one pair it had";
@@ -158,6 +184,74 @@ TEST(capacity_e2e, fifty_scale_sets_in_one_headroom_hold_their_sessions_on_one_p
   EXPECT_EQ(after.find("unhandled exception"), std::string::npos) << after.substr(0, 4000);
   EXPECT_NE(after.find("stopped cleanly"), std::string::npos);
   e.c->kubectl({"delete", "node", sc.name + "-node", "--wait=false"});
+}
+
+// The scale set's runner pods as headroom counts them (gha_controller_pending_ephemeral_runners).
+double pending_runners(const world& w, const std::string& set) {
+  return w.headroom->sample("gha_controller_pending_ephemeral_runners{name=\"" + set + "\"}");
+}
+
+TEST(capacity_e2e, ten_thousand_runner_pods_are_cached_counted_and_followed_while_every_scale_set_holds_its_session) {
+  REQUIRE_ENV(e);
+  constexpr int big_sets = 10, per_set = 1'000;
+  scenario sc;
+  sc.name = "big-pods";
+  sc.chart_install = true;
+  world w{e, sc};
+  REQUIRE_WORLD(w);
+  e.c->kubectl({"create", "namespace", sc.name});
+  std::vector<std::string> names;
+  for (int i = 0; i < big_sets; ++i)
+    names.push_back("big-" + std::to_string(i));
+  // The pods first, straight through the API: headroom's first list brings all 10,000.
+  auto conn = std::get<k8s::connection>(k8s::load_kubeconfig(e.c->kubeconfig(), ""));
+  k8s::transport io{{}};
+  k8s::client api{conn, io};
+  const auto t0 = std::chrono::steady_clock::now();
+  ASSERT_EQ(create_many(api, k8s::kinds::pods, sc.name, big_sets * per_set,
+                        [&](int i) { return gated_runner_pod(sc.name, names[i % big_sets], i / big_sets); }),
+            0);
+  const double created_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+  // The gated pods are older than any pending timeout by the time headroom looks at them.
+  start_sets(w, names, "    healthCheck: {pendingTimeout: 24h}\n");
+  const auto started = std::chrono::steady_clock::now();
+  view now;
+  ASSERT_TRUE(eventually([&] { return all_advertise(e, "big", big_sets, 1, now); }, 240s)) << describe(now) << "\n" << w.headroom->log();
+  const double ready_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - started).count();
+  for (const auto& set : names)
+    EXPECT_TRUE(eventually([&] { return pending_runners(w, set) == per_set; }, 30s))
+        << set << " counts " << pending_runners(w, set) << " pending runner pods, not " << per_set;
+
+  // 100 of one scale set's pods go: its count follows, change by change; the others' stay.
+  for (int i = 0; i < 100; ++i)
+    api.remove(k8s::kinds::pods, sc.name, names[3] + "-runner-" + std::to_string(i), {}, [](k8s::api_result) {});
+  EXPECT_TRUE(eventually([&] { return pending_runners(w, names[3]) == per_set - 100; }, 30s)) << pending_runners(w, names[3]);
+  EXPECT_EQ(pending_runners(w, names[4]), per_set);
+
+  // A broken pair on this cluster: the capacity goes to 0 and back to 1 as a new pair is placed.
+  const auto placeholder = e.c->kubectl({"-n", sc.name, "get", "pods", "-l", "headroom.dev/role=runner-placeholder,headroom.dev/scale-set=" + names[5],
+                                         "-o", "jsonpath={.items[0].metadata.name}"}).out;
+  ASSERT_FALSE(placeholder.empty());
+  const auto polls_before = look(e, "big").polls;
+  e.c->kubectl({"-n", sc.name, "delete", "pod", placeholder, "--grace-period=0", "--wait=false"});
+  ASSERT_TRUE(eventually([&] { return look(e, "big").latest[now.ids[names[5]]] == 0; }, 30s)) << w.headroom->log();
+  ASSERT_TRUE(eventually([&] { return all_advertise(e, "big", big_sets, 1, now); }, 60s)) << describe(now) << "\n" << w.headroom->log();
+
+  // The audit: no scale set ever advertised more than its one pair.
+  now = look(e, "big");
+  EXPECT_GT(now.polls, polls_before);
+  for (const auto& [name, set] : now.ids)
+    EXPECT_LE(now.most[set], 1) << name << " advertised more than the one pair it had";
+  const auto text = w.headroom->metrics();
+  const auto decision = bench::buckets(text, "headroom_capacity_decision_seconds");
+  ASSERT_FALSE(decision.empty()) << "no headroom_capacity_decision_seconds";
+  std::cout << "[big pods] " << big_sets * per_set << " runner pods created in " << created_s << " s; every session held and advertising in "
+            << ready_s << " s; " << now.polls << " polls audited; agent RSS " << rss_mib(w.headroom->pid()) << " MiB; "
+            << decision.rbegin()->second << " capacity decisions, p99 within " << 1e3 * bench::bucket_quantile(decision, 0.99) << " ms\n";
+  EXPECT_EQ(w.headroom->stop(SIGTERM), 0);
+  EXPECT_NE(w.headroom->full_log().find("stopped cleanly"), std::string::npos);
+  e.c->kubectl({"delete", "node", sc.name + "-node", "--wait=false"});
+  e.c->kubectl({"delete", "namespace", sc.name, "--wait=false"});
 }
 
 }  // namespace

@@ -7,6 +7,7 @@
 #include <simdjson.h>
 
 #include <chrono>
+#include <condition_variable>
 #include <cstdlib>
 #include <map>
 #include <set>
@@ -704,6 +705,48 @@ TEST(github, runner_errors_are_distinct) {
   ok(sync<github::done>([&](auto cb) { c->remove_runner(ok(jit).runner.id, cb); }));
   auto again = sync<github::done>([&](auto cb) { c->remove_runner(ok(jit).runner.id, cb); });
   EXPECT_EQ(error_kind(again), K::runner_not_found);
+}
+
+// The pool's runner list is one request for every caller that asks while it is in flight, and
+// its answer serves callers for runner_list_reuse after; a runner registered later is in the list
+// once the answer is older than that.
+TEST(github, list_runners_is_shared_by_concurrent_callers_and_reused_while_fresh) {
+  REQUIRE_PEER(e);
+  auto o = fast_options();
+  o.runner_list_reuse = 1500ms;
+  auto c = app_client("list-org", o);
+  auto set = make_set(c, "list-set");
+  ok(sync<github::jit_config>([&](auto cb) { c->generate_jit_config(set.id, "list-runner-1", "_work", cb); }));
+  constexpr int callers = 50;
+  std::mutex mu;
+  std::condition_variable cv;
+  int answered = 0;
+  std::vector<size_t> sizes;
+  for (int i = 0; i < callers; ++i)
+    c->list_runners([&](github::actions_result<std::vector<github::runner_ref>> r) {
+      std::lock_guard lock{mu};
+      sizes.push_back(std::get_if<std::vector<github::runner_ref>>(&r) ? std::get<std::vector<github::runner_ref>>(r).size() : 0);
+      ++answered;
+      cv.notify_all();
+    });
+  {
+    std::unique_lock lock{mu};
+    ASSERT_TRUE(cv.wait_for(lock, 10s, [&] { return answered == callers; })) << answered << " of " << callers << " answered";
+  }
+  EXPECT_EQ(c->runner_list_requests(), 1u) << "one request for 50 concurrent callers";
+  for (auto n : sizes)
+    EXPECT_GE(n, 1u);
+  auto has = [](const std::vector<github::runner_ref>& list, const std::string& name) {
+    return std::any_of(list.begin(), list.end(), [&](const auto& r) { return r.name == name; });
+  };
+  ok(sync<github::jit_config>([&](auto cb) { c->generate_jit_config(set.id, "list-runner-2", "_work", cb); }));
+  auto reused = sync<std::vector<github::runner_ref>>([&](auto cb) { c->list_runners(cb); });
+  EXPECT_EQ(c->runner_list_requests(), 1u) << "a fresh answer is reused";
+  EXPECT_FALSE(has(ok(reused), "list-runner-2")) << "the reused answer is the one fetched before it was registered";
+  std::this_thread::sleep_for(1600ms);
+  auto later = sync<std::vector<github::runner_ref>>([&](auto cb) { c->list_runners(cb); });
+  EXPECT_EQ(c->runner_list_requests(), 2u) << "an answer past runner_list_reuse is fetched again";
+  EXPECT_TRUE(has(ok(later), "list-runner-2"));
 }
 
 TEST(github, hud_queued_jobs) {
