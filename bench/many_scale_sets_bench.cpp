@@ -215,7 +215,7 @@ int main(int argc, char** argv) {
 
   // The bench's own clock of "placed": when each runner placeholder (by uid) was first seen Running.
   auto conn = std::get<k8s::connection>(k8s::load_kubeconfig(e.c->kubeconfig(), ""));
-  k8s::transport io{{}};
+  k8s::transport io{bulk_transport_options()};
   k8s::client api{conn, io};
   std::mutex m;
   // set/role → (uid, when it was first seen Running)

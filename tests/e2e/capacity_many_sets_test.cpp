@@ -205,7 +205,7 @@ TEST(capacity_e2e, ten_thousand_runner_pods_are_cached_counted_and_followed_whil
     names.push_back("big-" + std::to_string(i));
   // The pods first, straight through the API: headroom's first list brings all 10,000.
   auto conn = std::get<k8s::connection>(k8s::load_kubeconfig(e.c->kubeconfig(), ""));
-  k8s::transport io{{}};
+  k8s::transport io{bulk_transport_options()};
   k8s::client api{conn, io};
   const auto t0 = std::chrono::steady_clock::now();
   ASSERT_EQ(create_many(api, k8s::kinds::pods, sc.name, big_sets * per_set,
