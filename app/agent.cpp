@@ -158,6 +158,9 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   http::transport::options gopts;
   gopts.qps = 200;  // GitHub limits by the hour, not by the second; this only spaces a start-up burst
   gopts.burst = 1000;
+  // A long poll per scale set held open: the I/O thread visits only the ready ones (a thousand
+  // scale sets idled at 9 % of a core when each turn visited every poll, 2.6 % event-driven).
+  gopts.event_driven = true;
   svc->github_io = std::make_unique<http::transport>(gopts);
   svc->api->set_watch_stall_timeout(std::chrono::duration_cast<std::chrono::seconds>(cfg.kubernetes.watch_stall_timeout));
   runtime::log::info("agent", "cluster", {{"server", conn->server}});

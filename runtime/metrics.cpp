@@ -190,13 +190,31 @@ metrics::metrics()
       buffers_(std::make_shared<buffer_collector>()),
       supervision_(std::make_unique<supervision_metrics>(*registry_)) {}
 
+std::shared_ptr<prometheus::Collectable> metrics::collector(const void* key,
+                                                            const std::function<std::shared_ptr<prometheus::Collectable>()>& make) {
+  std::lock_guard lock{collectors_mu_};
+  for (const auto& [k, c] : collectors_)
+    if (k == key)
+      return c;
+  return collectors_.emplace_back(key, make()).second;
+}
+
 std::string metrics::render() const {
   auto families = registry_->Collect();
-  for (auto* c : {static_cast<const prometheus::Collectable*>(process_.get()),
-                  static_cast<const prometheus::Collectable*>(buffers_.get())}) {
-    auto more = c->Collect();
-    families.insert(families.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  std::vector<std::shared_ptr<prometheus::Collectable>> more_collectors;
+  {
+    std::lock_guard lock{collectors_mu_};
+    for (const auto& [k, c] : collectors_)
+      more_collectors.push_back(c);
   }
+  auto append = [&families](const prometheus::Collectable& c) {
+    auto more = c.Collect();
+    families.insert(families.end(), std::make_move_iterator(more.begin()), std::make_move_iterator(more.end()));
+  };
+  append(*process_);
+  append(*buffers_);
+  for (const auto& c : more_collectors)
+    append(*c);
   return prometheus::TextSerializer{}.Serialize(families);
 }
 

@@ -6,6 +6,7 @@
 #include <prometheus/gauge.h>
 #include <prometheus/registry.h>
 
+#include <functional>
 #include <memory>
 #include <mutex>
 #include <string>
@@ -64,10 +65,17 @@ class metrics {
   buffer_collector& buffers() { return *buffers_; }
   supervision_metrics& supervision() { return *supervision_; }
 
+  // A collector rendered with everything else, made once per `key` by `make` (a table of
+  // per-object series, modes/shared/series_table.hpp, is one collector for all its objects).
+  std::shared_ptr<prometheus::Collectable> collector(const void* key,
+                                                      const std::function<std::shared_ptr<prometheus::Collectable>()>& make);
+
   // Prometheus text exposition format of everything above.
   std::string render() const;
 
  private:
+  mutable std::mutex collectors_mu_;
+  std::vector<std::pair<const void*, std::shared_ptr<prometheus::Collectable>>> collectors_;
   std::shared_ptr<prometheus::Registry> registry_;
   std::shared_ptr<process_collector> process_;
   std::shared_ptr<buffer_collector> buffers_;

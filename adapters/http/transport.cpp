@@ -77,18 +77,20 @@ struct transport::impl {
     // told only about the sockets that are ready (curl_multi_socket_action). curl_multi_perform
     // walks every transfer on each turn and checks each one's socket: with a thousand long polls
     // held open (one per scale set) that was 31,000 poll(2) calls a second, 15 % of a core, at idle.
-    epoll = epoll_create1(EPOLL_CLOEXEC);
-    wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
-    if (epoll < 0 || wake_fd < 0)
-      throw std::runtime_error("epoll_create1 or eventfd failed");
-    epoll_event ev{};
-    ev.events = EPOLLIN;
-    ev.data.fd = wake_fd;
-    epoll_ctl(epoll, EPOLL_CTL_ADD, wake_fd, &ev);
-    curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &impl::on_socket);
-    curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
-    curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &impl::on_timer);
-    curl_multi_setopt(multi, CURLMOPT_TIMERDATA, this);
+    if (opts.event_driven) {
+      epoll = epoll_create1(EPOLL_CLOEXEC);
+      wake_fd = eventfd(0, EFD_NONBLOCK | EFD_CLOEXEC);
+      if (epoll < 0 || wake_fd < 0)
+        throw std::runtime_error("epoll_create1 or eventfd failed");
+      epoll_event ev{};
+      ev.events = EPOLLIN;
+      ev.data.fd = wake_fd;
+      epoll_ctl(epoll, EPOLL_CTL_ADD, wake_fd, &ev);
+      curl_multi_setopt(multi, CURLMOPT_SOCKETFUNCTION, &impl::on_socket);
+      curl_multi_setopt(multi, CURLMOPT_SOCKETDATA, this);
+      curl_multi_setopt(multi, CURLMOPT_TIMERFUNCTION, &impl::on_timer);
+      curl_multi_setopt(multi, CURLMOPT_TIMERDATA, this);
+    }
     io = std::thread([this] { run(); });
   }
 
@@ -100,11 +102,17 @@ struct transport::impl {
     wake();
     io.join();
     curl_multi_cleanup(multi);
-    close(wake_fd);
-    close(epoll);
+    if (opts.event_driven) {
+      close(wake_fd);
+      close(epoll);
+    }
   }
 
   void wake() {
+    if (!opts.event_driven) {
+      curl_multi_wakeup(multi);
+      return;
+    }
     const uint64_t one = 1;
     [[maybe_unused]] const auto n = write(wake_fd, &one, sizeof one);  // a full counter still wakes the loop
   }
@@ -345,6 +353,15 @@ struct transport::impl {
         }
         start(std::move(*it));
         it = waiting.erase(it);
+      }
+      if (!opts.event_driven) {
+        int running = 0;
+        curl_multi_perform(multi, &running);
+        read_done();
+        const int timeout_ms =
+            static_cast<int>(std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(sleep).count()));
+        curl_multi_poll(multi, nullptr, 0, timeout_ms, nullptr);
+        continue;
       }
       int running = 0;
       if (curl_due && *curl_due <= steady::now()) {

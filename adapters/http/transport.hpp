@@ -59,6 +59,15 @@ class transport {
     double qps = 50;
     double burst = 100;
     std::chrono::milliseconds connect_timeout{10'000};
+    // How the I/O thread drives libcurl. false: curl_multi_perform and curl_multi_poll, which
+    // visit every open transfer on each turn: right for a few transfers multiplexed on one HTTP/2
+    // connection (the Kubernetes watches). true: event-driven (epoll and
+    // curl_multi_socket_action): only the sockets that are ready and the timers that are due are
+    // visited, for many transfers that are mostly idle (a long poll per scale set). libcurl 7.88
+    // left watch events on the Kubernetes transport's HTTP/2-over-TLS connection unread for up to
+    // 8 s when driven this way (many_scale_sets_bench at 1,000 scale sets), so it is not the
+    // default.
+    bool event_driven = false;
   };
   using on_chunk = std::function<void(std::string_view)>;
   using on_done = std::function<void(http_response)>;

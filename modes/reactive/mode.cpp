@@ -46,7 +46,7 @@ constexpr series counters[] = {
 
 scaler_metrics make_metrics(runtime::metrics& m, const std::string& target, const rules& r) {
   auto& reg = m.registry();
-  auto table = std::make_shared<const series_set>(reg, gauges, counters, std::map<std::string, std::string>{{"target", target}});
+  auto table = std::make_shared<const series_set>(m, gauges, counters, std::map<std::string, std::string>{{"target", target}});
   table->set("headroom_reactive_min_replicas", r.min_replicas);
   table->set("headroom_reactive_max_replicas", r.max_replicas);
   auto& decisions = prometheus::BuildCounter()

@@ -121,7 +121,7 @@ scale_set_metrics make_metrics(runtime::metrics& m, const scale_set_spec& spec, 
   auto labels = scale_set;
   labels["organization"] = where.organization;
   labels["repository"] = where.repository;
-  auto table = std::make_shared<const series_set>(reg, gauges, counters, labels);
+  auto table = std::make_shared<const series_set>(m, gauges, counters, labels);
   const prometheus::Histogram::BucketBoundaries propagation{0.005, 0.01, 0.025, 0.05, 0.1, 0.2, 0.5, 1, 2, 5, 10, 60};
   auto& propagation_seconds = prometheus::BuildHistogram()
                                   .Name("headroom_capacity_propagation_seconds")
