@@ -217,11 +217,7 @@ void on_wakeup(monitor_actor* self, msg::buffer_wakeup w) {
     else if (auto h = s.handoffs.find(*slot); h != s.handoffs.end())
       self->send(h->second, e);
   });
-  // A change the bounded feed dropped is not in the count: count again from the cache.
-  if (const auto dropped = s.feed->stats()->dropped.load(std::memory_order_relaxed); dropped != s.feed_dropped_seen) {
-    s.feed_dropped_seen = dropped;
-    s.census.rebuild(s.ctx->pods->list());
-  }
+  s.census.mend(s.feed->stats()->dropped.load(std::memory_order_relaxed), [&] { return s.ctx->pods->list(); });
   recompute(self);
 }
 

@@ -55,7 +55,6 @@ struct monitor_state {
   // The scale set's pods, counted as the feed brings their changes (rebuilt from the informer's
   // cache at the first decision, on every recalculation tick, and after the feed dropped a change).
   pod_census census;
-  uint64_t feed_dropped_seen = 0;
   std::unique_ptr<informer_feed<k8s::unstructured>> pool_feed;
   // Karpenter NodePools by name: whether each can make this scale set's nodes, and has room for a
   // pair under its limits (decided once per change of the pool, not per recompute).

@@ -50,6 +50,15 @@ class pod_census {
     built_ = true;
   }
   bool built() const { return built_; }
+  // After a feed drain, with the feed's count of dropped changes: a change the bounded feed
+  // dropped is not in the count, so it is counted again from `list()` (the informer's cache).
+  template <class List>
+  void mend(uint64_t feed_dropped, List&& list) {
+    if (feed_dropped == dropped_seen_)
+      return;
+    dropped_seen_ = feed_dropped;
+    rebuild(list());
+  }
 
   const runner_totals& runners() const { return totals_; }
   // A runner pod's mark, or null when the scale set has no runner pod of that name.
@@ -64,6 +73,7 @@ class pod_census {
 
   std::string ns_;
   bool built_ = false;
+  uint64_t dropped_seen_ = 0;
   std::unordered_map<std::string, runner_mark> runners_;
   std::map<std::string, std::shared_ptr<const k8s::pod>> placeholders_;
   runner_totals totals_;

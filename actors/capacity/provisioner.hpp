@@ -68,7 +68,6 @@ struct provisioner_state {
   // The scale set's runner pods, counted as the feed brings their changes (see pod_census); rebuilt
   // from the cache on every sweep and after the feed dropped a change.
   pod_census census;
-  uint64_t feed_dropped_seen = 0;
   int64_t cap = 0;  // the advertised capacity
   bool cap_known = false;
   int64_t scale_set_id = 0;

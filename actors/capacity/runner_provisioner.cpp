@@ -229,10 +229,7 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
             s.seen_before_made.insert(name);
         });
         auto& s = self->state;
-        if (const auto dropped = s.feed->stats()->dropped.load(std::memory_order_relaxed); dropped != s.feed_dropped_seen) {
-          s.feed_dropped_seen = dropped;  // a change the bounded feed dropped: count again from the cache
-          s.census.rebuild(s.ctx->pods->list());
-        }
+        s.census.mend(s.feed->stats()->dropped.load(std::memory_order_relaxed), [&] { return s.ctx->pods->list(); });
         reconcile(self);
       },
       [self](const msg::set_max_capacity& a) {

@@ -246,6 +246,8 @@ struct transport::impl {
     if (t->req.url.rfind("https://", 0) == 0)
       curl_easy_setopt(e, CURLOPT_PIPEWAIT, 1L);
     curl_easy_setopt(e, CURLOPT_TCP_KEEPALIVE, 1L);
+    if (opts.read_buffer_bytes > 0)
+      curl_easy_setopt(e, CURLOPT_BUFFERSIZE, opts.read_buffer_bytes);
     if (t->req.compressed)
       curl_easy_setopt(e, CURLOPT_ACCEPT_ENCODING, "");
     curl_easy_setopt(e, CURLOPT_CONNECTTIMEOUT_MS, static_cast<long>(opts.connect_timeout.count()));

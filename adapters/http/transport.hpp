@@ -68,6 +68,9 @@ class transport {
     // 8 s when driven this way (many_scale_sets_bench at 1,000 scale sets), so it is not the
     // default.
     bool event_driven = false;
+    // libcurl's read buffer per transfer (bytes; 0: libcurl's 16 KiB). Every long poll held open
+    // keeps one, and their answers are a few KiB.
+    long read_buffer_bytes = 0;
   };
   using on_chunk = std::function<void(std::string_view)>;
   using on_done = std::function<void(http_response)>;

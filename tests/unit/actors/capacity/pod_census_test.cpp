@@ -60,6 +60,28 @@ TEST(pod_census, counts_runner_pods_by_state_and_keeps_placeholders_by_name) {
   EXPECT_EQ(c.runners().pods, 4);
 }
 
+// A change the bounded feed dropped: the count is rebuilt from the cache once per new drop, and
+// the cache is not even listed while nothing was dropped.
+TEST(pod_census, a_dropped_change_is_mended_from_the_cache) {
+  pod_census c{"ns"};
+  const std::vector<std::shared_ptr<const k8s::pod>> cache{pod("r1", "ns", runner, "Running", "n1"), pod("r2", "ns", runner, "Pending")};
+  c.rebuild(std::vector<std::shared_ptr<const k8s::pod>>{});  // the feed lost both adds
+  int listed = 0;
+  auto list = [&] {
+    ++listed;
+    return cache;
+  };
+  c.mend(0, list);
+  EXPECT_EQ(listed, 0);
+  EXPECT_EQ(c.runners().pods, 0);
+  c.mend(2, list);
+  EXPECT_EQ(listed, 1);
+  EXPECT_EQ(c.runners().pods, 2);
+  EXPECT_EQ(c.runners().placed, 1);
+  c.mend(2, list);
+  EXPECT_EQ(listed, 1) << "the same drops are mended once";
+}
+
 // 20,000 random changes over 60 pods: after each, the running count equals a count from scratch
 // over the pods as they now are.
 TEST(pod_census, a_running_count_equals_a_count_from_scratch_after_any_changes) {

@@ -1,6 +1,7 @@
 // The HTTP transport in both of its I/O models (the walk over every transfer, and event-driven
-// epoll + curl_multi_socket_action) against a civetweb server on loopback: many requests held open
-// at once, a streamed body, a cancel in flight, timers, and a server that closes the connection.
+// epoll + curl_multi_socket_action, here with libcurl's smallest read buffer) against a civetweb
+// server on loopback: many requests held open at once, a body larger than the read buffer, a
+// streamed body, a cancel in flight, timers, and a server that closes the connection.
 #include "adapters/http/transport.hpp"
 
 #include <CivetServer.h>
@@ -19,7 +20,8 @@ using headroom::http::transport;
 
 namespace {
 
-// /hold/<ms>: answers after <ms>; /stream: three chunks 20 ms apart; /close: closes without answering.
+// /hold/<ms>: answers after <ms>; /big: a 200 KB body; /stream: three chunks 20 ms apart; /close:
+// closes without answering.
 class handler final : public CivetHandler {
  public:
   bool handleGet(CivetServer*, mg_connection* c) override {
@@ -28,6 +30,14 @@ class handler final : public CivetHandler {
       std::this_thread::sleep_for(std::chrono::milliseconds(std::stoi(uri.substr(6))));
       const std::string body = "held " + uri.substr(6);
       mg_printf(c, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n%s", body.size(), body.c_str());
+      return true;
+    }
+    if (uri == "/big") {
+      std::string body;
+      for (int i = 0; body.size() < 200'000; ++i)
+        body += std::to_string(i) + ",";
+      mg_printf(c, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", body.size());
+      mg_write(c, body.data(), body.size());
       return true;
     }
     if (uri == "/stream") {
@@ -54,6 +64,7 @@ struct transport_models : ::testing::TestWithParam<bool> {
     o.qps = 10'000;
     o.burst = 10'000;
     o.event_driven = GetParam();
+    o.read_buffer_bytes = GetParam() ? 1024 : 0;  // the smallest libcurl takes: bodies span many reads
     return o;
   }
   http_request get(const std::string& path) const {
@@ -86,6 +97,20 @@ TEST_P(transport_models, a_hundred_requests_held_open_at_once_all_complete) {
   ASSERT_TRUE(cv.wait_for(lock, 20s, [&] { return done == n; })) << done;
   EXPECT_EQ(ok, n);
   EXPECT_LT(std::chrono::steady_clock::now() - start, 5s) << "held concurrently, not one after another";
+}
+
+TEST_P(transport_models, a_large_body_spans_many_reads_and_arrives_whole) {
+  transport t{options()};
+  std::promise<http_response> p;
+  t.submit(get("/big"), [&](http_response r) { p.set_value(std::move(r)); });
+  auto f = p.get_future();
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  const auto r = f.get();
+  std::string expected;
+  for (int i = 0; expected.size() < 200'000; ++i)
+    expected += std::to_string(i) + ",";
+  EXPECT_EQ(r.status, 200);
+  EXPECT_EQ(r.body, expected);
 }
 
 TEST_P(transport_models, a_streamed_body_arrives_in_chunks_then_completes) {
