@@ -4,8 +4,10 @@
 
 
 #include <algorithm>
+#include <cstring>
 #include <exception>
 #include <stdexcept>
+#include <type_traits>
 
 #include "adapters/k8s/interning.hpp"
 #include "adapters/k8s/quantity.hpp"
@@ -16,6 +18,51 @@ namespace {
 
 namespace od = simdjson::ondemand;
 using interning::share;
+
+// A JSON string's text, unescaped, or nothing when the escapes are not valid JSON (the parse that
+// follows reports those).
+std::optional<std::string> unescape(std::string_view quoted) {
+  thread_local od::parser parser;
+  simdjson::padded_string copy{quoted};
+  auto doc = parser.iterate(copy);
+  std::string_view text;
+  if (doc.get_string().get(text))
+    return std::nullopt;
+  return std::string{text};
+}
+
+// Where the input's backslashes are. Field names are compared as they stand in the input
+// (field_name); a name is unescaped first only when a backslash lies within it. Most inputs
+// have no backslash at all; the rest have a few, in values.
+struct backslash_index {
+  static constexpr uintptr_t none = ~uintptr_t{0};
+  std::vector<const char*> at;  // in input order
+  size_t passed = 0;            // how many of `at` lie before the name looked at last
+  uintptr_t next = none;        // at[passed], or none
+  std::deque<std::string> names;  // unescaped names, quote-terminated and padded like the input
+
+  void reset(std::string_view input) {
+    at.clear();
+    names.clear();
+    passed = 0;
+    for (size_t i = input.find('\\'); i != std::string_view::npos; i = input.find('\\', i + 2))
+      at.push_back(input.data() + i);
+    next = at.empty() ? none : reinterpret_cast<uintptr_t>(at.front());
+  }
+
+  // The name at `raw` (just past its opening quote) as field_name compares it: itself, or its
+  // unescaped text when a backslash lies within it. Called when the next backslash is close by.
+  [[gnu::noinline, gnu::cold]] const char* name(const char* raw);
+};
+
+// The input's backslashes, or null when it has none (the common case: one memchr).
+backslash_index* index_backslashes(simdjson::padded_string_view input, backslash_index& index) {
+  const std::string_view text{input.data(), input.length()};
+  if (text.find('\\') == std::string_view::npos)
+    return nullptr;
+  index.reset(text);
+  return &index;
+}
 
 // A semantic problem found while decoding (a bad quantity, a wrong type we detected ourselves).
 struct field_failure {
@@ -29,6 +76,7 @@ struct context {
   std::string_view kind;  // a static string
   std::string_view ns, name;  // into the object being decoded, which outlives the error message
   std::vector<std::pair<std::string, int64_t>> unwound;  // innermost first
+  backslash_index* backslashes = nullptr;  // the input's; null when it has none
 
   std::string where() const {
     std::string out{kind};
@@ -52,19 +100,41 @@ struct context {
   }
 };
 
-bool take_null(od::value& v) { return v.type() == od::json_type::null && v.is_null(); }
+// Inlined: it runs for every value read, and a call per value cost about 5 % of a Pod's decode.
+simdjson_inline bool take_null(od::value& v) { return v.type() == od::json_type::null && v.is_null(); }
+
+// Whether a string body holds a backslash: eight bytes at a time (SWAR), as most bodies are short
+// and a memchr call per string cost more than the scan.
+simdjson_inline bool has_backslash(const char* p, size_t n) {
+  constexpr uint64_t ones = 0x0101010101010101ULL, highs = 0x8080808080808080ULL;
+  constexpr uint64_t backslashes = ones * static_cast<uint8_t>('\\');
+  size_t i = 0;
+  for (; i + 8 <= n; i += 8) {
+    uint64_t word;
+    std::memcpy(&word, p + i, 8);
+    const uint64_t x = word ^ backslashes;  // a zero byte where there was a backslash
+    if ((x - ones) & ~x & highs)
+      return true;
+  }
+  for (; i < n; ++i)
+    if (p[i] == '\\')
+      return true;
+  return false;
+}
 
 // The text between a string token's quotes when it has no escapes: the common case, copied straight
 // from the input instead of being unescaped into the parser's buffer first. Stage 1 has already
 // checked the string's bounds and UTF-8.
-std::optional<std::string_view> plain_string(std::string_view token) {
+simdjson_inline std::optional<std::string_view> plain_string(std::string_view token) {
   if (token.size() < 2 || token.front() != '"')
     return std::nullopt;
-  const size_t close = token.find_last_of('"');  // the token may carry trailing whitespace
+  size_t close = token.size() - 1;  // the token may carry trailing whitespace
+  while (token[close] != '"')
+    --close;
   if (close == 0)
     return std::nullopt;
   std::string_view body = token.substr(1, close - 1);
-  if (body.find('\\') != std::string_view::npos)
+  if (has_backslash(body.data(), body.size()))
     return std::nullopt;
   return body;
 }
@@ -96,12 +166,29 @@ bool boolean(od::value v) {
   return v.get_bool();
 }
 
+// A container or null. The container is tried first, as null is rare: a failed get_object or
+// get_array consumes nothing.
+template <class Container>
+simdjson_inline bool open(od::value& v, Container& out) {
+  simdjson::error_code err;
+  if constexpr (std::is_same_v<Container, od::object>)
+    err = v.get_object().get(out);
+  else
+    err = v.get_array().get(out);
+  if (!err)
+    return true;
+  if (err == simdjson::INCORRECT_TYPE && v.type() == od::json_type::null && v.is_null())
+    return false;
+  throw simdjson::simdjson_error(err);
+}
+
 template <class F>
 void each(context& c, od::value v, F&& fn) {
-  if (take_null(v))
+  od::array array;
+  if (!open(v, array))
     return;
   int64_t i = 0;
-  for (auto element : v.get_array()) {
+  for (auto element : array) {
     try {
       fn(od::value{element.value()});
     } catch (...) {
@@ -112,11 +199,87 @@ void each(context& c, od::value v, F&& fn) {
   }
 }
 
+// A field's name as it stands in the input, compared without unescaping it (as simdjson's own
+// find_field does): the literal's bytes, then the closing quote. The length is known at compile
+// time, so a compare is a few loads: no memcmp call and no unescaping into the parser's buffer,
+// which together cost about a fifth of a Pod's decode. The input's keys were put in their plainest
+// form first (`plain_keys`), so "sp\u0065c" still reads as "spec". Data keys (labels, annotations,
+// resource names) go through `entries`, which unescapes them.
+class field_name {
+ public:
+  // A name whose first 64 bytes hold no backslash is its own text for every compare: it cannot
+  // unescape to a literal of 46 bytes or fewer.
+  simdjson_inline field_name(od::raw_json_string raw, backslash_index* backslashes) : raw_{raw.raw()} {
+    // Also taken when the next backslash known is behind this name (it was in a value): it moves on.
+    if (backslashes && backslashes->next < reinterpret_cast<uintptr_t>(raw_) + simdjson::SIMDJSON_PADDING)
+        [[unlikely]]
+      raw_ = backslashes->name(raw_);
+  }
+
+  // Reads at most N bytes from the name's start: within the name, its closing quote and the
+  // value that follows, or the input's padding (the longest name compared is 46 bytes).
+  template <size_t N>
+  bool operator==(const char (&literal)[N]) const noexcept {
+    static_assert(N - 1 <= simdjson::SIMDJSON_PADDING);
+    return raw_[N - 1] == '"' && std::memcmp(raw_, literal, N - 1) == 0;
+  }
+
+  // The name as written (escapes kept), for error messages only.
+  std::string text() const {
+    size_t n = 0;
+    while (raw_[n] != '"')
+      n += raw_[n] == '\\' ? 2 : 1;
+    return std::string{raw_, n};
+  }
+
+ private:
+  const char* raw_;
+};
+
+const char* backslash_index::name(const char* raw) {
+  while (passed < at.size() && at[passed] < raw)
+    ++passed;
+  next = passed < at.size() ? reinterpret_cast<uintptr_t>(at[passed]) : none;
+  size_t end = 0;  // the closing quote
+  while (raw[end] != '"')
+    end += raw[end] == '\\' ? 2 : 1;
+  if (next >= reinterpret_cast<uintptr_t>(raw + end))
+    return raw;  // the backslash is past this name
+  auto text = unescape(std::string_view{raw - 1, end + 2});
+  // A name that still needs an escape (a quote, a control byte) is no name headroom reads; it is
+  // kept as the empty name, which matches none.
+  if (!text || text->find('"') != std::string::npos)
+    text = std::string{};
+  auto& kept = names.emplace_back(std::move(*text));
+  kept.push_back('"');
+  kept.resize(kept.size() + simdjson::SIMDJSON_PADDING, '\0');
+  return kept.data();
+}
+
 template <class F>
 void fields(context& c, od::value v, F&& fn) {
-  if (take_null(v))
+  od::object object;
+  if (!open(v, object))
     return;
-  for (auto result : v.get_object()) {
+  for (auto result : object) {
+    od::field field = std::move(result);
+    field_name key{field.key(), c.backslashes};
+    try {
+      fn(key, od::value{field.value()});
+    } catch (...) {
+      c.unwound.emplace_back(key.text(), -1);
+      throw;
+    }
+  }
+}
+
+// An object whose keys are data (a label map, a resource list): each key unescaped.
+template <class F>
+void entries(context& c, od::value v, F&& fn) {
+  od::object object;
+  if (!open(v, object))
+    return;
+  for (auto result : object) {
     od::field field = std::move(result);
     std::string_view key = field.unescaped_key();
     try {
@@ -208,7 +371,7 @@ T& slot(std::vector<T>& v, size_t& n) {
 // -- the parts ---------------------------------------------------------------------------------------
 
 void string_map(context& c, od::value v, string_pairs& out, size_t& n) {
-  fields(c, v, [&](std::string_view key, od::value value) {
+  entries(c, v, [&](std::string_view key, od::value value) {
     auto& kv = slot(out, n);
     kv.first.assign(key.data(), key.size());
     set(kv.second, value);
@@ -220,7 +383,7 @@ void string_list(context& c, od::value v, std::vector<std::string>& out, size_t&
 }
 
 void resources(context& c, od::value v, resource_list& out) {
-  fields(c, v, [&](std::string_view name, od::value value) {
+  entries(c, v, [&](std::string_view name, od::value value) {
     std::string_view text;
     std::string number;
     if (value.type() == od::json_type::number) {  // Quantity.UnmarshalJSON accepts bare numbers too
@@ -246,7 +409,7 @@ void meta(context& c, od::value v, object_meta& m) {
   thread_local std::vector<owner_reference> owners;
   size_t n_labels = 0, n_annotations = 0, n_owners = 0;
   bool seen_labels = false, seen_annotations = false, seen_owners = false;
-  fields(c, v, [&](std::string_view key, od::value value) {
+  fields(c, v, [&](field_name key, od::value value) {
     if (key == "name") {
       set(m.name, value);
       c.name = m.name;
@@ -275,7 +438,7 @@ void meta(context& c, od::value v, object_meta& m) {
       seen_owners = true;
       each(c, value, [&](od::value item) {
         auto& o = slot(owners, n_owners);
-        fields(c, item, [&](std::string_view k, od::value x) {
+        fields(c, item, [&](field_name k, od::value x) {
           if (k == "apiVersion")
             set(o.api_version, x);
           else if (k == "kind")
@@ -308,7 +471,7 @@ void requirements(context& c, od::value v, std::vector<selector_requirement>& ou
   each(c, v, [&](od::value item) {
     auto& r = slot(out, n);
     size_t n_values = 0;
-    fields(c, item, [&](std::string_view k, od::value x) {
+    fields(c, item, [&](field_name k, od::value x) {
       if (k == "key")
         set(r.key, x);
       else if (k == "operator")
@@ -322,7 +485,7 @@ void requirements(context& c, od::value v, std::vector<selector_requirement>& ou
 
 void selector(context& c, od::value v, label_selector& out) {
   size_t n_labels = 0, n_expressions = 0;
-  fields(c, v, [&](std::string_view k, od::value x) {
+  fields(c, v, [&](field_name k, od::value x) {
     if (k == "matchLabels")
       string_map(c, x, out.match_labels, n_labels);
     else if (k == "matchExpressions")
@@ -337,7 +500,7 @@ void affinity_terms(context& c, od::value v, std::vector<pod_affinity_term>& out
     auto& t = slot(out, n);
     size_t n_namespaces = 0;
     bool has_selector = false;
-    fields(c, item, [&](std::string_view k, od::value x) {
+    fields(c, item, [&](field_name k, od::value x) {
       if (k == "labelSelector") {
         has_selector = true;
         selector(c, x, t.selector);
@@ -360,18 +523,18 @@ struct affinity_counts {
 };
 
 void affinity(context& c, od::value v, pod_spec& s, affinity_counts& n) {
-  fields(c, v, [&](std::string_view k, od::value x) {
+  fields(c, v, [&](field_name k, od::value x) {
     if (k == "nodeAffinity") {
-      fields(c, x, [&](std::string_view k2, od::value y) {
+      fields(c, x, [&](field_name k2, od::value y) {
         if (k2 != "requiredDuringSchedulingIgnoredDuringExecution")
           return;
-        fields(c, y, [&](std::string_view k3, od::value z) {
+        fields(c, y, [&](field_name k3, od::value z) {
           if (k3 != "nodeSelectorTerms")
             return;
           each(c, z, [&](od::value term) {
             auto& t = slot(s.required_node_affinity, n.node);
             size_t n_expressions = 0, n_fields = 0;
-            fields(c, term, [&](std::string_view k4, od::value w) {
+            fields(c, term, [&](field_name k4, od::value w) {
               if (k4 == "matchExpressions")
                 requirements(c, w, t.match_expressions, n_expressions);
               else if (k4 == "matchFields")
@@ -384,7 +547,7 @@ void affinity(context& c, od::value v, pod_spec& s, affinity_counts& n) {
       });
     } else if (k == "podAffinity" || k == "podAntiAffinity") {
       const bool anti = k == "podAntiAffinity";
-      fields(c, x, [&](std::string_view k2, od::value y) {
+      fields(c, x, [&](field_name k2, od::value y) {
         if (k2 == "requiredDuringSchedulingIgnoredDuringExecution")
           affinity_terms(c, y, anti ? s.required_pod_anti_affinity : s.required_pod_affinity, anti ? n.anti : n.pod);
       });
@@ -395,9 +558,9 @@ void affinity(context& c, od::value v, pod_spec& s, affinity_counts& n) {
 void containers(context& c, od::value v, std::vector<container_requests>& out, size_t& n) {
   each(c, v, [&](od::value item) {
     auto& cr = slot(out, n);
-    fields(c, item, [&](std::string_view k, od::value x) {
+    fields(c, item, [&](field_name k, od::value x) {
       if (k == "resources") {
-        fields(c, x, [&](std::string_view k2, od::value y) {
+        fields(c, x, [&](field_name k2, od::value y) {
           if (k2 == "requests")
             resources(c, y, cr.requests);
         });
@@ -439,7 +602,7 @@ void effective_requests(const std::vector<container_requests>& regular, size_t n
 void conditions(context& c, od::value v, std::vector<condition>& out, size_t& n) {
   each(c, v, [&](od::value item) {
     auto& cond = slot(out, n);
-    fields(c, item, [&](std::string_view k, od::value x) {
+    fields(c, item, [&](field_name k, od::value x) {
       if (k == "type")
         set(cond.type, x);
       else if (k == "status")
@@ -462,7 +625,7 @@ void decode_pod_spec(context& c, od::value v, pod& p) {
   reset(overhead);
   size_t n_gates = 0, n_selector = 0, n_tolerations = 0, n_spread = 0, n_regular = 0, n_init = 0;
   affinity_counts n_affinity;
-  fields(c, v, [&](std::string_view k, od::value x) {
+  fields(c, v, [&](field_name k, od::value x) {
     if (k == "nodeName") {
       set(p.node_name, x);
     } else if (k == "priority") {
@@ -476,7 +639,7 @@ void decode_pod_spec(context& c, od::value v, pod& p) {
       set(s.scheduler_name, x);
     } else if (k == "schedulingGates") {
       each(c, x, [&](od::value gate) {
-        fields(c, gate, [&](std::string_view k2, od::value y) {
+        fields(c, gate, [&](field_name k2, od::value y) {
           if (k2 == "name")
             set(slot(s.scheduling_gates, n_gates), y);
         });
@@ -488,7 +651,7 @@ void decode_pod_spec(context& c, od::value v, pod& p) {
     } else if (k == "tolerations") {
       each(c, x, [&](od::value item) {
         auto& t = slot(s.tolerations, n_tolerations);
-        fields(c, item, [&](std::string_view k2, od::value y) {
+        fields(c, item, [&](field_name k2, od::value y) {
           if (k2 == "key")
             set(t.key, y);
           else if (k2 == "operator")
@@ -505,7 +668,7 @@ void decode_pod_spec(context& c, od::value v, pod& p) {
       each(c, x, [&](od::value item) {
         auto& t = slot(s.topology_spread, n_spread);
         bool has_selector = false;
-        fields(c, item, [&](std::string_view k2, od::value y) {
+        fields(c, item, [&](field_name k2, od::value y) {
           if (k2 == "maxSkew") {
             t.max_skew = static_cast<int32_t>(int64(y));
           } else if (k2 == "topologyKey") {
@@ -545,7 +708,7 @@ void pod_status(context& c, od::value v, pod& p) {
   thread_local std::vector<condition> conds;
   thread_local std::vector<container_status> statuses;
   size_t n_conditions = 0, n_statuses = 0;
-  fields(c, v, [&](std::string_view k, od::value x) {
+  fields(c, v, [&](field_name k, od::value x) {
     if (k == "phase") {
       set(p.phase, x);
     } else if (k == "nominatedNodeName") {
@@ -557,7 +720,7 @@ void pod_status(context& c, od::value v, pod& p) {
     } else if (k == "containerStatuses") {
       each(c, x, [&](od::value item) {
         auto& s = slot(statuses, n_statuses);
-        fields(c, item, [&](std::string_view k2, od::value y) {
+        fields(c, item, [&](field_name k2, od::value y) {
           if (k2 == "name") {
             set(s.name, y);
           } else if (k2 == "ready") {
@@ -565,9 +728,9 @@ void pod_status(context& c, od::value v, pod& p) {
           } else if (k2 == "restartCount") {
             s.restart_count = static_cast<int32_t>(int64(y));
           } else if (k2 == "state") {
-            fields(c, y, [&](std::string_view state, od::value z) {
+            entries(c, y, [&](std::string_view state, od::value z) {
               s.state.assign(state.data(), state.size());
-              fields(c, z, [&](std::string_view k3, od::value w) {
+              fields(c, z, [&](field_name k3, od::value w) {
                 if (k3 == "reason")
                   set(s.reason, w);
               });
@@ -586,7 +749,7 @@ void pod_status(context& c, od::value v, pod& p) {
 // -- one function per kind: fills T from an object value --------------------------------------------
 
 void decode_into(context& c, od::value v, pod& p) {
-  fields(c, v, [&](std::string_view k, od::value x) {
+  fields(c, v, [&](field_name k, od::value x) {
     if (k == "metadata")
       meta(c, x, p.meta);
     else if (k == "spec")
@@ -598,11 +761,11 @@ void decode_into(context& c, od::value v, pod& p) {
 
 void decode_into(context& c, od::value v, node& n) {
   size_t n_taints = 0, n_conditions = 0;
-  fields(c, v, [&](std::string_view k, od::value x) {
+  fields(c, v, [&](field_name k, od::value x) {
     if (k == "metadata") {
       meta(c, x, n.meta);
     } else if (k == "spec") {
-      fields(c, x, [&](std::string_view k2, od::value y) {
+      fields(c, x, [&](field_name k2, od::value y) {
         if (k2 == "unschedulable") {
           n.unschedulable = boolean(y);
         } else if (k2 == "providerID") {
@@ -610,7 +773,7 @@ void decode_into(context& c, od::value v, node& n) {
         } else if (k2 == "taints") {
           each(c, y, [&](od::value item) {
             auto& t = slot(n.taints, n_taints);
-            fields(c, item, [&](std::string_view k3, od::value z) {
+            fields(c, item, [&](field_name k3, od::value z) {
               if (k3 == "key")
                 set(t.key, z);
               else if (k3 == "value")
@@ -622,7 +785,7 @@ void decode_into(context& c, od::value v, node& n) {
         }
       });
     } else if (k == "status") {
-      fields(c, x, [&](std::string_view k2, od::value y) {
+      fields(c, x, [&](field_name k2, od::value y) {
         if (k2 == "capacity")
           resources(c, y, n.capacity);
         else if (k2 == "allocatable")
@@ -637,7 +800,7 @@ void decode_into(context& c, od::value v, node& n) {
 }
 
 void decode_into(context& c, od::value v, priority_class& pc) {
-  fields(c, v, [&](std::string_view k, od::value x) {
+  fields(c, v, [&](field_name k, od::value x) {
     if (k == "metadata")
       meta(c, x, pc.meta);
     else if (k == "value")
@@ -650,11 +813,11 @@ void decode_into(context& c, od::value v, priority_class& pc) {
 }
 
 void decode_into(context& c, od::value v, lease& l) {
-  fields(c, v, [&](std::string_view k, od::value x) {
+  fields(c, v, [&](field_name k, od::value x) {
     if (k == "metadata") {
       meta(c, x, l.meta);
     } else if (k == "spec") {
-      fields(c, x, [&](std::string_view k2, od::value y) {
+      fields(c, x, [&](field_name k2, od::value y) {
         if (k2 == "holderIdentity")
           set(l.holder_identity, y);
         else if (k2 == "leaseDurationSeconds" && !take_null(y))
@@ -671,11 +834,11 @@ void decode_into(context& c, od::value v, lease& l) {
 }
 
 void decode_into(context& c, od::value v, event& e) {
-  fields(c, v, [&](std::string_view k, od::value x) {
+  fields(c, v, [&](field_name k, od::value x) {
     if (k == "metadata") {
       meta(c, x, e.meta);
     } else if (k == "involvedObject") {
-      fields(c, x, [&](std::string_view k2, od::value y) {
+      fields(c, x, [&](field_name k2, od::value y) {
         if (k2 == "kind")
           set(e.involved_kind, y);
         else if (k2 == "namespace")
@@ -705,6 +868,8 @@ void decode_into(context& c, od::value v, unstructured& u) {
   // Second pass over the kept copy for the metadata: raw_json consumed the value.
   simdjson::ondemand::parser inner;
   simdjson::padded_string copy{u.raw};
+  backslash_index copy_backslashes;  // the names below are in the copy
+  c.backslashes = index_backslashes(copy, copy_backslashes);
   auto doc = inner.iterate(copy);
   for (auto field : doc.get_object()) {
     std::string_view k = field.unescaped_key();
@@ -761,8 +926,9 @@ std::optional<decode_error> guarded(context& c, Body&& body) {
 // Padded copy of the input: simdjson reads up to SIMDJSON_PADDING bytes past the end.
 simdjson::padded_string_view padded(std::string_view json, std::string& buffer) {
   buffer.assign(json);
-  buffer.resize(json.size() + simdjson::SIMDJSON_PADDING, '\0');
-  return simdjson::padded_string_view{buffer.data(), json.size(), buffer.size()};
+  const size_t size = buffer.size();
+  buffer.resize(size + simdjson::SIMDJSON_PADDING, '\0');
+  return simdjson::padded_string_view{buffer.data(), size, buffer.size()};
 }
 
 od::parser& thread_parser() {
@@ -776,7 +942,10 @@ decoded<T> decode_one(std::string_view json) {
   context c{kind_name<T>, {}, {}, {}};
   T out;
   auto err = guarded(c, [&] {
-    auto doc = thread_parser().iterate(padded(json, buffer));
+    thread_local backslash_index backslashes;
+    const auto input = padded(json, buffer);
+    c.backslashes = index_backslashes(input, backslashes);
+    auto doc = thread_parser().iterate(input);
     od::value root = doc.get_value();
     decode_into(c, root, out);
   });
@@ -800,10 +969,13 @@ decoded<list_result<T>> decode_list(std::string_view json) {
   list_result<T> out;
   context list_ctx{list_kind_name<T>, {}, {}, {}};
   auto err = guarded(list_ctx, [&] {
-    auto doc = thread_parser().iterate(padded(json, buffer));
-    fields(list_ctx, doc.get_value(), [&](std::string_view k, od::value x) {
+    thread_local backslash_index backslashes;
+    const auto input = padded(json, buffer);
+    list_ctx.backslashes = index_backslashes(input, backslashes);
+    auto doc = thread_parser().iterate(input);
+    fields(list_ctx, doc.get_value(), [&](field_name k, od::value x) {
       if (k == "metadata") {
-        fields(list_ctx, x, [&](std::string_view k2, od::value y) {
+        fields(list_ctx, x, [&](field_name k2, od::value y) {
           if (k2 == "resourceVersion")
             set(out.resource_version, y);
           else if (k2 == "continue")
@@ -813,6 +985,7 @@ decoded<list_result<T>> decode_list(std::string_view json) {
         int64_t i = 0;
         for (auto element : x.get_array()) {
           context c{kind_name<T>, {}, {}, {}};
+          c.backslashes = list_ctx.backslashes;
           T item;
           // A bad item is recorded and skipped; the iteration continues with the next one, so
           // one malformed object never hides the rest of the list.
@@ -839,13 +1012,16 @@ decoded<watch_event<T>> decode_watch_event(std::string_view json) {
   context c{watch_kind_name<T>, {}, {}, {}};
   std::string type;
   auto err = guarded(c, [&] {
-    auto doc = thread_parser().iterate(padded(json, buffer));
-    fields(c, doc.get_value(), [&](std::string_view k, od::value x) {
+    thread_local backslash_index backslashes;
+    const auto input = padded(json, buffer);
+    c.backslashes = index_backslashes(input, backslashes);
+    auto doc = thread_parser().iterate(input);
+    fields(c, doc.get_value(), [&](field_name k, od::value x) {
       if (k == "type") {
         set(type, x);
       } else if (k == "object") {
         if (type == "ERROR") {  // a metav1.Status: {code, message, reason}
-          fields(c, x, [&](std::string_view k2, od::value y) {
+          fields(c, x, [&](field_name k2, od::value y) {
             if (k2 == "code")
               out.error_code = static_cast<int32_t>(int64(y));
             else if (k2 == "message")

@@ -31,11 +31,14 @@ int64_t resource_list::get(std::string_view name) const {
   return 0;
 }
 
+namespace {
+int64_t sat_add(int64_t a, int64_t b) {
+  int64_t r = 0;
+  return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
+}
+}  // namespace
+
 void resource_list::add(std::string_view name, int64_t amount) {
-  auto sat_add = [](int64_t a, int64_t b) {
-    int64_t r = 0;
-    return __builtin_add_overflow(a, b, &r) ? (b > 0 ? INT64_MAX : INT64_MIN) : r;
-  };
   if (name == "cpu") {
     cpu_milli = sat_add(cpu_milli, amount);
   } else if (name == "memory") {
@@ -54,11 +57,13 @@ void resource_list::add(std::string_view name, int64_t amount) {
   }
 }
 
+// Field by field: the effective-requests arithmetic runs it several times per decoded Pod, and
+// going through add() by name compared the names each time.
 void resource_list::add_all(const resource_list& other) {
-  add("cpu", other.cpu_milli);
-  add("memory", other.memory);
-  add("ephemeral-storage", other.ephemeral_storage);
-  add("pods", other.pods);
+  cpu_milli = sat_add(cpu_milli, other.cpu_milli);
+  memory = sat_add(memory, other.memory);
+  ephemeral_storage = sat_add(ephemeral_storage, other.ephemeral_storage);
+  pods = sat_add(pods, other.pods);
   for (const auto& [k, v] : other.extended)
     add(k, v);
 }

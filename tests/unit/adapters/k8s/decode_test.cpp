@@ -283,3 +283,38 @@ TEST(decode, escaped_keys_and_values) {
   EXPECT_EQ(err(decode_pod(R"({"metadata":{"name":7}})")),
             "Pod: metadata.name: The JSON element does not have the requested type.");
 }
+
+// Field names are compared as they stand in the input unless a backslash lies within them (the
+// decoder indexes an input's backslashes): names after escaped values, names in later list
+// items, a name whose escape is past its first 64 bytes, and a name that unescapes to a quote.
+TEST(decode, escaped_names_are_found_wherever_the_backslashes_are) {
+  const auto p = ok(decode_pod(
+      R"({"metadata":{"annotations":{"note":"a\"b\\c"},"na\u006de":"x","\u006eamespace":"ns"},)"
+      R"("spec":{"nodeName":"n\"1","sch\u0065dulerName":"s"},"status":{"ph\u0061se":"Pending"}})"));
+  EXPECT_EQ(p.meta.annotations[0].second, "a\"b\\c");
+  EXPECT_EQ(p.meta.name, "x") << "an escaped name after an escaped value";
+  EXPECT_EQ(p.meta.ns, "ns") << "an escape in a name's first byte";
+  EXPECT_EQ(p.node_name, "n\"1");
+  EXPECT_EQ(p.spec->scheduler_name, "s");
+  EXPECT_EQ(p.phase, "Pending");
+
+  const auto list = ok(decode_list<pod>(
+      R"({"metadata":{"resourceVersion":"7"},"items":[{"metadata":{"name":"a","annotations":{"x":"\t"}}},)"
+      R"({"metadata":{"n\u0061me":"b"}},{"metadata":{"name":"c"}}]})"));
+  ASSERT_EQ(list.items.size(), 3u);
+  EXPECT_EQ(list.items[1].meta.name, "b") << "an escaped name in a later item";
+  EXPECT_EQ(list.items[2].meta.name, "c");
+
+  // A name that holds a quote, or is long and escaped past its 64th byte, is no field headroom
+  // reads; it is skipped like any other unknown field, and the fields around it are read.
+  const std::string long_name = std::string(70, 'a') + "\\u0062";
+  const auto q = ok(decode_pod(R"({"metadata":{"na\"me":"wrong",")" + long_name + R"(":"y","name":"right"}})"));
+  EXPECT_EQ(q.meta.name, "right");
+
+  // A watch event whose type's name is escaped, and an error naming an escaped field.
+  const auto w = ok(decode_watch_event<pod>(R"({"t\u0079pe":"ADDED","object":{"metadata":{"name":"w"}}})"));
+  EXPECT_EQ(w.type, watch_event<pod>::added);
+  EXPECT_EQ(w.object.meta.name, "w");
+  EXPECT_EQ(err(decode_pod(R"({"metadata":{"annotations":{"a":"\n"},"n\u0061me":7}})")),
+            "Pod: metadata.name: The JSON element does not have the requested type.");
+}
