@@ -2,12 +2,16 @@
 
 #include <simdjson.h>
 
-
 #include <algorithm>
+#include <cstdint>
 #include <cstring>
+#include <deque>
 #include <exception>
+#include <optional>
 #include <stdexcept>
+#include <string>
 #include <type_traits>
+#include <vector>
 
 #include "adapters/k8s/interning.hpp"
 #include "adapters/k8s/quantity.hpp"

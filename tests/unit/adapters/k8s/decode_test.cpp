@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <cctype>
+#include <cstdio>
 #include <fstream>
 #include <sstream>
 
@@ -40,6 +42,52 @@ std::string replace(std::string s, const std::string& from, const std::string& t
   if (pos != std::string::npos)
     s.replace(pos, from.size(), to);
   return s;
+}
+
+// `json` with one byte of every object key written as a \u escape: the first byte, or the last.
+std::string escape_every_key(const std::string& json, bool last) {
+  std::string out;
+  size_t i = 0;
+  while (i < json.size()) {
+    if (json[i] != '"') {
+      out += json[i++];
+      continue;
+    }
+    size_t end = i + 1;  // the closing quote
+    while (json[end] != '"')
+      end += json[end] == '\\' ? 2 : 1;
+    size_t after = end + 1;
+    while (after < json.size() && std::isspace(static_cast<unsigned char>(json[after])))
+      ++after;
+    std::string text = json.substr(i, end + 1 - i);
+    const size_t at = last ? text.size() - 2 : 1;
+    if (after < json.size() && json[after] == ':' && text.size() > 2 && text[at] != '\\' &&
+        (at == 1 || text[at - 1] != '\\')) {
+      char hex[8];
+      std::snprintf(hex, sizeof hex, "\\u%04x", static_cast<unsigned char>(text[at]));
+      text.replace(at, 1, hex);
+    }
+    out += text;
+    i = end + 1;
+  }
+  return out;
+}
+
+void expect_same_pod(const pod& a, const pod& b) {
+  EXPECT_EQ(a.meta.name, b.meta.name);
+  EXPECT_EQ(a.meta.ns, b.meta.ns);
+  EXPECT_EQ(a.meta.uid, b.meta.uid);
+  EXPECT_EQ(a.meta.resource_version, b.meta.resource_version);
+  EXPECT_EQ(a.meta.creation_timestamp, b.meta.creation_timestamp);
+  EXPECT_EQ(*a.meta.labels, *b.meta.labels);
+  EXPECT_EQ(*a.meta.annotations, *b.meta.annotations);
+  EXPECT_EQ(*a.meta.owners, *b.meta.owners);
+  EXPECT_EQ(*a.spec, *b.spec);
+  EXPECT_EQ(*a.conditions, *b.conditions);
+  EXPECT_EQ(*a.container_statuses, *b.container_statuses);
+  EXPECT_EQ(a.phase, b.phase);
+  EXPECT_EQ(a.node_name, b.node_name);
+  EXPECT_EQ(a.priority, b.priority);
 }
 
 }  // namespace
@@ -317,4 +365,29 @@ TEST(decode, escaped_names_are_found_wherever_the_backslashes_are) {
   EXPECT_EQ(w.object.meta.name, "w");
   EXPECT_EQ(err(decode_pod(R"({"metadata":{"annotations":{"a":"\n"},"n\u0061me":7}})")),
             "Pod: metadata.name: The JSON element does not have the requested type.");
+}
+
+// Every field name the decoder reads, escaped at its first byte or its last, decodes to the same
+// Pod: in a single object, in a list (escaped in one item only) and in a watch event.
+TEST(decode, a_pod_with_every_field_name_escaped_decodes_the_same) {
+  const auto plain_json = fixture("pod_full.json");
+  const auto plain = ok(decode_pod(plain_json));
+  ASSERT_FALSE(plain.spec->tolerations.empty()) << "the fixture reads many fields";
+  for (bool last : {false, true}) {
+    SCOPED_TRACE(last ? "last byte escaped" : "first byte escaped");
+    const auto escaped_json = escape_every_key(plain_json, last);
+    ASSERT_NE(escaped_json, plain_json);
+    ASSERT_NE(escaped_json.find(last ? "\"metadat\\u0061\"" : "\"\\u006detadata\""), std::string::npos);
+    expect_same_pod(ok(decode_pod(escaped_json)), plain);
+
+    const auto list = ok(decode_list<pod>(R"({"metadata":{"resourceVersion":"1"},"items":[)" + plain_json + "," +
+                                          escaped_json + "," + plain_json + "]}"));
+    ASSERT_EQ(list.items.size(), 3u);
+    for (const auto& item : list.items)
+      expect_same_pod(item, plain);
+
+    const auto event = ok(decode_watch_event<pod>(escape_every_key(R"({"type":"MODIFIED","object":)" + plain_json + "}", last)));
+    EXPECT_EQ(event.type, watch_event<pod>::modified);
+    expect_same_pod(event.object, plain);
+  }
 }
