@@ -297,10 +297,10 @@ int main(int argc, char** argv) {
     std::istringstream in{r.out};
     std::string name, uid;
     in >> name >> uid;
-    if (name.empty())
-      continue;
     std::this_thread::sleep_until(next);
     next += step;
+    if (name.empty())  // the scale set's new pair is not made yet (few scale sets, changed often)
+      continue;
     k8s::delete_options del;
     del.grace_period_seconds = 0;
     done.push_back({set, v.ids[set], clock_type::now(), uid});

@@ -6,7 +6,10 @@
 #include <cmath>
 #include <ctime>
 #include <mutex>
+#include <type_traits>
+#include <variant>
 
+#include "runtime/json_writer.hpp"
 #include "runtime/secrets.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/rfc3339.hpp"
@@ -61,47 +64,6 @@ std::string_view to_string(log_level level) {
   return "unknown";
 }
 
-std::string json_escape(std::string_view text) {
-  std::string out;
-  out.reserve(text.size() + 2);
-  out.push_back('"');
-  for (const char ch : text) {
-    const auto c = static_cast<unsigned char>(ch);
-    switch (c) {
-      case '"': out += "\\\""; break;
-      case '\\': out += "\\\\"; break;
-      case '\n': out += "\\n"; break;
-      case '\r': out += "\\r"; break;
-      case '\t': out += "\\t"; break;
-      default:
-        if (c < 0x20) {
-          char buf[8];
-          std::snprintf(buf, sizeof buf, "\\u%04x", c);
-          out += buf;
-        } else {
-          out.push_back(ch);
-        }
-    }
-  }
-  out.push_back('"');
-  return out;
-}
-
-// Values are redacted before escaping: a secret with characters JSON escapes (a PEM key's newlines)
-// would no longer match once escaped.
-log_field::log_field(std::string_view key, std::string_view value)
-    : key(key), json(json_escape(redact(value))) {}
-log_field::log_field(std::string_view key, bool value) : key(key), json(value ? "true" : "false") {}
-log_field::log_field(std::string_view key, double value) : key(key) {
-  if (!std::isfinite(value)) {
-    json = "null";
-    return;
-  }
-  char buf[32];
-  std::snprintf(buf, sizeof buf, "%.6g", value);
-  json = buf;
-}
-
 logger& logger::global() {
   static logger instance;
   return instance;
@@ -115,23 +77,26 @@ void logger::set_sink(sink s) {
 
 void logger::write(log_level level, std::string_view actor, std::string_view msg,
                    std::initializer_list<log_field> fields) {
-  std::string line;
-  line.reserve(128 + msg.size());
-  line += "{\"ts\":\"";
-  line += timestamp_now();
-  line += "\",\"level\":\"";
-  line += to_string(level);
-  line += "\",\"actor\":";
-  line += json_escape(redact(actor));
-  line += ",\"msg\":";
-  line += json_escape(redact(msg));
+  // Values are redacted before they are written: a secret with characters JSON escapes (a PEM
+  // key's newlines) would no longer match once escaped.
+  json_writer w;
+  w.begin_object().field("ts", timestamp_now()).field("level", to_string(level));
+  w.field("actor", redact(actor)).field("msg", redact(msg));
   for (const auto& f : fields) {
-    line += ',';
-    line += json_escape(f.key);
-    line += ':';
-    line += f.json;
+    w.key(f.key);
+    std::visit(
+        [&w](const auto& v) {
+          using T = std::decay_t<decltype(v)>;
+          if constexpr (std::is_same_v<T, std::string_view>)
+            w.value(redact(v));
+          else
+            w.value(v);
+        },
+        f.value);
   }
-  line += "}\n";
+  w.end_object();
+  std::string line = w.str();
+  line += '\n';
   // And the rendered line once more, for a secret that only appears across a key and a value.
   line = redact(line);
   std::lock_guard<std::mutex> guard{write_mutex()};

@@ -7,6 +7,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <variant>
 
 namespace headroom::runtime {
 
@@ -17,16 +18,17 @@ std::string_view to_string(log_level level);
 
 // One structured field of a log line; the value is rendered to JSON when the field is made.
 struct log_field {
-  log_field(std::string_view key, std::string_view value);
+  log_field(std::string_view key, std::string_view value) : key(key), value(value) {}
   log_field(std::string_view key, const std::string& value) : log_field(key, std::string_view{value}) {}
   log_field(std::string_view key, const char* value) : log_field(key, std::string_view{value}) {}
-  log_field(std::string_view key, bool value);
-  log_field(std::string_view key, double value);
+  log_field(std::string_view key, bool value) : key(key), value(value) {}
+  log_field(std::string_view key, double value) : key(key), value(value) {}
   template <class Int, class = std::enable_if_t<std::is_integral_v<Int> && !std::is_same_v<Int, bool>>>
-  log_field(std::string_view key, Int value) : key(key), json(std::to_string(value)) {}
+  log_field(std::string_view key, Int value) : key(key), value(static_cast<int64_t>(value)) {}
 
   std::string_view key;
-  std::string json;
+  // A string is held as a view: a field lives only for the call to the logger that names it.
+  std::variant<std::string_view, bool, double, int64_t> value;
 };
 
 // JSON lines on stderr: {"ts","level","actor","msg",…fields}, one event per line. Every line
@@ -52,8 +54,6 @@ class logger {
   std::atomic<bool> custom_sink_{false};
   sink sink_;
 };
-
-std::string json_escape(std::string_view text);
 
 namespace log {
 inline void debug(std::string_view actor, std::string_view msg, std::initializer_list<log_field> f = {}) {

@@ -19,6 +19,7 @@
 #include "adapters/k8s/decode.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::actors::bigfleet {
 
@@ -142,8 +143,10 @@ void on_reply(upc_actor* self, const msg::api_reply& r) {
           break;
         ++s.created;
         auto& client = *s.deps.client;
-        const std::string patch = "{\"metadata\":{\"resourceVersion\":" + runtime::json_escape(cr->meta.resource_version) +
-                                  "},\"status\":{\"phase\":\"Pending\"}}";
+        runtime::json_writer w;
+        w.begin_object().key("metadata").begin_object().field("resourceVersion", cr->meta.resource_version).end_object();
+        w.key("status").begin_object().field("phase", "Pending").end_object().end_object();
+        const std::string patch = w.str();
         start_call(self, {pending_call::stamp, call.ns, call.name}, [&client, call, patch](k8s::api_callback cb) {
           client.merge_patch(kinds::capacity_requests, call.ns, call.name, patch, std::move(cb), "status");
         });

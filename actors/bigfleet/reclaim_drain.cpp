@@ -18,6 +18,7 @@
 #include "actors/k8s/informer_feed.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::actors::bigfleet {
 
@@ -77,10 +78,12 @@ void set_upcoming_phase(drain_actor* self, const std::string& node, std::string_
   if (name.empty())
     return;
   auto& client = *self->state.deps.client;
-  std::string status = "{\"status\":{\"phase\":" + runtime::json_escape(phase);
+  runtime::json_writer w;
+  w.begin_object().key("status").begin_object().field("phase", phase);
   if (!error.empty())
-    status += ",\"lastError\":" + runtime::json_escape(error);
-  status += "}}";
+    w.field("lastError", error);
+  w.end_object().end_object();
+  const std::string status = w.str();
   client.merge_patch(kinds::upcoming_nodes, "", name, status,
                      [&client, name, then_delete, node](k8s::api_result r) {
                        if (auto* e = std::get_if<k8s::api_error>(&r)) {

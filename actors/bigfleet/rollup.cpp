@@ -16,6 +16,7 @@
 #include "messages/type_ids.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/log.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::actors::bigfleet {
 
@@ -54,7 +55,10 @@ void pump_acks(rollup_actor* self) {
   while (st.acks_in_flight.in_flight() < st.opts.ack_parallelism && !st.acks_waiting.empty()) {
     auto t = std::move(st.acks_waiting.front());
     st.acks_waiting.pop_front();
-    const std::string patch = "{\"status\":{\"phase\":\"Acknowledged\",\"acknowledgedAt\":\"" + k8s::time_now() + "\"}}";
+    runtime::json_writer w;
+    w.begin_object().key("status").begin_object().field("phase", "Acknowledged").field("acknowledgedAt", k8s::time_now());
+    w.end_object().end_object();
+    const std::string patch = w.str();
     st.acks_in_flight.start(me, t.ns + "/" + t.name, [&st, t, patch](k8s::api_callback cb) {
       st.deps.client->merge_patch(kinds::capacity_requests, t.ns, t.name, patch, std::move(cb), "status");
     });

@@ -21,6 +21,7 @@
 #include "adapters/bigfleet/node_state.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/clock.hpp"
+#include "runtime/json_writer.hpp"
 #include "runtime/log.hpp"
 #include "runtime/outage.hpp"
 #include "runtime/mailbox/actor_waker.hpp"
@@ -33,6 +34,13 @@ namespace pb = ::bigfleet::v1alpha1;
 using headroom::bigfleet::shard_stream;
 
 namespace {
+
+// A merge patch that replaces one member (spec, status) with `json`, written by node_state.cpp.
+std::string member_patch(std::string_view member, const std::string& json) {
+  runtime::json_writer w;
+  w.begin_object().key(member).raw(json).end_object();
+  return w.str();
+}
 
 constexpr std::string_view actor_name = "shard_session";
 constexpr uint32_t dispatch_buffer = 1;
@@ -97,7 +105,7 @@ void report(const caf::actor& session, msg::object_written w) {
 // Patches status (merge patch on the status subresource), then reports.
 void patch_status(k8s::client& c, const k8s::resource_kind& kind, const std::string& name, const std::string& status,
                   std::function<void(std::optional<std::string>)> done) {
-  c.merge_patch(kind, "", name, "{\"status\":" + status + "}",
+  c.merge_patch(kind, "", name, member_patch("status", status),
                 [done = std::move(done)](k8s::api_result r) {
                   if (auto* e = std::get_if<k8s::api_error>(&r))
                     return done(e->describe());
@@ -109,7 +117,7 @@ void patch_status(k8s::client& c, const k8s::resource_kind& kind, const std::str
 using spec_written = std::function<void(std::optional<std::string> error)>;
 
 void patch_upcoming_spec(k8s::client& client, const std::string& name, const std::string& spec, spec_written then) {
-  client.merge_patch(kinds::upcoming_nodes, "", name, "{\"spec\":" + spec + "}", [then = std::move(then)](k8s::api_result r) mutable {
+  client.merge_patch(kinds::upcoming_nodes, "", name, member_patch("spec", spec), [then = std::move(then)](k8s::api_result r) mutable {
     auto* e = std::get_if<k8s::api_error>(&r);
     then(e ? std::optional<std::string>{e->describe()} : std::nullopt);
   });
@@ -118,9 +126,12 @@ void patch_upcoming_spec(k8s::client& client, const std::string& name, const std
 // A new UpcomingNode; one an earlier session created already gets its spec patched instead.
 void create_upcoming(k8s::client& client, const std::string& name, const std::string& machine, const std::string& spec,
                      spec_written then) {
-  std::string object = "{\"apiVersion\":\"bigfleet.lucy.sh/v1alpha1\",\"kind\":\"UpcomingNode\",\"metadata\":{\"name\":" +
-                       runtime::json_escape(name) + ",\"labels\":{\"bigfleet.lucy.sh/machine-id\":" +
-                       runtime::json_escape(name == machine ? machine : name) + "}},\"spec\":" + spec + "}";
+  runtime::json_writer w;
+  w.begin_object().field("apiVersion", "bigfleet.lucy.sh/v1alpha1").field("kind", "UpcomingNode");
+  w.key("metadata").begin_object().field("name", name);
+  w.key("labels").begin_object().field("bigfleet.lucy.sh/machine-id", name == machine ? machine : name).end_object();
+  w.end_object().key("spec").raw(spec).end_object();
+  const std::string object = w.str();
   client.create(kinds::upcoming_nodes, "", object, [&client, name, spec, then = std::move(then)](k8s::api_result r) mutable {
     auto* e = std::get_if<k8s::api_error>(&r);
     if (e && e->what == k8s::api_error::kind::already_exists)  // raced with an earlier session
@@ -235,12 +246,14 @@ void write_available(session_actor* self, const pb::AvailableCapacityUpdate& u) 
     return report(session, std::move(result));
   }
   auto& client = *st.deps.client;
-  const std::string object = "{\"apiVersion\":\"bigfleet.lucy.sh/v1alpha1\",\"kind\":\"AvailableCapacity\",\"metadata\":{\"name\":" +
-                             runtime::json_escape(name) + "},\"spec\":" + spec + "}";
+  runtime::json_writer w;
+  w.begin_object().field("apiVersion", "bigfleet.lucy.sh/v1alpha1").field("kind", "AvailableCapacity");
+  w.key("metadata").begin_object().field("name", name).end_object().key("spec").raw(spec).end_object();
+  const std::string object = w.str();
   client.create(kinds::available_capacities, "", object, [&client, session, result, name, spec](k8s::api_result r) mutable {
     auto* e = std::get_if<k8s::api_error>(&r);
     if (e && e->what == k8s::api_error::kind::already_exists) {
-      client.merge_patch(kinds::available_capacities, "", name, "{\"spec\":" + spec + "}", [session, result](k8s::api_result r2) mutable {
+      client.merge_patch(kinds::available_capacities, "", name, member_patch("spec", spec), [session, result](k8s::api_result r2) mutable {
         auto* e2 = std::get_if<k8s::api_error>(&r2);
         result.ok = !e2;
         if (e2)

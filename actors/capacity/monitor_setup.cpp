@@ -9,6 +9,7 @@
 
 #include "actors/capacity/monitor.hpp"
 #include "runtime/clock.hpp"
+#include "runtime/json_writer.hpp"
 #include "runtime/log.hpp"
 
 namespace headroom::actors::capacity::monitor {
@@ -57,16 +58,18 @@ void ensure_owner(monitor_actor* self) {
   auto& st = self->state;
   auto* kube = st.ctx->kube;
   const auto& ns = st.ctx->spec.ns;
-  std::string refs;
   const auto& parent = st.ctx->owner_parent;
-  if (!parent.empty())
-    refs = ",\"ownerReferences\":[{\"apiVersion\":" + runtime::json_escape(parent.api_version) + ",\"kind\":" +
-           runtime::json_escape(parent.kind) + ",\"name\":" + runtime::json_escape(parent.name) + ",\"uid\":" +
-           runtime::json_escape(parent.uid) + "}]";
-  const std::string body = "{\"apiVersion\":\"v1\",\"kind\":\"ConfigMap\",\"metadata\":{\"name\":" +
-                           runtime::json_escape(st.ctx->owner_configmap) + ",\"namespace\":" + runtime::json_escape(ns) +
-                           ",\"labels\":{" + runtime::json_escape(keys::owner) + ":\"true\"}" + refs +
-                           "},\"data\":{\"purpose\":\"owns this headroom process's placeholder pods\"}}";
+  runtime::json_writer w;
+  w.begin_object().field("apiVersion", "v1").field("kind", "ConfigMap");
+  w.key("metadata").begin_object().field("name", st.ctx->owner_configmap).field("namespace", ns);
+  w.key("labels").begin_object().field(keys::owner, "true").end_object();
+  if (!parent.empty()) {
+    w.key("ownerReferences").begin_array().begin_object().field("apiVersion", parent.api_version).field("kind", parent.kind);
+    w.field("name", parent.name).field("uid", parent.uid).end_object().end_array();
+  }
+  w.end_object();
+  w.key("data").begin_object().field("purpose", "owns this headroom process's placeholder pods").end_object().end_object();
+  const std::string body = w.str();
   start_call(self, {call_kind::owner_create, st.ctx->owner_configmap, 0}, [kube, ns, body](k8s::api_callback cb) {
     kube->create(k8s::kinds::configmaps, ns, body, std::move(cb));
   });

@@ -21,6 +21,7 @@
 // own listener does; ARC's controller makes the pods.
 
 #include "actors/capacity/provisioner.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::actors::capacity {
 
@@ -70,8 +71,10 @@ void reconcile(provisioner_actor* self) {
     if (desired == st.arc_replicas)
       return;
     st.arc_replicas = desired;
-    const std::string patch = "{\"spec\":{\"replicas\":" + std::to_string(desired) + ",\"patchID\":" +
-                              std::to_string(++st.arc_patch_id) + "}}";
+    runtime::json_writer w;
+    w.begin_object().key("spec").begin_object().field("replicas", desired).field("patchID", ++st.arc_patch_id);
+    w.end_object().end_object();
+    const std::string patch = w.str();
     auto* kube = st.ctx->kube;
     kube->merge_patch(ephemeral_runner_sets, spec.ns, spec.ephemeral_runner_set, patch,
                       [name = spec.ephemeral_runner_set, desired](k8s::api_result r) {

@@ -24,6 +24,7 @@
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/queue.hpp"
 #include "messages/type_ids.hpp"
+#include "runtime/json_writer.hpp"
 #include "runtime/log.hpp"
 
 namespace headroom::actors::gates {
@@ -104,10 +105,12 @@ void write_condition(controller_actor* self, const std::string& queue, const con
     return;  // the reply plans again
   ++st.bulk_in_flight;
   const auto& ctx = *st.ctx;
-  const std::string body = std::string{R"({"status":{"conditions":[{"type":)"} + runtime::json_escape(admitted_condition) +
-                           ",\"status\":" + runtime::json_escape(c.status) + ",\"reason\":" + runtime::json_escape(c.reason) +
-                           ",\"message\":" + runtime::json_escape(c.message) +
-                           ",\"lastTransitionTime\":" + runtime::json_escape(format_wall(ctx.wall_clock())) + "}]}}";
+  runtime::json_writer w;
+  w.begin_object().key("status").begin_object().key("conditions").begin_array();
+  w.begin_object().field("type", admitted_condition).field("status", c.status).field("reason", c.reason);
+  w.field("message", c.message).field("lastTransitionTime", format_wall(ctx.wall_clock())).end_object();
+  w.end_array().end_object().end_object();
+  const std::string body = w.str();
   auto& client = *ctx.kube;
   start_call(self, {call_info::condition, queue, c.ns, c.name, {}, {}}, [&client, c, body](k8s::api_callback cb) {
     client.strategic_merge_patch(k8s::kinds::pods, c.ns, c.name, body, std::move(cb), "status");
@@ -124,16 +127,21 @@ void write_condition(controller_actor* self, const std::string& queue, const con
 
 void ungate_pod(controller_actor* self, const std::string& queue, const ungate& u, const k8s::pod& p) {
   auto& st = self->state;
-  const std::string idx = std::to_string(u.gate_index);
-  const std::string at = runtime::json_escape(format_wall(st.ctx->wall_clock()));
-  std::string patch = "[{\"op\":\"test\",\"path\":\"/metadata/resourceVersion\",\"value\":" + runtime::json_escape(u.resource_version) +
-                      "},{\"op\":\"test\",\"path\":\"/spec/schedulingGates/" + idx + "/name\",\"value\":" +
-                      runtime::json_escape(k8s::admission::queue_gate) + "},{\"op\":\"remove\",\"path\":\"/spec/schedulingGates/" + idx + "\"},";
+  const std::string gate = "/spec/schedulingGates/" + std::to_string(u.gate_index);
+  const std::string at = format_wall(st.ctx->wall_clock());
+  runtime::json_writer w;
+  w.begin_array();
+  w.begin_object().field("op", "test").field("path", "/metadata/resourceVersion").field("value", u.resource_version).end_object();
+  w.begin_object().field("op", "test").field("path", gate + "/name").field("value", k8s::admission::queue_gate).end_object();
+  w.begin_object().field("op", "remove").field("path", gate).end_object();
   // The reservation's start, on the pod itself (it survives a restart of headroom).
+  w.begin_object().field("op", "add");
   if (!p.meta.annotations->empty())
-    patch += "{\"op\":\"add\",\"path\":\"/metadata/annotations/headroom.dev~1ungated-at\",\"value\":" + at + "}]";
+    w.field("path", "/metadata/annotations/headroom.dev~1ungated-at").field("value", at);
   else
-    patch += "{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":{\"headroom.dev/ungated-at\":" + at + "}}]";
+    w.field("path", "/metadata/annotations").key("value").begin_object().field("headroom.dev/ungated-at", at).end_object();
+  w.end_object().end_array();
+  const std::string patch = w.str();
   st.in_flight[queue].insert(u.ns + "/" + u.name);
   auto& client = *st.ctx->kube;
   start_call(self, {call_info::ungate, queue, u.ns, u.name, st.woke, u.resource_version},

@@ -1,6 +1,7 @@
 #include "actors/reactive/model.hpp"
 
 #include "adapters/k8s/time.hpp"
+#include "runtime/json_writer.hpp"
 
 #include <simdjson.h>
 
@@ -262,8 +263,10 @@ std::string format_time(double seconds) { return k8s::format_rfc3339(seconds); }
 std::optional<double> parse_time(std::string_view text) { return k8s::parse_rfc3339(text); }
 
 std::string encode_last_scale(const last_scale& s) {
-  return "{\"time\":\"" + format_time(s.time) + "\",\"from\":" + std::to_string(s.from) + ",\"to\":" + std::to_string(s.to) +
-         ",\"alternations\":" + std::to_string(s.alternations) + "}";
+  runtime::json_writer w;
+  w.begin_object().field("time", format_time(s.time)).field("from", s.from).field("to", s.to);
+  w.field("alternations", s.alternations).end_object();
+  return w.str();
 }
 
 std::optional<last_scale> decode_last_scale(std::string_view text, std::string& error) {

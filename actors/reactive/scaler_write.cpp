@@ -3,13 +3,20 @@
 // and the check of a write whose answer was lost.
 
 #include "actors/reactive/scaler.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::actors::reactive::scaler {
 
 void write_annotation(scaler_actor* self, const std::string& text, call what) {
   const auto t = spec(self).target;
-  const std::string value = text.empty() ? "null" : runtime::json_escape(text);
-  const std::string patch = "{\"metadata\":{\"annotations\":{" + runtime::json_escape(scale_annotation) + ":" + value + "}}}";
+  runtime::json_writer w;
+  w.begin_object().key("metadata").begin_object().key("annotations").begin_object().key(scale_annotation);
+  if (text.empty())
+    w.null();  // a merge patch removes the annotation
+  else
+    w.value(text);
+  w.end_object().end_object().end_object();
+  const std::string patch = w.str();
   start(self, what, [t, patch](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
     kube.merge_patch(k, t.ns, t.name, patch, std::move(cb));
   });
@@ -45,11 +52,13 @@ bool write_atomic(scaler_actor* self) {
     return false;
   const auto t = spec(self).target;
   const std::string annotation_pointer = "/metadata/annotations/" + k8s::json_pointer_escape(scale_annotation);
-  const std::string patch = "[{\"op\":\"test\",\"path\":" + runtime::json_escape(s.replicas_pointer) +
-                            ",\"value\":" + std::to_string(st.from) + "},{\"op\":\"replace\",\"path\":" +
-                            runtime::json_escape(s.replicas_pointer) + ",\"value\":" + std::to_string(st.to) +
-                            "},{\"op\":\"add\",\"path\":" + runtime::json_escape(annotation_pointer) +
-                            ",\"value\":" + runtime::json_escape(encode_last_scale(st.next)) + "}]";
+  runtime::json_writer w;
+  w.begin_array();
+  w.begin_object().field("op", "test").field("path", s.replicas_pointer).field("value", st.from).end_object();
+  w.begin_object().field("op", "replace").field("path", s.replicas_pointer).field("value", st.to).end_object();
+  w.begin_object().field("op", "add").field("path", annotation_pointer).field("value", encode_last_scale(st.next)).end_object();
+  w.end_array();
+  const std::string patch = w.str();
   st.atomic = true;
   start(self, call::write_both, [t, patch](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
     kube.json_patch(k, t.ns, t.name, patch, std::move(cb));
@@ -248,8 +257,10 @@ void on_pods_listed(scaler_actor* self, const msg::api_reply& r) {
       if (newest != nullptr) {
         // Lower costs go first; a newer mark is lower than any older one left behind.
         const auto cost = -static_cast<int64_t>(wall_now(self));
-        const std::string patch = "{\"metadata\":{\"annotations\":{\"controller.kubernetes.io/pod-deletion-cost\":\"" +
-                                  std::to_string(cost) + "\"}}}";
+        runtime::json_writer w;
+        w.begin_object().key("metadata").begin_object().key("annotations").begin_object();
+        w.field("controller.kubernetes.io/pod-deletion-cost", std::to_string(cost)).end_object().end_object().end_object();
+        const std::string patch = w.str();
         const auto ns = t.ns;
         const auto pod = newest->meta.name;
         runtime::log::debug(actor_name, "marking the newest pod to go first", {{"target", tid(self)}, {"pod", pod}});

@@ -2,11 +2,9 @@
 
 #include "actors/runners/pods.hpp"
 
-#include "runtime/log.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::actors::runners {
-
-using runtime::json_escape;
 
 const char* role_label(role r) {
   switch (r) {
@@ -19,64 +17,66 @@ const char* role_label(role r) {
 
 namespace json {
 
-std::string string_array(const std::vector<std::string>& items) {
-  std::string out = "[";
-  for (size_t i = 0; i < items.size(); ++i)
-    out += (i ? "," : "") + json_escape(items[i]);
-  return out + "]";
-}
-
-std::string labels_object(const runner_spec& s, role r, const std::string& slot) {
-  std::string out = "{" + json_escape(keys::scale_set) + ":" + json_escape(s.name) + "," + json_escape(keys::role) + ":" +
-                    json_escape(role_label(r));
+void labels_object(runtime::json_writer& w, const runner_spec& s, role r, const std::string& slot, std::string_view pool) {
+  w.begin_object().field(keys::scale_set, s.name).field(keys::role, role_label(r));
   if (!slot.empty())
-    out += "," + json_escape(keys::slot) + ":" + json_escape(slot);
-  return out + "}";
+    w.field(keys::slot, slot);
+  if (!pool.empty())
+    w.field(keys::pool, pool);
+  w.end_object();
 }
 
-std::string owner_refs(const owner_ref& o) {
-  if (o.empty())
-    return "[]";
-  return "[{\"apiVersion\":" + json_escape(o.api_version) + ",\"kind\":" + json_escape(o.kind) + ",\"name\":" +
-         json_escape(o.name) + ",\"uid\":" + json_escape(o.uid) + ",\"blockOwnerDeletion\":false}]";
+void owner_refs(runtime::json_writer& w, const owner_ref& o) {
+  w.begin_array();
+  if (!o.empty())
+    w.begin_object()
+        .field("apiVersion", o.api_version)
+        .field("kind", o.kind)
+        .field("name", o.name)
+        .field("uid", o.uid)
+        .field("blockOwnerDeletion", false)
+        .end_object();
+  w.end_array();
 }
 
 // nodeSelector and tolerations, mirrored from the runner template (placeholders hold room where a
 // runner may go, no affinity: the scheduler is free to pack them).
-std::string placement(const runner_spec& s) {
-  std::string out;
-  if (!s.node_selector.empty()) {
-    out += ",\"nodeSelector\":{";
-    for (size_t i = 0; i < s.node_selector.size(); ++i)
-      out += (i ? "," : "") + json_escape(s.node_selector[i].first) + ":" + json_escape(s.node_selector[i].second);
-    out += "}";
+void placement(runtime::json_writer& w, const runner_spec& s) {
+  if (!s.node_selector.empty())
+    w.key("nodeSelector").string_map(s.node_selector);
+  if (s.tolerations.empty())
+    return;
+  w.key("tolerations").begin_array();
+  for (const auto& t : s.tolerations) {
+    w.begin_object().field("operator", t.op.empty() ? std::string_view{"Equal"} : std::string_view{t.op});
+    if (!t.key.empty())
+      w.field("key", t.key);
+    if (!t.value.empty())
+      w.field("value", t.value);
+    if (!t.effect.empty())
+      w.field("effect", t.effect);
+    w.end_object();
   }
-  if (!s.tolerations.empty()) {
-    out += ",\"tolerations\":[";
-    for (size_t i = 0; i < s.tolerations.size(); ++i) {
-      const auto& t = s.tolerations[i];
-      out += std::string{i ? "," : ""} + "{\"operator\":" + json_escape(t.op.empty() ? "Equal" : t.op);
-      if (!t.key.empty())
-        out += ",\"key\":" + json_escape(t.key);
-      if (!t.value.empty())
-        out += ",\"value\":" + json_escape(t.value);
-      if (!t.effect.empty())
-        out += ",\"effect\":" + json_escape(t.effect);
-      out += "}";
-    }
-    out += "]";
-  }
-  return out;
+  w.end_array();
 }
 
-std::string resources(const std::string& cpu, const std::string& memory, const k8s::string_pairs& more,
-                      const std::string& slot) {
+void resources(runtime::json_writer& w, const std::string& cpu, const std::string& memory, const k8s::string_pairs& more,
+               const std::string& slot) {
   // An extended resource cannot be overcommitted: its request and limit must be equal.
-  std::string extended = slot.empty() ? std::string{} : "," + json_escape(slot) + ":\"1\"";
-  for (const auto& [name, amount] : more)
-    extended += "," + json_escape(name) + ":" + json_escape(amount);
-  const std::string q = "{\"cpu\":" + json_escape(cpu) + ",\"memory\":" + json_escape(memory) + extended + "}";
-  return "{\"requests\":" + q + ",\"limits\":{\"memory\":" + json_escape(memory) + extended + "}}";
+  auto extended = [&] {
+    if (!slot.empty())
+      w.field(slot, "1");
+    for (const auto& [name, amount] : more)
+      w.field(name, amount);
+  };
+  w.begin_object();
+  w.key("requests").begin_object().field("cpu", cpu).field("memory", memory);
+  extended();
+  w.end_object();
+  w.key("limits").begin_object().field("memory", memory);
+  extended();
+  w.end_object();
+  w.end_object();
 }
 
 }  // namespace json
@@ -84,48 +84,65 @@ std::string resources(const std::string& cpu, const std::string& memory, const k
 namespace {
 
 // An env entry taking the JIT config from the runner's Secret (named as its pod).
-std::string jit_env(const std::string& name, const char* var) {
-  return "{\"name\":\"" + std::string{var} + "\",\"valueFrom\":{\"secretKeyRef\":{\"name\":" + json_escape(name) +
-         ",\"key\":\"jitToken\"}}}";
+void jit_env(runtime::json_writer& w, const std::string& name, const char* var) {
+  w.begin_object().field("name", var).key("valueFrom").begin_object().key("secretKeyRef").begin_object();
+  w.field("name", name).field("key", "jitToken").end_object().end_object().end_object();
 }
 
-std::string runner_labels(const runner_spec& s, std::string_view pool) {
-  auto out = json::labels_object(s, role::runner, "");
-  if (!pool.empty())
-    out.insert(out.size() - 1, "," + json_escape(keys::pool) + ":" + json_escape(pool));
-  return out;
+void env_value(runtime::json_writer& w, const char* name, const char* value) {
+  w.begin_object().field("name", name).field("value", value).end_object();
 }
 
 }  // namespace
 
 std::string runner_pod(const runner_spec& s, const std::string& name, int64_t runner_id, std::string_view scope,
                        std::string_view pool) {
-  std::string spec = "{\"restartPolicy\":\"Never\"";
+  runtime::json_writer w;
+  w.begin_object().field("apiVersion", "v1").field("kind", "Pod");
+  w.key("metadata").begin_object().field("name", name).field("namespace", s.ns);
+  w.key("labels");
+  json::labels_object(w, s, role::runner, "", pool);
+  w.key("annotations").begin_object().field(keys::runner_id, std::to_string(runner_id)).field(keys::runner_name, name);
+  if (!scope.empty())
+    w.field(keys::runner_scope, scope);
+  w.end_object().end_object();
+
+  w.key("spec").begin_object().field("restartPolicy", "Never");
   if (!s.runner_priority_class.empty())
-    spec += ",\"priorityClassName\":" + json_escape(s.runner_priority_class);
+    w.field("priorityClassName", s.runner_priority_class);
   if (s.active_deadline_seconds > 0)
-    spec += ",\"activeDeadlineSeconds\":" + std::to_string(s.active_deadline_seconds);
+    w.field("activeDeadlineSeconds", s.active_deadline_seconds);
   if (!s.service_account.empty())
-    spec += ",\"serviceAccountName\":" + json_escape(s.service_account);
-  spec += json::placement(s);
-  spec += ",\"containers\":[{\"name\":\"runner\",\"image\":" + json_escape(s.runner_image) +
-          ",\"command\":" + json::string_array(s.runner_command) +
-          ",\"env\":[" + jit_env(name, "ACTIONS_RUNNER_INPUT_JITCONFIG") + "," + jit_env(name, "RUNNER_JITCONFIG") + ",{\"name\":\"ACTIONS_RUNNER_CONTAINER_HOOKS\",\"value\":"
-          "\"/home/runner/k8s/index.js\"},{\"name\":\"ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER\",\"value\":\"false\"}]" +
-          ",\"resources\":" + json::resources(s.runner_cpu, s.runner_memory, s.runner_extended, s.slot_resource) + "}]}";
-  return "{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"metadata\":{\"name\":" + json_escape(name) + ",\"namespace\":" +
-         json_escape(s.ns) + ",\"labels\":" + runner_labels(s, pool) + ",\"annotations\":{" +
-         json_escape(keys::runner_id) + ":" + json_escape(std::to_string(runner_id)) + "," + json_escape(keys::runner_name) +
-         ":" + json_escape(name) + (scope.empty() ? std::string{} : "," + json_escape(keys::runner_scope) + ":" + json_escape(scope)) +
-         "}},\"spec\":" + spec + "}";
+    w.field("serviceAccountName", s.service_account);
+  json::placement(w, s);
+  w.key("containers").begin_array().begin_object().field("name", "runner").field("image", s.runner_image);
+  w.key("command").strings(s.runner_command);
+  w.key("env").begin_array();
+  jit_env(w, name, "ACTIONS_RUNNER_INPUT_JITCONFIG");
+  jit_env(w, name, "RUNNER_JITCONFIG");
+  env_value(w, "ACTIONS_RUNNER_CONTAINER_HOOKS", "/home/runner/k8s/index.js");
+  env_value(w, "ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER", "false");
+  w.end_array();
+  w.key("resources");
+  json::resources(w, s.runner_cpu, s.runner_memory, s.runner_extended, s.slot_resource);
+  w.end_object().end_array();  // the container, the containers
+  w.end_object().end_object();  // spec, the pod
+  return w.str();
 }
 
 std::string runner_secret(const runner_spec& s, const std::string& name, const std::string& pod_uid,
                           const std::string& encoded_jit_config) {
-  return "{\"apiVersion\":\"v1\",\"kind\":\"Secret\",\"type\":\"Opaque\",\"metadata\":{\"name\":" + json_escape(name) +
-         ",\"namespace\":" + json_escape(s.ns) + ",\"labels\":" + json::labels_object(s, role::runner, "") +
-         ",\"ownerReferences\":" + json::owner_refs({"v1", "Pod", name, pod_uid}) + "},\"stringData\":{\"jitToken\":" +
-         json_escape(encoded_jit_config) + "}}";
+  runtime::json_writer w;
+  w.begin_object().field("apiVersion", "v1").field("kind", "Secret").field("type", "Opaque");
+  w.key("metadata").begin_object().field("name", name).field("namespace", s.ns);
+  w.key("labels");
+  json::labels_object(w, s, role::runner, "");
+  w.key("ownerReferences");
+  json::owner_refs(w, {"v1", "Pod", name, pod_uid});
+  w.end_object();
+  w.key("stringData").begin_object().field("jitToken", encoded_jit_config).end_object();
+  w.end_object();
+  return w.str();
 }
 
 }  // namespace headroom::actors::runners

@@ -11,6 +11,7 @@
 #include <vector>
 
 #include "adapters/k8s/objects.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::actors::runners {
 
@@ -83,16 +84,19 @@ std::optional<std::string> check_pod_template(const std::string& template_json, 
 std::string runner_pod_from_template(const std::string& template_json, const runner_spec& s, const std::string& pool,
                                      const std::string& name, int64_t runner_id, std::string_view scope = {});
 
-// Pieces of a pod object, for the other pods a mode makes beside its runners.
+// Pieces of a pod object, for the other pods a mode makes beside its runners: each writes one
+// value (placement: two fields) where the writer stands.
 namespace json {
-std::string string_array(const std::vector<std::string>& items);
-std::string labels_object(const runner_spec& s, role r, const std::string& slot);
-std::string owner_refs(const owner_ref& o);
-// ,"nodeSelector":{…},"tolerations":[…] from the runner template, or "".
-std::string placement(const runner_spec& s);
+// {"headroom.dev/scale-set":…,"headroom.dev/role":…[,"headroom.dev/slot":…][,"headroom.dev/pool":…]}
+void labels_object(runtime::json_writer& w, const runner_spec& s, role r, const std::string& slot,
+                   std::string_view pool = {});
+// [] or [{apiVersion, kind, name, uid, blockOwnerDeletion: false}]
+void owner_refs(runtime::json_writer& w, const owner_ref& o);
+// The fields "nodeSelector":{…} and "tolerations":[…] from the runner template, when it has them.
+void placement(runtime::json_writer& w, const runner_spec& s);
 // {"requests":…,"limits":…}; `slot`, when given, is one of that extended resource.
-std::string resources(const std::string& cpu, const std::string& memory, const k8s::string_pairs& more,
-                      const std::string& slot = {});
+void resources(runtime::json_writer& w, const std::string& cpu, const std::string& memory,
+               const k8s::string_pairs& more, const std::string& slot = {});
 }  // namespace json
 
 }  // namespace headroom::actors::runners

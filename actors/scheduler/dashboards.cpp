@@ -4,11 +4,10 @@
 #include <ctime>
 
 #include "adapters/http/transport.hpp"
+#include "runtime/json_writer.hpp"
 #include "runtime/log.hpp"
 
 namespace headroom::actors::scheduler {
-
-using runtime::json_escape;
 
 namespace {
 
@@ -224,42 +223,41 @@ std::vector<usage_row> usage(const std::vector<store::job>& active_jobs, const s
 }
 
 std::string jobs_json(const std::vector<store::job>& rows) {
-  std::string out = "[";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const auto& j = rows[i];
-    out += std::string{i ? "," : ""} + "{\"id\":" + std::to_string(j.id) + ",\"run_id\":" + std::to_string(j.run_id) +
-           ",\"entity\":" + json_escape(j.entity) + ",\"labels\":" + json_escape(j.labels) + ",\"name\":" + json_escape(j.name) +
-           ",\"repository\":" + json_escape(j.repository) + ",\"status\":" + json_escape(store::to_string(j.status)) +
-           ",\"conclusion\":" + json_escape(j.conclusion) + ",\"runner_name\":" + json_escape(j.runner_name) +
-           ",\"created_at\":" + json_escape(iso(j.created_at)) + ",\"updated_at\":" + json_escape(iso(j.updated_at)) +
-           ",\"created_at_ms\":" + std::to_string(j.created_at) + "}";
+  runtime::json_writer w;
+  w.begin_array();
+  for (const auto& j : rows) {
+    w.begin_object().field("id", j.id).field("run_id", j.run_id).field("entity", j.entity).field("labels", j.labels);
+    w.field("name", j.name).field("repository", j.repository).field("status", store::to_string(j.status));
+    w.field("conclusion", j.conclusion).field("runner_name", j.runner_name).field("created_at", iso(j.created_at));
+    w.field("updated_at", iso(j.updated_at)).field("created_at_ms", j.created_at).end_object();
   }
-  return out + "]";
+  w.end_array();
+  return w.str();
 }
 
 std::string workers_json(const std::vector<store::worker>& rows) {
-  std::string out = "[";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const auto& w = rows[i];
-    out += std::string{i ? "," : ""} + "{\"name\":" + json_escape(w.name) + ",\"entity\":" + json_escape(w.entity) +
-           ",\"labels\":" + json_escape(w.labels) + ",\"job_id\":" + std::to_string(w.job_id) +
-           ",\"runner_id\":" + std::to_string(w.runner_id) + ",\"status\":" + json_escape(store::to_string(w.status)) +
-           ",\"failure_info\":" + json_escape(w.failure_info) + ",\"created_at\":" + json_escape(iso(w.created_at)) +
-           ",\"updated_at\":" + json_escape(iso(w.updated_at)) + ",\"created_at_ms\":" + std::to_string(w.created_at) + "}";
+  runtime::json_writer w;
+  w.begin_array();
+  for (const auto& r : rows) {
+    w.begin_object().field("name", r.name).field("entity", r.entity).field("labels", r.labels).field("job_id", r.job_id);
+    w.field("runner_id", r.runner_id).field("status", store::to_string(r.status)).field("failure_info", r.failure_info);
+    w.field("created_at", iso(r.created_at)).field("updated_at", iso(r.updated_at)).field("created_at_ms", r.created_at);
+    w.end_object();
   }
-  return out + "]";
+  w.end_array();
+  return w.str();
 }
 
 std::string usage_json(const std::vector<usage_row>& rows) {
-  std::string out = "[";
-  for (size_t i = 0; i < rows.size(); ++i) {
-    const auto& r = rows[i];
-    out += std::string{i ? "," : ""} + "{\"entity\":" + json_escape(r.entity) + ",\"labels\":" + json_escape(r.labels) +
-           ",\"jobs_pending\":" + std::to_string(r.pending) + ",\"jobs_running\":" + std::to_string(r.running) +
-           ",\"workers_creating\":" + std::to_string(r.workers_creating) + ",\"workers_running\":" + std::to_string(r.workers_running) +
-           ",\"max_workers\":" + std::to_string(r.cap) + "}";
+  runtime::json_writer w;
+  w.begin_array();
+  for (const auto& r : rows) {
+    w.begin_object().field("entity", r.entity).field("labels", r.labels).field("jobs_pending", r.pending);
+    w.field("jobs_running", r.running).field("workers_creating", r.workers_creating);
+    w.field("workers_running", r.workers_running).field("max_workers", r.cap).end_object();
   }
-  return out + "]";
+  w.end_array();
+  return w.str();
 }
 
 std::string jobs_html(const std::vector<store::job>& rows, const page_params& p, const std::string& next_url) {

@@ -10,7 +10,7 @@
 #include "adapters/json/ondemand.hpp"
 #include "adapters/k8s/decode.hpp"
 #include "adapters/k8s/quantity.hpp"
-#include "runtime/log.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::bigfleet {
 
@@ -21,7 +21,6 @@ using json::failure;
 using json::fields;
 using json::is_null;
 using json::items;
-using runtime::json_escape;
 constexpr auto str = json::text;
 
 void read_selector_requirements(od::value v, std::vector<k8s::selector_requirement>& out, const std::string& path) {
@@ -321,48 +320,32 @@ std::string capacity_request_name(const k8s::pod& pod) {
 
 namespace {
 
-std::string json_requirement(const requirement& r) {
-  std::string out = "{\"key\":" + json_escape(r.key) + ",\"operator\":" + json_escape(r.op);
-  if (!r.values.empty()) {
-    out += ",\"values\":[";
-    for (size_t i = 0; i < r.values.size(); ++i)
-      out += (i ? "," : "") + json_escape(r.values[i]);
-    out += "]";
-  }
-  return out + "}";
+void write_requirement(runtime::json_writer& w, const requirement& r) {
+  w.begin_object().field("key", r.key).field("operator", r.op);
+  if (!r.values.empty())
+    w.key("values").strings(r.values);
+  w.end_object();
 }
 
-std::string json_selector(const k8s::label_selector& s) {
-  std::string out = "{";
-  if (!s.match_labels.empty()) {
-    out += "\"matchLabels\":{";
-    for (size_t i = 0; i < s.match_labels.size(); ++i)
-      out += (i ? "," : "") + json_escape(s.match_labels[i].first) + ":" + json_escape(s.match_labels[i].second);
-    out += "}";
-  }
+void write_selector(runtime::json_writer& w, const k8s::label_selector& s) {
+  w.begin_object();
+  if (!s.match_labels.empty())
+    w.key("matchLabels").string_map(s.match_labels);
   if (!s.match_expressions.empty()) {
-    out += out.size() > 1 ? "," : "";
-    out += "\"matchExpressions\":[";
-    for (size_t i = 0; i < s.match_expressions.size(); ++i) {
-      const auto& e = s.match_expressions[i];
-      out += (i ? "," : "") + json_requirement({e.key, e.op, e.values});
-    }
-    out += "]";
+    w.key("matchExpressions").begin_array();
+    for (const auto& e : s.match_expressions)
+      write_requirement(w, {e.key, e.op, e.values});
+    w.end_array();
   }
-  return out + "}";
+  w.end_object();
 }
 
-void append_resource(std::string& out, bool& first, std::string_view name, int64_t amount) {
-  if (amount <= 0)
-    return;
-  out += first ? "" : ",";
-  first = false;
-  out += json_escape(name) + ":" + json_escape(format_units(name, amount));
+void write_resource(runtime::json_writer& w, std::string_view name, int64_t amount) {
+  if (amount > 0)
+    w.field(name, format_units(name, amount));
 }
 
-}  // namespace
-
-std::string capacity_request_spec(const k8s::pod& pod, const penalty_defaults& defaults) {
+void write_spec(runtime::json_writer& w, const k8s::pod& pod, const penalty_defaults& defaults) {
   std::vector<requirement> reqs;
   if (!pod.spec->required_node_affinity.empty())
     for (const auto& e : pod.spec->required_node_affinity.front().match_expressions)
@@ -373,18 +356,19 @@ std::string capacity_request_spec(const k8s::pod& pod, const penalty_defaults& d
     reqs.push_back({"node.kubernetes.io/instance-type", "Exists", {}});
   sort_requirements(reqs);
 
-  std::string out = "{\"requirements\":[";
-  for (size_t i = 0; i < reqs.size(); ++i)
-    out += (i ? "," : "") + json_requirement(reqs[i]);
-  out += "],\"resources\":{";
-  bool first = true;
+  w.begin_object().key("requirements").begin_array();
+  for (const auto& r : reqs)
+    write_requirement(w, r);
+  w.end_array();
+  w.key("resources").begin_object();
   const auto& r = pod.spec->requests;
-  append_resource(out, first, "cpu", r.cpu_milli);
-  append_resource(out, first, "memory", r.memory);
-  append_resource(out, first, "ephemeral-storage", r.ephemeral_storage);
+  write_resource(w, "cpu", r.cpu_milli);
+  write_resource(w, "memory", r.memory);
+  write_resource(w, "ephemeral-storage", r.ephemeral_storage);
   for (const auto& [name, amount] : r.extended)
-    append_resource(out, first, name, amount);
-  out += "},\"priority\":" + std::to_string(pod.priority.value_or(0));
+    write_resource(w, name, amount);
+  w.end_object();
+  w.field("priority", pod.priority.value_or(0));
 
   std::string interruption, reclamation;
   if (auto it = defaults.by_priority_class.find(pod.spec->priority_class_name); it != defaults.by_priority_class.end()) {
@@ -397,36 +381,52 @@ std::string capacity_request_spec(const k8s::pod& pod, const penalty_defaults& d
     reclamation = *a;
   // A penalty that does not parse is left out rather than sent (the CRD would refuse the object).
   if (!interruption.empty() && std::holds_alternative<pb::PenaltyBucket>(penalty_bucket(interruption)))
-    out += ",\"interruptionPenalty\":" + json_escape(interruption);
+    w.field("interruptionPenalty", interruption);
   if (!reclamation.empty() && std::holds_alternative<pb::PenaltyBucket>(penalty_bucket(reclamation)))
-    out += ",\"reclamationPenalty\":" + json_escape(reclamation);
+    w.field("reclamationPenalty", reclamation);
 
-  std::string spreads;
+  bool spreads = false;
   for (const auto& t : pod.spec->topology_spread) {
     if (t.when_unsatisfiable == "ScheduleAnyway")
       continue;
-    spreads += spreads.empty() ? "" : ",";
-    spreads += "{\"topologyKey\":" + json_escape(t.topology_key) + ",\"maxSkew\":" + std::to_string(t.max_skew) +
-               ",\"whenUnsatisfiable\":" + json_escape(t.when_unsatisfiable.empty() ? "DoNotSchedule" : t.when_unsatisfiable) +
-               "}";
+    if (!spreads)
+      w.key("topologySpread").begin_array();
+    spreads = true;
+    w.begin_object().field("topologyKey", t.topology_key).field("maxSkew", t.max_skew);
+    w.field("whenUnsatisfiable", t.when_unsatisfiable.empty() ? std::string_view{"DoNotSchedule"} : std::string_view{t.when_unsatisfiable});
+    w.end_object();
   }
-  if (!spreads.empty())
-    out += ",\"topologySpread\":[" + spreads + "]";
+  if (spreads)
+    w.end_array();
   if (!pod.spec->required_pod_affinity.empty()) {
     const auto& term = pod.spec->required_pod_affinity.front();
-    out += ",\"coLocation\":{\"topologyKey\":" + json_escape(term.topology_key) +
-           ",\"labelSelector\":" + json_selector(term.selector) + "}";
+    w.key("coLocation").begin_object().field("topologyKey", term.topology_key).key("labelSelector");
+    write_selector(w, term.selector);
+    w.end_object();
   }
-  return out + "}";
+  w.end_object();
+}
+
+}  // namespace
+
+std::string capacity_request_spec(const k8s::pod& pod, const penalty_defaults& defaults) {
+  runtime::json_writer w;
+  write_spec(w, pod, defaults);
+  return w.str();
 }
 
 std::string capacity_request_object(const k8s::pod& pod, const penalty_defaults& defaults) {
-  return "{\"apiVersion\":\"bigfleet.lucy.sh/v1alpha1\",\"kind\":\"CapacityRequest\",\"metadata\":{\"name\":" +
-         json_escape(capacity_request_name(pod)) + ",\"namespace\":" + json_escape(pod.meta.ns) + ",\"labels\":{" +
-         json_escape(pod_uid_label) + ":" + json_escape(pod.meta.uid) +
-         "},\"ownerReferences\":[{\"apiVersion\":\"v1\",\"kind\":\"Pod\",\"name\":" + json_escape(pod.meta.name) +
-         ",\"uid\":" + json_escape(pod.meta.uid) + ",\"blockOwnerDeletion\":false}]},\"spec\":" +
-         capacity_request_spec(pod, defaults) + "}";
+  runtime::json_writer w;
+  w.begin_object().field("apiVersion", "bigfleet.lucy.sh/v1alpha1").field("kind", "CapacityRequest");
+  w.key("metadata").begin_object().field("name", capacity_request_name(pod)).field("namespace", pod.meta.ns);
+  w.key("labels").begin_object().field(pod_uid_label, pod.meta.uid).end_object();
+  w.key("ownerReferences").begin_array().begin_object().field("apiVersion", "v1").field("kind", "Pod");
+  w.field("name", pod.meta.name).field("uid", pod.meta.uid).field("blockOwnerDeletion", false).end_object().end_array();
+  w.end_object();
+  w.key("spec");
+  write_spec(w, pod, defaults);
+  w.end_object();
+  return w.str();
 }
 
 }  // namespace headroom::bigfleet

@@ -6,11 +6,9 @@
 #include <cstdio>
 #include <map>
 
-#include "runtime/log.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::bigfleet {
-
-using runtime::json_escape;
 
 phase_decision next_phase(pb::MachineState state, std::string_view current) {
   using A = phase_decision::action;
@@ -62,59 +60,59 @@ std::string upcoming_node_name(std::string_view id) {
 namespace {
 
 template <class Map>
-std::string json_map(const Map& m) {
+void write_map(runtime::json_writer& w, const Map& m) {
   std::map<std::string, std::string> sorted(m.begin(), m.end());  // stable bytes: compare-before-write
-  std::string out = "{";
-  for (const auto& [k, v] : sorted) {
-    out += out.size() > 1 ? "," : "";
-    out += json_escape(k) + ":" + json_escape(v);
-  }
-  return out + "}";
+  w.begin_object();
+  for (const auto& [k, v] : sorted)
+    w.field(k, v);
+  w.end_object();
 }
 
-std::string json_requirements(const google::protobuf::RepeatedPtrField<pb::NodeSelectorRequirement>& rs) {
+void write_requirements(runtime::json_writer& w, const google::protobuf::RepeatedPtrField<pb::NodeSelectorRequirement>& rs) {
   static const char* ops[] = {"", "In", "NotIn", "Exists", "DoesNotExist", "Same"};
-  std::string out = "[";
-  for (int i = 0; i < rs.size(); ++i) {
-    const auto& r = rs[i];
+  w.begin_array();
+  for (const auto& r : rs) {
     const int op = r.operator_();
-    out += i ? "," : "";
-    out += "{\"key\":" + json_escape(r.key()) + ",\"operator\":" + json_escape(op >= 0 && op <= 5 ? ops[op] : "");
+    w.begin_object().field("key", r.key()).field("operator", op >= 0 && op <= 5 ? ops[op] : "");
     if (r.values_size() > 0) {
-      out += ",\"values\":[";
-      for (int j = 0; j < r.values_size(); ++j)
-        out += (j ? "," : "") + json_escape(r.values(j));
-      out += "]";
+      w.key("values").begin_array();
+      for (const auto& v : r.values())
+        w.value(v);
+      w.end_array();
     }
-    out += "}";
+    w.end_object();
   }
-  return out + "]";
+  w.end_array();
 }
 
 }  // namespace
 
 std::string upcoming_node_spec(const pb::NodeStateUpdate& u) {
-  std::string out = "{\"labels\":" + json_map(u.labels()) + ",\"resources\":" + json_map(u.resources().resources()) +
-                    ",\"taints\":[";
-  for (int i = 0; i < u.taints_size(); ++i) {
-    const auto& t = u.taints(i);
-    out += i ? "," : "";
-    out += "{\"key\":" + json_escape(t.key()) + ",\"effect\":" + json_escape(t.effect());
+  runtime::json_writer w;
+  w.begin_object().key("labels");
+  write_map(w, u.labels());
+  w.key("resources");
+  write_map(w, u.resources().resources());
+  w.key("taints").begin_array();
+  for (const auto& t : u.taints()) {
+    w.begin_object().field("key", t.key()).field("effect", t.effect());
     if (!t.value().empty())
-      out += ",\"value\":" + json_escape(t.value());
-    out += "}";
+      w.field("value", t.value());
+    w.end_object();
   }
-  return out + "]}";
+  w.end_array().end_object();
+  return w.str();
 }
 
 std::string upcoming_node_status(const pb::NodeStateUpdate& u, std::string_view phase) {
-  std::string out = "{\"phase\":" + json_escape(phase);
+  runtime::json_writer w;
+  w.begin_object().field("phase", phase);
   if (!u.node_name().empty())
-    out += ",\"nodeRef\":{\"name\":" + json_escape(u.node_name()) + "}";
+    w.key("nodeRef").begin_object().field("name", u.node_name()).end_object();
   if (!u.provider_id().empty())
-    out += ",\"providerID\":" + json_escape(u.provider_id());
-  out += ",\"lastError\":" + json_escape(u.last_error());
-  return out + "}";
+    w.field("providerID", u.provider_id());
+  w.field("lastError", u.last_error()).end_object();
+  return w.str();
 }
 
 std::string available_capacity_name(std::string_view key) {
@@ -129,10 +127,15 @@ std::string available_capacity_spec(const pb::AvailableCapacityUpdate& u) {
   const int c = u.confidence();
   char cost[64];
   std::snprintf(cost, sizeof cost, "%.6g", u.cost_per_hour());
-  return "{\"availability\":" + json_escape(c >= 0 && c <= 4 ? levels[c] : "None") +
-         ",\"availableCount\":" + std::to_string(u.available_count()) + ",\"cost\":" + json_escape(cost) +
-         ",\"resources\":" + json_map(u.resources().resources()) + ",\"requirements\":" +
-         json_requirements(u.requirements()) + "}";
+  runtime::json_writer w;
+  w.begin_object().field("availability", c >= 0 && c <= 4 ? levels[c] : "None");
+  w.field("availableCount", u.available_count()).field("cost", std::string_view{cost});
+  w.key("resources");
+  write_map(w, u.resources().resources());
+  w.key("requirements");
+  write_requirements(w, u.requirements());
+  w.end_object();
+  return w.str();
 }
 
 }  // namespace headroom::bigfleet

@@ -11,6 +11,7 @@
 #include "runtime/secrets.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/rfc3339.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::github {
 
@@ -216,7 +217,9 @@ void actions_client::refresh_chain() {
     c->req.url = self->where_.api_base + "/actions/runner-registration";
     c->req.how = request::auth::remote_auth;
     c->req.token = std::move(registration_token);
-    c->req.body = "{\"url\":" + runtime::json_escape(self->where_.url) + ",\"runner_event\":\"register\"}";
+    runtime::json_writer w;
+    w.begin_object().field("url", self->where_.url).field("runner_event", "register").end_object();
+    c->req.body = w.str();
     c->req.ok = {200, 201};
     c->req.retry_also = {401, 403};
     c->done = [self, op = c->req.operation](actions_result<http::http_response> res) {

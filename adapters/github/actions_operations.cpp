@@ -10,6 +10,7 @@
 #include "runtime/clock.hpp"
 #include "runtime/log.hpp"
 #include "runtime/secrets.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::github {
 
@@ -139,7 +140,9 @@ void actions_client::create_session(int64_t scale_set_id, std::string owner, cal
     c->req.operation = "create session for scale set " + std::to_string(scale_set_id);
     c->req.method = "POST";
     c->req.path = scale_sets_path(scale_set_id, "sessions");
-    c->req.body = "{\"ownerName\":" + runtime::json_escape(owner) + "}";
+    runtime::json_writer w;
+    w.begin_object().field("ownerName", owner).end_object();
+    c->req.body = w.str();
     c->req.ok = {200};
     c->done = [self, scale_set_id, cb, tries, attempt_create, op = c->req.operation](
                   actions_result<http::http_response> res) {
@@ -288,7 +291,9 @@ void actions_client::generate_jit_config(int64_t scale_set_id, std::string runne
   c->req.operation = "generate JIT config for runner \"" + runner_name + "\"";
   c->req.method = "POST";
   c->req.path = scale_sets_path(scale_set_id, "generatejitconfig");
-  c->req.body = "{\"name\":" + runtime::json_escape(runner_name) + ",\"workFolder\":" + runtime::json_escape(work_folder) + "}";
+  runtime::json_writer w;
+  w.begin_object().field("name", runner_name).field("workFolder", work_folder).end_object();
+  c->req.body = w.str();
   c->req.ok = {200};
   c->done = decoding<jit_config>(c->req.operation, std::move(cb),
                                  [](const http::http_response& r) { return unwrap(decode_jit_config(r.body)); });

@@ -10,6 +10,7 @@
 #include <memory>
 
 #include "runtime/secrets.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::github {
 
@@ -73,11 +74,17 @@ std::variant<std::string, auth_error> app_jwt(std::string_view app_id, const std
     return auth_error{"the GitHub App private key is not an RSA key (RS256 needs one)"};
   const int64_t iat = unix_now - 60;
   const std::string header = base64url(R"({"alg":"RS256","typ":"JWT"})");
-  std::string id_json;
-  const bool numeric = std::all_of(app_id.begin(), app_id.end(), [](char c) { return c >= '0' && c <= '9'; });
-  id_json = numeric ? std::string{app_id} : "\"" + std::string{app_id} + "\"";
-  const std::string payload = base64url(R"({"iat":)" + std::to_string(iat) + R"(,"exp":)" + std::to_string(iat + 540) +
-                                        R"(,"iss":)" + id_json + "}");
+  // An App ID is a number; a client ID (Iv1.…) is a string, escaped like any other.
+  const bool numeric = !app_id.empty() && app_id.size() <= 18 &&
+                       std::all_of(app_id.begin(), app_id.end(), [](char c) { return c >= '0' && c <= '9'; });
+  runtime::json_writer claims;
+  claims.begin_object().field("iat", iat).field("exp", iat + 540).key("iss");
+  if (numeric)
+    claims.value(std::stoll(std::string{app_id}));
+  else
+    claims.value(app_id);
+  claims.end_object();
+  const std::string payload = base64url(claims.str());
   const std::string signing_input = header + "." + payload;
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx{EVP_MD_CTX_new(), &EVP_MD_CTX_free};
   size_t len = 0;

@@ -8,6 +8,7 @@
 
 #include "runtime/log.hpp"
 #include "runtime/secrets.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::github {
 
@@ -491,20 +492,16 @@ service_exception decode_exception(std::string_view json) {
 }
 
 std::string encode_scale_set(const runner_scale_set& set) {
-  using runtime::json_escape;
-  std::string out = "{\"name\":" + json_escape(set.name) + ",\"runnerGroupId\":" + std::to_string(set.runner_group_id);
+  runtime::json_writer w;
+  w.begin_object().field("name", set.name).field("runnerGroupId", set.runner_group_id);
   if (set.id != 0)
-    out += ",\"id\":" + std::to_string(set.id);
-  out += ",\"labels\":[";
-  for (size_t i = 0; i < set.labels.size(); ++i) {
-    if (i)
-      out += ',';
-    out += "{\"type\":" + json_escape(set.labels[i].type) + ",\"name\":" + json_escape(set.labels[i].name) + "}";
-  }
-  out += "],\"RunnerSetting\":{\"disableUpdate\":";
-  out += set.disable_update ? "true" : "false";
-  out += "}}";
-  return out;
+    w.field("id", set.id);
+  w.key("labels").begin_array();
+  for (const auto& label : set.labels)
+    w.begin_object().field("type", label.type).field("name", label.name).end_object();
+  w.end_array();
+  w.key("RunnerSetting").begin_object().field("disableUpdate", set.disable_update).end_object().end_object();
+  return w.str();
 }
 
 }  // namespace headroom::github

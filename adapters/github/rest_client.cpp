@@ -10,6 +10,7 @@
 #include "runtime/secrets.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/rfc3339.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::github {
 
@@ -45,23 +46,6 @@ rest_result<T> decode(const std::string& operation, long status, const std::stri
   } catch (const simdjson::simdjson_error& e) {
     return rest_error{status, operation, std::string{"malformed answer: "} + simdjson::error_message(e.error())};
   }
-}
-
-std::string quote(std::string_view s) {
-  std::string out = "\"";
-  for (unsigned char c : s) {
-    if (c == '"' || c == '\\') {
-      out += '\\';
-      out += static_cast<char>(c);
-    } else if (c < 0x20) {
-      char buf[8];
-      std::snprintf(buf, sizeof buf, "\\u%04x", c);
-      out += buf;
-    } else {
-      out += static_cast<char>(c);
-    }
-  }
-  return out + "\"";
 }
 
 // GitHub's {"message": "…"} of an error answer, cut short; the raw start of the body otherwise.
@@ -419,19 +403,24 @@ rest_result<int64_t> rest_client::ensure_runner_group(const std::string& org, co
   if (std::get<int64_t>(found) != 0)
     return std::get<int64_t>(found);
   const std::string create_op = "create runner group \"" + name + "\" in " + org;
-  std::string body = "{\"name\":" + quote(name) + ",\"visibility\":\"all\"}";
+  runtime::json_writer w;
+  w.begin_object().field("name", name);
   if (!repositories.empty() && org.rfind("enterprises/", 0) != 0) {  // only the organization's listed repositories may use it
-    std::string ids;
+    w.field("visibility", "selected").key("selected_repository_ids").begin_array();
     for (const auto& repo : repositories) {
       if (repo.rfind(org + "/", 0) != 0)
         continue;
       auto id = repository_id(repo);
       if (auto* e = std::get_if<rest_error>(&id))
         return *e;
-      ids += (ids.empty() ? "" : ",") + std::to_string(std::get<int64_t>(id));
+      w.value(std::get<int64_t>(id));
     }
-    body = "{\"name\":" + quote(name) + ",\"visibility\":\"selected\",\"selected_repository_ids\":[" + ids + "]}";
+    w.end_array();
+  } else {
+    w.field("visibility", "all");
   }
+  w.end_object();
+  const std::string body = w.str();
   auto c = call(create_op, "POST", owner_path(org) + "/actions/runner-groups", body);
   if (auto* e = std::get_if<rest_error>(&c))
     return *e;
@@ -451,13 +440,12 @@ rest_result<int64_t> rest_client::ensure_runner_group(const std::string& org, co
 rest_result<rest_jit> rest_client::generate_jit_config(const std::string& scope, const std::string& name, int64_t group_id,
                                                        const std::vector<std::string>& labels) {
   const std::string op = "generate JIT config for " + scope;
-  std::string body = "{\"name\":" + quote(name) + ",\"labels\":[";
-  for (size_t i = 0; i < labels.size(); ++i)
-    body += (i ? "," : "") + quote(labels[i]);
-  body += "],\"work_folder\":\"_work\"";
+  runtime::json_writer w;
+  w.begin_object().field("name", name).key("labels").strings(labels).field("work_folder", "_work");
   if (scope.rfind("repos/", 0) != 0)  // organizations and enterprises have runner groups
-    body += ",\"runner_group_id\":" + std::to_string(group_id);
-  body += "}";
+    w.field("runner_group_id", group_id);
+  w.end_object();
+  const std::string body = w.str();
   auto a = call(op, "POST", "/" + scope + "/actions/runners/generate-jitconfig", body);
   if (auto* e = std::get_if<rest_error>(&a))
     return *e;

@@ -4,7 +4,7 @@
 #include <openssl/evp.h>
 #include <simdjson.h>
 
-#include "runtime/log.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::k8s::admission {
 
@@ -153,6 +153,21 @@ std::variant<review_request, review_error> decode_review(std::string_view body) 
   }
 }
 
+namespace {
+
+// The op that gates the pod: appended to the author's gates (never reordering or replacing them),
+// or the list made when there is none.
+void add_gate(runtime::json_writer& w, bool gates_present) {
+  w.begin_object().field("op", "add");
+  if (gates_present)
+    w.field("path", "/spec/schedulingGates/-").key("value").begin_object().field("name", queue_gate).end_object();
+  else
+    w.field("path", "/spec/schedulingGates").key("value").begin_array().begin_object().field("name", queue_gate).end_object().end_array();
+  w.end_object();
+}
+
+}  // namespace
+
 mutation decide(const review_request& r) {
   mutation m;
   if (r.operation != "CREATE" || !r.group.empty() || r.version != "v1" || r.kind != "Pod" || !r.sub_resource.empty() ||
@@ -176,10 +191,11 @@ mutation decide(const review_request& r) {
     return m;
   }
   m.what = outcome::gated;
-  const std::string gate = std::string{"{\"name\":"} + runtime::json_escape(queue_gate) + "}";
-  // Append to the author's gates (never reorder or replace them); make the list when there is none.
-  m.patch = r.gates_present ? "[{\"op\":\"add\",\"path\":\"/spec/schedulingGates/-\",\"value\":" + gate + "}]"
-                            : "[{\"op\":\"add\",\"path\":\"/spec/schedulingGates\",\"value\":[" + gate + "]}]";
+  runtime::json_writer w;
+  w.begin_array();
+  add_gate(w, r.gates_present);
+  w.end_array();
+  m.patch = w.str();
   return m;
 }
 
@@ -198,56 +214,52 @@ mutation enforce(const review_request& r, std::string_view queue) {
       out += c == '/' ? std::string{"~1"} : c == '~' ? std::string{"~0"} : std::string{c};
     return out;
   };
-  std::string ops;
-  auto op = [&ops](const std::string& o) { ops += (ops.empty() ? "" : ",") + o; };
-  const std::string q = runtime::json_escape(queue);
+  runtime::json_writer w;
+  w.begin_array();
   // "add" of a member replaces it when present (RFC 6902 4.1): one op either way.
+  w.begin_object().field("op", "add");
   if (r.has_labels)
-    op("{\"op\":\"add\",\"path\":\"/metadata/labels/" + pointer_key(queue_label) + "\",\"value\":" + q + "}");
+    w.field("path", "/metadata/labels/" + pointer_key(queue_label)).field("value", queue);
   else
-    op("{\"op\":\"add\",\"path\":\"/metadata/labels\",\"value\":{" + runtime::json_escape(queue_label) + ":" + q + "}}");
+    w.field("path", "/metadata/labels").key("value").begin_object().field(queue_label, queue).end_object();
+  w.end_object();
+  w.begin_object().field("op", "add");
   if (r.has_annotations)
-    op("{\"op\":\"add\",\"path\":\"/metadata/annotations/" + pointer_key(opt_in_annotation) + "\",\"value\":\"true\"}");
+    w.field("path", "/metadata/annotations/" + pointer_key(opt_in_annotation)).field("value", "true");
   else
-    op("{\"op\":\"add\",\"path\":\"/metadata/annotations\",\"value\":{" + runtime::json_escape(opt_in_annotation) + ":\"true\"}}");
+    w.field("path", "/metadata/annotations").key("value").begin_object().field(opt_in_annotation, "true").end_object();
+  w.end_object();
   const bool gated = std::find(r.scheduling_gates.begin(), r.scheduling_gates.end(), queue_gate) != r.scheduling_gates.end();
-  if (!gated) {
-    const std::string gate = std::string{"{\"name\":"} + runtime::json_escape(queue_gate) + "}";
-    op(r.gates_present ? "{\"op\":\"add\",\"path\":\"/spec/schedulingGates/-\",\"value\":" + gate + "}"
-                       : "{\"op\":\"add\",\"path\":\"/spec/schedulingGates\",\"value\":[" + gate + "]}");
-  }
+  if (!gated)
+    add_gate(w, r.gates_present);
+  w.end_array();
   if (!r.queue.empty() && r.queue != queue)
     m.warning = "namespace " + r.ns.substr(0, 63) + " puts every pod behind Queue " + std::string{queue.substr(0, 63)} +
                 "; the pod's " + std::string{queue_label} + " label '" + r.queue.substr(0, 63) + "' was replaced";
-  m.patch = "[" + ops + "]";
+  m.patch = w.str();
   return m;
 }
 
 std::string encode_denial(std::string_view api_version, std::string_view uid, std::string_view message, int code) {
-  return "{\"apiVersion\":" + runtime::json_escape(api_version.empty() ? std::string_view{"admission.k8s.io/v1"} : api_version) +
-         ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":" + runtime::json_escape(uid) +
-         ",\"allowed\":false,\"status\":{\"code\":" + std::to_string(code) + ",\"message\":" + runtime::json_escape(message) + "}}}";
+  runtime::json_writer w;
+  w.begin_object().field("apiVersion", api_version.empty() ? std::string_view{"admission.k8s.io/v1"} : api_version);
+  w.field("kind", "AdmissionReview").key("response").begin_object().field("uid", uid).field("allowed", false);
+  w.key("status").begin_object().field("code", code).field("message", message).end_object();
+  w.end_object().end_object();
+  return w.str();
 }
 
 std::string encode_response(std::string_view api_version, std::string_view uid, std::string_view patch,
                             std::string_view warning) {
-  std::string out = "{\"apiVersion\":";
-  out += runtime::json_escape(api_version.empty() ? std::string_view{"admission.k8s.io/v1"} : api_version);
-  out += ",\"kind\":\"AdmissionReview\",\"response\":{\"uid\":";
-  out += runtime::json_escape(uid);
-  out += ",\"allowed\":true";
-  if (!patch.empty()) {
-    out += ",\"patchType\":\"JSONPatch\",\"patch\":\"";
-    out += base64(patch);
-    out += '"';
-  }
-  if (!warning.empty()) {
-    out += ",\"warnings\":[";
-    out += runtime::json_escape(warning);
-    out += ']';
-  }
-  out += "}}";
-  return out;
+  runtime::json_writer w;
+  w.begin_object().field("apiVersion", api_version.empty() ? std::string_view{"admission.k8s.io/v1"} : api_version);
+  w.field("kind", "AdmissionReview").key("response").begin_object().field("uid", uid).field("allowed", true);
+  if (!patch.empty())
+    w.field("patchType", "JSONPatch").field("patch", base64(patch));
+  if (!warning.empty())
+    w.key("warnings").begin_array().value(warning).end_array();
+  w.end_object().end_object();
+  return w.str();
 }
 
 const char* outcome_name(outcome o) {

@@ -6,6 +6,7 @@
 #include <memory>
 #include <random>
 
+#include "runtime/json_writer.hpp"
 #include "runtime/log.hpp"
 #include "adapters/k8s/time.hpp"
 #include "runtime/clock.hpp"
@@ -283,27 +284,35 @@ void client::strategic_merge_patch(const resource_kind& k, std::string_view ns, 
 }
 
 namespace {
-std::string delete_options_json(const delete_options& opts, std::string_view kind) {
-  std::string body = "{\"apiVersion\":\"" + std::string{kind == "Eviction" ? "policy/v1" : "v1"} + "\",\"kind\":\"" +
-                     std::string{kind == "Eviction" ? "Eviction" : "DeleteOptions"} + "\"";
-  std::string delete_part;
-  if (opts.grace_period_seconds)
-    delete_part += ",\"gracePeriodSeconds\":" + std::to_string(*opts.grace_period_seconds);
-  if (!opts.propagation_policy.empty())
-    delete_part += ",\"propagationPolicy\":" + runtime::json_escape(opts.propagation_policy);
-  if (!opts.precondition_uid.empty() || !opts.precondition_resource_version.empty()) {
-    std::string pre;
-    if (!opts.precondition_uid.empty())
-      pre += "\"uid\":" + runtime::json_escape(opts.precondition_uid);
-    if (!opts.precondition_resource_version.empty())
-      pre += std::string{pre.empty() ? "" : ","} + "\"resourceVersion\":" +
-             runtime::json_escape(opts.precondition_resource_version);
-    delete_part += ",\"preconditions\":{" + pre + "}";
+// DeleteOptions, or an Eviction carrying them (with the pod's name and namespace).
+std::string delete_options_json(const delete_options& opts, std::string_view ns = {}, std::string_view evicted = {}) {
+  const bool eviction = !evicted.empty();
+  runtime::json_writer w;
+  auto options = [&] {
+    if (opts.grace_period_seconds)
+      w.field("gracePeriodSeconds", *opts.grace_period_seconds);
+    if (!opts.propagation_policy.empty())
+      w.field("propagationPolicy", opts.propagation_policy);
+    if (!opts.precondition_uid.empty() || !opts.precondition_resource_version.empty()) {
+      w.key("preconditions").begin_object();
+      if (!opts.precondition_uid.empty())
+        w.field("uid", opts.precondition_uid);
+      if (!opts.precondition_resource_version.empty())
+        w.field("resourceVersion", opts.precondition_resource_version);
+      w.end_object();
+    }
+  };
+  w.begin_object().field("apiVersion", eviction ? "policy/v1" : "v1").field("kind", eviction ? "Eviction" : "DeleteOptions");
+  if (eviction) {
+    w.key("metadata").begin_object().field("name", evicted).field("namespace", ns).end_object();
+    w.key("deleteOptions").begin_object();
+    options();
+    w.end_object();
+  } else {
+    options();
   }
-  if (kind == "Eviction")
-    return body + ",\"metadata\":{}" +
-           (delete_part.empty() ? "" : ",\"deleteOptions\":{" + delete_part.substr(1) + "}") + "}";
-  return body + delete_part + "}";
+  w.end_object();
+  return w.str();
 }
 }  // namespace
 
@@ -311,7 +320,7 @@ void client::remove(const resource_kind& k, std::string_view ns, std::string_vie
                     api_callback cb) {
   HEADROOM_CALL("delete", "DELETE", name);
   c->req.url = conn_.server + k.path(ns, name);
-  c->req.body = delete_options_json(opts, "DeleteOptions");
+  c->req.body = delete_options_json(opts);
   send(c);
 }
 
@@ -319,18 +328,15 @@ void client::evict(std::string_view ns, std::string_view name, const delete_opti
   const resource_kind& k = kinds::pods;
   HEADROOM_CALL("evict", "POST", name);
   c->req.url = conn_.server + k.path(ns, name, "eviction");
-  std::string body = delete_options_json(opts, "Eviction");
-  // metadata names the pod being evicted
-  body.replace(body.find("\"metadata\":{}"), 13,
-               "\"metadata\":{\"name\":" + runtime::json_escape(name) + ",\"namespace\":" + runtime::json_escape(ns) + "}");
-  c->req.body = std::move(body);
+  c->req.body = delete_options_json(opts, ns, name);
   c->eviction = true;
   send(c);
 }
 
 void client::cordon(std::string_view node, bool unschedulable, api_callback cb) {
-  merge_patch(kinds::nodes, "", node,
-              std::string{"{\"spec\":{\"unschedulable\":"} + (unschedulable ? "true" : "false") + "}}", std::move(cb));
+  runtime::json_writer w;
+  w.begin_object().key("spec").begin_object().field("unschedulable", unschedulable).end_object().end_object();
+  merge_patch(kinds::nodes, "", node, w.str(), std::move(cb));
 }
 
 std::string time_now() {

@@ -4,7 +4,7 @@
 #include <cstdio>
 
 #include "adapters/k8s/time.hpp"
-#include "runtime/log.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::k8s {
 
@@ -43,27 +43,29 @@ std::string event_namespace(const object_reference& ref) { return ref.ns.empty()
 
 std::string encode_event(const event_record& e, std::string_view name, double event_time,
                          std::string_view reporting_controller, std::string_view reporting_instance) {
-  using runtime::json_escape;
   const auto& r = e.regarding;
-  std::string regarding = "{\"apiVersion\":" + json_escape(r.api_version) + ",\"kind\":" + json_escape(r.kind) +
-                          ",\"name\":" + json_escape(r.name);
+  runtime::json_writer w;
+  w.begin_object().field("apiVersion", "events.k8s.io/v1").field("kind", "Event");
+  w.key("metadata").begin_object().field("name", name).field("namespace", event_namespace(r)).end_object();
+  w.field("eventTime", format_rfc3339(event_time, 6));
+  w.field("reportingController", cut(reporting_controller, max_short));
+  w.field("reportingInstance", cut(reporting_instance, max_short));
+  w.field("action", cut(e.action, max_short)).field("reason", cut(e.reason, max_short));
+  w.field("note", cut(e.note, max_note)).field("type", e.type);
+  w.key("regarding").begin_object().field("apiVersion", r.api_version).field("kind", r.kind).field("name", r.name);
   if (!r.ns.empty())
-    regarding += ",\"namespace\":" + json_escape(r.ns);
+    w.field("namespace", r.ns);
   if (!r.uid.empty())
-    regarding += ",\"uid\":" + json_escape(r.uid);
-  regarding += "}";
-  return "{\"apiVersion\":\"events.k8s.io/v1\",\"kind\":\"Event\",\"metadata\":{\"name\":" + json_escape(name) +
-         ",\"namespace\":" + json_escape(event_namespace(r)) + "},\"eventTime\":\"" + format_rfc3339(event_time, 6) +
-         "\",\"reportingController\":" + json_escape(cut(reporting_controller, max_short)) +
-         ",\"reportingInstance\":" + json_escape(cut(reporting_instance, max_short)) +
-         ",\"action\":" + json_escape(cut(e.action, max_short)) + ",\"reason\":" + json_escape(cut(e.reason, max_short)) +
-         ",\"note\":" + json_escape(cut(e.note, max_note)) + ",\"type\":" + json_escape(e.type) +
-         ",\"regarding\":" + regarding + "}";
+    w.field("uid", r.uid);
+  w.end_object().end_object();
+  return w.str();
 }
 
 std::string encode_series_patch(int64_t count, double last_observed) {
-  return "{\"series\":{\"count\":" + std::to_string(count) + ",\"lastObservedTime\":\"" + format_rfc3339(last_observed, 6) +
-         "\"}}";
+  runtime::json_writer w;
+  w.begin_object().key("series").begin_object().field("count", count);
+  w.field("lastObservedTime", format_rfc3339(last_observed, 6)).end_object().end_object();
+  return w.str();
 }
 
 event_book::event_book(options o) : opts_(o) {}

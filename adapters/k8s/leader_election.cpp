@@ -6,6 +6,7 @@
 #include "runtime/log.hpp"
 #include "adapters/k8s/time.hpp"
 #include "runtime/clock.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::k8s {
 
@@ -94,14 +95,17 @@ void leader_elector::on_read(api_result r) {
 void leader_elector::write(bool create, const std::string& resource_version, int32_t transitions,
                            const std::string& acquire_time) {
   const auto now = micro_time_now();
-  std::string body = R"({"apiVersion":"coordination.k8s.io/v1","kind":"Lease","metadata":{"name":)" +
-                     runtime::json_escape(opts_.name) + R"(,"namespace":)" + runtime::json_escape(opts_.ns);
+  runtime::json_writer w;
+  w.begin_object().field("apiVersion", "coordination.k8s.io/v1").field("kind", "Lease");
+  w.key("metadata").begin_object().field("name", opts_.name).field("namespace", opts_.ns);
   if (!resource_version.empty())
-    body += R"(,"resourceVersion":)" + runtime::json_escape(resource_version);
-  body += R"(},"spec":{"holderIdentity":)" + runtime::json_escape(opts_.identity) +
-          R"(,"leaseDurationSeconds":)" + std::to_string(opts_.lease_duration.count()) + R"(,"acquireTime":")" +
-          (acquire_time.empty() ? now : acquire_time) + R"(","renewTime":")" + now +
-          R"(","leaseTransitions":)" + std::to_string(transitions) + "}}";
+    w.field("resourceVersion", resource_version);
+  w.end_object();
+  w.key("spec").begin_object().field("holderIdentity", opts_.identity);
+  w.field("leaseDurationSeconds", opts_.lease_duration.count());
+  w.field("acquireTime", acquire_time.empty() ? now : acquire_time).field("renewTime", now);
+  w.field("leaseTransitions", transitions).end_object().end_object();
+  std::string body = w.str();
   std::weak_ptr<leader_elector> weak = shared_from_this();
   auto done = [weak](api_result r) {
     if (auto self = weak.lock())

@@ -7,6 +7,7 @@
 #include <vector>
 
 #include "runtime/log.hpp"
+#include "runtime/json_writer.hpp"
 
 namespace headroom::k8s {
 
@@ -63,11 +64,14 @@ decoded<scale> decode_scale(std::string_view json) {
 }
 
 std::string encode_scale(std::string_view ns, std::string_view name, std::string_view resource_version, int32_t replicas) {
-  std::string meta = "\"name\":" + runtime::json_escape(name) + ",\"namespace\":" + runtime::json_escape(ns);
+  runtime::json_writer w;
+  w.begin_object().field("apiVersion", "autoscaling/v1").field("kind", "Scale");
+  w.key("metadata").begin_object().field("name", name).field("namespace", ns);
   if (!resource_version.empty())
-    meta += ",\"resourceVersion\":" + runtime::json_escape(resource_version);
-  return "{\"apiVersion\":\"autoscaling/v1\",\"kind\":\"Scale\",\"metadata\":{" + meta + "},\"spec\":{\"replicas\":" +
-         std::to_string(replicas) + "}}";
+    w.field("resourceVersion", resource_version);
+  w.end_object();
+  w.key("spec").begin_object().field("replicas", replicas).end_object().end_object();
+  return w.str();
 }
 
 std::optional<found_resource> find_resource(std::string_view json, std::string_view api_version, std::string_view kind,
