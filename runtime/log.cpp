@@ -95,7 +95,7 @@ void logger::write(log_level level, std::string_view actor, std::string_view msg
         f.value);
   }
   w.end_object();
-  std::string line = w.str();
+  std::string line = w.take();
   line += '\n';
   // And the rendered line once more, for a secret that only appears across a key and a value.
   line = redact(line);

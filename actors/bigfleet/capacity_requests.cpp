@@ -146,7 +146,7 @@ void on_reply(upc_actor* self, const msg::api_reply& r) {
         runtime::json_writer w;
         w.begin_object().key("metadata").begin_object().field("resourceVersion", cr->meta.resource_version).end_object();
         w.key("status").begin_object().field("phase", "Pending").end_object().end_object();
-        const std::string patch = w.str();
+        const std::string patch = w.take();
         start_call(self, {pending_call::stamp, call.ns, call.name}, [&client, call, patch](k8s::api_callback cb) {
           client.merge_patch(kinds::capacity_requests, call.ns, call.name, patch, std::move(cb), "status");
         });

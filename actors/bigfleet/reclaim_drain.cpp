@@ -83,7 +83,7 @@ void set_upcoming_phase(drain_actor* self, const std::string& node, std::string_
   if (!error.empty())
     w.field("lastError", error);
   w.end_object().end_object();
-  const std::string status = w.str();
+  const std::string status = w.take();
   client.merge_patch(kinds::upcoming_nodes, "", name, status,
                      [&client, name, then_delete, node](k8s::api_result r) {
                        if (auto* e = std::get_if<k8s::api_error>(&r)) {

@@ -58,7 +58,7 @@ void pump_acks(rollup_actor* self) {
     runtime::json_writer w;
     w.begin_object().key("status").begin_object().field("phase", "Acknowledged").field("acknowledgedAt", k8s::time_now());
     w.end_object().end_object();
-    const std::string patch = w.str();
+    const std::string patch = w.take();
     st.acks_in_flight.start(me, t.ns + "/" + t.name, [&st, t, patch](k8s::api_callback cb) {
       st.deps.client->merge_patch(kinds::capacity_requests, t.ns, t.name, patch, std::move(cb), "status");
     });

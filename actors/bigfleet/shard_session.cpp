@@ -39,7 +39,7 @@ namespace {
 std::string member_patch(std::string_view member, const std::string& json) {
   runtime::json_writer w;
   w.begin_object().key(member).raw(json).end_object();
-  return w.str();
+  return w.take();
 }
 
 constexpr std::string_view actor_name = "shard_session";
@@ -131,7 +131,7 @@ void create_upcoming(k8s::client& client, const std::string& name, const std::st
   w.key("metadata").begin_object().field("name", name);
   w.key("labels").begin_object().field("bigfleet.lucy.sh/machine-id", name == machine ? machine : name).end_object();
   w.end_object().key("spec").raw(spec).end_object();
-  const std::string object = w.str();
+  const std::string object = w.take();
   client.create(kinds::upcoming_nodes, "", object, [&client, name, spec, then = std::move(then)](k8s::api_result r) mutable {
     auto* e = std::get_if<k8s::api_error>(&r);
     if (e && e->what == k8s::api_error::kind::already_exists)  // raced with an earlier session
@@ -249,7 +249,7 @@ void write_available(session_actor* self, const pb::AvailableCapacityUpdate& u) 
   runtime::json_writer w;
   w.begin_object().field("apiVersion", "bigfleet.lucy.sh/v1alpha1").field("kind", "AvailableCapacity");
   w.key("metadata").begin_object().field("name", name).end_object().key("spec").raw(spec).end_object();
-  const std::string object = w.str();
+  const std::string object = w.take();
   client.create(kinds::available_capacities, "", object, [&client, session, result, name, spec](k8s::api_result r) mutable {
     auto* e = std::get_if<k8s::api_error>(&r);
     if (e && e->what == k8s::api_error::kind::already_exists) {

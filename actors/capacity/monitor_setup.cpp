@@ -69,7 +69,7 @@ void ensure_owner(monitor_actor* self) {
   }
   w.end_object();
   w.key("data").begin_object().field("purpose", "owns this headroom process's placeholder pods").end_object().end_object();
-  const std::string body = w.str();
+  const std::string body = w.take();
   start_call(self, {call_kind::owner_create, st.ctx->owner_configmap, 0}, [kube, ns, body](k8s::api_callback cb) {
     kube->create(k8s::kinds::configmaps, ns, body, std::move(cb));
   });

@@ -44,7 +44,7 @@ std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, ro
     resources(w, s.workflow_cpu, s.workflow_memory, s.workflow_extended);
   w.end_object().end_array();  // the container, the containers
   w.end_object().end_object();  // spec, the pod
-  return w.str();
+  return w.take();
 }
 
 std::string runner_pdb_name(const owner_ref& owner) { return owner.name + "-runners"; }
@@ -61,7 +61,7 @@ std::string runner_pdb(const scale_set_spec& s, const owner_ref& owner) {
   w.field(keys::scale_set, s.name).field(keys::role, role_label(role::runner));
   w.end_object().end_object().end_object();  // matchLabels, selector, spec
   w.end_object();
-  return w.str();
+  return w.take();
 }
 
 std::string priority_class_object(const priority_class_spec& p, const std::string& name) {
@@ -72,7 +72,7 @@ std::string priority_class_object(const priority_class_spec& p, const std::strin
   w.field("value", p.value).field("globalDefault", false);
   w.field("preemptionPolicy", p.preempts ? "PreemptLowerPriority" : "Never").field("description", p.description);
   w.end_object();
-  return w.str();
+  return w.take();
 }
 
 }  // namespace headroom::actors::capacity

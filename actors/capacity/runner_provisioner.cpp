@@ -74,7 +74,7 @@ void reconcile(provisioner_actor* self) {
     runtime::json_writer w;
     w.begin_object().key("spec").begin_object().field("replicas", desired).field("patchID", ++st.arc_patch_id);
     w.end_object().end_object();
-    const std::string patch = w.str();
+    const std::string patch = w.take();
     auto* kube = st.ctx->kube;
     kube->merge_patch(ephemeral_runner_sets, spec.ns, spec.ephemeral_runner_set, patch,
                       [name = spec.ephemeral_runner_set, desired](k8s::api_result r) {

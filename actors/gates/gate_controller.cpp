@@ -110,7 +110,7 @@ void write_condition(controller_actor* self, const std::string& queue, const con
   w.begin_object().field("type", admitted_condition).field("status", c.status).field("reason", c.reason);
   w.field("message", c.message).field("lastTransitionTime", format_wall(ctx.wall_clock())).end_object();
   w.end_array().end_object().end_object();
-  const std::string body = w.str();
+  const std::string body = w.take();
   auto& client = *ctx.kube;
   start_call(self, {call_info::condition, queue, c.ns, c.name, {}, {}}, [&client, c, body](k8s::api_callback cb) {
     client.strategic_merge_patch(k8s::kinds::pods, c.ns, c.name, body, std::move(cb), "status");
@@ -141,7 +141,7 @@ void ungate_pod(controller_actor* self, const std::string& queue, const ungate& 
   else
     w.field("path", "/metadata/annotations").key("value").begin_object().field("headroom.dev/ungated-at", at).end_object();
   w.end_object().end_array();
-  const std::string patch = w.str();
+  const std::string patch = w.take();
   st.in_flight[queue].insert(u.ns + "/" + u.name);
   auto& client = *st.ctx->kube;
   start_call(self, {call_info::ungate, queue, u.ns, u.name, st.woke, u.resource_version},

@@ -266,7 +266,7 @@ std::string encode_last_scale(const last_scale& s) {
   runtime::json_writer w;
   w.begin_object().field("time", format_time(s.time)).field("from", s.from).field("to", s.to);
   w.field("alternations", s.alternations).end_object();
-  return w.str();
+  return w.take();
 }
 
 std::optional<last_scale> decode_last_scale(std::string_view text, std::string& error) {

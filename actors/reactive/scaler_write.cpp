@@ -16,7 +16,7 @@ void write_annotation(scaler_actor* self, const std::string& text, call what) {
   else
     w.value(text);
   w.end_object().end_object().end_object();
-  const std::string patch = w.str();
+  const std::string patch = w.take();
   start(self, what, [t, patch](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
     kube.merge_patch(k, t.ns, t.name, patch, std::move(cb));
   });
@@ -58,7 +58,7 @@ bool write_atomic(scaler_actor* self) {
   w.begin_object().field("op", "replace").field("path", s.replicas_pointer).field("value", st.to).end_object();
   w.begin_object().field("op", "add").field("path", annotation_pointer).field("value", encode_last_scale(st.next)).end_object();
   w.end_array();
-  const std::string patch = w.str();
+  const std::string patch = w.take();
   st.atomic = true;
   start(self, call::write_both, [t, patch](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
     kube.json_patch(k, t.ns, t.name, patch, std::move(cb));
@@ -260,7 +260,7 @@ void on_pods_listed(scaler_actor* self, const msg::api_reply& r) {
         runtime::json_writer w;
         w.begin_object().key("metadata").begin_object().key("annotations").begin_object();
         w.field("controller.kubernetes.io/pod-deletion-cost", std::to_string(cost)).end_object().end_object().end_object();
-        const std::string patch = w.str();
+        const std::string patch = w.take();
         const auto ns = t.ns;
         const auto pod = newest->meta.name;
         runtime::log::debug(actor_name, "marking the newest pod to go first", {{"target", tid(self)}, {"pod", pod}});

@@ -127,7 +127,7 @@ std::string runner_pod(const runner_spec& s, const std::string& name, int64_t ru
   json::resources(w, s.runner_cpu, s.runner_memory, s.runner_extended, s.slot_resource);
   w.end_object().end_array();  // the container, the containers
   w.end_object().end_object();  // spec, the pod
-  return w.str();
+  return w.take();
 }
 
 std::string runner_secret(const runner_spec& s, const std::string& name, const std::string& pod_uid,
@@ -142,7 +142,7 @@ std::string runner_secret(const runner_spec& s, const std::string& name, const s
   w.end_object();
   w.key("stringData").begin_object().field("jitToken", encoded_jit_config).end_object();
   w.end_object();
-  return w.str();
+  return w.take();
 }
 
 }  // namespace headroom::actors::runners

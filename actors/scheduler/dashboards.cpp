@@ -232,7 +232,7 @@ std::string jobs_json(const std::vector<store::job>& rows) {
     w.field("updated_at", iso(j.updated_at)).field("created_at_ms", j.created_at).end_object();
   }
   w.end_array();
-  return w.str();
+  return w.take();
 }
 
 std::string workers_json(const std::vector<store::worker>& rows) {
@@ -245,7 +245,7 @@ std::string workers_json(const std::vector<store::worker>& rows) {
     w.end_object();
   }
   w.end_array();
-  return w.str();
+  return w.take();
 }
 
 std::string usage_json(const std::vector<usage_row>& rows) {
@@ -257,7 +257,7 @@ std::string usage_json(const std::vector<usage_row>& rows) {
     w.field("workers_running", r.workers_running).field("max_workers", r.cap).end_object();
   }
   w.end_array();
-  return w.str();
+  return w.take();
 }
 
 std::string jobs_html(const std::vector<store::job>& rows, const page_params& p, const std::string& next_url) {

@@ -412,7 +412,7 @@ void write_spec(runtime::json_writer& w, const k8s::pod& pod, const penalty_defa
 std::string capacity_request_spec(const k8s::pod& pod, const penalty_defaults& defaults) {
   runtime::json_writer w;
   write_spec(w, pod, defaults);
-  return w.str();
+  return w.take();
 }
 
 std::string capacity_request_object(const k8s::pod& pod, const penalty_defaults& defaults) {
@@ -426,7 +426,7 @@ std::string capacity_request_object(const k8s::pod& pod, const penalty_defaults&
   w.key("spec");
   write_spec(w, pod, defaults);
   w.end_object();
-  return w.str();
+  return w.take();
 }
 
 }  // namespace headroom::bigfleet

@@ -101,7 +101,7 @@ std::string upcoming_node_spec(const pb::NodeStateUpdate& u) {
     w.end_object();
   }
   w.end_array().end_object();
-  return w.str();
+  return w.take();
 }
 
 std::string upcoming_node_status(const pb::NodeStateUpdate& u, std::string_view phase) {
@@ -112,7 +112,7 @@ std::string upcoming_node_status(const pb::NodeStateUpdate& u, std::string_view 
   if (!u.provider_id().empty())
     w.field("providerID", u.provider_id());
   w.field("lastError", u.last_error()).end_object();
-  return w.str();
+  return w.take();
 }
 
 std::string available_capacity_name(std::string_view key) {
@@ -135,7 +135,7 @@ std::string available_capacity_spec(const pb::AvailableCapacityUpdate& u) {
   w.key("requirements");
   write_requirements(w, u.requirements());
   w.end_object();
-  return w.str();
+  return w.take();
 }
 
 }  // namespace headroom::bigfleet

@@ -219,7 +219,7 @@ void actions_client::refresh_chain() {
     c->req.token = std::move(registration_token);
     runtime::json_writer w;
     w.begin_object().field("url", self->where_.url).field("runner_event", "register").end_object();
-    c->req.body = w.str();
+    c->req.body = w.take();
     c->req.ok = {200, 201};
     c->req.retry_also = {401, 403};
     c->done = [self, op = c->req.operation](actions_result<http::http_response> res) {

@@ -142,7 +142,7 @@ void actions_client::create_session(int64_t scale_set_id, std::string owner, cal
     c->req.path = scale_sets_path(scale_set_id, "sessions");
     runtime::json_writer w;
     w.begin_object().field("ownerName", owner).end_object();
-    c->req.body = w.str();
+    c->req.body = w.take();
     c->req.ok = {200};
     c->done = [self, scale_set_id, cb, tries, attempt_create, op = c->req.operation](
                   actions_result<http::http_response> res) {
@@ -293,7 +293,7 @@ void actions_client::generate_jit_config(int64_t scale_set_id, std::string runne
   c->req.path = scale_sets_path(scale_set_id, "generatejitconfig");
   runtime::json_writer w;
   w.begin_object().field("name", runner_name).field("workFolder", work_folder).end_object();
-  c->req.body = w.str();
+  c->req.body = w.take();
   c->req.ok = {200};
   c->done = decoding<jit_config>(c->req.operation, std::move(cb),
                                  [](const http::http_response& r) { return unwrap(decode_jit_config(r.body)); });

@@ -84,7 +84,7 @@ std::variant<std::string, auth_error> app_jwt(std::string_view app_id, const std
   else
     claims.value(app_id);
   claims.end_object();
-  const std::string payload = base64url(claims.str());
+  const std::string payload = base64url(claims.take());
   const std::string signing_input = header + "." + payload;
   std::unique_ptr<EVP_MD_CTX, decltype(&EVP_MD_CTX_free)> ctx{EVP_MD_CTX_new(), &EVP_MD_CTX_free};
   size_t len = 0;

@@ -501,7 +501,7 @@ std::string encode_scale_set(const runner_scale_set& set) {
     w.begin_object().field("type", label.type).field("name", label.name).end_object();
   w.end_array();
   w.key("RunnerSetting").begin_object().field("disableUpdate", set.disable_update).end_object().end_object();
-  return w.str();
+  return w.take();
 }
 
 }  // namespace headroom::github

@@ -420,7 +420,7 @@ rest_result<int64_t> rest_client::ensure_runner_group(const std::string& org, co
     w.field("visibility", "all");
   }
   w.end_object();
-  const std::string body = w.str();
+  const std::string body = w.take();
   auto c = call(create_op, "POST", owner_path(org) + "/actions/runner-groups", body);
   if (auto* e = std::get_if<rest_error>(&c))
     return *e;
@@ -445,7 +445,7 @@ rest_result<rest_jit> rest_client::generate_jit_config(const std::string& scope,
   if (scope.rfind("repos/", 0) != 0)  // organizations and enterprises have runner groups
     w.field("runner_group_id", group_id);
   w.end_object();
-  const std::string body = w.str();
+  const std::string body = w.take();
   auto a = call(op, "POST", "/" + scope + "/actions/runners/generate-jitconfig", body);
   if (auto* e = std::get_if<rest_error>(&a))
     return *e;

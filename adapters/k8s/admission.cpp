@@ -195,7 +195,7 @@ mutation decide(const review_request& r) {
   w.begin_array();
   add_gate(w, r.gates_present);
   w.end_array();
-  m.patch = w.str();
+  m.patch = w.take();
   return m;
 }
 
@@ -236,7 +236,7 @@ mutation enforce(const review_request& r, std::string_view queue) {
   if (!r.queue.empty() && r.queue != queue)
     m.warning = "namespace " + r.ns.substr(0, 63) + " puts every pod behind Queue " + std::string{queue.substr(0, 63)} +
                 "; the pod's " + std::string{queue_label} + " label '" + r.queue.substr(0, 63) + "' was replaced";
-  m.patch = w.str();
+  m.patch = w.take();
   return m;
 }
 
@@ -246,7 +246,7 @@ std::string encode_denial(std::string_view api_version, std::string_view uid, st
   w.field("kind", "AdmissionReview").key("response").begin_object().field("uid", uid).field("allowed", false);
   w.key("status").begin_object().field("code", code).field("message", message).end_object();
   w.end_object().end_object();
-  return w.str();
+  return w.take();
 }
 
 std::string encode_response(std::string_view api_version, std::string_view uid, std::string_view patch,
@@ -259,7 +259,7 @@ std::string encode_response(std::string_view api_version, std::string_view uid, 
   if (!warning.empty())
     w.key("warnings").begin_array().value(warning).end_array();
   w.end_object().end_object();
-  return w.str();
+  return w.take();
 }
 
 const char* outcome_name(outcome o) {

@@ -312,7 +312,7 @@ std::string delete_options_json(const delete_options& opts, std::string_view ns 
     options();
   }
   w.end_object();
-  return w.str();
+  return w.take();
 }
 }  // namespace
 
@@ -336,7 +336,7 @@ void client::evict(std::string_view ns, std::string_view name, const delete_opti
 void client::cordon(std::string_view node, bool unschedulable, api_callback cb) {
   runtime::json_writer w;
   w.begin_object().key("spec").begin_object().field("unschedulable", unschedulable).end_object().end_object();
-  merge_patch(kinds::nodes, "", node, w.str(), std::move(cb));
+  merge_patch(kinds::nodes, "", node, w.take(), std::move(cb));
 }
 
 std::string time_now() {

@@ -935,18 +935,29 @@ simdjson::padded_string_view padded(std::string_view json, std::string& buffer) 
   return simdjson::padded_string_view{buffer.data(), size, buffer.size()};
 }
 
-od::parser& thread_parser() {
-  thread_local od::parser parser;
-  return parser;
+// The calling thread's decode buffers: the parser (its structural index and string buffer keep
+// the capacity of the largest document it has read, about six times that document's size), the
+// input's padded copy, and the input's backslashes.
+struct scratch {
+  od::parser parser;
+  std::string buffer;
+  backslash_index backslashes;
+};
+
+scratch& thread_scratch() {
+  thread_local scratch s;
+  return s;
 }
+
+od::parser& thread_parser() { return thread_scratch().parser; }
 
 template <class T>
 decoded<T> decode_one(std::string_view json) {
-  thread_local std::string buffer;
+  auto& buffer = thread_scratch().buffer;
   context c{kind_name<T>, {}, {}, {}};
   T out;
   auto err = guarded(c, [&] {
-    thread_local backslash_index backslashes;
+    auto& backslashes = thread_scratch().backslashes;
     const auto input = padded(json, buffer);
     c.backslashes = index_backslashes(input, backslashes);
     auto doc = thread_parser().iterate(input);
@@ -960,6 +971,16 @@ decoded<T> decode_one(std::string_view json) {
 
 }  // namespace
 
+void release_decode_buffers(size_t keep) {
+  auto& s = thread_scratch();
+  if (s.parser.capacity() > keep)
+    s.parser = od::parser{};
+  if (s.buffer.capacity() > keep)
+    std::string{}.swap(s.buffer);
+  if (s.backslashes.at.capacity() * sizeof(const char*) > keep)
+    decltype(s.backslashes.at){}.swap(s.backslashes.at);
+}
+
 decoded<pod> decode_pod(std::string_view json) { return decode_one<pod>(json); }
 decoded<node> decode_node(std::string_view json) { return decode_one<node>(json); }
 decoded<priority_class> decode_priority_class(std::string_view json) { return decode_one<priority_class>(json); }
@@ -967,14 +988,14 @@ decoded<lease> decode_lease(std::string_view json) { return decode_one<lease>(js
 decoded<event> decode_event(std::string_view json) { return decode_one<event>(json); }
 decoded<unstructured> decode_unstructured(std::string_view json) { return decode_one<unstructured>(json); }
 
+namespace {
+
 template <class T>
-decoded<list_result<T>> decode_list(std::string_view json) {
-  thread_local std::string buffer;
+decoded<list_result<T>> decode_padded_list(simdjson::padded_string_view input) {
   list_result<T> out;
   context list_ctx{list_kind_name<T>, {}, {}, {}};
   auto err = guarded(list_ctx, [&] {
-    thread_local backslash_index backslashes;
-    const auto input = padded(json, buffer);
+    auto& backslashes = thread_scratch().backslashes;
     list_ctx.backslashes = index_backslashes(input, backslashes);
     auto doc = thread_parser().iterate(input);
     fields(list_ctx, doc.get_value(), [&](field_name k, od::value x) {
@@ -1009,14 +1030,31 @@ decoded<list_result<T>> decode_list(std::string_view json) {
   return out;
 }
 
+}  // namespace
+
+template <class T>
+decoded<list_result<T>> decode_list(std::string_view json) {
+  return decode_padded_list<T>(padded(json, thread_scratch().buffer));
+}
+
+template <class T>
+decoded<list_result<T>> decode_list(std::string& json) {
+  // The padding is made part of the string's own capacity: a list page is not copied. Reading it
+  // is defined behaviour, as resize() wrote it.
+  const size_t size = json.size();
+  json.resize(size + simdjson::SIMDJSON_PADDING, '\0');
+  json.resize(size);
+  return decode_padded_list<T>(simdjson::padded_string_view{json.data(), size, json.capacity()});
+}
+
 template <class T>
 decoded<watch_event<T>> decode_watch_event(std::string_view json) {
-  thread_local std::string buffer;
+  auto& buffer = thread_scratch().buffer;
   watch_event<T> out;
   context c{watch_kind_name<T>, {}, {}, {}};
   std::string type;
   auto err = guarded(c, [&] {
-    thread_local backslash_index backslashes;
+    auto& backslashes = thread_scratch().backslashes;
     const auto input = padded(json, buffer);
     c.backslashes = index_backslashes(input, backslashes);
     auto doc = thread_parser().iterate(input);
@@ -1057,6 +1095,7 @@ decoded<watch_event<T>> decode_watch_event(std::string_view json) {
 
 #define HEADROOM_DECODE_INSTANTIATE(T)                                 \
   template decoded<list_result<T>> decode_list<T>(std::string_view);  \
+  template decoded<list_result<T>> decode_list<T>(std::string&);      \
   template decoded<watch_event<T>> decode_watch_event<T>(std::string_view);
 HEADROOM_DECODE_INSTANTIATE(pod)
 HEADROOM_DECODE_INSTANTIATE(node)

@@ -15,13 +15,13 @@ constexpr size_t max_note = 1024;
 constexpr size_t max_short = 128;
 
 // At most `limit` bytes, cut on a UTF-8 character boundary.
-std::string cut(std::string_view s, size_t limit) {
+std::string_view cut(std::string_view s, size_t limit) {
   if (s.size() <= limit)
-    return std::string{s};
+    return s;
   size_t n = limit;
   while (n > 0 && (static_cast<unsigned char>(s[n]) & 0xC0) == 0x80)
     --n;
-  return std::string{s.substr(0, n)};
+  return s.substr(0, n);
 }
 
 std::string object_key(const object_reference& r) {
@@ -58,14 +58,14 @@ std::string encode_event(const event_record& e, std::string_view name, double ev
   if (!r.uid.empty())
     w.field("uid", r.uid);
   w.end_object().end_object();
-  return w.str();
+  return w.take();
 }
 
 std::string encode_series_patch(int64_t count, double last_observed) {
   runtime::json_writer w;
   w.begin_object().key("series").begin_object().field("count", count);
   w.field("lastObservedTime", format_rfc3339(last_observed, 6)).end_object().end_object();
-  return w.str();
+  return w.take();
 }
 
 event_book::event_book(options o) : opts_(o) {}
@@ -92,7 +92,7 @@ bool event_book::take_token(const std::string& object, time_point now) {
 }
 
 event_book::outcome event_book::observe(const event_record& e, time_point now, double wall) {
-  const std::string note = cut(e.note, max_note);
+  const std::string note{cut(e.note, max_note)};
   const std::string key = series_key(e, note);
   if (auto it = by_key_.find(key); it != by_key_.end()) {
     auto& s = *it->second;
@@ -112,7 +112,7 @@ event_book::outcome event_book::observe(const event_record& e, time_point now, d
   const auto nanos = static_cast<uint64_t>(wall * 1e9) + (sequence_++ % 1000);
   std::snprintf(suffix, sizeof suffix, ".%llx", static_cast<unsigned long long>(nanos));
   // An object name is at most 253 characters.
-  std::string name = cut(e.regarding.name, 253 - std::string_view{suffix}.size()) + suffix;
+  std::string name = std::string{cut(e.regarding.name, 253 - std::string_view{suffix}.size())} + suffix;
   entry s;
   s.key = key;
   s.ns = event_namespace(e.regarding);

@@ -235,6 +235,9 @@ class informer : public std::enable_shared_from_this<informer<T>> {
       list_page(page.continue_token, std::chrono::milliseconds(0));
       return;
     }
+    // The pages' decode buffers (several MiB for a page of 500 large objects) are not kept for
+    // the watch's small events.
+    release_decode_buffers();
     apply_list(page.resource_version);
   }
 
@@ -305,6 +308,8 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     if (stopped_ || relist_requested_)
       return;
     auto decoded = decode_watch_event<T>(line);
+    if (line.size() > 256 * 1024)  // a rare large object: its buffers are not kept for the next
+      release_decode_buffers();
     if (auto* e = std::get_if<decode_error>(&decoded)) {
       stats_.decode_errors.fetch_add(1, std::memory_order_relaxed);
       runtime::log::warn("k8s/informer", "watch event skipped", {{"resource", opts_.kind.plural}, {"error", e->message}});

@@ -105,7 +105,7 @@ void leader_elector::write(bool create, const std::string& resource_version, int
   w.field("leaseDurationSeconds", opts_.lease_duration.count());
   w.field("acquireTime", acquire_time.empty() ? now : acquire_time).field("renewTime", now);
   w.field("leaseTransitions", transitions).end_object().end_object();
-  std::string body = w.str();
+  std::string body = w.take();
   std::weak_ptr<leader_elector> weak = shared_from_this();
   auto done = [weak](api_result r) {
     if (auto self = weak.lock())

@@ -71,7 +71,7 @@ std::string encode_scale(std::string_view ns, std::string_view name, std::string
     w.field("resourceVersion", resource_version);
   w.end_object();
   w.key("spec").begin_object().field("replicas", replicas).end_object().end_object();
-  return w.str();
+  return w.take();
 }
 
 std::optional<found_resource> find_resource(std::string_view json, std::string_view api_version, std::string_view kind,
