@@ -2,6 +2,10 @@
 
 #include <simdjson.h>
 
+#ifdef __GLIBC__
+#include <malloc.h>
+#endif
+
 #include <algorithm>
 #include <cstdint>
 #include <cstring>
@@ -973,12 +977,25 @@ decoded<T> decode_one(std::string_view json) {
 
 void release_decode_buffers(size_t keep) {
   auto& s = thread_scratch();
-  if (s.parser.capacity() > keep)
+  bool released = false;
+  if (s.parser.capacity() > keep) {
     s.parser = od::parser{};
-  if (s.buffer.capacity() > keep)
+    released = true;
+  }
+  if (s.buffer.capacity() > keep) {
     std::string{}.swap(s.buffer);
+    released = true;
+  }
   if (s.backslashes.at.capacity() * sizeof(const char*) > keep)
     decltype(s.backslashes.at){}.swap(s.backslashes.at);
+#ifdef __GLIBC__
+  // glibc keeps freed memory in its arenas (this thread's is not the main one): give the pages
+  // back, or the process's RSS would not fall. A few milliseconds, once per list.
+  if (released)
+    malloc_trim(0);
+#else
+  (void)released;
+#endif
 }
 
 decoded<pod> decode_pod(std::string_view json) { return decode_one<pod>(json); }
