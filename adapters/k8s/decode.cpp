@@ -254,9 +254,9 @@ const char* backslash_index::name(const char* raw) {
   if (next >= reinterpret_cast<uintptr_t>(raw + end))
     return raw;  // the backslash is past this name
   auto text = unescape(std::string_view{raw - 1, end + 2});
-  // A name that still needs an escape (a quote, a control byte) is no name headroom reads; it is
-  // kept as the empty name, which matches none.
-  if (!text || text->find('"') != std::string::npos)
+  // A name holding a quote or a backslash once unescaped is no name headroom reads; it is kept as
+  // the empty name, which matches none (and field_name::text() reads up to the quote).
+  if (!text || text->find_first_of("\"\\") != std::string::npos)
     text = std::string{};
   auto& kept = names.emplace_back(std::move(*text));
   kept.push_back('"');
