@@ -205,9 +205,10 @@ void write_upcoming(session_actor* self, const std::string& key, const pb::NodeS
   const bool status_changed = !known || known->status != status;
   const bool fresh = !known && !cached;
   // provisioningStartTime is set once, when headroom first sees the machine.
-  std::string status_body = status;
-  if (fresh || (cached && field_of(cached->raw, {"status", "provisioningStartTime"}).empty()))
-    status_body.insert(status_body.size() - 1, ",\"provisioningStartTime\":\"" + k8s::time_now() + "\"");
+  const std::string status_body =
+      fresh || (cached && field_of(cached->raw, {"status", "provisioningStartTime"}).empty())
+          ? headroom::bigfleet::upcoming_node_status(u, decision.phase, k8s::time_now())
+          : status;
   spec_written after_spec = [&client, session, result, name, status_body, status_changed](std::optional<std::string> err) mutable {
     if (err) {
       result.ok = false;

@@ -30,8 +30,12 @@ void write_scale(scaler_actor* self) {
   const auto t = spec(self).target;
   const auto& st = *self->state.stepping;
   if (st.from > 0) {
-    const std::string patch = "[{\"op\":\"test\",\"path\":\"/spec/replicas\",\"value\":" + std::to_string(st.from) +
-                              "},{\"op\":\"replace\",\"path\":\"/spec/replicas\",\"value\":" + std::to_string(st.to) + "}]";
+    runtime::json_writer w;
+    w.begin_array();
+    w.begin_object().field("op", "test").field("path", "/spec/replicas").field("value", st.from).end_object();
+    w.begin_object().field("op", "replace").field("path", "/spec/replicas").field("value", st.to).end_object();
+    w.end_array();
+    const std::string patch = w.take();
     start(self, call::write_scale, [t, patch](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
       kube.json_patch(k, t.ns, t.name, patch, std::move(cb), "scale");
     });

@@ -104,14 +104,18 @@ std::string upcoming_node_spec(const pb::NodeStateUpdate& u) {
   return w.take();
 }
 
-std::string upcoming_node_status(const pb::NodeStateUpdate& u, std::string_view phase) {
+std::string upcoming_node_status(const pb::NodeStateUpdate& u, std::string_view phase,
+                                 std::string_view provisioning_start_time) {
   runtime::json_writer w;
   w.begin_object().field("phase", phase);
   if (!u.node_name().empty())
     w.key("nodeRef").begin_object().field("name", u.node_name()).end_object();
   if (!u.provider_id().empty())
     w.field("providerID", u.provider_id());
-  w.field("lastError", u.last_error()).end_object();
+  w.field("lastError", u.last_error());
+  if (!provisioning_start_time.empty())
+    w.field("provisioningStartTime", provisioning_start_time);
+  w.end_object();
   return w.take();
 }
 

@@ -28,7 +28,8 @@ std::string upcoming_node_name(std::string_view machine_id);
 
 // spec {labels, resources, taints} and status {phase, nodeRef, providerID, lastError} as JSON.
 std::string upcoming_node_spec(const pb::NodeStateUpdate& u);
-std::string upcoming_node_status(const pb::NodeStateUpdate& u, std::string_view phase);
+std::string upcoming_node_status(const pb::NodeStateUpdate& u, std::string_view phase,
+                                 std::string_view provisioning_start_time = {});
 
 // "ac-" + hex sha256 of the profile fingerprint (the supersedes key after "available:").
 std::string available_capacity_name(std::string_view supersedes_key);
