@@ -174,6 +174,11 @@ void on_scale(scaler_actor* self, const msg::api_reply& r) {
     return startup_failed(self, e->message);
   }
   const auto& sc = std::get<k8s::scale>(decoded);
+  // Read again after it was gone: by the start-up read, or by a step's check when an evaluation
+  // was under way as it returned (which used to leave it marked gone, and unlogged).
+  if (s.gone)
+    runtime::log::info(actor_name, "the target is back", {{"target", tid(self)}});
+  s.gone = false;
   if (s.stepping) {
     auto& st = *s.stepping;
     if (sc.spec_replicas != st.from) {
@@ -194,9 +199,6 @@ void on_scale(scaler_actor* self, const msg::api_reply& r) {
   set_current(self, sc.spec_replicas);
   s.recovering = false;
   s.ready = true;
-  if (s.gone)
-    runtime::log::info(actor_name, "the target is back", {{"target", tid(self)}});
-  s.gone = false;
   runtime::log::info(actor_name, "watching",
                      {{"target", tid(self)}, {"replicas", static_cast<int64_t>(sc.spec_replicas)},
                                 {"last_scale", s.last_text.empty() ? std::string{"none"} : s.last_text}});
