@@ -571,7 +571,7 @@ TEST(reactive, a_target_scaled_elsewhere_at_its_max_or_deleted_and_recreated_is_
   const target recreated = *std::find_if(targets.begin(), targets.end(), [](const target& t) { return t.name == "stale"; });
   ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, deployment_yaml(recreated)).exit_code, 0);
   ASSERT_TRUE(eventually([&] { return replicas(e, "stale") == 3; }, 60s)) << "the recreated target was never scaled\n" << e.agent->log();
-  EXPECT_GE(log_lines_with(e, {"the target is back", id("stale")}), 1);
+  EXPECT_GE(log_lines_with(e, {"the target is back", id("stale")}), 1) << e.agent->log();
   set_load(e, "stale", 75);
 }
 
