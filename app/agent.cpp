@@ -89,7 +89,7 @@ runtime::child_spec event_recorder_child(const caf::actor& relay, k8s::client& a
   runtime::child_spec out;
   out.name = "event_recorder";
   out.relay = relay;
-  out.start = [opts](caf::actor_system& s) { return actors::spawn_event_recorder(s, opts); };
+  out.start = [opts](caf::actor_system& s) { return runtime::untyped(actors::spawn_event_recorder(s, opts)); };
   return out;
 }
 
@@ -136,7 +136,7 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
         return runtime::start_failure{std::string{mode->switch_key()} + ": " + std::string{mode->summary()} +
                                           " needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)",
                                       config_error_exit};
-      const modes::services s{cfg, env, configured.shared, nullptr, nullptr, nullptr, m, ready, caf::actor{}};
+      const modes::services s{cfg, env, configured.shared, nullptr, nullptr, nullptr, m, ready, actors::event_sink{}};
       if (auto problem = mode->prepare(s))
         return runtime::start_failure{problem->message, problem->exit_code};
       for (auto& child : mode->every_replica())
@@ -172,7 +172,7 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   plan.relays.push_back(svc->events);
   plan.children.push_back(event_recorder_child(svc->events, *svc->api, me, m));
   for (auto* mode : enabled) {
-    const modes::services s{cfg, env, configured.shared, svc->api.get(), svc->io.get(), svc->github_io.get(), m, ready, svc->events};
+    const modes::services s{cfg, env, configured.shared, svc->api.get(), svc->io.get(), svc->github_io.get(), m, ready, runtime::relay_as<actors::event_sink>(svc->events)};
     auto problem = mode->prepare(s);
     svc->running.push_back(mode);  // stopped with the rest even when its start-up failed half-way
     if (problem) {
@@ -225,7 +225,7 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   gate.relay = gate_relay;
   gate.start = [gate_relay, verdicts, acting = acting_subtree(cfg, svc->running, m, ready),
                 deadline = cfg.runtime.shutdown_timeout](caf::actor_system& s) {
-    auto g = actors::spawn_leadership_gate(s, acting, deadline);
+    auto g = runtime::untyped(actors::spawn_leadership_gate(s, acting, deadline));
     // A restarted gate resumes where the old one was: the relay is pointed at it (the supervisor
     // does so again after this returns) and given the newest verdict, both in the elector's order.
     std::lock_guard lock{verdicts->m};

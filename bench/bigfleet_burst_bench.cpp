@@ -68,7 +68,7 @@ int main(int argc, char** argv) {
     opts.endpoint.target = shard->ready("grpc");
     opts.endpoint.cluster_id = "burst";
     opts.coalesce_node_state = coalesce;
-    auto session = bf::spawn_shard_session(sys, deps, opts, caf::actor{});
+    auto session = bf::spawn_shard_session(sys, deps, opts, bf::rollup_actor{});
     const std::string control = shard->ready("control");
     testenv::eventually([&] { return testpeer::http_call(control + "/state").body.find("\"open\":true") != std::string::npos; }, 20s);
     const uint64_t before = io.started();

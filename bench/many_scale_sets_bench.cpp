@@ -280,6 +280,9 @@ int main(int argc, char** argv) {
   std::fprintf(stderr, "[many] %d scale sets ready in %.1f s\n", sets, startup_s);
   const auto ours = idle_footprint({headroom->pid()}, std::chrono::seconds(idle));
 
+  // headroom's own share of propagation (headroom_capacity_propagation_seconds: from publishing a
+  // capacity to the first poll that carries it), counted over this phase only.
+  const auto inside_before = bench::buckets(headroom->metrics(), "headroom_capacity_propagation_seconds");
   // Propagation: `rate` scale sets a second lose their runner placeholder.
   struct change {
     std::string set;
@@ -346,6 +349,10 @@ int main(int argc, char** argv) {
   }
   const auto decision = bench::buckets(headroom->metrics(), "headroom_capacity_decision_seconds");
   const auto decisions = decision.empty() ? 0.0 : decision.rbegin()->second;
+  auto inside = bench::buckets(headroom->metrics(), "headroom_capacity_propagation_seconds");
+  for (auto& [le, n] : inside)
+    if (auto it = inside_before.find(le); it != inside_before.end())
+      n -= it->second;
   headroom->stop();
   pods->stop();
   std::filesystem::copy_file(dir + "/agent.log", "/tmp/many_scale_sets_headroom.log", std::filesystem::copy_options::overwrite_existing);
@@ -397,6 +404,9 @@ int main(int argc, char** argv) {
               "\"up_p50_ms\":%.0f,\"up_p99_ms\":%.0f,\"up_max_ms\":%.0f}\n",
               done.size(), missed, percentile(down, 0.5), percentile(down, 0.99), down.empty() ? 0 : *std::max_element(down.begin(), down.end()),
               percentile(up, 0.5), percentile(up, 0.99), up.empty() ? 0 : *std::max_element(up.begin(), up.end()));
+  std::printf("{\"mode\":\"propagation_inside_headroom\",\"polls\":%.0f,\"p50_le_ms\":%.0f,\"p99_le_ms\":%.0f}\n",
+              inside.empty() ? 0.0 : inside.rbegin()->second, 1e3 * bench::bucket_quantile(inside, 0.5),
+              1e3 * bench::bucket_quantile(inside, 0.99));
   if (listeners > 0)
     std::printf("{\"mode\":\"idle\",\"who\":\"scaleset-listener x%d\",\"ready_s\":%.1f,\"rss_mib\":%.1f,\"cpu_core_pct\":%.2f,\"threads\":%d,"
                 "\"fds\":%d,\"sockets\":%d}\n",

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "actors/k8s/event_recorder.hpp"
 #include "modes/shared/sections.hpp"
 #include "runtime/config.hpp"
 #include "runtime/config_reader.hpp"
@@ -55,7 +56,7 @@ struct services {
   http::transport* github_io = nullptr;  // GitHub's and the HUD's: their own thread and budget
   runtime::metrics& metrics;
   runtime::readiness& ready;
-  caf::actor events;  // the event_recorder's relay (msg::k8s_event); null without a cluster
+  actors::event_sink events;  // the event_recorder's relay (msg::k8s_event); null without a cluster
 };
 
 // Why a mode cannot start: the message names the key or variable; exit 2 for what the user gave

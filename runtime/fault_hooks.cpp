@@ -16,32 +16,35 @@ namespace {
 const caf::atom_value broker_key = caf::atom("faults");
 
 struct broker_state {
-  std::vector<caf::actor> supervisors;
+  std::vector<supervisor_actor> supervisors;
   static inline const char* name = "headroom.fault_broker";
 };
 
-using broker_actor = caf::stateful_actor<broker_state>;
+using broker_actor = fault_broker_actor::stateful_base<broker_state>;
 
-caf::behavior broker_behavior(broker_actor* self) {
+fault_broker_actor::behavior_type broker_behavior(broker_actor* self, std::string /* CAF 0.17.6: never spawn without an argument */) {
   self->set_down_handler([self](caf::down_msg& d) {
-    std::erase_if(self->state.supervisors, [&](const caf::actor& a) { return a.address() == d.source; });
+    std::erase_if(self->state.supervisors, [&](const supervisor_actor& a) { return a.address() == d.source; });
   });
   return {
-      [self](msg::fault_atom, caf::actor supervisor) {  // a supervisor joins
+      [self](msg::fault_atom, supervisor_actor supervisor) {  // a supervisor joins
         self->monitor(supervisor);
         self->state.supervisors.push_back(std::move(supervisor));
       },
-      [self](msg::fault_atom, const std::string& child) -> caf::result<int64_t> {
+      [self](msg::fault_atom, const std::string& child) -> caf::typed_response_promise<int64_t> {
         auto& sups = self->state.supervisors;
-        if (sups.empty())
-          return int64_t{0};
+        auto rp = self->make_response_promise<int64_t>();
+        if (sups.empty()) {
+          rp.deliver(int64_t{0});
+          return rp;
+        }
         // Ask every supervisor; answer with the sum once all have (a gone one counts 0).
         struct fan_in {
-          caf::response_promise rp;
+          caf::typed_response_promise<int64_t> rp;
           size_t waiting;
           int64_t hit = 0;
         };
-        auto f = std::make_shared<fan_in>(fan_in{self->make_response_promise(), sups.size()});
+        auto f = std::make_shared<fan_in>(fan_in{rp, sups.size()});
         for (const auto& s : sups)
           self->request(s, std::chrono::seconds(1), msg::fault_atom_v, child)
               .then(
@@ -69,16 +72,16 @@ bool fault_hooks_enabled() {
   return on;
 }
 
-caf::actor spawn_fault_broker(caf::actor_system& sys) {
+fault_broker_actor spawn_fault_broker(caf::actor_system& sys) {
   if (!fault_hooks_enabled())
     return {};
-  auto broker = sys.spawn(broker_behavior);
+  auto broker = sys.spawn(broker_behavior, std::string{"faults"});
   sys.registry().put(broker_key, broker);
   log::warn("faults", "test fault hooks are on (HEADROOM_TEST_FAULTS=1): POST /debug/fault?child=NAME fails that actor");
   return broker;
 }
 
-void stop_fault_broker(caf::actor_system& sys, const caf::actor& broker) {
+void stop_fault_broker(caf::actor_system& sys, const fault_broker_actor& broker) {
   if (!broker)
     return;
   sys.registry().erase(broker_key);
@@ -88,14 +91,14 @@ void stop_fault_broker(caf::actor_system& sys, const caf::actor& broker) {
 void join_fault_broker(caf::local_actor* supervisor) {
   if (!fault_hooks_enabled())
     return;
-  if (auto broker = supervisor->home_system().registry().get<caf::actor>(broker_key))
-    caf::anon_send(broker, msg::fault_atom_v, caf::actor_cast<caf::actor>(supervisor));
+  if (auto broker = supervisor->home_system().registry().get<fault_broker_actor>(broker_key))
+    caf::anon_send(broker, msg::fault_atom_v, caf::actor_cast<supervisor_actor>(supervisor));
 }
 
 int64_t inject_fault(caf::actor_system& sys, const std::string& child) {
   if (!fault_hooks_enabled())
     return -1;
-  auto broker = sys.registry().get<caf::actor>(broker_key);
+  auto broker = sys.registry().get<fault_broker_actor>(broker_key);
   if (!broker)
     return -1;
   caf::scoped_actor self{sys};

@@ -19,16 +19,23 @@
 #include <cstdint>
 #include <string>
 
+#include "runtime/supervisor.hpp"
+
 namespace headroom::runtime {
 
 // HEADROOM_TEST_FAULTS=1 at start-up (read once).
 bool fault_hooks_enabled();
 
+// The broker: a supervisor joins it; (fault, child name) fails that child in every supervisor
+// that has one, answering how many were hit.
+using fault_broker_actor = caf::typed_actor<caf::reacts_to<msg::fault_atom, supervisor_actor>,
+                                            caf::replies_to<msg::fault_atom, std::string>::with<int64_t>>;
+
 // Spawns the broker and registers it; an invalid handle when the hooks are off.
-caf::actor spawn_fault_broker(caf::actor_system& sys);
+fault_broker_actor spawn_fault_broker(caf::actor_system& sys);
 
 // Unregisters and stops the broker (a no-op for an invalid handle).
-void stop_fault_broker(caf::actor_system& sys, const caf::actor& broker);
+void stop_fault_broker(caf::actor_system& sys, const fault_broker_actor& broker);
 
 // A supervisor joins the broker (a no-op when the hooks are off or no broker runs).
 void join_fault_broker(caf::local_actor* supervisor);

@@ -22,7 +22,7 @@ struct http_state {
   static inline const char* name = "headroom.http";
 };
 
-caf::behavior http_behavior(caf::stateful_actor<http_state>* self, std::string listen, metrics* m, readiness* ready) {
+http_endpoint_actor::behavior_type http_behavior(http_endpoint_actor::stateful_pointer<http_state> self, std::string listen, metrics* m, readiness* ready) {
   try {
     http_server::fault_trigger faults;
     if (fault_hooks_enabled())
@@ -31,7 +31,7 @@ caf::behavior http_behavior(caf::stateful_actor<http_state>* self, std::string l
   } catch (const std::exception& e) {
     log::error("http", "cannot serve", {{"listen", listen}, {"error", e.what()}});
     self->quit(caf::make_error(caf::sec::runtime_error, e.what()));
-    return {};
+    return http_endpoint_actor::behavior_type::make_empty_behavior();
   }
   self->state.ready = ready;
   ready->set("http", true);
@@ -44,7 +44,7 @@ caf::behavior http_behavior(caf::stateful_actor<http_state>* self, std::string l
 
 }  // namespace
 
-caf::actor spawn_http_endpoint(caf::actor_system& sys, std::string listen, metrics& m, readiness& ready) {
+http_endpoint_actor spawn_http_endpoint(caf::actor_system& sys, std::string listen, metrics& m, readiness& ready) {
   return sys.spawn(http_behavior, std::move(listen), &m, &ready);
 }
 

@@ -14,6 +14,9 @@ namespace headroom::runtime {
 // failure makes it exit abnormally, so the supervisor retries with backoff (the port may be held
 // by a process that is still shutting down) and escalates if it never frees up.
 // `metrics` and `ready` must outlive the actor.
-caf::actor spawn_http_endpoint(caf::actor_system& sys, std::string listen, metrics& m, readiness& ready);
+// `get_atom` answers the bound port (tests and the demo start it on port 0).
+using http_endpoint_actor = caf::typed_actor<caf::replies_to<caf::get_atom>::with<uint16_t>>;
+
+http_endpoint_actor spawn_http_endpoint(caf::actor_system& sys, std::string listen, metrics& m, readiness& ready);
 
 }  // namespace headroom::runtime

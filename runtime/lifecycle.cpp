@@ -83,7 +83,7 @@ int run_agent(const config& cfg, const plan_builder& plan) {
   // Children start in this order and stop in reverse: http comes first so /healthz answers while
   // everything else starts, and last on the way down so /readyz reports the shutdown throughout.
   std::vector<child_spec> children;
-  children.push_back(child_spec{"http", [&](caf::actor_system& s) { return spawn_http_endpoint(s, cfg.http.listen, m, ready); },
+  children.push_back(child_spec{"http", [&](caf::actor_system& s) { return untyped(spawn_http_endpoint(s, cfg.http.listen, m, ready)); },
                                 restart_mode::permanent, {}});
   agent_plan extra;
   if (plan) {
@@ -105,10 +105,10 @@ int run_agent(const config& cfg, const plan_builder& plan) {
   // actor system would wait for it.
   struct broker_guard {
     caf::actor_system& sys;
-    caf::actor broker;
+    fault_broker_actor broker;
     ~broker_guard() { stop_fault_broker(sys, broker); }
   } faults{sys, spawn_fault_broker(sys)};
-  auto root = spawn_supervisor(sys, root_opts, std::move(children));
+  auto root = untyped(spawn_supervisor(sys, root_opts, std::move(children)));
   for (const auto& r : extra.relays)
     own_relay(r, root);
   self->monitor(root);

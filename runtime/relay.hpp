@@ -17,9 +17,14 @@
 // watcher that ended is dropped at the next notice.
 
 #include <caf/actor.hpp>
+#include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include <string>
+
+#include "runtime/messages.hpp"
 
 namespace headroom::runtime {
 
@@ -27,5 +32,20 @@ caf::actor spawn_relay(caf::actor_system& sys, std::string name);
 
 // Ties `relay`'s lifetime to `owner`.
 void own_relay(const caf::actor& relay, const caf::actor& owner);
+
+// A relay's address under the typed interface of the child it stands for. The relay forwards
+// whatever it is sent, so it is dynamically typed (with the supervisor, the only actors that
+// are); its peers hold it as the child's contract (`typed_actor`), and the compiler checks
+// every message they send against that contract.
+template <class Handle>
+Handle relay_as(const caf::actor& relay) {
+  return caf::actor_cast<Handle>(relay);
+}
+
+// A relay held as its child's contract plus its own `watch_atom` (see above), for a watcher; the
+// watcher is told (restarted_atom, child name), so its contract holds relay_watcher.
+template <class Handle>
+using watched_relay = typename Handle::template extend<caf::reacts_to<msg::watch_atom>>;
+using relay_watcher = caf::typed_actor<caf::reacts_to<msg::restarted_atom, std::string>>;
 
 }  // namespace headroom::runtime

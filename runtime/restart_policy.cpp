@@ -6,8 +6,8 @@
 namespace headroom::runtime {
 
 std::optional<clock::duration> restart_policy::on_exit(clock::time_point now, clock::duration lived) {
-  while (!exits_.empty() && now - exits_.front() >= opts_.window)
-    exits_.pop_front();
+  exits_.erase(exits_.begin(), std::find_if(exits_.begin(), exits_.end(),
+                                            [&](clock::time_point t) { return now - t < opts_.window; }));
   exits_.push_back(now);
   short_lived_in_a_row_ = lived < opts_.healthy_after ? short_lived_in_a_row_ + 1 : 0;
   if (exits_.size() > opts_.max_restarts || short_lived_in_a_row_ > opts_.max_restarts)

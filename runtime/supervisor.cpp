@@ -38,11 +38,14 @@ struct supervisor_state {
   static inline const char* name = "headroom.supervisor";
 };
 
-using supervisor_actor = caf::stateful_actor<supervisor_state>;
+// Its own timers: a child's backoff is over, a child's stop deadline has passed (index, generation).
+using supervisor_impl = supervisor_actor::extend<caf::reacts_to<msg::restart_atom, uint32_t, uint64_t>,
+                                                 caf::reacts_to<msg::deadline_atom, uint32_t, uint64_t>>;
+using supervisor_self = supervisor_impl::stateful_base<supervisor_state>;
 
 std::string actor_name(const supervisor_state& st) { return "supervisor/" + st.opts.name; }
 
-void report_readiness(supervisor_actor* self) {
+void report_readiness(supervisor_self* self) {
   auto& st = self->state;
   if (st.opts.ready == nullptr)
     return;
@@ -54,11 +57,11 @@ void report_readiness(supervisor_actor* self) {
                      st.stopping ? "stopping" : waiting.empty() ? "" : "restarting " + waiting);
 }
 
-void start_child(supervisor_actor* self, size_t index);
+void start_child(supervisor_self* self, size_t index);
 
-void schedule_restart(supervisor_actor* self, size_t index);
+void schedule_restart(supervisor_self* self, size_t index);
 
-void stop_next(supervisor_actor* self) {
+void stop_next(supervisor_self* self) {
   auto& st = self->state;
   while (st.stop_cursor > 0) {
     auto& c = st.children[st.stop_cursor - 1];
@@ -79,7 +82,7 @@ void stop_next(supervisor_actor* self) {
   self->quit(st.final_reason);
 }
 
-void begin_stop(supervisor_actor* self, caf::error reason) {
+void begin_stop(supervisor_self* self, caf::error reason) {
   auto& st = self->state;
   if (st.stopping)
     return;
@@ -90,7 +93,7 @@ void begin_stop(supervisor_actor* self, caf::error reason) {
   stop_next(self);
 }
 
-void start_child(supervisor_actor* self, size_t index) {
+void start_child(supervisor_self* self, size_t index) {
   auto& st = self->state;
   auto& c = st.children[index];
   ++c.generation;
@@ -110,14 +113,14 @@ void start_child(supervisor_actor* self, size_t index) {
   }
   self->monitor(c.handle);
   if (c.spec.relay)
-    self->send(c.spec.relay, msg::relay_target{c.handle});
+    caf::anon_send(c.spec.relay, msg::relay_target{c.handle});
   if (st.opts.metrics != nullptr)
     st.opts.metrics->child_started(st.opts.name, c.spec.name);
   log::debug(actor_name(st), "child started", {{"child", c.spec.name}, {"generation", c.generation}});
   report_readiness(self);
 }
 
-void schedule_restart(supervisor_actor* self, size_t index) {
+void schedule_restart(supervisor_self* self, size_t index) {
   auto& st = self->state;
   auto& c = st.children[index];
   const auto now = st.clock->now();
@@ -145,7 +148,7 @@ void schedule_restart(supervisor_actor* self, size_t index) {
   report_readiness(self);
 }
 
-void on_child_down(supervisor_actor* self, const caf::down_msg& down) {
+void on_child_down(supervisor_self* self, const caf::down_msg& down) {
   auto& st = self->state;
   for (size_t i = 0; i < st.children.size(); ++i) {
     auto& c = st.children[i];
@@ -153,7 +156,7 @@ void on_child_down(supervisor_actor* self, const caf::down_msg& down) {
       continue;
     c.handle = caf::actor{};
     if (c.spec.relay)
-      self->send(c.spec.relay, msg::relay_target{});
+      caf::anon_send(c.spec.relay, msg::relay_target{});
     c.last_exit = exit_reason_label(self->system(), down.reason);
     c.last_error = exit_reason_detail(down.reason);
     if (st.opts.metrics != nullptr)
@@ -178,11 +181,12 @@ void on_child_down(supervisor_actor* self, const caf::down_msg& down) {
   }
 }
 
-caf::behavior supervisor_behavior(supervisor_actor* self, supervisor_options opts, std::vector<child_spec> specs) {
+supervisor_impl::behavior_type supervisor_behavior(supervisor_self* self, supervisor_options opts, std::vector<child_spec> specs) {
   auto& st = self->state;
   st.opts = std::move(opts);
   st.clock.emplace(self->system().clock());
   uint64_t seed = st.opts.jitter_seed;
+  st.children.reserve(specs.size());
   for (auto& spec : specs) {
     child_state c;
     c.spec = std::move(spec);
@@ -217,7 +221,7 @@ caf::behavior supervisor_behavior(supervisor_actor* self, supervisor_options opt
           self->send_exit(c.handle, caf::exit_reason::kill);
           c.handle = caf::actor{};
           if (c.spec.relay)
-            self->send(c.spec.relay, msg::relay_target{});
+            caf::anon_send(c.spec.relay, msg::relay_target{});
           c.last_exit = "kill";
         }
         --st.stop_cursor;
@@ -246,7 +250,7 @@ caf::behavior supervisor_behavior(supervisor_actor* self, supervisor_options opt
 
 }  // namespace
 
-caf::actor spawn_supervisor(caf::actor_system& sys, supervisor_options opts, std::vector<child_spec> children) {
+supervisor_actor spawn_supervisor(caf::actor_system& sys, supervisor_options opts, std::vector<child_spec> children) {
   return sys.spawn(supervisor_behavior, std::move(opts), std::move(children));
 }
 
@@ -267,7 +271,7 @@ supervisor_options supervisor_options_from(const config& cfg, std::string name, 
 child_spec supervisor_child(supervisor_options opts, std::vector<child_spec> children) {
   child_spec spec;
   spec.name = opts.name;
-  spec.start = [opts, children](caf::actor_system& sys) { return spawn_supervisor(sys, opts, children); };
+  spec.start = [opts, children](caf::actor_system& sys) { return untyped(spawn_supervisor(sys, opts, children)); };
   return spec;
 }
 

@@ -1,13 +1,17 @@
 #pragma once
 
 #include <caf/actor.hpp>
+#include <caf/actor_cast.hpp>
 #include <caf/actor_system.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include <chrono>
 #include <functional>
 #include <string>
 #include <vector>
 
+#include "runtime/messages.hpp"
 #include "runtime/restart_policy.hpp"
 
 namespace headroom::runtime {
@@ -18,6 +22,13 @@ class readiness;
 // transient: restarted only after an abnormal exit (a child that finished its job stays down);
 // permanent: restarted after any exit not requested by its supervisor.
 enum class restart_mode { transient, permanent };
+
+// A typed handle as the wiring and the supervisor hold it: they start, watch and stop actors
+// whatever their contract, and never send them a message of one.
+template <class Handle>
+caf::actor untyped(const Handle& h) {
+  return caf::actor_cast<caf::actor>(h);
+}
 
 struct child_spec {
   std::string name;
@@ -49,7 +60,14 @@ struct supervisor_options {
 // - `get_atom` answers with a msg::supervisor_status.
 //
 // Only exit reasons leave a child: supervisors keep no state a restart could not rebuild.
-caf::actor spawn_supervisor(caf::actor_system& sys, supervisor_options opts, std::vector<child_spec> children);
+//
+// The supervisor holds its children untyped (it starts, monitors and stops them, whatever their
+// contract, and sends them no message of one); its own contract: its status, and the test-only
+// fault hook (runtime/fault_hooks.hpp), which answers how many children it failed.
+using supervisor_actor = caf::typed_actor<caf::replies_to<caf::get_atom>::with<msg::supervisor_status>,
+                                          caf::replies_to<msg::fault_atom, std::string>::with<int64_t>>;
+
+supervisor_actor spawn_supervisor(caf::actor_system& sys, supervisor_options opts, std::vector<child_spec> children);
 
 // Options for a supervisor named `name` with the configured restart policy and stop deadline.
 struct config;

@@ -5,23 +5,29 @@
 //   shard_session      the only connection to the shard (reconnects 500 ms → 30 s); receives
 //                      through a bounded dispatcher (32 in flight; BootstrapRequest on the bypass
 //                      lane) and a keyed coalescer per machine (NodeStateUpdate → UpcomingNode)
-//   rollup             every rollupInterval and at once on connect: CapacityRequests → roll-up
-//                      into the send queue's coalescing slot; then acknowledges Pending CRs
+//   rollup             every rollupInterval and at once on connect: CapacityRequests → roll-up,
+//                      sent to the session for the send queue's coalescing slot; then
+//                      acknowledges Pending CRs
 //   reclaim_drain      one per ReclaimInstruction: cordon, ack, drain on its own deadline
 //   capacity_requests  one CapacityRequest per Pod (the unschedulable-pod controller)
 
 #include <caf/actor.hpp>
+#include <caf/allowed_unsafe_message_type.hpp>
 #include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include <chrono>
 #include <functional>
 #include <memory>
 #include <string>
 
+#include "actors/k8s/event_recorder.hpp"
 #include "adapters/bigfleet/capacity_request.hpp"
 #include "adapters/bigfleet/shard_stream.hpp"
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/informer.hpp"
+#include "messages/type_ids.hpp"
 
 namespace headroom::actors::bigfleet {
 
@@ -31,16 +37,38 @@ inline const k8s::resource_kind upcoming_nodes{"bigfleet.lucy.sh", "v1alpha1", "
 inline const k8s::resource_kind available_capacities{"bigfleet.lucy.sh", "v1alpha1", "availablecapacities", false};
 }  // namespace kinds
 
+// What goes to the shard. The shard_session is the one writer of the send queue (the stream's
+// writer thread reads it); the rollup and the reclaim drains send it these. Local-only: protocol
+// objects, never serialized.
+struct outbox_rollup {
+  ::bigfleet::v1alpha1::ClusterCapacityNeeds rollup;  // replaces an unsent one (coalescing slot)
+};
+struct outbox_message {
+  ::bigfleet::v1alpha1::OperatorMessage message;  // the bounded outbox; dropped (and logged) when full
+};
+using shard_outbox = caf::typed_actor<caf::reacts_to<outbox_rollup>, caf::reacts_to<outbox_message>>;
+
+}  // namespace headroom::actors::bigfleet
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::bigfleet::outbox_rollup)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::bigfleet::outbox_message)
+
+namespace headroom::actors::bigfleet {
+
 // What the operator actors share. The informers are started (and synced) by whoever owns them.
 struct operator_deps {
   k8s::client* client = nullptr;
   std::shared_ptr<k8s::informer<k8s::unstructured>> capacity_requests;  // all namespaces
   std::shared_ptr<k8s::informer<k8s::unstructured>> upcoming_nodes;
   std::shared_ptr<k8s::informer<k8s::pod>> pods;  // with the "node" index (spec.nodeName)
+  // The stream's send queue: written by the shard_session alone, read by the stream's writer.
   std::shared_ptr<headroom::bigfleet::send_queue> queue;
+  // The shard_session's relay, which the rollup and the reclaim drains send to (may be null: then
+  // what they send is dropped, as while the session restarts).
+  shard_outbox outbox;
   // Registers a policy buffer's counters for /metrics (depth, drops, coalesced, …); may be empty.
   std::function<void(const runtime::buffer_stats_ptr&)> track_buffer;
-  caf::actor events;  // the event_recorder's relay (actors/k8s/event_recorder.hpp); may be null
+  actors::event_sink events;  // the event_recorder's relay (actors/k8s/event_recorder.hpp); may be null
 };
 
 struct operator_options {
@@ -56,13 +84,29 @@ struct operator_options {
   headroom::bigfleet::penalty_defaults penalties;
 };
 
+// ---- the contracts --------------------------------------------------------------------------------
+// Each names what reaches the actor from outside itself: a peer's message, or what an adapter's
+// thread hands it (the stream's link state, an API answer, a policy buffer's wake-up). Timers an
+// actor sets for itself are added beside its behavior.
+
+// rollup: the session says the stream just opened (send a roll-up now); the API server answers.
+using rollup_actor = caf::typed_actor<caf::reacts_to<msg::rollup_atom>, caf::reacts_to<msg::api_reply>>;
+// shard_session: what goes to the shard (the outbox), the stream's link state, its dispatcher's
+// and coalescer's wake-ups, and the UpcomingNode writes it started.
+using shard_session_actor = shard_outbox::extend<caf::reacts_to<msg::shard_link>, caf::reacts_to<msg::buffer_wakeup>,
+                                                 caf::reacts_to<msg::object_written>>;
+// capacity_requests: its pod feed's wake-ups and the API server's answers.
+using capacity_requests_actor = caf::typed_actor<caf::reacts_to<msg::buffer_wakeup>, caf::reacts_to<msg::api_reply>>;
+// reclaim_drain: the API server's answers.
+using reclaim_drain_actor = caf::typed_actor<caf::reacts_to<msg::api_reply>>;
+
 // The rollup actor first (the session tells it when the stream opens).
-caf::actor spawn_rollup(caf::actor_system& sys, operator_deps deps, operator_options opts);
-caf::actor spawn_shard_session(caf::actor_system& sys, operator_deps deps, operator_options opts, caf::actor rollup);
-caf::actor spawn_capacity_requests(caf::actor_system& sys, operator_deps deps, operator_options opts);
+rollup_actor spawn_rollup(caf::actor_system& sys, operator_deps deps, operator_options opts);
+shard_session_actor spawn_shard_session(caf::actor_system& sys, operator_deps deps, operator_options opts, rollup_actor rollup);
+capacity_requests_actor spawn_capacity_requests(caf::actor_system& sys, operator_deps deps, operator_options opts);
 
 // One drain; it acks through the send queue, reports per node through UpcomingNodes, and quits.
-caf::actor spawn_reclaim_drain(caf::actor_system& sys, operator_deps deps, ::bigfleet::v1alpha1::ReclaimInstruction instruction);
+reclaim_drain_actor spawn_reclaim_drain(caf::actor_system& sys, operator_deps deps, ::bigfleet::v1alpha1::ReclaimInstruction instruction);
 
 // Renders the bootstrap template for a request: {{cluster_id}}, {{request_id}} and
 // {{#requirements}}…{{key}} {{operator}} {{values}}…{{/requirements}}. A render error (an unknown

@@ -69,7 +69,9 @@ struct upc_state {
   static inline const char* name = "headroom.capacity_requests";
 };
 
-using upc_actor = caf::stateful_actor<upc_state>;
+// Its own timer and retries.
+using upc_impl = capacity_requests_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>, caf::reacts_to<cr_retry>>;
+using upc_actor = upc_impl::stateful_base<upc_state>;
 
 bool terminal(const k8s::pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
 
@@ -188,7 +190,7 @@ void on_reply(upc_actor* self, const msg::api_reply& r) {
     reconcile(self, msg::pod_event{msg::object_change::resync, pod});
 }
 
-caf::behavior upc_behavior(upc_actor* self, operator_deps deps, operator_options opts) {
+upc_impl::behavior_type upc_behavior(upc_actor* self, operator_deps deps, operator_options opts) {
   auto& st = self->state;
   st.deps = std::move(deps);
   st.opts = std::move(opts);
@@ -220,7 +222,7 @@ caf::behavior upc_behavior(upc_actor* self, operator_deps deps, operator_options
 
 }  // namespace
 
-caf::actor spawn_capacity_requests(caf::actor_system& sys, operator_deps deps, operator_options opts) {
+capacity_requests_actor spawn_capacity_requests(caf::actor_system& sys, operator_deps deps, operator_options opts) {
   return sys.spawn(upc_behavior, std::move(deps), std::move(opts));
 }
 

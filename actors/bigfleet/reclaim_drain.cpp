@@ -53,7 +53,10 @@ struct drain_state {
   static inline const char* name = "headroom.reclaim_drain";
 };
 
-using drain_actor = caf::stateful_actor<drain_state>;
+// Its own timers: a step to try again (correlation), and its deadline.
+using drain_impl = reclaim_drain_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>,
+                                               caf::reacts_to<msg::deadline_atom, uint32_t, uint64_t>>;
+using drain_actor = drain_impl::stateful_base<drain_state>;
 
 bool is_daemonset_pod(const k8s::pod& p) {
   for (const auto& o : p.meta.owners)
@@ -172,9 +175,8 @@ void on_cordoned(drain_actor* self, const msg::api_reply& r) {
   for (const auto& node : s.nodes)
     if (node.started)
       ack.mutable_reclaim_ack()->add_nodes_started(node.name);
-  if (!s.deps.queue->enqueue(std::move(ack)))
-    runtime::log::warn(actor_name, "outbox full: ReclaimAck dropped (the shard re-issues)",
-                       {{"instruction", s.instruction.instruction_id()}});
+  if (s.deps.outbox)  // the session writes it (and logs a full outbox)
+    self->send(s.deps.outbox, outbox_message{std::move(ack)});
   start_drain(self);
 }
 
@@ -216,7 +218,7 @@ void on_deadline(drain_actor* self) {
   maybe_quit(self);
 }
 
-caf::behavior drain_behavior(drain_actor* self, operator_deps deps, pb::ReclaimInstruction instruction) {
+drain_impl::behavior_type drain_behavior(drain_actor* self, operator_deps deps, pb::ReclaimInstruction instruction) {
   auto& st = self->state;
   st.deps = std::move(deps);
   st.instruction = std::move(instruction);
@@ -254,7 +256,7 @@ caf::behavior drain_behavior(drain_actor* self, operator_deps deps, pb::ReclaimI
 
 }  // namespace
 
-caf::actor spawn_reclaim_drain(caf::actor_system& sys, operator_deps deps, pb::ReclaimInstruction instruction) {
+reclaim_drain_actor spawn_reclaim_drain(caf::actor_system& sys, operator_deps deps, pb::ReclaimInstruction instruction) {
   return sys.spawn(drain_behavior, std::move(deps), std::move(instruction));
 }
 

@@ -1,6 +1,6 @@
 // rollup: every rollupInterval (default 10 s) and at once when the shard stream opens, the
 // cluster's complete desired state from every CapacityRequest in the informer cache goes into
-// the send queue's coalescing slot (a newer roll-up replaces an unsent one). Then the CRs that
+// the session, for the send queue's coalescing slot (a newer roll-up replaces an unsent one). Then the CRs that
 // were Pending are acknowledged: a status merge patch each, 16 in parallel, NotFound ignored.
 
 #include <caf/all.hpp>
@@ -46,10 +46,12 @@ struct rollup_state {
   static inline const char* name = "headroom.rollup";
 };
 
-using rollup_actor = caf::stateful_actor<rollup_state>;
+// Its own timer (generation).
+using rollup_impl = rollup_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>>;
+using rollup_self = rollup_impl::stateful_base<rollup_state>;
 
 
-void pump_acks(rollup_actor* self) {
+void pump_acks(rollup_self* self) {
   auto& st = self->state;
   caf::actor me = caf::actor_cast<caf::actor>(self);
   while (st.acks_in_flight.in_flight() < st.opts.ack_parallelism && !st.acks_waiting.empty()) {
@@ -65,7 +67,7 @@ void pump_acks(rollup_actor* self) {
   }
 }
 
-void build(rollup_actor* self) {
+void build(rollup_self* self) {
   auto& st = self->state;
   const auto objects = st.deps.capacity_requests->list();
   std::vector<const capacity_request*> crs;
@@ -110,12 +112,13 @@ void build(rollup_actor* self) {
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(runtime::actor_system_clock{self->clock()}.wall().time_since_epoch()).count();
   auto rollup = headroom::bigfleet::build_rollup(st.opts.endpoint.cluster_id, crs, ns);
   runtime::log::debug(actor_name, "roll-up built", {{"crs", crs.size()}, {"needs", rollup.needs_size()}});
-  st.deps.queue->offer_rollup(std::move(rollup));
+  if (st.deps.outbox)
+    self->send(st.deps.outbox, outbox_rollup{std::move(rollup)});
   ++st.builds;
   pump_acks(self);
 }
 
-caf::behavior rollup_behavior(rollup_actor* self, operator_deps deps, operator_options opts) {
+rollup_impl::behavior_type rollup_behavior(rollup_self* self, operator_deps deps, operator_options opts) {
   auto& st = self->state;
   st.deps = std::move(deps);
   st.opts = std::move(opts);
@@ -148,7 +151,7 @@ caf::behavior rollup_behavior(rollup_actor* self, operator_deps deps, operator_o
 
 }  // namespace
 
-caf::actor spawn_rollup(caf::actor_system& sys, operator_deps deps, operator_options opts) {
+rollup_actor spawn_rollup(caf::actor_system& sys, operator_deps deps, operator_options opts) {
   return sys.spawn(rollup_behavior, std::move(deps), std::move(opts));
 }
 

@@ -54,7 +54,7 @@ struct upcoming_record {
 struct session_state {
   operator_deps deps;
   operator_options opts;
-  caf::actor rollup;
+  rollup_actor rollup;
   std::unique_ptr<shard_stream> stream;
   uint64_t generation = 0;
   std::chrono::milliseconds backoff{0};
@@ -73,7 +73,11 @@ struct session_state {
   static inline const char* name = "headroom.shard_session";
 };
 
-using session_actor = caf::stateful_actor<session_state>;
+// Its own timers: a reconnect's backoff (restart_atom, generation) and an UpcomingNode write to
+// try again (machine).
+using session_impl = shard_session_actor::extend<caf::reacts_to<msg::restart_atom, uint32_t, uint64_t>,
+                                                 caf::reacts_to<msg::tick_atom, std::string>>;
+using session_actor = session_impl::stateful_base<session_state>;
 
 std::string field_of(const std::string& raw, std::initializer_list<std::string_view> path) {
   try {
@@ -315,6 +319,16 @@ void connect(session_actor* self) {
   st.stream = std::make_unique<shard_stream>(st.opts.endpoint, st.deps.queue, std::move(cb));
 }
 
+// The one writer of the send queue's outbox: a reply to the shard (a BootstrapBlobResponse) or
+// what a reclaim drain reports (a ReclaimAck). A full outbox drops it; the shard asks again.
+void send_to_shard(session_actor* self, pb::OperatorMessage m) {
+  const auto what = m.payload_case() == pb::OperatorMessage::kBootstrapResponse ? "BootstrapBlobResponse"
+                    : m.payload_case() == pb::OperatorMessage::kReclaimAck     ? "ReclaimAck"
+                                                                               : "message";
+  if (!self->state.deps.queue->enqueue(std::move(m)))
+    runtime::log::warn(actor_name, "outbox full: a message to the shard was dropped (the shard asks again)", {{"message", what}});
+}
+
 void handle_dispatch(session_actor* self, runtime::bounded_dispatcher<pb::ShardMessage>::work w) {
   auto& st = self->state;
   auto& m = w.item;
@@ -325,8 +339,7 @@ void handle_dispatch(session_actor* self, runtime::bounded_dispatcher<pb::ShardM
       if (!out.bootstrap_response().error().empty())
         runtime::log::warn(actor_name, "bootstrap template could not be rendered; the shard records a shortfall",
                            {{"request", m.bootstrap_request().request_id()}, {"error", out.bootstrap_response().error()}});
-      if (!st.deps.queue->enqueue(std::move(out)))
-        runtime::log::warn(actor_name, "outbox full: BootstrapBlobResponse dropped (the shard re-requests)");
+      send_to_shard(self, std::move(out));
       st.dispatcher->finish(w.lane);
       break;
     }
@@ -400,7 +413,8 @@ void on_written(session_actor* self, const msg::object_written& w) {
   s.nodes->done(w.key);
 }
 
-caf::behavior session_behavior(session_actor* self, operator_deps deps, operator_options opts, caf::actor rollup) {
+session_impl::behavior_type session_behavior(session_actor* self, operator_deps deps, operator_options opts,
+                                             rollup_actor rollup) {
   auto& st = self->state;
   st.deps = std::move(deps);
   st.opts = std::move(opts);
@@ -442,6 +456,8 @@ caf::behavior session_behavior(session_actor* self, operator_deps deps, operator
         }
       },
       [self](msg::object_written& w) { on_written(self, w); },
+      [self](outbox_rollup& r) { self->state.deps.queue->offer_rollup(std::move(r.rollup)); },
+      [self](outbox_message& m) { send_to_shard(self, std::move(m.message)); },
       [self](msg::tick_atom, const std::string& machine) {
         auto& s = self->state;
         if (auto it = s.in_flight.find(machine); it != s.in_flight.end())
@@ -455,7 +471,8 @@ caf::behavior session_behavior(session_actor* self, operator_deps deps, operator
 std::string status_phase(const std::string& raw) { return field_of(raw, {"status", "phase"}); }
 std::string status_node_name(const std::string& raw) { return field_of(raw, {"status", "nodeRef", "name"}); }
 
-caf::actor spawn_shard_session(caf::actor_system& sys, operator_deps deps, operator_options opts, caf::actor rollup) {
+shard_session_actor spawn_shard_session(caf::actor_system& sys, operator_deps deps, operator_options opts,
+                                        rollup_actor rollup) {
   return sys.spawn(session_behavior, std::move(deps), std::move(opts), std::move(rollup));
 }
 

@@ -76,7 +76,7 @@ constexpr std::string_view actor_name = "burst_budget";
 
 struct claim_record {
   caf::actor_addr who;  // the monitor incarnation that sent the last need
-  caf::actor to;
+  burst_client to;
   int64_t pending = 0, wanted = 0;
   uint64_t seq = 0;       // of the last share sent
   int64_t cap_sent = 0;
@@ -97,9 +97,11 @@ struct budget_state {
   static inline const char* name = "headroom.burst_budget";
 };
 
-using budget_actor = caf::stateful_actor<budget_state>;
+// Its timers (gather_over, the settle window).
+using budget_impl = burst_budget_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>>;
+using budget_self = budget_impl::stateful_base<budget_state>;
 
-void reallocate(budget_actor* self) {
+void reallocate(budget_self* self) {
   auto& st = self->state;
   std::vector<burst_claim> claims;
   claims.reserve(st.claims.size());
@@ -132,7 +134,7 @@ void reallocate(budget_actor* self) {
   }
 }
 
-void on_need(budget_actor* self, const msg::burst_need& n) {
+void on_need(budget_self* self, const msg::burst_need& n) {
   auto& st = self->state;
   const auto sender = caf::actor_cast<caf::actor_addr>(self->current_sender());
   if (!sender)
@@ -143,7 +145,7 @@ void on_need(budget_actor* self, const msg::burst_need& n) {
     // the share it says it holds as the one sent, so nothing is counted twice or forgotten.
     r = claim_record{};
     r.who = sender;
-    r.to = caf::actor_cast<caf::actor>(sender);
+    r.to = caf::actor_cast<burst_client>(sender);
     r.seq = n.applied;
     r.cap_sent = r.unacked_max = n.cap;
   }
@@ -163,7 +165,7 @@ void on_need(budget_actor* self, const msg::burst_need& n) {
   }
 }
 
-void on_tick(budget_actor* self, uint64_t what) {
+void on_tick(budget_self* self, uint64_t what) {
   auto& st = self->state;
   if (what == gather_over && st.gathering) {
     st.gathering = false;
@@ -175,7 +177,7 @@ void on_tick(budget_actor* self, uint64_t what) {
   }
 }
 
-caf::behavior budget_behavior(budget_actor* self, int64_t budget, std::vector<caf::actor> monitors, burst_budget_metrics metrics,
+budget_impl::behavior_type budget_behavior(budget_self* self, int64_t budget, std::vector<burst_client> monitors, burst_budget_metrics metrics,
                               burst_budget_timing timing) {
   self->state.budget = budget;
   self->state.metrics = std::move(metrics);
@@ -196,7 +198,7 @@ caf::behavior budget_behavior(budget_actor* self, int64_t budget, std::vector<ca
 
 }  // namespace
 
-caf::actor spawn_burst_budget(caf::actor_system& sys, int64_t max_pending_pairs, std::vector<caf::actor> monitors,
+burst_budget_actor spawn_burst_budget(caf::actor_system& sys, int64_t max_pending_pairs, std::vector<burst_client> monitors,
                               burst_budget_metrics metrics, burst_budget_timing timing) {
   return sys.spawn(budget_behavior, max_pending_pairs, std::move(monitors), std::move(metrics), timing);
 }

@@ -20,6 +20,8 @@
 #include <functional>
 #include <vector>
 
+#include "messages/type_ids.hpp"
+
 namespace headroom::actors::capacity {
 
 // One scale set, as the budget sees it.
@@ -51,8 +53,14 @@ struct burst_budget_timing {
   std::chrono::milliseconds settle{100};
 };
 
-// `monitors`: the capacity monitors' relays, asked for their burst_need when the budget (re)starts.
-caf::actor spawn_burst_budget(caf::actor_system& sys, int64_t max_pending_pairs, std::vector<caf::actor> monitors,
+// The budget: told each monitor's msg::burst_need.
+using burst_budget_actor = caf::typed_actor<caf::reacts_to<msg::burst_need>>;
+// What the budget needs of a monitor: asked for its need (burst_atom, answered with a burst_need)
+// when the budget (re)starts, and told its share (msg::burst_share).
+using burst_client = caf::typed_actor<caf::reacts_to<msg::burst_atom>, caf::reacts_to<msg::burst_share>>;
+
+// `monitors`: the capacity monitors' relays.
+burst_budget_actor spawn_burst_budget(caf::actor_system& sys, int64_t max_pending_pairs, std::vector<burst_client> monitors,
                               burst_budget_metrics metrics = {}, burst_budget_timing timing = {});
 
 }  // namespace headroom::actors::capacity

@@ -25,6 +25,8 @@
 // listener.
 
 #include <caf/actor.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include <array>
 #include <chrono>
@@ -37,6 +39,7 @@
 #include <utility>
 #include <vector>
 
+#include "actors/k8s/event_recorder.hpp"
 #include "adapters/github/actions_client.hpp"
 #include "adapters/hud/client.hpp"
 #include "adapters/k8s/client.hpp"
@@ -44,6 +47,8 @@
 #include "adapters/k8s/informer_slice.hpp"
 #include "adapters/k8s/nodepool.hpp"
 #include "adapters/k8s/objects.hpp"
+#include "actors/capacity/burst_budget.hpp"
+#include "actors/listener/listener_session.hpp"
 #include "actors/runners/pods.hpp"
 #include "messages/capacity.hpp"
 #include "messages/listener.hpp"
@@ -212,7 +217,7 @@ struct scale_set_context {
   std::shared_ptr<k8s::informer<k8s::unstructured>> nodepools;
   std::shared_ptr<github::actions_client> github;
   scale_set_metrics metrics;
-  caf::actor events;  // the event_recorder's relay (actors/k8s/event_recorder.hpp); may be null
+  actors::event_sink events;  // the event_recorder's relay (actors/k8s/event_recorder.hpp); may be null
   // Placeholders are owned by the ConfigMap `owner_configmap` in spec.ns, made at start-up (and
   // itself owned by `owner_parent`, headroom's own Pod, when that is in the same namespace): one
   // per scale set, `<owner_process>-<scale set>`, so a scale set that stops (deleting its owner
@@ -225,39 +230,76 @@ struct scale_set_context {
 };
 using context_ptr = std::shared_ptr<const scale_set_context>;
 
+// ---- the contracts --------------------------------------------------------------------------------
+// What each actor of a scale set takes from its peers. Answers to the atoms go to the asker by a
+// plain message (an asker is of the contract named), so a restarted asker's new incarnation gets
+// them through its relay like any other message.
+
+// capacity_monitor.
+using monitor_actor = caf::typed_actor<
+    caf::reacts_to<msg::scale_set_update>,  // listener_session: statistics and assigned jobs
+    caf::reacts_to<msg::capacity_atom>,     // → msg::set_max_capacity (a capacity_sink asks)
+    caf::reacts_to<msg::capacity_polled>,   // listener_session: a poll started carrying a value
+    caf::reacts_to<msg::session_held>,      // listener_session: its session, kept for a successor
+    caf::reacts_to<msg::session_atom>,      // → msg::session_held (a restarted listener asks)
+    caf::reacts_to<msg::view_atom>,         // → msg::capacity_view (a restarted scale_set_status asks)
+    caf::reacts_to<msg::burst_atom>,        // → msg::burst_need (a restarted burst_budget asks)
+    caf::reacts_to<msg::burst_share>,       // burst_budget: this scale set's share
+    caf::reacts_to<msg::queued_jobs>,       // hud_poller: HUD demand
+    caf::reacts_to<msg::pair_report>,       // placeholder_pair: what its pods say
+    caf::reacts_to<msg::k8s_event>>;        // placeholder_pair: an Event about the ScaleSet object
+// runner_provisioner: the capacity to stay under, and the jobs to run.
+using provisioner_actor = caf::typed_actor<caf::reacts_to<msg::set_max_capacity>, caf::reacts_to<msg::scale_set_update>>;
+// scale_set_status: the views it writes to the ScaleSet object, and Events about that object.
+using status_actor = caf::typed_actor<caf::reacts_to<msg::capacity_view>, caf::reacts_to<msg::session_view>,
+                                      caf::reacts_to<msg::scale_set_update>, caf::reacts_to<msg::k8s_event>>;
+// placeholder_pair: its pods' changes (the monitor routes each by slot), and the hand-off to a
+// newly assigned job (a pair_report of state consumed).
+using pair_actor = caf::typed_actor<caf::reacts_to<msg::pod_event>, caf::reacts_to<msg::pair_report>>;
+// What a pair needs of its monitor.
+using pair_owner = caf::typed_actor<caf::reacts_to<msg::pair_report>, caf::reacts_to<msg::k8s_event>>;
+// health_check, scale_set_sweeper and hud_poller take no message from a peer: they act on their
+// own timers and on the answers to their own calls, which are all their contracts hold (CAF has
+// no empty contract).
+using health_check_actor = caf::typed_actor<caf::reacts_to<msg::tick_atom, uint64_t>, caf::reacts_to<msg::runner_status>>;
+using sweeper_actor = caf::typed_actor<caf::reacts_to<msg::tick_atom>, caf::reacts_to<msg::api_reply>>;
+using hud_poller_actor = caf::typed_actor<caf::reacts_to<msg::tick_atom, uint64_t>>;
+
 // The stable addresses (relays) of a scale set's actors, handed out by the wiring.
 struct scale_set_peers {
-  caf::actor monitor, listener, provisioner;
-  caf::actor status{};  // scale_set_status; may be null (tests)
-  caf::actor budget{};  // burst_budget (burstBudget.maxPendingPairs); null: no cluster budget
+  monitor_actor monitor;
+  listener_actor listener;
+  provisioner_actor provisioner;
+  status_actor status{};          // may be null (tests)
+  burst_budget_actor budget{};    // burstBudget.maxPendingPairs; null: no cluster budget
 };
 
-caf::actor spawn_capacity_monitor(caf::actor_system& sys, context_ptr ctx, scale_set_peers peers);
-caf::actor spawn_runner_provisioner(caf::actor_system& sys, context_ptr ctx, scale_set_peers peers);
-caf::actor spawn_health_check(caf::actor_system& sys, context_ptr ctx);
+monitor_actor spawn_capacity_monitor(caf::actor_system& sys, context_ptr ctx, scale_set_peers peers);
+provisioner_actor spawn_runner_provisioner(caf::actor_system& sys, context_ptr ctx, scale_set_peers peers);
+health_check_actor spawn_health_check(caf::actor_system& sys, context_ptr ctx);
 // The ScaleSet object (deploy/crds/scalesets.yaml) named after the scale set: created, and its
 // status written from msg::capacity_view, msg::session_view and msg::scale_set_update, at most once
 // every `interval`.
 // `peers`: the monitor and the listener it asks, at start, for their current views (either may be null).
-caf::actor spawn_scale_set_status(caf::actor_system& sys, context_ptr ctx, std::chrono::milliseconds interval,
-                                  scale_set_peers peers = {});
+status_actor spawn_scale_set_status(caf::actor_system& sys, context_ptr ctx, std::chrono::milliseconds interval,
+                                    scale_set_peers peers = {});
 // Deletes the ScaleSet objects labelled headroom.dev/instance=`instance` whose (namespace, name) is
 // not in `keep` (scale sets no longer configured), then exits; retries an unanswered list with backoff.
-caf::actor spawn_scale_set_sweeper(caf::actor_system& sys, k8s::client* kube, std::string instance,
-                                   std::set<std::pair<std::string, std::string>> keep);
+sweeper_actor spawn_scale_set_sweeper(caf::actor_system& sys, k8s::client* kube, std::string instance,
+                                      std::set<std::pair<std::string, std::string>> keep);
 // The headroom.dev/instance label of the objects one headroom deployment owns beyond its pods: its
 // Lease's namespace and name ("headroom-system.headroom"), hashed to fit 63 characters.
 std::string instance_label(const std::string& lease_namespace, const std::string& lease_name);
 // One pair. `adopt`: its pods may exist already (found by label); otherwise it creates them.
-caf::actor spawn_placeholder_pair(caf::actor_system& sys, context_ptr ctx, std::string slot, bool adopt, caf::actor monitor,
+pair_actor spawn_placeholder_pair(caf::actor_system& sys, context_ptr ctx, std::string slot, bool adopt, pair_owner monitor,
                                   owner_ref owner);
 
 // hud_poller: every `interval`, the HUD's queued jobs per label set → each scale set's monitor.
 struct hud_target {
   std::vector<std::string> labels;  // a job counts for the scale set when its labels are a subset
-  caf::actor monitor;               // the scale set's capacity_monitor (its relay)
+  monitor_actor monitor;            // the scale set's capacity_monitor (its relay)
 };
-caf::actor spawn_hud_poller(caf::actor_system& sys, std::shared_ptr<hud::client> hud, std::vector<hud_target> targets,
+hud_poller_actor spawn_hud_poller(caf::actor_system& sys, std::shared_ptr<hud::client> hud, std::vector<hud_target> targets,
                             milliseconds interval);
 
 }  // namespace headroom::actors::capacity

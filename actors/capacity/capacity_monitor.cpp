@@ -28,11 +28,11 @@
 namespace headroom::actors::capacity {
 namespace monitor {
 
-void start_call(monitor_actor* self, call_info info, const std::function<void(k8s::api_callback)>& start) {
+void start_call(monitor_self* self, call_info info, const std::function<void(k8s::api_callback)>& start) {
   self->state.calls.start(caf::actor_cast<caf::actor>(self), std::move(info), start);
 }
 
-int64_t ms_now(monitor_actor* self) { return runtime::actor_system_clock{self->clock()}.now_ms(); }
+int64_t ms_now(monitor_self* self) { return runtime::actor_system_clock{self->clock()}.now_ms(); }
 
 bool owned_by(const k8s::pod& p, const std::string& uid) {
   for (const auto& o : p.meta.owners)
@@ -55,11 +55,11 @@ std::optional<role> role_of(const k8s::pod& p) {
 }
 
 
-void retire(monitor_actor* self, const std::string& slot) {
+void retire(monitor_self* self, const std::string& slot) {
   self->state.retired.emplace(slot, self->clock().now());
 }
 
-void stop_pair(monitor_actor* self, const std::string& slot) {
+void stop_pair(monitor_self* self, const std::string& slot) {
   auto& st = self->state;
   auto it = st.pairs.find(slot);
   if (it == st.pairs.end())
@@ -71,9 +71,9 @@ void stop_pair(monitor_actor* self, const std::string& slot) {
   st.ctx->metrics.add("headroom_capacity_advertised_pair_deletes_total", 1);
 }
 
-void spawn_pair(monitor_actor* self, std::string slot, bool adopt) {
+void spawn_pair(monitor_self* self, std::string slot, bool adopt) {
   auto& st = self->state;
-  auto a = spawn_placeholder_pair(self->home_system(), st.ctx, slot, adopt, caf::actor_cast<caf::actor>(self), st.owner);
+  auto a = spawn_placeholder_pair(self->home_system(), st.ctx, slot, adopt, pair_owner{self}, st.owner);
   self->monitor(a);
   st.pairs[slot] = pair_entry{a, state_t::pending, self->clock().now(), {}};
   if (!adopt) {
@@ -82,7 +82,7 @@ void spawn_pair(monitor_actor* self, std::string slot, bool adopt) {
   }
 }
 
-nodepool_room pool_room(monitor_actor* self) {
+nodepool_room pool_room(monitor_self* self) {
   nodepool_room room;
   for (const auto& [name, v] : self->state.pools) {
     if (!v.matches)
@@ -96,7 +96,7 @@ nodepool_room pool_room(monitor_actor* self) {
   return room;
 }
 
-void on_pool(monitor_actor* self, const msg::object_event<k8s::unstructured>& e) {
+void on_pool(monitor_self* self, const msg::object_event<k8s::unstructured>& e) {
   auto& st = self->state;
   const auto& name = e.object->meta.name;
   if (e.change == msg::object_change::deleted) {
@@ -120,7 +120,7 @@ void on_pool(monitor_actor* self, const msg::object_event<k8s::unstructured>& e)
 // over, because its workflow pod ran elsewhere; without this it would hold that room until
 // placeholderReadyTimeout (found by the burst scenario's metric check: 8 placeholders Running for 2
 // ready pairs after the jobs). The oldest go first: their jobs started first.
-void end_finished_handoffs(monitor_actor* self, int64_t jobs_in_flight) {
+void end_finished_handoffs(monitor_self* self, int64_t jobs_in_flight) {
   auto& st = self->state;
   while (static_cast<int64_t>(st.handoffs.size()) > jobs_in_flight && !st.handoff_order.empty()) {
     const auto slot = st.handoff_order.front();
@@ -140,7 +140,7 @@ void end_finished_handoffs(monitor_actor* self, int64_t jobs_in_flight) {
 
 // A placeholder no pair actor owns, deleted at once (zero grace); `deleting` keeps it to one
 // delete in flight (the caller inserts the name).
-void delete_placeholder(monitor_actor* self, const std::string& name) {
+void delete_placeholder(monitor_self* self, const std::string& name) {
   auto& st = self->state;
   k8s::delete_options o;
   o.grace_period_seconds = 0;
@@ -155,7 +155,7 @@ namespace {
 // An orderly stop (SIGTERM, losing the Lease, a parent stopping): delete the owner ConfigMap so
 // the API server's garbage collector removes every placeholder even after this process is gone,
 // and quit once that delete is answered (bounded by the supervisor's stop deadline).
-void on_exit(monitor_actor* self, const caf::exit_msg& m) {
+void on_exit(monitor_self* self, const caf::exit_msg& m) {
   auto& s = self->state;
   if (s.owner.empty() || (m.reason != caf::exit_reason::user_shutdown && m.reason != caf::exit_reason::normal)) {
     self->quit(m.reason);
@@ -181,7 +181,7 @@ void on_exit(monitor_actor* self, const caf::exit_msg& m) {
 }
 
 // A pair ended (it reported first, or crashed).
-void on_pair_down(monitor_actor* self, const caf::down_msg& d) {
+void on_pair_down(monitor_self* self, const caf::down_msg& d) {
   auto& s = self->state;
   for (auto it = s.pairs.begin(); it != s.pairs.end(); ++it)
     if (it->second.actor.address() == d.source) {
@@ -199,7 +199,7 @@ void on_pair_down(monitor_actor* self, const caf::down_msg& d) {
 }
 
 // NodePool changes, or pod changes: each pod's to its pair (or the hand-off holding its slot).
-void on_wakeup(monitor_actor* self, msg::buffer_wakeup w) {
+void on_wakeup(monitor_self* self, msg::buffer_wakeup w) {
   auto& s = self->state;
   if (w.buffer == pools_buffer) {
     s.pool_feed->drain([self](const msg::object_event<k8s::unstructured>& e) { on_pool(self, e); });
@@ -222,7 +222,7 @@ void on_wakeup(monitor_actor* self, msg::buffer_wakeup w) {
 }
 
 // 0: the recalculate interval; 1: a backoff or TTL ended; 2: the owner's delete unanswered; setup retry.
-void on_tick(monitor_actor* self, uint64_t what) {
+void on_tick(monitor_self* self, uint64_t what) {
   if (what == 2) {  // stopping, and the owner's delete was not answered in time
     if (self->state.stopping)
       self->quit(self->state.stop_reason);
@@ -241,7 +241,7 @@ void on_tick(monitor_actor* self, uint64_t what) {
 }
 
 // The service's statistics: assigned jobs, and each newly assigned one owed a pair.
-void on_scale_set_update(monitor_actor* self, const msg::scale_set_update& u) {
+void on_scale_set_update(monitor_self* self, const msg::scale_set_update& u) {
   auto& s = self->state;
   s.assigned = u.stats.total_assigned_jobs;
   s.running_jobs = u.stats.total_running_jobs;
@@ -266,14 +266,14 @@ void on_scale_set_update(monitor_actor* self, const msg::scale_set_update& u) {
 
 // The listener polled with a capacity: an old one gets the newest; the newest's first poll ends
 // its propagation time.
-void on_polled(monitor_actor* self, msg::capacity_polled p) {
+void on_polled(monitor_self* self, msg::capacity_polled p) {
   auto& s = self->state;
   if (s.last_published < 0)
     return;
   if (p.capacity != s.last_published) {
     // A listener that started before this monitor published (or whose question was lost
     // while this monitor restarted) polls with an old value: give it the newest.
-    self->send(caf::actor_cast<caf::actor>(self->current_sender()), msg::set_max_capacity{s.last_published});
+    self->send(caf::actor_cast<capacity_sink>(self->current_sender()), msg::set_max_capacity{s.last_published});
     return;
   }
   if (s.published_polled)
@@ -285,7 +285,7 @@ void on_polled(monitor_actor* self, msg::capacity_polled p) {
 
 // A pair's news: placed (ready), consumed by a job (a hand-off), lost or timed out (a backoff
 // before the next create), or a renewal's successor placed (the old pair goes).
-void on_pair_report(monitor_actor* self, const msg::pair_report& r) {
+void on_pair_report(monitor_self* self, const msg::pair_report& r) {
   auto& s = self->state;
   if (auto h = s.handoffs.find(r.slot); h != s.handoffs.end()) {
     if (r.what == state_t::lost || r.what == state_t::timed_out) {  // the hand-off ended
@@ -342,7 +342,7 @@ void on_pair_report(monitor_actor* self, const msg::pair_report& r) {
   recompute(self);
 }
 
-caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_peers peers) {
+monitor_impl::behavior_type monitor_behavior(monitor_self* self, context_ptr ctx, scale_set_peers peers) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
   st.census = pod_census{st.ctx->spec.ns};
@@ -374,17 +374,17 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
         self->state.listener_session = std::move(h);
       },
       [self](msg::session_atom) {  // a restarted listener: the session its predecessor left
-        self->send(caf::actor_cast<caf::actor>(self->current_sender()), self->state.listener_session);
+        self->send(caf::actor_cast<listener_actor>(self->current_sender()), self->state.listener_session);
       },
       [self](msg::capacity_atom) {  // a (re)started peer asks for the newest capacity
         auto& s = self->state;
         if (s.last_published >= 0)
-          self->send(caf::actor_cast<caf::actor>(self->current_sender()), msg::set_max_capacity{s.last_published});
+          self->send(caf::actor_cast<capacity_sink>(self->current_sender()), msg::set_max_capacity{s.last_published});
       },
       [self](msg::view_atom) {  // a restarted scale_set_status: the view last sent
         const auto& s = self->state;
         if (s.last_view.advertised >= 0)
-          self->send(caf::actor_cast<caf::actor>(self->current_sender()), s.last_view);
+          self->send(caf::actor_cast<status_actor>(self->current_sender()), s.last_view);
       },
       [self](msg::burst_atom) {  // a (re)started burst budget: what this scale set holds and wants
         self->state.burst_told.reset();
@@ -411,7 +411,7 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
       },
       [self](msg::k8s_event& e) {  // a pair's, about the ScaleSet object: its uid is the status actor's
         const auto& s = self->state;
-        tell_event(s.peers.status ? s.peers.status : s.ctx->events, std::move(e));
+        tell_event(scale_set_events(s), std::move(e));
       },
   };
 }
@@ -419,7 +419,7 @@ caf::behavior monitor_behavior(monitor_actor* self, context_ptr ctx, scale_set_p
 }  // namespace
 }  // namespace monitor
 
-caf::actor spawn_capacity_monitor(caf::actor_system& sys, context_ptr ctx, scale_set_peers peers) {
+monitor_actor spawn_capacity_monitor(caf::actor_system& sys, context_ptr ctx, scale_set_peers peers) {
   return sys.spawn(monitor::monitor_behavior, std::move(ctx), std::move(peers));
 }
 

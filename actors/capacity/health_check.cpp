@@ -41,10 +41,12 @@ struct health_state {
   static inline const char* name = "headroom.health_check";
 };
 
-using health_actor = caf::stateful_actor<health_state>;
+// Its timer (0: check), and what GitHub says of a runner pod's runner.
+using health_impl = health_check_actor;
+using health_self = health_impl::stateful_base<health_state>;
 
 // Pod ages come from creationTimestamp, a wall-clock time, so the checks count in wall-clock ms.
-int64_t wall_ms(health_actor* self) { return runtime::actor_system_clock{self->clock()}.wall_ms(); }
+int64_t wall_ms(health_self* self) { return runtime::actor_system_clock{self->clock()}.wall_ms(); }
 
 runners::runner_seen seen_of(const std::string& status) {
   if (status == "absent")
@@ -67,7 +69,7 @@ int64_t runner_id_of(const k8s::pod& p) {
   }
 }
 
-void delete_pod(health_actor* self, const std::string& name, bool force) {
+void delete_pod(health_self* self, const std::string& name, bool force) {
   k8s::delete_options o;
   if (force)
     o.grace_period_seconds = 0;
@@ -78,7 +80,7 @@ void delete_pod(health_actor* self, const std::string& name, bool force) {
 }
 
 // Removes the GitHub runner, then (unless its job still runs) deletes the pod.
-void replace(health_actor* self, const k8s::pod& p, const char* check, bool force) {
+void replace(health_self* self, const k8s::pod& p, const char* check, bool force) {
   auto& st = self->state;
   if (!st.acting_on.insert(p.meta.name).second)
     return;
@@ -129,7 +131,7 @@ bool on_unreachable_node(const health_state& st, const k8s::pod& p) {
   return n && std::any_of(n->taints.begin(), n->taints.end(), [](const auto& t) { return t.key == "node.kubernetes.io/unreachable"; });
 }
 
-void check(health_actor* self) {
+void check(health_self* self) {
   auto& st = self->state;
   const auto& h = st.ctx->spec.health_check;
   const auto now = self->clock().now();
@@ -179,7 +181,7 @@ void check(health_actor* self) {
   std::erase_if(st.acting_on, [&](const auto& n) { return live.count(n) == 0; });
 }
 
-caf::behavior health_behavior(health_actor* self, context_ptr ctx) {
+health_impl::behavior_type health_behavior(health_self* self, context_ptr ctx) {
   self->state.ctx = std::move(ctx);
   const auto& h = self->state.ctx->spec.health_check;
   self->state.health = runners::health_memory{{h.registration_timeout, h.pending_timeout, h.idle_timeout}};
@@ -215,6 +217,6 @@ caf::behavior health_behavior(health_actor* self, context_ptr ctx) {
 
 }  // namespace
 
-caf::actor spawn_health_check(caf::actor_system& sys, context_ptr ctx) { return sys.spawn(health_behavior, std::move(ctx)); }
+health_check_actor spawn_health_check(caf::actor_system& sys, context_ptr ctx) { return sys.spawn(health_behavior, std::move(ctx)); }
 
 }  // namespace headroom::actors::capacity

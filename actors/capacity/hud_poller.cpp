@@ -25,11 +25,13 @@ struct poller_state {
   static inline const char* name = "headroom.hud_poller";
 };
 
-using poller_actor = caf::stateful_actor<poller_state>;
+// Its timer, and the end of a fetch (fetch_now, fetch_failed, fetched_ok).
+using poller_impl = hud_poller_actor;
+using poller_self = poller_impl::stateful_base<poller_state>;
 
 // The result is split per scale set on the I/O thread (a pure count) and offered to each monitor;
 // the poller only hears whether it worked, to log and schedule the next fetch.
-void fetch(poller_actor* self) {
+void fetch(poller_self* self) {
   caf::actor me = caf::actor_cast<caf::actor>(self);
   self->state.hud->fetch([me, targets = self->state.targets](hud::fetch_result r) {
     if (auto* e = std::get_if<hud::hud_error>(&r)) {
@@ -46,7 +48,7 @@ void fetch(poller_actor* self) {
   });
 }
 
-caf::behavior poller_behavior(poller_actor* self, std::shared_ptr<hud::client> hud, std::vector<hud_target> targets,
+poller_impl::behavior_type poller_behavior(poller_self* self, std::shared_ptr<hud::client> hud, std::vector<hud_target> targets,
                               milliseconds interval) {
   auto& st = self->state;
   st.hud = std::move(hud);
@@ -69,8 +71,8 @@ caf::behavior poller_behavior(poller_actor* self, std::shared_ptr<hud::client> h
 
 }  // namespace
 
-caf::actor spawn_hud_poller(caf::actor_system& sys, std::shared_ptr<hud::client> hud, std::vector<hud_target> targets,
-                            milliseconds interval) {
+hud_poller_actor spawn_hud_poller(caf::actor_system& sys, std::shared_ptr<hud::client> hud, std::vector<hud_target> targets,
+                                  milliseconds interval) {
   return sys.spawn(poller_behavior, std::move(hud), std::move(targets), interval);
 }
 

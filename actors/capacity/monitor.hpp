@@ -32,7 +32,7 @@ using state_t = msg::pair_report::state;
 using api_kind = k8s::api_error::kind;
 
 struct pair_entry {
-  caf::actor actor;
+  pair_actor actor;
   state_t state = state_t::pending;
   caf::actor_clock::time_point born{};
   // placeholderTTL, make before break: this pair replaces `predecessor`, a ready pair past its TTL
@@ -64,7 +64,7 @@ struct monitor_state {
   std::map<std::string, pool_verdict> pools;
   bool pools_limited = false;  // as last logged
   std::map<std::string, pair_entry> pairs;  // slot → pair (capacity, placed or not yet)
-  std::map<std::string, caf::actor> handoffs;  // slot → consumed pair still holding the workflow's room
+  std::map<std::string, pair_actor> handoffs;  // slot → consumed pair still holding the workflow's room
   std::deque<std::string> handoff_order;       // their slots, oldest first (ended ones skipped)
   std::set<std::string> deleting;           // foreign placeholders being deleted
   // Slots whose pair ended (never adopted again), and when. A pod of one that outlives its pair by
@@ -117,29 +117,39 @@ struct monitor_state {
   msg::capacity_view last_view{-1};  // the last sent to peers.status
 };
 
-using monitor_actor = caf::stateful_actor<monitor_state>;
+// The monitor's own messages: its informer feeds' wake-ups, its timers (see on_tick) and the API
+// server's answers to its start-up calls.
+using monitor_impl = monitor_actor::extend<caf::reacts_to<msg::buffer_wakeup>, caf::reacts_to<msg::tick_atom, uint64_t>,
+                                           caf::reacts_to<msg::api_reply>>;
+using monitor_self = monitor_impl::stateful_base<monitor_state>;
+
+// Where Events about the ScaleSet object go: scale_set_status, which knows the object's uid, or
+// straight to the recorder without one (tests).
+inline event_sink scale_set_events(const monitor_state& st) {
+  return st.peers.status ? event_sink{st.peers.status} : st.ctx->events;
+}
 
 inline const k8s::resource_kind priority_classes{"scheduling.k8s.io", "v1", "priorityclasses", false};
 constexpr auto retire_grace = std::chrono::seconds(2);
 constexpr auto retire_memory = std::chrono::seconds(60);
 
 // capacity_monitor.cpp
-void start_call(monitor_actor* self, call_info info, const std::function<void(k8s::api_callback)>& start);
-int64_t ms_now(monitor_actor* self);
+void start_call(monitor_self* self, call_info info, const std::function<void(k8s::api_callback)>& start);
+int64_t ms_now(monitor_self* self);
 bool owned_by(const k8s::pod& p, const std::string& uid);
 std::optional<role> role_of(const k8s::pod& p);
-void retire(monitor_actor* self, const std::string& slot);
-void stop_pair(monitor_actor* self, const std::string& slot);
-void spawn_pair(monitor_actor* self, std::string slot, bool adopt);
-nodepool_room pool_room(monitor_actor* self);
-void end_finished_handoffs(monitor_actor* self, int64_t jobs_in_flight);
-void delete_placeholder(monitor_actor* self, const std::string& name);
+void retire(monitor_self* self, const std::string& slot);
+void stop_pair(monitor_self* self, const std::string& slot);
+void spawn_pair(monitor_self* self, std::string slot, bool adopt);
+nodepool_room pool_room(monitor_self* self);
+void end_finished_handoffs(monitor_self* self, int64_t jobs_in_flight);
+void delete_placeholder(monitor_self* self, const std::string& name);
 
 // monitor_recompute.cpp: count, size the pairs, renew, publish.
-void recompute(monitor_actor* self);
+void recompute(monitor_self* self);
 
 // monitor_setup.cpp
-void begin_setup(monitor_actor* self);
-void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& r);
+void begin_setup(monitor_self* self);
+void on_setup_reply(monitor_self* self, const call_info& call, msg::api_reply& r);
 
 }  // namespace headroom::actors::capacity::monitor

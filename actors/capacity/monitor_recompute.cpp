@@ -28,7 +28,7 @@ struct census_view {
 // deletion would garbage-collect it too), one an ended pair left behind (deleted after a grace),
 // or this process's own after a monitor restart (the pair adopted when both pods are still fine;
 // otherwise the pair is over and the survivor goes).
-void judge_placeholder(monitor_actor* self, const k8s::pod& p, role r, const std::string* slot) {
+void judge_placeholder(monitor_self* self, const k8s::pod& p, role r, const std::string* slot) {
   auto& st = self->state;
   const auto& spec = st.ctx->spec;
   if (!owned_by(p, st.owner.uid)) {
@@ -64,7 +64,7 @@ void judge_placeholder(monitor_actor* self, const k8s::pod& p, role r, const std
 
 // Step 1: the scale set's pods, counted (O(placeholders + started jobs): the runner pods are
 // counted as their changes arrive); loose placeholders judged.
-census_view count_pods(monitor_actor* self, capacity_inputs& in) {
+census_view count_pods(monitor_self* self, capacity_inputs& in) {
   auto& st = self->state;
   if (!st.census.built())
     st.census.rebuild(st.ctx->pods->list());
@@ -119,7 +119,7 @@ int64_t pending_pairs(const monitor_state& st) {
 // New pairs this recompute may make before any burst limit: all that are missing, or, while every
 // NodePool that could make a node for them is at its limits, one waiting for a node at a time (it
 // finds any room the existing nodes still have; more could only time out).
-int64_t spawn_budget(monitor_actor* self) {
+int64_t spawn_budget(monitor_self* self) {
   auto& st = self->state;
   int64_t budget = INT64_MAX;
   const int64_t waiting = pending_pairs(st);
@@ -157,7 +157,7 @@ burst_limits burst_rooms(const monitor_state& st, int64_t pending) {
 
 // A burst limit holds `waiting` pairs back: one log line and one Event (on the ScaleSet object)
 // when pairs start waiting, or the limit that holds them changes; one line when none waits any more.
-void note_burst_wait(monitor_actor* self, int64_t waiting, const burst_limits& limits, int64_t pending) {
+void note_burst_wait(monitor_self* self, int64_t waiting, const burst_limits& limits, int64_t pending) {
   auto& st = self->state;
   std::string kind = waiting <= 0 ? "" : limits.cluster < limits.scale_set ? "cluster" : "scale set";
   if (kind == "cluster" && st.burst_applied == 0)
@@ -178,12 +178,12 @@ void note_burst_wait(monitor_actor* self, int64_t waiting, const burst_limits& l
   runtime::log::info(actor_name, "pairs wait for the burst budget",
                      {{"scale_set", spec.name}, {"waiting", waiting}, {"limit", kind},
                       {"max_burst_capacity", spec.max_burst_capacity}, {"cluster_share", st.burst_cap}});
-  tell_event(st.peers.status ? st.peers.status : st.ctx->events,
+  tell_event(scale_set_events(st),
              {"headroom.dev/v1alpha1", "ScaleSet", spec.ns, spec.name, "", "Normal", "PairsWaitForBurstBudget", "Reserve", note});
 }
 
 // What this scale set holds and wants of the cluster's budget, told when it changed.
-void tell_burst_need(monitor_actor* self, int64_t pending, int64_t wanted) {
+void tell_burst_need(monitor_self* self, int64_t pending, int64_t wanted) {
   auto& st = self->state;
   if (!st.peers.budget)
     return;
@@ -198,7 +198,7 @@ void tell_burst_need(monitor_actor* self, int64_t pending, int64_t wanted) {
 // a pair for yet (`owed`): a ready pair that would go is handed to such a job instead (its runner
 // placeholder goes, its workflow placeholder holds the workflow's room until the workflow pod
 // takes it), so a runner that found room elsewhere does not leave its workflow pod unprotected.
-void scale_down(monitor_actor* self, capacity_inputs& in, int64_t count, int64_t keep) {
+void scale_down(monitor_self* self, capacity_inputs& in, int64_t count, int64_t keep) {
   auto& st = self->state;
   std::vector<std::string> victims;
   for (const auto& [slot, e] : st.pairs)  // pending first
@@ -236,7 +236,7 @@ void scale_down(monitor_actor* self, capacity_inputs& in, int64_t count, int64_t
 
 // placeholderTTL: a ready pair past it gets a successor; the old one stays capacity until the
 // successor is placed (pair_report ready), so advertised capacity never dips for a renewal.
-void renew_expired(monitor_actor* self, const std::set<std::string>& renewing, int64_t budget) {
+void renew_expired(monitor_self* self, const std::set<std::string>& renewing, int64_t budget) {
   auto& st = self->state;
   const auto& spec = st.ctx->spec;
   const auto now = self->clock().now();
@@ -257,7 +257,7 @@ void renew_expired(monitor_actor* self, const std::set<std::string>& renewing, i
 }
 
 // The advertised capacity and the series; a new capacity goes to the listener and the provisioner.
-void publish(monitor_actor* self, const capacity_inputs& in, const census_view& c, int64_t desired) {
+void publish(monitor_self* self, const capacity_inputs& in, const census_view& c, int64_t desired) {
   auto& st = self->state;
   const auto& spec = st.ctx->spec;
   const int64_t capacity = spec.capacity_aware ? advertised_capacity(in) : spec.max_runners;
@@ -286,7 +286,7 @@ void publish(monitor_actor* self, const capacity_inputs& in, const census_view& 
   st.last_published = capacity;
   st.published_at = self->clock().now();
   st.published_polled = false;
-  for (const auto& peer : {st.peers.listener, st.peers.provisioner})
+  for (const capacity_sink& peer : {capacity_sink{st.peers.listener}, capacity_sink{st.peers.provisioner}})
     if (peer)
       self->send(peer, msg::set_max_capacity{capacity});
 }
@@ -295,7 +295,7 @@ void publish(monitor_actor* self, const capacity_inputs& in, const census_view& 
 
 // The capacity loop: count, size the pairs (up to the desired count within the NodePools'
 // budget; down to what assigned jobs still need), renew old pairs, publish.
-void recompute(monitor_actor* self) {
+void recompute(monitor_self* self) {
   auto& st = self->state;
   if (!st.acting)
     return;

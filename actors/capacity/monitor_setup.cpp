@@ -16,7 +16,7 @@ namespace headroom::actors::capacity::monitor {
 
 namespace {
 
-void finish_setup_step(monitor_actor* self) {
+void finish_setup_step(monitor_self* self) {
   auto& st = self->state;
   if (--st.setup_pending > 0)
     return;
@@ -54,7 +54,7 @@ void finish_setup_step(monitor_actor* self) {
   recompute(self);
 }
 
-void ensure_owner(monitor_actor* self) {
+void ensure_owner(monitor_self* self) {
   auto& st = self->state;
   auto* kube = st.ctx->kube;
   const auto& ns = st.ctx->spec.ns;
@@ -100,7 +100,7 @@ bool unanswered(const msg::api_reply& r) {
 
 // The seed's PriorityClasses: created (or read first, as the chart may have made them); an
 // existing class must have our value.
-void on_priority_class_reply(monitor_actor* self, const call_info& call, const msg::api_reply& r) {
+void on_priority_class_reply(monitor_self* self, const call_info& call, const msg::api_reply& r) {
   const auto kind = static_cast<api_kind>(r.error_kind);
   auto* kube = self->state.ctx->kube;
   switch (call.kind) {
@@ -151,7 +151,7 @@ void on_priority_class_reply(monitor_actor* self, const call_info& call, const m
 }
 
 // This process's owner ConfigMap (the placeholders' owner) and earlier processes' ones.
-void on_owner_reply(monitor_actor* self, const call_info& call, const msg::api_reply& r) {
+void on_owner_reply(monitor_self* self, const call_info& call, const msg::api_reply& r) {
   auto& st = self->state;
   const auto kind = static_cast<api_kind>(r.error_kind);
   auto* kube = st.ctx->kube;
@@ -209,7 +209,7 @@ void on_owner_reply(monitor_actor* self, const call_info& call, const msg::api_r
 
 }  // namespace
 
-void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& r) {
+void on_setup_reply(monitor_self* self, const call_info& call, msg::api_reply& r) {
   auto& st = self->state;
   const auto kind = static_cast<api_kind>(r.error_kind);
   const bool setup_call = call.kind == call_kind::priority_class || call.kind == call_kind::priority_class_get ||
@@ -260,7 +260,7 @@ void on_setup_reply(monitor_actor* self, const call_info& call, msg::api_reply& 
 
 // Start-up: the four PriorityClasses (read; made when missing) and the owner (again after a round
 // the API server could not answer).
-void begin_setup(monitor_actor* self) {
+void begin_setup(monitor_self* self) {
   auto& st = self->state;
   st.setup_failed = false;
   st.setup_error.clear();

@@ -36,7 +36,7 @@ using state_t = msg::pair_report::state;
 struct pair_state {
   context_ptr ctx;
   std::string slot;
-  caf::actor monitor;
+  pair_owner monitor;
   owner_ref owner;
   std::string names[2];       // runner placeholder, workflow placeholder
   bool seen[2] = {false, false};  // the informer has shown the pod at least once
@@ -50,7 +50,10 @@ struct pair_state {
   static inline const char* name = "headroom.placeholder_pair";
 };
 
-using pair_actor = caf::stateful_actor<pair_state>;
+// The pair's own messages: the API server's answers to its creates, and its timers (0: the ready
+// timeout; 1: the hand-off timeout; 2: look again).
+using pair_impl = pair_actor::extend<caf::reacts_to<msg::api_reply>, caf::reacts_to<msg::tick_atom, uint64_t>>;
+using pair_self = pair_impl::stateful_base<pair_state>;
 
 void delete_pods(k8s::client* kube, const std::string& ns, const std::string (&names)[2]) {
   k8s::delete_options o;
@@ -62,7 +65,7 @@ void delete_pods(k8s::client* kube, const std::string& ns, const std::string (&n
     });
 }
 
-void report(pair_actor* self, state_t s, std::string reason = {}) {
+void report(pair_self* self, state_t s, std::string reason = {}) {
   auto& st = self->state;
   if (s == st.reported && s != state_t::lost && s != state_t::timed_out && s != state_t::consumed)
     return;
@@ -70,7 +73,7 @@ void report(pair_actor* self, state_t s, std::string reason = {}) {
   self->send(st.monitor, msg::pair_report{s, st.slot, std::move(reason), s == state_t::lost && st.unavailable});
 }
 
-void finish(pair_actor* self, state_t s, const std::string& reason, bool warn = true) {
+void finish(pair_self* self, state_t s, const std::string& reason, bool warn = true) {
   auto& st = self->state;
   if (st.done)
     return;
@@ -89,7 +92,7 @@ void finish(pair_actor* self, state_t s, const std::string& reason, bool warn = 
                                   st.names[1] + "): " + reason});
   delete_pods(st.ctx->kube, st.ctx->spec.ns, st.names);
   report(self, s, reason);
-  self->demonitor(st.monitor);  // see the exit handler
+  self->demonitor(st.monitor.address());  // see the exit handler
   self->quit();
 }
 
@@ -113,7 +116,7 @@ bool runner_took(const pair_state& st, std::time_t now) {
   return false;
 }
 
-void evaluate(pair_actor* self) {
+void evaluate(pair_self* self) {
   auto& st = self->state;
   if (st.done)
     return;
@@ -161,7 +164,7 @@ void evaluate(pair_actor* self) {
   report(self, states[0] == pod_state::running && states[1] == pod_state::running ? state_t::ready : state_t::pending);
 }
 
-void create_pod(pair_actor* self, role r, int index) {
+void create_pod(pair_self* self, role r, int index) {
   auto& st = self->state;
   ++st.creating;
   auto* kube = st.ctx->kube;
@@ -171,7 +174,8 @@ void create_pod(pair_actor* self, role r, int index) {
             });
 }
 
-caf::behavior pair_behavior(pair_actor* self, context_ptr ctx, std::string slot, bool adopt, caf::actor monitor, owner_ref owner) {
+pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::string slot, bool adopt, pair_owner monitor,
+                                       owner_ref owner) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
   st.slot = std::move(slot);
@@ -195,7 +199,7 @@ caf::behavior pair_behavior(pair_actor* self, context_ptr ctx, std::string slot,
     // A monitor is attached to the observed actor and stays there until that actor ends: without
     // this, the capacity monitor kept one per pair it ever had, and each kept the pair's memory
     // (CAF frees an actor's block with its last weak reference) - the soak's RSS slope.
-    self->demonitor(self->state.monitor);
+    self->demonitor(self->state.monitor.address());
     self->quit(m.reason);
   });
   self->monitor(st.monitor);
@@ -247,7 +251,7 @@ caf::behavior pair_behavior(pair_actor* self, context_ptr ctx, std::string slot,
 
 }  // namespace
 
-caf::actor spawn_placeholder_pair(caf::actor_system& sys, context_ptr ctx, std::string slot, bool adopt, caf::actor monitor,
+pair_actor spawn_placeholder_pair(caf::actor_system& sys, context_ptr ctx, std::string slot, bool adopt, pair_owner monitor,
                                   owner_ref owner) {
   return sys.spawn(pair_behavior, std::move(ctx), std::move(slot), adopt, std::move(monitor), std::move(owner));
 }

@@ -99,25 +99,31 @@ struct provisioner_state {
   static inline const char* name = "headroom.runner_provisioner";
 };
 
-using provisioner_actor = caf::stateful_actor<provisioner_state>;
+// The provisioner's own messages: its informer feed's wake-up, JIT configurations, the API server's
+// answers, its timers (reconcile_tick, sweep_tick) and what its GitHub calls found.
+using provisioner_impl =
+    provisioner_actor::extend<caf::reacts_to<msg::buffer_wakeup>, caf::reacts_to<msg::jit_reply>, caf::reacts_to<msg::api_reply>,
+                              caf::reacts_to<msg::tick_atom, uint64_t>, caf::reacts_to<runner_list>,
+                              caf::reacts_to<idle_runner_removed>, caf::reacts_to<runner_pod_deleted>>;
+using provisioner_self = provisioner_impl::stateful_base<provisioner_state>;
 
 inline bool terminal(const k8s::pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
 
 // ---- the steps, by file
-void remove_runner(provisioner_actor* self, int64_t runner_id, const std::string& why);
-int64_t live_runner_pods(provisioner_actor* self);
+void remove_runner(provisioner_self* self, int64_t runner_id, const std::string& why);
+int64_t live_runner_pods(provisioner_self* self);
 int64_t desired_runners(const provisioner_state& st);
-void retry_doomed(provisioner_actor* self);
-void reconcile(provisioner_actor* self);
-void start_call(provisioner_actor* self, creation c, const std::function<void(k8s::api_callback)>& start);
-void delete_runner_pod(provisioner_actor* self, const std::string& name);
-std::chrono::milliseconds sweep_every(provisioner_actor* self);
-void sweep(provisioner_actor* self);
-void scale_down(provisioner_actor* self, const std::vector<github::runner_ref>& runners);
-void on_runner_list(provisioner_actor* self, const runner_list& l);
-void on_scale_set_update(provisioner_actor* self, const msg::scale_set_update& u);
-void on_jit(provisioner_actor* self, msg::jit_reply& r);
-void on_reply(provisioner_actor* self, const msg::api_reply& r);
-void on_pod_deleted(provisioner_actor* self, const runner_pod_deleted& d);
+void retry_doomed(provisioner_self* self);
+void reconcile(provisioner_self* self);
+void start_call(provisioner_self* self, creation c, const std::function<void(k8s::api_callback)>& start);
+void delete_runner_pod(provisioner_self* self, const std::string& name);
+std::chrono::milliseconds sweep_every(provisioner_self* self);
+void sweep(provisioner_self* self);
+void scale_down(provisioner_self* self, const std::vector<github::runner_ref>& runners);
+void on_runner_list(provisioner_self* self, const runner_list& l);
+void on_scale_set_update(provisioner_self* self, const msg::scale_set_update& u);
+void on_jit(provisioner_self* self, msg::jit_reply& r);
+void on_reply(provisioner_self* self, const msg::api_reply& r);
+void on_pod_deleted(provisioner_self* self, const runner_pod_deleted& d);
 
 }  // namespace headroom::actors::capacity::provisioner

@@ -7,7 +7,7 @@
 namespace headroom::actors::capacity::provisioner {
 
 // Deletes not yet done are tried again every 2 s, for two minutes at most.
-void retry_doomed(provisioner_actor* self) {
+void retry_doomed(provisioner_self* self) {
   auto& st = self->state;
   const auto now = self->clock().now();
   std::vector<std::string> again;
@@ -35,7 +35,7 @@ void retry_doomed(provisioner_actor* self) {
 // - a job completed during the API server's 429/5xx: the delete failed and was not tried again.
 // The same holds for a create that failed without a clear "not made" (a 5xx after retries, no
 // answer): the API server may have written the pod and lost the answer (a 504 after the write).
-void delete_runner_pod(provisioner_actor* self, const std::string& name) {
+void delete_runner_pod(provisioner_self* self, const std::string& name) {
   auto& st = self->state;
   const auto now = self->clock().now();
   auto [it, fresh] = st.doomed.try_emplace(name, provisioner_state::doomed_pod{now, now, false});
@@ -58,11 +58,11 @@ void delete_runner_pod(provisioner_actor* self, const std::string& name) {
   });
 }
 
-std::chrono::milliseconds sweep_every(provisioner_actor* self) {
+std::chrono::milliseconds sweep_every(provisioner_self* self) {
   return std::max<std::chrono::milliseconds>(self->state.ctx->spec.health_check.interval, std::chrono::seconds(30));
 }
 
-void sweep(provisioner_actor* self) {
+void sweep(provisioner_self* self) {
   auto& st = self->state;
   if (!st.ctx->spec.standalone || st.scale_set_id == 0)
     return;
@@ -81,7 +81,7 @@ void sweep(provisioner_actor* self) {
 }
 
 // Idle runners beyond the desired count: see the header.
-void scale_down(provisioner_actor* self, const std::vector<github::runner_ref>& runners) {
+void scale_down(provisioner_self* self, const std::vector<github::runner_ref>& runners) {
   auto& st = self->state;
   std::set<int64_t> idle;
   if (!st.cap_known) {
@@ -119,7 +119,7 @@ void scale_down(provisioner_actor* self, const std::vector<github::runner_ref>& 
   st.idle_excess = std::move(idle);
 }
 
-void on_runner_list(provisioner_actor* self, const runner_list& l) {
+void on_runner_list(provisioner_self* self, const runner_list& l) {
   auto& st = self->state;
   if (!l.ok)
     return;
@@ -141,7 +141,7 @@ void on_runner_list(provisioner_actor* self, const runner_list& l) {
 }
 
 // A runner pod delete answered: done, or tried again by the next reconcile.
-void on_pod_deleted(provisioner_actor* self, const runner_pod_deleted& d) {
+void on_pod_deleted(provisioner_self* self, const runner_pod_deleted& d) {
   auto& s = self->state;
   auto it = s.doomed.find(d.name);
   if (it == s.doomed.end())

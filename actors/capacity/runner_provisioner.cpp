@@ -27,7 +27,7 @@ namespace headroom::actors::capacity {
 
 namespace provisioner {
 
-void remove_runner(provisioner_actor* self, int64_t runner_id, const std::string& why) {
+void remove_runner(provisioner_self* self, int64_t runner_id, const std::string& why) {
   self->state.ctx->github->remove_runner(runner_id, [runner_id, why](github::actions_result<github::done> r) {
     if (auto* e = std::get_if<github::actions_error>(&r); e && e->what != github::actions_error::kind::runner_not_found)
       runtime::log::warn(actor_name, "could not remove a runner", {{"runner_id", runner_id}, {"why", why}, {"error", e->describe()}});
@@ -36,7 +36,7 @@ void remove_runner(provisioner_actor* self, int64_t runner_id, const std::string
 
 // Runner pods not finished and not being deleted, and busy runners' pods whatever their state:
 // O(made + busy) per reconcile, from the running count (pod_census), not a walk over the pods.
-int64_t live_runner_pods(provisioner_actor* self) {
+int64_t live_runner_pods(provisioner_self* self) {
   auto& st = self->state;
   if (!st.census.built())
     st.census.rebuild(st.ctx->pods->list());
@@ -56,9 +56,9 @@ int64_t desired_runners(const provisioner_state& st) {
   return std::max<int64_t>(0, std::min({st.stats.total_assigned_jobs, st.cap, st.ctx->spec.max_runners}));
 }
 
-void delete_runner_pod(provisioner_actor* self, const std::string& name);
+void delete_runner_pod(provisioner_self* self, const std::string& name);
 
-void reconcile(provisioner_actor* self) {
+void reconcile(provisioner_self* self) {
   auto& st = self->state;
   const auto& spec = st.ctx->spec;
   if (!st.doomed.empty())
@@ -114,12 +114,12 @@ void reconcile(provisioner_actor* self) {
   }
 }
 
-void start_call(provisioner_actor* self, creation c, const std::function<void(k8s::api_callback)>& start) {
+void start_call(provisioner_self* self, creation c, const std::function<void(k8s::api_callback)>& start) {
   self->state.calls.start(caf::actor_cast<caf::actor>(self), std::move(c), start);
 }
 
 // The listener's statistics (ARC's gauges) and job transitions: a completed job's runner pod goes.
-void on_scale_set_update(provisioner_actor* self, const msg::scale_set_update& u) {
+void on_scale_set_update(provisioner_self* self, const msg::scale_set_update& u) {
   auto& s = self->state;
   s.scale_set_id = u.scale_set_id;
   s.stats = u.stats;
@@ -143,7 +143,7 @@ void on_scale_set_update(provisioner_actor* self, const msg::scale_set_update& u
 }
 
 // A runner's JIT configuration: its pod is created next (a failure retries the reconcile in 5 s).
-void on_jit(provisioner_actor* self, msg::jit_reply& r) {
+void on_jit(provisioner_self* self, msg::jit_reply& r) {
   auto& s = self->state;
   if (!r.error.empty()) {
     --s.creating;
@@ -160,7 +160,7 @@ void on_jit(provisioner_actor* self, msg::jit_reply& r) {
 }
 
 // A runner pod made: its JIT Secret next; a Secret refused: the pod and its runner go.
-void on_reply(provisioner_actor* self, const msg::api_reply& r) {
+void on_reply(provisioner_self* self, const msg::api_reply& r) {
   auto& s = self->state;
   auto found = s.calls.take(r);
   if (!found)
@@ -206,7 +206,7 @@ void on_reply(provisioner_actor* self, const msg::api_reply& r) {
   }
 }
 
-caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, scale_set_peers peers) {
+provisioner_impl::behavior_type provisioner_behavior(provisioner_self* self, context_ptr ctx, scale_set_peers peers) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
   st.peers = std::move(peers);
@@ -268,7 +268,7 @@ caf::behavior provisioner_behavior(provisioner_actor* self, context_ptr ctx, sca
 }  // namespace provisioner
 
 
-caf::actor spawn_runner_provisioner(caf::actor_system& sys, context_ptr ctx, scale_set_peers peers) {
+provisioner_actor spawn_runner_provisioner(caf::actor_system& sys, context_ptr ctx, scale_set_peers peers) {
   return sys.spawn(provisioner::provisioner_behavior, std::move(ctx), std::move(peers));
 }
 

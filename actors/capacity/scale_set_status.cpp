@@ -160,15 +160,17 @@ struct status_state {
   std::deque<msg::k8s_event> waiting;       // Events about it from before the uid was known
 };
 
-using status_actor = caf::stateful_actor<status_state>;
+// The status actor's own messages: its write timer (generation) and the API server's answers.
+using status_impl = status_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>, caf::reacts_to<msg::api_reply>>;
+using status_self = status_impl::stateful_base<status_state>;
 
-std::string wall_text(status_actor* self) {
+std::string wall_text(status_self* self) {
   return runtime::format_rfc3339(runtime::actor_system_clock{self->clock()}.wall_seconds(), 0);
 }
 
 // A flush `after` from now, unless one is due sooner (a later tick replaces a pending one only
 // when it is earlier: the generation retires the other).
-void schedule(status_actor* self, std::chrono::milliseconds after) {
+void schedule(status_self* self, std::chrono::milliseconds after) {
   auto& st = self->state;
   const auto at = self->clock().now() + after;
   if (st.scheduled && st.scheduled_at <= at)
@@ -179,7 +181,7 @@ void schedule(status_actor* self, std::chrono::milliseconds after) {
 }
 
 // A change: written at once when the last write is `min_gap` old, else when it is.
-void changed(status_actor* self, std::chrono::milliseconds min_gap) {
+void changed(status_self* self, std::chrono::milliseconds min_gap) {
   auto& st = self->state;
   st.dirty = true;
   st.urgent = st.urgent || min_gap < poll_only_interval;
@@ -189,9 +191,9 @@ void changed(status_actor* self, std::chrono::milliseconds min_gap) {
   schedule(self, std::max(std::chrono::milliseconds{0}, min_gap - since));
 }
 
-void changed(status_actor* self) { changed(self, self->state.interval); }
+void changed(status_self* self) { changed(self, self->state.interval); }
 
-void write(status_actor* self) {
+void write(status_self* self) {
   auto& st = self->state;
   st.in_flight = true;
   st.dirty = false;
@@ -213,7 +215,7 @@ void write(status_actor* self) {
 
 // The object's uid: Events about it carry it (kubectl describe matches on it); those that came
 // before it go now.
-void learn_uid(status_actor* self, const std::string& body) {
+void learn_uid(status_self* self, const std::string& body) {
   auto& st = self->state;
   simdjson::dom::parser p;
   std::string_view uid;
@@ -227,7 +229,7 @@ void learn_uid(status_actor* self, const std::string& body) {
   st.waiting.clear();
 }
 
-void learn_session(status_actor* self, const std::string& body) {
+void learn_session(status_self* self, const std::string& body) {
   auto& st = self->state;
   simdjson::dom::parser p;
   simdjson::dom::element status;
@@ -251,7 +253,7 @@ void learn_session(status_actor* self, const std::string& body) {
   st.since_guessed = false;
 }
 
-void read_object(status_actor* self) {
+void read_object(status_self* self) {
   auto& st = self->state;
   st.in_flight = true;
   auto* kube = st.ctx->kube;
@@ -261,7 +263,7 @@ void read_object(status_actor* self) {
 }
 
 // An Event about the ScaleSet object: sent with its uid, or kept (the newest 32) until it is known.
-void on_event(status_actor* self, msg::k8s_event& e) {
+void on_event(status_self* self, msg::k8s_event& e) {
   auto& st = self->state;
   if (!st.uid.empty()) {
     e.uid = st.uid;
@@ -272,7 +274,7 @@ void on_event(status_actor* self, msg::k8s_event& e) {
   st.waiting.push_back(std::move(e));
 }
 
-void failed(status_actor* self, const std::string& what, const msg::api_reply& r, std::chrono::milliseconds retry) {
+void failed(status_self* self, const std::string& what, const msg::api_reply& r, std::chrono::milliseconds retry) {
   auto& st = self->state;
   if (!st.failing)
     runtime::log::warn(actor_name, what, {{"scale_set", st.ctx->spec.name}, {"error", r.error}, {"retry_in_ms", retry.count()}});
@@ -281,7 +283,7 @@ void failed(status_actor* self, const std::string& what, const msg::api_reply& r
   schedule(self, retry);
 }
 
-void on_reply(status_actor* self, const msg::api_reply& r) {
+void on_reply(status_self* self, const msg::api_reply& r) {
   auto& st = self->state;
   auto what = st.calls.take(r);
   if (!what)
@@ -323,7 +325,7 @@ void on_reply(status_actor* self, const msg::api_reply& r) {
     schedule(self, st.urgent ? st.interval : std::chrono::duration_cast<std::chrono::milliseconds>(poll_only_interval));
 }
 
-void on_session(status_actor* self, const msg::session_view& s) {
+void on_session(status_self* self, const msg::session_view& s) {
   auto& v = self->state.view;
   if (s.poll_started) {
     v.last_poll = wall_text(self);
@@ -347,7 +349,7 @@ void on_session(status_actor* self, const msg::session_view& s) {
   changed(self);
 }
 
-caf::behavior status_behavior(status_actor* self, context_ptr ctx, std::chrono::milliseconds interval, scale_set_peers peers) {
+status_impl::behavior_type status_behavior(status_self* self, context_ptr ctx, std::chrono::milliseconds interval, scale_set_peers peers) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
   // A restarted status actor knows nothing: it asks its sources for what they last told its
@@ -392,8 +394,8 @@ caf::behavior status_behavior(status_actor* self, context_ptr ctx, std::chrono::
 
 }  // namespace
 
-caf::actor spawn_scale_set_status(caf::actor_system& sys, context_ptr ctx, std::chrono::milliseconds interval,
-                                  scale_set_peers peers) {
+status_actor spawn_scale_set_status(caf::actor_system& sys, context_ptr ctx, std::chrono::milliseconds interval,
+                                    scale_set_peers peers) {
   return sys.spawn(status_behavior, std::move(ctx), interval, std::move(peers));
 }
 

@@ -42,11 +42,13 @@ struct sweeper_state {
   int deletes_pending = 0;
 };
 
-using sweeper_actor = caf::stateful_actor<sweeper_state>;
+// Its retry timer, and the API server's answers to its list and deletes.
+using sweeper_impl = sweeper_actor;
+using sweeper_self = sweeper_impl::stateful_base<sweeper_state>;
 
-int64_t now_ms(sweeper_actor* self) { return runtime::actor_system_clock{self->clock()}.now_ms(); }
+int64_t now_ms(sweeper_self* self) { return runtime::actor_system_clock{self->clock()}.now_ms(); }
 
-void list(sweeper_actor* self) {
+void list(sweeper_self* self) {
   auto& st = self->state;
   k8s::list_options opts;
   opts.label_selector = std::string{"headroom.dev/instance="} + st.instance;
@@ -73,7 +75,7 @@ std::optional<std::vector<std::pair<std::string, std::string>>> retired(const sw
   return out;
 }
 
-void on_list(sweeper_actor* self, const msg::api_reply& r) {
+void on_list(sweeper_self* self, const msg::api_reply& r) {
   auto& st = self->state;
   auto gone = r.ok ? retired(st, r.body) : std::nullopt;
   if (!gone) {
@@ -98,7 +100,7 @@ void on_list(sweeper_actor* self, const msg::api_reply& r) {
   }
 }
 
-void on_delete(sweeper_actor* self, const sweep_call& c, const msg::api_reply& r) {
+void on_delete(sweeper_self* self, const sweep_call& c, const msg::api_reply& r) {
   auto& st = self->state;
   const bool gone = r.ok || static_cast<k8s::api_error::kind>(r.error_kind) == k8s::api_error::kind::not_found;
   if (gone)
@@ -111,7 +113,7 @@ void on_delete(sweeper_actor* self, const sweep_call& c, const msg::api_reply& r
     self->quit();
 }
 
-caf::behavior sweeper_behavior(sweeper_actor* self, k8s::client* kube, std::string instance,
+sweeper_impl::behavior_type sweeper_behavior(sweeper_self* self, k8s::client* kube, std::string instance,
                                std::set<std::pair<std::string, std::string>> keep) {
   auto& st = self->state;
   st.kube = kube;
@@ -150,8 +152,8 @@ std::string instance_label(const std::string& lease_namespace, const std::string
   return out + "-" + hex;
 }
 
-caf::actor spawn_scale_set_sweeper(caf::actor_system& sys, k8s::client* kube, std::string instance,
-                                   std::set<std::pair<std::string, std::string>> keep) {
+sweeper_actor spawn_scale_set_sweeper(caf::actor_system& sys, k8s::client* kube, std::string instance,
+                                      std::set<std::pair<std::string, std::string>> keep) {
   return sys.spawn(sweeper_behavior, kube, std::move(instance), std::move(keep));
 }
 

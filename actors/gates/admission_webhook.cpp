@@ -55,7 +55,7 @@ struct webhook_state {
   std::optional<file_stamp> cert_stamp, key_stamp;
   static inline const char* name = "headroom.admission_webhook";
 };
-using webhook_actor = caf::stateful_actor<webhook_state>;
+using webhook_self = admission_webhook_actor::stateful_base<webhook_state>;
 
 runtime::https_reply review(const webhook_metrics& m, const runtime::https_request& req) {
   namespace adm = k8s::admission;
@@ -110,7 +110,7 @@ runtime::https_reply review_enforced(const webhook_options& o, const runtime::ht
 }
 
 // Re-reads the pair when either file changed; true when a new one is served.
-bool reload(webhook_actor* self, bool first) {
+bool reload(webhook_self* self, bool first) {
   auto& st = self->state;
   const auto& o = *st.opts;
   auto cs = stamp_of(o.cert_file), ks = stamp_of(o.key_file);
@@ -139,7 +139,7 @@ bool reload(webhook_actor* self, bool first) {
   return true;
 }
 
-caf::behavior webhook_behavior(webhook_actor* self, std::shared_ptr<const webhook_options> opts) {
+admission_webhook_actor::behavior_type webhook_behavior(webhook_self* self, std::shared_ptr<const webhook_options> opts) {
   auto& st = self->state;
   st.opts = opts;
   runtime::https_options so;
@@ -149,7 +149,7 @@ caf::behavior webhook_behavior(webhook_actor* self, std::shared_ptr<const webhoo
   if (!cert || !key) {
     runtime::log::error(actor_name, "cannot read the serving certificate", {{"cert", opts->cert_file}, {"key", opts->key_file}});
     self->quit(caf::sec::runtime_error);
-    return {};
+    return admission_webhook_actor::behavior_type::make_empty_behavior();
   }
   so.cert_pem = std::move(*cert);
   so.key_pem = std::move(*key);
@@ -165,7 +165,7 @@ caf::behavior webhook_behavior(webhook_actor* self, std::shared_ptr<const webhoo
   } catch (const std::exception& e) {
     runtime::log::error(actor_name, "cannot serve the admission webhook", {{"listen", opts->listen}, {"error", e.what()}});
     self->quit(caf::sec::runtime_error);
-    return {};
+    return admission_webhook_actor::behavior_type::make_empty_behavior();
   }
   st.cert_stamp = stamp_of(opts->cert_file);
   st.key_stamp = stamp_of(opts->key_file);
@@ -184,7 +184,7 @@ caf::behavior webhook_behavior(webhook_actor* self, std::shared_ptr<const webhoo
 
 }  // namespace
 
-caf::actor spawn_admission_webhook(caf::actor_system& sys, std::shared_ptr<const webhook_options> opts) {
+admission_webhook_actor spawn_admission_webhook(caf::actor_system& sys, std::shared_ptr<const webhook_options> opts) {
   return sys.spawn(webhook_behavior, std::move(opts));
 }
 

@@ -77,24 +77,26 @@ struct controller_state {
   std::optional<wall_time> expiry_due;
   static inline const char* name = "headroom.gate_controller";
 };
-using controller_actor = caf::stateful_actor<controller_state>;
+// Its own timers (a reservation's expiry by id, 0: the resync).
+using controller_impl = gate_controller_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>>;
+using controller_self = controller_impl::stateful_base<controller_state>;
 
-caf::timespan now_of(controller_actor* self) { return self->clock().now().time_since_epoch(); }
+caf::timespan now_of(controller_self* self) { return self->clock().now().time_since_epoch(); }
 
 std::string key_of(const k8s::pod& p) { return p.meta.ns + "/" + p.meta.name; }
 
 const std::string* queue_label(const k8s::pod& p) { return p.meta.label(k8s::admission::queue_label); }
 
-void start_call(controller_actor* self, call_info info, const std::function<void(k8s::api_callback)>& start) {
+void start_call(controller_self* self, call_info info, const std::function<void(k8s::api_callback)>& start) {
   self->state.calls.start(caf::actor_cast<caf::actor>(self), std::move(info), start);
 }
 
-void record_event(controller_actor* self, const std::string& ns, const std::string& name, const std::string& uid,
+void record_event(controller_self* self, const std::string& ns, const std::string& name, const std::string& uid,
                   const char* type, const char* reason, const std::string& message) {
   tell_event(self->state.ctx->events, {"v1", "Pod", ns, name, uid, type, reason, "Admit", message});
 }
 
-void write_condition(controller_actor* self, const std::string& queue, const condition_write& c, const std::string& uid) {
+void write_condition(controller_self* self, const std::string& queue, const condition_write& c, const std::string& uid) {
   auto& st = self->state;
   const std::string key = c.ns + "/" + c.name;
   if (st.bulk_in_flight >= max_bulk_in_flight) {
@@ -125,7 +127,7 @@ void write_condition(controller_actor* self, const std::string& queue, const con
   }
 }
 
-void ungate_pod(controller_actor* self, const std::string& queue, const ungate& u, const k8s::pod& p) {
+void ungate_pod(controller_self* self, const std::string& queue, const ungate& u, const k8s::pod& p) {
   auto& st = self->state;
   const std::string gate = "/spec/schedulingGates/" + std::to_string(u.gate_index);
   const std::string at = format_wall(st.ctx->wall_clock());
@@ -153,7 +155,7 @@ void ungate_pod(controller_actor* self, const std::string& queue, const ungate& 
 }
 
 // The Active condition's transition time: kept while it holds, now when it flips.
-void stamp_active(controller_actor* self, queue_entry& e, k8s::queue_status& status) {
+void stamp_active(controller_self* self, queue_entry& e, k8s::queue_status& status) {
   if (!e.active || *e.active != status.active) {
     e.active = status.active;
     e.active_since = format_wall(self->state.ctx->wall_clock());
@@ -161,7 +163,7 @@ void stamp_active(controller_actor* self, queue_entry& e, k8s::queue_status& sta
   status.active_since = e.active_since;
 }
 
-void write_status(controller_actor* self, const std::string& queue, queue_entry& e, k8s::queue_status status) {
+void write_status(controller_self* self, const std::string& queue, queue_entry& e, k8s::queue_status status) {
   stamp_active(self, e, status);
   if (e.status_in_flight || (e.written && *e.written == status))
     return;
@@ -173,7 +175,7 @@ void write_status(controller_actor* self, const std::string& queue, queue_entry&
   });
 }
 
-void arm_expiry(controller_actor* self, wall_time when) {
+void arm_expiry(controller_self* self, wall_time when) {
   auto& st = self->state;
   if (st.expiry_due && *st.expiry_due <= when)
     return;  // an earlier timer covers it (a later plan re-arms)
@@ -184,7 +186,7 @@ void arm_expiry(controller_actor* self, wall_time when) {
   self->delayed_send(self, wait, msg::tick_atom_v, ++st.expiry_generation);
 }
 
-void plan_one(controller_actor* self, const std::string& queue) {
+void plan_one(controller_self* self, const std::string& queue) {
   auto& st = self->state;
   const auto& ctx = *st.ctx;
   auto pods = ctx.pods->by_index(std::string{queue_index}, queue);
@@ -237,14 +239,14 @@ void plan_one(controller_actor* self, const std::string& queue) {
   write_status(self, queue, entry, plan.status);
 }
 
-void plan_dirty(controller_actor* self) {
+void plan_dirty(controller_self* self) {
   auto dirty = std::move(self->state.dirty);
   self->state.dirty.clear();
   for (const auto& q : dirty)
     plan_one(self, q);
 }
 
-void on_pod(controller_actor* self, const msg::pod_event& e) {
+void on_pod(controller_self* self, const msg::pod_event& e) {
   auto& st = self->state;
   const auto& p = *e.object;
   const std::string key = key_of(p);
@@ -275,7 +277,7 @@ void on_pod(controller_actor* self, const msg::pod_event& e) {
   }
 }
 
-void on_queue(controller_actor* self, const msg::object_event<k8s::unstructured>& e) {
+void on_queue(controller_self* self, const msg::object_event<k8s::unstructured>& e) {
   auto& st = self->state;
   const auto& name = e.object->meta.name;
   st.dirty.insert(name);
@@ -308,7 +310,7 @@ void on_queue(controller_actor* self, const msg::object_event<k8s::unstructured>
   entry.rules = std::move(r);
 }
 
-void on_reply(controller_actor* self, msg::api_reply& r) {
+void on_reply(controller_self* self, msg::api_reply& r) {
   auto& st = self->state;
   auto found = st.calls.take(r);
   if (!found)
@@ -367,7 +369,7 @@ void on_reply(controller_actor* self, msg::api_reply& r) {
   }
 }
 
-caf::behavior controller_behavior(controller_actor* self, controller_context_ptr ctx) {
+controller_impl::behavior_type controller_behavior(controller_self* self, controller_context_ptr ctx) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
   const auto me = caf::actor_cast<caf::actor>(self);
@@ -425,7 +427,7 @@ caf::behavior controller_behavior(controller_actor* self, controller_context_ptr
 
 }  // namespace
 
-caf::actor spawn_gate_controller(caf::actor_system& sys, controller_context_ptr ctx) {
+gate_controller_actor spawn_gate_controller(caf::actor_system& sys, controller_context_ptr ctx) {
   return sys.spawn(controller_behavior, std::move(ctx));
 }
 

@@ -11,6 +11,8 @@
 //                       order; conditions, Events, reservation expiry, Queue status
 
 #include <caf/actor.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 #include <caf/fwd.hpp>
 
 #include <chrono>
@@ -18,6 +20,8 @@
 #include <memory>
 #include <string>
 
+#include "actors/k8s/event_recorder.hpp"
+#include "messages/type_ids.hpp"
 #include "actors/gates/model.hpp"
 #include "adapters/k8s/informer.hpp"
 #include "runtime/mailbox/buffer_stats.hpp"
@@ -52,11 +56,14 @@ struct controller_context {
   std::function<wall_time()> wall_clock;  // the annotation's and the expiry's time
   std::function<void(const runtime::buffer_stats_ptr&)> track_buffer;
   controller_metrics metrics;
-  caf::actor events;  // the event_recorder's relay (actors/k8s/event_recorder.hpp)
+  actors::event_sink events;  // the event_recorder's relay (actors/k8s/event_recorder.hpp)
 };
 using controller_context_ptr = std::shared_ptr<const controller_context>;
 
-caf::actor spawn_gate_controller(caf::actor_system& sys, controller_context_ptr ctx);
+// gate_controller: its informer feeds' wake-ups and the API server's answers.
+using gate_controller_actor = caf::typed_actor<caf::reacts_to<msg::buffer_wakeup>, caf::reacts_to<msg::api_reply>>;
+
+gate_controller_actor spawn_gate_controller(caf::actor_system& sys, controller_context_ptr ctx);
 
 struct webhook_metrics {
   std::function<void(const char* outcome)> reviewed;  // gated, already_gated, not_opted_in, no_queue, not_pod_create, malformed
@@ -79,6 +86,10 @@ struct webhook_options {
 
 // Fails (exits abnormally, so its supervisor retries with backoff) when the port or the
 // certificate cannot be had.
-caf::actor spawn_admission_webhook(caf::actor_system& sys, std::shared_ptr<const webhook_options> opts);
+// admission_webhook: no peer sends it anything (its HTTPS server answers on its own threads); its
+// contract is its own timer, which re-reads the certificate.
+using admission_webhook_actor = caf::typed_actor<caf::reacts_to<msg::tick_atom, uint64_t>>;
+
+admission_webhook_actor spawn_admission_webhook(caf::actor_system& sys, std::shared_ptr<const webhook_options> opts);
 
 }  // namespace headroom::actors::gates

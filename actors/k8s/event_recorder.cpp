@@ -33,7 +33,9 @@ struct recorder_state {
   api_calls<call_info> calls;
   static inline const char* name = "headroom.event_recorder";
 };
-using recorder_actor = caf::stateful_actor<recorder_state>;
+// The recorder's own messages: its flush timer, and the API server's answers to its writes.
+using recorder_impl = event_sink::extend<caf::reacts_to<msg::tick_atom, uint64_t>, caf::reacts_to<msg::api_reply>>;
+using recorder_actor = recorder_impl::stateful_base<recorder_state>;
 
 void count(recorder_actor* self, const char* outcome) {
   if (self->state.opts->counted)
@@ -90,15 +92,15 @@ void on_event(recorder_actor* self, const msg::k8s_event& m) {
 
 }  // namespace
 
-void tell_event(const caf::actor& recorder, msg::k8s_event e) {
+void tell_event(const event_sink& recorder, msg::k8s_event e) {
   if (recorder)
     caf::anon_send(recorder, std::move(e));
 }
 
-caf::actor spawn_event_recorder(caf::actor_system& sys, std::shared_ptr<const event_recorder_options> opts) {
+event_sink spawn_event_recorder(caf::actor_system& sys, std::shared_ptr<const event_recorder_options> opts) {
   // The options go in as a spawn argument, not a capture: CAF 0.17.6 dereferences a null argument
   // tuple when an actor is spawned with none (UBSan flags it in every cluster-mode start).
-  return sys.spawn([](recorder_actor* self, std::shared_ptr<const event_recorder_options> opts) -> caf::behavior {
+  return sys.spawn([](recorder_actor* self, std::shared_ptr<const event_recorder_options> opts) -> recorder_impl::behavior_type {
     auto& st = self->state;
     st.opts = opts;
     st.book = k8s::event_book{opts->book};

@@ -8,6 +8,8 @@
 // never holds up the actor that reported it.
 
 #include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include <chrono>
 #include <functional>
@@ -36,9 +38,13 @@ struct event_recorder_options {
   std::function<void(const char* outcome)> counted;
 };
 
-caf::actor spawn_event_recorder(caf::actor_system& sys, std::shared_ptr<const event_recorder_options> opts);
+// Where an actor sends the Events it reports: the recorder (its relay), or an actor that forwards
+// them to it (a scale set's monitor and status take a pair's Events).
+using event_sink = caf::typed_actor<caf::reacts_to<msg::k8s_event>>;
+
+event_sink spawn_event_recorder(caf::actor_system& sys, std::shared_ptr<const event_recorder_options> opts);
 
 // Sends `e` to the recorder (its relay); nothing when there is none (no cluster).
-void tell_event(const caf::actor& recorder, msg::k8s_event e);
+void tell_event(const event_sink& recorder, msg::k8s_event e);
 
 }  // namespace headroom::actors

@@ -20,7 +20,9 @@ struct gate_state {
   static inline const char* name = "headroom.leadership_gate";
 };
 
-using gate = caf::stateful_actor<gate_state>;
+// Its own timer: the acting subtree's stop deadline (generation).
+using gate_impl = leadership_gate_actor::extend<caf::reacts_to<msg::deadline_atom, uint32_t, uint64_t>>;
+using gate = gate_impl::stateful_base<gate_state>;
 
 void stop_acting(gate* self) {
   auto& st = self->state;
@@ -40,7 +42,7 @@ void start_acting(gate* self) {
   runtime::log::info("leadership_gate", "leading: started the acting actors", {{"subtree", st.acting.name}});
 }
 
-caf::behavior gate_behavior(gate* self, runtime::child_spec acting, std::chrono::milliseconds stop_deadline) {
+gate_impl::behavior_type gate_behavior(gate* self, runtime::child_spec acting, std::chrono::milliseconds stop_deadline) {
   self->state.acting = std::move(acting);
   self->state.stop_deadline = stop_deadline;
   self->set_down_handler([self](caf::down_msg& down) {
@@ -97,8 +99,8 @@ caf::behavior gate_behavior(gate* self, runtime::child_spec acting, std::chrono:
 
 }  // namespace
 
-caf::actor spawn_leadership_gate(caf::actor_system& sys, runtime::child_spec acting,
-                                 std::chrono::milliseconds stop_deadline) {
+leadership_gate_actor spawn_leadership_gate(caf::actor_system& sys, runtime::child_spec acting,
+                                            std::chrono::milliseconds stop_deadline) {
   return sys.spawn(gate_behavior, std::move(acting), stop_deadline);
 }
 

@@ -11,7 +11,7 @@ namespace headroom::actors::listener {
 namespace {
 
 // The session deleted on shutdown: a successor has nothing left to delete.
-void on_closed(listener_actor* self, const actions_reply& r) {
+void on_closed(listener_self* self, const actions_reply& r) {
   auto& s = self->state;
   if (r.error)
     runtime::log::warn(actor_name, "could not delete the session on shutdown", {{"error", r.error->describe()}});
@@ -23,7 +23,7 @@ void on_closed(listener_actor* self, const actions_reply& r) {
 }
 
 // A crashed predecessor's session, adopted (its last message id kept), or replaced.
-void on_adopted(listener_actor* self, actions_reply& r) {
+void on_adopted(listener_self* self, actions_reply& r) {
   auto& s = self->state;
   if (r.error) {
     const auto k = r.error->what;
@@ -46,7 +46,7 @@ void on_adopted(listener_actor* self, actions_reply& r) {
 }
 
 // A predecessor's session deleted (or already gone): ours can be opened.
-void on_stale_deleted(listener_actor* self, const actions_reply& r) {
+void on_stale_deleted(listener_self* self, const actions_reply& r) {
   auto& s = self->state;
   if (r.error && r.error->what != K::session_not_found && r.error->what != K::not_found)
     runtime::log::warn(actor_name, "could not delete the session a crashed predecessor left",
@@ -55,7 +55,7 @@ void on_stale_deleted(listener_actor* self, const actions_reply& r) {
     open_session(self);
 }
 
-void on_resolved(listener_actor* self, const actions_reply& r) {
+void on_resolved(listener_self* self, const actions_reply& r) {
   auto& s = self->state;
   if (r.error)
     return retry_later(self, *r.error);
@@ -66,7 +66,7 @@ void on_resolved(listener_actor* self, const actions_reply& r) {
 }
 
 // Our session created; a 409 after the client's bounded retries means another listener holds it.
-void on_session_created(listener_actor* self, actions_reply& r) {
+void on_session_created(listener_self* self, actions_reply& r) {
   auto& s = self->state;
   s.creating = false;
   if (r.error) {
@@ -86,7 +86,7 @@ void on_session_created(listener_actor* self, actions_reply& r) {
 
 // A poll answered: nothing (poll again), a message (handled once: a repeat is acked only), or an
 // error (a cancelled poll is re-issued at once with the newest capacity).
-void on_polled(listener_actor* self, actions_reply& r) {
+void on_polled(listener_self* self, actions_reply& r) {
   auto& s = self->state;
   s.polling = false;
   s.poll.reset();
@@ -114,7 +114,7 @@ void on_polled(listener_actor* self, actions_reply& r) {
   handle_message(self);
 }
 
-void on_acked(listener_actor* self, const actions_reply& r) {
+void on_acked(listener_self* self, const actions_reply& r) {
   auto& s = self->state;
   if (r.error) {
     count_failure(self, *r.error);
@@ -124,7 +124,7 @@ void on_acked(listener_actor* self, const actions_reply& r) {
   start_poll(self);
 }
 
-void on_acquired(listener_actor* self, const actions_reply& r) {
+void on_acquired(listener_self* self, const actions_reply& r) {
   auto& s = self->state;
   if (r.error && (r.error->what == K::server || r.error->what == K::transport)) {
     // The service is out: the message stays unacked and unforwarded, and is read and handled
@@ -149,7 +149,7 @@ void on_acquired(listener_actor* self, const actions_reply& r) {
 }  // namespace
 
 // An Actions Service answer, by operation.
-void on_reply(listener_actor* self, actions_reply& r) {
+void on_reply(listener_self* self, actions_reply& r) {
   auto& s = self->state;
   if (r.generation != s.generation)
     return;  // about a session that is gone

@@ -13,7 +13,7 @@ namespace headroom::actors {
 namespace listener {
 
 // Finds the scale set by name (creating it when absent), then opens the session.
-void resolve_scale_set(listener_actor* self) {
+void resolve_scale_set(listener_self* self) {
   auto& st = self->state;
   caf::actor me = caf::actor_cast<caf::actor>(self);
   auto fail = [me](github::actions_error e) {
@@ -72,7 +72,7 @@ github::session_ptr stale_handle(const msg::session_held& stale) {
   return std::make_shared<github::session_handle>(std::move(old));
 }
 
-void delete_stale_session(listener_actor* self) {
+void delete_stale_session(listener_self* self) {
   auto& st = self->state;
   runtime::log::info(actor_name, "deleting the session a crashed predecessor left",
                      {{"scale_set", st.stale.scale_set_id}, {"session", st.stale.session_id}});
@@ -85,7 +85,7 @@ void delete_stale_session(listener_actor* self) {
 // predecessor's token stops working. Messages queued in the session, and any it received and did
 // not ack, are then read here; deleting the session instead lost them (the chaos suite counted 5
 // job starts of 6 after the listener was killed).
-void adopt_stale_session(listener_actor* self) {
+void adopt_stale_session(listener_self* self) {
   auto& st = self->state;
   runtime::log::info(actor_name, "adopting the session a crashed predecessor left",
                      {{"scale_set", st.stale.scale_set_id}, {"session", st.stale.session_id}, {"last_message_id", st.stale.last_message_id}});
@@ -96,7 +96,7 @@ void adopt_stale_session(listener_actor* self) {
 }
 
 // The ScaleSet object's session state (actors/capacity/scale_set_status.cpp), when it changes.
-void tell_session(listener_actor* self, std::string state, std::string message) {
+void tell_session(listener_self* self, std::string state, std::string message) {
   auto& st = self->state;
   if (!st.peers.status || (state == st.told_state && message == st.told_message))
     return;
@@ -105,7 +105,7 @@ void tell_session(listener_actor* self, std::string state, std::string message) 
   self->send(st.peers.status, msg::session_view{std::move(state), std::move(message), false});
 }
 
-void open_session(listener_actor* self) {
+void open_session(listener_self* self) {
   auto& st = self->state;
   tell_session(self, "Opening");
   ++st.generation;
@@ -126,7 +126,7 @@ void open_session(listener_actor* self) {
                                                           [](actions_reply& r, github::session_ptr s) { r.session = std::move(s); }));
 }
 
-void start_poll(listener_actor* self) {
+void start_poll(listener_self* self) {
   auto& st = self->state;
   if (!st.session || st.polling || st.handling)
     return;
@@ -153,7 +153,7 @@ void start_poll(listener_actor* self) {
 // `reissue`: the reorder window's own re-issue, which never opens a window again - its poll was
 // issued right after the window opened, so it is always a little younger than the window, and
 // each re-issue would schedule the next: a poll every 100 ms for good.
-void cancel_poll(listener_actor* self, bool reissue = false) {
+void cancel_poll(listener_self* self, bool reissue = false) {
   auto& st = self->state;
   const auto now = self->clock().now();
   // Cancelled young, it may not have reached the service yet: sent on its own connection, it can
@@ -170,14 +170,14 @@ void cancel_poll(listener_actor* self, bool reissue = false) {
   self->delayed_send(self, std::chrono::seconds(1), msg::tick_atom_v, st.generation, st.poll_seq);
 }
 
-void count_failure(listener_actor* self, const github::actions_error& e) {
+void count_failure(listener_self* self, const github::actions_error& e) {
   if (self->state.opts.failed && e.what != github::actions_error::kind::cancelled)
     self->state.opts.failed(github::to_string(e.what));
 }
 
-int64_t ms_now(listener_actor* self) { return runtime::actor_system_clock{self->clock()}.now_ms(); }
+int64_t ms_now(listener_self* self) { return runtime::actor_system_clock{self->clock()}.now_ms(); }
 
-void retry_later(listener_actor* self, const github::actions_error& e) {
+void retry_later(listener_self* self, const github::actions_error& e) {
   auto& st = self->state;
   count_failure(self, e);
   tell_session(self, "Backoff", e.describe());
@@ -198,7 +198,7 @@ void retry_later(listener_actor* self, const github::actions_error& e) {
 }
 
 // A call succeeded: the end of an outage, if there was one, is worth a line.
-void service_answered(listener_actor* self) {
+void service_answered(listener_self* self) {
   auto& st = self->state;
   st.backoff = std::chrono::milliseconds{0};
   if (st.session)
@@ -208,7 +208,7 @@ void service_answered(listener_actor* self) {
                        {{"scale_set", st.opts.scale_set_id}, {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
 }
 
-void publish(listener_actor* self, const msg::scale_set_update& u) {
+void publish(listener_self* self, const msg::scale_set_update& u) {
   auto& st = self->state;
   st.stats = u.stats;
   for (const auto& a : st.peers.updates)
@@ -224,7 +224,7 @@ msg::scale_set_statistics statistics_of(const github::statistics& s) {
 
 // A message's jobs were acquired: tell the provisioner and the monitor (which keeps the newest
 // message handled for a successor), then ack it; its answer polls again.
-void finish_message(listener_actor* self) {
+void finish_message(listener_self* self) {
   auto& st = self->state;
   if (!st.handling)
     return;
@@ -260,7 +260,7 @@ void finish_message(listener_actor* self) {
 
 // The session is ours (created or adopted): the monitor keeps it for a successor, should this
 // actor crash; the provisioner gets its statistics; polling starts.
-void session_ready(listener_actor* self, const char* what) {
+void session_ready(listener_self* self, const char* what) {
   auto& st = self->state;
   const auto session = st.session->get();
   service_answered(self);
@@ -275,7 +275,7 @@ void session_ready(listener_actor* self, const char* what) {
 }
 
 // A message arrived: acquire its available jobs (then finish it), or finish it at once.
-void handle_message(listener_actor* self) {
+void handle_message(listener_self* self) {
   auto& st = self->state;
   std::vector<int64_t> ids;
   for (const auto& j : st.handling->jobs)
@@ -293,7 +293,7 @@ void handle_message(listener_actor* self) {
 
 // Stopping: the session is deleted (the service would otherwise hold it until it expires and a
 // successor would meet 409s), and the actor quits once that is answered or after 3 s.
-void on_exit(listener_actor* self, const caf::exit_msg& m) {
+void on_exit(listener_self* self, const caf::exit_msg& m) {
   auto& s = self->state;
   if (s.poll)
     s.poll->cancel();
@@ -309,7 +309,7 @@ void on_exit(listener_actor* self, const caf::exit_msg& m) {
 }
 
 // A new capacity from the monitor.
-void on_capacity(listener_actor* self, msg::set_max_capacity m) {
+void on_capacity(listener_self* self, msg::set_max_capacity m) {
   auto& s = self->state;
   const int64_t v = std::max<int64_t>(0, m.capacity);
   if (v == s.desired)
@@ -327,7 +327,7 @@ void on_capacity(listener_actor* self, msg::set_max_capacity m) {
 }
 
 // The monitor's answer: a session left behind, or none.
-void on_session_held(listener_actor* self, msg::session_held& h) {
+void on_session_held(listener_self* self, msg::session_held& h) {
   auto& s = self->state;
   const bool waiting = s.asking && s.open_wanted;
   s.asking = false;
@@ -341,7 +341,7 @@ void on_session_held(listener_actor* self, msg::session_held& h) {
 }
 
 // A backoff ended (or, stopping, the session delete was not answered in time).
-void on_retry(listener_actor* self, uint64_t generation) {
+void on_retry(listener_self* self, uint64_t generation) {
   auto& s = self->state;
   if (generation != s.generation)
     return;
@@ -358,7 +358,7 @@ void on_retry(listener_actor* self, uint64_t generation) {
 }
 
 
-caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::actions_client> client, listener_peers peers,
+listener_impl::behavior_type listener_behavior(listener_self* self, std::shared_ptr<github::actions_client> client, listener_peers peers,
                                 listener_options opts) {
   auto& st = self->state;
   st.client = std::move(client);
@@ -392,12 +392,12 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
       [self](msg::view_atom) {  // a restarted scale_set_status: the session's state as last told
         const auto& s = self->state;
         if (!s.told_state.empty())
-          self->send(caf::actor_cast<caf::actor>(self->current_sender()), msg::session_view{s.told_state, s.told_message, false});
+          self->send(caf::actor_cast<session_view_sink>(self->current_sender()), msg::session_view{s.told_state, s.told_message, false});
       },
       [self](msg::update_atom) {
         auto& s = self->state;
         if (s.stats && s.opts.scale_set_id != 0)
-          self->send(caf::actor_cast<caf::actor>(self->current_sender()), msg::scale_set_update{s.opts.scale_set_id, *s.stats, {}});
+          self->send(caf::actor_cast<update_sink>(self->current_sender()), msg::scale_set_update{s.opts.scale_set_id, *s.stats, {}});
       },
       [self](msg::tick_atom, uint64_t generation, uint64_t poll, uint64_t) {  // the reorder window has passed
         auto& s = self->state;
@@ -424,8 +424,8 @@ caf::behavior listener_behavior(listener_actor* self, std::shared_ptr<github::ac
 
 }  // namespace
 
-caf::actor spawn_listener_session(caf::actor_system& sys, std::shared_ptr<github::actions_client> client,
-                                  listener_peers peers, listener_options opts) {
+listener_actor spawn_listener_session(caf::actor_system& sys, std::shared_ptr<github::actions_client> client,
+                                      listener_peers peers, listener_options opts) {
   return sys.spawn(listener::listener_behavior, std::move(client), std::move(peers), std::move(opts));
 }
 

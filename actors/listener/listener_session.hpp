@@ -12,6 +12,8 @@
 // old, lower one) for up to 50 s.
 
 #include <caf/actor.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include <chrono>
 #include <functional>
@@ -20,7 +22,9 @@
 #include <vector>
 
 #include "adapters/github/actions_client.hpp"
+#include "messages/capacity.hpp"
 #include "messages/listener.hpp"
+#include "messages/type_ids.hpp"
 
 namespace headroom::actors {
 
@@ -47,20 +51,37 @@ struct listener_options {
   std::function<void(const msg::job_transition&)> job;
 };
 
-// Whom the listener talks to (relays or plain actors; any may be invalid):
+// ---- the contracts --------------------------------------------------------------------------------
+
+// What the listener needs of its peers, by role. A peer's own contract is wider; it converts.
+
+// Told msg::scale_set_update after the session opens and after every message. An actor that asks
+// update_atom must be one: the answer is a scale_set_update (the latest statistics, no jobs).
+using update_sink = caf::typed_actor<caf::reacts_to<msg::scale_set_update>>;
+// Told msg::set_max_capacity (the monitor's answer to capacity_atom, and every change).
+using capacity_sink = caf::typed_actor<caf::reacts_to<msg::set_max_capacity>>;
+// scale_set_status's part: the session's state when it changes and when a poll starts.
+using session_view_sink = caf::typed_actor<caf::reacts_to<msg::session_view>>;
+// The capacity monitor's part: asked for the newest capacity (capacity_atom) and the session a
+// predecessor left (session_atom, answered with msg::session_held) when the listener starts; told
+// msg::capacity_polled each time a poll starts, and msg::session_held when the session changes.
+using capacity_source = caf::typed_actor<caf::reacts_to<msg::capacity_atom>, caf::reacts_to<msg::session_atom>,
+                                         caf::reacts_to<msg::session_held>, caf::reacts_to<msg::capacity_polled>>;
+
+// The listener itself: the newest capacity, the monitor's answer to session_atom, and a
+// (re)started peer's view_atom (answered with msg::session_view) or update_atom (answered with
+// msg::scale_set_update).
+using listener_actor = caf::typed_actor<caf::reacts_to<msg::set_max_capacity>, caf::reacts_to<msg::session_held>,
+                                        caf::reacts_to<msg::view_atom>, caf::reacts_to<msg::update_atom>>;
+
+// Whom the listener talks to (relays or plain actors; any may be invalid).
 struct listener_peers {
-  // Each gets msg::scale_set_update after the session opens and after every message, and
-  // answers to update_atom (the latest statistics, no jobs) go to whoever asks.
-  std::vector<caf::actor> updates;
-  // The capacity monitor: asked for the newest capacity (capacity_atom) when the listener starts,
-  // and told msg::capacity_polled each time a poll starts.
-  caf::actor capacity;
-  // scale_set_status: msg::session_view when the session's state changes and when a poll starts.
-  caf::actor status{};
+  std::vector<update_sink> updates;
+  capacity_source capacity;
+  session_view_sink status{};
 };
 
-// The actor takes msg::set_max_capacity and update_atom.
-caf::actor spawn_listener_session(caf::actor_system& sys, std::shared_ptr<github::actions_client> client,
+listener_actor spawn_listener_session(caf::actor_system& sys, std::shared_ptr<github::actions_client> client,
                                   listener_peers peers, listener_options opts);
 
 }  // namespace headroom::actors

@@ -70,12 +70,19 @@ struct listener_state {
   }
 };
 
-using listener_actor = caf::stateful_actor<listener_state>;
+// The listener's own messages: the monitor's silence (session_atom to itself, after 1 s), its
+// timers (a retry: generation; a cancelled poll's deadline: generation, poll; the reorder window:
+// generation, poll, 1) and the Actions Service's answers.
+using listener_impl = listener_actor::extend<caf::reacts_to<msg::session_atom>,
+                                             caf::reacts_to<msg::tick_atom, uint64_t, uint64_t, uint64_t>,
+                                             caf::reacts_to<msg::tick_atom, uint64_t, uint64_t>,
+                                             caf::reacts_to<msg::tick_atom, uint64_t>, caf::reacts_to<actions_reply>>;
+using listener_self = listener_impl::stateful_base<listener_state>;
 
 // The callback of an Actions call: its result goes back to the actor as actions_reply.
 // `poll`: the poll's number (polls only), carried whatever the outcome.
 template <class T, class Fill>
-std::function<void(github::actions_result<T>)> reply_to(listener_actor* self, reply_op op, Fill fill, uint64_t poll = 0) {
+std::function<void(github::actions_result<T>)> reply_to(listener_self* self, reply_op op, Fill fill, uint64_t poll = 0) {
   caf::actor me = caf::actor_cast<caf::actor>(self);
   const uint64_t generation = self->state.generation;
   return [me, op, generation, poll, fill](github::actions_result<T> r) {
@@ -92,18 +99,18 @@ std::function<void(github::actions_result<T>)> reply_to(listener_actor* self, re
 }
 
 // listener_session.cpp
-void open_session(listener_actor* self);
-void delete_stale_session(listener_actor* self);
-void start_poll(listener_actor* self);
-void retry_later(listener_actor* self, const github::actions_error& e);
-void service_answered(listener_actor* self);
-void count_failure(listener_actor* self, const github::actions_error& e);
-void tell_session(listener_actor* self, std::string state, std::string message = {});
-void session_ready(listener_actor* self, const char* what);
-void handle_message(listener_actor* self);
-void finish_message(listener_actor* self);
+void open_session(listener_self* self);
+void delete_stale_session(listener_self* self);
+void start_poll(listener_self* self);
+void retry_later(listener_self* self, const github::actions_error& e);
+void service_answered(listener_self* self);
+void count_failure(listener_self* self, const github::actions_error& e);
+void tell_session(listener_self* self, std::string state, std::string message = {});
+void session_ready(listener_self* self, const char* what);
+void handle_message(listener_self* self);
+void finish_message(listener_self* self);
 
 // listener_replies.cpp: an Actions Service answer, by operation.
-void on_reply(listener_actor* self, actions_reply& r);
+void on_reply(listener_self* self, actions_reply& r);
 
 }  // namespace headroom::actors::listener

@@ -95,7 +95,9 @@ struct reader_state {
   static inline const char* name = "headroom.metric_reader";
 };
 
-using reader_actor = caf::stateful_actor<reader_state>;
+// Its own messages: a slot's evaluation is due, and a batch's answers are back.
+using reader_impl = metric_reader_actor::extend<caf::reacts_to<slot_due>, caf::reacts_to<batch_answer>>;
+using reader_self = reader_impl::stateful_base<reader_state>;
 
 msg::metric_samples to_samples(int64_t due_ns, uint32_t index, prom::query_result& r) {
   msg::metric_samples out;
@@ -119,7 +121,7 @@ msg::metric_samples to_samples(int64_t due_ns, uint32_t index, prom::query_resul
   return out;
 }
 
-const std::optional<std::vector<prom::label_matcher>>& selector_of(reader_actor* self, const std::string& metric) {
+const std::optional<std::vector<prom::label_matcher>>& selector_of(reader_self* self, const std::string& metric) {
   auto& cache = self->state.selectors;
   auto it = cache.find(metric);
   if (it == cache.end()) {
@@ -129,7 +131,7 @@ const std::optional<std::vector<prom::label_matcher>>& selector_of(reader_actor*
   return it->second;
 }
 
-std::function<void(std::vector<prom::query_result>)> answer_to(reader_actor* self, uint64_t batch) {
+std::function<void(std::vector<prom::query_result>)> answer_to(reader_self* self, uint64_t batch) {
   caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(caf::actor_cast<caf::actor>(self));
   // The callback runs on the I/O thread: it reads the actor system's clock (the one tests drive)
   // only while the reader lives, and so its system.
@@ -145,13 +147,13 @@ std::function<void(std::vector<prom::query_result>)> answer_to(reader_actor* sel
   };
 }
 
-void arm(reader_actor* self, size_t group) {
+void arm(reader_self* self, size_t group) {
   auto& g = self->state.groups[group];
   g.armed = true;
   self->delayed_send(self, std::max(g.next_due - self->clock().now(), time_point::duration::zero()), slot_due{group});
 }
 
-void subscribe(reader_actor* self, msg::metric_subscription& sub) {
+void subscribe(reader_self* self, msg::metric_subscription& sub) {
   auto& st = self->state;
   auto sender = self->current_sender();
   if (!sender || sub.interval_ms <= 0)
@@ -189,7 +191,7 @@ void subscribe(reader_actor* self, msg::metric_subscription& sub) {
 }
 
 // A slot is due: one read for every live subscriber of it.
-void evaluate_slot(reader_actor* self, size_t group) {
+void evaluate_slot(reader_self* self, size_t group) {
   auto& st = self->state;
   auto& g = st.groups[group];
   const auto now = self->clock().now();
@@ -248,7 +250,7 @@ void evaluate_slot(reader_actor* self, size_t group) {
   send_read();
 }
 
-caf::behavior reader_behavior(reader_actor* self, reader_options opts) {
+reader_impl::behavior_type reader_behavior(reader_self* self, reader_options opts) {
   self->state.opts = std::move(opts);
   return {
       [self](msg::metric_subscription& sub) { subscribe(self, sub); },
@@ -267,14 +269,14 @@ caf::behavior reader_behavior(reader_actor* self, reader_options opts) {
         }
         for (size_t i = 0; i < readers.size(); ++i)
           if (auto scaler = readers[i].scaler.lock())
-            self->send(caf::actor_cast<caf::actor>(scaler), to_samples(batch.due_ns, readers[i].index, a.results[i]));
+            self->send(caf::actor_cast<metric_subscriber>(scaler), to_samples(batch.due_ns, readers[i].index, a.results[i]));
       },
   };
 }
 
 }  // namespace
 
-caf::actor spawn_metric_reader(caf::actor_system& sys, reader_options opts) {
+metric_reader_actor spawn_metric_reader(caf::actor_system& sys, reader_options opts) {
   return sys.spawn(reader_behavior, std::move(opts));
 }
 

@@ -16,6 +16,8 @@
 
 #include <caf/actor.hpp>
 #include <caf/fwd.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 
 #include <chrono>
 #include <cstdint>
@@ -26,7 +28,10 @@
 #include <string>
 #include <vector>
 
+#include "actors/k8s/event_recorder.hpp"
 #include "actors/reactive/model.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/relay.hpp"
 
 namespace headroom::k8s {
 class client;
@@ -72,13 +77,28 @@ struct scaler_context {
   scaler_spec spec;
   k8s::client* kube = nullptr;
   scaler_metrics metrics;
-  caf::actor events;  // the event_recorder's relay (actors/k8s/event_recorder.hpp)
+  actors::event_sink events;  // the event_recorder's relay (actors/k8s/event_recorder.hpp)
 };
 using scaler_context_ptr = std::shared_ptr<const scaler_context>;
 
+// ---- the contracts --------------------------------------------------------------------------------
+
+// metric_reader: a scaler subscribes (and subscribes again after the reader restarts); each
+// evaluation's msg::metric_samples go back to the subscriber, a metric_subscriber.
+using metric_reader_actor = caf::typed_actor<caf::reacts_to<msg::metric_subscription>>;
+using metric_subscriber = caf::typed_actor<caf::reacts_to<msg::metric_samples>>;
+// reactive_quota: each scaler's replicas, and its claims for more (answered granted or not).
+using quota_actor = caf::typed_actor<caf::reacts_to<msg::quota_report>,
+                                     caf::replies_to<msg::quota_claim>::with<msg::quota_verdict>>;
+// reactive_scaler: its samples, the reader's relay saying the reader restarted, and the API
+// server's answers.
+using reactive_scaler_actor = caf::typed_actor<caf::reacts_to<msg::metric_samples>, caf::reacts_to<msg::restarted_atom, std::string>,
+                                               caf::reacts_to<msg::api_reply>>;
+
 // `quota`: the quota keeper's relay (ignored when the spec has no tenant); `reader`: the metric
-// reader's relay.
-caf::actor spawn_reactive_scaler(caf::actor_system& sys, scaler_context_ptr ctx, caf::actor quota, caf::actor reader);
+// reader's relay, watched for restarts.
+reactive_scaler_actor spawn_reactive_scaler(caf::actor_system& sys, scaler_context_ptr ctx, quota_actor quota,
+                                            runtime::watched_relay<metric_reader_actor> reader);
 
 struct reader_options {
   std::shared_ptr<prom::client> prom;
@@ -87,7 +107,7 @@ struct reader_options {
   std::function<void(double seconds)> request_seconds;          // each request, sent → answered
 };
 
-caf::actor spawn_metric_reader(caf::actor_system& sys, reader_options opts);
+metric_reader_actor spawn_metric_reader(caf::actor_system& sys, reader_options opts);
 
 using quota_caps = std::map<std::string, int32_t>;  // tenant → hard cap on replicas summed
 
@@ -102,6 +122,6 @@ struct quota_options {
   std::function<void(const std::string& tenant, int32_t used, int32_t cap)> report;  // metrics
 };
 
-caf::actor spawn_reactive_quota(caf::actor_system& sys, quota_options opts);
+quota_actor spawn_reactive_quota(caf::actor_system& sys, quota_options opts);
 
 }  // namespace headroom::actors::reactive

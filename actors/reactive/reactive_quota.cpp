@@ -22,7 +22,9 @@ struct quota_state {
   static inline const char* name = "headroom.reactive_quota";
 };
 
-using quota_actor = caf::stateful_actor<quota_state>;
+// Its own timer: read the caps again.
+using quota_impl = quota_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>>;
+using quota_self = quota_impl::stateful_base<quota_state>;
 
 int32_t used(const std::map<std::string, int32_t>& of_tenant, const std::string& except) {
   int32_t sum = 0;
@@ -32,7 +34,7 @@ int32_t used(const std::map<std::string, int32_t>& of_tenant, const std::string&
   return sum;
 }
 
-void publish(quota_actor* self, const std::string& tenant) {
+void publish(quota_self* self, const std::string& tenant) {
   auto& s = self->state;
   if (!s.opts.report)
     return;
@@ -40,7 +42,7 @@ void publish(quota_actor* self, const std::string& tenant) {
   s.opts.report(tenant, used(s.replicas[tenant], ""), cap == s.opts.caps.end() ? -1 : cap->second);
 }
 
-caf::behavior quota_behavior(quota_actor* self, quota_options opts) {
+quota_impl::behavior_type quota_behavior(quota_self* self, quota_options opts) {
   self->state.opts = std::move(opts);
   if (self->state.opts.reload)
     self->delayed_send(self, self->state.opts.reload_interval, msg::tick_atom_v, uint64_t{0});
@@ -94,7 +96,7 @@ caf::behavior quota_behavior(quota_actor* self, quota_options opts) {
 
 }  // namespace
 
-caf::actor spawn_reactive_quota(caf::actor_system& sys, quota_options opts) {
+quota_actor spawn_reactive_quota(caf::actor_system& sys, quota_options opts) {
   return sys.spawn(quota_behavior, std::move(opts));
 }
 

@@ -22,7 +22,7 @@ namespace scaler {
 
 // Starts a Kubernetes call whose reply comes back as msg::api_reply. The callback keeps the
 // target's resource kind alive for the client's retries.
-void start(scaler_actor* self, call what, const std::function<void(k8s::client&, const k8s::resource_kind&, k8s::api_callback)>& fn) {
+void start(scaler_self* self, call what, const std::function<void(k8s::client&, const k8s::resource_kind&, k8s::api_callback)>& fn) {
   auto kind = self->state.kind;
   auto* kube = self->state.ctx->kube;
   self->state.calls.start(caf::actor_cast<caf::actor>(self), call_info{what}, [kind, kube, fn](k8s::api_callback cb) {
@@ -31,37 +31,37 @@ void start(scaler_actor* self, call what, const std::function<void(k8s::client&,
 }
 
 // `action` is what headroom did (or tried): Scale, or Evaluate for what it saw of the metric.
-void record_event(scaler_actor* self, const char* type, const char* reason, const char* action, const std::string& message) {
+void record_event(scaler_self* self, const char* type, const char* reason, const char* action, const std::string& message) {
   const auto& t = spec(self).target;
   if (self->state.uid.empty())
     return;
   tell_event(self->state.ctx->events, {t.api_version, t.kind, t.ns, t.name, self->state.uid, type, reason, action, message});
 }
 
-void report_quota(scaler_actor* self) {
+void report_quota(scaler_self* self) {
   if (!spec(self).tenant.empty() && self->state.quota && self->state.current >= 0)
     caf::anon_send(self->state.quota, msg::quota_report{spec(self).tenant, spec(self).target.id(), self->state.current});
 }
 
-void set_current(scaler_actor* self, int32_t replicas) {
+void set_current(scaler_self* self, int32_t replicas) {
   self->state.current = replicas;
   self->state.ctx->metrics.set("headroom_reactive_replicas", replicas);
   report_quota(self);
 }
 
-void finish_evaluation(scaler_actor* self) {
+void finish_evaluation(scaler_self* self) {
   self->state.evaluating = false;
   self->state.stepping.reset();
 }
 
-void note(scaler_actor* self, const decision& d) {
+void note(scaler_self* self, const decision& d) {
   self->state.ctx->metrics.decided(to_string(d.what), to_string(d.why));
   self->state.ctx->metrics.set("headroom_reactive_desired_replicas", d.what == action::none ? self->state.current : d.replicas);
 }
 
 // --- start-up: discovery, then the target and its /scale -------------------------------------
 
-void recover(scaler_actor* self) {
+void recover(scaler_self* self) {
   auto& s = self->state;
   if (s.recovering || self->clock().now() < s.retry_at)
     return;
@@ -79,7 +79,7 @@ void recover(scaler_actor* self) {
   });
 }
 
-void subscribe(scaler_actor* self) {
+void subscribe(scaler_self* self) {
   const auto& sp = spec(self);
   msg::metric_subscription sub;
   sub.target = self->state.id;
@@ -93,13 +93,13 @@ void subscribe(scaler_actor* self) {
 
 // How long without an evaluation from the reader before the scaler counts a failed one and
 // subscribes again (the reader restarted and lost its subscribers, or its relay was down).
-std::chrono::milliseconds samples_overdue_after(scaler_actor* self) {
+std::chrono::milliseconds samples_overdue_after(scaler_self* self) {
   return std::max<std::chrono::milliseconds>(std::chrono::seconds(15), 3 * spec(self).rules.evaluation_interval);
 }
 
 // Samples of 0 from `from` to now, one per resolution step and one at now: an `ifAbsent: zero`
 // metric that Prometheus does not have (or no longer has).
-void zeros_since(scaler_actor* self, double from, std::vector<prom::sample>& out) {
+void zeros_since(scaler_self* self, double from, std::vector<prom::sample>& out) {
   const double now = wall_now(self), step = std::max(1.0, static_cast<double>(spec(self).rules.resolution.count()) / 1000.0);
   for (double t = from; t < now; t += step)
     out.push_back(prom::sample{t, 0});
@@ -109,7 +109,7 @@ void zeros_since(scaler_actor* self, double from, std::vector<prom::sample>& out
 // One evaluation's samples, a metric_samples per metric (all with its due time). A metric declared
 // `ifAbsent: zero` whose series Prometheus does not have reads as 0 over the window (a workload at 0
 // replicas exports nothing); any other missing metric fails the evaluation.
-void on_metric(scaler_actor* self, std::vector<msg::metric_samples>& replies) {
+void on_metric(scaler_self* self, std::vector<msg::metric_samples>& replies) {
   auto& s = self->state;
   const auto& m = s.ctx->metrics;
   const auto& metrics = spec(self).metrics;
@@ -176,7 +176,7 @@ void on_metric(scaler_actor* self, std::vector<msg::metric_samples>& replies) {
 }
 
 // A metric's samples for the evaluation due at r.due_ns: kept until every metric's are in.
-void on_samples(scaler_actor* self, msg::metric_samples& r) {
+void on_samples(scaler_self* self, msg::metric_samples& r) {
   auto& s = self->state;
   s.last_samples = self->clock().now();
   if (!s.ready) {
@@ -207,7 +207,7 @@ void on_samples(scaler_actor* self, msg::metric_samples& r) {
 }
 
 // A Kubernetes answer, by the call it answers.
-void on_api(scaler_actor* self, msg::api_reply& r) {
+void on_api(scaler_self* self, msg::api_reply& r) {
   auto& s = self->state;
   auto info = s.calls.take(r);
   if (!info)
@@ -240,7 +240,8 @@ void on_api(scaler_actor* self, msg::api_reply& r) {
   }
 }
 
-caf::behavior scaler_behavior(scaler_actor* self, scaler_context_ptr ctx, caf::actor quota, caf::actor reader) {
+scaler_impl::behavior_type scaler_behavior(scaler_self* self, scaler_context_ptr ctx, quota_actor quota,
+                                           runtime::watched_relay<metric_reader_actor> reader) {
   auto& s = self->state;
   s.ctx = std::move(ctx);
   s.id = s.ctx->spec.target.id();
@@ -284,7 +285,8 @@ caf::behavior scaler_behavior(scaler_actor* self, scaler_context_ptr ctx, caf::a
 }  // namespace scaler
 
 
-caf::actor spawn_reactive_scaler(caf::actor_system& sys, scaler_context_ptr ctx, caf::actor quota, caf::actor reader) {
+reactive_scaler_actor spawn_reactive_scaler(caf::actor_system& sys, scaler_context_ptr ctx, quota_actor quota,
+                                            runtime::watched_relay<metric_reader_actor> reader) {
   return sys.spawn(scaler::scaler_behavior, std::move(ctx), std::move(quota), std::move(reader));
 }
 

@@ -51,8 +51,8 @@ struct step {
 struct scaler_state {
   scaler_context_ptr ctx;
   std::string id;  // the target's id, for logs
-  caf::actor quota;
-  caf::actor reader;  // the metric reader's relay
+  quota_actor quota;
+  runtime::watched_relay<metric_reader_actor> reader;  // the metric reader's relay
   api_calls<call_info> calls;
   std::shared_ptr<const k8s::resource_kind> kind;  // held by every call's callback too
   std::string replicas_pointer;  // the count's JSON pointer in the object; "" = write through /scale
@@ -84,54 +84,56 @@ struct scaler_state {
   static inline const char* name = "headroom.reactive_scaler";
 };
 
-using scaler_actor = caf::stateful_actor<scaler_state>;
+// Its own timer: the watchdog on the reader's evaluations.
+using scaler_impl = reactive_scaler_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>>;
+using scaler_self = scaler_impl::stateful_base<scaler_state>;
 
-inline double wall_now(scaler_actor* self) { return runtime::actor_system_clock{self->clock()}.wall_seconds(); }
+inline double wall_now(scaler_self* self) { return runtime::actor_system_clock{self->clock()}.wall_seconds(); }
 
 // Seconds since the epoch on the actor system's clock (the cooldowns and windows are kept in the
 // target's annotation as wall time).
 
 
-inline const scaler_spec& spec(scaler_actor* self) { return self->state.ctx->spec; }
+inline const scaler_spec& spec(scaler_self* self) { return self->state.ctx->spec; }
 
-inline int64_t ms_now(scaler_actor* self) { return runtime::actor_system_clock{self->clock()}.now_ms(); }
+inline int64_t ms_now(scaler_self* self) { return runtime::actor_system_clock{self->clock()}.now_ms(); }
 
-inline const std::string& tid(scaler_actor* self) { return self->state.id; }
+inline const std::string& tid(scaler_self* self) { return self->state.id; }
 
 // ---- the steps, by file
-void start(scaler_actor* self, call what, const std::function<void(k8s::client&, const k8s::resource_kind&, k8s::api_callback)>& fn);
-void record_event(scaler_actor* self, const char* type, const char* reason, const char* action, const std::string& message);
-void report_quota(scaler_actor* self);
-void set_current(scaler_actor* self, int32_t replicas);
-void finish_evaluation(scaler_actor* self);
-void note(scaler_actor* self, const decision& d);
-void recover(scaler_actor* self);
-void read_scale(scaler_actor* self);
-void startup_failed(scaler_actor* self, const std::string& error);
-void target_gone(scaler_actor* self);
-void write_annotation(scaler_actor* self, const std::string& text, call what);
-void write_scale(scaler_actor* self);
-bool write_atomic(scaler_actor* self);
-void write_step(scaler_actor* self);
-void step_done(scaler_actor* self);
-void step_refused(scaler_actor* self, const std::string& error);
-void begin_step(scaler_actor* self, const decision& d);
-void on_paused_read(scaler_actor* self, const msg::api_reply& r);
-void continue_step(scaler_actor* self);
-void mark_newest_pod(scaler_actor* self, const std::string& selector);
-void subscribe(scaler_actor* self);
-std::chrono::milliseconds samples_overdue_after(scaler_actor* self);
-void on_metric(scaler_actor* self, std::vector<msg::metric_samples>& replies);
-void on_samples(scaler_actor* self, msg::metric_samples& r);
-void on_current(scaler_actor* self, const msg::api_reply& r);
-void on_discovered(scaler_actor* self, const msg::api_reply& r);
-void on_crd(scaler_actor* self, const msg::api_reply& r);
-void on_object(scaler_actor* self, const msg::api_reply& r);
-void on_scale(scaler_actor* self, const msg::api_reply& r);
-void on_pods_listed(scaler_actor* self, const msg::api_reply& r);
-void on_annotated(scaler_actor* self, const msg::api_reply& r);
-void on_verified(scaler_actor* self, const msg::api_reply& r);
-void on_written(scaler_actor* self, const msg::api_reply& r, bool one_patch);
-void on_api(scaler_actor* self, msg::api_reply& r);
+void start(scaler_self* self, call what, const std::function<void(k8s::client&, const k8s::resource_kind&, k8s::api_callback)>& fn);
+void record_event(scaler_self* self, const char* type, const char* reason, const char* action, const std::string& message);
+void report_quota(scaler_self* self);
+void set_current(scaler_self* self, int32_t replicas);
+void finish_evaluation(scaler_self* self);
+void note(scaler_self* self, const decision& d);
+void recover(scaler_self* self);
+void read_scale(scaler_self* self);
+void startup_failed(scaler_self* self, const std::string& error);
+void target_gone(scaler_self* self);
+void write_annotation(scaler_self* self, const std::string& text, call what);
+void write_scale(scaler_self* self);
+bool write_atomic(scaler_self* self);
+void write_step(scaler_self* self);
+void step_done(scaler_self* self);
+void step_refused(scaler_self* self, const std::string& error);
+void begin_step(scaler_self* self, const decision& d);
+void on_paused_read(scaler_self* self, const msg::api_reply& r);
+void continue_step(scaler_self* self);
+void mark_newest_pod(scaler_self* self, const std::string& selector);
+void subscribe(scaler_self* self);
+std::chrono::milliseconds samples_overdue_after(scaler_self* self);
+void on_metric(scaler_self* self, std::vector<msg::metric_samples>& replies);
+void on_samples(scaler_self* self, msg::metric_samples& r);
+void on_current(scaler_self* self, const msg::api_reply& r);
+void on_discovered(scaler_self* self, const msg::api_reply& r);
+void on_crd(scaler_self* self, const msg::api_reply& r);
+void on_object(scaler_self* self, const msg::api_reply& r);
+void on_scale(scaler_self* self, const msg::api_reply& r);
+void on_pods_listed(scaler_self* self, const msg::api_reply& r);
+void on_annotated(scaler_self* self, const msg::api_reply& r);
+void on_verified(scaler_self* self, const msg::api_reply& r);
+void on_written(scaler_self* self, const msg::api_reply& r, bool one_patch);
+void on_api(scaler_self* self, msg::api_reply& r);
 
 }  // namespace headroom::actors::reactive::scaler

@@ -5,7 +5,7 @@
 
 namespace headroom::actors::reactive::scaler {
 
-void read_scale(scaler_actor* self) {
+void read_scale(scaler_self* self) {
   const auto t = spec(self).target;
   start(self, call::read_scale, [t](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
     kube.get(k, t.ns, t.name, std::move(cb), "scale");
@@ -13,7 +13,7 @@ void read_scale(scaler_actor* self) {
 }
 
 // A failed start-up read is tried again after max(evaluationInterval, 10 s), not at every tick.
-void startup_failed(scaler_actor* self, const std::string& error) {
+void startup_failed(scaler_self* self, const std::string& error) {
   self->state.recovering = false;
   self->state.retry_at = self->clock().now() + std::max<std::chrono::milliseconds>(spec(self).rules.evaluation_interval,
                                                                                  std::chrono::seconds(10));
@@ -26,7 +26,7 @@ void startup_failed(scaler_actor* self, const std::string& error) {
 
 // The target was deleted: say so once, forget what was known of it (a recreated one is a new
 // object: its own count, no cooldown of the old one's), and look for it again at each evaluation.
-void target_gone(scaler_actor* self) {
+void target_gone(scaler_self* self) {
   auto& s = self->state;
   if (!s.gone)
     runtime::log::warn(actor_name, "the target is gone; not scaling until it returns", {{"target", tid(self)}});
@@ -43,7 +43,7 @@ void target_gone(scaler_actor* self) {
 // --- a step --------------------------------------------------------------------------------------
 
 // The evaluation's fresh read of /scale came back: the count it shows is the truth for this decision.
-void on_current(scaler_actor* self, const msg::api_reply& r) {
+void on_current(scaler_self* self, const msg::api_reply& r) {
   auto& s = self->state;
   if (!r.ok && static_cast<k8s::api_error::kind>(r.error_kind) == k8s::api_error::kind::not_found)
     return target_gone(self);
@@ -75,7 +75,7 @@ void on_current(scaler_actor* self, const msg::api_reply& r) {
 // --- replies from the API server --------------------------------------------------------------------
 
 // The target's kind found: /scale is needed; a custom resource's replicas path is read from its CRD.
-void on_discovered(scaler_actor* self, const msg::api_reply& r) {
+void on_discovered(scaler_self* self, const msg::api_reply& r) {
   auto& s = self->state;
   const auto& t = spec(self).target;
   if (!r.ok)
@@ -110,7 +110,7 @@ void on_discovered(scaler_actor* self, const msg::api_reply& r) {
 }
 
 // The CRD of a custom resource: where its replicas are (else every step goes through /scale).
-void on_crd(scaler_actor* self, const msg::api_reply& r) {
+void on_crd(scaler_self* self, const msg::api_reply& r) {
   auto& s = self->state;
   std::string error = r.error;
   if (r.ok) {
@@ -126,7 +126,7 @@ void on_crd(scaler_actor* self, const msg::api_reply& r) {
 }
 
 // The target object: its uid and the last scale intent headroom wrote on it.
-void on_object(scaler_actor* self, const msg::api_reply& r) {
+void on_object(scaler_self* self, const msg::api_reply& r) {
   auto& s = self->state;
   if (!r.ok) {
     if (static_cast<k8s::api_error::kind>(r.error_kind) == k8s::api_error::kind::not_found)
@@ -158,7 +158,7 @@ void on_object(scaler_actor* self, const msg::api_reply& r) {
 
 // /scale read: during a step, the count checked (changed elsewhere?) before the write; at start-up,
 // the current count, and a step a restart interrupted is finished.
-void on_scale(scaler_actor* self, const msg::api_reply& r) {
+void on_scale(scaler_self* self, const msg::api_reply& r) {
   auto& s = self->state;
   if (!r.ok) {
     if (s.stepping) {

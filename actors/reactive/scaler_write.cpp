@@ -7,7 +7,7 @@
 
 namespace headroom::actors::reactive::scaler {
 
-void write_annotation(scaler_actor* self, const std::string& text, call what) {
+void write_annotation(scaler_self* self, const std::string& text, call what) {
   const auto t = spec(self).target;
   runtime::json_writer w;
   w.begin_object().key("metadata").begin_object().key("annotations").begin_object().key(scale_annotation);
@@ -26,7 +26,7 @@ void write_annotation(scaler_actor* self, const std::string& text, call what) {
 // starts from: a compare-and-set, so a change made elsewhere since our last read fails it (422)
 // instead of being overwritten, with no read first. From 0 (which a Scale omits, so there is
 // nothing to test) it is a PUT with the resourceVersion of the fresh read.
-void write_scale(scaler_actor* self) {
+void write_scale(scaler_self* self) {
   const auto t = spec(self).target;
   const auto& st = *self->state.stepping;
   if (st.from > 0) {
@@ -49,7 +49,7 @@ void write_scale(scaler_actor* self) {
 
 // The step as one JSON patch on the object (see the header): from a known count above 0 only
 // (`test` needs the count there), when the kind's replicas path is known.
-bool write_atomic(scaler_actor* self) {
+bool write_atomic(scaler_self* self) {
   auto& s = self->state;
   auto& st = *s.stepping;
   if (s.replicas_pointer.empty() || spec(self).subresource_writes || st.from <= 0 || !s.has_annotations)
@@ -71,12 +71,12 @@ bool write_atomic(scaler_actor* self) {
 }
 
 // The intent and the count: one patch where it can be, else the annotation and then /scale.
-void write_step(scaler_actor* self) {
+void write_step(scaler_self* self) {
   if (!write_atomic(self))
     write_annotation(self, encode_last_scale(self->state.stepping->next), call::annotate);
 }
 
-void step_done(scaler_actor* self) {
+void step_done(scaler_self* self) {
   auto& s = self->state;
   auto& st = *s.stepping;
   const auto& m = s.ctx->metrics;
@@ -113,7 +113,7 @@ void step_done(scaler_actor* self) {
 }
 
 // The write did not happen (refused, or failed and /scale still shows the old count).
-void step_refused(scaler_actor* self, const std::string& error) {
+void step_refused(scaler_self* self, const std::string& error) {
   auto& s = self->state;
   auto& st = *s.stepping;
   s.ctx->metrics.add("headroom_reactive_scale_refused_total", 1);
@@ -140,11 +140,11 @@ void step_refused(scaler_actor* self, const std::string& error) {
   write_annotation(self, s.last_text, call::revert);
 }
 
-void continue_step(scaler_actor* self);
+void continue_step(scaler_self* self);
 
 // A step is due: first the target's pause annotation (read only when a step would be taken, so
 // an idle target costs nothing), then the step.
-void begin_step(scaler_actor* self, const decision& d) {
+void begin_step(scaler_self* self, const decision& d) {
   auto& s = self->state;
   step st;
   st.d = d;
@@ -158,7 +158,7 @@ void begin_step(scaler_actor* self, const decision& d) {
   });
 }
 
-void on_paused_read(scaler_actor* self, const msg::api_reply& r) {
+void on_paused_read(scaler_self* self, const msg::api_reply& r) {
   auto& s = self->state;
   if (!s.stepping)
     return;
@@ -197,7 +197,7 @@ void on_paused_read(scaler_actor* self, const msg::api_reply& r) {
 }
 
 // After the fresh read: the quota's consent for a scale-up, the newest pod for a scale-down.
-void continue_step(scaler_actor* self) {
+void continue_step(scaler_self* self) {
   auto& s = self->state;
   auto& st = *s.stepping;
   if (st.to > st.from && st.d.what == action::up && !spec(self).tenant.empty() && s.quota) {
@@ -233,7 +233,7 @@ void continue_step(scaler_actor* self) {
   write_step(self);
 }
 
-void mark_newest_pod(scaler_actor* self, const std::string& selector) {
+void mark_newest_pod(scaler_self* self, const std::string& selector) {
   const auto ns = spec(self).target.ns;
   start(self, call::list_pods, [ns, selector](k8s::client& kube, const k8s::resource_kind&, k8s::api_callback cb) {
     k8s::list_options o;
@@ -245,7 +245,7 @@ void mark_newest_pod(scaler_actor* self, const std::string& selector) {
 // --- evaluation ------------------------------------------------------------------------------------
 
 // The target's pods: the newest is marked to go first on a scale-down.
-void on_pods_listed(scaler_actor* self, const msg::api_reply& r) {
+void on_pods_listed(scaler_self* self, const msg::api_reply& r) {
   const auto& t = spec(self).target;
   if (r.ok) {
     auto list = k8s::decode_list<k8s::pod>(r.body);
@@ -279,7 +279,7 @@ void on_pods_listed(scaler_actor* self, const msg::api_reply& r) {
 }
 
 // The intent written (the two-write path): /scale next.
-void on_annotated(scaler_actor* self, const msg::api_reply& r) {
+void on_annotated(scaler_self* self, const msg::api_reply& r) {
   auto& s = self->state;
   if (!s.stepping)
     return;
@@ -296,7 +296,7 @@ void on_annotated(scaler_actor* self, const msg::api_reply& r) {
 }
 
 // A write answered with an error, read again: done after all, changed elsewhere, or refused.
-void on_verified(scaler_actor* self, const msg::api_reply& r) {
+void on_verified(scaler_self* self, const msg::api_reply& r) {
   auto& s = self->state;
   if (!s.stepping)
     return;
@@ -323,7 +323,7 @@ void on_verified(scaler_actor* self, const msg::api_reply& r) {
 
 // A step's write answered (one patch, or /scale after the intent): done; a one-patch step refused
 // as invalid is written in two; any other error is read again before it counts as refused.
-void on_written(scaler_actor* self, const msg::api_reply& r, bool one_patch) {
+void on_written(scaler_self* self, const msg::api_reply& r, bool one_patch) {
   auto& s = self->state;
   const auto& t = spec(self).target;
   if (!s.stepping)

@@ -62,7 +62,9 @@ struct reconciler_state {
   static inline const char* name = "headroom.reconciler";
 };
 
-using reconciler_actor = caf::stateful_actor<reconciler_state>;
+// Its own timer: the next cycle.
+using reconciler_impl = reconciler_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>>;
+using reconciler_self = reconciler_impl::stateful_base<reconciler_state>;
 
 template <class Start>
 k8s::api_result await_call(Start&& start) {
@@ -74,7 +76,7 @@ k8s::api_result await_call(Start&& start) {
 
 class cycle {
  public:
-  explicit cycle(reconciler_actor* self) : st_(self->state), ctx_(*self->state.ctx), o_(ctx_.opts), now_(ctx_.now_ms()) {}
+  explicit cycle(reconciler_self* self) : st_(self->state), ctx_(*self->state.ctx), o_(ctx_.opts), now_(ctx_.now_ms()) {}
 
   void run();
 

@@ -160,7 +160,7 @@ struct http_state {
   static inline const char* name = "headroom.scheduler_http";
 };
 
-caf::behavior http_behavior(caf::stateful_actor<http_state>* self, std::shared_ptr<const http_context> ctx) {
+scheduler_http_actor::behavior_type http_behavior(scheduler_http_actor::stateful_pointer<http_state> self, std::shared_ptr<const http_context> ctx) {
   auto serve = [&](const std::string& listen, std::vector<runtime::web_route> routes, int threads, const char* what,
                    std::unique_ptr<runtime::web_server>& into) {
     runtime::web_options o;
@@ -180,10 +180,10 @@ caf::behavior http_behavior(caf::stateful_actor<http_state>* self, std::shared_p
     return true;
   };
   if (!serve(ctx->listen, webhook_routes(ctx), ctx->threads, "POST /webhook", self->state.server))
-    return {};
+    return scheduler_http_actor::behavior_type::make_empty_behavior();
   // The pages are read by people, a few at a time: two threads.
   if (!ctx->dashboard_listen.empty() && !serve(ctx->dashboard_listen, dashboard_routes(ctx), 2, "the dashboards", self->state.dashboards))
-    return {};
+    return scheduler_http_actor::behavior_type::make_empty_behavior();
   if (ctx->dashboards_bound && self->state.dashboards)
     ctx->dashboards_bound(self->state.dashboards->port());
   if (ctx->bound)
@@ -193,7 +193,7 @@ caf::behavior http_behavior(caf::stateful_actor<http_state>* self, std::shared_p
 
 }  // namespace
 
-caf::actor spawn_scheduler_http(caf::actor_system& sys, std::shared_ptr<const http_context> ctx) {
+scheduler_http_actor spawn_scheduler_http(caf::actor_system& sys, std::shared_ptr<const http_context> ctx) {
   return sys.spawn(http_behavior, std::move(ctx));
 }
 

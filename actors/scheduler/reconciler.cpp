@@ -64,7 +64,7 @@ namespace {
 using reconcile::actor_name;
 using reconcile::cycle;
 using reconcile::pods_buffer;
-using reconcile::reconciler_actor;
+using reconcile::reconciler_self;
 using reconcile::reconciler_state;
 
 // The store did not answer the wait for job events: back off before the next tick (a down
@@ -93,7 +93,7 @@ void store_answered(reconciler_state& s) {
     s.ctx->metrics.store_available(true);
 }
 
-caf::behavior reconciler_behavior(reconciler_actor* self, reconciler_context_ptr ctx) {
+reconcile::reconciler_impl::behavior_type reconciler_behavior(reconciler_self* self, reconciler_context_ptr ctx) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
   const auto& o = st.ctx->opts;
@@ -134,7 +134,7 @@ caf::behavior reconciler_behavior(reconciler_actor* self, reconciler_context_ptr
 
 }  // namespace
 
-caf::actor spawn_reconciler(caf::actor_system& sys, reconciler_context_ptr ctx) {
+reconciler_actor spawn_reconciler(caf::actor_system& sys, reconciler_context_ptr ctx) {
   return sys.spawn<caf::detached>(reconciler_behavior, std::move(ctx));
 }
 

@@ -25,6 +25,8 @@
 // the store's wake-up in short slices and handles its mailbox (pod changes, exit) in between.
 
 #include <caf/actor.hpp>
+#include <caf/replies_to.hpp>
+#include <caf/typed_actor.hpp>
 #include <caf/actor_system.hpp>
 
 #include <chrono>
@@ -36,12 +38,14 @@
 #include <string>
 #include <vector>
 
+#include "actors/k8s/event_recorder.hpp"
 #include "actors/runners/health.hpp"
 #include "actors/runners/pods.hpp"
 #include "adapters/github/rest_client.hpp"
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/informer.hpp"
 #include "adapters/store/store.hpp"
+#include "messages/type_ids.hpp"
 #include "runtime/mailbox/buffer_stats.hpp"
 
 namespace headroom::actors::scheduler {
@@ -108,7 +112,7 @@ struct reconciler_context {
   k8s::client* kube = nullptr;
   std::shared_ptr<k8s::informer<k8s::pod>> pods;   // the pool's runner pods
   std::shared_ptr<k8s::informer<k8s::node>> nodes;
-  caf::actor events;
+  actors::event_sink events;
   scheduler_options opts;
   scheduler_metrics metrics;
   std::function<int64_t()> now_ms;  // wall clock, ms since the epoch (the store's clock)
@@ -116,7 +120,10 @@ struct reconciler_context {
 };
 using reconciler_context_ptr = std::shared_ptr<const reconciler_context>;
 
-caf::actor spawn_reconciler(caf::actor_system& sys, reconciler_context_ptr ctx);
+// reconciler: its pod feed's wake-ups (it runs detached: a cycle waits on the job store).
+using reconciler_actor = caf::typed_actor<caf::reacts_to<msg::buffer_wakeup>>;
+
+reconciler_actor spawn_reconciler(caf::actor_system& sys, reconciler_context_ptr ctx);
 
 // ---- the pure parts (unit-tested) ---------------------------------------------------------------
 
@@ -235,6 +242,9 @@ struct http_context {
 // Owns the two HTTP servers: the webhook's (POST /webhook, GET /health), public, and the
 // dashboards' (GET /health, /usage, /jobs = /history, /workers and their .json twins), internal.
 // A bind failure exits it abnormally: its supervisor retries.
-caf::actor spawn_scheduler_http(caf::actor_system& sys, std::shared_ptr<const http_context> ctx);
+// `get_atom` answers the webhook's port.
+using scheduler_http_actor = caf::typed_actor<caf::replies_to<caf::get_atom>::with<uint16_t>>;
+
+scheduler_http_actor spawn_scheduler_http(caf::actor_system& sys, std::shared_ptr<const http_context> ctx);
 
 }  // namespace headroom::actors::scheduler

@@ -19,7 +19,7 @@ using namespace detail;
 
 // ---- the request machinery ----
 
-actions_client::actions_client(config_url where, credentials creds, http::transport& io, actions_options opts)
+actions_client::actions_client(config_url where, credentials creds, http::exchange& io, actions_options opts)
     : where_(std::move(where)), creds_(std::move(creds)), io_(io), opts_(std::move(opts)),
       admin_(std::make_unique<admin_state>()), runner_list_(std::make_shared<runner_list_share>()) {
   auto& secrets = runtime::secret_registry::global();
@@ -30,7 +30,7 @@ actions_client::actions_client(config_url where, credentials creds, http::transp
   tls_ = std::move(tls);
 }
 
-std::shared_ptr<actions_client> actions_client::make(config_url where, credentials creds, http::transport& io,
+std::shared_ptr<actions_client> actions_client::make(config_url where, credentials creds, http::exchange& io,
                                                      actions_options opts) {
   return std::make_shared<actions_client>(std::move(where), std::move(creds), io, std::move(opts));
 }

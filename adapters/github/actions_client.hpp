@@ -129,7 +129,7 @@ class actions_client : public std::enable_shared_from_this<actions_client> {
   template <class T>
   using callback = std::function<void(actions_result<T>)>;
 
-  static std::shared_ptr<actions_client> make(config_url where, credentials creds, http::transport& io,
+  static std::shared_ptr<actions_client> make(config_url where, credentials creds, http::exchange& io,
                                               actions_options opts = {});
 
   void get_runner_group(std::string name, callback<std::optional<runner_group>> cb);
@@ -166,7 +166,7 @@ class actions_client : public std::enable_shared_from_this<actions_client> {
 
   struct request;  // one logical call (internal)
   struct call;
-  actions_client(config_url where, credentials creds, http::transport& io, actions_options opts);
+  actions_client(config_url where, credentials creds, http::exchange& io, actions_options opts);
 
  private:
   struct admin_state;
@@ -182,7 +182,7 @@ class actions_client : public std::enable_shared_from_this<actions_client> {
 
   config_url where_;
   credentials creds_;
-  http::transport& io_;
+  http::exchange& io_;
   actions_options opts_;
   std::shared_ptr<const http::tls_config> tls_;
   std::unique_ptr<admin_state> admin_;

@@ -57,7 +57,7 @@ struct actions_client::request {
 struct actions_client::call : pending_call {
   request req;
   std::function<void(actions_result<http::http_response>)> done;
-  http::transport* io = nullptr;
+  http::exchange* io = nullptr;
   std::mutex mu;
   bool cancelled = false, finished = false, has_current = false, reauthed = false;
   http::request_id current = 0;

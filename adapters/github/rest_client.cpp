@@ -103,7 +103,7 @@ std::string scope_of(std::string_view entity) {
   return entity.find('/') == std::string_view::npos ? "orgs/" + std::string{entity} : "repos/" + std::string{entity};
 }
 
-rest_client::rest_client(std::string api_base, credentials creds, http::transport& io, rest_options opts)
+rest_client::rest_client(std::string api_base, credentials creds, http::exchange& io, rest_options opts)
     : api_base_(std::move(api_base)), creds_(std::move(creds)), io_(io), opts_(std::move(opts)) {
   auto tls = std::make_shared<http::tls_config>();
   tls->ca_pem = opts_.ca_pem;

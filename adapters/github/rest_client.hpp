@@ -66,7 +66,7 @@ struct rest_options {
 class rest_client {
  public:
   // `api_base`: https://api.github.com, or https://host/api/v3 for GHES (see api_base_of).
-  rest_client(std::string api_base, credentials creds, http::transport& io, rest_options opts = {});
+  rest_client(std::string api_base, credentials creds, http::exchange& io, rest_options opts = {});
 
   // nullopt: GitHub answered 404 (the job is gone, or never was).
   rest_result<std::optional<rest_job>> get_job(const std::string& repository, int64_t job_id);
@@ -111,7 +111,7 @@ class rest_client {
 
   std::string api_base_;
   credentials creds_;
-  http::transport& io_;
+  http::exchange& io_;
   rest_options opts_;
   std::shared_ptr<const http::tls_config> tls_;
   std::mutex mu_;

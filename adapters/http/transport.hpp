@@ -44,6 +44,21 @@ struct http_response {
 };
 
 using request_id = uint64_t;
+using on_chunk = std::function<void(std::string_view)>;
+using on_done = std::function<void(http_response)>;
+
+// What the adapters need of HTTP. `transport` below is the real one; a test scripts its own
+// (tests/support/scripted_exchange.hpp) to answer an actor's calls on the test's thread, so the
+// actor runs under CAF's deterministic test_coordinator with no server and no sleeping.
+class exchange {
+ public:
+  virtual ~exchange() = default;
+  // Starts a request; `done` runs once with its response (or its failure or cancellation).
+  virtual request_id submit(http_request req, on_done done, on_chunk chunk = {}) = 0;
+  virtual void cancel(request_id id) = 0;
+  // Runs `fn` after `delay` (timers for informers and leader election).
+  virtual void after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
+};
 
 // HTTP for headroom's adapters (Kubernetes, GitHub, the HUD): one I/O thread owns a libcurl multi handle and serves every
 // request and long-lived watch (HTTP/2 multiplexed when the server offers it).
@@ -53,7 +68,7 @@ using request_id = uint64_t;
 // - A client-side token bucket (qps/burst, default 50/100) spaces request starts; waiting
 //   requests hold no thread. Urgent requests go ahead of the others that wait.
 // - cancel() stops a request or watch at once; its completion callback then reports cancelled.
-class transport {
+class transport final : public exchange {
  public:
   struct options {
     double qps = 50;
@@ -72,18 +87,18 @@ class transport {
     // keeps one, and their answers are a few KiB.
     long read_buffer_bytes = 0;
   };
-  using on_chunk = std::function<void(std::string_view)>;
-  using on_done = std::function<void(http_response)>;
+  using on_chunk = http::on_chunk;
+  using on_done = http::on_done;
 
   explicit transport(options opts);
   ~transport();
   transport(const transport&) = delete;
   transport& operator=(const transport&) = delete;
 
-  request_id submit(http_request req, on_done done, on_chunk chunk = {});
-  void cancel(request_id id);
-  // Runs `fn` on the I/O thread after `delay` (timers for informers and leader election).
-  void after(std::chrono::milliseconds delay, std::function<void()> fn);
+  request_id submit(http_request req, on_done done, on_chunk chunk = {}) override;
+  void cancel(request_id id) override;
+  // Runs `fn` on the I/O thread after `delay`.
+  void after(std::chrono::milliseconds delay, std::function<void()> fn) override;
 
   // Requests started so far (after rate limiting), for tests and metrics.
   uint64_t started() const;

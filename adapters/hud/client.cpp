@@ -4,7 +4,7 @@
 
 namespace headroom::hud {
 
-client::client(http::transport& io, client_options opts) : io_(io), opts_(std::move(opts)) {
+client::client(http::exchange& io, client_options opts) : io_(io), opts_(std::move(opts)) {
   runtime::secret_registry::global().add(opts_.token);
   auto tls = std::make_shared<http::tls_config>();
   tls->ca_pem = opts_.ca_pem;

@@ -27,12 +27,12 @@ using fetch_result = std::variant<std::vector<queued_jobs>, hud_error>;
 
 class client {
  public:
-  client(http::transport& io, client_options opts);
+  client(http::exchange& io, client_options opts);
   // One GET; `cb` runs on the transport's I/O thread.
   void fetch(std::function<void(fetch_result)> cb);
 
  private:
-  http::transport& io_;
+  http::exchange& io_;
   client_options opts_;
   std::shared_ptr<const http::tls_config> tls_;
 };

@@ -101,7 +101,7 @@ struct client::call {
   int attempt = 0;
 };
 
-client::client(connection conn, transport& t, retry_policy retry)
+client::client(connection conn, http::exchange& t, retry_policy retry)
     : conn_(std::move(conn)), tls_(std::make_shared<const tls_config>(conn_.tls)), transport_(t), retry_(retry) {}
 
 namespace {

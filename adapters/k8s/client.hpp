@@ -88,7 +88,7 @@ struct retry_policy {
 // Asynchronous REST client over the transport. Callbacks run on the transport's I/O thread.
 class client {
  public:
-  client(connection conn, transport& t, retry_policy retry = {});
+  client(connection conn, http::exchange& t, retry_policy retry = {});
 
   // `k` must outlive the call (retries read it): a static kind, or one the callback holds.
   void get(const resource_kind& k, std::string_view ns, std::string_view name, api_callback cb,
@@ -135,7 +135,7 @@ class client {
 
   connection conn_;
   std::shared_ptr<const tls_config> tls_;
-  transport& transport_;
+  http::exchange& transport_;
   retry_policy retry_;
   std::chrono::seconds watch_stall_timeout_{90};
 };

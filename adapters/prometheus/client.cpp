@@ -20,7 +20,7 @@ std::string base64(std::string_view in) {
 
 }  // namespace
 
-client::client(http::transport& io, client_options opts) : io_(io), opts_(std::move(opts)) {
+client::client(http::exchange& io, client_options opts) : io_(io), opts_(std::move(opts)) {
   while (!opts_.url.empty() && opts_.url.back() == '/')
     opts_.url.pop_back();
   auto& secrets = runtime::secret_registry::global();

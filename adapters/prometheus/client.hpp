@@ -27,7 +27,7 @@ struct client_options {
 
 class client {
  public:
-  client(http::transport& io, client_options opts);
+  client(http::exchange& io, client_options opts);
 
   // One instant query evaluated at `at` (seconds since the epoch; nullopt = the server's now).
   // `cb` runs on the transport's I/O thread.
@@ -40,7 +40,7 @@ class client {
   const std::string& url() const { return opts_.url; }
 
  private:
-  http::transport& io_;
+  http::exchange& io_;
   client_options opts_;
   std::string authorization_;  // the header, or ""
   std::shared_ptr<const http::tls_config> tls_;

@@ -13,7 +13,7 @@ namespace headroom::modes::bigfleet {
 namespace {
 
 // Reads what the BigFleet actors need once, at start-up, and starts their informers.
-std::optional<std::string> prepare_bigfleet(const bigfleet_section& b, k8s::client& api, caf::actor events, runtime::metrics& m,
+std::optional<std::string> prepare_bigfleet(const bigfleet_section& b, k8s::client& api, actors::event_sink events, runtime::metrics& m,
                                            bigfleet_services& svc) {
   auto& o = svc.opts;
   o.endpoint.target = b.shard;
@@ -80,30 +80,41 @@ runtime::child_spec bigfleet_subtree(const runtime::config& cfg, const bigfleet_
                                      runtime::metrics& m, runtime::readiness& ready) {
   runtime::child_spec out;
   out.name = "bigfleet";
-  // The rollup's relay lives as long as this subtree: the session reaches every rollup incarnation.
+  // The relays live as long as this subtree: the session reaches every rollup incarnation, and the
+  // rollup and the drains every session incarnation (the send queue's one writer).
   out.start = [opts = runtime::supervisor_options_from(cfg, "bigfleet", &m, &ready), upc = b.capacity_requests,
                svc](caf::actor_system& sys) {
     auto rollup_relay = runtime::spawn_relay(sys, "bigfleet/rollup");
+    auto session_relay = runtime::spawn_relay(sys, "bigfleet/shard_session");
+    auto deps = svc->deps;
+    deps.outbox = runtime::relay_as<actors::bigfleet::shard_outbox>(session_relay);
     std::vector<runtime::child_spec> children;
     runtime::child_spec rollup;
     rollup.name = "rollup";
     rollup.relay = rollup_relay;
-    rollup.start = [svc](caf::actor_system& s) { return actors::bigfleet::spawn_rollup(s, svc->deps, svc->opts); };
+    rollup.start = [svc, deps](caf::actor_system& s) {
+      return runtime::untyped(actors::bigfleet::spawn_rollup(s, deps, svc->opts));
+    };
     children.push_back(std::move(rollup));
     runtime::child_spec session;
     session.name = "shard_session";
-    session.start = [svc, rollup_relay](caf::actor_system& s) {
-      return actors::bigfleet::spawn_shard_session(s, svc->deps, svc->opts, rollup_relay);
+    session.relay = session_relay;
+    session.start = [svc, deps, rollup_relay](caf::actor_system& s) {
+      return runtime::untyped(actors::bigfleet::spawn_shard_session(
+          s, deps, svc->opts, runtime::relay_as<actors::bigfleet::rollup_actor>(rollup_relay)));
     };
     children.push_back(std::move(session));
     if (upc) {
       runtime::child_spec requests;
       requests.name = "capacity_requests";
-      requests.start = [svc](caf::actor_system& s) { return actors::bigfleet::spawn_capacity_requests(s, svc->deps, svc->opts); };
+      requests.start = [svc](caf::actor_system& s) {
+        return runtime::untyped(actors::bigfleet::spawn_capacity_requests(s, svc->deps, svc->opts));
+      };
       children.push_back(std::move(requests));
     }
-    auto sup = runtime::spawn_supervisor(sys, opts, std::move(children));
+    auto sup = runtime::untyped(runtime::spawn_supervisor(sys, opts, std::move(children)));
     runtime::own_relay(rollup_relay, sup);
+    runtime::own_relay(session_relay, sup);
     return sup;
   };
   return out;

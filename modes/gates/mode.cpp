@@ -8,6 +8,7 @@
 #include "adapters/k8s/admission.hpp"
 #include "adapters/k8s/client.hpp"
 #include "runtime/log.hpp"
+#include "runtime/relay.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/clock.hpp"
 
@@ -165,7 +166,7 @@ std::optional<std::string> prepare_gates(const gates_section& g, k8s::client& ku
 runtime::child_spec gates_webhook_child(std::shared_ptr<gates_services> svc) {
   runtime::child_spec out;
   out.name = "admission_webhook";
-  out.start = [svc](caf::actor_system& sys) { return spawn_admission_webhook(sys, svc->webhook); };
+  out.start = [svc](caf::actor_system& sys) { return runtime::untyped(spawn_admission_webhook(sys, svc->webhook)); };
   return out;
 }
 
@@ -173,7 +174,7 @@ runtime::child_spec gates_subtree(const runtime::config& cfg, std::shared_ptr<ga
                                   runtime::readiness& ready) {
   runtime::child_spec controller;
   controller.name = "gate_controller";
-  controller.start = [svc](caf::actor_system& sys) { return spawn_gate_controller(sys, svc->controller); };
+  controller.start = [svc](caf::actor_system& sys) { return runtime::untyped(spawn_gate_controller(sys, svc->controller)); };
   std::vector<runtime::child_spec> children;
   children.push_back(std::move(controller));
   auto out = runtime::supervisor_child(runtime::supervisor_options_from(cfg, "gates", &m, &ready), std::move(children));

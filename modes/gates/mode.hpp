@@ -10,6 +10,7 @@
 #include <optional>
 #include <string>
 
+#include "actors/k8s/event_recorder.hpp"
 #include "actors/gates/gates.hpp"
 #include "modes/gates/settings.hpp"
 #include "modes/mode.hpp"
@@ -29,7 +30,7 @@ struct gates_services {
   std::shared_ptr<k8s::informer<k8s::unstructured>> namespaces;  // labelled headroom.dev/queue (namespace enforcement)
   actors::gates::controller_context_ptr controller;
   std::shared_ptr<const actors::gates::webhook_options> webhook;  // null: not served here
-  caf::actor events;  // set before prepare_gates: the event_recorder's relay
+  actors::event_sink events;  // set before prepare_gates: the event_recorder's relay
   void stop();
 };
 

@@ -249,22 +249,24 @@ runtime::child_spec reactive_subtree(const runtime::config& cfg, std::shared_ptr
     runtime::child_spec quota;
     quota.name = "reactive_quota";
     quota.relay = quota_relay;
-    quota.start = [svc](caf::actor_system& s) { return spawn_reactive_quota(s, svc->quota); };
+    quota.start = [svc](caf::actor_system& s) { return runtime::untyped(spawn_reactive_quota(s, svc->quota)); };
     children.push_back(std::move(quota));
     runtime::child_spec reader;
     reader.name = "metric_reader";
     reader.relay = reader_relay;
-    reader.start = [svc](caf::actor_system& s) { return spawn_metric_reader(s, svc->reader); };
+    reader.start = [svc](caf::actor_system& s) { return runtime::untyped(spawn_metric_reader(s, svc->reader)); };
     children.push_back(std::move(reader));
     for (const auto& ctx : svc->targets) {
       runtime::child_spec scaler;
       scaler.name = "reactive_scaler/" + ctx->spec.target.id();
       scaler.start = [ctx, quota_relay, reader_relay](caf::actor_system& s) {
-        return spawn_reactive_scaler(s, ctx, quota_relay, reader_relay);
+        return runtime::untyped(spawn_reactive_scaler(
+            s, ctx, runtime::relay_as<actors::reactive::quota_actor>(quota_relay),
+            runtime::relay_as<runtime::watched_relay<actors::reactive::metric_reader_actor>>(reader_relay)));
       };
       children.push_back(std::move(scaler));
     }
-    auto sup = runtime::spawn_supervisor(sys, opts, std::move(children));
+    auto sup = runtime::untyped(runtime::spawn_supervisor(sys, opts, std::move(children)));
     runtime::own_relay(quota_relay, sup);
     runtime::own_relay(reader_relay, sup);
     return sup;

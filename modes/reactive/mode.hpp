@@ -16,6 +16,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/k8s/event_recorder.hpp"
 #include "actors/reactive/reactive.hpp"
 #include "modes/mode.hpp"
 #include "modes/reactive/settings.hpp"
@@ -38,7 +39,7 @@ struct reactive_services {
   std::vector<actors::reactive::scaler_context_ptr> targets;
   actors::reactive::quota_options quota;
   actors::reactive::reader_options reader;
-  caf::actor events;  // set before prepare_reactive: the event_recorder's relay
+  actors::event_sink events;  // set before prepare_reactive: the event_recorder's relay
   ~reactive_services();
 };
 

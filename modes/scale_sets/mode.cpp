@@ -28,6 +28,7 @@ using namespace actors::capacity;
 using actors::listener_options;
 using actors::listener_peers;
 using actors::spawn_listener_session;
+using actors::listener_actor;
 
 namespace {
 
@@ -386,17 +387,17 @@ runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_
   std::vector<runtime::child_spec> children;
   runtime::child_spec provisioner;
   provisioner.name = "runner_provisioner";
-  provisioner.relay = peers.provisioner;
-  provisioner.start = [ctx, peers](caf::actor_system& s) { return spawn_runner_provisioner(s, ctx, peers); };
+  provisioner.relay = runtime::untyped(peers.provisioner);
+  provisioner.start = [ctx, peers](caf::actor_system& s) { return runtime::untyped(spawn_runner_provisioner(s, ctx, peers)); };
   children.push_back(std::move(provisioner));
   runtime::child_spec monitor;
   monitor.name = "capacity_monitor";
-  monitor.relay = peers.monitor;
-  monitor.start = [ctx, peers](caf::actor_system& s) { return spawn_capacity_monitor(s, ctx, peers); };
+  monitor.relay = runtime::untyped(peers.monitor);
+  monitor.start = [ctx, peers](caf::actor_system& s) { return runtime::untyped(spawn_capacity_monitor(s, ctx, peers)); };
   children.push_back(std::move(monitor));
   runtime::child_spec listener;
   listener.name = "listener_session";
-  listener.relay = peers.listener;
+  listener.relay = runtime::untyped(peers.listener);
   listener.start = [ctx, peers](caf::actor_system& s) {
     listener_options o;
     o.scale_set_name = ctx->spec.name;
@@ -408,19 +409,21 @@ runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_
     o.job = ctx->metrics.job;
     // Until the monitor answers: nothing confirmed yet, or maxRunners when capacity-unaware.
     o.initial_capacity = ctx->spec.capacity_aware ? 0 : ctx->spec.max_runners;
-    return spawn_listener_session(s, ctx->github,
-                                  listener_peers{{peers.provisioner, peers.monitor, peers.status}, peers.monitor, peers.status},
-                                  std::move(o));
+    return runtime::untyped(spawn_listener_session(
+        s, ctx->github, listener_peers{{peers.provisioner, peers.monitor, peers.status}, peers.monitor, peers.status},
+        std::move(o)));
   };
   children.push_back(std::move(listener));
   runtime::child_spec status;
   status.name = "scale_set_status";
-  status.relay = peers.status;
-  status.start = [ctx, peers](caf::actor_system& s) { return spawn_scale_set_status(s, ctx, std::chrono::seconds(5), peers); };
+  status.relay = runtime::untyped(peers.status);
+  status.start = [ctx, peers](caf::actor_system& s) {
+    return runtime::untyped(spawn_scale_set_status(s, ctx, std::chrono::seconds(5), peers));
+  };
   children.push_back(std::move(status));
   runtime::child_spec health;
   health.name = "health_check";
-  health.start = [ctx](caf::actor_system& s) { return spawn_health_check(s, ctx); };
+  health.start = [ctx](caf::actor_system& s) { return runtime::untyped(spawn_health_check(s, ctx)); };
   children.push_back(std::move(health));
   return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "scale_set/" + ctx->spec.name, &m, &ready),
                                    std::move(children));
@@ -443,22 +446,27 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
     };
     std::vector<scale_set_peers> peers;
     const auto budget_pairs = static_cast<int64_t>(burst.max_pending_pairs);
-    caf::actor budget = budget_pairs > 0 && !svc->contexts.empty() ? relay("burst_budget") : caf::actor{};
+    using runtime::relay_as;
+    const auto budget = budget_pairs > 0 && !svc->contexts.empty() ? relay_as<burst_budget_actor>(relay("burst_budget"))
+                                                                    : burst_budget_actor{};
     for (const auto& ctx : svc->contexts) {
       const std::string at = ctx->spec.name + "/";
-      peers.push_back(scale_set_peers{relay(at + "capacity_monitor"), relay(at + "listener_session"),
-                                      relay(at + "runner_provisioner"), relay(at + "scale_set_status"), budget});
+      peers.push_back(scale_set_peers{relay_as<monitor_actor>(relay(at + "capacity_monitor")),
+                                      relay_as<listener_actor>(relay(at + "listener_session")),
+                                      relay_as<provisioner_actor>(relay(at + "runner_provisioner")),
+                                      relay_as<status_actor>(relay(at + "scale_set_status")), budget});
     }
     std::vector<runtime::child_spec> children;
     if (budget) {
-      std::vector<caf::actor> monitors;
+      std::vector<actors::capacity::burst_client> monitors;
       for (const auto& p : peers)
         monitors.push_back(p.monitor);
       runtime::child_spec b;
       b.name = "burst_budget";
-      b.relay = budget;
+      b.relay = runtime::untyped(budget);
       b.start = [budget_pairs, monitors, &m](caf::actor_system& s) {
-        return actors::capacity::spawn_burst_budget(s, budget_pairs, monitors, burst_budget_metrics(m, budget_pairs));
+        return runtime::untyped(
+            actors::capacity::spawn_burst_budget(s, budget_pairs, monitors, burst_budget_metrics(m, budget_pairs)));
       };
       children.push_back(std::move(b));
     }
@@ -472,7 +480,7 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
       runtime::child_spec hud;
       hud.name = "hud_poller";
       hud.start = [svc, interval = hud_interval, targets](caf::actor_system& s) {
-        return spawn_hud_poller(s, svc->hud, targets, interval);
+        return runtime::untyped(spawn_hud_poller(s, svc->hud, targets, interval));
       };
       children.push_back(std::move(hud));
     }
@@ -485,12 +493,13 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
       runtime::child_spec sweeper;
       sweeper.name = "scale_set_sweeper";
       sweeper.start = [svc, keep](caf::actor_system& s) {
-        return actors::capacity::spawn_scale_set_sweeper(s, svc->contexts.front()->kube, svc->instance, keep);
+        return runtime::untyped(
+            actors::capacity::spawn_scale_set_sweeper(s, svc->contexts.front()->kube, svc->instance, keep));
       };
       children.push_back(std::move(sweeper));
     }
-    auto sup = runtime::spawn_supervisor(sys, runtime::supervisor_options_from(cfg, "scale_sets", &m, &ready),
-                                         std::move(children));
+    auto sup = runtime::untyped(runtime::spawn_supervisor(
+        sys, runtime::supervisor_options_from(cfg, "scale_sets", &m, &ready), std::move(children)));
     for (const auto& r : relays)
       runtime::own_relay(r, sup);
     return sup;

@@ -15,6 +15,7 @@
 #include <string>
 #include <vector>
 
+#include "actors/k8s/event_recorder.hpp"
 #include "actors/capacity/capacity.hpp"
 #include "modes/mode.hpp"
 #include "modes/scale_sets/settings.hpp"
@@ -38,7 +39,7 @@ struct scale_set_services {
   std::shared_ptr<k8s::informer<k8s::unstructured>> nodepools;  // started when karpenter.sh/v1 is served
   std::map<std::string, std::shared_ptr<k8s::label_router<k8s::pod>>> pods;  // namespace → its scale sets' pods
   std::shared_ptr<github::actions_client> github;
-  caf::actor events;  // set before prepare_scale_sets: the event_recorder's relay
+  actors::event_sink events;  // set before prepare_scale_sets: the event_recorder's relay
   std::string instance;  // set before prepare_scale_sets: actors::capacity::instance_label of the Lease
   void stop();  // the informers
 };

@@ -8,6 +8,7 @@
 #include "adapters/k8s/client.hpp"
 #include "modes/shared/start.hpp"
 #include "runtime/log.hpp"
+#include "runtime/relay.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/secrets.hpp"
 #include "runtime/clock.hpp"
@@ -260,7 +261,7 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
 runtime::child_spec scheduler_http_child(std::shared_ptr<scheduler_services> svc) {
   runtime::child_spec out;
   out.name = "scheduler_http";
-  out.start = [svc](caf::actor_system& sys) { return spawn_scheduler_http(sys, svc->http); };
+  out.start = [svc](caf::actor_system& sys) { return runtime::untyped(spawn_scheduler_http(sys, svc->http)); };
   return out;
 }
 
@@ -268,7 +269,7 @@ runtime::child_spec scheduler_subtree(const runtime::config& cfg, std::shared_pt
                                       runtime::readiness& ready) {
   runtime::child_spec reconciler;
   reconciler.name = "reconciler";
-  reconciler.start = [svc](caf::actor_system& sys) { return spawn_reconciler(sys, svc->reconciler); };
+  reconciler.start = [svc](caf::actor_system& sys) { return runtime::untyped(spawn_reconciler(sys, svc->reconciler)); };
   std::vector<runtime::child_spec> children;
   children.push_back(std::move(reconciler));
   return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "scheduler", &m, &ready), std::move(children));

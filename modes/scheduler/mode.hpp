@@ -11,6 +11,7 @@
 #include <optional>
 #include <string>
 
+#include "actors/k8s/event_recorder.hpp"
 #include "actors/scheduler/scheduler.hpp"
 #include "modes/mode.hpp"
 #include "modes/scheduler/settings.hpp"
@@ -31,7 +32,7 @@ struct scheduler_services {
   std::shared_ptr<k8s::informer<k8s::node>> nodes;
   std::shared_ptr<actors::scheduler::reconciler_context> reconciler;
   std::shared_ptr<actors::scheduler::http_context> http;
-  caf::actor events;  // set before prepare_scheduler: the event_recorder's relay
+  actors::event_sink events;  // set before prepare_scheduler: the event_recorder's relay
   void stop();
 };
 

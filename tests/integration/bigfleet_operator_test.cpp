@@ -11,6 +11,8 @@
 #include <future>
 
 #include "actors/bigfleet/bigfleet.hpp"
+#include "runtime/relay.hpp"
+#include "runtime/supervisor.hpp"
 #include "adapters/bigfleet/node_state.hpp"
 #include "messages/type_ids.hpp"
 #include "testenv/apiserver_proxy.hpp"
@@ -146,13 +148,26 @@ std::string pod_yaml(const std::string& ns, const std::string& name, const std::
 
 // A running set of operator actors (stopped at the end of the test).
 struct operator_run {
-  caf::actor rollup, session, upc;
+  bf::rollup_actor rollup;
+  bf::shard_session_actor session;
+  bf::capacity_requests_actor upc;
   bf::operator_deps deps;  // the shared informers, and a send queue of this run's own
   explicit operator_run(const env& e) : deps(e.deps) { deps.queue = std::make_shared<headroom::bigfleet::send_queue>(); }
+  caf::actor session_relay;  // the rollup's and the drains' way to the session, as the mode wires it
+  // The rollup, then the session, wired as modes/bigfleet does: the session is the send queue's one
+  // writer, reached through its relay.
+  void start(caf::actor_system& sys, const bf::operator_options& o) {
+    session_relay = headroom::runtime::spawn_relay(sys, "bigfleet/shard_session");
+    deps.outbox = headroom::runtime::relay_as<bf::shard_outbox>(session_relay);
+    rollup = bf::spawn_rollup(sys, deps, o);
+    session = bf::spawn_shard_session(sys, deps, o, rollup);
+    caf::anon_send(session_relay, headroom::msg::relay_target{headroom::runtime::untyped(session)});
+  }
   ~operator_run() {
-    for (auto* a : {&rollup, &session, &upc})
-      if (*a)
-        caf::anon_send_exit(*a, caf::exit_reason::user_shutdown);
+    for (const auto& a : {headroom::runtime::untyped(rollup), headroom::runtime::untyped(session), headroom::runtime::untyped(upc),
+                          session_relay})
+      if (a)
+        caf::anon_send_exit(a, caf::exit_reason::user_shutdown);
     std::this_thread::sleep_for(300ms);
   }
 };
@@ -224,8 +239,7 @@ TEST(bigfleet, session_rollups_acks_and_node_state_through_the_shard) {
               0);
   operator_run run(e);
   auto o = options_for(*peer);
-  run.rollup = bf::spawn_rollup(*e.sys, run.deps, o);
-  run.session = bf::spawn_shard_session(*e.sys, run.deps, o, run.rollup);
+  run.start(*e.sys, o);
 
   // Hello, then a roll-up at once on connect with the four CRs summed into one need.
   simdjson::dom::parser parser;
@@ -315,8 +329,7 @@ TEST(bigfleet, shard_stream_cut_repeatedly_mid_burst_loses_nothing) {
   ensure_namespace(e, "stream-cuts");
   operator_run run(e);
   auto o = options_for(*peer);
-  run.rollup = bf::spawn_rollup(*e.sys, run.deps, o);
-  run.session = bf::spawn_shard_session(*e.sys, run.deps, o, run.rollup);
+  run.start(*e.sys, o);
   simdjson::dom::parser parser;
   ASSERT_TRUE(eventually([&] { return int64_t(parser.parse(peer->state())["rollups"]) >= 1; }, 30s)) << peer->state();
 
@@ -447,8 +460,7 @@ TEST(bigfleet, reclaim_cordons_acks_and_drains_past_a_pdb_skipping_daemonsets) {
 
   operator_run run(e);
   auto o = options_for(*peer);
-  run.rollup = bf::spawn_rollup(*e.sys, run.deps, o);
-  run.session = bf::spawn_shard_session(*e.sys, run.deps, o, run.rollup);
+  run.start(*e.sys, o);
   ASSERT_TRUE(eventually([&] { return peer->state().find("\"open\":true") != std::string::npos; }, 20s));
   // The machine behind the node, Ready, so the drain has an UpcomingNode to walk.
   ASSERT_EQ(peer->post("/node-state", R"({"machineId":"m-reclaim","state":"MACHINE_STATE_CONFIGURED","nodeName":")" + node +
@@ -508,8 +520,7 @@ TEST(bigfleet, reclaim_past_the_deadline_fails_the_node_with_last_error) {
       << kubectl_get(e, {"pods,nodes", "-A", "-o", "wide"});
   operator_run run(e);
   auto o = options_for(*peer);
-  run.rollup = bf::spawn_rollup(*e.sys, run.deps, o);
-  run.session = bf::spawn_shard_session(*e.sys, run.deps, o, run.rollup);
+  run.start(*e.sys, o);
   ASSERT_TRUE(eventually([&] { return peer->state().find("\"open\":true") != std::string::npos; }, 20s));
   ASSERT_EQ(peer->post("/node-state", R"({"machineId":"m-stuck","state":"MACHINE_STATE_CONFIGURED","nodeName":")" + node + R"(","resources":{"resources":{"cpu":"8"}}})",
                        "bigfleet-test").status,
@@ -540,8 +551,7 @@ TEST(bigfleet, mtls_session_and_a_wrong_uri_san_is_refused) {
   o.endpoint.key_pem = peer->process->read("client.key");
   {
     operator_run run(e);
-    run.rollup = bf::spawn_rollup(*e.sys, run.deps, o);
-    run.session = bf::spawn_shard_session(*e.sys, run.deps, o, run.rollup);
+    run.start(*e.sys, o);
     simdjson::dom::parser parser;
     ASSERT_TRUE(eventually([&] { return int64_t(parser.parse(peer->state())["rollups"]) >= 1; }, 30s)) << peer->state();
     auto session = parser.parse(peer->state())["sessions"].at(0);
@@ -552,8 +562,7 @@ TEST(bigfleet, mtls_session_and_a_wrong_uri_san_is_refused) {
   o.endpoint.cert_pem = peer->process->read("client-wrong-san.pem");
   o.endpoint.key_pem = peer->process->read("client-wrong-san.key");
   operator_run run(e);
-  run.rollup = bf::spawn_rollup(*e.sys, run.deps, o);
-  run.session = bf::spawn_shard_session(*e.sys, run.deps, o, run.rollup);
+  run.start(*e.sys, o);
   ASSERT_TRUE(eventually([&] { return peer->state().find("want exactly bigfleet://cluster/bigfleet-test") != std::string::npos; }, 20s))
       << peer->state();
   simdjson::dom::parser parser;
@@ -628,8 +637,7 @@ TEST(bigfleet, apiserver_faults_mid_burst_lose_no_capacity_request_or_node_state
   run.deps = deps;
   auto o = options_for(*peer);
   run.upc = bf::spawn_capacity_requests(*e.sys, run.deps, o);
-  run.rollup = bf::spawn_rollup(*e.sys, run.deps, o);
-  run.session = bf::spawn_shard_session(*e.sys, run.deps, o, run.rollup);
+  run.start(*e.sys, o);
   simdjson::dom::parser parser;
   ASSERT_TRUE(eventually([&] { return int64_t(parser.parse(peer->state())["rollups"]) >= 1; }, 30s)) << peer->state();
 

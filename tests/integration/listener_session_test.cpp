@@ -126,9 +126,9 @@ struct provisioner_log {
 
 // Data goes in as a spawn argument, not a capture: CAF 0.17.6 dereferences a null argument tuple
 // when an actor is spawned with none (UBSan flags it).
-caf::actor spawn_provisioner(caf::actor_system& sys, std::shared_ptr<provisioner_log> log) {
+actors::update_sink spawn_provisioner(caf::actor_system& sys, std::shared_ptr<provisioner_log> log) {
   return sys.spawn(
-      [](caf::event_based_actor*, std::shared_ptr<provisioner_log> log) -> caf::behavior {
+      [](actors::update_sink::pointer, std::shared_ptr<provisioner_log> log) -> actors::update_sink::behavior_type {
         return {[log](msg::scale_set_update& u) {
           std::lock_guard lock(log->m);
           log->updates.push_back(std::move(u));
@@ -230,16 +230,17 @@ struct monitor_log {
   }
 };
 
-caf::actor spawn_monitor(caf::actor_system& sys, std::shared_ptr<monitor_log> log, int64_t capacity) {
+actors::capacity_source spawn_monitor(caf::actor_system& sys, std::shared_ptr<monitor_log> log, int64_t capacity) {
   return sys.spawn(
-      [](caf::event_based_actor* self, std::shared_ptr<monitor_log> log, int64_t capacity) -> caf::behavior {
+      [](actors::capacity_source::pointer self, std::shared_ptr<monitor_log> log,
+         int64_t capacity) -> actors::capacity_source::behavior_type {
         return {
             [self, log, capacity](msg::capacity_atom) {
               {
                 std::lock_guard lock(log->m);
                 ++log->asked;
               }
-              self->send(caf::actor_cast<caf::actor>(self->current_sender()), msg::set_max_capacity{capacity});
+              self->send(caf::actor_cast<actors::capacity_sink>(self->current_sender()), msg::set_max_capacity{capacity});
             },
             [log](msg::capacity_polled p) {
               std::lock_guard lock(log->m);
@@ -251,7 +252,7 @@ caf::actor spawn_monitor(caf::actor_system& sys, std::shared_ptr<monitor_log> lo
             },
             [self, log](msg::session_atom) {
               std::lock_guard lock(log->m);
-              self->send(caf::actor_cast<caf::actor>(self->current_sender()), log->held);
+              self->send(caf::actor_cast<actors::listener_actor>(self->current_sender()), log->held);
             },
         };
       },

@@ -72,7 +72,7 @@ struct supervisor_fixture : ::testing::Test {
   }
 
   caf::actor start(supervisor_options o, std::vector<child_spec> children) {
-    auto sup = runtime::spawn_supervisor(sys, std::move(o), std::move(children));
+    auto sup = runtime::untyped(runtime::spawn_supervisor(sys, std::move(o), std::move(children)));
     to_stop.push_back(sup);
     sched.run();
     return sup;

@@ -154,9 +154,9 @@ struct budget_fixture : ::testing::Test {
     self->send(budget, msg::burst_need{name, m.pending, m.wanted, m.cap, m.applied});
   }
   void start(int64_t limit) {
-    std::vector<caf::actor> handles;
+    std::vector<actors::capacity::burst_client> handles;
     for (auto& [name, m] : monitors)
-      handles.push_back(m.actor);
+      handles.push_back(caf::actor_cast<actors::capacity::burst_client>(m.actor));  // a stand-in monitor
     budget = actors::capacity::spawn_burst_budget(sys, limit, handles, {[this](int64_t p, int64_t c, int64_t w) {
                                                     seen_pending = p;
                                                     seen_committed = c;
@@ -184,7 +184,7 @@ struct budget_fixture : ::testing::Test {
 
   caf::actor_system sys;
   caf::scheduler::test_coordinator& sched;
-  caf::actor budget;
+  actors::capacity::burst_budget_actor budget;
   std::map<std::string, fake> monitors;
   int64_t seen_pending = -1, seen_committed = -1, seen_waiting = -1, max_committed = 0;
 };

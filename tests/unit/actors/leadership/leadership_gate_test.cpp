@@ -50,7 +50,7 @@ struct gate_fixture : ::testing::Test {
   bool acting_runs() {
     auto out = std::make_shared<bool>(false);
     sys.spawn(
-        [](caf::event_based_actor* self, caf::actor g, std::shared_ptr<bool> result) {
+        [](caf::event_based_actor* self, actors::leadership_gate_actor g, std::shared_ptr<bool> result) {
           self->request(g, caf::infinite, caf::get_atom_v).then([result](bool b) { *result = b; });
         },
         gate, out);
@@ -65,7 +65,7 @@ struct gate_fixture : ::testing::Test {
 
   caf::actor_system sys;
   caf::scheduler::test_coordinator& sched;
-  caf::actor gate;
+  actors::leadership_gate_actor gate;
   caf::actor current;
   int starts = 0;
   int stops = 0;
@@ -105,7 +105,7 @@ TEST_F(gate_fixture, a_failing_subtree_takes_the_gate_down_for_its_supervisor) {
   lead(true);
   auto down = std::make_shared<std::optional<caf::error>>();
   auto watcher = sys.spawn(
-      [](caf::event_based_actor* self, caf::actor g, std::shared_ptr<std::optional<caf::error>> out) -> caf::behavior {
+      [](caf::event_based_actor* self, actors::leadership_gate_actor g, std::shared_ptr<std::optional<caf::error>> out) -> caf::behavior {
         self->monitor(g);
         self->set_down_handler([out](caf::down_msg& d) { *out = d.reason; });
         return {[](int) {}};

@@ -1,0 +1,118 @@
+// hud_poller (actors/capacity/hud_poller.cpp) under CAF's deterministic test_coordinator, with the
+// HUD answered by hand (tests/unit/support/scripted_exchange.hpp): each scale set's monitor gets
+// the jobs queued for its labels; a failed fetch tells them so (they fall back to
+// proactiveCapacity) and the poller keeps going; the next fetch waits for the interval on the
+// injected clock.
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <vector>
+
+#include "actors/capacity/capacity.hpp"
+#include "adapters/hud/client.hpp"
+#include "messages/type_ids.hpp"
+#include "unit/support/scripted_exchange.hpp"
+
+using namespace headroom;
+using namespace std::chrono_literals;
+
+namespace {
+
+constexpr const char* rows = R"([
+  {"runner_label":"linux.2xlarge","org":"pytorch","repo":"pytorch","num_queued_jobs":7,"min_queue_time_minutes":1,"max_queue_time_minutes":12},
+  {"runner_label":"linux.4xlarge","org":"pytorch","repo":"vision","num_queued_jobs":3,"min_queue_time_minutes":0,"max_queue_time_minutes":2},
+  {"runner_label":"windows.4xlarge","org":"pytorch","repo":"pytorch","num_queued_jobs":9,"min_queue_time_minutes":0,"max_queue_time_minutes":1}])";
+
+struct poller_fixture : ::testing::Test {
+  static caf::actor_system_config& make_cfg() {
+    static caf::actor_system_config cfg;
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    return cfg;
+  }
+  poller_fixture() : sys(make_cfg()), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
+  ~poller_fixture() override {
+    caf::anon_send_exit(poller, caf::exit_reason::user_shutdown);
+    for (auto& m : monitors)
+      caf::anon_send_exit(m, caf::exit_reason::user_shutdown);
+    sched.run();
+  }
+
+  // A stand-in capacity monitor: what it was told, in order.
+  actors::capacity::monitor_actor monitor(std::shared_ptr<std::vector<msg::queued_jobs>> seen) {
+    auto a = sys.spawn(
+        [](caf::event_based_actor*, std::shared_ptr<std::vector<msg::queued_jobs>> seen) -> caf::behavior {
+          return {[seen](const msg::queued_jobs& q) { seen->push_back(q); }};
+        },
+        seen);
+    monitors.push_back(a);
+    return caf::actor_cast<actors::capacity::monitor_actor>(a);
+  }
+
+  void start() {
+    hud::client_options o;
+    o.url = "https://hud.test/api/queued_jobs";
+    o.token = "hud-token";
+    auto client = std::make_shared<hud::client>(io, o);
+    std::vector<actors::capacity::hud_target> targets{{{"linux.2xlarge", "linux.4xlarge"}, monitor(linux)},
+                                                       {{"macos"}, monitor(mac)}};
+    poller = actors::capacity::spawn_hud_poller(sys, client, targets, 30s);
+    sched.run();
+  }
+
+  caf::actor_system sys;
+  caf::scheduler::test_coordinator& sched;
+  test_support::scripted_exchange io;
+  std::vector<caf::actor> monitors;
+  std::shared_ptr<std::vector<msg::queued_jobs>> linux = std::make_shared<std::vector<msg::queued_jobs>>();
+  std::shared_ptr<std::vector<msg::queued_jobs>> mac = std::make_shared<std::vector<msg::queued_jobs>>();
+  actors::capacity::hud_poller_actor poller;
+};
+
+TEST_F(poller_fixture, each_monitor_gets_the_jobs_queued_for_its_labels_every_interval) {
+  start();
+  ASSERT_EQ(io.waiting().size(), 1u) << "a fetch at start";
+  const auto& req = io.waiting().front().request;
+  EXPECT_EQ(req.method, "GET");
+  EXPECT_NE(std::find(req.headers.begin(), req.headers.end(), "x-hud-internal-bot: hud-token"), req.headers.end());
+  ASSERT_TRUE(io.answer("GET", "/api/queued_jobs", 200, rows));
+  sched.run();
+  ASSERT_EQ(linux->size(), 1u);
+  EXPECT_TRUE(linux->back().ok);
+  EXPECT_EQ(linux->back().count, 10);
+  ASSERT_EQ(mac->size(), 1u);
+  EXPECT_EQ(mac->back().count, 0);
+
+  sched.advance_time(29s);
+  sched.run();
+  EXPECT_TRUE(io.waiting().empty()) << "the next fetch waits for the interval";
+  sched.advance_time(1s);
+  sched.run();
+  EXPECT_EQ(io.waiting().size(), 1u);
+}
+
+TEST_F(poller_fixture, a_failed_fetch_tells_every_monitor_and_the_poller_keeps_going) {
+  start();
+  ASSERT_TRUE(io.answer("GET", "/api/queued_jobs", 503, "unavailable"));
+  sched.run();
+  ASSERT_EQ(linux->size(), 1u);
+  EXPECT_FALSE(linux->back().ok) << "the monitor falls back to proactiveCapacity alone";
+  ASSERT_EQ(mac->size(), 1u);
+  EXPECT_FALSE(mac->back().ok);
+  sched.advance_time(30s);
+  sched.run();
+  ASSERT_TRUE(io.answer("GET", "/api/queued_jobs", 200, R"([{"runner_label":"x","num_queued_jobs":"many"}])"));
+  sched.run();
+  EXPECT_FALSE(linux->back().ok) << "a malformed answer is a failure too";
+  sched.advance_time(30s);
+  sched.run();
+  ASSERT_TRUE(io.answer("GET", "/api/queued_jobs", 200, rows));
+  sched.run();
+  EXPECT_TRUE(linux->back().ok);
+  EXPECT_EQ(linux->back().count, 10);
+  EXPECT_EQ(io.submitted(), 3u);
+}
+
+}  // namespace
