@@ -116,11 +116,23 @@ int64_t jwt_expiry(std::string_view jwt) {
   if (n <= 0)
     return 0;
   payload.resize(static_cast<size_t>(n));
-  const auto key = payload.find("\"exp\":");
+  // The claim's name, then JSON's optional whitespace around the colon (a token minted by
+  // another library may have it; GitHub's compact ones do not).
+  const auto key = payload.find("\"exp\"");
   if (key == std::string::npos)
     return 0;
+  size_t i = key + 5;
+  auto skip_space = [&] {
+    while (i < payload.size() && (payload[i] == ' ' || payload[i] == '\t' || payload[i] == '\n' || payload[i] == '\r'))
+      ++i;
+  };
+  skip_space();
+  if (i >= payload.size() || payload[i] != ':')
+    return 0;
+  ++i;
+  skip_space();
   int64_t exp = 0;
-  for (size_t i = key + 6; i < payload.size() && payload[i] >= '0' && payload[i] <= '9'; ++i)
+  for (; i < payload.size() && payload[i] >= '0' && payload[i] <= '9'; ++i)
     exp = exp * 10 + (payload[i] - '0');
   return exp;
 }

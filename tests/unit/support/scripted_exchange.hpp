@@ -30,16 +30,26 @@ class scripted_exchange final : public http::exchange {
     ++submitted_;
     return next_id_;
   }
+  // As the real transport does, the cancelled request's callback runs later, not inside cancel()
+  // (the caller may hold a lock the callback takes): at deliver_cancelled().
   void cancel(http::request_id id) override {
     auto it = std::find_if(calls_.begin(), calls_.end(), [&](const call& c) { return c.id == id; });
     if (it == calls_.end())
       return;
-    auto c = std::move(*it);
+    cancelled_.push_back(std::move(*it));
     calls_.erase(it);
-    http::http_response r;
-    r.cancelled = true;
-    r.transport_error = "cancelled";
-    c.done(std::move(r));
+  }
+  // Runs the callbacks of the requests cancelled so far; how many.
+  size_t deliver_cancelled() {
+    auto due = std::move(cancelled_);
+    cancelled_.clear();
+    for (auto& c : due) {
+      http::http_response r;
+      r.cancelled = true;
+      r.transport_error = "cancelled";
+      c.done(std::move(r));
+    }
+    return due.size();
   }
   void after(std::chrono::milliseconds, std::function<void()> fn) override { timers_.push_back(std::move(fn)); }
 
@@ -88,6 +98,7 @@ class scripted_exchange final : public http::exchange {
 
  private:
   std::deque<call> calls_;
+  std::vector<call> cancelled_;
   std::vector<std::function<void()>> timers_;
   http::request_id next_id_ = 0;
   size_t submitted_ = 0;

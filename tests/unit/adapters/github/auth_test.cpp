@@ -60,6 +60,9 @@ TEST(github_auth, app_jwt_is_rs256_with_the_documented_claims) {
   EXPECT_EQ(unbase64url(jwt.substr(0, d1)), R"({"alg":"RS256","typ":"JWT"})");
   EXPECT_EQ(unbase64url(jwt.substr(d1 + 1, d2 - d1 - 1)), R"({"iat":1794999940,"exp":1795000480,"iss":123456})");
   EXPECT_EQ(jwt_expiry(jwt), 1'795'000'480);
+  // JSON's whitespace around the colon ({"exp": 4102444800}), and a claim without a number.
+  EXPECT_EQ(jwt_expiry("eyJhbGciOiJSUzI1NiJ9.eyJleHAiOiA0MTAyNDQ0ODAwfQ.c2ln"), 4'102'444'800);
+  EXPECT_EQ(jwt_expiry("eyJhbGciOiJSUzI1NiJ9.eyJleHAiOiJzb29uIn0.c2ln"), 0) << R"({"exp":"soon"})";
 
   std::unique_ptr<BIO, decltype(&BIO_free)> bio{BIO_new_mem_buf(key.public_pem.data(), -1), &BIO_free};
   std::unique_ptr<EVP_PKEY, decltype(&EVP_PKEY_free)> pub{PEM_read_bio_PUBKEY(bio.get(), nullptr, nullptr, nullptr),

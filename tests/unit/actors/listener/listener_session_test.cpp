@@ -1,0 +1,173 @@
+// listener_session (actors/listener/listener_session.cpp) under CAF's deterministic
+// test_coordinator, with GitHub and the Actions Service answered by hand
+// (tests/unit/support/scripted_exchange.hpp): the session opens once the monitor has answered, the
+// long poll carries the monitor's capacity, a new capacity cancels the poll and re-issues it at once
+// with the new value, and a failed session create is retried after the listener's backoff on the
+// injected clock (1 s, then 2 s), with no server and no sleeping.
+#include "actors/listener/listener_session.hpp"
+
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "messages/type_ids.hpp"
+#include "unit/support/scripted_exchange.hpp"
+
+using namespace headroom;
+using namespace std::chrono_literals;
+
+namespace {
+
+// An admin token the client accepts: a JWT whose payload is {"exp": 4102444800} (2100-01-01).
+constexpr const char* admin_jwt = "eyJhbGciOiJSUzI1NiJ9.eyJleHAiOiA0MTAyNDQ0ODAwfQ.c2ln";
+constexpr const char* session_json =
+    R"({"sessionId":"s-1","ownerName":"headroom-0","runnerScaleSet":{"id":7,"name":"set"},)"
+    R"("messageQueueUrl":"https://queue.test/q/7","messageQueueAccessToken":"mq-token","statistics":{"totalAssignedJobs":0}})";
+
+struct monitor_log {
+  int asked = 0;
+  std::vector<int64_t> polled;  // capacity_polled, in order
+};
+
+struct listener_fixture : ::testing::Test {
+  static caf::actor_system_config& make_cfg() {
+    static caf::actor_system_config cfg;
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    return cfg;
+  }
+  listener_fixture() : sys(make_cfg()), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
+  ~listener_fixture() override {
+    caf::anon_send_exit(listener, caf::exit_reason::kill);
+    caf::anon_send_exit(monitor, caf::exit_reason::kill);
+    sched.run();
+  }
+
+  // A stand-in capacity monitor: answers capacity_atom with `capacity` and session_atom with no
+  // session left behind.
+  void start(int64_t capacity) {
+    monitor = sys.spawn(
+        [](actors::capacity_source::pointer self, std::shared_ptr<monitor_log> log,
+           int64_t capacity) -> actors::capacity_source::behavior_type {
+          return {
+              [self, log, capacity](msg::capacity_atom) {
+                ++log->asked;
+                self->send(caf::actor_cast<actors::capacity_sink>(self->current_sender()), msg::set_max_capacity{capacity});
+              },
+              [self](msg::session_atom) {
+                self->send(caf::actor_cast<actors::listener_actor>(self->current_sender()), msg::session_held{});
+              },
+              [](msg::session_held&) {},
+              [log](msg::capacity_polled p) { log->polled.push_back(p.capacity); },
+          };
+        },
+        log, capacity);
+    auto where = std::get<github::config_url>(github::parse_config_url("https://github.com/acme"));
+    github::credentials creds;
+    creds.personal_access_token = "ghp_scripted";
+    github::actions_options o;
+    o.retry_base = 1ms;
+    client = github::actions_client::make(where, creds, io, o);
+    actors::listener_options lo;
+    lo.scale_set_id = 7;
+    lo.owner = "headroom-0";
+    listener = actors::spawn_listener_session(sys, client, actors::listener_peers{{}, monitor, {}}, lo);
+    sched.run();
+  }
+  // GitHub's two steps to an Actions Service connection.
+  void connect() {
+    ASSERT_TRUE(io.answer("POST", "/orgs/acme/actions/runners/registration-token", 201,
+                          R"({"token":"reg-token","expires_at":"2100-01-01T00:00:00Z"})"))
+        << waiting();
+    sched.run();
+    ASSERT_TRUE(io.answer("POST", "/actions/runner-registration", 200,
+                          std::string{R"({"url":"https://pipelines.test/tenant","token":")"} + admin_jwt + "\"}"))
+        << waiting();
+    sched.run();
+  }
+  // Runs the actors until nothing moves: cancelled requests answer (as the transport's thread
+  // would), and what that sets off runs too.
+  void settle() {
+    do
+      sched.run();
+    while (io.deliver_cancelled() > 0);
+  }
+  // What waits, for a failure's message.
+  std::string waiting() const {
+    std::string out;
+    for (const auto& c : io.waiting())
+      out += c.request.method + " " + c.request.url + "\n";
+    return out.empty() ? "(nothing waits)" : out;
+  }
+  // The capacity the waiting poll carries (-1: no poll waits).
+  int64_t polled_capacity() const {
+    for (const auto& c : io.waiting())
+      if (c.request.url.find("queue.test/q/7") != std::string::npos)
+        for (const auto& h : c.request.headers)
+          if (h.rfind("X-ScaleSetMaxCapacity: ", 0) == 0)
+            return std::stoll(h.substr(23));
+    return -1;
+  }
+
+  caf::actor_system sys;
+  caf::scheduler::test_coordinator& sched;
+  test_support::scripted_exchange io;
+  std::shared_ptr<github::actions_client> client;
+  std::shared_ptr<monitor_log> log = std::make_shared<monitor_log>();
+  actors::capacity_source monitor;
+  actors::listener_actor listener;
+};
+
+TEST_F(listener_fixture, the_poll_carries_the_monitors_capacity_and_a_new_one_re_polls_at_once) {
+  start(2);
+  EXPECT_EQ(log->asked, 1) << "a started listener asks the monitor first";
+  connect();
+  ASSERT_TRUE(io.answer("POST", "/_apis/runtime/runnerscalesets/7/sessions", 200, session_json)) << waiting();
+  sched.run();
+  EXPECT_EQ(polled_capacity(), 2);
+  EXPECT_EQ(log->polled, (std::vector<int64_t>{2})) << "the monitor is told each poll as it starts";
+
+  caf::anon_send(listener, msg::set_max_capacity{0});
+  settle();
+  EXPECT_EQ(polled_capacity(), 0) << "the held poll was cancelled and re-issued with the new value" << waiting();
+  EXPECT_EQ(log->polled, (std::vector<int64_t>{2, 0}));
+  caf::anon_send(listener, msg::set_max_capacity{0});
+  settle();
+  EXPECT_EQ(log->polled.size(), 2u) << "a repeat of the same value is not a change";
+
+  ASSERT_TRUE(io.answer("GET", "queue.test/q/7", 202));  // the hold ended with nothing to say
+  sched.run();
+  EXPECT_EQ(polled_capacity(), 0) << "the next poll starts at once";
+}
+
+TEST_F(listener_fixture, a_failed_session_create_is_retried_after_the_backoff_on_the_actor_clock) {
+  start(1);
+  connect();
+  // The client retries a 500 itself; every attempt fails, then the listener backs off.
+  while (io.answer("POST", "/_apis/runtime/runnerscalesets/7/sessions", 500, R"({"message":"down"})"))
+    sched.run();
+  sched.run();
+  const auto creates = io.submitted();
+  sched.advance_time(999ms);
+  sched.run();
+  EXPECT_EQ(io.submitted(), creates) << "not before the backoff (1 s)";
+  sched.advance_time(1ms);
+  sched.run();
+  EXPECT_EQ(io.submitted(), creates + 1) << "a new create after 1 s";
+  while (io.answer("POST", "/_apis/runtime/runnerscalesets/7/sessions", 500, R"({"message":"down"})"))
+    sched.run();
+  const auto again = io.submitted();
+  sched.advance_time(1999ms);
+  sched.run();
+  EXPECT_EQ(io.submitted(), again) << "the backoff doubled";
+  sched.advance_time(1ms);
+  sched.run();
+  ASSERT_TRUE(io.answer("POST", "/_apis/runtime/runnerscalesets/7/sessions", 200, session_json));
+  sched.run();
+  EXPECT_EQ(polled_capacity(), 1) << "the session opened and the poll carries the monitor's value";
+}
+
+}  // namespace
