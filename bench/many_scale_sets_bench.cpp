@@ -353,6 +353,7 @@ int main(int argc, char** argv) {
   for (auto& [le, n] : inside)
     if (auto it = inside_before.find(le); it != inside_before.end())
       n -= it->second;
+  const double polls_inside = inside.empty() ? 0.0 : inside.rbegin()->second;
   headroom->stop();
   pods->stop();
   std::filesystem::copy_file(dir + "/agent.log", "/tmp/many_scale_sets_headroom.log", std::filesystem::copy_options::overwrite_existing);
@@ -405,8 +406,8 @@ int main(int argc, char** argv) {
               done.size(), missed, percentile(down, 0.5), percentile(down, 0.99), down.empty() ? 0 : *std::max_element(down.begin(), down.end()),
               percentile(up, 0.5), percentile(up, 0.99), up.empty() ? 0 : *std::max_element(up.begin(), up.end()));
   std::printf("{\"mode\":\"propagation_inside_headroom\",\"polls\":%.0f,\"p50_le_ms\":%.0f,\"p99_le_ms\":%.0f}\n",
-              inside.empty() ? 0.0 : inside.rbegin()->second, 1e3 * bench::bucket_quantile(inside, 0.5),
-              1e3 * bench::bucket_quantile(inside, 0.99));
+              polls_inside, polls_inside > 0 ? 1e3 * bench::bucket_quantile(inside, 0.5) : 0.0,
+              polls_inside > 0 ? 1e3 * bench::bucket_quantile(inside, 0.99) : 0.0);
   if (listeners > 0)
     std::printf("{\"mode\":\"idle\",\"who\":\"scaleset-listener x%d\",\"ready_s\":%.1f,\"rss_mib\":%.1f,\"cpu_core_pct\":%.2f,\"threads\":%d,"
                 "\"fds\":%d,\"sockets\":%d}\n",
