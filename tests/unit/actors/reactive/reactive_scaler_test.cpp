@@ -1,0 +1,201 @@
+// reactive_scaler (actors/reactive/reactive_scaler.cpp and scaler_*.cpp) under CAF's deterministic
+// test_coordinator, with the API server answered by hand (tests/unit/support/scripted_exchange.hpp)
+// and the metric reader's evaluations sent by the test: start-up discovery and reads, a sustained
+// high metric stepping the Deployment up in one JSON patch (the count tested, replaced and the
+// intent annotation added), the cooldown holding the next step until it has passed on the injected
+// clock, and three refused writes of one step backing off for two cooldowns. No server, no sleeping.
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+
+#include "actors/reactive/reactive.hpp"
+#include "adapters/k8s/client.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/clock.hpp"
+#include "unit/support/scripted_exchange.hpp"
+
+using namespace headroom;
+using namespace std::chrono_literals;
+namespace rx = actors::reactive;
+
+namespace {
+
+constexpr const char* discovery = R"({"kind":"APIResourceList","apiVersion":"v1","groupVersion":"apps/v1","resources":[
+  {"name":"deployments/scale","singularName":"","namespaced":true,"group":"autoscaling","version":"v1","kind":"Scale","verbs":["get","patch","update"]},
+  {"name":"deployments","singularName":"","namespaced":true,"kind":"Deployment","verbs":["get","patch"]}]})";
+
+std::string deployment(int replicas) {
+  return R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"ml","uid":"u-web",)"
+         R"("resourceVersion":"7","annotations":{"team":"ml"}},"spec":{"replicas":)" +
+         std::to_string(replicas) + "}}";
+}
+std::string scale(int replicas) {
+  return R"({"kind":"Scale","apiVersion":"autoscaling/v1","metadata":{"name":"web","namespace":"ml","resourceVersion":"7"},)"
+         R"("spec":{"replicas":)" +
+         std::to_string(replicas) + R"(},"status":{"replicas":)" + std::to_string(replicas) + R"(,"selector":"app=web"}})";
+}
+
+struct scaler_fixture : ::testing::Test {
+  static caf::actor_system_config& make_cfg() {
+    static caf::actor_system_config cfg;
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    return cfg;
+  }
+  scaler_fixture()
+      : sys(make_cfg()),
+        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
+        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+  ~scaler_fixture() override {
+    caf::anon_send_exit(scaler, caf::exit_reason::kill);
+    caf::anon_send_exit(reader, caf::exit_reason::kill);
+    sched.run();
+  }
+
+  // Scales ml/web between 1 and 5 on one metric with target 100: up after 30 s above it, a 60 s
+  // cooldown, an evaluation every 10 s.
+  void start() {
+    auto ctx = std::make_shared<rx::scaler_context>();
+    ctx->spec.target = {"apps/v1", "Deployment", "ml", "web"};
+    ctx->spec.metrics = {{"sum(rate(requests[1m]))", 100, 0, false}};
+    auto& r = ctx->spec.rules;
+    r.min_replicas = 1;
+    r.max_replicas = 5;
+    r.target = 100;
+    r.evaluation_interval = 10s;
+    r.scale_up_window = 30s;
+    r.scale_down_window = 60s;
+    r.cooldown = 60s;
+    r.resolution = 5s;
+    ctx->kube = &kube;
+    ctx->metrics.set = [](const char*, double) {};
+    ctx->metrics.add = [this](const char* name, double v) { counters[name] += v; };
+    ctx->metrics.decided = [this](const char* action, const char* why) { decisions[std::string{action} + "/" + why] += 1; };
+    ctx->metrics.scale_latency = [](double) {};
+    // The metric reader's relay: subscriptions and its watch are taken and dropped; the test plays
+    // the reader's evaluations itself.
+    reader = sys.spawn([](caf::event_based_actor*, int) -> caf::behavior {
+      return {[](msg::metric_subscription&) {}, [](msg::watch_atom) {}};
+    }, 0);
+    scaler = rx::spawn_reactive_scaler(sys, ctx, rx::quota_actor{},
+                                       caf::actor_cast<runtime::watched_relay<rx::metric_reader_actor>>(reader));
+    sched.run();
+  }
+
+  // One evaluation as the reader sends it: `value` at every resolution step over the last 40 s.
+  void evaluate(double value) {
+    const double now = runtime::actor_system_clock{sys.clock()}.wall_seconds();
+    msg::metric_samples m;
+    m.due_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(sys.clock().now().time_since_epoch()).count();
+    m.ok = true;
+    m.labels = "{}";
+    for (double t = now - 40; t <= now + 1e-6; t += 5) {
+      m.times.push_back(t);
+      m.values.push_back(value);
+    }
+    caf::anon_send(scaler, std::move(m));
+    sched.run();
+  }
+  void answer(const std::string& method, const std::string& url_part, long status, const std::string& body) {
+    ASSERT_TRUE(io.answer(method, url_part, status, body)) << method << " " << url_part << " is not waiting; waiting:\n" << waiting();
+    sched.run();
+  }
+  std::string waiting() const {
+    std::string out;
+    for (const auto& c : io.waiting())
+      out += c.request.method + " " + c.request.url + "\n";
+    return out.empty() ? "(nothing)" : out;
+  }
+  // Start-up: the first evaluation finds the reader's target not read yet and reads it.
+  void come_up(int replicas) {
+    evaluate(50);
+    answer("GET", "/apis/apps/v1", 200, discovery);
+    answer("GET", "/apis/apps/v1/namespaces/ml/deployments/web", 200, deployment(replicas));
+    answer("GET", "/deployments/web/scale", 200, scale(replicas));
+  }
+  // An evaluation that decides to step up from `from`: the count read, the pause checked, and the
+  // step's one patch, which waits for the test's answer.
+  void step_up_from(int from) {
+    evaluate(150);
+    answer("GET", "/deployments/web/scale", 200, scale(from));
+    answer("GET", "/apis/apps/v1/namespaces/ml/deployments/web", 200, deployment(from));
+  }
+  const http::http_request* waiting_patch() const {
+    for (const auto& c : io.waiting())
+      if (c.request.method == "PATCH")
+        return &c.request;
+    return nullptr;
+  }
+
+  caf::actor_system sys;
+  caf::scheduler::test_coordinator& sched;
+  test_support::scripted_exchange io;
+  k8s::client kube;
+  caf::actor reader;
+  rx::reactive_scaler_actor scaler;
+  std::map<std::string, double> counters;
+  std::map<std::string, int> decisions;
+};
+
+TEST_F(scaler_fixture, a_sustained_high_metric_steps_up_in_one_patch_and_the_cooldown_holds_the_next) {
+  start();
+  come_up(1);
+  EXPECT_TRUE(io.waiting().empty()) << waiting();
+
+  step_up_from(1);
+  const auto* patch = waiting_patch();
+  ASSERT_NE(patch, nullptr) << waiting();
+  EXPECT_NE(patch->url.find("/apis/apps/v1/namespaces/ml/deployments/web"), std::string::npos) << patch->url;
+  EXPECT_NE(patch->body.find(R"({"op":"test","path":"/spec/replicas","value":1})"), std::string::npos) << patch->body;
+  EXPECT_NE(patch->body.find(R"({"op":"replace","path":"/spec/replicas","value":2})"), std::string::npos) << patch->body;
+  EXPECT_NE(patch->body.find(R"("op":"add","path":"/metadata/annotations/headroom.dev~1reactive-scale")"), std::string::npos)
+      << patch->body;
+  answer("PATCH", "/deployments/web", 200, deployment(2));
+  EXPECT_EQ(counters["headroom_reactive_scale_ups_total"], 1);
+
+  // Still high 10 s later: the cooldown (60 s) holds it.
+  sched.advance_time(10s);
+  evaluate(150);
+  answer("GET", "/deployments/web/scale", 200, scale(2));
+  EXPECT_EQ(waiting_patch(), nullptr) << waiting();
+  EXPECT_EQ(decisions["none/cooldown"], 1);
+
+  // Past the cooldown: the next step.
+  sched.advance_time(60s);
+  step_up_from(2);
+  patch = waiting_patch();
+  ASSERT_NE(patch, nullptr) << waiting();
+  EXPECT_NE(patch->body.find(R"({"op":"replace","path":"/spec/replicas","value":3})"), std::string::npos) << patch->body;
+  answer("PATCH", "/deployments/web", 200, deployment(3));
+  EXPECT_EQ(counters["headroom_reactive_scale_ups_total"], 2);
+}
+
+TEST_F(scaler_fixture, three_refused_writes_of_one_step_back_off_for_two_cooldowns) {
+  start();
+  come_up(1);
+  for (int attempt = 1; attempt <= 3; ++attempt) {
+    step_up_from(1);
+    ASSERT_NE(waiting_patch(), nullptr) << "attempt " << attempt << ": " << waiting();
+    answer("PATCH", "/deployments/web", 403, R"({"kind":"Status","reason":"Forbidden","message":"denied by policy","code":403})");
+    // A failed write is read again (a lost response may have applied it): still 1, so refused.
+    answer("GET", "/deployments/web/scale", 200, scale(1));
+    sched.advance_time(10s);
+  }
+  EXPECT_EQ(counters["headroom_reactive_scale_refused_total"], 3);
+  // Backing off for 2 cooldowns (120 s): high evaluations take no step.
+  for (int i = 0; i < 11; ++i) {
+    evaluate(150);
+    answer("GET", "/deployments/web/scale", 200, scale(1));
+    ASSERT_EQ(waiting_patch(), nullptr) << "evaluation " << i << " during the backoff: " << waiting();
+    sched.advance_time(10s);
+  }
+  EXPECT_GE(decisions["none/backoff"], 10);
+  sched.advance_time(10s);
+  step_up_from(1);
+  EXPECT_NE(waiting_patch(), nullptr) << "the backoff is over: " << waiting();
+}
+
+}  // namespace
