@@ -187,6 +187,8 @@ void changed(status_self* self, std::chrono::milliseconds min_gap) {
   st.urgent = st.urgent || min_gap < poll_only_interval;
   if (st.in_flight)
     return;  // the reply schedules the next write
+  if (st.failing)
+    return;  // the failure's retry is scheduled (5 minutes while the CRD is missing): not every change
   const auto since = std::chrono::duration_cast<std::chrono::milliseconds>(self->clock().now() - st.last_write);
   schedule(self, std::max(std::chrono::milliseconds{0}, min_gap - since));
 }

@@ -1,0 +1,133 @@
+// scale_set_status (actors/capacity/scale_set_status.cpp) under CAF's deterministic
+// test_coordinator, with the API server answered by hand (tests/unit/support/scripted_exchange.hpp):
+// the ScaleSet object is created, Events about it wait for its uid, changes within the write
+// interval become one status write when the interval has passed on the injected clock, and a
+// missing CRD is retried after 5 minutes, not at every change.
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/capacity/capacity.hpp"
+#include "adapters/k8s/client.hpp"
+#include "messages/type_ids.hpp"
+#include "unit/support/scripted_exchange.hpp"
+
+using namespace headroom;
+using namespace std::chrono_literals;
+namespace cap = actors::capacity;
+
+namespace {
+
+struct status_fixture : ::testing::Test {
+  static caf::actor_system_config& make_cfg() {
+    static caf::actor_system_config cfg;
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    return cfg;
+  }
+  status_fixture()
+      : sys(make_cfg()),
+        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
+        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+  ~status_fixture() override {
+    caf::anon_send_exit(status, caf::exit_reason::kill);
+    caf::anon_send_exit(recorder, caf::exit_reason::kill);
+    sched.run();
+  }
+
+  void start() {
+    recorder = sys.spawn(
+        [](actors::event_sink::pointer, std::shared_ptr<std::vector<msg::k8s_event>> seen) -> actors::event_sink::behavior_type {
+          return {[seen](msg::k8s_event& e) { seen->push_back(std::move(e)); }};
+        },
+        events);
+    auto ctx = std::make_shared<cap::scale_set_context>();
+    ctx->spec.ns = "arc-runners";
+    ctx->spec.name = "linux";
+    ctx->spec.max_runners = 10;
+    ctx->kube = &kube;
+    ctx->events = recorder;
+    ctx->instance = "headroom-system.headroom";
+    status = cap::spawn_scale_set_status(sys, ctx, 5s);
+    settle();
+  }
+  // Runs what is queued and the timers due now (a write "at once" is a timer of 0).
+  void settle() {
+    sched.run();
+    sched.advance_time(0ms);
+    sched.run();
+  }
+  void answer(const std::string& method, long status_code, const std::string& body) {
+    ASSERT_TRUE(io.answer(method, "/apis/headroom.dev/v1alpha1/namespaces/arc-runners/scalesets", status_code, body))
+        << method << " is not waiting";
+    settle();
+  }
+  size_t waiting(const std::string& method) const {
+    size_t n = 0;
+    for (const auto& c : io.waiting())
+      n += c.request.method == method;
+    return n;
+  }
+
+  caf::actor_system sys;
+  caf::scheduler::test_coordinator& sched;
+  test_support::scripted_exchange io;
+  k8s::client kube;
+  std::shared_ptr<std::vector<msg::k8s_event>> events = std::make_shared<std::vector<msg::k8s_event>>();
+  actors::event_sink recorder;
+  cap::status_actor status;
+};
+
+TEST_F(status_fixture, events_wait_for_the_uid_and_changes_within_the_interval_are_one_write) {
+  start();
+  ASSERT_EQ(waiting("POST"), 1u) << "the object is created at start";
+  EXPECT_NE(io.waiting().front().request.body.find("\"headroom.dev/instance\":\"headroom-system.headroom\""), std::string::npos)
+      << io.waiting().front().request.body;
+  caf::anon_send(status, msg::k8s_event{"headroom.dev/v1alpha1", "ScaleSet", "arc-runners", "linux", "", "Normal",
+                                        "PairsWaitForBurstBudget", "Reserve", "2 pairs wait"});
+  settle();
+  EXPECT_TRUE(events->empty()) << "held until the object's uid is known";
+  answer("POST", 201, R"({"metadata":{"name":"linux","namespace":"arc-runners","uid":"u-linux"}})");
+  ASSERT_EQ(events->size(), 1u);
+  EXPECT_EQ(events->front().uid, "u-linux");
+  // The first status write follows the create at once.
+  ASSERT_EQ(waiting("PATCH"), 1u);
+  answer("PATCH", 200, "{}");
+
+  // Three changes within the interval: one write when it has passed, with the newest values.
+  caf::anon_send(status, msg::capacity_view{3, 10, 4, 4, 3, 1});
+  caf::anon_send(status, msg::session_view{"Open", "", false});
+  caf::anon_send(status, msg::capacity_view{4, 10, 4, 4, 4, 1});
+  settle();
+  EXPECT_EQ(waiting("PATCH"), 0u);
+  sched.advance_time(4900ms);
+  sched.run();
+  EXPECT_EQ(waiting("PATCH"), 0u) << "not before the 5 s interval";
+  sched.advance_time(100ms);
+  sched.run();
+  ASSERT_EQ(waiting("PATCH"), 1u);
+  const auto& body = io.waiting().front().request.body;
+  EXPECT_NE(body.find("\"session\":\"Open\""), std::string::npos) << body;
+  EXPECT_NE(body.find("\"advertisedCapacity\":4"), std::string::npos) << body;
+  EXPECT_NE(io.waiting().front().request.url.find("/scalesets/linux/status"), std::string::npos);
+  answer("PATCH", 200, "{}");
+  EXPECT_TRUE(io.waiting().empty());
+}
+
+TEST_F(status_fixture, a_missing_crd_is_tried_again_after_five_minutes) {
+  start();
+  answer("POST", 404, R"({"kind":"Status","reason":"NotFound","code":404,"message":"the server could not find the requested resource"})");
+  caf::anon_send(status, msg::capacity_view{1, 10, 1, 1, 1, 0});
+  settle();
+  sched.advance_time(299s);
+  sched.run();
+  EXPECT_TRUE(io.waiting().empty()) << "no write while the CRD is missing";
+  sched.advance_time(1s);
+  sched.run();
+  EXPECT_EQ(waiting("POST"), 1u) << "the create again after 5 minutes";
+}
+
+}  // namespace
