@@ -75,6 +75,17 @@ class scripted_exchange final : public http::exchange {
     c.done(std::move(r));
     return true;
   }
+  // Hands a waiting stream (a watch) the next bytes of its body; it keeps waiting (false: none).
+  bool stream(const std::string& url_part, std::string_view bytes) {
+    auto it = std::find_if(calls_.begin(), calls_.end(), [&](const call& c) {
+      return c.request.stream && c.request.url.find(url_part) != std::string::npos;
+    });
+    if (it == calls_.end() || !it->chunk)
+      return false;
+    auto chunk = it->chunk;  // the callback may submit or cancel requests
+    chunk(bytes);
+    return true;
+  }
   // Fails the oldest waiting request as a transfer that never got a response.
   bool fail_transfer(const std::string& url_part, std::string why = "connection refused") {
     auto it = std::find_if(calls_.begin(), calls_.end(), [&](const call& c) { return c.request.url.find(url_part) != std::string::npos; });
