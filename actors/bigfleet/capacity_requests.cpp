@@ -198,6 +198,11 @@ upc_impl::behavior_type upc_behavior(upc_actor* self, operator_deps deps, operat
   st.feed->attach(st.deps.pods);
   if (st.deps.track_buffer)
     st.deps.track_buffer(st.feed->stats());
+  // What the informer holds already (it synced before this actor started, or before a restart):
+  // its events went to no one, and waiting for the resync would leave those Pods without a CR for
+  // up to 5 minutes. Subscribed first, so nothing falls between; a Pod seen twice is one call.
+  for (const auto& p : st.deps.pods->list())
+    reconcile(self, msg::pod_event{msg::object_change::resync, p});
   self->delayed_send(self, resync_every, msg::tick_atom_v, uint64_t{0});
   return {
       [self](msg::buffer_wakeup) { self->state.feed->drain([self](const msg::pod_event& e) { reconcile(self, e); }); },
