@@ -1,0 +1,176 @@
+// capacity_monitor (actors/capacity/capacity_monitor.cpp, monitor_*.cpp) with its real
+// placeholder pairs, under CAF's deterministic test_coordinator, with the API server answered by
+// hand (tests/unit/support/scripted_exchange.hpp) and the pods streamed to a real informer over its
+// scripted watch: the start-up (PriorityClasses, the owner ConfigMap, the runners'
+// PodDisruptionBudget), a warm pool of one pair made, capacity advertised only once both its
+// placeholders are Running, and back to 0 with a new pair made when the runner placeholder goes
+// without a runner taking it.
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/capacity/capacity.hpp"
+#include "adapters/k8s/client.hpp"
+#include "adapters/k8s/informer_slice.hpp"
+#include "messages/type_ids.hpp"
+#include "unit/support/scripted_exchange.hpp"
+
+using namespace headroom;
+using namespace std::chrono_literals;
+namespace cap = actors::capacity;
+
+namespace {
+
+struct monitor_fixture : ::testing::Test {
+  static caf::actor_system_config& make_cfg() {
+    static caf::actor_system_config cfg;
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    return cfg;
+  }
+  monitor_fixture()
+      : sys(make_cfg()),
+        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
+        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+  ~monitor_fixture() override {
+    caf::anon_send_exit(monitor, caf::exit_reason::kill);
+    caf::anon_send_exit(listener, caf::exit_reason::kill);
+    sched.run();
+    pods->stop();
+  }
+
+  void start() {
+    k8s::informer<k8s::pod>::options o;
+    o.kind = k8s::kinds::pods;
+    o.ns = "arc";
+    pods = k8s::informer<k8s::pod>::make(kube, o);
+    router = k8s::label_router<k8s::pod>::make(pods, std::string{cap::keys::scale_set});
+    pods->start();
+    ASSERT_TRUE(io.answer("GET", "/api/v1/namespaces/arc/pods", 200, R"({"kind":"PodList","metadata":{"resourceVersion":"10"},"items":[]})"));
+    io.fire_timers();
+    auto ctx = std::make_shared<cap::scale_set_context>();
+    ctx->spec.ns = "arc";
+    ctx->spec.name = "linux";
+    ctx->spec.max_runners = 5;
+    ctx->spec.proactive_capacity = 1;  // a warm pool of one pair
+    ctx->spec.placeholder_image = "registry.k8s.io/pause:3.10";
+    ctx->kube = &kube;
+    ctx->pods = router->slice("linux");
+    ctx->owner_configmap = "headroom-owner-linux";
+    ctx->owner_process = "headroom-owner";
+    ctx->metrics.set = [](const char*, int64_t) {};
+    ctx->metrics.add = [](const char*, int64_t) {};
+    ctx->metrics.observe = [](const char*, double) {};
+    // The listener's part: the capacity to advertise, in order.
+    listener = sys.spawn(
+        [](caf::event_based_actor*, std::shared_ptr<std::vector<int64_t>> told) -> caf::behavior {
+          return {[told](const msg::set_max_capacity& m) { told->push_back(m.capacity); }, [](msg::update_atom) {},
+                  [](msg::session_held&) {}, [](msg::view_atom) {}};
+        },
+        advertised);
+    cap::scale_set_peers peers;
+    peers.listener = caf::actor_cast<actors::listener_actor>(listener);
+    monitor = cap::spawn_capacity_monitor(sys, ctx, peers);
+    sched.run();
+  }
+
+  // Start-up: the four PriorityClasses exist with the ladder's values; the owner ConfigMap is made;
+  // no earlier process left one; the runners' PodDisruptionBudget is made.
+  void set_up() {
+    const std::map<std::string, int> ladder{{"placeholder-runner", -10}, {"arc-runner", 0}, {"placeholder-workflow", 10}, {"arc-workflow", 20}};
+    for (const auto& [name, value] : ladder)
+      ASSERT_TRUE(io.answer("GET", "/priorityclasses/" + name, 200,
+                            R"({"metadata":{"name":")" + name + R"("},"value":)" + std::to_string(value) + "}"))
+          << name;
+    ASSERT_TRUE(io.answer("POST", "/namespaces/arc/configmaps", 201, R"({"metadata":{"name":"headroom-owner-linux","uid":"u-owner"}})"));
+    ASSERT_TRUE(io.answer("GET", "/namespaces/arc/configmaps", 200, R"({"kind":"ConfigMapList","metadata":{},"items":[]})"));
+    sched.run();
+    ASSERT_TRUE(io.answer("POST", "/poddisruptionbudgets", 201, "{}"));
+    sched.run();
+  }
+  // The pair's two creates, answered; the names, runner placeholder first.
+  std::vector<std::string> created() {
+    std::vector<std::string> names;
+    for (const auto& c : io.waiting())
+      if (c.request.method == "POST" && c.request.url.find("/namespaces/arc/pods") != std::string::npos) {
+        simdjson::dom::parser p;
+        std::string_view name;
+        EXPECT_EQ(p.parse(c.request.body)["metadata"]["name"].get(name), simdjson::SUCCESS);
+        names.emplace_back(name);
+      }
+    for (size_t i = 0; i < names.size(); ++i)
+      EXPECT_TRUE(io.answer("POST", "/namespaces/arc/pods", 201, "{}"));
+    sched.run();
+    return names;
+  }
+  // The watch tells a placeholder's change; the monitor routes it to its pair.
+  // `owner`: the uid of the ConfigMap that owns it (this process's is u-owner).
+  void watch(const std::string& type, const std::string& name, const std::string& role, const std::string& slot,
+             const std::string& phase, const std::string& node, const std::string& owner = "u-owner") {
+    const std::string pod = R"({"metadata":{"name":")" + name + R"(","namespace":"arc","uid":"u-)" + name +
+                            R"(","resourceVersion":"11","labels":{"headroom.dev/scale-set":"linux","headroom.dev/slot":")" + slot +
+                            R"(","headroom.dev/role":")" + role +
+                            R"("},"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"headroom-owner","uid":")" + owner +
+                            R"("}]},"spec":{"nodeName":")" + node +
+                            R"("},"status":{"phase":")" + phase + R"("}})";
+    ASSERT_TRUE(io.stream("watch=true", R"({"type":")" + type + R"(","object":)" + pod + "}\n"));
+    sched.run();
+  }
+  // linux-ph-<slot>-runner
+  static std::string slot_of(const std::string& name) {
+    const auto from = std::string{"linux-ph-"}.size();
+    return name.substr(from, name.rfind('-') - from);
+  }
+
+  caf::actor_system sys;
+  caf::scheduler::test_coordinator& sched;
+  test_support::scripted_exchange io;
+  k8s::client kube;
+  std::shared_ptr<k8s::informer<k8s::pod>> pods;
+  std::shared_ptr<k8s::label_router<k8s::pod>> router;
+  std::shared_ptr<std::vector<int64_t>> advertised = std::make_shared<std::vector<int64_t>>();
+  caf::actor listener;
+  cap::monitor_actor monitor;
+};
+
+TEST_F(monitor_fixture, a_warm_pair_is_advertised_once_placed_and_replaced_when_its_runner_placeholder_goes) {
+  start();
+  set_up();
+  auto names = created();
+  ASSERT_EQ(names.size(), 2u) << "a warm pool of one pair";
+  EXPECT_TRUE(advertised->empty() || advertised->back() == 0) << "nothing placed yet";
+  const std::string slot = slot_of(names[0]);
+  watch("ADDED", names[0], "runner-placeholder", slot, "Running", "node-1");
+  watch("ADDED", names[1], "workflow-placeholder", slot, "Pending", "");
+  EXPECT_TRUE(advertised->empty() || advertised->back() == 0) << "one placeholder placed is no room for a job";
+  watch("MODIFIED", names[1], "workflow-placeholder", slot, "Running", "node-1");
+  ASSERT_FALSE(advertised->empty());
+  EXPECT_EQ(advertised->back(), 1) << "both placed: one job's room";
+  for (const auto& c : io.waiting())
+    EXPECT_NE(c.request.method, "DELETE") << "its own pair's pods are left alone: " << c.request.url;
+
+  // A placeholder an earlier process left (owned by another ConfigMap) is deleted.
+  watch("ADDED", "linux-ph-0ld0ld00-runner", "runner-placeholder", "0ld0ld00", "Running", "node-2", "u-earlier");
+  ASSERT_TRUE(io.answer("DELETE", "/namespaces/arc/pods/linux-ph-0ld0ld00-runner", 200, "{}")) << "deleted";
+  watch("DELETED", "linux-ph-0ld0ld00-runner", "runner-placeholder", "0ld0ld00", "Running", "node-2", "u-earlier");
+  EXPECT_EQ(advertised->back(), 1) << "not counted";
+
+  // The runner placeholder is deleted and no runner pod took its node: the pair is lost.
+  watch("DELETED", names[0], "runner-placeholder", slot, "Running", "node-1");
+  for (int i = 0; i < 8; ++i) {  // the pair waits a little for a runner pod's binding to show
+    sched.advance_time(500ms);
+    sched.run();
+  }
+  EXPECT_EQ(advertised->back(), 0);
+  sched.advance_time(2s);
+  sched.run();
+  auto again = created();
+  EXPECT_EQ(again.size(), 2u) << "a new pair for the warm pool";
+}
+
+}  // namespace
