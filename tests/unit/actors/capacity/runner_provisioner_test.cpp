@@ -1,0 +1,147 @@
+// runner_provisioner (actors/capacity/runner_provisioner.cpp, provisioner_sweep.cpp) under CAF's
+// deterministic test_coordinator, with GitHub, the Actions Service and the API server answered by
+// hand (tests/unit/support/scripted_exchange.hpp) and the pods on a real informer: assigned jobs
+// become runners, never more than the advertised capacity; each runner is a JIT configuration, then
+// its pod, then the Secret holding the configuration, owned by that pod; a JIT configuration the
+// service could not give is asked again 5 s later on the injected clock.
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <gtest/gtest.h>
+#include <simdjson.h>
+
+#include <memory>
+#include <string>
+
+#include "actors/capacity/capacity.hpp"
+#include "adapters/k8s/client.hpp"
+#include "adapters/k8s/informer_slice.hpp"
+#include "messages/type_ids.hpp"
+#include "unit/support/scripted_exchange.hpp"
+
+using namespace headroom;
+using namespace std::chrono_literals;
+namespace cap = actors::capacity;
+
+namespace {
+
+constexpr const char* admin_jwt = "eyJhbGciOiJSUzI1NiJ9.eyJleHAiOjQxMDI0NDQ4MDB9.c2ln";  // {"exp":4102444800}
+
+struct provisioner_fixture : ::testing::Test {
+  static caf::actor_system_config& make_cfg() {
+    static caf::actor_system_config cfg;
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    return cfg;
+  }
+  provisioner_fixture()
+      : sys(make_cfg()),
+        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
+        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+  ~provisioner_fixture() override {
+    caf::anon_send_exit(provisioner, caf::exit_reason::kill);
+    sched.run();
+    pods->stop();
+  }
+
+  void start() {
+    k8s::informer<k8s::pod>::options o;
+    o.kind = k8s::kinds::pods;
+    o.ns = "arc";
+    pods = k8s::informer<k8s::pod>::make(kube, o);
+    router = k8s::label_router<k8s::pod>::make(pods, std::string{cap::keys::scale_set});
+    pods->start();
+    ASSERT_TRUE(io.answer("GET", "/api/v1/namespaces/arc/pods", 200, R"({"kind":"PodList","metadata":{"resourceVersion":"10"},"items":[]})"));
+    io.fire_timers();
+    auto where = std::get<github::config_url>(github::parse_config_url("https://github.com/acme"));
+    github::credentials creds;
+    creds.personal_access_token = "ghp_scripted";
+    github::actions_options ao;
+    ao.retry_base = 1ms;
+    auto ctx = std::make_shared<cap::scale_set_context>();
+    ctx->spec.ns = "arc";
+    ctx->spec.name = "linux";
+    ctx->spec.max_runners = 5;
+    ctx->spec.runner_image = "ghcr.io/actions/actions-runner:2.330.0";
+    ctx->kube = &kube;
+    ctx->pods = router->slice("linux");
+    ctx->github = github::actions_client::make(where, creds, io, ao);
+    ctx->metrics.set = [](const char*, int64_t) {};
+    ctx->metrics.add = [](const char*, int64_t) {};
+    ctx->metrics.observe = [](const char*, double) {};
+    ctx->metrics.actions_error = [](std::string_view) {};
+    provisioner = cap::spawn_runner_provisioner(sys, ctx, cap::scale_set_peers{});
+    sched.run();
+  }
+  void connect() {
+    ASSERT_TRUE(io.answer("POST", "/orgs/acme/actions/runners/registration-token", 201,
+                          R"({"token":"reg-token","expires_at":"2100-01-01T00:00:00Z"})"));
+    sched.run();
+    ASSERT_TRUE(io.answer("POST", "/actions/runner-registration", 200,
+                          std::string{R"({"url":"https://pipelines.test/tenant","token":")"} + admin_jwt + "\"}"));
+    sched.run();
+  }
+  size_t waiting(const std::string& method, const std::string& url_part) const {
+    size_t n = 0;
+    for (const auto& c : io.waiting())
+      n += c.request.method == method && c.request.url.find(url_part) != std::string::npos;
+    return n;
+  }
+  const http::http_request* find(const std::string& method, const std::string& url_part) const {
+    for (const auto& c : io.waiting())
+      if (c.request.method == method && c.request.url.find(url_part) != std::string::npos)
+        return &c.request;
+    return nullptr;
+  }
+
+  caf::actor_system sys;
+  caf::scheduler::test_coordinator& sched;
+  test_support::scripted_exchange io;
+  k8s::client kube;
+  std::shared_ptr<k8s::informer<k8s::pod>> pods;
+  std::shared_ptr<k8s::label_router<k8s::pod>> router;
+  cap::provisioner_actor provisioner;
+};
+
+TEST_F(provisioner_fixture, assigned_jobs_become_runners_within_the_capacity_each_a_jit_config_a_pod_and_its_secret) {
+  start();
+  caf::anon_send(provisioner, msg::set_max_capacity{2});
+  msg::scale_set_update u;
+  u.scale_set_id = 7;
+  u.stats.total_assigned_jobs = 3;  // three jobs, room advertised for two
+  caf::anon_send(provisioner, u);
+  sched.run();
+  connect();
+  ASSERT_EQ(waiting("POST", "/runnerscalesets/7/generatejitconfig"), 2u) << "two runners, not three";
+
+  // The first: its configuration, its pod, then the Secret with the configuration, owned by the pod.
+  ASSERT_TRUE(io.answer("POST", "/generatejitconfig", 200,
+                        R"({"runner":{"id":101,"name":"linux-runner-x"},"encodedJITConfig":"c2VjcmV0LWppdC1jb25maWc="})"));
+  sched.run();
+  const auto* pod = find("POST", "/namespaces/arc/pods");
+  ASSERT_NE(pod, nullptr);
+  EXPECT_EQ(pod->body.find("c2VjcmV0LWppdC1jb25maWc="), std::string::npos) << "the configuration is not in the pod";
+  simdjson::dom::parser p;
+  std::string_view pod_name;
+  ASSERT_EQ(p.parse(pod->body)["metadata"]["name"].get(pod_name), simdjson::SUCCESS);
+  const std::string name{pod_name};
+  ASSERT_TRUE(io.answer("POST", "/namespaces/arc/pods", 201, R"({"metadata":{"name":")" + name + R"(","uid":"u-runner"}})"));
+  sched.run();
+  const auto* secret = find("POST", "/namespaces/arc/secrets");
+  ASSERT_NE(secret, nullptr) << "the Secret follows its pod";
+  EXPECT_NE(secret->body.find("\"uid\":\"u-runner\""), std::string::npos) << "owned by the pod";
+  EXPECT_NE(secret->body.find("\"name\":\"" + name + "\""), std::string::npos);
+  ASSERT_TRUE(io.answer("POST", "/namespaces/arc/secrets", 201, "{}"));
+  sched.run();
+
+  // The second: the service could not give one (its retries too); asked again 5 s later.
+  while (io.answer("POST", "/generatejitconfig", 503, R"({"message":"unavailable"})"))
+    sched.run();
+  EXPECT_EQ(waiting("POST", "/generatejitconfig"), 0u);
+  sched.advance_time(4900ms);
+  sched.run();
+  EXPECT_EQ(waiting("POST", "/generatejitconfig"), 0u) << "not before 5 s";
+  sched.advance_time(100ms);
+  sched.run();
+  EXPECT_EQ(waiting("POST", "/generatejitconfig"), 1u) << "one runner still owed";
+}
+
+}  // namespace
