@@ -1,0 +1,123 @@
+// rollup (actors/bigfleet/rollup.cpp) under CAF's deterministic test_coordinator, with the API
+// server answered by hand (tests/unit/support/scripted_exchange.hpp) and the CapacityRequests on a
+// real informer: every rollupInterval on the injected clock, and at once when the session says the
+// stream opened, the cluster's whole demand goes to the session's outbox; then the Pending
+// CapacityRequests are acknowledged, at most ack_parallelism at a time, each once.
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <gtest/gtest.h>
+
+#include <map>
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/bigfleet/bigfleet.hpp"
+#include "adapters/k8s/client.hpp"
+#include "messages/type_ids.hpp"
+#include "unit/support/scripted_exchange.hpp"
+
+using namespace headroom;
+using namespace std::chrono_literals;
+namespace bf = actors::bigfleet;
+
+namespace {
+
+std::string cr(const std::string& ns, const std::string& name, const std::string& cpu, const std::string& phase) {
+  return R"({"apiVersion":"bigfleet.lucy.sh/v1alpha1","kind":"CapacityRequest","metadata":{"name":")" + name + R"(","namespace":")" + ns +
+         R"(","uid":"u-)" + ns + name + R"(","resourceVersion":"3"},"spec":{"resources":{"cpu":")" + cpu +
+         R"(","memory":"1Gi"},"priority":7,"reclamationPenalty":"500m"})" +
+         (phase.empty() ? std::string{} : R"(,"status":{"phase":")" + phase + R"("})") + "}";
+}
+
+struct rollup_fixture : ::testing::Test {
+  static caf::actor_system_config& make_cfg() {
+    static caf::actor_system_config cfg;
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    return cfg;
+  }
+  rollup_fixture()
+      : sys(make_cfg()),
+        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
+        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+  ~rollup_fixture() override {
+    caf::anon_send_exit(rollup, caf::exit_reason::kill);
+    caf::anon_send_exit(outbox, caf::exit_reason::kill);
+    sched.run();
+    deps.capacity_requests->stop();
+  }
+
+  void start() {
+    deps.client = &kube;
+    k8s::informer<k8s::unstructured>::options o;
+    o.kind = bf::kinds::capacity_requests;
+    deps.capacity_requests = k8s::informer<k8s::unstructured>::make(kube, o);
+    deps.capacity_requests->start();
+    ASSERT_TRUE(io.answer("GET", "/capacityrequests", 200,
+                          R"({"kind":"CapacityRequestList","metadata":{"resourceVersion":"9"},"items":[)" + cr("ml", "a", "2", "") + "," +
+                              cr("ml", "b", "2", "Pending") + "," + cr("web", "c", "1", "Acknowledged") + "]}"));
+    io.fire_timers();
+    outbox = sys.spawn(
+        [](caf::event_based_actor*, std::shared_ptr<std::vector<bf::outbox_rollup>> sent) -> caf::behavior {
+          return {[sent](bf::outbox_rollup& r) { sent->push_back(std::move(r)); }, [](bf::outbox_message&) {}};
+        },
+        rollups);
+    deps.outbox = caf::actor_cast<bf::shard_outbox>(outbox);
+    bf::operator_options opts;
+    opts.endpoint.cluster_id = "test-cluster";
+    opts.rollup_interval = 10s;
+    opts.ack_parallelism = 1;
+    rollup = bf::spawn_rollup(sys, deps, opts);
+    sched.run();
+  }
+  size_t acks_waiting() const {
+    size_t n = 0;
+    for (const auto& c : io.waiting())
+      n += c.request.method == "PATCH" && c.request.url.find("/status") != std::string::npos;
+    return n;
+  }
+  int64_t cpu_millis(const bf::outbox_rollup& r) const {
+    int64_t total = 0;
+    for (const auto& n : r.rollup.needs())
+      if (auto it = n.aggregate_resources().find("cpu"); it != n.aggregate_resources().end())
+        total += it->second.back() == 'm' ? std::stoll(it->second) : std::stoll(it->second) * 1000;
+    return total;
+  }
+
+  caf::actor_system sys;
+  caf::scheduler::test_coordinator& sched;
+  test_support::scripted_exchange io;
+  k8s::client kube;
+  bf::operator_deps deps;
+  std::shared_ptr<std::vector<bf::outbox_rollup>> rollups = std::make_shared<std::vector<bf::outbox_rollup>>();
+  caf::actor outbox;
+  bf::rollup_actor rollup;
+};
+
+TEST_F(rollup_fixture, the_whole_demand_goes_out_at_once_on_connect_and_every_interval_and_pending_crs_are_acked_once) {
+  start();
+  EXPECT_TRUE(rollups->empty()) << "nothing before the stream opens or the interval passes";
+  caf::anon_send(rollup, msg::rollup_atom_v);  // the session: the stream just opened
+  sched.run();
+  ASSERT_EQ(rollups->size(), 1u);
+  EXPECT_EQ(rollups->back().rollup.cluster_id(), "test-cluster");
+  EXPECT_EQ(cpu_millis(rollups->back()), 5000) << "every CapacityRequest, acknowledged or not";
+  ASSERT_EQ(acks_waiting(), 1u) << "the two Pending ones, one at a time";
+  for (const auto& c : io.waiting()) {
+    if (c.request.method == "PATCH") {
+      EXPECT_NE(c.request.body.find(R"("phase":"Acknowledged")"), std::string::npos) << c.request.body;
+    }
+  }
+  ASSERT_TRUE(io.answer("PATCH", "/status", 200, "{}"));
+  sched.run();
+  ASSERT_EQ(acks_waiting(), 1u) << "then the other";
+  sched.advance_time(10s);
+  sched.run();
+  ASSERT_EQ(rollups->size(), 2u) << "every rollupInterval";
+  EXPECT_EQ(acks_waiting(), 1u) << "a CR whose acknowledgement is in flight is not acknowledged twice";
+  ASSERT_TRUE(io.answer("PATCH", "/status", 200, "{}"));
+  sched.run();
+  EXPECT_EQ(acks_waiting(), 0u);
+}
+
+}  // namespace
