@@ -1,0 +1,133 @@
+// gate_controller (actors/gates/gate_controller.cpp) under CAF's deterministic test_coordinator,
+// with the API server answered by hand (tests/unit/support/scripted_exchange.hpp) and the Queue and
+// its gated pods on real informers: the pods that fit the Queue's room are ungated oldest first
+// with a patch that tests the pod's version and that the gate is headroom's, the rest wait, and a
+// reservation that passes its timeout on the injected clock frees its room for the next pod.
+#include <caf/all.hpp>
+#include <caf/scheduler/test_coordinator.hpp>
+#include <gtest/gtest.h>
+
+#include <memory>
+#include <string>
+#include <vector>
+
+#include "actors/gates/gates.hpp"
+#include "adapters/k8s/admission.hpp"
+#include "adapters/k8s/client.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/rfc3339.hpp"
+#include "unit/support/scripted_exchange.hpp"
+
+using namespace headroom;
+using namespace std::chrono_literals;
+namespace gates = actors::gates;
+
+namespace {
+
+struct gates_fixture : ::testing::Test {
+  static caf::actor_system_config& make_cfg() {
+    static caf::actor_system_config cfg;
+    cfg.set("scheduler.policy", caf::atom("testing"));
+    return cfg;
+  }
+  gates_fixture()
+      : sys(make_cfg()),
+        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
+        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+  ~gates_fixture() override {
+    caf::anon_send_exit(controller, caf::exit_reason::kill);
+    sched.run();
+    pods->stop();
+    queues->stop();
+  }
+
+  // A pod of queue ci asking for 2 CPUs, made `age_s` seconds before the test's start, opted in (as
+  // the webhook marks the pods it gates); gated unless `gated` is false (then `ungated_at`, RFC 3339,
+  // is when headroom ungated it).
+  std::string pod(const std::string& name, int age_s, bool gated, const std::string& ungated_at = "") {
+    const double now = runtime::actor_system_clock{sys.clock()}.wall_seconds();
+    return R"({"metadata":{"name":")" + name + R"(","namespace":"ci","uid":"u-)" + name + R"(","resourceVersion":"rv-)" + name +
+           R"(","creationTimestamp":")" + runtime::format_rfc3339(now - age_s, 0) + R"(","labels":{"headroom.dev/queue":"ci"},)" +
+           R"("annotations":{"headroom.dev/queue-allocation-gate":"true")" + (ungated_at.empty() ? "" : R"(,"headroom.dev/ungated-at":")" + ungated_at + "\"") +
+           R"(}},"spec":{)" + (gated ? R"("schedulingGates":[{"name":"headroom.dev/queue-allocation-gate"}],)" : "") +
+           R"("containers":[{"name":"c","resources":{"requests":{"cpu":"2"}}}]},"status":{"phase":"Pending"}})";
+  }
+
+  void start() {
+    k8s::informer<k8s::pod>::options po;
+    po.kind = k8s::kinds::pods;
+    po.label_selector = std::string{k8s::admission::queue_label};
+    pods = k8s::informer<k8s::pod>::make(kube, po);
+    pods->add_index(std::string{gates::queue_index}, [](const k8s::pod& p) {
+      const auto* q = p.meta.label(k8s::admission::queue_label);
+      return q ? std::vector<std::string>{*q} : std::vector<std::string>{};
+    });
+    k8s::informer<k8s::unstructured>::options qo;
+    qo.kind = {"headroom.dev", "v1alpha1", "queues", false};
+    queues = k8s::informer<k8s::unstructured>::make(kube, qo);
+    pods->start();
+    queues->start();
+    ASSERT_TRUE(io.answer("GET", "/api/v1/pods", 200,
+                          R"({"kind":"PodList","metadata":{"resourceVersion":"9"},"items":[)" + pod("p1", 30, true) + "," +
+                              pod("p2", 20, true) + "," + pod("p3", 10, true) + "]}"));
+    ASSERT_TRUE(io.answer("GET", "/queues", 200,
+                          R"({"kind":"QueueList","metadata":{"resourceVersion":"9"},"items":[{"apiVersion":"headroom.dev/v1alpha1",)"
+                          R"("kind":"Queue","metadata":{"name":"ci","uid":"u-q","resourceVersion":"1","generation":1},)"
+                          R"("spec":{"capacity":{"cpu":"4"},"reservationTimeout":"2m"}}]})"));
+    io.fire_timers();
+    auto ctx = std::make_shared<gates::controller_context>();
+    ctx->kube = &kube;
+    ctx->pods = pods;
+    ctx->queues = queues;
+    ctx->resync_interval = 30s;
+    auto* clock = &sys.clock();
+    ctx->wall_clock = [clock] { return runtime::actor_system_clock{*clock}.wall(); };
+    controller = gates::spawn_gate_controller(sys, ctx);
+    sched.run();
+  }
+  std::vector<std::string> ungates() const {
+    std::vector<std::string> out;
+    for (const auto& c : io.waiting())
+      if (c.request.method == "PATCH" && c.request.body.find(R"("op":"remove","path":"/spec/schedulingGates/0")") != std::string::npos)
+        out.push_back(c.request.url.substr(c.request.url.rfind('/') + 1));
+    return out;
+  }
+
+  caf::actor_system sys;
+  caf::scheduler::test_coordinator& sched;
+  test_support::scripted_exchange io;
+  k8s::client kube;
+  std::shared_ptr<k8s::informer<k8s::pod>> pods;
+  std::shared_ptr<k8s::informer<k8s::unstructured>> queues;
+  gates::gate_controller_actor controller;
+};
+
+TEST_F(gates_fixture, the_oldest_pods_that_fit_are_ungated_and_an_expired_reservation_frees_the_room) {
+  start();
+  const auto first = ungates();
+  ASSERT_EQ(first, (std::vector<std::string>{"p1", "p2"})) << "4 CPUs of room: the two oldest";
+  for (const auto& c : io.waiting())
+    if (c.request.url.ends_with("/pods/p1") && c.request.method == "PATCH") {
+      EXPECT_NE(c.request.body.find(R"({"op":"test","path":"/metadata/resourceVersion","value":"rv-p1"})"), std::string::npos)
+          << c.request.body;
+      EXPECT_NE(c.request.body.find(R"({"op":"test","path":"/spec/schedulingGates/0/name","value":"headroom.dev/queue-allocation-gate"})"),
+                std::string::npos);
+    }
+  // Both ungated (the informer shows them so), neither scheduled yet: they hold the room.
+  const auto at = runtime::format_rfc3339(runtime::actor_system_clock{sys.clock()}.wall_seconds(), 3);
+  for (const auto& name : first) {
+    ASSERT_TRUE(io.answer("PATCH", "/pods/" + name, 200, pod(name, 0, false, at)));
+    ASSERT_TRUE(io.stream("/api/v1/pods?", std::string{R"({"type":"MODIFIED","object":)"} + pod(name, 30, false, at) + "}\n"));
+  }
+  sched.run();
+  EXPECT_TRUE(ungates().empty()) << "p3 waits: the queue is full";
+  sched.advance_time(119s);
+  sched.run();
+  EXPECT_TRUE(ungates().empty()) << "the reservations hold for 2 minutes";
+  sched.advance_time(1s + 60ms);  // the expiry timer wakes 50 ms after the expiry
+  sched.run();
+  EXPECT_EQ(ungates(), (std::vector<std::string>{"p3"})) << "expired reservations no longer hold the room";
+}
+
+}  // namespace
