@@ -35,10 +35,10 @@ struct scale_set_update {
   std::vector<job_transition> jobs;
 };
 
-/// listener_session → capacity_monitor: the session it holds (an empty id: none, it deleted it),
-/// again after each message it has handled; capacity_monitor → a restarted listener_session,
-/// answering session_atom: the session its predecessor held and did not delete. A listener that
-/// crashed leaves its session in the service, which would refuse its successor's (409) until it
+/// The session a listener_session holds (an empty id: none, it deleted it), written to its
+/// session_memo as it opens and after each message it has handled, and read by a restarted
+/// listener_session: the session its predecessor held and did not delete. Not a message. A
+/// listener that crashed leaves its session in the service, which would refuse its successor's (409) until it
 /// expires, for minutes; the successor adopts it (a session refresh gives it a token of its own),
 /// so the messages still queued in it are not lost, and goes on after `last_message_id`, so a
 /// message the predecessor handled and could not ack is not handled twice. Only the id travels,
@@ -49,10 +49,6 @@ struct session_held {
   int64_t last_message_id = 0;  // the newest message handled in this session
 };
 
-template <class Inspector>
-typename Inspector::result_type inspect(Inspector& f, session_held& x) {
-  return f(caf::meta::type_name("session_held"), x.scale_set_id, x.session_id, x.last_message_id);
-}
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, scale_set_statistics& x) {

@@ -36,7 +36,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::id_block::headroom_runtime::end)
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::k8s_event))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::metric_subscription))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::metric_samples))
-  CAF_ADD_TYPE_ID(headroom, (headroom::msg::session_held))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::capacity_view))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::session_view))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::burst_need))
@@ -51,9 +50,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::id_block::headroom_runtime::end)
   /// A (re)started scale_set_status → capacity_monitor, listener_session: send me your view now
   /// (msg::capacity_view, msg::session_view), not at your next change.
   CAF_ADD_ATOM(headroom, headroom::msg, view_atom, "view")
-  /// A (re)started listener_session → capacity_monitor: send me msg::session_held (the session
-  /// my predecessor left, if any).
-  CAF_ADD_ATOM(headroom, headroom::msg, session_atom, "session")
   /// A (re)started burst_budget → capacity_monitor: send me msg::burst_need now.
   CAF_ADD_ATOM(headroom, headroom::msg, burst_atom, "burst")
 

@@ -240,8 +240,6 @@ using monitor_actor = caf::typed_actor<
     caf::reacts_to<msg::scale_set_update>,  // listener_session: statistics and assigned jobs
     caf::reacts_to<msg::capacity_atom>,     // → msg::set_max_capacity (a capacity_sink asks)
     caf::reacts_to<msg::capacity_polled>,   // listener_session: a poll started carrying a value
-    caf::reacts_to<msg::session_held>,      // listener_session: its session, kept for a successor
-    caf::reacts_to<msg::session_atom>,      // → msg::session_held (a restarted listener asks)
     caf::reacts_to<msg::view_atom>,         // → msg::capacity_view (a restarted scale_set_status asks)
     caf::reacts_to<msg::burst_atom>,        // → msg::burst_need (a restarted burst_budget asks)
     caf::reacts_to<msg::burst_share>,       // burst_budget: this scale set's share

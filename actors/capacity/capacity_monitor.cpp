@@ -370,12 +370,6 @@ monitor_impl::behavior_type monitor_behavior(monitor_self* self, context_ptr ctx
       [self](msg::buffer_wakeup w) { on_wakeup(self, w); },
       [self](msg::tick_atom, uint64_t what) { on_tick(self, what); },
       [self](const msg::scale_set_update& u) { on_scale_set_update(self, u); },
-      [self](msg::session_held& h) {  // the listener's session, kept for its successor
-        self->state.listener_session = std::move(h);
-      },
-      [self](msg::session_atom) {  // a restarted listener: the session its predecessor left
-        self->send(caf::actor_cast<listener_actor>(self->current_sender()), self->state.listener_session);
-      },
       [self](msg::capacity_atom) {  // a (re)started peer asks for the newest capacity
         auto& s = self->state;
         if (s.last_published >= 0)

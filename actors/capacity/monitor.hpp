@@ -90,11 +90,6 @@ struct monitor_state {
   std::set<std::string> started;
   // Newly assigned jobs that no pair has been consumed by or handed to yet (when each was seen).
   std::deque<caf::actor_clock::time_point> owed;
-  // The session the scale set's listener holds (msg::session_held), and the newest message it
-  // handled there: a listener that crashes leaves the session in the service, and its successor
-  // adopts it. Lost if this monitor restarts too; the successor then waits for the service to
-  // expire it (409s).
-  msg::session_held listener_session;
   int64_t assigned_seen = 0;
   bool assigned_known = false;
   int64_t last_published = -1;

@@ -17,8 +17,8 @@ void on_closed(listener_self* self, const actions_reply& r) {
     runtime::log::warn(actor_name, "could not delete the session on shutdown", {{"error", r.error->describe()}});
   else
     runtime::log::info(actor_name, "session deleted", {{"scale_set", s.opts.scale_set_id}});
-  if (s.peers.capacity && !r.error)
-    self->send(s.peers.capacity, msg::session_held{s.opts.scale_set_id, {}});
+  if (!r.error)
+    remember(self, msg::session_held{s.opts.scale_set_id, {}});
   self->quit(s.stop_reason);
 }
 

@@ -112,10 +112,6 @@ void open_session(listener_self* self) {
   st.session.reset();
   st.last_message_id = 0;
   st.handling.reset();
-  if (st.asking) {
-    st.open_wanted = true;
-    return;
-  }
   if (!st.stale.session_id.empty() && st.stale.scale_set_id == st.opts.scale_set_id) {
     adopt_stale_session(self);  // its answer polls it, or deletes it and opens ours
     return;
@@ -222,8 +218,8 @@ msg::scale_set_statistics statistics_of(const github::statistics& s) {
                                    s.total_idle_runners};
 }
 
-// A message's jobs were acquired: tell the provisioner and the monitor (which keeps the newest
-// message handled for a successor), then ack it; its answer polls again.
+// A message's jobs were acquired: remember it as the newest handled (for a successor), tell the
+// provisioner, then ack it; its answer polls again.
 void finish_message(listener_self* self) {
   auto& st = self->state;
   if (!st.handling)
@@ -251,22 +247,21 @@ void finish_message(listener_self* self) {
       st.opts.job(t);
     u.jobs.push_back(std::move(t));
   }
-  if (st.peers.capacity && st.session)  // a successor goes on after this message
-    self->send(st.peers.capacity, msg::session_held{st.opts.scale_set_id, st.session->get().session_id, st.last_message_id});
+  if (st.session)  // a successor goes on after this message
+    remember(self, msg::session_held{st.opts.scale_set_id, st.session->get().session_id, st.last_message_id});
   publish(self, u);
   st.client->delete_message(st.session, st.last_message_id,
                             reply_to<github::done>(self, reply_op::ack, [](actions_reply&, github::done) {}));
 }
 
-// The session is ours (created or adopted): the monitor keeps it for a successor, should this
-// actor crash; the provisioner gets its statistics; polling starts.
+// The session is ours (created or adopted): remembered for a successor, should this actor crash;
+// the provisioner gets its statistics; polling starts.
 void session_ready(listener_self* self, const char* what) {
   auto& st = self->state;
   const auto session = st.session->get();
   service_answered(self);
   tell_session(self, "Open");
-  if (st.peers.capacity)
-    self->send(st.peers.capacity, msg::session_held{st.opts.scale_set_id, session.session_id, st.last_message_id});
+  remember(self, msg::session_held{st.opts.scale_set_id, session.session_id, st.last_message_id});
   runtime::log::info(actor_name, what,
                      {{"scale_set", st.opts.scale_set_id}, {"session", session.session_id},
                       {"assigned_jobs", session.stats.total_assigned_jobs}});
@@ -326,18 +321,18 @@ void on_capacity(listener_self* self, msg::set_max_capacity m) {
   }
 }
 
-// The monitor's answer: a session left behind, or none.
-void on_session_held(listener_self* self, msg::session_held& h) {
+void remember(listener_self* self, msg::session_held held) {
+  if (self->state.opts.memo)
+    self->state.opts.memo->set(std::move(held));
+}
+
+// At start: the session a crashed predecessor left (and did not delete), to adopt.
+void recall_session(listener_self* self) {
   auto& s = self->state;
-  const bool waiting = s.asking && s.open_wanted;
-  s.asking = false;
-  if (!h.session_id.empty() && !s.stopping && !(s.session && s.session->get().session_id == h.session_id)) {
-    s.stale = std::move(h);
-    if (s.creating && s.stale.scale_set_id == s.opts.scale_set_id)
-      delete_stale_session(self);  // the create in flight meets 409s until this is gone
-  }
-  if (waiting)
-    open_session(self);
+  if (!s.opts.memo)
+    return;
+  if (auto held = s.opts.memo->get(); !held.session_id.empty())
+    s.stale = std::move(held);
 }
 
 // A backoff ended (or, stopping, the session delete was not answered in time).
@@ -365,12 +360,9 @@ listener_impl::behavior_type listener_behavior(listener_self* self, std::shared_
   st.peers = std::move(peers);
   st.opts = std::move(opts);
   st.desired = std::max<int64_t>(0, st.opts.initial_capacity);
-  if (st.peers.capacity) {  // a restarted listener starts from the monitor's newest value
+  if (st.peers.capacity)  // a restarted listener starts from the monitor's newest value
     self->send(st.peers.capacity, msg::capacity_atom_v);
-    self->send(st.peers.capacity, msg::session_atom_v);  // and deletes a session left behind
-    st.asking = true;
-    self->delayed_send(self, std::chrono::seconds(1), msg::session_atom_v);  // the monitor may be down
-  }
+  recall_session(self);  // and adopts (or deletes) the session a crashed predecessor left
   // Stopping: the session is deleted (the service would otherwise hold it until it expires and a
   // successor would meet 409s), and the actor quits once that is answered or after 3 s.
   self->set_exit_handler([self](caf::exit_msg& m) { on_exit(self, m); });
@@ -380,15 +372,6 @@ listener_impl::behavior_type listener_behavior(listener_self* self, std::shared_
     open_session(self);
   return {
       [self](msg::set_max_capacity m) { on_capacity(self, m); },
-      [self](msg::session_held& h) { on_session_held(self, h); },
-      [self](msg::session_atom) {  // no answer from the monitor within 1 s: go on without one
-        auto& s = self->state;
-        if (!s.asking)
-          return;
-        s.asking = false;
-        if (s.open_wanted)
-          open_session(self);
-      },
       [self](msg::view_atom) {  // a restarted scale_set_status: the session's state as last told
         const auto& s = self->state;
         if (!s.told_state.empty())

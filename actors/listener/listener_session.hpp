@@ -2,8 +2,9 @@
 
 // listener_session: one per scale set. Owns the Actions Service message session (create; a 409
 // is retried a bounded number of times by the client; a 404 gets a new session; deleted on
-// shutdown; a session a crashed predecessor left is adopted, see msg::session_held), the long-poll loop with X-ScaleSetMaxCapacity, acks and job acquisition; forwards
-// statistics and job transitions to the runner provisioner.
+// shutdown; a session a crashed predecessor left is adopted, see session_memo), the long-poll loop
+// with X-ScaleSetMaxCapacity, acks and job acquisition; forwards statistics and job transitions to
+// the runner provisioner.
 //
 // Capacity arrives from the capacity monitor as msg::set_max_capacity (only the newest value
 // matters; a repeat is ignored). When it differs from the value the in-flight poll carried, the
@@ -25,8 +26,16 @@
 #include "messages/capacity.hpp"
 #include "messages/listener.hpp"
 #include "messages/type_ids.hpp"
+#include "runtime/memo.hpp"
 
 namespace headroom::actors {
+
+// What the listener keeps across its own restarts: the session it holds and the newest message it
+// handled (an empty session id: none; it deleted it). An incarnation writes it as they change; the
+// next one reads it as it starts and adopts the session a crashed predecessor left (its queued job
+// messages are then not lost), or deletes it (the service would answer 409 until it expired). The
+// wiring makes one per scale set (runtime/memo.hpp).
+using session_memo = runtime::memo<msg::session_held>;
 
 struct listener_options {
   // The scale set: by id, or (id 0) by name in a runner group, created with `labels` (and its name
@@ -49,6 +58,8 @@ struct listener_options {
   // unacked message comes again, a re-delivered one is acked and not handled), not downstream,
   // where a relay drops what arrives while its actor restarts.
   std::function<void(const msg::job_transition&)> job;
+  // May be null: a crashed listener's session is then left to expire.
+  std::shared_ptr<session_memo> memo;
 };
 
 // ---- the contracts --------------------------------------------------------------------------------
@@ -62,17 +73,14 @@ using update_sink = caf::typed_actor<caf::reacts_to<msg::scale_set_update>>;
 using capacity_sink = caf::typed_actor<caf::reacts_to<msg::set_max_capacity>>;
 // scale_set_status's part: the session's state when it changes and when a poll starts.
 using session_view_sink = caf::typed_actor<caf::reacts_to<msg::session_view>>;
-// The capacity monitor's part: asked for the newest capacity (capacity_atom) and the session a
-// predecessor left (session_atom, answered with msg::session_held) when the listener starts; told
-// msg::capacity_polled each time a poll starts, and msg::session_held when the session changes.
-using capacity_source = caf::typed_actor<caf::reacts_to<msg::capacity_atom>, caf::reacts_to<msg::session_atom>,
-                                         caf::reacts_to<msg::session_held>, caf::reacts_to<msg::capacity_polled>>;
+// The capacity monitor's part: asked for the newest capacity (capacity_atom) when the listener
+// starts, and told msg::capacity_polled each time a poll starts.
+using capacity_source = caf::typed_actor<caf::reacts_to<msg::capacity_atom>, caf::reacts_to<msg::capacity_polled>>;
 
-// The listener itself: the newest capacity, the monitor's answer to session_atom, and a
-// (re)started peer's view_atom (answered with msg::session_view) or update_atom (answered with
-// msg::scale_set_update).
-using listener_actor = caf::typed_actor<caf::reacts_to<msg::set_max_capacity>, caf::reacts_to<msg::session_held>,
-                                        caf::reacts_to<msg::view_atom>, caf::reacts_to<msg::update_atom>>;
+// The listener itself: the newest capacity, and a (re)started peer's view_atom (answered with
+// msg::session_view) or update_atom (answered with msg::scale_set_update).
+using listener_actor = caf::typed_actor<caf::reacts_to<msg::set_max_capacity>, caf::reacts_to<msg::view_atom>,
+                                        caf::reacts_to<msg::update_atom>>;
 
 // Whom the listener talks to (relays or plain actors; any may be invalid).
 struct listener_peers {

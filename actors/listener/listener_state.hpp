@@ -45,22 +45,19 @@ struct listener_state {
   int64_t before_message_id = 0;  // last_message_id before the message being handled
   // The message being handled: its jobs acquired, then its transitions forwarded, then acked.
   // Acked last, so a crash before the forward leaves it in the session for the successor, and
-  // one after it is skipped there by the newest message id (msg::session_held): once, either way.
+  // one after it is skipped there by the newest message id (session_memo): once, either way.
   std::optional<github::session_message> handling;
   std::optional<msg::scale_set_statistics> stats;   // the latest, for update_atom
   std::chrono::milliseconds backoff{0};
   bool stopping = false;
   caf::error stop_reason;
-  // A session a crashed predecessor left in the service (from the monitor, msg::session_held):
+  // A session a crashed predecessor left in the service (from the session_memo):
   // adopted (refreshed for a token of this listener's), so the job messages still queued in it
   // are not lost; deleted instead when it cannot be adopted, or the service would answer 409
   // until it expires. `creating`: a create is in flight (then the stale one is deleted at once,
   // and the client's next conflict retry succeeds).
   msg::session_held stale;
   bool creating = false;
-  // Asked the monitor for a session left behind, not answered yet (up to 1 s): the first create
-  // waits for the answer (`open_wanted`), since a create that meets the stale session waits 30 s.
-  bool asking = false, open_wanted = false;
   static inline const char* name = "headroom.listener_session";
   // An actor that crashed (or was killed) runs no exit handler: its poll would stay held at the
   // service beside its successor's, on the session the successor adopts, until the hold ends.
@@ -70,11 +67,9 @@ struct listener_state {
   }
 };
 
-// The listener's own messages: the monitor's silence (session_atom to itself, after 1 s), its
-// timers (a retry: generation; a cancelled poll's deadline: generation, poll; the reorder window:
-// generation, poll, 1) and the Actions Service's answers.
-using listener_impl = listener_actor::extend<caf::reacts_to<msg::session_atom>,
-                                             caf::reacts_to<msg::tick_atom, uint64_t, uint64_t, uint64_t>,
+// The listener's own messages: its timers (a retry: generation; a cancelled poll's deadline:
+// generation, poll; the reorder window: generation, poll, 1) and the Actions Service's answers.
+using listener_impl = listener_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t, uint64_t, uint64_t>,
                                              caf::reacts_to<msg::tick_atom, uint64_t, uint64_t>,
                                              caf::reacts_to<msg::tick_atom, uint64_t>, caf::reacts_to<actions_reply>>;
 using listener_self = listener_impl::stateful_base<listener_state>;
@@ -109,6 +104,8 @@ void tell_session(listener_self* self, std::string state, std::string message = 
 void session_ready(listener_self* self, const char* what);
 void handle_message(listener_self* self);
 void finish_message(listener_self* self);
+// Writes the session this listener holds (and the newest message handled) to its session_memo.
+void remember(listener_self* self, msg::session_held held);
 
 // listener_replies.cpp: an Actions Service answer, by operation.
 void on_reply(listener_self* self, actions_reply& r);

@@ -398,7 +398,9 @@ runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_
   runtime::child_spec listener;
   listener.name = "listener_session";
   listener.relay = runtime::untyped(peers.listener);
-  listener.start = [ctx, peers](caf::actor_system& s) {
+  // The session the listener holds, kept across its restarts (runtime/memo.hpp).
+  auto memo = std::make_shared<actors::session_memo>();
+  listener.start = [ctx, peers, memo](caf::actor_system& s) {
     listener_options o;
     o.scale_set_name = ctx->spec.name;
     o.runner_group = ctx->spec.runner_group;
@@ -407,6 +409,7 @@ runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_
     o.repoll_on_change = ctx->spec.repoll_on_change;
     o.failed = ctx->metrics.actions_error;
     o.job = ctx->metrics.job;
+    o.memo = memo;
     // Until the monitor answers: nothing confirmed yet, or maxRunners when capacity-unaware.
     o.initial_capacity = ctx->spec.capacity_aware ? 0 : ctx->spec.max_runners;
     return runtime::untyped(spawn_listener_session(

@@ -223,7 +223,6 @@ struct monitor_log {
   std::mutex m;
   int asked = 0;                  // capacity_atom questions
   std::vector<int64_t> polled;    // capacity_polled values, in order
-  msg::session_held held;         // the listener's session, as a monitor keeps it
   std::vector<int64_t> polled_copy() {
     std::lock_guard lock(m);
     return polled;
@@ -245,14 +244,6 @@ actors::capacity_source spawn_monitor(caf::actor_system& sys, std::shared_ptr<mo
             [log](msg::capacity_polled p) {
               std::lock_guard lock(log->m);
               log->polled.push_back(p.capacity);
-            },
-            [log](msg::session_held& h) {
-              std::lock_guard lock(log->m);
-              log->held = std::move(h);
-            },
-            [self, log](msg::session_atom) {
-              std::lock_guard lock(log->m);
-              self->send(caf::actor_cast<actors::listener_actor>(self->current_sender()), log->held);
             },
         };
       },
@@ -365,7 +356,7 @@ TEST(listener_session, a_storm_of_capacity_changes_each_ends_in_one_poll_carryin
 }
 
 // A listener killed (a crash: no session delete) leaves its session in the service; its successor
-// learns of it from the monitor and adopts it, instead of meeting 409s until the service expires
+// learns of it from the session memo and adopts it, instead of meeting 409s until the service expires
 // it (minutes; the chaos suite saw the burst stall 150 s) or deleting it, which lost the job
 // messages queued in it (the chaos suite counted 5 job starts of 6). Here a job starts and
 // completes while no listener runs: both transitions reach the successor. A session that cannot
@@ -396,10 +387,9 @@ TEST(listener_session, a_restarted_listener_adopts_the_session_its_crashed_prede
         out.push_back(t.type);
     return out;
   };
-  auto held = [&] {
-    std::lock_guard lock(log->m);
-    return log->held;
-  };
+  // The listener's memory across its restarts, as the wiring keeps one per scale set.
+  o.memo = std::make_shared<actors::session_memo>();
+  auto held = [&] { return o.memo->get(); };
   auto first = actors::spawn_listener_session(*e.sys, c, actors::listener_peers{{prov}, monitor}, o);
   auto sessions = [&] {
     simdjson::dom::parser p;
@@ -417,7 +407,7 @@ TEST(listener_session, a_restarted_listener_adopts_the_session_its_crashed_prede
   ASSERT_TRUE(eventually([&] { return job_state(e, id) == "acquired" && updates->last_assigned() == 1; }, 10s))
       << job_state(e, id);
   const std::string old_id = held().session_id;
-  ASSERT_FALSE(old_id.empty()) << "the listener tells the monitor which session it holds";
+  ASSERT_FALSE(old_id.empty()) << "the listener remembers which session it holds";
   ASSERT_TRUE(eventually([&] { return held().last_message_id > 0; }, 5s)) << "and the newest message it handled";
   const int64_t handled = held().last_message_id;
   ASSERT_EQ(sessions(), std::vector<std::string>{old_id});
@@ -461,7 +451,7 @@ TEST(listener_session, a_restarted_listener_adopts_the_session_its_crashed_prede
     EXPECT_EQ(first_last, handled) << "the successor goes on after the predecessor's newest message";
   }
   EXPECT_EQ(requests(e, "acquire_jobs"), acquires) << "nothing acquired twice";
-  EXPECT_TRUE(eventually([&] { return held().last_message_id > handled; }, 5s)) << "the monitor keeps the successor's progress";
+  EXPECT_TRUE(eventually([&] { return held().last_message_id > handled; }, 5s)) << "the memo keeps the successor's progress";
 
   // Killed again, and its session expires before the next successor starts: adopting it meets a
   // 404, and a new session is opened at once.

@@ -70,7 +70,7 @@ struct monitor_fixture : ::testing::Test {
     listener = sys.spawn(
         [](caf::event_based_actor*, std::shared_ptr<std::vector<int64_t>> told) -> caf::behavior {
           return {[told](const msg::set_max_capacity& m) { told->push_back(m.capacity); }, [](msg::update_atom) {},
-                  [](msg::session_held&) {}, [](msg::view_atom) {}};
+                  [](msg::view_atom) {}};
         },
         advertised);
     cap::scale_set_peers peers;

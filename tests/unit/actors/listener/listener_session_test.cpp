@@ -46,8 +46,7 @@ struct listener_fixture : ::testing::Test {
     sched.run();
   }
 
-  // A stand-in capacity monitor: answers capacity_atom with `capacity` and session_atom with no
-  // session left behind.
+  // A stand-in capacity monitor: answers capacity_atom with `capacity`.
   void start(int64_t capacity) {
     monitor = sys.spawn(
         [](actors::capacity_source::pointer self, std::shared_ptr<monitor_log> log,
@@ -57,10 +56,6 @@ struct listener_fixture : ::testing::Test {
                 ++log->asked;
                 self->send(caf::actor_cast<actors::capacity_sink>(self->current_sender()), msg::set_max_capacity{capacity});
               },
-              [self](msg::session_atom) {
-                self->send(caf::actor_cast<actors::listener_actor>(self->current_sender()), msg::session_held{});
-              },
-              [](msg::session_held&) {},
               [log](msg::capacity_polled p) { log->polled.push_back(p.capacity); },
           };
         },
