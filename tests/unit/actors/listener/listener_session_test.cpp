@@ -69,6 +69,7 @@ struct listener_fixture : ::testing::Test {
     actors::listener_options lo;
     lo.scale_set_id = 7;
     lo.owner = "headroom-0";
+    lo.memo = memo;
     listener = actors::spawn_listener_session(sys, client, actors::listener_peers{{}, monitor, {}}, lo);
     sched.run();
   }
@@ -112,6 +113,7 @@ struct listener_fixture : ::testing::Test {
   test_support::scripted_exchange io;
   std::shared_ptr<github::actions_client> client;
   std::shared_ptr<monitor_log> log = std::make_shared<monitor_log>();
+  std::shared_ptr<actors::session_memo> memo = std::make_shared<actors::session_memo>();
   actors::capacity_source monitor;
   actors::listener_actor listener;
 };
@@ -163,6 +165,23 @@ TEST_F(listener_fixture, a_failed_session_create_is_retried_after_the_backoff_on
   ASSERT_TRUE(io.answer("POST", "/_apis/runtime/runnerscalesets/7/sessions", 200, session_json));
   sched.run();
   EXPECT_EQ(polled_capacity(), 1) << "the session opened and the poll carries the monitor's value";
+}
+
+TEST_F(listener_fixture, a_restarted_listener_adopts_the_session_its_predecessor_left_and_goes_on_after_its_last_message) {
+  // What a crashed predecessor left in the memo: its session, and the newest message it handled.
+  memo->set(msg::session_held{7, "s-1", 41});
+  start(1);
+  connect();
+  EXPECT_EQ(io.answer("POST", "/_apis/runtime/runnerscalesets/7/sessions", 200, session_json), false)
+      << "no new session: " << waiting();
+  ASSERT_TRUE(io.answer("PATCH", "/_apis/runtime/runnerscalesets/7/sessions/s-1", 200, session_json)) << waiting();
+  sched.run();
+  ASSERT_EQ(polled_capacity(), 1) << waiting();
+  bool after_41 = false;
+  for (const auto& c : io.waiting())
+    after_41 = after_41 || c.request.url.find("lastMessageId=41") != std::string::npos;
+  EXPECT_TRUE(after_41) << "a message the predecessor handled is not handled twice: " << waiting();
+  EXPECT_EQ(memo->get().session_id, "s-1") << "the adopted session is remembered for the next";
 }
 
 }  // namespace
