@@ -106,27 +106,3 @@ struct queued_jobs {
 };
 
 }  // namespace headroom::msg
-
-namespace headroom::msg {
-
-/// A runner's JIT configuration came back (runner_provisioner). `jit` is a secret: registered with
-/// the secret registry by the decoder, never logged.
-struct jit_reply {
-  std::string name;
-  int64_t runner_id = 0;
-  std::string jit;
-  std::string error;  // "" = ok
-};
-
-}  // namespace headroom::msg
-
-namespace headroom::msg {
-
-/// health_check's own GitHub lookups: what GitHub says of a runner pod's runner; and the end of
-/// one of its removals ("removal_done"), so a removal in flight is never issued twice.
-struct runner_status {
-  std::string pod;
-  std::string status;  // online-busy | online-idle | offline | absent | "" (lookup failed) | removal_done
-};
-
-}  // namespace headroom::msg

@@ -30,6 +30,23 @@ namespace headroom::actors::capacity {
 
 namespace {
 
+// The health check's own GitHub lookups, its answers to itself: what GitHub says of a runner
+// pod's runner, and the end of one of its removals ("removal_done"), so a removal in flight is
+// never issued twice. Local: never leaves the process.
+struct runner_status {
+  std::string pod;
+  std::string status;  // online-busy | online-idle | offline | absent | "" (lookup failed) | removal_done
+};
+
+}  // namespace
+}  // namespace headroom::actors::capacity
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::runner_status)
+
+namespace headroom::actors::capacity {
+
+namespace {
+
 constexpr std::string_view actor_name = "health_check";
 using clock_type = caf::actor_clock;  // the actor system's clock: tests drive it
 
@@ -42,7 +59,7 @@ struct health_state {
 };
 
 // Its timer (0: check), and what GitHub says of a runner pod's runner.
-using health_impl = health_check_actor;
+using health_impl = health_check_actor::extend<caf::reacts_to<runner_status>>;
 using health_self = health_impl::stateful_base<health_state>;
 
 // Pod ages come from creationTimestamp, a wall-clock time, so the checks count in wall-clock ms.
@@ -99,7 +116,7 @@ void replace(health_self* self, const k8s::pod& p, const char* check, bool force
         o.grace_period_seconds = 0;
       kube->remove(k8s::kinds::pods, ns, name, o, [](k8s::api_result) {});
     }
-    caf::anon_send(me, msg::runner_status{name, "removal_done"});  // the pod leaves acting_on
+    caf::anon_send(me, runner_status{name, "removal_done"});  // the pod leaves acting_on
   };
   if (id == 0) {
     finish(true);
@@ -165,7 +182,7 @@ void check(health_self* self) {
       continue;
     caf::actor me = caf::actor_cast<caf::actor>(self);
     st.ctx->github->get_runner(id, [me, pod = p->meta.name](github::actions_result<github::runner_ref> res) {
-      msg::runner_status out;
+      runner_status out;
       out.pod = pod;
       if (auto* e = std::get_if<github::actions_error>(&res))
         out.status = e->what == github::actions_error::kind::runner_not_found ? "absent" : "";
@@ -193,7 +210,7 @@ health_impl::behavior_type health_behavior(health_self* self, context_ptr ctx) {
           self->delayed_send(self, self->state.ctx->spec.health_check.interval, msg::tick_atom_v, uint64_t{0});
         }
       },
-      [self](msg::runner_status& r) {  // what GitHub says of a runner pod's runner
+      [self](runner_status& r) {  // what GitHub says of a runner pod's runner
         auto& s = self->state;
         if (r.status == "removal_done") {  // a replace() finished, whatever its outcome: the next tick may act again
           s.acting_on.erase(r.pod);

@@ -38,6 +38,15 @@ struct idle_runner_removed {
 };
 
 // A runner pod's delete, answered: done (deleted, or not there) or failed (tried again).
+// A runner's JIT configuration came back (its own call's answer). `jit` is a secret: registered
+// with the secret registry by the decoder, never logged.
+struct jit_reply {
+  std::string name;
+  int64_t runner_id = 0;
+  std::string jit;
+  std::string error;  // "" = ok
+};
+
 struct runner_pod_deleted {
   std::string name;
   bool done = false;
@@ -49,6 +58,7 @@ struct runner_pod_deleted {
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::provisioner::runner_list)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::provisioner::idle_runner_removed)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::provisioner::runner_pod_deleted)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::provisioner::jit_reply)
 
 namespace headroom::actors::capacity::provisioner {
 
@@ -102,7 +112,7 @@ struct provisioner_state {
 // The provisioner's own messages: its informer feed's wake-up, JIT configurations, the API server's
 // answers, its timers (reconcile_tick, sweep_tick) and what its GitHub calls found.
 using provisioner_impl =
-    provisioner_actor::extend<caf::reacts_to<msg::buffer_wakeup>, caf::reacts_to<msg::jit_reply>, caf::reacts_to<msg::api_reply>,
+    provisioner_actor::extend<caf::reacts_to<msg::buffer_wakeup>, caf::reacts_to<jit_reply>, caf::reacts_to<msg::api_reply>,
                               caf::reacts_to<msg::tick_atom, uint64_t>, caf::reacts_to<runner_list>,
                               caf::reacts_to<idle_runner_removed>, caf::reacts_to<runner_pod_deleted>>;
 using provisioner_self = provisioner_impl::stateful_base<provisioner_state>;
@@ -122,7 +132,7 @@ void sweep(provisioner_self* self);
 void scale_down(provisioner_self* self, const std::vector<github::runner_ref>& runners);
 void on_runner_list(provisioner_self* self, const runner_list& l);
 void on_scale_set_update(provisioner_self* self, const msg::scale_set_update& u);
-void on_jit(provisioner_self* self, msg::jit_reply& r);
+void on_jit(provisioner_self* self, jit_reply& r);
 void on_reply(provisioner_self* self, const msg::api_reply& r);
 void on_pod_deleted(provisioner_self* self, const runner_pod_deleted& d);
 

@@ -100,7 +100,7 @@ void reconcile(provisioner_self* self) {
     st.jit_pending.insert(name);
     caf::actor me = caf::actor_cast<caf::actor>(self);
     st.ctx->github->generate_jit_config(st.scale_set_id, name, "_work", [me, name](github::actions_result<github::jit_config> r) {
-      msg::jit_reply out;
+      jit_reply out;
       out.name = name;
       if (auto* e = std::get_if<github::actions_error>(&r)) {
         out.error = e->describe();
@@ -143,7 +143,7 @@ void on_scale_set_update(provisioner_self* self, const msg::scale_set_update& u)
 }
 
 // A runner's JIT configuration: its pod is created next (a failure retries the reconcile in 5 s).
-void on_jit(provisioner_self* self, msg::jit_reply& r) {
+void on_jit(provisioner_self* self, jit_reply& r) {
   auto& s = self->state;
   if (!r.error.empty()) {
     --s.creating;
@@ -241,7 +241,7 @@ provisioner_impl::behavior_type provisioner_behavior(provisioner_self* self, con
         reconcile(self);
       },
       [self](const msg::scale_set_update& u) { on_scale_set_update(self, u); },
-      [self](msg::jit_reply& r) { on_jit(self, r); },
+      [self](jit_reply& r) { on_jit(self, r); },
       [self](msg::api_reply& r) { on_reply(self, r); },
       [self](msg::tick_atom, uint64_t what) {
         if (what == sweep_tick) {
