@@ -6,7 +6,6 @@
 
 #include <caf/type_id.hpp>
 
-#include "messages/bigfleet.hpp"
 #include "messages/capacity.hpp"
 #include "messages/k8s.hpp"
 #include "messages/listener.hpp"
@@ -19,8 +18,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::id_block::headroom_runtime::end)
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::leadership))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::pod_event))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::node_event))
-  CAF_ADD_TYPE_ID(headroom, (headroom::msg::shard_link))
-  CAF_ADD_TYPE_ID(headroom, (headroom::msg::object_written))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::scale_set_statistics))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::job_transition))
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::scale_set_update))

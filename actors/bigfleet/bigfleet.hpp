@@ -37,6 +37,23 @@ inline const k8s::resource_kind upcoming_nodes{"bigfleet.lucy.sh", "v1alpha1", "
 inline const k8s::resource_kind available_capacities{"bigfleet.lucy.sh", "v1alpha1", "availablecapacities", false};
 }  // namespace kinds
 
+// The shard_session's own messages, from its stream's threads and its write callbacks. Local:
+// never serialized.
+// The shard stream of `generation` opened (Hello sent) or closed.
+struct shard_link {
+  uint64_t generation = 0;
+  bool up = false;
+  std::string reason;  // closed: why
+};
+// An UpcomingNode / AvailableCapacity write for one key (a machine, a profile) finished.
+struct object_written {
+  std::string key;
+  bool ok = false;
+  std::string error;
+  std::string phase;  // UpcomingNode: the phase now recorded ("" when the object was deleted)
+  std::string spec, status;  // what was written, to skip identical writes next time
+};
+
 // What goes to the shard. The shard_session is the one writer of the send queue (the stream's
 // writer thread reads it); the rollup and the reclaim drains send it these. Local-only: protocol
 // objects, never serialized.
@@ -50,6 +67,8 @@ using shard_outbox = caf::typed_actor<caf::reacts_to<outbox_rollup>, caf::reacts
 
 }  // namespace headroom::actors::bigfleet
 
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::bigfleet::shard_link)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::bigfleet::object_written)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::bigfleet::outbox_rollup)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::bigfleet::outbox_message)
 
@@ -93,8 +112,8 @@ struct operator_options {
 using rollup_actor = caf::typed_actor<caf::reacts_to<msg::rollup_atom>, caf::reacts_to<msg::api_reply>>;
 // shard_session: what goes to the shard (the outbox), the stream's link state, its dispatcher's
 // and coalescer's wake-ups, and the UpcomingNode writes it started.
-using shard_session_actor = shard_outbox::extend<caf::reacts_to<msg::shard_link>, caf::reacts_to<msg::buffer_wakeup>,
-                                                 caf::reacts_to<msg::object_written>>;
+using shard_session_actor = shard_outbox::extend<caf::reacts_to<shard_link>, caf::reacts_to<msg::buffer_wakeup>,
+                                                 caf::reacts_to<object_written>>;
 // capacity_requests: its pod feed's wake-ups and the API server's answers.
 using capacity_requests_actor = caf::typed_actor<caf::reacts_to<msg::buffer_wakeup>, caf::reacts_to<msg::api_reply>>;
 // reclaim_drain: the API server's answers.

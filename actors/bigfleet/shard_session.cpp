@@ -101,7 +101,7 @@ std::string field_of(const std::string& raw, std::initializer_list<std::string_v
 }
 
 // Sends the result of a chain of writes back to the session.
-void report(const caf::actor& session, msg::object_written w) {
+void report(const caf::actor& session, object_written w) {
   caf::anon_send(session, std::move(w));
 }
 
@@ -145,7 +145,7 @@ void create_upcoming(k8s::client& client, const std::string& name, const std::st
 }
 
 // Drained or Deleting: the UpcomingNode goes (already gone counts as done).
-void remove_upcoming(k8s::client& client, const std::string& name, const caf::actor& session, msg::object_written result,
+void remove_upcoming(k8s::client& client, const std::string& name, const caf::actor& session, object_written result,
                      std::string phase) {
   client.remove(kinds::upcoming_nodes, "", name, {}, [session, result, phase = std::move(phase)](k8s::api_result r) mutable {
     auto* e = std::get_if<k8s::api_error>(&r);
@@ -159,7 +159,7 @@ void remove_upcoming(k8s::client& client, const std::string& name, const caf::ac
 
 // The UpcomingNode write chain for one update: create or patch spec when it changed, then patch
 // status when it changed; Drained/Deleting delete the object. Runs on the transport's thread;
-// the result goes back to the session as msg::object_written.
+// the result goes back to the session as object_written.
 void write_upcoming(session_actor* self, const std::string& key, const pb::NodeStateUpdate& u) {
   auto& st = self->state;
   const std::string machine = u.machine_id();
@@ -176,7 +176,7 @@ void write_upcoming(session_actor* self, const std::string& key, const pb::NodeS
 
   const auto decision = headroom::bigfleet::next_phase(u.state(), current);
   caf::actor session = caf::actor_cast<caf::actor>(self);
-  msg::object_written result;
+  object_written result;
   result.key = key;
   using A = headroom::bigfleet::phase_decision::action;
   if (decision.what == A::ignore) {
@@ -243,7 +243,7 @@ void write_available(session_actor* self, const pb::AvailableCapacityUpdate& u) 
   const std::string name = headroom::bigfleet::available_capacity_name(u.supersedes_key());
   const std::string spec = headroom::bigfleet::available_capacity_spec(u);
   caf::actor session = caf::actor_cast<caf::actor>(self);
-  msg::object_written result;
+  object_written result;
   result.key = "available/" + name;
   result.spec = spec;
   if (auto it = st.written_avail.find(name); it != st.written_avail.end() && it->second.spec == spec) {
@@ -281,9 +281,9 @@ void connect(session_actor* self) {
   auto dispatcher = st.dispatcher;
   auto nodes = st.nodes;
   shard_stream::callbacks cb;
-  cb.on_open = [session, generation] { caf::anon_send(session, msg::shard_link{generation, true, {}}); };
+  cb.on_open = [session, generation] { caf::anon_send(session, shard_link{generation, true, {}}); };
   cb.on_closed = [session, generation](const std::string& reason) {
-    caf::anon_send(session, msg::shard_link{generation, false, reason});
+    caf::anon_send(session, shard_link{generation, false, reason});
   };
   auto seq = std::make_shared<uint64_t>(0);
   cb.on_message = [dispatcher, nodes, coalesce = st.opts.coalesce_node_state, seq](pb::ShardMessage&& m) {
@@ -358,7 +358,7 @@ void handle_dispatch(session_actor* self, runtime::bounded_dispatcher<pb::ShardM
 }
 
 // The stream opened (a roll-up at once) or closed (reconnect after a jittered backoff).
-void on_link(session_actor* self, const msg::shard_link& link) {
+void on_link(session_actor* self, const shard_link& link) {
   auto& s = self->state;
   if (link.generation != s.generation)
     return;
@@ -382,7 +382,7 @@ void on_link(session_actor* self, const msg::shard_link& link) {
 }
 
 // A write finished: recorded, or retried after a doubling delay (the machine stays in flight).
-void on_written(session_actor* self, const msg::object_written& w) {
+void on_written(session_actor* self, const object_written& w) {
   auto& s = self->state;
   if (w.key.rfind("available/", 0) == 0) {
     if (w.ok)
@@ -436,7 +436,7 @@ session_impl::behavior_type session_behavior(session_actor* self, operator_deps 
   // The state's destruction closes the stream and joins its threads (shard_stream's destructor).
   connect(self);
   return {
-      [self](msg::shard_link link) { on_link(self, link); },
+      [self](shard_link link) { on_link(self, link); },
       [self](msg::restart_atom, uint32_t, uint64_t generation) {
         if (generation == self->state.generation && !self->state.stream)
           connect(self);
@@ -455,7 +455,7 @@ session_impl::behavior_type session_behavior(session_actor* self, operator_deps 
           }
         }
       },
-      [self](msg::object_written& w) { on_written(self, w); },
+      [self](object_written& w) { on_written(self, w); },
       [self](outbox_rollup& r) { self->state.deps.queue->offer_rollup(std::move(r.rollup)); },
       [self](outbox_message& m) { send_to_shard(self, std::move(m.message)); },
       [self](msg::tick_atom, const std::string& machine) {
