@@ -13,7 +13,7 @@
 #include "actors/bigfleet/bigfleet.hpp"
 #include "adapters/k8s/client.hpp"
 #include "messages/type_ids.hpp"
-#include "unit/support/scripted_exchange.hpp"
+#include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
 using namespace std::chrono_literals;
@@ -28,16 +28,7 @@ std::string pod(const std::string& phase) {
 }
 constexpr const char* unavailable = R"({"kind":"Status","reason":"ServiceUnavailable","code":503})";
 
-struct requests_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  requests_fixture()
-      : sys(make_cfg()),
-        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
-        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+struct requests_fixture : test_support::actor_fixture {
   ~requests_fixture() override {
     caf::anon_send_exit(upc, caf::exit_reason::kill);
     sched.run();
@@ -70,17 +61,7 @@ struct requests_fixture : ::testing::Test {
     }
     ASSERT_GT(n, 0) << "a create was waiting";
   }
-  size_t waiting(const std::string& method) const {
-    size_t n = 0;
-    for (const auto& c : io.waiting())
-      n += c.request.method == method;
-    return n;
-  }
 
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-  test_support::scripted_exchange io;
-  k8s::client kube;
   bf::operator_deps deps;
   bf::capacity_requests_actor upc;
 };

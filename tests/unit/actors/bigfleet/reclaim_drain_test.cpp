@@ -16,7 +16,7 @@
 #include "actors/bigfleet/bigfleet.hpp"
 #include "adapters/k8s/client.hpp"
 #include "messages/type_ids.hpp"
-#include "unit/support/scripted_exchange.hpp"
+#include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
 using namespace std::chrono_literals;
@@ -30,16 +30,7 @@ std::string pod(const std::string& name, const std::string& owner_kind = "Replic
          R"(","name":"o","uid":"u-o","controller":true}]},"spec":{"nodeName":"n1"},"status":{"phase":"Running"}})";
 }
 
-struct drain_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  drain_fixture()
-      : sys(make_cfg()),
-        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
-        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+struct drain_fixture : test_support::actor_fixture {
   ~drain_fixture() override {
     for (const auto& a : {caf::actor_cast<caf::actor>(drain), outbox, watcher})
       caf::anon_send_exit(a, caf::exit_reason::kill);
@@ -94,10 +85,6 @@ struct drain_fixture : ::testing::Test {
     return n;
   }
 
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-  test_support::scripted_exchange io;
-  k8s::client kube;
   bf::operator_deps deps;
   std::shared_ptr<std::vector<bf::outbox_message>> acks = std::make_shared<std::vector<bf::outbox_message>>();
   std::shared_ptr<std::optional<caf::error>> ended = std::make_shared<std::optional<caf::error>>();

@@ -15,7 +15,7 @@
 #include "actors/bigfleet/bigfleet.hpp"
 #include "adapters/k8s/client.hpp"
 #include "messages/type_ids.hpp"
-#include "unit/support/scripted_exchange.hpp"
+#include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
 using namespace std::chrono_literals;
@@ -30,16 +30,7 @@ std::string cr(const std::string& ns, const std::string& name, const std::string
          (phase.empty() ? std::string{} : R"(,"status":{"phase":")" + phase + R"("})") + "}";
 }
 
-struct rollup_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  rollup_fixture()
-      : sys(make_cfg()),
-        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
-        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+struct rollup_fixture : test_support::actor_fixture {
   ~rollup_fixture() override {
     caf::anon_send_exit(rollup, caf::exit_reason::kill);
     caf::anon_send_exit(outbox, caf::exit_reason::kill);
@@ -84,10 +75,6 @@ struct rollup_fixture : ::testing::Test {
     return total;
   }
 
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-  test_support::scripted_exchange io;
-  k8s::client kube;
   bf::operator_deps deps;
   std::shared_ptr<std::vector<bf::outbox_rollup>> rollups = std::make_shared<std::vector<bf::outbox_rollup>>();
   caf::actor outbox;

@@ -19,7 +19,7 @@
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/informer_slice.hpp"
 #include "messages/type_ids.hpp"
-#include "unit/support/scripted_exchange.hpp"
+#include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
 using namespace std::chrono_literals;
@@ -27,16 +27,7 @@ namespace cap = actors::capacity;
 
 namespace {
 
-struct monitor_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  monitor_fixture()
-      : sys(make_cfg()),
-        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
-        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+struct monitor_fixture : test_support::actor_fixture {
   ~monitor_fixture() override {
     caf::anon_send_exit(monitor, caf::exit_reason::kill);
     caf::anon_send_exit(listener, caf::exit_reason::kill);
@@ -45,14 +36,8 @@ struct monitor_fixture : ::testing::Test {
   }
 
   void start() {
-    k8s::informer<k8s::pod>::options o;
-    o.kind = k8s::kinds::pods;
-    o.ns = "arc";
-    pods = k8s::informer<k8s::pod>::make(kube, o);
+    pods = pod_informer("arc");
     router = k8s::label_router<k8s::pod>::make(pods, std::string{cap::keys::scale_set});
-    pods->start();
-    ASSERT_TRUE(io.answer("GET", "/api/v1/namespaces/arc/pods", 200, R"({"kind":"PodList","metadata":{"resourceVersion":"10"},"items":[]})"));
-    io.fire_timers();
     auto ctx = std::make_shared<cap::scale_set_context>();
     ctx->spec.ns = "arc";
     ctx->spec.name = "linux";
@@ -127,10 +112,6 @@ struct monitor_fixture : ::testing::Test {
     return name.substr(from, name.rfind('-') - from);
   }
 
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-  test_support::scripted_exchange io;
-  k8s::client kube;
   std::shared_ptr<k8s::informer<k8s::pod>> pods;
   std::shared_ptr<k8s::label_router<k8s::pod>> router;
   std::shared_ptr<std::vector<int64_t>> advertised = std::make_shared<std::vector<int64_t>>();

@@ -17,7 +17,7 @@
 #include "messages/type_ids.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/rfc3339.hpp"
-#include "unit/support/scripted_exchange.hpp"
+#include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
 using namespace std::chrono_literals;
@@ -25,16 +25,7 @@ namespace cap = actors::capacity;
 
 namespace {
 
-struct health_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  health_fixture()
-      : sys(make_cfg()),
-        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
-        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+struct health_fixture : test_support::actor_fixture {
   ~health_fixture() override {
     caf::anon_send_exit(health, caf::exit_reason::kill);
     caf::anon_send_exit(recorder, caf::exit_reason::kill);
@@ -50,16 +41,9 @@ struct health_fixture : ::testing::Test {
   }
 
   void start() {
-    k8s::informer<k8s::pod>::options o;
-    o.kind = k8s::kinds::pods;
-    o.ns = "arc";
-    pods = k8s::informer<k8s::pod>::make(kube, o);
+    pods = pod_informer("arc", runner_pod("done", "Succeeded") + "," + runner_pod("stuck", "Pending") + "," +
+                                   runner_pod("fine", "Running", "node-1"));
     router = k8s::label_router<k8s::pod>::make(pods, std::string{cap::keys::scale_set});
-    pods->start();
-    ASSERT_TRUE(io.answer("GET", "/api/v1/namespaces/arc/pods", 200,
-                          R"({"kind":"PodList","metadata":{"resourceVersion":"10"},"items":[)" + runner_pod("done", "Succeeded") + "," +
-                              runner_pod("stuck", "Pending") + "," + runner_pod("fine", "Running", "node-1") + "]}"));
-    io.fire_timers();
     recorder = sys.spawn(
         [](actors::event_sink::pointer, std::shared_ptr<std::vector<msg::k8s_event>> seen) -> actors::event_sink::behavior_type {
           return {[seen](msg::k8s_event& e) { seen->push_back(std::move(e)); }};
@@ -92,10 +76,6 @@ struct health_fixture : ::testing::Test {
     return n;
   }
 
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-  test_support::scripted_exchange io;
-  k8s::client kube;
   std::shared_ptr<k8s::informer<k8s::pod>> pods;
   std::shared_ptr<k8s::label_router<k8s::pod>> router;
   std::shared_ptr<std::vector<msg::k8s_event>> events = std::make_shared<std::vector<msg::k8s_event>>();

@@ -14,7 +14,7 @@
 #include "actors/capacity/capacity.hpp"
 #include "adapters/hud/client.hpp"
 #include "messages/type_ids.hpp"
-#include "unit/support/scripted_exchange.hpp"
+#include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
 using namespace std::chrono_literals;
@@ -26,13 +26,7 @@ constexpr const char* rows = R"([
   {"runner_label":"linux.4xlarge","org":"pytorch","repo":"vision","num_queued_jobs":3,"min_queue_time_minutes":0,"max_queue_time_minutes":2},
   {"runner_label":"windows.4xlarge","org":"pytorch","repo":"pytorch","num_queued_jobs":9,"min_queue_time_minutes":0,"max_queue_time_minutes":1}])";
 
-struct poller_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  poller_fixture() : sys(make_cfg()), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
+struct poller_fixture : test_support::actor_fixture {
   ~poller_fixture() override {
     caf::anon_send_exit(poller, caf::exit_reason::user_shutdown);
     for (auto& m : monitors)
@@ -62,9 +56,6 @@ struct poller_fixture : ::testing::Test {
     sched.run();
   }
 
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-  test_support::scripted_exchange io;
   std::vector<caf::actor> monitors;
   std::shared_ptr<std::vector<msg::queued_jobs>> linux = std::make_shared<std::vector<msg::queued_jobs>>();
   std::shared_ptr<std::vector<msg::queued_jobs>> mac = std::make_shared<std::vector<msg::queued_jobs>>();

@@ -17,7 +17,7 @@
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/informer_slice.hpp"
 #include "messages/type_ids.hpp"
-#include "unit/support/scripted_exchange.hpp"
+#include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
 using namespace std::chrono_literals;
@@ -25,16 +25,7 @@ namespace cap = actors::capacity;
 
 namespace {
 
-struct pair_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  pair_fixture()
-      : sys(make_cfg()),
-        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
-        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+struct pair_fixture : test_support::actor_fixture {
   ~pair_fixture() override {
     caf::anon_send_exit(pair, caf::exit_reason::kill);
     caf::anon_send_exit(owner, caf::exit_reason::kill);
@@ -43,15 +34,8 @@ struct pair_fixture : ::testing::Test {
   }
 
   void start() {
-    k8s::informer<k8s::pod>::options o;
-    o.kind = k8s::kinds::pods;
-    o.ns = "arc";
-    pods = k8s::informer<k8s::pod>::make(kube, o);
+    pods = pod_informer("arc");
     router = k8s::label_router<k8s::pod>::make(pods, std::string{cap::keys::scale_set});
-    pods->start();
-    ASSERT_TRUE(io.answer("GET", "/api/v1/namespaces/arc/pods", 200, R"({"kind":"PodList","metadata":{"resourceVersion":"10"},"items":[]})"));
-    io.fire_timers();
-    ASSERT_TRUE(pods->synced());
     auto ctx = std::make_shared<cap::scale_set_context>();
     ctx->spec.ns = "arc";
     ctx->spec.name = "linux";
@@ -95,17 +79,7 @@ struct pair_fixture : ::testing::Test {
                                         p ? p : std::make_shared<const k8s::pod>()});
     sched.run();
   }
-  size_t waiting(const std::string& method) const {
-    size_t n = 0;
-    for (const auto& c : io.waiting())
-      n += c.request.method == method;
-    return n;
-  }
 
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-  test_support::scripted_exchange io;
-  k8s::client kube;
   std::shared_ptr<k8s::informer<k8s::pod>> pods;
   std::shared_ptr<k8s::label_router<k8s::pod>> router;
   std::shared_ptr<std::vector<msg::pair_report>> reports = std::make_shared<std::vector<msg::pair_report>>();

@@ -16,7 +16,7 @@
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/informer_slice.hpp"
 #include "messages/type_ids.hpp"
-#include "unit/support/scripted_exchange.hpp"
+#include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
 using namespace std::chrono_literals;
@@ -26,16 +26,7 @@ namespace {
 
 constexpr const char* admin_jwt = "eyJhbGciOiJSUzI1NiJ9.eyJleHAiOjQxMDI0NDQ4MDB9.c2ln";  // {"exp":4102444800}
 
-struct provisioner_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  provisioner_fixture()
-      : sys(make_cfg()),
-        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
-        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+struct provisioner_fixture : test_support::actor_fixture {
   ~provisioner_fixture() override {
     caf::anon_send_exit(provisioner, caf::exit_reason::kill);
     sched.run();
@@ -43,14 +34,8 @@ struct provisioner_fixture : ::testing::Test {
   }
 
   void start() {
-    k8s::informer<k8s::pod>::options o;
-    o.kind = k8s::kinds::pods;
-    o.ns = "arc";
-    pods = k8s::informer<k8s::pod>::make(kube, o);
+    pods = pod_informer("arc");
     router = k8s::label_router<k8s::pod>::make(pods, std::string{cap::keys::scale_set});
-    pods->start();
-    ASSERT_TRUE(io.answer("GET", "/api/v1/namespaces/arc/pods", 200, R"({"kind":"PodList","metadata":{"resourceVersion":"10"},"items":[]})"));
-    io.fire_timers();
     auto where = std::get<github::config_url>(github::parse_config_url("https://github.com/acme"));
     github::credentials creds;
     creds.personal_access_token = "ghp_scripted";
@@ -79,23 +64,7 @@ struct provisioner_fixture : ::testing::Test {
                           std::string{R"({"url":"https://pipelines.test/tenant","token":")"} + admin_jwt + "\"}"));
     sched.run();
   }
-  size_t waiting(const std::string& method, const std::string& url_part) const {
-    size_t n = 0;
-    for (const auto& c : io.waiting())
-      n += c.request.method == method && c.request.url.find(url_part) != std::string::npos;
-    return n;
-  }
-  const http::http_request* find(const std::string& method, const std::string& url_part) const {
-    for (const auto& c : io.waiting())
-      if (c.request.method == method && c.request.url.find(url_part) != std::string::npos)
-        return &c.request;
-    return nullptr;
-  }
 
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-  test_support::scripted_exchange io;
-  k8s::client kube;
   std::shared_ptr<k8s::informer<k8s::pod>> pods;
   std::shared_ptr<k8s::label_router<k8s::pod>> router;
   cap::provisioner_actor provisioner;

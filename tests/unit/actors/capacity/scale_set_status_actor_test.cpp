@@ -14,7 +14,7 @@
 #include "actors/capacity/capacity.hpp"
 #include "adapters/k8s/client.hpp"
 #include "messages/type_ids.hpp"
-#include "unit/support/scripted_exchange.hpp"
+#include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
 using namespace std::chrono_literals;
@@ -22,16 +22,7 @@ namespace cap = actors::capacity;
 
 namespace {
 
-struct status_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  status_fixture()
-      : sys(make_cfg()),
-        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
-        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+struct status_fixture : test_support::actor_fixture {
   ~status_fixture() override {
     caf::anon_send_exit(status, caf::exit_reason::kill);
     caf::anon_send_exit(recorder, caf::exit_reason::kill);
@@ -65,17 +56,7 @@ struct status_fixture : ::testing::Test {
         << method << " is not waiting";
     settle();
   }
-  size_t waiting(const std::string& method) const {
-    size_t n = 0;
-    for (const auto& c : io.waiting())
-      n += c.request.method == method;
-    return n;
-  }
 
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-  test_support::scripted_exchange io;
-  k8s::client kube;
   std::shared_ptr<std::vector<msg::k8s_event>> events = std::make_shared<std::vector<msg::k8s_event>>();
   actors::event_sink recorder;
   cap::status_actor status;

@@ -13,7 +13,7 @@
 #include "actors/capacity/capacity.hpp"
 #include "adapters/k8s/client.hpp"
 #include "messages/type_ids.hpp"
-#include "unit/support/scripted_exchange.hpp"
+#include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
 using namespace std::chrono_literals;
@@ -21,16 +21,7 @@ namespace cap = actors::capacity;
 
 namespace {
 
-struct sweeper_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  sweeper_fixture()
-      : sys(make_cfg()),
-        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
-        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+struct sweeper_fixture : test_support::actor_fixture {
   ~sweeper_fixture() override {
     caf::anon_send_exit(sweeper, caf::exit_reason::kill);
     caf::anon_send_exit(watcher, caf::exit_reason::kill);
@@ -50,10 +41,6 @@ struct sweeper_fixture : ::testing::Test {
     sched.run();
   }
 
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-  test_support::scripted_exchange io;
-  k8s::client kube;
   cap::sweeper_actor sweeper;
   caf::actor watcher;
   std::shared_ptr<std::optional<caf::error>> ended = std::make_shared<std::optional<caf::error>>();

@@ -15,6 +15,7 @@
 
 #include "actors/gates/gates.hpp"
 #include "messages/type_ids.hpp"
+#include "unit/support/actor_fixture.hpp"
 #include "testenv/test_certs.hpp"
 
 using namespace headroom;
@@ -28,13 +29,8 @@ void write(const std::string& path, const std::string& text) {
   f << text;
 }
 
-struct webhook_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  webhook_fixture() : sys(make_cfg()), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {
+struct webhook_fixture : test_support::actor_fixture {
+  webhook_fixture() {
     dir = std::filesystem::temp_directory_path() / ("headroom-webhook-" + std::to_string(::getpid()) + "-" +
                                                    ::testing::UnitTest::GetInstance()->current_test_info()->name());
     std::filesystem::create_directories(dir);
@@ -70,8 +66,6 @@ struct webhook_fixture : ::testing::Test {
     sched.run();
   }
 
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
   std::filesystem::path dir;
   testenv::pem_pair ca = testenv::make_ca("headroom-test-ca");
   std::vector<std::pair<bool, int64_t>> loads;  // each (re)load: ok, the served certificate's notAfter

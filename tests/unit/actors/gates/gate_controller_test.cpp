@@ -17,7 +17,7 @@
 #include "messages/type_ids.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/rfc3339.hpp"
-#include "unit/support/scripted_exchange.hpp"
+#include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
 using namespace std::chrono_literals;
@@ -25,16 +25,7 @@ namespace gates = actors::gates;
 
 namespace {
 
-struct gates_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  gates_fixture()
-      : sys(make_cfg()),
-        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
-        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+struct gates_fixture : test_support::actor_fixture {
   ~gates_fixture() override {
     caf::anon_send_exit(controller, caf::exit_reason::kill);
     sched.run();
@@ -94,10 +85,6 @@ struct gates_fixture : ::testing::Test {
     return out;
   }
 
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-  test_support::scripted_exchange io;
-  k8s::client kube;
   std::shared_ptr<k8s::informer<k8s::pod>> pods;
   std::shared_ptr<k8s::informer<k8s::unstructured>> queues;
   gates::gate_controller_actor controller;

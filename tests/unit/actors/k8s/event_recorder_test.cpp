@@ -15,23 +15,14 @@
 
 #include "adapters/k8s/client.hpp"
 #include "messages/type_ids.hpp"
-#include "unit/support/scripted_exchange.hpp"
+#include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
 using namespace std::chrono_literals;
 
 namespace {
 
-struct recorder_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  recorder_fixture()
-      : sys(make_cfg()),
-        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
-        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+struct recorder_fixture : test_support::actor_fixture {
   ~recorder_fixture() override {
     caf::anon_send_exit(recorder, caf::exit_reason::user_shutdown);
     sched.run();
@@ -53,17 +44,7 @@ struct recorder_fixture : ::testing::Test {
     actors::tell_event(recorder, {"apps/v1", "Deployment", "default", name, "uid-" + name, "Normal", "ScaledUp", "Scale", note});
     sched.run();
   }
-  size_t waiting(const std::string& method) const {
-    size_t n = 0;
-    for (const auto& c : io.waiting())
-      n += c.request.method == method;
-    return n;
-  }
 
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-  test_support::scripted_exchange io;
-  k8s::client kube;
   actors::event_sink recorder;
   std::map<std::string, int> counted;
 };

@@ -15,7 +15,7 @@
 #include <vector>
 
 #include "messages/type_ids.hpp"
-#include "unit/support/scripted_exchange.hpp"
+#include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
 using namespace std::chrono_literals;
@@ -33,13 +33,7 @@ struct monitor_log {
   std::vector<int64_t> polled;  // capacity_polled, in order
 };
 
-struct listener_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  listener_fixture() : sys(make_cfg()), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
+struct listener_fixture : test_support::actor_fixture {
   ~listener_fixture() override {
     caf::anon_send_exit(listener, caf::exit_reason::kill);
     caf::anon_send_exit(monitor, caf::exit_reason::kill);
@@ -77,11 +71,11 @@ struct listener_fixture : ::testing::Test {
   void connect() {
     ASSERT_TRUE(io.answer("POST", "/orgs/acme/actions/runners/registration-token", 201,
                           R"({"token":"reg-token","expires_at":"2100-01-01T00:00:00Z"})"))
-        << waiting();
+        << waiting_text();
     sched.run();
     ASSERT_TRUE(io.answer("POST", "/actions/runner-registration", 200,
                           std::string{R"({"url":"https://pipelines.test/tenant","token":")"} + admin_jwt + "\"}"))
-        << waiting();
+        << waiting_text();
     sched.run();
   }
   // Runs the actors until nothing moves: cancelled requests answer (as the transport's thread
@@ -90,13 +84,6 @@ struct listener_fixture : ::testing::Test {
     do
       sched.run();
     while (io.deliver_cancelled() > 0);
-  }
-  // What waits, for a failure's message.
-  std::string waiting() const {
-    std::string out;
-    for (const auto& c : io.waiting())
-      out += c.request.method + " " + c.request.url + "\n";
-    return out.empty() ? "(nothing waits)" : out;
   }
   // The capacity the waiting poll carries (-1: no poll waits).
   int64_t polled_capacity() const {
@@ -108,9 +95,6 @@ struct listener_fixture : ::testing::Test {
     return -1;
   }
 
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-  test_support::scripted_exchange io;
   std::shared_ptr<github::actions_client> client;
   std::shared_ptr<monitor_log> log = std::make_shared<monitor_log>();
   std::shared_ptr<actors::session_memo> memo = std::make_shared<actors::session_memo>();
@@ -122,14 +106,14 @@ TEST_F(listener_fixture, the_poll_carries_the_monitors_capacity_and_a_new_one_re
   start(2);
   EXPECT_EQ(log->asked, 1) << "a started listener asks the monitor first";
   connect();
-  ASSERT_TRUE(io.answer("POST", "/_apis/runtime/runnerscalesets/7/sessions", 200, session_json)) << waiting();
+  ASSERT_TRUE(io.answer("POST", "/_apis/runtime/runnerscalesets/7/sessions", 200, session_json)) << waiting_text();
   sched.run();
   EXPECT_EQ(polled_capacity(), 2);
   EXPECT_EQ(log->polled, (std::vector<int64_t>{2})) << "the monitor is told each poll as it starts";
 
   caf::anon_send(listener, msg::set_max_capacity{0});
   settle();
-  EXPECT_EQ(polled_capacity(), 0) << "the held poll was cancelled and re-issued with the new value" << waiting();
+  EXPECT_EQ(polled_capacity(), 0) << "the held poll was cancelled and re-issued with the new value" << waiting_text();
   EXPECT_EQ(log->polled, (std::vector<int64_t>{2, 0}));
   caf::anon_send(listener, msg::set_max_capacity{0});
   settle();
@@ -173,14 +157,14 @@ TEST_F(listener_fixture, a_restarted_listener_adopts_the_session_its_predecessor
   start(1);
   connect();
   EXPECT_EQ(io.answer("POST", "/_apis/runtime/runnerscalesets/7/sessions", 200, session_json), false)
-      << "no new session: " << waiting();
-  ASSERT_TRUE(io.answer("PATCH", "/_apis/runtime/runnerscalesets/7/sessions/s-1", 200, session_json)) << waiting();
+      << "no new session: " << waiting_text();
+  ASSERT_TRUE(io.answer("PATCH", "/_apis/runtime/runnerscalesets/7/sessions/s-1", 200, session_json)) << waiting_text();
   sched.run();
-  ASSERT_EQ(polled_capacity(), 1) << waiting();
+  ASSERT_EQ(polled_capacity(), 1) << waiting_text();
   bool after_41 = false;
   for (const auto& c : io.waiting())
     after_41 = after_41 || c.request.url.find("lastMessageId=41") != std::string::npos;
-  EXPECT_TRUE(after_41) << "a message the predecessor handled is not handled twice: " << waiting();
+  EXPECT_TRUE(after_41) << "a message the predecessor handled is not handled twice: " << waiting_text();
   EXPECT_EQ(memo->get().session_id, "s-1") << "the adopted session is remembered for the next";
 }
 

@@ -13,7 +13,7 @@
 #include "actors/reactive/reactive.hpp"
 #include "adapters/prometheus/client.hpp"
 #include "messages/type_ids.hpp"
-#include "unit/support/scripted_exchange.hpp"
+#include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
 using namespace std::chrono_literals;
@@ -24,13 +24,7 @@ namespace {
 constexpr const char* matrix = R"({"status":"success","data":{"resultType":"matrix","result":[
   {"metric":{},"values":[[1790000000,"10"],[1790000005,"12.5"],[1790000010,"15"]]}]}})";
 
-struct reader_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  reader_fixture() : sys(make_cfg()), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
+struct reader_fixture : test_support::actor_fixture {
   ~reader_fixture() override {
     caf::anon_send_exit(reader, caf::exit_reason::kill);
     caf::anon_send_exit(scaler, caf::exit_reason::kill);
@@ -67,9 +61,6 @@ struct reader_fixture : ::testing::Test {
     return n;
   }
 
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-  test_support::scripted_exchange io;
   rx::metric_reader_actor reader;
   rx::metric_subscriber scaler;
   std::shared_ptr<std::vector<msg::metric_samples>> samples = std::make_shared<std::vector<msg::metric_samples>>();

@@ -11,6 +11,7 @@
 
 #include "actors/reactive/reactive.hpp"
 #include "messages/type_ids.hpp"
+#include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
 using namespace std::chrono_literals;
@@ -19,13 +20,7 @@ using actors::reactive::quota_caps;
 
 namespace {
 
-struct quota_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  quota_fixture() : sys(make_cfg()), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
+struct quota_fixture : test_support::actor_fixture {
   ~quota_fixture() override {
     caf::anon_send_exit(quota, caf::exit_reason::user_shutdown);
     sched.run();
@@ -67,8 +62,6 @@ struct quota_fixture : ::testing::Test {
     sched.run();
   }
 
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
   quota_actor quota;
   int reloads = 0;
   std::optional<quota_caps> reload_to;

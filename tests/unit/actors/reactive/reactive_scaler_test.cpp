@@ -16,7 +16,7 @@
 #include "adapters/k8s/client.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/clock.hpp"
-#include "unit/support/scripted_exchange.hpp"
+#include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
 using namespace std::chrono_literals;
@@ -39,16 +39,7 @@ std::string scale(int replicas) {
          std::to_string(replicas) + R"(},"status":{"replicas":)" + std::to_string(replicas) + R"(,"selector":"app=web"}})";
 }
 
-struct scaler_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  scaler_fixture()
-      : sys(make_cfg()),
-        sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())),
-        kube(k8s::connection{"https://api.test", {}, [] { return std::string{"token"}; }}, io) {}
+struct scaler_fixture : test_support::actor_fixture {
   ~scaler_fixture() override {
     caf::anon_send_exit(scaler, caf::exit_reason::kill);
     caf::anon_send_exit(reader, caf::exit_reason::kill);
@@ -100,14 +91,8 @@ struct scaler_fixture : ::testing::Test {
     sched.run();
   }
   void answer(const std::string& method, const std::string& url_part, long status, const std::string& body) {
-    ASSERT_TRUE(io.answer(method, url_part, status, body)) << method << " " << url_part << " is not waiting; waiting:\n" << waiting();
+    ASSERT_TRUE(io.answer(method, url_part, status, body)) << method << " " << url_part << " is not waiting; waiting:\n" << waiting_text();
     sched.run();
-  }
-  std::string waiting() const {
-    std::string out;
-    for (const auto& c : io.waiting())
-      out += c.request.method + " " + c.request.url + "\n";
-    return out.empty() ? "(nothing)" : out;
   }
   // Start-up: the first evaluation finds the reader's target not read yet and reads it.
   void come_up(int replicas) {
@@ -130,10 +115,6 @@ struct scaler_fixture : ::testing::Test {
     return nullptr;
   }
 
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
-  test_support::scripted_exchange io;
-  k8s::client kube;
   caf::actor reader;
   rx::reactive_scaler_actor scaler;
   std::map<std::string, double> counters;
@@ -143,11 +124,11 @@ struct scaler_fixture : ::testing::Test {
 TEST_F(scaler_fixture, a_sustained_high_metric_steps_up_in_one_patch_and_the_cooldown_holds_the_next) {
   start();
   come_up(1);
-  EXPECT_TRUE(io.waiting().empty()) << waiting();
+  EXPECT_TRUE(io.waiting().empty()) << waiting_text();
 
   step_up_from(1);
   const auto* patch = waiting_patch();
-  ASSERT_NE(patch, nullptr) << waiting();
+  ASSERT_NE(patch, nullptr) << waiting_text();
   EXPECT_NE(patch->url.find("/apis/apps/v1/namespaces/ml/deployments/web"), std::string::npos) << patch->url;
   EXPECT_NE(patch->body.find(R"({"op":"test","path":"/spec/replicas","value":1})"), std::string::npos) << patch->body;
   EXPECT_NE(patch->body.find(R"({"op":"replace","path":"/spec/replicas","value":2})"), std::string::npos) << patch->body;
@@ -160,14 +141,14 @@ TEST_F(scaler_fixture, a_sustained_high_metric_steps_up_in_one_patch_and_the_coo
   sched.advance_time(10s);
   evaluate(150);
   answer("GET", "/deployments/web/scale", 200, scale(2));
-  EXPECT_EQ(waiting_patch(), nullptr) << waiting();
+  EXPECT_EQ(waiting_patch(), nullptr) << waiting_text();
   EXPECT_EQ(decisions["none/cooldown"], 1);
 
   // Past the cooldown: the next step.
   sched.advance_time(60s);
   step_up_from(2);
   patch = waiting_patch();
-  ASSERT_NE(patch, nullptr) << waiting();
+  ASSERT_NE(patch, nullptr) << waiting_text();
   EXPECT_NE(patch->body.find(R"({"op":"replace","path":"/spec/replicas","value":3})"), std::string::npos) << patch->body;
   answer("PATCH", "/deployments/web", 200, deployment(3));
   EXPECT_EQ(counters["headroom_reactive_scale_ups_total"], 2);
@@ -178,7 +159,7 @@ TEST_F(scaler_fixture, three_refused_writes_of_one_step_back_off_for_two_cooldow
   come_up(1);
   for (int attempt = 1; attempt <= 3; ++attempt) {
     step_up_from(1);
-    ASSERT_NE(waiting_patch(), nullptr) << "attempt " << attempt << ": " << waiting();
+    ASSERT_NE(waiting_patch(), nullptr) << "attempt " << attempt << ": " << waiting_text();
     answer("PATCH", "/deployments/web", 403, R"({"kind":"Status","reason":"Forbidden","message":"denied by policy","code":403})");
     // A failed write is read again (a lost response may have applied it): still 1, so refused.
     answer("GET", "/deployments/web/scale", 200, scale(1));
@@ -189,13 +170,13 @@ TEST_F(scaler_fixture, three_refused_writes_of_one_step_back_off_for_two_cooldow
   for (int i = 0; i < 11; ++i) {
     evaluate(150);
     answer("GET", "/deployments/web/scale", 200, scale(1));
-    ASSERT_EQ(waiting_patch(), nullptr) << "evaluation " << i << " during the backoff: " << waiting();
+    ASSERT_EQ(waiting_patch(), nullptr) << "evaluation " << i << " during the backoff: " << waiting_text();
     sched.advance_time(10s);
   }
   EXPECT_GE(decisions["none/backoff"], 10);
   sched.advance_time(10s);
   step_up_from(1);
-  EXPECT_NE(waiting_patch(), nullptr) << "the backoff is over: " << waiting();
+  EXPECT_NE(waiting_patch(), nullptr) << "the backoff is over: " << waiting_text();
 }
 
 }  // namespace

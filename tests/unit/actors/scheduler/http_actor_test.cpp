@@ -12,6 +12,7 @@
 
 #include "actors/scheduler/scheduler.hpp"
 #include "messages/type_ids.hpp"
+#include "unit/support/actor_fixture.hpp"
 #include "runtime/http_endpoint.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/readiness.hpp"
@@ -20,13 +21,7 @@ using namespace headroom;
 
 namespace {
 
-struct server_fixture : ::testing::Test {
-  static caf::actor_system_config& make_cfg() {
-    static caf::actor_system_config cfg;
-    cfg.set("scheduler.policy", caf::atom("testing"));
-    return cfg;
-  }
-  server_fixture() : sys(make_cfg()), sched(dynamic_cast<caf::scheduler::test_coordinator&>(sys.scheduler())) {}
+struct server_fixture : test_support::actor_fixture {
   ~server_fixture() override {
     for (const auto& a : actors)
       caf::anon_send_exit(a, caf::exit_reason::kill);
@@ -69,8 +64,6 @@ struct server_fixture : ::testing::Test {
 
   runtime::metrics m;         // outlive the endpoints, which hold them
   runtime::readiness ready;
-  caf::actor_system sys;
-  caf::scheduler::test_coordinator& sched;
   std::vector<caf::actor> actors;
 };
 
