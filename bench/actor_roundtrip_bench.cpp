@@ -48,12 +48,9 @@ caf::behavior pinger(caf::stateful_actor<pinger_state>* self, caf::actor pong) {
   }};
 }
 
-void actor_request_response_roundtrip(benchmark::State& state) {
-  caf::actor_system_config cfg;
-  cfg.set("scheduler.max-threads", size_t{2});
-  caf::actor_system sys{cfg};
-  auto pong = sys.spawn(ponger);
-  auto ping = sys.spawn(pinger, pong);
+// Asks `ping` for batches of 10,000 round trips with `pong` and reports their median and p99.
+template <class Ping, class Pong>
+void drive(benchmark::State& state, caf::actor_system& sys, const Ping& ping, const Pong& pong) {
   caf::scoped_actor driver{sys};
   constexpr int batch = 10'000;
   std::vector<int64_t> all;
@@ -70,6 +67,15 @@ void actor_request_response_roundtrip(benchmark::State& state) {
   state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
   caf::anon_send_exit(ping, caf::exit_reason::user_shutdown);
   caf::anon_send_exit(pong, caf::exit_reason::user_shutdown);
+}
+
+void actor_request_response_roundtrip(benchmark::State& state) {
+  caf::actor_system_config cfg;
+  cfg.set("scheduler.max-threads", size_t{2});
+  caf::actor_system sys{cfg};
+  auto pong = sys.spawn(ponger);
+  auto ping = sys.spawn(pinger, pong);
+  drive(state, sys, ping, pong);
 }
 BENCHMARK(actor_request_response_roundtrip)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
@@ -121,22 +127,7 @@ void typed_actor_request_response_roundtrip(benchmark::State& state) {
   caf::actor_system sys{cfg};
   auto pong = sys.spawn(typed_ponger);
   auto ping = sys.spawn(typed_pinger, pong);
-  caf::scoped_actor driver{sys};
-  constexpr int batch = 10'000;
-  std::vector<int64_t> all;
-  while (state.KeepRunningBatch(batch)) {
-    driver->request(ping, caf::infinite, run_atom::value, batch)
-        .receive([&](std::vector<int64_t>& samples) { all.insert(all.end(), samples.begin(), samples.end()); },
-                 [&](caf::error& e) { state.SkipWithError(sys.render(e).c_str()); });
-  }
-  std::sort(all.begin(), all.end());
-  if (!all.empty()) {
-    state.counters["median_ns"] = static_cast<double>(all[all.size() / 2]);
-    state.counters["p99_ns"] = static_cast<double>(all[all.size() * 99 / 100]);
-  }
-  state.SetItemsProcessed(static_cast<int64_t>(state.iterations()));
-  caf::anon_send_exit(ping, caf::exit_reason::user_shutdown);
-  caf::anon_send_exit(pong, caf::exit_reason::user_shutdown);
+  drive(state, sys, ping, pong);
 }
 BENCHMARK(typed_actor_request_response_roundtrip)->UseRealTime()->Unit(benchmark::kMicrosecond);
 
