@@ -367,8 +367,8 @@ struct transport::impl {
       }
       int running = 0;
       if (curl_due && *curl_due <= steady::now()) {
-        curl_due.reset();
         curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
+        sync_curl_timer();
       }
       read_done();
       if (curl_due)
@@ -392,9 +392,25 @@ struct transport::impl {
           flags |= CURL_CSELECT_ERR;
         curl_multi_socket_action(multi, events[i].data.fd, flags, &running);
       }
+      if (n > 0)
+        sync_curl_timer();
       read_done();
     }
     stop_all();
+  }
+
+  // libcurl's next timer, asked again after each action rather than left to
+  // CURLMOPT_TIMERFUNCTION alone: libcurl calls the timer function only when its earliest timer
+  // changes, and reports it in whole milliseconds. A loop that acted on a timer a fraction of a
+  // millisecond before it expired would find nothing due and never hear of that timer again; a
+  // transfer waiting on it would stall until some other socket woke the loop. Asking keeps the
+  // loop's timer equal to libcurl's own; a timer under 1 ms away is reported as 1 ms, so this
+  // never spins.
+  void sync_curl_timer() {
+    long ms = -1;
+    if (curl_multi_timeout(multi, &ms) != CURLM_OK)
+      return;
+    curl_due = ms < 0 ? std::optional<steady::time_point>{} : steady::now() + std::chrono::milliseconds(ms);
   }
 
   // Transfers libcurl has finished: answered.

@@ -161,6 +161,25 @@ TEST_P(transport_models, a_closed_connection_is_a_transport_error_and_timers_fir
   EXPECT_GE(std::chrono::steady_clock::now() - start, 50ms);
 }
 
+// A request's own timeout is a libcurl timer and nothing else: the server holds the answer and no
+// socket moves, so only the loop's own timer (libcurl's, kept by the transport) can end it.
+TEST_P(transport_models, a_request_timeout_fires_with_no_other_traffic) {
+  transport t{options()};
+  for (int i = 0; i < 12; ++i) {
+    auto r = get("/hold/1100");
+    r.timeout = std::chrono::milliseconds(30 + 7 * i);
+    std::promise<http_response> p;
+    const auto start = std::chrono::steady_clock::now();
+    t.submit(r, [&](http_response a) { p.set_value(std::move(a)); });
+    auto f = p.get_future();
+    ASSERT_EQ(f.wait_for(1s), std::future_status::ready) << "request " << i << " (timeout " << r.timeout.count() << " ms) hung";
+    const auto a = f.get();
+    EXPECT_EQ(a.status, 0);
+    EXPECT_FALSE(a.transport_error.empty());
+    EXPECT_GE(std::chrono::steady_clock::now() - start, r.timeout);
+  }
+}
+
 INSTANTIATE_TEST_SUITE_P(io, transport_models, ::testing::Values(false, true),
                          [](const auto& info) { return info.param ? "event_driven" : "walk_every_transfer"; });
 
