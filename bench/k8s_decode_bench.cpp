@@ -147,12 +147,13 @@ void decode_watch_stream_10k(benchmark::State& state) {
 BENCHMARK(decode_watch_stream_10k)->Unit(benchmark::kMillisecond);
 
 // Heap bytes per Pod held in the informer's store (adapters/k8s/object_cache.hpp): the objects keyed
-// namespace/name, with (args: indexes = 1) or without the informer's default indexes (namespace,
-// label, owner). client-go's side holds a cache.Store without indexes. Everything the pods hold
+// namespace/name, with (args) indexes = 0 none, 1 the store's general indexes (namespace, every
+// label, owner), 2 the one index headroom's pod informer holds (a label router's: one label's
+// values). client-go's side holds a cache.Store without indexes. Everything the pods hold
 // is counted, shared parts included: the interned values are made during the measurement.
 void bytes_per_cached_pod(benchmark::State& state) {
   const int n = static_cast<int>(state.range(0));
-  const bool indexes = state.range(1) != 0;
+  const auto indexes = state.range(1);
   const bool unique_labels = state.range(2) != 0;
   const auto& c = data(n, unique_labels);
   double per_pod = 0;
@@ -160,8 +161,10 @@ void bytes_per_cached_pod(benchmark::State& state) {
     const auto before = mallinfo2().uordblks;
     {
       headroom::k8s::store<pod> store;
-      if (indexes)
+      if (indexes == 1)
         store.add_default_indexes();
+      else if (indexes == 2)
+        store.add_label_index("label:headroom.dev/role", "headroom.dev/role");
       for (const auto& json : c.pods) {
         auto r = headroom::k8s::decode_pod(json);
         store.put(std::make_shared<const pod>(std::move(std::get<pod>(r))));
@@ -180,6 +183,7 @@ BENCHMARK(bytes_per_cached_pod)
     ->Args({100'000, 0, 0})
     ->Args({10'000, 1, 0})
     ->Args({100'000, 1, 0})
+    ->Args({100'000, 2, 0})
     ->Args({10'000, 0, 1})
     ->Args({10'000, 1, 1})
     ->Iterations(1)

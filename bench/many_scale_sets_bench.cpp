@@ -253,9 +253,16 @@ int main(int argc, char** argv) {
   }
 
   const auto started = std::chrono::steady_clock::now();
-  auto headroom = std::make_unique<agent>(dir, "kubernetes:\n  kubeconfig: " + dir + "/chart.kubeconfig\n"
-                                               "leaderElection:\n  enabled: false\ngithub:\n  configUrl: " +
-                                               e.peer->http_url() + "/headroom-org\nscaleSets:\n" + config.str());
+  // glibc's allocator tunables reach headroom from the bench's environment, to compare them.
+  std::vector<std::string> agent_env;
+  for (const char* name : {"MALLOC_ARENA_MAX", "GLIBC_TUNABLES"})
+    if (const char* v = std::getenv(name))
+      agent_env.push_back(std::string{name} + "=" + v);
+  auto headroom = std::make_unique<agent>(dir,
+                                          "kubernetes:\n  kubeconfig: " + dir + "/chart.kubeconfig\n"
+                                          "leaderElection:\n  enabled: false\ngithub:\n  configUrl: " +
+                                              e.peer->http_url() + "/headroom-org\nscaleSets:\n" + config.str(),
+                                          agent_env);
   peer_view v;
   auto all_ready = [&] {
     v = look(e, "hr");

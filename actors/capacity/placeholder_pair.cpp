@@ -110,7 +110,7 @@ bool runner_took(const pair_state& st, std::time_t now) {
       return true;
     if (p->node_name != st.runner_node)
       continue;
-    if (const auto created = k8s::parse_rfc3339(p->meta.creation_timestamp); created && static_cast<double>(now) - *created < 120)
+    if (const auto& created = p->meta.created; created && static_cast<double>(now) - *created < 120)
       return true;
   }
   return false;

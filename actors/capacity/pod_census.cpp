@@ -32,9 +32,9 @@ runner_mark pod_census::mark_of(const k8s::pod& p) {
 }
 
 void pod_census::forget(const std::string& name) {
-  if (auto it = runners_.find(name); it != runners_.end()) {
-    add(totals_, it->second, -1);
-    runners_.erase(it);
+  if (auto it = runners_.find(std::string_view{name}); it != runners_.end()) {
+    add(totals_, it->second.mark, -1);
+    runners_.erase(it);  // the key views the erased entry's pod: nothing refers to it after this
   }
   placeholders_.erase(name);
 }
@@ -51,7 +51,7 @@ void pod_census::apply(msg::object_change change, const std::shared_ptr<const k8
     return;
   if (*r == role_label(role::runner)) {
     const auto m = mark_of(*pod);
-    runners_.emplace(name, m);
+    runners_.emplace(std::string_view{pod->meta.name}, runner_entry{pod, m});
     add(totals_, m, +1);
   } else if (*r == role_label(role::runner_placeholder) || *r == role_label(role::workflow_placeholder)) {
     placeholders_.emplace(name, pod);
@@ -59,8 +59,8 @@ void pod_census::apply(msg::object_change change, const std::shared_ptr<const k8
 }
 
 const runner_mark* pod_census::runner(const std::string& name) const {
-  auto it = runners_.find(name);
-  return it == runners_.end() ? nullptr : &it->second;
+  auto it = runners_.find(std::string_view{name});
+  return it == runners_.end() ? nullptr : &it->second.mark;
 }
 
 }  // namespace headroom::actors::capacity

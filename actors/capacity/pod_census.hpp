@@ -10,6 +10,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 
 #include "adapters/k8s/objects.hpp"
@@ -74,7 +75,14 @@ class pod_census {
   std::string ns_;
   bool built_ = false;
   uint64_t dropped_seen_ = 0;
-  std::unordered_map<std::string, runner_mark> runners_;
+  // Keyed by a view of the pod's own name, which the entry keeps alive: the census holds the same
+  // pod the informer's cache does (the change it applied), not a copy of its name (#38: the
+  // memory per cached pod; each scale set has two censuses, the monitor's and the provisioner's).
+  struct runner_entry {
+    std::shared_ptr<const k8s::pod> pod;
+    runner_mark mark;
+  };
+  std::unordered_map<std::string_view, runner_entry> runners_;
   std::map<std::string, std::shared_ptr<const k8s::pod>> placeholders_;
   runner_totals totals_;
 };

@@ -31,7 +31,9 @@ std::optional<wall_time> reservation_start(const k8s::pod& p) {
   if (const auto* at = p.meta.annotation(ungated_at_annotation))
     if (auto t = parse_wall(*at))
       return t;
-  return parse_wall(p.meta.creation_timestamp);
+  if (!p.meta.created)
+    return std::nullopt;
+  return wall_time{std::chrono::duration_cast<wall_time::duration>(std::chrono::duration<double>(*p.meta.created))};
 }
 
 }  // namespace
@@ -169,8 +171,8 @@ void order_candidates(std::vector<const k8s::pod*>& candidates) {
     const int32_t pa = a->priority.value_or(0), pb = b->priority.value_or(0);
     if (pa != pb)
       return pa > pb;
-    if (a->meta.creation_timestamp != b->meta.creation_timestamp)
-      return a->meta.creation_timestamp < b->meta.creation_timestamp;  // RFC 3339 UTC sorts as text
+    if (a->meta.created != b->meta.created)
+      return a->meta.created < b->meta.created;  // one without a time first, as its empty text did
     return key_of(*a) < key_of(*b);
   });
 }

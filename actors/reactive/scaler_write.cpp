@@ -255,7 +255,7 @@ void on_pods_listed(scaler_self* self, const msg::api_reply& r) {
         if (!p.meta.deletion_timestamp.empty())
           continue;
         if (newest == nullptr ||
-            std::tie(p.meta.creation_timestamp, p.meta.name) > std::tie(newest->meta.creation_timestamp, newest->meta.name))
+            std::tie(p.meta.created, p.meta.name) > std::tie(newest->meta.created, newest->meta.name))
           newest = &p;
       }
       if (newest != nullptr) {

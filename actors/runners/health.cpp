@@ -67,7 +67,7 @@ verdict health_memory::observe(const std::string& pod, std::string_view phase, b
 
 verdict health_memory::observe(const k8s::pod& pod, int64_t now_ms, runner_seen seen) {
   // An unreadable creationTimestamp counts as just made: never judged stuck on a guess.
-  const auto created = k8s::parse_rfc3339(pod.meta.creation_timestamp);
+  const auto& created = pod.meta.created;
   return observe(pod.meta.name, pod.phase, !pod.node_name.empty(), created ? static_cast<int64_t>(*created * 1000) : now_ms,
                  now_ms, seen);
 }

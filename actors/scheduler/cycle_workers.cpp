@@ -199,7 +199,7 @@ bool cycle::stray_busy(const k8s::pod& p, std::map<std::string, std::vector<gith
 }
 
 bool cycle::stray_past_grace(const k8s::pod& p) const {
-  const auto created = k8s::parse_rfc3339(p.meta.creation_timestamp);
+  const auto& created = p.meta.created;
   return created && now_ - static_cast<int64_t>(*created * 1000.0) >= o_.orphan_grace.count();
 }
 

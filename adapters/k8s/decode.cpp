@@ -19,6 +19,7 @@
 
 #include "adapters/k8s/interning.hpp"
 #include "adapters/k8s/quantity.hpp"
+#include "adapters/k8s/time.hpp"
 
 namespace headroom::k8s {
 
@@ -160,6 +161,15 @@ void set(std::string& out, od::value v) {
   }
   std::string_view s = v.get_string();  // escapes, or not a string (throws, naming the type)
   out.assign(s.data(), s.size());
+}
+
+// An RFC 3339 time as seconds since the epoch; none when null or not a time.
+std::optional<double> timestamp(od::value v) {
+  if (auto plain = plain_string(v.raw_json_token()))
+    return parse_rfc3339(*plain);
+  if (take_null(v))
+    return std::nullopt;
+  return parse_rfc3339(std::string_view{v.get_string()});
 }
 
 int64_t int64(od::value v) {
@@ -428,8 +438,6 @@ void meta(context& c, od::value v, object_meta& m) {
       set(m.uid, value);
     } else if (key == "resourceVersion") {
       set(m.resource_version, value);
-    } else if (key == "generateName") {
-      set(m.generate_name, value);
     } else if (key == "labels") {
       seen_labels = true;
       string_map(c, value, labels, n_labels);
@@ -438,10 +446,8 @@ void meta(context& c, od::value v, object_meta& m) {
       string_map(c, value, annotations, n_annotations);
     } else if (key == "deletionTimestamp") {
       set(m.deletion_timestamp, value);
-    } else if (key == "deletionGracePeriodSeconds") {
-      m.deletion_grace_period_seconds = int64(value);
     } else if (key == "creationTimestamp") {
-      set(m.creation_timestamp, value);
+      m.created = timestamp(value);
     } else if (key == "ownerReferences") {
       seen_owners = true;
       each(c, value, [&](od::value item) {
@@ -721,8 +727,6 @@ void pod_status(context& c, od::value v, pod& p) {
       set(p.phase, x);
     } else if (k == "nominatedNodeName") {
       set(p.nominated_node_name, x);
-    } else if (k == "startTime") {
-      set(p.start_time, x);
     } else if (k == "conditions") {
       conditions(c, x, conds, n_conditions);
     } else if (k == "containerStatuses") {

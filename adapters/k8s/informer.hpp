@@ -81,6 +81,8 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     handlers_ = std::move(next);
   }
   void add_index(const std::string& name, index_fn fn) { store_.add_index(name, std::move(fn)); }
+  void add_label_index(const std::string& name, std::string key) { store_.add_label_index(name, std::move(key)); }
+  void add_default_indexes() { store_.add_default_indexes(); }
 
   void start() { list_page({}, std::chrono::milliseconds(0)); }
   void stop() {
@@ -129,7 +131,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   }
 
  private:
-  informer(client& c, options opts) : client_(c), opts_(std::move(opts)) { store_.add_default_indexes(); }
+  informer(client& c, options opts) : client_(c), opts_(std::move(opts)) {}
 
   static std::string key(const std::string& ns, const std::string& name) { return store<T>::key(ns, name); }
   static std::string key(const T& o) { return store<T>::key(o); }

@@ -35,9 +35,10 @@ class label_router : public std::enable_shared_from_this<label_router<T>> {
   using handler = typename informer<T>::handler;
   using event = typename informer<T>::event;
 
-  // Routes `source`'s events by the value of `label_key` (the informer's default "label" index
-  // serves the slices' lists). Before or after source->start().
+  // Routes `source`'s events by the value of `label_key`; an index of that label's values (added
+  // to the informer here) serves the slices' lists. Before or after source->start().
   static std::shared_ptr<label_router> make(std::shared_ptr<informer<T>> source, std::string label_key) {
+    source->add_label_index(index_name(label_key), label_key);
     auto r = std::shared_ptr<label_router>(new label_router(std::move(source), std::move(label_key)));
     std::weak_ptr<label_router> weak = r;
     r->source_id_ = r->source_->subscribe([weak](const event& e) {
@@ -57,6 +58,7 @@ class label_router : public std::enable_shared_from_this<label_router<T>> {
 
   const std::shared_ptr<informer<T>>& source() const { return source_; }
   const std::string& label_key() const { return key_; }
+  static std::string index_name(const std::string& label_key) { return "label:" + label_key; }
 
   // The subscribers' count per value (tests; metrics).
   size_t subscribers(const std::string& value) const {
@@ -132,7 +134,7 @@ class informer_slice {
     auto o = router_->source()->get(ns, name);
     return o && mine(*o) ? o : nullptr;
   }
-  std::vector<std::shared_ptr<const T>> list() const { return router_->source()->by_index("label", index_value_); }
+  std::vector<std::shared_ptr<const T>> list() const { return router_->source()->by_index(index_, value_); }
   size_t size() const { return list().size(); }
   bool synced() const { return router_->source()->synced(); }
   const std::string& value() const { return value_; }
@@ -143,14 +145,14 @@ class informer_slice {
  private:
   friend class label_router<T>;
   informer_slice(std::shared_ptr<label_router<T>> router, std::string value)
-      : router_(std::move(router)), value_(std::move(value)), index_value_(router_->label_key() + "=" + value_) {}
+      : router_(std::move(router)), value_(std::move(value)), index_(label_router<T>::index_name(router_->label_key())) {}
   bool mine(const T& o) const {
     const auto* v = o.meta.label(router_->label_key());
     return v != nullptr && *v == value_;
   }
 
   std::shared_ptr<label_router<T>> router_;
-  std::string value_, index_value_;
+  std::string value_, index_;
 };
 
 }  // namespace headroom::k8s

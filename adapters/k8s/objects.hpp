@@ -24,12 +24,13 @@ struct owner_reference {
 };
 
 struct object_meta {
-  std::string name, ns, uid, resource_version, generate_name;
+  std::string name, ns, uid, resource_version;
   shared<string_pairs> labels, annotations;
   shared<std::vector<owner_reference>> owners;
   std::string deletion_timestamp;  // "" unless the object is being deleted
-  std::optional<int64_t> deletion_grace_period_seconds;
-  std::string creation_timestamp;
+  // creationTimestamp in seconds since the epoch (none when absent or not RFC 3339): a number,
+  // not its 20-character text, in each of the 100,000 cached pods (#38).
+  std::optional<double> created;
 
   const std::string* label(std::string_view key) const;
   const std::string* annotation(std::string_view key) const;
@@ -123,7 +124,7 @@ struct pod {
   std::string node_name;
   std::optional<int32_t> priority;
   shared<pod_spec> spec;
-  std::string phase, nominated_node_name, start_time;
+  std::string phase, nominated_node_name;
   shared<std::vector<condition>> conditions;
   shared<std::vector<container_status>> container_statuses;
 

@@ -174,6 +174,7 @@ TEST_F(k8s_fixture, k8s_list_watch_10k_objects) {
   EXPECT_EQ(watcher->counters().decode_errors.load(), 0u);
 
   auto lister = informer<pod>::make(*admin, pods_in(ns));
+  lister->add_default_indexes();
   lister->start();
   ASSERT_TRUE(eventually([&] { return lister->synced(); }, 120s));
   EXPECT_EQ(lister->size(), 10'000u);

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include "adapters/k8s/time.hpp"
+
 // Designated initializers name only what a case needs; the rest keep their defaults.
 #pragma GCC diagnostic ignored "-Wmissing-field-initializers"
 
@@ -31,7 +33,7 @@ std::shared_ptr<const k8s::pod> make(const pod_spec_in& in) {
   p.meta.ns = "ci";
   p.meta.uid = "uid-" + in.name;
   p.meta.resource_version = "1";
-  p.meta.creation_timestamp = in.created;
+  p.meta.created = k8s::parse_rfc3339(in.created);
   k8s::string_pairs ann;
   if (in.opted)
     ann.emplace_back(gate, "true");

@@ -78,7 +78,7 @@ void expect_same_pod(const pod& a, const pod& b) {
   EXPECT_EQ(a.meta.ns, b.meta.ns);
   EXPECT_EQ(a.meta.uid, b.meta.uid);
   EXPECT_EQ(a.meta.resource_version, b.meta.resource_version);
-  EXPECT_EQ(a.meta.creation_timestamp, b.meta.creation_timestamp);
+  EXPECT_EQ(a.meta.created, b.meta.created);
   EXPECT_EQ(*a.meta.labels, *b.meta.labels);
   EXPECT_EQ(*a.meta.annotations, *b.meta.annotations);
   EXPECT_EQ(*a.meta.owners, *b.meta.owners);
