@@ -65,6 +65,7 @@ struct transport::impl {
     http_response response;
     steady::time_point not_before;
     curl_blob ca_blob{}, cert_blob{}, key_blob{};  // curl keeps pointers to these (NOCOPY)
+    bool too_big = false;                          // the body passed req.max_body_bytes
   };
 
   explicit impl(options o) : opts(std::move(o)), bucket(opts.qps, opts.burst) {
@@ -187,10 +188,18 @@ struct transport::impl {
     const size_t len = size * n;
     long status = 0;
     curl_easy_getinfo(t->easy, CURLINFO_RESPONSE_CODE, &status);
-    if (t->req.stream && t->chunk && status >= 200 && status < 300)
+    const bool ok = status >= 200 && status < 300;
+    if (t->req.stream && t->chunk && ok) {
       t->chunk(std::string_view{data, len});
-    else if (t->response.body.size() < (64u << 20))  // a hostile endless error body is cut off
+    } else if (t->response.body.size() + len <= t->req.max_body_bytes) {
       t->response.body.append(data, len);
+    } else if (ok) {
+      // A body cut short would be read as whole (or fail to decode with a misleading message): the
+      // transfer fails instead, saying why.
+      t->too_big = true;
+      return 0;  // CURLE_WRITE_ERROR
+    }
+    // Otherwise an error body past the limit: the rest is dropped (a hostile endless one).
     return len;
   }
 
@@ -426,7 +435,10 @@ struct transport::impl {
         curl_easy_getinfo(m->easy_handle, CURLINFO_RESPONSE_CODE, &r.status);
       } else {
         r.status = 0;
-        r.transport_error = curl_easy_strerror(m->data.result);
+        r.transport_error = t->too_big ? "response body larger than " + std::to_string(t->req.max_body_bytes) + " bytes"
+                                       : curl_easy_strerror(m->data.result);
+        if (t->too_big)
+          r.body.clear();
       }
       finish(t, std::move(r));
     }

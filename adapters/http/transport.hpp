@@ -32,6 +32,9 @@ struct http_request {
   // Started before every waiting request that is not urgent (still within the rate budget): a
   // latency-critical write does not queue behind a backlog of bulk ones.
   bool urgent = false;
+  // A 2xx body larger than this fails the transfer (a transport error naming the limit): it never
+  // arrives cut short. Another status's body is cut at this size instead (only its message is read).
+  size_t max_body_bytes = size_t{64} << 20;
 };
 
 struct http_response {

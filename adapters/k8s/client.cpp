@@ -238,6 +238,10 @@ void client::list(const resource_kind& k, std::string_view ns, const list_option
                       {"continue", opts.continue_token},
                       {"resourceVersion", opts.resource_version}});
   c->req.timeout = std::chrono::seconds(120);
+  // A list without a limit (the fallback when a continue token expired) holds the whole
+  // collection: 100,000 pods are a few hundred MB. The API server is authenticated; the limit
+  // only stops a runaway body.
+  c->req.max_body_bytes = size_t{4} << 30;
   send(c);
 }
 

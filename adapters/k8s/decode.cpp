@@ -1011,11 +1011,36 @@ decoded<unstructured> decode_unstructured(std::string_view json) { return decode
 
 namespace {
 
+// The document itself is broken, not a value in it: cut short, unbalanced, unreadable.
+bool document_broken(simdjson::error_code e) {
+  switch (e) {
+    case simdjson::TAPE_ERROR:
+    case simdjson::DEPTH_ERROR:
+    case simdjson::UNCLOSED_STRING:
+    case simdjson::INCOMPLETE_ARRAY_OR_OBJECT:
+    case simdjson::OUT_OF_BOUNDS:
+    case simdjson::TRAILING_CONTENT:
+    case simdjson::EMPTY:
+    case simdjson::CAPACITY:
+    case simdjson::MEMALLOC:
+    case simdjson::UTF8_ERROR:
+      return true;
+    default:
+      return false;
+  }
+}
+
+// Thrown through an item's guard (it is no std::exception) to the list's.
+struct list_broken {
+  std::string message;
+};
+
 template <class T>
 decoded<list_result<T>> decode_padded_list(simdjson::padded_string_view input) {
   list_result<T> out;
   context list_ctx{list_kind_name<T>, {}, {}, {}};
   auto err = guarded(list_ctx, [&] {
+   try {
     auto& backslashes = thread_scratch().backslashes;
     list_ctx.backslashes = index_backslashes(input, backslashes);
     auto doc = thread_parser().iterate(input);
@@ -1034,9 +1059,19 @@ decoded<list_result<T>> decode_padded_list(simdjson::padded_string_view input) {
           c.backslashes = list_ctx.backslashes;
           T item;
           // A bad item is recorded and skipped; the iteration continues with the next one, so
-          // one malformed object never hides the rest of the list.
+          // one malformed object never hides the rest of the list. A broken document is not a
+          // bad item: a body cut short (or unbalanced) ends the iteration early, and accepting
+          // what came before it would make a partial list look whole; the list is undecodable.
           od::value item_value = element.value();
-          auto item_err = guarded(c, [&] { decode_into(c, item_value, item); });
+          auto item_err = guarded(c, [&] {
+            try {
+              decode_into(c, item_value, item);
+            } catch (const simdjson::simdjson_error& e) {
+              if (document_broken(e.error()))
+                throw list_broken{"items[" + std::to_string(i) + "]: " + simdjson::error_message(e.error())};
+              throw;
+            }
+          });
           if (item_err)
             out.errors.push_back(decode_error{"items[" + std::to_string(i) + "]: " + item_err->message});
           else
@@ -1045,6 +1080,9 @@ decoded<list_result<T>> decode_padded_list(simdjson::padded_string_view input) {
         }
       }
     });
+   } catch (const list_broken& b) {
+    throw field_failure{b.message};
+   }
   });
   if (err)
     return *err;

@@ -16,6 +16,7 @@
 #include <mutex>
 #include <shared_mutex>
 #include <string>
+#include <string_view>
 #include <unordered_map>
 #include <unordered_set>
 #include <vector>
@@ -25,7 +26,20 @@ namespace headroom::k8s {
 template <class T>
 class store {
  public:
-  using entry = std::pair<const std::string, std::shared_ptr<const T>>;
+  // An object's key, "namespace/name", held as views of the object's own namespace and name (the
+  // entry holds the object, so the views live as long as the entry): a copy of the key was 32-48
+  // bytes a pod.
+  struct object_key {
+    std::string_view ns, name;
+    bool operator==(const object_key&) const = default;
+  };
+  struct key_hash {
+    size_t operator()(const object_key& k) const {
+      const size_t h = std::hash<std::string_view>{}(k.name);
+      return k.ns.empty() ? h : h ^ (std::hash<std::string_view>{}(k.ns) + 0x9e3779b97f4a7c15ULL + (h << 6) + (h >> 2));
+    }
+  };
+  using entry = std::pair<const object_key, std::shared_ptr<const T>>;
   using index_fn = std::function<std::vector<std::string>(const T&)>;
 
   // General indexes: by namespace, by "key=value" of every label, by owner uid. An informer has
@@ -75,20 +89,27 @@ class store {
   // Inserts or replaces; returns the previous version.
   std::shared_ptr<const T> put(std::shared_ptr<const T> obj) {
     std::unique_lock lock{mutex_};
-    auto [it, inserted] = objects_.try_emplace(key(*obj));
-    std::shared_ptr<const T> old;
-    if (!inserted) {
-      old = std::move(it->second);
-      unindex(&*it, *old);
+    const object_key k{obj->meta.ns, obj->meta.name};
+    auto it = objects_.find(k);
+    if (it == objects_.end()) {
+      it = objects_.emplace(k, std::move(obj)).first;
+      index(&*it, *it->second);
+      return nullptr;
     }
-    it->second = std::move(obj);
+    auto old = std::move(it->second);  // keeps the old key's views valid until the key is replaced
+    unindex(&*it, *old);
+    // The same element, re-keyed on the new version's strings: the index entries point at it.
+    auto node = objects_.extract(it);
+    node.key() = k;
+    node.mapped() = std::move(obj);
+    it = objects_.insert(std::move(node)).position;
     index(&*it, *it->second);
     return old;
   }
 
   std::shared_ptr<const T> erase(const std::string& k) {
     std::unique_lock lock{mutex_};
-    auto it = objects_.find(k);
+    auto it = objects_.find(split(k));
     if (it == objects_.end())
       return nullptr;
     auto old = std::move(it->second);
@@ -99,7 +120,7 @@ class store {
 
   std::shared_ptr<const T> get(const std::string& k) const {
     std::shared_lock lock{mutex_};
-    auto it = objects_.find(k);
+    auto it = objects_.find(split(k));
     return it == objects_.end() ? nullptr : it->second;
   }
 
@@ -117,7 +138,7 @@ class store {
     std::vector<std::string> out;
     out.reserve(objects_.size());
     for (const auto& [k, v] : objects_)
-      out.push_back(k);
+      out.push_back(k.ns.empty() ? std::string{k.name} : std::string{k.ns} + "/" + std::string{k.name});
     return out;
   }
 
@@ -201,8 +222,15 @@ class store {
       }
   }
 
+  // "namespace/name" (or "name") as the views a lookup compares.
+  static object_key split(const std::string& k) {
+    const std::string_view v{k};
+    const auto slash = v.find('/');
+    return slash == std::string_view::npos ? object_key{{}, v} : object_key{v.substr(0, slash), v.substr(slash + 1)};
+  }
+
   mutable std::shared_mutex mutex_;
-  std::unordered_map<std::string, std::shared_ptr<const T>> objects_;
+  std::unordered_map<object_key, std::shared_ptr<const T>, key_hash> objects_;
   std::map<std::string, index_state> indexes_;
 };
 

@@ -20,7 +20,7 @@ using headroom::http::transport;
 
 namespace {
 
-// /hold/<ms>: answers after <ms>; /big: a 200 KB body; /stream: three chunks 20 ms apart; /close:
+// /hold/<ms>: answers after <ms>; /big: a 200 KB body (/big500: with status 500); /stream: three chunks 20 ms apart; /close:
 // closes without answering.
 class handler final : public CivetHandler {
  public:
@@ -32,11 +32,11 @@ class handler final : public CivetHandler {
       mg_printf(c, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n%s", body.size(), body.c_str());
       return true;
     }
-    if (uri == "/big") {
+    if (uri == "/big" || uri == "/big500") {
       std::string body;
       for (int i = 0; body.size() < 200'000; ++i)
         body += std::to_string(i) + ",";
-      mg_printf(c, "HTTP/1.1 200 OK\r\nContent-Length: %zu\r\n\r\n", body.size());
+      mg_printf(c, "HTTP/1.1 %s\r\nContent-Length: %zu\r\n\r\n", uri == "/big" ? "200 OK" : "500 Internal Server Error", body.size());
       mg_write(c, body.data(), body.size());
       return true;
     }
@@ -159,6 +159,39 @@ TEST_P(transport_models, a_closed_connection_is_a_transport_error_and_timers_fir
   t.after(50ms, [&] { fired.set_value(); });
   ASSERT_EQ(fired.get_future().wait_for(5s), std::future_status::ready);
   EXPECT_GE(std::chrono::steady_clock::now() - start, 50ms);
+}
+
+// A success body over the request's limit fails the transfer, saying so, instead of arriving cut
+// short (an unpaginated list of 100,000 pods once did, at a fixed 64 MiB); an error body is cut.
+TEST_P(transport_models, a_body_over_the_limit_fails_and_an_error_body_is_cut) {
+  transport t{options()};
+  auto big = get("/big");
+  big.max_body_bytes = 100'000;
+  std::promise<http_response> p;
+  t.submit(big, [&](http_response r) { p.set_value(std::move(r)); });
+  auto f = p.get_future();
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  const auto r = f.get();
+  EXPECT_EQ(r.status, 0);
+  EXPECT_EQ(r.transport_error, "response body larger than 100000 bytes");
+  EXPECT_TRUE(r.body.empty());
+
+  auto error = get("/big500");
+  error.max_body_bytes = 100'000;
+  std::promise<http_response> q;
+  t.submit(error, [&](http_response a) { q.set_value(std::move(a)); });
+  auto g = q.get_future();
+  ASSERT_EQ(g.wait_for(10s), std::future_status::ready);
+  const auto e = g.get();
+  EXPECT_EQ(e.status, 500);
+  EXPECT_LE(e.body.size(), 100'000u);
+  EXPECT_GT(e.body.size(), 0u);
+
+  std::promise<http_response> whole;
+  t.submit(get("/big"), [&](http_response a) { whole.set_value(std::move(a)); });
+  auto w = whole.get_future();
+  ASSERT_EQ(w.wait_for(10s), std::future_status::ready);
+  EXPECT_GE(w.get().body.size(), 200'000u);
 }
 
 // A request's own timeout is a libcurl timer and nothing else: the server holds the answer and no

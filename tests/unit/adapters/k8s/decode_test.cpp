@@ -218,6 +218,27 @@ TEST(decode, list_keeps_good_items_and_names_the_bad_one) {
             "quantities must match the regular expression '^([+-]?[0-9.]+)([eEinumkKMGTP]*[-+]?[0-9]*)$'");
 }
 
+// A body cut short is a broken list, whatever item the cut falls in: never the items before the
+// cut taken for the whole list (a capped or dropped response made a partial cache look synced).
+TEST(decode, a_list_cut_short_anywhere_is_undecodable_never_partial) {
+  const auto pod = fixture("pod_full.json");
+  const std::string list =
+      R"({"apiVersion":"v1","kind":"PodList","metadata":{"resourceVersion":"981"},"items":[)" + pod + "," + pod + "," + pod + "]}";
+  ASSERT_EQ(ok(decode_list<headroom::k8s::pod>(list)).items.size(), 3u);
+  size_t partial = 0;
+  for (size_t cut = 1; cut < list.size(); ++cut) {
+    const auto r = decode_list<headroom::k8s::pod>(std::string_view{list}.substr(0, cut));
+    if (const auto* l = std::get_if<headroom::k8s::list_result<headroom::k8s::pod>>(&r)) {
+      ++partial;
+      ADD_FAILURE() << "cut at " << cut << " of " << list.size() << " decoded as a list of " << l->items.size() << " items and "
+                    << l->errors.size() << " errors";
+      if (partial > 3)
+        break;
+    }
+  }
+  EXPECT_EQ(partial, 0u);
+}
+
 TEST(decode, watch_events) {
   const auto added = ok(decode_watch_event<pod>("{\"type\":\"ADDED\",\"object\":" + fixture("pod_full.json") + "}"));
   EXPECT_EQ(added.type, watch_event<pod>::added);
