@@ -1,7 +1,8 @@
 #pragma once
 
-// The object cache behind an informer: objects keyed "namespace/name", and indexes from a value
-// (a namespace, a "key=value" label, an owner uid, a node name) to the objects that have it.
+// The object cache behind an informer: objects keyed "namespace/name", and the indexes its
+// consumers add, each from a value (a label's value, a node name, a queue) to the objects that
+// have it.
 //
 // One writer (the informer's I/O thread), any number of readers. Index entries point at the
 // store's own entries (node-based, so stable until erased) instead of copying keys (see
