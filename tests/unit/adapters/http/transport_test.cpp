@@ -10,7 +10,9 @@
 #include <atomic>
 #include <condition_variable>
 #include <future>
+#include <memory>
 #include <mutex>
+#include <optional>
 #include <thread>
 
 using namespace std::chrono_literals;
@@ -163,35 +165,37 @@ TEST_P(transport_models, a_closed_connection_is_a_transport_error_and_timers_fir
 
 // A success body over the request's limit fails the transfer, saying so, instead of arriving cut
 // short (an unpaginated list of 100,000 pods once did, at a fixed 64 MiB); an error body is cut.
+// Submits `r` and waits up to `wait` for its answer; none when it did not come.
+std::optional<http_response> fetch(transport& t, http_request r, std::chrono::milliseconds wait) {
+  auto p = std::make_shared<std::promise<http_response>>();  // an answer after the wait still has it
+  auto f = p->get_future();
+  t.submit(std::move(r), [p](http_response a) { p->set_value(std::move(a)); });
+  if (f.wait_for(wait) != std::future_status::ready)
+    return std::nullopt;
+  return f.get();
+}
+
 TEST_P(transport_models, a_body_over_the_limit_fails_and_an_error_body_is_cut) {
   transport t{options()};
   auto big = get("/big");
   big.max_body_bytes = 100'000;
-  std::promise<http_response> p;
-  t.submit(big, [&](http_response r) { p.set_value(std::move(r)); });
-  auto f = p.get_future();
-  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
-  const auto r = f.get();
-  EXPECT_EQ(r.status, 0);
-  EXPECT_EQ(r.transport_error, "response body larger than 100000 bytes");
-  EXPECT_TRUE(r.body.empty());
+  const auto r = fetch(t, big, 10s);
+  ASSERT_TRUE(r);
+  EXPECT_EQ(r->status, 0);
+  EXPECT_EQ(r->transport_error, "response body larger than 100000 bytes");
+  EXPECT_TRUE(r->body.empty());
 
   auto error = get("/big500");
   error.max_body_bytes = 100'000;
-  std::promise<http_response> q;
-  t.submit(error, [&](http_response a) { q.set_value(std::move(a)); });
-  auto g = q.get_future();
-  ASSERT_EQ(g.wait_for(10s), std::future_status::ready);
-  const auto e = g.get();
-  EXPECT_EQ(e.status, 500);
-  EXPECT_LE(e.body.size(), 100'000u);
-  EXPECT_GT(e.body.size(), 0u);
+  const auto e = fetch(t, error, 10s);
+  ASSERT_TRUE(e);
+  EXPECT_EQ(e->status, 500);
+  EXPECT_LE(e->body.size(), 100'000u);
+  EXPECT_GT(e->body.size(), 0u);
 
-  std::promise<http_response> whole;
-  t.submit(get("/big"), [&](http_response a) { whole.set_value(std::move(a)); });
-  auto w = whole.get_future();
-  ASSERT_EQ(w.wait_for(10s), std::future_status::ready);
-  EXPECT_GE(w.get().body.size(), 200'000u);
+  const auto whole = fetch(t, get("/big"), 10s);
+  ASSERT_TRUE(whole);
+  EXPECT_GE(whole->body.size(), 200'000u);
 }
 
 // A request's own timeout is a libcurl timer and nothing else: the server holds the answer and no
@@ -201,14 +205,11 @@ TEST_P(transport_models, a_request_timeout_fires_with_no_other_traffic) {
   for (int i = 0; i < 12; ++i) {
     auto r = get("/hold/1100");
     r.timeout = std::chrono::milliseconds(30 + 7 * i);
-    std::promise<http_response> p;
     const auto start = std::chrono::steady_clock::now();
-    t.submit(r, [&](http_response a) { p.set_value(std::move(a)); });
-    auto f = p.get_future();
-    ASSERT_EQ(f.wait_for(1s), std::future_status::ready) << "request " << i << " (timeout " << r.timeout.count() << " ms) hung";
-    const auto a = f.get();
-    EXPECT_EQ(a.status, 0);
-    EXPECT_FALSE(a.transport_error.empty());
+    const auto a = fetch(t, r, 1s);
+    ASSERT_TRUE(a) << "request " << i << " (timeout " << r.timeout.count() << " ms) hung";
+    EXPECT_EQ(a->status, 0);
+    EXPECT_FALSE(a->transport_error.empty());
     EXPECT_GE(std::chrono::steady_clock::now() - start, r.timeout);
   }
 }
