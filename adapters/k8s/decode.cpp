@@ -1039,51 +1039,52 @@ template <class T>
 decoded<list_result<T>> decode_padded_list(simdjson::padded_string_view input) {
   list_result<T> out;
   context list_ctx{list_kind_name<T>, {}, {}, {}};
-  auto err = guarded(list_ctx, [&] {
-   try {
-    auto& backslashes = thread_scratch().backslashes;
-    list_ctx.backslashes = index_backslashes(input, backslashes);
-    auto doc = thread_parser().iterate(input);
-    fields(list_ctx, doc.get_value(), [&](field_name k, od::value x) {
-      if (k == "metadata") {
-        fields(list_ctx, x, [&](field_name k2, od::value y) {
-          if (k2 == "resourceVersion")
-            set(out.resource_version, y);
-          else if (k2 == "continue")
-            set(out.continue_token, y);
-        });
-      } else if (k == "items") {
-        int64_t i = 0;
-        for (auto element : x.get_array()) {
-          context c{kind_name<T>, {}, {}, {}};
-          c.backslashes = list_ctx.backslashes;
-          T item;
-          // A bad item is recorded and skipped; the iteration continues with the next one, so
-          // one malformed object never hides the rest of the list. A broken document is not a
-          // bad item: a body cut short (or unbalanced) ends the iteration early, and accepting
-          // what came before it would make a partial list look whole; the list is undecodable.
-          od::value item_value = element.value();
-          auto item_err = guarded(c, [&] {
-            try {
-              decode_into(c, item_value, item);
-            } catch (const simdjson::simdjson_error& e) {
-              if (document_broken(e.error()))
-                throw list_broken{"items[" + std::to_string(i) + "]: " + simdjson::error_message(e.error())};
-              throw;
-            }
+  std::optional<decode_error> err;
+  try {
+    err = guarded(list_ctx, [&] {
+      auto& backslashes = thread_scratch().backslashes;
+      list_ctx.backslashes = index_backslashes(input, backslashes);
+      auto doc = thread_parser().iterate(input);
+      fields(list_ctx, doc.get_value(), [&](field_name k, od::value x) {
+        if (k == "metadata") {
+          fields(list_ctx, x, [&](field_name k2, od::value y) {
+            if (k2 == "resourceVersion")
+              set(out.resource_version, y);
+            else if (k2 == "continue")
+              set(out.continue_token, y);
           });
-          if (item_err)
-            out.errors.push_back(decode_error{"items[" + std::to_string(i) + "]: " + item_err->message});
-          else
-            out.items.push_back(std::move(item));
-          ++i;
+        } else if (k == "items") {
+          int64_t i = 0;
+          for (auto element : x.get_array()) {
+            context c{kind_name<T>, {}, {}, {}};
+            c.backslashes = list_ctx.backslashes;
+            T item;
+            // A bad item is recorded and skipped; the iteration continues with the next one, so
+            // one malformed object never hides the rest of the list. A broken document is not a
+            // bad item: a body cut short (or unbalanced) ends the iteration early, and accepting
+            // what came before it would make a partial list look whole; the list is undecodable.
+            od::value item_value = element.value();
+            auto item_err = guarded(c, [&] {
+              try {
+                decode_into(c, item_value, item);
+              } catch (const simdjson::simdjson_error& e) {
+                if (document_broken(e.error()))
+                  throw list_broken{"items[" + std::to_string(i) + "]: " + simdjson::error_message(e.error())};
+                throw;
+              }
+            });
+            if (item_err)
+              out.errors.push_back(decode_error{"items[" + std::to_string(i) + "]: " + item_err->message});
+            else
+              out.items.push_back(std::move(item));
+            ++i;
+          }
         }
-      }
+      });
     });
-   } catch (const list_broken& b) {
-    throw field_failure{b.message};
-   }
-  });
+  } catch (const list_broken& b) {
+    err = decode_error{std::string{list_kind_name<T>} + ": " + b.message};
+  }
   if (err)
     return *err;
   return out;

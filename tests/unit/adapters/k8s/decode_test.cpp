@@ -225,9 +225,11 @@ TEST(decode, a_list_cut_short_anywhere_is_undecodable_never_partial) {
   const std::string list =
       R"({"apiVersion":"v1","kind":"PodList","metadata":{"resourceVersion":"981"},"items":[)" + pod + "," + pod + "," + pod + "]}";
   ASSERT_EQ(ok(decode_list<headroom::k8s::pod>(list)).items.size(), 3u);
-  size_t partial = 0;
+  size_t partial = 0, unnamed = 0;
   for (size_t cut = 1; cut < list.size(); ++cut) {
     const auto r = decode_list<headroom::k8s::pod>(std::string_view{list}.substr(0, cut));
+    if (const auto* e = std::get_if<headroom::k8s::decode_error>(&r); e && e->message.rfind("PodList", 0) != 0 && ++unnamed <= 3)
+      ADD_FAILURE() << "cut at " << cut << ": the error does not name the list: " << e->message;
     if (const auto* l = std::get_if<headroom::k8s::list_result<headroom::k8s::pod>>(&r)) {
       ++partial;
       ADD_FAILURE() << "cut at " << cut << " of " << list.size() << " decoded as a list of " << l->items.size() << " items and "
@@ -237,6 +239,7 @@ TEST(decode, a_list_cut_short_anywhere_is_undecodable_never_partial) {
     }
   }
   EXPECT_EQ(partial, 0u);
+  EXPECT_EQ(unnamed, 0u);
 }
 
 TEST(decode, watch_events) {
