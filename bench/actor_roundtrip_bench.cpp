@@ -24,7 +24,9 @@ caf::behavior ponger() {
   return {[](ping_atom, int64_t n) { return n; }};
 }
 
-void send_ping(caf::stateful_actor<pinger_state>* self, const caf::actor& pong) {
+// One ping, timed; its answer sends the next until the run is done. Untyped and typed pingers alike.
+template <class Self, class Pong>
+void send_ping(Self self, const Pong& pong) {
   self->state.sent = std::chrono::steady_clock::now();
   self->request(pong, caf::infinite, ping_atom::value, int64_t{self->state.remaining}).then([self, pong](int64_t) {
     auto& st = self->state;
@@ -97,26 +99,13 @@ pong_actor::behavior_type typed_ponger(pong_actor::pointer) {
   return {[](ping_atom, int64_t n) { return n; }};
 }
 
-void send_typed_ping(typed_pinger_self self, const pong_actor& pong) {
-  self->state.sent = std::chrono::steady_clock::now();
-  self->request(pong, caf::infinite, ping_atom::value, int64_t{self->state.remaining}).then([self, pong](int64_t) {
-    auto& st = self->state;
-    st.samples_ns.push_back(
-        std::chrono::duration_cast<std::chrono::nanoseconds>(std::chrono::steady_clock::now() - st.sent).count());
-    if (--st.remaining > 0)
-      send_typed_ping(self, pong);
-    else
-      st.done.deliver(std::move(st.samples_ns));
-  });
-}
-
 ping_actor::behavior_type typed_pinger(typed_pinger_self self, pong_actor pong) {
   return {[self, pong](run_atom, int n) {
     self->state.samples_ns.clear();
     self->state.samples_ns.reserve(static_cast<size_t>(n));
     self->state.remaining = n;
     self->state.done = self->make_response_promise<std::vector<int64_t>>();
-    send_typed_ping(self, pong);
+    send_ping(self, pong);
     return self->state.done;
   }};
 }
