@@ -178,8 +178,7 @@ struct transport::impl {
 
   // libcurl: its next timer is due in `ms` (-1: none).
   static int on_timer(CURLM*, long ms, void* user) {
-    auto* self = static_cast<impl*>(user);
-    self->curl_due = ms < 0 ? std::optional<steady::time_point>{} : steady::now() + std::chrono::milliseconds(ms);
+    static_cast<impl*>(user)->set_curl_due(ms);
     return 0;
   }
 
@@ -417,8 +416,10 @@ struct transport::impl {
   // never spins.
   void sync_curl_timer() {
     long ms = -1;
-    if (curl_multi_timeout(multi, &ms) != CURLM_OK)
-      return;
+    if (curl_multi_timeout(multi, &ms) == CURLM_OK)
+      set_curl_due(ms);
+  }
+  void set_curl_due(long ms) {
     curl_due = ms < 0 ? std::optional<steady::time_point>{} : steady::now() + std::chrono::milliseconds(ms);
   }
 
