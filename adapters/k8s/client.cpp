@@ -231,6 +231,7 @@ void client::discover(std::string_view api_version, api_callback cb) {
 void client::list(const resource_kind& k, std::string_view ns, const list_options& opts, api_callback cb) {
   HEADROOM_CALL("list", "GET", "");
   c->req.delay = opts.delay;
+  c->req.urgent = opts.urgent;
   c->req.url = conn_.server + k.path(ns) +
                query({{"labelSelector", opts.label_selector},
                       {"fieldSelector", opts.field_selector},
@@ -362,6 +363,12 @@ request_id client::watch(const resource_kind& k, std::string_view ns, const watc
   req.tls = tls_;
   req.timeout = std::chrono::milliseconds(0);
   req.stream = true;
+  // Every watch ends on the server after timeoutSeconds and is resumed at once from its
+  // resourceVersion. Queued behind a backlog of writes waiting for the rate budget (50 qps: a
+  // burst of pair replacements at 1,000 scale sets is a few hundred), the resumed watch waited
+  // seconds, and every change the server made meanwhile with it: headroom saw nothing for 4-9 s.
+  // It still spends a token.
+  req.urgent = true;
   req.stall_timeout = opts.stall_timeout.count() > 0 ? opts.stall_timeout : watch_stall_timeout_;
   req.delay = opts.delay;
   req.headers = {"Accept: application/json", "User-Agent: headroom"};

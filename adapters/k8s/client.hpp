@@ -63,6 +63,9 @@ struct list_options {
   std::string label_selector, field_selector, continue_token, resource_version;
   int64_t limit = 0;
   std::chrono::milliseconds delay{0};  // start later (relist backoff)
+  // Ahead of the bulk writes waiting for the rate budget (http_request::urgent): an informer's
+  // pages, so a relist does not wait behind the writes the controller is making.
+  bool urgent = false;
 };
 
 struct watch_options {
@@ -116,7 +119,8 @@ class client {
   void evict(std::string_view ns, std::string_view name, const delete_options& opts, api_callback cb);
   void cordon(std::string_view node, bool unschedulable, api_callback cb);
   // A watch: `on_line` gets each newline-delimited event (JSON); `on_end` gets nothing when the
-  // server closed the stream normally, or the error.
+  // server closed the stream normally, or the error. Always urgent: a watch (re)start goes ahead of
+  // the writes waiting for the rate budget (see client.cpp).
   request_id watch(const resource_kind& k, std::string_view ns, const watch_options& opts,
                    std::function<void(std::string_view)> on_line,
                    std::function<void(std::optional<api_error>)> on_end);

@@ -191,6 +191,8 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     lo.limit = paged ? opts_.page_size : 0;
     lo.continue_token = continue_token;
     lo.delay = delay;
+    lo.urgent = true;  // what the controller sees comes before what it writes (and a page waiting
+                       // behind writes can outlive its continue token)
     std::weak_ptr<informer> weak = this->shared_from_this();
     client_.list(opts_.kind, opts_.ns, lo, [weak](api_result r) {
       if (auto self = weak.lock())
