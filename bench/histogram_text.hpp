@@ -37,6 +37,28 @@ inline std::map<double, double> buckets(const std::string& text, const std::stri
   return out;
 }
 
+// A counter or gauge from Prometheus text, summed over the label sets of `name` whose line contains
+// `label` (empty: all of them).
+inline double series_sum(const std::string& text, const std::string& name, const std::string& label = "") {
+  double sum = 0;
+  std::istringstream in{text};
+  for (std::string line; std::getline(in, line);) {
+    if ((line.rfind(name + "{", 0) != 0 && line.rfind(name + " ", 0) != 0) ||
+        (!label.empty() && line.find(label) == std::string::npos))
+      continue;
+    sum += std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return sum;
+}
+
+// Cumulative buckets minus an earlier reading of the same histogram (what a phase added).
+inline std::map<double, double> buckets_since(std::map<double, double> now, const std::map<double, double>& before) {
+  for (auto& [le, n] : now)
+    if (auto it = before.find(le); it != before.end())
+      n -= it->second;
+  return now;
+}
+
 // p from cumulative buckets (the upper bound of the bucket that holds it).
 inline double bucket_quantile(const std::map<double, double>& b, double p) {
   if (b.empty())

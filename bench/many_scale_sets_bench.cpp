@@ -297,7 +297,8 @@ int main(int argc, char** argv) {
 
   // headroom's own share of propagation (headroom_capacity_propagation_seconds: from publishing a
   // capacity to the first poll that carries it), counted over this phase only.
-  const auto inside_before = bench::buckets(headroom->metrics(), "headroom_capacity_propagation_seconds");
+  const std::string metrics_before = headroom->metrics();
+  const auto inside_before = bench::buckets(metrics_before, "headroom_capacity_propagation_seconds");
   // Propagation: `rate` scale sets a second lose their runner placeholder.
   struct change {
     std::string set;
@@ -391,6 +392,17 @@ int main(int argc, char** argv) {
     if (auto it = inside_before.find(le); it != inside_before.end())
       n -= it->second;
   const double polls_inside = inside.empty() ? 0.0 : inside.rbegin()->second;
+  // What the Kubernetes client did meanwhile: the pod watches resumed (the server ends each after
+  // ~5 min), and how long requests waited for the rate budget, urgent (watches, lists) and bulk.
+  const std::string metrics_after = headroom->metrics();
+  const double pod_watches = bench::series_sum(metrics_after, "headroom_kubernetes_informer_watches_total", "resource=\"pods\"") -
+                             bench::series_sum(metrics_before, "headroom_kubernetes_informer_watches_total", "resource=\"pods\"");
+  const auto wait = [&](const char* priority) {
+    const std::string label = std::string{"priority=\""} + priority + "\"";
+    return bench::buckets_since(bench::buckets(metrics_after, "headroom_kubernetes_rate_limiter_wait_seconds", label),
+                                bench::buckets(metrics_before, "headroom_kubernetes_rate_limiter_wait_seconds", label));
+  };
+  const auto bulk_wait = wait("bulk"), urgent_wait = wait("urgent");
   headroom->stop();
   pods->stop();
   std::filesystem::copy_file(dir + "/agent.log", "/tmp/many_scale_sets_headroom.log", std::filesystem::copy_options::overwrite_existing);
@@ -448,6 +460,19 @@ int main(int argc, char** argv) {
   std::printf("{\"mode\":\"propagation_inside_headroom\",\"polls\":%.0f,\"p50_le_ms\":%.0f,\"p99_le_ms\":%.0f}\n",
               polls_inside, polls_inside > 0 ? 1e3 * bench::bucket_quantile(inside, 0.5) : 0.0,
               polls_inside > 0 ? 1e3 * bench::bucket_quantile(inside, 0.99) : 0.0);
+  const auto count = [](const std::map<double, double>& b) { return b.empty() ? 0.0 : b.rbegin()->second; };
+  std::string by_verb;
+  for (const char* verb : {"create", "delete", "patch", "update", "get", "list"}) {
+    const std::string label = std::string{"verb=\""} + verb + "\"";
+    by_verb += std::string{",\""} + verb + "\":" +
+               std::to_string(static_cast<int64_t>(bench::series_sum(metrics_after, "headroom_kubernetes_requests_total", label) -
+                                                   bench::series_sum(metrics_before, "headroom_kubernetes_requests_total", label)));
+  }
+  std::printf("{\"mode\":\"kubernetes_during_changes\",\"pod_watches_resumed\":%.0f,\"bulk_requests\":%.0f,"
+              "\"bulk_wait_p50_le_ms\":%.0f,\"bulk_wait_p99_le_ms\":%.0f,\"urgent_requests\":%.0f,\"urgent_wait_p99_le_ms\":%.0f%s}\n",
+              pod_watches, count(bulk_wait), 1e3 * bench::bucket_quantile(bulk_wait, 0.5),
+              1e3 * bench::bucket_quantile(bulk_wait, 0.99), count(urgent_wait), 1e3 * bench::bucket_quantile(urgent_wait, 0.99),
+              by_verb.c_str());
   if (listeners > 0)
     std::printf("{\"mode\":\"idle\",\"who\":\"scaleset-listener x%d\",\"ready_s\":%.1f,\"rss_mib\":%.1f,\"cpu_core_pct\":%.2f,\"threads\":%d,"
                 "\"fds\":%d,\"sockets\":%d}\n",

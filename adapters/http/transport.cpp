@@ -285,6 +285,8 @@ struct transport::impl {
     }
     curl_multi_add_handle(multi, e);
     started_count.fetch_add(1, std::memory_order_relaxed);
+    if (opts.on_start)
+      opts.on_start(std::max(steady::duration::zero(), steady::now() - t->not_before), t->req.urgent);
     active.emplace(t->id, std::move(t));
   }
 

@@ -89,6 +89,10 @@ class transport final : public exchange {
     // libcurl's read buffer per transfer (bytes; 0: libcurl's 16 KiB). Every long poll held open
     // keeps one, and their answers are a few KiB.
     long read_buffer_bytes = 0;
+    // Called on the I/O thread as each request starts, with how long it waited for the rate
+    // budget (from when it could have started: its submit, or the end of its retry delay) and
+    // whether it was urgent (headroom_kubernetes_rate_limiter_wait_seconds). Must be short.
+    std::function<void(std::chrono::nanoseconds waited, bool urgent)> on_start;
   };
   using on_chunk = http::on_chunk;
   using on_done = http::on_done;

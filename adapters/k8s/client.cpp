@@ -165,6 +165,8 @@ void client::send(std::shared_ptr<call> c) {
   c->req.tls = tls_;
   http_request req = c->req;
   transport_.submit(std::move(req), [this, c](http_response r) {
+    if (on_response_ && !r.cancelled)
+      on_response_(c->verb, r.status);
     if (r.status >= 200 && r.status < 300 && !r.cancelled) {
       c->done(std::move(r.body));
       return;
@@ -187,6 +189,24 @@ void client::send(std::shared_ptr<call> c) {
     }
     c->done(error_from(r, c->verb, c->kind->plural, c->ns, c->name, c->eviction));
   });
+}
+
+void client::track_informer(std::string resource, std::string ns, std::weak_ptr<const informer_stats> stats) {
+  std::lock_guard lock{informers_mu_};
+  informers_.push_back({std::move(resource), std::move(ns), std::move(stats)});
+}
+
+std::vector<tracked_informer> client::informers() const {
+  std::vector<tracked_informer> out;
+  std::lock_guard lock{informers_mu_};
+  std::erase_if(informers_, [&](const weak_informer& w) {
+    auto s = w.stats.lock();
+    if (!s)
+      return true;
+    out.push_back({w.resource, w.ns, std::move(s)});
+    return false;
+  });
+  return out;
 }
 
 namespace {
@@ -396,7 +416,9 @@ request_id client::watch(const resource_kind& k, std::string_view ns, const watc
   const std::string plural = k.plural;
   const std::string ns_copy{ns};
   return transport_.submit(std::move(req),
-                           [on_end, plural, ns_copy](http_response r) {
+                           [this, on_end, plural, ns_copy](http_response r) {
+                             if (on_response_ && !r.cancelled)
+                               on_response_("watch", r.status);
                              if (r.status >= 200 && r.status < 300 && !r.cancelled) {
                                on_end(std::nullopt);
                                return;

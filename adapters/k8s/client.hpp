@@ -1,12 +1,16 @@
 #pragma once
 
+#include <atomic>
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <memory>
+#include <mutex>
 #include <optional>
 #include <string>
 #include <string_view>
 #include <variant>
+#include <vector>
 
 #include "adapters/k8s/connection.hpp"
 #include "adapters/k8s/transport.hpp"
@@ -88,6 +92,17 @@ struct retry_policy {
   std::chrono::milliseconds max{5'000};
 };
 
+// What an informer has done (lists, watches started, failures…), read at scrape time.
+struct informer_stats {
+  std::atomic<uint64_t> lists{0}, list_pages{0}, list_full_fallbacks{0}, relists_410{0}, watches{0}, watch_errors{0},
+      decode_errors{0}, events{0};
+};
+
+struct tracked_informer {
+  std::string resource, ns;  // ns "" = every namespace
+  std::shared_ptr<const informer_stats> stats;
+};
+
 // Asynchronous REST client over the transport. Callbacks run on the transport's I/O thread.
 class client {
  public:
@@ -131,6 +146,13 @@ class client {
   // The stall timeout of a watch whose options leave it 0 (see watch_options::stall_timeout).
   void set_watch_stall_timeout(std::chrono::seconds t) { watch_stall_timeout_ = t; }
 
+  // Every response, each attempt of a retried call included: the call's verb and the HTTP status
+  // (0: none came). Not for cancelled calls. Set before the first call; runs on the I/O thread.
+  void on_response(std::function<void(const std::string& verb, long status)> fn) { on_response_ = std::move(fn); }
+  // Informers made on this client report here (held weakly: a stopped one leaves the list).
+  void track_informer(std::string resource, std::string ns, std::weak_ptr<const informer_stats> stats);
+  std::vector<tracked_informer> informers() const;
+
  private:
   struct call;
   void send(std::shared_ptr<call> c);
@@ -142,6 +164,13 @@ class client {
   http::exchange& transport_;
   retry_policy retry_;
   std::chrono::seconds watch_stall_timeout_{90};
+  std::function<void(const std::string&, long)> on_response_;
+  struct weak_informer {
+    std::string resource, ns;
+    std::weak_ptr<const informer_stats> stats;
+  };
+  mutable std::mutex informers_mu_;
+  mutable std::vector<weak_informer> informers_;
 };
 
 // Optimistic concurrency: runs `attempt` (read, change, write) until it does not end in a

@@ -57,12 +57,13 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     std::chrono::seconds watch_timeout{300};  // the server ends each watch after ~this (±10 %)
   };
 
-  struct stats {
-    std::atomic<uint64_t> lists{0}, list_pages{0}, list_full_fallbacks{0}, relists_410{0}, watches{0}, watch_errors{0}, decode_errors{0}, events{0};
-  };
+  using stats = informer_stats;
 
+  // Its counters are reported to the client (headroom_kubernetes_informer_* metrics).
   static std::shared_ptr<informer> make(client& c, options opts) {
-    return std::shared_ptr<informer>(new informer(c, std::move(opts)));
+    auto made = std::shared_ptr<informer>(new informer(c, std::move(opts)));
+    c.track_informer(made->opts_.kind.plural, made->opts_.ns, std::shared_ptr<const informer_stats>(made, &made->stats_));
+    return made;
   }
 
   // Handlers may come and go at any time (an actor restarted by its supervisor subscribes again

@@ -1,6 +1,7 @@
 // The client's retry and rate-limit rules against a scripted HTTP server on loopback (civetweb):
 // what is retried, how long it waits, and what is never retried.
 #include "adapters/k8s/client.hpp"
+#include "adapters/k8s/informer.hpp"
 
 #include <CivetServer.h>
 #include <gtest/gtest.h>
@@ -217,4 +218,72 @@ TEST_F(retry_fixture, a_watch_and_an_urgent_list_pass_the_waiting_writes) {
   EXPECT_EQ(order[0], "bulk-0");
   EXPECT_EQ(order[1], "watch");
   EXPECT_EQ(order[2], "list");
+}
+
+// headroom_kubernetes_requests_total: every attempt of a retried call is a response of its own.
+TEST_F(retry_fixture, every_response_is_reported_by_verb_and_status) {
+  transport t{{}};
+  retry_policy fast;
+  fast.initial = 10ms;
+  client c{conn, t, fast};
+  std::mutex m;
+  std::vector<std::pair<std::string, long>> seen;
+  c.on_response([&](const std::string& verb, long status) {
+    std::lock_guard lock{m};
+    seen.emplace_back(verb, status);
+  });
+  handler.script({{503, "", "{}"}});
+  EXPECT_TRUE(std::holds_alternative<std::string>(call(c)));
+  EXPECT_TRUE(std::holds_alternative<std::string>(call(c, /*post=*/true)));
+  std::lock_guard lock{m};
+  const std::vector<std::pair<std::string, long>> want{{"get", 503}, {"get", 200}, {"create", 200}};
+  EXPECT_EQ(seen, want);
+}
+
+// headroom_kubernetes_rate_limiter_wait_seconds: qps 10, burst 1 → the third of three requests
+// submitted together waits about 200 ms for its token, the first not at all.
+TEST_F(retry_fixture, each_start_reports_its_wait_for_the_rate_budget) {
+  transport::options o;
+  o.qps = 10;
+  o.burst = 1;
+  std::mutex m;
+  std::vector<std::pair<std::chrono::nanoseconds, bool>> starts;
+  o.on_start = [&](std::chrono::nanoseconds waited, bool urgent) {
+    std::lock_guard lock{m};
+    starts.emplace_back(waited, urgent);
+  };
+  transport t{o};
+  client c{conn, t};
+  std::vector<std::shared_ptr<std::promise<api_result>>> promises;
+  for (int i = 0; i < 3; ++i) {
+    auto p = std::make_shared<std::promise<api_result>>();
+    promises.push_back(p);
+    c.get(kinds::configmaps, "ns", "x", [p](api_result r) { p->set_value(std::move(r)); });
+  }
+  for (auto& p : promises)
+    p->get_future().wait();
+  std::lock_guard lock{m};
+  ASSERT_EQ(starts.size(), 3u);
+  EXPECT_LT(starts[0].first, 50ms);
+  EXPECT_GE(starts[2].first, 150ms);
+  EXPECT_LT(starts[2].first, 2s);
+  EXPECT_FALSE(starts[0].second);
+}
+
+// headroom_kubernetes_informer_*: an informer reports to its client while it lives.
+TEST_F(retry_fixture, an_informer_is_tracked_while_it_lives) {
+  transport t{{}};
+  client c{conn, t};
+  informer<pod>::options opts;
+  opts.kind = kinds::pods;
+  opts.ns = "runners";
+  auto inf = informer<pod>::make(c, opts);
+  auto tracked = c.informers();
+  ASSERT_EQ(tracked.size(), 1u);
+  EXPECT_EQ(tracked[0].resource, "pods");
+  EXPECT_EQ(tracked[0].ns, "runners");
+  EXPECT_EQ(tracked[0].stats->lists.load(), 0u);
+  tracked.clear();
+  inf.reset();
+  EXPECT_TRUE(c.informers().empty());
 }
