@@ -9,6 +9,7 @@
 #include <future>
 #include <mutex>
 #include <random>
+#include <tuple>
 
 #include "actors/k8s/event_recorder.hpp"
 #include "actors/leadership/leadership_gate.hpp"
@@ -174,15 +175,16 @@ void count_responses(k8s::client& api, runtime::metrics& m) {
   auto& family = prometheus::BuildCounter()
                      .Name("headroom_kubernetes_requests_total")
                      .Help("Responses from the API server by verb (get, list, create, update, patch, delete, evict, "
-                           "watch…) and HTTP status code, each attempt of a retried request counted; code \"0\": no "
+                           "watch…), resource (pods, events, scalesets…) and HTTP status code, each attempt of a retried request counted; code \"0\": no "
                            "response (connection failed or timed out)")
                      .Register(m.registry());
-  auto cache = std::make_shared<std::pair<std::mutex, std::map<std::pair<std::string, long>, prometheus::Counter*>>>();
-  api.on_response([&family, cache](const std::string& verb, long status) {
+  using key = std::tuple<std::string, std::string, long>;
+  auto cache = std::make_shared<std::pair<std::mutex, std::map<key, prometheus::Counter*>>>();
+  api.on_response([&family, cache](const std::string& verb, const std::string& resource, long status) {
     std::lock_guard lock{cache->first};
-    auto& counter = cache->second[{verb, status}];
+    auto& counter = cache->second[key{verb, resource, status}];
     if (counter == nullptr)
-      counter = &family.Add({{"verb", verb}, {"code", std::to_string(status)}});
+      counter = &family.Add({{"verb", verb}, {"resource", resource}, {"code", std::to_string(status)}});
     counter->Increment();
   });
 }

@@ -461,13 +461,26 @@ int main(int argc, char** argv) {
               polls_inside, polls_inside > 0 ? 1e3 * bench::bucket_quantile(inside, 0.5) : 0.0,
               polls_inside > 0 ? 1e3 * bench::bucket_quantile(inside, 0.99) : 0.0);
   const auto count = [](const std::map<double, double>& b) { return b.empty() ? 0.0 : b.rbegin()->second; };
+  // Requests by verb and resource ("patch scalesets": 12) over the phase.
+  std::map<std::string, double> by_call;
+  const auto count_calls = [&](const std::string& text, double sign) {
+    std::istringstream in{text};
+    for (std::string line; std::getline(in, line);) {
+      if (line.rfind("headroom_kubernetes_requests_total{", 0) != 0)
+        continue;
+      const auto label = [&](const std::string& name) {
+        const auto at = line.find(name + "=\"");
+        return at == std::string::npos ? std::string{} : line.substr(at + name.size() + 2, line.find('"', at + name.size() + 2) - at - name.size() - 2);
+      };
+      by_call[label("verb") + " " + label("resource")] += sign * std::stod(line.substr(line.rfind(' ') + 1));
+    }
+  };
+  count_calls(metrics_after, 1);
+  count_calls(metrics_before, -1);
   std::string by_verb;
-  for (const char* verb : {"create", "delete", "patch", "update", "get", "list"}) {
-    const std::string label = std::string{"verb=\""} + verb + "\"";
-    by_verb += std::string{",\""} + verb + "\":" +
-               std::to_string(static_cast<int64_t>(bench::series_sum(metrics_after, "headroom_kubernetes_requests_total", label) -
-                                                   bench::series_sum(metrics_before, "headroom_kubernetes_requests_total", label)));
-  }
+  for (const auto& [call, n] : by_call)
+    if (n > 0)
+      by_verb += ",\"" + call + "\":" + std::to_string(static_cast<int64_t>(n));
   std::printf("{\"mode\":\"kubernetes_during_changes\",\"pod_watches_resumed\":%.0f,\"bulk_requests\":%.0f,"
               "\"bulk_wait_p50_le_ms\":%.0f,\"bulk_wait_p99_le_ms\":%.0f,\"urgent_requests\":%.0f,\"urgent_wait_p99_le_ms\":%.0f%s}\n",
               pod_watches, count(bulk_wait), 1e3 * bench::bucket_quantile(bulk_wait, 0.5),

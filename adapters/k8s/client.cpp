@@ -166,7 +166,7 @@ void client::send(std::shared_ptr<call> c) {
   http_request req = c->req;
   transport_.submit(std::move(req), [this, c](http_response r) {
     if (on_response_ && !r.cancelled)
-      on_response_(c->verb, r.status);
+      on_response_(c->verb, c->kind->plural, r.status);
     if (r.status >= 200 && r.status < 300 && !r.cancelled) {
       c->done(std::move(r.body));
       return;
@@ -418,7 +418,7 @@ request_id client::watch(const resource_kind& k, std::string_view ns, const watc
   return transport_.submit(std::move(req),
                            [this, on_end, plural, ns_copy](http_response r) {
                              if (on_response_ && !r.cancelled)
-                               on_response_("watch", r.status);
+                               on_response_("watch", plural, r.status);
                              if (r.status >= 200 && r.status < 300 && !r.cancelled) {
                                on_end(std::nullopt);
                                return;

@@ -146,9 +146,11 @@ class client {
   // The stall timeout of a watch whose options leave it 0 (see watch_options::stall_timeout).
   void set_watch_stall_timeout(std::chrono::seconds t) { watch_stall_timeout_ = t; }
 
-  // Every response, each attempt of a retried call included: the call's verb and the HTTP status
-  // (0: none came). Not for cancelled calls. Set before the first call; runs on the I/O thread.
-  void on_response(std::function<void(const std::string& verb, long status)> fn) { on_response_ = std::move(fn); }
+  // Every response, each attempt of a retried call included: the call's verb, the resource (its
+  // plural) and the HTTP status (0: none came). Not for cancelled calls. Set before the first
+  // call; runs on the I/O thread.
+  using response_observer = std::function<void(const std::string& verb, const std::string& resource, long status)>;
+  void on_response(response_observer fn) { on_response_ = std::move(fn); }
   // Informers made on this client report here (held weakly: a stopped one leaves the list).
   void track_informer(std::string resource, std::string ns, std::weak_ptr<const informer_stats> stats);
   std::vector<tracked_informer> informers() const;
@@ -164,7 +166,7 @@ class client {
   http::exchange& transport_;
   retry_policy retry_;
   std::chrono::seconds watch_stall_timeout_{90};
-  std::function<void(const std::string&, long)> on_response_;
+  response_observer on_response_;
   struct weak_informer {
     std::string resource, ns;
     std::weak_ptr<const informer_stats> stats;

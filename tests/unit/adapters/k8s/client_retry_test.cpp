@@ -228,8 +228,9 @@ TEST_F(retry_fixture, every_response_is_reported_by_verb_and_status) {
   client c{conn, t, fast};
   std::mutex m;
   std::vector<std::pair<std::string, long>> seen;
-  c.on_response([&](const std::string& verb, long status) {
+  c.on_response([&](const std::string& verb, const std::string& resource, long status) {
     std::lock_guard lock{m};
+    EXPECT_EQ(resource, "configmaps");
     seen.emplace_back(verb, status);
   });
   handler.script({{503, "", "{}"}});
