@@ -5,6 +5,7 @@
 #include <prometheus/histogram.h>
 #include <unistd.h>
 
+#include <array>
 #include <map>
 #include <future>
 #include <mutex>
@@ -39,6 +40,9 @@ struct cluster_services {
   // a burst of placeholder writes (it did: 100 scale sets changing at 10/s held polls up to 3 s).
   std::unique_ptr<http::transport> github_io;
   std::unique_ptr<k8s::client> api;
+  // The same server, credentials and budget; its calls wait after every other one (status and
+  // Event writes: nobody waits on them, and a burst of them must not delay the pod writes).
+  std::unique_ptr<k8s::client> background_api;
   std::shared_ptr<k8s::leader_elector> elector;
   std::vector<modes::mode*> running;  // the enabled modes, prepared
   // The event_recorder's relay: every mode's actors send it msg::k8s_event.
@@ -160,18 +164,20 @@ void count_rate_limit_waits(k8s::transport::options& topts, runtime::metrics& m)
                      .Name("headroom_kubernetes_rate_limiter_wait_seconds")
                      .Help("How long a Kubernetes request waited for the client-side rate budget (kubernetes.qps, "
                            "kubernetes.burst) before it started, by priority: urgent (watches, informers' lists, "
-                           "scheduling-gate removals) go ahead of bulk writes")
+                           "scheduling-gate removals) go first, then normal (pod and scaling writes), then background "
+                           "(status and Event writes)")
                      .Register(m.registry());
   const prometheus::Histogram::BucketBoundaries bounds{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
-  auto* urgent = &family.Add({{"priority", "urgent"}}, bounds);
-  auto* bulk = &family.Add({{"priority", "bulk"}}, bounds);
-  topts.on_start = [urgent, bulk](std::chrono::nanoseconds waited, bool is_urgent) {
-    (is_urgent ? urgent : bulk)->Observe(std::chrono::duration<double>(waited).count());
+  std::array<prometheus::Histogram*, 3> by_priority{};
+  for (auto p : {http::priority::urgent, http::priority::normal, http::priority::background})
+    by_priority[static_cast<size_t>(p)] = &family.Add({{"priority", std::string{http::to_string(p)}}}, bounds);
+  topts.on_start = [by_priority](std::chrono::nanoseconds waited, http::priority p) {
+    by_priority[static_cast<size_t>(p)]->Observe(std::chrono::duration<double>(waited).count());
   };
 }
 
 // Every response by verb and status code ("0": none came: a connection or timeout failure).
-void count_responses(k8s::client& api, runtime::metrics& m) {
+void count_responses(k8s::client& api, k8s::client& background_api, runtime::metrics& m) {
   auto& family = prometheus::BuildCounter()
                      .Name("headroom_kubernetes_requests_total")
                      .Help("Responses from the API server by verb (get, list, create, update, patch, delete, evict, "
@@ -180,13 +186,15 @@ void count_responses(k8s::client& api, runtime::metrics& m) {
                      .Register(m.registry());
   using key = std::tuple<std::string, std::string, long>;
   auto cache = std::make_shared<std::pair<std::mutex, std::map<key, prometheus::Counter*>>>();
-  api.on_response([&family, cache](const std::string& verb, const std::string& resource, long status) {
+  auto count = [&family, cache](const std::string& verb, const std::string& resource, long status) {
     std::lock_guard lock{cache->first};
     auto& counter = cache->second[key{verb, resource, status}];
     if (counter == nullptr)
       counter = &family.Add({{"verb", verb}, {"resource", resource}, {"code", std::to_string(status)}});
     counter->Increment();
-  });
+  };
+  api.on_response(count);
+  background_api.on_response(count);
 }
 
 runtime::child_spec acting_subtree(const runtime::config& cfg, const std::vector<modes::mode*>& running, runtime::metrics& m,
@@ -252,7 +260,9 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   count_rate_limit_waits(topts, m);
   svc->io = std::make_unique<k8s::transport>(topts);
   svc->api = std::make_unique<k8s::client>(*conn, *svc->io);
-  count_responses(*svc->api, m);
+  svc->background_api = std::make_unique<k8s::client>(*conn, *svc->io);
+  svc->background_api->set_priority(http::priority::background);
+  count_responses(*svc->api, *svc->background_api, m);
   m.collector(&m, [weak = std::weak_ptr<cluster_services>(svc)] { return std::make_shared<informer_collector>(weak); });
   http::transport::options gopts;
   gopts.qps = 200;  // GitHub limits by the hour, not by the second; this only spaces a start-up burst
@@ -269,9 +279,10 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   // restarts, so series and rate limits carry over a lost and regained lease.
   svc->events = runtime::spawn_relay(sys, "event_recorder");
   plan.relays.push_back(svc->events);
-  plan.children.push_back(event_recorder_child(svc->events, *svc->api, me, m));
+  plan.children.push_back(event_recorder_child(svc->events, *svc->background_api, me, m));
   for (auto* mode : enabled) {
-    const modes::services s{cfg, env, configured.shared, svc->api.get(), svc->io.get(), svc->github_io.get(), m, ready, runtime::relay_as<actors::event_sink>(svc->events)};
+    const modes::services s{cfg, env, configured.shared, svc->api.get(), svc->io.get(), svc->github_io.get(), m, ready,
+                            runtime::relay_as<actors::event_sink>(svc->events), svc->background_api.get()};
     auto problem = mode->prepare(s);
     svc->running.push_back(mode);  // stopped with the rest even when its start-up failed half-way
     if (problem) {

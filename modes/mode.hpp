@@ -57,6 +57,8 @@ struct services {
   runtime::metrics& metrics;
   runtime::readiness& ready;
   actors::event_sink events;  // the event_recorder's relay (msg::k8s_event); null without a cluster
+  // `api`'s server and rate budget at background priority (status writes); null without a cluster.
+  k8s::client* background_api = nullptr;
 };
 
 // Why a mode cannot start: the message names the key or variable; exit 2 for what the user gave

@@ -210,6 +210,8 @@ struct scale_set_metrics {
 struct scale_set_context {
   scale_set_spec spec;
   k8s::client* kube = nullptr;
+  // The ScaleSet status writes: `kube`'s server and budget behind every other write (null: `kube`).
+  k8s::client* status_kube = nullptr;
   std::shared_ptr<k8s::informer_slice<k8s::pod>> pods;  // this scale set's pods (its share of one informer per namespace)
   std::shared_ptr<k8s::informer<k8s::node>> nodes;  // may be null (no unreachable-node check)
   // Karpenter's NodePools (unstructured; see nodepool.hpp); null or never started when the cluster

@@ -286,7 +286,7 @@ struct transport::impl {
     curl_multi_add_handle(multi, e);
     started_count.fetch_add(1, std::memory_order_relaxed);
     if (opts.on_start)
-      opts.on_start(std::max(steady::duration::zero(), steady::now() - t->not_before), t->req.urgent);
+      opts.on_start(std::max(steady::duration::zero(), steady::now() - t->not_before), t->req.priority);
     active.emplace(t->id, std::move(t));
   }
 
@@ -312,12 +312,11 @@ struct transport::impl {
         to_cancel.swap(cancels);
       }
       for (auto& t : fresh) {
-        if (t->req.urgent) {
-          auto first_bulk = std::find_if(waiting.begin(), waiting.end(), [](const auto& w) { return !w->req.urgent; });
-          waiting.insert(first_bulk, std::move(t));
-        } else {
-          waiting.push_back(std::move(t));
-        }
+        // After the last one waiting of its priority or a higher one (searched from the back: a
+        // normal request with no background ones waiting goes straight to the end).
+        const auto p = t->req.priority;
+        const auto after = std::find_if(waiting.rbegin(), waiting.rend(), [p](const auto& w) { return w->req.priority <= p; });
+        waiting.insert(after.base(), std::move(t));
       }
       for (auto id : to_cancel) {
         auto it = active.find(id);
@@ -509,6 +508,15 @@ std::string url_encode(std::string_view text) {
     }
   }
   return out;
+}
+
+std::string_view to_string(priority p) {
+  switch (p) {
+    case priority::urgent: return "urgent";
+    case priority::normal: return "normal";
+    case priority::background: return "background";
+  }
+  return "normal";
 }
 
 }  // namespace headroom::http

@@ -18,6 +18,15 @@ struct tls_config {
   std::string client_key_pem;   // … and its key (registered as a secret by the loader)
 };
 
+// Where a request waits for the rate budget among the others waiting; each still spends a token.
+enum class priority : uint8_t {
+  urgent,      // what the controller sees and a scheduling gate's removal: before all the others
+  normal,      // the controller's writes (placeholder pods, scaling)
+  background,  // writes nobody waits on (status, Events): after all the others, coalesced meanwhile
+};
+
+std::string_view to_string(priority p);
+
 struct http_request {
   std::shared_ptr<const tls_config> tls;  // the connection's CA and client certificate
   std::string method = "GET";
@@ -29,9 +38,9 @@ struct http_request {
   std::chrono::milliseconds delay{0};         // start no earlier than this from now (retries)
   std::chrono::seconds stall_timeout{0};      // streams: abort when no byte arrived for this long
   bool compressed = true;                     // offer gzip/deflate (off for small, frequent answers)
-  // Started before every waiting request that is not urgent (still within the rate budget): a
-  // latency-critical write does not queue behind a backlog of bulk ones.
-  bool urgent = false;
+  // Started before every waiting request of a lower priority (within the rate budget): a
+  // resumed watch does not queue behind a backlog of writes, nor a pod write behind status writes.
+  http::priority priority = http::priority::normal;
   // A 2xx body larger than this fails the transfer (a transport error naming the limit): it never
   // arrives cut short. Another status's body is cut at this size instead (only its message is read).
   size_t max_body_bytes = size_t{64} << 20;
@@ -69,7 +78,7 @@ class exchange {
 // - submit() is safe from any thread; callbacks run on the I/O thread and must be short (hand the
 //   result to an actor or a policy buffer).
 // - A client-side token bucket (qps/burst, default 50/100) spaces request starts; waiting
-//   requests hold no thread. Urgent requests go ahead of the others that wait.
+//   requests hold no thread. They start by priority (see `priority`), in order within one.
 // - cancel() stops a request or watch at once; its completion callback then reports cancelled.
 class transport final : public exchange {
  public:
@@ -91,8 +100,8 @@ class transport final : public exchange {
     long read_buffer_bytes = 0;
     // Called on the I/O thread as each request starts, with how long it waited for the rate
     // budget (from when it could have started: its submit, or the end of its retry delay) and
-    // whether it was urgent (headroom_kubernetes_rate_limiter_wait_seconds). Must be short.
-    std::function<void(std::chrono::nanoseconds waited, bool urgent)> on_start;
+    // its priority (headroom_kubernetes_rate_limiter_wait_seconds). Must be short.
+    std::function<void(std::chrono::nanoseconds waited, http::priority)> on_start;
   };
   using on_chunk = http::on_chunk;
   using on_done = http::on_done;

@@ -231,6 +231,7 @@ std::string query(std::initializer_list<std::pair<const char*, std::string>> par
   c->ns = std::string{ns};                           \
   c->name = std::string{NAME};                       \
   c->req.method = METHOD;                            \
+  c->req.priority = priority_;                       \
   c->done = std::move(cb)
 
 void client::get(const resource_kind& k, std::string_view ns, std::string_view name, api_callback cb,
@@ -251,7 +252,8 @@ void client::discover(std::string_view api_version, api_callback cb) {
 void client::list(const resource_kind& k, std::string_view ns, const list_options& opts, api_callback cb) {
   HEADROOM_CALL("list", "GET", "");
   c->req.delay = opts.delay;
-  c->req.urgent = opts.urgent;
+  if (opts.urgent)
+    c->req.priority = http::priority::urgent;
   c->req.url = conn_.server + k.path(ns) +
                query({{"labelSelector", opts.label_selector},
                       {"fieldSelector", opts.field_selector},
@@ -285,7 +287,8 @@ void client::replace(const resource_kind& k, std::string_view ns, std::string_vi
 void client::patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string body,
                    api_callback cb, std::string_view subresource, const char* content_type, bool urgent) {
   HEADROOM_CALL("patch", "PATCH", name);
-  c->req.urgent = urgent;
+  if (urgent)
+    c->req.priority = http::priority::urgent;
   c->req.url = conn_.server + k.path(ns, name, subresource);
   c->req.body = std::move(body);
   c->content_type = content_type;
@@ -388,7 +391,7 @@ request_id client::watch(const resource_kind& k, std::string_view ns, const watc
   // burst of pair replacements at 1,000 scale sets is a few hundred), the resumed watch waited
   // seconds, and every change the server made meanwhile with it: headroom saw nothing for 4-9 s.
   // It still spends a token.
-  req.urgent = true;
+  req.priority = http::priority::urgent;
   req.stall_timeout = opts.stall_timeout.count() > 0 ? opts.stall_timeout : watch_stall_timeout_;
   req.delay = opts.delay;
   req.headers = {"Accept: application/json", "User-Agent: headroom"};

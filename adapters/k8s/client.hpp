@@ -67,8 +67,8 @@ struct list_options {
   std::string label_selector, field_selector, continue_token, resource_version;
   int64_t limit = 0;
   std::chrono::milliseconds delay{0};  // start later (relist backoff)
-  // Ahead of the bulk writes waiting for the rate budget (http_request::urgent): an informer's
-  // pages, so a relist does not wait behind the writes the controller is making.
+  // Ahead of the writes waiting for the rate budget (http::priority::urgent): an informer's pages,
+  // so a relist does not wait behind the writes the controller is making.
   bool urgent = false;
 };
 
@@ -120,7 +120,7 @@ class client {
   void discover(std::string_view api_version, api_callback cb);
   void merge_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string patch,
                    api_callback cb, std::string_view subresource = {});
-  // `urgent`: ahead of the bulk writes waiting for the rate budget (see http_request::urgent).
+  // `urgent`: ahead of the other writes waiting for the rate budget (see http::priority).
   void json_patch(const resource_kind& k, std::string_view ns, std::string_view name, std::string patch,
                   api_callback cb, std::string_view subresource = {}, bool urgent = false);
   // Built-in kinds only: lists merge by their key (a pod condition by its type), so one condition
@@ -145,6 +145,9 @@ class client {
   const std::string& server() const { return conn_.server; }
   // The stall timeout of a watch whose options leave it 0 (see watch_options::stall_timeout).
   void set_watch_stall_timeout(std::chrono::seconds t) { watch_stall_timeout_ = t; }
+  // The priority of this client's calls among those waiting for the shared rate budget (urgent
+  // ones stay urgent): a client for status and Event writes is `background`, behind the pod writes.
+  void set_priority(http::priority p) { priority_ = p; }
 
   // Every response, each attempt of a retried call included: the call's verb, the resource (its
   // plural) and the HTTP status (0: none came). Not for cancelled calls. Set before the first
@@ -167,6 +170,7 @@ class client {
   retry_policy retry_;
   std::chrono::seconds watch_stall_timeout_{90};
   response_observer on_response_;
+  http::priority priority_ = http::priority::normal;
   struct weak_informer {
     std::string resource, ns;
     std::weak_ptr<const informer_stats> stats;

@@ -268,8 +268,8 @@ void scale_set_services::stop() {
 
 std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, const github_section& gh,
                                               const std::map<std::string, std::string>& env,
-                                              k8s::client& kube, http::transport& io, runtime::metrics& m,
-                                              scale_set_services& out) {
+                                              k8s::client& kube, k8s::client* status_kube, http::transport& io,
+                                              runtime::metrics& m, scale_set_services& out) {
   auto get = [&env](const char* name) { return env_value(env, name); };
   auto where = github::parse_config_url(gh.config_url);
   if (auto* e = std::get_if<std::string>(&where))
@@ -318,6 +318,7 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
     auto ctx = std::make_shared<scale_set_context>();
     ctx->spec = std::get<scale_set_spec>(std::move(spec));
     ctx->kube = &kube;
+    ctx->status_kube = status_kube;
     ctx->github = out.github;
     ctx->nodes = out.nodes;
     ctx->nodepools = out.nodepools;
@@ -537,7 +538,7 @@ std::optional<start_problem> scale_sets_mode::prepare(const services& s) {
   svc_ = std::make_shared<scale_set_services>();
   svc_->events = s.events;
   svc_->instance = actors::capacity::instance_label(s.cfg.leader_election.ns, s.cfg.leader_election.name);
-  if (auto problem = prepare_scale_sets(config, s.shared.github, s.env, *s.api, *s.github_io, s.metrics, *svc_))
+  if (auto problem = prepare_scale_sets(config, s.shared.github, s.env, *s.api, s.background_api, *s.github_io, s.metrics, *svc_))
     return start_problem{*problem};
   return std::nullopt;
 }

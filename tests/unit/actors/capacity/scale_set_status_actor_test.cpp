@@ -111,4 +111,30 @@ TEST_F(status_fixture, a_missing_crd_is_tried_again_after_five_minutes) {
   EXPECT_EQ(waiting("POST"), 1u) << "the create again after 5 minutes";
 }
 
+// A new poll alone (lastPollTime) is written every 4 to 6 minutes, not every minute: at 1,000
+// scale sets a write a minute each spent a third of the default API budget on a timestamp. A real
+// change (capacity) still goes within the 5 s interval.
+TEST_F(status_fixture, a_new_poll_alone_waits_minutes_and_a_change_does_not) {
+  start();
+  answer("POST", 201, R"({"metadata":{"name":"linux","namespace":"arc-runners","uid":"u-linux"}})");
+  ASSERT_EQ(waiting("PATCH"), 1u);
+  answer("PATCH", 200, "{}");
+  caf::anon_send(status, msg::session_view{"Open", "", true});  // a poll started
+  settle();
+  sched.advance_time(239s);
+  sched.run();
+  EXPECT_EQ(waiting("PATCH"), 0u) << "a poll's time alone is not written within 4 minutes";
+  sched.advance_time(121s);
+  sched.run();
+  ASSERT_EQ(waiting("PATCH"), 1u) << "written within 6 minutes";
+  EXPECT_NE(io.waiting().front().request.body.find("lastPollTime"), std::string::npos) << io.waiting().front().request.body;
+  answer("PATCH", 200, "{}");
+  caf::anon_send(status, msg::session_view{"Open", "", true});
+  caf::anon_send(status, msg::capacity_view{2, 10, 2, 2, 2, 0});
+  settle();
+  sched.advance_time(5s);
+  sched.run();
+  EXPECT_EQ(waiting("PATCH"), 1u) << "a capacity change goes within the interval, the poll with it";
+}
+
 }  // namespace

@@ -248,10 +248,10 @@ TEST_F(retry_fixture, each_start_reports_its_wait_for_the_rate_budget) {
   o.qps = 10;
   o.burst = 1;
   std::mutex m;
-  std::vector<std::pair<std::chrono::nanoseconds, bool>> starts;
-  o.on_start = [&](std::chrono::nanoseconds waited, bool urgent) {
+  std::vector<std::pair<std::chrono::nanoseconds, headroom::http::priority>> starts;
+  o.on_start = [&](std::chrono::nanoseconds waited, headroom::http::priority p) {
     std::lock_guard lock{m};
-    starts.emplace_back(waited, urgent);
+    starts.emplace_back(waited, p);
   };
   transport t{o};
   client c{conn, t};
@@ -268,7 +268,7 @@ TEST_F(retry_fixture, each_start_reports_its_wait_for_the_rate_budget) {
   EXPECT_LT(starts[0].first, 50ms);
   EXPECT_GE(starts[2].first, 150ms);
   EXPECT_LT(starts[2].first, 2s);
-  EXPECT_FALSE(starts[0].second);
+  EXPECT_EQ(starts[0].second, headroom::http::priority::normal);
 }
 
 // headroom_kubernetes_informer_*: an informer reports to its client while it lives.
@@ -287,4 +287,38 @@ TEST_F(retry_fixture, an_informer_is_tracked_while_it_lives) {
   tracked.clear();
   inf.reset();
   EXPECT_TRUE(c.informers().empty());
+}
+
+// A client at background priority (status and Event writes) waits behind the normal writes that
+// came after it: qps 10, burst 1, four background patches then four normal ones → after the first
+// (it took the one token there was), the four normal ones go first.
+TEST_F(retry_fixture, background_writes_wait_behind_the_normal_ones) {
+  transport::options o;
+  o.qps = 10;
+  o.burst = 1;
+  transport t{o};
+  client normal{conn, t};
+  client background{conn, t};
+  background.set_priority(headroom::http::priority::background);
+  std::mutex m;
+  std::vector<std::string> order;
+  std::promise<void> all_done;
+  int left = 8;
+  auto done = [&](std::string who) {
+    return [&, who](api_result) {
+      std::lock_guard lock{m};
+      order.push_back(who);
+      if (--left == 0)
+        all_done.set_value();
+    };
+  };
+  for (int i = 0; i < 4; ++i)
+    background.merge_patch(kinds::configmaps, "ns", "status", "{}", done("background-" + std::to_string(i)));
+  std::this_thread::sleep_for(20ms);
+  for (int i = 0; i < 4; ++i)
+    normal.merge_patch(kinds::pods, "ns", "p", "{}", done("normal-" + std::to_string(i)));
+  ASSERT_EQ(all_done.get_future().wait_for(10s), std::future_status::ready);
+  const std::vector<std::string> want{"background-0", "normal-0", "normal-1", "normal-2", "normal-3",
+                                      "background-1", "background-2", "background-3"};
+  EXPECT_EQ(order, want);
 }
