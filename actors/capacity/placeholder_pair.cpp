@@ -40,6 +40,7 @@ struct pair_state {
   owner_ref owner;
   std::string names[2];       // runner placeholder, workflow placeholder
   bool seen[2] = {false, false};  // the informer has shown the pod at least once
+  bool deleted[2] = {false, false};  // and then its deletion (nothing of it left to delete)
   int creating = 0;
   state_t reported = state_t::pending;
   bool consumed = false;  // handing the workflow's room over to the workflow pod
@@ -55,14 +56,20 @@ struct pair_state {
 using pair_impl = pair_actor::extend<caf::reacts_to<msg::api_reply>, caf::reacts_to<msg::tick_atom, uint64_t>>;
 using pair_self = pair_impl::stateful_base<pair_state>;
 
-void delete_pods(k8s::client* kube, const std::string& ns, const std::string (&names)[2]) {
+// The pair's pods but those already deleted (one DELETE fewer for most lost pairs: the pod whose
+// loss ended the pair is gone already).
+void delete_pods(k8s::client* kube, const std::string& ns, const std::string (&names)[2], const bool (&deleted)[2]) {
   k8s::delete_options o;
   o.grace_period_seconds = 0;
-  for (const auto& n : names)
+  for (int i = 0; i < 2; ++i) {
+    if (deleted[i])
+      continue;
+    const auto& n = names[i];
     kube->remove(k8s::kinds::pods, ns, n, o, [n](k8s::api_result r) {
       if (auto* e = std::get_if<k8s::api_error>(&r); e && e->what != k8s::api_error::kind::not_found)
         runtime::log::warn(actor_name, "placeholder delete failed", {{"pod", n}, {"error", e->describe()}});
     });
+  }
 }
 
 void report(pair_self* self, state_t s, std::string reason = {}) {
@@ -90,7 +97,7 @@ void finish(pair_self* self, state_t s, const std::string& reason, bool warn = t
                               s == state_t::lost ? "PlaceholderPairLost" : "PlaceholderPairTimedOut", "Reserve",
                               "scale set " + st.ctx->spec.name + ", pair " + st.slot + " (" + st.names[0] + ", " +
                                   st.names[1] + "): " + reason});
-  delete_pods(st.ctx->kube, st.ctx->spec.ns, st.names);
+  delete_pods(st.ctx->kube, st.ctx->spec.ns, st.names, st.deleted);
   report(self, s, reason);
   self->demonitor(st.monitor.address());  // see the exit handler
   self->quit();
@@ -130,7 +137,8 @@ void evaluate(pair_self* self) {
       st.seen[i] = true;
     if (i == 0 && pods[i] && !pods[i]->node_name.empty())
       st.runner_node = pods[i]->node_name;
-    went[i] = states[i] == pod_state::gone || (states[i] == pod_state::absent && st.seen[i] && st.creating == 0);
+    st.deleted[i] = states[i] == pod_state::absent && st.seen[i] && st.creating == 0;
+    went[i] = states[i] == pod_state::gone || st.deleted[i];
   }
   auto why = [&](int i) {
     return st.names[i] + " " + (!pods[i] ? "deleted" : pods[i]->meta.deletion_timestamp.empty() ? pods[i]->phase : "terminating");
@@ -195,7 +203,7 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
   };
   self->set_exit_handler([self, orderly](caf::exit_msg& m) {
     if (orderly(m.reason))
-      delete_pods(self->state.ctx->kube, self->state.ctx->spec.ns, self->state.names);
+      delete_pods(self->state.ctx->kube, self->state.ctx->spec.ns, self->state.names, self->state.deleted);
     // A monitor is attached to the observed actor and stays there until that actor ends: without
     // this, the capacity monitor kept one per pair it ever had, and each kept the pair's memory
     // (CAF frees an actor's block with its last weak reference) - the soak's RSS slope.
@@ -205,7 +213,7 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
   self->monitor(st.monitor);
   self->set_down_handler([self, orderly](caf::down_msg& d) {
     if (orderly(d.reason))
-      delete_pods(self->state.ctx->kube, self->state.ctx->spec.ns, self->state.names);
+      delete_pods(self->state.ctx->kube, self->state.ctx->spec.ns, self->state.names, self->state.deleted);
     self->quit(d.reason);
   });
   if (adopt)

@@ -105,6 +105,8 @@ TEST_F(pair_fixture, ready_only_when_both_placeholders_run_and_lost_when_the_wor
   pod_is("DELETED", names[1], "Running", "node-1");
   EXPECT_EQ(reports->back().what, state::lost);
   EXPECT_NE(reports->back().reason.find(names[1]), std::string::npos) << reports->back().reason;
+  ASSERT_EQ(waiting("DELETE"), 1u) << "the pod the watch showed deleted is not deleted again";
+  EXPECT_NE(find("DELETE", names[0]), nullptr) << "the runner placeholder is deleted";
 }
 
 TEST_F(pair_fixture, not_running_within_the_ready_timeout_times_out_and_deletes_its_pods) {
