@@ -2,20 +2,18 @@
 
 #include <caf/all.hpp>
 #include <prometheus/counter.h>
-#include <prometheus/histogram.h>
 #include <unistd.h>
 
-#include <array>
 #include <map>
 #include <future>
 #include <mutex>
 #include <random>
-#include <tuple>
 
 #include "actors/k8s/event_recorder.hpp"
 #include "actors/leadership/leadership_gate.hpp"
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/leader_election.hpp"
+#include "app/kubernetes_metrics.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
@@ -99,104 +97,6 @@ runtime::child_spec event_recorder_child(const caf::actor& relay, k8s::client& a
   return out;
 }
 
-// What the Kubernetes client does, in the metrics: requests by verb and status, how long requests
-// waited for the client-side rate budget (kubernetes.qps), and each informer's lists and watches.
-// The requests and waits are counted as they happen (on the I/O thread); the informers' counters
-// are read at scrape time, from services held weakly (a scrape during shutdown finds none).
-class informer_collector final : public prometheus::Collectable {
- public:
-  explicit informer_collector(std::weak_ptr<cluster_services> svc) : svc_(std::move(svc)) {}
-  std::vector<prometheus::MetricFamily> Collect() const override {
-    struct column {
-      const char* name;
-      const char* help;
-      prometheus::MetricType type;
-      const std::atomic<uint64_t> k8s::informer_stats::*field;
-    };
-    using prometheus::MetricType;
-    using k8s::informer_stats;
-    static const column columns[] = {
-        {"headroom_kubernetes_informer_lists_total", "Lists an informer began (its first, and each relist)",
-         MetricType::Counter, &informer_stats::lists},
-        {"headroom_kubernetes_informer_watches_total",
-         "Watches an informer started: the first, each resumed after the server ended one, each after a failure",
-         MetricType::Counter, &informer_stats::watches},
-        {"headroom_kubernetes_informer_watch_failures_total", "Watches that ended in an error or a stall",
-         MetricType::Counter, &informer_stats::watch_errors},
-        {"headroom_kubernetes_informer_expired_total", "Relists because the resourceVersion expired (410 Gone)",
-         MetricType::Counter, &informer_stats::relists_410},
-        {"headroom_kubernetes_informer_decode_errors_total", "Objects or events an informer could not decode (skipped)",
-         MetricType::Counter, &informer_stats::decode_errors},
-        {"headroom_kubernetes_informer_events_total", "Changes an informer delivered", MetricType::Counter,
-         &informer_stats::events},
-    };
-    std::vector<k8s::tracked_informer> live;
-    if (auto svc = svc_.lock(); svc && svc->api)
-      live = svc->api->informers();
-    // Two informers of one resource and namespace (two modes) are one series.
-    std::map<std::pair<std::string, std::string>, std::vector<const k8s::informer_stats*>> by_key;
-    for (const auto& i : live)
-      by_key[{i.resource, i.ns}].push_back(i.stats.get());
-    std::vector<prometheus::MetricFamily> out;
-    for (const auto& c : columns) {
-      prometheus::MetricFamily family{c.name, c.help, c.type, {}};
-      for (const auto& [key, stats] : by_key) {
-        double sum = 0;
-        for (const auto* s : stats)
-          sum += static_cast<double>((s->*c.field).load(std::memory_order_relaxed));
-        prometheus::ClientMetric metric;
-        metric.label = {{"resource", key.first}, {"namespace", key.second}};
-        metric.counter.value = sum;
-        family.metric.push_back(std::move(metric));
-      }
-      out.push_back(std::move(family));
-    }
-    return out;
-  }
-
- private:
-  std::weak_ptr<cluster_services> svc_;
-};
-
-// The transport's rate-limit waits into a histogram (set before the transport starts).
-void count_rate_limit_waits(k8s::transport::options& topts, runtime::metrics& m) {
-  auto& family = prometheus::BuildHistogram()
-                     .Name("headroom_kubernetes_rate_limiter_wait_seconds")
-                     .Help("How long a Kubernetes request waited for the client-side rate budget (kubernetes.qps, "
-                           "kubernetes.burst) before it started, by priority: urgent (watches, informers' lists, "
-                           "scheduling-gate removals) go first, then normal (pod and scaling writes), then background "
-                           "(status and Event writes)")
-                     .Register(m.registry());
-  const prometheus::Histogram::BucketBoundaries bounds{0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
-  std::array<prometheus::Histogram*, 3> by_priority{};
-  for (auto p : {http::priority::urgent, http::priority::normal, http::priority::background})
-    by_priority[static_cast<size_t>(p)] = &family.Add({{"priority", std::string{http::to_string(p)}}}, bounds);
-  topts.on_start = [by_priority](std::chrono::nanoseconds waited, http::priority p) {
-    by_priority[static_cast<size_t>(p)]->Observe(std::chrono::duration<double>(waited).count());
-  };
-}
-
-// Every response by verb and status code ("0": none came: a connection or timeout failure).
-void count_responses(k8s::client& api, k8s::client& background_api, runtime::metrics& m) {
-  auto& family = prometheus::BuildCounter()
-                     .Name("headroom_kubernetes_requests_total")
-                     .Help("Responses from the API server by verb (get, list, create, update, patch, delete, evict, "
-                           "watch…), resource (pods, events, scalesets…) and HTTP status code, each attempt of a retried request counted; code \"0\": no "
-                           "response (connection failed or timed out)")
-                     .Register(m.registry());
-  using key = std::tuple<std::string, std::string, long>;
-  auto cache = std::make_shared<std::pair<std::mutex, std::map<key, prometheus::Counter*>>>();
-  auto count = [&family, cache](const std::string& verb, const std::string& resource, long status) {
-    std::lock_guard lock{cache->first};
-    auto& counter = cache->second[key{verb, resource, status}];
-    if (counter == nullptr)
-      counter = &family.Add({{"verb", verb}, {"resource", resource}, {"code", std::to_string(status)}});
-    counter->Increment();
-  };
-  api.on_response(count);
-  background_api.on_response(count);
-}
-
 runtime::child_spec acting_subtree(const runtime::config& cfg, const std::vector<modes::mode*>& running, runtime::metrics& m,
                                    runtime::readiness& ready) {
   std::vector<runtime::child_spec> children;
@@ -262,8 +162,12 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   svc->api = std::make_unique<k8s::client>(*conn, *svc->io);
   svc->background_api = std::make_unique<k8s::client>(*conn, *svc->io);
   svc->background_api->set_priority(http::priority::background);
-  count_responses(*svc->api, *svc->background_api, m);
-  m.collector(&m, [weak = std::weak_ptr<cluster_services>(svc)] { return std::make_shared<informer_collector>(weak); });
+  count_responses({svc->api.get(), svc->background_api.get()}, m);
+  // Read at scrape time from services held weakly: a scrape during shutdown finds none.
+  collect_informers(m, [weak = std::weak_ptr<cluster_services>(svc)] {
+    auto s = weak.lock();
+    return s && s->api ? s->api->informers() : std::vector<k8s::tracked_informer>{};
+  });
   http::transport::options gopts;
   gopts.qps = 200;  // GitHub limits by the hour, not by the second; this only spaces a start-up burst
   gopts.burst = 1000;

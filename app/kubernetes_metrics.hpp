@@ -1,0 +1,28 @@
+#pragma once
+
+// What the Kubernetes client does, in the metrics: responses by verb, resource and status, how long
+// requests waited for the client-side rate budget (kubernetes.qps) by priority, and each informer's
+// lists, watches and failures. Responses and waits are counted as they happen (on the transport's
+// I/O thread); the informers' counters are read at scrape time.
+
+#include <functional>
+#include <initializer_list>
+#include <vector>
+
+#include "adapters/k8s/client.hpp"
+#include "runtime/metrics.hpp"
+
+namespace headroom::app {
+
+// headroom_kubernetes_rate_limiter_wait_seconds{priority}: set on the options before the transport
+// is made.
+void count_rate_limit_waits(http::transport::options& opts, runtime::metrics& m);
+
+// headroom_kubernetes_requests_total{verb,resource,code}: every response of these clients.
+void count_responses(std::initializer_list<k8s::client*> clients, runtime::metrics& m);
+
+// headroom_kubernetes_informer_*_total{resource,namespace}: what `informers` returns at each scrape
+// (two informers of one resource and namespace are one series).
+void collect_informers(runtime::metrics& m, std::function<std::vector<k8s::tracked_informer>()> informers);
+
+}  // namespace headroom::app
