@@ -76,6 +76,29 @@ struct retry_fixture : ::testing::Test {
 
 const std::string status_429 = R"({"kind":"Status","status":"Failure","reason":"TooManyRequests","message":"slow down","code":429})";
 
+// The order in which calls complete, from the I/O thread; `wait` until `expected` have.
+struct completion_order {
+  explicit completion_order(int expected) : left(expected) {}
+  void record(const std::string& who) {
+    bool last = false;
+    {
+      std::lock_guard lock{m};
+      order.push_back(who);
+      last = --left == 0;
+    }
+    if (last)  // the last touch: the test may end as soon as it is set
+      all_done.set_value();
+  }
+  api_callback as(std::string who) {
+    return [this, who](api_result) { record(who); };
+  }
+  bool wait() { return all_done.get_future().wait_for(10s) == std::future_status::ready; }
+  std::mutex m;
+  std::vector<std::string> order;
+  std::promise<void> all_done;
+  int left;
+};
+
 }  // namespace
 
 TEST_F(retry_fixture, honours_retry_after_on_429) {
@@ -163,26 +186,15 @@ TEST_F(retry_fixture, an_urgent_request_passes_the_waiting_bulk_ones) {
   o.burst = 1;
   transport t{o};
   client c{conn, t};
-  std::mutex m;
-  std::vector<std::string> order;
-  std::promise<void> all_done;
-  int left = 9;
-  auto done = [&](std::string who) {
-    return [&, who](api_result) {
-      std::lock_guard lock{m};
-      order.push_back(who);
-      if (--left == 0)
-        all_done.set_value();
-    };
-  };
+  completion_order done{9};
   for (int i = 0; i < 8; ++i)
-    c.merge_patch(kinds::configmaps, "ns", "x", "{}", done("bulk-" + std::to_string(i)));
+    c.merge_patch(kinds::configmaps, "ns", "x", "{}", done.as("bulk-" + std::to_string(i)));
   std::this_thread::sleep_for(20ms);  // all eight are waiting behind the first
-  c.json_patch(kinds::pods, "ns", "p", "[]", done("urgent"), {}, /*urgent=*/true);
-  ASSERT_EQ(all_done.get_future().wait_for(10s), std::future_status::ready);
-  ASSERT_EQ(order.size(), 9u);
-  EXPECT_EQ(order[0], "bulk-0");
-  EXPECT_EQ(order[1], "urgent");
+  c.json_patch(kinds::pods, "ns", "p", "[]", done.as("urgent"), {}, /*urgent=*/true);
+  ASSERT_TRUE(done.wait());
+  ASSERT_EQ(done.order.size(), 9u);
+  EXPECT_EQ(done.order[0], "bulk-0");
+  EXPECT_EQ(done.order[1], "urgent");
 }
 
 // What the controller sees comes before what it writes: a watch (every watch is resumed when the
@@ -195,29 +207,20 @@ TEST_F(retry_fixture, a_watch_and_an_urgent_list_pass_the_waiting_writes) {
   o.burst = 1;
   transport t{o};
   client c{conn, t};
-  std::mutex m;
-  std::vector<std::string> order;
-  std::promise<void> all_done;
-  int left = 10;
-  auto record = [&](const std::string& who) {
-    std::lock_guard lock{m};
-    order.push_back(who);
-    if (--left == 0)
-      all_done.set_value();
-  };
+  completion_order done{10};
   for (int i = 0; i < 8; ++i)
-    c.merge_patch(kinds::configmaps, "ns", "x", "{}", [&, i](api_result) { record("bulk-" + std::to_string(i)); });
+    c.merge_patch(kinds::configmaps, "ns", "x", "{}", done.as("bulk-" + std::to_string(i)));
   std::this_thread::sleep_for(20ms);  // all eight are waiting behind the first
   watch_options wo;
-  c.watch(kinds::pods, "ns", wo, [](std::string_view) {}, [&](std::optional<api_error>) { record("watch"); });
+  c.watch(kinds::pods, "ns", wo, [](std::string_view) {}, [&](std::optional<api_error>) { done.record("watch"); });
   list_options lo;
   lo.urgent = true;
-  c.list(kinds::pods, "ns", lo, [&](api_result) { record("list"); });
-  ASSERT_EQ(all_done.get_future().wait_for(10s), std::future_status::ready);
-  ASSERT_EQ(order.size(), 10u);
-  EXPECT_EQ(order[0], "bulk-0");
-  EXPECT_EQ(order[1], "watch");
-  EXPECT_EQ(order[2], "list");
+  c.list(kinds::pods, "ns", lo, done.as("list"));
+  ASSERT_TRUE(done.wait());
+  ASSERT_EQ(done.order.size(), 10u);
+  EXPECT_EQ(done.order[0], "bulk-0");
+  EXPECT_EQ(done.order[1], "watch");
+  EXPECT_EQ(done.order[2], "list");
 }
 
 // headroom_kubernetes_requests_total: every attempt of a retried call is a response of its own.
@@ -300,25 +303,14 @@ TEST_F(retry_fixture, background_writes_wait_behind_the_normal_ones) {
   client normal{conn, t};
   client background{conn, t};
   background.set_priority(headroom::http::priority::background);
-  std::mutex m;
-  std::vector<std::string> order;
-  std::promise<void> all_done;
-  int left = 8;
-  auto done = [&](std::string who) {
-    return [&, who](api_result) {
-      std::lock_guard lock{m};
-      order.push_back(who);
-      if (--left == 0)
-        all_done.set_value();
-    };
-  };
+  completion_order done{8};
   for (int i = 0; i < 4; ++i)
-    background.merge_patch(kinds::configmaps, "ns", "status", "{}", done("background-" + std::to_string(i)));
+    background.merge_patch(kinds::configmaps, "ns", "status", "{}", done.as("background-" + std::to_string(i)));
   std::this_thread::sleep_for(20ms);
   for (int i = 0; i < 4; ++i)
-    normal.merge_patch(kinds::pods, "ns", "p", "{}", done("normal-" + std::to_string(i)));
-  ASSERT_EQ(all_done.get_future().wait_for(10s), std::future_status::ready);
+    normal.merge_patch(kinds::pods, "ns", "p", "{}", done.as("normal-" + std::to_string(i)));
+  ASSERT_TRUE(done.wait());
   const std::vector<std::string> want{"background-0", "normal-0", "normal-1", "normal-2", "normal-3",
                                       "background-1", "background-2", "background-3"};
-  EXPECT_EQ(order, want);
+  EXPECT_EQ(done.order, want);
 }
