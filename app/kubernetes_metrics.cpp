@@ -92,8 +92,8 @@ void count_responses(std::initializer_list<k8s::client*> clients, runtime::metri
   auto& family = prometheus::BuildCounter()
                      .Name("headroom_kubernetes_requests_total")
                      .Help("Responses from the API server by verb (get, list, create, update, patch, delete, evict, "
-                           "watch…), resource (pods, events, scalesets…) and HTTP status code, each attempt of a retried request counted; code \"0\": no "
-                           "response (connection failed or timed out)")
+                           "watch…), resource (pods, events, scalesets…) and HTTP status code, each attempt of a "
+                           "retried request counted; code \"0\": no response (connection failed or timed out)")
                      .Register(m.registry());
   using key = std::tuple<std::string, std::string, long>;
   auto cache = std::make_shared<std::pair<std::mutex, std::map<key, prometheus::Counter*>>>();

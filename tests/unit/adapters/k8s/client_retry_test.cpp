@@ -76,6 +76,14 @@ struct retry_fixture : ::testing::Test {
 
 const std::string status_429 = R"({"kind":"Status","status":"Failure","reason":"TooManyRequests","message":"slow down","code":429})";
 
+// qps 10, burst 1: one request starts every 100 ms, so those waiting show their order.
+transport::options one_at_a_time() {
+  transport::options o;
+  o.qps = 10;
+  o.burst = 1;
+  return o;
+}
+
 // The order in which calls complete, from the I/O thread; `wait` until `expected` have.
 struct completion_order {
   explicit completion_order(int expected) : left(expected) {}
@@ -181,10 +189,7 @@ TEST_F(retry_fixture, client_side_rate_limit_spaces_requests) {
 // budget, and still spends a token: qps 10, burst 1, eight bulk patches then one urgent one → the
 // urgent one completes second, not last.
 TEST_F(retry_fixture, an_urgent_request_passes_the_waiting_bulk_ones) {
-  transport::options o;
-  o.qps = 10;
-  o.burst = 1;
-  transport t{o};
+  transport t{one_at_a_time()};
   client c{conn, t};
   completion_order done{9};
   for (int i = 0; i < 8; ++i)
@@ -202,10 +207,7 @@ TEST_F(retry_fixture, an_urgent_request_passes_the_waiting_bulk_ones) {
 // waiting for the rate budget. Before, a resumed pod watch waited 4-9 s behind the writes of a
 // burst of pair replacements at 1,000 scale sets, and every pod change with it.
 TEST_F(retry_fixture, a_watch_and_an_urgent_list_pass_the_waiting_writes) {
-  transport::options o;
-  o.qps = 10;
-  o.burst = 1;
-  transport t{o};
+  transport t{one_at_a_time()};
   client c{conn, t};
   completion_order done{10};
   for (int i = 0; i < 8; ++i)
@@ -296,10 +298,7 @@ TEST_F(retry_fixture, an_informer_is_tracked_while_it_lives) {
 // came after it: qps 10, burst 1, four background patches then four normal ones → after the first
 // (it took the one token there was), the four normal ones go first.
 TEST_F(retry_fixture, background_writes_wait_behind_the_normal_ones) {
-  transport::options o;
-  o.qps = 10;
-  o.burst = 1;
-  transport t{o};
+  transport t{one_at_a_time()};
   client normal{conn, t};
   client background{conn, t};
   background.set_priority(headroom::http::priority::background);
