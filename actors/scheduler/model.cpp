@@ -2,6 +2,7 @@
 
 #include <algorithm>
 #include <cctype>
+#include <limits>
 #include <set>
 
 #include "actors/scheduler/intake.hpp"
@@ -24,12 +25,46 @@ std::vector<std::string> split_labels(const std::string& key) {
   return out;
 }
 
+namespace {
+
+// How many labels a pool's runners carry beyond what the job asked for ("self-hosted" is every
+// runner's). A pool without labels registers each runner with its job's labels: it covers any
+// self-hosted job, and ranks after every labelled pool that covers it too.
+size_t labels_beyond(const std::vector<std::string>& pool_labels, const std::vector<std::string>& asked) {
+  const auto lower = [](std::string s) {
+    std::transform(s.begin(), s.end(), s.begin(), [](unsigned char c) { return static_cast<char>(std::tolower(c)); });
+    return s;
+  };
+  if (pool_labels.empty())
+    return std::numeric_limits<size_t>::max();
+  std::set<std::string> extra;
+  for (const auto& l : pool_labels)
+    extra.insert(lower(l));
+  extra.erase("self-hosted");
+  for (const auto& l : asked)
+    extra.erase(lower(l));
+  return extra.size();
+}
+
+}  // namespace
+
+// The narrowest pool that covers the job, not the first: with {linux,x64,gpu} listed before
+// {linux,x64}, a plain [self-hosted, linux, x64] job must not take a GPU runner (#61). Ties go
+// to the pool listed first.
 std::optional<size_t> pool_for(const std::vector<pool_options>& pools, const std::string& labels) {
   const auto asked = split_labels(labels);
-  for (size_t i = 0; i < pools.size(); ++i)
-    if (serves(pools[i].labels, asked))
-      return i;
-  return std::nullopt;
+  std::optional<size_t> best;
+  size_t best_extra = 0;
+  for (size_t i = 0; i < pools.size(); ++i) {
+    if (!serves(pools[i].labels, asked))
+      continue;
+    const auto extra = labels_beyond(pools[i].labels, asked);
+    if (!best || extra < best_extra) {
+      best = i;
+      best_extra = extra;
+    }
+  }
+  return best;
 }
 
 std::vector<std::string> registered_labels(const pool_options& pool, const std::string& job_labels) {

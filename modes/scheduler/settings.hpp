@@ -66,7 +66,8 @@ struct scheduler_section {
   // ubuntu-latest), each runner registered with its job's labels.
   std::vector<std::string> runner_labels;
   runner_section runner;
-  // Runner pools, first match wins: a job goes to the first pool whose labels cover it. Empty: one
+  // Runner pools: a job goes to the narrowest pool whose labels cover it (fewest labels beyond the
+  // job's; a tie to the one listed first; a pool without labels last). Empty: one
   // pool from `runner` and `runnerLabels` (named "default").
   std::vector<pool_section> pools;
   // Live runners per account (an organization, or a personal account with all its repositories),

@@ -189,16 +189,32 @@ std::vector<pool_options> two_pools() {
   return {linux, docker};
 }
 
-TEST(pools, a_job_goes_to_the_first_pool_that_has_every_label_it_asks_for) {
+TEST(pools, a_job_goes_to_the_narrowest_pool_that_has_every_label_it_asks_for) {
   const auto pools = two_pools();
   EXPECT_EQ(pool_for(pools, "linux,self-hosted"), std::optional<size_t>{0}) << "self-hosted is every pool's";
-  EXPECT_EQ(pool_for(pools, "linux,x64"), std::optional<size_t>{0}) << "first match wins, though docker serves it too";
+  EXPECT_EQ(pool_for(pools, "linux,x64"), std::optional<size_t>{0}) << "docker serves it too, with one label more";
   EXPECT_EQ(pool_for(pools, "docker,linux"), std::optional<size_t>{1});
   EXPECT_EQ(pool_for(pools, "gpu,linux"), std::nullopt);
   EXPECT_EQ(pool_for(pools, "ubuntu-latest"), std::nullopt);
   EXPECT_EQ(pool_for({pool_options{}}, "anything,self-hosted"), std::optional<size_t>{0})
       << "the default pool without labels serves every self-hosted job";
   EXPECT_EQ(pool_for({pool_options{}}, "ubuntu-latest"), std::nullopt);
+}
+
+TEST(pools, a_broader_pool_listed_first_does_not_take_a_plain_job) {
+  // #61: {self-hosted,linux,x64,gpu} before {self-hosted,linux,x64} gave every plain job a GPU runner.
+  pool_options gpu, plain, any;
+  gpu.name = "gpu";
+  gpu.labels = {"self-hosted", "linux", "x64", "gpu"};
+  plain.name = "plain";
+  plain.labels = {"self-hosted", "Linux", "X64"};
+  EXPECT_EQ(pool_for({gpu, plain}, "self-hosted,linux,x64"), std::optional<size_t>{1});
+  EXPECT_EQ(pool_for({gpu, plain}, "self-hosted,linux,x64,gpu"), std::optional<size_t>{0});
+  EXPECT_EQ(pool_for({any, gpu, plain}, "linux,self-hosted,x64"), std::optional<size_t>{2})
+      << "the pool without labels takes only what no labelled pool covers";
+  EXPECT_EQ(pool_for({any, gpu, plain}, "self-hosted,arm64"), std::optional<size_t>{0});
+  plain.labels = {"self-hosted", "linux", "x64", "big"};
+  EXPECT_EQ(pool_for({gpu, plain}, "self-hosted,linux,x64"), std::optional<size_t>{0}) << "a tie goes to the pool listed first";
 }
 
 TEST(scopes, an_enterprises_runners_serve_its_organizations_not_personal_repositories) {
