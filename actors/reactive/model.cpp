@@ -180,71 +180,102 @@ decision decide(const rules& r, const std::vector<prom::sample>& samples, double
   return d;
 }
 
+namespace {
+
+// "metric 2 (NaN)", the metrics an evaluation left out, for its detail ("" = every one was read).
+std::string unread_list(const std::vector<metric_view>& metrics) {
+  std::string out;
+  for (size_t i = 0; i < metrics.size(); ++i)
+    if (metrics[i].unread)
+      out += (out.empty() ? "metric " : ", metric ") + std::to_string(i + 1) + " (" + *metrics[i].unread + ")";
+  return out;
+}
+
+decision with_unread(decision d, const std::string& unread) {
+  if (!unread.empty())
+    d.detail += "; not read: " + unread;
+  return d;
+}
+
+// At 0 replicas with minReplicas 0: the newest sample of any metric read above its threshold.
+decision activate(const std::vector<metric_view>& metrics) {
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    const auto& m = metrics[i];
+    if (!m.unread && !m.samples.empty() && m.samples.back().v > m.activation)
+      return {action::up, 1, reason::activated,
+              "metric " + std::to_string(i + 1) + " is " + num(m.samples.back().v) + ", above its activation threshold " +
+                  num(m.activation)};
+  }
+  return {action::none, 0, reason::inactive, "at 0 replicas and no metric is above its activation threshold"};
+}
+
+// At 1 with minReplicas 0: every metric at or below its threshold for a whole down-window lying
+// after the last event, out of its cooldown. A step down, so every metric must have been read.
+bool deactivates(const rules& r, const std::vector<metric_view>& metrics, double now, const std::optional<last_scale>& last) {
+  const double max_gap = 2 * secs(r.resolution);
+  for (const auto& m : metrics) {
+    const auto w = look(m.samples, now, secs(r.scale_down_window), max_gap, [&](double v) { return v <= m.activation; });
+    if (m.unread || !w.all || w.gap)
+      return false;
+  }
+  const bool cooling = last && now - last->time < secs(r.cooldown);
+  const bool fresh = !last || now - secs(r.scale_down_window) >= last->time;
+  return !cooling && fresh;
+}
+
+}  // namespace
+
 decision decide_metrics(const rules& r, const std::vector<metric_view>& metrics, double now, int32_t current,
                         const std::optional<last_scale>& last, double backoff_until) {
-  decision d;
-  d.replicas = current;
-  if (metrics.empty()) {
-    d.why = reason::no_metric;
-    d.detail = "no metric";
-    return d;
-  }
+  const std::string unread = unread_list(metrics);
+  const bool several = metrics.size() > 1;
+  if (std::all_of(metrics.begin(), metrics.end(), [](const metric_view& m) { return m.unread.has_value(); }))
+    return {action::none, current, reason::no_metric, unread.empty() ? "no metric" : "no metric could be read: " + unread};
   rules one = r;
   const bool to_zero = r.min_replicas == 0;
   if (to_zero && current >= 0 && current <= 1 && current <= r.max_replicas && !(backoff_until > now)) {
-    if (current == 0) {
-      for (size_t i = 0; i < metrics.size(); ++i) {
-        const auto& m = metrics[i];
-        if (!m.samples.empty() && m.samples.back().v > m.activation)
-          return {action::up, 1, reason::activated,
-                  "metric " + std::to_string(i + 1) + " is " + num(m.samples.back().v) + ", above its activation threshold " +
-                      num(m.activation)};
-      }
-      d.why = reason::inactive;
-      d.detail = "at 0 replicas and no metric is above its activation threshold";
-      return d;
-    }
+    if (current == 0)
+      return with_unread(activate(metrics), unread);
     one.min_replicas = 1;  // the band rules from 1 up; 1 → 0 is the activation thresholds' call
   }
-  std::vector<decision> each;
-  each.reserve(metrics.size());
-  for (const auto& m : metrics) {
-    one.target = m.target;
-    each.push_back(decide(one, m.samples, now, current, last, backoff_until));
+  // Each metric read, decided on its own (with its index, for the detail).
+  std::vector<std::pair<size_t, decision>> each;
+  for (size_t i = 0; i < metrics.size(); ++i) {
+    if (metrics[i].unread)
+      continue;
+    one.target = metrics[i].target;
+    each.emplace_back(i, decide(one, metrics[i].samples, now, current, last, backoff_until));
   }
-  auto pick = [&](auto pred) { return std::find_if(each.begin(), each.end(), pred); };
-  // Bounds, cooldown and backoff say the same for every metric.
-  if (auto up = pick([](const decision& x) { return x.what == action::up || x.what == action::to_bound; }); up != each.end()) {
-    if (metrics.size() > 1 && up->what == action::up)
-      up->detail = "metric " + std::to_string(up - each.begin() + 1) + ": " + up->detail;
-    return *up;
-  }
-  const bool all_down = std::all_of(each.begin(), each.end(), [](const decision& x) { return x.what == action::down; });
-  if (all_down) {
-    auto out = each.front();
-    if (metrics.size() > 1)
+  auto pick = [&](auto pred) { return std::find_if(each.begin(), each.end(), [&](const auto& x) { return pred(x.second); }); };
+  auto named = [&](const std::pair<size_t, decision>& x) {
+    auto d = x.second;
+    if (several)
+      d.detail = "metric " + std::to_string(x.first + 1) + ": " + d.detail;
+    return with_unread(std::move(d), unread);
+  };
+  // Bounds, cooldown and backoff say the same for every metric; a bound is the configuration's,
+  // not a metric's, so it holds with one missing too.
+  if (auto up = pick([](const decision& x) { return x.what == action::up || x.what == action::to_bound; }); up != each.end())
+    return up->second.what == action::up ? named(*up) : with_unread(up->second, unread);
+  const bool all_down = std::all_of(each.begin(), each.end(), [](const auto& x) { return x.second.what == action::down; });
+  if (all_down && unread.empty()) {
+    auto out = each.front().second;
+    if (several)
       out.detail = "every metric: " + out.detail;
     return out;
   }
-  if (to_zero && current == 1) {
-    const double max_gap = 2 * secs(r.resolution);
-    bool all_quiet = true;
-    for (const auto& m : metrics) {
-      const auto w = look(m.samples, now, secs(r.scale_down_window), max_gap, [&](double v) { return v <= m.activation; });
-      all_quiet = all_quiet && w.all && !w.gap;
-    }
-    const bool cooling = last && now - last->time < secs(r.cooldown);
-    const bool fresh = !last || now - secs(r.scale_down_window) >= last->time;
-    if (all_quiet && !cooling && fresh)
-      return {action::down, 0, reason::deactivated,
-              "every metric at or below its activation threshold for the whole down-window"};
+  if (to_zero && current == 1 && deactivates(r, metrics, now, last))
+    return {action::down, 0, reason::deactivated, "every metric at or below its activation threshold for the whole down-window"};
+  // The metrics read would step down; the missing one might have wanted more (the HPA's rule).
+  if (all_down) {
+    const auto& first = each.front();
+    return {action::none, current, reason::no_metric,
+            (each.size() > 1 ? std::string{"every metric read: "} : "metric " + std::to_string(first.first + 1) + ": ") +
+                first.second.detail + "; no step down without " + unread};
   }
-  // Held: the reason of the first metric that did not agree to go down.
+  // Held: the reason of the first metric read that did not agree to go down.
   auto held = pick([](const decision& x) { return x.what == action::none; });
-  auto out = held != each.end() ? *held : each.front();
-  if (metrics.size() > 1 && held != each.end())
-    out.detail = "metric " + std::to_string(held - each.begin() + 1) + ": " + out.detail;
-  return out;
+  return held != each.end() ? named(*held) : with_unread(each.front().second, unread);
 }
 
 last_scale next_scale(const std::optional<last_scale>& last, int32_t from, int32_t to, double now) {

@@ -77,7 +77,7 @@ enum class reason {
   inactive,            // at 0 replicas, no metric is above its activation threshold
   deactivated,         // at 1 with minReplicas 0, every metric at or below its activation threshold for the down-window: to 0
   paused,              // the target is annotated headroom.dev/reactive-paused: "true" (actor)
-  no_metric,           // the query gave no number (actor)
+  no_metric,           // no query gave a number; or one did not, and the others would have stepped down
   quota,               // the tenant's quota has no room for +1 (actor)
   refused,             // the /scale write was refused (actor)
   changed_elsewhere,   // replicas changed by someone else since the last read (actor)
@@ -104,11 +104,17 @@ struct metric_view {
   // to 0 when every sample of the down-window is at or below it (KEDA's activation threshold).
   double activation = 0;
   std::vector<prom::sample> samples;
+  // Set when its query gave no number this evaluation (an error, NaN, no series): why. The metric
+  // is left out, and since it might have wanted more, no step down is taken without it.
+  std::optional<std::string> unread{};
 };
 
 // Several metrics (the HPA's rule: the largest proposal wins): up when any metric says up, down
 // only when every metric says down, else nothing, with the reason of a metric that held it. With
 // minReplicas 0 the activation thresholds decide 0 → 1 and 1 → 0; the band rules apply from 1 up.
+// Metrics that could not be read are skipped, as the HPA skips them: the others may take a step
+// up (or to a bound), never a step down (no_metric when only the missing ones held it); none read
+// is no_metric.
 decision decide_metrics(const rules& r, const std::vector<metric_view>& metrics, double now, int32_t current,
                         const std::optional<last_scale>& last, double backoff_until = 0);
 

@@ -106,69 +106,109 @@ void zeros_since(scaler_self* self, double from, std::vector<prom::sample>& out)
   out.push_back(prom::sample{now, 0});
 }
 
-// One evaluation's samples, a metric_samples per metric (all with its due time). A metric declared
-// `ifAbsent: zero` whose series Prometheus does not have reads as 0 over the window (a workload at 0
-// replicas exports nothing); any other missing metric fails the evaluation.
-void on_metric(scaler_self* self, std::vector<msg::metric_samples>& replies) {
+// One metric's samples from its reply into `out`, or why it has none. A metric declared `ifAbsent:
+// zero` whose series Prometheus does not have reads as 0 over the window (a workload at 0 replicas
+// exports nothing).
+std::optional<std::string> read_metric(scaler_self* self, size_t i, const msg::metric_samples& reply, std::vector<prom::sample>& out) {
+  const auto& metrics = spec(self).metrics;
+  const bool absent_zero = i < metrics.size() && metrics[i].absent_zero;
+  if (absent_zero && !reply.ok && reply.absent) {
+    zeros_since(self, wall_now(self) - static_cast<double>(query_window_seconds(spec(self).rules)), out);
+    return std::nullopt;
+  }
+  if (!reply.ok || reply.times.empty())
+    return reply.ok ? std::string{"no samples"} : reply.reason;
+  out.resize(reply.times.size());
+  for (size_t k = 0; k < reply.times.size(); ++k)
+    out[k] = prom::sample{reply.times[k], reply.values[k]};
+  if (reply.ended_at > 0 && absent_zero)  // gone since: 0 from then on
+    zeros_since(self, reply.ended_at, out);
+  return std::nullopt;
+}
+
+// A metric missing from an evaluation: with none read the evaluation is skipped; otherwise the
+// others decide (a step up, never down: model.hpp). Both count towards the alert, so a metric
+// that stays unreadable is told even while the others keep scaling the target.
+void metric_missing(scaler_self* self, const std::string& why, bool skipped) {
   auto& s = self->state;
   const auto& m = s.ctx->metrics;
-  const auto& metrics = spec(self).metrics;
-  std::vector<std::vector<prom::sample>> all(replies.size());
-  std::string why;
-  for (size_t i = 0; i < replies.size() && why.empty(); ++i) {
-    auto& reply = replies[i];
-    const bool zero = i < metrics.size() && metrics[i].absent_zero && !reply.ok && reply.absent;
-    if (zero) {
-      zeros_since(self, wall_now(self) - static_cast<double>(query_window_seconds(spec(self).rules)), all[i]);
-      continue;
-    }
-    if (!reply.ok || reply.times.empty()) {
-      why = reply.ok ? "no samples" : reply.reason;
-      if (replies.size() > 1)
-        why = "metric " + std::to_string(i + 1) + ": " + why;
-      break;
-    }
-    all[i].resize(reply.times.size());
-    for (size_t k = 0; k < reply.times.size(); ++k)
-      all[i][k] = prom::sample{reply.times[k], reply.values[k]};
-    if (reply.ended_at > 0 && i < metrics.size() && metrics[i].absent_zero)  // gone since: 0 from then on
-      zeros_since(self, reply.ended_at, all[i]);
-  }
-  if (!why.empty() || replies.empty()) {
-    if (why.empty())
-      why = "no metric";
-    ++s.failures;
+  ++s.failures;
+  if (skipped) {
     m.add("headroom_reactive_metric_query_failures_total", 1);
     m.decided(to_string(action::none), to_string(reason::no_metric));
-    // Prometheus down for minutes is one line, a reminder a minute and one when it is back.
-    const auto v = s.metric_outage.failed(ms_now(self));
-    if (v.log != runtime::outage::note::none)
-      runtime::log::warn(actor_name, v.log == runtime::outage::note::went_down ? "no metric: skipping evaluations until it returns"
-                                                                               : "still no metric: not scaling",
-                         {{"target", tid(self)}, {"reason", why}, {"consecutive", static_cast<int64_t>(s.failures)},
-                          {"down_for_ms", v.down_for_ms}});
-    if (s.failures >= metric_alert_after && !s.metric_alert) {
-      s.metric_alert = true;
-      m.set("headroom_reactive_metric_alert", 1);
-      record_event(self, "Warning", "MetricUnavailable", "Evaluate",
-                   std::to_string(s.failures) + " evaluations in a row without the metric (" + why +
-                       "); not scaling until it returns");
-    }
-    s.evaluating = false;
-    return;
   }
+  // Prometheus down for minutes is one line, a reminder a minute and one when it is back.
+  const auto v = s.metric_outage.failed(ms_now(self));
+  if (v.log != runtime::outage::note::none) {
+    const bool first = v.log == runtime::outage::note::went_down;
+    const char* text = skipped ? (first ? "no metric: skipping evaluations until it returns" : "still no metric: not scaling")
+                               : (first ? "a metric cannot be read: deciding on the others, no step down"
+                                        : "still a metric that cannot be read: deciding on the others, no step down");
+    runtime::log::warn(actor_name, text,
+                       {{"target", tid(self)}, {"reason", why}, {"consecutive", static_cast<int64_t>(s.failures)},
+                        {"down_for_ms", v.down_for_ms}});
+  }
+  if (s.failures >= metric_alert_after && !s.metric_alert) {
+    s.metric_alert = true;
+    m.set("headroom_reactive_metric_alert", 1);
+    record_event(self, "Warning", "MetricUnavailable", "Evaluate",
+                 std::to_string(s.failures) + " evaluations in a row without the metric (" + why + "); " +
+                     (skipped ? "not scaling until it returns" : "deciding on the others, with no step down, until it returns"));
+  }
+}
+
+// Every metric read: the alert, if raised, is cleared.
+void metrics_back(scaler_self* self) {
+  auto& s = self->state;
   if (s.metric_alert) {
     s.metric_alert = false;
-    m.set("headroom_reactive_metric_alert", 0);
+    s.ctx->metrics.set("headroom_reactive_metric_alert", 0);
     record_event(self, "Normal", "MetricRecovered", "Evaluate", "the metric is back after " + std::to_string(s.failures) + " failed evaluations");
   }
   s.failures = 0;
   if (const auto v = s.metric_outage.succeeded(ms_now(self)); v.log == runtime::outage::note::came_back)
     runtime::log::info(actor_name, "the metric is back", {{"target", tid(self)}, {"down_for_ms", v.down_for_ms}, {"evaluations_missed", v.failures}});
-  m.set("headroom_reactive_metric_value", all.front().back().v);
+}
+
+// One evaluation's samples, a metric_samples per metric (all with its due time). A metric that
+// cannot be read is left out (the HPA's rule): the others decide, but never a step down; with none
+// read the evaluation is skipped.
+void on_metric(scaler_self* self, std::vector<msg::metric_samples>& replies) {
+  auto& s = self->state;
+  const auto& metrics = spec(self).metrics;
+  std::vector<metric_view> views(replies.size());
+  std::string why;  // the metrics not read, for the log and the Event
+  size_t read = 0;
+  for (size_t i = 0; i < replies.size(); ++i) {
+    auto& v = views[i];
+    if (i < metrics.size()) {
+      v.target = metrics[i].target;
+      v.activation = metrics[i].activation;
+    }
+    v.unread = read_metric(self, i, replies[i], v.samples);
+    if (!v.unread) {
+      ++read;
+      continue;
+    }
+    if (!why.empty())
+      why += "; ";
+    why += replies.size() > 1 ? "metric " + std::to_string(i + 1) + ": " + *v.unread : *v.unread;
+  }
+  if (read == 0) {
+    metric_missing(self, why.empty() ? "no metric" : why, true);
+    s.evaluating = false;
+    return;
+  }
+  if (read < replies.size())
+    metric_missing(self, why, false);
+  else
+    metrics_back(self);
+  if (!views.front().unread)
+    s.ctx->metrics.set("headroom_reactive_metric_value", views.front().samples.back().v);
   // The count is read at every evaluation (as the HPA reads /scale at each sync): someone may have
   // scaled the target, or deleted it, while headroom had nothing to do. Decided on its reply.
-  s.samples = std::move(all);
+  views.resize(std::min(views.size(), metrics.size()));
+  s.views = std::move(views);
   const auto t = spec(self).target;
   start(self, call::read_current, [t](k8s::client& kube, const k8s::resource_kind& k, k8s::api_callback cb) {
     kube.get(k, t.ns, t.name, std::move(cb), "scale");

@@ -74,7 +74,7 @@ struct scaler_state {
   steady::time_point last_samples;  // when the reader last sent an evaluation
   steady::time_point due;      // of the evaluation in flight
   std::optional<step> stepping;
-  std::vector<std::vector<prom::sample>> samples;  // per metric, of the evaluation in flight, decided once /scale is read
+  std::vector<metric_view> views;  // per metric (read or why not), of the evaluation in flight, decided once /scale is read
   int64_t gathering_due = -1;                      // the evaluation whose metrics are coming in
   std::vector<std::optional<msg::metric_samples>> gathered;
   bool gone = false;                  // the target was deleted (logged once; resumed when it returns)

@@ -59,11 +59,7 @@ void on_current(scaler_self* self, const msg::api_reply& r) {
     runtime::log::debug(actor_name, "cannot read /scale; deciding from the last count", {{"target", tid(self)}, {"error", r.error}});
   }
   report_quota(self);
-  std::vector<metric_view> views;
-  const auto& metrics = spec(self).metrics;
-  for (size_t i = 0; i < s.samples.size() && i < metrics.size(); ++i)
-    views.push_back({metrics[i].target, metrics[i].activation, std::move(s.samples[i])});
-  auto d = decide_metrics(spec(self).rules, views, wall_now(self), s.current, s.last, s.backoff_until);
+  auto d = decide_metrics(spec(self).rules, std::exchange(s.views, {}), wall_now(self), s.current, s.last, s.backoff_until);
   note(self, d);
   if (d.what == action::none) {
     s.evaluating = false;

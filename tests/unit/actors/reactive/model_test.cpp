@@ -252,5 +252,67 @@ TEST(reactive_model, scale_from_zero_on_activation_and_to_zero_when_quiet_for_th
   EXPECT_EQ(d.what, action::none);
 }
 
+// A metric whose query gave no number is left out, as the HPA leaves it out: the others may step
+// up (issue #61: one NaN froze a target whose other metric was at 5 × its target).
+TEST(reactive_model, an_unread_metric_is_skipped_and_the_others_may_step_up) {
+  const auto r = seconds_rules();
+  const auto five_times = trace(30, [](int) { return 500; });
+  auto d = decide_metrics(r, {{100, 0, {}, "NaN"}, {100, 0, five_times}}, t0 + 30, 2, std::nullopt);
+  EXPECT_EQ(d.what, action::up);
+  EXPECT_EQ(d.replicas, 3) << "still one step";
+  EXPECT_EQ(d.why, reason::sustained_high);
+  EXPECT_NE(d.detail.find("metric 2: above target"), std::string::npos) << d.detail;
+  EXPECT_NE(d.detail.find("not read: metric 1 (NaN)"), std::string::npos) << d.detail;
+  d = decide_metrics(r, {{100, 0, five_times}, {100, 0, {}, "NaN"}}, t0 + 30, 2, std::nullopt);
+  EXPECT_EQ(d.what, action::up) << "in either order";
+  // The cooldown and the bounds hold as with every metric read.
+  d = decide_metrics(r, {{100, 0, {}, "NaN"}, {100, 0, five_times}}, t0 + 30, 3, last_scale{t0 + 28, 2, 3, 0});
+  EXPECT_EQ(d.why, reason::cooldown);
+  d = decide_metrics(r, {{100, 0, {}, "NaN"}, {100, 0, five_times}}, t0 + 30, 4, std::nullopt);
+  EXPECT_EQ(d.why, reason::at_max);
+  d = decide_metrics(r, {{100, 0, {}, "NaN"}, {100, 0, five_times}}, t0 + 30, 9, std::nullopt);
+  EXPECT_EQ(d.what, action::to_bound) << "a bound is the configuration's, not a metric's";
+  EXPECT_EQ(d.replicas, 4);
+}
+
+// ...but never down: the missing metric might have wanted more.
+TEST(reactive_model, an_unread_metric_holds_a_step_down) {
+  const auto r = seconds_rules();
+  const auto low = trace(30, [](int) { return 10; }), band = trace(30, [](int) { return 70; });
+  EXPECT_EQ(decide_metrics(r, {{100, 0, low}, {100, 0, low}}, t0 + 30, 3, std::nullopt).what, action::down)
+      << "every metric read and low";
+  auto d = decide_metrics(r, {{100, 0, low}, {100, 0, {}, "no series"}}, t0 + 30, 3, std::nullopt);
+  EXPECT_EQ(d.what, action::none);
+  EXPECT_EQ(d.replicas, 3);
+  EXPECT_EQ(d.why, reason::no_metric) << "only the missing metric held it";
+  EXPECT_NE(d.detail.find("no step down without metric 2 (no series)"), std::string::npos) << d.detail;
+  d = decide_metrics(r, {{100, 0, low}, {100, 0, low}, {100, 0, {}, "NaN"}}, t0 + 30, 3, std::nullopt);
+  EXPECT_EQ(d.what, action::none);
+  EXPECT_EQ(d.why, reason::no_metric);
+  d = decide_metrics(r, {{100, 0, band}, {100, 0, {}, "NaN"}}, t0 + 30, 3, std::nullopt);
+  EXPECT_EQ(d.why, reason::within_band) << "a metric read held it itself";
+  // To zero is a step down too; from zero is a step up.
+  auto to_zero = r;
+  to_zero.min_replicas = 0;
+  const auto quiet = trace(30, [](int) { return 0; }), trickle = trace(30, [](int i) { return i == 30 ? 3 : 0; });
+  d = decide_metrics(to_zero, {{100, 0, quiet}, {100, 0, {}, "NaN"}}, t0 + 30, 1, std::nullopt);
+  EXPECT_EQ(d.what, action::none) << d.detail;
+  d = decide_metrics(to_zero, {{100, 0, {}, "NaN"}, {100, 2, trickle}}, t0 + 30, 0, std::nullopt);
+  EXPECT_EQ(d.what, action::up);
+  EXPECT_EQ(d.why, reason::activated);
+}
+
+TEST(reactive_model, no_metric_read_is_no_metric) {
+  auto r = seconds_rules();
+  auto d = decide_metrics(r, {{100, 0, {}, "NaN"}, {100, 0, {}, "no series"}}, t0 + 30, 2, std::nullopt);
+  EXPECT_EQ(d.what, action::none);
+  EXPECT_EQ(d.replicas, 2);
+  EXPECT_EQ(d.why, reason::no_metric);
+  EXPECT_NE(d.detail.find("metric 1 (NaN), metric 2 (no series)"), std::string::npos) << d.detail;
+  EXPECT_EQ(decide_metrics(r, {}, t0 + 30, 2, std::nullopt).why, reason::no_metric);
+  r.min_replicas = 0;
+  EXPECT_EQ(decide_metrics(r, {{100, 0, {}, "NaN"}}, t0 + 30, 0, std::nullopt).why, reason::no_metric);
+}
+
 }  // namespace
 }  // namespace headroom::actors::reactive

@@ -3,7 +3,8 @@
 // and the metric reader's evaluations sent by the test: start-up discovery and reads, a sustained
 // high metric stepping the Deployment up in one JSON patch (the count tested, replaced and the
 // intent annotation added), the cooldown holding the next step until it has passed on the injected
-// clock, and three refused writes of one step backing off for two cooldowns. No server, no sleeping.
+// clock, three refused writes of one step backing off for two cooldowns, and a target of two
+// metrics with one unreadable (a step up on the other, no step down). No server, no sleeping.
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
 #include <gtest/gtest.h>
@@ -11,6 +12,7 @@
 #include <map>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "actors/reactive/reactive.hpp"
 #include "adapters/k8s/client.hpp"
@@ -46,12 +48,12 @@ struct scaler_fixture : test_support::actor_fixture {
     sched.run();
   }
 
-  // Scales ml/web between 1 and 5 on one metric with target 100: up after 30 s above it, a 60 s
-  // cooldown, an evaluation every 10 s.
-  void start() {
+  // Scales ml/web between 1 and 5 on one metric with target 100 (or on `metrics`): up after 30 s
+  // above it, down after 60 s below 50, a 60 s cooldown, an evaluation every 10 s.
+  void start(std::vector<rx::scaler_spec::metric> metrics = {{"sum(rate(requests[1m]))", 100, 0, false}}) {
     auto ctx = std::make_shared<rx::scaler_context>();
     ctx->spec.target = {"apps/v1", "Deployment", "ml", "web"};
-    ctx->spec.metrics = {{"sum(rate(requests[1m]))", 100, 0, false}};
+    ctx->spec.metrics = std::move(metrics);
     auto& r = ctx->spec.rules;
     r.min_replicas = 1;
     r.max_replicas = 5;
@@ -62,7 +64,7 @@ struct scaler_fixture : test_support::actor_fixture {
     r.cooldown = 60s;
     r.resolution = 5s;
     ctx->kube = &kube;
-    ctx->metrics.set = [](const char*, double) {};
+    ctx->metrics.set = [this](const char* name, double v) { gauges[name] = v; };
     ctx->metrics.add = [this](const char* name, double v) { counters[name] += v; };
     ctx->metrics.decided = [this](const char* action, const char* why) { decisions[std::string{action} + "/" + why] += 1; };
     ctx->metrics.scale_latency = [](double) {};
@@ -76,17 +78,28 @@ struct scaler_fixture : test_support::actor_fixture {
     sched.run();
   }
 
-  // One evaluation as the reader sends it: `value` at every resolution step over the last 40 s.
-  void evaluate(double value) {
+  // One evaluation as the reader sends it: metric `index` at `value` at every resolution step over
+  // the last `span` seconds (with several metrics, the evaluation is decided once each has come).
+  void evaluate(double value, uint32_t index = 0, double span = 40) {
     const double now = runtime::actor_system_clock{sys.clock()}.wall_seconds();
     msg::metric_samples m;
     m.due_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(sys.clock().now().time_since_epoch()).count();
+    m.index = index;
     m.ok = true;
     m.labels = "{}";
-    for (double t = now - 40; t <= now + 1e-6; t += 5) {
+    for (double t = now - span; t <= now + 1e-6; t += 5) {
       m.times.push_back(t);
       m.values.push_back(value);
     }
+    caf::anon_send(scaler, std::move(m));
+    sched.run();
+  }
+  // Metric `index` of this evaluation gave no number (the reader's "no metric", e.g. NaN).
+  void unreadable(uint32_t index, const std::string& why = "NaN") {
+    msg::metric_samples m;
+    m.due_ns = std::chrono::duration_cast<std::chrono::nanoseconds>(sys.clock().now().time_since_epoch()).count();
+    m.index = index;
+    m.reason = why;
     caf::anon_send(scaler, std::move(m));
     sched.run();
   }
@@ -117,7 +130,7 @@ struct scaler_fixture : test_support::actor_fixture {
 
   caf::actor reader;
   rx::reactive_scaler_actor scaler;
-  std::map<std::string, double> counters;
+  std::map<std::string, double> counters, gauges;
   std::map<std::string, int> decisions;
 };
 
@@ -177,6 +190,58 @@ TEST_F(scaler_fixture, three_refused_writes_of_one_step_back_off_for_two_cooldow
   sched.advance_time(10s);
   step_up_from(1);
   EXPECT_NE(waiting_patch(), nullptr) << "the backoff is over: " << waiting_text();
+}
+
+// Two metrics, one unreadable (NaN) and one at 5 × its target: the one read steps the target up,
+// as the HPA does (issue #61: every evaluation was no_metric).
+TEST_F(scaler_fixture, an_unreadable_metric_is_skipped_and_the_other_steps_up) {
+  start({{"queue_depth", 100, 0, false}, {"sum(rate(requests[1m]))", 100, 0, false}});
+  come_up(1);
+  sched.advance_time(10s);
+  unreadable(0);
+  evaluate(500, 1);
+  answer("GET", "/deployments/web/scale", 200, scale(1));
+  answer("GET", "/apis/apps/v1/namespaces/ml/deployments/web", 200, deployment(1));
+  const auto* patch = waiting_patch();
+  ASSERT_NE(patch, nullptr) << waiting_text();
+  EXPECT_NE(patch->body.find(R"({"op":"replace","path":"/spec/replicas","value":2})"), std::string::npos) << patch->body;
+  EXPECT_EQ(decisions["up/sustained_high"], 1);
+  EXPECT_EQ(decisions["none/no_metric"], 0);
+  EXPECT_EQ(counters["headroom_reactive_metric_query_failures_total"], 0) << "the evaluation was not skipped";
+}
+
+// One unreadable and one low for the whole down-window: no step down without the missing one. It
+// counts towards the alert all the same, and the first evaluation with both read clears it.
+TEST_F(scaler_fixture, an_unreadable_metric_holds_a_step_down_and_raises_the_alert) {
+  start({{"queue_depth", 100, 0, false}, {"sum(rate(requests[1m]))", 100, 0, false}});
+  come_up(3);
+  for (int i = 0; i < 3; ++i) {
+    sched.advance_time(10s);
+    evaluate(10, 0, 70);
+    unreadable(1);
+    answer("GET", "/deployments/web/scale", 200, scale(3));
+    ASSERT_TRUE(io.waiting().empty()) << "evaluation " << i << ": " << waiting_text();
+  }
+  EXPECT_EQ(decisions["none/no_metric"], 3);
+  EXPECT_EQ(decisions["down/sustained_low"], 0);
+  EXPECT_EQ(gauges["headroom_reactive_metric_alert"], 1);
+  sched.advance_time(10s);
+  evaluate(70, 0, 70);
+  evaluate(70, 1, 70);
+  answer("GET", "/deployments/web/scale", 200, scale(3));
+  EXPECT_EQ(decisions["none/within_band"], 1);
+  EXPECT_EQ(gauges["headroom_reactive_metric_alert"], 0);
+}
+
+TEST_F(scaler_fixture, no_metric_read_skips_the_evaluation) {
+  start({{"queue_depth", 100, 0, false}, {"sum(rate(requests[1m]))", 100, 0, false}});
+  come_up(1);
+  sched.advance_time(10s);
+  unreadable(0);
+  unreadable(1, "no series");
+  EXPECT_TRUE(io.waiting().empty()) << "not even /scale is read: " << waiting_text();
+  EXPECT_EQ(decisions["none/no_metric"], 1);
+  EXPECT_EQ(counters["headroom_reactive_metric_query_failures_total"], 1);
 }
 
 }  // namespace
