@@ -71,35 +71,47 @@ for arch in amd64 arm64; do
 skopeo --insecure-policy copy --quiet --src-tls-verify=false --override-arch "$arch" "docker://$image" "dir:$work/pulled-$arch" ||
   fail "skopeo copy $image ($arch)"
 
-# What scanners read, from the pulled layer: a dpkg status stanza for each package the image's
-# files came from (libcurl's, OpenSSL's), and the SPDX SBOM listing the same packages and versions.
-python3 - "$work/pulled-$arch" "$arch" "$work/rootfs-$arch" <<'PY' || fail "the $arch image's package metadata and SBOM"
-import gzip, io, json, os, re, sys, tarfile
-d, arch, unpack = sys.argv[1], sys.argv[2], sys.argv[3]
-manifest = json.load(open(os.path.join(d, "manifest.json")))
-stanzas, sbom, names = {}, None, set()
-for layer in manifest["layers"]:
-    # umoci ends a layer after its last member, without tar's two zero blocks (Go's archive/tar,
-    # which containerd, CRI-O and the scanners use, reads that as the end; Python's tarfile does
-    # not): they are added here.
-    data = gzip.decompress(open(os.path.join(d, layer["digest"].split(":")[1]), "rb").read()) + bytes(1024)
-    with tarfile.open(fileobj=io.BytesIO(data)) as t:
-        try:  # the image's files, for the arm64 run below
-            t.extractall(unpack, filter="tar")
-        except TypeError:  # a Python without extraction filters (before 3.11.4)
-            t.extractall(unpack)
-        for m in t:
-            names.add(m.name.lstrip("./"))
-            n = m.name.lstrip("./")
-            if n.startswith("var/lib/dpkg/status.d/") and not n.endswith(".md5sums") and m.isfile():
-                stanzas[n.rsplit("/", 1)[1]] = t.extractfile(m).read().decode()
-            elif n == "usr/share/doc/headroom/sbom.spdx.json":
-                sbom = json.loads(t.extractfile(m).read())
+# The pulled layers as a scanner unpacks them, with GNU tar unmodified: each well-formed (ended
+# by tar's two zero blocks, read whole by GNU tar and Python's tarfile alike, check-layer.sh), then
+# extracted in order into one rootfs (also the arm64 run's below).
+layers=$(python3 -c 'import json,sys; print(" ".join(l["digest"].split(":")[1] for l in json.load(open(sys.argv[1]))["layers"]))' \
+  "$work/pulled-$arch/manifest.json")
+for layer in $layers; do
+  "$src/tests/image/check-layer.sh" "$work/pulled-$arch/$layer" "$work/rootfs-$arch" || fail "the $arch image's layer $layer"
+done
+
+# What scanners read there: a dpkg status stanza for each package the image's files came from
+# (libcurl's, OpenSSL's), with the list of its files (md5sums) covering every file of the image
+# but headroom's own, and the SPDX SBOM listing the same packages and versions.
+python3 - "$work/rootfs-$arch" "$arch" <<'PY' || fail "the $arch image's package metadata and SBOM"
+import hashlib, json, os, re, sys
+root, arch = sys.argv[1], sys.argv[2]
+status_d = os.path.join(root, "var/lib/dpkg/status.d")
+stanzas = {n: open(os.path.join(status_d, n)).read() for n in sorted(os.listdir(status_d)) if not n.endswith(".md5sums")}
 for pkg in ("libcurl4", "libssl3", "libc6", "ca-certificates"):
     assert pkg in stanzas, f"no status.d entry for {pkg}: {sorted(stanzas)}"
-    assert f"usr/share/doc/{pkg}/copyright" in names, f"no copyright for {pkg}"
+    assert os.path.isfile(os.path.join(root, f"usr/share/doc/{pkg}/copyright")), f"no copyright for {pkg}"
+# Each file of the image is some package's (as its md5sums list it, with its md5), but headroom's own.
+owned = {}
+for pkg in stanzas:
+    path = os.path.join(status_d, pkg + ".md5sums")
+    assert os.path.isfile(path), f"{pkg} has no md5sums in status.d"
+    for line in open(path):
+        md5, rel = line.rstrip("\n").split("  ", 1)
+        owned[rel] = (pkg, md5)
+own = {"usr/local/bin/headroom", "etc/passwd", "etc/group", "etc/nsswitch.conf"}
+for d, _, files in os.walk(root):
+    for n in files:
+        rel = os.path.relpath(os.path.join(d, n), root)
+        if rel in own or rel.startswith(("usr/share/doc/", "var/lib/dpkg/")):
+            continue
+        assert rel in owned, f"/{rel} belongs to no package in status.d"
+        full = os.path.join(root, rel)
+        if not os.path.islink(full):
+            assert hashlib.md5(open(full, "rb").read()).hexdigest() == owned[rel][1], f"/{rel}: md5 is not {owned[rel][0]}'s"
 version = lambda s: re.search(r"^Version: (.+)$", s, re.M).group(1)
-assert sbom and sbom["spdxVersion"] == "SPDX-2.3", "no SPDX SBOM in the image"
+sbom = json.load(open(os.path.join(root, "usr/share/doc/headroom/sbom.spdx.json")))
+assert sbom["spdxVersion"] == "SPDX-2.3", "no SPDX SBOM in the image"
 listed = {p["name"]: p["versionInfo"] for p in sbom["packages"]}
 assert "headroom" in listed
 for pkg, text in stanzas.items():
@@ -110,7 +122,8 @@ for pkg, text in stanzas.items():
     assert f"arch={want}&" in purl, purl
     assert re.search(r"^Architecture: (.+)$", text, re.M).group(1) == want, (pkg, text)
 assert len(listed) == len(stanzas) + 1, (sorted(listed), sorted(stanzas))
-print(f"release_test: {arch}: {len(stanzas)} Debian packages in status.d and the SBOM, versions equal")
+print(f"release_test: {arch}: {len(stanzas)} Debian packages in status.d and the SBOM, versions equal; "
+      f"{len(owned)} files, each a package's")
 PY
 done
 
