@@ -47,13 +47,16 @@ typename Inspector::result_type inspect(Inspector& f, capacity_polled& x) {
 /// changed), for the ScaleSet object's status.
 struct capacity_view {
   int64_t advertised = 0, max_runners = 0, desired_pairs = 0, pairs = 0, placed_pairs = 0, runner_pods = 0;
+  // Why the last pair that timed out was not placed (the scheduler's words); "" once a pair has
+  // been placed since. The ScaleSet's PairsPlaced condition.
+  std::string unplaced{};
   friend bool operator==(const capacity_view&, const capacity_view&) = default;
 };
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, capacity_view& x) {
   return f(caf::meta::type_name("capacity_view"), x.advertised, x.max_runners, x.desired_pairs, x.pairs, x.placed_pairs,
-           x.runner_pods);
+           x.runner_pods, x.unplaced);
 }
 
 /// listener_session → scale_set_status: the session's state when it changes (Opening, Open,

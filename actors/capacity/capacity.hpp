@@ -169,6 +169,12 @@ struct nodepool_room {
   bool limited() const { return matching > 0 && with_room == 0; }
 };
 
+// Why a node takes no new pod from this scale set ("" when it does): deleted (null), being deleted,
+// cordoned (spec.unschedulable), or a NoSchedule/NoExecute taint the runner template does not
+// tolerate (Karpenter's karpenter.sh/disrupted, the node lifecycle's node.kubernetes.io/*). A pair
+// on such a node is no room: the runner that would take it could not be placed there (#61).
+std::string node_refuses_pods(const k8s::node* n, const std::vector<k8s::toleration>& tolerations);
+
 // What a placeholder pod says about its pair.
 enum class pod_state { absent, pending, running, gone };
 pod_state placeholder_state(const k8s::pod* p);
@@ -183,8 +189,9 @@ std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, ro
 // by it), PriorityClass arc-runner, restartPolicy Never. `scope`: keys::runner_scope, when given.
 std::string priority_class_object(const priority_class_spec& p, const std::string& name);
 // The PodDisruptionBudget that keeps a workflow pod from preempting a running runner pod when a
-// placeholder could make the room instead (see capacity_monitor.cpp): maxUnavailable 0 over the
-// scale set's runner pods, owned by the per-process owner ConfigMap. Named `<owner>-runners`.
+// placeholder could make the room instead (see capacity_monitor.cpp): minAvailable maxRunners (an
+// integer: runner pods have no controller) over the scale set's runner pods, owned by the
+// per-process owner ConfigMap. Named `<owner>-runners`.
 std::string runner_pdb_name(const owner_ref& owner);
 std::string runner_pdb(const scale_set_spec& s, const owner_ref& owner);
 
@@ -290,6 +297,10 @@ sweeper_actor spawn_scale_set_sweeper(caf::actor_system& sys, k8s::client* kube,
 // The headroom.dev/instance label of the objects one headroom deployment owns beyond its pods: its
 // Lease's namespace and name ("headroom-system.headroom"), hashed to fit 63 characters.
 std::string instance_label(const std::string& lease_namespace, const std::string& lease_name);
+// What one install owns, scoped by its Lease: instance_label with leader election, "" (nothing is
+// labelled, nothing swept) without it, where another install may run under the same Lease name
+// (#61: two such installs removed each other's ScaleSet objects).
+std::string owned_instance(bool leader_election, const std::string& lease_namespace, const std::string& lease_name);
 // One pair. `adopt`: its pods may exist already (found by label); otherwise it creates them.
 pair_actor spawn_placeholder_pair(caf::actor_system& sys, context_ptr ctx, std::string slot, bool adopt, pair_owner monitor,
                                   owner_ref owner);

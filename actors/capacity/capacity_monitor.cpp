@@ -112,7 +112,14 @@ void on_pool(monitor_self* self, const msg::object_event<k8s::unstructured>& e) 
   }
   const auto& p = std::get<k8s::nodepool>(pool);
   const auto& spec = st.ctx->spec;
-  st.pools[name] = {nodepool_matches(p, spec), nodepool_has_room(p, pair_requests(spec))};
+  const monitor_state::pool_verdict now{nodepool_matches(p, spec), nodepool_has_room(p, pair_requests(spec))};
+  auto& was = st.pools[name];
+  if (now.matches && now.room && !(was.matches && was.room) && st.create_backoff.count() > 0) {
+    // Room the pairs that timed out did not have: try again now, not when the backoff ends.
+    st.create_backoff = milliseconds{0};
+    st.spawn_blocked_until = self->clock().now();
+  }
+  was = now;
 }
 
 // A hand-off holds a workflow's room for a job in flight, and there are at most as many of those
@@ -199,8 +206,27 @@ void on_pair_down(monitor_self* self, const caf::down_msg& d) {
 }
 
 // NodePool changes, or pod changes: each pod's to its pair (or the hand-off holding its slot).
+// A node stopped taking pods: the pairs with a placeholder on it look again (placeholder_pair
+// ends a pair on such a node, and the recompute its report brings makes a new one elsewhere).
+void on_node_refusing(monitor_self* self, const std::string& node) {
+  auto& s = self->state;
+  for (const auto& [name, p] : s.census.placeholders()) {
+    if (p->node_name != node)
+      continue;
+    const auto* slot = p->meta.label(keys::slot);
+    if (slot == nullptr)
+      continue;
+    if (auto it = s.pairs.find(*slot); it != s.pairs.end())
+      self->send(it->second.actor, msg::pod_event{msg::object_change::modified, p});
+  }
+}
+
 void on_wakeup(monitor_self* self, msg::buffer_wakeup w) {
   auto& s = self->state;
+  if (w.buffer == nodes_buffer) {
+    s.node_feed->drain([self](const msg::object_event<k8s::node>& e) { on_node_refusing(self, e.object->meta.name); });
+    return;
+  }
   if (w.buffer == pools_buffer) {
     s.pool_feed->drain([self](const msg::object_event<k8s::unstructured>& e) { on_pool(self, e); });
     recompute(self);
@@ -313,21 +339,27 @@ void on_pair_report(monitor_self* self, const msg::pair_report& r) {
     if (r.what == state_t::timed_out) {
       ++s.pair_timeouts;
       s.ctx->metrics.add("headroom_capacity_advertised_pair_timeouts_total", 1);
+      s.unplaced = r.reason;
     }
     // A pair that could not even be created, or never got a node: back off before the next,
     // so a cluster without room is not flooded with pending placeholders. A create the API
     // server could not take (no answer, 429, 5xx) says nothing about room: its backoff is
     // capped at 5 s, as the informers' reconnects are, or a 30 s outage left the warm pool
     // waiting up to 40 s after it ended (the chaos suite's 429/5xx scenario saw 35 s).
+    // A pair that timed out backs off up to 10 minutes: a scale set whose pairs can never be
+    // placed (a nodeSelector no node has) made a pair and a Warning every ~30 s for good (#61).
+    // A NodePool that gains room (on_pool) or a pair placed ends the backoff at once.
     if (r.what == state_t::timed_out || r.reason.find("create") != std::string::npos) {
       const bool unavailable = r.what == state_t::lost && r.unavailable;
-      const milliseconds first{unavailable ? 1'000 : 5'000}, cap{unavailable ? 5'000 : 60'000};
+      const milliseconds first{unavailable ? 1'000 : 5'000},
+          cap{unavailable ? 5'000 : r.what == state_t::timed_out ? 600'000 : 60'000};
       s.create_backoff = s.create_backoff.count() == 0 ? first : std::min(s.create_backoff * 2, cap);
       s.spawn_blocked_until = self->clock().now() + s.create_backoff;
       self->delayed_send(self, s.create_backoff, msg::tick_atom_v, uint64_t{1});
     }
   } else if (r.what == state_t::ready) {
     s.create_backoff = milliseconds{0};
+    s.unplaced.clear();
     if (s.ctx->spec.placeholder_ttl.count() > 0)  // look again when its TTL is up
       self->delayed_send(self, s.ctx->spec.placeholder_ttl, msg::tick_atom_v, uint64_t{1});
     if (auto old = it->second.predecessor; !old.empty()) {  // a renewal took over: break the old pair
@@ -356,6 +388,13 @@ monitor_impl::behavior_type monitor_behavior(monitor_self* self, context_ptr ctx
     st.pool_feed->attach(st.ctx->nodepools);
     for (const auto& p : st.ctx->nodepools->list())  // a restarted monitor: what is cached already
       on_pool(self, {msg::object_change::added, p});
+  }
+  if (st.ctx->nodes) {
+    st.node_feed = std::make_unique<informer_feed<k8s::node>>("capacity_monitor/" + st.ctx->spec.name + "/nodes",
+                                                              caf::actor_cast<caf::actor>(self), nodes_buffer);
+    st.node_feed->attach(st.ctx->nodes, [tolerations = st.ctx->spec.tolerations](const msg::object_event<k8s::node>& e) {
+      return e.change == msg::object_change::deleted || !node_refuses_pods(e.object.get(), tolerations).empty();
+    });
   }
   if (st.peers.listener)  // a restarted monitor learns the assigned jobs now, not at the next message
     self->send(st.peers.listener, msg::update_atom_v);

@@ -27,6 +27,7 @@ namespace headroom::actors::capacity::monitor {
 constexpr std::string_view actor_name = "capacity_monitor";
 constexpr uint32_t pods_buffer = 1;
 constexpr uint32_t pools_buffer = 2;
+constexpr uint32_t nodes_buffer = 4;
 constexpr uint64_t setup_retry_tick = 3;  // tick_atom's payload: try the start-up again
 using state_t = msg::pair_report::state;
 using api_kind = k8s::api_error::kind;
@@ -62,6 +63,9 @@ struct monitor_state {
     bool matches = false, room = false;
   };
   std::map<std::string, pool_verdict> pools;
+  // The nodes that stopped taking pods (cordoned, tainted, deleted): only those are offered, and
+  // each wakes the pairs with a placeholder on it, which then end and are replaced (#61).
+  std::unique_ptr<informer_feed<k8s::node>> node_feed;
   bool pools_limited = false;  // as last logged
   std::map<std::string, pair_entry> pairs;  // slot → pair (capacity, placed or not yet)
   std::map<std::string, pair_actor> handoffs;  // slot → consumed pair still holding the workflow's room
@@ -108,6 +112,7 @@ struct monitor_state {
   uint64_t burst_applied = 0;
   std::optional<msg::burst_need> burst_told;
   uint64_t pair_creates = 0, pair_deletes = 0, pair_timeouts = 0;
+  std::string unplaced;  // the last timed-out pair's reason until a pair is ready (capacity_view)
   static inline const char* name = "headroom.capacity_monitor";
   msg::capacity_view last_view{-1};  // the last sent to peers.status
 };

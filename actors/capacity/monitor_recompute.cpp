@@ -271,8 +271,8 @@ void publish(monitor_self* self, const capacity_inputs& in, const census_view& c
   m.set("gha_controller_pending_ephemeral_runners", c.runners_pending);
   m.set("gha_controller_running_ephemeral_runners", c.runners_running);
   m.set("gha_controller_failed_ephemeral_runners", c.runners_failed);
-  const msg::capacity_view view{capacity, spec.max_runners, desired, static_cast<int64_t>(st.pairs.size()), in.ready_pairs,
-                                c.runners_going};
+  const msg::capacity_view view{capacity,      spec.max_runners, desired, static_cast<int64_t>(st.pairs.size()), in.ready_pairs,
+                                c.runners_going, st.unplaced};
   if (st.peers.status && !(view == st.last_view)) {
     st.last_view = view;
     self->send(st.peers.status, view);

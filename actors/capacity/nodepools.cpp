@@ -59,6 +59,19 @@ bool tolerated(const k8s::taint& t, const std::vector<k8s::toleration>& tolerati
 
 }  // namespace
 
+std::string node_refuses_pods(const k8s::node* n, const std::vector<k8s::toleration>& tolerations) {
+  if (n == nullptr)
+    return "deleted";
+  if (!n->meta.deletion_timestamp.empty())
+    return "being deleted";
+  if (n->unschedulable)
+    return "cordoned";
+  for (const auto& t : n->taints)
+    if ((t.effect == "NoSchedule" || t.effect == "NoExecute") && !tolerated(t, tolerations))
+      return "tainted " + t.key + (t.value.empty() ? "" : "=" + t.value) + ":" + t.effect;
+  return {};
+}
+
 bool nodepool_matches(const k8s::nodepool& pool, const scale_set_spec& s) {
   for (const auto& [key, value] : s.node_selector) {
     if (key == "karpenter.sh/nodepool") {

@@ -80,21 +80,34 @@ void report(pair_self* self, state_t s, std::string reason = {}) {
   self->send(st.monitor, msg::pair_report{s, st.slot, std::move(reason), s == state_t::lost && st.unavailable});
 }
 
-void finish(pair_self* self, state_t s, const std::string& reason, bool warn = true) {
+// How a pair's end is told on the ScaleSet object.
+enum class notice {
+  warning,   // PlaceholderPairLost / PlaceholderPairTimedOut
+  handoff,   // the designed end of a hand-off: no Event
+  node_gone, // its node stopped taking pods (cordon, drain, disruption): Normal, a new pair follows
+};
+
+void finish(pair_self* self, state_t s, const std::string& reason, notice how = notice::warning) {
   auto& st = self->state;
   if (st.done)
     return;
   st.done = true;
-  runtime::log::info(actor_name, !warn ? "hand-off over" : s == state_t::lost ? "pair lost" : "pair timed out",
+  const bool warn = how == notice::warning;
+  runtime::log::info(actor_name,
+                     how == notice::handoff     ? "hand-off over"
+                     : how == notice::node_gone ? "pair no longer room: its node takes no new pods"
+                     : s == state_t::lost       ? "pair lost"
+                                                : "pair timed out",
                      {{"scale_set", st.ctx->spec.name}, {"slot", st.slot}, {"reason", reason}});
   // About the scale set's ScaleSet object (kubectl describe scaleset shows it), not the pair's pods,
   // which are deleted now; the monitor passes it on to scale_set_status, which knows the object's
   // uid. The designed end of a hand-off (the workflow pod took the room) is every job's path, not a
   // warning: no Event (the soak benchmark found one per job, 2,000 Warnings for 2,000 healthy jobs,
   // and the event book's memory growing with them).
-  if (warn)
-    tell_event(st.monitor, {"headroom.dev/v1alpha1", "ScaleSet", st.ctx->spec.ns, st.ctx->spec.name, "", "Warning",
-                              s == state_t::lost ? "PlaceholderPairLost" : "PlaceholderPairTimedOut", "Reserve",
+  if (how != notice::handoff)
+    tell_event(st.monitor, {"headroom.dev/v1alpha1", "ScaleSet", st.ctx->spec.ns, st.ctx->spec.name, "", warn ? "Warning" : "Normal",
+                              !warn ? "PlaceholderPairReplaced" : s == state_t::lost ? "PlaceholderPairLost" : "PlaceholderPairTimedOut",
+                              "Reserve",
                               "scale set " + st.ctx->spec.name + ", pair " + st.slot + " (" + st.names[0] + ", " +
                                   st.names[1] + "): " + reason});
   delete_pods(st.ctx->kube, st.ctx->spec.ns, st.names, st.deleted);
@@ -123,6 +136,45 @@ bool runner_took(const pair_state& st, std::time_t now) {
   return false;
 }
 
+// Why the pair is not placed, as the scheduler said it on each placeholder not Running (its
+// PodScheduled condition: "0/6 nodes are available: …"), so the Event and the ScaleSet's condition
+// keep the cause after the pods are deleted (#61: "not Running within 20000 ms" said nothing).
+std::string unplaced_why(const pair_state& st) {
+  constexpr size_t max_message = 400;
+  std::string out;
+  for (const auto& name : st.names) {
+    const auto p = st.ctx->pods->get(st.ctx->spec.ns, name);
+    if (p && p->phase == "Running")
+      continue;
+    std::string said = !p ? "not seen" : p->phase.empty() ? "Pending" : p->phase;
+    if (const auto* c = p ? p->find_condition("PodScheduled") : nullptr; c != nullptr && c->status == "False") {
+      said = c->reason.empty() ? "not scheduled" : c->reason;
+      if (!c->message.empty())
+        said += ": " + c->message.substr(0, max_message) + (c->message.size() > max_message ? "…" : "");
+    }
+    out += "; " + name + " " + said;
+  }
+  return out;
+}
+
+// "node N cordoned" when a placeholder of the pair sits on a node that takes no new pods: the
+// runner that would take the pair's room could not be placed there, so the pair is not room (#61:
+// pairs on cordoned and disrupted nodes were advertised for minutes). "" otherwise, and while the
+// node cache has not synced yet (no verdict before it knows the nodes).
+std::string refusing_node(const pair_state& st, const std::shared_ptr<const k8s::pod> (&pods)[2], const pod_state (&states)[2]) {
+  const auto& nodes = st.ctx->nodes;
+  if (!nodes || !nodes->synced())
+    return {};
+  for (int i = 0; i < 2; ++i) {
+    if (!pods[i] || pods[i]->node_name.empty() || states[i] == pod_state::gone)
+      continue;
+    const auto node = nodes->get("", pods[i]->node_name);
+    if (auto why = node_refuses_pods(node.get(), st.ctx->spec.tolerations); !why.empty())
+      return "node " + pods[i]->node_name + " " + why;
+  }
+  return {};
+}
+
 void evaluate(pair_self* self) {
   auto& st = self->state;
   if (st.done)
@@ -145,11 +197,13 @@ void evaluate(pair_self* self) {
   };
   if (st.consumed) {
     if (went[1])
-      finish(self, state_t::lost, "hand-off over: " + why(1), false);
+      finish(self, state_t::lost, "hand-off over: " + why(1), notice::handoff);
     return;
   }
   if (went[1])
     return finish(self, state_t::lost, why(1));
+  if (auto refused = refusing_node(st, pods, states); !refused.empty())
+    return finish(self, state_t::lost, refused + ": a new pair is made elsewhere", notice::node_gone);
   if (went[0]) {
     if (states[1] != pod_state::running)
       return finish(self, state_t::lost, why(0));
@@ -252,7 +306,7 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
           finish(self, state_t::lost, "hand-off timed out: deleting the workflow placeholder");
         else if (which == 0 && !s.consumed && s.reported != state_t::ready)
           finish(self, state_t::timed_out,
-                 "not Running within " + std::to_string(s.ctx->spec.placeholder_ready_timeout.count()) + " ms");
+                 "not Running within " + std::to_string(s.ctx->spec.placeholder_ready_timeout.count()) + " ms" + unplaced_why(s));
       },
   };
 }

@@ -1,6 +1,8 @@
 // The pod objects the capacity loop creates (pure JSON builders): placeholders on the priority
 // ladder, the runners' PodDisruptionBudget, the PriorityClasses. Runner pods: actors/runners/pods.cpp.
 
+#include <algorithm>
+
 #include "actors/capacity/capacity.hpp"
 #include "runtime/json_writer.hpp"
 
@@ -57,7 +59,13 @@ std::string runner_pdb(const scale_set_spec& s, const owner_ref& owner) {
   w.key("ownerReferences");
   owner_refs(w, owner);
   w.end_object();
-  w.key("spec").begin_object().field("maxUnavailable", 0).key("selector").begin_object().key("matchLabels").begin_object();
+  // An integer minAvailable, never maxUnavailable or a percentage: runner pods have no controller,
+  // and for those kube-controller-manager can only count the selected pods against an integer; with
+  // anything else it warns UnmanagedPods on every sync (#61: 25 Warnings on one budget in six
+  // minutes). A scale set never has more than maxRunners runner pods alive (terminating ones are not
+  // counted as healthy), so minAvailable = maxRunners allows no disruption, as maxUnavailable 0 did.
+  w.key("spec").begin_object().field("minAvailable", std::max<int64_t>(1, s.max_runners));
+  w.key("selector").begin_object().key("matchLabels").begin_object();
   w.field(keys::scale_set, s.name).field(keys::role, role_label(role::runner));
   w.end_object().end_object().end_object();  // matchLabels, selector, spec
   w.end_object();

@@ -51,8 +51,6 @@ void session_condition(json_writer& w, const scale_set_view& v) {
   const std::string message = open ? "the listener holds the scale set's message session"
                                    : (v.session_message.empty() ? "the listener is opening the scale set's message session"
                                                                 : v.session_message);
-  w.Key("conditions");
-  w.StartArray();
   w.StartObject();
   field(w, "type", std::string{"SessionOpen"});
   field(w, "status", std::string{open ? "True" : "False"});
@@ -60,6 +58,29 @@ void session_condition(json_writer& w, const scale_set_view& v) {
   field(w, "reason", reason);
   field(w, "message", message);
   w.EndObject();
+}
+
+// The PairsPlaced condition: False while the last pair that timed out is the newest word on
+// placement, with the scheduler's reason (the pods themselves are deleted), so `kubectl describe
+// scaleset` shows why no capacity is advertised.
+void pairs_condition(json_writer& w, const scale_set_view& v) {
+  const bool placed = v.capacity.unplaced.empty();
+  w.StartObject();
+  field(w, "type", std::string{"PairsPlaced"});
+  field(w, "status", std::string{placed ? "True" : "False"});
+  field(w, "lastTransitionTime", v.pairs_since);
+  field(w, "reason", std::string{placed ? "Placed" : "PlaceholderPairTimedOut"});
+  field(w, "message", placed ? std::string{"no placeholder pair has timed out since the last was placed"} : v.capacity.unplaced);
+  w.EndObject();
+}
+
+// Written whole (a merge patch replaces a list), so only once the session's state is known.
+void conditions(json_writer& w, const scale_set_view& v) {
+  w.Key("conditions");
+  w.StartArray();
+  session_condition(w, v);
+  if (v.capacity_known)
+    pairs_condition(w, v);
   w.EndArray();
 }
 
@@ -118,7 +139,7 @@ std::string scale_set_status_patch(const scale_set_view& v, const std::string& o
     field(w, "lastPollTime", v.last_poll);
   field(w, "observedTime", observed);
   if (!v.session.empty())
-    session_condition(w, v);
+    conditions(w, v);
   w.EndObject();
   w.EndObject();
   return out.GetString();
@@ -383,8 +404,11 @@ status_impl::behavior_type status_behavior(status_self* self, context_ptr ctx, s
   changed(self);
   return {
       [self](const msg::capacity_view& c) {
-        self->state.view.capacity = c;
-        self->state.view.capacity_known = true;
+        auto& v = self->state.view;
+        if (!v.capacity_known || v.capacity.unplaced.empty() != c.unplaced.empty())
+          v.pairs_since = wall_text(self);
+        v.capacity = c;
+        v.capacity_known = true;
         changed(self);
       },
       [self](const msg::session_view& s) { on_session(self, s); },

@@ -22,6 +22,7 @@ struct scale_set_view {
   std::string session_message;
   std::string session_since;  // RFC 3339: when `session` last changed (the condition's transition)
   std::string last_poll;      // RFC 3339: when the newest poll started; "" before the first
+  std::string pairs_since;    // RFC 3339: when capacity.unplaced last became empty or not
 };
 
 // The object headroom creates: no spec to set, labelled as headroom's, and as this deployment's

@@ -136,6 +136,10 @@ sweeper_impl::behavior_type sweeper_behavior(sweeper_self* self, k8s::client* ku
 
 }  // namespace
 
+std::string owned_instance(bool leader_election, const std::string& lease_namespace, const std::string& lease_name) {
+  return leader_election ? instance_label(lease_namespace, lease_name) : std::string{};
+}
+
 std::string instance_label(const std::string& lease_namespace, const std::string& lease_name) {
   std::string v = lease_namespace + "." + lease_name;
   if (v.size() <= 63)

@@ -42,9 +42,12 @@ class informer_feed {
   // Subscribes to an informer, and unsubscribes when the feed (the actor's state) goes. The
   // handler runs on the I/O thread and only offers into the coalescer.
   // `Source` is a k8s::informer<T> or a k8s::informer_slice<T> (one scale set's share of an informer).
+  // `keep`, when given, runs on the I/O thread too and decides which events are offered at all: a
+  // consumer that cares about few of a busy informer's objects (a capacity monitor and the nodes
+  // that stopped taking pods) is not woken for the rest.
   template <class Source>
-  void attach(const std::shared_ptr<Source>& source) {
-    const uint64_t id = source->subscribe(handler_for(buffer_));
+  void attach(const std::shared_ptr<Source>& source, std::function<bool(const event&)> keep = {}) {
+    const uint64_t id = source->subscribe(handler_for(buffer_, std::move(keep)));
     std::weak_ptr<Source> weak = source;
     detach_ = [weak, id] {
       if (auto s = weak.lock())
@@ -73,11 +76,13 @@ class informer_feed {
  private:
   using coalescer = runtime::keyed_coalescer<std::string, event>;
   static std::string key(const T& o) { return o.meta.ns + "/" + o.meta.name; }
-  static typename k8s::informer<T>::handler handler_for(std::shared_ptr<coalescer> buffer) {
-    return [buffer](const typename k8s::informer<T>::event& e) {
+  static typename k8s::informer<T>::handler handler_for(std::shared_ptr<coalescer> buffer, std::function<bool(const event&)> keep = {}) {
+    return [buffer, keep = std::move(keep)](const typename k8s::informer<T>::event& e) {
       event out;
       out.change = static_cast<msg::object_change>(static_cast<int>(e.type));
       out.object = e.object;
+      if (keep && !keep(out))
+        return;
       buffer->offer(key(*e.object), std::move(out));
     };
   }

@@ -490,7 +490,10 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
     }
     for (size_t i = 0; i < svc->contexts.size(); ++i)
       children.push_back(scale_set_subtree(cfg, svc->contexts[i], peers[i], m, ready));
-    if (!svc->contexts.empty()) {
+    if (!svc->contexts.empty() && svc->instance.empty())
+      runtime::log::info("scale_sets", "leader election is off: ScaleSet objects of scale sets no longer configured are not removed",
+                         {{"why", "without a Lease another headroom may run under the same name"}});
+    if (!svc->contexts.empty() && !svc->instance.empty()) {
       std::set<std::pair<std::string, std::string>> keep;
       for (const auto& ctx : svc->contexts)
         keep.emplace(ctx->spec.ns, ctx->spec.name);
@@ -537,7 +540,8 @@ std::vector<runner_claim> scale_sets_mode::runner_pods() const {
 std::optional<start_problem> scale_sets_mode::prepare(const services& s) {
   svc_ = std::make_shared<scale_set_services>();
   svc_->events = s.events;
-  svc_->instance = actors::capacity::instance_label(s.cfg.leader_election.ns, s.cfg.leader_election.name);
+  const auto& le = s.cfg.leader_election;
+  svc_->instance = actors::capacity::owned_instance(le.enabled, le.ns, le.name);
   if (auto problem = prepare_scale_sets(config, s.shared.github, s.env, *s.api, s.background_api, *s.github_io, s.metrics, *svc_))
     return start_problem{*problem};
   return std::nullopt;

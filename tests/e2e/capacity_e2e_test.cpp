@@ -11,7 +11,9 @@
 
 #include <gtest/gtest.h>
 
+#include <algorithm>
 #include <fstream>
+#include <sstream>
 #include <iostream>
 #include <set>
 
@@ -29,9 +31,11 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
   REQUIRE_ENV(e);
   world w{e, {"capacity-burst", 4, 2, "5m", "3s"}};
   REQUIRE_WORLD(w);
-  // ScaleSet objects from before: one this headroom made for a scale set since removed from its
-  // configuration (its instance label: the Lease's namespace and name), and one of another headroom.
-  // At start the first is removed, the other left alone.
+  // ScaleSet objects from before, labelled as made by an install under the default Lease and by
+  // another. This headroom runs without leader election, so nothing proves another install does
+  // not run under the same Lease name: it removes neither and labels its own as no install's
+  // (#61: two such installs removed each other's objects). With leader election, the sweep is
+  // scale_set_sweeper_test's.
   for (const auto& [name, instance] : {std::pair{"retired-set", "kube-system.headroom"}, std::pair{"other-release", "ci.headroom"}})
     ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, std::string{"{\"apiVersion\":\"headroom.dev/v1alpha1\",\"kind\":\"ScaleSet\",\"metadata\":"
                                                              "{\"namespace\":\"capacity-burst\",\"name\":\""} +
@@ -94,10 +98,12 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
   EXPECT_EQ(status("maxRunners"), "4");
   EXPECT_EQ(e.c->kubectl({"-n", "capacity-burst", "get", "scaleset", "capacity-burst", "-o",
                           "jsonpath={.metadata.labels.headroom\\.dev/instance}"}).out,
-            "kube-system.headroom")
-      << "the object is labelled as this headroom's";
-  EXPECT_TRUE(eventually([&] { return e.c->kubectl({"-n", "capacity-burst", "get", "scaleset", "retired-set"}).exit_code != 0; }, 30s))
-      << "the ScaleSet of a scale set no longer configured is removed at start\n" << w.headroom->log();
+            "")
+      << "without a Lease, the object is no install's to sweep";
+  EXPECT_NE(w.headroom->log().find("leader election is off: ScaleSet objects of scale sets no longer configured are not removed"),
+            std::string::npos) << w.headroom->log();
+  EXPECT_EQ(e.c->kubectl({"-n", "capacity-burst", "get", "scaleset", "retired-set"}).exit_code, 0)
+      << "an object under the default Lease's label is kept: another install may run under it";
   EXPECT_EQ(e.c->kubectl({"-n", "capacity-burst", "get", "scaleset", "other-release"}).exit_code, 0) << "another headroom's object is kept";
   EXPECT_EQ(status("scaleSetId"), std::to_string(set));
   EXPECT_EQ(status("session"), "Open");
@@ -308,6 +314,56 @@ TEST(capacity_e2e, capacity_exhausted_pairs_time_out) {
            std::string::npos;
   }, 30s)) << e.c->kubectl({"-n", "capacity-full", "describe", "scaleset", "capacity-full"}).out
            << e.c->kubectl({"-n", "capacity-full", "get", "events"}).out;
+}
+
+// #61: a pair is room only while its nodes take new pods. Cordoned, tainted by Karpenter's
+// disruption, or deleted under it, the node's pairs stop counting at once (the next poll carries
+// less) and new pairs are placed elsewhere (Karpenter makes a node for them).
+TEST(capacity_e2e, capacity_pairs_leave_nodes_that_stop_taking_pods) {
+  REQUIRE_ENV(e);
+  world w{e, {"capacity-cordon", 4, 2, "2m", "3s"}};
+  REQUIRE_WORLD(w);
+  w.start();
+  int64_t set = 0;
+  ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
+  ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2; }, 120s)) << w.headroom->log();
+  auto pair_nodes = [&] {  // the nodes Running placeholders are on
+    auto r = e.c->kubectl({"-n", "capacity-cordon", "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder)",
+                           "-o", "jsonpath={range .items[?(@.status.phase==\"Running\")]}{.spec.nodeName}{\"\\n\"}{end}"});
+    std::set<std::string> out;
+    std::istringstream in{r.out};
+    for (std::string line; std::getline(in, line);)
+      if (!line.empty())
+        out.insert(line);
+    return out;
+  };
+  const std::vector<std::pair<std::string, std::vector<std::string>>> steps = {
+      {"cordoned", {"cordon", "NODE"}},
+      {"tainted karpenter.sh/disrupted:NoSchedule", {"taint", "node", "NODE", "karpenter.sh/disrupted=:NoSchedule"}},
+      {"deleted", {"delete", "node", "NODE", "--wait=false"}},
+  };
+  std::set<std::string> refused;
+  for (auto [what, args] : steps) {
+    SCOPED_TRACE(what);
+    std::set<std::string> placed;
+    ASSERT_TRUE(eventually([&] {
+      placed = pair_nodes();
+      return w.latest_capacity(set) == 2 && w.ready_pairs() == 2 &&
+             std::none_of(placed.begin(), placed.end(), [&](const auto& n) { return refused.count(n) > 0; });
+    }, 180s)) << "two pairs on nodes that take pods\n" << w.headroom->log();
+    const auto node = *placed.begin();
+    std::replace(args.begin(), args.end(), std::string{"NODE"}, node);
+    const auto r = e.c->kubectl(args);
+    ASSERT_EQ(r.exit_code, 0) << r.err;
+    refused.insert(node);
+    EXPECT_TRUE(eventually([&] { return w.latest_capacity(set) < 2; }, 15s))
+        << "the pairs on " << node << " (" << what << ") are still advertised\n" << w.headroom->log();
+    EXPECT_NE(w.headroom->log().find("node " + node), std::string::npos) << w.headroom->log();
+  }
+  ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2 && w.ready_pairs() == 2; }, 180s))
+      << "replaced after the node was deleted\n" << w.headroom->log();
+  e.c->kubectl({"uncordon", *refused.begin()});
+  EXPECT_GT(audited(w, set), 0);
 }
 
 // GPUs and NodePool limits: the workflow placeholder carries the workflow's nvidia.com/gpu (request

@@ -299,6 +299,16 @@ struct world {
   // its room back (headroom stopped in order, the namespace and every pod in it deleted).
   ~world() {
     if (headroom) {
+      // No object headroom made beside its pods (the runners' PodDisruptionBudget, the owner
+      // ConfigMap, the runners' Secrets) drew a Warning from a controller (#61: the budget's
+      // UnmanagedPods, on every sync). Pods draw the scheduler's FailedScheduling by design.
+      const auto warnings = e.c->kubectl({"-n", s.name, "get", "events", "--field-selector", "type=Warning", "-o",
+                                          "jsonpath={range .items[*]}{.involvedObject.kind}/{.involvedObject.name} {.reason}: "
+                                          "{.message}{\"\\n\"}{end}"});
+      std::istringstream lines{warnings.out};
+      for (std::string line; std::getline(lines, line);)
+        if (line.starts_with("PodDisruptionBudget/") || line.starts_with("ConfigMap/") || line.starts_with("Secret/"))
+          ADD_FAILURE() << s.name << ": a Warning about an object headroom made: " << line;
       headroom->stop(SIGTERM);
       // Anything the chart's RBAC refused (an Event, a cleanup) is a missing permission, even
       // when the scenario got by without it.

@@ -47,9 +47,12 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $hook := merge (default dict $cfg.gates.webhook) (dict "listen" "0.0.0.0:9443" "certFile" "/etc/headroom/webhook/tls.crt" "keyFile" "/etc/headroom/webhook/tls.key") -}}
 {{- $_ := set $cfg.gates "webhook" $hook -}}
 {{- end -}}
-{{- with .Values.githubServerTLS.certificateFrom.configMapKeyRef -}}
-{{- $gh := merge (dict "caFile" (printf "/etc/headroom/github-ca/%s" .key)) (default dict $cfg.github) -}}
-{{- $_ := set $gh "caFile" (printf "/etc/headroom/github-ca/%s" .key) -}}
+{{- /* Only a ConfigMap that is named is mounted; the default {name: "", key: ca.crt} mounts nothing,
+     so it must not point github.caFile at a file that is not there. */ -}}
+{{- $caRef := include "headroom.githubCARef" . | fromJson -}}
+{{- if $caRef.name -}}
+{{- $gh := default dict $cfg.github -}}
+{{- $_ := set $gh "caFile" (printf "/etc/headroom/github-ca/%s" $caRef.key) -}}
 {{- $_ := set $cfg "github" $gh -}}
 {{- end -}}
 {{- if and .Values.config.scheduler .Values.config.scheduler.enabled -}}
@@ -66,3 +69,10 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 
 {{- /* The GitHub credentials' Secret: ARC's top-level value name (githubConfigSecret) or github.existingSecret. */}}
 {{- define "headroom.githubSecret" -}}{{ .Values.githubConfigSecret | default .Values.github.existingSecret }}{{- end -}}
+
+{{- /* githubServerTLS.certificateFrom.configMapKeyRef as {name, key}; empty name when unset or null. */ -}}
+{{- define "headroom.githubCARef" -}}
+{{- $from := default dict (default dict .Values.githubServerTLS).certificateFrom -}}
+{{- $ref := default dict $from.configMapKeyRef -}}
+{{- dict "name" (default "" $ref.name) "key" (default "ca.crt" $ref.key) | toJson -}}
+{{- end -}}

@@ -2,6 +2,7 @@
 // headroom creates (decoded back with headroom's own pod decoder), plus the scaleSets config.
 
 #include <gtest/gtest.h>
+#include <simdjson.h>
 
 #include "actors/capacity/capacity.hpp"
 #include "modes/scale_sets/mode.hpp"
@@ -104,6 +105,20 @@ TEST(capacity_model, placeholder_pods_have_the_ladder_and_no_preemption) {
   EXPECT_EQ(w.spec->priority_class_name, "placeholder-workflow");
   EXPECT_EQ(w.spec->requests.cpu_milli, 2000);
   EXPECT_EQ(w.spec->requests.memory, 4LL << 30);
+}
+
+// #61: runner pods have no controller, so only an integer minAvailable keeps kube-controller-manager
+// from warning UnmanagedPods on every sync; maxRunners of them allows no disruption at all.
+TEST(capacity_model, the_runner_budget_is_an_integer_min_available_of_max_runners) {
+  auto s = spec();
+  s.max_runners = 7;
+  simdjson::dom::parser p;
+  const auto pdb = p.parse(runner_pdb(s, {"v1", "ConfigMap", "headroom-owner-1", "uid-1"}));
+  ASSERT_EQ(pdb.error(), simdjson::SUCCESS);
+  EXPECT_EQ(pdb["spec"]["minAvailable"].get_int64().value(), 7);
+  EXPECT_EQ(pdb["spec"]["maxUnavailable"].error(), simdjson::NO_SUCH_FIELD);
+  EXPECT_EQ(std::string_view(pdb["spec"]["selector"]["matchLabels"]["headroom.dev/role"]), "runner");
+  EXPECT_EQ(std::string_view(pdb["metadata"]["name"]), "headroom-owner-1-runners");
 }
 
 TEST(capacity_model, runner_pod_takes_its_jit_config_from_a_secret) {

@@ -31,10 +31,22 @@ struct pair_fixture : test_support::actor_fixture {
     caf::anon_send_exit(owner, caf::exit_reason::kill);
     sched.run();
     pods->stop();
+    if (nodes)
+      nodes->stop();
   }
 
-  void start() {
+  void start(bool with_nodes = false) {
     pods = pod_informer("arc");
+    if (with_nodes) {
+      k8s::informer<k8s::node>::options o;
+      o.kind = k8s::kinds::nodes;
+      nodes = k8s::informer<k8s::node>::make(kube, o);
+      nodes->start();
+      EXPECT_TRUE(io.answer("GET", "/api/v1/nodes", 200,
+                            R"({"kind":"NodeList","metadata":{"resourceVersion":"10"},"items":[)" + node_json("node-1", "false", "") + "]}"));
+      io.fire_timers();
+      EXPECT_TRUE(nodes->synced());
+    }
     router = k8s::label_router<k8s::pod>::make(pods, std::string{cap::keys::scale_set});
     auto ctx = std::make_shared<cap::scale_set_context>();
     ctx->spec.ns = "arc";
@@ -43,6 +55,8 @@ struct pair_fixture : test_support::actor_fixture {
     ctx->spec.placeholder_image = "registry.k8s.io/pause:3.10";
     ctx->kube = &kube;
     ctx->pods = router->slice("linux");
+    ctx->nodes = nodes;
+    ctx->spec.tolerations = {k8s::toleration{"ci", "Exists", "", "NoSchedule", std::nullopt}};
     owner = sys.spawn(
         [](cap::pair_owner::pointer, std::shared_ptr<std::vector<msg::pair_report>> seen) -> cap::pair_owner::behavior_type {
           return {[seen](msg::pair_report& r) { seen->push_back(std::move(r)); }, [](msg::k8s_event&) {}};
@@ -69,18 +83,33 @@ struct pair_fixture : test_support::actor_fixture {
     return names;
   }
   // The watch tells a pod's change, and the monitor hands it to the pair (as capacity_monitor does).
-  void pod_is(const std::string& type, const std::string& name, const std::string& phase, const std::string& node = "") {
+  void pod_is(const std::string& type, const std::string& name, const std::string& phase, const std::string& node = "",
+              const std::string& conditions = "") {
     const std::string pod = R"({"metadata":{"name":")" + name + R"(","namespace":"arc","uid":"u-)" + name +
                             R"(","resourceVersion":"11","labels":{"headroom.dev/scale-set":"linux","headroom.dev/slot":"a1b2c3d4"}},)" +
-                            R"("spec":{"nodeName":")" + node + R"("},"status":{"phase":")" + phase + R"("}})";
-    ASSERT_TRUE(io.stream("watch=true", R"({"type":")" + type + R"(","object":)" + pod + "}\n")) << "the watch waits";
+                            R"("spec":{"nodeName":")" + node + R"("},"status":{"phase":")" + phase + R"(","conditions":[)" +
+                            conditions + "]}}";
+    ASSERT_TRUE(io.stream("/namespaces/arc/pods", R"({"type":")" + type + R"(","object":)" + pod + "}\n")) << "the watch waits";
     auto p = pods->get("arc", name);
     caf::anon_send(pair, msg::pod_event{type == "DELETED" ? msg::object_change::deleted : msg::object_change::modified,
                                         p ? p : std::make_shared<const k8s::pod>()});
     sched.run();
   }
 
+  static std::string node_json(const std::string& name, const std::string& unschedulable, const std::string& taints) {
+    return R"({"metadata":{"name":")" + name + R"(","uid":"u-)" + name + R"(","resourceVersion":"12"},"spec":{"unschedulable":)" +
+           unschedulable + R"(,"taints":[)" + taints + "]}}";
+  }
+  // The node watch tells a node's change (the monitor then pokes the pairs on it, as it does here).
+  void node_is(const std::string& type, const std::string& name, const std::string& unschedulable, const std::string& taints,
+               const std::string& placeholder) {
+    ASSERT_TRUE(io.stream("/api/v1/nodes", R"({"type":")" + type + R"(","object":)" + node_json(name, unschedulable, taints) + "}\n"));
+    caf::anon_send(pair, msg::pod_event{msg::object_change::modified, pods->get("arc", placeholder)});
+    sched.run();
+  }
+
   std::shared_ptr<k8s::informer<k8s::pod>> pods;
+  std::shared_ptr<k8s::informer<k8s::node>> nodes;
   std::shared_ptr<k8s::label_router<k8s::pod>> router;
   std::shared_ptr<std::vector<msg::pair_report>> reports = std::make_shared<std::vector<msg::pair_report>>();
   cap::pair_owner owner;
@@ -123,6 +152,69 @@ TEST_F(pair_fixture, not_running_within_the_ready_timeout_times_out_and_deletes_
   ASSERT_EQ(reports->size(), 1u);
   EXPECT_EQ(reports->back().what, state::timed_out);
   EXPECT_EQ(waiting("DELETE"), 2u) << "its two pods are deleted";
+}
+
+// #61: a timed-out pair's Event said only "not Running within 20000 ms" and its pods, deleted, took
+// the cause with them: the report (and so the Event and the ScaleSet's condition) carries the
+// scheduler's PodScheduled message for each placeholder not Running.
+TEST_F(pair_fixture, a_timed_out_pair_says_what_the_scheduler_said) {
+  start();
+  const auto names = create_both();
+  pod_is("ADDED", names[0], "Running", "node-1");
+  pod_is("ADDED", names[1], "Pending", "",
+         R"({"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."})");
+  sched.advance_time(300s);
+  sched.run();
+  ASSERT_EQ(reports->size(), 1u);
+  EXPECT_EQ(reports->back().what, state::timed_out);
+  const auto& why = reports->back().reason;
+  EXPECT_NE(why.find("not Running within 300000 ms"), std::string::npos) << why;
+  EXPECT_NE(why.find(names[1] + " Unschedulable: 0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."),
+            std::string::npos) << why;
+  EXPECT_EQ(why.find(names[0]), std::string::npos) << "the Running placeholder is not the cause: " << why;
+}
+
+// #61: a pair whose node stops taking pods is no room: the runner that would take it could not be
+// placed there. It ends at once (its pods deleted, a Normal Event), so the next poll advertises less
+// and the monitor makes a new pair elsewhere.
+void ends_when_its_node(pair_fixture& f, const char* type, const char* unschedulable, const char* taints, const std::string& said) {
+  f.start(true);
+  const auto names = f.create_both();
+  f.pod_is("ADDED", names[0], "Running", "node-1");
+  f.pod_is("ADDED", names[1], "Running", "node-1");
+  ASSERT_EQ(f.reports->size(), 1u);
+  ASSERT_EQ(f.reports->back().what, state::ready);
+  // A taint the runner template tolerates, and one that only prefers, change nothing.
+  f.node_is("MODIFIED", "node-1", "false", R"({"key":"ci","effect":"NoSchedule"},{"key":"spot","effect":"PreferNoSchedule"})", names[0]);
+  EXPECT_EQ(f.reports->size(), 1u) << "a tolerated taint is still room";
+  f.node_is(type, "node-1", unschedulable, taints, names[0]);
+  ASSERT_EQ(f.reports->size(), 2u);
+  EXPECT_EQ(f.reports->back().what, state::lost);
+  EXPECT_NE(f.reports->back().reason.find(said), std::string::npos) << f.reports->back().reason;
+  EXPECT_EQ(f.waiting("DELETE"), 2u) << "both placeholders go";
+}
+
+TEST_F(pair_fixture, a_ready_pair_on_a_cordoned_node_ends) { ends_when_its_node(*this, "MODIFIED", "true", "", "node node-1 cordoned"); }
+
+TEST_F(pair_fixture, a_ready_pair_on_a_node_karpenter_disrupts_ends) {
+  ends_when_its_node(*this, "MODIFIED", "false", R"({"key":"karpenter.sh/disrupted","effect":"NoSchedule"})",
+                     "node node-1 tainted karpenter.sh/disrupted:NoSchedule");
+}
+
+TEST_F(pair_fixture, a_ready_pair_on_an_unreachable_node_ends) {
+  ends_when_its_node(*this, "MODIFIED", "false", R"({"key":"node.kubernetes.io/unreachable","effect":"NoExecute"})",
+                     "node node-1 tainted node.kubernetes.io/unreachable:NoExecute");
+}
+
+TEST_F(pair_fixture, a_ready_pair_on_a_deleted_node_ends) { ends_when_its_node(*this, "DELETED", "false", "", "node node-1 deleted"); }
+
+TEST_F(pair_fixture, a_pair_is_judged_on_its_node_only_once_the_nodes_are_known) {
+  start(false);  // no node cache (or not synced): no verdict, the pair counts as before
+  const auto names = create_both();
+  pod_is("ADDED", names[0], "Running", "node-9");
+  pod_is("ADDED", names[1], "Running", "node-9");
+  ASSERT_EQ(reports->size(), 1u);
+  EXPECT_EQ(reports->back().what, state::ready);
 }
 
 }  // namespace

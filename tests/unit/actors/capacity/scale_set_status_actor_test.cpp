@@ -79,9 +79,9 @@ TEST_F(status_fixture, events_wait_for_the_uid_and_changes_within_the_interval_a
   answer("PATCH", 200, "{}");
 
   // Three changes within the interval: one write when it has passed, with the newest values.
-  caf::anon_send(status, msg::capacity_view{3, 10, 4, 4, 3, 1});
+  caf::anon_send(status, msg::capacity_view{3, 10, 4, 4, 3, 1, {}});
   caf::anon_send(status, msg::session_view{"Open", "", false});
-  caf::anon_send(status, msg::capacity_view{4, 10, 4, 4, 4, 1});
+  caf::anon_send(status, msg::capacity_view{4, 10, 4, 4, 4, 1, {}});
   settle();
   EXPECT_EQ(waiting("PATCH"), 0u);
   sched.advance_time(4900ms);
@@ -101,7 +101,7 @@ TEST_F(status_fixture, events_wait_for_the_uid_and_changes_within_the_interval_a
 TEST_F(status_fixture, a_missing_crd_is_tried_again_after_five_minutes) {
   start();
   answer("POST", 404, R"({"kind":"Status","reason":"NotFound","code":404,"message":"the server could not find the requested resource"})");
-  caf::anon_send(status, msg::capacity_view{1, 10, 1, 1, 1, 0});
+  caf::anon_send(status, msg::capacity_view{1, 10, 1, 1, 1, 0, {}});
   settle();
   sched.advance_time(299s);
   sched.run();
@@ -130,7 +130,7 @@ TEST_F(status_fixture, a_new_poll_alone_waits_minutes_and_a_change_does_not) {
   EXPECT_NE(io.waiting().front().request.body.find("lastPollTime"), std::string::npos) << io.waiting().front().request.body;
   answer("PATCH", 200, "{}");
   caf::anon_send(status, msg::session_view{"Open", "", true});
-  caf::anon_send(status, msg::capacity_view{2, 10, 2, 2, 2, 0});
+  caf::anon_send(status, msg::capacity_view{2, 10, 2, 2, 2, 0, {}});
   settle();
   sched.advance_time(5s);
   sched.run();

@@ -34,6 +34,13 @@ TEST(scale_set_status, the_object_carries_its_deployments_instance_label) {
   EXPECT_EQ(a, instance_label(ns, std::string(40, 'a')));
 }
 
+// #61: two installs without leader election, both under the default Lease name, removed each
+// other's ScaleSet objects. Only a Lease scopes what an install owns.
+TEST(scale_set_status, an_install_owns_objects_only_under_its_lease) {
+  EXPECT_EQ(owned_instance(true, "headroom-system", "headroom"), "headroom-system.headroom");
+  EXPECT_EQ(owned_instance(false, "kube-system", "headroom"), "") << "no Lease: nothing labelled, nothing swept";
+}
+
 TEST(scale_set_status, only_what_is_known_is_written) {
   scale_set_view v;
   v.session_since = "2026-11-26T07:00:00Z";
@@ -56,7 +63,7 @@ TEST(scale_set_status, only_what_is_known_is_written) {
   EXPECT_EQ(std::string_view(c["reason"]), "Opening");
   EXPECT_EQ(std::string_view(c["lastTransitionTime"]), "2026-11-26T07:00:00Z");
 
-  v.capacity = {3, 10, 2, 4, 2, 1};
+  v.capacity = {3, 10, 2, 4, 2, 1, {}};
   v.capacity_known = true;
   v.stats.total_assigned_jobs = 5;
   v.stats.total_running_jobs = 1;
@@ -77,6 +84,26 @@ TEST(scale_set_status, only_what_is_known_is_written) {
   EXPECT_EQ(std::string_view(status["lastPollTime"]), "2026-11-26T07:00:04Z");
   EXPECT_EQ(std::string_view(status["conditions"].at(0)["status"]), "True");
   EXPECT_EQ(std::string_view(status["conditions"].at(0)["reason"]), "SessionHeld");
+}
+
+// #61: the cause of a timed-out pair (the scheduler's words) stays on the object after the pods go.
+TEST(scale_set_status, pairs_placed_says_why_the_last_pair_timed_out_until_one_is_placed) {
+  scale_set_view v;
+  v.session = "Open";
+  v.capacity_known = true;
+  v.pairs_since = "2026-11-26T07:01:00Z";
+  v.capacity.unplaced = "not Running within 20000 ms; linux-ph-a-runner Unschedulable: 0/6 nodes are available";
+  simdjson::dom::parser p;
+  auto c = p.parse(scale_set_status_patch(v, "2026-11-26T07:01:05Z"))["status"]["conditions"].at(1);
+  EXPECT_EQ(std::string_view(c["type"]), "PairsPlaced");
+  EXPECT_EQ(std::string_view(c["status"]), "False");
+  EXPECT_EQ(std::string_view(c["reason"]), "PlaceholderPairTimedOut");
+  EXPECT_EQ(std::string_view(c["message"]), v.capacity.unplaced);
+  EXPECT_EQ(std::string_view(c["lastTransitionTime"]), "2026-11-26T07:01:00Z");
+  v.capacity.unplaced.clear();
+  c = p.parse(scale_set_status_patch(v, "2026-11-26T07:01:05Z"))["status"]["conditions"].at(1);
+  EXPECT_EQ(std::string_view(c["status"]), "True");
+  EXPECT_EQ(std::string_view(c["reason"]), "Placed");
 }
 
 TEST(scale_set_status, a_message_from_the_service_is_escaped) {
