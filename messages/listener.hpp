@@ -15,6 +15,7 @@ namespace headroom::msg {
 struct scale_set_statistics {
   int64_t total_available_jobs = 0, total_acquired_jobs = 0, total_assigned_jobs = 0, total_running_jobs = 0,
           total_registered_runners = 0, total_busy_runners = 0, total_idle_runners = 0;
+  friend bool operator==(const scale_set_statistics&, const scale_set_statistics&) = default;
 };
 
 /// A job of this scale set started on a runner, or completed.

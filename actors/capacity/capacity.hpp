@@ -131,7 +131,7 @@ struct scale_set_spec : runners::runner_spec {
 struct capacity_inputs {
   int64_t max_runners = 0;
   int64_t proactive = 0;
-  int64_t queued = 0;           // HUD demand for this scale set
+  int64_t queued = 0;           // jobs queued for this scale set: max(HUD's count, the service's totalAvailableJobs)
   int64_t assigned_jobs = 0;    // the service's totalAssignedJobs: jobs this scale set holds
   int64_t runners_placed = 0;   // runner pods Running on a node
   int64_t ready_pairs = 0;      // pairs whose two placeholders are Running

@@ -86,6 +86,9 @@ struct monitor_state {
   bool acting = false;  // start-up done: the owner is known
   owner_ref owner;
   int64_t assigned = 0, running_jobs = 0, queued = 0;
+  // Jobs queued for the scale set's labels as the Actions Service counts them (totalAvailableJobs):
+  // demand without a HUD. The decision takes the larger of the two, which count the same jobs.
+  int64_t available = 0;
   // Runners whose job started and whose completion has not come yet. The service's statistics are
   // as of the last message: when the Actions Service is out, jobs finish without the statistics
   // saying so, and the first poll after it would advertise their room again (found by the chaos

@@ -266,7 +266,7 @@ void publish(monitor_self* self, const capacity_inputs& in, const census_view& c
   m.set("headroom_capacity_advertised_pairs", static_cast<int64_t>(st.pairs.size()));
   m.set("headroom_capacity_advertised_running_pairs", in.ready_pairs);
   m.set("headroom_capacity_advertised_placeholder_pods", c.placeholder_pods);
-  m.set("headroom_capacity_advertised_queued_jobs", st.queued);
+  m.set("headroom_capacity_advertised_queued_jobs", in.queued);
   m.set("gha_max_runners", spec.max_runners);
   m.set("gha_controller_pending_ephemeral_runners", c.runners_pending);
   m.set("gha_controller_running_ephemeral_runners", c.runners_running);
@@ -304,7 +304,7 @@ void recompute(monitor_self* self) {
   capacity_inputs in;
   in.max_runners = spec.max_runners;
   in.proactive = spec.proactive_capacity;
-  in.queued = st.queued;
+  in.queued = std::max(st.queued, st.available);
   const auto census = count_pods(self, in);
   in.assigned_jobs = std::max<int64_t>(0, st.assigned - census.ended_unreported);
   std::erase_if(st.started, [&](const std::string& n) { return st.census.runner(n) == nullptr; });  // its pod is gone

@@ -15,13 +15,14 @@
 namespace headroom::actors {
 
 struct actions_reply {
-  enum class op : uint8_t { resolve, session, poll, ack, acquire, refresh, closed, reack, stale, adopt } what = op::poll;
+  enum class op : uint8_t { resolve, session, poll, ack, acquire, refresh, closed, reack, stale, adopt, stats } what = op::poll;
   uint64_t generation = 0;  // the listener's session generation when the call started
   uint64_t poll = 0;        // op::poll: which poll (a poll given up on answers too late)
   std::optional<github::actions_error> error;
   github::session_ptr session;                     // op::session
   std::optional<github::session_message> message;  // op::poll: nullopt = 202, nothing to say
   std::vector<int64_t> acquired;                   // op::acquire; op::resolve: {scale set id}
+  std::optional<github::statistics> stats;         // op::stats: the scale set's, as the service counts them now
 };
 
 }  // namespace headroom::actors

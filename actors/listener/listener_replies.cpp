@@ -96,8 +96,10 @@ void on_polled(listener_self* self, actions_reply& r) {
     return retry_later(self, *r.error);
   }
   service_answered(self);
-  if (!r.message)
-    return start_poll(self);
+  if (!r.message) {
+    start_poll(self);
+    return refresh_statistics(self);
+  }
   if (s.last_message_id != 0 && r.message->message_id <= s.last_message_id) {
     // Handled already: its ack failed, so the service sent it again. Ack it once more and handle
     // it not again, or its started/completed jobs would count twice (found by the chaos suite: 7
@@ -146,6 +148,23 @@ void on_acquired(listener_self* self, const actions_reply& r) {
   finish_message(self);
 }
 
+// The scale set's statistics read: news for the monitor (its demand: totalAvailableJobs) when they
+// changed. A failure is counted and left to the poll, which backs off and says so.
+void on_stats(listener_self* self, actions_reply& r) {
+  auto& s = self->state;
+  s.stats_in_flight = false;
+  if (r.error) {
+    count_failure(self, *r.error);
+    runtime::log::debug(actor_name, "could not read the scale set's statistics", {{"scale_set", s.opts.scale_set_id}, {"error", r.error->describe()}});
+    return;
+  }
+  service_answered(self);
+  const auto now = statistics_of(*r.stats);
+  if (s.stats && *s.stats == now)
+    return;
+  publish(self, msg::scale_set_update{s.opts.scale_set_id, now, {}});
+}
+
 }  // namespace
 
 // An Actions Service answer, by operation.
@@ -155,6 +174,7 @@ void on_reply(listener_self* self, actions_reply& r) {
     return;  // about a session that is gone
   switch (r.what) {
     case reply_op::closed: return on_closed(self, r);
+    case reply_op::stats: return on_stats(self, r);
     case reply_op::reack: return;  // a repeated ack: the poll in flight reports anything wrong with the session
     case reply_op::adopt: return on_adopted(self, r);
     case reply_op::stale: return on_stale_deleted(self, r);
@@ -183,6 +203,7 @@ void on_reply(listener_self* self, actions_reply& r) {
     case reply_op::reack:
     case reply_op::stale:
     case reply_op::adopt:
+    case reply_op::stats:
       return;
   }
 }

@@ -204,6 +204,23 @@ void service_answered(listener_self* self) {
                        {{"scale_set", st.opts.scale_set_id}, {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
 }
 
+// The scale set's statistics as the service counts them now, read with the scale set (GET
+// runtime/runnerscalesets/{id}). Messages carry statistics, but only when there is a message: with
+// nothing advertised the service assigns nothing and says nothing, and jobs queued for the scale
+// set (totalAvailableJobs) were never seen, so a scale set without a HUD and without a warm pool
+// never ran a job (#61). Asked after every poll that came back empty and when a backoff ends (a
+// quick answer that the service is back, where a poll would be held for ~50 s first).
+void refresh_statistics(listener_self* self) {
+  auto& st = self->state;
+  if (st.stats_in_flight || st.opts.scale_set_id == 0 || st.stopping)
+    return;
+  st.stats_in_flight = true;
+  st.client->get_scale_set_by_id(st.opts.scale_set_id,
+                                 reply_to<github::runner_scale_set>(self, reply_op::stats, [](actions_reply& r, github::runner_scale_set s) {
+                                   r.stats = s.stats;
+                                 }));
+}
+
 void publish(listener_self* self, const msg::scale_set_update& u) {
   auto& st = self->state;
   st.stats = u.stats;
@@ -344,12 +361,14 @@ void on_retry(listener_self* self, uint64_t generation) {
     self->quit(s.stop_reason);
     return;
   }
-  if (s.opts.scale_set_id == 0)
+  if (s.opts.scale_set_id == 0) {
     resolve_scale_set(self);
-  else if (!s.session)
+  } else if (!s.session) {
     open_session(self);
-  else
+  } else {
     start_poll(self);
+    refresh_statistics(self);  // answered at once when the service is back; the poll is held
+  }
 }
 
 

@@ -48,6 +48,7 @@ struct listener_state {
   // one after it is skipped there by the newest message id (session_memo): once, either way.
   std::optional<github::session_message> handling;
   std::optional<msg::scale_set_statistics> stats;   // the latest, for update_atom
+  bool stats_in_flight = false;  // a GET of the scale set (its statistics) is under way
   std::chrono::milliseconds backoff{0};
   bool stopping = false;
   caf::error stop_reason;
@@ -103,6 +104,9 @@ void count_failure(listener_self* self, const github::actions_error& e);
 void tell_session(listener_self* self, std::string state, std::string message = {});
 void session_ready(listener_self* self, const char* what);
 void handle_message(listener_self* self);
+void refresh_statistics(listener_self* self);
+msg::scale_set_statistics statistics_of(const github::statistics& s);
+void publish(listener_self* self, const msg::scale_set_update& u);
 void finish_message(listener_self* self);
 // Writes the session this listener holds (and the newest message handled) to its session_memo.
 void remember(listener_self* self, msg::session_held held);

@@ -126,7 +126,7 @@ void actions_client::finish(std::shared_ptr<call> c, http::http_response r) {
   }
   const bool retry_status = r.status == 0 || r.status == 429 || r.status >= 500 ||
                             std::find(req.retry_also.begin(), req.retry_also.end(), r.status) != req.retry_also.end();
-  if (retry_status && c->attempts <= opts_.max_retries) {
+  if (retry_status && !req.poll && c->attempts <= opts_.max_retries) {
     auto wait = opts_.retry_base * (1 << std::min(c->attempts - 1, 10));
     if (!r.retry_after.empty() && std::all_of(r.retry_after.begin(), r.retry_after.end(), ::isdigit) &&
         r.retry_after.size() < 6)

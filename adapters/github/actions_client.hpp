@@ -85,7 +85,11 @@ struct actions_options {
   int max_retries = 4;  // 5xx, 429 and transport failures, like the scaleset library
   std::chrono::milliseconds retry_base{1'000}, retry_max{30'000};
   std::chrono::milliseconds request_timeout{30'000};
-  std::chrono::milliseconds poll_timeout{70'000};  // the service holds a poll about 50 s
+  // The service holds a poll about 50 s; one unanswered 10 s past that is hung. A poll is never
+  // retried here: its failure goes to the listener at once, which backs off, says so (log, metric,
+  // the ScaleSet's SessionOpen condition) and polls again. Retried here, a service that accepted
+  // polls and never answered was seen only after five timeouts, 394 s (#61).
+  std::chrono::milliseconds poll_timeout{60'000};
   // 409 on session create: another listener (or a crashed one of ours whose session has not
   // expired yet) holds it. Bounded retries, then the error: never a crash loop.
   int session_conflict_retries = 10;

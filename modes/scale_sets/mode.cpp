@@ -53,7 +53,7 @@ constexpr series gauges[] = {
     {"headroom_capacity_advertised_pairs", "Placeholder pairs the monitor holds"},
     {"headroom_capacity_advertised_running_pairs", "Pairs whose two placeholders are Running"},
     {"headroom_capacity_advertised_placeholder_pods", "Placeholder pods of this scale set"},
-    {"headroom_capacity_advertised_queued_jobs", "Jobs queued on the HUD for this scale set's labels"},
+    {"headroom_capacity_advertised_queued_jobs", "Jobs queued for this scale set's labels: the larger of the HUD's count and the Actions Service's (totalAvailableJobs)"},
     {"headroom_capacity_nodepool_limited", "1 while every Karpenter NodePool that can make this scale set's nodes is at its limits"},
     {"headroom_capacity_pairs_withheld", "Pairs wanted but not made: the NodePools are at their limits, or maxBurstCapacity pairs are pending, or the scale set's share of burstBudget.maxPendingPairs"},
     {"headroom_capacity_burst_share", "The pending pairs this scale set may hold: its fair share of the cluster's burstBudget.maxPendingPairs (only when that is set)"},

@@ -851,6 +851,15 @@ func (s *server) githubAPI(r *http.Request, route string, body []byte) reply {
 	}
 }
 
+// A scale set as the service returns it: with its statistics (totalAvailableJobs: jobs queued for
+// its labels and not yet assigned), as the real object carries them.
+type scaleSetReply struct {
+	*scaleSet
+	Statistics statistics `json:"statistics"`
+}
+
+func (s *server) withStats(ss *scaleSet) scaleSetReply { return scaleSetReply{ss, s.stats(ss)} }
+
 func (s *server) scaleSets(r *http.Request, body []byte) reply {
 	if m := reScaleSet.FindStringSubmatch(r.URL.Path); m != nil {
 		id, _ := strconv.Atoi(m[1])
@@ -860,7 +869,7 @@ func (s *server) scaleSets(r *http.Request, body []byte) reply {
 		}
 		switch r.Method {
 		case http.MethodGet:
-			return jsonReply(200, ss)
+			return jsonReply(200, s.withStats(ss))
 		case http.MethodDelete:
 			if se := s.activeSession(id); se != nil {
 				s.dropSession(se)
@@ -882,17 +891,17 @@ func (s *server) scaleSets(r *http.Request, body []byte) reply {
 				ss.Labels = upd.Labels
 			}
 			ss.RunnerSetting = upd.RunnerSetting
-			return jsonReply(200, ss)
+			return jsonReply(200, s.withStats(ss))
 		}
 		return textReply(405, "method not allowed")
 	}
 	switch r.Method {
 	case http.MethodGet:
 		q := r.URL.Query()
-		var out []*scaleSet
+		var out []scaleSetReply
 		for _, ss := range s.sets {
 			if ss.Name == q.Get("name") && strconv.Itoa(ss.RunnerGroupID) == q.Get("runnerGroupId") {
-				out = append(out, ss)
+				out = append(out, s.withStats(ss))
 			}
 		}
 		return jsonReply(200, map[string]any{"count": len(out), "value": out})
@@ -919,7 +928,7 @@ func (s *server) scaleSets(r *http.Request, body []byte) reply {
 		ss.JitURL = fmt.Sprintf("%s/tenant/_apis/runtime/runnerscalesets/%d/generatejitconfig", baseURL(r), ss.ID)
 		s.sets[ss.ID] = &ss
 		s.logger.Printf("scale set %d %q created with labels %v", ss.ID, ss.Name, ss.Labels)
-		return jsonReply(200, &ss)
+		return jsonReply(200, s.withStats(&ss))
 	}
 	return textReply(405, "method not allowed")
 }

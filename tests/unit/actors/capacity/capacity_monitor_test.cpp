@@ -35,14 +35,14 @@ struct monitor_fixture : test_support::actor_fixture {
     pods->stop();
   }
 
-  void start() {
+  void start(int64_t proactive = 1) {
     pods = pod_informer("arc");
     router = k8s::label_router<k8s::pod>::make(pods, std::string{cap::keys::scale_set});
     auto ctx = std::make_shared<cap::scale_set_context>();
     ctx->spec.ns = "arc";
     ctx->spec.name = "linux";
     ctx->spec.max_runners = 5;
-    ctx->spec.proactive_capacity = 1;  // a warm pool of one pair
+    ctx->spec.proactive_capacity = proactive;  // a warm pool of one pair by default
     ctx->spec.placeholder_image = "registry.k8s.io/pause:3.10";
     ctx->kube = &kube;
     ctx->pods = router->slice("linux");
@@ -152,6 +152,24 @@ TEST_F(monitor_fixture, a_warm_pair_is_advertised_once_placed_and_replaced_when_
   sched.run();
   auto again = created();
   EXPECT_EQ(again.size(), 2u) << "a new pair for the warm pool";
+}
+
+// #61: demand without a HUD. With no warm pool, the jobs the Actions Service counts as queued for
+// the scale set (totalAvailableJobs, in the listener's statistics) bring pairs; none queued, none.
+TEST_F(monitor_fixture, the_services_queued_jobs_bring_pairs_without_a_hud_or_a_warm_pool) {
+  start(0);
+  set_up();
+  EXPECT_TRUE(created().empty()) << "nothing queued, no warm pool: no pair";
+  msg::scale_set_update u;
+  u.scale_set_id = 7;
+  u.stats.total_available_jobs = 3;
+  caf::anon_send(monitor, u);
+  sched.run();
+  EXPECT_EQ(created().size(), 6u) << "three pairs for three queued jobs";
+  u.stats.total_available_jobs = 9;  // more than maxRunners (5) allows
+  caf::anon_send(monitor, u);
+  sched.run();
+  EXPECT_EQ(created().size(), 4u) << "two more: never above maxRunners";
 }
 
 }  // namespace

@@ -37,6 +37,8 @@ struct listener_fixture : test_support::actor_fixture {
   ~listener_fixture() override {
     caf::anon_send_exit(listener, caf::exit_reason::kill);
     caf::anon_send_exit(monitor, caf::exit_reason::kill);
+    caf::anon_send_exit(updates_sink, caf::exit_reason::kill);
+    caf::anon_send_exit(status_sink, caf::exit_reason::kill);
     sched.run();
   }
 
@@ -64,7 +66,21 @@ struct listener_fixture : test_support::actor_fixture {
     lo.scale_set_id = 7;
     lo.owner = "headroom-0";
     lo.memo = memo;
-    listener = actors::spawn_listener_session(sys, client, actors::listener_peers{{}, monitor, {}}, lo);
+    updates_sink = sys.spawn(
+        [](actors::update_sink::pointer, std::shared_ptr<std::vector<msg::scale_set_update>> seen) -> actors::update_sink::behavior_type {
+          return {[seen](const msg::scale_set_update& u) { seen->push_back(u); }};
+        },
+        updates);
+    status_sink = sys.spawn(
+        [](actors::session_view_sink::pointer, std::shared_ptr<std::vector<msg::session_view>> seen)
+            -> actors::session_view_sink::behavior_type {
+          return {[seen](const msg::session_view& v) {
+            if (!v.poll_started)
+              seen->push_back(v);
+          }};
+        },
+        sessions);
+    listener = actors::spawn_listener_session(sys, client, actors::listener_peers{{updates_sink}, monitor, status_sink}, lo);
     sched.run();
   }
   // GitHub's two steps to an Actions Service connection.
@@ -100,6 +116,10 @@ struct listener_fixture : test_support::actor_fixture {
   std::shared_ptr<actors::session_memo> memo = std::make_shared<actors::session_memo>();
   actors::capacity_source monitor;
   actors::listener_actor listener;
+  std::shared_ptr<std::vector<msg::scale_set_update>> updates = std::make_shared<std::vector<msg::scale_set_update>>();
+  std::shared_ptr<std::vector<msg::session_view>> sessions = std::make_shared<std::vector<msg::session_view>>();
+  actors::update_sink updates_sink;
+  actors::session_view_sink status_sink;
 };
 
 TEST_F(listener_fixture, the_poll_carries_the_monitors_capacity_and_a_new_one_re_polls_at_once) {
@@ -166,6 +186,63 @@ TEST_F(listener_fixture, a_restarted_listener_adopts_the_session_its_predecessor
     after_41 = after_41 || c.request.url.find("lastMessageId=41") != std::string::npos;
   EXPECT_TRUE(after_41) << "a message the predecessor handled is not handled twice: " << waiting_text();
   EXPECT_EQ(memo->get().session_id, "s-1") << "the adopted session is remembered for the next";
+}
+
+// #61: with nothing advertised the service assigns nothing and says nothing, so the jobs queued for
+// the scale set were never seen and a scale set without a HUD and without a warm pool never ran a
+// job. After a poll that came back empty the listener reads the scale set, whose statistics
+// (totalAvailableJobs) reach the monitor when they changed.
+TEST_F(listener_fixture, an_empty_poll_reads_the_scale_sets_statistics_for_the_monitor) {
+  start(0);
+  connect();
+  ASSERT_TRUE(io.answer("POST", "/_apis/runtime/runnerscalesets/7/sessions", 200, session_json)) << waiting_text();
+  sched.run();
+  ASSERT_EQ(updates->size(), 1u) << "the session's statistics";
+  EXPECT_EQ(waiting("GET", "/_apis/runtime/runnerscalesets/7?"), 0u) << "no read while the poll is held";
+  ASSERT_TRUE(io.answer("GET", "queue.test/q/7", 202));
+  sched.run();
+  EXPECT_EQ(polled_capacity(), 0) << "the next poll starts at once, beside the read";
+  ASSERT_TRUE(io.answer("GET", "/_apis/runtime/runnerscalesets/7?", 200,
+                        R"({"id":7,"name":"set","statistics":{"totalAvailableJobs":200,"totalAssignedJobs":0}})"))
+      << waiting_text();
+  sched.run();
+  ASSERT_EQ(updates->size(), 2u);
+  EXPECT_EQ(updates->back().stats.total_available_jobs, 200);
+  EXPECT_TRUE(updates->back().jobs.empty());
+  ASSERT_TRUE(io.answer("GET", "queue.test/q/7", 202));
+  sched.run();
+  ASSERT_TRUE(io.answer("GET", "/_apis/runtime/runnerscalesets/7?", 200,
+                        R"({"id":7,"name":"set","statistics":{"totalAvailableJobs":200,"totalAssignedJobs":0}})"));
+  sched.run();
+  EXPECT_EQ(updates->size(), 2u) << "the same statistics again are no news";
+}
+
+// #61: a service that accepted a poll and never answered was seen after 394 s: the client retried
+// the timed-out poll four times, 70 s each. A poll's failure now reaches the listener at once: the
+// ScaleSet's session says Backoff, and when the backoff ends the scale set is read beside the new
+// poll, so the service's return is known without waiting for a poll hold.
+TEST_F(listener_fixture, a_hung_poll_is_given_up_once_and_said_and_the_return_is_seen_at_once) {
+  start(1);
+  connect();
+  ASSERT_TRUE(io.answer("POST", "/_apis/runtime/runnerscalesets/7/sessions", 200, session_json)) << waiting_text();
+  sched.run();
+  ASSERT_FALSE(sessions->empty());
+  EXPECT_EQ(sessions->back().state, "Open");
+  const auto before = io.submitted();
+  ASSERT_TRUE(io.fail_transfer("queue.test/q/7", "Timeout was reached"));
+  sched.run();
+  io.fire_timers();
+  sched.run();
+  EXPECT_EQ(io.submitted(), before) << "the client does not retry a poll: " << waiting_text();
+  EXPECT_EQ(sessions->back().state, "Backoff");
+  EXPECT_NE(sessions->back().message.find("Timeout was reached"), std::string::npos) << sessions->back().message;
+  sched.advance_time(1s);  // the listener's first backoff
+  sched.run();
+  EXPECT_EQ(polled_capacity(), 1) << "polling again after the backoff: " << waiting_text();
+  ASSERT_TRUE(io.answer("GET", "/_apis/runtime/runnerscalesets/7?", 200, R"({"id":7,"name":"set","statistics":{}})"))
+      << "the scale set is read beside the poll: " << waiting_text();
+  sched.run();
+  EXPECT_EQ(sessions->back().state, "Open") << "the service answered: the session is Open again, no poll hold later";
 }
 
 }  // namespace
