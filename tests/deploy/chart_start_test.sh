@@ -18,9 +18,10 @@ chart="$src/deploy/chart/headroom"
 work=$(mktemp -d)
 pids=()
 cleanup() {
-  for p in "${pids[@]}"; do kill -KILL "$p" 2>/dev/null || true; done
+  for p in "${pids[@]}"; do kill -TERM "$p" 2>/dev/null || true; done
+  sleep 1
   "$src/tests/testenv/cluster" down "$work/cluster" >/dev/null 2>&1 || true
-  rm -rf "$work"
+  rm -rf "$work" "${pgdir:-}"
 }
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
@@ -37,7 +38,24 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=test-ca" -keyout "$
 openssl req -newkey rsa:2048 -nodes -subj "/CN=headroom" -keyout "$work/tls.key" -out "$work/tls.csr" 2>/dev/null
 openssl x509 -req -in "$work/tls.csr" -CA "$work/ca.crt" -CAkey "$work/ca.key" -CAcreateserial -days 2 -out "$work/tls.crt" 2>/dev/null
 b64ca=$(base64 -w0 "$work/ca.crt")
-for ns in arc-runners serving ci-runners; do k create namespace "$ns" >/dev/null; done
+for ns in arc-runners arc-gpu serving ci-runners; do k create namespace "$ns" >/dev/null; done
+
+# The scheduler's ci values store jobs in PostgreSQL: a real server (Debian's), as a user's would be.
+pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
+[ -x "$pgbin/postgres" ] || fail "PostgreSQL is not installed (scripts/install-deps installs it)"
+pgdir=$(mktemp -d /tmp/headroom-chart-pg-XXXXXX)
+as_pg=()
+if [ "$(id -u)" = 0 ]; then
+  chown postgres: "$pgdir"
+  as_pg=(setpriv --reuid=postgres --regid=postgres --init-groups --)
+fi
+"${as_pg[@]}" "$pgbin/initdb" -D "$pgdir/data" -U headroom --auth=trust -E UTF8 >"$work/initdb.log" 2>&1 ||
+  { cat "$work/initdb.log"; fail "initdb"; }
+pgport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+"${as_pg[@]}" "$pgbin/postgres" -D "$pgdir/data" -p "$pgport" -k "$pgdir" -c listen_addresses=127.0.0.1 >"$work/postgres.log" 2>&1 &
+pids+=("$!")
+for _ in $(seq 1 30); do "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" && break; sleep 1; done
+"$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" || { cat "$work/postgres.log"; fail "PostgreSQL did not start"; }
 
 "$src/scripts/migrate-from-arc" arc-runners/linux="$src/tests/deploy/arc/linux-values.yaml" arc-gpu/gpu="$src/tests/deploy/arc/gpu-values.yaml" \
   >"$work/migrated.yaml" 2>"$work/migrate.log" || { cat "$work/migrate.log"; fail "migrate-from-arc"; }
@@ -56,7 +74,7 @@ start() {
       --from-file=github_app_private_key="$work/app.pem" >/dev/null
   done
   k -n "$ns" create secret generic headroom-scheduler --from-literal=webhook-secret=chart-start-test-secret \
-    --from-literal=postgres-dsn="postgresql://headroom:pw@127.0.0.1:1/headroom?connect_timeout=2" >/dev/null
+    --from-literal=postgres-dsn="postgresql://headroom@127.0.0.1:$pgport/postgres" >/dev/null
   k -n "$ns" create secret generic proxy-auth --from-literal=username=proxy-user --from-literal=password=proxy-pass >/dev/null
   k -n "$ns" create secret tls headroom-webhook-tls --cert "$work/tls.crt" --key "$work/tls.key" >/dev/null
   k -n "$ns" create secret generic headroom-bigfleet-tls --from-file=tls.crt="$work/tls.crt" --from-file=tls.key="$work/tls.key" \
@@ -74,6 +92,7 @@ start() {
   [ -n "$pod" ] || fail "$name: the Deployment made no pod"
   local root="$work/$name-root" log="$work/$name.log"
   mkdir -p "$root"
+  : >"$log"
   python3 "$src/tests/testenv/run-as-pod.py" "$KUBECONFIG" "$ns" "$pod" "$root" "$bin" >"$log" 2>&1 &
   local pid=$!
   pids+=("$pid")
