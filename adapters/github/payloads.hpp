@@ -1,7 +1,8 @@
 #pragma once
 
 // Decoders for what the Actions Service and GitHub send headroom: the long poll's message (whose
-// `body` is a JSON array encoded as a string), its statistics, and workflow_job webhooks.
+// `body` is a JSON array encoded as a string), its statistics, workflow_job webhooks, and the App
+// webhook's deliveries (webhook_payloads.cpp reads GitHub's own documents, strictly).
 // Malformed input is an error value naming the field; a UTF-8 byte-order mark is accepted.
 
 #include <cstdint>
@@ -41,6 +42,19 @@ struct workflow_job_event {
   std::string status, conclusion, runner_name, repository, organization;
   std::string name;  // the job's name (attacker-controlled text: escape it wherever it is shown)
   int64_t created_at_ms = 0;  // workflow_job.created_at (GitHub's clock), ms since the epoch; 0 absent
+};
+
+// One attempt to deliver the GitHub App's webhook, as GET /app/hook/deliveries lists it (newest
+// first). `guid` is the X-GitHub-Delivery header the receiver got, the same for every redelivery of
+// the event; each attempt has its own `id`, the one a redelivery is asked for by. `status` is "OK"
+// when the receiver answered 2xx, else GitHub's words for the failure: GitHub itself never tries
+// a failed delivery again.
+struct hook_delivery {
+  int64_t id = 0;
+  std::string guid, delivered_at, event, action, status;  // action: "" when the event has none
+  int64_t delivered_at_ms = 0;                            // delivered_at, ms since the epoch
+  int status_code = 0;                                    // the receiver's answer; 0: none
+  bool redelivery = false;
 };
 
 // Actions Service objects (the reference's section 2), with the fields headroom uses.
@@ -104,6 +118,11 @@ std::string_view strip_bom(std::string_view body);
 decoded<session_message> decode_session_message(std::string_view json);
 decoded<statistics> decode_statistics(std::string_view json);
 decoded<workflow_job_event> decode_workflow_job(std::string_view json);
+// GET /app/hook/deliveries: an array of deliveries; id, guid and delivered_at are required.
+decoded<std::vector<hook_delivery>> decode_hook_deliveries(std::string_view json);
+// The `cursor` of a Link header's rel="next" link (GitHub's cursor paging, percent-decoded); ""
+// when there is no next page. A next link without a cursor is an error, not the last page.
+decoded<std::string> next_page_cursor(std::string_view link);
 
 decoded<runner_scale_set> decode_scale_set(std::string_view json);
 decoded<std::vector<runner_scale_set>> decode_scale_set_list(std::string_view json);  // {count, value}

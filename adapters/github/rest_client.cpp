@@ -48,8 +48,14 @@ rest_result<T> decode(const std::string& operation, long status, const std::stri
   }
 }
 
-// GitHub's {"message": "…"} of an error answer, cut short; the raw start of the body otherwise.
-std::string message_of(const std::string& body) {
+int64_t parse_time(const std::string& t) {
+  const auto at = runtime::parse_rfc3339(t);
+  return at ? static_cast<int64_t>(*at) : 0;
+}
+
+}  // namespace
+
+std::string rest_client::message_of(const std::string& body) {
   try {
     od::parser parser;
     simdjson::padded_string padded{body};
@@ -65,13 +71,6 @@ std::string message_of(const std::string& body) {
   }
   return runtime::redact(body.substr(0, 200));
 }
-
-int64_t parse_time(const std::string& t) {
-  const auto at = runtime::parse_rfc3339(t);
-  return at ? static_cast<int64_t>(*at) : 0;
-}
-
-}  // namespace
 
 bool rest_client::rate_limited() {
   std::lock_guard lock(mu_);
@@ -136,7 +135,7 @@ rest_result<rest_client::answer> rest_client::app_request(const std::string& ope
   auto r = f.get();
   if (r.status == 0)
     return rest_error{0, operation, runtime::redact(r.transport_error)};
-  return answer{r.status, std::move(r.body)};
+  return answer{r.status, std::move(r.body), r.link};
 }
 
 namespace {
@@ -236,16 +235,19 @@ rest_result<std::string> rest_client::token(int64_t installation) {
   return t;
 }
 
+std::optional<rest_error> rest_client::paused(const std::string& operation) {
+  std::lock_guard lock(mu_);
+  const auto now = runtime::real_clock().now();
+  if (now >= limited_until_)
+    return std::nullopt;
+  const auto left = std::chrono::duration_cast<std::chrono::seconds>(limited_until_ - now).count() + 1;
+  return rest_error{429, operation, "not sent: GitHub's rate limit, " + std::to_string(left) + " s left", true};
+}
+
 rest_result<rest_client::answer> rest_client::call(const std::string& operation, const std::string& method,
                                                    const std::string& path, const std::string& body) {
-  {
-    std::lock_guard lock(mu_);
-    const auto now = runtime::real_clock().now();
-    if (now < limited_until_) {
-      const auto left = std::chrono::duration_cast<std::chrono::seconds>(limited_until_ - now).count() + 1;
-      return rest_error{429, operation, "not sent: GitHub's rate limit, " + std::to_string(left) + " s left", true};
-    }
-  }
+  if (auto e = paused(operation))
+    return *e;
   int64_t installation = 0;
   rest_result<std::string> tok = creds_.personal_access_token;
   if (creds_.personal_access_token.empty()) {
@@ -257,11 +259,17 @@ rest_result<rest_client::answer> rest_client::call(const std::string& operation,
   }
   if (auto* e = std::get_if<rest_error>(&tok))
     return rest_error{e->status, operation, "no credentials: " + e->message};
+  return send(operation, method, path, std::get<std::string>(tok), body, installation);
+}
+
+rest_result<rest_client::answer> rest_client::send(const std::string& operation, const std::string& method,
+                                                   const std::string& path, const std::string& bearer,
+                                                   const std::string& body, int64_t installation) {
   http::http_request req;
   req.tls = tls_;
   req.method = method;
   req.url = api_base_ + path;
-  req.headers = {"Accept: application/vnd.github+json", "Authorization: Bearer " + std::get<std::string>(tok),
+  req.headers = {"Accept: application/vnd.github+json", "Authorization: Bearer " + bearer,
                  "User-Agent: " + opts_.user_agent, "X-GitHub-Api-Version: 2022-11-28"};
   if (!body.empty()) {
     req.headers.push_back("Content-Type: application/json");
@@ -291,7 +299,7 @@ rest_result<rest_client::answer> rest_client::call(const std::string& operation,
     }
     return rest_error{r.status, operation, message_of(r.body) + " (pausing GitHub calls for " + std::to_string(wait_s) + " s)", true};
   }
-  return answer{r.status, std::move(r.body)};
+  return answer{r.status, std::move(r.body), r.link};
 }
 
 rest_result<std::optional<rest_job>> rest_client::get_job(const std::string& repository, int64_t job_id) {

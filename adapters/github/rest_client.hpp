@@ -1,8 +1,10 @@
 #pragma once
 
 // The GitHub REST calls of the webhook-driven scheduler (seed 003): job and run info, runner
-// groups, org and repo JIT configs, runner lists and deletes. Entities are whatever the webhooks
-// name (an organization, or owner/repo for a personal account), so one client serves them all.
+// groups, org and repo JIT configs, runner lists and deletes, and the App webhook's deliveries
+// (listed, and redelivered: GitHub never redelivers a failed delivery by itself; these are in
+// rest_app_hook.cpp). Entities are whatever the webhooks name (an organization, or owner/repo for
+// a personal account), so one client serves them all.
 //
 // Blocking: each call waits for its answer over the shared HTTP transport. Only the scheduler's
 // reconciler calls it, from its own detached actor thread, where blocking is the point (its
@@ -24,6 +26,7 @@
 #include <vector>
 
 #include "adapters/github/actions_client.hpp"
+#include "adapters/github/payloads.hpp"
 #include "adapters/http/transport.hpp"
 
 namespace headroom::github {
@@ -57,6 +60,19 @@ struct rest_jit {
 
 enum class runner_removal { removed, already_gone, busy };
 
+// How far back list_app_hook_deliveries reads the App webhook's deliveries (newest first).
+struct delivery_window {
+  int64_t since_ms = 0;  // those delivered at or after this (ms since the epoch)
+  int max_pages = 10;    // of 100 deliveries each: a bound on one look, however long the outage
+};
+
+struct hook_delivery_list {
+  std::vector<hook_delivery> deliveries;  // newest first, delivered at or after since_ms
+  bool complete = true;                   // false: max_pages were read before since_ms was reached
+};
+
+enum class redelivery_request { accepted, gone };  // gone: 404, GitHub has no such delivery (any more)
+
 struct rest_options {
   std::string ca_pem;
   std::chrono::milliseconds timeout{15'000};
@@ -88,6 +104,16 @@ class rest_client {
   // busy: GitHub refused with 422 because the runner is running a job.
   rest_result<runner_removal> remove_runner(const std::string& scope, int64_t runner_id);
 
+  // The GitHub App's webhook deliveries (GET /app/hook/deliveries, as the App: its JWT, not an
+  // installation token), 100 a page, following the Link header's cursor until a page reaches back
+  // before `window.since_ms`, there is no next page, or `window.max_pages` were read. Needs App
+  // credentials. A failed delivery's status is not "OK" (whatever its status_code).
+  rest_result<hook_delivery_list> list_app_hook_deliveries(const delivery_window& window);
+  // Asks GitHub to deliver `delivery_id` again (POST /app/hook/deliveries/{id}/attempts, 202): the
+  // same body and X-GitHub-Delivery (guid), as a new delivery with its own id and redelivery: true.
+  // Each call is one more delivery: the caller asks once per guid.
+  rest_result<redelivery_request> redeliver(int64_t delivery_id);
+
   uint64_t requests();  // calls answered so far
 
   // After GitHub answers 429, or 403 with "rate limit" in its message, every call fails at once
@@ -99,9 +125,20 @@ class rest_client {
   struct answer {
     long status = 0;
     std::string body;
+    std::string link;  // the Link header (list pages)
   };
   rest_result<answer> call(const std::string& operation, const std::string& method, const std::string& path,
                            const std::string& body = {});
+  // The App's own calls (its webhook's deliveries): the App JWT instead of an installation token.
+  rest_result<answer> app_call(const std::string& operation, const std::string& method, const std::string& path);
+  // A rate_limited error while GitHub's rate limit is being waited out; nullopt otherwise.
+  std::optional<rest_error> paused(const std::string& operation);
+  // Sends one request with `bearer`; a rate-limit answer starts the pause. `installation`: whose
+  // token `bearer` is (0: none), forgotten when GitHub answers 401.
+  rest_result<answer> send(const std::string& operation, const std::string& method, const std::string& path,
+                           const std::string& bearer, const std::string& body, int64_t installation);
+  // GitHub's {"message": "…"} of an error answer, cut short; the raw start of the body otherwise.
+  static std::string message_of(const std::string& body);
   // The App JWT's request (installation lookups, installation tokens).
   rest_result<answer> app_request(const std::string& operation, const std::string& method, const std::string& path);
   // The installation whose token a call to `path` takes.

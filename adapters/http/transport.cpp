@@ -224,6 +224,8 @@ struct transport::impl {
       t->response.retry_after = std::string{*v};
     else if (auto ct = header_value(line, "content-type:"))
       t->response.content_type = std::string{*ct};
+    else if (auto l = header_value(line, "link:"))
+      t->response.link = std::string{*l};
     return size * n;
   }
 

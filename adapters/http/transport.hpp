@@ -52,6 +52,7 @@ struct http_response {
   std::string transport_error; // curl's description when status == 0
   std::string retry_after;     // the Retry-After header, if any
   std::string content_type;    // the Content-Type header, if any
+  std::string link;            // the Link header, if any (GitHub's paging: rel="next")
   bool cancelled = false;
 };
 

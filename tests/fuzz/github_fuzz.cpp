@@ -1,6 +1,7 @@
 // libFuzzer: the GitHub-side decoders never crash on hostile input and always explain a failure.
 // HEADROOM_FUZZ_KIND selects: 1 poll message (with its encoded body), 2 statistics, 3 HUD,
-// 4 workflow_job webhook (plus signature verification of the same bytes), 5 every Actions
+// 4 what GitHub sends (a workflow_job webhook, with signature verification of the same bytes; the
+// App webhook's delivery list and its Link header), 5 every Actions
 // Service object (scale sets, groups, sessions, JIT configs, runners, tokens, errors).
 #include <cstdint>
 #include <string_view>
@@ -42,6 +43,8 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
 #else
   check<github::decoded<github::workflow_job_event>, github::decode_failure>(github::decode_workflow_job(in));
   (void)github::verify_webhook_signature("secret", in, in.substr(0, 71));
+  check<github::decoded<std::vector<github::hook_delivery>>, github::decode_failure>(github::decode_hook_deliveries(in));
+  check<github::decoded<std::string>, github::decode_failure>(github::next_page_cursor(in));
 #endif
   return 0;
 }

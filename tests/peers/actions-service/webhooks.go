@@ -16,9 +16,13 @@
 //	POST /_control/webhooks/run-done  {jobId}: the job's run completes while the job is queued
 //	POST /_control/webhooks/hold      {jobId}: no runner is given the job (an environment waiting for approval)
 //	POST /_control/webhooks/announce  {jobId}: sends the job's queued delivery (after announce=false)
-//	POST /_control/webhooks/redeliver {deliveryId}: sends it again, same X-GitHub-Delivery
+//	POST /_control/webhooks/redeliver {deliveryId}: sends it again, same X-GitHub-Delivery (the UI's "Redeliver")
 //	POST /_control/webhooks/forged    {count}: queued deliveries with a wrong signature
-//	GET  /_control/webhooks/state     {jobs, deliveries, runners}
+//	GET  /_control/webhooks/state     {jobs, deliveries, redeliveries, runners}
+//
+// The App's webhook deliveries are also served as GitHub's REST API does (hook_deliveries.go):
+// GET /app/hook/deliveries and POST /app/hook/deliveries/{id}/attempts. Like GitHub, the peer
+// never sends a failed delivery again by itself.
 package main
 
 import (
@@ -91,20 +95,30 @@ func restRouteOf(path string) string {
 		return "rest_runner"
 	case reRestRepo.MatchString(path):
 		return "rest_repo"
+	case reAppHookDeliveries.MatchString(path):
+		return "rest_app_hook_deliveries"
+	case reAppHookAttempts.MatchString(path):
+		return "rest_app_hook_attempts"
 	}
 	return ""
 }
 
+// One attempt to deliver a webhook. A redelivery is a new attempt: its own HookID, the same ID.
 type delivery struct {
-	ID      string    `json:"id"`
-	JobID   int64     `json:"jobId"`
-	Action  string    `json:"action"`
-	Forged  bool      `json:"forged,omitempty"`
-	Status  int       `json:"status"` // headroom's answer; 0 until delivered, -1 when it could not connect
-	Answer  string    `json:"answer"`
-	SentAt  time.Time `json:"sentAt"`
-	Latency float64   `json:"latencyMs"`
-	body    []byte
+	ID         string    `json:"id"`     // X-GitHub-Delivery: the API's guid
+	HookID     int64     `json:"hookId"` // the API's id: what POST /app/hook/deliveries/{id}/attempts names
+	JobID      int64     `json:"jobId"`
+	Event      string    `json:"event"`
+	Action     string    `json:"action"`
+	Redelivery bool      `json:"redelivery"`
+	Forged     bool      `json:"forged,omitempty"`
+	Status     int       `json:"status"`     // headroom's answer; 0 until delivered, -1 when it could not connect
+	StatusText string    `json:"statusText"` // the API's status: "OK" for a 2xx, else what went wrong
+	Answer     string    `json:"answer"`
+	SentAt     time.Time `json:"sentAt"`
+	Latency    float64   `json:"latencyMs"`
+	body       []byte
+	repo       string // owner/name, for the API's repository_id
 }
 
 type hookState struct {
@@ -112,6 +126,12 @@ type hookState struct {
 	deliveries  []*delivery
 	queue       chan *delivery
 	groups      map[string][]map[string]any // org → runner groups
+	lastHookID  int64                       // delivery ids: GitHub's are large, past 32 bits
+}
+
+func (h *hookState) newHookID() int64 {
+	h.lastHookID++
+	return h.lastHookID
 }
 
 // The entity a webhook job's runners belong to: the organization, else the repository.
@@ -124,7 +144,8 @@ func (j *job) entity() string {
 
 func (s *server) hooks() *hookState {
 	if s.hook == nil {
-		s.hook = &hookState{queue: make(chan *delivery, 100000), groups: map[string][]map[string]any{}, deliveries: []*delivery{}}
+		s.hook = &hookState{queue: make(chan *delivery, 100000), groups: map[string][]map[string]any{}, deliveries: []*delivery{},
+			lastHookID: 90_000_000_000}
 		go s.deliverLoop(s.hook)
 	}
 	return s.hook
@@ -144,7 +165,7 @@ func (s *server) deliverLoop(h *hookState) {
 		}
 		req, _ := http.NewRequest(http.MethodPost, url, bytes.NewReader(d.body))
 		req.Header.Set("Content-Type", "application/json")
-		req.Header.Set("X-GitHub-Event", "workflow_job")
+		req.Header.Set("X-GitHub-Event", d.Event)
 		req.Header.Set("X-GitHub-Delivery", d.ID)
 		req.Header.Set("X-Hub-Signature-256", sig)
 		req.Header.Set("User-Agent", "GitHub-Hookshot/peer")
@@ -161,6 +182,7 @@ func (s *server) deliverLoop(h *hookState) {
 		}
 		s.mu.Lock()
 		d.Status, d.Answer, d.SentAt, d.Latency = status, answer, start, float64(time.Since(start).Microseconds())/1000
+		d.StatusText = deliveryStatus(status, err)
 		s.notify()
 		s.mu.Unlock()
 	}
@@ -224,7 +246,8 @@ func (s *server) announce(j *job, action string, forged bool) *delivery {
 		payload["organization"] = map[string]any{"login": j.Org}
 	}
 	body, _ := json.Marshal(payload)
-	d := &delivery{ID: uuid4(), JobID: j.RequestID, Action: action, Forged: forged, body: body}
+	d := &delivery{ID: uuid4(), HookID: h.newHookID(), JobID: j.RequestID, Event: "workflow_job", Action: action, Forged: forged,
+		body: body, repo: j.Repository}
 	h.deliveries = append(h.deliveries, d)
 	if h.url != "" {
 		h.queue <- d
@@ -320,6 +343,9 @@ func scopeOf(path string) (entity string, org string) {
 }
 
 func (s *server) restAPI(r *http.Request, route string, body []byte) reply {
+	if route == "rest_app_hook_deliveries" || route == "rest_app_hook_attempts" {
+		return s.appHookAPI(r, route) // the App's own webhook: its JWT, not an installation token
+	}
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.notify()
@@ -612,9 +638,7 @@ func (s *server) webhookControl(r *http.Request, body []byte) (reply, bool) {
 		}
 		for _, d := range h.deliveries {
 			if d.ID == req.DeliveryID {
-				again := &delivery{ID: d.ID, JobID: d.JobID, Action: d.Action, body: d.body}
-				h.deliveries = append(h.deliveries, again)
-				h.queue <- again
+				s.redeliver(h, d)
 				return jsonReply(200, map[string]any{"redelivered": d.ID}), false
 			}
 		}
@@ -648,8 +672,14 @@ func (s *server) webhookControl(r *http.Request, body []byte) (reply, bool) {
 			}
 		}
 		sort.Slice(runners, func(a, b int) bool { return runners[a].ID < runners[b].ID })
-		return jsonReply(200, map[string]any{"jobs": jobs, "deliveries": h.deliveries, "runners": runners,
-			"requests": s.counts, "undelivered": len(h.queue)}), false
+		redeliveries := 0
+		for _, d := range h.deliveries {
+			if d.Redelivery {
+				redeliveries++
+			}
+		}
+		return jsonReply(200, map[string]any{"jobs": jobs, "deliveries": h.deliveries, "redeliveries": redeliveries,
+			"runners": runners, "requests": s.counts, "undelivered": len(h.queue)}), false
 	}
 	return textReply(404, "no such control endpoint"), false
 }
