@@ -59,8 +59,14 @@ struct reconciler_state {
   // The job store's availability: while it is down the loop backs off (jittered, capped) instead of
   // asking again at once, and logs the outage once, a reminder a minute, and once when it ends.
   runtime::outage store{{.initial = std::chrono::milliseconds{250}, .max = std::chrono::milliseconds{10'000}}};
+  int64_t store_down_since = 0;  // ms: the first failure of the store outage under way (0: none)
   static inline const char* name = "headroom.reconciler";
 };
+
+// redelivery.cpp: after a store outage, the webhook deliveries GitHub saw fail since `since_ms`
+// (the outage's start, less a margin) are redelivered, at most max_redeliveries per outage.
+inline constexpr size_t max_redeliveries = 500;
+void redeliver_missed(reconciler_state& s, int64_t since_ms);
 
 // Its own timer: the next cycle.
 using reconciler_impl = reconciler_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>>;

@@ -72,6 +72,8 @@ using reconcile::reconciler_state;
 std::chrono::milliseconds store_unavailable(reconciler_state& s, const std::string& error) {
   const auto v = s.store.failed(s.ctx->now_ms());
   s.ctx->metrics.error("store");
+  if (s.store_down_since == 0)
+    s.store_down_since = s.ctx->now_ms();
   if (v.log == runtime::outage::note::went_down) {
     runtime::log::warn(actor_name, "the job store is unavailable; retrying with backoff",
                        {{"error", error}, {"retry_in_ms", v.retry_in.count()}});
@@ -91,6 +93,11 @@ void store_answered(reconciler_state& s) {
   runtime::log::info(actor_name, "the job store is available again", {{"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
   if (s.ctx->metrics.store_available)
     s.ctx->metrics.store_available(true);
+  // The intake answered 503 meanwhile (it may have met the outage a little before this loop did):
+  // what GitHub saw fail from a minute before the first failure on is redelivered.
+  const auto since = s.store_down_since - 60'000;
+  s.store_down_since = 0;
+  redeliver_missed(s, since);
 }
 
 reconcile::reconciler_impl::behavior_type reconciler_behavior(reconciler_self* self, reconciler_context_ptr ctx) {

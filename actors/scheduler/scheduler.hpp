@@ -127,6 +127,11 @@ reconciler_actor spawn_reconciler(caf::actor_system& sys, reconciler_context_ptr
 
 // ---- the pure parts (unit-tested) ---------------------------------------------------------------
 
+// The deliveries to ask GitHub to redeliver after a store outage (redelivery.cpp): per event (guid)
+// of workflow_job with no delivery answered "OK", its newest attempt's id; oldest event first, at
+// most `max`.
+std::vector<int64_t> deliveries_to_redeliver(const std::vector<github::hook_delivery>& deliveries, size_t max);
+
 struct demand_key {
   std::string entity, labels;
   auto operator<=>(const demand_key&) const = default;

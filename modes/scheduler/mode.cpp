@@ -32,7 +32,7 @@ scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
   auto& cycle = prometheus::BuildHistogram().Name("headroom_scheduler_phase_duration_seconds")
                     .Help("One reconcile phase: sync_jobs, sync_workers, demand_match, prune (the history past the retention)").Register(reg);
   auto& actions = prometheus::BuildCounter().Name("headroom_scheduler_actions_total")
-                      .Help("What the reconciler did: provisioned, job_failed, worker_failed, worker_completed, killed, force_deleted, runner_removed, stray_deleted")
+                      .Help("What the reconciler did: provisioned, job_failed, worker_failed, worker_completed, killed, force_deleted, runner_removed, stray_deleted, webhook_redelivered (a delivery refused during a store outage, redelivered through the App's webhook-deliveries API)")
                       .Register(reg);
   auto& skipped = prometheus::BuildCounter().Name("headroom_scheduler_skipped_total")
                       .Help("Pending jobs not served this cycle (capped: the entity's cap, pool_full: the pool's maxWorkers, no_pool: no pool serves its labels any more, no_capacity, rate_limited: GitHub's rate limit, api_unavailable: the API server refused a runner pod, github_backoff: GitHub refused the entity's last runner (App not installed, runner group refused) and it waits out its backoff), cycles skipped (lock_held) and stray runner pods left because their runner is busy (stray_busy)").Register(reg);

@@ -336,16 +336,19 @@ TEST(capacity_e2e, capacity_pairs_leave_nodes_that_stop_taking_pods) {
   int64_t set = 0;
   ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
   ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2; }, 120s)) << w.headroom->log();
-  auto pair_nodes = [&] {  // the nodes Running placeholders are on
+  auto pair_nodes = [&] {  // the nodes Running placeholders not being deleted are on
     auto r = e.c->kubectl({"-n", "capacity-cordon", "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder)",
-                           "-o", "jsonpath={range .items[?(@.status.phase==\"Running\")]}{.spec.nodeName}{\"\\n\"}{end}"});
+                           "-o", "jsonpath={range .items[?(@.status.phase==\"Running\")]}{.spec.nodeName} {.metadata.deletionTimestamp}{\"\\n\"}{end}"});
     std::set<std::string> out;
     std::istringstream in{r.out};
-    for (std::string line; std::getline(in, line);)
-      if (!line.empty())
-        out.insert(line);
+    for (std::string node, deleting; in >> node;) {
+      std::getline(in, deleting);
+      if (deleting.find_first_not_of(' ') == std::string::npos)
+        out.insert(node);
+    }
     return out;
   };
+  auto pods_wide = [&] { return e.c->kubectl({"-n", "capacity-cordon", "get", "pods", "-o", "wide"}).out; };
   const std::vector<std::pair<std::string, std::vector<std::string>>> steps = {
       {"cordoned", {"cordon", "NODE"}},
       {"tainted karpenter.sh/disrupted:NoSchedule", {"taint", "node", "NODE", "karpenter.sh/disrupted=:NoSchedule"}},
@@ -372,7 +375,7 @@ TEST(capacity_e2e, capacity_pairs_leave_nodes_that_stop_taking_pods) {
       placed = pair_nodes();
       return w.latest_capacity(set) == 2 && w.ready_pairs() == 2 &&
              std::none_of(placed.begin(), placed.end(), [&](const auto& n) { return refused.count(n) > 0; });
-    }, 180s)) << "two pairs on nodes that take pods\n" << w.headroom->log();
+    }, 180s)) << "two pairs on nodes that take pods\n" << pods_wide() << w.headroom->log();
     const auto node = *placed.begin();
     std::replace(args.begin(), args.end(), std::string{"NODE"}, node);
     int64_t before = 0;

@@ -358,4 +358,32 @@ TEST(dashboards, usage_groups_by_entity_and_labels) {
   EXPECT_EQ(rows[1].cap, 3);
 }
 
+// #61: deliveries refused during a store outage are redelivered after it: per event (guid), only
+// when none of its attempts was answered OK, its newest attempt, oldest event first, bounded.
+TEST(redelivery, each_failed_event_is_redelivered_once_by_its_newest_attempt_oldest_first) {
+  auto d = [](int64_t id, const char* guid, int64_t at, const char* status, const char* event = "workflow_job") {
+    github::hook_delivery x;
+    x.id = id;
+    x.guid = guid;
+    x.delivered_at_ms = at;
+    x.status = status;
+    x.event = event;
+    return x;
+  };
+  const std::vector<github::hook_delivery> listed = {  // newest first, as GitHub lists them
+      d(9, "g-late", 900, "Invalid HTTP Response: 503"),
+      d(8, "g-a", 800, "Invalid HTTP Response: 503"),  // a later attempt of g-a, also refused
+      d(7, "g-ok", 700, "OK"),                          // redelivered by hand, and taken
+      d(6, "g-ping", 600, "Invalid HTTP Response: 503", "ping"),
+      d(5, "g-ok", 500, "Invalid HTTP Response: 503"),
+      d(4, "g-b", 400, "failed to connect to host"),
+      d(3, "g-a", 300, "Invalid HTTP Response: 503"),
+      d(2, "g-fine", 200, "OK"),
+  };
+  EXPECT_EQ(deliveries_to_redeliver(listed, 100), (std::vector<int64_t>{8, 4, 9}))
+      << "g-a (first refused at 300) by its newest attempt 8, then g-b, then g-late; g-ok and g-fine are done, ping is not a job";
+  EXPECT_EQ(deliveries_to_redeliver(listed, 2), (std::vector<int64_t>{8, 4})) << "bounded";
+  EXPECT_TRUE(deliveries_to_redeliver({}, 10).empty());
+}
+
 }  // namespace
