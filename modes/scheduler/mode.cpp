@@ -52,7 +52,8 @@ scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
   std::map<std::string, prometheus::Counter*> by_action, by_skip, by_error, by_table;
   for (const char* t : {"jobs", "workers", "deliveries"})
     by_table[t] = &pruned.Add({{"table", t}});
-  for (const char* a : {"provisioned", "job_failed", "worker_failed", "worker_completed", "killed", "force_deleted", "runner_removed", "stray_deleted"})
+  for (const char* a : {"provisioned", "job_failed", "worker_failed", "worker_completed", "killed", "force_deleted", "runner_removed", "stray_deleted",
+                        "webhook_redelivered"})
     by_action[a] = &actions.Add({{"action", a}});
   for (const char* s : {"capped", "pool_full", "no_pool", "no_capacity", "lock_held", "rate_limited", "api_unavailable", "github_backoff", "stray_busy"})
     by_skip[s] = &skipped.Add({{"reason", s}});
