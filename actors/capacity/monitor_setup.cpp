@@ -16,6 +16,25 @@ namespace headroom::actors::capacity::monitor {
 
 namespace {
 
+// The hook template the scale set's runner pods mount (kubernetes-novolume): the workflow pod the
+// runner's container hook makes gets the ladder's workflow PriorityClass and the workflow's
+// resources from it, so it preempts its workflow placeholder and takes the room that held. Created,
+// or brought up to date when an earlier process (or another spec) wrote it: it is not the process's
+// (not owned by the owner ConfigMap), since runner pods of an earlier process still read it.
+std::string hook_template_text(const scale_set_spec& s) {
+  return runners::hook_template(s, s.priority_classes.of(rung::workflow), s.workflow_cpu, s.workflow_memory, s.workflow_extended);
+}
+
+void write_hook_template(monitor_self* self) {
+  auto& st = self->state;
+  const auto& spec = st.ctx->spec;
+  if (spec.hook_template_configmap.empty())
+    return;
+  start_call(self, {call_kind::hook_template, spec.hook_template_configmap, 0},
+             [kube = st.ctx->kube, ns = spec.ns, body = runners::hook_template_configmap(spec, spec.hook_template_configmap, hook_template_text(spec))](
+                 k8s::api_callback cb) { kube->create(k8s::kinds::configmaps, ns, body, std::move(cb)); });
+}
+
 void finish_setup_step(monitor_self* self) {
   auto& st = self->state;
   if (--st.setup_pending > 0)
@@ -51,6 +70,7 @@ void finish_setup_step(monitor_self* self) {
                  kube->create(k8s::kinds::pod_disruption_budgets, ns, body, std::move(cb));
                });
   }
+  write_hook_template(self);
   recompute(self);
 }
 
@@ -242,6 +262,22 @@ void on_setup_reply(monitor_self* self, const call_info& call, msg::api_reply& r
                            {{"name", call.name}, {"error", r.error}});
       else
         runtime::log::info(actor_name, "runner pods' PodDisruptionBudget in place", {{"name", call.name}});
+      return;
+    case call_kind::hook_template:
+    case call_kind::hook_template_patch:
+      if (call.kind == call_kind::hook_template && kind == api_kind::already_exists) {
+        runtime::json_writer w;
+        w.begin_object().key("data").begin_object().field(runners::hook_template_key, hook_template_text(st.ctx->spec)).end_object().end_object();
+        start_call(self, {call_kind::hook_template_patch, call.name, 0},
+                   [kube = st.ctx->kube, ns = st.ctx->spec.ns, name = call.name, body = w.take()](k8s::api_callback cb) {
+                     kube->merge_patch(k8s::kinds::configmaps, ns, name, body, std::move(cb));
+                   });
+      } else if (!r.ok) {
+        runtime::log::warn(actor_name, "could not write the runner pods' hook template: their workflow pods get no PriorityClass or resources",
+                           {{"name", call.name}, {"error", r.error}});
+      } else {
+        runtime::log::info(actor_name, "hook template in place", {{"name", call.name}});
+      }
       return;
     case call_kind::owner_delete:
       if (!r.ok && kind != api_kind::not_found)

@@ -22,6 +22,7 @@
 #include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
 #include "messages/type_ids.hpp"
+#include "adapters/k8s/decode.hpp"
 #include "adapters/k8s/time.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/log.hpp"
@@ -48,13 +49,19 @@ struct pair_state {
   int undecided = 0;        // looks for the runner pod that took the runner placeholder
   bool done = false;      // lost or timed out: quitting
   bool unavailable = false;  // a create failed for the API server's availability (pair_report)
+  // Timed out: the Events about the placeholders not Running still being read (Karpenter's word on
+  // why it made no node), and what the timeout says so far.
+  int asking = 0;
+  std::string timed_out_why;
   static inline const char* name = "headroom.placeholder_pair";
 };
 
-// The pair's own messages: the API server's answers to its creates, and its timers (0: the ready
-// timeout; 1: the hand-off timeout; 2: look again).
+// The pair's own messages: the API server's answers to its creates (correlation: the pod's index)
+// and to its Event reads (events_correlation + the pod's index), and its timers (0: the ready
+// timeout; 1: the hand-off timeout; 2: look again; 3: the Event reads' bound).
 using pair_impl = pair_actor::extend<caf::reacts_to<msg::api_reply>, caf::reacts_to<msg::tick_atom, uint64_t>>;
 using pair_self = pair_impl::stateful_base<pair_state>;
+constexpr uint64_t events_correlation = 100;
 
 // The pair's pods but those already deleted (one DELETE fewer for most lost pairs: the pod whose
 // loss ended the pair is gone already).
@@ -226,6 +233,51 @@ void evaluate(pair_self* self) {
   report(self, states[0] == pod_state::running && states[1] == pod_state::running ? state_t::ready : state_t::pending);
 }
 
+// The end of a timed-out pair, once what Karpenter said (if anything) is known. A pair that became
+// ready or ended otherwise meanwhile is not timed out.
+void end_timed_out(pair_self* self) {
+  auto& st = self->state;
+  st.asking = 0;
+  if (st.done || st.consumed || st.reported == state_t::ready)
+    return;
+  finish(self, state_t::timed_out, st.timed_out_why);
+}
+
+// Not ready within placeholderReadyTimeout: what the scheduler said is on the pods; what Karpenter
+// said (why it made no node: "all available instance types exceed limits for nodepool …") is only
+// in an Event about the pod, so those are read first, one list per placeholder not Running, bounded
+// by 5 s. Without the grant to list Events (chart: scaleSets' Role) the pair times out as before.
+void time_out(pair_self* self) {
+  auto& st = self->state;
+  st.timed_out_why = "not Running within " + std::to_string(st.ctx->spec.placeholder_ready_timeout.count()) + " ms" + unplaced_why(st);
+  for (int i = 0; i < 2; ++i) {
+    const auto p = st.ctx->pods->get(st.ctx->spec.ns, st.names[i]);
+    if (p && p->phase == "Running")
+      continue;
+    ++st.asking;
+    k8s::list_options o;
+    o.field_selector = "involvedObject.name=" + st.names[i];
+    call_into(caf::actor_cast<caf::actor>(self), events_correlation + static_cast<uint64_t>(i),
+              [kube = st.ctx->kube, ns = st.ctx->spec.ns, o](k8s::api_callback cb) { kube->list(k8s::kinds::events, ns, o, std::move(cb)); });
+  }
+  if (st.asking == 0)
+    return end_timed_out(self);
+  self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, uint64_t{3});
+}
+
+// One placeholder's Events: the newest Karpenter said is added to the reason.
+void karpenter_said(pair_self* self, const msg::api_reply& r) {
+  auto& st = self->state;
+  if (st.asking == 0)
+    return;  // after the bound: the pair has timed out already
+  const auto& name = st.names[(r.correlation - events_correlation) % 2];
+  if (r.ok)
+    if (auto note = k8s::newest_event_from(r.body, "karpenter"); !note.empty())
+      st.timed_out_why += "; " + name + " Karpenter: " + note;
+  if (--st.asking == 0)
+    end_timed_out(self);
+}
+
 void create_pod(pair_self* self, role r, int index) {
   auto& st = self->state;
   ++st.creating;
@@ -289,6 +341,8 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
       },
       [self](msg::api_reply& r) {
         auto& s = self->state;
+        if (r.correlation >= events_correlation)
+          return karpenter_said(self, r);
         --s.creating;
         const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
         if (!r.ok && kind != k8s::api_error::kind::already_exists) {
@@ -304,9 +358,10 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
           return evaluate(self);
         if (which == 1 && s.consumed)  // no workflow pod came for the held room
           finish(self, state_t::lost, "hand-off timed out: deleting the workflow placeholder");
-        else if (which == 0 && !s.consumed && s.reported != state_t::ready)
-          finish(self, state_t::timed_out,
-                 "not Running within " + std::to_string(s.ctx->spec.placeholder_ready_timeout.count()) + " ms" + unplaced_why(s));
+        else if (which == 0 && !s.consumed && s.reported != state_t::ready && s.asking == 0)
+          time_out(self);
+        else if (which == 3 && s.asking > 0)  // the Event reads took too long: time out without them
+          end_timed_out(self);
       },
   };
 }

@@ -11,6 +11,7 @@ const char* role_label(role r) {
     case role::runner_placeholder: return "runner-placeholder";
     case role::workflow_placeholder: return "workflow-placeholder";
     case role::runner: return "runner";
+    case role::workflow: return "workflow";
   }
   return "unknown";
 }
@@ -89,8 +90,24 @@ void jit_env(runtime::json_writer& w, const std::string& name, const char* var) 
   w.field("name", name).field("key", "jitToken").end_object().end_object().end_object();
 }
 
-void env_value(runtime::json_writer& w, const char* name, const char* value) {
+void env_value(runtime::json_writer& w, const char* name, std::string_view value) {
   w.begin_object().field("name", name).field("value", value).end_object();
+}
+
+constexpr const char* hook_volume = "headroom-hook-template";
+
+// What ARC's chart sets on the runner container for containerMode kubernetes-novolume
+// (gha-runner-scale-set 0.14.2, _helpers.tpl), and the hook template headroom adds.
+void container_mode_env(runtime::json_writer& w, const runner_spec& s) {
+  if (s.mode != runner_spec::container_mode::kubernetes_novolume)
+    return;
+  env_value(w, "ACTIONS_RUNNER_CONTAINER_HOOKS", novolume_hook);
+  w.begin_object().field("name", "ACTIONS_RUNNER_POD_NAME").key("valueFrom").begin_object().key("fieldRef").begin_object();
+  w.field("fieldPath", "metadata.name").end_object().end_object().end_object();
+  env_value(w, "ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER", "true");
+  env_value(w, "ACTIONS_RUNNER_IMAGE", s.runner_image);  // the workflow pod's fs-init container
+  if (!s.hook_template_configmap.empty())
+    env_value(w, "ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE", std::string{hook_template_dir} + "/" + hook_template_key);
 }
 
 }  // namespace
@@ -100,8 +117,12 @@ std::string runner_pod(const runner_spec& s, const std::string& name, int64_t ru
   runtime::json_writer w;
   w.begin_object().field("apiVersion", "v1").field("kind", "Pod");
   w.key("metadata").begin_object().field("name", name).field("namespace", s.ns);
-  w.key("labels");
-  json::labels_object(w, s, role::runner, "", pool);
+  w.key("labels").begin_object().field(keys::scale_set, s.name).field(keys::role, role_label(role::runner));
+  if (!pool.empty())
+    w.field(keys::pool, pool);
+  if (s.arc_labels)
+    w.field(keys::arc_scale_set_name, s.name).field(keys::arc_scale_set_namespace, s.ns);
+  w.end_object();
   w.key("annotations").begin_object().field(keys::runner_id, std::to_string(runner_id)).field(keys::runner_name, name);
   if (!scope.empty())
     w.field(keys::runner_scope, scope);
@@ -120,13 +141,47 @@ std::string runner_pod(const runner_spec& s, const std::string& name, int64_t ru
   w.key("env").begin_array();
   jit_env(w, name, "ACTIONS_RUNNER_INPUT_JITCONFIG");
   jit_env(w, name, "RUNNER_JITCONFIG");
-  env_value(w, "ACTIONS_RUNNER_CONTAINER_HOOKS", "/home/runner/k8s/index.js");
-  env_value(w, "ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER", "false");
+  container_mode_env(w, s);
   w.end_array();
   w.key("resources");
   json::resources(w, s.runner_cpu, s.runner_memory, s.runner_extended, s.slot_resource);
+  const bool hook = s.mode == runner_spec::container_mode::kubernetes_novolume && !s.hook_template_configmap.empty();
+  if (hook)
+    w.key("volumeMounts").begin_array().begin_object().field("name", hook_volume).field("mountPath", hook_template_dir)
+        .field("readOnly", true).end_object().end_array();
   w.end_object().end_array();  // the container, the containers
+  if (hook)
+    w.key("volumes").begin_array().begin_object().field("name", hook_volume).key("configMap").begin_object()
+        .field("name", s.hook_template_configmap).end_object().end_object().end_array();
   w.end_object().end_object();  // spec, the pod
+  return w.take();
+}
+
+std::string hook_template(const runner_spec& s, const std::string& priority_class, const std::string& cpu, const std::string& memory,
+                          const k8s::string_pairs& extended) {
+  runtime::json_writer w;
+  w.begin_object().key("metadata").begin_object().key("labels");
+  json::labels_object(w, s, role::workflow, "");
+  w.end_object();
+  w.key("spec").begin_object();
+  if (!priority_class.empty())
+    w.field("priorityClassName", priority_class);
+  json::placement(w, s);
+  w.key("containers").begin_array().begin_object().field("name", "$job").key("resources");
+  json::resources(w, cpu, memory, extended);
+  w.end_object().end_array();
+  w.end_object().end_object();
+  return w.take();
+}
+
+std::string hook_template_configmap(const runner_spec& s, const std::string& name, const std::string& template_json) {
+  runtime::json_writer w;
+  w.begin_object().field("apiVersion", "v1").field("kind", "ConfigMap");
+  w.key("metadata").begin_object().field("name", name).field("namespace", s.ns);
+  w.key("labels").begin_object().field("app.kubernetes.io/managed-by", "headroom").field(keys::scale_set, s.name).end_object();
+  w.end_object();
+  w.key("data").begin_object().field(hook_template_key, template_json).end_object();
+  w.end_object();
   return w.take();
 }
 

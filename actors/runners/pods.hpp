@@ -27,9 +27,12 @@ inline constexpr const char* runner_name = "headroom.dev/runner-name";  // runne
 inline constexpr const char* runner_scope = "headroom.dev/runner-scope";
 inline constexpr const char* owner = "headroom.dev/owner";              // the per-process owner ConfigMap
 inline constexpr const char* pool = "headroom.dev/pool";                // scheduler runner pods: the pool that made it
+// ARC's labels on runner pods, so ARC users' selectors and dashboards keep working.
+inline constexpr const char* arc_scale_set_name = "actions.github.com/scale-set-name";
+inline constexpr const char* arc_scale_set_namespace = "actions.github.com/scale-set-namespace";
 }  // namespace keys
 
-enum class role { runner_placeholder, workflow_placeholder, runner };
+enum class role { runner_placeholder, workflow_placeholder, runner, workflow };
 const char* role_label(role r);
 
 struct owner_ref {
@@ -52,7 +55,33 @@ struct runner_spec {
   std::string runner_priority_class = "arc-runner";  // the ladder's; "" none (the scheduler's pods)
   std::string slot_resource;            // an extended resource one runner takes (requests = limits = 1); "" none
   int64_t active_deadline_seconds = 0;  // runner pods; 0 = none
+  // As ARC's containerMode.type: kubernetes_novolume gives the runner container what the
+  // runner-container-hooks' k8s-novolume hook reads (its pod's name, the hook, the runner image for
+  // the workflow pod's init container, REQUIRE_JOB_CONTAINER), none gives nothing.
+  enum class container_mode { none, kubernetes_novolume } mode = container_mode::none;
+  // kubernetes_novolume: the ConfigMap holding the hook template (hook_template()), mounted read-only
+  // and named by ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE; "" none.
+  std::string hook_template_configmap;
+  bool arc_labels = false;  // ARC's scale-set labels on runner pods (the scale sets')
 };
+
+// Where runner pods mount the hook template, and the file ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE names.
+inline constexpr const char* hook_template_dir = "/home/runner/headroom-hook";
+inline constexpr const char* hook_template_key = "template.yaml";
+// The hook the runner image ships for kubernetes-novolume (actions/runner's images/Dockerfile:
+// runner-container-hooks 0.8.x unpacked into k8s-novolume).
+inline constexpr const char* novolume_hook = "/home/runner/k8s-novolume/index.js";
+
+// The hook template: a PodTemplateSpec the hook merges into every workflow pod it makes
+// (runner-container-hooks: spec keys replace the hook's, `$job` patches the job container). It gives
+// the workflow pod the ladder's workflow PriorityClass (so it preempts its workflow placeholder),
+// the workflow's resources (the room the placeholder held), the runner's nodeSelector and
+// tolerations (where the placeholder could go), and headroom's labels (role workflow).
+// `priority_class` "" = none.
+std::string hook_template(const runner_spec& s, const std::string& priority_class, const std::string& cpu, const std::string& memory,
+                          const k8s::string_pairs& extended);
+// The ConfigMap `name` holding it, under hook_template_key.
+std::string hook_template_configmap(const runner_spec& s, const std::string& name, const std::string& template_json);
 
 // `pool`, when given, is the headroom.dev/pool label (the scheduler's pools).
 std::string runner_pod(const runner_spec& s, const std::string& name, int64_t runner_id, std::string_view scope = {},

@@ -868,6 +868,20 @@ void decode_into(context& c, od::value v, event& e) {
       set(e.type, x);
     } else if (k == "count") {
       e.count = static_cast<int32_t>(int64(x));
+    } else if (k == "source") {
+      fields(c, x, [&](field_name k2, od::value y) {
+        if (k2 == "component")
+          set(e.source_component, y);
+      });
+    } else if (k == "reportingComponent") {
+      set(e.reporting_component, x);
+    } else if (k == "lastTimestamp" || k == "eventTime") {
+      e.last_seen = std::max(e.last_seen, timestamp(x).value_or(0));
+    } else if (k == "series") {
+      fields(c, x, [&](field_name k2, od::value y) {
+        if (k2 == "lastObservedTime")
+          e.last_seen = std::max(e.last_seen, timestamp(y).value_or(0));
+      });
     }
   });
 }
@@ -1150,6 +1164,24 @@ decoded<watch_event<T>> decode_watch_event(std::string_view json) {
     out.type = watch_event<T>::error;
   else
     return decode_error{"watch event: unknown type \"" + type.substr(0, 32) + "\""};
+  return out;
+}
+
+std::string newest_event_from(std::string_view event_list_json, std::string_view component) {
+  constexpr size_t max_message = 400;
+  auto list = decode_list<event>(event_list_json);
+  const auto* l = std::get_if<list_result<event>>(&list);
+  if (l == nullptr)
+    return {};
+  const event* newest = nullptr;
+  for (const auto& e : l->items)
+    if ((e.source_component == component || e.reporting_component == component) && (newest == nullptr || e.last_seen >= newest->last_seen))
+      newest = &e;
+  if (newest == nullptr)
+    return {};
+  std::string out = newest->reason.empty() ? std::string{"said"} : newest->reason;
+  if (!newest->message.empty())
+    out += ": " + newest->message.substr(0, max_message) + (newest->message.size() > max_message ? "…" : "");
   return out;
 }
 

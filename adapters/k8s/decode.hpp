@@ -56,6 +56,11 @@ decoded<list_result<T>> decode_list(std::string& json);
 template <class T>
 decoded<watch_event<T>> decode_watch_event(std::string_view json);
 
+// From an EventList (GET …/events): "Reason: message" of the newest Event `component` reported
+// (its source.component or reportingComponent), the message cut at 400 bytes; "" when that
+// component said nothing there or the text is no EventList (items that fail to decode are skipped).
+std::string newest_event_from(std::string_view event_list_json, std::string_view component);
+
 // The calling thread's decode buffers keep the capacity of the largest document decoded (about
 // seven times its size: the parser's structural index and string buffer, the input's padded
 // copy). A list keeps them from page to page; an informer releases them when its list is done,

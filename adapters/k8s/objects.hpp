@@ -164,6 +164,12 @@ struct event {
   std::string involved_kind, involved_namespace, involved_name, involved_uid;
   std::string reason, message, type;
   int32_t count = 0;
+  // Who said it: source.component (core/v1 recorders, e.g. "karpenter", "default-scheduler") and
+  // reportingComponent (events.k8s.io/v1 recorders); either may be empty.
+  std::string source_component, reporting_component;
+  // When it was last said, seconds since the epoch: the newest of lastTimestamp, eventTime and
+  // series.lastObservedTime; 0 when none is set.
+  double last_seen = 0;
 };
 
 // A custom resource: its metadata decoded, the whole object kept as raw JSON for the actor that

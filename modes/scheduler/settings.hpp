@@ -65,7 +65,11 @@ struct scheduler_section {
   // asks for. Empty: every job that asks for `self-hosted` (never a GitHub-hosted one, such as
   // ubuntu-latest), each runner registered with its job's labels.
   std::vector<std::string> runner_labels;
-  runner_section runner;
+  runner_section runner = [] {
+    runner_section r;
+    r.container_mode = "none";  // the scheduler's runners run their jobs themselves unless told
+    return r;
+  }();
   // Runner pools: a job goes to the narrowest pool whose labels cover it (fewest labels beyond the
   // job's; a tie to the one listed first; a pool without labels last). Empty: one
   // pool from `runner` and `runnerLabels` (named "default").

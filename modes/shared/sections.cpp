@@ -61,7 +61,7 @@ void read_resources(const YAML::Node& node, const std::string& where, std::strin
 
 // A runner pod template (scale sets' `runner`, the scheduler's `runner`).
 void read_runner(const YAML::Node& node, const std::string& where, runner_section& out, bool extended) {
-  std::set<std::string> keys{"image", "command", "resources", "nodeSelector", "tolerations", "serviceAccountName"};
+  std::set<std::string> keys{"image", "command", "resources", "nodeSelector", "tolerations", "serviceAccountName", "containerMode"};
   if (extended)
     keys.insert({"slotResource", "activeDeadlineSeconds"});
   config_section rs{node, where, keys};
@@ -94,6 +94,14 @@ void read_runner(const YAML::Node& node, const std::string& where, runner_sectio
   }
   if (auto v = rs.read_string("serviceAccountName"))
     out.service_account = *v;
+  if (auto v = rs.read_string("containerMode")) {
+    if (*v == "kubernetes" || *v == "dind")
+      config_fail(rs.path("containerMode"), "'" + *v + "' is not supported yet: use kubernetes-novolume (the workflow pod needs no "
+                                            "volume shared with the runner) or none");
+    if (*v != "kubernetes-novolume" && *v != "none")
+      config_fail(rs.path("containerMode"), "expected kubernetes-novolume or none, found '" + *v + "'");
+    out.container_mode = *v;
+  }
   if (extended) {
     if (auto v = rs.read_string("slotResource"))
       out.slot_resource = *v;

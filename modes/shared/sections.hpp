@@ -46,6 +46,11 @@ struct runner_section {
   std::vector<std::pair<std::string, std::string>> node_selector;
   std::vector<toleration_section> tolerations;
   std::string service_account;
+  // How jobs with a `container:` run, as ARC's containerMode.type: "kubernetes-novolume" (the
+  // runner's container hook makes a workflow pod; headroom gives it a hook template) or "none"
+  // (jobs run in the runner container). The scale sets' default is kubernetes-novolume, the
+  // scheduler's none.
+  std::string container_mode = "kubernetes-novolume";
   // The scheduler's only: the extended resource one runner takes (a device plugin's slots, as the
   // seed's one-runner-per-node); "" = none, capacity unchecked.
   std::string slot_resource = "headroom.dev/runner";

@@ -267,6 +267,17 @@ refuse "two GitHub URLs" "githubConfigUrl: differs from arc-runners/linux" \
   arc-runners/linux="$src/tests/deploy/arc/linux-values.yaml" arc-gpu/gpu="$work/other.yaml"
 printf 'containerMode: {type: dind}\n' | cat "$src/tests/deploy/arc/gpu-values.yaml" - >"$work/dind.yaml"
 refuse "a container mode" "mode: arc" arc-gpu/gpu="$work/dind.yaml"
+# kubernetes-novolume is carried over (the runner's hook makes the workflow pod from headroom's
+# template, as the chart's runner ServiceAccount); no container mode stays none (jobs in the runner).
+printf 'containerMode: {type: kubernetes-novolume}\n' | cat "$src/tests/deploy/arc/gpu-values.yaml" - >"$work/novolume.yaml"
+"$migrate" arc-gpu/gpu="$work/novolume.yaml" >"$work/novolume-out.yaml" 2>"$work/novolume.log" ||
+  { cat "$work/novolume.log"; fail "migrate-from-arc kubernetes-novolume"; }
+grep -q 'containerMode: kubernetes-novolume' "$work/novolume-out.yaml" || { cat "$work/novolume-out.yaml"; fail "kubernetes-novolume not carried over"; }
+"$helm" template hr "$chart" -f "$work/novolume-out.yaml" >"$work/novolume-rendered.yaml" || fail "helm template of the kubernetes-novolume values"
+grep -q 'serviceAccountName: hr-headroom-runner' "$work/novolume-rendered.yaml" && grep -q 'resources: \[pods/exec\]' "$work/novolume-rendered.yaml" ||
+  { cat "$work/novolume-rendered.yaml"; fail "the chart made no runner ServiceAccount and Role for the container hook"; }
+plain=$("$migrate" arc-gpu/gpu="$src/tests/deploy/arc/gpu-values.yaml" 2>/dev/null) || fail "migrate-from-arc (no container mode)"
+grep -q 'containerMode: none' <<<"$plain" || fail "ARC without a container mode is not none"
 
 # PriorityClasses are cluster-scoped: two releases name theirs apart; existing classes named in the
 # values are used as they are (none rendered, the config and the get grant name them).

@@ -36,7 +36,8 @@ TEST(capacity_e2e, twenty_scale_sets_bursting_share_the_cluster_burst_budget_fai
   for (int i = 0; i <= quiet_sets; ++i) {
     values << "    - {name: " << set_name(i) << ", namespace: " << sc.name << "}\n";
     sets << "  - name: " << set_name(i) << "\n    namespace: " << sc.name << "\n    maxRunners: 40\n"
-         << "    runner: {image: runner:e2e, resources: {cpu: 500m, memory: 512Mi}, nodeSelector: {pool: " << sc.name << "}}\n"
+         << "    runner: {image: runner:e2e, resources: {cpu: 500m, memory: 512Mi}, serviceAccountName: e2e-" << sc.name
+         << "-headroom-runner, nodeSelector: {pool: " << sc.name << "}}\n"
          << "    capacityAware: {proactiveCapacity: " << (i == 0 ? noisy_pairs : quiet_pairs)
          << ", recalculateInterval: 2s, placeholderReadyTimeout: 10m, workflowResources: {cpu: 500m, memory: 512Mi}}\n";
   }

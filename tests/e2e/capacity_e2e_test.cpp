@@ -297,6 +297,11 @@ TEST(capacity_e2e, capacity_scales_from_zero_on_the_services_own_queue) {
   }, 600s)) << "jobs: completed " << w.job_states()["completed"] << ", queued " << w.job_states()["queued"] << "\n"
             << w.headroom->log();
   EXPECT_GT(most_pods, 0) << "pairs were made for the service's queued jobs";
+  // #54: every job ran as a real runner's would: its workflow pod made by the container hook with
+  // the runner pod's own token, from the hook template headroom mounted.
+  const auto done = w.outcomes();
+  EXPECT_EQ(done.hook, 200) << done.errors;
+  EXPECT_EQ(done.errors, "");
   auto pairs = [&] { return w.headroom->sample("headroom_capacity_advertised_pairs{name=\"capacity-zero\"}"); };
   EXPECT_TRUE(eventually([&] { return w.latest_capacity(set) == 0 && pairs() == 0; }, 120s))
       << "back to zero once the queue is empty: capacity " << w.latest_capacity(set) << ", pairs " << pairs() << "\n" << w.headroom->log();
@@ -323,6 +328,10 @@ TEST(capacity_e2e, capacity_exhausted_pairs_time_out) {
            std::string::npos;
   }, 30s)) << e.c->kubectl({"-n", "capacity-full", "describe", "scaleset", "capacity-full"}).out
            << e.c->kubectl({"-n", "capacity-full", "get", "events"}).out;
+  // #61: the reason carries what Karpenter said about the placeholder (an Event on the pod, read with
+  // the chart's grant before the pods go), not only the scheduler's PodScheduled message.
+  EXPECT_TRUE(eventually([&] { return w.headroom->log().find("Karpenter: ") != std::string::npos; }, 60s))
+      << w.headroom->log() << e.c->kubectl({"-n", "capacity-full", "get", "events"}).out;
 }
 
 // #61: a pair is room only while its nodes take new pods. Cordoned, tainted by Karpenter's
@@ -589,7 +598,17 @@ TEST(capacity_e2e, capacity_workflow_room_is_protected) {
   EXPECT_EQ(phase("competitor"), "Pending") << "a priority-0 pod took the workflow's room";
   EXPECT_EQ(phase(wp), "Running");
 
-  EXPECT_TRUE(eventually([&] { return phase(runner + "-wf") == "Running"; }, 60s)) << w.sim->log();
+  // #54: the workflow pod is the runner's container hook's (the simulator acting as the hook with the
+  // runner pod's own ServiceAccount token), built from the hook template headroom mounts on the runner
+  // pod: the ladder's workflow PriorityClass, so it preempts the workflow placeholder, and the
+  // workflow's resources, so it takes the room the placeholder held.
+  const std::string wf = runner + "-workflow";
+  EXPECT_TRUE(eventually([&] { return phase(wf) == "Running"; }, 60s)) << w.sim->log();
+  EXPECT_EQ(w.e.c->kubectl({"-n", sc.name, "get", "pod", wf, "-o",
+                            "jsonpath={.spec.priorityClassName} {.spec.containers[0].name} {.spec.containers[0].resources.requests.cpu} "
+                            "{.metadata.labels.runner-pod} {.spec.nodeName}"}).out,
+            "arc-workflow job 500m " + runner + " " + node)
+      << "the workflow pod takes the workflow placeholder's room on its node";
   EXPECT_NE(phase("competitor"), "Running");
   e.c->kubectl({"-n", sc.name, "delete", "pod", "competitor", "--grace-period=0", "--wait=false"});
   EXPECT_TRUE(eventually([&] { return w.job_states()["completed"] == 1; }, 90s));

@@ -108,7 +108,8 @@ void start_sets(world& w, const std::vector<std::string>& names, const std::stri
   for (const auto& name : names) {
     values << "    - {name: " << name << ", namespace: " << pool << "}\n";
     config << "  - name: " << name << "\n    namespace: " << pool << "\n    maxRunners: 10\n"
-           << "    runner: {image: runner:e2e, resources: {cpu: 500m, memory: 512Mi}, nodeSelector: {pool: " << pool << "}}\n"
+           << "    runner: {image: runner:e2e, resources: {cpu: 500m, memory: 512Mi}, serviceAccountName: e2e-" << pool
+           << "-headroom-runner, nodeSelector: {pool: " << pool << "}}\n"
            << "    capacityAware: {proactiveCapacity: 1, recalculateInterval: 2s, placeholderReadyTimeout: 10m, "
            << "workflowResources: {cpu: 500m, memory: 512Mi}}\n" << extra;
   }

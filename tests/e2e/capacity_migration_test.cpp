@@ -81,6 +81,7 @@ TEST(capacity_e2e, an_arc_install_translated_by_the_migration_tool_runs_the_burs
       << "minRunners: 1\nmaxRunners: 4\nrunnerScaleSetName: arc-migrated\n"
       << "template:\n  spec:\n    containers:\n      - name: runner\n        image: runner:e2e\n"
       << "        command: [/home/runner/run.sh]\n        resources: {requests: {cpu: 500m, memory: 512Mi}}\n"
+      << "containerMode:\n  type: kubernetes-novolume\n"
       << "listenerTemplate:\n  spec:\n    containers: [{name: listener}]\n";
 
   // Translated, then installed as it comes out, with only what this cluster needs on top: the Pod
@@ -124,6 +125,12 @@ TEST(capacity_e2e, an_arc_install_translated_by_the_migration_tool_runs_the_burs
   w.post_jobs(5);
   ASSERT_TRUE(eventually([&] { return w.job_states()["completed"] == 5; }, 240s)) << w.headroom->log() << "\n" << w.sim->log();
   EXPECT_GT(audited(w, set), 2);
+  // #54: ARC's kubernetes-novolume, translated: every job's workflow pod was made by the runner's
+  // hook with the runner pod's token (the chart's runner ServiceAccount and Role), from headroom's
+  // hook template.
+  const auto done = w.outcomes();
+  EXPECT_EQ(done.hook, 5) << done.errors << w.sim->log();
+  EXPECT_EQ(done.errors, "");
   EXPECT_TRUE(eventually([&] {
     return e.c->kubectl({"-n", "arc-migrated", "get", "scaleset", "arc-migrated", "-o", "jsonpath={.status.session}"}).out == "Open";
   }, 30s)) << "the chart's ScaleSet status";

@@ -235,6 +235,10 @@ struct scenario {
 // `kubeconfig`: the identity headroom runs as (the chart's ServiceAccount, see world).
 inline const std::string hud_token = "hud-e2e-token-0123456789";
 
+// The runner pods' ServiceAccount the chart makes in the scale set's namespace (release e2e-<name>,
+// templates/rbac.yaml): what the runner's container hook may do there, with that account's token.
+inline std::string runner_account(const scenario& s) { return "e2e-" + s.name + "-headroom-runner"; }
+
 inline std::string config_for(const env& e, const scenario& s, const std::string& kubeconfig, bool capacity_aware = true) {
   return "kubernetes:\n  kubeconfig: " + kubeconfig + (s.watch_stall.empty() ? std::string{} : "\n  watchStallTimeout: " + s.watch_stall) +
          (s.hud ? "\nhud:\n  url: " + e.peer->http_url() + "/api/clickhouse/queued_jobs_aggregate\n  interval: 1s" : std::string{}) +
@@ -242,7 +246,8 @@ inline std::string config_for(const env& e, const scenario& s, const std::string
          "/headroom-org\nscaleSets:\n  - name: " + s.name + "\n    namespace: " + s.name +
          "\n    maxRunners: " + std::to_string(s.max_runners) + "\n    labels: [" + s.labels + "]" +
          (s.ephemeral_runner_set.empty() ? std::string{} : "\n    mode: arc\n    ephemeralRunnerSet: " + s.ephemeral_runner_set) +
-         "\n    runner:\n      image: runner:e2e\n      resources: {cpu: 500m, memory: 512Mi}\n      nodeSelector: {" +
+         "\n    runner:\n      image: runner:e2e\n      resources: {cpu: 500m, memory: 512Mi}\n      serviceAccountName: " + runner_account(s) +
+         "\n      nodeSelector: {" +
          s.node_selector + "}\n      tolerations: [" + s.tolerations + "]\n"
          "    capacityAware:\n      enabled: " + (capacity_aware ? "true" : "false") +
          "\n      proactiveCapacity: " + std::to_string(s.proactive) + "\n      maxBurstCapacity: " + std::to_string(s.max_burst) +
@@ -270,8 +275,7 @@ struct world {
     e.c->kubectl({"create", "namespace", s.name});
     sim = testpeer::peer_process::start("tests/peers/runner-sim/build.sh",
                                         {"--kubeconfig", e.c->kubeconfig(), "--namespace", s.name, "--peer",
-                                         e.peer->http_url(), "--job-duration", s.job_duration, "--workflow-cpu", "500m",
-                                         "--workflow-memory", "512Mi", "--workflow-delay", s.workflow_delay,
+                                         e.peer->http_url(), "--job-duration", s.job_duration, "--workflow-delay", s.workflow_delay,
                                          "--skip-runners", std::to_string(s.skip_runners),
                                          s.exit_runner_pods ? "--exit-runner-pods" : "--exit-runner-pods=false"},
                                         why);
@@ -401,6 +405,29 @@ struct world {
     auto r = e.c->kubectl({"-n", s.name, "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder)",
                            "-o", "name"});
     return static_cast<int>(std::count(r.out.begin(), r.out.end(), '\n'));
+  }
+
+  // What the simulator's runners did with their jobs (#54): through the container hook (a workflow
+  // pod made with the runner pod's own ServiceAccount token), in the runner container (no hook), or
+  // failed, with the reasons a runner's log would give.
+  struct runner_outcomes {
+    int hook = 0, in_runner = 0;
+    std::string errors;
+  };
+  runner_outcomes outcomes() const {
+    simdjson::dom::parser p;
+    runner_outcomes out;
+    for (auto r : p.parse(testpeer::http_call(sim->ready("http") + "/state").body)["runners"].get_array()) {
+      std::string_view error, created;
+      bool in_runner = false;
+      if (r["error"].get(error) == simdjson::SUCCESS && !error.empty() && error.rfind("skipped", 0) != 0)
+        out.errors += std::string{std::string_view(r["pod"])} + ": " + std::string{error} + "\n";
+      if (r["inRunner"].get(in_runner) == simdjson::SUCCESS && in_runner)
+        ++out.in_runner;
+      else if (r["workflowCreatedAt"].get(created) == simdjson::SUCCESS && created.rfind("0001-", 0) != 0)
+        ++out.hook;
+    }
+    return out;
   }
 
   // The audit of every poll of `set`: advertised ≤ maxRunners, and advertised ≤ jobs held when the

@@ -102,7 +102,7 @@ struct sched_world {
     e.c->kubectl({"create", "namespace", o.name});
     sim = testpeer::peer_process::start("tests/peers/runner-sim/build.sh",
                                         {"--kubeconfig", e.c->kubeconfig(), "--namespace", o.name, "--peer", e.peer->http_url(),
-                                         "--job-duration", o.job_duration, "--workflow-cpu", "100m", "--workflow-memory", "64Mi",
+                                         "--job-duration", o.job_duration,
                                          "--exit-runner-pods", "--skip-runners", std::to_string(o.skip_runners)},
                                         why);
     if (o.store == "postgres") {

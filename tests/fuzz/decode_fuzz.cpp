@@ -1,5 +1,6 @@
 // libFuzzer: the decoders never crash on hostile input; they return an object or an error value.
-// HEADROOM_FUZZ_KIND selects the entry point (pod, node and Karpenter NodePool, watch_event).
+// HEADROOM_FUZZ_KIND selects the entry point (pod, node and Karpenter NodePool, watch_event, an
+// EventList read for what one component said).
 #include <cstdint>
 #include <string_view>
 
@@ -18,6 +19,9 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   if (const auto* e = std::get_if<headroom::k8s::decode_error>(&pool))
     if (e->message.empty())
       __builtin_trap();
+#elif HEADROOM_FUZZ_KIND == 4
+  auto r = headroom::k8s::decode_list<headroom::k8s::event>(json);
+  (void)headroom::k8s::newest_event_from(json, "karpenter");
 #else
   auto r = headroom::k8s::decode_watch_event<headroom::k8s::pod>(json);
 #endif

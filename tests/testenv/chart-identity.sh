@@ -25,7 +25,9 @@ if "$helm" template "$release" "$src/deploy/chart/headroom" -n "$ns" -f "$values
   k wait --for condition=Established --timeout 60s -f "$out.crds.yaml" >/dev/null
 fi
 k apply -f "$out.rbac.yaml" >/dev/null
-sa=$(awk '/^kind: ServiceAccount/{f=1} f && /^  name:/{print $2; exit}' "$out.rbac.yaml")
+# headroom's own ServiceAccount (rbac.yaml may also render the runner pods' one, in their namespaces).
+sa=$("$helm" template "$release" "$src/deploy/chart/headroom" -n "$ns" -f "$values" --kube-version 1.36.0 \
+       --show-only templates/serviceaccount.yaml | awk '/^kind: ServiceAccount/{f=1} f && /^  name:/{print $2; exit}')
 [ -n "$sa" ] || { echo "chart-identity: the chart rendered no ServiceAccount" >&2; exit 1; }
 token=$(k create token "$sa" -n "$ns" --duration=4h)
 server=$(k config view --raw --minify -o jsonpath='{.clusters[0].cluster.server}')

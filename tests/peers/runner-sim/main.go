@@ -2,9 +2,12 @@
 // end-to-end tests, on a real control plane whose nodes are kwok's.
 //
 // For every runner pod headroom made (label headroom.dev/role=runner) that is Running on a node, it
-// reads the pod's JIT configuration from its Secret, connects to the Actions Service peer with it,
-// waits for the job the peer assigns, creates the workflow pod (PriorityClass arc-workflow, the
-// workflow's requests), and finishes the job after --job-duration, deleting the workflow pod.
+// plays the runner under the real runner's contract (hook.go): the JIT configuration from the runner
+// container's env (its secretKeyRef), a connection to the Actions Service peer with it, the job the
+// peer assigns; then, when the runner container names a container hook, the hook's work with the
+// pod's own ServiceAccount token (its permission checks, the workflow pod built as the hook builds
+// it, the mounted hook template merged in, made and waited for, deleted at the end), or, with no
+// hook, the job run in the runner container itself. The job finishes after --job-duration.
 //
 // It also watches the placeholder pairs and keeps a timeline of how many pairs had both
 // placeholders Running, so a test can check every poll's advertised capacity against what the
@@ -31,10 +34,10 @@ import (
 
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
-	"k8s.io/apimachinery/pkg/api/resource"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/rest"
 	"k8s.io/client-go/tools/cache"
 	"k8s.io/client-go/tools/clientcmd"
 )
@@ -50,7 +53,9 @@ type runnerRecord struct {
 	RunnerID        int       `json:"runnerId"`
 	JobRequest      int64     `json:"jobRequestId"`
 	PodRunningAt    time.Time `json:"podRunningAt"`
+	WorkflowCreated time.Time `json:"workflowCreatedAt"`
 	WorkflowRunning time.Time `json:"workflowRunningAt"`
+	InRunner        bool      `json:"inRunner,omitempty"` // no container hook: the job ran in the runner container
 	Finished        time.Time `json:"finishedAt"`
 	Error           string    `json:"error,omitempty"`
 }
@@ -60,11 +65,10 @@ type sim struct {
 	timeline []sample
 	runners  map[string]*runnerRecord
 	client   *kubernetes.Clientset
+	config   *rest.Config
 	ns, peer string
 	duration time.Duration
 	wfDelay  time.Duration
-	wfCPU    string
-	wfMemory string
 	exitPods bool // the runner container exits after its job (an ephemeral runner): pod Succeeded
 	lister   cache.Indexer
 	logger   *log.Logger
@@ -133,18 +137,24 @@ func (s *sim) run(ctx context.Context, pod *corev1.Pod, rec *runnerRecord) {
 		s.mu.Unlock()
 		s.logger.Printf("runner %s: %s", pod.Name, rec.Error)
 	}
-	var jit string
+	// The runner's JIT configuration, as the kubelet gives it: the runner container's env.
+	var view *runnerView
 	for deadline := time.Now().Add(30 * time.Second); ; {
-		sec, err := s.client.CoreV1().Secrets(s.ns).Get(ctx, pod.Name, metav1.GetOptions{})
+		v, err := s.viewOf(ctx, pod)
 		if err == nil {
-			jit = string(sec.Data["jitToken"])
+			view = v
 			break
 		}
-		if time.Now().After(deadline) {
-			fail("no JIT secret: %v", err)
+		if _, final := err.(jobFailure); final || time.Now().After(deadline) {
+			fail("the runner container cannot start: %v", err)
 			return
 		}
 		time.Sleep(200 * time.Millisecond)
+	}
+	jit := view.env["ACTIONS_RUNNER_INPUT_JITCONFIG"]
+	if jit == "" {
+		fail("no ACTIONS_RUNNER_INPUT_JITCONFIG in the runner container's env")
+		return
 	}
 	var rn struct {
 		ID int `json:"id"`
@@ -187,59 +197,32 @@ func (s *sim) run(ctx context.Context, pod *corev1.Pod, rec *runnerRecord) {
 	s.mu.Unlock()
 	// A real runner sets up (downloads actions, pulls images) before its hook makes the workflow pod.
 	time.Sleep(s.wfDelay)
-	// The container hook: the workflow pod, anywhere it fits.
-	wf := &corev1.Pod{
-		ObjectMeta: metav1.ObjectMeta{Name: pod.Name + "-wf", Namespace: s.ns, Labels: map[string]string{"runner-sim/role": "workflow"}},
-		Spec: corev1.PodSpec{
-			PriorityClassName:             "arc-workflow",
-			TerminationGracePeriodSeconds: new(int64),
-			Containers: []corev1.Container{{Name: "job", Image: "busybox:1.36", Command: []string{"sleep", "3600"},
-				Resources: corev1.ResourceRequirements{Requests: corev1.ResourceList{
-					corev1.ResourceCPU: resource.MustParse(s.wfCPU), corev1.ResourceMemory: resource.MustParse(s.wfMemory)}}}},
-		},
-	}
-	// The API server may be restarting (the chaos suite restarts it mid-burst): retry for a minute,
-	// as a hook's client would, and fail the job only then, so a job never hangs "running".
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		_, err := s.client.CoreV1().Pods(s.ns).Create(ctx, wf, metav1.CreateOptions{})
-		if err == nil || apierrors.IsAlreadyExists(err) {
-			break
-		}
+	result := "succeeded"
+	switch hook := view.env["ACTIONS_RUNNER_CONTAINER_HOOKS"]; hook {
+	case "":
+		// No container hook: the job runs in the runner container.
+		s.mu.Lock()
+		rec.InRunner = true
+		rec.WorkflowRunning = time.Now()
+		s.mu.Unlock()
+		time.Sleep(s.duration)
+	case hookNoVolume, hookKubernetes:
+		err := s.hookJob(ctx, view, hook, s.duration,
+			func() { s.mu.Lock(); rec.WorkflowCreated = time.Now(); s.mu.Unlock() },
+			func() { s.mu.Lock(); rec.WorkflowRunning = time.Now(); s.mu.Unlock() })
 		if ctx.Err() != nil {
 			return
 		}
-		if time.Now().After(deadline) {
-			fail("workflow pod: %v", err)
-			_, _ = s.post("/_control/runners/finish", map[string]any{"runnerId": rn.ID, "result": "failed"}, nil)
-			return
+		if err != nil {
+			fail("container hook: %v", err)
+			result = "failed"
 		}
-		time.Sleep(500 * time.Millisecond)
+	default:
+		fail("container hook: Cannot find module '%s' (not a hook the runner image ships)", hook)
+		result = "failed"
 	}
-	for {
-		p, err := s.client.CoreV1().Pods(s.ns).Get(ctx, wf.Name, metav1.GetOptions{})
-		if err == nil && running(p) {
-			break
-		}
-		if ctx.Err() != nil {
-			return
-		}
-		time.Sleep(200 * time.Millisecond)
-	}
-	s.mu.Lock()
-	rec.WorkflowRunning = time.Now()
-	s.mu.Unlock()
-	time.Sleep(s.duration)
-	if code, err := s.post("/_control/runners/finish", map[string]any{"runnerId": rn.ID, "result": "succeeded"}, nil); err != nil || code != 200 {
+	if code, err := s.post("/_control/runners/finish", map[string]any{"runnerId": rn.ID, "result": result}, nil); err != nil || code != 200 {
 		fail("finish: status %d %v", code, err)
-	}
-	zero := int64(0)
-	// As above, through an API server restart: retried for a minute.
-	for deadline := time.Now().Add(60 * time.Second); ; {
-		err := s.client.CoreV1().Pods(s.ns).Delete(ctx, wf.Name, metav1.DeleteOptions{GracePeriodSeconds: &zero})
-		if err == nil || apierrors.IsNotFound(err) || ctx.Err() != nil || time.Now().After(deadline) {
-			break
-		}
-		time.Sleep(500 * time.Millisecond)
 	}
 	if s.exitPods {
 		s.exitRunnerPod(ctx, pod.Name)
@@ -282,8 +265,6 @@ func main() {
 	duration := flag.Duration("job-duration", 5*time.Second, "how long each job runs")
 	wfDelay := flag.Duration("workflow-delay", 0, "from the job's start to the workflow pod's creation")
 	skip := flag.Int("skip-runners", 0, "leave the first N runner pods alone (a runner that never registers)")
-	wfCPU := flag.String("workflow-cpu", "1", "the workflow pod's cpu request")
-	wfMemory := flag.String("workflow-memory", "1Gi", "the workflow pod's memory request")
 	exitPods := flag.Bool("exit-runner-pods", false, "after its job, the runner pod goes Succeeded (its runner exited)")
 	flag.Parse()
 	logger := log.New(os.Stderr, "runner-sim ", log.LstdFlags|log.Lmicroseconds)
@@ -295,8 +276,8 @@ func main() {
 	client := kubernetes.NewForConfigOrDie(cfg)
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(*ns))
 	inf := factory.Core().V1().Pods().Informer()
-	s := &sim{timeline: []sample{}, runners: map[string]*runnerRecord{}, client: client, ns: *ns, peer: *peer, duration: *duration, wfDelay: *wfDelay,
-		wfCPU: *wfCPU, wfMemory: *wfMemory, exitPods: *exitPods, lister: inf.GetIndexer(), logger: logger}
+	s := &sim{timeline: []sample{}, runners: map[string]*runnerRecord{}, client: client, config: cfg, ns: *ns, peer: *peer, duration: *duration,
+		wfDelay: *wfDelay, exitPods: *exitPods, lister: inf.GetIndexer(), logger: logger}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	handle := func(o any) {

@@ -38,6 +38,15 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $_ := set $cfg "leaderElection" $le -}}
 {{- if .Values.config.scaleSets -}}
 {{- $_ := set $cfg "priorityClasses" (include "headroom.priorityClassNames" . | fromJson) -}}
+{{- /* A runner whose jobs run through the container hook, with no ServiceAccount of its own, runs as
+     the chart's runner ServiceAccount (rbac.yaml: what the hook needs in its namespace). */ -}}
+{{- range $s := $cfg.scaleSets -}}
+{{- $r := default dict $s.runner -}}
+{{- if include "headroom.runnerUsesChartAccount" $r -}}
+{{- $_ := set $r "serviceAccountName" (include "headroom.runnerServiceAccount" $) -}}
+{{- $_ := set $s "runner" $r -}}
+{{- end -}}
+{{- end -}}
 {{- end -}}
 {{- if and .Values.config.bigfleet .Values.config.bigfleet.enabled .Values.bigfleet.tlsSecret -}}
 {{- $tls := dict "caFile" "/etc/headroom/bigfleet/ca.crt" "certFile" "/etc/headroom/bigfleet/tls.crt" "keyFile" "/etc/headroom/bigfleet/tls.key" -}}
@@ -62,6 +71,11 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- end -}}
 {{ toYaml $cfg }}
 {{- end -}}
+
+{{- /* The ServiceAccount runner pods run as when the config names none: the container hook's. */ -}}
+{{- define "headroom.runnerServiceAccount" -}}{{ printf "%s-runner" (include "headroom.fullname" .) | trunc 63 | trimSuffix "-" }}{{- end -}}
+{{- /* "true" when a scale set's runner (its `runner:` map) makes workflow pods through the hook and names no ServiceAccount. */ -}}
+{{- define "headroom.runnerUsesChartAccount" -}}{{ if and (ne (default "kubernetes-novolume" .containerMode) "none") (not .serviceAccountName) }}true{{ end }}{{- end -}}
 
 {{- define "headroom.gatesEnabled" -}}{{ if and .Values.config.gates .Values.config.gates.enabled }}true{{ end }}{{- end -}}
 {{- define "headroom.bigfleetEnabled" -}}{{ if and .Values.config.bigfleet .Values.config.bigfleet.enabled }}true{{ end }}{{- end -}}

@@ -35,7 +35,7 @@ struct monitor_fixture : test_support::actor_fixture {
     pods->stop();
   }
 
-  void start(int64_t proactive = 1) {
+  void start(int64_t proactive = 1, std::string hook_template = {}) {
     pods = pod_informer("arc");
     router = k8s::label_router<k8s::pod>::make(pods, std::string{cap::keys::scale_set});
     auto ctx = std::make_shared<cap::scale_set_context>();
@@ -44,6 +44,9 @@ struct monitor_fixture : test_support::actor_fixture {
     ctx->spec.max_runners = 5;
     ctx->spec.proactive_capacity = proactive;  // a warm pool of one pair by default
     ctx->spec.placeholder_image = "registry.k8s.io/pause:3.10";
+    ctx->spec.hook_template_configmap = std::move(hook_template);
+    ctx->spec.workflow_cpu = "500m";
+    ctx->spec.workflow_memory = "512Mi";
     ctx->kube = &kube;
     ctx->pods = router->slice("linux");
     ctx->owner_configmap = "headroom-owner-linux";
@@ -118,6 +121,29 @@ struct monitor_fixture : test_support::actor_fixture {
   caf::actor listener;
   cap::monitor_actor monitor;
 };
+
+// #54: the runner pods' hook template is written when the monitor starts acting, and an earlier
+// process's (or an older spec's) is brought up to date rather than left as it was.
+TEST_F(monitor_fixture, the_hook_template_is_written_at_start_and_an_older_one_is_brought_up_to_date) {
+  start(1, "linux-hook-template");
+  set_up();
+  const auto* post = find("POST", "/namespaces/arc/configmaps");
+  ASSERT_NE(post, nullptr) << "the hook template's create";
+  simdjson::dom::parser p;
+  std::string_view name, text;
+  ASSERT_EQ(p.parse(post->body)["metadata"]["name"].get(name), simdjson::SUCCESS);
+  EXPECT_EQ(name, "linux-hook-template");
+  ASSERT_EQ(p.parse(post->body)["data"]["template.yaml"].get(text), simdjson::SUCCESS);
+  const std::string t{text};
+  EXPECT_NE(t.find(R"("priorityClassName":"arc-workflow")"), std::string::npos) << t;
+  EXPECT_NE(t.find(R"("cpu":"500m")"), std::string::npos) << t;
+  ASSERT_TRUE(io.answer("POST", "/namespaces/arc/configmaps", 409, R"({"kind":"Status","reason":"AlreadyExists","code":409})"));
+  sched.run();
+  const auto* patch = find("PATCH", "/namespaces/arc/configmaps/linux-hook-template");
+  ASSERT_NE(patch, nullptr) << "the existing one is patched";
+  ASSERT_EQ(p.parse(patch->body)["data"]["template.yaml"].get(text), simdjson::SUCCESS);
+  EXPECT_EQ(std::string{text}, t);
+}
 
 TEST_F(monitor_fixture, a_warm_pair_is_advertised_once_placed_and_replaced_when_its_runner_placeholder_goes) {
   start();

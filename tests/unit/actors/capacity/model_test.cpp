@@ -2,6 +2,8 @@
 // headroom creates (decoded back with headroom's own pod decoder), plus the scaleSets config.
 
 #include <gtest/gtest.h>
+
+#include <map>
 #include <simdjson.h>
 
 #include "actors/capacity/capacity.hpp"
@@ -136,6 +138,84 @@ TEST(capacity_model, runner_pod_takes_its_jit_config_from_a_secret) {
   EXPECT_EQ(*scoped.meta.annotation(keys::runner_scope), "octo-org/app");
   const std::string secret = runner_secret(s, "linux-runner-1", "pod-uid", "jit-secret-value");
   EXPECT_NE(secret.find("\"uid\":\"pod-uid\""), std::string::npos) << "owned by its pod";
+}
+
+// #54: a scale set's runner pod carries what the runner's container hook (k8s-novolume, as ARC's
+// chart renders kubernetes-novolume) reads: its own name, the hook, the image for the workflow
+// pod's init container, a job container required; and the hook template headroom writes, mounted.
+TEST(capacity_model, a_runner_pod_carries_what_its_container_hook_reads) {
+  const auto s = spec();
+  ASSERT_EQ(s.mode, runners::runner_spec::container_mode::kubernetes_novolume) << "the scale sets' default";
+  ASSERT_EQ(s.hook_template_configmap, "linux-hook-template");
+  simdjson::dom::parser parser;
+  const std::string body = runner_pod(s, "linux-runner-1", 77);
+  const auto pod = parser.parse(body);
+  std::map<std::string, std::string> env;
+  for (auto e : pod["spec"]["containers"].at(0)["env"].get_array()) {
+    std::string_view name, value, field;
+    ASSERT_EQ(e["name"].get(name), simdjson::SUCCESS);
+    if (e["value"].get(value) == simdjson::SUCCESS)
+      env[std::string{name}] = std::string{value};
+    else if (e["valueFrom"]["fieldRef"]["fieldPath"].get(field) == simdjson::SUCCESS)
+      env[std::string{name}] = "fieldRef:" + std::string{field};
+    else
+      env[std::string{name}] = "secret";
+  }
+  EXPECT_EQ(env["ACTIONS_RUNNER_CONTAINER_HOOKS"], "/home/runner/k8s-novolume/index.js");
+  EXPECT_EQ(env["ACTIONS_RUNNER_POD_NAME"], "fieldRef:metadata.name");
+  EXPECT_EQ(env["ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER"], "true");
+  EXPECT_EQ(env["ACTIONS_RUNNER_IMAGE"], "ghcr.io/actions/actions-runner:latest");
+  EXPECT_EQ(env["ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE"], "/home/runner/headroom-hook/template.yaml");
+  EXPECT_EQ(env["ACTIONS_RUNNER_INPUT_JITCONFIG"], "secret");
+  std::string_view mount, volume, cm;
+  ASSERT_EQ(pod["spec"]["containers"].at(0)["volumeMounts"].at(0)["mountPath"].get(mount), simdjson::SUCCESS);
+  EXPECT_EQ(mount, "/home/runner/headroom-hook");
+  ASSERT_EQ(pod["spec"]["volumes"].at(0)["name"].get(volume), simdjson::SUCCESS);
+  ASSERT_EQ(pod["spec"]["volumes"].at(0)["configMap"]["name"].get(cm), simdjson::SUCCESS);
+  EXPECT_EQ(cm, "linux-hook-template");
+  // ARC's labels, so ARC users' selectors and dashboards keep working.
+  auto p = std::get<k8s::pod>(k8s::decode_pod(body));
+  ASSERT_NE(p.meta.label(keys::arc_scale_set_name), nullptr);
+  EXPECT_EQ(*p.meta.label(keys::arc_scale_set_name), "linux");
+  EXPECT_EQ(*p.meta.label(keys::arc_scale_set_namespace), "runners");
+
+  // none: the job runs in the runner container; nothing of the hook.
+  auto plain = s;
+  plain.mode = runners::runner_spec::container_mode::none;
+  const std::string none = runner_pod(plain, "linux-runner-2", 78);
+  for (const char* absent : {"ACTIONS_RUNNER_CONTAINER_HOOKS", "ACTIONS_RUNNER_POD_NAME", "REQUIRE_JOB_CONTAINER", "volumes"})
+    EXPECT_EQ(none.find(absent), std::string::npos) << absent;
+}
+
+// The hook template gives the workflow pod the ladder's workflow PriorityClass (it preempts its
+// workflow placeholder), the workflow's resources (`$job`: the hook replaces the job container's),
+// and the runner's placement, as the workflow placeholder has them.
+TEST(capacity_model, the_hook_template_gives_the_workflow_pod_its_rung_its_room_and_its_placement) {
+  const auto s = spec();
+  const std::string t = runners::hook_template(s, "arc-workflow", "500m", "512Mi", {{"nvidia.com/gpu", "1"}});
+  simdjson::dom::parser parser;
+  const auto d = parser.parse(t);
+  std::string_view v;
+  ASSERT_EQ(d["spec"]["priorityClassName"].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(v, "arc-workflow");
+  ASSERT_EQ(d["spec"]["containers"].at(0)["name"].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(v, "$job");
+  ASSERT_EQ(d["spec"]["containers"].at(0)["resources"]["requests"]["cpu"].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(v, "500m");
+  ASSERT_EQ(d["spec"]["containers"].at(0)["resources"]["limits"]["nvidia.com/gpu"].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(v, "1");
+  ASSERT_EQ(d["spec"]["nodeSelector"]["pool"].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(v, "ci");
+  ASSERT_EQ(d["spec"]["tolerations"].at(0)["key"].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(v, "ci");
+  ASSERT_EQ(d["metadata"]["labels"][keys::role].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(v, "workflow");
+  const std::string cm = runners::hook_template_configmap(s, "linux-hook-template", t);
+  const auto c = parser.parse(cm);
+  ASSERT_EQ(c["data"]["template.yaml"].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(v, t) << "JSON is YAML: the hook's js-yaml reads it";
+  ASSERT_EQ(c["metadata"]["namespace"].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(v, "runners");
 }
 
 TEST(capacity_model, slot_ids_are_distinct) {

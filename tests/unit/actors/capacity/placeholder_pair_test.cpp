@@ -149,9 +149,78 @@ TEST_F(pair_fixture, not_running_within_the_ready_timeout_times_out_and_deletes_
   EXPECT_EQ(waiting("DELETE"), 0u);
   sched.advance_time(1s);
   sched.run();
+  EXPECT_TRUE(reports->empty()) << "what Karpenter said is read first";
+  // Without the grant to list Events the pair times out as before.
+  ASSERT_TRUE(io.answer("GET", "/api/v1/namespaces/arc/events?fieldSelector=involvedObject.name%3D" + names[0], 403,
+                        R"({"kind":"Status","status":"Failure","reason":"Forbidden","code":403})"));
+  sched.run();
+  EXPECT_TRUE(reports->empty());
+  EXPECT_EQ(waiting("DELETE"), 0u);
+  ASSERT_TRUE(io.answer("GET", "involvedObject.name%3D" + names[1], 403, R"({"kind":"Status","code":403})"));
+  sched.run();
   ASSERT_EQ(reports->size(), 1u);
   EXPECT_EQ(reports->back().what, state::timed_out);
   EXPECT_EQ(waiting("DELETE"), 2u) << "its two pods are deleted";
+}
+
+// #61: Karpenter's reason for making no node is an Event about the placeholder, not on the pod: the
+// timed-out pair reads it (one list per placeholder not Running) and says it.
+TEST_F(pair_fixture, a_timed_out_pair_says_what_karpenter_said) {
+  start();
+  const auto names = create_both();
+  pod_is("ADDED", names[0], "Running", "node-1");
+  pod_is("ADDED", names[1], "Pending");
+  sched.advance_time(300s);
+  sched.run();
+  EXPECT_EQ(waiting("GET", "/events"), 1u) << "only the placeholder not Running is asked about";
+  const std::string events = R"({"kind":"EventList","metadata":{"resourceVersion":"9"},"items":[
+    {"metadata":{"name":"e1","namespace":"arc"},"reason":"FailedScheduling","message":"0/1 nodes are available",
+     "source":{"component":"default-scheduler"},"lastTimestamp":"2026-11-28T07:00:05Z"},
+    {"metadata":{"name":"e2","namespace":"arc"},"reason":"FailedScheduling",
+     "message":"Failed to schedule pod, all available instance types exceed limits for nodepool: \"default\"",
+     "source":{"component":"karpenter"},"lastTimestamp":"2026-11-28T07:00:04Z"}]})";
+  ASSERT_TRUE(io.answer("GET", "/api/v1/namespaces/arc/events?fieldSelector=involvedObject.name%3D" + names[1], 200, events));
+  sched.run();
+  ASSERT_EQ(reports->size(), 1u);
+  EXPECT_EQ(reports->back().what, state::timed_out);
+  EXPECT_NE(reports->back().reason.find(names[1] + " Karpenter: FailedScheduling: Failed to schedule pod, all available instance types "
+                                                   "exceed limits for nodepool: \"default\""),
+            std::string::npos)
+      << reports->back().reason;
+  EXPECT_EQ(waiting("DELETE"), 2u);
+}
+
+// The Event read is bounded: an API server that does not answer delays the timeout by 5 s, no more;
+// a pair placed meanwhile is not timed out.
+TEST_F(pair_fixture, a_slow_event_read_delays_the_timeout_five_seconds_and_a_pair_placed_meanwhile_stays) {
+  start();
+  const auto names = create_both();
+  pod_is("ADDED", names[0], "Pending");
+  pod_is("ADDED", names[1], "Pending");
+  sched.advance_time(300s);
+  sched.run();
+  EXPECT_EQ(waiting("GET", "/events"), 2u);
+  sched.advance_time(5s);
+  sched.run();
+  ASSERT_EQ(reports->size(), 1u);
+  EXPECT_EQ(reports->back().what, state::timed_out);
+  EXPECT_EQ(reports->back().reason.find("Karpenter"), std::string::npos);
+}
+
+TEST_F(pair_fixture, a_pair_placed_while_its_events_are_read_is_not_timed_out) {
+  start();
+  const auto names = create_both();
+  pod_is("ADDED", names[0], "Running", "node-1");
+  pod_is("ADDED", names[1], "Pending");
+  sched.advance_time(300s);
+  sched.run();
+  pod_is("MODIFIED", names[1], "Running", "node-1");
+  ASSERT_EQ(reports->size(), 1u);
+  EXPECT_EQ(reports->back().what, state::ready);
+  ASSERT_TRUE(io.answer("GET", "involvedObject.name%3D" + names[1], 200, R"({"items":[]})"));
+  sched.run();
+  EXPECT_EQ(reports->size(), 1u) << "no timeout after the pair was placed";
+  EXPECT_EQ(waiting("DELETE"), 0u);
 }
 
 // #61: a timed-out pair's Event said only "not Running within 20000 ms" and its pods, deleted, took
@@ -164,6 +233,8 @@ TEST_F(pair_fixture, a_timed_out_pair_says_what_the_scheduler_said) {
   pod_is("ADDED", names[1], "Pending", "",
          R"({"type":"PodScheduled","status":"False","reason":"Unschedulable","message":"0/6 nodes are available: 6 node(s) didn't match Pod's node affinity/selector."})");
   sched.advance_time(300s);
+  sched.run();
+  ASSERT_TRUE(io.answer("GET", "involvedObject.name%3D" + names[1], 200, R"({"items":[]})"));
   sched.run();
   ASSERT_EQ(reports->size(), 1u);
   EXPECT_EQ(reports->back().what, state::timed_out);

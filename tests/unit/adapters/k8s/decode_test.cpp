@@ -189,6 +189,36 @@ TEST(decode, priority_class_lease_and_event) {
   EXPECT_EQ(e.type, "Normal");
 }
 
+// #61: a timed-out pair says what Karpenter said about its placeholder, which only an Event holds.
+// Karpenter's recorder writes core/v1 Events (source.component), events.k8s.io/v1 recorders
+// reportingComponent; the newest by lastTimestamp, eventTime or series.lastObservedTime wins.
+TEST(decode, the_newest_event_a_component_said) {
+  const std::string list = R"({"kind":"EventList","metadata":{"resourceVersion":"9"},"items":[
+    {"metadata":{"name":"a","namespace":"ci"},"reason":"FailedScheduling","message":"0/3 nodes are available",
+     "source":{"component":"default-scheduler"},"lastTimestamp":"2026-11-28T07:00:09Z"},
+    {"metadata":{"name":"b","namespace":"ci"},"reason":"Nominated","message":"Pod should schedule on: nodeclaim/x",
+     "source":{"component":"karpenter"},"lastTimestamp":"2026-11-28T07:00:01Z"},
+    {"metadata":{"name":"c","namespace":"ci"},"reason":"FailedScheduling",
+     "message":"Failed to schedule pod, all available instance types exceed limits for nodepool: \"default\"",
+     "source":{"component":"karpenter"},"lastTimestamp":"2026-11-28T07:00:05Z"},
+    {"metadata":{"name":"d","namespace":"ci"},"reason":"Old","message":"older","reportingComponent":"karpenter",
+     "eventTime":"2026-11-28T06:59:00.000000Z"},
+    {"metadata":{"name":"e","namespace":"ci"},"count":"not a number"}]})";
+  EXPECT_EQ(newest_event_from(list, "karpenter"),
+            "FailedScheduling: Failed to schedule pod, all available instance types exceed limits for nodepool: \"default\"");
+  EXPECT_EQ(newest_event_from(list, "default-scheduler"), "FailedScheduling: 0/3 nodes are available");
+  EXPECT_EQ(newest_event_from(list, "kubelet"), "");
+  const std::string series = R"({"items":[{"metadata":{"name":"a"},"reason":"R1","reportingComponent":"karpenter","eventTime":"2026-11-28T07:00:00.000000Z",
+    "series":{"count":4,"lastObservedTime":"2026-11-28T07:10:00.000000Z"}},
+    {"metadata":{"name":"b"},"reason":"R2","source":{"component":"karpenter"},"lastTimestamp":"2026-11-28T07:05:00Z"}]})";
+  EXPECT_EQ(newest_event_from(series, "karpenter"), "R1") << "a series' last observation counts";
+  const std::string long_one = R"({"items":[{"metadata":{"name":"a"},"reason":"R","message":")" + std::string(1000, 'x') +
+                               R"(","source":{"component":"karpenter"}}]})";
+  EXPECT_EQ(newest_event_from(long_one, "karpenter").size(), std::string{"R: "}.size() + 400 + std::string{"…"}.size());
+  for (const char* bad : {"", "null", "[]", "{\"items\":7}", "{\"items\":[1,2]", "{\"items\":[{\"source\":3}]}"})
+    EXPECT_EQ(newest_event_from(bad, "karpenter"), "") << bad;
+}
+
 TEST(decode, unstructured_keeps_raw_json_and_metadata) {
   const std::string cr = R"({"apiVersion":"bigfleet.lucy.sh/v1alpha1","kind":"CapacityRequest",
     "metadata":{"name":"cr-1","namespace":"ci","uid":"u-1","resourceVersion":"42","labels":{"pod-uid":"p-1"}},
