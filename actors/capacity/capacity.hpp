@@ -194,6 +194,10 @@ std::string priority_class_object(const priority_class_spec& p, const std::strin
 // per-process owner ConfigMap. Named `<owner>-runners`.
 std::string runner_pdb_name(const owner_ref& owner);
 std::string runner_pdb(const scale_set_spec& s, const owner_ref& owner);
+// The runner placeholders' PodDisruptionBudget (minAvailable 2 × maxRunners: never met, so no
+// disruption is allowed): see pod_objects.cpp.
+std::string runner_placeholder_pdb_name(const owner_ref& owner);
+std::string runner_placeholder_pdb(const scale_set_spec& s, const owner_ref& owner);
 
 // A random slot id (8 hex characters): unique across processes, so an adopted pair never clashes.
 std::string new_slot_id();

@@ -69,6 +69,10 @@ void finish_setup_step(monitor_self* self) {
                [kube, ns = st.ctx->spec.ns, body = runner_pdb(st.ctx->spec, st.owner)](k8s::api_callback cb) {
                  kube->create(k8s::kinds::pod_disruption_budgets, ns, body, std::move(cb));
                });
+    start_call(self, {call_kind::runner_pdb, runner_placeholder_pdb_name(st.owner), 0},
+               [kube, ns = st.ctx->spec.ns, body = runner_placeholder_pdb(st.ctx->spec, st.owner)](k8s::api_callback cb) {
+                 kube->create(k8s::kinds::pod_disruption_budgets, ns, body, std::move(cb));
+               });
   }
   write_hook_template(self);
   recompute(self);
@@ -258,10 +262,10 @@ void on_setup_reply(monitor_self* self, const call_info& call, msg::api_reply& r
       return;
     case call_kind::runner_pdb:
       if (!r.ok && kind != api_kind::already_exists)
-        runtime::log::warn(actor_name, "could not create the runner pods' PodDisruptionBudget: a workflow pod may preempt a running runner",
+        runtime::log::warn(actor_name, "could not create a PodDisruptionBudget (runner pods or runner placeholders): a workflow pod may preempt a running runner",
                            {{"name", call.name}, {"error", r.error}});
       else
-        runtime::log::info(actor_name, "runner pods' PodDisruptionBudget in place", {{"name", call.name}});
+        runtime::log::info(actor_name, "PodDisruptionBudget in place", {{"name", call.name}});
       return;
     case call_kind::hook_template:
     case call_kind::hook_template_patch:

@@ -51,25 +51,50 @@ std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, ro
 
 std::string runner_pdb_name(const owner_ref& owner) { return owner.name + "-runners"; }
 
-std::string runner_pdb(const scale_set_spec& s, const owner_ref& owner) {
+namespace {
+
+std::string pdb(const scale_set_spec& s, const owner_ref& owner, const std::string& name, role over, int64_t min_available) {
   runtime::json_writer w;
   w.begin_object().field("apiVersion", "policy/v1").field("kind", "PodDisruptionBudget");
-  w.key("metadata").begin_object().field("name", runner_pdb_name(owner)).field("namespace", s.ns);
+  w.key("metadata").begin_object().field("name", name).field("namespace", s.ns);
   w.key("labels").begin_object().field("app.kubernetes.io/managed-by", "headroom").field(keys::scale_set, s.name).end_object();
   w.key("ownerReferences");
   owner_refs(w, owner);
   w.end_object();
-  // An integer minAvailable, never maxUnavailable or a percentage: runner pods have no controller,
-  // and for those kube-controller-manager can only count the selected pods against an integer; with
-  // anything else it warns UnmanagedPods on every sync (#61: 25 Warnings on one budget in six
-  // minutes). A scale set never has more than maxRunners runner pods alive (terminating ones are not
-  // counted as healthy), so minAvailable = maxRunners allows no disruption, as maxUnavailable 0 did.
-  w.key("spec").begin_object().field("minAvailable", std::max<int64_t>(1, s.max_runners));
+  w.key("spec").begin_object().field("minAvailable", min_available);
   w.key("selector").begin_object().key("matchLabels").begin_object();
-  w.field(keys::scale_set, s.name).field(keys::role, role_label(role::runner));
+  w.field(keys::scale_set, s.name).field(keys::role, role_label(over));
   w.end_object().end_object().end_object();  // matchLabels, selector, spec
   w.end_object();
   return w.take();
+}
+
+}  // namespace
+
+// An integer minAvailable, never maxUnavailable or a percentage: runner pods have no controller,
+// and for those kube-controller-manager can only count the selected pods against an integer; with
+// anything else it warns UnmanagedPods on every sync (#61: 25 Warnings on one budget in six
+// minutes). A scale set never has more than maxRunners runner pods alive (terminating ones are not
+// counted as healthy), so minAvailable = maxRunners allows no disruption, as maxUnavailable 0 did.
+std::string runner_pdb(const scale_set_spec& s, const owner_ref& owner) {
+  return pdb(s, owner, runner_pdb_name(owner), role::runner, std::max<int64_t>(1, s.max_runners));
+}
+
+std::string runner_placeholder_pdb_name(const owner_ref& owner) { return owner.name + "-runner-placeholders"; }
+
+// #54: on the ladder a workflow pod (20) may preempt any pod below it, and kube-scheduler prefers
+// the node whose most important victim is the least important: another pair's runner placeholder
+// (-10) over a workflow placeholder (10). Found once the runner simulator made workflow pods as the
+// container hook does and needed its runner pod to the end: the workflow pods took other pairs'
+// runner placeholders, those pairs' runners then found no room held, and their workflow pods
+// preempted running runners (4 jobs of 200 lost). The scheduler first picks nodes whose victims
+// violate no PodDisruptionBudget, so runner placeholders get one that allows no disruption
+// (minAvailable 2 × maxRunners: the pairs and their make-before-break renewals never reach it): a
+// workflow pod then takes a workflow placeholder's room wherever one makes it, and a runner pod,
+// which can only ever take a runner placeholder, still does (preemption overrides a budget when
+// every victim is under one).
+std::string runner_placeholder_pdb(const scale_set_spec& s, const owner_ref& owner) {
+  return pdb(s, owner, runner_placeholder_pdb_name(owner), role::runner_placeholder, 2 * std::max<int64_t>(1, s.max_runners));
 }
 
 std::string priority_class_object(const priority_class_spec& p, const std::string& name) {

@@ -420,8 +420,12 @@ struct world {
     for (auto r : p.parse(testpeer::http_call(sim->ready("http") + "/state").body)["runners"].get_array()) {
       std::string_view error, created;
       bool in_runner = false;
-      if (r["error"].get(error) == simdjson::SUCCESS && !error.empty() && error.rfind("skipped", 0) != 0)
-        out.errors += std::string{std::string_view(r["pod"])} + ": " + std::string{error} + "\n";
+      if (r["error"].get(error) == simdjson::SUCCESS && !error.empty() && error.rfind("skipped", 0) != 0) {
+        const std::string pod{std::string_view(r["pod"])};
+        // What the cluster said about the pod (a preemption, an eviction, a node gone), for the reader.
+        out.errors += pod + ": " + std::string{error} + "\n" +
+                      e.c->kubectl({"-n", s.name, "get", "events", "--field-selector", "involvedObject.name=" + pod}).out;
+      }
       if (r["inRunner"].get(in_runner) == simdjson::SUCCESS && in_runner)
         ++out.in_runner;
       else if (r["workflowCreatedAt"].get(created) == simdjson::SUCCESS && created.rfind("0001-", 0) != 0)

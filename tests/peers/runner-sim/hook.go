@@ -160,7 +160,7 @@ func (s *sim) hookClient(ctx context.Context, pod *corev1.Pod) (*kubernetes.Clie
 			BoundObjectRef: &authenticationv1.BoundObjectReference{Kind: "Pod", APIVersion: "v1", Name: pod.Name, UID: pod.UID}},
 	}, metav1.CreateOptions{})
 	if err != nil {
-		return nil, fmt.Errorf("token for service account %s: %w", sa, err)
+		return nil, fmt.Errorf("token for service account %s: %w", sa, err) // NotFound: the pod or the account is gone
 	}
 	cfg := &rest.Config{Host: s.config.Host, BearerToken: tr.Status.Token, QPS: 50, Burst: 100,
 		TLSClientConfig: rest.TLSClientConfig{CAData: s.config.TLSClientConfig.CAData, CAFile: s.config.TLSClientConfig.CAFile}}
@@ -344,12 +344,23 @@ func (s *sim) hookJob(ctx context.Context, v *runnerView, hook string, duration 
 	if ns == "" {
 		ns = v.pod.Namespace // the token's namespace file
 	}
-	hc, err := s.hookClient(ctx, v.pod)
-	if err != nil {
-		return err
-	}
-	if err := checkPermissions(ctx, hc, ns, hook); err != nil {
-		return err
+	// The token is the kubelet's (mounted before the runner starts); the permission checks are the
+	// hook's. Both through an API server restart (the chaos suite restarts it mid-burst): retried for a
+	// minute, as the workflow pod's create is; a refusal is final.
+	var hc *kubernetes.Clientset
+	for deadline := time.Now().Add(60 * time.Second); ; {
+		c, err := s.hookClient(ctx, v.pod)
+		if err == nil {
+			err = checkPermissions(ctx, c, ns, hook)
+		}
+		if err == nil {
+			hc = c
+			break
+		}
+		if _, final := err.(jobFailure); final || apierrors.IsNotFound(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			return err
+		}
+		time.Sleep(500 * time.Millisecond)
 	}
 	wf := jobPod(v, podName, hook)
 	if file := v.env["ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE"]; file != "" {

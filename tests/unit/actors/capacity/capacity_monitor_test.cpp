@@ -79,6 +79,7 @@ struct monitor_fixture : test_support::actor_fixture {
     ASSERT_TRUE(io.answer("GET", "/namespaces/arc/configmaps", 200, R"({"kind":"ConfigMapList","metadata":{},"items":[]})"));
     sched.run();
     ASSERT_TRUE(io.answer("POST", "/poddisruptionbudgets", 201, "{}"));
+    ASSERT_TRUE(io.answer("POST", "/poddisruptionbudgets", 201, "{}")) << "the runner placeholders' budget";
     sched.run();
   }
   // The pair's two creates, answered; the names, runner placeholder first.

@@ -121,6 +121,13 @@ TEST(capacity_model, the_runner_budget_is_an_integer_min_available_of_max_runner
   EXPECT_EQ(pdb["spec"]["maxUnavailable"].error(), simdjson::NO_SUCH_FIELD);
   EXPECT_EQ(std::string_view(pdb["spec"]["selector"]["matchLabels"]["headroom.dev/role"]), "runner");
   EXPECT_EQ(std::string_view(pdb["metadata"]["name"]), "headroom-owner-1-runners");
+  // #54: the runner placeholders' budget, never met, so kube-scheduler prefers a workflow
+  // placeholder as a workflow pod's victim over another pair's runner placeholder.
+  const auto ph = p.parse(runner_placeholder_pdb(s, {"v1", "ConfigMap", "headroom-owner-1", "uid-1"}));
+  ASSERT_EQ(ph.error(), simdjson::SUCCESS);
+  EXPECT_EQ(ph["spec"]["minAvailable"].get_int64().value(), 14);
+  EXPECT_EQ(std::string_view(ph["spec"]["selector"]["matchLabels"]["headroom.dev/role"]), "runner-placeholder");
+  EXPECT_EQ(std::string_view(ph["metadata"]["name"]), "headroom-owner-1-runner-placeholders");
 }
 
 TEST(capacity_model, runner_pod_takes_its_jit_config_from_a_secret) {
