@@ -197,4 +197,72 @@ std::string runner_pod_from_template(const std::string& template_json, const run
   return {out.GetString(), out.GetSize()};
 }
 
+std::optional<std::string> check_hook_template(const std::string& template_json) {
+  Document d;
+  if (d.Parse(template_json.data(), template_json.size()).HasParseError() || !d.IsObject())
+    return std::string{"expected a pod template: a map with metadata and spec"};
+  for (auto it = d.MemberBegin(); it != d.MemberEnd(); ++it)
+    if (view(it->name) != "metadata" && view(it->name) != "spec")
+      return std::string{view(it->name)} + ": a pod template has only metadata and spec";
+  if (d.HasMember("metadata"))
+    if (auto e = check_metadata(d["metadata"]))
+      return e;
+  if (!d.HasMember("spec"))
+    return std::nullopt;
+  if (!d["spec"].IsObject())
+    return std::string{"spec: expected a map (a PodSpec)"};
+  if (auto it = d["spec"].FindMember("containers"); it != d["spec"].MemberEnd()) {
+    if (!it->value.IsArray())
+      return std::string{"spec.containers: expected a list"};
+    for (rapidjson::SizeType i = 0; i < it->value.Size(); ++i) {
+      const auto& c = it->value[i];
+      if (!c.IsObject() || !c.HasMember("name") || !c["name"].IsString())
+        return "spec.containers[" + std::to_string(i) + "].name: expected a string ($job patches the job container)";
+    }
+  }
+  return std::nullopt;
+}
+
+std::string merge_hook_templates(const std::string& user, const std::string& ours) {
+  Document out, o;
+  out.Parse(user.data(), user.size());  // checked when the configuration was read
+  o.Parse(ours.data(), ours.size());
+  if (!out.IsObject() || !o.IsObject())
+    return ours;
+  auto& a = out.GetAllocator();
+  auto& labels = object_member(object_member(out, "metadata", a), "labels", a);
+  for (auto it = o["metadata"]["labels"].MemberBegin(); it != o["metadata"]["labels"].MemberEnd(); ++it)
+    set_member(labels, it->name.GetString(), Value{it->value, a}, a);
+  auto& spec = object_member(out, "spec", a);
+  const bool placed = spec.HasMember("nodeSelector") || spec.HasMember("tolerations") || spec.HasMember("affinity");
+  for (auto it = o["spec"].MemberBegin(); it != o["spec"].MemberEnd(); ++it) {
+    const auto key = view(it->name);
+    if (key == "containers")
+      continue;
+    if ((key == "nodeSelector" || key == "tolerations") && placed)
+      continue;
+    set_member(spec, it->name.GetString(), Value{it->value, a}, a);
+  }
+  // The `$job` patch: the user's, with headroom's resources.
+  const auto& our_job = o["spec"]["containers"][0];
+  auto cs = spec.FindMember("containers");
+  if (cs == spec.MemberEnd() || !cs->value.IsArray()) {
+    set_member(spec, "containers", Value{rapidjson::kArrayType}, a);
+    cs = spec.FindMember("containers");
+  }
+  Value* job = nullptr;
+  for (auto& c : cs->value.GetArray())
+    if (c.IsObject() && c.HasMember("name") && c["name"].IsString() && view(c["name"]) == "$job")
+      job = &c;
+  if (job == nullptr) {
+    cs->value.PushBack(Value{our_job, a}, a);
+  } else {
+    set_member(*job, "resources", Value{our_job["resources"], a}, a);
+  }
+  rapidjson::StringBuffer buf;
+  rapidjson::Writer<rapidjson::StringBuffer> w{buf};
+  out.Accept(w);
+  return {buf.GetString(), buf.GetSize()};
+}
+
 }  // namespace headroom::actors::runners

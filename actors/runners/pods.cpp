@@ -171,7 +171,8 @@ std::string hook_template(const runner_spec& s, const std::string& priority_clas
   json::resources(w, cpu, memory, extended);
   w.end_object().end_array();
   w.end_object().end_object();
-  return w.take();
+  std::string ours = w.take();
+  return s.user_hook_template.empty() ? ours : merge_hook_templates(s.user_hook_template, ours);
 }
 
 std::string hook_template_configmap(const runner_spec& s, const std::string& name, const std::string& template_json) {

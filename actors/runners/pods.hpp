@@ -63,6 +63,7 @@ struct runner_spec {
   // and named by ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE; "" none.
   std::string hook_template_configmap;
   bool arc_labels = false;  // ARC's scale-set labels on runner pods (the scale sets')
+  std::string user_hook_template;  // the user's own hook template (checked JSON), merged under headroom's; "" none
 };
 
 // Where runner pods mount the hook template, and the file ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE names.
@@ -80,6 +81,15 @@ inline constexpr const char* novolume_hook = "/home/runner/k8s-novolume/index.js
 // `priority_class` "" = none.
 std::string hook_template(const runner_spec& s, const std::string& priority_class, const std::string& cpu, const std::string& memory,
                           const k8s::string_pairs& extended);
+// Why `template_json` cannot be a user's hook template, naming the field; nullopt when it can. A
+// PodTemplateSpec for the workflow pod: only metadata (labels, annotations) and spec; its
+// containers named (`$job` patches the job container, as the hook reads it).
+std::optional<std::string> check_hook_template(const std::string& template_json);
+// headroom's hook template (`ours`) over the user's (`user`, checked): the user's keys pass through;
+// headroom's labels, priorityClassName and the `$job` container's resources replace the user's (they
+// are the room the workflow placeholder holds); the runner's nodeSelector and tolerations only where
+// the user's template sets no placement (nodeSelector, tolerations, affinity) of its own.
+std::string merge_hook_templates(const std::string& user, const std::string& ours);
 // The ConfigMap `name` holding it, under hook_template_key.
 std::string hook_template_configmap(const runner_spec& s, const std::string& name, const std::string& template_json);
 

@@ -4,7 +4,9 @@
 #include <cctype>
 #include <set>
 
+#include "actors/runners/pods.hpp"
 #include "adapters/k8s/quantity.hpp"
+#include "runtime/yaml_json.hpp"
 
 namespace headroom::modes {
 
@@ -61,7 +63,7 @@ void read_resources(const YAML::Node& node, const std::string& where, std::strin
 
 // A runner pod template (scale sets' `runner`, the scheduler's `runner`).
 void read_runner(const YAML::Node& node, const std::string& where, runner_section& out, bool extended) {
-  std::set<std::string> keys{"image", "command", "resources", "nodeSelector", "tolerations", "serviceAccountName", "containerMode"};
+  std::set<std::string> keys{"image", "command", "resources", "nodeSelector", "tolerations", "serviceAccountName", "containerMode", "hookTemplate"};
   if (extended)
     keys.insert({"slotResource", "activeDeadlineSeconds"});
   config_section rs{node, where, keys};
@@ -101,6 +103,17 @@ void read_runner(const YAML::Node& node, const std::string& where, runner_sectio
     if (*v != "kubernetes-novolume" && *v != "none")
       config_fail(rs.path("containerMode"), "expected kubernetes-novolume or none, found '" + *v + "'");
     out.container_mode = *v;
+  }
+  runtime::describe_config_key(rs.path("hookTemplate"), {"pod-template", "", "", ""});
+  if (auto t = rs.get("hookTemplate")) {
+    if (!t->IsMap())
+      config_fail(rs.path("hookTemplate"), "expected a pod template (metadata, spec), found " + yaml_kind(*t));
+    auto json = runtime::yaml_to_json(*t);
+    if (auto* e = std::get_if<runtime::yaml_json_error>(&json))
+      config_fail(rs.path("hookTemplate") + (e->where.empty() ? "" : "." + e->where), e->message);
+    if (auto problem = actors::runners::check_hook_template(std::get<std::string>(json)))
+      config_fail(rs.path("hookTemplate"), *problem);
+    out.hook_template = std::get<std::string>(json);
   }
   if (extended) {
     if (auto v = rs.read_string("slotResource"))

@@ -51,6 +51,8 @@ struct runner_section {
   // (jobs run in the runner container). The scale sets' default is kubernetes-novolume, the
   // scheduler's none.
   std::string container_mode = "kubernetes-novolume";
+  // The user's own hook template (a PodTemplateSpec as JSON), merged under headroom's; "" none.
+  std::string hook_template;
   // The scheduler's only: the extended resource one runner takes (a device plugin's slots, as the
   // seed's one-runner-per-node); "" = none, capacity unchecked.
   std::string slot_resource = "headroom.dev/runner";

@@ -61,6 +61,7 @@ std::optional<std::string> apply_runner(const runner_section& r, const std::stri
   for (const auto& t : r.tolerations)
     s.tolerations.push_back(k8s::toleration{t.key, t.op, t.value, t.effect, std::nullopt});
   s.service_account = r.service_account;
+  s.user_hook_template = r.hook_template;
   s.mode = r.container_mode == "kubernetes-novolume" ? actors::runners::runner_spec::container_mode::kubernetes_novolume
                                                      : actors::runners::runner_spec::container_mode::none;
   return std::nullopt;

@@ -609,6 +609,22 @@ TEST(capacity_e2e, capacity_workflow_room_is_protected) {
                             "{.metadata.labels.runner-pod} {.spec.nodeName}"}).out,
             "arc-workflow job 500m " + runner + " " + node)
       << "the workflow pod takes the workflow placeholder's room on its node";
+  // And at once: the workflow placeholder is a preemption victim within a second of the hook's
+  // create (both times the simulator's: its create, and its watch seeing the victim marked).
+  {
+    simdjson::dom::parser p;
+    const auto st = p.parse(testpeer::http_call(w.sim->ready("http") + "/state").body);
+    std::string_view created, gone;
+    for (auto r : st["runners"].get_array())
+      if (std::string_view(r["pod"]) == runner)
+        (void)r["workflowCreatedAt"].get(created);
+    ASSERT_EQ(st["placeholdersGone"][wp].get(gone), simdjson::SUCCESS) << "the workflow placeholder was never seen going";
+    ASSERT_FALSE(created.empty());
+    const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(parse_time(gone) - parse_time(created));
+    EXPECT_GE(took.count(), 0) << "the placeholder went before the workflow pod was made";
+    EXPECT_LE(took.count(), 1000) << "the workflow pod took " << took.count() << " ms to preempt its workflow placeholder";
+    std::cout << "[handoff] workflow placeholder preempted " << took.count() << " ms after the hook made the workflow pod\n";
+  }
   EXPECT_NE(phase("competitor"), "Running");
   e.c->kubectl({"-n", sc.name, "delete", "pod", "competitor", "--grace-period=0", "--wait=false"});
   EXPECT_TRUE(eventually([&] { return w.job_states()["completed"] == 1; }, 90s));

@@ -11,7 +11,8 @@
 //
 // It also watches the placeholder pairs and keeps a timeline of how many pairs had both
 // placeholders Running, so a test can check every poll's advertised capacity against what the
-// scheduler had really placed. GET /state returns {timeline, runners}.
+// scheduler had really placed, and when each placeholder was first seen going. GET /state returns
+// {timeline, runners, placeholdersGone}.
 //
 //	runner-sim --state-dir DIR --kubeconfig F --namespace NS --peer URL [--job-duration 5s]
 //
@@ -64,6 +65,9 @@ type sim struct {
 	mu       sync.Mutex
 	timeline []sample
 	runners  map[string]*runnerRecord
+	// When each placeholder was first seen going (a preemption victim, being deleted, or deleted):
+	// how long a workflow pod took to take its workflow placeholder's room.
+	gone map[string]time.Time
 	client   *kubernetes.Clientset
 	config   *rest.Config
 	ns, peer string
@@ -85,6 +89,26 @@ func running(p *corev1.Pod) bool {
 		}
 	}
 	return true
+}
+
+// notePlaceholderGone records the first moment a placeholder was seen going.
+func (s *sim) notePlaceholderGone(p *corev1.Pod, deleted bool) {
+	role := p.Labels["headroom.dev/role"]
+	if role != "runner-placeholder" && role != "workflow-placeholder" {
+		return
+	}
+	going := deleted || p.DeletionTimestamp != nil
+	for _, c := range p.Status.Conditions {
+		going = going || (c.Type == corev1.DisruptionTarget && c.Status == corev1.ConditionTrue)
+	}
+	if !going {
+		return
+	}
+	s.mu.Lock()
+	defer s.mu.Unlock()
+	if _, seen := s.gone[p.Name]; !seen {
+		s.gone[p.Name] = time.Now()
+	}
 }
 
 // Called on every pod event: the number of fully placed pairs now.
@@ -276,13 +300,16 @@ func main() {
 	client := kubernetes.NewForConfigOrDie(cfg)
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(*ns))
 	inf := factory.Core().V1().Pods().Informer()
-	s := &sim{timeline: []sample{}, runners: map[string]*runnerRecord{}, client: client, config: cfg, ns: *ns, peer: *peer, duration: *duration,
+	s := &sim{timeline: []sample{}, runners: map[string]*runnerRecord{}, gone: map[string]time.Time{}, client: client, config: cfg, ns: *ns, peer: *peer, duration: *duration,
 		wfDelay: *wfDelay, exitPods: *exitPods, lister: inf.GetIndexer(), logger: logger}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	handle := func(o any) {
 		s.observe()
 		p, ok := o.(*corev1.Pod)
+		if ok {
+			s.notePlaceholderGone(p, false)
+		}
 		if !ok || p.Labels["headroom.dev/role"] != "runner" || !running(p) {
 			return
 		}
@@ -306,7 +333,15 @@ func main() {
 	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
 		AddFunc:    handle,
 		UpdateFunc: func(_, n any) { handle(n) },
-		DeleteFunc: func(any) { s.observe() },
+		DeleteFunc: func(o any) {
+			s.observe()
+			if t, ok := o.(cache.DeletedFinalStateUnknown); ok {
+				o = t.Obj
+			}
+			if p, ok := o.(*corev1.Pod); ok {
+				s.notePlaceholderGone(p, true)
+			}
+		},
 	})
 	factory.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
@@ -319,7 +354,7 @@ func main() {
 		for _, r := range s.runners {
 			runners = append(runners, r)
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"timeline": s.timeline, "runners": runners})
+		_ = json.NewEncoder(w).Encode(map[string]any{"timeline": s.timeline, "runners": runners, "placeholdersGone": s.gone})
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -91,6 +91,28 @@ scaleSets:
   EXPECT_NE(error_of("[cpu]").find("expected a mapping"), std::string::npos);
 }
 
+// #54: a scale set's runner runs container jobs through the k8s-novolume hook unless told `none`;
+// the scheduler's runners default to none. Modes headroom cannot run yet, and a hook template that
+// is not one, are refused naming the key.
+TEST(capacity_config, the_container_mode_and_the_users_hook_template_are_read_and_checked) {
+  auto r = parse_config_yaml("github: {configUrl: x}\nscaleSets: [{name: a}, {name: b, runner: {containerMode: none, "
+                             "hookTemplate: {spec: {containers: [{name: $job, env: [{name: X, value: \"1\"}]}]}}}}]");
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
+  const auto& sets = std::get<parsed_config>(r).modes.get<scale_sets_mode>().config.sets;
+  EXPECT_EQ(sets.at(0).runner.container_mode, "kubernetes-novolume");
+  EXPECT_EQ(sets.at(1).runner.container_mode, "none");
+  EXPECT_EQ(sets.at(1).runner.hook_template, R"({"spec":{"containers":[{"name":"$job","env":[{"name":"X","value":"1"}]}]}})");
+  auto error_of = [](const std::string& runner) {
+    auto r = parse_config_yaml("github: {configUrl: x}\nscaleSets: [{name: a, runner: " + runner + "}]");
+    return std::holds_alternative<runtime::config_error>(r) ? std::get<runtime::config_error>(r).message() : std::string{};
+  };
+  EXPECT_NE(error_of("{containerMode: dind}").find("scaleSets[0].runner.containerMode: 'dind' is not supported yet"), std::string::npos);
+  EXPECT_NE(error_of("{containerMode: kubernetes}").find("not supported yet"), std::string::npos);
+  EXPECT_NE(error_of("{containerMode: docker}").find("expected kubernetes-novolume or none"), std::string::npos);
+  EXPECT_NE(error_of("{hookTemplate: {kind: Pod}}").find("scaleSets[0].runner.hookTemplate: kind"), std::string::npos);
+  EXPECT_NE(error_of("{hookTemplate: [x]}").find("expected a pod template"), std::string::npos);
+}
+
 TEST(capacity_config, scale_set_errors_name_the_key) {
   auto error_of = [](const char* yaml) {
     auto r = parse_config_yaml(yaml);

@@ -225,6 +225,51 @@ TEST(capacity_model, the_hook_template_gives_the_workflow_pod_its_rung_its_room_
   EXPECT_EQ(v, "runners");
 }
 
+// The user's own hook template is merged under headroom's: its keys pass through (a sidecar, a
+// volume, env on the job container); headroom's PriorityClass, labels and the job container's
+// resources replace the user's; the runner's placement only where the user placed nothing.
+TEST(capacity_model, a_users_hook_template_is_merged_under_headroom_s) {
+  auto s = spec();
+  const std::string user = R"({"metadata":{"labels":{"team":"ci"}},"spec":{"priorityClassName":"low",)"
+                           R"("securityContext":{"runAsNonRoot":true},"volumes":[{"name":"cache","emptyDir":{}}],)"
+                           R"("containers":[{"name":"$job","env":[{"name":"X","value":"1"}],"resources":{"requests":{"cpu":"9"}}},)"
+                           R"({"name":"sidecar","image":"busybox"}]}})";
+  ASSERT_EQ(runners::check_hook_template(user), std::nullopt);
+  s.user_hook_template = user;
+  simdjson::dom::parser parser;
+  const std::string merged = runners::hook_template(s, "arc-workflow", "500m", "512Mi", {});
+  const auto d = parser.parse(merged);
+  std::string_view v;
+  ASSERT_EQ(d["spec"]["priorityClassName"].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(v, "arc-workflow") << "headroom's rung wins";
+  ASSERT_EQ(d["metadata"]["labels"]["team"].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(v, "ci");
+  ASSERT_EQ(d["metadata"]["labels"][keys::role].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(v, "workflow");
+  ASSERT_EQ(d["spec"]["containers"].at(0)["resources"]["requests"]["cpu"].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(v, "500m") << "the room the placeholder holds";
+  ASSERT_EQ(d["spec"]["containers"].at(0)["env"].at(0)["name"].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(v, "X");
+  ASSERT_EQ(d["spec"]["containers"].at(1)["name"].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(v, "sidecar");
+  ASSERT_EQ(d["spec"]["volumes"].at(0)["name"].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(v, "cache");
+  ASSERT_EQ(d["spec"]["nodeSelector"]["pool"].get(v), simdjson::SUCCESS) << "no placement of the user's: the runner's";
+  // A placement of the user's is kept.
+  s.user_hook_template = R"({"spec":{"nodeSelector":{"disk":"ssd"}}})";
+  const auto p = parser.parse(runners::hook_template(s, "arc-workflow", "500m", "512Mi", {}));
+  ASSERT_EQ(p["spec"]["nodeSelector"]["disk"].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(p["spec"]["tolerations"].error(), simdjson::NO_SUCH_FIELD);
+  ASSERT_EQ(p["spec"]["containers"].at(0)["name"].get(v), simdjson::SUCCESS);
+  EXPECT_EQ(v, "$job");
+  // Refused, naming the field.
+  EXPECT_NE(runners::check_hook_template(R"({"kind":"Pod"})"), std::nullopt);
+  EXPECT_NE(runners::check_hook_template(R"({"metadata":{"name":"x"}})"), std::nullopt);
+  EXPECT_NE(runners::check_hook_template(R"({"metadata":{"labels":{"headroom.dev/role":"mine"}}})"), std::nullopt);
+  EXPECT_EQ(*runners::check_hook_template(R"({"spec":{"containers":[{"image":"x"}]}})"),
+            "spec.containers[0].name: expected a string ($job patches the job container)");
+}
+
 TEST(capacity_model, slot_ids_are_distinct) {
   std::set<std::string> ids;
   for (int i = 0; i < 1000; ++i)
