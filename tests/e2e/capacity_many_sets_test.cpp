@@ -170,9 +170,17 @@ TEST(capacity_e2e, fifty_scale_sets_in_one_headroom_hold_their_sessions_on_one_p
   std::cout << "[many sets] " << sets << " scale sets: " << now.polls << " polls audited, " << namespaced_pod_watches(e) - watches_before
             << " pod watch, agent RSS " << rss_mib(w.headroom->pid()) << " MiB\n";
   // Each scale set has its own owner, so each has its own runner PodDisruptionBudget (one shared
-  // owner gave the namespace one budget, for the first scale set only).
+  // owner gave the namespace one budget, for the first scale set only), and its own runner
+  // placeholders' budget (#54).
   auto pdbs = e.c->kubectl({"-n", sc.name, "get", "pdb", "-o", "name"}).out;
-  EXPECT_EQ(std::count(pdbs.begin(), pdbs.end(), '\n'), sets) << pdbs;
+  auto ending = [&](const std::string& suffix) {
+    int n = 0;
+    for (size_t at = pdbs.find(suffix + "\n"); at != std::string::npos; at = pdbs.find(suffix + "\n", at + 1))
+      ++n;
+    return n;
+  };
+  EXPECT_EQ(ending("-runners"), sets) << pdbs;
+  EXPECT_EQ(ending("-runner-placeholders"), sets) << pdbs;
   // An orderly stop: each scale set releases only its own placeholders. (With one owner for the
   // namespace, the first scale set to stop deleted every scale set's placeholders; the others
   // made new pairs while they waited their turn to stop: thousands of pairs and log lines.)
