@@ -123,10 +123,9 @@ void add_slot(Value& runner, const std::string& resource, Document::AllocatorTyp
     set_member(object_member(res, side, a), resource.c_str(), Value{"1", a}, a);
 }
 
-}  // namespace
-
-std::optional<std::string> check_pod_template(const std::string& template_json, pod_template_facts* facts) {
-  Document d;
+// A pod template's outline, parsed into `d`: an object of metadata (labels and annotations only)
+// and spec; why not, naming the field.
+std::optional<std::string> parse_template(const std::string& template_json, Document& d) {
   if (d.Parse(template_json.data(), template_json.size()).HasParseError() || !d.IsObject())
     return std::string{"expected a pod template: a map with metadata and spec"};
   for (auto it = d.MemberBegin(); it != d.MemberEnd(); ++it)
@@ -135,6 +134,15 @@ std::optional<std::string> check_pod_template(const std::string& template_json, 
   if (d.HasMember("metadata"))
     if (auto e = check_metadata(d["metadata"]))
       return e;
+  return std::nullopt;
+}
+
+}  // namespace
+
+std::optional<std::string> check_pod_template(const std::string& template_json, pod_template_facts* facts) {
+  Document d;
+  if (auto e = parse_template(template_json, d))
+    return e;
   if (!d.HasMember("spec") || !d["spec"].IsObject())
     return std::string{"spec: expected a map (a PodSpec)"};
   const auto& spec = d["spec"];
@@ -199,14 +207,8 @@ std::string runner_pod_from_template(const std::string& template_json, const run
 
 std::optional<std::string> check_hook_template(const std::string& template_json) {
   Document d;
-  if (d.Parse(template_json.data(), template_json.size()).HasParseError() || !d.IsObject())
-    return std::string{"expected a pod template: a map with metadata and spec"};
-  for (auto it = d.MemberBegin(); it != d.MemberEnd(); ++it)
-    if (view(it->name) != "metadata" && view(it->name) != "spec")
-      return std::string{view(it->name)} + ": a pod template has only metadata and spec";
-  if (d.HasMember("metadata"))
-    if (auto e = check_metadata(d["metadata"]))
-      return e;
+  if (auto e = parse_template(template_json, d))
+    return e;
   if (!d.HasMember("spec"))
     return std::nullopt;
   if (!d["spec"].IsObject())
