@@ -84,6 +84,13 @@ void cycle::sync_worker(store::worker& w, const std::set<std::string>& unreachab
     if (w.status == store::worker_status::creating)
       advance_worker(w, store::worker_status::running, "");
   } else if (pod->phase == "Succeeded") {
+    // The runner exited after its job. GitHub's webhook naming it may still be on its way (a
+    // delivery can trail a short job): a worker with no job yet waits for it up to the orphan
+    // grace, so the job is recorded on the worker that ran it. (An e2e whose jobs run 2 s in the
+    // runner container saw a pod end first, and its job then recorded on no worker.)
+    const auto since = st_.terminal_since.emplace(w.name, now_).first->second;
+    if (w.job_id == 0 && now_ - since < o_.orphan_grace.count())
+      return;
     return finish_worker(w, store::worker_status::completed, "");
   } else if (pod->phase == "Failed") {
     return finish_worker(w, store::worker_status::failed, pod_failure(*pod));

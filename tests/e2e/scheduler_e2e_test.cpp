@@ -80,7 +80,8 @@ TEST(scheduler_e2e, fifty_jobs_three_entities_the_cap_holds_and_every_job_comple
     return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return stored[id] == "completed"; });
   }, 30s));
   // Each job ran on exactly one worker; no worker ran two.
-  ASSERT_TRUE(eventually([&] { return w.each_ran_once(ids); }, 30s)) << "every job is recorded on exactly one worker";
+  ASSERT_TRUE(eventually([&] { return w.each_ran_once(ids); }, 30s))
+      << "every job is recorded on exactly one worker:\n" << w.ran_not_once(ids) << w.headroom->log() << "\n" << w.sim->log();
   for (const auto& x : w.workers())
     EXPECT_NE(x.status, "failed") << x.name << ": " << x.failure;
   // The .json pages, followed through Link, give every job exactly once (7 per page: 8 pages).

@@ -258,6 +258,23 @@ struct sched_world {
     return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return runs[id] == 1; });
   }
 
+  // The jobs of `ids` not recorded on exactly one worker, each with its workers (name, status,
+  // failure), for a failed each_ran_once.
+  std::string ran_not_once(const std::vector<int64_t>& ids) const {
+    std::map<int64_t, std::string> on;
+    std::map<int64_t, int> runs;
+    for (const auto& x : workers())
+      if (x.job_id != 0) {
+        ++runs[x.job_id];
+        on[x.job_id] += " " + x.name + " (" + x.status + (x.failure.empty() ? "" : ": " + x.failure) + ")";
+      }
+    std::string out;
+    for (auto id : ids)
+      if (runs[id] != 1)
+        out += "job " + std::to_string(id) + " on " + std::to_string(runs[id]) + " workers:" + on[id] + "\n";
+    return out;
+  }
+
   // The story of each worker that ran no job (for the open question of where such an extra
   // worker comes from): its row, and the lines of each headroom log and of the simulator's that
   // name it. Empty when every worker ran a job.
