@@ -98,7 +98,8 @@ void expect_recovered(world& w, int64_t set, int jobs, const std::string& fault,
   for (auto j : p.parse(w.e.peer->control("/state").body)["jobs"].get_array())
     if (int64_t(j["scaleSetId"]) == set) {
       requeues += int64_t(j["requeues"]);
-      EXPECT_EQ(std::string_view(j["result"]), "succeeded") << fault << ": job " << int64_t(j["runnerRequestId"]);
+      EXPECT_EQ(std::string_view(j["result"]), "succeeded") << fault << ": job " << int64_t(j["runnerRequestId"]) << "\n"
+                                                            << w.outcomes().errors;
       EXPECT_TRUE(runners.insert(int64_t(j["runnerId"])).second) << fault << ": two jobs ran on one runner";
     }
   if (same_process) {

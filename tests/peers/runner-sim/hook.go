@@ -43,6 +43,13 @@ func (f jobFailure) Error() string { return f.why }
 
 func failf(format string, args ...any) error { return jobFailure{fmt.Sprintf(format, args...)} }
 
+// denied: a permission the hook checks is refused. Final for a real hook; here retried for a minute
+// first, since an API server just restarted (the chaos suite) refuses everything until its RBAC
+// caches have synced, and a missing rule then still fails the job, a minute later.
+type denied struct{ jobFailure }
+
+func deniedf(format string, args ...any) error { return denied{jobFailure{fmt.Sprintf(format, args...)}} }
+
 // runnerView: what one runner process sees of its pod.
 type runnerView struct {
 	pod       *corev1.Pod
@@ -205,7 +212,7 @@ func checkPermissions(ctx context.Context, hc *kubernetes.Clientset, ns, hook st
 			if p.subresource != "" {
 				what += "/" + p.subresource
 			}
-			return failf("The Service account needs the following permissions [{\"group\":%q,\"verb\":%q,\"resource\":%q}] on the pod resource in the '%s' namespace", p.group, p.verb, what, ns)
+			return deniedf("The Service account needs the following permissions [{\"group\":%q,\"verb\":%q,\"resource\":%q}] on the pod resource in the '%s' namespace", p.group, p.verb, what, ns)
 		}
 	}
 	return nil
@@ -357,7 +364,11 @@ func (s *sim) hookJob(ctx context.Context, v *runnerView, hook string, duration 
 			hc = c
 			break
 		}
-		if _, final := err.(jobFailure); final || apierrors.IsNotFound(err) || ctx.Err() != nil || time.Now().After(deadline) {
+		_, refused := err.(denied)
+		if _, final := err.(jobFailure); (final && !refused) || apierrors.IsNotFound(err) || ctx.Err() != nil || time.Now().After(deadline) {
+			if refused {
+				return err.(denied).jobFailure
+			}
 			return err
 		}
 		time.Sleep(500 * time.Millisecond)
@@ -382,7 +393,8 @@ func (s *sim) hookJob(ctx context.Context, v *runnerView, hook string, duration 
 		if err == nil || apierrors.IsAlreadyExists(err) {
 			break
 		}
-		if apierrors.IsForbidden(err) || apierrors.IsInvalid(err) || ctx.Err() != nil || time.Now().After(deadline) {
+		// Forbidden too is retried (a restarted API server's RBAC caches), as the permission checks are.
+		if apierrors.IsInvalid(err) || ctx.Err() != nil || time.Now().After(deadline) {
 			return failf("failed to create job pod: %v", err)
 		}
 		time.Sleep(500 * time.Millisecond)
