@@ -1,7 +1,6 @@
 #include "modes/scheduler/settings.hpp"
 
 #include "actors/runners/pods.hpp"
-#include "runtime/yaml_json.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -69,12 +68,7 @@ pool_section read_pool(const YAML::Node& node, const std::string& where, const r
   check_labels(p.labels, s.path("labels"));
   runtime::describe_config_key(s.path("template"), {"pod-template", "", "", ""});
   if (auto t = s.get("template")) {
-    if (!t->IsMap())
-      config_fail(s.path("template"), "expected a pod template (metadata, spec), found " + yaml_kind(*t));
-    auto json = runtime::yaml_to_json(*t);
-    if (auto* e = std::get_if<runtime::yaml_json_error>(&json))
-      config_fail(s.path("template") + (e->where.empty() ? "" : "." + e->where), e->message);
-    p.pod_template = std::get<std::string>(json);
+    p.pod_template = read_pod_template_json(*t, s.path("template"));
     actors::runners::pod_template_facts facts;
     if (auto problem = actors::runners::check_pod_template(p.pod_template, &facts))
       config_fail(s.path("template"), *problem);

@@ -61,6 +61,15 @@ void read_resources(const YAML::Node& node, const std::string& where, std::strin
   }
 }
 
+std::string read_pod_template_json(const YAML::Node& node, const std::string& where) {
+  if (!node.IsMap())
+    config_fail(where, "expected a pod template (metadata, spec), found " + yaml_kind(node));
+  auto json = runtime::yaml_to_json(node);
+  if (auto* e = std::get_if<runtime::yaml_json_error>(&json))
+    config_fail(where + (e->where.empty() ? "" : "." + e->where), e->message);
+  return std::get<std::string>(json);
+}
+
 // A runner pod template (scale sets' `runner`, the scheduler's `runner`).
 void read_runner(const YAML::Node& node, const std::string& where, runner_section& out, bool extended) {
   std::set<std::string> keys{"image", "command", "resources", "nodeSelector", "tolerations", "serviceAccountName", "containerMode", "hookTemplate"};
@@ -106,14 +115,10 @@ void read_runner(const YAML::Node& node, const std::string& where, runner_sectio
   }
   runtime::describe_config_key(rs.path("hookTemplate"), {"pod-template", "", "", ""});
   if (auto t = rs.get("hookTemplate")) {
-    if (!t->IsMap())
-      config_fail(rs.path("hookTemplate"), "expected a pod template (metadata, spec), found " + yaml_kind(*t));
-    auto json = runtime::yaml_to_json(*t);
-    if (auto* e = std::get_if<runtime::yaml_json_error>(&json))
-      config_fail(rs.path("hookTemplate") + (e->where.empty() ? "" : "." + e->where), e->message);
-    if (auto problem = actors::runners::check_hook_template(std::get<std::string>(json)))
+    auto json = read_pod_template_json(*t, rs.path("hookTemplate"));
+    if (auto problem = actors::runners::check_hook_template(json))
       config_fail(rs.path("hookTemplate"), *problem);
-    out.hook_template = std::get<std::string>(json);
+    out.hook_template = std::move(json);
   }
   if (extended) {
     if (auto v = rs.read_string("slotResource"))

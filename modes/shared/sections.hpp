@@ -65,6 +65,10 @@ void read_runner(const YAML::Node& node, const std::string& where, runner_sectio
 // cpu, memory and extended resources (whole numbers outside kubernetes.io); config_fail on a problem.
 void read_resources(const YAML::Node& node, const std::string& where, std::string& cpu, std::string& memory,
                     std::vector<std::pair<std::string, std::string>>& extended);
+// A pod template in the configuration (a pool's `template`, a runner's `hookTemplate`) as the JSON
+// the API server takes; config_fail naming `where` (and the path below it) when it is not a map or
+// cannot be JSON.
+std::string read_pod_template_json(const YAML::Node& node, const std::string& where);
 // A DNS-1123 label short enough that "<name>-ph-<slot>-workflow" stays a valid pod name.
 bool valid_runner_name(const std::string& n);
 
