@@ -20,6 +20,7 @@
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
 #include "runtime/json_writer.hpp"
+#include "runtime/typed_handle.hpp"
 
 namespace headroom::actors::bigfleet {
 
@@ -76,7 +77,7 @@ using upc_actor = upc_impl::stateful_base<upc_state>;
 bool terminal(const k8s::pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
 
 void start_call(upc_actor* self, pending_call call, const std::function<void(k8s::api_callback)>& start) {
-  self->state.calls.start(caf::actor_cast<caf::actor>(self), std::move(call), start);
+  self->state.calls.start(self, std::move(call), start);
 }
 
 // The Pod's call was refused: try it again after its backoff (one retry on its way per Pod).
@@ -194,7 +195,7 @@ upc_impl::behavior_type upc_behavior(upc_actor* self, operator_deps deps, operat
   auto& st = self->state;
   st.deps = std::move(deps);
   st.opts = std::move(opts);
-  st.feed = std::make_unique<informer_feed<k8s::pod>>("capacity_requests_pods", caf::actor_cast<caf::actor>(self), pods_buffer);
+  st.feed = std::make_unique<informer_feed<k8s::pod>>("capacity_requests_pods", self, pods_buffer);
   st.feed->attach(st.deps.pods);
   if (st.deps.track_buffer)
     st.deps.track_buffer(st.feed->stats());

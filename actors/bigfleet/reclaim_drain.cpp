@@ -19,6 +19,7 @@
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
 #include "runtime/json_writer.hpp"
+#include "runtime/typed_handle.hpp"
 
 namespace headroom::actors::bigfleet {
 
@@ -133,7 +134,7 @@ void finish_node(drain_actor* self, size_t i, bool drained) {
 void evict(drain_actor* self, uint64_t correlation) {
   auto& st = self->state;
   const auto& e = st.evictions.at(correlation);
-  caf::actor me = caf::actor_cast<caf::actor>(self);
+  const auto me = runtime::handle_of(self);
   call_into(me, correlation, [&st, &e](k8s::api_callback cb) { st.deps.client->evict(e.ns, e.pod, {}, std::move(cb)); });
 }
 
@@ -227,7 +228,7 @@ drain_impl::behavior_type drain_behavior(drain_actor* self, operator_deps deps, 
   runtime::log::info(actor_name, "reclaim started",
                      {{"instruction", st.instruction.instruction_id()}, {"nodes", st.instruction.nodes_size()},
                       {"grace_s", grace}, {"preemptor_priority", st.instruction.preemptor_priority()}});
-  caf::actor me = caf::actor_cast<caf::actor>(self);
+  const auto me = runtime::handle_of(self);
   for (const auto& name : st.instruction.nodes()) {
     node_drain n;
     n.name = name;

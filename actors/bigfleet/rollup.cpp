@@ -17,6 +17,7 @@
 #include "runtime/clock.hpp"
 #include "runtime/log.hpp"
 #include "runtime/json_writer.hpp"
+#include "runtime/typed_handle.hpp"
 
 namespace headroom::actors::bigfleet {
 
@@ -53,7 +54,7 @@ using rollup_self = rollup_impl::stateful_base<rollup_state>;
 
 void pump_acks(rollup_self* self) {
   auto& st = self->state;
-  caf::actor me = caf::actor_cast<caf::actor>(self);
+  const auto me = runtime::handle_of(self);
   while (st.acks_in_flight.in_flight() < st.opts.ack_parallelism && !st.acks_waiting.empty()) {
     auto t = std::move(st.acks_waiting.front());
     st.acks_waiting.pop_front();

@@ -27,6 +27,7 @@
 #include "runtime/mailbox/actor_waker.hpp"
 #include "runtime/mailbox/bounded_dispatcher.hpp"
 #include "runtime/mailbox/keyed_coalescer.hpp"
+#include "runtime/typed_handle.hpp"
 
 namespace headroom::actors::bigfleet {
 
@@ -101,7 +102,7 @@ std::string field_of(const std::string& raw, std::initializer_list<std::string_v
 }
 
 // Sends the result of a chain of writes back to the session.
-void report(const caf::actor& session, object_written w) {
+void report(const session_impl& session, object_written w) {
   caf::anon_send(session, std::move(w));
 }
 
@@ -145,7 +146,7 @@ void create_upcoming(k8s::client& client, const std::string& name, const std::st
 }
 
 // Drained or Deleting: the UpcomingNode goes (already gone counts as done).
-void remove_upcoming(k8s::client& client, const std::string& name, const caf::actor& session, object_written result,
+void remove_upcoming(k8s::client& client, const std::string& name, const session_impl& session, object_written result,
                      std::string phase) {
   client.remove(kinds::upcoming_nodes, "", name, {}, [session, result, phase = std::move(phase)](k8s::api_result r) mutable {
     auto* e = std::get_if<k8s::api_error>(&r);
@@ -175,7 +176,7 @@ void write_upcoming(session_actor* self, const std::string& key, const pb::NodeS
     current = status_phase(cached->raw);
 
   const auto decision = headroom::bigfleet::next_phase(u.state(), current);
-  caf::actor session = caf::actor_cast<caf::actor>(self);
+  const auto session = runtime::handle_of(self);
   object_written result;
   result.key = key;
   using A = headroom::bigfleet::phase_decision::action;
@@ -242,7 +243,7 @@ void write_available(session_actor* self, const pb::AvailableCapacityUpdate& u) 
   auto& st = self->state;
   const std::string name = headroom::bigfleet::available_capacity_name(u.supersedes_key());
   const std::string spec = headroom::bigfleet::available_capacity_spec(u);
-  caf::actor session = caf::actor_cast<caf::actor>(self);
+  const auto session = runtime::handle_of(self);
   object_written result;
   result.key = "available/" + name;
   result.spec = spec;
@@ -277,7 +278,7 @@ void write_available(session_actor* self, const pb::AvailableCapacityUpdate& u) 
 void connect(session_actor* self) {
   auto& st = self->state;
   const uint64_t generation = ++st.generation;
-  caf::actor session = caf::actor_cast<caf::actor>(self);
+  const auto session = runtime::handle_of(self);
   auto dispatcher = st.dispatcher;
   auto nodes = st.nodes;
   shard_stream::callbacks cb;
@@ -419,7 +420,7 @@ session_impl::behavior_type session_behavior(session_actor* self, operator_deps 
   st.deps = std::move(deps);
   st.opts = std::move(opts);
   st.rollup = std::move(rollup);
-  caf::actor me = caf::actor_cast<caf::actor>(self);
+  const auto me = runtime::handle_of(self);
   st.dispatcher = std::make_shared<runtime::bounded_dispatcher<pb::ShardMessage>>(
       "bigfleet_dispatch", runtime::wake_actor(me, dispatch_buffer), st.opts.dispatch_in_flight);
   st.nodes = std::make_shared<runtime::keyed_coalescer<std::string, pb::NodeStateUpdate>>(

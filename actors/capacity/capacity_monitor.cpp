@@ -24,12 +24,13 @@
 #include "actors/k8s/event_recorder.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/log.hpp"
+#include "runtime/typed_handle.hpp"
 
 namespace headroom::actors::capacity {
 namespace monitor {
 
 void start_call(monitor_self* self, call_info info, const std::function<void(k8s::api_callback)>& start) {
-  self->state.calls.start(caf::actor_cast<caf::actor>(self), std::move(info), start);
+  self->state.calls.start(self, std::move(info), start);
 }
 
 int64_t ms_now(monitor_self* self) { return runtime::actor_system_clock{self->clock()}.now_ms(); }
@@ -381,18 +382,18 @@ monitor_impl::behavior_type monitor_behavior(monitor_self* self, context_ptr ctx
   st.census = pod_census{st.ctx->spec.ns};
   st.peers = std::move(peers);
   st.feed = std::make_unique<informer_feed<k8s::pod>>("capacity_monitor/" + st.ctx->spec.name,
-                                                      caf::actor_cast<caf::actor>(self), pods_buffer);
+                                                      self, pods_buffer);
   st.feed->attach(st.ctx->pods);
   if (st.ctx->nodepools) {
     st.pool_feed = std::make_unique<informer_feed<k8s::unstructured>>("capacity_monitor/" + st.ctx->spec.name + "/nodepools",
-                                                                      caf::actor_cast<caf::actor>(self), pools_buffer);
+                                                                      self, pools_buffer);
     st.pool_feed->attach(st.ctx->nodepools);
     for (const auto& p : st.ctx->nodepools->list())  // a restarted monitor: what is cached already
       on_pool(self, {msg::object_change::added, p});
   }
   if (st.ctx->nodes) {
     st.node_feed = std::make_unique<informer_feed<k8s::node>>("capacity_monitor/" + st.ctx->spec.name + "/nodes",
-                                                              caf::actor_cast<caf::actor>(self), nodes_buffer);
+                                                              self, nodes_buffer);
     st.node_feed->attach(st.ctx->nodes, [tolerations = st.ctx->spec.tolerations](const msg::object_event<k8s::node>& e) {
       return e.change == msg::object_change::deleted || !node_refuses_pods(e.object.get(), tolerations).empty();
     });

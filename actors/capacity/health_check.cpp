@@ -25,6 +25,7 @@
 #include "messages/type_ids.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/log.hpp"
+#include "runtime/typed_handle.hpp"
 
 namespace headroom::actors::capacity {
 
@@ -106,7 +107,7 @@ void replace(health_self* self, const k8s::pod& p, const char* check, bool force
                               std::string{"failed the "} + check + " health check: removing the runner from GitHub, then the pod"});
   st.ctx->metrics.add("headroom_runner_health_actions_total", 1);
   const int64_t id = runner_id_of(p);
-  caf::actor me = caf::actor_cast<caf::actor>(self);
+  const auto me = runtime::handle_of(self);
   auto* kube = st.ctx->kube;
   const std::string ns = st.ctx->spec.ns, name = p.meta.name;
   auto finish = [me, kube, ns, name, force](bool remove_pod) {
@@ -180,7 +181,7 @@ void check(health_self* self) {
     const int64_t id = runner_id_of(*p);
     if (id == 0 || !st.health.worth_asking(p->meta.name, now_ms))
       continue;
-    caf::actor me = caf::actor_cast<caf::actor>(self);
+    const auto me = runtime::handle_of(self);
     st.ctx->github->get_runner(id, [me, pod = p->meta.name](github::actions_result<github::runner_ref> res) {
       runner_status out;
       out.pod = pod;

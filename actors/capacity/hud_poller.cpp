@@ -8,6 +8,7 @@
 #include "adapters/hud/queued_jobs.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
+#include "runtime/typed_handle.hpp"
 
 namespace headroom::actors::capacity {
 
@@ -32,7 +33,7 @@ using poller_self = poller_impl::stateful_base<poller_state>;
 // The result is split per scale set on the I/O thread (a pure count) and offered to each monitor;
 // the poller only hears whether it worked, to log and schedule the next fetch.
 void fetch(poller_self* self) {
-  caf::actor me = caf::actor_cast<caf::actor>(self);
+  const auto me = runtime::handle_of(self);
   self->state.hud->fetch([me, targets = self->state.targets](hud::fetch_result r) {
     if (auto* e = std::get_if<hud::hud_error>(&r)) {
       runtime::log::warn(actor_name, "HUD fetch failed: scale sets use proactiveCapacity alone", {{"error", e->message}});

@@ -26,6 +26,7 @@
 #include "adapters/k8s/time.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/log.hpp"
+#include "runtime/typed_handle.hpp"
 
 namespace headroom::actors::capacity {
 
@@ -257,7 +258,7 @@ void time_out(pair_self* self) {
     ++st.asking;
     k8s::list_options o;
     o.field_selector = "involvedObject.name=" + st.names[i];
-    call_into(caf::actor_cast<caf::actor>(self), events_correlation + static_cast<uint64_t>(i),
+    call_into(self, events_correlation + static_cast<uint64_t>(i),
               [kube = st.ctx->kube, ns = st.ctx->spec.ns, o](k8s::api_callback cb) { kube->list(k8s::kinds::events, ns, o, std::move(cb)); });
   }
   if (st.asking == 0)
@@ -282,7 +283,7 @@ void create_pod(pair_self* self, role r, int index) {
   auto& st = self->state;
   ++st.creating;
   auto* kube = st.ctx->kube;
-  call_into(caf::actor_cast<caf::actor>(self), static_cast<uint64_t>(index),
+  call_into(self, static_cast<uint64_t>(index),
             [kube, ns = st.ctx->spec.ns, body = placeholder_pod(st.ctx->spec, st.slot, r, st.owner)](k8s::api_callback cb) {
               kube->create(k8s::kinds::pods, ns, body, std::move(cb));
             });

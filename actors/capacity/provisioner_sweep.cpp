@@ -3,6 +3,7 @@
 // deleted by name until the API server says they are gone.
 
 #include "actors/capacity/provisioner.hpp"
+#include "runtime/typed_handle.hpp"
 
 namespace headroom::actors::capacity::provisioner {
 
@@ -47,7 +48,7 @@ void delete_runner_pod(provisioner_self* self, const std::string& name) {
   }
   it->second.in_flight = true;
   it->second.last_try = now;
-  caf::actor me = caf::actor_cast<caf::actor>(self);
+  const auto me = runtime::handle_of(self);
   st.ctx->kube->remove(k8s::kinds::pods, st.ctx->spec.ns, name, {}, [me, name](k8s::api_result r) {
     runner_pod_deleted out{name, true, {}};
     if (auto* e = std::get_if<k8s::api_error>(&r); e && e->what != k8s::api_error::kind::not_found) {
@@ -66,7 +67,7 @@ void sweep(provisioner_self* self) {
   auto& st = self->state;
   if (!st.ctx->spec.standalone || st.scale_set_id == 0)
     return;
-  caf::actor me = caf::actor_cast<caf::actor>(self);
+  const auto me = runtime::handle_of(self);
   st.ctx->github->list_runners([me](github::actions_result<std::vector<github::runner_ref>> r) {
     runner_list out;
     if (auto* list = std::get_if<std::vector<github::runner_ref>>(&r)) {
@@ -106,7 +107,7 @@ void scale_down(provisioner_self* self, const std::vector<github::runner_ref>& r
     runtime::log::info(actor_name, "idle runner beyond the desired count at two sweeps: removing it",
                        {{"scale_set", st.ctx->spec.name}, {"runner", rn.name}, {"runner_id", rn.id}, {"live", live},
                         {"desired", desired}});
-    caf::actor me = caf::actor_cast<caf::actor>(self);
+    const auto me = runtime::handle_of(self);
     st.ctx->github->remove_runner(rn.id, [me, name = rn.name](github::actions_result<github::done> r) {
       idle_runner_removed out{name, true};
       if (auto* e = std::get_if<github::actions_error>(&r); e && e->what != github::actions_error::kind::runner_not_found) {

@@ -22,6 +22,7 @@
 
 #include "actors/capacity/provisioner.hpp"
 #include "runtime/json_writer.hpp"
+#include "runtime/typed_handle.hpp"
 
 namespace headroom::actors::capacity {
 
@@ -98,7 +99,7 @@ void reconcile(provisioner_self* self) {
     ++st.creating;
     std::string name = spec.name + "-runner-" + new_slot_id();
     st.jit_pending.insert(name);
-    caf::actor me = caf::actor_cast<caf::actor>(self);
+    const auto me = runtime::handle_of(self);
     st.ctx->github->generate_jit_config(st.scale_set_id, name, "_work", [me, name](github::actions_result<github::jit_config> r) {
       jit_reply out;
       out.name = name;
@@ -115,7 +116,7 @@ void reconcile(provisioner_self* self) {
 }
 
 void start_call(provisioner_self* self, creation c, const std::function<void(k8s::api_callback)>& start) {
-  self->state.calls.start(caf::actor_cast<caf::actor>(self), std::move(c), start);
+  self->state.calls.start(self, std::move(c), start);
 }
 
 // The listener's statistics (ARC's gauges) and job transitions: a completed job's runner pod goes.
@@ -212,7 +213,7 @@ provisioner_impl::behavior_type provisioner_behavior(provisioner_self* self, con
   st.peers = std::move(peers);
   st.census = pod_census{st.ctx->spec.ns};
   st.feed = std::make_unique<informer_feed<k8s::pod>>("runner_provisioner/" + st.ctx->spec.name,
-                                                      caf::actor_cast<caf::actor>(self), pods_buffer);
+                                                      self, pods_buffer);
   st.feed->attach(st.ctx->pods);
   // A restarted provisioner asks for what it missed: the newest capacity and the statistics.
   if (st.peers.monitor)

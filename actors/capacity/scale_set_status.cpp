@@ -7,6 +7,7 @@
 // create answers 404, which is logged once, and the actor asks again every 5 minutes.
 
 #include "actors/capacity/scale_set_status.hpp"
+#include "runtime/typed_handle.hpp"
 
 #include <caf/all.hpp>
 #include <rapidjson/stringbuffer.h>
@@ -238,12 +239,12 @@ void write(status_self* self) {
   const auto& ns = st.ctx->spec.ns;
   const auto& name = st.ctx->spec.name;
   if (!st.exists) {
-    st.calls.start(caf::actor_cast<caf::actor>(self), call::create, [kube, ns, body = scale_set_object(ns, name, st.ctx->instance)](k8s::api_callback cb) {
+    st.calls.start(self, call::create, [kube, ns, body = scale_set_object(ns, name, st.ctx->instance)](k8s::api_callback cb) {
       kube->create(scale_sets, ns, body, std::move(cb));
     });
     return;
   }
-  st.calls.start(caf::actor_cast<caf::actor>(self), call::patch,
+  st.calls.start(self, call::patch,
                  [kube, ns, name, body = scale_set_status_patch(st.view, wall_text(self))](k8s::api_callback cb) {
                    kube->merge_patch(scale_sets, ns, name, body, std::move(cb), "status");
                  });
@@ -293,7 +294,7 @@ void read_object(status_self* self) {
   auto& st = self->state;
   st.in_flight = true;
   auto* kube = st.ctx->kube;
-  st.calls.start(caf::actor_cast<caf::actor>(self), call::get, [kube, ns = st.ctx->spec.ns, name = st.ctx->spec.name](k8s::api_callback cb) {
+  st.calls.start(self, call::get, [kube, ns = st.ctx->spec.ns, name = st.ctx->spec.name](k8s::api_callback cb) {
     kube->get(scale_sets, ns, name, std::move(cb));
   });
 }

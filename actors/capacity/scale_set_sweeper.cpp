@@ -20,6 +20,7 @@
 #include "runtime/clock.hpp"
 #include "runtime/log.hpp"
 #include "runtime/outage.hpp"
+#include "runtime/typed_handle.hpp"
 
 namespace headroom::actors::capacity {
 
@@ -52,7 +53,7 @@ void list(sweeper_self* self) {
   auto& st = self->state;
   k8s::list_options opts;
   opts.label_selector = std::string{"headroom.dev/instance="} + st.instance;
-  st.calls.start(caf::actor_cast<caf::actor>(self), {}, [kube = st.kube, opts](k8s::api_callback cb) {
+  st.calls.start(self, {}, [kube = st.kube, opts](k8s::api_callback cb) {
     kube->list(scale_sets, "", opts, std::move(cb));
   });
 }
@@ -94,7 +95,7 @@ void on_list(sweeper_self* self, const msg::api_reply& r) {
     return self->quit();
   for (auto& [ns, name] : *gone) {
     ++st.deletes_pending;
-    st.calls.start(caf::actor_cast<caf::actor>(self), {false, ns, name}, [kube = st.kube, ns = ns, name = name](k8s::api_callback cb) {
+    st.calls.start(self, {false, ns, name}, [kube = st.kube, ns = ns, name = name](k8s::api_callback cb) {
       kube->remove(scale_sets, ns, name, {}, std::move(cb));
     });
   }

@@ -26,6 +26,7 @@
 #include "messages/type_ids.hpp"
 #include "runtime/json_writer.hpp"
 #include "runtime/log.hpp"
+#include "runtime/typed_handle.hpp"
 
 namespace headroom::actors::gates {
 
@@ -88,7 +89,7 @@ std::string key_of(const k8s::pod& p) { return p.meta.ns + "/" + p.meta.name; }
 const std::string* queue_label(const k8s::pod& p) { return p.meta.label(k8s::admission::queue_label); }
 
 void start_call(controller_self* self, call_info info, const std::function<void(k8s::api_callback)>& start) {
-  self->state.calls.start(caf::actor_cast<caf::actor>(self), std::move(info), start);
+  self->state.calls.start(self, std::move(info), start);
 }
 
 void record_event(controller_self* self, const std::string& ns, const std::string& name, const std::string& uid,
@@ -372,7 +373,7 @@ void on_reply(controller_self* self, msg::api_reply& r) {
 controller_impl::behavior_type controller_behavior(controller_self* self, controller_context_ptr ctx) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
-  const auto me = caf::actor_cast<caf::actor>(self);
+  const auto me = runtime::handle_of(self);
   st.queue_feed = std::make_unique<informer_feed<k8s::unstructured>>("gates_queues", me, queues_buffer);
   st.pod_feed = std::make_unique<informer_feed<k8s::pod>>("gates_pods", me, pods_buffer);
   st.queue_feed->attach(st.ctx->queues);

@@ -16,18 +16,18 @@
 
 #include "adapters/k8s/client.hpp"
 #include "messages/type_ids.hpp"
+#include "runtime/typed_handle.hpp"
 
 namespace headroom::actors {
 
-// Starts an API call whose result comes back to `target` as msg::api_reply{correlation, …}.
-// `start` receives the callback to hand to the client. The target is held weakly: a reply for an
-// actor that is gone is dropped.
-inline void call_into(const caf::actor& target, uint64_t correlation,
-                      const std::function<void(k8s::api_callback)>& start) {
-  caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(target);
-  start([weak, correlation](k8s::api_result r) {
-    auto strong = weak.lock();
-    if (!strong)
+// Starts an API call whose result comes back to `target` (an actor's `this` or its typed handle,
+// whose contract must take msg::api_reply: the compiler checks it) as msg::api_reply{correlation,
+// …}. `start` receives the callback to hand to the client. The target is held weakly: a reply for
+// an actor that is gone is dropped.
+template <class Target>
+void call_into(const Target& target, uint64_t correlation, const std::function<void(k8s::api_callback)>& start) {
+  start([weak = runtime::weak_handle_of(target), correlation](k8s::api_result r) {
+    if (!weak.alive())
       return;
     msg::api_reply reply;
     reply.correlation = correlation;
@@ -40,7 +40,7 @@ inline void call_into(const caf::actor& target, uint64_t correlation,
       reply.status = static_cast<int32_t>(e.status);
       reply.error = e.describe();
     }
-    caf::anon_send(caf::actor_cast<caf::actor>(strong), std::move(reply));
+    weak.send(std::move(reply));
   });
 }
 
@@ -50,7 +50,8 @@ template <class Info>
 class api_calls {
  public:
   // Starts a call (see call_into) whose reply take() will match to `info`.
-  void start(const caf::actor& self, Info info, const std::function<void(k8s::api_callback)>& start) {
+  template <class Target>
+  void start(const Target& self, Info info, const std::function<void(k8s::api_callback)>& start) {
     const uint64_t id = next_++;
     calls_.emplace(id, std::move(info));
     call_into(self, id, start);

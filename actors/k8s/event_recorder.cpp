@@ -1,4 +1,5 @@
 #include "actors/k8s/event_recorder.hpp"
+#include "runtime/typed_handle.hpp"
 
 #include <caf/all.hpp>
 
@@ -49,7 +50,7 @@ void pump(recorder_actor* self) {
   while (st.calls.in_flight() < st.opts->max_in_flight && !st.pending.empty()) {
     auto c = std::move(st.pending.front());
     st.pending.pop_front();
-    st.calls.start(caf::actor_cast<caf::actor>(self), {true, c.ns, c.name},
+    st.calls.start(self, {true, c.ns, c.name},
                    [&client, ns = c.ns, body = std::move(c.body)](k8s::api_callback cb) mutable {
                      client.create(events_v1, ns, std::move(body), std::move(cb));
                    });
@@ -57,7 +58,7 @@ void pump(recorder_actor* self) {
   while (st.calls.in_flight() < st.opts->max_in_flight && !st.pending_series.empty()) {
     auto u = std::move(st.pending_series.front());
     st.pending_series.pop_front();
-    st.calls.start(caf::actor_cast<caf::actor>(self), {false, u.ns, u.name},
+    st.calls.start(self, {false, u.ns, u.name},
                    [&client, u](k8s::api_callback cb) {
                      client.merge_patch(events_v1, u.ns, u.name, k8s::encode_series_patch(u.count, u.last_observed), std::move(cb));
                    });

@@ -27,7 +27,9 @@ class informer_feed {
  public:
   using event = msg::object_event<T>;
 
-  informer_feed(std::string name, const caf::actor& consumer, uint32_t buffer,
+  // `consumer`: the actor's `this` or its typed handle (its contract must take msg::buffer_wakeup).
+  template <class Consumer>
+  informer_feed(std::string name, const Consumer& consumer, uint32_t buffer,
                 size_t max_objects = runtime::keyed_coalescer<std::string, event>::default_max_keys)
       : buffer_(std::make_shared<runtime::keyed_coalescer<std::string, event>>(
             std::move(name), runtime::wake_actor(consumer, buffer), max_objects)) {}

@@ -1,4 +1,5 @@
 #include "actors/listener/listener_session.hpp"
+#include "runtime/typed_handle.hpp"
 
 #include "actors/listener/listener_state.hpp"
 
@@ -15,7 +16,7 @@ namespace listener {
 // Finds the scale set by name (creating it when absent), then opens the session.
 void resolve_scale_set(listener_self* self) {
   auto& st = self->state;
-  caf::actor me = caf::actor_cast<caf::actor>(self);
+  const auto me = runtime::handle_of(self);
   auto fail = [me](github::actions_error e) {
     actions_reply out;
     out.what = reply_op::resolve;

@@ -14,6 +14,7 @@
 #include "actors/listener/listener_session.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/outage.hpp"
+#include "runtime/typed_handle.hpp"
 
 namespace headroom::actors::listener {
 
@@ -79,7 +80,7 @@ using listener_self = listener_impl::stateful_base<listener_state>;
 // `poll`: the poll's number (polls only), carried whatever the outcome.
 template <class T, class Fill>
 std::function<void(github::actions_result<T>)> reply_to(listener_self* self, reply_op op, Fill fill, uint64_t poll = 0) {
-  caf::actor me = caf::actor_cast<caf::actor>(self);
+  const auto me = runtime::handle_of(self);
   const uint64_t generation = self->state.generation;
   return [me, op, generation, poll, fill](github::actions_result<T> r) {
     actions_reply out;

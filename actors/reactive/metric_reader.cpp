@@ -29,6 +29,7 @@
 #include "messages/type_ids.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/log.hpp"
+#include "runtime/typed_handle.hpp"
 
 namespace headroom::actors::reactive {
 
@@ -132,7 +133,7 @@ const std::optional<std::vector<prom::label_matcher>>& selector_of(reader_self* 
 }
 
 std::function<void(std::vector<prom::query_result>)> answer_to(reader_self* self, uint64_t batch) {
-  caf::weak_actor_ptr weak = caf::actor_cast<caf::weak_actor_ptr>(caf::actor_cast<caf::actor>(self));
+  auto weak = runtime::weak_handle_of(self);
   // The callback runs on the I/O thread: it reads the actor system's clock (the one tests drive)
   // only while the reader lives, and so its system.
   auto* clock = &self->clock();
@@ -143,7 +144,7 @@ std::function<void(std::vector<prom::query_result>)> answer_to(reader_self* self
       return;
     if (observe)
       observe(std::chrono::duration<double>(clock->now() - sent).count());
-    caf::anon_send(caf::actor_cast<caf::actor>(strong), batch_answer{batch, std::move(results)});
+    caf::anon_send(strong, batch_answer{batch, std::move(results)});
   };
 }
 

@@ -15,6 +15,7 @@
 // for 2 cooldowns.
 
 #include "actors/reactive/scaler.hpp"
+#include "runtime/typed_handle.hpp"
 
 namespace headroom::actors::reactive {
 
@@ -25,7 +26,7 @@ namespace scaler {
 void start(scaler_self* self, call what, const std::function<void(k8s::client&, const k8s::resource_kind&, k8s::api_callback)>& fn) {
   auto kind = self->state.kind;
   auto* kube = self->state.ctx->kube;
-  self->state.calls.start(caf::actor_cast<caf::actor>(self), call_info{what}, [kind, kube, fn](k8s::api_callback cb) {
+  self->state.calls.start(self, call_info{what}, [kind, kube, fn](k8s::api_callback cb) {
     fn(*kube, kind ? *kind : k8s::kinds::pods, [kind, cb = std::move(cb)](k8s::api_result r) { cb(std::move(r)); });
   });
 }

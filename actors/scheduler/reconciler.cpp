@@ -2,6 +2,7 @@
 // API server's answers are awaited in place, one cycle at a time, and never by another actor.
 
 #include "actors/scheduler/cycle.hpp"
+#include "runtime/typed_handle.hpp"
 
 namespace headroom::actors::scheduler {
 
@@ -105,7 +106,7 @@ reconcile::reconciler_impl::behavior_type reconciler_behavior(reconciler_self* s
   st.ctx = std::move(ctx);
   const auto& o = st.ctx->opts;
   st.health = runners::health_memory{{o.registration_timeout, o.pending_timeout, o.idle_timeout}};
-  st.pods = std::make_unique<informer_feed<k8s::pod>>("scheduler_pods", caf::actor_cast<caf::actor>(self), pods_buffer);
+  st.pods = std::make_unique<informer_feed<k8s::pod>>("scheduler_pods", self, pods_buffer);
   st.pods->attach(st.ctx->pods);
   if (st.ctx->track_buffer)
     st.ctx->track_buffer(st.pods->stats());
