@@ -11,13 +11,13 @@
 
 #include <caf/all.hpp>
 
-#include <simdjson.h>
 
 #include <algorithm>
 #include <functional>
 #include <unordered_map>
 
 #include "actors/bigfleet/bigfleet.hpp"
+#include "adapters/k8s/fields.hpp"
 #include "adapters/bigfleet/node_state.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/clock.hpp"
@@ -80,26 +80,6 @@ using session_impl = shard_session_actor::extend<caf::reacts_to<msg::restart_ato
                                                  caf::reacts_to<msg::tick_atom, std::string>>;
 using session_actor = session_impl::stateful_base<session_state>;
 
-std::string field_of(const std::string& raw, std::initializer_list<std::string_view> path) {
-  try {
-    simdjson::ondemand::parser parser;
-    simdjson::padded_string padded{raw};
-    auto doc = parser.iterate(padded);
-    simdjson::ondemand::value v = doc.get_value();
-    for (auto key : path) {
-      auto next = v.find_field_unordered(key);
-      if (next.error())
-        return {};
-      v = next.value();
-    }
-    std::string_view s;
-    if (v.get_string().get(s))
-      return {};
-    return std::string{s};
-  } catch (const simdjson::simdjson_error&) {
-    return {};
-  }
-}
 
 // Sends the result of a chain of writes back to the session.
 void report(const session_impl& session, object_written w) {
@@ -211,7 +191,7 @@ void write_upcoming(session_actor* self, const std::string& key, const pb::NodeS
   const bool fresh = !known && !cached;
   // provisioningStartTime is set once, when headroom first sees the machine.
   const std::string status_body =
-      fresh || (cached && field_of(cached->raw, {"status", "provisioningStartTime"}).empty())
+      fresh || (cached && k8s::string_at(cached->raw, {"status", "provisioningStartTime"}).empty())
           ? headroom::bigfleet::upcoming_node_status(u, decision.phase, k8s::time_now())
           : status;
   spec_written after_spec = [&client, session, result, name, status_body, status_changed](std::optional<std::string> err) mutable {
@@ -469,8 +449,8 @@ session_impl::behavior_type session_behavior(session_actor* self, operator_deps 
 
 }  // namespace
 
-std::string status_phase(const std::string& raw) { return field_of(raw, {"status", "phase"}); }
-std::string status_node_name(const std::string& raw) { return field_of(raw, {"status", "nodeRef", "name"}); }
+std::string status_phase(const std::string& raw) { return k8s::string_at(raw, {"status", "phase"}); }
+std::string status_node_name(const std::string& raw) { return k8s::string_at(raw, {"status", "nodeRef", "name"}); }
 
 shard_session_actor spawn_shard_session(caf::actor_system& sys, operator_deps deps, operator_options opts,
                                         rollup_actor rollup) {

@@ -16,7 +16,6 @@
 // monitor_setup.cpp.
 
 #include <caf/all.hpp>
-#include <simdjson.h>
 
 #include <algorithm>
 

@@ -2,7 +2,6 @@
 // set's pods, size the placeholder pairs, renew old pairs, and publish the capacity.
 
 #include <caf/all.hpp>
-#include <simdjson.h>
 
 #include <algorithm>
 

@@ -3,11 +3,11 @@
 // and earlier processes' owners deleted; a round the API server could not answer is tried again.
 
 #include <caf/all.hpp>
-#include <simdjson.h>
 
 #include <algorithm>
 
 #include "actors/capacity/monitor.hpp"
+#include "adapters/k8s/fields.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/json_writer.hpp"
 #include "runtime/log.hpp"
@@ -104,16 +104,6 @@ void ensure_owner(monitor_self* self) {
   });
 }
 
-// Reads {metadata:{uid}} or a list's item names.
-std::string read_uid(const std::string& body) {
-  simdjson::dom::parser parser;
-  auto doc = parser.parse(body);
-  std::string_view uid;
-  if (doc["metadata"]["uid"].get(uid) == simdjson::SUCCESS)
-    return std::string{uid};
-  return {};
-}
-
 // An answer that says nothing about the request (no answer, 5xx, 429 after the client's own
 // retries): worth asking again later.
 bool unanswered(const msg::api_reply& r) {
@@ -153,13 +143,12 @@ void on_priority_class_reply(monitor_self* self, const call_info& call, const ms
         return;
       }
       // An existing class: its value must be ours.
-      simdjson::dom::parser parser;
-      int64_t value = 0;
+      const auto value = r.ok ? k8s::int_at(r.body, {"value"}) : std::nullopt;
       std::string problem;
       if (!r.ok)
         problem = "PriorityClass " + call.name + ": " + r.error;
-      else if (parser.parse(r.body)["value"].get(value) != simdjson::SUCCESS || value != call.expected_value)
-        problem = "PriorityClass " + call.name + " exists with value " + std::to_string(value) + ", headroom needs " +
+      else if (value != call.expected_value)
+        problem = "PriorityClass " + call.name + " exists with value " + (value ? std::to_string(*value) : "(none)") + ", headroom needs " +
                   std::to_string(call.expected_value) + " (delete it or give it that value)";
       if (!problem.empty()) {
         runtime::log::error(actor_name, problem);
@@ -187,7 +176,7 @@ void on_owner_reply(monitor_self* self, const call_info& call, const msg::api_re
         return;
       }
       if (r.ok) {
-        st.owner = owner_ref{"v1", "ConfigMap", call.name, read_uid(r.body)};
+        st.owner = owner_ref{"v1", "ConfigMap", call.name, k8s::uid_of(r.body)};
         finish_setup_step(self);
         return;
       }
@@ -200,26 +189,22 @@ void on_owner_reply(monitor_self* self, const call_info& call, const msg::api_re
         self->quit(caf::make_error(caf::sec::runtime_error, "owner ConfigMap " + ns + "/" + call.name + ": " + r.error));
         return;
       }
-      st.owner = owner_ref{"v1", "ConfigMap", call.name, read_uid(r.body)};
+      st.owner = owner_ref{"v1", "ConfigMap", call.name, k8s::uid_of(r.body)};
       finish_setup_step(self);
       return;
     case call_kind::owner_list: {
       // Earlier processes' owners: deleting one garbage-collects its placeholders.
       if (r.ok) {
-        simdjson::dom::parser parser;
-        simdjson::dom::array items;
-        if (parser.parse(r.body)["items"].get(items) == simdjson::SUCCESS)
-          for (auto item : items) {
-            std::string_view name;
-            // This process's other scale sets' owners (and its own) are not earlier processes'.
-            if (item["metadata"]["name"].get(name) != simdjson::SUCCESS || name == st.ctx->owner_configmap ||
-                (!st.ctx->owner_process.empty() && (name == st.ctx->owner_process || name.rfind(st.ctx->owner_process + "-", 0) == 0)))
-              continue;
-            runtime::log::info(actor_name, "deleting an earlier process's owner ConfigMap", {{"configmap", std::string{name}}});
-            start_call(self, {call_kind::owner_delete, std::string{name}, 0}, [kube, ns, n = std::string{name}](k8s::api_callback cb) {
-              kube->remove(k8s::kinds::configmaps, ns, n, {}, std::move(cb));
-            });
-          }
+        for (const auto& name : k8s::item_names(r.body)) {
+          // This process's other scale sets' owners (and its own) are not earlier processes'.
+          if (name == st.ctx->owner_configmap ||
+              (!st.ctx->owner_process.empty() && (name == st.ctx->owner_process || name.rfind(st.ctx->owner_process + "-", 0) == 0)))
+            continue;
+          runtime::log::info(actor_name, "deleting an earlier process's owner ConfigMap", {{"configmap", name}});
+          start_call(self, {call_kind::owner_delete, name, 0}, [kube, ns, n = name](k8s::api_callback cb) {
+            kube->remove(k8s::kinds::configmaps, ns, n, {}, std::move(cb));
+          });
+        }
       } else {
         runtime::log::warn(actor_name, "could not list earlier owner ConfigMaps", {{"error", r.error}});
       }

@@ -10,7 +10,6 @@
 #include <ctime>
 #include <map>
 #include <set>
-#include <simdjson.h>
 
 #include "actors/capacity/capacity.hpp"
 #include "actors/capacity/pod_census.hpp"

@@ -21,6 +21,7 @@
 // own listener does; ARC's controller makes the pods.
 
 #include "actors/capacity/provisioner.hpp"
+#include "adapters/k8s/fields.hpp"
 #include "runtime/json_writer.hpp"
 #include "runtime/typed_handle.hpp"
 
@@ -190,11 +191,10 @@ void on_reply(provisioner_self* self, const msg::api_reply& r) {
     if (!seen && s.census.runner(c.name) == nullptr)  // the count live_runner_pods reads, not the cache (which may be ahead of it)
       s.made.emplace(c.name, self->clock().now());
     runtime::log::info(actor_name, "runner pod created", {{"scale_set", s.ctx->spec.name}, {"pod", c.name}, {"runner_id", c.runner_id}});
-    simdjson::dom::parser parser;
-    std::string_view uid;
-    if (parser.parse(r.body)["metadata"]["uid"].get(uid) != simdjson::SUCCESS)
+    const std::string uid = k8s::uid_of(r.body);
+    if (uid.empty())
       runtime::log::warn(actor_name, "runner pod create answered without a uid", {{"pod", c.name}});
-    const std::string body = runner_secret(s.ctx->spec, c.name, std::string{uid}, c.jit);
+    const std::string body = runner_secret(s.ctx->spec, c.name, uid, c.jit);
     c.at = creation::secret;
     c.jit.clear();
     start_call(self, std::move(c), [kube, ns, body](k8s::api_callback cb) { kube->create(k8s::kinds::secrets, ns, body, std::move(cb)); });

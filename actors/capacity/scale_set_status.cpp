@@ -7,6 +7,7 @@
 // create answers 404, which is logged once, and the actor asks again every 5 minutes.
 
 #include "actors/capacity/scale_set_status.hpp"
+#include "adapters/k8s/fields.hpp"
 #include "runtime/typed_handle.hpp"
 
 #include <caf/all.hpp>
@@ -15,7 +16,6 @@
 
 #include <algorithm>
 #include <deque>
-#include <simdjson.h>
 
 #include "actors/k8s/event_recorder.hpp"
 
@@ -254,11 +254,10 @@ void write(status_self* self) {
 // before it go now.
 void learn_uid(status_self* self, const std::string& body) {
   auto& st = self->state;
-  simdjson::dom::parser p;
-  std::string_view uid;
-  if (p.parse(body)["metadata"]["uid"].get(uid) != simdjson::SUCCESS || uid.empty())
+  std::string uid = k8s::uid_of(body);
+  if (uid.empty())
     return;
-  st.uid = std::string{uid};
+  st.uid = std::move(uid);
   for (auto& e : st.waiting) {
     e.uid = st.uid;
     tell_event(st.ctx->events, std::move(e));
@@ -268,22 +267,11 @@ void learn_uid(status_self* self, const std::string& body) {
 
 void learn_session(status_self* self, const std::string& body) {
   auto& st = self->state;
-  simdjson::dom::parser p;
-  simdjson::dom::element status;
-  if (p.parse(body)["status"].get(status) != simdjson::SUCCESS)
+  auto prior = k8s::scale_set_session_of(body);
+  if (prior.session.empty())
     return;
-  std::string_view session, since;
-  if (status["session"].get(session) != simdjson::SUCCESS)
-    return;
-  simdjson::dom::array conditions;
-  if (status["conditions"].get(conditions) == simdjson::SUCCESS)
-    for (auto c : conditions) {
-      std::string_view type;
-      if (c["type"].get(type) == simdjson::SUCCESS && type == "SessionOpen" && c["lastTransitionTime"].get(since) == simdjson::SUCCESS)
-        break;
-    }
-  st.prior_session = std::string{session};
-  st.prior_since = std::string{since};
+  st.prior_session = std::move(prior.session);
+  st.prior_since = std::move(prior.open_since);
   auto& v = st.view;
   if (st.since_guessed && v.session == st.prior_session && !st.prior_since.empty())
     v.session_since = st.prior_since;

@@ -5,7 +5,6 @@
 // cannot answer is tried again with backoff; then the actor's work is done and it exits.
 
 #include <caf/all.hpp>
-#include <simdjson.h>
 
 #include <cstdio>
 #include <optional>
@@ -17,6 +16,7 @@
 #include "actors/capacity/capacity.hpp"
 #include "actors/k8s/api_calls.hpp"
 #include "messages/type_ids.hpp"
+#include "adapters/k8s/fields.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/log.hpp"
 #include "runtime/outage.hpp"
@@ -60,16 +60,12 @@ void list(sweeper_self* self) {
 
 // The objects of this instance that no configured scale set names; nullopt when the list is unreadable.
 std::optional<std::vector<std::pair<std::string, std::string>>> retired(const sweeper_state& st, const std::string& body) {
-  simdjson::dom::parser p;
-  simdjson::dom::array items;
-  if (p.parse(body)["items"].get(items) != simdjson::SUCCESS)
+  const auto items = k8s::item_keys(body);
+  if (!items)
     return std::nullopt;
   std::vector<std::pair<std::string, std::string>> out;
-  for (auto item : items) {
-    std::string_view ns, name;
-    if (item["metadata"]["namespace"].get(ns) != simdjson::SUCCESS || item["metadata"]["name"].get(name) != simdjson::SUCCESS)
-      continue;
-    std::pair<std::string, std::string> key{std::string{ns}, std::string{name}};
+  for (const auto& item : *items) {
+    std::pair<std::string, std::string> key{item.ns, item.name};
     if (!st.keep.count(key))
       out.push_back(std::move(key));
   }

@@ -7,7 +7,6 @@
 // runner pods). Private to actors/scheduler.
 
 #include <caf/all.hpp>
-#include <simdjson.h>
 
 #include <future>
 #include <optional>

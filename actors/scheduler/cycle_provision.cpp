@@ -2,6 +2,7 @@
 // runner pods (see cycle.hpp).
 
 #include "actors/scheduler/cycle.hpp"
+#include "adapters/k8s/fields.hpp"
 
 namespace headroom::actors::scheduler::reconcile {
 
@@ -145,12 +146,11 @@ void cycle::provision(const store::job& j, const pool_options& pool) {
   if (auto* e = std::get_if<k8s::api_error>(&created))
     return runner_pod_refused(w, scope, config.runner_id, *e);
   st_.create_failures = 0;
-  simdjson::dom::parser parser;
-  std::string_view uid;
-  if (parser.parse(std::get<std::string>(created))["metadata"]["uid"].get(uid) != simdjson::SUCCESS)
+  const std::string uid = k8s::uid_of(std::get<std::string>(created));
+  if (uid.empty())
     runtime::log::warn(actor_name, "runner pod create answered without a uid", {{"pod", w.name}});
   auto secret = await_call([&](k8s::api_callback cb) {
-    ctx_.kube->create(k8s::kinds::secrets, o_.pool.ns, runners::runner_secret(o_.pool, w.name, std::string{uid}, config.encoded_jit_config),
+    ctx_.kube->create(k8s::kinds::secrets, o_.pool.ns, runners::runner_secret(o_.pool, w.name, uid, config.encoded_jit_config),
                       std::move(cb));
   });
   if (auto* e = std::get_if<k8s::api_error>(&secret); e && e->what != k8s::api_error::kind::already_exists) {
