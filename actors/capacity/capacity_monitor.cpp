@@ -184,7 +184,7 @@ void on_exit(monitor_self* self, const caf::exit_msg& m) {
   start_call(self, {call_kind::owner_release, s.owner.name, 0}, [kube, ns = s.ctx->spec.ns, name = s.owner.name, o](k8s::api_callback cb) {
     kube->remove(k8s::kinds::configmaps, ns, name, o, std::move(cb));
   });
-  self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, uint64_t{2});
+  self->delayed_send(self, std::chrono::seconds(5), stop_deadline{});
 }
 
 // A pair ended (it reported first, or crashed).
@@ -248,22 +248,24 @@ void on_wakeup(monitor_self* self, msg::buffer_wakeup w) {
 }
 
 // 0: the recalculate interval; 1: a backoff or TTL ended; 2: the owner's delete unanswered; setup retry.
-void on_tick(monitor_self* self, uint64_t what) {
-  if (what == 2) {  // stopping, and the owner's delete was not answered in time
-    if (self->state.stopping)
-      self->quit(self->state.stop_reason);
-    return;
-  }
-  if (what == setup_retry_tick) {
-    if (!self->state.stopping && !self->state.acting && self->state.setup_pending == 0)
-      begin_setup(self);
-    return;
-  }
-  if (what == 0)  // the periodic recalculation counts from the cache, whatever the feed brought
-    self->state.census.rebuild(self->state.ctx->pods->list());
+// Stopping, and the owner ConfigMap's delete was not answered in time.
+void on_stop_deadline(monitor_self* self) {
+  if (self->state.stopping)
+    self->quit(self->state.stop_reason);
+}
+
+void on_setup_retry(monitor_self* self) {
+  const auto& s = self->state;
+  if (!s.stopping && !s.acting && s.setup_pending == 0)
+    begin_setup(self);
+}
+
+// The periodic recalculation counts from the cache, whatever the feed brought.
+void on_recalculate(monitor_self* self) {
+  self->state.census.rebuild(self->state.ctx->pods->list());
   recompute(self);
-  if (what == 0 && !self->state.stopping)
-    self->delayed_send(self, self->state.ctx->spec.recalculate_interval, msg::tick_atom_v, uint64_t{0});
+  if (!self->state.stopping)
+    self->delayed_send(self, self->state.ctx->spec.recalculate_interval, recalculate_timer{});
 }
 
 // The service's statistics: assigned jobs, and each newly assigned one owed a pair.
@@ -356,13 +358,13 @@ void on_pair_report(monitor_self* self, const msg::pair_report& r) {
           cap{unavailable ? 5'000 : r.what == state_t::timed_out ? 600'000 : 60'000};
       s.create_backoff = s.create_backoff.count() == 0 ? first : std::min(s.create_backoff * 2, cap);
       s.spawn_blocked_until = self->clock().now() + s.create_backoff;
-      self->delayed_send(self, s.create_backoff, msg::tick_atom_v, uint64_t{1});
+      self->delayed_send(self, s.create_backoff, recompute_timer{});
     }
   } else if (r.what == state_t::ready) {
     s.create_backoff = milliseconds{0};
     s.unplaced.clear();
     if (s.ctx->spec.placeholder_ttl.count() > 0)  // look again when its TTL is up
-      self->delayed_send(self, s.ctx->spec.placeholder_ttl, msg::tick_atom_v, uint64_t{1});
+      self->delayed_send(self, s.ctx->spec.placeholder_ttl, recompute_timer{});
     if (auto old = it->second.predecessor; !old.empty()) {  // a renewal took over: break the old pair
       it->second.predecessor.clear();
       if (s.pairs.count(old) > 0) {
@@ -400,7 +402,7 @@ monitor_impl::behavior_type monitor_behavior(monitor_self* self, context_ptr ctx
   if (st.peers.listener)  // a restarted monitor learns the assigned jobs now, not at the next message
     self->send(st.peers.listener, msg::update_atom_v);
   begin_setup(self);
-  self->delayed_send(self, st.ctx->spec.recalculate_interval, msg::tick_atom_v, uint64_t{0});
+  self->delayed_send(self, st.ctx->spec.recalculate_interval, recalculate_timer{});
   // An orderly stop (SIGTERM, losing the Lease, a parent stopping): delete the owner ConfigMap so
   // the API server's garbage collector removes every placeholder even after this process is gone,
   // and quit once that delete is answered (bounded by the supervisor's stop deadline).
@@ -408,7 +410,10 @@ monitor_impl::behavior_type monitor_behavior(monitor_self* self, context_ptr ctx
   self->set_down_handler([self](caf::down_msg& d) { on_pair_down(self, d); });
   return {
       [self](msg::buffer_wakeup w) { on_wakeup(self, w); },
-      [self](msg::tick_atom, uint64_t what) { on_tick(self, what); },
+      [self](recalculate_timer) { on_recalculate(self); },
+      [self](recompute_timer) { recompute(self); },
+      [self](stop_deadline) { on_stop_deadline(self); },
+      [self](setup_retry_timer) { on_setup_retry(self); },
       [self](const msg::scale_set_update& u) { on_scale_set_update(self, u); },
       [self](msg::capacity_atom) {  // a (re)started peer asks for the newest capacity
         auto& s = self->state;

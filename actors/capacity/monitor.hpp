@@ -24,11 +24,25 @@
 
 namespace headroom::actors::capacity::monitor {
 
+// The monitor's timers: messages it sends only itself, one type each.
+struct recalculate_timer {};  // the periodic recalculation: the census rebuilt from the cache, then a recompute
+struct recompute_timer {};    // a create backoff or a placeholderTTL has passed: compute again
+struct stop_deadline {};      // stopping, and the owner ConfigMap's delete was not answered in time
+struct setup_retry_timer {};  // try the start-up (PriorityClasses, owner ConfigMap) again
+
+}  // namespace headroom::actors::capacity::monitor
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::monitor::recalculate_timer)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::monitor::recompute_timer)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::monitor::stop_deadline)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::monitor::setup_retry_timer)
+
+namespace headroom::actors::capacity::monitor {
+
 constexpr std::string_view actor_name = "capacity_monitor";
 constexpr uint32_t pods_buffer = 1;
 constexpr uint32_t pools_buffer = 2;
 constexpr uint32_t nodes_buffer = 4;
-constexpr uint64_t setup_retry_tick = 3;  // tick_atom's payload: try the start-up again
 using state_t = msg::pair_report::state;
 using api_kind = k8s::api_error::kind;
 
@@ -121,10 +135,11 @@ struct monitor_state {
   msg::capacity_view last_view{-1};  // the last sent to peers.status
 };
 
-// The monitor's own messages: its informer feeds' wake-ups, its timers (see on_tick) and the API
-// server's answers to its start-up calls.
-using monitor_impl = monitor_actor::extend<caf::reacts_to<msg::buffer_wakeup>, caf::reacts_to<msg::tick_atom, uint64_t>,
-                                           caf::reacts_to<msg::api_reply>>;
+// The monitor's own messages: its informer feeds' wake-ups, its timers and the API server's answers
+// to its calls.
+using monitor_impl =
+    monitor_actor::extend<caf::reacts_to<msg::buffer_wakeup>, caf::reacts_to<recalculate_timer>, caf::reacts_to<recompute_timer>,
+                          caf::reacts_to<stop_deadline>, caf::reacts_to<setup_retry_timer>, caf::reacts_to<msg::api_reply>>;
 using monitor_self = monitor_impl::stateful_base<monitor_state>;
 
 // Where Events about the ScaleSet object go: scale_set_status, which knows the object's uid, or

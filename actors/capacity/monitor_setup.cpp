@@ -47,7 +47,7 @@ void finish_setup_step(monitor_self* self) {
                                                                    : "still cannot reach the API server to start",
                          {{"scale_set", st.ctx->spec.name}, {"error", st.setup_error}, {"retry_in_ms", v.retry_in.count()},
                           {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
-    self->delayed_send(self, v.retry_in, msg::tick_atom_v, setup_retry_tick);
+    self->delayed_send(self, v.retry_in, setup_retry_timer{});
     return;
   }
   if (st.owner.empty())

@@ -57,10 +57,27 @@ struct pair_state {
   static inline const char* name = "headroom.placeholder_pair";
 };
 
+// The pair's timers: messages it sends only itself, one type each.
+struct ready_timeout {};    // placeholderReadyTimeout since the pair was made
+struct handoff_timeout {};  // placeholderReadyTimeout since the pair was consumed: no workflow pod came
+struct look_again {};       // the runner pod's binding may trail the runner placeholder's deletion
+struct events_bound {};     // the Event reads of a timed-out pair took too long
+
+}  // namespace
+}  // namespace headroom::actors::capacity
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::ready_timeout)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::handoff_timeout)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::look_again)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::events_bound)
+
+namespace headroom::actors::capacity {
+namespace {
+
 // The pair's own messages: the API server's answers to its creates (correlation: the pod's index)
-// and to its Event reads (events_correlation + the pod's index), and its timers (0: the ready
-// timeout; 1: the hand-off timeout; 2: look again; 3: the Event reads' bound).
-using pair_impl = pair_actor::extend<caf::reacts_to<msg::api_reply>, caf::reacts_to<msg::tick_atom, uint64_t>>;
+// and to its Event reads (events_correlation + the pod's index), and its timers.
+using pair_impl = pair_actor::extend<caf::reacts_to<msg::api_reply>, caf::reacts_to<ready_timeout>, caf::reacts_to<handoff_timeout>,
+                                     caf::reacts_to<look_again>, caf::reacts_to<events_bound>>;
 using pair_self = pair_impl::stateful_base<pair_state>;
 constexpr uint64_t events_correlation = 100;
 
@@ -218,7 +235,7 @@ void evaluate(pair_self* self) {
     if (!runner_took(st, static_cast<std::time_t>(runtime::actor_system_clock{self->clock()}.wall_seconds()))) {
       if (st.undecided++ < 6) {  // the runner pod's binding may trail the victim's deletion
         report(self, state_t::pending);
-        self->delayed_send(self, std::chrono::milliseconds(500), msg::tick_atom_v, uint64_t{2});
+        self->delayed_send(self, std::chrono::milliseconds(500), look_again{});
         return;
       }
       return finish(self, state_t::lost, why(0) + ", not by a runner");
@@ -228,7 +245,7 @@ void evaluate(pair_self* self) {
     runtime::log::info(actor_name, "pair consumed: the workflow placeholder holds on",
                        {{"scale_set", st.ctx->spec.name}, {"slot", st.slot}, {"reason", why(0)}});
     report(self, state_t::consumed, why(0));
-    self->delayed_send(self, st.ctx->spec.placeholder_ready_timeout, msg::tick_atom_v, uint64_t{1});
+    self->delayed_send(self, st.ctx->spec.placeholder_ready_timeout, handoff_timeout{});
     return;
   }
   report(self, states[0] == pod_state::running && states[1] == pod_state::running ? state_t::ready : state_t::pending);
@@ -263,7 +280,7 @@ void time_out(pair_self* self) {
   }
   if (st.asking == 0)
     return end_timed_out(self);
-  self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, uint64_t{3});
+  self->delayed_send(self, std::chrono::seconds(5), events_bound{});
 }
 
 // One placeholder's Events: the newest Karpenter said is added to the reason.
@@ -302,7 +319,7 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
   for (int i = 0; i < 2; ++i)
     if (!adopt || !st.ctx->pods->get(st.ctx->spec.ns, st.names[i]))
       create_pod(self, roles[i], i);
-  self->delayed_send(self, st.ctx->spec.placeholder_ready_timeout, msg::tick_atom_v, uint64_t{0});
+  self->delayed_send(self, st.ctx->spec.placeholder_ready_timeout, ready_timeout{});
   // Scale-down (an exit from the monitor) and an orderly shutdown (the monitor stopping) delete
   // the pods; a crash of the monitor leaves them for its successor to adopt.
   auto orderly = [](const caf::error& reason) {
@@ -338,7 +355,7 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
         k8s::delete_options o;
         o.grace_period_seconds = 0;
         s.ctx->kube->remove(k8s::kinds::pods, s.ctx->spec.ns, s.names[0], o, [](k8s::api_result) {});
-        self->delayed_send(self, s.ctx->spec.placeholder_ready_timeout, msg::tick_atom_v, uint64_t{1});
+        self->delayed_send(self, s.ctx->spec.placeholder_ready_timeout, handoff_timeout{});
       },
       [self](msg::api_reply& r) {
         auto& s = self->state;
@@ -353,15 +370,18 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
         }
         evaluate(self);
       },
-      [self](msg::tick_atom, uint64_t which) {
-        auto& s = self->state;
-        if (which == 2)
-          return evaluate(self);
-        if (which == 1 && s.consumed)  // no workflow pod came for the held room
+      [self](look_again) { evaluate(self); },
+      [self](handoff_timeout) {
+        if (self->state.consumed)  // no workflow pod came for the held room
           finish(self, state_t::lost, "hand-off timed out: deleting the workflow placeholder");
-        else if (which == 0 && !s.consumed && s.reported != state_t::ready && s.asking == 0)
+      },
+      [self](ready_timeout) {
+        const auto& s = self->state;
+        if (!s.consumed && s.reported != state_t::ready && s.asking == 0)
           time_out(self);
-        else if (which == 3 && s.asking > 0)  // the Event reads took too long: time out without them
+      },
+      [self](events_bound) {
+        if (self->state.asking > 0)  // the Event reads took too long: time out without them
           end_timed_out(self);
       },
   };

@@ -134,7 +134,7 @@ void start_poll(listener_self* self) {
   const auto now = self->clock().now();
   st.poll_started = now;
   if (now < st.reorder_until)
-    self->delayed_send(self, st.reorder_until - now, msg::tick_atom_v, st.generation, seq, uint64_t{1});
+    self->delayed_send(self, st.reorder_until - now, reorder_window_passed{st.generation, seq});
   if (st.peers.capacity)
     self->send(st.peers.capacity, msg::capacity_polled{st.desired});
   if (st.peers.status)
@@ -164,7 +164,7 @@ void cancel_poll(listener_self* self, bool reissue = false) {
   st.poll->cancel();
   // A cancel is answered in microseconds; should its answer be lost below this actor, the poll
   // is given up after 1 s and issued again, so placed room is never held back for a hold.
-  self->delayed_send(self, std::chrono::seconds(1), msg::tick_atom_v, st.generation, st.poll_seq);
+  self->delayed_send(self, std::chrono::seconds(1), cancel_deadline{st.generation, st.poll_seq});
 }
 
 void count_failure(listener_self* self, const github::actions_error& e) {
@@ -184,14 +184,14 @@ void retry_later(listener_self* self, const github::actions_error& e) {
     // each is news, named and counted.
     runtime::log::warn(actor_name, "Actions Service call failed; retrying",
                        {{"scale_set", st.opts.scale_set_id}, {"error", e.describe()}, {"retry_in_ms", st.backoff.count()}});
-    self->delayed_send(self, st.backoff, msg::tick_atom_v, st.generation);
+    self->delayed_send(self, st.backoff, retry_timer{st.generation});
     return;
   }
   const auto v = st.service_outage.failed(ms_now(self));
   runtime::outage::log(actor_name, v, "Actions Service call failed; retrying", "Actions Service calls still failing; retrying",
                        {{"scale_set", st.opts.scale_set_id}, {"error", e.describe()}, {"retry_in_ms", st.backoff.count()},
                         {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
-  self->delayed_send(self, st.backoff, msg::tick_atom_v, st.generation);
+  self->delayed_send(self, st.backoff, retry_timer{st.generation});
 }
 
 // A call succeeded: the end of an outage, if there was one, is worth a line.
@@ -318,7 +318,7 @@ void on_exit(listener_self* self, const caf::exit_msg& m) {
   s.stop_reason = m.reason;
   ++s.generation;  // every other reply is now stale
   s.client->delete_session(s.session, reply_to<github::done>(self, reply_op::closed, [](actions_reply&, github::done) {}));
-  self->delayed_send(self, std::chrono::seconds(3), msg::tick_atom_v, s.generation);
+  self->delayed_send(self, std::chrono::seconds(3), retry_timer{s.generation});
 }
 
 // A new capacity from the monitor.
@@ -402,17 +402,17 @@ listener_impl::behavior_type listener_behavior(listener_self* self, std::shared_
         if (s.stats && s.opts.scale_set_id != 0)
           self->send(caf::actor_cast<update_sink>(self->current_sender()), msg::scale_set_update{s.opts.scale_set_id, *s.stats, {}});
       },
-      [self](msg::tick_atom, uint64_t generation, uint64_t poll, uint64_t) {  // the reorder window has passed
+      [self](reorder_window_passed t) {
         auto& s = self->state;
-        if (generation != s.generation || poll != s.poll_seq || !s.polling || s.poll_cancelled)
+        if (t.generation != s.generation || t.poll != s.poll_seq || !s.polling || s.poll_cancelled)
           return;  // ended (its successor was issued after the window) or already cancelled
         runtime::log::debug(actor_name, "re-issuing the poll: a poll cancelled just before it may have reached the service after it",
                             {{"scale_set", s.opts.scale_set_id}, {"capacity", s.desired}});
         cancel_poll(self, true);
       },
-      [self](msg::tick_atom, uint64_t generation, uint64_t poll) {  // a cancelled poll's deadline
+      [self](cancel_deadline t) {
         auto& s = self->state;
-        if (generation != s.generation || poll != s.poll_seq || !s.polling || !s.poll_cancelled)
+        if (t.generation != s.generation || t.poll != s.poll_seq || !s.polling || !s.poll_cancelled)
           return;  // answered in time
         runtime::log::warn(actor_name, "a cancelled poll did not end within 1 s: giving it up and polling again",
                            {{"scale_set", s.opts.scale_set_id}, {"capacity", s.desired}});
@@ -420,7 +420,7 @@ listener_impl::behavior_type listener_behavior(listener_self* self, std::shared_
         s.poll.reset();  // its late answer names an older poll and is ignored
         start_poll(self);
       },
-      [self](msg::tick_atom, uint64_t generation) { on_retry(self, generation); },
+      [self](retry_timer t) { on_retry(self, t.generation); },
       [self](actions_reply& r) { on_reply(self, r); },
   };
 }

@@ -18,6 +18,27 @@
 
 namespace headroom::actors::listener {
 
+// The listener's timers: messages it sends only itself, one type each. Each carries the session's
+// generation (a timer from before a new session or a stop is stale) and, for a poll's, the poll's
+// number.
+struct retry_timer {  // a backoff has ended (or, stopping, the session delete was not answered)
+  uint64_t generation = 0;
+};
+struct cancel_deadline {  // a cancelled poll was not answered within 1 s
+  uint64_t generation = 0, poll = 0;
+};
+struct reorder_window_passed {  // a poll started inside the reorder window is re-issued now
+  uint64_t generation = 0, poll = 0;
+};
+
+}  // namespace headroom::actors::listener
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::listener::retry_timer)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::listener::cancel_deadline)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::listener::reorder_window_passed)
+
+namespace headroom::actors::listener {
+
 constexpr std::string_view actor_name = "listener_session";
 using K = github::actions_error::kind;
 using reply_op = actions_reply::op;
@@ -69,11 +90,9 @@ struct listener_state {
   }
 };
 
-// The listener's own messages: its timers (a retry: generation; a cancelled poll's deadline:
-// generation, poll; the reorder window: generation, poll, 1) and the Actions Service's answers.
-using listener_impl = listener_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t, uint64_t, uint64_t>,
-                                             caf::reacts_to<msg::tick_atom, uint64_t, uint64_t>,
-                                             caf::reacts_to<msg::tick_atom, uint64_t>, caf::reacts_to<actions_reply>>;
+// The listener's own messages: its timers and the Actions Service's answers.
+using listener_impl = listener_actor::extend<caf::reacts_to<reorder_window_passed>, caf::reacts_to<cancel_deadline>,
+                                             caf::reacts_to<retry_timer>, caf::reacts_to<actions_reply>>;
 using listener_self = listener_impl::stateful_base<listener_state>;
 
 // The callback of an Actions call: its result goes back to the actor as actions_reply.
