@@ -39,10 +39,24 @@ namespace {
 constexpr std::string_view actor_name = "gate_controller";
 constexpr uint32_t pods_buffer = 1;
 constexpr uint32_t queues_buffer = 2;
-constexpr uint64_t resync_timer = 0;  // tick ids: 0 = resync, others = expiry generations
 // Condition writes in flight at most: a burst of gated pods does not turn into a backlog in
 // the client's rate limiter (the rest are written as replies come back; conditions are levels).
 constexpr size_t max_bulk_in_flight = 16;
+
+// The controller's timers: messages it sends only itself.
+struct resync_timer {};  // every Queue planned again
+struct expiry_timer {    // the earliest reservation's expiry; a later-armed one supersedes it
+  uint64_t generation = 0;
+};
+
+}  // namespace
+}  // namespace headroom::actors::gates
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::gates::resync_timer)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::gates::expiry_timer)
+
+namespace headroom::actors::gates {
+namespace {
 
 struct call_info {
   enum kind { ungate, condition, status } what;
@@ -78,8 +92,8 @@ struct controller_state {
   std::optional<wall_time> expiry_due;
   static inline const char* name = "headroom.gate_controller";
 };
-// Its own timers (a reservation's expiry by id, 0: the resync).
-using controller_impl = gate_controller_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>>;
+// Its own timers.
+using controller_impl = gate_controller_actor::extend<caf::reacts_to<resync_timer>, caf::reacts_to<expiry_timer>>;
 using controller_self = controller_impl::stateful_base<controller_state>;
 
 caf::timespan now_of(controller_self* self) { return self->clock().now().time_since_epoch(); }
@@ -184,7 +198,7 @@ void arm_expiry(controller_self* self, wall_time when) {
   const auto wait = std::max(std::chrono::milliseconds{0},
                              std::chrono::duration_cast<std::chrono::milliseconds>(when - st.ctx->wall_clock())) +
                     std::chrono::milliseconds{50};
-  self->delayed_send(self, wait, msg::tick_atom_v, ++st.expiry_generation);
+  self->delayed_send(self, wait, expiry_timer{++st.expiry_generation});
 }
 
 void plan_one(controller_self* self, const std::string& queue) {
@@ -389,7 +403,7 @@ controller_impl::behavior_type controller_behavior(controller_self* self, contro
     on_pod(self, {msg::object_change::resync, p});
   st.woke = now_of(self);
   plan_dirty(self);
-  self->delayed_send(self, st.ctx->resync_interval, msg::tick_atom_v, resync_timer);
+  self->delayed_send(self, st.ctx->resync_interval, resync_timer{});
   return {
       [self](msg::buffer_wakeup w) {
         auto& s = self->state;
@@ -401,22 +415,24 @@ controller_impl::behavior_type controller_behavior(controller_self* self, contro
           s.pod_feed->drain([self](const msg::pod_event& e) { on_pod(self, e); });
         plan_dirty(self);
       },
-      [self](msg::tick_atom, uint64_t id) {
+      [self](resync_timer) {
         auto& s = self->state;
         s.woke = now_of(self);
-        if (id == resync_timer) {
-          for (const auto& [name, entry] : s.queues)
-            s.dirty.insert(name);
-          for (const auto& [key, queue] : s.queue_of)
-            s.dirty.insert(queue);  // pods of queues that do not exist
-          self->delayed_send(self, s.ctx->resync_interval, msg::tick_atom_v, resync_timer);
-        } else {
-          if (id != s.expiry_generation)
-            return;  // superseded by an earlier timer
-          s.expiry_due.reset();
-          for (const auto& [name, entry] : s.queues)
-            s.dirty.insert(name);
-        }
+        for (const auto& [name, entry] : s.queues)
+          s.dirty.insert(name);
+        for (const auto& [key, queue] : s.queue_of)
+          s.dirty.insert(queue);  // pods of queues that do not exist
+        self->delayed_send(self, s.ctx->resync_interval, resync_timer{});
+        plan_dirty(self);
+      },
+      [self](expiry_timer t) {
+        auto& s = self->state;
+        s.woke = now_of(self);
+        if (t.generation != s.expiry_generation)
+          return;  // superseded by an earlier timer
+        s.expiry_due.reset();
+        for (const auto& [name, entry] : s.queues)
+          s.dirty.insert(name);
         plan_dirty(self);
       },
       [self](msg::api_reply& r) {
