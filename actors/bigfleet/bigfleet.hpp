@@ -105,11 +105,13 @@ struct operator_options {
 
 // ---- the contracts --------------------------------------------------------------------------------
 // Each names what reaches the actor from outside itself: a peer's message, or what an adapter's
-// thread hands it (the stream's link state, an API answer, a policy buffer's wake-up). Timers an
-// actor sets for itself are added beside its behavior.
+// thread hands it (the stream's link state, a policy buffer's wake-up). Timers an actor sets for
+// itself, and the API server's answers to its own calls (sent to its own typed handle), are added
+// beside its behavior, except where that would leave a contract empty (CAF refuses an empty typed
+// handle: capacity_requests, reclaim_drain).
 
-// rollup: the session says the stream just opened (send a roll-up now); the API server answers.
-using rollup_actor = caf::typed_actor<caf::reacts_to<msg::rollup_atom>, caf::reacts_to<msg::api_reply>>;
+// rollup: the session says the stream just opened (send a roll-up now).
+using rollup_actor = caf::typed_actor<caf::reacts_to<msg::rollup_atom>>;
 // shard_session: what goes to the shard (the outbox), the stream's link state, its dispatcher's
 // and coalescer's wake-ups, and the UpcomingNode writes it started.
 using shard_session_actor = shard_outbox::extend<caf::reacts_to<shard_link>, caf::reacts_to<msg::buffer_wakeup>,

@@ -48,7 +48,7 @@ struct rollup_state {
 };
 
 // Its own timer (generation).
-using rollup_impl = rollup_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>>;
+using rollup_impl = rollup_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>, caf::reacts_to<msg::api_reply>>;
 using rollup_self = rollup_impl::stateful_base<rollup_state>;
 
 

@@ -90,10 +90,8 @@ using metric_subscriber = caf::typed_actor<caf::reacts_to<msg::metric_samples>>;
 // reactive_quota: each scaler's replicas, and its claims for more (answered granted or not).
 using quota_actor = caf::typed_actor<caf::reacts_to<msg::quota_report>,
                                      caf::replies_to<msg::quota_claim>::with<msg::quota_verdict>>;
-// reactive_scaler: its samples, the reader's relay saying the reader restarted, and the API
-// server's answers.
-using reactive_scaler_actor = caf::typed_actor<caf::reacts_to<msg::metric_samples>, caf::reacts_to<msg::restarted_atom, std::string>,
-                                               caf::reacts_to<msg::api_reply>>;
+// reactive_scaler: its samples, and the reader's relay saying the reader restarted.
+using reactive_scaler_actor = caf::typed_actor<caf::reacts_to<msg::metric_samples>, caf::reacts_to<msg::restarted_atom, std::string>>;
 
 // `quota`: the quota keeper's relay (ignored when the spec has no tenant); `reader`: the metric
 // reader's relay, watched for restarts.
