@@ -71,10 +71,14 @@ std::variant<std::shared_ptr<cert_bundle>, std::string> parse_bundle(const std::
     ERR_clear_error();
     return result{std::in_place_index<1>, "the key does not match the certificate"};
   }
-  const ASN1_TIME* end = X509_get0_notAfter(b->leaf);
-  struct tm t = {};
-  if (end != nullptr && ASN1_TIME_to_tm(end, &t) == 1)
-    b->not_after = static_cast<int64_t>(timegm(&t));
+  // notAfter as seconds since the epoch: OpenSSL's own difference from the epoch, no calendar code.
+  if (const ASN1_TIME* end = X509_get0_notAfter(b->leaf); end != nullptr) {
+    ASN1_TIME* epoch = ASN1_TIME_set(nullptr, 0);
+    int days = 0, secs = 0;
+    if (epoch != nullptr && ASN1_TIME_diff(&days, &secs, epoch, end) == 1)
+      b->not_after = static_cast<int64_t>(days) * 86400 + secs;
+    ASN1_TIME_free(epoch);
+  }
   return result{std::in_place_index<0>, std::move(b)};
 }
 

@@ -1,11 +1,11 @@
 #include "actors/scheduler/dashboards.hpp"
 #include "actors/scheduler/scheduler.hpp"
 
-#include <ctime>
 
 #include "adapters/http/transport.hpp"
 #include "runtime/json_writer.hpp"
 #include "runtime/log.hpp"
+#include "runtime/rfc3339.hpp"
 
 namespace headroom::actors::scheduler {
 
@@ -44,31 +44,19 @@ std::optional<int64_t> parse_date(const std::string& v, int64_t now_ms) {
   }
   if (v.size() != 10 || v[4] != '-' || v[7] != '-')
     return std::nullopt;
-  auto y = parse_count(v.substr(0, 4), 1970, 9999), m = parse_count(v.substr(5, 2), 1, 12), d = parse_count(v.substr(8, 2), 1, 31);
-  if (!y || !m || !d)
+  if (!parse_count(v.substr(0, 4), 1970, 9999) || !parse_count(v.substr(5, 2), 1, 12) || !parse_count(v.substr(8, 2), 1, 31))
     return std::nullopt;
-  std::tm tm{};
-  tm.tm_year = static_cast<int>(*y) - 1900;
-  tm.tm_mon = static_cast<int>(*m) - 1;
-  tm.tm_mday = static_cast<int>(*d);
-  const int64_t at = static_cast<int64_t>(timegm(&tm));
-  std::tm back{};
-  const time_t t = static_cast<time_t>(at);
-  gmtime_r(&t, &back);
-  if (back.tm_mday != static_cast<int>(*d))  // 2026-02-31 (timegm normalized it to March)
+  // The one RFC 3339 reader: it refuses 2026-02-31 too.
+  const auto at = runtime::parse_rfc3339(v + "T00:00:00Z");
+  if (!at)
     return std::nullopt;
-  return at * 1000;
+  return static_cast<int64_t>(*at) * 1000;
 }
 
 std::string iso(int64_t ms) {
   if (ms <= 0)
     return "";
-  const time_t t = static_cast<time_t>(ms / 1000);
-  std::tm tm{};
-  gmtime_r(&t, &tm);
-  char buf[32];
-  std::strftime(buf, sizeof buf, "%Y-%m-%dT%H:%M:%SZ", &tm);
-  return buf;
+  return runtime::format_rfc3339(static_cast<double>(ms / 1000), 0);
 }
 
 std::string page_head(const std::string& title) {

@@ -21,7 +21,7 @@ namespace headroom::http {
 
 namespace {
 
-using steady = std::chrono::steady_clock;
+using steady = runtime::clock;  // its time_point and duration: std::chrono::steady_clock's
 
 struct curl_global {
   curl_global() { curl_global_init(CURL_GLOBAL_DEFAULT); }
@@ -30,7 +30,7 @@ struct curl_global {
 // Spaces request starts: `burst` tokens, refilled at `qps` per second.
 class token_bucket {
  public:
-  token_bucket(double qps, double burst) : qps_(qps), burst_(burst), tokens_(burst), last_(steady::now()) {}
+  token_bucket(double qps, double burst, steady::time_point now) : qps_(qps), burst_(burst), tokens_(burst), last_(now) {}
   // True and a token taken, or false and `wait` set to when one will be there.
   bool take(steady::time_point now, steady::duration& wait) {
     refill(now);
@@ -68,7 +68,7 @@ struct transport::impl {
     bool too_big = false;                          // the body passed req.max_body_bytes
   };
 
-  explicit impl(options o) : opts(std::move(o)), bucket(opts.qps, opts.burst) {
+  explicit impl(options o) : opts(std::move(o)), clock(*opts.clock), bucket(opts.qps, opts.burst, clock.now()) {
     static curl_global init;
     multi = curl_multi_init();
     if (multi == nullptr)
@@ -123,7 +123,7 @@ struct transport::impl {
   request_id submit(http_request req, on_done done, on_chunk chunk) {
     auto t = std::make_unique<transfer>();
     t->id = next_id.fetch_add(1);
-    t->not_before = steady::now() + req.delay;
+    t->not_before = clock.now() + req.delay;
     t->req = std::move(req);
     t->done = std::move(done);
     t->chunk = std::move(chunk);
@@ -147,7 +147,7 @@ struct transport::impl {
   void after(std::chrono::milliseconds delay, std::function<void()> fn) {
     {
       std::lock_guard<std::mutex> g{mutex};
-      timers.emplace(steady::now() + delay, std::move(fn));
+      timers.emplace(clock.now() + delay, std::move(fn));
     }
     wake();
   }
@@ -288,7 +288,7 @@ struct transport::impl {
     curl_multi_add_handle(multi, e);
     started_count.fetch_add(1, std::memory_order_relaxed);
     if (opts.on_start)
-      opts.on_start(std::max(steady::duration::zero(), steady::now() - t->not_before), t->req.priority);
+      opts.on_start(std::max(steady::duration::zero(), clock.now() - t->not_before), t->req.priority);
     active.emplace(t->id, std::move(t));
   }
 
@@ -339,7 +339,7 @@ struct transport::impl {
         }
       }
       // Start what is due, in submission order, as tokens allow.
-      const auto now = steady::now();
+      const auto now = clock.now();
       steady::duration sleep = std::chrono::milliseconds(1000);
       std::vector<std::function<void()>> due;
       {
@@ -377,13 +377,13 @@ struct transport::impl {
         continue;
       }
       int running = 0;
-      if (curl_due && *curl_due <= steady::now()) {
+      if (curl_due && *curl_due <= clock.now()) {
         curl_multi_socket_action(multi, CURL_SOCKET_TIMEOUT, 0, &running);
         sync_curl_timer();
       }
       read_done();
       if (curl_due)
-        sleep = std::min(sleep, std::max(steady::duration::zero(), *curl_due - steady::now()));
+        sleep = std::min(sleep, std::max(steady::duration::zero(), *curl_due - clock.now()));
       const int timeout_ms = static_cast<int>(
           std::chrono::duration_cast<std::chrono::milliseconds>(sleep + std::chrono::microseconds(999)).count());
       epoll_event events[64];
@@ -423,7 +423,7 @@ struct transport::impl {
       set_curl_due(ms);
   }
   void set_curl_due(long ms) {
-    curl_due = ms < 0 ? std::optional<steady::time_point>{} : steady::now() + std::chrono::milliseconds(ms);
+    curl_due = ms < 0 ? std::optional<steady::time_point>{} : clock.now() + std::chrono::milliseconds(ms);
   }
 
   // Transfers libcurl has finished: answered.
@@ -465,6 +465,7 @@ struct transport::impl {
   }
 
   options opts;
+  const runtime::clock& clock;
   token_bucket bucket;
   CURLM* multi = nullptr;
   int epoll = -1, wake_fd = -1;

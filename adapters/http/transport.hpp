@@ -4,6 +4,8 @@
 #include <cstdint>
 #include <functional>
 #include <memory>
+
+#include "runtime/clock.hpp"
 #include <string>
 #include <string_view>
 #include <vector>
@@ -103,6 +105,10 @@ class transport final : public exchange {
     // budget (from when it could have started: its submit, or the end of its retry delay) and
     // its priority (headroom_kubernetes_rate_limiter_wait_seconds). Must be short.
     std::function<void(std::chrono::nanoseconds waited, http::priority)> on_start;
+    // The monotonic time of request delays, the rate budget, timers and libcurl's timeouts. The
+    // I/O thread still waits in real time (epoll, curl_multi_poll): this is a real clock in
+    // production and where the loop runs; a test gives its own to see the times it reports.
+    const runtime::clock* clock = &runtime::real_clock();
   };
   using on_chunk = http::on_chunk;
   using on_done = http::on_done;
