@@ -55,6 +55,8 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     int64_t page_size = 500;
     std::chrono::seconds stall_timeout{0};  // 0: the client's (kubernetes.watchStallTimeout)
     std::chrono::seconds watch_timeout{300};  // the server ends each watch after ~this (±10 %)
+    // Outages and a watch's age are measured on it (timers come from the client's exchange).
+    const runtime::clock* clock = &runtime::real_clock();
   };
 
   using stats = informer_stats;
@@ -151,14 +153,14 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   // An API server down for minutes is one line when the calls start failing, a reminder a minute
   // and one line when they work again, not a line per retry (the retries follow next_backoff()).
   void note_failure(std::string_view msg, const api_error& e, std::chrono::milliseconds wait) {
-    const auto v = outage_.failed(runtime::real_clock().now_ms());
+    const auto v = outage_.failed(opts_.clock->now_ms());
     runtime::outage::log("k8s/informer", v, msg, msg,
                          {{"resource", opts_.kind.plural}, {"error", e.describe()}, {"retry_ms", static_cast<int64_t>(wait.count())},
                           {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
   }
 
   void note_success() {
-    if (const auto v = outage_.succeeded(runtime::real_clock().now_ms()); v.log == runtime::outage::note::came_back)
+    if (const auto v = outage_.succeeded(opts_.clock->now_ms()); v.log == runtime::outage::note::came_back)
       runtime::log::info("k8s/informer", "listed again after failures",
                          {{"resource", opts_.kind.plural}, {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
   }
@@ -293,7 +295,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     wo.timeout_seconds = std::max<int64_t>(1, spread(rng_));
     wo.stall_timeout = opts_.stall_timeout;
     wo.delay = delay;
-    watch_began_ = runtime::real_clock().now() + delay;
+    watch_began_ = opts_.clock->now() + delay;
     stats_.watches.fetch_add(1, std::memory_order_relaxed);
     relist_requested_ = false;
     std::weak_ptr<informer> weak = this->shared_from_this();
@@ -385,7 +387,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     // connection cut) had worked: resume at once, as after a clean end, rather than after a
     // backoff that grew with every earlier failure (found by the chaos suite: quiet watches on a
     // short stall timeout backed off 27 s).
-    if (runtime::real_clock().now() - watch_began_ >= std::chrono::seconds(10)) {
+    if (opts_.clock->now() - watch_began_ >= std::chrono::seconds(10)) {
       failures_ = 0;
       note_success();  // it had worked: this failure is news
     }

@@ -1,7 +1,5 @@
 #include "adapters/k8s/leader_election.hpp"
 
-#include <ctime>
-
 #include "adapters/k8s/decode.hpp"
 #include "runtime/log.hpp"
 #include "adapters/k8s/time.hpp"
@@ -10,9 +8,7 @@
 
 namespace headroom::k8s {
 
-std::string micro_time_now() {
-  return format_rfc3339(runtime::real_clock().wall_seconds(), 6);
-}
+std::string micro_time_now(const runtime::clock& clock) { return format_rfc3339(clock.wall_seconds(), 6); }
 
 std::shared_ptr<leader_elector> leader_elector::make(client& c, options opts) {
   return std::shared_ptr<leader_elector>(new leader_elector(c, std::move(opts)));
@@ -39,7 +35,7 @@ void leader_elector::tick() {
     return;
   // A leader whose renewals have failed past the deadline steps down before anyone else may take
   // over (renew_deadline < lease_duration): there is never a moment with two leaders.
-  if (leading_ && runtime::real_clock().now() - last_renew_ > opts_.renew_deadline) {
+  if (leading_ && opts_.clock->now() - last_renew_ > opts_.renew_deadline) {
     lose("renew deadline passed");
   }
   std::weak_ptr<leader_elector> weak = shared_from_this();
@@ -52,7 +48,7 @@ void leader_elector::tick() {
 void leader_elector::on_read(api_result r) {
   if (stopped_)
     return;
-  const auto now = runtime::real_clock().now();
+  const auto now = opts_.clock->now();
   if (auto* e = std::get_if<api_error>(&r)) {
     if (e->what == api_error::kind::not_found) {
       write(true, "", 0, "");
@@ -94,7 +90,7 @@ void leader_elector::on_read(api_result r) {
 
 void leader_elector::write(bool create, const std::string& resource_version, int32_t transitions,
                            const std::string& acquire_time) {
-  const auto now = micro_time_now();
+  const auto now = micro_time_now(*opts_.clock);
   runtime::json_writer w;
   w.begin_object().field("apiVersion", "coordination.k8s.io/v1").field("kind", "Lease");
   w.key("metadata").begin_object().field("name", opts_.name).field("namespace", opts_.ns);
@@ -127,7 +123,7 @@ void leader_elector::on_write(api_result r, bool) {
     schedule();
     return;
   }
-  last_renew_ = runtime::real_clock().now();
+  last_renew_ = opts_.clock->now();
   observed_holder_ = opts_.identity;
   observed_at_ = last_renew_;
   if (!leading_.exchange(true)) {

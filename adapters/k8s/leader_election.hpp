@@ -7,6 +7,7 @@
 #include <string>
 
 #include "adapters/k8s/client.hpp"
+#include "runtime/clock.hpp"
 
 namespace headroom::k8s {
 
@@ -33,6 +34,9 @@ class leader_elector : public std::enable_shared_from_this<leader_elector> {
     std::function<void()> on_started_leading;
     std::function<void()> on_stopped_leading;
     std::function<void(const std::string&)> on_new_leader;  // whoever holds it now ("" = nobody)
+    // The renew deadline and the lease's expiry are measured on it, and the Lease's times written
+    // from its wall time; tests give a manual clock and move it.
+    const runtime::clock* clock = &runtime::real_clock();
   };
 
   static std::shared_ptr<leader_elector> make(client& c, options opts);
@@ -60,12 +64,12 @@ class leader_elector : public std::enable_shared_from_this<leader_elector> {
   std::atomic<bool> stopped_{false};
   // I/O thread only:
   std::string observed_holder_, observed_renew_time_;
-  std::chrono::steady_clock::time_point observed_at_{};
-  std::chrono::steady_clock::time_point last_renew_{};
+  runtime::clock::time_point observed_at_{};
+  runtime::clock::time_point last_renew_{};
   std::string last_holder_reported_ = "\x01";
 };
 
-// RFC 3339 with microseconds, as metav1.MicroTime is written.
-std::string micro_time_now();
+// RFC 3339 with microseconds, as metav1.MicroTime is written: `clock`'s wall time.
+std::string micro_time_now(const runtime::clock& clock);
 
 }  // namespace headroom::k8s
