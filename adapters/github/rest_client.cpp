@@ -6,6 +6,7 @@
 #include <future>
 
 #include "adapters/github/auth.hpp"
+#include "adapters/github/rest_decode.hpp"
 #include "adapters/json/ondemand.hpp"
 #include "runtime/secrets.hpp"
 #include "runtime/clock.hpp"
@@ -14,46 +15,7 @@
 
 namespace headroom::github {
 
-namespace {
-
-namespace od = simdjson::ondemand;
-using json::failure;
-using json::fields;
-using json::is_null;
-
-int64_t num(od::value v) {
-  if (is_null(v))
-    return 0;
-  if (v.type() != od::json_type::number)
-    throw failure{"expected a number"};
-  return v.get_int64();
-}
-
-std::string str(od::value v) { return json::text(v); }
-
-// Runs `body` over the parsed document; a malformed answer is a rest_error naming what.
-template <class T, class Body>
-rest_result<T> decode(const std::string& operation, long status, const std::string& text, Body&& body) {
-  try {
-    od::parser parser;
-    simdjson::padded_string padded{text};
-    auto doc = parser.iterate(padded);
-    T out{};
-    body(od::value{doc.get_value()}, out);
-    return out;
-  } catch (const failure& f) {
-    return rest_error{status, operation, "malformed answer: " + f.message};
-  } catch (const simdjson::simdjson_error& e) {
-    return rest_error{status, operation, std::string{"malformed answer: "} + simdjson::error_message(e.error())};
-  }
-}
-
-int64_t parse_time(const std::string& t) {
-  const auto at = runtime::parse_rfc3339(t);
-  return at ? static_cast<int64_t>(*at) : 0;
-}
-
-}  // namespace
+using namespace rest_detail;
 
 std::string rest_client::message_of(const std::string& body) {
   try {
@@ -352,14 +314,6 @@ rest_result<std::optional<std::string>> rest_client::run_status(const std::strin
   return std::optional<std::string>{std::get<std::string>(s)};
 }
 
-namespace {
-
-// An organization's path, or an enterprise's ("enterprises/<slug>" is passed whole).
-std::string owner_path(const std::string& owner) {
-  return owner.rfind("enterprises/", 0) == 0 ? "/" + owner : "/orgs/" + owner;
-}
-
-}  // namespace
 
 rest_result<int64_t> rest_client::repository_id(const std::string& repository) {
   const std::string op = "get repository " + repository;
@@ -477,72 +431,6 @@ rest_result<rest_jit> rest_client::generate_jit_config(const std::string& scope,
   if (auto* j = std::get_if<rest_jit>(&out))
     runtime::secret_registry::global().add_ephemeral(j->encoded_jit_config);  // single use
   return out;
-}
-
-rest_result<std::vector<rest_runner>> rest_client::list_runners(const std::string& scope) {
-  return list_runners_at("list runners of " + scope, "/" + scope + "/actions/runners");
-}
-
-rest_result<std::vector<rest_runner>> rest_client::list_group_runners(const std::string& org, int64_t group_id) {
-  return list_runners_at("list runners of runner group " + std::to_string(group_id) + " of " + org,
-                         owner_path(org) + "/actions/runner-groups/" + std::to_string(group_id) + "/runners");
-}
-
-rest_result<std::vector<rest_runner>> rest_client::list_runners_at(const std::string& op, const std::string& path) {
-  std::vector<rest_runner> all;
-  for (int page = 1; page < 1000; ++page) {
-    auto a = call(op, "GET", path + "?per_page=100&page=" + std::to_string(page));
-    if (auto* e = std::get_if<rest_error>(&a))
-      return *e;
-    auto& r = std::get<answer>(a);
-    if (r.status != 200)
-      return rest_error{r.status, op, message_of(r.body)};
-    int64_t total = 0;
-    auto got = decode<std::vector<rest_runner>>(op, r.status, r.body, [&](od::value v, std::vector<rest_runner>& out) {
-      fields(v, [&](std::string_view k, od::value x) {
-        if (k == "total_count") {
-          total = num(x);
-        } else if (k == "runners") {
-          json::items(x, [&](size_t, od::value item) {
-            rest_runner rn;
-            fields(item, [&](std::string_view k2, od::value y) {
-              if (k2 == "id")
-                rn.id = num(y);
-              else if (k2 == "name")
-                rn.name = str(y);
-              else if (k2 == "status")
-                rn.status = str(y);
-              else if (k2 == "busy")
-                rn.busy = !is_null(y) && bool(y.get_bool());
-            });
-            out.push_back(std::move(rn));
-          });
-        }
-      });
-    });
-    if (auto* e = std::get_if<rest_error>(&got))
-      return *e;
-    auto& items = std::get<std::vector<rest_runner>>(got);
-    all.insert(all.end(), items.begin(), items.end());
-    if (items.empty() || static_cast<int64_t>(all.size()) >= total)
-      break;
-  }
-  return all;
-}
-
-rest_result<runner_removal> rest_client::remove_runner(const std::string& scope, int64_t runner_id) {
-  const std::string op = "remove runner " + std::to_string(runner_id) + " of " + scope;
-  auto a = call(op, "DELETE", "/" + scope + "/actions/runners/" + std::to_string(runner_id));
-  if (auto* e = std::get_if<rest_error>(&a))
-    return *e;
-  auto& r = std::get<answer>(a);
-  if (r.status == 204)
-    return runner_removal::removed;
-  if (r.status == 404)
-    return runner_removal::already_gone;
-  if (r.status == 422)
-    return runner_removal::busy;
-  return rest_error{r.status, op, message_of(r.body)};
 }
 
 }  // namespace headroom::github

@@ -1,4 +1,5 @@
 #include "adapters/http/transport.hpp"
+#include "adapters/http/token_bucket.hpp"
 
 #include <curl/curl.h>
 #include <sys/epoll.h>
@@ -18,38 +19,12 @@
 #include <unordered_map>
 
 namespace headroom::http {
-
 namespace {
 
 using steady = runtime::clock;  // its time_point and duration: std::chrono::steady_clock's
 
 struct curl_global {
   curl_global() { curl_global_init(CURL_GLOBAL_DEFAULT); }
-};
-
-// Spaces request starts: `burst` tokens, refilled at `qps` per second.
-class token_bucket {
- public:
-  token_bucket(double qps, double burst, steady::time_point now) : qps_(qps), burst_(burst), tokens_(burst), last_(now) {}
-  // True and a token taken, or false and `wait` set to when one will be there.
-  bool take(steady::time_point now, steady::duration& wait) {
-    refill(now);
-    if (tokens_ >= 1.0) {
-      tokens_ -= 1.0;
-      return true;
-    }
-    wait = std::chrono::duration_cast<steady::duration>(std::chrono::duration<double>((1.0 - tokens_) / qps_));
-    return false;
-  }
-
- private:
-  void refill(steady::time_point now) {
-    const double elapsed = std::chrono::duration<double>(now - last_).count();
-    tokens_ = std::min(burst_, tokens_ + elapsed * qps_);
-    last_ = now;
-  }
-  double qps_, burst_, tokens_;
-  steady::time_point last_;
 };
 
 }  // namespace
