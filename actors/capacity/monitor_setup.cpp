@@ -86,7 +86,10 @@ void ensure_owner(monitor_self* self) {
   runtime::json_writer w;
   w.begin_object().field("apiVersion", "v1").field("kind", "ConfigMap");
   w.key("metadata").begin_object().field("name", st.ctx->owner_configmap).field("namespace", ns);
-  w.key("labels").begin_object().field(keys::owner, "true").end_object();
+  w.key("labels").begin_object().field(keys::owner, "true");
+  if (!st.ctx->instance.empty())
+    w.field(keys::instance, st.ctx->instance);
+  w.end_object();
   if (!parent.empty()) {
     w.key("ownerReferences").begin_array().begin_object().field("apiVersion", parent.api_version).field("kind", parent.kind);
     w.field("name", parent.name).field("uid", parent.uid).end_object().end_array();
@@ -193,9 +196,16 @@ void on_owner_reply(monitor_self* self, const call_info& call, const msg::api_re
       finish_setup_step(self);
       return;
     case call_kind::owner_list: {
-      // Earlier processes' owners: deleting one garbage-collects its placeholders.
+      // Earlier processes' owners: deleting one garbage-collects its placeholders. Only this
+      // install's (its instance label) and unlabelled ones (a headroom before the label, or an
+      // install without leader election, which has no instance): another install's owners, and
+      // the placeholders they hold, are its own (#61: two installs in one namespace).
       if (r.ok) {
-        for (const auto& name : k8s::item_names(r.body)) {
+        auto earlier = k8s::item_names_labelled(r.body, keys::instance, st.ctx->instance);
+        if (!st.ctx->instance.empty())
+          for (auto& name : k8s::item_names_labelled(r.body, keys::instance, ""))
+            earlier.push_back(std::move(name));
+        for (const auto& name : earlier) {
           // This process's other scale sets' owners (and its own) are not earlier processes'.
           if (name == st.ctx->owner_configmap ||
               (!st.ctx->owner_process.empty() && (name == st.ctx->owner_process || name.rfind(st.ctx->owner_process + "-", 0) == 0)))

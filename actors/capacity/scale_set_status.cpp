@@ -101,7 +101,7 @@ std::string scale_set_object(const std::string& ns, const std::string& name, con
   w.StartObject();
   field(w, "app.kubernetes.io/managed-by", std::string{"headroom"});
   if (!instance.empty())
-    field(w, "headroom.dev/instance", instance);
+    field(w, runners::keys::instance, instance);
   w.EndObject();
   w.EndObject();
   w.Key("spec");

@@ -52,7 +52,7 @@ int64_t now_ms(sweeper_self* self) { return runtime::actor_system_clock{self->cl
 void list(sweeper_self* self) {
   auto& st = self->state;
   k8s::list_options opts;
-  opts.label_selector = std::string{"headroom.dev/instance="} + st.instance;
+  opts.label_selector = std::string{runners::keys::instance} + "=" + st.instance;
   st.calls.start(self, {}, [kube = st.kube, opts](k8s::api_callback cb) {
     kube->list(scale_sets, "", opts, std::move(cb));
   });

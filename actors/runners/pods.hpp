@@ -26,6 +26,9 @@ inline constexpr const char* runner_name = "headroom.dev/runner-name";  // runne
 // owner/repo), so a pod no stored worker owns can still be checked with GitHub before it goes.
 inline constexpr const char* runner_scope = "headroom.dev/runner-scope";
 inline constexpr const char* owner = "headroom.dev/owner";              // the per-process owner ConfigMap
+// The install an object belongs to (capacity.hpp, owned_instance): on ScaleSet objects and owner
+// ConfigMaps, so one install never removes another's.
+inline constexpr const char* instance = "headroom.dev/instance";
 inline constexpr const char* pool = "headroom.dev/pool";                // scheduler runner pods: the pool that made it
 // ARC's labels on runner pods, so ARC users' selectors and dashboards keep working.
 inline constexpr const char* arc_scale_set_name = "actions.github.com/scale-set-name";

@@ -49,6 +49,24 @@ std::vector<std::string> item_names(std::string_view body) {
   return out;
 }
 
+std::vector<std::string> item_names_labelled(std::string_view body, std::string_view key, std::string_view value) {
+  simdjson::dom::parser p;
+  simdjson::dom::array items;
+  std::vector<std::string> out;
+  if (walk(p, body, {"items"}).get(items) != simdjson::SUCCESS)
+    return out;
+  for (auto item : items) {
+    std::string_view name, label;
+    if (item["metadata"]["name"].get(name) != simdjson::SUCCESS)
+      continue;
+    if (item["metadata"]["labels"][key].get(label) != simdjson::SUCCESS)
+      label = {};
+    if (label == value)
+      out.emplace_back(name);
+  }
+  return out;
+}
+
 std::optional<std::vector<object_key>> item_keys(std::string_view body) {
   simdjson::dom::parser p;
   simdjson::dom::array items;

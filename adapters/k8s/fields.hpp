@@ -28,6 +28,10 @@ inline std::string uid_of(std::string_view body) { return string_at(body, {"meta
 // metadata.name of each of a list's items, in order; items without one are left out.
 std::vector<std::string> item_names(std::string_view body);
 
+// metadata.name of each of a list's items whose label `key` is `value`; with `value` "" the items
+// without that label (an empty value counts as none).
+std::vector<std::string> item_names_labelled(std::string_view body, std::string_view key, std::string_view value);
+
 // metadata.namespace and metadata.name of each of a list's items that has both; nullopt when the
 // body is no list (no `items` array).
 struct object_key {

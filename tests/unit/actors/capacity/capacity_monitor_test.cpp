@@ -12,6 +12,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -51,6 +52,7 @@ struct monitor_fixture : test_support::actor_fixture {
     ctx->pods = router->slice("linux");
     ctx->owner_configmap = "headroom-owner-linux";
     ctx->owner_process = "headroom-owner";
+    ctx->instance = instance;
     ctx->metrics.set = [](const char*, int64_t) {};
     ctx->metrics.add = [](const char*, int64_t) {};
     ctx->metrics.observe = [](const char*, double) {};
@@ -116,6 +118,7 @@ struct monitor_fixture : test_support::actor_fixture {
     return name.substr(from, name.rfind('-') - from);
   }
 
+  std::string instance;  // this install's headroom.dev/instance ("": no leader election)
   std::shared_ptr<k8s::informer<k8s::pod>> pods;
   std::shared_ptr<k8s::label_router<k8s::pod>> router;
   std::shared_ptr<std::vector<int64_t>> advertised = std::make_shared<std::vector<int64_t>>();
@@ -144,6 +147,75 @@ TEST_F(monitor_fixture, the_hook_template_is_written_at_start_and_an_older_one_i
   ASSERT_NE(patch, nullptr) << "the existing one is patched";
   ASSERT_EQ(p.parse(patch->body)["data"]["template.yaml"].get(text), simdjson::SUCCESS);
   EXPECT_EQ(std::string{text}, t);
+}
+
+// #61 (two installs in one namespace): at start an install deletes the owner ConfigMaps its own
+// earlier processes left (its instance label) and unlabelled ones (a headroom before the label),
+// which garbage-collects their placeholders; another install's, and this process's other scale
+// sets', are left alone.
+TEST_F(monitor_fixture, start_up_deletes_only_this_installs_earlier_owners) {
+  instance = "inst-a";
+  start();
+  const auto* create = find("POST", "/namespaces/arc/configmaps");
+  ASSERT_NE(create, nullptr);
+  simdjson::dom::parser p;
+  std::string_view label;
+  ASSERT_EQ(p.parse(create->body)["metadata"]["labels"]["headroom.dev/instance"].get(label), simdjson::SUCCESS) << create->body;
+  EXPECT_EQ(label, "inst-a") << "this process's owner carries its install";
+  const std::map<std::string, int> ladder{{"placeholder-runner", -10}, {"arc-runner", 0}, {"placeholder-workflow", 10}, {"arc-workflow", 20}};
+  for (const auto& [name, value] : ladder)
+    ASSERT_TRUE(io.answer("GET", "/priorityclasses/" + name, 200,
+                          R"({"metadata":{"name":")" + name + R"("},"value":)" + std::to_string(value) + "}"));
+  ASSERT_TRUE(io.answer("POST", "/namespaces/arc/configmaps", 201, R"({"metadata":{"name":"headroom-owner-linux","uid":"u-owner"}})"));
+  auto owner = [](const std::string& name, const std::string& inst) {
+    return R"({"metadata":{"name":")" + name + R"(","labels":{"headroom.dev/owner":"true")" +
+           (inst.empty() ? std::string{} : R"(,"headroom.dev/instance":")" + inst + R"(")") + "}}}";
+  };
+  ASSERT_TRUE(io.answer("GET", "/namespaces/arc/configmaps", 200,
+                        R"({"kind":"ConfigMapList","metadata":{},"items":[)" + owner("headroom-owner-linux", "inst-a") + "," +
+                            owner("headroom-owner-mac", "inst-a") + "," + owner("headroom-0ld-linux", "inst-a") + "," +
+                            owner("headroom-other-linux", "inst-b") + "," + owner("headroom-older-linux", "") + "]}"));
+  sched.run();
+  std::set<std::string> deleted;
+  for (const auto& c : io.waiting())
+    if (c.request.method == "DELETE")
+      deleted.insert(c.request.url.substr(c.request.url.rfind('/') + 1));
+  EXPECT_EQ(deleted, (std::set<std::string>{"headroom-0ld-linux", "headroom-older-linux"}))
+      << "its own earlier process's and an unlabelled one; not another install's, nor its own scale sets'";
+}
+
+// #58 (seed 000): the ladder's PriorityClasses are read, a missing one is made with the ladder's
+// value, and one that exists with another value stops the monitor with a message naming both.
+TEST_F(monitor_fixture, missing_priority_classes_are_made_and_one_with_another_value_stops_the_monitor) {
+  start();
+  std::string down;
+  auto observer = sys.spawn([&down, m = monitor](caf::event_based_actor* self) -> caf::behavior {
+    self->monitor(m);
+    self->set_down_handler([&down](caf::down_msg& d) { down = caf::to_string(d.reason); });
+    return {[](int) {}};
+  });
+  sched.run();
+  ASSERT_TRUE(io.answer("GET", "/priorityclasses/placeholder-runner", 404, R"({"kind":"Status","reason":"NotFound","code":404})"));
+  sched.run();
+  const auto* create = find("POST", "/priorityclasses");
+  ASSERT_NE(create, nullptr) << "a missing class is made";
+  simdjson::dom::parser p;
+  std::string_view name;
+  int64_t value = 0;
+  ASSERT_EQ(p.parse(create->body)["metadata"]["name"].get(name), simdjson::SUCCESS) << create->body;
+  ASSERT_EQ(p.parse(create->body)["value"].get(value), simdjson::SUCCESS) << create->body;
+  EXPECT_EQ(name, "placeholder-runner");
+  EXPECT_EQ(value, -10) << "the ladder's value";
+  ASSERT_TRUE(io.answer("POST", "/priorityclasses", 201, "{}"));
+  ASSERT_TRUE(io.answer("GET", "/priorityclasses/arc-runner", 200, R"({"metadata":{"name":"arc-runner"},"value":0})"));
+  ASSERT_TRUE(io.answer("GET", "/priorityclasses/placeholder-workflow", 200, R"({"metadata":{"name":"placeholder-workflow"},"value":10})"));
+  sched.run();
+  EXPECT_TRUE(down.empty()) << "classes with the ladder's values: it goes on";
+  ASSERT_TRUE(io.answer("GET", "/priorityclasses/arc-workflow", 200, R"({"metadata":{"name":"arc-workflow"},"value":1000})"));
+  sched.run();
+  EXPECT_NE(down.find("PriorityClass arc-workflow exists with value 1000, headroom needs 20"), std::string::npos)
+      << "stopped, naming the class and both values: " << down;
+  caf::anon_send_exit(observer, caf::exit_reason::kill);
 }
 
 TEST_F(monitor_fixture, a_warm_pair_is_advertised_once_placed_and_replaced_when_its_runner_placeholder_goes) {

@@ -4,6 +4,9 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <string>
+#include <vector>
+
 #include "actors/capacity/capacity.hpp"
 #include "modes/scale_sets/mode.hpp"
 #include "adapters/k8s/decode.hpp"
@@ -35,6 +38,41 @@ std::pair<std::string, std::string> request_and_limit(const std::string& body, c
   if (res["limits"][name].get(l) != simdjson::SUCCESS)
     l = {};
   return {std::string{r}, std::string{l}};
+}
+
+// #58 (seed 000): both placeholders end at once when preempted (terminationGracePeriodSeconds 0,
+// mandatory: a preempting pod waits out its victim's grace), never preempt anything themselves,
+// run the configured image, and end by themselves: their command sleeps past the renewal, never
+// past the kubelet's activeDeadlineSeconds, so a placeholder headroom lost track of still goes.
+TEST(capacity_placeholders, both_end_at_once_when_preempted_and_by_themselves_when_forgotten) {
+  const auto s = gpu_spec();
+  ASSERT_FALSE(s.placeholder_image.empty());
+  const owner_ref owner{"v1", "ConfigMap", "o", "u"};
+  for (const auto r : {role::runner_placeholder, role::workflow_placeholder}) {
+    const auto body = placeholder_pod(s, "a", r, owner);
+    simdjson::dom::parser p;
+    auto spec = p.parse(body)["spec"];
+    int64_t grace = -1, deadline = 0;
+    std::string_view preemption, restart, image;
+    ASSERT_EQ(spec["terminationGracePeriodSeconds"].get(grace), simdjson::SUCCESS) << body;
+    EXPECT_EQ(grace, 0);
+    ASSERT_EQ(spec["preemptionPolicy"].get(preemption), simdjson::SUCCESS);
+    EXPECT_EQ(preemption, "Never");
+    ASSERT_EQ(spec["restartPolicy"].get(restart), simdjson::SUCCESS);
+    EXPECT_EQ(restart, "Never") << "an ended placeholder stays ended";
+    auto c = spec["containers"].at(0);
+    ASSERT_EQ(c["image"].get(image), simdjson::SUCCESS);
+    EXPECT_EQ(image, s.placeholder_image);
+    std::vector<std::string> command;
+    for (auto a : c["command"].get_array())
+      command.emplace_back(std::string_view(a));
+    ASSERT_EQ(command.size(), 2u) << body;
+    EXPECT_EQ(command[0], "sleep");
+    ASSERT_EQ(spec["activeDeadlineSeconds"].get(deadline), simdjson::SUCCESS) << body;
+    const int64_t sleeps = std::stoll(command[1]);
+    EXPECT_EQ(sleeps, deadline) << "it ends by itself when the kubelet would end it";
+    EXPECT_GT(sleeps * 1000, s.placeholder_ttl.count()) << "it outlives its renewal";
+  }
 }
 
 TEST(capacity_gpu, the_workflow_placeholder_holds_the_gpu_request_equal_to_limit) {

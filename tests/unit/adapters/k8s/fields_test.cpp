@@ -39,6 +39,20 @@ TEST(fields, names_and_keys_of_a_list) {
   EXPECT_TRUE(item_keys(R"({"items":[]})")->empty());
 }
 
+TEST(fields, names_of_a_lists_items_by_one_label) {
+  const std::string list = R"({"items":[)"
+                           R"({"metadata":{"name":"mine","labels":{"i":"x","o":"true"}}},)"
+                           R"({"metadata":{"name":"theirs","labels":{"i":"y"}}},)"
+                           R"({"metadata":{"name":"old","labels":{"o":"true"}}},)"
+                           R"({"metadata":{"name":"bare"}},)"
+                           R"({"metadata":{"name":"odd","labels":{"i":7}}},)"
+                           R"({"metadata":{"labels":{"i":"x"}}}]})";
+  EXPECT_EQ(item_names_labelled(list, "i", "x"), (std::vector<std::string>{"mine"}));
+  EXPECT_EQ(item_names_labelled(list, "i", "y"), (std::vector<std::string>{"theirs"}));
+  EXPECT_EQ(item_names_labelled(list, "i", ""), (std::vector<std::string>{"old", "bare", "odd"}))
+      << "no label (or none a string): the empty value";
+}
+
 TEST(fields, a_scale_sets_session_and_since_when_it_is_open) {
   const auto s = scale_set_session_of(
       R"({"status":{"session":"abc","conditions":[{"type":"PairsPlaced","lastTransitionTime":"x"},)"
@@ -55,6 +69,7 @@ TEST(fields, malformed_and_hostile_bodies_give_the_empty_answer) {
     EXPECT_EQ(uid_of(bad), "") << bad.substr(0, 20);
     EXPECT_EQ(int_at(bad, {"value"}), std::nullopt);
     EXPECT_TRUE(item_names(bad).empty());
+    EXPECT_TRUE(item_names_labelled(bad, "a", "").empty());
     EXPECT_FALSE(item_keys(bad));
     EXPECT_EQ(scale_set_session_of(bad).session, "");
   }
