@@ -139,11 +139,12 @@ rollup_impl::behavior_type rollup_behavior(rollup_self* self, operator_deps deps
         if (!key)
           return;
         const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
+        // NotFound: the CR is gone, and nothing to retry; it stays known until the informer drops
+        // it (the next build forgets it then), so a cache that still shows it Pending does not
+        // send the patch again.
         if (!r.ok && kind != k8s::api_error::kind::not_found) {
           runtime::log::warn(actor_name, "CapacityRequest acknowledgement failed; retried next roll-up", {{"error", r.error}});
           s.acks_known.erase(*key);  // the next build queues it again while it is still Pending
-        } else if (!r.ok) {
-          s.acks_known.erase(*key);
         }
         pump_acks(self);
       },

@@ -3,14 +3,15 @@
 // Receive side, all filled by the stream's reader thread and drained here on a wake-up:
 //   - NodeStateUpdate → keyed coalescer per machine: at most one write in flight per machine, and
 //     a burst of updates for one machine costs the write in flight plus one of the latest state;
-//   - AvailableCapacityUpdate, ReclaimInstruction → bounded dispatcher (32 in flight);
+//   - AvailableCapacityUpdate, ReclaimInstruction → bounded dispatcher (32 in flight). A reclaim
+//     holds its slot until its drain acks (after the cordon), as the design's handler returns at
+//     the ack: the drain itself runs on its own clock (minutes), holding no slot;
 //   - BootstrapRequest → the dispatcher's bypass lane: a booting node waits for its blob, so it
 //     never queues behind apiserver writes.
 // Any send or receive failure collapses the stream; the session reconnects with exponential
 // backoff (500 ms doubling to 30 s, reset once a stream opens).
 
 #include <caf/all.hpp>
-
 
 #include <algorithm>
 #include <functional>
@@ -66,11 +67,20 @@ struct session_state {
   std::shared_ptr<runtime::keyed_coalescer<std::string, pb::NodeStateUpdate>> nodes;
   std::unordered_map<std::string, upcoming_record> written;       // by machine id
   std::unordered_map<std::string, upcoming_record> written_avail;  // by AvailableCapacity name
-  std::unordered_map<caf::actor_addr, bool> drains;
+  // The reclaim drains alive: their instruction, and whether each holds its dispatch slot (until its ack).
+  struct drain_entry {
+    std::string instruction;
+    bool holds_slot = true;
+  };
+  std::unordered_map<caf::actor_addr, drain_entry> drains;
   // The update being written per machine; a failed write is retried (never dropped: the shard
   // does not re-send a state, so a lost Configured write would strand the UpcomingNode).
   std::unordered_map<std::string, pb::NodeStateUpdate> in_flight;
   std::unordered_map<std::string, std::chrono::milliseconds> retry_delay;
+  ~session_state() {
+    if (dispatcher)  // the stream's destructor joins its reader, which may be held by a full queue
+      dispatcher->interrupt();
+  }
   static inline const char* name = "headroom.shard_session";
 };
 
@@ -80,12 +90,10 @@ using session_impl = shard_session_actor::extend<caf::reacts_to<msg::restart_ato
                                                  caf::reacts_to<msg::tick_atom, std::string>>;
 using session_actor = session_impl::stateful_base<session_state>;
 
-
 // Sends the result of a chain of writes back to the session.
 void report(const session_impl& session, object_written w) {
   caf::anon_send(session, std::move(w));
 }
-
 
 // Patches status (merge patch on the status subresource), then reports.
 void patch_status(k8s::client& c, const k8s::resource_kind& kind, const std::string& name, const std::string& status,
@@ -283,8 +291,10 @@ void connect(session_actor* self) {
         break;
       case pb::ShardMessage::kReclaimInstruction:
       case pb::ShardMessage::kAvailableCapacity:
-        if (!dispatcher->submit(std::move(m)))
-          runtime::log::warn(actor_name, "shard message dropped: dispatch queue full (the shard re-issues)");
+        // As the design's receive loop: a full queue holds this reader (and gRPC's flow control the
+        // shard) rather than drop; only a closing stream drops (the shard re-issues on reconnect).
+        if (!dispatcher->submit_waiting(std::move(m)))
+          runtime::log::debug(actor_name, "shard message not taken: its stream is closing (the shard re-issues)");
         break;
       case pb::ShardMessage::kAck:
         runtime::log::debug(actor_name, "shard acknowledged", {{"echo", m.ack().echo()}});
@@ -297,7 +307,15 @@ void connect(session_actor* self) {
     runtime::log::debug(actor_name, "connecting to the shard", {{"target", st.opts.endpoint.target}, {"generation", generation}});
   else
     runtime::log::info(actor_name, "connecting to the shard", {{"target", st.opts.endpoint.target}, {"generation", generation}});
+  st.dispatcher->resume();  // the previous stream's reader is joined: a new one may wait again
   st.stream = std::make_unique<shard_stream>(st.opts.endpoint, st.deps.queue, std::move(cb));
+}
+
+// Closes the stream, joining its reader (released first if a full dispatch queue holds it).
+void close_stream(session_state& st) {
+  if (st.dispatcher)
+    st.dispatcher->interrupt();
+  st.stream.reset();
 }
 
 // The one writer of the send queue's outbox: a reply to the shard (a BootstrapBlobResponse) or
@@ -308,6 +326,19 @@ void send_to_shard(session_actor* self, pb::OperatorMessage m) {
                                                                                : "message";
   if (!self->state.deps.queue->enqueue(std::move(m)))
     runtime::log::warn(actor_name, "outbox full: a message to the shard was dropped (the shard asks again)", {{"message", what}});
+}
+
+// A drain's ack on its way to the shard: its reclaim's dispatch slot is free (the drain goes on without).
+void release_reclaim_slot(session_actor* self, const pb::OperatorMessage& m) {
+  if (m.payload_case() != pb::OperatorMessage::kReclaimAck)
+    return;
+  auto& s = self->state;
+  for (auto& [addr, d] : s.drains)
+    if (d.holds_slot && d.instruction == m.reclaim_ack().instruction_id()) {
+      d.holds_slot = false;
+      s.dispatcher->finish(runtime::dispatch_lane::normal);
+      return;
+    }
 }
 
 void handle_dispatch(session_actor* self, runtime::bounded_dispatcher<pb::ShardMessage>::work w) {
@@ -327,8 +358,8 @@ void handle_dispatch(session_actor* self, runtime::bounded_dispatcher<pb::ShardM
     case pb::ShardMessage::kReclaimInstruction: {
       auto drain = spawn_reclaim_drain(self->system(), st.deps, m.reclaim_instruction());
       self->monitor(drain);
-      st.drains[drain.address()] = true;
-      break;  // finished when the drain actor goes
+      st.drains[drain.address()] = {m.reclaim_instruction().instruction_id(), true};
+      break;  // finished at its ack (release_reclaim_slot), or when the drain actor goes
     }
     case pb::ShardMessage::kAvailableCapacity:
       write_available(self, m.available_capacity());
@@ -353,7 +384,7 @@ void on_link(session_actor* self, const shard_link& link) {
       self->send(s.rollup, msg::rollup_atom_v);
     return;
   }
-  s.stream.reset();
+  close_stream(s);
   s.backoff = s.backoff.count() == 0 ? s.opts.reconnect_initial : std::min(s.backoff * 2, s.opts.reconnect_max);
   const auto v = s.link_outage.failed(now);
   runtime::outage::log(actor_name, v, "shard stream closed; reconnecting", "shard stream still closed; reconnecting",
@@ -411,8 +442,12 @@ session_impl::behavior_type session_behavior(session_actor* self, operator_deps 
   }
   self->set_down_handler([self](caf::down_msg& down) {
     auto& s = self->state;
-    if (s.drains.erase(down.source) > 0)
+    auto it = s.drains.find(down.source);
+    if (it == s.drains.end())
+      return;
+    if (it->second.holds_slot)  // it went before its ack
       s.dispatcher->finish(runtime::dispatch_lane::normal);
+    s.drains.erase(it);
   });
   // The state's destruction closes the stream and joins its threads (shard_stream's destructor).
   connect(self);
@@ -438,7 +473,10 @@ session_impl::behavior_type session_behavior(session_actor* self, operator_deps 
       },
       [self](object_written& w) { on_written(self, w); },
       [self](outbox_rollup& r) { self->state.deps.queue->offer_rollup(std::move(r.rollup)); },
-      [self](outbox_message& m) { send_to_shard(self, std::move(m.message)); },
+      [self](outbox_message& m) {
+        release_reclaim_slot(self, m.message);
+        send_to_shard(self, std::move(m.message));
+      },
       [self](msg::tick_atom, const std::string& machine) {
         auto& s = self->state;
         if (auto it = s.in_flight.find(machine); it != s.in_flight.end())

@@ -119,12 +119,14 @@ std::string upcoming_node_status(const pb::NodeStateUpdate& u, std::string_view 
   return w.take();
 }
 
-std::string available_capacity_name(std::string_view key) {
+std::string_view available_capacity_fingerprint(std::string_view key) {
   constexpr std::string_view prefix = "available:";
   if (key.substr(0, prefix.size()) == prefix)
     key.remove_prefix(prefix.size());
-  return "ac-" + sha256_hex(key);
+  return key;
 }
+
+std::string available_capacity_name(std::string_view key) { return "ac-" + sha256_hex(available_capacity_fingerprint(key)); }
 
 std::string available_capacity_spec(const pb::AvailableCapacityUpdate& u) {
   static const char* levels[] = {"None", "None", "Low", "Medium", "High"};
@@ -132,7 +134,10 @@ std::string available_capacity_spec(const pb::AvailableCapacityUpdate& u) {
   char cost[64];
   std::snprintf(cost, sizeof cost, "%.6g", u.cost_per_hour());
   runtime::json_writer w;
-  w.begin_object().field("availability", c >= 0 && c <= 4 ? levels[c] : "None");
+  // The fingerprint round-trips through the spec: the name is only its hash (the design's
+  // upcoming.go), and a reader needs the profile it describes.
+  w.begin_object().field("fingerprint", available_capacity_fingerprint(u.supersedes_key()));
+  w.field("availability", c >= 0 && c <= 4 ? levels[c] : "None");
   w.field("availableCount", u.available_count()).field("cost", std::string_view{cost});
   w.key("resources");
   write_map(w, u.resources().resources());

@@ -31,8 +31,11 @@ std::string upcoming_node_spec(const pb::NodeStateUpdate& u);
 std::string upcoming_node_status(const pb::NodeStateUpdate& u, std::string_view phase,
                                  std::string_view provisioning_start_time = {});
 
-// "ac-" + hex sha256 of the profile fingerprint (the supersedes key after "available:").
+// The profile fingerprint: the supersedes key after "available:".
+std::string_view available_capacity_fingerprint(std::string_view supersedes_key);
+// "ac-" + hex sha256 of the profile fingerprint.
 std::string available_capacity_name(std::string_view supersedes_key);
+// spec {fingerprint, availability, availableCount, cost, resources, requirements} as JSON.
 std::string available_capacity_spec(const pb::AvailableCapacityUpdate& u);
 
 std::string sha256_hex(std::string_view data);

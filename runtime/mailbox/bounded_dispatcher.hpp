@@ -1,5 +1,6 @@
 #pragma once
 
+#include <condition_variable>
 #include <cstddef>
 #include <deque>
 #include <memory>
@@ -19,7 +20,9 @@ enum class dispatch_lane { normal, bypass };
 //
 // Bounds:   `max_in_flight` normal handlers (default 32); `queue_capacity` normal items waiting
 //           (default 256) and as many bypass items waiting.
-// Blocks:   nothing.
+// Blocks:   `submit` never; `submit_waiting` (a producer that can be held back, such as a stream's
+//           receive loop: holding it pushes back on the sender) waits while its lane is full,
+//           until the consumer takes an item or `interrupt` is called.
 // Bypass:   latency-critical kinds (e.g. BootstrapRequest: a node is booting and waits for its
 //           blob) start at once, ahead of waiting normal items and outside the in-flight limit,
 //           so a backlog of apiserver writes never delays them.
@@ -64,6 +67,37 @@ class bounded_dispatcher {
     return true;
   }
 
+  // Any thread: like `submit`, but a full lane makes the caller wait for room instead of dropping
+  // the item. False only after `interrupt` (the item is then dropped and counted).
+  bool submit_waiting(T item, dispatch_lane lane = dispatch_lane::normal) {
+    {
+      std::unique_lock<std::mutex> guard{mutex_};
+      auto& queue = lane == dispatch_lane::bypass ? bypass_ : normal_;
+      room_.wait(guard, [&] { return interrupted_ || queue.size() < queue_capacity_; });
+      if (interrupted_) {
+        buffer_stats::bump(stats_->dropped);
+        return false;
+      }
+      queue.push_back(std::move(item));
+      publish_depth();
+    }
+    buffer_stats::bump(stats_->accepted);
+    signal_.notify();
+    return true;
+  }
+  // Any thread: every waiting `submit_waiting` returns false, and later ones do at once, until
+  // `resume` (e.g. the stream that feeds it is being closed and its reader must not block).
+  void interrupt() {
+    {
+      std::lock_guard<std::mutex> guard{mutex_};
+      interrupted_ = true;
+    }
+    room_.notify_all();
+  }
+  void resume() {
+    std::lock_guard<std::mutex> guard{mutex_};
+    interrupted_ = false;
+  }
   // Consumer, first thing in its wake-up handler.
   void rearm() { signal_.rearm(); }
 
@@ -85,6 +119,7 @@ class bounded_dispatcher {
       }
       publish_depth();
     }
+    room_.notify_all();
     stats_->in_flight.fetch_add(1, std::memory_order_relaxed);
     buffer_stats::bump(stats_->delivered);
     return out;
@@ -122,6 +157,8 @@ class bounded_dispatcher {
   size_t max_in_flight_;
   size_t queue_capacity_;
   mutable std::mutex mutex_;
+  std::condition_variable room_;  // a queue has room again, or interrupted
+  bool interrupted_ = false;
   std::deque<T> normal_;
   std::deque<T> bypass_;
   size_t normal_in_flight_ = 0;

@@ -9,8 +9,12 @@
 #include <algorithm>
 #include <cstdio>
 #include <future>
+#include <iostream>
+#include <mutex>
+#include <vector>
 
 #include "actors/bigfleet/bigfleet.hpp"
+#include "runtime/mailbox/buffer_stats.hpp"
 #include "runtime/relay.hpp"
 #include "runtime/supervisor.hpp"
 #include "adapters/bigfleet/node_state.hpp"
@@ -537,6 +541,80 @@ TEST(bigfleet, reclaim_past_the_deadline_fails_the_node_with_last_error) {
   const auto last_error = kubectl_get(e, {"upcomingnode", "m-stuck", "-o", "jsonpath={.status.lastError}"});
   EXPECT_NE(last_error.find("PodDisruptionBudget"), std::string::npos) << last_error;
   EXPECT_NE(last_error.find("grace period"), std::string::npos) << last_error;
+}
+
+// #58: a reclaim holds its dispatch slot only until its ack (after the cordon), as the design's
+// handler returns there; the drain goes on on its own clock. 64 reclaims whose drains last (a
+// PodDisruptionBudget refuses the eviction, 120 s grace) are each acked at once, and an
+// AvailableCapacity sent after them is written within seconds; nothing is dropped. (Before, each
+// drain held its slot to the end: 32 of 64 acked, and the AvailableCapacity waited for a slot.)
+TEST(bigfleet, long_reclaim_drains_hold_no_dispatch_slot_past_their_ack) {
+  REQUIRE_ENV(e);
+  std::string why;
+  auto peer = start_shard(false, why);
+  ASSERT_TRUE(peer) << why;
+  ensure_namespace(e, "reclaim3");
+  const std::string node = "reclaim-node-3";
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
+                         "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + node +
+                             "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {type: kwok}\nstatus:\n  allocatable: {cpu: \"8\", memory: 16Gi, pods: \"50\"}\n  capacity: {cpu: \"8\", memory: 16Gi, pods: \"50\"}\n")
+                .exit_code,
+            0);
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, pod_yaml("reclaim3", "held", "  nodeName: " + node + "\n  tolerations: [{operator: Exists}]\n")).exit_code, 0);
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
+                         "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: guard, namespace: reclaim3}\nspec:\n  minAvailable: 1\n  selector: {matchLabels: {app: held}}\n")
+                .exit_code,
+            0);
+  ASSERT_TRUE(eventually([&] { return kubectl_get(e, {"pdb", "guard", "-n", "reclaim3", "-o", "jsonpath={.status.currentHealthy}"}) == "1"; }, 60s));
+  operator_run run(e);
+  std::vector<headroom::runtime::buffer_stats_ptr> buffers;
+  std::mutex buffers_lock;
+  run.deps.track_buffer = [&](const headroom::runtime::buffer_stats_ptr& b) {
+    std::lock_guard lock{buffers_lock};
+    buffers.push_back(b);
+  };
+  auto o = options_for(*peer);
+  run.start(*e.sys, o);
+  ASSERT_TRUE(eventually([&] { return peer->state().find("\"open\":true") != std::string::npos; }, 20s));
+
+  constexpr int reclaims = 64;  // twice the dispatch limit (32)
+  for (int i = 0; i < reclaims; ++i)
+    ASSERT_EQ(peer->post("/reclaim", R"({"instructionId":"rc-long-)" + std::to_string(i) + R"(","nodes":[")" + node +
+                                         R"("],"gracePeriodSeconds":120})",
+                         "bigfleet-test")
+                  .status,
+              200);
+  simdjson::dom::parser parser;
+  auto acks = [&] {
+    simdjson::dom::array a;
+    return parser.parse(peer->state())["reclaimAcks"].get(a) == simdjson::SUCCESS ? a.size() : size_t{0};
+  };
+  EXPECT_TRUE(eventually([&] { return acks() >= size_t(reclaims); }, 30s))
+      << acks() << " of " << reclaims << " reclaims acked while their drains last";
+  EXPECT_FALSE(kubectl_get(e, {"pod", "held", "-n", "reclaim3", "--ignore-not-found", "-o", "name"}).empty()) << "still draining";
+
+  const auto sent = std::chrono::steady_clock::now();
+  ASSERT_EQ(peer->post("/available", R"({"supersedesKey":"available:long-drains","availableCount":2,"confidence":"CONFIDENCE_HIGH","costPerHour":1.5,
+      "resources":{"resources":{"cpu":"8"}},"requirements":[{"key":"pool","operator":"OPERATOR_IN","values":["a"]}]})",
+                       "bigfleet-test")
+                .status,
+            200);
+  const std::string ac = headroom::bigfleet::available_capacity_name("available:long-drains");
+  EXPECT_TRUE(eventually([&] {
+    return kubectl_get(e, {"availablecapacity", ac, "--ignore-not-found", "-o", "jsonpath={.spec.availableCount} {.spec.fingerprint}"}) ==
+           "2 long-drains";
+  }, 10s)) << "an AvailableCapacity behind 64 draining reclaims, carrying the fingerprint it is named by";
+  std::cout << "[bigfleet] " << acks() << " reclaims acked; AvailableCapacity written "
+            << std::chrono::duration<double>(std::chrono::steady_clock::now() - sent).count() << " s after it was sent\n";
+  {
+    std::lock_guard lock{buffers_lock};
+    ASSERT_FALSE(buffers.empty());
+    for (const auto& b : buffers)
+      EXPECT_EQ(b->dropped.load(), 0u) << b->name << ": nothing dropped";
+  }
+  // The drains end once the budget allows the eviction.
+  ASSERT_EQ(e.c->kubectl({"delete", "pdb", "guard", "-n", "reclaim3"}).exit_code, 0);
+  EXPECT_TRUE(eventually([&] { return kubectl_get(e, {"pod", "held", "-n", "reclaim3", "--ignore-not-found", "-o", "name"}).empty(); }, 30s));
 }
 
 TEST(bigfleet, mtls_session_and_a_wrong_uri_san_is_refused) {

@@ -9,6 +9,7 @@
 
 #include <map>
 #include <memory>
+#include <set>
 #include <string>
 #include <vector>
 
@@ -38,7 +39,7 @@ struct rollup_fixture : test_support::actor_fixture {
     deps.capacity_requests->stop();
   }
 
-  void start() {
+  void start(size_t ack_parallelism = 1, const std::string& more = {}) {
     deps.client = &kube;
     k8s::informer<k8s::unstructured>::options o;
     o.kind = bf::kinds::capacity_requests;
@@ -46,7 +47,7 @@ struct rollup_fixture : test_support::actor_fixture {
     deps.capacity_requests->start();
     ASSERT_TRUE(io.answer("GET", "/capacityrequests", 200,
                           R"({"kind":"CapacityRequestList","metadata":{"resourceVersion":"9"},"items":[)" + cr("ml", "a", "2", "") + "," +
-                              cr("ml", "b", "2", "Pending") + "," + cr("web", "c", "1", "Acknowledged") + "]}"));
+                              cr("ml", "b", "2", "Pending") + "," + cr("web", "c", "1", "Acknowledged") + more + "]}"));
     io.fire_timers();
     outbox = sys.spawn(
         [](caf::event_based_actor*, std::shared_ptr<std::vector<bf::outbox_rollup>> sent) -> caf::behavior {
@@ -57,9 +58,16 @@ struct rollup_fixture : test_support::actor_fixture {
     bf::operator_options opts;
     opts.endpoint.cluster_id = "test-cluster";
     opts.rollup_interval = 10s;
-    opts.ack_parallelism = 1;
+    opts.ack_parallelism = ack_parallelism;
     rollup = bf::spawn_rollup(sys, deps, opts);
     sched.run();
+  }
+  std::vector<std::string> acks_in_flight() const {
+    std::vector<std::string> out;
+    for (const auto& c : io.waiting())
+      if (c.request.method == "PATCH" && c.request.url.find("/status") != std::string::npos)
+        out.push_back(c.request.url.substr(0, c.request.url.rfind("/status")).substr(c.request.url.find("/namespaces/") + 12));
+    return out;
   }
   size_t acks_waiting() const {
     size_t n = 0;
@@ -105,6 +113,33 @@ TEST_F(rollup_fixture, the_whole_demand_goes_out_at_once_on_connect_and_every_in
   ASSERT_TRUE(io.answer("PATCH", "/status", 200, "{}"));
   sched.run();
   EXPECT_EQ(acks_waiting(), 0u);
+}
+
+// At most ack_parallelism acknowledgements at once; a failed one is sent again at the next
+// roll-up, one answered NotFound (the CR is gone) is not, though the cache still shows it Pending.
+TEST_F(rollup_fixture, acks_go_ack_parallelism_at_a_time_a_failed_one_is_retried_and_a_not_found_one_is_not) {
+  start(2, "," + cr("web", "d", "1", "Pending"));
+  caf::anon_send(rollup, msg::rollup_atom_v);
+  sched.run();
+  const auto first = acks_in_flight();
+  ASSERT_EQ(first.size(), 2u) << "three Pending, two at a time";
+  const std::string gone = first[0], failed = first[1];
+  ASSERT_TRUE(io.answer("PATCH", gone + "/status", 404, R"({"kind":"Status","reason":"NotFound","code":404})"));
+  sched.run();
+  auto now = acks_in_flight();
+  ASSERT_EQ(now.size(), 2u) << "a slot freed: the third";
+  const std::string third = now[0] == failed ? now[1] : now[0];
+  EXPECT_EQ((std::set<std::string>{gone, failed, third}),
+            (std::set<std::string>{"ml/capacityrequests/a", "ml/capacityrequests/b", "web/capacityrequests/d"}));
+  // Refused (the client retries a 5xx itself; a 403 comes back to the roll-up).
+  ASSERT_TRUE(io.answer("PATCH", failed + "/status", 403, R"({"kind":"Status","reason":"Forbidden","code":403})"));
+  ASSERT_TRUE(io.answer("PATCH", third + "/status", 200, "{}"));
+  sched.run();
+  EXPECT_TRUE(acks_in_flight().empty());
+  sched.advance_time(10s);
+  sched.run();
+  EXPECT_EQ(acks_in_flight(), (std::vector<std::string>{failed}))
+      << "the failed one again; not the one that is gone, nor the one acknowledged";
 }
 
 }  // namespace

@@ -261,6 +261,11 @@ TEST(bigfleet_node_state, names_and_objects) {
   EXPECT_EQ(hashed.substr(0, 2), "m-");
   EXPECT_EQ(hashed.size(), 42u);
   EXPECT_EQ(available_capacity_name("available:gpu-a100"), "ac-" + sha256_hex("gpu-a100"));
+  pb::AvailableCapacityUpdate a;
+  a.set_supersedes_key("available:gpu|a100:zone/b");
+  a.set_available_count(3);
+  EXPECT_EQ(available_capacity_spec(a).rfind(R"({"fingerprint":"gpu|a100:zone/b","availability":"None","availableCount":3,)", 0), 0u)
+      << "the fingerprint the name hashes round-trips through the spec: " << available_capacity_spec(a);
   EXPECT_EQ(sha256_hex("abc"), "ba7816bf8f01cfea414140de5dae2223b00361a396177a9cb410ff61f20015ad");
 
   pb::NodeStateUpdate u;

@@ -52,6 +52,66 @@ TEST(bounded_dispatcher, bypass_lane_ignores_the_limit) {
   EXPECT_FALSE(d.next()) << "write-2 still waits for the normal slot";
 }
 
+// A producer that can wait is held back while its lane is full, and let in once the consumer takes
+// an item: nothing is dropped. `interrupt` releases it (the item dropped and counted) and keeps
+// refusing until `resume`.
+TEST(bounded_dispatcher, a_waiting_submit_is_held_back_while_full_and_dropped_only_when_interrupted) {
+  wake_probe probe;
+  bounded_dispatcher<int> d{"test/dispatch", probe.waker(), 1, 2};
+  ASSERT_TRUE(d.submit_waiting(1));
+  ASSERT_TRUE(d.submit_waiting(2));
+  std::mutex m;
+  std::condition_variable cv;
+  bool done = false, ok = false;
+  std::thread producer{[&] {
+    const bool r = d.submit_waiting(3);
+    std::lock_guard lock{m};
+    done = true;
+    ok = r;
+    cv.notify_all();
+  }};
+  {
+    std::unique_lock lock{m};
+    EXPECT_FALSE(cv.wait_for(lock, std::chrono::milliseconds(200), [&] { return done; })) << "the lane is full: it waits";
+  }
+  d.rearm();
+  auto first = d.next();
+  ASSERT_TRUE(first);
+  EXPECT_EQ(first->item, 1);
+  {
+    std::unique_lock lock{m};
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return done; })) << "room again: it goes in";
+    EXPECT_TRUE(ok);
+  }
+  producer.join();
+  EXPECT_EQ(d.stats()->dropped.load(), 0u);
+  EXPECT_EQ(d.stats()->depth.load(), 2) << "2 and 3 wait";
+
+  done = false;
+  std::thread held{[&] {
+    const bool r = d.submit_waiting(4);
+    std::lock_guard lock{m};
+    done = true;
+    ok = r;
+    cv.notify_all();
+  }};
+  d.interrupt();
+  {
+    std::unique_lock lock{m};
+    ASSERT_TRUE(cv.wait_for(lock, std::chrono::seconds(10), [&] { return done; })) << "interrupt releases a waiting producer";
+    EXPECT_FALSE(ok);
+  }
+  held.join();
+  EXPECT_FALSE(d.submit_waiting(5)) << "refused at once while interrupted";
+  EXPECT_EQ(d.stats()->dropped.load(), 2u);
+  d.resume();
+  d.finish(dispatch_lane::normal);
+  auto second = d.next();
+  ASSERT_TRUE(second);
+  EXPECT_EQ(second->item, 2);
+  EXPECT_TRUE(d.submit_waiting(6)) << "after resume, room: in";
+}
+
 // A full lane drops the newest item and counts it.
 TEST(bounded_dispatcher, full_queue_drops_the_newest) {
   wake_probe probe;
