@@ -123,6 +123,57 @@ void add_slot(Value& runner, const std::string& resource, Document::AllocatorTyp
     set_member(object_member(res, side, a), resource.c_str(), Value{"1", a}, a);
 }
 
+bool named(const Value& v, std::string_view name) {
+  return v.IsObject() && v.HasMember("name") && v["name"].IsString() && view(v["name"]) == name;
+}
+
+// The container mode's env entries (runner_pod's, json::container_mode_env) after the template's:
+// an entry the template sets already is the user's choice and stays (as ARC's chart does).
+void add_mode_env(Value& runner, const runner_spec& s, Document::AllocatorType& a) {
+  runtime::json_writer w;
+  w.begin_array();
+  json::container_mode_env(w, s);
+  w.end_array();
+  const std::string text = w.take();
+  Document ours;
+  ours.Parse(text.data(), text.size());
+  auto& env = runner["env"];  // add_jit_env made it a list
+  for (auto& e : ours.GetArray()) {
+    bool set = false;
+    for (const auto& mine : env.GetArray())
+      set = set || named(mine, view(e["name"]));
+    if (!set)
+      env.PushBack(Value{e, a}, a);
+  }
+}
+
+// The hook template's ConfigMap as a volume of the pod and mounted read-only in the runner
+// container (replacing any of the same name).
+void add_hook_volume(Value& spec, Value& runner, const std::string& configmap, Document::AllocatorType& a) {
+  auto put = [&a](Value& obj, const char* list, Value item) {
+    auto it = obj.FindMember(list);
+    if (it == obj.MemberEnd() || !it->value.IsArray()) {
+      set_member(obj, list, Value{rapidjson::kArrayType}, a);
+      it = obj.FindMember(list);
+    }
+    for (auto& v : it->value.GetArray())
+      if (named(v, json::hook_volume)) {
+        v = std::move(item);
+        return;
+      }
+    it->value.PushBack(std::move(item), a);
+  };
+  Value mount{rapidjson::kObjectType};
+  mount.AddMember("name", Value{json::hook_volume, a}, a).AddMember("mountPath", Value{hook_template_dir, a}, a);
+  mount.AddMember("readOnly", true, a);
+  put(runner, "volumeMounts", std::move(mount));
+  Value cm{rapidjson::kObjectType};
+  cm.AddMember("name", str(configmap, a), a);
+  Value volume{rapidjson::kObjectType};
+  volume.AddMember("name", Value{json::hook_volume, a}, a).AddMember("configMap", cm, a);
+  put(spec, "volumes", std::move(volume));
+}
+
 // A pod template's outline, parsed into `d`: an object of metadata (labels and annotations only)
 // and spec; why not, naming the field.
 std::optional<std::string> parse_template(const std::string& template_json, Document& d) {
@@ -162,6 +213,158 @@ std::optional<std::string> check_pod_template(const std::string& template_json, 
   return std::nullopt;
 }
 
+namespace {
+
+// A quantity as written: a string, or a number the YAML left unquoted.
+std::optional<std::string> quantity_text(const Value& v) {
+  if (v.IsString())
+    return std::string{view(v)};
+  if (v.IsInt64())
+    return std::to_string(v.GetInt64());
+  if (v.IsNumber()) {
+    rapidjson::StringBuffer b;
+    rapidjson::Writer<rapidjson::StringBuffer> w{b};
+    v.Accept(w);
+    return std::string{b.GetString(), b.GetSize()};
+  }
+  return std::nullopt;
+}
+
+std::string to_json(const Value& v) {
+  rapidjson::StringBuffer b;
+  rapidjson::Writer<rapidjson::StringBuffer> w{b};
+  v.Accept(w);
+  return {b.GetString(), b.GetSize()};
+}
+
+// The runner container's requests (cpu and memory required; extended ones equal to their limits).
+std::optional<std::string> runner_requests(const Value& c, const std::string& where, runner_template_facts& f) {
+  const std::string at = where + ".resources.requests";
+  if (!c.HasMember("resources") || !c["resources"].HasMember("requests") || !c["resources"]["requests"].IsObject())
+    return at + ": required: cpu and memory (the runner placeholder holds that room, and pairs are counted by it)";
+  const auto& req = c["resources"]["requests"];
+  const Value* limits = c["resources"].HasMember("limits") && c["resources"]["limits"].IsObject() ? &c["resources"]["limits"] : nullptr;
+  for (auto it = req.MemberBegin(); it != req.MemberEnd(); ++it) {
+    const std::string key{view(it->name)};
+    auto q = quantity_text(it->value);
+    if (!q)
+      return at + "." + key + ": expected a quantity";
+    if (key == "cpu") {
+      f.cpu = *q;
+    } else if (key == "memory") {
+      f.memory = *q;
+    } else if (key != "ephemeral-storage" && key.rfind("hugepages-", 0) != 0) {
+      // An extended resource (a device plugin's) cannot be overcommitted.
+      const auto lim = limits && limits->HasMember(key.c_str()) ? quantity_text((*limits)[key.c_str()]) : std::nullopt;
+      if (lim != q)
+        return where + ".resources.limits." + key + ": an extended resource's limit must equal its request (" + *q + ")";
+      f.extended.emplace_back(key, *q);
+    }
+  }
+  if (f.cpu.empty())
+    return at + ".cpu: required (the runner placeholder holds the runner's room)";
+  if (f.memory.empty())
+    return at + ".memory: required (the runner placeholder holds the runner's room)";
+  return std::nullopt;
+}
+
+std::optional<std::string> runner_tolerations(const Value& spec, runner_template_facts& f) {
+  if (!spec.HasMember("tolerations"))
+    return std::nullopt;
+  const auto& ts = spec["tolerations"];
+  if (!ts.IsArray())
+    return std::string{"spec.tolerations: expected a list"};
+  for (rapidjson::SizeType i = 0; i < ts.Size(); ++i) {
+    const std::string at = "spec.tolerations[" + std::to_string(i) + "]";
+    if (!ts[i].IsObject())
+      return at + ": expected a map";
+    k8s::toleration t;
+    for (auto it = ts[i].MemberBegin(); it != ts[i].MemberEnd(); ++it) {
+      const auto key = view(it->name);
+      if (key == "tolerationSeconds") {
+        if (!it->value.IsInt64())
+          return at + ".tolerationSeconds: expected a whole number";
+        t.toleration_seconds = it->value.GetInt64();
+        continue;
+      }
+      if (!it->value.IsString())
+        return at + "." + std::string{key} + ": expected a string";
+      if (key == "key")
+        t.key = view(it->value);
+      else if (key == "operator")
+        t.op = view(it->value);
+      else if (key == "value")
+        t.value = view(it->value);
+      else if (key == "effect")
+        t.effect = view(it->value);
+      else
+        return at + "." + std::string{key} + ": not a toleration's field (key, operator, value, effect, tolerationSeconds)";
+    }
+    if (!t.op.empty() && t.op != "Equal" && t.op != "Exists")
+      return at + ".operator: expected Equal or Exists, found '" + t.op + "'";
+    f.tolerations.push_back(std::move(t));
+  }
+  return std::nullopt;
+}
+
+}  // namespace
+
+runner_template_result read_runner_template(const std::string& template_json) {
+  runner_template_result out;
+  pod_template_facts pf;
+  if (auto e = check_pod_template(template_json, &pf)) {
+    out.error = *e;
+    return out;
+  }
+  Document d;
+  d.Parse(template_json.data(), template_json.size());
+  const auto& spec = d["spec"];
+  runner_template_facts f;
+  f.node_selector = std::move(pf.node_selector);
+  if (spec.HasMember("priorityClassName")) {
+    out.error = "spec.priorityClassName: runner pods get the ladder's runner class (priorityClasses.runner); leave it out";
+    return out;
+  }
+  const auto& cs = spec["containers"];
+  for (rapidjson::SizeType i = 0; i < cs.Size(); ++i)
+    if (named(cs[i], "runner")) {
+      f.image = view(cs[i]["image"]);
+      if (auto e = runner_requests(cs[i], "spec.containers[" + std::to_string(i) + "]", f)) {
+        out.error = *e;
+        return out;
+      }
+    }
+  if (auto e = runner_tolerations(spec, f)) {
+    out.error = *e;
+    return out;
+  }
+  if (spec.HasMember("serviceAccountName")) {
+    if (!spec["serviceAccountName"].IsString()) {
+      out.error = "spec.serviceAccountName: expected a string";
+      return out;
+    }
+    f.service_account = view(spec["serviceAccountName"]);
+  }
+  if (spec.HasMember("affinity")) {
+    const auto& af = spec["affinity"];
+    if (!af.IsObject()) {
+      out.error = "spec.affinity: expected a map";
+      return out;
+    }
+    if (af.HasMember("nodeAffinity") && af["nodeAffinity"].IsObject() &&
+        af["nodeAffinity"].HasMember("requiredDuringSchedulingIgnoredDuringExecution")) {
+      const auto& req = af["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"];
+      if (!req.IsObject()) {
+        out.error = "spec.affinity.nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution: expected a map (nodeSelectorTerms)";
+        return out;
+      }
+      f.required_node_affinity = to_json(req);
+    }
+  }
+  out.facts = std::move(f);
+  return out;
+}
+
 std::string runner_pod_from_template(const std::string& template_json, const runner_spec& s, const std::string& pool,
                                      const std::string& name, int64_t runner_id, std::string_view scope) {
   Document t;
@@ -177,7 +380,12 @@ std::string runner_pod_from_template(const std::string& template_json, const run
   auto& labels = object_member(md, "labels", a);
   set_member(labels, keys::scale_set, str(s.name, a), a);
   set_member(labels, keys::role, Value{role_label(role::runner), a}, a);
-  set_member(labels, keys::pool, str(pool, a), a);
+  if (!pool.empty())
+    set_member(labels, keys::pool, str(pool, a), a);
+  if (s.arc_labels) {
+    set_member(labels, keys::arc_scale_set_name, str(s.name, a), a);
+    set_member(labels, keys::arc_scale_set_namespace, str(s.ns, a), a);
+  }
   auto& notes = object_member(md, "annotations", a);
   set_member(notes, keys::runner_id, str(std::to_string(runner_id), a), a);
   set_member(notes, keys::runner_name, str(name, a), a);
@@ -189,13 +397,21 @@ std::string runner_pod_from_template(const std::string& template_json, const run
   if (t.IsObject() && t.HasMember("spec") && t["spec"].IsObject())
     spec.CopyFrom(t["spec"], a);
   set_member(spec, "restartPolicy", Value{"Never", a}, a);
+  if (!s.runner_priority_class.empty())
+    set_member(spec, "priorityClassName", str(s.runner_priority_class, a), a);
   if (s.active_deadline_seconds > 0 && !spec.HasMember("activeDeadlineSeconds"))
     spec.AddMember("activeDeadlineSeconds", Value{s.active_deadline_seconds}, a);
+  const bool hook = s.mode == runner_spec::container_mode::kubernetes_novolume && !s.hook_template_configmap.empty();
+  if (hook && !(spec.HasMember("volumes") && spec["volumes"].IsArray()))
+    set_member(spec, "volumes", Value{rapidjson::kArrayType}, a);  // before walking the containers: no member moves under them
   if (spec.HasMember("containers") && spec["containers"].IsArray())
     for (auto& c : spec["containers"].GetArray())
-      if (c.IsObject() && c.HasMember("name") && c["name"].IsString() && view(c["name"]) == "runner") {
+      if (named(c, "runner")) {
         add_jit_env(c, name, a);
+        add_mode_env(c, s, a);
         add_slot(c, s.slot_resource, a);
+        if (hook)
+          add_hook_volume(spec, c, s.hook_template_configmap, a);
       }
   pod.AddMember("spec", spec, a);
 

@@ -40,11 +40,15 @@ void owner_refs(runtime::json_writer& w, const owner_ref& o) {
   w.end_array();
 }
 
-// nodeSelector and tolerations, mirrored from the runner template (placeholders hold room where a
-// runner may go, no affinity: the scheduler is free to pack them).
+// nodeSelector, tolerations and required node affinity, mirrored from the runner template
+// (placeholders hold room where a runner may go; no pod (anti-)affinity or preferences: the
+// scheduler is free to pack them).
 void placement(runtime::json_writer& w, const runner_spec& s) {
   if (!s.node_selector.empty())
     w.key("nodeSelector").string_map(s.node_selector);
+  if (!s.required_node_affinity.empty())
+    w.key("affinity").begin_object().key("nodeAffinity").begin_object().key("requiredDuringSchedulingIgnoredDuringExecution")
+        .raw(s.required_node_affinity).end_object().end_object();
   if (s.tolerations.empty())
     return;
   w.key("tolerations").begin_array();
@@ -56,6 +60,8 @@ void placement(runtime::json_writer& w, const runner_spec& s) {
       w.field("value", t.value);
     if (!t.effect.empty())
       w.field("effect", t.effect);
+    if (t.toleration_seconds)
+      w.field("tolerationSeconds", *t.toleration_seconds);
     w.end_object();
   }
   w.end_array();
@@ -94,7 +100,9 @@ void env_value(runtime::json_writer& w, const char* name, std::string_view value
   w.begin_object().field("name", name).field("value", value).end_object();
 }
 
-constexpr const char* hook_volume = "headroom-hook-template";
+}  // namespace
+
+namespace json {
 
 // What ARC's chart sets on the runner container for containerMode kubernetes-novolume
 // (gha-runner-scale-set 0.14.2, _helpers.tpl), and the hook template headroom adds.
@@ -110,10 +118,12 @@ void container_mode_env(runtime::json_writer& w, const runner_spec& s) {
     env_value(w, "ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE", std::string{hook_template_dir} + "/" + hook_template_key);
 }
 
-}  // namespace
+}  // namespace json
 
 std::string runner_pod(const runner_spec& s, const std::string& name, int64_t runner_id, std::string_view scope,
                        std::string_view pool) {
+  if (!s.runner_template.empty())
+    return runner_pod_from_template(s.runner_template, s, std::string{pool}, name, runner_id, scope);
   runtime::json_writer w;
   w.begin_object().field("apiVersion", "v1").field("kind", "Pod");
   w.key("metadata").begin_object().field("name", name).field("namespace", s.ns);
@@ -141,17 +151,17 @@ std::string runner_pod(const runner_spec& s, const std::string& name, int64_t ru
   w.key("env").begin_array();
   jit_env(w, name, "ACTIONS_RUNNER_INPUT_JITCONFIG");
   jit_env(w, name, "RUNNER_JITCONFIG");
-  container_mode_env(w, s);
+  json::container_mode_env(w, s);
   w.end_array();
   w.key("resources");
   json::resources(w, s.runner_cpu, s.runner_memory, s.runner_extended, s.slot_resource);
   const bool hook = s.mode == runner_spec::container_mode::kubernetes_novolume && !s.hook_template_configmap.empty();
   if (hook)
-    w.key("volumeMounts").begin_array().begin_object().field("name", hook_volume).field("mountPath", hook_template_dir)
+    w.key("volumeMounts").begin_array().begin_object().field("name", json::hook_volume).field("mountPath", hook_template_dir)
         .field("readOnly", true).end_object().end_array();
   w.end_object().end_array();  // the container, the containers
   if (hook)
-    w.key("volumes").begin_array().begin_object().field("name", hook_volume).key("configMap").begin_object()
+    w.key("volumes").begin_array().begin_object().field("name", json::hook_volume).key("configMap").begin_object()
         .field("name", s.hook_template_configmap).end_object().end_object().end_array();
   w.end_object().end_object();  // spec, the pod
   return w.take();

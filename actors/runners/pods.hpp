@@ -66,6 +66,13 @@ struct runner_spec {
   // and named by ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE; "" none.
   std::string hook_template_configmap;
   bool arc_labels = false;  // ARC's scale-set labels on runner pods (the scale sets')
+  // A scale set's runner given as a PodTemplateSpec (JSON, checked by read_runner_template): runner
+  // pods are made from it (runner_pod), and the fields above hold what it says of the runner's
+  // image, requests and placement. "" = the short form above.
+  std::string runner_template;
+  // The runner's required node affinity (JSON of nodeAffinity.requiredDuringSchedulingIgnoredDuringExecution),
+  // mirrored onto its placeholders and the hook template like nodeSelector; "" none.
+  std::string required_node_affinity;
   std::string user_hook_template;  // the user's own hook template (checked JSON), merged under headroom's; "" none
 };
 
@@ -120,9 +127,34 @@ struct pod_template_facts {
 // two named runner; a runner without an image; restartPolicy other than Never (a runner is one job).
 std::optional<std::string> check_pod_template(const std::string& template_json, pod_template_facts* facts = nullptr);
 
+// A scale set's runner as a PodTemplateSpec (scaleSets[].runner.template, as ARC's `template:`):
+// what headroom needs to know of it.
+struct runner_template_facts {
+  std::string image;              // the runner container's
+  std::string cpu, memory;        // its requests, as written
+  k8s::string_pairs extended;     // its other requests (extended resources), as written
+  k8s::string_pairs node_selector;
+  std::vector<k8s::toleration> tolerations;
+  std::string required_node_affinity;  // as runner_spec's; "" none
+  std::string service_account;
+};
+// Why `template_json` cannot be a scale set's runner template, naming the path below the template;
+// otherwise its facts. On top of check_pod_template: the runner container's requests.cpu and
+// requests.memory (the runner placeholder holds that room, and the pair is counted by it), each
+// extended request equal to its limit, a string nodeSelector, well-formed tolerations, and no
+// priorityClassName (the ladder's runner class is headroom's).
+struct runner_template_result {
+  std::optional<runner_template_facts> facts;
+  std::string error;
+};
+runner_template_result read_runner_template(const std::string& template_json);
+
 // The runner pod `name` of `pool` from its (checked) template: headroom's labels and annotations
 // over the template's, restartPolicy Never, the pool's activeDeadlineSeconds unless the template
 // sets one, the JIT config and the slot resource on the runner container.
+// A scale set's runner pod from its template (`pool` ""): also the ladder's runner PriorityClass,
+// ARC's labels, and the container mode's env and the hook template's mount on the runner container,
+// as runner_pod gives them.
 std::string runner_pod_from_template(const std::string& template_json, const runner_spec& s, const std::string& pool,
                                      const std::string& name, int64_t runner_id, std::string_view scope = {});
 
@@ -134,8 +166,14 @@ void labels_object(runtime::json_writer& w, const runner_spec& s, role r, const 
                    std::string_view pool = {});
 // [] or [{apiVersion, kind, name, uid, blockOwnerDeletion: false}]
 void owner_refs(runtime::json_writer& w, const owner_ref& o);
-// The fields "nodeSelector":{…} and "tolerations":[…] from the runner template, when it has them.
+// The fields "nodeSelector":{…}, "tolerations":[…] and "affinity":{"nodeAffinity":{required…}} from
+// the runner template, when it has them.
 void placement(runtime::json_writer& w, const runner_spec& s);
+// The runner container's env entries for its container mode (kubernetes-novolume: the hook, its
+// pod's name, a job container required, the runner image, the hook template's path), into an open array.
+void container_mode_env(runtime::json_writer& w, const runner_spec& s);
+// The runner pod's volume holding the hook template (mounted at hook_template_dir).
+inline constexpr const char* hook_volume = "headroom-hook-template";
 // {"requests":…,"limits":…}; `slot`, when given, is one of that extended resource.
 void resources(runtime::json_writer& w, const std::string& cpu, const std::string& memory,
                const k8s::string_pairs& more, const std::string& slot = {});

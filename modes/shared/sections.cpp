@@ -72,10 +72,27 @@ std::string read_pod_template_json(const YAML::Node& node, const std::string& wh
 
 // A runner pod template (scale sets' `runner`, the scheduler's `runner`).
 void read_runner(const YAML::Node& node, const std::string& where, runner_section& out, bool extended) {
-  std::set<std::string> keys{"image", "command", "resources", "nodeSelector", "tolerations", "serviceAccountName", "containerMode", "hookTemplate"};
+  const std::set<std::string> short_form{"image", "command", "resources", "nodeSelector", "tolerations", "serviceAccountName"};
+  std::set<std::string> keys{short_form};
+  keys.insert({"containerMode", "hookTemplate"});
   if (extended)
     keys.insert({"slotResource", "activeDeadlineSeconds"});
+  else
+    keys.insert("template");
   config_section rs{node, where, keys};
+  if (!extended)
+    runtime::describe_config_key(rs.path("template"), {"pod-template", "", "", ""});
+  const auto t = extended ? std::optional<YAML::Node>{} : rs.get("template");
+  if (t) {
+    for (const auto& k : short_form)
+      if (rs.get(k))
+        config_fail(rs.path(k), "give the runner's " + k + " in runner.template (a pod template), not beside it");
+    out.template_json = read_pod_template_json(*t, rs.path("template"));
+    auto r = actors::runners::read_runner_template(out.template_json);
+    if (!r.facts)
+      config_fail(rs.path("template"), r.error);
+    out.template_facts = std::move(r.facts);
+  }
   if (auto v = rs.read_string("image"))
     out.image = *v;
   if (auto cmd = rs.read_strings("command"); rs.get("command"))

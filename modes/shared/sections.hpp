@@ -4,10 +4,12 @@
 // hands it to every mode), and the runner pod template both runner modes use.
 
 #include <cstdint>
+#include <optional>
 #include <string>
 #include <utility>
 #include <vector>
 
+#include "actors/runners/pods.hpp"
 #include "runtime/config.hpp"
 #include "runtime/config_reader.hpp"
 
@@ -57,6 +59,11 @@ struct runner_section {
   // seed's one-runner-per-node); "" = none, capacity unchecked.
   std::string slot_resource = "headroom.dev/runner";
   int64_t active_deadline_seconds = 525'600;  // the seed's ~6 days; patched to 1 to kill
+  // The scale sets' only: the runner as a PodTemplateSpec (JSON, as ARC's `template:`) and what it
+  // says of the runner (read_runner_template); "" = the short form above. Given instead of image,
+  // command, resources, nodeSelector, tolerations and serviceAccountName, never beside them.
+  std::string template_json;
+  std::optional<actors::runners::runner_template_facts> template_facts;
 };
 
 // A runner pod template (scale sets' `runner`, the scheduler's `runner`): the scheduler's form

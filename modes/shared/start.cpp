@@ -43,24 +43,36 @@ std::string read_text(const std::string& path, std::string& error, const std::st
 
 std::optional<std::string> apply_runner(const runner_section& r, const std::string& at, actors::runners::runner_spec& s,
                                         k8s::resource_list& requests) {
-  s.runner_cpu = r.cpu;
-  s.runner_memory = r.memory;
+  // The short form, or what the runner's pod template says (its runner container's requests).
+  const auto* f = r.template_facts ? &*r.template_facts : nullptr;
+  const std::string res_at = f ? at + ".template.spec.containers[runner].resources.requests" : at + ".resources";
+  s.runner_cpu = f ? f->cpu : r.cpu;
+  s.runner_memory = f ? f->memory : r.memory;
   int64_t v = 0;
-  if (auto e = quantity(r.cpu, at + ".resources.cpu", v, true))
+  if (auto e = quantity(s.runner_cpu, res_at + ".cpu", v, true))
     return *e;
   requests.cpu_milli = v;
-  if (auto e = quantity(r.memory, at + ".resources.memory", v, false))
+  if (auto e = quantity(s.runner_memory, res_at + ".memory", v, false))
     return *e;
   requests.memory = v;
-  if (auto e = extended_requests(r.extended, requests))
+  s.runner_extended = f ? f->extended : r.extended;
+  if (auto e = extended_requests(s.runner_extended, requests))
     return *e;
-  s.runner_extended = r.extended;
-  s.runner_image = r.image;
-  s.runner_command = r.command;
-  s.node_selector = r.node_selector;
-  for (const auto& t : r.tolerations)
-    s.tolerations.push_back(k8s::toleration{t.key, t.op, t.value, t.effect, std::nullopt});
-  s.service_account = r.service_account;
+  if (f) {
+    s.runner_template = r.template_json;
+    s.runner_image = f->image;
+    s.node_selector = f->node_selector;
+    s.tolerations = f->tolerations;
+    s.required_node_affinity = f->required_node_affinity;
+    s.service_account = f->service_account;
+  } else {
+    s.runner_image = r.image;
+    s.runner_command = r.command;
+    s.node_selector = r.node_selector;
+    for (const auto& t : r.tolerations)
+      s.tolerations.push_back(k8s::toleration{t.key, t.op, t.value, t.effect, std::nullopt});
+    s.service_account = r.service_account;
+  }
   s.user_hook_template = r.hook_template;
   s.mode = r.container_mode == "kubernetes-novolume" ? actors::runners::runner_spec::container_mode::kubernetes_novolume
                                                      : actors::runners::runner_spec::container_mode::none;

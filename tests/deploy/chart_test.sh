@@ -227,7 +227,7 @@ grep -q "secretName: arc-github" <<<"$arc" || fail "githubConfigSecret is not mo
 migrate="$src/scripts/migrate-from-arc"
 "$migrate" arc-runners/linux="$src/tests/deploy/arc/linux-values.yaml" arc-gpu/gpu="$src/tests/deploy/arc/gpu-values.yaml" \
   >"$work/migrated.yaml" 2>"$work/migrate.log" || { cat "$work/migrate.log"; fail "migrate-from-arc"; }
-grep -q "template.spec.volumes: not carried over" "$work/migrate.log" || fail "migrate-from-arc did not name what it left out"
+grep -q "resources.requests.cpu: taken from its limit (4)" "$work/migrate.log" || fail "migrate-from-arc did not name what it changed"
 "$helm" template hr "$chart" -n headroom-system --kube-version 1.36.0 -f "$work/migrated.yaml" >"$work/migrated-chart.yaml" ||
   fail "helm template with the migrated values"
 python3 - "$work/migrated-chart.yaml" "$work/migrated-headroom.yaml" <<'PY' || fail "the migrated install"
@@ -239,9 +239,15 @@ cfg = yaml.safe_load(cm["data"]["headroom.yaml"])
 assert cfg["github"] == {"configUrl": "https://ghes.example.com/acme", "caFile": "/etc/headroom/github-ca/ca.crt"}, cfg["github"]
 linux, gpu = cfg["scaleSets"]
 assert (linux["name"], linux["namespace"], linux["runnerGroup"], linux["maxRunners"]) == ("linux-x64", "arc-runners", "linux-group", 4)
-assert linux["capacityAware"]["proactiveCapacity"] == 1 and linux["runner"]["resources"] == {"cpu": "1", "memory": "2Gi"}
-assert linux["runner"]["nodeSelector"] == {"pool": "ci"} and linux["runner"]["serviceAccountName"] == "runner"
-assert gpu["runner"]["resources"] == {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}, gpu["runner"]
+# ARC's template is carried whole (#54): the runner's requests, placement, account, volumes, env and sidecars.
+spec = linux["runner"]["template"]["spec"]
+assert linux["capacityAware"]["proactiveCapacity"] == 1
+assert spec["containers"][0]["resources"] == {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "2Gi"}}, spec
+assert spec["nodeSelector"] == {"pool": "ci"} and spec["serviceAccountName"] == "runner", spec
+assert spec["volumes"] == [{"name": "work", "emptyDir": {}}] and [c["name"] for c in spec["containers"]] == ["runner", "cache-warmer"], spec
+assert spec["containers"][0]["env"] == [{"name": "RUNNER_FEATURE_FLAG_EPHEMERAL", "value": "true"}], spec
+gpu_requests = gpu["runner"]["template"]["spec"]["containers"][0]["resources"]["requests"]
+assert gpu_requests == {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}, gpu["runner"]
 dep = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]
 env = {e["name"]: e for e in dep["containers"][0]["env"]}
 assert env["HEADROOM_GITHUB_SECRET_NAME"]["value"] == "arc-github-app"

@@ -580,6 +580,7 @@ TEST(capacity_e2e, capacity_workflow_room_is_protected) {
   REQUIRE_ENV(e);
   scenario sc{"capacity-protect", 1, 1, "5m", "15s"};
   sc.workflow_delay = "12s";
+  sc.runner_template = true;  // #54: the runner given as a pod template, as ARC users write it
   world w{e, sc};
   REQUIRE_WORLD(w);
   w.start();
@@ -603,6 +604,12 @@ TEST(capacity_e2e, capacity_workflow_room_is_protected) {
     return !runner.empty();
   }, 90s)) << w.headroom->log();
   EXPECT_EQ(phase(wp), "Running") << "the runner pod (0) must not take the workflow placeholder (10)";
+  // The template's parts reach the runner pod beside headroom's.
+  EXPECT_EQ(w.e.c->kubectl({"-n", sc.name, "get", "pod", runner, "-o",
+                            "jsonpath={.metadata.labels.e2e-template} {.spec.securityContext.fsGroup} {.spec.containers[1].name} "
+                            "{.spec.priorityClassName} {.spec.containers[0].resources.limits.memory} "
+                            "{.metadata.labels.actions\\.github\\.com/scale-set-name}"}).out,
+            "yes 1001 sidecar arc-runner 1Gi capacity-protect");
 
   const int64_t want = free_cpu_milli(e.c, node) + 250;  // fits only where the workflow placeholder (500m) is
   const std::string competitor =

@@ -226,6 +226,9 @@ struct scenario {
   bool exit_runner_pods = false;  // a runner pod goes Succeeded after its job, as an ephemeral runner's does
   bool chart_install = false;     // the test installs the chart itself (no chart-identity.sh, no start())
   int max_burst = 0;              // capacityAware.maxBurstCapacity (0: none)
+  // The runner as a pod template (runner.template, as ARC's `template:`) with a label, a security
+  // context, an env entry and a sidecar of the user's, instead of the short form.
+  bool runner_template = false;
 
   scenario() = default;
   scenario(std::string n, int max, int pool, std::string ready_timeout, std::string job)
@@ -246,9 +249,16 @@ inline std::string config_for(const env& e, const scenario& s, const std::string
          "/headroom-org\nscaleSets:\n  - name: " + s.name + "\n    namespace: " + s.name +
          "\n    maxRunners: " + std::to_string(s.max_runners) + "\n    labels: [" + s.labels + "]" +
          (s.ephemeral_runner_set.empty() ? std::string{} : "\n    mode: arc\n    ephemeralRunnerSet: " + s.ephemeral_runner_set) +
-         "\n    runner:\n      image: runner:e2e\n      resources: {cpu: 500m, memory: 512Mi}\n      serviceAccountName: " + runner_account(s) +
-         "\n      nodeSelector: {" +
-         s.node_selector + "}\n      tolerations: [" + s.tolerations + "]\n"
+         (s.runner_template
+              ? "\n    runner:\n      template:\n        metadata: {labels: {e2e-template: \"yes\"}}\n        spec:\n"
+                "          serviceAccountName: " + runner_account(s) + "\n          nodeSelector: {" + s.node_selector +
+                    "}\n          tolerations: [" + s.tolerations + "]\n          securityContext: {fsGroup: 1001}\n"
+                    "          containers:\n            - name: runner\n              image: runner:e2e\n"
+                    "              env: [{name: E2E_TEMPLATE, value: \"1\"}]\n"
+                    "              resources: {requests: {cpu: 500m, memory: 512Mi}, limits: {memory: 1Gi}}\n"
+                    "            - {name: sidecar, image: sidecar:e2e}\n"
+              : "\n    runner:\n      image: runner:e2e\n      resources: {cpu: 500m, memory: 512Mi}\n      serviceAccountName: " +
+                    runner_account(s) + "\n      nodeSelector: {" + s.node_selector + "}\n      tolerations: [" + s.tolerations + "]\n") +
          "    capacityAware:\n      enabled: " + (capacity_aware ? "true" : "false") +
          "\n      proactiveCapacity: " + std::to_string(s.proactive) + "\n      maxBurstCapacity: " + std::to_string(s.max_burst) +
          "\n      recalculateInterval: 2s\n      repollOnChange: " + (s.repoll ? "true" : "false") +

@@ -113,6 +113,75 @@ TEST(capacity_config, the_container_mode_and_the_users_hook_template_are_read_an
   EXPECT_NE(error_of("{hookTemplate: [x]}").find("expected a pod template"), std::string::npos);
 }
 
+// #54: a scale set's runner as a PodTemplateSpec, as ARC's `template:`: read and checked, its
+// runner container's requests and its placement become what pairs are counted and placed by; the
+// short form beside it, and a template headroom could not run, are refused naming the path.
+TEST(capacity_config, a_runner_pod_template_is_read_checked_and_gives_the_runner_its_room_and_placement) {
+  auto r = parse_config_yaml(R"(
+github: {configUrl: x}
+scaleSets:
+  - name: a
+    runner:
+      template:
+        metadata: {labels: {team: ci}}
+        spec:
+          nodeSelector: {pool: ci}
+          tolerations: [{key: ci, operator: Exists, effect: NoExecute, tolerationSeconds: 30}]
+          affinity: {nodeAffinity: {requiredDuringSchedulingIgnoredDuringExecution: {nodeSelectorTerms: [{matchExpressions: [{key: zone, operator: In, values: [a]}]}]}}}
+          securityContext: {fsGroup: 123}
+          containers:
+            - name: runner
+              image: runner:2
+              resources: {requests: {cpu: 1500m, memory: 3Gi, nvidia.com/gpu: "1"}, limits: {memory: 6Gi, nvidia.com/gpu: "1"}}
+            - {name: sidecar, image: s:1}
+)");
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
+  const auto& c = std::get<parsed_config>(r).modes.get<scale_sets_mode>().config.sets.at(0);
+  auto made = make_spec(c, 0);
+  ASSERT_TRUE(std::holds_alternative<actors::capacity::scale_set_spec>(made)) << std::get<std::string>(made);
+  const auto& s = std::get<actors::capacity::scale_set_spec>(made);
+  EXPECT_EQ(s.runner_requests.cpu_milli, 1500);
+  EXPECT_EQ(s.runner_requests.memory, int64_t{3} << 30);
+  EXPECT_EQ(s.runner_requests.get("nvidia.com/gpu"), 1);
+  EXPECT_EQ(s.runner_image, "runner:2");
+  EXPECT_EQ(s.node_selector, (k8s::string_pairs{{"pool", "ci"}}));
+  ASSERT_EQ(s.tolerations.size(), 1u);
+  EXPECT_EQ(s.tolerations[0].toleration_seconds, 30);
+  EXPECT_NE(s.required_node_affinity.find("nodeSelectorTerms"), std::string::npos);
+  EXPECT_FALSE(s.runner_template.empty());
+
+  auto error_of = [](const std::string& runner) {
+    auto r = parse_config_yaml("github: {configUrl: x}\nscaleSets: [{name: a, runner: " + runner + "}]");
+    return std::holds_alternative<runtime::config_error>(r) ? std::get<runtime::config_error>(r).message() : std::string{};
+  };
+  const std::string ok = "{spec: {containers: [{name: runner, image: r, resources: {requests: {cpu: 1, memory: 1Gi}}}]}}";
+  EXPECT_EQ(error_of("{template: " + ok + "}"), "");
+  EXPECT_NE(error_of("{image: x, template: " + ok + "}").find("scaleSets[0].runner.image: give the runner's image in runner.template"),
+            std::string::npos);
+  EXPECT_NE(error_of("{template: {spec: {containers: [{name: runner, image: r}]}}}")
+                .find("scaleSets[0].runner.template: spec.containers[0].resources.requests: required"),
+            std::string::npos);
+  EXPECT_NE(error_of("{template: {spec: {containers: [{name: runner, image: r, resources: {requests: {cpu: 1}}}]}}}")
+                .find("spec.containers[0].resources.requests.memory: required"),
+            std::string::npos);
+  EXPECT_NE(error_of("{template: {spec: {priorityClassName: high, containers: [{name: runner, image: r, resources: {requests: {cpu: 1, memory: 1Gi}}}]}}}")
+                .find("spec.priorityClassName"),
+            std::string::npos);
+  EXPECT_NE(error_of("{template: {spec: {containers: [{name: runner, image: r, resources: {requests: {cpu: 1, memory: 1Gi, x.io/dev: 2}}}]}}}")
+                .find("spec.containers[0].resources.limits.x.io/dev: an extended resource's limit must equal its request"),
+            std::string::npos);
+  EXPECT_NE(error_of("{template: {spec: {tolerations: [{operator: Maybe}], containers: [{name: runner, image: r, resources: {requests: {cpu: 1, memory: 1Gi}}}]}}}")
+                .find("spec.tolerations[0].operator"),
+            std::string::npos);
+  auto lots = parse_config_yaml("github: {configUrl: x}\nscaleSets: [{name: a, runner: {template: {spec: {containers: "
+                                "[{name: runner, image: r, resources: {requests: {cpu: lots, memory: 1Gi}}}]}}}}]");
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(lots));
+  auto bad = make_spec(std::get<parsed_config>(lots).modes.get<scale_sets_mode>().config.sets.at(0), 0);
+  ASSERT_TRUE(std::holds_alternative<std::string>(bad));
+  EXPECT_NE(std::get<std::string>(bad).find("scaleSets[0].runner.template.spec.containers[runner].resources.requests.cpu"), std::string::npos)
+      << "a quantity that does not parse names where it is: " << std::get<std::string>(bad);
+}
+
 TEST(capacity_config, scale_set_errors_name_the_key) {
   auto error_of = [](const char* yaml) {
     auto r = parse_config_yaml(yaml);

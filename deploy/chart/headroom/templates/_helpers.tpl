@@ -43,7 +43,13 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- range $s := $cfg.scaleSets -}}
 {{- $r := default dict $s.runner -}}
 {{- if include "headroom.runnerUsesChartAccount" $r -}}
+{{- if $r.template -}}
+{{- $spec := default dict $r.template.spec -}}
+{{- $_ := set $spec "serviceAccountName" (include "headroom.runnerServiceAccount" $) -}}
+{{- $_ := set $r.template "spec" $spec -}}
+{{- else -}}
 {{- $_ := set $r "serviceAccountName" (include "headroom.runnerServiceAccount" $) -}}
+{{- end -}}
 {{- $_ := set $s "runner" $r -}}
 {{- end -}}
 {{- end -}}
@@ -74,8 +80,8 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 
 {{- /* The ServiceAccount runner pods run as when the config names none: the container hook's. */ -}}
 {{- define "headroom.runnerServiceAccount" -}}{{ printf "%s-runner" (include "headroom.fullname" .) | trunc 63 | trimSuffix "-" }}{{- end -}}
-{{- /* "true" when a scale set's runner (its `runner:` map) makes workflow pods through the hook and names no ServiceAccount. */ -}}
-{{- define "headroom.runnerUsesChartAccount" -}}{{ if and (ne (default "kubernetes-novolume" .containerMode) "none") (not .serviceAccountName) }}true{{ end }}{{- end -}}
+{{- /* "true" when a scale set's runner (its `runner:` map) makes workflow pods through the hook and names no ServiceAccount (beside its image, or in its pod template). */ -}}
+{{- define "headroom.runnerUsesChartAccount" -}}{{ if and (ne (default "kubernetes-novolume" .containerMode) "none") (not .serviceAccountName) (not (and .template (default dict .template.spec).serviceAccountName)) }}true{{ end }}{{- end -}}
 
 {{- define "headroom.gatesEnabled" -}}{{ if and .Values.config.gates .Values.config.gates.enabled }}true{{ end }}{{- end -}}
 {{- define "headroom.bigfleetEnabled" -}}{{ if and .Values.config.bigfleet .Values.config.bigfleet.enabled }}true{{ end }}{{- end -}}

@@ -2,6 +2,9 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <map>
+#include <string>
+
 #include "actors/runners/pods.hpp"
 
 namespace headroom::actors::runners {
@@ -85,6 +88,92 @@ TEST(pod_template, the_plain_runner_pod_carries_the_variable_the_runner_reads) {
   s.runner_image = "r";
   const auto text = runner_pod(s, "n1", 3);
   EXPECT_NE(text.find("\"ACTIONS_RUNNER_INPUT_JITCONFIG\""), std::string::npos) << text;
+}
+
+// #54: a scale set's runner from its PodTemplateSpec: everything the user wrote passes through
+// (sidecars, volumes, security contexts, env); headroom adds its parts: names and labels (ARC's
+// too), the ladder's runner class, the JIT config, and the container mode's env (the user's own
+// entries of the same name win) with the hook template mounted.
+TEST(pod_template, a_scale_sets_runner_pod_from_its_template_keeps_the_users_fields_and_adds_headrooms) {
+  const std::string t = R"({"metadata":{"labels":{"team":"ci"}},"spec":{"securityContext":{"fsGroup":123},)"
+                        R"("volumes":[{"name":"cache","emptyDir":{}}],"containers":[{"name":"runner","image":"runner:2",)"
+                        R"("env":[{"name":"ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER","value":"false"},{"name":"TZ","value":"UTC"}],)"
+                        R"("volumeMounts":[{"name":"cache","mountPath":"/cache"}],)"
+                        R"("resources":{"requests":{"cpu":"1","memory":"2Gi"}}},{"name":"sidecar","image":"s:1"}]}})";
+  const auto r = read_runner_template(t);
+  ASSERT_TRUE(r.facts) << r.error;
+  runner_spec s;
+  s.name = "linux";
+  s.ns = "arc";
+  s.runner_template = t;
+  s.runner_image = r.facts->image;
+  s.arc_labels = true;
+  s.mode = runner_spec::container_mode::kubernetes_novolume;
+  s.hook_template_configmap = "linux-hook-template";
+  const auto text = runner_pod(s, "linux-r-1", 9);
+  simdjson::dom::parser p;
+  auto pod = p.parse(text);
+  ASSERT_EQ(pod.error(), simdjson::SUCCESS) << text;
+  auto labels = pod["metadata"]["labels"];
+  EXPECT_EQ(std::string_view(labels["team"]), "ci");
+  EXPECT_EQ(std::string_view(labels["headroom.dev/scale-set"]), "linux");
+  EXPECT_EQ(std::string_view(labels["actions.github.com/scale-set-name"]), "linux");
+  EXPECT_EQ(std::string_view(labels["actions.github.com/scale-set-namespace"]), "arc");
+  EXPECT_EQ(labels["headroom.dev/pool"].error(), simdjson::NO_SUCH_FIELD) << "no pool: a scale set's runner";
+  auto spec = pod["spec"];
+  EXPECT_EQ(std::string_view(spec["priorityClassName"]), "arc-runner");
+  EXPECT_EQ(int64_t(spec["securityContext"]["fsGroup"]), 123);
+  EXPECT_EQ(std::string_view(spec["containers"].at(1)["name"]), "sidecar");
+  auto volumes = spec["volumes"].get_array();
+  ASSERT_EQ(volumes.size(), 2u);
+  EXPECT_EQ(std::string_view(volumes.at(0)["name"]), "cache");
+  EXPECT_EQ(std::string_view(volumes.at(1)["configMap"]["name"]), "linux-hook-template");
+  auto runner = spec["containers"].at(0);
+  auto mounts = runner["volumeMounts"].get_array();
+  ASSERT_EQ(mounts.size(), 2u);
+  EXPECT_EQ(std::string_view(mounts.at(1)["mountPath"]), hook_template_dir);
+  std::map<std::string, std::string> env;
+  for (auto e : runner["env"].get_array()) {
+    std::string_view v;
+    env[std::string{std::string_view(e["name"])}] = e["value"].get(v) == simdjson::SUCCESS ? std::string{v} : "(from)";
+  }
+  EXPECT_EQ(env["ACTIONS_RUNNER_INPUT_JITCONFIG"], "(from)");
+  EXPECT_EQ(env["ACTIONS_RUNNER_POD_NAME"], "(from)");
+  EXPECT_EQ(env["ACTIONS_RUNNER_CONTAINER_HOOKS"], novolume_hook);
+  EXPECT_EQ(env["ACTIONS_RUNNER_IMAGE"], "runner:2");
+  EXPECT_EQ(env["ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE"], std::string{hook_template_dir} + "/" + hook_template_key);
+  EXPECT_EQ(env["ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER"], "false") << "the user's own entry stays";
+  EXPECT_EQ(env["TZ"], "UTC");
+  size_t require = 0;
+  for (auto e : runner["env"].get_array())
+    require += std::string_view(e["name"]) == "ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER";
+  EXPECT_EQ(require, 1u) << "never twice";
+}
+
+// The runner template's placement reaches its placeholders and the workflow pod's hook template:
+// nodeSelector, tolerations (with their seconds) and the required node affinity; not its pod
+// affinities or preferences.
+TEST(pod_template, the_runners_required_node_affinity_and_tolerations_are_mirrored) {
+  const auto r = read_runner_template(
+      R"({"spec":{"tolerations":[{"key":"ci","operator":"Exists","effect":"NoExecute","tolerationSeconds":30}],)"
+      R"("affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":)"
+      R"([{"key":"zone","operator":"In","values":["a"]}]}]},"preferredDuringSchedulingIgnoredDuringExecution":[]},)"
+      R"("podAntiAffinity":{}},"containers":[{"name":"runner","image":"r","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}})");
+  ASSERT_TRUE(r.facts) << r.error;
+  runner_spec s;
+  s.name = "linux";
+  s.tolerations = r.facts->tolerations;
+  s.required_node_affinity = r.facts->required_node_affinity;
+  const auto text = hook_template(s, "arc-workflow", "2", "4Gi", {});
+  simdjson::dom::parser p;
+  auto spec = p.parse(text)["spec"];
+  ASSERT_EQ(spec.error(), simdjson::SUCCESS) << text;
+  EXPECT_EQ(int64_t(spec["tolerations"].at(0)["tolerationSeconds"]), 30);
+  EXPECT_EQ(std::string_view(spec["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+                                 .at(0)["matchExpressions"].at(0)["key"]),
+            "zone");
+  EXPECT_EQ(spec["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"].error(), simdjson::NO_SUCH_FIELD);
+  EXPECT_EQ(spec["affinity"]["podAntiAffinity"].error(), simdjson::NO_SUCH_FIELD);
 }
 
 }  // namespace
