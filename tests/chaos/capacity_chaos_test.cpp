@@ -230,30 +230,31 @@ TEST(chaos, capacity_actions_polls_hang_past_the_hold_then_bodies_are_malformed)
   std::cout << "[chaos] malformed bodies: " << counted << " read, each rejected, named and counted\n";
 }
 
-// Another listener holds the session (409 on every create) for 90 s at start-up: headroom keeps
-// retrying with backoff (bounded calls, the process stays up), and opens the session once the
-// conflict clears; the jobs posted meanwhile complete.
-TEST(chaos, capacity_session_conflict_for_90s_at_start_up) {
+// Another listener holds the session (409 on every create) for 45 s at start-up, longer than the
+// client's 30 s between tries: headroom keeps retrying with backoff (bounded calls, the process
+// stays up), and opens the session once the conflict clears; the jobs posted meanwhile complete.
+TEST(chaos, capacity_session_conflict_for_45s_at_start_up) {
   REQUIRE_ENV(e);
   world w{e, {"chaos-conflict", 4, 2, "5m", "4s"}};
   REQUIRE_WORLD(w);
-  e.peer->control("/faults", R"([{"route":"create_session","status":409,"forMs":90000}])");
+  e.peer->control("/faults", R"([{"route":"create_session","status":409,"forMs":45000}])");
   const auto before = requests(w, "create_session");
+  const auto conflict_from = steady::now();
   w.start();
   int64_t set = 0;
   ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
   w.post_jobs(3);
-  std::this_thread::sleep_for(85s);
+  std::this_thread::sleep_until(conflict_from + 42s);
   const auto tries = requests(w, "create_session") - before;
   EXPECT_TRUE(w.headroom->alive()) << "a held session is no reason to exit\n" << w.headroom->log();
   EXPECT_GE(tries, 2) << "it kept trying (the client waits 30 s between tries, as the scaleset library does)";
-  EXPECT_LE(tries, 60) << "session creates in 90 s of conflict: backoff, not a tight loop";
+  EXPECT_LE(tries, 30) << "session creates in 45 s of conflict: backoff, not a tight loop";
   EXPECT_EQ(w.job_states()["completed"], 0) << "no session, no job";
-  std::this_thread::sleep_for(5s);
+  std::this_thread::sleep_until(conflict_from + 46s);
   const auto ended = steady::now();
   const auto ended_wall = clock_type::now();
-  std::cout << "[chaos] session conflict for 90 s: " << tries << " session creates during it\n";
-  expect_recovered(w, set, 3, "session conflict for 90 s at start-up", ended, ended_wall);
+  std::cout << "[chaos] session conflict for 45 s: " << tries << " session creates during it\n";
+  expect_recovered(w, set, 3, "session conflict for 45 s at start-up", ended, ended_wall);
 }
 
 // Each actor kind of the scale-set subtree failed mid-burst (the test fault hook kills it, as a

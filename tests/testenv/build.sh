@@ -93,6 +93,29 @@ for pkg in k8s.io/component-base/version k8s.io/client-go/pkg/version; do
   ldflags+=" -X $pkg.gitTreeState=clean -X $pkg.buildDate=$(date -u +%Y-%m-%dT%H:%M:%SZ)"
 done
 
+# kwok and Karpenter's provider (modules of their own) build beside Kubernetes: three builds keep
+# both cores busy through each other's links, where one build at a time left a core idle in each.
+side_builds=()
+trap 'for pid in "${side_builds[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT  # a failed build leaves none running
+if [ ! -x "$BIN/kwok" ]; then
+  (
+    log "go install kwok $KWOK_VERSION"
+    GOBIN="$OUT/gobin-kwok" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+    mv "$OUT/gobin-kwok/kwok" "$BIN/kwok"; rmdir "$OUT/gobin-kwok"
+    log "kwok built"
+  ) &
+  side_builds+=($!)
+fi
+if [ ! -x "$BIN/karpenter-kwok" ]; then
+  (
+    log "go install karpenter kwok provider $KARPENTER_VERSION"
+    GOBIN="$OUT/gobin-karpenter" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/karpenter/kwok@$KARPENTER_VERSION"
+    mv "$OUT/gobin-karpenter/kwok" "$BIN/karpenter-kwok"; rmdir "$OUT/gobin-karpenter"
+    log "karpenter-kwok built"
+  ) &
+  side_builds+=($!)
+fi
+
 (
   cd "$wrap"
   # kubectl drives the proof tests and shows what a cluster holds when a test fails.
@@ -112,24 +135,25 @@ done
   if [ -n "$drift" ]; then
     log "dependency drift from k8s.io/kubernetes@$K8S_VERSION's go.mod:"; printf '%s\n' "$drift" >&2; exit 1
   fi
+  todo=()
   for p in "${pkgs[@]}"; do
     name=${p##*/}; [ "$name" = v3 ] && name=etcd
-    [ -x "$BIN/$name" ] && continue
-    log "go build $name"
-    go build -trimpath -ldflags "$ldflags" -o "$BIN/$name" "$p"
+    [ -x "$BIN/$name" ] || todo+=("$p")
   done
+  if [ ${#todo[@]} -gt 0 ]; then
+    # One go build for all of them: each link overlaps the others' compiling.
+    log "go build ${todo[*]##*/}"
+    out=$(mktemp -d "$OUT/build.XXXXXX")
+    go build -trimpath -ldflags "$ldflags" -o "$out/" "${todo[@]}"
+    [ ! -f "$out/server" ] || mv "$out/server" "$out/etcd"  # go names …/etcd/server/v3's binary "server"
+    mv "$out"/* "$BIN/"
+    rmdir "$out"
+  fi
 )
 
-if [ ! -x "$BIN/kwok" ]; then
-  log "go install kwok $KWOK_VERSION"
-  GOBIN="$OUT/gobin-kwok" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
-  mv "$OUT/gobin-kwok/kwok" "$BIN/kwok"; rmdir "$OUT/gobin-kwok"
-fi
-if [ ! -x "$BIN/karpenter-kwok" ]; then
-  log "go install karpenter kwok provider $KARPENTER_VERSION"
-  GOBIN="$OUT/gobin-karpenter" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/karpenter/kwok@$KARPENTER_VERSION"
-  mv "$OUT/gobin-karpenter/kwok" "$BIN/karpenter-kwok"; rmdir "$OUT/gobin-karpenter"
-fi
+for pid in "${side_builds[@]}"; do
+  wait "$pid" || { log "building kwok or Karpenter's provider failed (above)"; exit 1; }
+done
 
 moddir() { go mod download -json "$1" | sed -n 's/^[[:space:]]*"Dir": "\(.*\)",*$/\1/p'; }
 kwok_dir=$(moddir "sigs.k8s.io/kwok@$KWOK_VERSION")
