@@ -244,8 +244,14 @@ spec = linux["runner"]["template"]["spec"]
 assert linux["capacityAware"]["proactiveCapacity"] == 1
 assert spec["containers"][0]["resources"] == {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "2Gi"}}, spec
 assert spec["nodeSelector"] == {"pool": "ci"} and spec["serviceAccountName"] == "runner", spec
-assert spec["volumes"] == [{"name": "work", "emptyDir": {}}] and [c["name"] for c in spec["containers"]] == ["runner", "cache-warmer"], spec
-assert spec["containers"][0]["env"] == [{"name": "RUNNER_FEATURE_FLAG_EPHEMERAL", "value": "true"}], spec
+assert spec["volumes"][0] == {"name": "work", "emptyDir": {}} and [c["name"] for c in spec["containers"]] == ["runner", "cache-warmer"], spec
+# githubServerTLS.runnerMountPath, as ARC's chart does it: the CA mounted, and the runner told.
+assert spec["containers"][0]["env"] == [{"name": "RUNNER_FEATURE_FLAG_EPHEMERAL", "value": "true"},
+                                        {"name": "NODE_EXTRA_CA_CERTS", "value": "/usr/local/share/ca-certificates/ca.crt"},
+                                        {"name": "RUNNER_UPDATE_CA_CERTS", "value": "1"}], spec
+assert spec["containers"][0]["volumeMounts"] == [{"name": "github-server-tls-cert", "mountPath": "/usr/local/share/ca-certificates/ca.crt",
+                                                  "subPath": "ca.crt"}], spec
+assert {"name": "github-server-tls-cert", "configMap": {"name": "ghes-ca"}} in spec["volumes"], spec
 gpu_requests = gpu["runner"]["template"]["spec"]["containers"][0]["resources"]["requests"]
 assert gpu_requests == {"cpu": "4", "memory": "16Gi", "nvidia.com/gpu": "1"}, gpu["runner"]
 dep = next(d for d in docs if d["kind"] == "Deployment")["spec"]["template"]["spec"]

@@ -135,14 +135,14 @@ fi
   if [ -n "$drift" ]; then
     log "dependency drift from k8s.io/kubernetes@$K8S_VERSION's go.mod:"; printf '%s\n' "$drift" >&2; exit 1
   fi
-  todo=()
+  todo=() names=()
   for p in "${pkgs[@]}"; do
     name=${p##*/}; [ "$name" = v3 ] && name=etcd
-    [ -x "$BIN/$name" ] || todo+=("$p")
+    [ -x "$BIN/$name" ] || { todo+=("$p"); names+=("$name"); }
   done
   if [ ${#todo[@]} -gt 0 ]; then
     # One go build for all of them: each link overlaps the others' compiling.
-    log "go build ${todo[*]##*/}"
+    log "go build ${names[*]}"
     out=$(mktemp -d "$OUT/build.XXXXXX")
     go build -trimpath -ldflags "$ldflags" -o "$out/" "${todo[@]}"
     [ ! -f "$out/server" ] || mv "$out/server" "$out/etcd"  # go names …/etcd/server/v3's binary "server"

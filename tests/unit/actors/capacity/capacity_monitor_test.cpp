@@ -189,11 +189,15 @@ TEST_F(monitor_fixture, start_up_deletes_only_this_installs_earlier_owners) {
 TEST_F(monitor_fixture, missing_priority_classes_are_made_and_one_with_another_value_stops_the_monitor) {
   start();
   std::string down;
-  auto observer = sys.spawn([&down, m = monitor](caf::event_based_actor* self) -> caf::behavior {
-    self->monitor(m);
-    self->set_down_handler([&down](caf::down_msg& d) { down = caf::to_string(d.reason); });
-    return {[](int) {}};
-  });
+  // What it needs as spawn arguments, not captures: CAF 0.17 binds an empty argument tuple through
+  // a null pointer (UBSan's "reference binding to null pointer").
+  auto observer = sys.spawn(
+      [](caf::event_based_actor* self, std::string* out, cap::monitor_actor m) -> caf::behavior {
+        self->monitor(m);
+        self->set_down_handler([out](caf::down_msg& d) { *out = caf::to_string(d.reason); });
+        return {[](int) {}};
+      },
+      &down, monitor);
   sched.run();
   ASSERT_TRUE(io.answer("GET", "/priorityclasses/placeholder-runner", 404, R"({"kind":"Status","reason":"NotFound","code":404})"));
   sched.run();
