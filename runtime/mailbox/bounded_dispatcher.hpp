@@ -51,40 +51,12 @@ class bounded_dispatcher {
         queue_capacity_(queue_capacity) {}
 
   // Any thread. False when the lane's queue was full and the item was dropped.
-  bool submit(T item, dispatch_lane lane = dispatch_lane::normal) {
-    {
-      std::lock_guard<std::mutex> guard{mutex_};
-      auto& queue = lane == dispatch_lane::bypass ? bypass_ : normal_;
-      if (queue.size() >= queue_capacity_) {
-        buffer_stats::bump(stats_->dropped);
-        return false;
-      }
-      queue.push_back(std::move(item));
-      publish_depth();
-    }
-    buffer_stats::bump(stats_->accepted);
-    signal_.notify();
-    return true;
-  }
+  bool submit(T item, dispatch_lane lane = dispatch_lane::normal) { return enqueue(std::move(item), lane, false); }
 
   // Any thread: like `submit`, but a full lane makes the caller wait for room instead of dropping
   // the item. False only after `interrupt` (the item is then dropped and counted).
-  bool submit_waiting(T item, dispatch_lane lane = dispatch_lane::normal) {
-    {
-      std::unique_lock<std::mutex> guard{mutex_};
-      auto& queue = lane == dispatch_lane::bypass ? bypass_ : normal_;
-      room_.wait(guard, [&] { return interrupted_ || queue.size() < queue_capacity_; });
-      if (interrupted_) {
-        buffer_stats::bump(stats_->dropped);
-        return false;
-      }
-      queue.push_back(std::move(item));
-      publish_depth();
-    }
-    buffer_stats::bump(stats_->accepted);
-    signal_.notify();
-    return true;
-  }
+  bool submit_waiting(T item, dispatch_lane lane = dispatch_lane::normal) { return enqueue(std::move(item), lane, true); }
+
   // Any thread: every waiting `submit_waiting` returns false, and later ones do at once, until
   // `resume` (e.g. the stream that feeds it is being closed and its reader must not block).
   void interrupt() {
@@ -147,6 +119,24 @@ class bounded_dispatcher {
   const buffer_stats_ptr& stats() const { return stats_; }
 
  private:
+  bool enqueue(T item, dispatch_lane lane, bool wait) {
+    {
+      std::unique_lock<std::mutex> guard{mutex_};
+      auto& queue = lane == dispatch_lane::bypass ? bypass_ : normal_;
+      if (wait)
+        room_.wait(guard, [&] { return interrupted_ || queue.size() < queue_capacity_; });
+      if (wait ? interrupted_ : queue.size() >= queue_capacity_) {
+        buffer_stats::bump(stats_->dropped);
+        return false;
+      }
+      queue.push_back(std::move(item));
+      publish_depth();
+    }
+    buffer_stats::bump(stats_->accepted);
+    signal_.notify();
+    return true;
+  }
+
   void publish_depth() {
     stats_->depth.store(static_cast<int64_t>(normal_.size() + bypass_.size()),
                         std::memory_order_relaxed);
