@@ -150,6 +150,22 @@ std::string pod_yaml(const std::string& ns, const std::string& name, const std::
          cpu + ", memory: 64Mi}\n";
 }
 
+// A kwok node `node` with the pod `pod` of namespace `ns` on it, which the PodDisruptionBudget
+// `guard` (minAvailable 1) keeps from being evicted, once the budget counts it healthy.
+void guarded_pod_on_a_node(const env& e, const std::string& ns, const std::string& node, const std::string& pod) {
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
+                         "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + node +
+                             "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {type: kwok}\nstatus:\n  allocatable: {cpu: \"8\", memory: 16Gi, pods: \"50\"}\n  capacity: {cpu: \"8\", memory: 16Gi, pods: \"50\"}\n")
+                .exit_code,
+            0);
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, pod_yaml(ns, pod, "  nodeName: " + node + "\n  tolerations: [{operator: Exists}]\n")).exit_code, 0);
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: guard, namespace: " + ns +
+                                                   "}\nspec:\n  minAvailable: 1\n  selector: {matchLabels: {app: " + pod + "}}\n")
+                .exit_code,
+            0);
+  ASSERT_TRUE(eventually([&] { return kubectl_get(e, {"pdb", "guard", "-n", ns, "-o", "jsonpath={.status.currentHealthy}"}) == "1"; }, 60s));
+}
+
 // A running set of operator actors (stopped at the end of the test).
 struct operator_run {
   bf::rollup_actor rollup;
@@ -509,17 +525,7 @@ TEST(bigfleet, reclaim_past_the_deadline_fails_the_node_with_last_error) {
   ASSERT_TRUE(peer) << why;
   ensure_namespace(e, "reclaim2");
   const std::string node = "reclaim-node-2";
-  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
-                         "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + node +
-                             "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {type: kwok}\nstatus:\n  allocatable: {cpu: \"8\", memory: 16Gi, pods: \"50\"}\n  capacity: {cpu: \"8\", memory: 16Gi, pods: \"50\"}\n")
-                .exit_code,
-            0);
-  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, pod_yaml("reclaim2", "stuck", "  nodeName: " + node + "\n  tolerations: [{operator: Exists}]\n")).exit_code, 0);
-  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
-                         "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: guard, namespace: reclaim2}\nspec:\n  minAvailable: 1\n  selector: {matchLabels: {app: stuck}}\n")
-                .exit_code,
-            0);
-  ASSERT_TRUE(eventually([&] { return kubectl_get(e, {"pdb", "guard", "-n", "reclaim2", "-o", "jsonpath={.status.currentHealthy}"}) == "1"; }, 60s));
+  ASSERT_NO_FATAL_FAILURE(guarded_pod_on_a_node(e, "reclaim2", node, "stuck"));
   ASSERT_TRUE(eventually([&] { return pods_on(e, node, {"stuck"}); }, 20s))
       << kubectl_get(e, {"pods,nodes", "-A", "-o", "wide"});
   operator_run run(e);
@@ -555,17 +561,7 @@ TEST(bigfleet, long_reclaim_drains_hold_no_dispatch_slot_past_their_ack) {
   ASSERT_TRUE(peer) << why;
   ensure_namespace(e, "reclaim3");
   const std::string node = "reclaim-node-3";
-  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
-                         "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + node +
-                             "\n  annotations: {kwok.x-k8s.io/node: fake}\n  labels: {type: kwok}\nstatus:\n  allocatable: {cpu: \"8\", memory: 16Gi, pods: \"50\"}\n  capacity: {cpu: \"8\", memory: 16Gi, pods: \"50\"}\n")
-                .exit_code,
-            0);
-  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, pod_yaml("reclaim3", "held", "  nodeName: " + node + "\n  tolerations: [{operator: Exists}]\n")).exit_code, 0);
-  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
-                         "apiVersion: policy/v1\nkind: PodDisruptionBudget\nmetadata: {name: guard, namespace: reclaim3}\nspec:\n  minAvailable: 1\n  selector: {matchLabels: {app: held}}\n")
-                .exit_code,
-            0);
-  ASSERT_TRUE(eventually([&] { return kubectl_get(e, {"pdb", "guard", "-n", "reclaim3", "-o", "jsonpath={.status.currentHealthy}"}) == "1"; }, 60s));
+  ASSERT_NO_FATAL_FAILURE(guarded_pod_on_a_node(e, "reclaim3", node, "held"));
   operator_run run(e);
   std::vector<headroom::runtime::buffer_stats_ptr> buffers;
   std::mutex buffers_lock;

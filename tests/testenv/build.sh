@@ -97,24 +97,20 @@ done
 # both cores busy through each other's links, where one build at a time left a core idle in each.
 side_builds=()
 trap 'for pid in "${side_builds[@]}"; do kill "$pid" 2>/dev/null || true; done' EXIT  # a failed build leaves none running
-if [ ! -x "$BIN/kwok" ]; then
+# side_install NAME PACKAGE@VERSION: `go install` it beside the rest, as $BIN/NAME.
+side_install() {
+  local name=$1 pkg=$2 gobin="$OUT/gobin-$1"
+  [ ! -x "$BIN/$name" ] || return 0
   (
-    log "go install kwok $KWOK_VERSION"
-    GOBIN="$OUT/gobin-kwok" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
-    mv "$OUT/gobin-kwok/kwok" "$BIN/kwok"; rmdir "$OUT/gobin-kwok"
-    log "kwok built"
+    log "go install $pkg ($name)"
+    GOBIN="$gobin" go install -trimpath -ldflags "-s -w" "$pkg"
+    mv "$gobin/kwok" "$BIN/$name"; rmdir "$gobin"  # both commands are named kwok
+    log "$name built"
   ) &
   side_builds+=($!)
-fi
-if [ ! -x "$BIN/karpenter-kwok" ]; then
-  (
-    log "go install karpenter kwok provider $KARPENTER_VERSION"
-    GOBIN="$OUT/gobin-karpenter" go install -trimpath -ldflags "-s -w" "sigs.k8s.io/karpenter/kwok@$KARPENTER_VERSION"
-    mv "$OUT/gobin-karpenter/kwok" "$BIN/karpenter-kwok"; rmdir "$OUT/gobin-karpenter"
-    log "karpenter-kwok built"
-  ) &
-  side_builds+=($!)
-fi
+}
+side_install kwok "sigs.k8s.io/kwok/cmd/kwok@$KWOK_VERSION"
+side_install karpenter-kwok "sigs.k8s.io/karpenter/kwok@$KARPENTER_VERSION"
 
 (
   cd "$wrap"
