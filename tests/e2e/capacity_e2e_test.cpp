@@ -26,6 +26,31 @@ namespace {
 
 using namespace std::chrono_literals;
 
+// A NodePool of the test's own, labelled pool=<name>, on the kwok node class; deleted (its nodes
+// with it) when the test ends, after its world has stopped headroom. A scenario that selects it
+// (node_selector "pool: <name>") sees only the nodes it made: the shared default pool's nodes,
+// which the tests before it left behind, never give it room.
+struct scoped_nodepool {
+  cluster* c;
+  std::string name;
+  scoped_nodepool(cluster* cl, std::string n, const std::string& limits, const std::string& requirements,
+                  const std::string& taints = "")
+      : c(cl), name(std::move(n)) {
+    const std::string pool = "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: " + name + "}\nspec:\n  limits: " +
+                             limits +
+                             "\n  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}\n"
+                             "  template:\n    metadata: {labels: {pool: " + name + "}}\n    spec:\n"
+                             "      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}\n"
+                             "      expireAfter: Never\n      requirements:\n" + requirements +
+                             (taints.empty() ? std::string{} : "      taints: " + taints + "\n");
+    applied = c->kubectl({"apply", "-f", "-"}, pool);
+  }
+  ~scoped_nodepool() { c->kubectl({"delete", "nodepool", name, "--wait=false"}); }
+  scoped_nodepool(const scoped_nodepool&) = delete;
+  scoped_nodepool& operator=(const scoped_nodepool&) = delete;
+  testenv::command_result applied;
+};
+
 // A warm pool of proactiveCapacity pairs is placed and advertised; a burst of jobs larger than the
 // pool runs to completion through runner pods and workflow pods that preempt the placeholders.
 TEST(capacity_e2e, capacity_warm_pool_and_burst) {
@@ -325,11 +350,18 @@ TEST(capacity_e2e, capacity_scales_from_zero_on_the_services_own_queue) {
   EXPECT_GT(audited(w, set), 0);
 }
 
-// The NodePool's 8 CPUs cannot hold the pairs asked for: the ones without a node time out, are
-// deleted, and the advertised capacity never counts them.
+// A NodePool of 4 CPUs cannot hold the 12 pairs of 1 CPU asked for: the ones without a node time
+// out, are deleted, and the advertised capacity never counts them. The pool is the test's own: the
+// shared 8-CPU pool keeps the nodes earlier tests made (CI saw all 12 pairs placed on them once).
 TEST(capacity_e2e, capacity_exhausted_pairs_time_out) {
   REQUIRE_ENV(e);
-  world w{e, {"capacity-full", 20, 12, "20s", "3s"}};
+  const scoped_nodepool pool{e.c, "capacity-full", "{cpu: \"4\"}",
+                             "      - {key: kubernetes.io/arch, operator: In, values: [amd64]}\n"
+                             "      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n"};
+  ASSERT_EQ(pool.applied.exit_code, 0) << pool.applied.err;
+  scenario sc{"capacity-full", 20, 12, "20s", "3s"};
+  sc.node_selector = "pool: capacity-full";
+  world w{e, sc};
   REQUIRE_WORLD(w);
   w.start();
   int64_t set = 0;
@@ -337,7 +369,7 @@ TEST(capacity_e2e, capacity_exhausted_pairs_time_out) {
   ASSERT_TRUE(eventually([&] { return w.headroom->log().find("pair timed out") != std::string::npos; }, 120s))
       << w.headroom->log();
   const int64_t cap = w.latest_capacity(set);
-  EXPECT_LT(cap, 12) << "12 pairs of 1 CPU cannot all be placed in an 8-CPU pool";
+  EXPECT_LT(cap, 12) << "12 pairs of 1 CPU cannot all be placed in a 4-CPU pool";
   EXPECT_GT(audited(w, set), 0);
   // The Warning is about the scale set's ScaleSet object, where kubectl describe shows it.
   EXPECT_TRUE(eventually([&] {
@@ -438,28 +470,11 @@ TEST(capacity_e2e, capacity_gpu_pairs_respect_the_nodepool_limit) {
   sc.node_selector = "pool: capacity-gpu";
   sc.tolerations = "{key: nvidia.com/gpu, operator: Exists, effect: NoSchedule}";
   sc.workflow_resources = "{cpu: \"1\", memory: 1Gi, nvidia.com/gpu: \"1\"}";
-  const std::string pool = R"(apiVersion: karpenter.sh/v1
-kind: NodePool
-metadata: {name: capacity-gpu}
-spec:
-  limits: {nvidia.com/gpu: "1"}
-  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}
-  template:
-    metadata: {labels: {pool: capacity-gpu}}
-    spec:
-      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}
-      expireAfter: Never
-      requirements:
-      - {key: node.kubernetes.io/instance-type, operator: In, values: [g-8x-amd64-linux]}
-      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}
-      taints: [{key: nvidia.com/gpu, value: "true", effect: NoSchedule}]
-)";
-  auto applied = e.c->kubectl({"apply", "-f", "-"}, pool);
-  ASSERT_EQ(applied.exit_code, 0) << applied.err;
-  struct pool_guard {  // its GPU nodes go with it (after the world has stopped headroom)
-    cluster* c;
-    ~pool_guard() { c->kubectl({"delete", "nodepool", "capacity-gpu", "--wait=false"}); }
-  } guard{e.c};
+  const scoped_nodepool pool{e.c, "capacity-gpu", "{nvidia.com/gpu: \"1\"}",
+                            "      - {key: node.kubernetes.io/instance-type, operator: In, values: [g-8x-amd64-linux]}\n"
+                            "      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n",
+                            "[{key: nvidia.com/gpu, value: \"true\", effect: NoSchedule}]"};
+  ASSERT_EQ(pool.applied.exit_code, 0) << pool.applied.err;
   world w{e, sc};
   REQUIRE_WORLD(w);
   w.start();
