@@ -12,9 +12,24 @@ using runners::json::labels_object;
 using runners::json::owner_refs;
 using runners::json::placement;
 using runners::json::resources;
+using runners::same_node_pairs;
 
 std::string placeholder_pod_name(const scale_set_spec& s, const std::string& slot, role r) {
   return s.name + "-ph-" + slot + (r == role::runner_placeholder ? "-runner" : "-workflow");
+}
+
+// kubernetes mode: the pair's two placeholders on one node. The hook pins the workflow pod to its
+// runner's node; a runner pod takes a runner placeholder's room, so the workflow placeholder the
+// workflow pod preempts must be on that node too. Each placeholder requires the node of the pods
+// of its slot, which it matches itself: the first placed goes anywhere (kube-scheduler's rule for a
+// pod matching its own term), the second follows it.
+std::string same_node_affinity(const scale_set_spec& s, const std::string& slot) {
+  runtime::json_writer w;
+  w.begin_object().key("requiredDuringSchedulingIgnoredDuringExecution").begin_array().begin_object();
+  w.key("labelSelector").begin_object().key("matchLabels").begin_object().field(keys::scale_set, s.name).field(keys::slot, slot);
+  w.end_object().end_object().field("topologyKey", "kubernetes.io/hostname");
+  w.end_object().end_array().end_object();
+  return w.take();
 }
 
 std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, role r, const owner_ref& owner) {
@@ -36,7 +51,7 @@ std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, ro
   if (s.placeholder_ttl.count() > 0)
     w.field("activeDeadlineSeconds", (s.placeholder_ttl + 2 * s.placeholder_ready_timeout).count() / 1000);
   w.field("automountServiceAccountToken", false);
-  placement(w, s);
+  placement(w, s, same_node_pairs(s) ? same_node_affinity(s, slot) : std::string{});
   w.key("containers").begin_array().begin_object().field("name", "placeholder").field("image", s.placeholder_image);
   w.key("command").strings(s.placeholder_command);
   w.key("resources");

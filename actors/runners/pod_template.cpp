@@ -127,6 +127,22 @@ bool named(const Value& v, std::string_view name) {
   return v.IsObject() && v.HasMember("name") && v["name"].IsString() && view(v["name"]) == name;
 }
 
+// `item` (named) into the list obj[list]: over the entry of its name when `replace`, else only if none.
+void put_named(Value& obj, const char* list, Value item, bool replace, Document::AllocatorType& a) {
+  auto it = obj.FindMember(list);
+  if (it == obj.MemberEnd() || !it->value.IsArray()) {
+    set_member(obj, list, Value{rapidjson::kArrayType}, a);
+    it = obj.FindMember(list);
+  }
+  for (auto& v : it->value.GetArray())
+    if (named(v, view(item["name"]))) {
+      if (replace)
+        v = std::move(item);
+      return;
+    }
+  it->value.PushBack(std::move(item), a);
+}
+
 // The container mode's env entries (runner_pod's, json::container_mode_env) after the template's:
 // an entry the template sets already is the user's choice and stays (as ARC's chart does).
 void add_mode_env(Value& runner, const runner_spec& s, Document::AllocatorType& a) {
@@ -137,41 +153,31 @@ void add_mode_env(Value& runner, const runner_spec& s, Document::AllocatorType& 
   const std::string text = w.take();
   Document ours;
   ours.Parse(text.data(), text.size());
-  auto& env = runner["env"];  // add_jit_env made it a list
-  for (auto& e : ours.GetArray()) {
-    bool set = false;
-    for (const auto& mine : env.GetArray())
-      set = set || named(mine, view(e["name"]));
-    if (!set)
-      env.PushBack(Value{e, a}, a);
-  }
+  for (auto& e : ours.GetArray())  // add_jit_env made env a list
+    put_named(runner, "env", Value{e, a}, false, a);
 }
 
-// The hook template's ConfigMap as a volume of the pod and mounted read-only in the runner
-// container (replacing any of the same name).
+// The hook template's ConfigMap volume and its mount at hook_template_dir (headroom's: replaced).
 void add_hook_volume(Value& spec, Value& runner, const std::string& configmap, Document::AllocatorType& a) {
-  auto put = [&a](Value& obj, const char* list, Value item) {
-    auto it = obj.FindMember(list);
-    if (it == obj.MemberEnd() || !it->value.IsArray()) {
-      set_member(obj, list, Value{rapidjson::kArrayType}, a);
-      it = obj.FindMember(list);
-    }
-    for (auto& v : it->value.GetArray())
-      if (named(v, json::hook_volume)) {
-        v = std::move(item);
-        return;
-      }
-    it->value.PushBack(std::move(item), a);
-  };
   Value mount{rapidjson::kObjectType};
   mount.AddMember("name", Value{json::hook_volume, a}, a).AddMember("mountPath", Value{hook_template_dir, a}, a);
   mount.AddMember("readOnly", true, a);
-  put(runner, "volumeMounts", std::move(mount));
+  put_named(runner, "volumeMounts", std::move(mount), true, a);
   Value cm{rapidjson::kObjectType};
   cm.AddMember("name", str(configmap, a), a);
   Value volume{rapidjson::kObjectType};
   volume.AddMember("name", Value{json::hook_volume, a}, a).AddMember("configMap", cm, a);
-  put(spec, "volumes", std::move(volume));
+  put_named(spec, "volumes", std::move(volume), true, a);
+}
+
+// kubernetes mode's `work` volume and its mount at work_mount_path, as ARC's chart: the user's stay.
+void add_work_volume(Value& spec, Value& runner, const runner_spec& s, Document::AllocatorType& a) {
+  Value mount{rapidjson::kObjectType};
+  mount.AddMember("name", Value{json::work_volume, a}, a).AddMember("mountPath", Value{work_mount_path, a}, a);
+  put_named(runner, "volumeMounts", std::move(mount), false, a);
+  Document ours;
+  ours.Parse(json::work_volume_object(s).c_str());
+  put_named(spec, "volumes", Value{ours, a}, false, a);
 }
 
 // A pod template's outline, parsed into `d`: an object of metadata (labels and annotations only)
@@ -401,8 +407,9 @@ std::string runner_pod_from_template(const std::string& template_json, const run
     set_member(spec, "priorityClassName", str(s.runner_priority_class, a), a);
   if (s.active_deadline_seconds > 0 && !spec.HasMember("activeDeadlineSeconds"))
     spec.AddMember("activeDeadlineSeconds", Value{s.active_deadline_seconds}, a);
-  const bool hook = s.mode == runner_spec::container_mode::kubernetes_novolume && !s.hook_template_configmap.empty();
-  if (hook && !(spec.HasMember("volumes") && spec["volumes"].IsArray()))
+  const bool hook = hook_mode(s) && !s.hook_template_configmap.empty();
+  const bool work = s.mode == runner_spec::container_mode::kubernetes;
+  if ((hook || work) && !(spec.HasMember("volumes") && spec["volumes"].IsArray()))
     set_member(spec, "volumes", Value{rapidjson::kArrayType}, a);  // before walking the containers: no member moves under them
   if (spec.HasMember("containers") && spec["containers"].IsArray())
     for (auto& c : spec["containers"].GetArray())
@@ -412,6 +419,8 @@ std::string runner_pod_from_template(const std::string& template_json, const run
         add_slot(c, s.slot_resource, a);
         if (hook)
           add_hook_volume(spec, c, s.hook_template_configmap, a);
+        if (work)
+          add_work_volume(spec, c, s, a);
       }
   pod.AddMember("spec", spec, a);
 

@@ -43,12 +43,18 @@ void owner_refs(runtime::json_writer& w, const owner_ref& o) {
 // nodeSelector, tolerations and required node affinity, mirrored from the runner template
 // (placeholders hold room where a runner may go; no pod (anti-)affinity or preferences: the
 // scheduler is free to pack them).
-void placement(runtime::json_writer& w, const runner_spec& s) {
+void placement(runtime::json_writer& w, const runner_spec& s, std::string_view pod_affinity, bool node_affinity) {
   if (!s.node_selector.empty())
     w.key("nodeSelector").string_map(s.node_selector);
-  if (!s.required_node_affinity.empty())
-    w.key("affinity").begin_object().key("nodeAffinity").begin_object().key("requiredDuringSchedulingIgnoredDuringExecution")
-        .raw(s.required_node_affinity).end_object().end_object();
+  const bool nodes = node_affinity && !s.required_node_affinity.empty();
+  if (nodes || !pod_affinity.empty()) {
+    w.key("affinity").begin_object();
+    if (nodes)
+      w.key("nodeAffinity").begin_object().key("requiredDuringSchedulingIgnoredDuringExecution").raw(s.required_node_affinity).end_object();
+    if (!pod_affinity.empty())
+      w.key("podAffinity").raw(pod_affinity);
+    w.end_object();
+  }
   if (s.tolerations.empty())
     return;
   w.key("tolerations").begin_array();
@@ -104,18 +110,35 @@ void env_value(runtime::json_writer& w, const char* name, std::string_view value
 
 namespace json {
 
-// What ARC's chart sets on the runner container for containerMode kubernetes-novolume
-// (gha-runner-scale-set 0.14.2, _helpers.tpl), and the hook template headroom adds.
+// What ARC's chart sets on the runner container for containerMode kubernetes-novolume and kubernetes
+// (gha-runner-scale-set 0.14.2, _helpers.tpl), and what headroom adds: the hook template, and in
+// kubernetes mode ACTIONS_RUNNER_USE_KUBE_SCHEDULER. Without it the k8s hook (0.7.0) sets the
+// workflow pod's nodeName: the pod skips the scheduler, so it cannot preempt its workflow
+// placeholder, and the kubelet refuses it (OutOfcpu) on a node whose room the placeholders hold.
+// With it the hook pins the pod to the runner's node by a required node affinity instead (the
+// `work` volume stays ReadWriteOnce), and the scheduler preempts the placeholder there.
 void container_mode_env(runtime::json_writer& w, const runner_spec& s) {
-  if (s.mode != runner_spec::container_mode::kubernetes_novolume)
+  if (!hook_mode(s))
     return;
-  env_value(w, "ACTIONS_RUNNER_CONTAINER_HOOKS", novolume_hook);
+  const bool kube = s.mode == runner_spec::container_mode::kubernetes;
+  env_value(w, "ACTIONS_RUNNER_CONTAINER_HOOKS", kube ? kubernetes_hook : novolume_hook);
   w.begin_object().field("name", "ACTIONS_RUNNER_POD_NAME").key("valueFrom").begin_object().key("fieldRef").begin_object();
   w.field("fieldPath", "metadata.name").end_object().end_object().end_object();
   env_value(w, "ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER", "true");
-  env_value(w, "ACTIONS_RUNNER_IMAGE", s.runner_image);  // the workflow pod's fs-init container
+  if (kube)
+    env_value(w, "ACTIONS_RUNNER_USE_KUBE_SCHEDULER", "true");
+  else
+    env_value(w, "ACTIONS_RUNNER_IMAGE", s.runner_image);  // the workflow pod's fs-init container
   if (!s.hook_template_configmap.empty())
     env_value(w, "ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE", std::string{hook_template_dir} + "/" + hook_template_key);
+}
+
+std::string work_volume_object(const runner_spec& s) {
+  runtime::json_writer w;
+  w.begin_object().field("name", work_volume).key("ephemeral").begin_object().key("volumeClaimTemplate").begin_object();
+  w.key("spec").raw(s.work_volume_claim.empty() ? std::string_view{"{}"} : std::string_view{s.work_volume_claim});
+  w.end_object().end_object().end_object();
+  return w.take();
 }
 
 }  // namespace json
@@ -155,14 +178,26 @@ std::string runner_pod(const runner_spec& s, const std::string& name, int64_t ru
   w.end_array();
   w.key("resources");
   json::resources(w, s.runner_cpu, s.runner_memory, s.runner_extended, s.slot_resource);
-  const bool hook = s.mode == runner_spec::container_mode::kubernetes_novolume && !s.hook_template_configmap.empty();
-  if (hook)
-    w.key("volumeMounts").begin_array().begin_object().field("name", json::hook_volume).field("mountPath", hook_template_dir)
-        .field("readOnly", true).end_object().end_array();
+  const bool hook = hook_mode(s) && !s.hook_template_configmap.empty();
+  const bool work = s.mode == runner_spec::container_mode::kubernetes;
+  if (hook || work) {
+    w.key("volumeMounts").begin_array();
+    if (hook)
+      w.begin_object().field("name", json::hook_volume).field("mountPath", hook_template_dir).field("readOnly", true).end_object();
+    if (work)
+      w.begin_object().field("name", json::work_volume).field("mountPath", work_mount_path).end_object();
+    w.end_array();
+  }
   w.end_object().end_array();  // the container, the containers
-  if (hook)
-    w.key("volumes").begin_array().begin_object().field("name", json::hook_volume).key("configMap").begin_object()
-        .field("name", s.hook_template_configmap).end_object().end_object().end_array();
+  if (hook || work) {
+    w.key("volumes").begin_array();
+    if (hook)
+      w.begin_object().field("name", json::hook_volume).key("configMap").begin_object().field("name", s.hook_template_configmap)
+          .end_object().end_object();
+    if (work)
+      w.raw(json::work_volume_object(s));
+    w.end_array();
+  }
   w.end_object().end_object();  // spec, the pod
   return w.take();
 }
@@ -176,7 +211,9 @@ std::string hook_template(const runner_spec& s, const std::string& priority_clas
   w.key("spec").begin_object();
   if (!priority_class.empty())
     w.field("priorityClassName", priority_class);
-  json::placement(w, s);
+  // kubernetes mode: no affinity. The hook's merge replaces its own (the runner's node) with the
+  // template's, and the workflow pod would be free to leave the node its `work` volume is on.
+  json::placement(w, s, {}, !same_node_pairs(s));
   w.key("containers").begin_array().begin_object().field("name", "$job").key("resources");
   json::resources(w, cpu, memory, extended);
   w.end_object().end_array();

@@ -60,11 +60,16 @@ struct runner_spec {
   int64_t active_deadline_seconds = 0;  // runner pods; 0 = none
   // As ARC's containerMode.type: kubernetes_novolume gives the runner container what the
   // runner-container-hooks' k8s-novolume hook reads (its pod's name, the hook, the runner image for
-  // the workflow pod's init container, REQUIRE_JOB_CONTAINER), none gives nothing.
-  enum class container_mode { none, kubernetes_novolume } mode = container_mode::none;
-  // kubernetes_novolume: the ConfigMap holding the hook template (hook_template()), mounted read-only
-  // and named by ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE; "" none.
+  // the workflow pod's init container, REQUIRE_JOB_CONTAINER); kubernetes what the k8s hook reads
+  // (its pod's name, the hook, REQUIRE_JOB_CONTAINER, USE_KUBE_SCHEDULER) and the `work` volume it
+  // shares with the workflow pod (work_volume_claim); none gives nothing.
+  enum class container_mode { none, kubernetes_novolume, kubernetes } mode = container_mode::none;
+  // A hook mode: the ConfigMap holding the hook template (hook_template()), mounted read-only and
+  // named by ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE; "" none.
   std::string hook_template_configmap;
+  // kubernetes: the `work` volume's claim spec (JSON of a PersistentVolumeClaimSpec, ARC's
+  // containerMode.kubernetesModeWorkVolumeClaim), an ephemeral volume of each runner pod.
+  std::string work_volume_claim;
   bool arc_labels = false;  // ARC's scale-set labels on runner pods (the scale sets')
   // A scale set's runner given as a PodTemplateSpec (JSON, checked by read_runner_template): runner
   // pods are made from it (runner_pod), and the fields above hold what it says of the runner's
@@ -82,6 +87,16 @@ inline constexpr const char* hook_template_key = "template.yaml";
 // The hook the runner image ships for kubernetes-novolume (actions/runner's images/Dockerfile:
 // runner-container-hooks 0.8.x unpacked into k8s-novolume).
 inline constexpr const char* novolume_hook = "/home/runner/k8s-novolume/index.js";
+// The hook for kubernetes mode (runner-container-hooks' k8s, unpacked into k8s), and where the runner
+// and its workflow pod share the job's files (the `work` volume, a claim the hook names
+// <runner pod>-work: the ephemeral volume's PVC).
+inline constexpr const char* kubernetes_hook = "/home/runner/k8s/index.js";
+inline constexpr const char* work_mount_path = "/home/runner/_work";
+// Whether the runner's hook makes a workflow pod (a hook template is then mounted).
+inline bool hook_mode(const runner_spec& s) { return s.mode != runner_spec::container_mode::none; }
+// kubernetes mode pins the workflow pod to its runner's node (the hook's required node affinity: the
+// `work` volume is ReadWriteOnce): a pair's two placeholders are kept on one node.
+inline bool same_node_pairs(const runner_spec& s) { return s.mode == runner_spec::container_mode::kubernetes; }
 
 // The hook template: a PodTemplateSpec the hook merges into every workflow pod it makes
 // (runner-container-hooks: spec keys replace the hook's, `$job` patches the job container). It gives
@@ -167,13 +182,20 @@ void labels_object(runtime::json_writer& w, const runner_spec& s, role r, const 
 // [] or [{apiVersion, kind, name, uid, blockOwnerDeletion: false}]
 void owner_refs(runtime::json_writer& w, const owner_ref& o);
 // The fields "nodeSelector":{…}, "tolerations":[…] and "affinity":{"nodeAffinity":{required…}} from
-// the runner template, when it has them.
-void placement(runtime::json_writer& w, const runner_spec& s);
+// the runner template, when it has them; `pod_affinity` (JSON of a podAffinity), when given, joins
+// the affinity; `node_affinity` false leaves the runner's node affinity out.
+void placement(runtime::json_writer& w, const runner_spec& s, std::string_view pod_affinity = {}, bool node_affinity = true);
 // The runner container's env entries for its container mode (kubernetes-novolume: the hook, its
-// pod's name, a job container required, the runner image, the hook template's path), into an open array.
+// pod's name, a job container required, the runner image, the hook template's path; kubernetes:
+// the hook, its pod's name, a job container required, the kube scheduler, the hook template's
+// path), into an open array.
 void container_mode_env(runtime::json_writer& w, const runner_spec& s);
 // The runner pod's volume holding the hook template (mounted at hook_template_dir).
 inline constexpr const char* hook_volume = "headroom-hook-template";
+// kubernetes mode's volume the runner and its workflow pods share (ARC's name; the hook's claim is
+// <pod>-work), and that volume as an ephemeral one of s.work_volume_claim, as a JSON object.
+inline constexpr const char* work_volume = "work";
+std::string work_volume_object(const runner_spec& s);
 // {"requests":…,"limits":…}; `slot`, when given, is one of that extended resource.
 void resources(runtime::json_writer& w, const std::string& cpu, const std::string& memory,
                const k8s::string_pairs& more, const std::string& slot = {});

@@ -93,7 +93,7 @@ std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, 
     return *e;
   s.arc_labels = true;
   // The workflow pod's hook template (a ConfigMap per scale set, written by its capacity monitor).
-  if (s.mode == actors::runners::runner_spec::container_mode::kubernetes_novolume && s.standalone)
+  if (actors::runners::hook_mode(s) && s.standalone)
     s.hook_template_configmap = c.name + "-hook-template";
   int64_t v = 0;
   if (auto e = quantity(c.capacity_aware.workflow_cpu, at + ".capacityAware.workflowResources.cpu", v, true))

@@ -70,11 +70,31 @@ std::string read_pod_template_json(const YAML::Node& node, const std::string& wh
   return std::get<std::string>(json);
 }
 
+// kubernetes mode's `work` volume claim (a PersistentVolumeClaimSpec) as JSON: what the API server
+// would refuse in every runner pod (no access mode, no storage request) is refused here, by path.
+std::string read_work_volume_claim(const YAML::Node& node, const std::string& where) {
+  if (!node.IsMap())
+    config_fail(where, "expected a claim spec (accessModes, storageClassName, resources), found " + yaml_kind(node));
+  const auto modes = node["accessModes"];
+  if (!modes || !modes.IsSequence() || modes.size() == 0)
+    config_fail(where + ".accessModes", "required: a list, e.g. [ReadWriteOnce]");
+  const auto storage = node["resources"] && node["resources"].IsMap() && node["resources"]["requests"] &&
+                               node["resources"]["requests"].IsMap()
+                           ? node["resources"]["requests"]["storage"]
+                           : YAML::Node{};
+  if (!storage || !storage.IsScalar())
+    config_fail(where + ".resources.requests.storage", "required: the volume's size, e.g. 1Gi");
+  auto json = runtime::yaml_to_json(node);
+  if (auto* e = std::get_if<runtime::yaml_json_error>(&json))
+    config_fail(where + (e->where.empty() ? "" : "." + e->where), e->message);
+  return std::get<std::string>(json);
+}
+
 // A runner pod template (scale sets' `runner`, the scheduler's `runner`).
 void read_runner(const YAML::Node& node, const std::string& where, runner_section& out, bool extended) {
   const std::set<std::string> short_form{"image", "command", "resources", "nodeSelector", "tolerations", "serviceAccountName"};
   std::set<std::string> keys{short_form};
-  keys.insert({"containerMode", "hookTemplate"});
+  keys.insert({"containerMode", "hookTemplate", "workVolumeClaim"});
   if (extended)
     keys.insert({"slotResource", "activeDeadlineSeconds"});
   else
@@ -123,12 +143,21 @@ void read_runner(const YAML::Node& node, const std::string& where, runner_sectio
   if (auto v = rs.read_string("serviceAccountName"))
     out.service_account = *v;
   if (auto v = rs.read_string("containerMode")) {
-    if (*v == "kubernetes" || *v == "dind")
-      config_fail(rs.path("containerMode"), "'" + *v + "' is not supported yet: use kubernetes-novolume (the workflow pod needs no "
-                                            "volume shared with the runner) or none");
-    if (*v != "kubernetes-novolume" && *v != "none")
-      config_fail(rs.path("containerMode"), "expected kubernetes-novolume or none, found '" + *v + "'");
+    if (*v == "dind")
+      config_fail(rs.path("containerMode"), "'dind' is not supported yet: use kubernetes-novolume, kubernetes or none");
+    if (*v != "kubernetes-novolume" && *v != "kubernetes" && *v != "none")
+      config_fail(rs.path("containerMode"), "expected kubernetes-novolume, kubernetes or none, found '" + *v + "'");
     out.container_mode = *v;
+  }
+  runtime::describe_config_key(rs.path("workVolumeClaim"), {"claim-spec", "", "", ""});
+  if (auto c = rs.get("workVolumeClaim")) {
+    if (out.container_mode != "kubernetes")
+      config_fail(rs.path("workVolumeClaim"), "only with containerMode kubernetes (the volume the runner shares with its workflow pod)");
+    out.work_volume_claim = read_work_volume_claim(*c, rs.path("workVolumeClaim"));
+  } else if (out.container_mode == "kubernetes") {
+    config_fail(rs.path("workVolumeClaim"), "required with containerMode kubernetes: the `work` volume's claim, as ARC's "
+                                            "containerMode.kubernetesModeWorkVolumeClaim (accessModes, storageClassName, "
+                                            "resources.requests.storage)");
   }
   runtime::describe_config_key(rs.path("hookTemplate"), {"pod-template", "", "", ""});
   if (auto t = rs.get("hookTemplate")) {

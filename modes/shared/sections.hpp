@@ -49,10 +49,13 @@ struct runner_section {
   std::vector<toleration_section> tolerations;
   std::string service_account;
   // How jobs with a `container:` run, as ARC's containerMode.type: "kubernetes-novolume" (the
-  // runner's container hook makes a workflow pod; headroom gives it a hook template) or "none"
+  // runner's container hook makes a workflow pod; headroom gives it a hook template), "kubernetes"
+  // (the same, sharing a `work` volume with the runner, on the runner's node) or "none"
   // (jobs run in the runner container). The scale sets' default is kubernetes-novolume, the
   // scheduler's none.
   std::string container_mode = "kubernetes-novolume";
+  // kubernetes: the `work` volume's claim spec as JSON (workVolumeClaim, required there); "" otherwise.
+  std::string work_volume_claim;
   // The user's own hook template (a PodTemplateSpec as JSON), merged under headroom's; "" none.
   std::string hook_template;
   // The scheduler's only: the extended resource one runner takes (a device plugin's slots, as the

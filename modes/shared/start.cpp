@@ -74,8 +74,11 @@ std::optional<std::string> apply_runner(const runner_section& r, const std::stri
     s.service_account = r.service_account;
   }
   s.user_hook_template = r.hook_template;
-  s.mode = r.container_mode == "kubernetes-novolume" ? actors::runners::runner_spec::container_mode::kubernetes_novolume
-                                                     : actors::runners::runner_spec::container_mode::none;
+  using mode = actors::runners::runner_spec::container_mode;
+  s.mode = r.container_mode == "kubernetes-novolume" ? mode::kubernetes_novolume
+           : r.container_mode == "kubernetes"        ? mode::kubernetes
+                                                     : mode::none;
+  s.work_volume_claim = r.work_volume_claim;
   return std::nullopt;
 }
 

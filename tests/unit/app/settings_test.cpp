@@ -92,8 +92,9 @@ scaleSets:
 }
 
 // #54: a scale set's runner runs container jobs through the k8s-novolume hook unless told `none`;
-// the scheduler's runners default to none. Modes headroom cannot run yet, and a hook template that
-// is not one, are refused naming the key.
+// the scheduler's runners default to none; kubernetes needs its work volume's claim. dind (not run
+// yet), a claim the API server would refuse, and a hook template that is not one, are refused
+// naming the key.
 TEST(capacity_config, the_container_mode_and_the_users_hook_template_are_read_and_checked) {
   auto r = parse_config_yaml("github: {configUrl: x}\nscaleSets: [{name: a}, {name: b, runner: {containerMode: none, "
                              "hookTemplate: {spec: {containers: [{name: $job, env: [{name: X, value: \"1\"}]}]}}}}]");
@@ -107,8 +108,24 @@ TEST(capacity_config, the_container_mode_and_the_users_hook_template_are_read_an
     return std::holds_alternative<runtime::config_error>(r) ? std::get<runtime::config_error>(r).message() : std::string{};
   };
   EXPECT_NE(error_of("{containerMode: dind}").find("scaleSets[0].runner.containerMode: 'dind' is not supported yet"), std::string::npos);
-  EXPECT_NE(error_of("{containerMode: kubernetes}").find("not supported yet"), std::string::npos);
-  EXPECT_NE(error_of("{containerMode: docker}").find("expected kubernetes-novolume or none"), std::string::npos);
+  EXPECT_NE(error_of("{containerMode: kubernetes}").find("scaleSets[0].runner.workVolumeClaim: required with containerMode kubernetes"),
+            std::string::npos);
+  EXPECT_NE(error_of("{containerMode: docker}").find("expected kubernetes-novolume, kubernetes or none"), std::string::npos);
+  // kubernetes: the work volume's claim, checked for what the API server would refuse in every pod.
+  EXPECT_NE(error_of("{workVolumeClaim: {accessModes: [ReadWriteOnce]}}").find("only with containerMode kubernetes"), std::string::npos);
+  EXPECT_NE(error_of("{containerMode: kubernetes, workVolumeClaim: {resources: {requests: {storage: 1Gi}}}}")
+                .find("scaleSets[0].runner.workVolumeClaim.accessModes: required"),
+            std::string::npos);
+  EXPECT_NE(error_of("{containerMode: kubernetes, workVolumeClaim: {accessModes: [ReadWriteOnce], resources: {}}}")
+                .find("scaleSets[0].runner.workVolumeClaim.resources.requests.storage: required"),
+            std::string::npos);
+  EXPECT_NE(error_of("{containerMode: kubernetes, workVolumeClaim: [x]}").find("expected a claim spec"), std::string::npos);
+  auto k = parse_config_yaml("github: {configUrl: x}\nscaleSets: [{name: a, runner: {containerMode: kubernetes, workVolumeClaim: "
+                             "{accessModes: [ReadWriteOnce], storageClassName: fast, resources: {requests: {storage: 1Gi}}}}}]");
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(k)) << std::get<runtime::config_error>(k).message();
+  const auto& kube = std::get<parsed_config>(k).modes.get<scale_sets_mode>().config.sets.at(0).runner;
+  EXPECT_EQ(kube.container_mode, "kubernetes");
+  EXPECT_EQ(kube.work_volume_claim, R"({"accessModes":["ReadWriteOnce"],"storageClassName":"fast","resources":{"requests":{"storage":"1Gi"}}})");
   EXPECT_NE(error_of("{hookTemplate: {kind: Pod}}").find("scaleSets[0].runner.hookTemplate: kind"), std::string::npos);
   EXPECT_NE(error_of("{hookTemplate: [x]}").find("expected a pod template"), std::string::npos);
 }

@@ -194,6 +194,87 @@ TEST(capacity_model, a_runner_pod_carries_what_its_container_hook_reads) {
     EXPECT_EQ(none.find(absent), std::string::npos) << absent;
 }
 
+// #54: containerMode kubernetes, as ARC's chart renders it: the k8s hook, the pod's name, a job
+// container required, and the `work` volume (an ephemeral claim of workVolumeClaim) at
+// /home/runner/_work; and headroom's ACTIONS_RUNNER_USE_KUBE_SCHEDULER, so the hook pins the
+// workflow pod to the runner's node by affinity (through the scheduler, which preempts the
+// placeholder) rather than nodeName (past it). A pair's placeholders share a node; the hook
+// template carries no affinity (the hook's merge would replace its own with it).
+TEST(capacity_model, kubernetes_mode_shares_a_work_volume_and_keeps_pairs_on_one_node) {
+  modes::scale_sets::scale_set_section c;
+  c.name = "linux";
+  c.ns = "runners";
+  c.runner.container_mode = "kubernetes";
+  c.runner.work_volume_claim = R"({"accessModes":["ReadWriteOnce"],"storageClassName":"fast","resources":{"requests":{"storage":"1Gi"}}})";
+  c.runner.template_json = R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":)"
+                           R"([{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]}]}}},)"
+                           R"("containers":[{"name":"runner","image":"r:1","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}})";
+  auto facts = runners::read_runner_template(c.runner.template_json);
+  ASSERT_TRUE(facts.facts) << facts.error;
+  c.runner.template_facts = facts.facts;
+  const auto made = modes::scale_sets::make_spec(c, 0);
+  ASSERT_TRUE(std::holds_alternative<scale_set_spec>(made)) << std::get<std::string>(made);
+  const auto& s = std::get<scale_set_spec>(made);
+  ASSERT_EQ(s.hook_template_configmap, "linux-hook-template") << "a hook mode: headroom's hook template is mounted";
+  for (const bool from_template : {true, false}) {
+    auto ss = s;
+    if (!from_template)
+      ss.runner_template.clear();  // the short form
+    simdjson::dom::parser parser;
+    const std::string body = runner_pod(ss, "linux-runner-1", 77);
+    const auto pod = parser.parse(body);
+    ASSERT_EQ(pod.error(), simdjson::SUCCESS) << body;
+    std::map<std::string, std::string> env;
+    for (auto e : pod["spec"]["containers"].at(0)["env"].get_array()) {
+      std::string_view name, value;
+      ASSERT_EQ(e["name"].get(name), simdjson::SUCCESS);
+      env[std::string{name}] = e["value"].get(value) == simdjson::SUCCESS ? std::string{value} : "(from)";
+    }
+    EXPECT_EQ(env["ACTIONS_RUNNER_CONTAINER_HOOKS"], "/home/runner/k8s/index.js") << body;
+    EXPECT_EQ(env["ACTIONS_RUNNER_POD_NAME"], "(from)");
+    EXPECT_EQ(env["ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER"], "true");
+    EXPECT_EQ(env["ACTIONS_RUNNER_USE_KUBE_SCHEDULER"], "true");
+    EXPECT_EQ(env["ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE"], "/home/runner/headroom-hook/template.yaml");
+    EXPECT_EQ(env.count("ACTIONS_RUNNER_IMAGE"), 0u) << "k8s-novolume's only";
+    std::map<std::string, std::string> mounts;
+    for (auto m : pod["spec"]["containers"].at(0)["volumeMounts"].get_array())
+      mounts[std::string{std::string_view(m["name"])}] = std::string{std::string_view(m["mountPath"])};
+    EXPECT_EQ(mounts["work"], "/home/runner/_work");
+    EXPECT_EQ(mounts["headroom-hook-template"], "/home/runner/headroom-hook");
+    bool work = false;
+    for (auto v : pod["spec"]["volumes"].get_array())
+      if (std::string_view(v["name"]) == "work") {
+        work = true;
+        auto claim = v["ephemeral"]["volumeClaimTemplate"]["spec"];
+        EXPECT_EQ(std::string_view(claim["storageClassName"]), "fast");
+        EXPECT_EQ(std::string_view(claim["accessModes"].at(0)), "ReadWriteOnce");
+        EXPECT_EQ(std::string_view(claim["resources"]["requests"]["storage"]), "1Gi");
+      }
+    EXPECT_TRUE(work) << body;
+  }
+  // Each placeholder requires the node of its slot's pods (both match it), beside the runner's own
+  // node affinity.
+  const owner_ref owner{"v1", "ConfigMap", "headroom-owner-1", "uid-1"};
+  for (const auto r : {role::runner_placeholder, role::workflow_placeholder}) {
+    simdjson::dom::parser parser;
+    const std::string body = placeholder_pod(s, "abc", r, owner);
+    auto affinity = parser.parse(body)["spec"]["affinity"];
+    ASSERT_EQ(affinity.error(), simdjson::SUCCESS) << body;
+    auto term = affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].at(0);
+    EXPECT_EQ(std::string_view(term["topologyKey"]), "kubernetes.io/hostname");
+    EXPECT_EQ(std::string_view(term["labelSelector"]["matchLabels"]["headroom.dev/slot"]), "abc");
+    EXPECT_EQ(std::string_view(term["labelSelector"]["matchLabels"]["headroom.dev/scale-set"]), "linux");
+    EXPECT_EQ(affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].error(), simdjson::SUCCESS);
+    auto p = std::get<k8s::pod>(k8s::decode_pod(body));
+    EXPECT_EQ(*p.meta.label(keys::slot), "abc") << "matches its own term";
+  }
+  const std::string hook = runners::hook_template(s, "arc-workflow", "500m", "512Mi", {});
+  EXPECT_EQ(hook.find("affinity"), std::string::npos) << hook;
+  // kubernetes-novolume: the pair's placeholders may land apart, as the seed says.
+  auto apart = spec();
+  EXPECT_EQ(placeholder_pod(apart, "abc", role::workflow_placeholder, owner).find("podAffinity"), std::string::npos);
+}
+
 // The hook template gives the workflow pod the ladder's workflow PriorityClass (it preempts its
 // workflow placeholder), the workflow's resources (`$job`: the hook replaces the job container's),
 // and the runner's placement, as the workflow placeholder has them.

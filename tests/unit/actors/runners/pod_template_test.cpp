@@ -150,6 +150,36 @@ TEST(pod_template, a_scale_sets_runner_pod_from_its_template_keeps_the_users_fie
   EXPECT_EQ(require, 1u) << "never twice";
 }
 
+// kubernetes mode, as ARC's chart: a `work` volume and mount the template has already are the
+// user's (an NFS share, a hostPath) and stay, never doubled; without them headroom adds its own.
+TEST(pod_template, kubernetes_mode_keeps_the_users_own_work_volume) {
+  const std::string t = R"({"spec":{"volumes":[{"name":"work","nfs":{"server":"nfs","path":"/ci"}}],"containers":[{"name":"runner",)"
+                        R"("image":"r:1","volumeMounts":[{"name":"work","mountPath":"/w"}],"resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}})";
+  ASSERT_TRUE(read_runner_template(t).facts);
+  runner_spec s;
+  s.name = "linux";
+  s.ns = "ci";
+  s.runner_template = t;
+  s.mode = runner_spec::container_mode::kubernetes;
+  s.work_volume_claim = R"({"accessModes":["ReadWriteOnce"],"resources":{"requests":{"storage":"1Gi"}}})";
+  simdjson::dom::parser p;
+  const auto text = runner_pod(s, "linux-r-1", 9);
+  auto spec = p.parse(text)["spec"];
+  ASSERT_EQ(spec.error(), simdjson::SUCCESS) << text;
+  ASSERT_EQ(spec["volumes"].get_array().size(), 1u) << text;
+  EXPECT_EQ(std::string_view(spec["volumes"].at(0)["nfs"]["server"]), "nfs");
+  ASSERT_EQ(spec["containers"].at(0)["volumeMounts"].get_array().size(), 1u) << text;
+  EXPECT_EQ(std::string_view(spec["containers"].at(0)["volumeMounts"].at(0)["mountPath"]), "/w");
+
+  s.runner_template = R"({"spec":{"containers":[{"name":"runner","image":"r:1","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}})";
+  simdjson::dom::parser q;
+  const auto added = runner_pod(s, "linux-r-2", 10);
+  auto spec2 = q.parse(added)["spec"];
+  ASSERT_EQ(spec2.error(), simdjson::SUCCESS) << added;
+  EXPECT_EQ(std::string_view(spec2["volumes"].at(0)["ephemeral"]["volumeClaimTemplate"]["spec"]["resources"]["requests"]["storage"]), "1Gi");
+  EXPECT_EQ(std::string_view(spec2["containers"].at(0)["volumeMounts"].at(0)["mountPath"]), work_mount_path);
+}
+
 // The runner template's placement reaches its placeholders and the workflow pod's hook template:
 // nodeSelector, tolerations (with their seconds) and the required node affinity; not its pod
 // affinities or preferences.
