@@ -180,14 +180,15 @@ enum class pod_state { absent, pending, running, gone };
 pod_state placeholder_state(const k8s::pod* p);
 
 // A pod's JSON for create. Placeholders: the role's PriorityClass, preemptionPolicy Never, zero
-// grace, the runner template's nodeSelector, tolerations and required node affinity (in kubernetes
-// mode the pair's same-node pod affinity too), owner reference.
+// grace, the runner template's nodeSelector, tolerations and required node affinity, owner reference.
 std::string placeholder_pod_name(const scale_set_spec& s, const std::string& slot, role r);
 // `owner`: the per-process owner ConfigMap (in the pods' namespace; an owner reference cannot
 // cross namespaces), so a process that dies leaves nothing a successor would count.
-std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, role r, const owner_ref& owner);
-// kubernetes mode: the podAffinity (JSON) keeping a pair's placeholders on one node.
-std::string same_node_affinity(const scale_set_spec& s, const std::string& slot);
+// `pinned_node`: kubernetes mode's placeholders, required on the node their pair's probe was placed
+// on. role::pair_probe: that probe, holding the pair's whole room (runner and workflow requests) at
+// the runner placeholder's rung.
+std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, role r, const owner_ref& owner,
+                            const std::string& pinned_node = {});
 // A standalone runner pod: RUNNER_JITCONFIG from the Secret `<name>` (made after the pod, owned
 // by it), PriorityClass arc-runner, restartPolicy Never. `scope`: keys::runner_scope, when given.
 std::string priority_class_object(const priority_class_spec& p, const std::string& name);

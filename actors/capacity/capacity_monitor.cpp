@@ -51,6 +51,8 @@ std::optional<role> role_of(const k8s::pod& p) {
     return role::runner_placeholder;
   if (*r == role_label(role::workflow_placeholder))
     return role::workflow_placeholder;
+  if (*r == role_label(role::pair_probe))
+    return role::pair_probe;
   return std::nullopt;
 }
 

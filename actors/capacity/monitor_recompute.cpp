@@ -39,6 +39,11 @@ void judge_placeholder(monitor_self* self, const k8s::pod& p, role r, const std:
   }
   if (slot == nullptr || st.pairs.count(*slot) > 0 || st.handoffs.count(*slot) > 0)
     return;
+  if (r == role::pair_probe) {  // a probe without its pair: never adopted (its pair is made again)
+    if (p.meta.deletion_timestamp.empty() && st.deleting.insert(p.meta.name).second)
+      delete_placeholder(self, p.meta.name);
+    return;
+  }
   if (auto ended = st.retired.find(*slot); ended != st.retired.end()) {
     if (p.meta.deletion_timestamp.empty() && self->clock().now() - ended->second > retire_grace &&
         st.deleting.insert(p.meta.name).second) {

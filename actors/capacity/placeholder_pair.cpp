@@ -9,6 +9,14 @@
 //              deleted); after `consumed`, the end of the hand-off
 //   timed_out  not ready within placeholderReadyTimeout (both deleted)
 //
+// In kubernetes mode the hook pins the workflow pod to its runner's node, so the pair's two pods
+// must share one. Made at once with a pod affinity to each other, the first placed may take a node
+// with room for itself alone, the second then waits there for good, and Karpenter (which cannot
+// put it anywhere else) makes no node: a full cluster never grows. So the pair is placed by one pod
+// first, the probe, which holds the whole pair's room at the runner placeholder's rung; where the
+// scheduler (or a node Karpenter made for it) puts it, the two placeholders are made, required on
+// that node, and the probe is deleted: its room is theirs.
+//
 // The monitor feeds it its two pods' events. Stopped by the monitor (scale-down) or by an orderly
 // shutdown, it deletes its pods; when it dies with its monitor's crash it leaves them for the
 // restarted monitor to adopt by label.
@@ -47,6 +55,9 @@ struct pair_state {
   state_t reported = state_t::pending;
   bool consumed = false;  // handing the workflow's room over to the workflow pod
   std::string runner_node;  // where the runner placeholder was placed
+  std::string probe;        // kubernetes mode: the probe's name ("" none, or adopted)
+  bool probe_seen = false, probe_deleted = false;
+  std::string pinned_node;  // where the probe was placed: the node the placeholders are made on
   int undecided = 0;        // looks for the runner pod that took the runner placeholder
   bool done = false;      // lost or timed out: quitting
   bool unavailable = false;  // a create failed for the API server's availability (pair_report)
@@ -97,6 +108,26 @@ void delete_pods(k8s::client* kube, const std::string& ns, const std::string (&n
   }
 }
 
+bool probing(const pair_state& st) { return !st.probe.empty() && st.pinned_node.empty(); }
+
+// The pods whose placement the pair waits for: the probe while it is placed, then the placeholders.
+std::vector<std::string> watched(const pair_state& st) {
+  return probing(st) ? std::vector<std::string>{st.probe} : std::vector<std::string>{st.names[0], st.names[1]};
+}
+
+void delete_probe(pair_state& st) {
+  if (st.probe.empty() || st.probe_deleted)
+    return;
+  st.probe_deleted = true;
+  delete_pods(st.ctx->kube, st.ctx->spec.ns, {st.probe, st.probe}, {false, true});
+}
+
+// Everything of the pair still there.
+void delete_all(pair_state& st) {
+  delete_probe(st);
+  delete_pods(st.ctx->kube, st.ctx->spec.ns, st.names, st.deleted);
+}
+
 void report(pair_self* self, state_t s, std::string reason = {}) {
   auto& st = self->state;
   if (s == st.reported && s != state_t::lost && s != state_t::timed_out && s != state_t::consumed)
@@ -135,7 +166,7 @@ void finish(pair_self* self, state_t s, const std::string& reason, notice how = 
                               "Reserve",
                               "scale set " + st.ctx->spec.name + ", pair " + st.slot + " (" + st.names[0] + ", " +
                                   st.names[1] + "): " + reason});
-  delete_pods(st.ctx->kube, st.ctx->spec.ns, st.names, st.deleted);
+  delete_all(st);
   report(self, s, reason);
   self->demonitor(st.monitor.address());  // see the exit handler
   self->quit();
@@ -167,7 +198,7 @@ bool runner_took(const pair_state& st, std::time_t now) {
 std::string unplaced_why(const pair_state& st) {
   constexpr size_t max_message = 400;
   std::string out;
-  for (const auto& name : st.names) {
+  for (const auto& name : watched(st)) {
     const auto p = st.ctx->pods->get(st.ctx->spec.ns, name);
     if (p && p->phase == "Running")
       continue;
@@ -200,10 +231,33 @@ std::string refusing_node(const pair_state& st, const std::shared_ptr<const k8s:
   return {};
 }
 
+void create_pod(pair_self* self, role r, int index);
+
+// The probe's turn: once the scheduler has put it on a node, the placeholders are made there.
+void evaluate_probe(pair_self* self) {
+  auto& st = self->state;
+  const auto p = st.ctx->pods->get(st.ctx->spec.ns, st.probe);
+  st.probe_seen = st.probe_seen || p != nullptr;
+  if (placeholder_state(p.get()) == pod_state::gone || (!p && st.probe_seen && st.creating == 0)) {
+    st.probe_deleted = st.probe_deleted || !p;  // nothing of it left to delete
+    return finish(self, state_t::lost, st.probe + (p ? " " + p->phase : " deleted"));
+  }
+  if (!p || p->node_name.empty())
+    return report(self, state_t::pending);
+  st.pinned_node = p->node_name;
+  st.deleted[0] = st.deleted[1] = false;
+  create_pod(self, role::runner_placeholder, 0);
+  create_pod(self, role::workflow_placeholder, 1);
+  delete_probe(st);  // its room is theirs; they are in the scheduler's queue already, or on the way
+  report(self, state_t::pending);
+}
+
 void evaluate(pair_self* self) {
   auto& st = self->state;
   if (st.done)
     return;
+  if (probing(st))
+    return evaluate_probe(self);
   pod_state states[2];
   std::shared_ptr<const k8s::pod> pods[2];
   bool went[2];
@@ -268,13 +322,14 @@ void end_timed_out(pair_self* self) {
 void time_out(pair_self* self) {
   auto& st = self->state;
   st.timed_out_why = "not Running within " + std::to_string(st.ctx->spec.placeholder_ready_timeout.count()) + " ms" + unplaced_why(st);
-  for (int i = 0; i < 2; ++i) {
-    const auto p = st.ctx->pods->get(st.ctx->spec.ns, st.names[i]);
+  const auto names = watched(st);
+  for (size_t i = 0; i < names.size(); ++i) {
+    const auto p = st.ctx->pods->get(st.ctx->spec.ns, names[i]);
     if (p && p->phase == "Running")
       continue;
     ++st.asking;
     k8s::list_options o;
-    o.field_selector = "involvedObject.name=" + st.names[i];
+    o.field_selector = "involvedObject.name=" + names[i];
     call_into(self, events_correlation + static_cast<uint64_t>(i),
               [kube = st.ctx->kube, ns = st.ctx->spec.ns, o](k8s::api_callback cb) { kube->list(k8s::kinds::events, ns, o, std::move(cb)); });
   }
@@ -288,7 +343,8 @@ void karpenter_said(pair_self* self, const msg::api_reply& r) {
   auto& st = self->state;
   if (st.asking == 0)
     return;  // after the bound: the pair has timed out already
-  const auto& name = st.names[(r.correlation - events_correlation) % 2];
+  const auto names = watched(st);
+  const auto& name = names[(r.correlation - events_correlation) % names.size()];
   if (r.ok)
     if (auto note = k8s::newest_event_from(r.body, "karpenter"); !note.empty())
       st.timed_out_why += "; " + name + " Karpenter: " + note;
@@ -301,7 +357,7 @@ void create_pod(pair_self* self, role r, int index) {
   ++st.creating;
   auto* kube = st.ctx->kube;
   call_into(self, static_cast<uint64_t>(index),
-            [kube, ns = st.ctx->spec.ns, body = placeholder_pod(st.ctx->spec, st.slot, r, st.owner)](k8s::api_callback cb) {
+            [kube, ns = st.ctx->spec.ns, body = placeholder_pod(st.ctx->spec, st.slot, r, st.owner, st.pinned_node)](k8s::api_callback cb) {
               kube->create(k8s::kinds::pods, ns, body, std::move(cb));
             });
 }
@@ -316,7 +372,18 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
   st.names[0] = placeholder_pod_name(st.ctx->spec, st.slot, role::runner_placeholder);
   st.names[1] = placeholder_pod_name(st.ctx->spec, st.slot, role::workflow_placeholder);
   const role roles[2] = {role::runner_placeholder, role::workflow_placeholder};
-  for (int i = 0; i < 2; ++i)
+  if (runners::same_node_pairs(st.ctx->spec)) {
+    st.probe = placeholder_pod_name(st.ctx->spec, st.slot, role::pair_probe);
+    if (adopt) {  // adopted by its placeholders: a probe left beside them goes
+      st.probe_seen = st.probe_deleted = st.ctx->pods->get(st.ctx->spec.ns, st.probe) == nullptr;
+      delete_probe(st);
+      st.probe.clear();
+    } else {
+      st.deleted[0] = st.deleted[1] = true;  // not made yet: nothing to delete
+      create_pod(self, role::pair_probe, 2);
+    }
+  }
+  for (int i = 0; i < 2 && st.probe.empty(); ++i)
     if (!adopt || !st.ctx->pods->get(st.ctx->spec.ns, st.names[i]))
       create_pod(self, roles[i], i);
   self->delayed_send(self, st.ctx->spec.placeholder_ready_timeout, ready_timeout{});
@@ -327,7 +394,7 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
   };
   self->set_exit_handler([self, orderly](caf::exit_msg& m) {
     if (orderly(m.reason))
-      delete_pods(self->state.ctx->kube, self->state.ctx->spec.ns, self->state.names, self->state.deleted);
+      delete_all(self->state);
     // A monitor is attached to the observed actor and stays there until that actor ends: without
     // this, the capacity monitor kept one per pair it ever had, and each kept the pair's memory
     // (CAF frees an actor's block with its last weak reference) - the soak's RSS slope.
@@ -337,7 +404,7 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
   self->monitor(st.monitor);
   self->set_down_handler([self, orderly](caf::down_msg& d) {
     if (orderly(d.reason))
-      delete_pods(self->state.ctx->kube, self->state.ctx->spec.ns, self->state.names, self->state.deleted);
+      delete_all(self->state);
     self->quit(d.reason);
   });
   if (adopt)
@@ -366,7 +433,7 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
         if (!r.ok && kind != k8s::api_error::kind::already_exists) {
           s.unavailable = kind == k8s::api_error::kind::transport || kind == k8s::api_error::kind::too_many_requests ||
                           kind == k8s::api_error::kind::server;
-          return finish(self, state_t::lost, "create " + s.names[r.correlation] + " failed: " + r.error);
+          return finish(self, state_t::lost, "create " + (r.correlation < 2 ? s.names[r.correlation] : s.probe) + " failed: " + r.error);
         }
         evaluate(self);
       },

@@ -53,7 +53,8 @@ void pod_census::apply(msg::object_change change, const std::shared_ptr<const k8
     const auto m = mark_of(*pod);
     runners_.emplace(std::string_view{pod->meta.name}, runner_entry{pod, m});
     add(totals_, m, +1);
-  } else if (*r == role_label(role::runner_placeholder) || *r == role_label(role::workflow_placeholder)) {
+  } else if (*r == role_label(role::runner_placeholder) || *r == role_label(role::workflow_placeholder) ||
+             *r == role_label(role::pair_probe)) {
     placeholders_.emplace(name, pod);
   }
 }

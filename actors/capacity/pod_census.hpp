@@ -64,7 +64,7 @@ class pod_census {
   const runner_totals& runners() const { return totals_; }
   // A runner pod's mark, or null when the scale set has no runner pod of that name.
   const runner_mark* runner(const std::string& name) const;
-  // The placeholder pods (either role), by name.
+  // The placeholder pods (either role, and kubernetes mode's pair probes), by name.
   const std::map<std::string, std::shared_ptr<const k8s::pod>>& placeholders() const { return placeholders_; }
 
   static runner_mark mark_of(const k8s::pod& p);

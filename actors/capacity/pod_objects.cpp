@@ -12,28 +12,28 @@ using runners::json::labels_object;
 using runners::json::owner_refs;
 using runners::json::placement;
 using runners::json::resources;
-using runners::same_node_pairs;
 
 std::string placeholder_pod_name(const scale_set_spec& s, const std::string& slot, role r) {
-  return s.name + "-ph-" + slot + (r == role::runner_placeholder ? "-runner" : "-workflow");
+  return s.name + "-ph-" + slot + (r == role::runner_placeholder ? "-runner" : r == role::pair_probe ? "-probe" : "-workflow");
 }
 
-// kubernetes mode: the pair's two placeholders on one node. The hook pins the workflow pod to its
-// runner's node; a runner pod takes a runner placeholder's room, so the workflow placeholder the
-// workflow pod preempts must be on that node too. Each placeholder requires the node of the pods
-// of its slot, which it matches itself: the first placed goes anywhere (kube-scheduler's rule for a
-// pod matching its own term), the second follows it.
-std::string same_node_affinity(const scale_set_spec& s, const std::string& slot) {
-  runtime::json_writer w;
-  w.begin_object().key("requiredDuringSchedulingIgnoredDuringExecution").begin_array().begin_object();
-  w.key("labelSelector").begin_object().key("matchLabels").begin_object().field(keys::scale_set, s.name).field(keys::slot, slot);
-  w.end_object().end_object().field("topologyKey", "kubernetes.io/hostname");
-  w.end_object().end_array().end_object();
-  return w.take();
+namespace {
+
+// The probe's room: the runner's and the workflow's requests together (memory limited alike).
+void pair_resources(runtime::json_writer& w, const scale_set_spec& s) {
+  k8s::resource_list both = s.runner_requests;
+  both.add_all(s.workflow_requests);
+  k8s::string_pairs extended;
+  for (const auto& [name, amount] : both.extended)
+    extended.emplace_back(name, std::to_string(amount));
+  resources(w, std::to_string(both.cpu_milli) + "m", std::to_string(both.memory), extended);
 }
 
-std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, role r, const owner_ref& owner) {
-  const bool runner = r == role::runner_placeholder;
+}  // namespace
+
+std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, role r, const owner_ref& owner,
+                            const std::string& pinned_node) {
+  const bool runner = r == role::runner_placeholder || r == role::pair_probe;
   const std::string& priority = s.priority_classes.of(runner ? rung::placeholder_runner : rung::placeholder_workflow);
   runtime::json_writer w;
   w.begin_object().field("apiVersion", "v1").field("kind", "Pod");
@@ -51,11 +51,13 @@ std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, ro
   if (s.placeholder_ttl.count() > 0)
     w.field("activeDeadlineSeconds", (s.placeholder_ttl + 2 * s.placeholder_ready_timeout).count() / 1000);
   w.field("automountServiceAccountToken", false);
-  placement(w, s, same_node_pairs(s) ? same_node_affinity(s, slot) : std::string{});
+  placement(w, s, pinned_node);
   w.key("containers").begin_array().begin_object().field("name", "placeholder").field("image", s.placeholder_image);
   w.key("command").strings(s.placeholder_command);
   w.key("resources");
-  if (runner)
+  if (r == role::pair_probe)
+    pair_resources(w, s);
+  else if (runner)
     resources(w, s.runner_cpu, s.runner_memory, s.runner_extended);
   else
     resources(w, s.workflow_cpu, s.workflow_memory, s.workflow_extended);

@@ -12,6 +12,7 @@ const char* role_label(role r) {
     case role::workflow_placeholder: return "workflow-placeholder";
     case role::runner: return "runner";
     case role::workflow: return "workflow";
+    case role::pair_probe: return "pair-probe";
   }
   return "unknown";
 }
@@ -43,17 +44,18 @@ void owner_refs(runtime::json_writer& w, const owner_ref& o) {
 // nodeSelector, tolerations and required node affinity, mirrored from the runner template
 // (placeholders hold room where a runner may go; no pod (anti-)affinity or preferences: the
 // scheduler is free to pack them).
-void placement(runtime::json_writer& w, const runner_spec& s, std::string_view pod_affinity, bool node_affinity) {
+void placement(runtime::json_writer& w, const runner_spec& s, std::string_view pinned_node, bool node_affinity) {
   if (!s.node_selector.empty())
     w.key("nodeSelector").string_map(s.node_selector);
-  const bool nodes = node_affinity && !s.required_node_affinity.empty();
-  if (nodes || !pod_affinity.empty()) {
-    w.key("affinity").begin_object();
-    if (nodes)
-      w.key("nodeAffinity").begin_object().key("requiredDuringSchedulingIgnoredDuringExecution").raw(s.required_node_affinity).end_object();
-    if (!pod_affinity.empty())
-      w.key("podAffinity").raw(pod_affinity);
-    w.end_object();
+  if (!pinned_node.empty()) {
+    w.key("affinity").begin_object().key("nodeAffinity").begin_object().key("requiredDuringSchedulingIgnoredDuringExecution");
+    w.begin_object().key("nodeSelectorTerms").begin_array().begin_object().key("matchFields").begin_array().begin_object();
+    w.field("key", "metadata.name").field("operator", "In").key("values").strings(std::vector<std::string>{std::string{pinned_node}});
+    w.end_object().end_array().end_object().end_array().end_object();  // the requirement, matchFields, the term, the terms, required
+    w.end_object().end_object();  // nodeAffinity, affinity
+  } else if (node_affinity && !s.required_node_affinity.empty()) {
+    w.key("affinity").begin_object().key("nodeAffinity").begin_object().key("requiredDuringSchedulingIgnoredDuringExecution")
+        .raw(s.required_node_affinity).end_object().end_object();
   }
   if (s.tolerations.empty())
     return;

@@ -35,7 +35,8 @@ inline constexpr const char* arc_scale_set_name = "actions.github.com/scale-set-
 inline constexpr const char* arc_scale_set_namespace = "actions.github.com/scale-set-namespace";
 }  // namespace keys
 
-enum class role { runner_placeholder, workflow_placeholder, runner, workflow };
+// pair_probe: kubernetes mode's one pod of a pair's whole room, placed before the pair (placeholder_pair).
+enum class role { runner_placeholder, workflow_placeholder, runner, workflow, pair_probe };
 const char* role_label(role r);
 
 struct owner_ref {
@@ -182,9 +183,10 @@ void labels_object(runtime::json_writer& w, const runner_spec& s, role r, const 
 // [] or [{apiVersion, kind, name, uid, blockOwnerDeletion: false}]
 void owner_refs(runtime::json_writer& w, const owner_ref& o);
 // The fields "nodeSelector":{…}, "tolerations":[…] and "affinity":{"nodeAffinity":{required…}} from
-// the runner template, when it has them; `pod_affinity` (JSON of a podAffinity), when given, joins
-// the affinity; `node_affinity` false leaves the runner's node affinity out.
-void placement(runtime::json_writer& w, const runner_spec& s, std::string_view pod_affinity = {}, bool node_affinity = true);
+// the runner template, when it has them; `pinned_node`, when given, is the one node the pod may go
+// to (a required node affinity on its name, instead of the runner's: the node satisfied that);
+// `node_affinity` false leaves the runner's node affinity out.
+void placement(runtime::json_writer& w, const runner_spec& s, std::string_view pinned_node = {}, bool node_affinity = true);
 // The runner container's env entries for its container mode (kubernetes-novolume: the hook, its
 // pod's name, a job container required, the runner image, the hook template's path; kubernetes:
 // the hook, its pod's name, a job container required, the kube scheduler, the hook template's

@@ -13,6 +13,7 @@
 
 #include <algorithm>
 #include <fstream>
+#include <map>
 #include <sstream>
 #include <iostream>
 #include <set>
@@ -675,6 +676,60 @@ TEST(capacity_e2e, capacity_workflow_room_is_protected) {
   EXPECT_NE(phase("competitor"), "Running");
   e.c->kubectl({"-n", sc.name, "delete", "pod", "competitor", "--grace-period=0", "--wait=false"});
   EXPECT_TRUE(eventually([&] { return w.job_states()["completed"] == 1; }, 90s));
+  EXPECT_GT(audited(w, set), 0);
+}
+
+// #54: containerMode kubernetes, as ARC renders it, under the runner's contract: each runner pod
+// has its `work` volume (an ephemeral claim of the simulator's WaitForFirstConsumer class: provisioned
+// on the node the scheduler picked), and the simulator, acting as the k8s hook with the runner pod's
+// own token (which must hold ARC's kube-mode Role, jobs included), makes the workflow pod on the
+// runner's node with the runner's claim. A pair's placeholders share a node, so the workflow
+// placeholder there holds the room the workflow pod takes. A burst of 6 jobs over a warm pool of 2
+// (maxRunners 4): every job completes, every workflow pod ran beside its runner, within seconds of
+// its create (a pod pinned to a node without room would wait for the hook's 10-minute timeout).
+TEST(capacity_e2e, capacity_kubernetes_mode_shares_the_runners_node_and_volume) {
+  REQUIRE_ENV(e);
+  scenario sc{"capacity-kube", 4, 2, "2m", "3s"};
+  sc.container_mode = "kubernetes";
+  world w{e, sc};
+  REQUIRE_WORLD(w);
+  w.start();
+  int64_t set = 0;
+  ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
+  ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2; }, 120s)) << w.headroom->log();
+  // Every placed pair on one node: slot -> the nodes its Running placeholders are on.
+  auto split_pairs = [&] {
+    auto r = e.c->kubectl({"-n", sc.name, "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder)", "-o",
+                           "jsonpath={range .items[?(@.status.phase==\"Running\")]}{.metadata.labels.headroom\\.dev/slot} "
+                           "{.spec.nodeName}{\"\\n\"}{end}"});
+    std::map<std::string, std::set<std::string>> nodes;
+    std::istringstream in{r.out};
+    for (std::string slot, node; in >> slot >> node;)
+      nodes[slot].insert(node);
+    std::string split;
+    for (const auto& [slot, on] : nodes)
+      if (on.size() > 1)
+        split += slot + " ";
+    return std::make_pair(nodes.size(), split);
+  };
+  const auto [pairs, split] = split_pairs();
+  EXPECT_GE(pairs, 2u);
+  EXPECT_EQ(split, "") << "pairs whose placeholders are on two nodes";
+  w.post_jobs(6);
+  ASSERT_TRUE(eventually([&] {
+    EXPECT_EQ(split_pairs().second, "") << "pairs whose placeholders are on two nodes, mid-burst";
+    return w.job_states()["completed"] == 6;
+  }, 300s)) << "completed " << w.job_states()["completed"] << "\n" << w.sim->log() << w.headroom->log();
+  const auto done = w.outcomes();
+  EXPECT_EQ(done.errors, "");
+  EXPECT_EQ(done.hook, 6) << "every job's workflow pod made by the k8s hook";
+  EXPECT_EQ(done.workflow_elsewhere, 0) << "a workflow pod ran away from its runner's node (and its work volume)";
+  std::cout << "[kubernetes mode] the slowest workflow pod ran " << done.slowest_workflow_s << " s after the hook made it\n";
+  EXPECT_LT(done.slowest_workflow_s, 30.0) << "a workflow pod waited for room on its runner's node";
+  // The runner pods carried ARC's kubernetes-mode parts; their claims were provisioned and bound.
+  simdjson::dom::parser p;
+  const int64_t volumes = p.parse(testpeer::http_call(w.sim->ready("http") + "/state").body)["volumesProvisioned"].get_int64().value_unsafe();
+  EXPECT_GE(volumes, 6) << "a work volume per runner pod, provisioned on the node the scheduler picked";
   EXPECT_GT(audited(w, set), 0);
 }
 

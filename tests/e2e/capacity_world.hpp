@@ -229,6 +229,9 @@ struct scenario {
   // The runner as a pod template (runner.template, as ARC's `template:`) with a label, a security
   // context, an env entry and a sidecar of the user's, instead of the short form.
   bool runner_template = false;
+  // runner.containerMode; "" the default (kubernetes-novolume). "kubernetes" adds the work volume's
+  // claim, of the simulator's StorageClass (tests/peers/runner-sim/volumes.go).
+  std::string container_mode;
 
   scenario() = default;
   scenario(std::string n, int max, int pool, std::string ready_timeout, std::string job)
@@ -259,6 +262,10 @@ inline std::string config_for(const env& e, const scenario& s, const std::string
                     "            - {name: sidecar, image: sidecar:e2e}\n"
               : "\n    runner:\n      image: runner:e2e\n      resources: {cpu: 500m, memory: 512Mi}\n      serviceAccountName: " +
                     runner_account(s) + "\n      nodeSelector: {" + s.node_selector + "}\n      tolerations: [" + s.tolerations + "]\n") +
+         (s.container_mode.empty() ? std::string{} : "      containerMode: " + s.container_mode + "\n") +
+         (s.container_mode != "kubernetes" ? std::string{}
+                                           : "      workVolumeClaim: {accessModes: [ReadWriteOnce], storageClassName: e2e-work, "
+                                             "resources: {requests: {storage: 1Gi}}}\n") +
          "    capacityAware:\n      enabled: " + (capacity_aware ? "true" : "false") +
          "\n      proactiveCapacity: " + std::to_string(s.proactive) + "\n      maxBurstCapacity: " + std::to_string(s.max_burst) +
          "\n      recalculateInterval: 2s\n      repollOnChange: " + (s.repoll ? "true" : "false") +
@@ -298,6 +305,7 @@ struct world {
     std::ofstream(dir + "/values.yaml") << "config:\n  github: {configUrl: " << e.peer->http_url()
                                         << "/headroom-org}\n  scaleSets:\n    - {name: " << s.name << ", namespace: " << s.name
                                         << (s.ephemeral_runner_set.empty() ? "" : ", mode: arc, ephemeralRunnerSet: " + s.ephemeral_runner_set)
+                                        << (s.container_mode.empty() ? "" : ", runner: {containerMode: " + s.container_mode + "}")
                                         << "}\ngithub: {existingSecret: e2e-github}\n"
                                         // the seed's class names (the config's defaults), shared by the scenarios
                                         << "priorityClasses: {placeholderRunner: placeholder-runner, runner: arc-runner, "
@@ -427,6 +435,8 @@ struct world {
   struct runner_outcomes {
     int hook = 0, in_runner = 0;
     std::string errors;
+    int workflow_elsewhere = 0;  // workflow pods Running on another node than their runner pod's
+    double slowest_workflow_s = 0;  // the longest from a workflow pod's create to its Running
   };
   runner_outcomes outcomes() const {
     simdjson::dom::parser p;
@@ -440,10 +450,17 @@ struct world {
         out.errors += pod + ": " + std::string{error} + "\n" +
                       e.c->kubectl({"-n", s.name, "get", "events", "--field-selector", "involvedObject.name=" + pod}).out;
       }
+      std::string_view node, wf_node, running;
       if (r["inRunner"].get(in_runner) == simdjson::SUCCESS && in_runner)
         ++out.in_runner;
       else if (r["workflowCreatedAt"].get(created) == simdjson::SUCCESS && created.rfind("0001-", 0) != 0)
         ++out.hook;
+      if (r["workflowNode"].get(wf_node) == simdjson::SUCCESS && r["node"].get(node) == simdjson::SUCCESS && !wf_node.empty())
+        out.workflow_elsewhere += wf_node != node;
+      if (!created.empty() && created.rfind("0001-", 0) != 0 && r["workflowRunningAt"].get(running) == simdjson::SUCCESS &&
+          running.rfind("0001-", 0) != 0)
+        out.slowest_workflow_s = std::max(out.slowest_workflow_s,
+                                          std::chrono::duration<double>(parse_time(running) - parse_time(created)).count());
     }
     return out;
   }

@@ -48,7 +48,9 @@ func failf(format string, args ...any) error { return jobFailure{fmt.Sprintf(for
 // caches have synced, and a missing rule then still fails the job, a minute later.
 type denied struct{ jobFailure }
 
-func deniedf(format string, args ...any) error { return denied{jobFailure{fmt.Sprintf(format, args...)}} }
+func deniedf(format string, args ...any) error {
+	return denied{jobFailure{fmt.Sprintf(format, args...)}}
+}
 
 // runnerView: what one runner process sees of its pod.
 type runnerView struct {
@@ -246,7 +248,7 @@ func jobPod(v *runnerView, podName, hook string) *corev1.Pod {
 		uid := int64(1001)
 		p.Spec.InitContainers = []corev1.Container{{Name: "fs-init", Image: image, Command: []string{"sh", "-c", "mkdir -p /mnt/externals /mnt/work /mnt/github"},
 			SecurityContext: &corev1.SecurityContext{RunAsUser: &uid, RunAsGroup: &uid},
-			VolumeMounts: []corev1.VolumeMount{{Name: "externals", MountPath: "/mnt/externals"}, {Name: "work", MountPath: "/mnt/work"}, {Name: "github", MountPath: "/mnt/github"}}}}
+			VolumeMounts:    []corev1.VolumeMount{{Name: "externals", MountPath: "/mnt/externals"}, {Name: "work", MountPath: "/mnt/work"}, {Name: "github", MountPath: "/mnt/github"}}}}
 		p.Spec.Containers[0].VolumeMounts = []corev1.VolumeMount{{Name: "externals", MountPath: "/__e"}, {Name: "work", MountPath: "/__w"}, {Name: "github", MountPath: "/github"}}
 		return p
 	}
@@ -341,8 +343,8 @@ func mergeTemplate(p *corev1.Pod, text string) (*corev1.Pod, error) {
 
 // hookJob is one job through the container hook: prepare_job (the workflow pod, made and waited
 // for Running with the pod's token), the job's run, cleanup_job (its pods deleted by label).
-// `onRunning` is told when the workflow pod runs; the job then runs `duration`.
-func (s *sim) hookJob(ctx context.Context, v *runnerView, hook string, duration time.Duration, onCreated, onRunning func()) error {
+// `onRunning` is told when the workflow pod runs, and on which node; the job then runs `duration`.
+func (s *sim) hookJob(ctx context.Context, v *runnerView, hook string, duration time.Duration, onCreated func(), onRunning func(node string)) error {
 	podName := v.env["ACTIONS_RUNNER_POD_NAME"]
 	if podName == "" {
 		return failf("'ACTIONS_RUNNER_POD_NAME' env is required, please contact your self hosted runner administrator")
@@ -402,9 +404,11 @@ func (s *sim) hookJob(ctx context.Context, v *runnerView, hook string, duration 
 	onCreated()
 	defer s.cleanupJob(hc, ns, podName)
 	// The hook polls the pod's phase; Pending and Running are waited through, any other ends the job.
+	node := ""
 	for deadline := time.Now().Add(timeout); ; {
 		p, err := hc.CoreV1().Pods(ns).Get(ctx, wf.Name, metav1.GetOptions{})
 		if err == nil && running(p) {
+			node = p.Spec.NodeName
 			break
 		}
 		if err == nil && p.Status.Phase != corev1.PodPending && p.Status.Phase != corev1.PodRunning {
@@ -418,7 +422,7 @@ func (s *sim) hookJob(ctx context.Context, v *runnerView, hook string, duration 
 		}
 		time.Sleep(200 * time.Millisecond)
 	}
-	onRunning()
+	onRunning(node)
 	time.Sleep(duration)
 	return nil
 }

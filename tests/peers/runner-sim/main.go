@@ -56,7 +56,9 @@ type runnerRecord struct {
 	PodRunningAt    time.Time `json:"podRunningAt"`
 	WorkflowCreated time.Time `json:"workflowCreatedAt"`
 	WorkflowRunning time.Time `json:"workflowRunningAt"`
-	InRunner        bool      `json:"inRunner,omitempty"` // no container hook: the job ran in the runner container
+	Node            string    `json:"node"`                   // the runner pod's
+	WorkflowNode    string    `json:"workflowNode,omitempty"` // the workflow pod's, once Running
+	InRunner        bool      `json:"inRunner,omitempty"`     // no container hook: the job ran in the runner container
 	Finished        time.Time `json:"finishedAt"`
 	Error           string    `json:"error,omitempty"`
 }
@@ -67,15 +69,16 @@ type sim struct {
 	runners  map[string]*runnerRecord
 	// When each placeholder was first seen going (a preemption victim, being deleted, or deleted):
 	// how long a workflow pod took to take its workflow placeholder's room.
-	gone map[string]time.Time
-	client   *kubernetes.Clientset
-	config   *rest.Config
-	ns, peer string
-	duration time.Duration
-	wfDelay  time.Duration
-	exitPods bool // the runner container exits after its job (an ephemeral runner): pod Succeeded
-	lister   cache.Indexer
-	logger   *log.Logger
+	gone        map[string]time.Time
+	client      *kubernetes.Clientset
+	config      *rest.Config
+	ns, peer    string
+	duration    time.Duration
+	wfDelay     time.Duration
+	exitPods    bool // the runner container exits after its job (an ephemeral runner): pod Succeeded
+	provisioned int  // work volumes made for this namespace's claims (volumes.go)
+	lister      cache.Indexer
+	logger      *log.Logger
 }
 
 // Placed and staying: Running on a node, not being deleted, not marked as a preemption victim.
@@ -233,7 +236,12 @@ func (s *sim) run(ctx context.Context, pod *corev1.Pod, rec *runnerRecord) {
 	case hookNoVolume, hookKubernetes:
 		err := s.hookJob(ctx, view, hook, s.duration,
 			func() { s.mu.Lock(); rec.WorkflowCreated = time.Now(); s.mu.Unlock() },
-			func() { s.mu.Lock(); rec.WorkflowRunning = time.Now(); s.mu.Unlock() })
+			func(node string) {
+				s.mu.Lock()
+				rec.WorkflowRunning = time.Now()
+				rec.WorkflowNode = node
+				s.mu.Unlock()
+			})
 		if ctx.Err() != nil {
 			return
 		}
@@ -317,7 +325,7 @@ func main() {
 		_, seen := s.runners[p.Name]
 		var rec *runnerRecord
 		if !seen {
-			rec = &runnerRecord{Pod: p.Name, PodRunningAt: time.Now()}
+			rec = &runnerRecord{Pod: p.Name, PodRunningAt: time.Now(), Node: p.Spec.NodeName}
 			s.runners[p.Name] = rec
 			if *skip > 0 {
 				*skip--
@@ -343,8 +351,15 @@ func main() {
 			}
 		},
 	})
+	cluster := informers.NewSharedInformerFactory(client, 0)
+	s.startKubeletLabels(ctx, cluster)
+	if err := s.startProvisioner(ctx, factory, cluster); err != nil {
+		logger.Fatalf("the e2e-work StorageClass: %v", err)
+	}
 	factory.Start(ctx.Done())
+	cluster.Start(ctx.Done())
 	factory.WaitForCacheSync(ctx.Done())
+	cluster.WaitForCacheSync(ctx.Done())
 
 	mux := http.NewServeMux()
 	mux.HandleFunc("/state", func(w http.ResponseWriter, _ *http.Request) {
@@ -354,7 +369,8 @@ func main() {
 		for _, r := range s.runners {
 			runners = append(runners, r)
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"timeline": s.timeline, "runners": runners, "placeholdersGone": s.gone})
+		_ = json.NewEncoder(w).Encode(map[string]any{"timeline": s.timeline, "runners": runners, "placeholdersGone": s.gone,
+			"volumesProvisioned": s.provisioned})
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

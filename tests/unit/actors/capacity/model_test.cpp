@@ -198,8 +198,8 @@ TEST(capacity_model, a_runner_pod_carries_what_its_container_hook_reads) {
 // container required, and the `work` volume (an ephemeral claim of workVolumeClaim) at
 // /home/runner/_work; and headroom's ACTIONS_RUNNER_USE_KUBE_SCHEDULER, so the hook pins the
 // workflow pod to the runner's node by affinity (through the scheduler, which preempts the
-// placeholder) rather than nodeName (past it). A pair's placeholders share a node; the hook
-// template carries no affinity (the hook's merge would replace its own with it).
+// placeholder) rather than nodeName (past it). A pair's placeholders share the node its probe was
+// placed on; the hook template carries no affinity (the hook's merge would replace its own with it).
 TEST(capacity_model, kubernetes_mode_shares_a_work_volume_and_keeps_pairs_on_one_node) {
   modes::scale_sets::scale_set_section c;
   c.name = "linux";
@@ -252,27 +252,42 @@ TEST(capacity_model, kubernetes_mode_shares_a_work_volume_and_keeps_pairs_on_one
       }
     EXPECT_TRUE(work) << body;
   }
-  // Each placeholder requires the node of its slot's pods (both match it), beside the runner's own
-  // node affinity.
+  // The pair is placed by its probe first, holding both pods' room at the runner placeholder's rung
+  // under the runner's own placement; its placeholders are then required on the probe's node.
   const owner_ref owner{"v1", "ConfigMap", "headroom-owner-1", "uid-1"};
+  {
+    simdjson::dom::parser parser;
+    const std::string body = placeholder_pod(s, "abc", role::pair_probe, owner);
+    auto probe = parser.parse(body);
+    ASSERT_EQ(probe.error(), simdjson::SUCCESS) << body;
+    EXPECT_EQ(std::string_view(probe["metadata"]["name"]), "linux-ph-abc-probe");
+    EXPECT_EQ(std::string_view(probe["metadata"]["labels"]["headroom.dev/role"]), "pair-probe");
+    EXPECT_EQ(std::string_view(probe["spec"]["priorityClassName"]), "placeholder-runner");
+    EXPECT_EQ(std::string_view(probe["spec"]["preemptionPolicy"]), "Never");
+    auto p = std::get<k8s::pod>(k8s::decode_pod(body));
+    EXPECT_EQ(p.spec->requests.cpu_milli, 1000 + s.workflow_requests.cpu_milli) << "the runner's and the workflow's cpu";
+    EXPECT_EQ(p.spec->requests.memory, (1LL << 30) + s.workflow_requests.memory);
+    EXPECT_EQ(std::string_view(probe["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                                   ["nodeSelectorTerms"].at(0)["matchExpressions"].at(0)["key"]),
+              "zone")
+        << "the runner's placement";
+  }
   for (const auto r : {role::runner_placeholder, role::workflow_placeholder}) {
     simdjson::dom::parser parser;
-    const std::string body = placeholder_pod(s, "abc", r, owner);
-    auto affinity = parser.parse(body)["spec"]["affinity"];
-    ASSERT_EQ(affinity.error(), simdjson::SUCCESS) << body;
-    auto term = affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].at(0);
-    EXPECT_EQ(std::string_view(term["topologyKey"]), "kubernetes.io/hostname");
-    EXPECT_EQ(std::string_view(term["labelSelector"]["matchLabels"]["headroom.dev/slot"]), "abc");
-    EXPECT_EQ(std::string_view(term["labelSelector"]["matchLabels"]["headroom.dev/scale-set"]), "linux");
-    EXPECT_EQ(affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].error(), simdjson::SUCCESS);
-    auto p = std::get<k8s::pod>(k8s::decode_pod(body));
-    EXPECT_EQ(*p.meta.label(keys::slot), "abc") << "matches its own term";
+    const std::string body = placeholder_pod(s, "abc", r, owner, "node-7");
+    auto term = parser.parse(body)["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+    ASSERT_EQ(term.error(), simdjson::SUCCESS) << body;
+    ASSERT_EQ(term.get_array().size(), 1u) << "the node alone (it satisfied the runner's terms)";
+    auto field = term.at(0)["matchFields"].at(0);
+    EXPECT_EQ(std::string_view(field["key"]), "metadata.name");
+    EXPECT_EQ(std::string_view(field["operator"]), "In");
+    EXPECT_EQ(std::string_view(field["values"].at(0)), "node-7");
   }
   const std::string hook = runners::hook_template(s, "arc-workflow", "500m", "512Mi", {});
   EXPECT_EQ(hook.find("affinity"), std::string::npos) << hook;
   // kubernetes-novolume: the pair's placeholders may land apart, as the seed says.
-  auto apart = spec();
-  EXPECT_EQ(placeholder_pod(apart, "abc", role::workflow_placeholder, owner).find("podAffinity"), std::string::npos);
+  EXPECT_FALSE(runners::same_node_pairs(spec()));
+  EXPECT_TRUE(runners::same_node_pairs(s));
 }
 
 // The hook template gives the workflow pod the ladder's workflow PriorityClass (it preempts its

@@ -35,7 +35,7 @@ struct pair_fixture : test_support::actor_fixture {
       nodes->stop();
   }
 
-  void start(bool with_nodes = false) {
+  void start(bool with_nodes = false, bool kubernetes_mode = false) {
     pods = pod_informer("arc");
     if (with_nodes) {
       k8s::informer<k8s::node>::options o;
@@ -57,6 +57,8 @@ struct pair_fixture : test_support::actor_fixture {
     ctx->pods = router->slice("linux");
     ctx->nodes = nodes;
     ctx->spec.tolerations = {k8s::toleration{"ci", "Exists", "", "NoSchedule", std::nullopt}};
+    if (kubernetes_mode)
+      ctx->spec.mode = actors::runners::runner_spec::container_mode::kubernetes;
     owner = sys.spawn(
         [](cap::pair_owner::pointer, std::shared_ptr<std::vector<msg::pair_report>> seen) -> cap::pair_owner::behavior_type {
           return {[seen](msg::pair_report& r) { seen->push_back(std::move(r)); }, [](msg::k8s_event&) {}};
@@ -136,6 +138,48 @@ TEST_F(pair_fixture, ready_only_when_both_placeholders_run_and_lost_when_the_wor
   EXPECT_NE(reports->back().reason.find(names[1]), std::string::npos) << reports->back().reason;
   ASSERT_EQ(waiting("DELETE"), 1u) << "the pod the watch showed deleted is not deleted again";
   EXPECT_NE(find("DELETE", names[0]), nullptr) << "the runner placeholder is deleted";
+}
+
+// kubernetes mode: the pair is placed by its probe (the whole pair's room in one pod); once the
+// scheduler has put the probe on a node, the placeholders are made required on that node and the
+// probe is deleted. A probe that goes before it is placed loses the pair, which deletes nothing
+// it never made.
+TEST_F(pair_fixture, in_kubernetes_mode_a_probe_places_the_pair_on_one_node) {
+  start(false, true);
+  const auto probe = create_both();
+  ASSERT_EQ(probe.size(), 1u) << "the probe alone first";
+  EXPECT_EQ(probe[0], "linux-ph-a1b2c3d4-probe");
+  pod_is("ADDED", probe[0], "Pending");
+  EXPECT_EQ(waiting("POST"), 0u) << "nothing more until the probe is placed";
+  pod_is("MODIFIED", probe[0], "Pending", "node-9");  // bound: the scheduler chose node-9
+  std::vector<std::string> pinned;
+  for (const auto& c : io.waiting())
+    if (c.request.method == "POST") {
+      simdjson::dom::parser p;
+      auto pod = p.parse(c.request.body);
+      EXPECT_EQ(std::string_view(pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                                    ["nodeSelectorTerms"].at(0)["matchFields"].at(0)["values"].at(0)),
+                "node-9");
+      pinned.emplace_back(std::string_view(pod["metadata"]["name"]));
+    }
+  ASSERT_EQ(pinned.size(), 2u);
+  EXPECT_NE(find("DELETE", probe[0]), nullptr) << "the probe gives its room to the placeholders";
+  const auto names = create_both();
+  pod_is("ADDED", names[0], "Running", "node-9");
+  pod_is("ADDED", names[1], "Running", "node-9");
+  ASSERT_FALSE(reports->empty());
+  EXPECT_EQ(reports->back().what, state::ready);
+}
+
+TEST_F(pair_fixture, in_kubernetes_mode_a_probe_gone_before_it_is_placed_loses_the_pair) {
+  start(false, true);
+  const auto probe = create_both();
+  ASSERT_EQ(probe.size(), 1u);
+  pod_is("ADDED", probe[0], "Pending");
+  pod_is("DELETED", probe[0], "Pending");
+  ASSERT_FALSE(reports->empty());
+  EXPECT_EQ(reports->back().what, state::lost);
+  EXPECT_EQ(waiting("DELETE"), 0u) << "nothing left to delete: the placeholders were never made";
 }
 
 TEST_F(pair_fixture, not_running_within_the_ready_timeout_times_out_and_deletes_its_pods) {
