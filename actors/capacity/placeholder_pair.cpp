@@ -362,15 +362,9 @@ void create_pod(pair_self* self, role r, int index) {
             });
 }
 
-pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::string slot, bool adopt, pair_owner monitor,
-                                       owner_ref owner) {
+// The pair's pods made (adopting: those missing); in kubernetes mode its probe first.
+void make_pods(pair_self* self, bool adopt) {
   auto& st = self->state;
-  st.ctx = std::move(ctx);
-  st.slot = std::move(slot);
-  st.monitor = std::move(monitor);
-  st.owner = std::move(owner);
-  st.names[0] = placeholder_pod_name(st.ctx->spec, st.slot, role::runner_placeholder);
-  st.names[1] = placeholder_pod_name(st.ctx->spec, st.slot, role::workflow_placeholder);
   const role roles[2] = {role::runner_placeholder, role::workflow_placeholder};
   if (runners::same_node_pairs(st.ctx->spec)) {
     st.probe = placeholder_pod_name(st.ctx->spec, st.slot, role::pair_probe);
@@ -386,6 +380,18 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
   for (int i = 0; i < 2 && st.probe.empty(); ++i)
     if (!adopt || !st.ctx->pods->get(st.ctx->spec.ns, st.names[i]))
       create_pod(self, roles[i], i);
+}
+
+pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::string slot, bool adopt, pair_owner monitor,
+                                       owner_ref owner) {
+  auto& st = self->state;
+  st.ctx = std::move(ctx);
+  st.slot = std::move(slot);
+  st.monitor = std::move(monitor);
+  st.owner = std::move(owner);
+  st.names[0] = placeholder_pod_name(st.ctx->spec, st.slot, role::runner_placeholder);
+  st.names[1] = placeholder_pod_name(st.ctx->spec, st.slot, role::workflow_placeholder);
+  make_pods(self, adopt);
   self->delayed_send(self, st.ctx->spec.placeholder_ready_timeout, ready_timeout{});
   // Scale-down (an exit from the monitor) and an orderly shutdown (the monitor stopping) delete
   // the pods; a crash of the monitor leaves them for its successor to adopt.
