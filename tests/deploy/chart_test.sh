@@ -288,6 +288,25 @@ grep -q 'containerMode: kubernetes-novolume' "$work/novolume-out.yaml" || { cat 
 "$helm" template hr "$chart" -f "$work/novolume-out.yaml" >"$work/novolume-rendered.yaml" || fail "helm template of the kubernetes-novolume values"
 grep -q 'serviceAccountName: hr-headroom-runner' "$work/novolume-rendered.yaml" && grep -q 'resources: \[pods/exec\]' "$work/novolume-rendered.yaml" ||
   { cat "$work/novolume-rendered.yaml"; fail "the chart made no runner ServiceAccount and Role for the container hook"; }
+# kubernetes: its work volume's claim carried over, checked by headroom, and the runner Role gains
+# batch jobs (ARC's kube-mode Role; the k8s hook checks for them); without a claim, refused.
+printf 'containerMode:\n  type: kubernetes\n  kubernetesModeWorkVolumeClaim: {accessModes: [ReadWriteOnce], storageClassName: gp3, resources: {requests: {storage: 5Gi}}}\n' |
+  cat "$src/tests/deploy/arc/gpu-values.yaml" - >"$work/kube.yaml"
+"$migrate" arc-gpu/gpu="$work/kube.yaml" >"$work/kube-out.yaml" 2>"$work/kube.log" || { cat "$work/kube.log"; fail "migrate-from-arc kubernetes"; }
+grep -q 'containerMode: kubernetes$' "$work/kube-out.yaml" && grep -q 'storageClassName: gp3' "$work/kube-out.yaml" ||
+  { cat "$work/kube-out.yaml"; fail "kubernetes mode or its work volume claim not carried over"; }
+"$helm" template hr "$chart" -f "$work/kube-out.yaml" >"$work/kube-rendered.yaml" || fail "helm template of the kubernetes values"
+grep -q 'resources: \[jobs\]' "$work/kube-rendered.yaml" || { cat "$work/kube-rendered.yaml"; fail "no jobs rule in the kubernetes-mode runner Role"; }
+! grep -q 'resources: \[jobs\]' "$work/novolume-rendered.yaml" || fail "a jobs rule for kubernetes-novolume, which ARC does not grant"
+python3 - "$work/kube-rendered.yaml" "$work/kube-headroom.yaml" <<'PY' || fail "the kubernetes-mode config"
+import sys, yaml
+cm = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "ConfigMap")
+open(sys.argv[2], "w").write(cm["data"]["headroom.yaml"])
+PY
+"$bin" check-config "$work/kube-headroom.yaml" >"$work/kube-check.log" 2>&1 ||
+  { cat "$work/kube-check.log"; fail "headroom check-config refuses the migrated kubernetes-mode values"; }
+printf 'containerMode: {type: kubernetes}\n' | cat "$src/tests/deploy/arc/gpu-values.yaml" - >"$work/kube-noclaim.yaml"
+refuse "kubernetes without a claim" "kubernetesModeWorkVolumeClaim: required" arc-gpu/gpu="$work/kube-noclaim.yaml"
 plain=$("$migrate" arc-gpu/gpu="$src/tests/deploy/arc/gpu-values.yaml" 2>/dev/null) || fail "migrate-from-arc (no container mode)"
 grep -q 'containerMode: none' <<<"$plain" || fail "ARC without a container mode is not none"
 

@@ -4,7 +4,8 @@
 //
 // The ARC release is what a GitHub Enterprise Server user has: the server behind TLS from a private
 // CA (githubServerTLS from a ConfigMap), reached only through an HTTP proxy (a real one, Debian's
-// tinyproxy), and a GitHub App Secret with ARC's key names. The test control plane runs no
+// tinyproxy), a GitHub App Secret with ARC's key names, and containerMode kubernetes with its work
+// volume claim. The test control plane runs no
 // containers, so the installed Deployment's Pod stays Pending (a nodeSelector no node has) and
 // tests/testenv/run-as-pod.py runs its container as the kubelet would: its mounts, its env, its
 // ServiceAccount.
@@ -81,7 +82,8 @@ TEST(capacity_e2e, an_arc_install_translated_by_the_migration_tool_runs_the_burs
       << "minRunners: 1\nmaxRunners: 4\nrunnerScaleSetName: arc-migrated\n"
       << "template:\n  spec:\n    containers:\n      - name: runner\n        image: runner:e2e\n"
       << "        command: [/home/runner/run.sh]\n        resources: {requests: {cpu: 500m, memory: 512Mi}}\n"
-      << "containerMode:\n  type: kubernetes-novolume\n"
+      << "containerMode:\n  type: kubernetes\n  kubernetesModeWorkVolumeClaim:\n    accessModes: [\"ReadWriteOnce\"]\n"
+      << "    storageClassName: e2e-work\n    resources: {requests: {storage: 1Gi}}\n"
       << "listenerTemplate:\n  spec:\n    containers: [{name: listener}]\n";
 
   // Translated, then installed as it comes out, with only what this cluster needs on top: the Pod
@@ -125,12 +127,14 @@ TEST(capacity_e2e, an_arc_install_translated_by_the_migration_tool_runs_the_burs
   w.post_jobs(5);
   ASSERT_TRUE(eventually([&] { return w.job_states()["completed"] == 5; }, 240s)) << w.headroom->log() << "\n" << w.sim->log();
   EXPECT_GT(audited(w, set), 2);
-  // #54: ARC's kubernetes-novolume, translated: every job's workflow pod was made by the runner's
-  // hook with the runner pod's token (the chart's runner ServiceAccount and Role), from headroom's
-  // hook template.
+  // #54: ARC's kubernetes mode, translated: every job's workflow pod was made by the runner's k8s
+  // hook with the runner pod's token (the chart's runner ServiceAccount and Role, jobs included),
+  // from headroom's hook template, on the runner's node with its work claim. (kubernetes-novolume,
+  // the default, is what the other scenarios run; chart_test translates it.)
   const auto done = w.outcomes();
   EXPECT_EQ(done.hook, 5) << done.errors << w.sim->log();
   EXPECT_EQ(done.errors, "");
+  EXPECT_EQ(done.workflow_elsewhere, 0);
   EXPECT_TRUE(eventually([&] {
     return e.c->kubectl({"-n", "arc-migrated", "get", "scaleset", "arc-migrated", "-o", "jsonpath={.status.session}"}).out == "Open";
   }, 30s)) << "the chart's ScaleSet status";
