@@ -92,20 +92,21 @@ using pair_impl = pair_actor::extend<caf::reacts_to<msg::api_reply>, caf::reacts
 using pair_self = pair_impl::stateful_base<pair_state>;
 constexpr uint64_t events_correlation = 100;
 
+void delete_pod(k8s::client* kube, const std::string& ns, const std::string& name) {
+  k8s::delete_options o;
+  o.grace_period_seconds = 0;
+  kube->remove(k8s::kinds::pods, ns, name, o, [name](k8s::api_result r) {
+    if (auto* e = std::get_if<k8s::api_error>(&r); e && e->what != k8s::api_error::kind::not_found)
+      runtime::log::warn(actor_name, "placeholder delete failed", {{"pod", name}, {"error", e->describe()}});
+  });
+}
+
 // The pair's pods but those already deleted (one DELETE fewer for most lost pairs: the pod whose
 // loss ended the pair is gone already).
 void delete_pods(k8s::client* kube, const std::string& ns, const std::string (&names)[2], const bool (&deleted)[2]) {
-  k8s::delete_options o;
-  o.grace_period_seconds = 0;
-  for (int i = 0; i < 2; ++i) {
-    if (deleted[i])
-      continue;
-    const auto& n = names[i];
-    kube->remove(k8s::kinds::pods, ns, n, o, [n](k8s::api_result r) {
-      if (auto* e = std::get_if<k8s::api_error>(&r); e && e->what != k8s::api_error::kind::not_found)
-        runtime::log::warn(actor_name, "placeholder delete failed", {{"pod", n}, {"error", e->describe()}});
-    });
-  }
+  for (int i = 0; i < 2; ++i)
+    if (!deleted[i])
+      delete_pod(kube, ns, names[i]);
 }
 
 bool probing(const pair_state& st) { return !st.probe.empty() && st.pinned_node.empty(); }
@@ -119,7 +120,7 @@ void delete_probe(pair_state& st) {
   if (st.probe.empty() || st.probe_deleted)
     return;
   st.probe_deleted = true;
-  delete_pods(st.ctx->kube, st.ctx->spec.ns, {st.probe, st.probe}, {false, true});
+  delete_pod(st.ctx->kube, st.ctx->spec.ns, st.probe);
 }
 
 // Everything of the pair still there.
