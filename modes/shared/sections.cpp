@@ -61,20 +61,28 @@ void read_resources(const YAML::Node& node, const std::string& where, std::strin
   }
 }
 
-std::string read_pod_template_json(const YAML::Node& node, const std::string& where) {
+namespace {
+
+// A mapping (`what` names it in the error) as JSON; a value JSON cannot hold fails naming its path.
+std::string mapping_as_json(const YAML::Node& node, const std::string& where, const std::string& what) {
   if (!node.IsMap())
-    config_fail(where, "expected a pod template (metadata, spec), found " + yaml_kind(node));
+    config_fail(where, "expected " + what + ", found " + yaml_kind(node));
   auto json = runtime::yaml_to_json(node);
   if (auto* e = std::get_if<runtime::yaml_json_error>(&json))
     config_fail(where + (e->where.empty() ? "" : "." + e->where), e->message);
   return std::get<std::string>(json);
 }
 
+}  // namespace
+
+std::string read_pod_template_json(const YAML::Node& node, const std::string& where) {
+  return mapping_as_json(node, where, "a pod template (metadata, spec)");
+}
+
 // kubernetes mode's `work` volume claim (a PersistentVolumeClaimSpec) as JSON: what the API server
 // would refuse in every runner pod (no access mode, no storage request) is refused here, by path.
 std::string read_work_volume_claim(const YAML::Node& node, const std::string& where) {
-  if (!node.IsMap())
-    config_fail(where, "expected a claim spec (accessModes, storageClassName, resources), found " + yaml_kind(node));
+  auto json = mapping_as_json(node, where, "a claim spec (accessModes, storageClassName, resources)");
   const auto modes = node["accessModes"];
   if (!modes || !modes.IsSequence() || modes.size() == 0)
     config_fail(where + ".accessModes", "required: a list, e.g. [ReadWriteOnce]");
@@ -84,10 +92,7 @@ std::string read_work_volume_claim(const YAML::Node& node, const std::string& wh
                            : YAML::Node{};
   if (!storage || !storage.IsScalar())
     config_fail(where + ".resources.requests.storage", "required: the volume's size, e.g. 1Gi");
-  auto json = runtime::yaml_to_json(node);
-  if (auto* e = std::get_if<runtime::yaml_json_error>(&json))
-    config_fail(where + (e->where.empty() ? "" : "." + e->where), e->message);
-  return std::get<std::string>(json);
+  return json;
 }
 
 // A runner pod template (scale sets' `runner`, the scheduler's `runner`).
