@@ -42,11 +42,11 @@ bool owned_by(const k8s::pod& p, const std::string& uid) {
 }
 
 std::optional<role> role_of(const k8s::pod& p) {
+  if (runners::is_runner_pod(p.meta))
+    return role::runner;
   const auto* r = p.meta.label(keys::role);
   if (r == nullptr)
     return std::nullopt;
-  if (*r == role_label(role::runner))
-    return role::runner;
   if (*r == role_label(role::runner_placeholder))
     return role::runner_placeholder;
   if (*r == role_label(role::workflow_placeholder))

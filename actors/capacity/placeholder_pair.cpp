@@ -180,8 +180,7 @@ bool runner_took(const pair_state& st, std::time_t now) {
   if (st.runner_node.empty())
     return false;
   for (const auto& p : st.ctx->pods->list()) {
-    const auto* r = p->meta.label(keys::role);
-    if (r == nullptr || *r != role_label(role::runner))
+    if (!runners::is_runner_pod(p->meta))
       continue;
     if (p->nominated_node_name == st.runner_node)
       return true;

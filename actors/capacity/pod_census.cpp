@@ -46,15 +46,15 @@ void pod_census::apply(msg::object_change change, const std::shared_ptr<const k8
   forget(name);  // a relabelled pod may change its role
   if (change == msg::object_change::deleted)
     return;
-  const auto* r = pod->meta.label(runners::keys::role);
-  if (r == nullptr)
-    return;
-  if (*r == role_label(role::runner)) {
+  if (runners::is_runner_pod(pod->meta)) {
     const auto m = mark_of(*pod);
     runners_.emplace(std::string_view{pod->meta.name}, runner_entry{pod, m});
     add(totals_, m, +1);
-  } else if (*r == role_label(role::runner_placeholder) || *r == role_label(role::workflow_placeholder) ||
-             *r == role_label(role::pair_probe)) {
+    return;
+  }
+  const auto* r = pod->meta.label(runners::keys::role);
+  if (r != nullptr && (*r == role_label(role::runner_placeholder) || *r == role_label(role::workflow_placeholder) ||
+                       *r == role_label(role::pair_probe))) {
     placeholders_.emplace(name, pod);
   }
 }

@@ -3,6 +3,7 @@
 // The runner provisioner's state and steps, shared by its two files:
 //   runner_provisioner.cpp   the behaviour: runners for assigned jobs, creation, replies
 //   provisioner_sweep.cpp    the sweep (podless runners, scale-down) and runner pods that must go
+//   provisioner_arc.cpp      arc mode: ARC's EphemeralRunnerSet scaled instead
 // Nothing here is used outside actors/capacity/.
 
 #include <caf/all.hpp>
@@ -64,7 +65,9 @@ namespace headroom::actors::capacity::provisioner {
 inline constexpr uint64_t reconcile_tick = 0, sweep_tick = 1;
 
 struct creation {
-  enum step { pod, secret } at = pod;
+  // arc_find: the EphemeralRunnerSet (name: the pinned one, "" listed by label); arc_patch: its
+  // replicas (name: the set, runner_id: the patchID sent)
+  enum step { pod, secret, arc_find, arc_patch } at = pod;
   std::string name;
   int64_t runner_id = 0;
   std::string jit;
@@ -93,7 +96,15 @@ struct provisioner_state {
   // restart, 3 of them idle for good).
   std::set<std::string> busy;
   api_calls<creation> calls;
-  int64_t arc_replicas = -1, arc_patch_id = 0;
+  // arc mode (provisioner_arc.cpp): the EphemeralRunnerSet scaled and what was last patched.
+  struct arc_scaling {
+    std::string set;  // "" = not found yet (or gone: found again)
+    int64_t replicas = -1, patch_seq = 0, last_patch_id = -1;
+    bool dirty = false;      // job events since the last patch
+    bool in_flight = false;  // a lookup or a patch not answered yet
+    caf::actor_clock::time_point patched_at{};
+    std::string trouble;  // the last problem said (one warning per change)
+  } arc;
   std::set<std::string> jit_pending;  // runners registered (JIT asked for), pod create not answered
   std::set<int64_t> podless;          // runner ids the last sweep found without a pod
   std::set<int64_t> idle_excess;      // runner ids the last sweep found idle while runners were in excess
@@ -134,5 +145,7 @@ void on_scale_set_update(provisioner_self* self, const msg::scale_set_update& u)
 void on_jit(provisioner_self* self, jit_reply& r);
 void on_reply(provisioner_self* self, const msg::api_reply& r);
 void on_pod_deleted(provisioner_self* self, const runner_pod_deleted& d);
+void reconcile_arc(provisioner_self* self, int64_t desired);
+void on_arc_reply(provisioner_self* self, const creation& c, const msg::api_reply& r);
 
 }  // namespace headroom::actors::capacity::provisioner

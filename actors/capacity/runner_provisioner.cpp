@@ -17,12 +17,11 @@
 // made for a job another runner took (the statistics lag each job's end) stayed idle for good,
 // and the pair handed to that job held its workflow room with it (found by the chaos suite).
 //
-// arc: merge-patches EphemeralRunnerSet.spec.replicas with an increasing spec.patchID, as ARC's
-// own listener does; ARC's controller makes the pods.
+// arc: sets ARC's EphemeralRunnerSet's replicas as ARC's own listener does (provisioner_arc.cpp);
+// ARC's controller makes the runners.
 
 #include "actors/capacity/provisioner.hpp"
 #include "adapters/k8s/fields.hpp"
-#include "runtime/json_writer.hpp"
 #include "runtime/typed_handle.hpp"
 
 namespace headroom::actors::capacity {
@@ -70,21 +69,7 @@ void reconcile(provisioner_self* self) {
   const int64_t desired = desired_runners(st);
   st.ctx->metrics.set("gha_desired_runners", desired);
   if (!spec.standalone) {
-    if (desired == st.arc_replicas)
-      return;
-    st.arc_replicas = desired;
-    runtime::json_writer w;
-    w.begin_object().key("spec").begin_object().field("replicas", desired).field("patchID", ++st.arc_patch_id);
-    w.end_object().end_object();
-    const std::string patch = w.take();
-    auto* kube = st.ctx->kube;
-    kube->merge_patch(ephemeral_runner_sets, spec.ns, spec.ephemeral_runner_set, patch,
-                      [name = spec.ephemeral_runner_set, desired](k8s::api_result r) {
-                        if (auto* e = std::get_if<k8s::api_error>(&r))
-                          runtime::log::warn(actor_name, "EphemeralRunnerSet patch failed", {{"name", name}, {"error", e->describe()}});
-                        else
-                          runtime::log::info(actor_name, "EphemeralRunnerSet replicas", {{"name", name}, {"replicas", desired}});
-                      });
+    reconcile_arc(self, desired);
     return;
   }
   if (st.scale_set_id == 0)
@@ -131,6 +116,7 @@ void on_scale_set_update(provisioner_self* self, const msg::scale_set_update& u)
   m.set("gha_registered_runners", u.stats.total_registered_runners);
   m.set("gha_busy_runners", u.stats.total_busy_runners);
   m.set("gha_idle_runners", u.stats.total_idle_runners);
+  s.arc.dirty = s.arc.dirty || !u.jobs.empty();
   for (const auto& j : u.jobs) {
     if (j.type == msg::job_transition::started) {
       if (!j.runner_name.empty())
@@ -168,6 +154,10 @@ void on_reply(provisioner_self* self, const msg::api_reply& r) {
   if (!found)
     return;
   auto c = std::move(*found);
+  if (c.at == creation::arc_find || c.at == creation::arc_patch) {
+    on_arc_reply(self, c, r);
+    return;
+  }
   auto* kube = s.ctx->kube;
   const auto& ns = s.ctx->spec.ns;
   if (c.at == creation::pod) {

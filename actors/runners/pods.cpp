@@ -17,10 +17,20 @@ const char* role_label(role r) {
   return "unknown";
 }
 
+bool is_runner_pod(const k8s::object_meta& m) {
+  const auto* r = m.label(keys::role);
+  if (r != nullptr)
+    return *r == role_label(role::runner);
+  const auto* arc = m.label(keys::arc_ephemeral_runner);
+  return arc != nullptr && *arc == "True";
+}
+
 namespace json {
 
 void labels_object(runtime::json_writer& w, const runner_spec& s, role r, const std::string& slot, std::string_view pool) {
   w.begin_object().field(keys::scale_set, s.name).field(keys::role, role_label(r));
+  if (!s.arc_set.empty())
+    w.field(keys::arc_scale_set_name, s.arc_set);
   if (!slot.empty())
     w.field(keys::slot, slot);
   if (!pool.empty())

@@ -33,11 +33,15 @@ inline constexpr const char* pool = "headroom.dev/pool";                // sched
 // ARC's labels on runner pods, so ARC users' selectors and dashboards keep working.
 inline constexpr const char* arc_scale_set_name = "actions.github.com/scale-set-name";
 inline constexpr const char* arc_scale_set_namespace = "actions.github.com/scale-set-namespace";
+// On ARC's runner pods ("True"): the pod of an EphemeralRunner (ARC's newEphemeralRunnerPod).
+inline constexpr const char* arc_ephemeral_runner = "actions-ephemeral-runner";
 }  // namespace keys
 
 // pair_probe: kubernetes mode's one pod of a pair's whole room, placed before the pair (placeholder_pair).
 enum class role { runner_placeholder, workflow_placeholder, runner, workflow, pair_probe };
 const char* role_label(role r);
+// A runner pod: headroom's (role runner) or, in arc mode, one ARC made for an EphemeralRunner.
+bool is_runner_pod(const k8s::object_meta& m);
 
 struct owner_ref {
   std::string api_version, kind, name, uid;
@@ -72,6 +76,9 @@ struct runner_spec {
   // containerMode.kubernetesModeWorkVolumeClaim), an ephemeral volume of each runner pod.
   std::string work_volume_claim;
   bool arc_labels = false;  // ARC's scale-set labels on runner pods (the scale sets')
+  // arc mode: the AutoscalingRunnerSet whose runner pods the scale set counts. Its placeholders
+  // carry ARC's scale-set-name label with this value, so one pod watch sees both; "" standalone.
+  std::string arc_set;
   // A scale set's runner given as a PodTemplateSpec (JSON, checked by read_runner_template): runner
   // pods are made from it (runner_pod), and the fields above hold what it says of the runner's
   // image, requests and placement. "" = the short form above.

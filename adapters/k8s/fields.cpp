@@ -67,6 +67,31 @@ std::vector<std::string> item_names_labelled(std::string_view body, std::string_
   return out;
 }
 
+std::optional<newest_item> newest_live_item(std::string_view body) {
+  simdjson::dom::parser p;
+  simdjson::dom::array items;
+  if (walk(p, body, {"items"}).get(items) != simdjson::SUCCESS)
+    return std::nullopt;
+  std::optional<newest_item> out;
+  std::string_view newest_at;
+  for (auto item : items) {
+    std::string_view name, created, deleting;
+    if (item["metadata"]["name"].get(name) != simdjson::SUCCESS || name.empty() ||
+        item["metadata"]["deletionTimestamp"].get(deleting) == simdjson::SUCCESS)
+      continue;
+    if (item["metadata"]["creationTimestamp"].get(created) != simdjson::SUCCESS)
+      created = {};
+    if (out && created < newest_at)
+      continue;
+    int64_t patch = 0;
+    if (item["spec"]["patchID"].get(patch) != simdjson::SUCCESS)
+      patch = 0;
+    out = newest_item{std::string{name}, patch};
+    newest_at = created;
+  }
+  return out;
+}
+
 std::optional<std::vector<object_key>> item_keys(std::string_view body) {
   simdjson::dom::parser p;
   simdjson::dom::array items;

@@ -32,6 +32,15 @@ std::vector<std::string> item_names(std::string_view body);
 // without that label (an empty value counts as none).
 std::vector<std::string> item_names_labelled(std::string_view body, std::string_view key, std::string_view value);
 
+// The list's newest item not being deleted (the latest metadata.creationTimestamp; RFC 3339 UTC
+// strings order as text), with its spec.patchID (0 when absent): the EphemeralRunnerSet ARC's
+// AutoscalingRunnerSet currently scales. nullopt when there is none.
+struct newest_item {
+  std::string name;
+  int64_t patch_id = 0;
+};
+std::optional<newest_item> newest_live_item(std::string_view body);
+
 // metadata.namespace and metadata.name of each of a list's items that has both; nullopt when the
 // body is no list (no `items` array).
 struct object_key {

@@ -80,6 +80,8 @@ std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, 
   s.max_runners = c.max_runners;
   s.standalone = c.mode != "arc";
   s.ephemeral_runner_set = c.ephemeral_runner_set;
+  if (!s.standalone)
+    s.arc_set = c.autoscaling_runner_set;
   s.capacity_aware = c.capacity_aware.enabled;
   s.repoll_on_change = c.capacity_aware.repoll_on_change;
   s.proactive_capacity = c.capacity_aware.proactive_capacity;
@@ -123,6 +125,8 @@ std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, 
 
 void scale_set_services::stop() {
   for (auto& [ns, r] : pods)
+    r->source()->stop();
+  for (auto& [ns, r] : arc_pods)
     r->source()->stop();
   if (nodes)
     nodes->stop();
@@ -198,24 +202,31 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
   // One pod informer per namespace for all its scale sets, each scale set seeing its own slice: a
   // thousand scale sets cost one watch and one cache, not a thousand. The selector names the
   // scale sets while the list is short (other scale sets' pods in the namespace, ARC's say, stay
-  // out of the cache); past 2,000 characters it is the label's existence.
-  std::map<std::string, std::vector<std::string>> names;
+  // out of the cache); past 2,000 characters it is the label's existence. arc-mode scale sets
+  // have one more per namespace, by ARC's scale-set-name label: ARC's runner pods carry it (their
+  // AutoscalingRunnerSet's name), and so do those scale sets' placeholders.
+  std::map<std::pair<std::string, bool>, std::vector<std::string>> names;
   for (const auto& ctx : made)
-    names[ctx->spec.ns].push_back(ctx->spec.name);
-  for (const auto& [ns, list] : names) {
+    names[{ctx->spec.ns, !ctx->spec.arc_set.empty()}].push_back(ctx->spec.arc_set.empty() ? ctx->spec.name : ctx->spec.arc_set);
+  for (const auto& [at, list] : names) {
+    const auto& [ns, arc] = at;
+    const std::string key = arc ? keys::arc_scale_set_name : keys::scale_set;
     std::string in;
     for (const auto& n : list)
       in += (in.empty() ? "" : ",") + n;
     k8s::informer<k8s::pod>::options pod_opts;
     pod_opts.kind = k8s::kinds::pods;
     pod_opts.ns = ns;
-    pod_opts.label_selector = std::string{keys::scale_set} + (in.size() <= 2000 ? " in (" + in + ")" : "");
-    out.pods[ns] = k8s::label_router<k8s::pod>::make(k8s::informer<k8s::pod>::make(kube, pod_opts), std::string{keys::scale_set});
+    pod_opts.label_selector = key + (in.size() <= 2000 ? " in (" + in + ")" : "");
+    (arc ? out.arc_pods : out.pods)[ns] = k8s::label_router<k8s::pod>::make(k8s::informer<k8s::pod>::make(kube, pod_opts), key);
   }
   for (auto& ctx : made) {
-    ctx->pods = out.pods[ctx->spec.ns]->slice(ctx->spec.name);
+    ctx->pods = ctx->spec.arc_set.empty() ? out.pods[ctx->spec.ns]->slice(ctx->spec.name)
+                                          : out.arc_pods[ctx->spec.ns]->slice(ctx->spec.arc_set);
     out.contexts.push_back(std::move(ctx));
   }
+  for (auto& [ns, r] : out.arc_pods)
+    r->source()->start();
   for (auto& [ns, r] : out.pods)
     r->source()->start();
   if (!out.contexts.empty()) {

@@ -38,6 +38,8 @@ struct scale_set_services {
   std::shared_ptr<k8s::informer<k8s::node>> nodes;
   std::shared_ptr<k8s::informer<k8s::unstructured>> nodepools;  // started when karpenter.sh/v1 is served
   std::map<std::string, std::shared_ptr<k8s::label_router<k8s::pod>>> pods;  // namespace → its scale sets' pods
+  // namespace → its arc-mode scale sets' pods, by ARC's scale-set-name label
+  std::map<std::string, std::shared_ptr<k8s::label_router<k8s::pod>>> arc_pods;
   std::shared_ptr<github::actions_client> github;
   actors::event_sink events;  // set before prepare_scale_sets: the event_recorder's relay
   std::string instance;  // set before prepare_scale_sets: actors::capacity::instance_label of the Lease

@@ -13,10 +13,18 @@ using runtime::yaml_kind;
 
 namespace {
 
+// A Kubernetes label value (what selects ARC's runner pods by their AutoscalingRunnerSet).
+bool valid_label_value(const std::string& v) {
+  auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
+  if (v.empty() || v.size() > 63 || !alnum(v.front()) || !alnum(v.back()))
+    return false;
+  return std::all_of(v.begin(), v.end(), [&](char c) { return alnum(c) || c == '-' || c == '_' || c == '.'; });
+}
+
 scale_set_section parse_scale_set(const YAML::Node& node, const std::string& where) {
   scale_set_section out;
   config_section s{node, where,
-            {"name", "namespace", "runnerGroup", "labels", "maxRunners", "mode", "ephemeralRunnerSet", "runner",
+            {"name", "namespace", "runnerGroup", "labels", "maxRunners", "mode", "autoscalingRunnerSet", "ephemeralRunnerSet", "runner",
              "capacityAware", "healthCheck"}};
   if (auto v = s.read_string("name"))
     out.name = *v;
@@ -33,10 +41,18 @@ scale_set_section parse_scale_set(const YAML::Node& node, const std::string& whe
       config_fail(s.path("mode"), "expected standalone or arc, found '" + *v + "'");
     out.mode = *v;
   }
+  if (auto v = s.read_string("autoscalingRunnerSet"))
+    out.autoscaling_runner_set = *v;
   if (auto v = s.read_string("ephemeralRunnerSet"))
     out.ephemeral_runner_set = *v;
-  if (out.mode == "arc" && out.ephemeral_runner_set.empty())
-    config_fail(s.path("ephemeralRunnerSet"), "required in arc mode");
+  if (out.mode != "arc" && (!out.autoscaling_runner_set.empty() || !out.ephemeral_runner_set.empty()))
+    config_fail(s.path(!out.autoscaling_runner_set.empty() ? "autoscalingRunnerSet" : "ephemeralRunnerSet"), "only in arc mode");
+  // ARC names its runner pods' label and its EphemeralRunnerSets after the AutoscalingRunnerSet,
+  // whose default name is the scale set's (the Helm release's).
+  if (out.mode == "arc" && out.autoscaling_runner_set.empty())
+    out.autoscaling_runner_set = out.name;
+  if (out.mode == "arc" && !valid_label_value(out.autoscaling_runner_set))
+    config_fail(s.path("autoscalingRunnerSet"), "not a label value: '" + out.autoscaling_runner_set + "'");
   if (auto r = s.get("runner"))
     read_runner(*r, s.path("runner"), out.runner, false);
   if (auto c = s.get("capacityAware")) {

@@ -25,7 +25,8 @@ struct scale_set_section {
   std::vector<std::string> labels;  // extra labels; the name is always one
   uint32_t max_runners = 10;
   std::string mode = "standalone";   // standalone: headroom makes runner pods; arc: patches an EphemeralRunnerSet
-  std::string ephemeral_runner_set;  // arc mode: its name in `ns`
+  std::string autoscaling_runner_set;  // arc mode: ARC's AutoscalingRunnerSet (default: name)
+  std::string ephemeral_runner_set;    // arc mode: pinned; "" = the AutoscalingRunnerSet's newest
   runner_section runner;
   struct capacity_aware_section {
     bool enabled = true;

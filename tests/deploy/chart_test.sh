@@ -242,6 +242,7 @@ assert (linux["name"], linux["namespace"], linux["runnerGroup"], linux["maxRunne
 # ARC's template is carried whole (#54): the runner's requests, placement, account, volumes, env and sidecars.
 spec = linux["runner"]["template"]["spec"]
 assert linux["capacityAware"]["proactiveCapacity"] == 1
+assert linux["labels"] == ["ubuntu-24.04", "fast-disk"], "ARC's scaleSetLabels are the scale set's labels"
 assert spec["containers"][0]["resources"] == {"requests": {"cpu": "1", "memory": "2Gi"}, "limits": {"memory": "2Gi"}}, spec
 assert spec["nodeSelector"] == {"pool": "ci"} and spec["serviceAccountName"] == "runner", spec
 assert spec["volumes"][0] == {"name": "work", "emptyDir": {}} and [c["name"] for c in spec["containers"]] == ["runner", "cache-warmer"], spec
@@ -279,6 +280,8 @@ refuse "two GitHub URLs" "githubConfigUrl: differs from arc-runners/linux" \
   arc-runners/linux="$src/tests/deploy/arc/linux-values.yaml" arc-gpu/gpu="$work/other.yaml"
 printf 'containerMode: {type: dind}\n' | cat "$src/tests/deploy/arc/gpu-values.yaml" - >"$work/dind.yaml"
 refuse "a container mode" "mode: arc" arc-gpu/gpu="$work/dind.yaml"
+printf 'scaleSetLabels: [""]\n' | cat "$src/tests/deploy/arc/gpu-values.yaml" - >"$work/empty-label.yaml"
+refuse "an empty scale-set label" "scaleSetLabels: a list of non-empty strings" arc-gpu/gpu="$work/empty-label.yaml"
 # kubernetes-novolume is carried over (the runner's hook makes the workflow pod from headroom's
 # template, as the chart's runner ServiceAccount); no container mode stays none (jobs in the runner).
 printf 'containerMode: {type: kubernetes-novolume}\n' | cat "$src/tests/deploy/arc/gpu-values.yaml" - >"$work/novolume.yaml"
@@ -330,7 +333,7 @@ for case in "default" "pcs-by-headroom" "arc"; do
   extra=()
   case $case in
     pcs-by-headroom) extra=(--set priorityClasses.create=false) ;;
-    arc) extra=(--set config.scaleSets[0].mode=arc --set config.scaleSets[0].ephemeralRunnerSet=linux) ;;
+    arc) extra=(--set config.scaleSets[0].mode=arc --set config.scaleSets[0].autoscalingRunnerSet=linux) ;;
   esac
   rendered=$("$helm" template hr "$chart" -f "$chart/ci/scale-sets-values.yaml" "${extra[@]}") || fail "helm template ($case)"
   python3 - "$case" "$rendered" <<'PY' || fail "the scale sets' RBAC ($case)"
@@ -347,7 +350,7 @@ assert verbs(cluster, "scheduling.k8s.io", "priorityclasses") == want_pc, verbs(
 # get: the ladder's four by name only.
 gets = [r for r in cluster if "priorityclasses" in r["resources"] and "get" in r["verbs"]]
 assert len(gets) == 1 and len(gets[0]["resourceNames"]) == 4, gets
-want_ers = ["get", "patch"] if case == "arc" else []
+want_ers = ["get", "list", "patch"] if case == "arc" else []
 assert verbs(ns, "actions.github.com", "ephemeralrunnersets") == want_ers, verbs(ns, "actions.github.com", "ephemeralrunnersets")
 PY
 done

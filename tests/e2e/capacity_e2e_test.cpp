@@ -733,52 +733,74 @@ TEST(capacity_e2e, capacity_kubernetes_mode_shares_the_runners_node_and_volume) 
   EXPECT_GT(audited(w, set), 0);
 }
 
-// arc mode: headroom patches an EphemeralRunnerSet's spec.replicas instead of making runner pods.
-// The CRD is ARC's own (github.com/actions/actions-runner-controller v0.27.6 from the Go module
-// proxy, the newest version the proxy serves), so the API server validates the patch against
-// ARC's schema; ARC's controller itself is not run (no runners: the jobs stay assigned).
-TEST(capacity_e2e, capacity_arc_mode_patches_the_ephemeral_runner_set) {
+// arc mode against ARC's 0.14 CRDs (tests/e2e/fixtures, written from ARC's API: the Go module proxy
+// does not serve ARC's 0.14 line) with the simulator playing ARC's EphemeralRunnerSet and
+// EphemeralRunner controllers (tests/peers/runner-sim/arc.go): headroom finds the
+// AutoscalingRunnerSet's EphemeralRunnerSet by ARC's label, scales it with ARC's patchID rules, and
+// counts ARC's runner pods (their label, not headroom's) in its census and hand-off. A burst of
+// five jobs through three runners at most runs to completion on ARC-made pods that preempt the
+// warm pairs' runner placeholders; every poll's advertised capacity stays within what was placed;
+// once the jobs are done the set is settled with patchID 0 (ARC may then scale down) and the warm
+// pool is back.
+TEST(capacity_e2e, capacity_arc_mode_scales_arcs_runners) {
   REQUIRE_ENV(e);
-  auto dl = testenv::run_command({"bash", "-c",
-                                  "export PATH=$PATH:/usr/local/go/bin GOTOOLCHAIN=local GOFLAGS=-mod=mod; cd /tmp && "
-                                  "go mod download -json github.com/actions/actions-runner-controller@v0.27.6"});
-  simdjson::dom::parser p;
-  std::string_view dir;
-  HEADROOM_REQUIRE_READY(dl.exit_code == 0 && p.parse(dl.out)["Dir"].get(dir) == simdjson::SUCCESS,
-                         "ARC's module from the Go module proxy", dl.out + dl.err);
-  const std::string crd = std::string{dir} + "/config/crd/bases/actions.github.com_ephemeralrunnersets.yaml";
-  ASSERT_EQ(e.c->kubectl({"apply", "--server-side", "-f", crd}).exit_code, 0);
-  ASSERT_TRUE(eventually([&] {  // `wait` fails at once while the new CRD is not listed yet
-    return e.c->kubectl({"wait", "--for", "condition=Established", "--timeout", "10s",
-                         "crd/ephemeralrunnersets.actions.github.com"}).exit_code == 0;
-  }, 60s));
+  const std::string crds = std::string{HEADROOM_SOURCE_DIR} + "/tests/e2e/fixtures/arc-0.14-crds.yaml";
+  ASSERT_EQ(e.c->kubectl({"apply", "--server-side", "-f", crds}).exit_code, 0);
+  for (const char* crd : {"crd/ephemeralrunnersets.actions.github.com", "crd/ephemeralrunners.actions.github.com"})
+    ASSERT_TRUE(eventually([&] {  // `wait` fails at once while the new CRD is not listed yet
+      return e.c->kubectl({"wait", "--for", "condition=Established", "--timeout", "10s", crd}).exit_code == 0;
+    }, 60s));
 
   scenario sc{"capacity-arc", 3, 2, "5m", "3s"};
-  sc.ephemeral_runner_set = "arc-runners";
+  sc.arc = true;
+  sc.exit_runner_pods = true;  // ARC's runners are ephemeral: the pod ends with its job
   world w{e, sc};
   REQUIRE_WORLD(w);
-  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, "apiVersion: actions.github.com/v1alpha1\nkind: EphemeralRunnerSet\n"
-                                                "metadata: {name: arc-runners, namespace: capacity-arc}\nspec: {replicas: 0}\n")
-                .exit_code,
-            0);
+  // ARC's controller reads the GitHub credentials from the Secret the runner spec names.
+  ASSERT_EQ(e.c->kubectl({"-n", sc.name, "create", "secret", "generic", "arc-github", "--from-literal=github_token=" + pat}).exit_code, 0);
   w.start();
   int64_t set = 0;
   ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
+  // What ARC's AutoscalingRunnerSet controller makes: a set with a generated name, labelled with
+  // the AutoscalingRunnerSet's name, the runner spec for the scale set's id. headroom finds it.
+  const std::string ers = "capacity-arc-x7k2p";
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
+                         "apiVersion: actions.github.com/v1alpha1\nkind: EphemeralRunnerSet\nmetadata:\n  name: " + ers +
+                             "\n  namespace: capacity-arc\n  labels: {actions.github.com/scale-set-name: capacity-arc, "
+                             "actions.github.com/scale-set-namespace: capacity-arc, app.kubernetes.io/component: runner-set}\n"
+                             "spec:\n  replicas: 0\n  patchID: 0\n  ephemeralRunnerSpec:\n    githubConfigUrl: " +
+                             e.peer->http_url() + "/headroom-org\n    githubConfigSecret: arc-github\n    runnerScaleSetId: " +
+                             std::to_string(set) +
+                             "\n    spec:\n      priorityClassName: arc-runner\n      restartPolicy: Never\n      containers:\n"
+                             "        - {name: runner, image: runner:e2e, command: [/home/runner/run.sh], "
+                             "resources: {requests: {cpu: 500m, memory: 512Mi}}}\n")
+                .exit_code,
+            0);
   ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2; }, 120s)) << w.headroom->log();
-  auto replicas = [&] {
-    return e.c->kubectl({"-n", sc.name, "get", "ephemeralrunnerset", "arc-runners", "-o", "jsonpath={.spec.replicas}"}).out;
+  auto spec_of = [&](const char* field) {
+    return e.c->kubectl({"-n", sc.name, "get", "ephemeralrunnerset", ers, "-o", std::string{"jsonpath={.spec."} + field + "}"}).out;
   };
   w.post_jobs(5);
-  // The warm pool takes two jobs at once; the service's count of the three still queued brings a
-  // pair for the one more that maxRunners (3) allows. Never five: ARC's controller would make
-  // whatever the replicas say.
-  EXPECT_TRUE(eventually([&] { return replicas() == "3"; }, 60s))
-      << "the jobs up to maxRunners fit the advertised capacity: three replicas, never five\n" << replicas() << "\n"
-      << w.headroom->log();
-  std::this_thread::sleep_for(3s);
-  EXPECT_EQ(replicas(), "3");
-  EXPECT_EQ(w.e.c->kubectl({"-n", sc.name, "get", "pods", "-l", "headroom.dev/role=runner", "-o", "name"}).out, "")
-      << "arc mode makes no runner pods";
+  EXPECT_TRUE(eventually([&] { return spec_of("replicas") == "3"; }, 60s))
+      << "jobs up to maxRunners (3) within the advertised capacity\n" << spec_of("replicas") << "\n" << w.headroom->log();
+  ASSERT_TRUE(eventually([&] { return w.job_states()["completed"] == 5; }, 240s))
+      << "every job ran on a runner ARC made\n" << w.headroom->log();
+  const auto o = w.outcomes();
+  EXPECT_EQ(o.errors, "");
+  EXPECT_EQ(o.in_runner, 5) << "five runners, each an ARC runner pod (no container hook in this runner spec)";
+  // Settled: the count stayed put with no job event for 30 s, so patchID 0 (ARC may delete idle runners).
+  EXPECT_TRUE(eventually([&] { return spec_of("replicas") == "0" && spec_of("patchID") == "0"; }, 120s))
+      << spec_of("replicas") << " " << spec_of("patchID") << "\n" << w.headroom->log();
+  EXPECT_TRUE(eventually([&] { return w.latest_capacity(set) == 2 && w.ready_pairs() == 2; }, 120s))
+      << "the warm pool is back once ARC's runners are gone\n" << w.headroom->log();
+  EXPECT_EQ(e.c->kubectl({"-n", sc.name, "get", "pods", "-l", "headroom.dev/role=runner", "-o", "name"}).out, "")
+      << "arc mode makes no runner pods of its own";
+  EXPECT_NE(w.headroom->full_log().find("scaling ARC's EphemeralRunnerSet"), std::string::npos);
+  simdjson::dom::parser p;
+  const auto arc = p.parse(testpeer::http_call(w.sim->ready("http") + "/state").body)["arc"];
+  EXPECT_GE(int64_t(arc["created"]), 5) << "an EphemeralRunner per job at least (ARC replaces each finished runner)";
+  std::cerr << "[arc] EphemeralRunners made " << int64_t(arc["created"]) << ", idle ones deleted on patchID 0 "
+            << int64_t(arc["deletedIdle"]) << ", removals the service refused " << int64_t(arc["removeRefused"]) << "\n";
   EXPECT_GT(audited(w, set), 0);
 }
 

@@ -212,7 +212,9 @@ struct scenario {
   std::string job_duration = "4s";
   bool repoll = true;
   std::string workflow_delay = "0s";  // the runner's setup time before its workflow pod
-  std::string ephemeral_runner_set;   // non-empty: arc mode, patching this EphemeralRunnerSet
+  // arc mode: headroom scales ARC's EphemeralRunnerSet of the AutoscalingRunnerSet named as the
+  // scale set, and the simulator plays ARC's controller (tests/peers/runner-sim/arc.go)
+  bool arc = false;
   std::string health = "{interval: 5s, registrationTimeout: 60s}";
   int skip_runners = 0;               // the simulator leaves the first N runner pods alone
   std::string labels;         // extra runner labels, YAML flow list items: "shared-ci"
@@ -251,7 +253,7 @@ inline std::string config_for(const env& e, const scenario& s, const std::string
          "\nleaderElection:\n  enabled: false\ngithub:\n  configUrl: " + e.peer->http_url() +
          "/headroom-org\nscaleSets:\n  - name: " + s.name + "\n    namespace: " + s.name +
          "\n    maxRunners: " + std::to_string(s.max_runners) + "\n    labels: [" + s.labels + "]" +
-         (s.ephemeral_runner_set.empty() ? std::string{} : "\n    mode: arc\n    ephemeralRunnerSet: " + s.ephemeral_runner_set) +
+         (s.arc ? "\n    mode: arc" : "") +
          (s.runner_template
               ? "\n    runner:\n      template:\n        metadata: {labels: {e2e-template: \"yes\"}}\n        spec:\n"
                 "          serviceAccountName: " + runner_account(s) + "\n          nodeSelector: {" + s.node_selector +
@@ -294,7 +296,8 @@ struct world {
                                         {"--kubeconfig", e.c->kubeconfig(), "--namespace", s.name, "--peer",
                                          e.peer->http_url(), "--job-duration", s.job_duration, "--workflow-delay", s.workflow_delay,
                                          "--skip-runners", std::to_string(s.skip_runners),
-                                         s.exit_runner_pods ? "--exit-runner-pods" : "--exit-runner-pods=false"},
+                                         s.exit_runner_pods ? "--exit-runner-pods" : "--exit-runner-pods=false",
+                                         s.arc ? "--arc-controller" : "--arc-controller=false"},
                                         why);
     if (s.chart_install) {
       identity = true;
@@ -304,7 +307,7 @@ struct world {
     // (a TokenRequest token), so a permission the chart forgot fails the scenario.
     std::ofstream(dir + "/values.yaml") << "config:\n  github: {configUrl: " << e.peer->http_url()
                                         << "/headroom-org}\n  scaleSets:\n    - {name: " << s.name << ", namespace: " << s.name
-                                        << (s.ephemeral_runner_set.empty() ? "" : ", mode: arc, ephemeralRunnerSet: " + s.ephemeral_runner_set)
+                                        << (s.arc ? ", mode: arc" : "")
                                         << (s.container_mode.empty() ? "" : ", runner: {containerMode: " + s.container_mode + "}")
                                         << "}\ngithub: {existingSecret: e2e-github}\n"
                                         // the seed's class names (the config's defaults), shared by the scenarios

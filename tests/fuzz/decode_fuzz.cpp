@@ -31,6 +31,7 @@ extern "C" int LLVMFuzzerTestOneInput(const uint8_t* data, size_t size) {
   (void)k::int_at(json, {"value"});
   (void)k::item_names(json);
   (void)k::item_names_labelled(json, "headroom.dev/instance", "");
+  (void)k::newest_live_item(json);
   (void)k::item_keys(json);
   (void)k::scale_set_session_of(json);
 #else

@@ -9,6 +9,9 @@
 // it, the mounted hook template merged in, made and waited for, deleted at the end), or, with no
 // hook, the job run in the runner container itself. The job finishes after --job-duration.
 //
+// With --arc-controller it also plays ARC's controller (arc.go): EphemeralRunnerSets' replicas become
+// EphemeralRunners and their runner pods, which it then runs like headroom's.
+//
 // It also watches the placeholder pairs and keeps a timeline of how many pairs had both
 // placeholders Running, so a test can check every poll's advertised capacity against what the
 // scheduler had really placed, and when each placeholder was first seen going. GET /state returns
@@ -36,6 +39,7 @@ import (
 	corev1 "k8s.io/api/core/v1"
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
+	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/informers"
 	"k8s.io/client-go/kubernetes"
 	"k8s.io/client-go/rest"
@@ -81,6 +85,11 @@ type sim struct {
 	logger      *log.Logger
 }
 
+// A runner pod: headroom's, or ARC's (an EphemeralRunner's, arc.go).
+func isRunner(p *corev1.Pod) bool {
+	return p.Labels["headroom.dev/role"] == "runner" || p.Labels["actions-ephemeral-runner"] == "True"
+}
+
 // Placed and staying: Running on a node, not being deleted, not marked as a preemption victim.
 func running(p *corev1.Pod) bool {
 	if p.Status.Phase != corev1.PodRunning || p.Spec.NodeName == "" || p.DeletionTimestamp != nil {
@@ -121,7 +130,7 @@ func (s *sim) observe() {
 	for _, o := range s.lister.List() {
 		p := o.(*corev1.Pod)
 		role := p.Labels["headroom.dev/role"]
-		if role == "runner" && running(p) {
+		if isRunner(p) && running(p) {
 			runners++
 		}
 		if (role == "runner-placeholder" || role == "workflow-placeholder") && running(p) {
@@ -298,6 +307,7 @@ func main() {
 	wfDelay := flag.Duration("workflow-delay", 0, "from the job's start to the workflow pod's creation")
 	skip := flag.Int("skip-runners", 0, "leave the first N runner pods alone (a runner that never registers)")
 	exitPods := flag.Bool("exit-runner-pods", false, "after its job, the runner pod goes Succeeded (its runner exited)")
+	arcMode := flag.Bool("arc-controller", false, "play ARC's EphemeralRunnerSet and EphemeralRunner controllers (arc.go)")
 	flag.Parse()
 	logger := log.New(os.Stderr, "runner-sim ", log.LstdFlags|log.Lmicroseconds)
 	cfg, err := clientcmd.BuildConfigFromFlags("", *kubeconfig)
@@ -318,7 +328,7 @@ func main() {
 		if ok {
 			s.notePlaceholderGone(p, false)
 		}
-		if !ok || p.Labels["headroom.dev/role"] != "runner" || !running(p) {
+		if !ok || !isRunner(p) || !running(p) {
 			return
 		}
 		s.mu.Lock()
@@ -351,6 +361,11 @@ func main() {
 			}
 		},
 	})
+	var arc *arcController
+	if *arcMode {
+		arc = &arcController{s: s, dyn: dynamic.NewForConfigOrDie(cfg)}
+		go arc.run(ctx)
+	}
 	cluster := informers.NewSharedInformerFactory(client, 0)
 	s.startKubeletLabels(ctx, cluster)
 	if err := s.startProvisioner(ctx, factory, cluster); err != nil {
@@ -369,8 +384,12 @@ func main() {
 		for _, r := range s.runners {
 			runners = append(runners, r)
 		}
-		_ = json.NewEncoder(w).Encode(map[string]any{"timeline": s.timeline, "runners": runners, "placeholdersGone": s.gone,
-			"volumesProvisioned": s.provisioned})
+		out := map[string]any{"timeline": s.timeline, "runners": runners, "placeholdersGone": s.gone,
+			"volumesProvisioned": s.provisioned}
+		if arc != nil {
+			out["arc"] = arc.state()
+		}
+		_ = json.NewEncoder(w).Encode(out)
 	})
 	ln, err := net.Listen("tcp", "127.0.0.1:0")
 	if err != nil {

@@ -199,6 +199,19 @@ scaleSets:
       << "a quantity that does not parse names where it is: " << std::get<std::string>(bad);
 }
 
+// arc mode finds ARC's objects by the AutoscalingRunnerSet's name, the scale set's unless given;
+// the EphemeralRunnerSet is pinned only when named.
+TEST(capacity_config, arc_mode_names_the_autoscaling_runner_set) {
+  auto r = parse_config_yaml("github: {configUrl: x}\nscaleSets: [{name: a, mode: arc}, {name: b, mode: arc, "
+                             "autoscalingRunnerSet: arc-b, ephemeralRunnerSet: arc-b-x7k2p}]");
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
+  const auto& sets = std::get<parsed_config>(r).modes.get<scale_sets_mode>().config.sets;
+  EXPECT_EQ(sets.at(0).autoscaling_runner_set, "a");
+  EXPECT_EQ(sets.at(0).ephemeral_runner_set, "");
+  EXPECT_EQ(sets.at(1).autoscaling_runner_set, "arc-b");
+  EXPECT_EQ(sets.at(1).ephemeral_runner_set, "arc-b-x7k2p");
+}
+
 TEST(capacity_config, scale_set_errors_name_the_key) {
   auto error_of = [](const char* yaml) {
     auto r = parse_config_yaml(yaml);
@@ -207,7 +220,11 @@ TEST(capacity_config, scale_set_errors_name_the_key) {
   EXPECT_NE(error_of("scaleSets: [{name: linux}]").find("github.configUrl"), std::string::npos);
   EXPECT_NE(error_of("github: {configUrl: x}\nscaleSets: [{name: Linux}]").find("scaleSets[0].name"), std::string::npos);
   EXPECT_NE(error_of("github: {configUrl: x}\nscaleSets: [{name: a}, {name: a}]").find("scaleSets[1].name"), std::string::npos);
-  EXPECT_NE(error_of("github: {configUrl: x}\nscaleSets: [{name: a, mode: arc}]").find("ephemeralRunnerSet"), std::string::npos);
+  EXPECT_NE(error_of("github: {configUrl: x}\nscaleSets: [{name: a, ephemeralRunnerSet: e}]").find("scaleSets[0].ephemeralRunnerSet: only in arc mode"),
+            std::string::npos);
+  EXPECT_NE(error_of("github: {configUrl: x}\nscaleSets: [{name: a, mode: arc, autoscalingRunnerSet: -x}]")
+                .find("scaleSets[0].autoscalingRunnerSet: not a label value"),
+            std::string::npos);
   EXPECT_NE(error_of("github: {configUrl: x}\nscaleSets: [{name: a, capacityAware: {proactivCapacity: 1}}]")
                 .find("did you mean 'proactiveCapacity'"),
             std::string::npos);

@@ -60,6 +60,31 @@ TEST(pod_census, counts_runner_pods_by_state_and_keeps_placeholders_by_name) {
   EXPECT_EQ(c.runners().pods, 4);
 }
 
+// arc mode: ARC's runner pods carry ARC's labels, not headroom's role (resourcebuilder.go's
+// newEphemeralRunnerPod: `actions-ephemeral-runner: "True"`); they are the scale set's runners.
+TEST(pod_census, arcs_runner_pods_count_as_runners) {
+  auto arc_pod = [](std::string name, const char* ephemeral, std::string phase, std::string node) {
+    k8s::pod p;
+    p.meta.name = std::move(name);
+    p.meta.ns = "ns";
+    k8s::string_pairs labels{{runners::keys::arc_scale_set_name, "linux"}, {"app.kubernetes.io/component", "runner"}};
+    if (ephemeral != nullptr)
+      labels.emplace_back(runners::keys::arc_ephemeral_runner, ephemeral);
+    p.meta.labels = std::move(labels);
+    p.phase = std::move(phase);
+    p.node_name = std::move(node);
+    return std::make_shared<const k8s::pod>(std::move(p));
+  };
+  pod_census c{"ns"};
+  c.rebuild(std::vector<std::shared_ptr<const k8s::pod>>{
+      arc_pod("linux-x7k2p-runner-a", "True", "Running", "n1"), arc_pod("linux-x7k2p-runner-b", "True", "Pending", ""),
+      arc_pod("listener", nullptr, "Running", "n1"), arc_pod("odd", "False", "Running", "n1"),
+      pod("p1", "ns", runner_ph, "Running", "n1", false, "s1")});
+  EXPECT_EQ(c.runners(), (runner_totals{.pods = 2, .placed = 1, .pending = 1, .running = 1, .failed = 0, .going = 2}));
+  EXPECT_NE(c.runner("linux-x7k2p-runner-a"), nullptr) << "by its name, the runner's (ARC names the pod as its runner)";
+  EXPECT_EQ(c.placeholders().size(), 1u);
+}
+
 // A change the bounded feed dropped: the count is rebuilt from the cache once per new drop, and
 // the cache is not even listed while nothing was dropped.
 TEST(pod_census, a_dropped_change_is_mended_from_the_cache) {

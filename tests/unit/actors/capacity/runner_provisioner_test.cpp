@@ -33,7 +33,7 @@ struct provisioner_fixture : test_support::actor_fixture {
     pods->stop();
   }
 
-  void start() {
+  void start(bool arc = false) {
     pods = pod_informer("arc");
     router = k8s::label_router<k8s::pod>::make(pods, std::string{cap::keys::scale_set});
     auto where = std::get<github::config_url>(github::parse_config_url("https://github.com/acme"));
@@ -46,6 +46,10 @@ struct provisioner_fixture : test_support::actor_fixture {
     ctx->spec.name = "linux";
     ctx->spec.max_runners = 5;
     ctx->spec.runner_image = "ghcr.io/actions/actions-runner:2.330.0";
+    if (arc) {
+      ctx->spec.standalone = false;
+      ctx->spec.arc_set = "linux";
+    }
     ctx->kube = &kube;
     ctx->pods = router->slice("linux");
     ctx->github = github::actions_client::make(where, creds, io, ao);
@@ -111,6 +115,81 @@ TEST_F(provisioner_fixture, assigned_jobs_become_runners_within_the_capacity_eac
   sched.advance_time(100ms);
   sched.run();
   EXPECT_EQ(waiting("POST", "/generatejitconfig"), 1u) << "one runner still owed";
+}
+
+// arc mode: the EphemeralRunnerSet is the AutoscalingRunnerSet's newest; each change of the
+// count, and each batch of job events, is a new patchID continuing the set's own; once the count
+// stays put with no job event for 30 s, one patch with patchID 0 lets ARC's controller scale down
+// (it ignores a scale-down while patchID > 0). A set gone (ARC replaced it) is found again.
+TEST_F(provisioner_fixture, arc_mode_patches_as_arcs_listener_does_and_lets_arc_scale_down) {
+  start(true);
+  auto patch_of = [&] {
+    const auto* r = find("PATCH", "/ephemeralrunnersets/");
+    return r == nullptr ? std::string{} : r->url.substr(r->url.rfind('/') + 1) + " " + r->body;
+  };
+  auto answer_patch = [&](long status = 200) {
+    ASSERT_TRUE(io.answer("PATCH", "/ephemeralrunnersets/", status, status == 200 ? "{}" : R"({"kind":"Status","code":404})"));
+    sched.run();
+  };
+  caf::anon_send(provisioner, msg::set_max_capacity{3});
+  msg::scale_set_update u;
+  u.scale_set_id = 7;
+  u.stats.total_assigned_jobs = 2;
+  caf::anon_send(provisioner, u);
+  sched.run();
+  const auto* list = find("GET", "/apis/actions.github.com/v1alpha1/namespaces/arc/ephemeralrunnersets?");
+  ASSERT_NE(list, nullptr);
+  EXPECT_NE(list->url.find("labelSelector=actions.github.com%2Fscale-set-name%3Dlinux"), std::string::npos) << list->url;
+  ASSERT_TRUE(io.answer("GET", "/ephemeralrunnersets?", 200,
+                        R"({"items":[{"metadata":{"name":"linux-old","creationTimestamp":"2026-11-01T00:00:00Z"},"spec":{"patchID":40}},)"
+                        R"({"metadata":{"name":"linux-x7k2p","creationTimestamp":"2026-11-02T00:00:00Z"},"spec":{"patchID":7}}]})"));
+  sched.run();
+  EXPECT_EQ(patch_of(), R"(linux-x7k2p {"spec":{"replicas":2,"patchID":8}})") << "the newest set, its sequence continued";
+  answer_patch();
+
+  // A job completed and another's runner is still needed: the same count, a new patchID (ARC
+  // replaces the finished runner only on a patch it has not seen).
+  msg::job_transition done;
+  done.type = msg::job_transition::completed;
+  done.runner_name = "linux-x7k2p-runner-abcde";
+  u.jobs = {done};
+  caf::anon_send(provisioner, u);
+  sched.run();
+  EXPECT_EQ(patch_of(), R"(linux-x7k2p {"spec":{"replicas":2,"patchID":9}})");
+  answer_patch();
+  u.jobs.clear();
+  u.stats.total_assigned_jobs = 0;
+  caf::anon_send(provisioner, u);
+  sched.run();
+  EXPECT_EQ(patch_of(), R"(linux-x7k2p {"spec":{"replicas":0,"patchID":10}})");
+  answer_patch();
+  caf::anon_send(provisioner, u);  // the same statistics again: nothing new
+  sched.run();
+  EXPECT_EQ(waiting("PATCH"), 0u);
+  sched.advance_time(29s);
+  sched.run();
+  EXPECT_EQ(waiting("PATCH"), 0u) << "not settled before 30 s";
+  sched.advance_time(1s);
+  sched.run();
+  EXPECT_EQ(patch_of(), R"(linux-x7k2p {"spec":{"replicas":0,"patchID":0}})") << "settled: ARC may delete idle runners";
+  answer_patch();
+  sched.advance_time(60s);
+  sched.run();
+  EXPECT_EQ(waiting("PATCH"), 0u) << "patchID 0 once";
+
+  // ARC replaced the set: the patch finds it gone, the lookup the new one.
+  u.stats.total_assigned_jobs = 1;
+  caf::anon_send(provisioner, u);
+  sched.run();
+  EXPECT_EQ(patch_of(), R"(linux-x7k2p {"spec":{"replicas":1,"patchID":11}})");
+  answer_patch(404);
+  sched.advance_time(5s);
+  sched.run();
+  ASSERT_TRUE(io.answer("GET", "/ephemeralrunnersets?", 200,
+                        R"({"items":[{"metadata":{"name":"linux-q9w3e","creationTimestamp":"2026-11-03T00:00:00Z"},"spec":{"patchID":0}}]})"));
+  sched.run();
+  EXPECT_EQ(patch_of(), R"(linux-q9w3e {"spec":{"replicas":1,"patchID":12}})");
+  answer_patch();
 }
 
 }  // namespace

@@ -53,6 +53,25 @@ TEST(fields, names_of_a_lists_items_by_one_label) {
       << "no label (or none a string): the empty value";
 }
 
+// ARC makes a new EphemeralRunnerSet (a generated name) when its AutoscalingRunnerSet's runner
+// spec changes, and deletes the old one once its runners are gone: the newest live one is scaled.
+TEST(fields, the_newest_live_item_and_its_patch_id) {
+  const std::string list = R"({"items":[)"
+                           R"({"metadata":{"name":"arc-old","creationTimestamp":"2026-11-28T10:00:00Z"},"spec":{"patchID":9}},)"
+                           R"({"metadata":{"name":"arc-new","creationTimestamp":"2026-11-28T11:00:00Z"},"spec":{"patchID":4}},)"
+                           R"({"metadata":{"name":"arc-going","creationTimestamp":"2026-11-28T12:00:00Z",)"
+                           R"("deletionTimestamp":"2026-11-28T12:01:00Z"},"spec":{"patchID":2}},)"
+                           R"({"metadata":{"creationTimestamp":"2026-11-28T13:00:00Z"}}]})";
+  const auto n = newest_live_item(list);
+  ASSERT_TRUE(n);
+  EXPECT_EQ(n->name, "arc-new");
+  EXPECT_EQ(n->patch_id, 4);
+  const auto bare = newest_live_item(R"({"items":[{"metadata":{"name":"x"},"spec":{"patchID":"7"}}]})");
+  ASSERT_TRUE(bare);
+  EXPECT_EQ(bare->patch_id, 0) << "a patchID not an integer counts as none";
+  EXPECT_FALSE(newest_live_item(R"({"items":[]})"));
+}
+
 TEST(fields, a_scale_sets_session_and_since_when_it_is_open) {
   const auto s = scale_set_session_of(
       R"({"status":{"session":"abc","conditions":[{"type":"PairsPlaced","lastTransitionTime":"x"},)"
@@ -71,6 +90,7 @@ TEST(fields, malformed_and_hostile_bodies_give_the_empty_answer) {
     EXPECT_TRUE(item_names(bad).empty());
     EXPECT_TRUE(item_names_labelled(bad, "a", "").empty());
     EXPECT_FALSE(item_keys(bad));
+    EXPECT_FALSE(newest_live_item(bad));
     EXPECT_EQ(scale_set_session_of(bad).session, "");
   }
 }
