@@ -14,6 +14,7 @@
 #include <algorithm>
 #include <fstream>
 #include <map>
+#include <regex>
 #include <sstream>
 #include <iostream>
 #include <set>
@@ -795,7 +796,13 @@ TEST(capacity_e2e, capacity_arc_mode_scales_arcs_runners) {
       << "the warm pool is back once ARC's runners are gone\n" << w.headroom->log();
   EXPECT_EQ(e.c->kubectl({"-n", sc.name, "get", "pods", "-l", "headroom.dev/role=runner", "-o", "name"}).out, "")
       << "arc mode makes no runner pods of its own";
-  EXPECT_NE(w.headroom->full_log().find("scaling ARC's EphemeralRunnerSet"), std::string::npos);
+  const auto log = w.headroom->full_log();
+  EXPECT_NE(log.find("scaling ARC's EphemeralRunnerSet"), std::string::npos);
+  // The census sees ARC's runner pods (headroom makes none here): placed runners were counted, and
+  // the pairs handed to the burst's jobs ended as those runners' jobs did.
+  EXPECT_TRUE(std::regex_search(log, std::regex{R"("runners_placed":[1-9])"})) << "ARC's runner pods counted as placed runners";
+  EXPECT_NE(log.find("pair handed to a job"), std::string::npos);
+  EXPECT_NE(log.find("hand-off ended: no job in flight needs its workflow room"), std::string::npos);
   simdjson::dom::parser p;
   const auto arc = p.parse(testpeer::http_call(w.sim->ready("http") + "/state").body)["arc"];
   EXPECT_GE(int64_t(arc["created"]), 5) << "an EphemeralRunner per job at least (ARC replaces each finished runner)";
