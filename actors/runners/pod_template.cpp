@@ -2,22 +2,16 @@
 // configuration is read, then copied per runner with headroom's parts added. RapidJSON's DOM,
 // since the template is the user's and may hold any field the API server knows.
 
-// Raw pointers as member iterators: the iterator class's comparisons are ambiguous in C++20.
-#define RAPIDJSON_NOMEMBERITERATORCLASS
-#include <rapidjson/document.h>
+#include "actors/runners/pod_json.hpp"
+
 #include <rapidjson/stringbuffer.h>
 #include <rapidjson/writer.h>
 
-#include "actors/runners/pods.hpp"
-
 namespace headroom::actors::runners {
 
+using namespace pod_json;
+
 namespace {
-
-using rapidjson::Document;
-using rapidjson::Value;
-
-std::string_view view(const Value& v) { return {v.GetString(), v.GetStringLength()}; }
 
 std::optional<std::string> check_string_map(const Value& m, const std::string& where, bool refuse_ours) {
   if (!m.IsObject())
@@ -74,24 +68,6 @@ std::optional<std::string> check_containers(const Value& spec) {
   return std::nullopt;
 }
 
-void set_member(Value& obj, const char* key, Value v, Document::AllocatorType& a) {
-  if (auto it = obj.FindMember(key); it != obj.MemberEnd())
-    it->value = std::move(v);
-  else
-    obj.AddMember(Value{key, a}, std::move(v), a);
-}
-
-Value& object_member(Value& obj, const char* key, Document::AllocatorType& a) {
-  auto it = obj.FindMember(key);
-  if (it == obj.MemberEnd() || !it->value.IsObject()) {
-    set_member(obj, key, Value{rapidjson::kObjectType}, a);
-    it = obj.FindMember(key);
-  }
-  return it->value;
-}
-
-Value str(std::string_view s, Document::AllocatorType& a) { return Value{s.data(), static_cast<rapidjson::SizeType>(s.size()), a}; }
-
 // The JIT config's env entries first, any of the same names the template has dropped.
 void add_jit_env(Value& runner, const std::string& name, Document::AllocatorType& a) {
   Value env{rapidjson::kArrayType};
@@ -123,65 +99,6 @@ void add_slot(Value& runner, const std::string& resource, Document::AllocatorTyp
     set_member(object_member(res, side, a), resource.c_str(), Value{"1", a}, a);
 }
 
-bool named(const Value& v, std::string_view name) {
-  return v.IsObject() && v.HasMember("name") && v["name"].IsString() && view(v["name"]) == name;
-}
-
-// `item` (named) into the list obj[list]: over the entry of its name when `replace`, else only if none.
-void put_named(Value& obj, const char* list, Value item, bool replace, Document::AllocatorType& a) {
-  auto it = obj.FindMember(list);
-  if (it == obj.MemberEnd() || !it->value.IsArray()) {
-    set_member(obj, list, Value{rapidjson::kArrayType}, a);
-    it = obj.FindMember(list);
-  }
-  for (auto& v : it->value.GetArray())
-    if (named(v, view(item["name"]))) {
-      if (replace)
-        v = std::move(item);
-      return;
-    }
-  it->value.PushBack(std::move(item), a);
-}
-
-// The container mode's env entries (runner_pod's, json::container_mode_env) after the template's:
-// an entry the template sets already is the user's choice and stays (as ARC's chart does).
-void add_mode_env(Value& runner, const runner_spec& s, Document::AllocatorType& a) {
-  runtime::json_writer w;
-  w.begin_array();
-  json::container_mode_env(w, s);
-  w.end_array();
-  const std::string text = w.take();
-  Document ours;
-  ours.Parse(text.data(), text.size());
-  for (auto& e : ours.GetArray())  // add_jit_env made env a list
-    put_named(runner, "env", Value{e, a}, false, a);
-}
-
-// The hook template's ConfigMap volume and its mount at hook_template_dir (headroom's: replaced).
-void add_hook_volume(Value& spec, Value& runner, const std::string& configmap, Document::AllocatorType& a) {
-  Value mount{rapidjson::kObjectType};
-  mount.AddMember("name", Value{json::hook_volume, a}, a).AddMember("mountPath", Value{hook_template_dir, a}, a);
-  mount.AddMember("readOnly", true, a);
-  put_named(runner, "volumeMounts", std::move(mount), true, a);
-  Value cm{rapidjson::kObjectType};
-  cm.AddMember("name", str(configmap, a), a);
-  Value volume{rapidjson::kObjectType};
-  volume.AddMember("name", Value{json::hook_volume, a}, a).AddMember("configMap", cm, a);
-  put_named(spec, "volumes", std::move(volume), true, a);
-}
-
-// kubernetes mode's `work` volume and its mount at work_mount_path, as ARC's chart: the user's stay.
-void add_work_volume(Value& spec, Value& runner, const runner_spec& s, Document::AllocatorType& a) {
-  Value mount{rapidjson::kObjectType};
-  mount.AddMember("name", Value{json::work_volume, a}, a).AddMember("mountPath", Value{work_mount_path, a}, a);
-  put_named(runner, "volumeMounts", std::move(mount), false, a);
-  Document ours;
-  ours.Parse(json::work_volume_object(s).c_str());
-  put_named(spec, "volumes", Value{ours, a}, false, a);
-}
-
-// A pod template's outline, parsed into `d`: an object of metadata (labels and annotations only)
-// and spec; why not, naming the field.
 std::optional<std::string> parse_template(const std::string& template_json, Document& d) {
   if (d.Parse(template_json.data(), template_json.size()).HasParseError() || !d.IsObject())
     return std::string{"expected a pod template: a map with metadata and spec"};
@@ -407,20 +324,17 @@ std::string runner_pod_from_template(const std::string& template_json, const run
     set_member(spec, "priorityClassName", str(s.runner_priority_class, a), a);
   if (s.active_deadline_seconds > 0 && !spec.HasMember("activeDeadlineSeconds"))
     spec.AddMember("activeDeadlineSeconds", Value{s.active_deadline_seconds}, a);
-  const bool hook = hook_mode(s) && !s.hook_template_configmap.empty();
-  const bool work = s.mode == runner_spec::container_mode::kubernetes;
-  if ((hook || work) && !(spec.HasMember("volumes") && spec["volumes"].IsArray()))
-    set_member(spec, "volumes", Value{rapidjson::kArrayType}, a);  // before walking the containers: no member moves under them
+  // Before walking the containers, the lists the mode's parts go into: no member moves under them.
+  if (s.mode != runner_spec::container_mode::none && !(spec.HasMember("volumes") && spec["volumes"].IsArray()))
+    set_member(spec, "volumes", Value{rapidjson::kArrayType}, a);
+  if (workflow_in_runner_pod(s) && !(spec.HasMember("initContainers") && spec["initContainers"].IsArray()))
+    set_member(spec, "initContainers", Value{rapidjson::kArrayType}, a);
   if (spec.HasMember("containers") && spec["containers"].IsArray())
     for (auto& c : spec["containers"].GetArray())
       if (named(c, "runner")) {
         add_jit_env(c, name, a);
-        add_mode_env(c, s, a);
         add_slot(c, s.slot_resource, a);
-        if (hook)
-          add_hook_volume(spec, c, s.hook_template_configmap, a);
-        if (work)
-          add_work_volume(spec, c, s, a);
+        add_mode_parts(spec, c, s, a);
       }
   pod.AddMember("spec", spec, a);
 

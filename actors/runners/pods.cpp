@@ -153,6 +153,47 @@ std::string work_volume_object(const runner_spec& s) {
   return w.take();
 }
 
+std::string dind_parts(const runner_spec& s) {
+  runtime::json_writer w;
+  auto mount = [&w](const char* name, const char* path) { w.begin_object().field("name", name).field("mountPath", path).end_object(); };
+  w.begin_object().key("env").begin_array();
+  env_value(w, "DOCKER_HOST", "unix:///var/run/docker.sock");
+  env_value(w, "RUNNER_WAIT_FOR_DOCKER_IN_SECONDS", "120");
+  w.end_array().key("mounts").begin_array();
+  mount(work_volume, work_mount_path);
+  mount("dind-sock", "/var/run");
+  w.end_array().key("init").begin_array();
+  w.begin_object().field("name", "init-dind-externals").field("image", s.runner_image);
+  w.key("command").strings(std::vector<std::string>{"cp"});
+  w.key("args").strings(std::vector<std::string>{"-r", "/home/runner/externals/.", "/home/runner/tmpDir/"});
+  w.key("volumeMounts").begin_array();
+  mount("dind-externals", "/home/runner/tmpDir");
+  w.end_array().end_object();
+  w.begin_object().field("name", "dind").field("image", "docker:dind");
+  w.key("args").strings(std::vector<std::string>{"dockerd", "--host=unix:///var/run/docker.sock", "--group=$(DOCKER_GROUP_GID)"});
+  w.key("env").begin_array();
+  env_value(w, "DOCKER_GROUP_GID", "123");
+  w.end_array();
+  w.key("securityContext").begin_object().field("privileged", true).end_object();
+  w.field("restartPolicy", "Always");
+  w.key("startupProbe").begin_object().key("exec").begin_object().key("command").strings(std::vector<std::string>{"docker", "info"});
+  w.end_object().field("initialDelaySeconds", 0).field("failureThreshold", 24).field("periodSeconds", 5).end_object();
+  if (!s.dind_cpu.empty() || !s.dind_memory.empty()) {
+    w.key("resources");
+    resources(w, s.dind_cpu, s.dind_memory, {});
+  }
+  w.key("volumeMounts").begin_array();
+  mount(work_volume, work_mount_path);
+  mount("dind-sock", "/var/run");
+  mount("dind-externals", "/home/runner/externals");
+  w.end_array().end_object();
+  w.end_array().key("volumes").begin_array();
+  for (const char* v : {"dind-sock", "dind-externals", work_volume})
+    w.begin_object().field("name", v).key("emptyDir").begin_object().end_object().end_object();
+  w.end_array().end_object();
+  return w.take();
+}
+
 }  // namespace json
 
 std::string runner_pod(const runner_spec& s, const std::string& name, int64_t runner_id, std::string_view scope,
@@ -211,7 +252,7 @@ std::string runner_pod(const runner_spec& s, const std::string& name, int64_t ru
     w.end_array();
   }
   w.end_object().end_object();  // spec, the pod
-  return w.take();
+  return workflow_in_runner_pod(s) ? with_dind(w.take(), s) : w.take();
 }
 
 std::string hook_template(const runner_spec& s, const std::string& priority_class, const std::string& cpu, const std::string& memory,

@@ -68,7 +68,10 @@ struct runner_spec {
   // the workflow pod's init container, REQUIRE_JOB_CONTAINER); kubernetes what the k8s hook reads
   // (its pod's name, the hook, REQUIRE_JOB_CONTAINER, USE_KUBE_SCHEDULER) and the `work` volume it
   // shares with the workflow pod (work_volume_claim); none gives nothing.
-  enum class container_mode { none, kubernetes_novolume, kubernetes } mode = container_mode::none;
+  // dind: ARC's docker-in-docker sidecar; the job's containers run in the runner pod (pod_modes.cpp).
+  enum class container_mode { none, kubernetes_novolume, kubernetes, dind } mode = container_mode::none;
+  // dind: what the sidecar requests (the scale set's workflowResources: the job's room); "" none.
+  std::string dind_cpu, dind_memory;
   // A hook mode: the ConfigMap holding the hook template (hook_template()), mounted read-only and
   // named by ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE; "" none.
   std::string hook_template_configmap;
@@ -101,10 +104,18 @@ inline constexpr const char* novolume_hook = "/home/runner/k8s-novolume/index.js
 inline constexpr const char* kubernetes_hook = "/home/runner/k8s/index.js";
 inline constexpr const char* work_mount_path = "/home/runner/_work";
 // Whether the runner's hook makes a workflow pod (a hook template is then mounted).
-inline bool hook_mode(const runner_spec& s) { return s.mode != runner_spec::container_mode::none; }
+inline bool hook_mode(const runner_spec& s) {
+  return s.mode == runner_spec::container_mode::kubernetes_novolume || s.mode == runner_spec::container_mode::kubernetes;
+}
+// dind: the job's containers run in the runner pod (its dind sidecar holds the workflow's room), so
+// a runner pod takes the whole room of its pair, and no workflow pod comes.
+inline bool workflow_in_runner_pod(const runner_spec& s) { return s.mode == runner_spec::container_mode::dind; }
 // kubernetes mode pins the workflow pod to its runner's node (the hook's required node affinity: the
-// `work` volume is ReadWriteOnce): a pair's two placeholders are kept on one node.
-inline bool same_node_pairs(const runner_spec& s) { return s.mode == runner_spec::container_mode::kubernetes; }
+// `work` volume is ReadWriteOnce), and a dind runner pod needs both rooms on its node: a pair's two
+// placeholders are kept on one node.
+inline bool same_node_pairs(const runner_spec& s) {
+  return s.mode == runner_spec::container_mode::kubernetes || workflow_in_runner_pod(s);
+}
 
 // The hook template: a PodTemplateSpec the hook merges into every workflow pod it makes
 // (runner-container-hooks: spec keys replace the hook's, `$job` patches the job container). It gives
@@ -180,6 +191,11 @@ runner_template_result read_runner_template(const std::string& template_json);
 // as runner_pod gives them.
 std::string runner_pod_from_template(const std::string& template_json, const runner_spec& s, const std::string& pool,
                                      const std::string& name, int64_t runner_id, std::string_view scope = {});
+// dind: the path of a container or init container of the template that dind's parts would name
+// again (`dind`, `init-dind-externals`: "spec.initContainers[0]"), or nullopt.
+std::optional<std::string> dind_name_clash(const std::string& template_json);
+// A short-form runner pod (runner_pod's JSON) with dind's parts added (pod_modes.cpp).
+std::string with_dind(const std::string& pod_json, const runner_spec& s);
 
 // Pieces of a pod object, for the other pods a mode makes beside its runners: each writes one
 // value (placement: two fields) where the writer stands.
@@ -205,6 +221,9 @@ inline constexpr const char* hook_volume = "headroom-hook-template";
 // <pod>-work), and that volume as an ephemeral one of s.work_volume_claim, as a JSON object.
 inline constexpr const char* work_volume = "work";
 std::string work_volume_object(const runner_spec& s);
+// dind's parts, as ARC's chart renders them, with the sidecar's requests (dind_cpu, dind_memory):
+// {"env":[…],"mounts":[…],"init":[init-dind-externals, dind],"volumes":[dind-sock, dind-externals, work]}
+std::string dind_parts(const runner_spec& s);
 // {"requests":…,"limits":…}; `slot`, when given, is one of that extended resource.
 void resources(runtime::json_writer& w, const std::string& cpu, const std::string& memory,
                const k8s::string_pairs& more, const std::string& slot = {});

@@ -94,6 +94,10 @@ std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, 
   if (auto e = apply_runner(c.runner, at + ".runner", s, s.runner_requests))
     return *e;
   s.arc_labels = true;
+  if (actors::runners::workflow_in_runner_pod(s)) {  // the dind sidecar holds the job's room
+    s.dind_cpu = c.capacity_aware.workflow_cpu;
+    s.dind_memory = c.capacity_aware.workflow_memory;
+  }
   // The workflow pod's hook template (a ConfigMap per scale set, written by its capacity monitor).
   if (actors::runners::hook_mode(s) && s.standalone)
     s.hook_template_configmap = c.name + "-hook-template";

@@ -148,12 +148,14 @@ void read_runner(const YAML::Node& node, const std::string& where, runner_sectio
   if (auto v = rs.read_string("serviceAccountName"))
     out.service_account = *v;
   if (auto v = rs.read_string("containerMode")) {
-    if (*v == "dind")
-      config_fail(rs.path("containerMode"), "'dind' is not supported yet: use kubernetes-novolume, kubernetes or none");
-    if (*v != "kubernetes-novolume" && *v != "kubernetes" && *v != "none")
-      config_fail(rs.path("containerMode"), "expected kubernetes-novolume, kubernetes or none, found '" + *v + "'");
+    if (*v != "kubernetes-novolume" && *v != "kubernetes" && *v != "dind" && *v != "none")
+      config_fail(rs.path("containerMode"), "expected kubernetes-novolume, kubernetes, dind or none, found '" + *v + "'");
     out.container_mode = *v;
   }
+  if (out.container_mode == "dind" && !out.template_json.empty())
+    if (auto clash = actors::runners::dind_name_clash(out.template_json))
+      config_fail(rs.path("template") + "." + *clash, "containerMode dind makes this container, as ARC's chart does: leave it out, "
+                                                     "or write the whole pod with containerMode none");
   runtime::describe_config_key(rs.path("workVolumeClaim"), {"claim-spec", "", "", ""});
   if (auto c = rs.get("workVolumeClaim")) {
     if (out.container_mode != "kubernetes")

@@ -77,6 +77,7 @@ std::optional<std::string> apply_runner(const runner_section& r, const std::stri
   using mode = actors::runners::runner_spec::container_mode;
   s.mode = r.container_mode == "kubernetes-novolume" ? mode::kubernetes_novolume
            : r.container_mode == "kubernetes"        ? mode::kubernetes
+           : r.container_mode == "dind"              ? mode::dind
                                                      : mode::none;
   s.work_volume_claim = r.work_volume_claim;
   return std::nullopt;

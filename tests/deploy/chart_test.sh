@@ -278,8 +278,23 @@ refuse "inline credentials" "githubConfigSecret: credentials inline" arc/inline=
 sed 's#ghes.example.com/acme#github.com/other#' "$src/tests/deploy/arc/gpu-values.yaml" >"$work/other.yaml"
 refuse "two GitHub URLs" "githubConfigUrl: differs from arc-runners/linux" \
   arc-runners/linux="$src/tests/deploy/arc/linux-values.yaml" arc-gpu/gpu="$work/other.yaml"
+# dind is carried over (ARC's sidecar, made by headroom); its runners get no chart account (ARC's
+# dind runners run with no API permission).
 printf 'containerMode: {type: dind}\n' | cat "$src/tests/deploy/arc/gpu-values.yaml" - >"$work/dind.yaml"
-refuse "a container mode" "mode: arc" arc-gpu/gpu="$work/dind.yaml"
+"$migrate" arc-gpu/gpu="$work/dind.yaml" >"$work/dind-out.yaml" 2>"$work/dind.log" || { cat "$work/dind.log"; fail "migrate-from-arc dind"; }
+grep -q 'containerMode: dind' "$work/dind-out.yaml" || { cat "$work/dind-out.yaml"; fail "dind not carried over"; }
+"$helm" template hr "$chart" -f "$work/dind-out.yaml" >"$work/dind-rendered.yaml" || fail "helm template of the dind values"
+python3 -c 'import sys, yaml
+docs = [d for d in yaml.safe_load_all(open(sys.argv[1])) if d]
+assert not [d for d in docs if d["kind"] == "ServiceAccount" and d["metadata"]["name"] == "hr-headroom-runner"]' "$work/dind-rendered.yaml" ||
+  fail "a runner ServiceAccount for dind runners, which need no API access"
+python3 -c 'import sys, yaml
+cm = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "ConfigMap")
+open(sys.argv[2], "w").write(cm["data"]["headroom.yaml"])' "$work/dind-rendered.yaml" "$work/dind-headroom.yaml"
+"$bin" check-config "$work/dind-headroom.yaml" >"$work/dind-check.log" 2>&1 ||
+  { cat "$work/dind-check.log"; fail "headroom check-config refuses the dind values"; }
+printf 'containerMode: {type: docker}\n' | cat "$src/tests/deploy/arc/gpu-values.yaml" - >"$work/docker.yaml"
+refuse "an unknown container mode" "ARC's chart knows none" arc-gpu/gpu="$work/docker.yaml"
 printf 'scaleSetLabels: [""]\n' | cat "$src/tests/deploy/arc/gpu-values.yaml" - >"$work/empty-label.yaml"
 refuse "an empty scale-set label" "scaleSetLabels: a list of non-empty strings" arc-gpu/gpu="$work/empty-label.yaml"
 # kubernetes-novolume is carried over (the runner's hook makes the workflow pod from headroom's

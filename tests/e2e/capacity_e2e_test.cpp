@@ -698,27 +698,12 @@ TEST(capacity_e2e, capacity_kubernetes_mode_shares_the_runners_node_and_volume) 
   int64_t set = 0;
   ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
   ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2; }, 120s)) << w.headroom->log();
-  // Every placed pair on one node: slot -> the nodes its Running placeholders are on.
-  auto split_pairs = [&] {
-    auto r = e.c->kubectl({"-n", sc.name, "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder)", "-o",
-                           "jsonpath={range .items[?(@.status.phase==\"Running\")]}{.metadata.labels.headroom\\.dev/slot} "
-                           "{.spec.nodeName}{\"\\n\"}{end}"});
-    std::map<std::string, std::set<std::string>> nodes;
-    std::istringstream in{r.out};
-    for (std::string slot, node; in >> slot >> node;)
-      nodes[slot].insert(node);
-    std::string split;
-    for (const auto& [slot, on] : nodes)
-      if (on.size() > 1)
-        split += slot + " ";
-    return std::make_pair(nodes.size(), split);
-  };
-  const auto [pairs, split] = split_pairs();
+  const auto [pairs, split] = w.split_pairs();
   EXPECT_GE(pairs, 2u);
   EXPECT_EQ(split, "") << "pairs whose placeholders are on two nodes";
   w.post_jobs(6);
   ASSERT_TRUE(eventually([&] {
-    EXPECT_EQ(split_pairs().second, "") << "pairs whose placeholders are on two nodes, mid-burst";
+    EXPECT_EQ(w.split_pairs().second, "") << "pairs whose placeholders are on two nodes, mid-burst";
     return w.job_states()["completed"] == 6;
   }, 300s)) << "completed " << w.job_states()["completed"] << "\n" << w.sim->log() << w.headroom->log();
   const auto done = w.outcomes();
@@ -731,6 +716,46 @@ TEST(capacity_e2e, capacity_kubernetes_mode_shares_the_runners_node_and_volume) 
   simdjson::dom::parser p;
   const int64_t volumes = p.parse(testpeer::http_call(w.sim->ready("http") + "/state").body)["volumesProvisioned"].get_int64().value_unsafe();
   EXPECT_GE(volumes, 6) << "a work volume per runner pod, provisioned on the node the scheduler picked";
+  EXPECT_GT(audited(w, set), 0);
+}
+
+// containerMode dind, as ARC renders it: the job's containers run in the runner pod, through its
+// dind sidecar (the simulator's runner finds the Docker daemon only where ARC's chart puts it: a
+// privileged sidecar running dockerd, sharing the socket's volume). The sidecar requests the
+// workflow's room, so a runner pod needs its whole pair: both placeholders share a node, and a
+// runner taking them ends the pair's hand-off at once (no workflow pod comes to take the rest).
+TEST(capacity_e2e, capacity_dind_mode_runner_pods_hold_their_whole_pair) {
+  REQUIRE_ENV(e);
+  scenario sc{"capacity-dind", 4, 2, "2m", "3s"};
+  sc.container_mode = "dind";
+  world w{e, sc};
+  REQUIRE_WORLD(w);
+  w.start();
+  int64_t set = 0;
+  ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
+  ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2; }, 120s)) << w.headroom->log();
+  const auto [pairs, split] = w.split_pairs();
+  EXPECT_GE(pairs, 2u);
+  EXPECT_EQ(split, "") << "pairs whose placeholders are on two nodes";
+  w.post_jobs(6);
+  std::string sidecar_cpu;  // what a runner pod's dind sidecar requests, seen while runners live
+  ASSERT_TRUE(eventually([&] {
+    EXPECT_EQ(w.split_pairs().second, "") << "pairs whose placeholders are on two nodes, mid-burst";
+    if (sidecar_cpu.empty())
+      sidecar_cpu = e.c->kubectl({"-n", sc.name, "get", "pods", "-l", "headroom.dev/role=runner", "-o",
+                                  "jsonpath={.items[0].spec.initContainers[?(@.name==\"dind\")].resources.requests.cpu}"}).out;
+    return w.job_states()["completed"] == 6;
+  }, 300s)) << "completed " << w.job_states()["completed"] << "\n" << w.sim->log() << w.headroom->log();
+  EXPECT_EQ(sidecar_cpu, "500m") << "the dind sidecar requests workflowResources: the runner pod holds the job's room";
+  const auto done = w.outcomes();
+  EXPECT_EQ(done.errors, "");
+  EXPECT_EQ(done.dind, 6) << "every job through its runner pod's Docker daemon";
+  EXPECT_EQ(done.hook, 0);
+  // No workflow placeholder is left holding room for a workflow pod that will not come.
+  EXPECT_TRUE(eventually([&] { return w.placeholder_pods() == 2 * w.ready_pairs() && w.ready_pairs() == 2; }, 120s))
+      << w.placeholder_pods() << " placeholder pods, " << w.ready_pairs() << " placed pairs\n" << w.headroom->log();
+  EXPECT_EQ(w.headroom->full_log().find("the workflow placeholder holds on"), std::string::npos)
+      << "dind: no pair keeps its workflow placeholder once a runner took it";
   EXPECT_GT(audited(w, set), 0);
 }
 

@@ -262,8 +262,10 @@ inline std::string config_for(const env& e, const scenario& s, const std::string
                     "              env: [{name: E2E_TEMPLATE, value: \"1\"}]\n"
                     "              resources: {requests: {cpu: 500m, memory: 512Mi}, limits: {memory: 1Gi}}\n"
                     "            - {name: sidecar, image: sidecar:e2e}\n"
-              : "\n    runner:\n      image: runner:e2e\n      resources: {cpu: 500m, memory: 512Mi}\n      serviceAccountName: " +
-                    runner_account(s) + "\n      nodeSelector: {" + s.node_selector + "}\n      tolerations: [" + s.tolerations + "]\n") +
+              : "\n    runner:\n      image: runner:e2e\n      resources: {cpu: 500m, memory: 512Mi}\n" +
+                    // dind runners need no API access (ARC's no-permission account): the chart makes none
+                    (s.container_mode == "dind" ? std::string{} : "      serviceAccountName: " + runner_account(s) + "\n") +
+                    "      nodeSelector: {" + s.node_selector + "}\n      tolerations: [" + s.tolerations + "]\n") +
          (s.container_mode.empty() ? std::string{} : "      containerMode: " + s.container_mode + "\n") +
          (s.container_mode != "kubernetes" ? std::string{}
                                            : "      workVolumeClaim: {accessModes: [ReadWriteOnce], storageClassName: e2e-work, "
@@ -426,6 +428,22 @@ struct world {
         ++per_slot[slot];
     return static_cast<int>(std::count_if(per_slot.begin(), per_slot.end(), [](const auto& p) { return p.second == 2; }));
   }
+  // The placed pairs (slots with a Running placeholder) and those whose placeholders are on two
+  // nodes ("slot slot …"), for the modes that keep a pair on one node.
+  std::pair<size_t, std::string> split_pairs() const {
+    auto r = e.c->kubectl({"-n", s.name, "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder)", "-o",
+                           "jsonpath={range .items[?(@.status.phase==\"Running\")]}{.metadata.labels.headroom\\.dev/slot} "
+                           "{.spec.nodeName}{\"\\n\"}{end}"});
+    std::map<std::string, std::set<std::string>> nodes;
+    std::istringstream in{r.out};
+    for (std::string slot, node; in >> slot >> node;)
+      nodes[slot].insert(node);
+    std::string split;
+    for (const auto& [slot, on] : nodes)
+      if (on.size() > 1)
+        split += slot + " ";
+    return {nodes.size(), split};
+  }
   int placeholder_pods() const {
     auto r = e.c->kubectl({"-n", s.name, "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder)",
                            "-o", "name"});
@@ -437,6 +455,7 @@ struct world {
   // failed, with the reasons a runner's log would give.
   struct runner_outcomes {
     int hook = 0, in_runner = 0;
+    int dind = 0;  // in the runner container, the job's containers through the pod's Docker daemon
     std::string errors;
     int workflow_elsewhere = 0;  // workflow pods Running on another node than their runner pod's
     double slowest_workflow_s = 0;  // the longest from a workflow pod's create to its Running
@@ -454,6 +473,9 @@ struct world {
                       e.c->kubectl({"-n", s.name, "get", "events", "--field-selector", "involvedObject.name=" + pod}).out;
       }
       std::string_view node, wf_node, running;
+      bool dind = false;
+      if (r["dind"].get(dind) == simdjson::SUCCESS && dind)
+        ++out.dind;
       if (r["inRunner"].get(in_runner) == simdjson::SUCCESS && in_runner)
         ++out.in_runner;
       else if (r["workflowCreatedAt"].get(created) == simdjson::SUCCESS && created.rfind("0001-", 0) != 0)

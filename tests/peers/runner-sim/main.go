@@ -63,6 +63,7 @@ type runnerRecord struct {
 	Node            string    `json:"node"`                   // the runner pod's
 	WorkflowNode    string    `json:"workflowNode,omitempty"` // the workflow pod's, once Running
 	InRunner        bool      `json:"inRunner,omitempty"`     // no container hook: the job ran in the runner container
+	Dind            bool      `json:"dind,omitempty"`         // … with its containers in the pod's Docker daemon
 	Finished        time.Time `json:"finishedAt"`
 	Error           string    `json:"error,omitempty"`
 }
@@ -236,7 +237,18 @@ func (s *sim) run(ctx context.Context, pod *corev1.Pod, rec *runnerRecord) {
 	result := "succeeded"
 	switch hook := view.env["ACTIONS_RUNNER_CONTAINER_HOOKS"]; hook {
 	case "":
-		// No container hook: the job runs in the runner container.
+		// No container hook: the job runs in the runner container, its containers (if any) through
+		// the Docker daemon DOCKER_HOST names (dind.go).
+		if host := view.env["DOCKER_HOST"]; host != "" {
+			if err := dockerDaemon(pod, view, host); err != nil {
+				fail("%v", err)
+				result = "failed"
+				break
+			}
+			s.mu.Lock()
+			rec.Dind = true
+			s.mu.Unlock()
+		}
 		s.mu.Lock()
 		rec.InRunner = true
 		rec.WorkflowRunning = time.Now()

@@ -92,9 +92,9 @@ scaleSets:
 }
 
 // #54: a scale set's runner runs container jobs through the k8s-novolume hook unless told `none`;
-// the scheduler's runners default to none; kubernetes needs its work volume's claim. dind (not run
-// yet), a claim the API server would refuse, and a hook template that is not one, are refused
-// naming the key.
+// the scheduler's runners default to none; kubernetes needs its work volume's claim. A dind template
+// with its own `dind` container, a claim the API server would refuse, and a hook template that is
+// not one, are refused naming the key.
 TEST(capacity_config, the_container_mode_and_the_users_hook_template_are_read_and_checked) {
   auto r = parse_config_yaml("github: {configUrl: x}\nscaleSets: [{name: a}, {name: b, runner: {containerMode: none, "
                              "hookTemplate: {spec: {containers: [{name: $job, env: [{name: X, value: \"1\"}]}]}}}}]");
@@ -107,10 +107,14 @@ TEST(capacity_config, the_container_mode_and_the_users_hook_template_are_read_an
     auto r = parse_config_yaml("github: {configUrl: x}\nscaleSets: [{name: a, runner: " + runner + "}]");
     return std::holds_alternative<runtime::config_error>(r) ? std::get<runtime::config_error>(r).message() : std::string{};
   };
-  EXPECT_NE(error_of("{containerMode: dind}").find("scaleSets[0].runner.containerMode: 'dind' is not supported yet"), std::string::npos);
+  EXPECT_EQ(error_of("{containerMode: dind}"), "");
+  EXPECT_NE(error_of("{containerMode: dind, template: {spec: {containers: [{name: runner, image: r, resources: {requests: "
+                     "{cpu: 1, memory: 1Gi}}}, {name: dind, image: docker:dind}]}}}")
+                .find("scaleSets[0].runner.template.spec.containers[1]: containerMode dind makes this container"),
+            std::string::npos);
   EXPECT_NE(error_of("{containerMode: kubernetes}").find("scaleSets[0].runner.workVolumeClaim: required with containerMode kubernetes"),
             std::string::npos);
-  EXPECT_NE(error_of("{containerMode: docker}").find("expected kubernetes-novolume, kubernetes or none"), std::string::npos);
+  EXPECT_NE(error_of("{containerMode: docker}").find("expected kubernetes-novolume, kubernetes, dind or none"), std::string::npos);
   // kubernetes: the work volume's claim, checked for what the API server would refuse in every pod.
   EXPECT_NE(error_of("{workVolumeClaim: {accessModes: [ReadWriteOnce]}}").find("only with containerMode kubernetes"), std::string::npos);
   EXPECT_NE(error_of("{containerMode: kubernetes, workVolumeClaim: {resources: {requests: {storage: 1Gi}}}}")

@@ -81,7 +81,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- /* The ServiceAccount runner pods run as when the config names none: the container hook's. */ -}}
 {{- define "headroom.runnerServiceAccount" -}}{{ printf "%s-runner" (include "headroom.fullname" .) | trunc 63 | trimSuffix "-" }}{{- end -}}
 {{- /* "true" when a scale set's runner (its `runner:` map) makes workflow pods through the hook and names no ServiceAccount (beside its image, or in its pod template). */ -}}
-{{- define "headroom.runnerUsesChartAccount" -}}{{ if and (ne (default "kubernetes-novolume" .containerMode) "none") (not .serviceAccountName) (not (and .template (default dict .template.spec).serviceAccountName)) }}true{{ end }}{{- end -}}
+{{- define "headroom.runnerUsesChartAccount" -}}{{ if and (ne (default "kubernetes-novolume" .containerMode) "none") (ne (default "kubernetes-novolume" .containerMode) "dind") (not .serviceAccountName) (not (and .template (default dict .template.spec).serviceAccountName)) }}true{{ end }}{{- end -}}
 
 {{- define "headroom.gatesEnabled" -}}{{ if and .Values.config.gates .Values.config.gates.enabled }}true{{ end }}{{- end -}}
 {{- define "headroom.bigfleetEnabled" -}}{{ if and .Values.config.bigfleet .Values.config.bigfleet.enabled }}true{{ end }}{{- end -}}

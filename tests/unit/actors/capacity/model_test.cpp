@@ -366,6 +366,101 @@ TEST(capacity_model, a_users_hook_template_is_merged_under_headroom_s) {
             "spec.containers[0].name: expected a string ($job patches the job container)");
 }
 
+// #54: containerMode dind, field by field as ARC's chart renders it (gha-runner-scale-set 0.14.2,
+// _helpers.tpl dind-init-container, dind-container, dind-runner-container, dind-volume,
+// dind-work-volume; autoscalingrunnerset.yaml on Kubernetes >= 1.29: the sidecar as an init
+// container), for the short form and a template; headroom adds only the sidecar's requests (the
+// job's room). No hook, no hook template; a pair's placeholders share a node (the runner pod needs
+// both rooms there).
+TEST(capacity_model, dind_mode_renders_arcs_sidecar_and_holds_the_jobs_room) {
+  modes::scale_sets::scale_set_section c;
+  c.name = "linux";
+  c.ns = "runners";
+  c.runner.container_mode = "dind";
+  c.capacity_aware.workflow_cpu = "3";
+  c.capacity_aware.workflow_memory = "6Gi";
+  c.runner.template_json = R"({"spec":{"initContainers":[{"name":"setup","image":"busybox"}],)"
+                           R"("volumes":[{"name":"work","hostPath":{"path":"/mnt/fast"}}],)"
+                           R"("containers":[{"name":"runner","image":"r:1","env":[{"name":"DOCKER_HOST","value":"tcp://localhost:2375"}],)"
+                           R"("resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}})";
+  auto facts = runners::read_runner_template(c.runner.template_json);
+  ASSERT_TRUE(facts.facts) << facts.error;
+  c.runner.template_facts = facts.facts;
+  const auto made = modes::scale_sets::make_spec(c, 0);
+  ASSERT_TRUE(std::holds_alternative<scale_set_spec>(made)) << std::get<std::string>(made);
+  const auto& s = std::get<scale_set_spec>(made);
+  EXPECT_EQ(s.hook_template_configmap, "") << "no hook in dind mode";
+  EXPECT_TRUE(runners::same_node_pairs(s));
+  for (const bool from_template : {true, false}) {
+    auto ss = s;
+    if (!from_template)
+      ss.runner_template.clear();
+    simdjson::dom::parser parser;
+    const std::string body = runner_pod(ss, "linux-runner-1", 77);
+    const auto pod = parser.parse(body);
+    ASSERT_EQ(pod.error(), simdjson::SUCCESS) << body;
+    SCOPED_TRACE(from_template ? "template" : "short form");
+    auto strings = [](auto a) {
+      std::vector<std::string> out;
+      for (auto v : a.get_array())
+        out.emplace_back(std::string_view(v));
+      return out;
+    };
+    auto mounts_of = [](auto c) {
+      std::map<std::string, std::string> out;
+      for (auto m : c["volumeMounts"].get_array())
+        out[std::string{std::string_view(m["name"])}] = std::string{std::string_view(m["mountPath"])};
+      return out;
+    };
+    using mounts = std::map<std::string, std::string>;
+    auto init = pod["spec"]["initContainers"];
+    ASSERT_EQ(init.get_array().size(), from_template ? 3u : 2u) << body;
+    auto externals = init.at(0);
+    EXPECT_EQ(std::string_view(externals["name"]), "init-dind-externals");
+    EXPECT_EQ(std::string_view(externals["image"]), "r:1") << "the runner image";
+    EXPECT_EQ(strings(externals["command"]), (std::vector<std::string>{"cp"}));
+    EXPECT_EQ(strings(externals["args"]), (std::vector<std::string>{"-r", "/home/runner/externals/.", "/home/runner/tmpDir/"}));
+    EXPECT_EQ(mounts_of(externals), (mounts{{"dind-externals", "/home/runner/tmpDir"}}));
+    auto dind = init.at(1);
+    EXPECT_EQ(std::string_view(dind["name"]), "dind");
+    EXPECT_EQ(std::string_view(dind["image"]), "docker:dind");
+    EXPECT_EQ(strings(dind["args"]),
+              (std::vector<std::string>{"dockerd", "--host=unix:///var/run/docker.sock", "--group=$(DOCKER_GROUP_GID)"}));
+    EXPECT_EQ(std::string_view(dind["env"].at(0)["name"]), "DOCKER_GROUP_GID");
+    EXPECT_EQ(std::string_view(dind["env"].at(0)["value"]), "123");
+    EXPECT_TRUE(bool(dind["securityContext"]["privileged"]));
+    EXPECT_EQ(std::string_view(dind["restartPolicy"]), "Always") << "a sidecar (Kubernetes >= 1.29)";
+    EXPECT_EQ(strings(dind["startupProbe"]["exec"]["command"]), (std::vector<std::string>{"docker", "info"}));
+    EXPECT_EQ(int64_t(dind["startupProbe"]["failureThreshold"]), 24);
+    EXPECT_EQ(int64_t(dind["startupProbe"]["periodSeconds"]), 5);
+    EXPECT_EQ(int64_t(dind["startupProbe"]["initialDelaySeconds"]), 0);
+    EXPECT_EQ(mounts_of(dind),
+              (mounts{{"work", "/home/runner/_work"}, {"dind-sock", "/var/run"}, {"dind-externals", "/home/runner/externals"}}));
+    EXPECT_EQ(std::string_view(dind["resources"]["requests"]["cpu"]), "3") << "headroom's: the job's room";
+    EXPECT_EQ(std::string_view(dind["resources"]["requests"]["memory"]), "6Gi");
+    if (from_template) {
+      EXPECT_EQ(std::string_view(init.at(2)["name"]), "setup") << "the template's own init containers after ARC's";
+    }
+    auto runner = pod["spec"]["containers"].at(0);
+    std::map<std::string, std::string> env;
+    for (auto e : runner["env"].get_array()) {
+      std::string_view value;
+      env[std::string{std::string_view(e["name"])}] = e["value"].get(value) == simdjson::SUCCESS ? std::string{value} : "(from)";
+    }
+    EXPECT_EQ(env["DOCKER_HOST"], from_template ? "tcp://localhost:2375" : "unix:///var/run/docker.sock") << "the user's stays";
+    EXPECT_EQ(env["RUNNER_WAIT_FOR_DOCKER_IN_SECONDS"], "120");
+    EXPECT_EQ(env.count("ACTIONS_RUNNER_CONTAINER_HOOKS"), 0u);
+    EXPECT_EQ(env.count("ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER"), 0u);
+    EXPECT_EQ(mounts_of(runner), (mounts{{"work", "/home/runner/_work"}, {"dind-sock", "/var/run"}}));
+    std::map<std::string, std::string> volumes;
+    for (auto v : pod["spec"]["volumes"].get_array())
+      volumes[std::string{std::string_view(v["name"])}] = v["hostPath"].error() == simdjson::SUCCESS ? "hostPath" : "emptyDir";
+    EXPECT_EQ(volumes, (mounts{{"dind-sock", "emptyDir"}, {"dind-externals", "emptyDir"},
+                               {"work", from_template ? "hostPath" : "emptyDir"}}))
+        << "a work volume of the template's stays";
+  }
+}
+
 TEST(capacity_model, slot_ids_are_distinct) {
   std::set<std::string> ids;
   for (int i = 0; i < 1000; ++i)
