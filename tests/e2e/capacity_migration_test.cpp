@@ -4,8 +4,8 @@
 //
 // The ARC release is what a GitHub Enterprise Server user has: the server behind TLS from a private
 // CA (githubServerTLS from a ConfigMap), reached only through an HTTP proxy (a real one, Debian's
-// tinyproxy), a GitHub App Secret with ARC's key names, and containerMode kubernetes with its work
-// volume claim. The test control plane runs no
+// tinyproxy), a GitHub App Secret with ARC's key names, and two releases: containerMode kubernetes
+// with its work volume claim, and containerMode dind. The test control plane runs no
 // containers, so the installed Deployment's Pod stays Pending (a nodeSelector no node has) and
 // tests/testenv/run-as-pod.py runs its container as the kubelet would: its mounts, its env, its
 // ServiceAccount.
@@ -46,6 +46,10 @@ TEST(capacity_e2e, an_arc_install_translated_by_the_migration_tool_runs_the_burs
   sc.chart_install = true;
   world w{e, sc};
   REQUIRE_WORLD(w);
+  scenario dind_sc{"arc-migrated-dind", 4, 1, "5m", "3s"};
+  dind_sc.chart_install = true;
+  world dind{e, dind_sc};  // the second release's namespace and its runners
+  REQUIRE_WORLD(dind);
   const std::string src = HEADROOM_SOURCE_DIR, hr_ns = "headroom-migrated";
   auto helm = testenv::run_command({src + "/tests/testenv/build-helm.sh"});
   ASSERT_EQ(helm.exit_code, 0) << helm.err;
@@ -74,32 +78,36 @@ TEST(capacity_e2e, an_arc_install_translated_by_the_migration_tool_runs_the_burs
             0);
   ASSERT_EQ(e.c->kubectl({"-n", hr_ns, "create", "configmap", "ghes-ca", "--from-file=ca.crt=" + w.dir + "/ca.crt"}).exit_code, 0);
   const std::string ghes = std::regex_replace(e.peer->https_url(), std::regex{"127\\.0\\.0\\.1"}, "localhost");
+  auto arc_values = [&](const std::string& name, const std::string& mode) {
+    return "githubConfigUrl: " + ghes + "/headroom-org\n" + "githubConfigSecret: arc-github-app\n" +
+           "githubServerTLS:\n  certificateFrom:\n    configMapKeyRef: {name: ghes-ca, key: ca.crt}\n" +
+           "proxy:\n  https: {url: \"http://127.0.0.1:" + std::to_string(proxy_port) + "\"}\n  noProxy: [kubernetes.default.svc]\n" +
+           "minRunners: 1\nmaxRunners: 4\nrunnerScaleSetName: " + name + "\n" +
+           "template:\n  spec:\n    containers:\n      - name: runner\n        image: runner:e2e\n" +
+           "        command: [/home/runner/run.sh]\n        resources: {requests: {cpu: 500m, memory: 512Mi}}\n" + mode +
+           "listenerTemplate:\n  spec:\n    containers: [{name: listener}]\n";
+  };
   std::ofstream(w.dir + "/arc-values.yaml")
-      << "githubConfigUrl: " << ghes << "/headroom-org\n"
-      << "githubConfigSecret: arc-github-app\n"
-      << "githubServerTLS:\n  certificateFrom:\n    configMapKeyRef: {name: ghes-ca, key: ca.crt}\n"
-      << "proxy:\n  https: {url: \"http://127.0.0.1:" << proxy_port << "\"}\n  noProxy: [kubernetes.default.svc]\n"
-      << "minRunners: 1\nmaxRunners: 4\nrunnerScaleSetName: arc-migrated\n"
-      << "template:\n  spec:\n    containers:\n      - name: runner\n        image: runner:e2e\n"
-      << "        command: [/home/runner/run.sh]\n        resources: {requests: {cpu: 500m, memory: 512Mi}}\n"
-      << "containerMode:\n  type: kubernetes\n  kubernetesModeWorkVolumeClaim:\n    accessModes: [\"ReadWriteOnce\"]\n"
-      << "    storageClassName: e2e-work\n    resources: {requests: {storage: 1Gi}}\n"
-      << "listenerTemplate:\n  spec:\n    containers: [{name: listener}]\n";
+      << arc_values("arc-migrated", "containerMode:\n  type: kubernetes\n  kubernetesModeWorkVolumeClaim:\n    accessModes: [\"ReadWriteOnce\"]\n"
+                                    "    storageClassName: e2e-work\n    resources: {requests: {storage: 1Gi}}\n");
+  std::ofstream(w.dir + "/arc-dind-values.yaml") << arc_values("arc-migrated-dind", "containerMode:\n  type: dind\n");
 
   // Translated, then installed as it comes out, with only what this cluster needs on top: the Pod
   // kept off the kwok nodes, fast recomputes for the test, and the ScaleSet CRD the suite's other
   // scenarios share (applied as the chart would; a second release must not own it).
-  auto migrated = testenv::run_command({src + "/scripts/migrate-from-arc", "arc-migrated/arc-migrated=" + w.dir + "/arc-values.yaml"});
+  auto migrated = testenv::run_command({src + "/scripts/migrate-from-arc", "arc-migrated/arc-migrated=" + w.dir + "/arc-values.yaml",
+                                        "arc-migrated-dind/arc-migrated-dind=" + w.dir + "/arc-dind-values.yaml"});
   ASSERT_EQ(migrated.exit_code, 0) << migrated.err;
   EXPECT_NE(migrated.err.find("listenerTemplate: not carried over"), std::string::npos) << migrated.err;
   // What the tool's note asks of the user: the workflow pods' size (the simulator's), added to the
   // translated file by hand as a user would.
   auto values = migrated.out;
   const std::string pool = "    capacityAware:\n      proactiveCapacity: 1\n";
-  const auto at = values.find(pool);
-  ASSERT_NE(at, std::string::npos) << values;
   EXPECT_NE(migrated.err.find("set capacityAware.workflowResources"), std::string::npos) << migrated.err;
-  values.insert(at + pool.size(), "      workflowResources: {cpu: 500m, memory: 512Mi}\n");
+  int scale_sets = 0;
+  for (auto at = values.find(pool); at != std::string::npos; at = values.find(pool, at + pool.size()), ++scale_sets)
+    values.insert(at + pool.size(), "      workflowResources: {cpu: 500m, memory: 512Mi}\n");
+  ASSERT_EQ(scale_sets, 2) << values;
   std::ofstream(w.dir + "/headroom-values.yaml") << values;
   std::ofstream(w.dir + "/test-values.yaml")
       << "replicaCount: 1\nnodeSelector: {headroom.dev/test-no-container-runtime: \"true\"}\ncrds: {scaleSets: false}\n";
@@ -120,13 +128,22 @@ TEST(capacity_e2e, an_arc_install_translated_by_the_migration_tool_runs_the_burs
                                   w.dir + "/pod", HEADROOM_BINARY},
                                  {"PATH=/usr/bin:/bin", "HEADROOM_TESTENV_DIR=" + std::string{std::getenv("HEADROOM_TESTENV_DIR")}}});
 
-  // The burst, as in capacity_warm_pool_and_burst.
-  int64_t set = 0;
-  ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 90s)) << w.headroom->log();
-  ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 1; }, 120s)) << "minRunners 1: one warm pair\n" << w.headroom->log();
+  // The burst, as in capacity_warm_pool_and_burst, on both scale sets at once.
+  int64_t set = 0, dind_set = 0;
+  ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0 && (dind_set = dind.scale_set_id()) != 0; }, 90s))
+      << w.headroom->log();
+  ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 1 && w.latest_capacity(dind_set) == 1; }, 120s))
+      << "minRunners 1: one warm pair each\n" << w.headroom->log();
   w.post_jobs(5);
-  ASSERT_TRUE(eventually([&] { return w.job_states()["completed"] == 5; }, 240s)) << w.headroom->log() << "\n" << w.sim->log();
+  dind.post_jobs(5);
+  ASSERT_TRUE(eventually([&] { return w.job_states()["completed"] == 5 && dind.job_states()["completed"] == 5; }, 240s))
+      << w.headroom->log() << "\n" << w.sim->log() << "\n" << dind.sim->log();
   EXPECT_GT(audited(w, set), 2);
+  EXPECT_GT(audited(dind, dind_set), 2);
+  // ARC's dind mode, translated: every job's containers through its runner pod's dind sidecar.
+  const auto dind_done = dind.outcomes();
+  EXPECT_EQ(dind_done.dind, 5) << dind_done.errors << dind.sim->log();
+  EXPECT_EQ(dind_done.errors, "");
   // #54: ARC's kubernetes mode, translated: every job's workflow pod was made by the runner's k8s
   // hook with the runner pod's token (the chart's runner ServiceAccount and Role, jobs included),
   // from headroom's hook template, on the runner's node with its work claim. (kubernetes-novolume,
