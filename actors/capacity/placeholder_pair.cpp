@@ -279,11 +279,12 @@ void evaluate(pair_self* self) {
       finish(self, state_t::lost, "hand-off over: " + why(1), notice::handoff);
     return;
   }
-  // dind: the runner pod holds the workflow's room itself (its sidecar), so it preempts either
-  // placeholder or both, and no workflow pod will come: the pair's hand-off is over at once.
-  if (runners::workflow_in_runner_pod(st.ctx->spec) && (went[0] || went[1])) {
+  // dind and none: no workflow pod will come (dind's runner pod holds the workflow's room itself,
+  // in its sidecar, so it may preempt either placeholder or both; none runs the job in the runner):
+  // once a runner took the pair, its hand-off is over and the workflow placeholder goes.
+  if (runners::no_workflow_pod(st.ctx->spec) && (went[0] || (went[1] && runners::workflow_in_runner_pod(st.ctx->spec)))) {
     if (runner_took(st, static_cast<std::time_t>(runtime::actor_system_clock{self->clock()}.wall_seconds())))
-      return finish(self, state_t::lost, "hand-off over: a runner pod holds the pair's room (dind)", notice::handoff);
+      return finish(self, state_t::lost, "hand-off over: no workflow pod comes (the job runs in its runner pod)", notice::handoff);
     if (st.undecided++ < 6) {  // the runner pod's binding may trail the victims' deletion
       report(self, state_t::pending);
       self->delayed_send(self, std::chrono::milliseconds(500), look_again{});
@@ -434,15 +435,15 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
           return;
         s.consumed = true;
         s.reported = state_t::consumed;
-        const bool whole = runners::workflow_in_runner_pod(s.ctx->spec);
+        const bool whole = runners::no_workflow_pod(s.ctx->spec);
         runtime::log::info(actor_name,
-                           whole ? "pair handed to a job: its runner pod takes the whole room (dind)"
+                           whole ? "pair handed to a job: no workflow pod comes, both placeholders go"
                                  : "pair handed to a job: the workflow placeholder holds on",
                            {{"scale_set", s.ctx->spec.name}, {"slot", s.slot}});
         k8s::delete_options o;
         o.grace_period_seconds = 0;
         s.ctx->kube->remove(k8s::kinds::pods, s.ctx->spec.ns, s.names[0], o, [](k8s::api_result) {});
-        if (whole)  // dind: the runner pod needs the workflow's room too
+        if (whole)  // dind: the runner pod needs the workflow's room too; none: nothing does
           s.ctx->kube->remove(k8s::kinds::pods, s.ctx->spec.ns, s.names[1], o, [](k8s::api_result) {});
         self->delayed_send(self, s.ctx->spec.placeholder_ready_timeout, handoff_timeout{});
       },

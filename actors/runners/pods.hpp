@@ -110,6 +110,9 @@ inline bool hook_mode(const runner_spec& s) {
 // dind: the job's containers run in the runner pod (its dind sidecar holds the workflow's room), so
 // a runner pod takes the whole room of its pair, and no workflow pod comes.
 inline bool workflow_in_runner_pod(const runner_spec& s) { return s.mode == runner_spec::container_mode::dind; }
+// No workflow pod ever comes (dind; none: the job runs in the runner container): a pair's hand-off
+// is over once a runner took it, and its workflow placeholder has nothing left to hold room for.
+inline bool no_workflow_pod(const runner_spec& s) { return !hook_mode(s); }
 // kubernetes mode pins the workflow pod to its runner's node (the hook's required node affinity: the
 // `work` volume is ReadWriteOnce), and a dind runner pod needs both rooms on its node: a pair's two
 // placeholders are kept on one node.

@@ -719,44 +719,63 @@ TEST(capacity_e2e, capacity_kubernetes_mode_shares_the_runners_node_and_volume) 
   EXPECT_GT(audited(w, set), 0);
 }
 
-// containerMode dind, as ARC renders it: the job's containers run in the runner pod, through its
-// dind sidecar (the simulator's runner finds the Docker daemon only where ARC's chart puts it: a
-// privileged sidecar running dockerd, sharing the socket's volume). The sidecar requests the
-// workflow's room, so a runner pod needs its whole pair: both placeholders share a node, and a
-// runner taking them ends the pair's hand-off at once (no workflow pod comes to take the rest).
-TEST(capacity_e2e, capacity_dind_mode_runner_pods_hold_their_whole_pair) {
-  REQUIRE_ENV(e);
-  scenario sc{"capacity-dind", 4, 2, "2m", "3s"};
-  sc.container_mode = "dind";
+// The container modes where no workflow pod comes: a burst runs to completion with every job in its
+// runner pod, and a runner taking a pair ends the pair's hand-off at once (no workflow placeholder
+// is left holding room for a pod that will not come).
+//   dind, as ARC renders it: the job's containers run through the runner pod's dind sidecar (the
+//     simulator's runner finds the Docker daemon only where ARC's chart puts it: a privileged
+//     sidecar running dockerd, sharing the socket's volume). The sidecar requests the workflow's
+//     room, so a runner pod needs its whole pair: both placeholders share a node.
+//   none: the job runs in the runner container.
+void burst_with_no_workflow_pod(env& e, const std::string& mode) {
+  scenario sc{"capacity-" + mode, 4, 2, "2m", "3s"};
+  sc.container_mode = mode;
   world w{e, sc};
   REQUIRE_WORLD(w);
   w.start();
+  const bool dind = mode == "dind";
   int64_t set = 0;
   ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
   ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2; }, 120s)) << w.headroom->log();
-  const auto [pairs, split] = w.split_pairs();
-  EXPECT_GE(pairs, 2u);
-  EXPECT_EQ(split, "") << "pairs whose placeholders are on two nodes";
+  if (dind) {
+    const auto [pairs, split] = w.split_pairs();
+    EXPECT_GE(pairs, 2u);
+    EXPECT_EQ(split, "") << "pairs whose placeholders are on two nodes";
+  }
   w.post_jobs(6);
   std::string sidecar_cpu;  // what a runner pod's dind sidecar requests, seen while runners live
   ASSERT_TRUE(eventually([&] {
-    EXPECT_EQ(w.split_pairs().second, "") << "pairs whose placeholders are on two nodes, mid-burst";
-    if (sidecar_cpu.empty())
-      sidecar_cpu = e.c->kubectl({"-n", sc.name, "get", "pods", "-l", "headroom.dev/role=runner", "-o",
-                                  "jsonpath={.items[0].spec.initContainers[?(@.name==\"dind\")].resources.requests.cpu}"}).out;
+    if (dind) {
+      EXPECT_EQ(w.split_pairs().second, "") << "pairs whose placeholders are on two nodes, mid-burst";
+      if (sidecar_cpu.empty())
+        sidecar_cpu = e.c->kubectl({"-n", sc.name, "get", "pods", "-l", "headroom.dev/role=runner", "-o",
+                                    "jsonpath={.items[0].spec.initContainers[?(@.name==\"dind\")].resources.requests.cpu}"}).out;
+    }
     return w.job_states()["completed"] == 6;
   }, 300s)) << "completed " << w.job_states()["completed"] << "\n" << w.sim->log() << w.headroom->log();
-  EXPECT_EQ(sidecar_cpu, "500m") << "the dind sidecar requests workflowResources: the runner pod holds the job's room";
+  if (dind) {
+    EXPECT_EQ(sidecar_cpu, "500m") << "the dind sidecar requests workflowResources: the runner pod holds the job's room";
+  }
   const auto done = w.outcomes();
   EXPECT_EQ(done.errors, "");
-  EXPECT_EQ(done.dind, 6) << "every job through its runner pod's Docker daemon";
+  EXPECT_EQ(done.in_runner, 6) << "every job in its runner pod";
+  EXPECT_EQ(done.dind, dind ? 6 : 0) << "dind: every job through its runner pod's Docker daemon";
   EXPECT_EQ(done.hook, 0);
-  // No workflow placeholder is left holding room for a workflow pod that will not come.
   EXPECT_TRUE(eventually([&] { return w.placeholder_pods() == 2 * w.ready_pairs() && w.ready_pairs() == 2; }, 120s))
       << w.placeholder_pods() << " placeholder pods, " << w.ready_pairs() << " placed pairs\n" << w.headroom->log();
   EXPECT_EQ(w.headroom->full_log().find("the workflow placeholder holds on"), std::string::npos)
-      << "dind: no pair keeps its workflow placeholder once a runner took it";
+      << "no pair keeps its workflow placeholder once a runner took it";
   EXPECT_GT(audited(w, set), 0);
+}
+
+TEST(capacity_e2e, capacity_dind_mode_runner_pods_hold_their_whole_pair) {
+  REQUIRE_ENV(e);
+  burst_with_no_workflow_pod(e, "dind");
+}
+
+TEST(capacity_e2e, capacity_none_mode_ends_the_hand_off_when_the_runner_starts) {
+  REQUIRE_ENV(e);
+  burst_with_no_workflow_pod(e, "none");
 }
 
 // arc mode against ARC's 0.14 CRDs (tests/e2e/fixtures, written from ARC's API: the Go module proxy

@@ -263,8 +263,8 @@ inline std::string config_for(const env& e, const scenario& s, const std::string
                     "              resources: {requests: {cpu: 500m, memory: 512Mi}, limits: {memory: 1Gi}}\n"
                     "            - {name: sidecar, image: sidecar:e2e}\n"
               : "\n    runner:\n      image: runner:e2e\n      resources: {cpu: 500m, memory: 512Mi}\n" +
-                    // dind runners need no API access (ARC's no-permission account): the chart makes none
-                    (s.container_mode == "dind" ? std::string{} : "      serviceAccountName: " + runner_account(s) + "\n") +
+                    // dind and none runners need no API access (ARC's no-permission account): the chart makes none
+                    (s.container_mode == "dind" || s.container_mode == "none" ? std::string{} : "      serviceAccountName: " + runner_account(s) + "\n") +
                     "      nodeSelector: {" + s.node_selector + "}\n      tolerations: [" + s.tolerations + "]\n") +
          (s.container_mode.empty() ? std::string{} : "      containerMode: " + s.container_mode + "\n") +
          (s.container_mode != "kubernetes" ? std::string{}

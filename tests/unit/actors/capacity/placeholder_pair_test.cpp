@@ -10,6 +10,7 @@
 #include <simdjson.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 #include <vector>
 
@@ -59,6 +60,8 @@ struct pair_fixture : test_support::actor_fixture {
     ctx->spec.tolerations = {k8s::toleration{"ci", "Exists", "", "NoSchedule", std::nullopt}};
     if (kubernetes_mode)
       ctx->spec.mode = actors::runners::runner_spec::container_mode::kubernetes;
+    if (mode)
+      ctx->spec.mode = *mode;
     owner = sys.spawn(
         [](cap::pair_owner::pointer, std::shared_ptr<std::vector<msg::pair_report>> seen) -> cap::pair_owner::behavior_type {
           return {[seen](msg::pair_report& r) { seen->push_back(std::move(r)); }, [](msg::k8s_event&) {}};
@@ -110,6 +113,16 @@ struct pair_fixture : test_support::actor_fixture {
     sched.run();
   }
 
+  // A runner pod of the scale set, nominated to (or bound on) a node, as the watch shows it.
+  void runner_pod_on(const std::string& name, const std::string& nominated) {
+    const std::string pod = R"({"metadata":{"name":")" + name + R"(","namespace":"arc","uid":"u-)" + name +
+                            R"(","resourceVersion":"13","labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"runner"}},)"
+                            R"("spec":{},"status":{"phase":"Pending","nominatedNodeName":")" + nominated + R"("}})";
+    ASSERT_TRUE(io.stream("/namespaces/arc/pods", R"({"type":"ADDED","object":)" + pod + "}\n"));
+    sched.run();
+  }
+
+  std::optional<actors::runners::runner_spec::container_mode> mode;  // before start(): the scale set's container mode
   std::shared_ptr<k8s::informer<k8s::pod>> pods;
   std::shared_ptr<k8s::informer<k8s::node>> nodes;
   std::shared_ptr<k8s::label_router<k8s::pod>> router;
@@ -138,6 +151,45 @@ TEST_F(pair_fixture, ready_only_when_both_placeholders_run_and_lost_when_the_wor
   EXPECT_NE(reports->back().reason.find(names[1]), std::string::npos) << reports->back().reason;
   ASSERT_EQ(waiting("DELETE"), 1u) << "the pod the watch showed deleted is not deleted again";
   EXPECT_NE(find("DELETE", names[0]), nullptr) << "the runner placeholder is deleted";
+}
+
+// dind and none: no workflow pod will come, so once a runner pod took the pair (preempting its
+// runner placeholder, or in dind both) the hand-off is over: the pair ends and its workflow
+// placeholder goes at once instead of holding room until placeholderReadyTimeout.
+TEST_F(pair_fixture, with_no_workflow_pod_to_come_a_runner_taking_the_pair_ends_it) {
+  using cm = actors::runners::runner_spec::container_mode;
+  for (const auto m : {cm::none, cm::dind}) {
+    SCOPED_TRACE(m == cm::none ? "none" : "dind");
+    mode = m;
+    reports->clear();
+    if (pair) {
+      caf::anon_send_exit(pair, caf::exit_reason::kill);
+      sched.run();
+      pods->stop();
+    }
+    start();
+    std::vector<std::string> names;
+    if (m == cm::dind) {  // placed by its probe on one node first
+      const auto probe = create_both();
+      ASSERT_EQ(probe.size(), 1u);
+      pod_is("ADDED", probe[0], "Pending", "node-1");
+      names = create_both();
+    } else {
+      names = create_both();
+    }
+    ASSERT_EQ(names.size(), 2u);
+    pod_is("ADDED", names[0], "Running", "node-1");
+    pod_is("ADDED", names[1], "Running", "node-1");
+    ASSERT_EQ(reports->back().what, state::ready);
+    runner_pod_on("linux-runner-x", "node-1");
+    pod_is("DELETED", names[0], "Running", "node-1");  // the preemption's victim
+    ASSERT_FALSE(reports->empty());
+    EXPECT_EQ(reports->back().what, state::lost);
+    EXPECT_NE(reports->back().reason.find("hand-off over: no workflow pod comes"), std::string::npos) << reports->back().reason;
+    EXPECT_NE(find("DELETE", names[1]), nullptr) << "the workflow placeholder goes at once";
+    while (io.answer("DELETE", "/pods/", 200, "{}"))
+      sched.run();
+  }
 }
 
 // kubernetes mode: the pair is placed by its probe (the whole pair's room in one pod); once the
