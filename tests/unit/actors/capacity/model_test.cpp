@@ -194,6 +194,15 @@ TEST(capacity_model, a_runner_pod_carries_what_its_container_hook_reads) {
     EXPECT_EQ(none.find(absent), std::string::npos) << absent;
 }
 
+// A scale set's spec from its section, its runner template read as the configuration reader does.
+std::variant<scale_set_spec, std::string> spec_from_template(modes::scale_sets::scale_set_section& c) {
+  auto facts = runners::read_runner_template(c.runner.template_json);
+  if (!facts.facts)
+    return facts.error;
+  c.runner.template_facts = facts.facts;
+  return modes::scale_sets::make_spec(c, 0);
+}
+
 // #54: containerMode kubernetes, as ARC's chart renders it: the k8s hook, the pod's name, a job
 // container required, and the `work` volume (an ephemeral claim of workVolumeClaim) at
 // /home/runner/_work; and headroom's ACTIONS_RUNNER_USE_KUBE_SCHEDULER, so the hook pins the
@@ -209,10 +218,7 @@ TEST(capacity_model, kubernetes_mode_shares_a_work_volume_and_keeps_pairs_on_one
   c.runner.template_json = R"({"spec":{"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":)"
                            R"([{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]}]}}},)"
                            R"("containers":[{"name":"runner","image":"r:1","resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}})";
-  auto facts = runners::read_runner_template(c.runner.template_json);
-  ASSERT_TRUE(facts.facts) << facts.error;
-  c.runner.template_facts = facts.facts;
-  const auto made = modes::scale_sets::make_spec(c, 0);
+  const auto made = spec_from_template(c);
   ASSERT_TRUE(std::holds_alternative<scale_set_spec>(made)) << std::get<std::string>(made);
   const auto& s = std::get<scale_set_spec>(made);
   ASSERT_EQ(s.hook_template_configmap, "linux-hook-template") << "a hook mode: headroom's hook template is mounted";
@@ -383,10 +389,7 @@ TEST(capacity_model, dind_mode_renders_arcs_sidecar_and_holds_the_jobs_room) {
                            R"("volumes":[{"name":"work","hostPath":{"path":"/mnt/fast"}}],)"
                            R"("containers":[{"name":"runner","image":"r:1","env":[{"name":"DOCKER_HOST","value":"tcp://localhost:2375"}],)"
                            R"("resources":{"requests":{"cpu":"1","memory":"1Gi"}}}]}})";
-  auto facts = runners::read_runner_template(c.runner.template_json);
-  ASSERT_TRUE(facts.facts) << facts.error;
-  c.runner.template_facts = facts.facts;
-  const auto made = modes::scale_sets::make_spec(c, 0);
+  const auto made = spec_from_template(c);
   ASSERT_TRUE(std::holds_alternative<scale_set_spec>(made)) << std::get<std::string>(made);
   const auto& s = std::get<scale_set_spec>(made);
   EXPECT_EQ(s.hook_template_configmap, "") << "no hook in dind mode";
