@@ -318,7 +318,11 @@ struct hud_target {
   std::vector<std::string> labels;  // a job counts for the scale set when its labels are a subset
   monitor_actor monitor;            // the scale set's capacity_monitor (its relay)
 };
+// What each HUD fetch took and whether it worked (the design's "HUD API latency" metric); may be empty.
+struct hud_metrics {
+  std::function<void(double seconds, bool ok)> fetched;
+};
 hud_poller_actor spawn_hud_poller(caf::actor_system& sys, std::shared_ptr<hud::client> hud, std::vector<hud_target> targets,
-                            milliseconds interval);
+                            milliseconds interval, hud_metrics metrics = {});
 
 }  // namespace headroom::actors::capacity

@@ -1,80 +1,115 @@
 // hud_poller: every interval, the HUD's queued-jobs aggregate → each scale set's monitor (the jobs
 // queued for any of its labels). A failed fetch tells the monitors so (they fall back to
-// proactiveCapacity alone) and the poller keeps going.
+// proactiveCapacity alone) and the poller keeps going: a HUD down is an outage (runtime/outage.hpp),
+// said when it starts, every 5 minutes while it lasts and when it ends, not at every fetch. Each
+// fetch's duration and outcome go to `metrics` (headroom_hud_fetch_duration_seconds).
 
 #include <caf/all.hpp>
 
 #include "actors/capacity/capacity.hpp"
 #include "adapters/hud/queued_jobs.hpp"
 #include "messages/type_ids.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/log.hpp"
+#include "runtime/outage.hpp"
 #include "runtime/typed_handle.hpp"
+
+namespace headroom::actors::capacity::hud_poll {
+
+// A fetch failed (from the I/O thread, the poller's own message): why.
+struct fetch_failed_msg {
+  std::string error;
+};
+
+}  // namespace headroom::actors::capacity::hud_poll
+
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::hud_poll::fetch_failed_msg)
 
 namespace headroom::actors::capacity {
 
 namespace {
 
+using hud_poll::fetch_failed_msg;
+
 constexpr std::string_view actor_name = "hud_poller";
 
-enum : uint64_t { fetch_now = 0, fetched_ok = 1, fetch_failed = 2 };
+enum : uint64_t { fetch_now = 0, fetched_ok = 1 };
 
 struct poller_state {
   std::shared_ptr<hud::client> hud;
   std::vector<hud_target> targets;
   milliseconds interval{30'000};
-  uint64_t failures = 0;
+  hud_metrics metrics;
+  caf::actor_clock::time_point started{};  // the fetch in flight
+  runtime::outage down{{std::chrono::seconds(1), std::chrono::seconds(1), std::chrono::minutes(5), 0}};
   static inline const char* name = "headroom.hud_poller";
 };
 
-// Its timer, and the end of a fetch (fetch_now, fetch_failed, fetched_ok).
-using poller_impl = hud_poller_actor;
+// Its timer and a fetch's success (fetch_now, fetched_ok), and a fetch's failure.
+using poller_impl = hud_poller_actor::extend<caf::reacts_to<fetch_failed_msg>>;
 using poller_self = poller_impl::stateful_base<poller_state>;
 
 // The result is split per scale set on the I/O thread (a pure count) and offered to each monitor;
 // the poller only hears whether it worked, to log and schedule the next fetch.
 void fetch(poller_self* self) {
-  const auto me = runtime::handle_of(self);
+  const auto me = runtime::weak_handle_of(self);
+  self->state.started = self->clock().now();
   self->state.hud->fetch([me, targets = self->state.targets](hud::fetch_result r) {
     if (auto* e = std::get_if<hud::hud_error>(&r)) {
-      runtime::log::warn(actor_name, "HUD fetch failed: scale sets use proactiveCapacity alone", {{"error", e->message}});
       for (const auto& t : targets)
         caf::anon_send(t.monitor, msg::queued_jobs{0, false});
-      caf::anon_send(me, msg::tick_atom_v, uint64_t{fetch_failed});
+      me.send(fetch_failed_msg{e->message});
       return;
     }
     const auto& rows = std::get<std::vector<hud::queued_jobs>>(r);
     for (const auto& t : targets)
       caf::anon_send(t.monitor, msg::queued_jobs{hud::queued_for_labels(rows, t.labels), true});
-    caf::anon_send(me, msg::tick_atom_v, uint64_t{fetched_ok});
+    me.send(msg::tick_atom_v, uint64_t{fetched_ok});
   });
 }
 
+// A fetch ended: its duration observed, the outage's state logged once per change, the next fetch due.
+void fetched(poller_self* self, bool ok, const std::string& error) {
+  auto& s = self->state;
+  if (s.metrics.fetched)
+    s.metrics.fetched(std::chrono::duration<double>(self->clock().now() - s.started).count(), ok);
+  const int64_t now_ms = runtime::actor_system_clock{self->clock()}.now_ms();
+  if (ok) {
+    if (const auto v = s.down.succeeded(now_ms); v.log == runtime::outage::note::came_back)
+      runtime::log::info(actor_name, "HUD available again", {{"down_for_ms", v.down_for_ms}, {"failed_fetches", v.failures}});
+  } else if (const auto v = s.down.failed(now_ms); v.log != runtime::outage::note::none) {
+    runtime::log::warn(actor_name,
+                       v.log == runtime::outage::note::went_down ? "HUD fetch failed: scale sets use proactiveCapacity alone"
+                                                                 : "HUD still unavailable: scale sets use proactiveCapacity alone",
+                       {{"error", error}, {"down_for_ms", v.down_for_ms}, {"failed_fetches", v.failures}});
+  }
+  self->delayed_send(self, s.interval, msg::tick_atom_v, uint64_t{fetch_now});
+}
+
 poller_impl::behavior_type poller_behavior(poller_self* self, std::shared_ptr<hud::client> hud, std::vector<hud_target> targets,
-                              milliseconds interval) {
+                                           milliseconds interval, hud_metrics metrics) {
   auto& st = self->state;
   st.hud = std::move(hud);
   st.targets = std::move(targets);
   st.interval = interval;
+  st.metrics = std::move(metrics);
   fetch(self);
   return {
       [self](msg::tick_atom, uint64_t what) {
-        auto& s = self->state;
-        if (what == fetch_now) {
+        if (what == fetch_now)
           fetch(self);
-          return;
-        }
-        if (what == fetch_failed)
-          ++s.failures;
-        self->delayed_send(self, s.interval, msg::tick_atom_v, uint64_t{fetch_now});
+        else
+          fetched(self, true, {});
       },
+      [self](fetch_failed_msg& f) { fetched(self, false, f.error); },
   };
 }
 
 }  // namespace
 
 hud_poller_actor spawn_hud_poller(caf::actor_system& sys, std::shared_ptr<hud::client> hud, std::vector<hud_target> targets,
-                                  milliseconds interval) {
-  return sys.spawn(poller_behavior, std::move(hud), std::move(targets), interval);
+                                  milliseconds interval, hud_metrics metrics) {
+  return sys.spawn(poller_behavior, std::move(hud), std::move(targets), interval, std::move(metrics));
 }
 
 }  // namespace headroom::actors::capacity

@@ -18,6 +18,7 @@
 #include "actors/k8s/informer_feed.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
+#include "runtime/outage.hpp"
 
 namespace headroom::actors::capacity::provisioner {
 
@@ -103,7 +104,7 @@ struct provisioner_state {
     bool dirty = false;      // job events since the last patch
     bool in_flight = false;  // a lookup or a patch not answered yet
     caf::actor_clock::time_point patched_at{};
-    std::string trouble;  // the last problem said (one warning per change)
+    runtime::outage outage{{std::chrono::seconds(5), std::chrono::seconds(60), std::chrono::minutes(5), 0.5}};
   } arc;
   std::set<std::string> jit_pending;  // runners registered (JIT asked for), pod create not answered
   std::set<int64_t> podless;          // runner ids the last sweep found without a pod

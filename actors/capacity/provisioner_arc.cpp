@@ -17,19 +17,44 @@
 //
 // The EphemeralRunnerSet is the one named in the configuration, or else the newest live one
 // labelled with the AutoscalingRunnerSet's name (ARC makes a new one, with a generated name, when
-// the runner spec changes); it is looked up again when a patch finds it gone.
+// the runner spec changes); it is looked up again when a patch finds it gone. A set not found or
+// not patched is an outage (runtime/outage.hpp): retried with jittered backoff from 5 s to a
+// minute, a warning when it starts, a reminder every 5 minutes, a line when it ends, and the gauge
+// headroom_arc_runner_set_unavailable meanwhile.
 
 #include "actors/capacity/provisioner.hpp"
 #include "adapters/k8s/fields.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/json_writer.hpp"
 
 namespace headroom::actors::capacity::provisioner {
 
 namespace {
 
-constexpr std::chrono::seconds settle_after{30}, retry_after{5};
+constexpr std::chrono::seconds settle_after{30};
 
-void retry_later(provisioner_self* self) { self->delayed_send(self, retry_after, msg::tick_atom_v, reconcile_tick); }
+int64_t ms_now(provisioner_self* self) { return runtime::actor_system_clock{self->clock()}.now_ms(); }
+
+// The set could not be found or patched: `why` said once per outage (and as a reminder), retried later.
+void trouble(provisioner_self* self, const std::string& why) {
+  auto& st = self->state;
+  const auto v = st.arc.outage.failed(ms_now(self));
+  st.ctx->metrics.set("headroom_arc_runner_set_unavailable", 1);
+  if (v.log != runtime::outage::note::none)
+    runtime::log::warn(actor_name,
+                       v.log == runtime::outage::note::went_down ? "arc mode cannot scale ARC's runners; retrying with backoff"
+                                                                 : "arc mode still cannot scale ARC's runners",
+                       {{"scale_set", st.ctx->spec.name}, {"autoscaling_runner_set", st.ctx->spec.arc_set}, {"error", why},
+                        {"retry_in_ms", v.retry_in.count()}, {"down_for_ms", v.down_for_ms}});
+  self->delayed_send(self, v.retry_in, msg::tick_atom_v, reconcile_tick);
+}
+
+void no_trouble(provisioner_self* self) {
+  auto& st = self->state;
+  if (const auto v = st.arc.outage.succeeded(ms_now(self)); v.log == runtime::outage::note::came_back)
+    runtime::log::info(actor_name, "arc mode scales ARC's runners again", {{"scale_set", st.ctx->spec.name}, {"down_for_ms", v.down_for_ms}});
+  st.ctx->metrics.set("headroom_arc_runner_set_unavailable", 0);
+}
 
 void find_set(provisioner_self* self) {
   auto& st = self->state;
@@ -47,17 +72,6 @@ void find_set(provisioner_self* self) {
   o.label_selector = std::string{runners::keys::arc_scale_set_name} + "=" + spec.arc_set;
   start_call(self, creation{creation::arc_find, {}, 0, {}},
              [kube, ns = spec.ns, o](k8s::api_callback cb) { kube->list(ephemeral_runner_sets, ns, o, std::move(cb)); });
-}
-
-void say_trouble(provisioner_self* self, std::string what) {
-  auto& a = self->state.arc;
-  if (a.trouble == what)
-    return;
-  a.trouble = std::move(what);
-  if (!a.trouble.empty())
-    runtime::log::warn(actor_name, "arc mode cannot scale ARC's runners",
-                       {{"scale_set", self->state.ctx->spec.name}, {"autoscaling_runner_set", self->state.ctx->spec.arc_set},
-                        {"error", a.trouble}});
 }
 
 }  // namespace
@@ -108,16 +122,15 @@ void on_arc_reply(provisioner_self* self, const creation& c, const msg::api_repl
     else if (r.ok)
       found = k8s::newest_live_item(r.body);
     if (!found) {
-      say_trouble(self, r.ok || kind == k8s::api_error::kind::not_found
-                            ? "no EphemeralRunnerSet " + (c.name.empty() ? "labelled " + std::string{runners::keys::arc_scale_set_name} +
-                                                                               "=" + st.ctx->spec.arc_set
-                                                                         : c.name) +
-                                  " in namespace " + st.ctx->spec.ns
-                            : r.error);
-      retry_later(self);
+      trouble(self, r.ok || kind == k8s::api_error::kind::not_found
+                        ? "no EphemeralRunnerSet " + (c.name.empty() ? "labelled " + std::string{runners::keys::arc_scale_set_name} +
+                                                                           "=" + st.ctx->spec.arc_set
+                                                                     : c.name) +
+                              " in namespace " + st.ctx->spec.ns
+                        : r.error);
       return;
     }
-    say_trouble(self, "");
+    no_trouble(self);
     runtime::log::info(actor_name, "scaling ARC's EphemeralRunnerSet",
                        {{"scale_set", st.ctx->spec.name}, {"ephemeral_runner_set", found->name}, {"patch_id", found->patch_id}});
     a.set = found->name;
@@ -127,14 +140,13 @@ void on_arc_reply(provisioner_self* self, const creation& c, const msg::api_repl
     return;
   }
   if (!r.ok) {
-    say_trouble(self, "patch of EphemeralRunnerSet " + c.name + ": " + r.error);
     if (kind == k8s::api_error::kind::not_found)
       a.set.clear();  // replaced by ARC: found again
     a.replicas = -1;
-    retry_later(self);
+    trouble(self, "patch of EphemeralRunnerSet " + c.name + ": " + r.error);
     return;
   }
-  say_trouble(self, "");
+  no_trouble(self);
   runtime::log::info(actor_name, "EphemeralRunnerSet replicas",
                      {{"ephemeral_runner_set", c.name}, {"replicas", a.replicas}, {"patch_id", c.runner_id}});
   reconcile(self);

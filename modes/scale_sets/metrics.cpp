@@ -43,6 +43,7 @@ constexpr series gauges[] = {
     {"headroom_capacity_nodepool_limited", "1 while every Karpenter NodePool that can make this scale set's nodes is at its limits"},
     {"headroom_capacity_pairs_withheld", "Pairs wanted but not made: the NodePools are at their limits, or maxBurstCapacity pairs are pending, or the scale set's share of burstBudget.maxPendingPairs"},
     {"headroom_capacity_burst_share", "The pending pairs this scale set may hold: its fair share of the cluster's burstBudget.maxPendingPairs (only when that is set)"},
+    {"headroom_arc_runner_set_unavailable", "arc mode: 1 while ARC's EphemeralRunnerSet cannot be found or patched (retried with backoff)"},
 };
 constexpr series counters[] = {
     {"headroom_capacity_advertised_pair_creates_total", "Placeholder pairs created"},

@@ -261,6 +261,18 @@ actors::capacity::burst_budget_metrics burst_budget_metrics(runtime::metrics& m,
   }};
 }
 
+// The HUD's fetches: how long each took, by outcome (the design's "HUD API latency" metric).
+actors::capacity::hud_metrics hud_fetch_metrics(runtime::metrics& m) {
+  auto& family = prometheus::BuildHistogram()
+                     .Name("headroom_hud_fetch_duration_seconds")
+                     .Help("How long each fetch of the HUD's queued-jobs aggregate took, by outcome (ok, error)")
+                     .Register(m.registry());
+  const prometheus::Histogram::BucketBoundaries buckets{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+  auto* ok = &family.Add({{"outcome", "ok"}}, buckets);
+  auto* error = &family.Add({{"outcome", "error"}}, buckets);
+  return {[ok, error](double seconds, bool fine) { (fine ? ok : error)->Observe(seconds); }};
+}
+
 // One scale set: its five actors under a supervisor, each reachable by its relay.
 runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_ptr& ctx, const scale_set_peers& peers,
                                       runtime::metrics& m, runtime::readiness& ready) {
@@ -362,8 +374,8 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
       }
       runtime::child_spec hud;
       hud.name = "hud_poller";
-      hud.start = [svc, interval = hud_interval, targets](caf::actor_system& s) {
-        return runtime::untyped(spawn_hud_poller(s, svc->hud, targets, interval));
+      hud.start = [svc, interval = hud_interval, targets, metrics = hud_fetch_metrics(m)](caf::actor_system& s) {
+        return runtime::untyped(spawn_hud_poller(s, svc->hud, targets, interval, metrics));
       };
       children.push_back(std::move(hud));
     }

@@ -14,6 +14,7 @@
 #include "actors/capacity/capacity.hpp"
 #include "adapters/hud/client.hpp"
 #include "messages/type_ids.hpp"
+#include "runtime/log.hpp"
 #include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
@@ -45,14 +46,14 @@ struct poller_fixture : test_support::actor_fixture {
     return caf::actor_cast<actors::capacity::monitor_actor>(a);
   }
 
-  void start() {
+  void start(actors::capacity::hud_metrics metrics = {}) {
     hud::client_options o;
     o.url = "https://hud.test/api/queued_jobs";
     o.token = "hud-token";
     auto client = std::make_shared<hud::client>(io, o);
     std::vector<actors::capacity::hud_target> targets{{{"linux.2xlarge", "linux.4xlarge"}, monitor(linux)},
                                                        {{"macos"}, monitor(mac)}};
-    poller = actors::capacity::spawn_hud_poller(sys, client, targets, 30s);
+    poller = actors::capacity::spawn_hud_poller(sys, client, targets, 30s, std::move(metrics));
     sched.run();
   }
 
@@ -104,6 +105,42 @@ TEST_F(poller_fixture, a_failed_fetch_tells_every_monitor_and_the_poller_keeps_g
   EXPECT_TRUE(linux->back().ok);
   EXPECT_EQ(linux->back().count, 10);
   EXPECT_EQ(io.submitted(), 3u);
+}
+
+// A HUD down for minutes: one warning when it goes, a reminder after 5 minutes (not a line per
+// fetch), one line when it is back; each fetch's duration observed by outcome (the design's
+// "HUD API latency" metric), measured on the actor's clock.
+TEST_F(poller_fixture, a_hud_down_for_minutes_is_said_once_with_a_reminder_and_each_fetch_is_timed) {
+  auto seen = std::make_shared<std::vector<std::pair<double, bool>>>();
+  std::vector<std::string> lines;
+  runtime::logger::global().set_sink([&lines](std::string_view line) {
+    if (line.find("\"actor\":\"hud_poller\"") != std::string_view::npos)
+      lines.emplace_back(line);
+  });
+  start({[seen](double seconds, bool ok) { seen->emplace_back(seconds, ok); }});
+  sched.advance_time(2s);  // the HUD takes 2 s to answer the first fetch
+  ASSERT_TRUE(io.answer("GET", "/api/queued_jobs", 200, rows));
+  sched.run();
+  for (int i = 0; i < 12; ++i) {  // six minutes of failed fetches, 30 s apart
+    sched.advance_time(30s);
+    sched.run();
+    ASSERT_TRUE(io.answer("GET", "/api/queued_jobs", 503, "unavailable"));
+    sched.run();
+  }
+  sched.advance_time(30s);
+  sched.run();
+  ASSERT_TRUE(io.answer("GET", "/api/queued_jobs", 200, rows));
+  sched.run();
+  runtime::logger::global().set_sink(nullptr);
+  ASSERT_EQ(seen->size(), 14u);
+  EXPECT_DOUBLE_EQ(seen->front().first, 2.0);
+  EXPECT_TRUE(seen->front().second);
+  EXPECT_FALSE(seen->at(1).second);
+  EXPECT_TRUE(seen->back().second);
+  ASSERT_EQ(lines.size(), 3u) << "went down, a reminder at 5 minutes, back";
+  EXPECT_NE(lines[0].find("HUD fetch failed"), std::string::npos) << lines[0];
+  EXPECT_NE(lines[1].find("HUD still unavailable"), std::string::npos) << lines[1];
+  EXPECT_NE(lines[2].find("HUD available again"), std::string::npos) << lines[2];
 }
 
 }  // namespace
