@@ -385,6 +385,14 @@ TEST(capacity_e2e, capacity_exhausted_pairs_time_out) {
       << w.headroom->log() << e.c->kubectl({"-n", "capacity-full", "get", "events"}).out;
 }
 
+// How many times `what` occurs in `text`.
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size()))
+    ++n;
+  return n;
+}
+
 // #61: a pair is room only while its nodes take new pods. Cordoned, tainted by Karpenter's
 // disruption, or deleted under it, the node's pairs stop counting at once (the next poll carries
 // less) and new pairs are placed elsewhere (Karpenter makes a node for them).
@@ -440,6 +448,7 @@ TEST(capacity_e2e, capacity_pairs_leave_nodes_that_stop_taking_pods) {
     std::replace(args.begin(), args.end(), std::string{"NODE"}, node);
     int64_t before = 0;
     lowest_since(0, before);
+    const size_t lost_before = count_of(w.headroom->full_log(), "\"msg\":\"pair lost\"");
     const auto r = e.c->kubectl(args);
     ASSERT_EQ(r.exit_code, 0) << r.err;
     // Karpenter lifts a karpenter.sh/disrupted taint it did not set itself (seconds later), and
@@ -451,8 +460,14 @@ TEST(capacity_e2e, capacity_pairs_leave_nodes_that_stop_taking_pods) {
       const auto low = lowest_since(before, polls);
       return low >= 0 && low < 2;
     }, 15s)) << "no poll after the node was " << what << " carried less than 2\n" << w.headroom->log();
-    EXPECT_NE(w.headroom->full_log().find("node " + node + " " + (what == "deleted" ? "" : what)), std::string::npos)
-        << w.headroom->log();
+    // A deleted node's pods are deleted by the pod garbage collector at once: when the watch shows
+    // that before the node's deletion, the pair ends as lost (its placeholder deleted) rather than
+    // for its node, and is replaced all the same (seen in CI: both placeholders deleted 0.5 s after
+    // the node). Either says why the pair went.
+    const auto said = w.headroom->full_log();
+    const bool for_the_node = said.find("node " + node + " " + (what == "deleted" ? "" : what)) != std::string::npos;
+    const bool pods_went = what == "deleted" && count_of(said, "\"msg\":\"pair lost\"") > lost_before;
+    EXPECT_TRUE(for_the_node || pods_went) << w.headroom->log();
   }
   ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2 && w.ready_pairs() == 2; }, 180s))
       << "replaced after the node was deleted\n" << w.headroom->log();
