@@ -1,5 +1,6 @@
 #include "adapters/bigfleet/shard_stream.hpp"
 
+#include <grpc/grpc.h>
 #include <grpcpp/grpcpp.h>
 
 #include "bigfleet/v1alpha1/shard.grpc.pb.h"
@@ -12,6 +13,11 @@ constexpr std::string_view actor = "shard_stream";
 }
 
 // ---- send_queue ----
+
+send_queue::grpc_hold::grpc_hold() { grpc_init(); }
+send_queue::grpc_hold::~grpc_hold() { grpc_shutdown(); }
+
+send_queue::~send_queue() = default;
 
 send_queue::send_queue(size_t outbox_capacity)
     : rollup_("bigfleet_rollup", [this] { signal(); }),

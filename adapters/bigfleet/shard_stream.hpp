@@ -44,6 +44,9 @@ struct shard_endpoint {
 class send_queue {
  public:
   explicit send_queue(size_t outbox_capacity = 256);
+  ~send_queue();
+  send_queue(const send_queue&) = delete;
+  send_queue& operator=(const send_queue&) = delete;
 
   // Any thread.
   void offer_rollup(pb::ClusterCapacityNeeds rollup);
@@ -59,6 +62,14 @@ class send_queue {
 
  private:
   void signal();
+  // Holds gRPC initialised while the queue lives (across reconnects and a restarted session):
+  // else each stream's teardown, its channel the last gRPC object, ran gRPC's whole shutdown
+  // (joining its timer and executor threads) on the closing actor's thread, and each reconnect
+  // started gRPC again.
+  struct grpc_hold {
+    grpc_hold();
+    ~grpc_hold();
+  } grpc_;
   std::mutex mu_;
   std::condition_variable cv_;
   bool signalled_ = false;
