@@ -38,7 +38,6 @@ class restart_policy {
   // healthy): the delay before restarting, or nothing when the caller must give up.
   std::optional<clock::duration> on_exit(clock::time_point now, clock::duration lived = clock::duration::max());
 
-  uint32_t exits_in_window() const { return static_cast<uint32_t>(exits_.size()); }
   const options& opts() const { return opts_; }
 
  private:

@@ -54,7 +54,6 @@ verdict classify(const health_input& in, const health_timeouts& t);
 class health_memory {
  public:
   explicit health_memory(health_timeouts t) : t_(t) {}
-  const health_timeouts& timeouts() const { return t_; }
 
   // A look at `pod` at `now_ms`: `phase` and `bound` (has a node) from the pod, `created_ms` its
   // creation, `seen` what GitHub says of its runner (unknown when not asked). Returns the verdict.

@@ -409,12 +409,6 @@ void write_spec(runtime::json_writer& w, const k8s::pod& pod, const penalty_defa
 
 }  // namespace
 
-std::string capacity_request_spec(const k8s::pod& pod, const penalty_defaults& defaults) {
-  runtime::json_writer w;
-  write_spec(w, pod, defaults);
-  return w.take();
-}
-
 std::string capacity_request_object(const k8s::pod& pod, const penalty_defaults& defaults) {
   runtime::json_writer w;
   w.begin_object().field("apiVersion", "bigfleet.lucy.sh/v1alpha1").field("kind", "CapacityRequest");

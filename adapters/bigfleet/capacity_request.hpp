@@ -100,15 +100,12 @@ inline constexpr std::string_view pod_uid_label = "bigfleet.lucy.sh/pod-uid";
 // The CR's name for a Pod (stable: one CR per Pod).
 std::string capacity_request_name(const k8s::pod& pod);
 
-// The spec a Pod's CapacityRequest carries, as a JSON object:
+// The whole object to create: owner-referenced to the Pod, labelled with its UID. Its spec:
 // - requirements: the first required node-affinity term and the nodeSelector (each `In [value]`),
 //   sorted; `Exists` on node.kubernetes.io/instance-type when the Pod has no constraint;
 // - resources by the scheduler's arithmetic (the Pod's effective requests);
 // - priority; penalties from annotations, else PriorityClass defaults, else none;
 // - topologySpread without ScheduleAnyway; coLocation from the first required pod-affinity term.
-std::string capacity_request_spec(const k8s::pod& pod, const penalty_defaults& defaults);
-
-// The whole object to create: owner-referenced to the Pod, labelled with its UID.
 std::string capacity_request_object(const k8s::pod& pod, const penalty_defaults& defaults);
 
 }  // namespace headroom::bigfleet

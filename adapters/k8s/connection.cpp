@@ -114,15 +114,6 @@ std::function<std::string()> token_file(std::string path) {
   };
 }
 
-connection with_token(std::string server, std::string ca_pem, std::string token) {
-  runtime::secret_registry::global().add(token);
-  connection c;
-  c.server = std::move(server);
-  c.tls.ca_pem = std::move(ca_pem);
-  c.token = [token = std::move(token)] { return token; };
-  return c;
-}
-
 connection_result load_kubeconfig(const std::string& path, const std::string& context) {
   YAML::Node root;
   try {

@@ -32,9 +32,6 @@ connection_result load_kubeconfig(const std::string& path, const std::string& co
 connection_result in_cluster(const std::map<std::string, std::string>& env,
                              const std::string& sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
 
-// A server, a CA bundle and a static bearer token.
-connection with_token(std::string server, std::string ca_pem, std::string token);
-
 // A token that lives in a file: re-read when the file changes (checked at most once a second).
 std::function<std::string()> token_file(std::string path);
 
