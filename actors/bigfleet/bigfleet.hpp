@@ -21,6 +21,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <variant>
 
 #include "actors/k8s/event_recorder.hpp"
 #include "adapters/bigfleet/capacity_request.hpp"
@@ -28,6 +29,7 @@
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/informer.hpp"
 #include "messages/type_ids.hpp"
+#include "runtime/text_template.hpp"
 
 namespace headroom::actors::bigfleet {
 
@@ -90,6 +92,16 @@ struct operator_deps {
   actors::event_sink events;  // the event_recorder's relay (actors/k8s/event_recorder.hpp); may be null
 };
 
+// The bootstrap template: Go text/template over the reference renderer's input ({{ .ClusterID }},
+// {{ range .Requirements }}{{ .Key }} {{ .Operator }} {{ .Values }}{{ end }}), as its operator
+// parses it; or headroom's older syntax ({{cluster_id}}, {{#requirements}}{{key}}…{{/requirements}}),
+// `legacy`, deprecated.
+struct bootstrap_template {
+  std::string text;  // "" = none: a minimal cloud-config comment
+  bool legacy = false;
+  std::shared_ptr<const runtime::text_template::parsed> go;
+};
+
 struct operator_options {
   headroom::bigfleet::shard_endpoint endpoint;
   std::chrono::milliseconds rollup_interval{10'000};
@@ -99,7 +111,7 @@ struct operator_options {
   // Benchmarks only: false writes every NodeStateUpdate (one key per update) instead of the latest
   // state per machine, to measure what coalescing saves.
   bool coalesce_node_state = true;
-  std::string bootstrap_template;  // text read once at start-up; "" = a minimal cloud-config
+  bootstrap_template bootstrap;  // read and parsed once at start-up; no text = a minimal cloud-config
   headroom::bigfleet::penalty_defaults penalties;
 };
 
@@ -129,11 +141,13 @@ capacity_requests_actor spawn_capacity_requests(caf::actor_system& sys, operator
 // One drain; it acks through the send queue, reports per node through UpcomingNodes, and quits.
 reclaim_drain_actor spawn_reclaim_drain(caf::actor_system& sys, operator_deps deps, ::bigfleet::v1alpha1::ReclaimInstruction instruction);
 
-// Renders the bootstrap template for a request: {{cluster_id}}, {{request_id}} and
-// {{#requirements}}…{{key}} {{operator}} {{values}}…{{/requirements}}. A render error (an unknown
-// placeholder, an unclosed section) is returned as the response's `error`.
-::bigfleet::v1alpha1::BootstrapBlobResponse render_bootstrap(const std::string& template_text,
-                                                              const std::string& cluster_id,
+// Parses the bootstrap template once, at start-up: Go's text/template error for a template that
+// does not parse ("template: bootstrap:3: function "x" not defined").
+std::variant<bootstrap_template, std::string> parse_bootstrap_template(std::string text);
+
+// Renders the bootstrap template for a request (bootstrap.cpp). A render error (a field the input
+// does not have, an unknown placeholder of the older syntax) is returned as the response's `error`.
+::bigfleet::v1alpha1::BootstrapBlobResponse render_bootstrap(const bootstrap_template& t, const std::string& cluster_id,
                                                               const ::bigfleet::v1alpha1::BootstrapRequest& request);
 
 // status.phase of an UpcomingNode / CapacityRequest's raw JSON ("" when absent or unreadable).

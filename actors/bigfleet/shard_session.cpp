@@ -347,7 +347,7 @@ void handle_dispatch(session_actor* self, runtime::bounded_dispatcher<pb::ShardM
   switch (m.payload_case()) {
     case pb::ShardMessage::kBootstrapRequest: {
       pb::OperatorMessage out;
-      *out.mutable_bootstrap_response() = render_bootstrap(st.opts.bootstrap_template, st.opts.endpoint.cluster_id, m.bootstrap_request());
+      *out.mutable_bootstrap_response() = render_bootstrap(st.opts.bootstrap, st.opts.endpoint.cluster_id, m.bootstrap_request());
       if (!out.bootstrap_response().error().empty())
         runtime::log::warn(actor_name, "bootstrap template could not be rendered; the shard records a shortfall",
                            {{"request", m.bootstrap_request().request_id()}, {"error", out.bootstrap_response().error()}});

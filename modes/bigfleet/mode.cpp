@@ -4,6 +4,7 @@
 
 #include "adapters/k8s/client.hpp"
 #include "modes/shared/start.hpp"
+#include "runtime/log.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/relay.hpp"
 #include "runtime/secrets.hpp"
@@ -24,7 +25,8 @@ std::optional<std::string> prepare_bigfleet(const bigfleet_section& b, k8s::clie
     std::string* out;
     const char* what;
   };
-  const file_field files[] = {{b.bootstrap_template_file, &o.bootstrap_template, "bigfleet.bootstrapTemplateFile"},
+  std::string bootstrap_text;
+  const file_field files[] = {{b.bootstrap_template_file, &bootstrap_text, "bigfleet.bootstrapTemplateFile"},
                               {b.tls_ca_file, &o.endpoint.ca_pem, "bigfleet.tls.caFile"},
                               {b.tls_cert_file, &o.endpoint.cert_pem, "bigfleet.tls.certFile"},
                               {b.tls_key_file, &o.endpoint.key_pem, "bigfleet.tls.keyFile"}};
@@ -36,6 +38,14 @@ std::optional<std::string> prepare_bigfleet(const bigfleet_section& b, k8s::clie
     if (!error.empty())
       return error;
   }
+  auto bootstrap = actors::bigfleet::parse_bootstrap_template(std::move(bootstrap_text));
+  if (auto* e = std::get_if<std::string>(&bootstrap))
+    return "bigfleet.bootstrapTemplateFile " + b.bootstrap_template_file + ": " + *e;
+  o.bootstrap = std::get<actors::bigfleet::bootstrap_template>(std::move(bootstrap));
+  if (o.bootstrap.legacy)
+    runtime::log::warn("bigfleet", "bigfleet.bootstrapTemplateFile uses headroom's older template syntax ({{cluster_id}}, {{#requirements}}); "
+                       "it still renders, but write Go text/template ({{ .ClusterID }}, {{ range .Requirements }}) as the reference operator reads",
+                       {{"file", b.bootstrap_template_file}});
   o.endpoint.tls = !b.tls_cert_file.empty();
   o.endpoint.tls_server_name = b.tls_server_name;
   runtime::secret_registry::global().add(o.endpoint.key_pem);

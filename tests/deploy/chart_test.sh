@@ -93,6 +93,10 @@ if mode == "gates":
     assert any(d["metadata"]["name"] == "queues.headroom.dev" for d in kinds["CustomResourceDefinition"])
 if mode == "bigfleet":
     assert len(kinds["CustomResourceDefinition"]) == 3
+    # The bootstrap template lands verbatim beside headroom.yaml, which names it.
+    assert "range .Requirements" in cm["data"]["bootstrap.tmpl"], cm["data"]
+    cfg = yaml.safe_load(cm["data"]["headroom.yaml"])
+    assert cfg["bigfleet"]["bootstrapTemplateFile"] == "/etc/headroom/config/bootstrap.tmpl", cfg["bigfleet"]
 if mode == "scheduler":
     assert {"HEADROOM_WEBHOOK_SECRET", "HEADROOM_POSTGRES_DSN"} <= env, env
     assert any(p["name"] == "scheduler" and p["containerPort"] == 8080 for p in c["ports"])

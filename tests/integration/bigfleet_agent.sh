@@ -1,7 +1,7 @@
 #!/usr/bin/env bash
 # The headroom binary as a BigFleet operator: a Pod becomes a CapacityRequest, the roll-up reaches
-# the shard peer and the CR is acknowledged, a NodeStateUpdate becomes an UpcomingNode, a bad
-# bootstrap template comes back as the response's error, each actor kind failed (the test fault
+# the shard peer and the CR is acknowledged, a NodeStateUpdate becomes an UpcomingNode, the
+# bootstrap template (Go text/template) renders, and fails as the response's error, each actor kind failed (the test fault
 # hook) is restarted within 1 s and the flow goes on, and SIGTERM stops it with exit 0.
 set -euo pipefail
 bin=$1
@@ -35,7 +35,8 @@ for _ in $(seq 100); do [ -f "$work/shard/ready.json" ] && break; sleep 0.1; don
 grpc=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["grpc"])' "$work/shard/ready.json")
 control=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["control"])' "$work/shard/ready.json")
 
-printf 'node: {{cluster_id}} {{#requirements}}{{key}}{{/requirements}} {{no_such_field}}\n' >"$work/bootstrap.tmpl"
+# Go text/template, as BigFleet's own operator takes it; `index .Values 1` fails on a one-value requirement.
+printf 'node: {{ .ClusterID }}{{ range .Requirements }} {{ .Key }}={{ index .Values 1 }}{{ end }}\n' >"$work/bootstrap.tmpl"
 cat >"$work/headroom.yaml" <<YAML
 leaderElection: {enabled: false}
 bigfleet:
@@ -84,11 +85,22 @@ for _ in $(seq 100); do
 done
 [ "$(k get upcomingnode m-agent -o jsonpath='{.status.phase}' 2>/dev/null)" = Registered ] || fail "no UpcomingNode m-agent in phase Registered"
 
-curl -sf -X POST "$control/bootstrap?cluster=agent-test" -d '{"requestId":"b-1","requirements":[{"key":"zone","operator":"OPERATOR_IN","values":["a"]}]}' >/dev/null ||
-  fail "posting a bootstrap request"
+for req in '{"requestId":"b-1","requirements":[{"key":"zone","operator":"OPERATOR_IN","values":["a","b"]}]}' \
+           '{"requestId":"b-2","requirements":[{"key":"zone","operator":"OPERATOR_IN","values":["a"]}]}'; do
+  curl -sf -X POST "$control/bootstrap?cluster=agent-test" -d "$req" >/dev/null || fail "posting a bootstrap request"
+done
 # (Captured, then matched: `curl | grep -q` under pipefail fails when grep exits before curl is done.)
-for _ in $(seq 100); do state=$(curl -sf "$control/state" || true); grep -q 'unknown placeholder' <<<"$state" && break; sleep 0.1; done
-grep -q 'unknown placeholder {{no_such_field}}' <<<"$state" || fail "the template's render error did not reach the shard"
+bootstraps() {
+  python3 -c '
+import base64, json, sys
+for r in json.load(sys.stdin).get("bootstrapResponses") or []:
+    print(r.get("requestId"), repr(base64.b64decode(r.get("userData", "")).decode()), r.get("error", ""))' <<<"$1"
+}
+for _ in $(seq 100); do state=$(curl -sf "$control/state" || true); [ "$(bootstraps "$state" | wc -l)" -ge 2 ] && break; sleep 0.1; done
+got=$(bootstraps "$state")
+grep -qxF "b-1 'node: agent-test zone=b\n' " <<<"$got" || fail "the template did not render b-1: $got"
+grep -qF "b-2 '' template: bootstrap:1:" <<<"$got" && grep -qF "error calling index: index out of range: 1" <<<"$got" ||
+  fail "the template's execution error did not reach the shard: $got"
 kill -0 "$agent" || fail "headroom exited after a bad template"
 
 port=$(sed -n 's/.*"msg":"serving \/metrics \/healthz \/readyz".*"port":\([0-9]*\).*/\1/p' "$work/agent.log" | head -1)

@@ -58,6 +58,9 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $tls := dict "caFile" "/etc/headroom/bigfleet/ca.crt" "certFile" "/etc/headroom/bigfleet/tls.crt" "keyFile" "/etc/headroom/bigfleet/tls.key" -}}
 {{- $_ := set $cfg.bigfleet "tls" (merge (default dict $cfg.bigfleet.tls) $tls) -}}
 {{- end -}}
+{{- if and (include "headroom.bigfleetEnabled" .) .Values.bigfleet.bootstrapTemplate -}}
+{{- $_ := set $cfg.bigfleet "bootstrapTemplateFile" "/etc/headroom/config/bootstrap.tmpl" -}}
+{{- end -}}
 {{- if and .Values.config.gates .Values.config.gates.enabled -}}
 {{- $hook := merge (default dict $cfg.gates.webhook) (dict "listen" "0.0.0.0:9443" "certFile" "/etc/headroom/webhook/tls.crt" "keyFile" "/etc/headroom/webhook/tls.key") -}}
 {{- $_ := set $cfg.gates "webhook" $hook -}}
