@@ -105,6 +105,10 @@ struct scale_set_spec : runners::runner_spec {
   bool capacity_aware = true;
   bool repoll_on_change = true;
   int64_t proactive_capacity = 0;
+  // Several clusters on one queue (hud.share): this cluster's share of the queued jobs, the HUD's
+  // and the service's own count (its remainder from cluster 0 on); the whole count once it has
+  // stayed above zero for take_all_after.
+  hud::queue_share queue_share;
   int64_t max_burst_capacity = 0;  // pairs pending at once (made, not yet placed); 0 = no limit
   milliseconds recalculate_interval{30'000};
   milliseconds placeholder_ready_timeout{300'000};
@@ -317,6 +321,7 @@ pair_actor spawn_placeholder_pair(caf::actor_system& sys, context_ptr ctx, std::
 struct hud_target {
   std::vector<std::string> labels;  // a job counts for the scale set when its labels are a subset
   monitor_actor monitor;            // the scale set's capacity_monitor (its relay)
+  hud::queue_share share;           // this cluster's share of the queue (hud.share)
 };
 // What each HUD fetch took and whether it worked (the design's "HUD API latency" metric); may be empty.
 struct hud_metrics {

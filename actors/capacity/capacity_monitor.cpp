@@ -275,7 +275,10 @@ void on_scale_set_update(monitor_self* self, const msg::scale_set_update& u) {
   auto& s = self->state;
   s.assigned = u.stats.total_assigned_jobs;
   s.running_jobs = u.stats.total_running_jobs;
-  s.available = std::max<int64_t>(0, u.stats.total_available_jobs);
+  const int64_t available = std::max<int64_t>(0, u.stats.total_available_jobs);
+  if (available > 0 && s.available == 0)
+    s.available_since = self->clock().now();
+  s.available = available;
   for (const auto& j : u.jobs) {
     if (j.type == msg::job_transition::started && !j.runner_name.empty())
       s.started.insert(j.runner_name);

@@ -63,7 +63,7 @@ void fetch(poller_self* self) {
     }
     const auto& rows = std::get<std::vector<hud::queued_jobs>>(r);
     for (const auto& t : targets)
-      caf::anon_send(t.monitor, msg::queued_jobs{hud::queued_for_labels(rows, t.labels), true});
+      caf::anon_send(t.monitor, msg::queued_jobs{hud::queued_for_labels(rows, t.labels, t.share), true});
     me.send(msg::tick_atom_v, uint64_t{fetched_ok});
   });
 }

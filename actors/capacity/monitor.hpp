@@ -104,6 +104,7 @@ struct monitor_state {
   // Jobs queued for the scale set's labels as the Actions Service counts them (totalAvailableJobs):
   // demand without a HUD. The decision takes the larger of the two, which count the same jobs.
   int64_t available = 0;
+  caf::actor_clock::time_point available_since{};  // when `available` last rose from 0 (hud.share's takeAllAfter)
   // Runners whose job started and whose completion has not come yet. The service's statistics are
   // as of the last message: when the Actions Service is out, jobs finish without the statistics
   // saying so, and the first poll after it would advertise their room again (found by the chaos

@@ -295,6 +295,20 @@ void publish(monitor_self* self, const capacity_inputs& in, const census_view& c
       self->send(peer, msg::set_max_capacity{capacity});
 }
 
+// The service's count of the jobs queued for the scale set, this cluster's share of it (hud.share:
+// the remainder from cluster 0 on, as the key is the same on every cluster); the whole of it once it
+// has stayed above zero for takeAllAfter, as the HUD's old jobs are.
+int64_t available_share(monitor_self* self) {
+  const auto& st = self->state;
+  const auto& share = st.ctx->spec.queue_share;
+  if (share.count <= 1 || st.available == 0)
+    return st.available;
+  const auto waited = std::chrono::duration<double, std::ratio<60>>(self->clock().now() - st.available_since).count();
+  if (share.take_all_after_minutes > 0 && waited >= share.take_all_after_minutes)
+    return st.available;
+  return hud::share_of(st.available, 0, share);
+}
+
 }  // namespace
 
 // The capacity loop: count, size the pairs (up to the desired count within the NodePools'
@@ -308,7 +322,7 @@ void recompute(monitor_self* self) {
   capacity_inputs in;
   in.max_runners = spec.max_runners;
   in.proactive = spec.proactive_capacity;
-  in.queued = std::max(st.queued, st.available);
+  in.queued = std::max(st.queued, available_share(self));
   const auto census = count_pods(self, in);
   in.assigned_jobs = std::max<int64_t>(0, st.assigned - census.ended_unreported);
   std::erase_if(st.started, [&](const std::string& n) { return st.census.runner(n) == nullptr; });  // its pod is gone

@@ -67,6 +67,13 @@ std::string process_token() {
 
 }  // namespace
 
+namespace {
+// hud.share as the monitors and the HUD poller take it.
+hud::queue_share queue_share_of(const hud_section& h) {
+  return {h.share_index, h.share_count, std::chrono::duration<double, std::ratio<60>>(h.take_all_after).count()};
+}
+}  // namespace
+
 std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, size_t index,
                                                    const priority_classes_section& ladder) {
   const std::string at = "scaleSets[" + std::to_string(index) + "]";
@@ -189,6 +196,7 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
       return *e;
     auto ctx = std::make_shared<scale_set_context>();
     ctx->spec = std::get<scale_set_spec>(std::move(spec));
+    ctx->spec.queue_share = queue_share_of(cfg.hud);
     ctx->kube = &kube;
     ctx->status_kube = status_kube;
     ctx->github = out.github;
@@ -332,7 +340,7 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
   out.name = "scale_sets";
   // The relays are made each time this subtree starts and live as long as it does, so a scale
   // set's supervisor restarting (or the hud_poller) never leaves a peer holding a dead address.
-  out.start = [cfg, sets = modes.sets, hud_interval = modes.hud.interval, burst = modes.burst_budget, svc, &m,
+  out.start = [cfg, sets = modes.sets, hud_interval = modes.hud.interval, share = queue_share_of(modes.hud), burst = modes.burst_budget, svc, &m,
                &ready](caf::actor_system& sys) {
     std::vector<caf::actor> relays;
     auto relay = [&](const std::string& name) {
@@ -370,7 +378,7 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
       for (size_t i = 0; i < svc->contexts.size(); ++i) {
         auto labels = sets[i].labels;
         labels.push_back(sets[i].name);
-        targets.push_back(hud_target{labels, peers[i].monitor});
+        targets.push_back(hud_target{labels, peers[i].monitor, share});
       }
       runtime::child_spec hud;
       hud.name = "hud_poller";

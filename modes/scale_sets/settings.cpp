@@ -108,10 +108,19 @@ std::vector<scale_set_section> read_scale_sets(const YAML::Node& node) {
 }
 
 void read_hud(const YAML::Node& node, hud_section& out) {
-  config_section s{node, "hud", {"url", "interval"}};
+  config_section s{node, "hud", {"url", "interval", "share"}};
   if (auto v = s.read_string("url"))
     out.url = *v;
   s.read_duration("interval", out.interval, millis{1'000}, millis{3'600'000});
+  if (auto sh = s.get("share")) {
+    config_section ss{*sh, s.path("share"), {"index", "count", "takeAllAfter"}};
+    ss.read_uint("count", out.share_count, 1, 1'000);
+    ss.read_uint("index", out.share_index, 0, 999);
+    ss.read_duration("takeAllAfter", out.take_all_after, millis{0}, millis{86'400'000});
+    if (out.share_index >= out.share_count)
+      config_fail(ss.path("index"), "this cluster's place among `count` clusters: 0 to " + std::to_string(out.share_count - 1) +
+                                        ", found " + std::to_string(out.share_index));
+  }
 }
 
 void read_priority_classes(const YAML::Node& node, priority_classes_section& out) {

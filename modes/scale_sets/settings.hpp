@@ -15,6 +15,10 @@ namespace headroom::modes::scale_sets {
 struct hud_section {
   std::string url;  // base URL; "" = no HUD, the monitor uses proactiveCapacity alone
   millis interval{30'000};
+  // Several clusters on one queue: this one is `index` of `count` and counts its share of the
+  // queued jobs (the HUD's and the service's own); a job still queued after takeAllAfter is anyone's.
+  uint32_t share_index = 0, share_count = 1;
+  millis take_all_after{300'000};
 };
 
 // One runner scale set (the seed's Helm values, per scale set).

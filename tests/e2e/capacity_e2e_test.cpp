@@ -318,6 +318,57 @@ TEST(capacity_e2e, capacity_hud_demand_scales_from_zero_and_falls_back_when_down
   EXPECT_GT(audited(w, set), 0);
 }
 
+// Two clusters on one queue (#58): each headroom counts its share (hud.share, index 0 and 1 of 2) of
+// the jobs queued for the label both scale sets carry, the HUD's count and the service's own, so
+// the two make pairs for the queue once between them, not once each; every job still runs.
+TEST(capacity_e2e, capacity_two_clusters_share_one_queue) {
+  REQUIRE_ENV(e);
+  scenario first{"capacity-share-a", 6, 0, "5m", "3s"}, second{"capacity-share-b", 6, 0, "5m", "3s"};
+  for (auto* s : {&first, &second}) {
+    s->labels = "shared-queue";
+    s->hud = true;
+  }
+  first.hud_share = "{index: 0, count: 2, takeAllAfter: 10m}";
+  second.hud_share = "{index: 1, count: 2, takeAllAfter: 10m}";
+  world a{e, first}, b{e, second};
+  REQUIRE_WORLD(a);
+  REQUIRE_WORLD(b);
+  a.start();
+  b.start();
+  int64_t set_a = 0, set_b = 0;
+  ASSERT_TRUE(eventually([&] { return (set_a = a.scale_set_id()) != 0 && (set_b = b.scale_set_id()) != 0; }, 60s))
+      << a.headroom->log() << b.headroom->log();
+  ASSERT_TRUE(eventually([&] { return a.latest_capacity(set_a) == 0 && b.latest_capacity(set_b) == 0; }, 60s));
+
+  e.peer->control("/jobs", R"({"labels":["shared-queue"],"count":6})");
+  auto queued = [](const world& w) {
+    return w.headroom->sample("headroom_capacity_advertised_queued_jobs{name=\"" + w.s.name + "\"}");
+  };
+  double most_a = 0, most_b = 0;
+  int most_pods = 0;
+  auto shared_done = [&] {
+    simdjson::dom::parser p;
+    int done = 0;
+    for (auto j : p.parse(e.peer->control("/state").body)["jobs"].get_array())
+      for (auto l : j["labels"].get_array())
+        done += std::string_view(l) == "shared-queue" && std::string_view(j["state"]) == "completed";
+    return done;
+  };
+  ASSERT_TRUE(eventually([&] {
+    most_a = std::max(most_a, queued(a));
+    most_b = std::max(most_b, queued(b));
+    most_pods = std::max(most_pods, a.placeholder_pods() + b.placeholder_pods());
+    return shared_done() == 6;
+  }, 240s)) << a.headroom->log() << b.headroom->log();
+  EXPECT_EQ(most_a, 3) << "cluster 0's share of six queued jobs";
+  EXPECT_EQ(most_b, 3) << "cluster 1's share";
+  // (The placeholders at once are not bounded by the shares: a consumed pair's workflow placeholder
+  // stays until its workflow pod takes the room, beside the pairs made for the jobs still queued.)
+  std::printf("[share] queued jobs counted: %.0f and %.0f of 6; placeholder pods at most %d\n", most_a, most_b, most_pods);
+  EXPECT_GT(audited(a, set_a), 0);
+  EXPECT_GT(audited(b, set_b), 0);
+}
+
 // proactiveCapacity 0 and no HUD (where almost every user starts): with nothing queued, no pairs and
 // capacity 0. Then 200 jobs: the Actions Service's own count of the jobs queued for the scale set
 // (totalAvailableJobs, read with the scale set after each empty poll and from every message)

@@ -221,6 +221,7 @@ struct scenario {
   std::string node_selector;  // YAML flow mapping items for the runner template: "pool: nowhere"
   std::string ttl;            // placeholderTTL; empty: the default (15m)
   bool hud = false;           // demand from the peer's fake HUD (1 s interval)
+  std::string hud_share;      // hud.share, a YAML flow mapping: "{index: 0, count: 2}"
   std::string tolerations;    // YAML flow list items for the runner template
   std::string workflow_resources = "{cpu: 500m, memory: 512Mi}";
   bool fault_hooks = false;   // HEADROOM_TEST_FAULTS=1 (runtime/fault_hooks.hpp)
@@ -249,7 +250,9 @@ inline std::string runner_account(const scenario& s) { return "e2e-" + s.name + 
 
 inline std::string config_for(const env& e, const scenario& s, const std::string& kubeconfig, bool capacity_aware = true) {
   return "kubernetes:\n  kubeconfig: " + kubeconfig + (s.watch_stall.empty() ? std::string{} : "\n  watchStallTimeout: " + s.watch_stall) +
-         (s.hud ? "\nhud:\n  url: " + e.peer->http_url() + "/api/clickhouse/queued_jobs_aggregate\n  interval: 1s" : std::string{}) +
+         (s.hud ? "\nhud:\n  url: " + e.peer->http_url() + "/api/clickhouse/queued_jobs_aggregate\n  interval: 1s" +
+                      (s.hud_share.empty() ? std::string{} : "\n  share: " + s.hud_share)
+                : std::string{}) +
          "\nleaderElection:\n  enabled: false\ngithub:\n  configUrl: " + e.peer->http_url() +
          "/headroom-org\nscaleSets:\n  - name: " + s.name + "\n    namespace: " + s.name +
          "\n    maxRunners: " + std::to_string(s.max_runners) + "\n    labels: [" + s.labels + "]" +

@@ -234,6 +234,20 @@ TEST(capacity_config, scale_set_errors_name_the_key) {
             std::string::npos);
 }
 
+TEST(capacity_config, the_queue_share_is_read_and_its_index_checked) {
+  auto r = parse_config_yaml("github: {configUrl: x}\nscaleSets: [{name: a}]\nhud: {url: h, share: {index: 2, count: 3, takeAllAfter: 90s}}");
+  ASSERT_TRUE(std::holds_alternative<parsed_config>(r)) << std::get<runtime::config_error>(r).message();
+  const auto& hud = std::get<parsed_config>(r).modes.get<scale_sets_mode>().config.hud;
+  EXPECT_EQ(hud.share_index, 2u);
+  EXPECT_EQ(hud.share_count, 3u);
+  EXPECT_EQ(hud.take_all_after, std::chrono::milliseconds{90'000});
+  auto bad = parse_config_yaml("github: {configUrl: x}\nscaleSets: [{name: a}]\nhud: {share: {index: 2, count: 2}}");
+  ASSERT_TRUE(std::holds_alternative<runtime::config_error>(bad));
+  EXPECT_NE(std::get<runtime::config_error>(bad).message().find("hud.share.index: this cluster's place among `count` clusters: 0 to 1, found 2"),
+            std::string::npos)
+      << std::get<runtime::config_error>(bad).message();
+}
+
 // The ladder's PriorityClasses are the deployment's to name (two releases on one cluster name theirs
 // apart): every pod headroom makes, and the classes it reads or makes, take the configured names.
 TEST(capacity_config, the_priority_ladder_takes_the_configured_names) {

@@ -36,6 +36,8 @@ struct monitor_fixture : test_support::actor_fixture {
     pods->stop();
   }
 
+  headroom::hud::queue_share share;  // hud.share; one cluster by default
+
   void start(int64_t proactive = 1, std::string hook_template = {}) {
     pods = pod_informer("arc");
     router = k8s::label_router<k8s::pod>::make(pods, std::string{cap::keys::scale_set});
@@ -48,6 +50,7 @@ struct monitor_fixture : test_support::actor_fixture {
     ctx->spec.hook_template_configmap = std::move(hook_template);
     ctx->spec.workflow_cpu = "500m";
     ctx->spec.workflow_memory = "512Mi";
+    ctx->spec.queue_share = share;
     ctx->kube = &kube;
     ctx->pods = router->slice("linux");
     ctx->owner_configmap = "headroom-owner-linux";
@@ -273,6 +276,35 @@ TEST_F(monitor_fixture, the_services_queued_jobs_bring_pairs_without_a_hud_or_a_
   caf::anon_send(monitor, u);
   sched.run();
   EXPECT_EQ(created().size(), 4u) << "two more: never above maxRunners";
+}
+
+// hud.share: cluster 1 of 2 makes pairs for its share of the service's queued jobs (the
+// remainder goes from cluster 0 on: 1 of 3 here), and for all of them once they have stayed
+// queued for takeAllAfter (checked at the next recalculation).
+TEST_F(monitor_fixture, with_a_share_the_services_queued_jobs_are_split_until_they_wait_too_long) {
+  share = headroom::hud::queue_share{1, 2, 0.5};  // takeAllAfter 30 s
+  start(0);
+  set_up();
+  msg::scale_set_update u;
+  u.scale_set_id = 7;
+  u.stats.total_available_jobs = 3;
+  caf::anon_send(monitor, u);
+  sched.run();
+  EXPECT_EQ(created().size(), 2u) << "one pair: cluster 1's share of three (cluster 0 takes two)";
+  for (int i = 0; i < 29; ++i) {
+    sched.advance_time(1s);
+    sched.run();
+  }
+  caf::anon_send(monitor, u);  // still three queued
+  sched.run();
+  EXPECT_TRUE(created().empty()) << "not yet 30 s";
+  for (int i = 0; i < 2; ++i) {
+    sched.advance_time(1s);
+    sched.run();
+  }
+  caf::anon_send(monitor, u);
+  sched.run();
+  EXPECT_EQ(created().size(), 4u) << "queued 30 s: all three are this cluster's too";
 }
 
 }  // namespace

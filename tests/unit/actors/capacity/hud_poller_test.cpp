@@ -46,13 +46,13 @@ struct poller_fixture : test_support::actor_fixture {
     return caf::actor_cast<actors::capacity::monitor_actor>(a);
   }
 
-  void start(actors::capacity::hud_metrics metrics = {}) {
+  void start(actors::capacity::hud_metrics metrics = {}, hud::queue_share share = {}) {
     hud::client_options o;
     o.url = "https://hud.test/api/queued_jobs";
     o.token = "hud-token";
     auto client = std::make_shared<hud::client>(io, o);
-    std::vector<actors::capacity::hud_target> targets{{{"linux.2xlarge", "linux.4xlarge"}, monitor(linux)},
-                                                       {{"macos"}, monitor(mac)}};
+    std::vector<actors::capacity::hud_target> targets{{{"linux.2xlarge", "linux.4xlarge"}, monitor(linux), share},
+                                                       {{"macos"}, monitor(mac), share}};
     poller = actors::capacity::spawn_hud_poller(sys, client, targets, 30s, std::move(metrics));
     sched.run();
   }
@@ -83,6 +83,22 @@ TEST_F(poller_fixture, each_monitor_gets_the_jobs_queued_for_its_labels_every_in
   sched.advance_time(1s);
   sched.run();
   EXPECT_EQ(io.waiting().size(), 1u);
+}
+
+// Two clusters on one HUD (hud.share): each monitor gets this cluster's share of the queue, and
+// the two clusters' shares add up to the queue.
+TEST_F(poller_fixture, with_a_share_each_monitor_gets_this_clusters_part_of_the_queue) {
+  start({}, hud::queue_share{1, 2, 0});
+  ASSERT_TRUE(io.answer("GET", "/api/queued_jobs", 200, rows));
+  sched.run();
+  ASSERT_EQ(linux->size(), 1u);
+  const auto mine = linux->back().count;
+  const auto decoded = hud::decode_queued_jobs(rows);
+  const auto theirs = hud::queued_for_labels(std::get<std::vector<hud::queued_jobs>>(decoded), {"linux.2xlarge", "linux.4xlarge"},
+                                             hud::queue_share{0, 2, 0});
+  EXPECT_EQ(mine + theirs, 10) << "the two shares are the queue";
+  EXPECT_GE(mine, 4);
+  EXPECT_LE(mine, 6);
 }
 
 TEST_F(poller_fixture, a_failed_fetch_tells_every_monitor_and_the_poller_keeps_going) {

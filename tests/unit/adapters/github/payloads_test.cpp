@@ -111,6 +111,43 @@ TEST(github_messages, workflow_job_webhook_type_mismatches_name_the_field_and_tr
       << "nulls and trailing whitespace are fine";
 }
 
+// hud.share: the shares of n over every cluster add up to n, each n / count or one more, and the
+// remainder lands on different clusters for different keys.
+TEST(hud, shares_of_a_queue_add_up_and_the_remainder_rotates) {
+  using headroom::hud::queue_share;
+  for (uint32_t count = 1; count <= 6; ++count)
+    for (int64_t n = 0; n <= 40; ++n)
+      for (const char* key : {"", "linux.2xlarge\npytorch\npytorch", "gpu\norg\nrepo"}) {
+        int64_t sum = 0;
+        for (uint32_t i = 0; i < count; ++i) {
+          const int64_t mine = headroom::hud::share_of(n, headroom::hud::rotation_of(key), queue_share{i, count, 0});
+          EXPECT_TRUE(mine == n / count || mine == n / count + 1) << n << " over " << count << ": " << mine;
+          sum += mine;
+        }
+        EXPECT_EQ(sum, n) << n << " over " << count;
+      }
+  int first = 0;
+  for (int k = 0; k < 200; ++k)
+    first += headroom::hud::share_of(1, headroom::hud::rotation_of("label-" + std::to_string(k)), queue_share{0, 2, 0});
+  EXPECT_GT(first, 60) << "one job per key: cluster 0 takes about half, not all or none";
+  EXPECT_LT(first, 140);
+}
+
+TEST(hud, with_a_share_old_jobs_are_every_clusters) {
+  auto r = headroom::hud::decode_queued_jobs(R"([
+    {"runner_label":"ci","org":"o","repo":"young","num_queued_jobs":4,"min_queue_time_minutes":0,"max_queue_time_minutes":1},
+    {"runner_label":"ci","org":"o","repo":"some-old","num_queued_jobs":4,"min_queue_time_minutes":1,"max_queue_time_minutes":12},
+    {"runner_label":"ci","org":"o","repo":"all-old","num_queued_jobs":3,"min_queue_time_minutes":11,"max_queue_time_minutes":30}])");
+  const auto& rows = std::get<std::vector<headroom::hud::queued_jobs>>(r);
+  using headroom::hud::queue_share;
+  // young: 2 of 4; some-old: 2 + 1 for its oldest; all-old: all 3.
+  EXPECT_EQ(headroom::hud::queued_for_labels(rows, {"ci"}, queue_share{0, 2, 10}), 2 + 3 + 3);
+  EXPECT_EQ(headroom::hud::queued_for_labels(rows, {"ci"}, queue_share{1, 2, 10}), 2 + 3 + 3);
+  EXPECT_EQ(headroom::hud::queued_for_labels(rows, {"ci"}, queue_share{1, 2, 0}), 4 + headroom::hud::share_of(3, headroom::hud::rotation_of("ci\no\nall-old"), queue_share{1, 2, 0}))
+      << "no takeAllAfter: shares alone";
+  EXPECT_EQ(headroom::hud::queued_for_labels(rows, {"ci"}), 11) << "one cluster: the whole queue";
+}
+
 TEST(hud, queued_jobs_sum_over_a_scale_sets_labels) {
   auto r = headroom::hud::decode_queued_jobs(R"([
     {"runner_label":"linux.2xlarge","org":"pytorch","repo":"pytorch","num_queued_jobs":7,"min_queue_time_minutes":1.5,"max_queue_time_minutes":12},
