@@ -237,7 +237,8 @@ std::map<std::string, std::string> process_env() {
   std::map<std::string, std::string> out;
   for (char** e = environ; e != nullptr && *e != nullptr; ++e) {
     std::string_view kv{*e};
-    if (kv.rfind("HEADROOM_", 0) != 0)
+    // headroom's own names, and the one a design names for what headroom reads (seed 000's HUD token).
+    if (kv.rfind("HEADROOM_", 0) != 0 && kv.rfind("HUD_API_TOKEN=", 0) != 0)
       continue;
     const auto eq = kv.find('=');
     if (eq != std::string_view::npos)

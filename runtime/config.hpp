@@ -81,6 +81,7 @@ config_result load_config_file(const std::string& path, config_extension* ext = 
 // Overrides from the environment (HEADROOM_LOG_LEVEL, HEADROOM_METRICS_ADDR,
 // HEADROOM_SCHEDULER_THREADS, HEADROOM_SHUTDOWN_TIMEOUT). `env` maps names to values.
 std::optional<config_error> apply_env(config& cfg, const std::map<std::string, std::string>& env);
+// The process's HEADROOM_* variables, and HUD_API_TOKEN (the design's name for the HUD's token).
 std::map<std::string, std::string> process_env();
 
 // Go-style durations: "300ms", "1.5s", "1m30s", "2h". Negative values are rejected.

@@ -171,6 +171,8 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
     hud::client_options h;
     h.url = cfg.hud.url;
     h.token = get("HEADROOM_HUD_TOKEN");
+    if (h.token.empty())
+      h.token = get("HUD_API_TOKEN");  // the design's name for it (seed 000: the listener pod's env from pytorch-hud-token)
     if (h.token.empty() && !get("HEADROOM_GITHUB_SECRET_DIR").empty()) {
       std::string found, error;
       h.token = secret_key(get("HEADROOM_GITHUB_SECRET_DIR"), {"hud-token", "hud_token"}, true, found, error);

@@ -122,6 +122,16 @@ PY
     { cat "$work/check-$mode.log"; fail "the $mode config the chart renders is refused by headroom check-config"; }
 done
 
+# The HUD's token from a Secret of its own (the design's pytorch-hud-token, key token).
+"$helm" template hr "$chart" --kube-version 1.36.0 -f "$chart/ci/scale-sets-values.yaml" --set hud.tokenSecret.name=pytorch-hud-token \
+  >"$work/hud.yaml" || fail "helm template with hud.tokenSecret"
+python3 - "$work/hud.yaml" <<'PY' || fail "hud.tokenSecret does not set HEADROOM_HUD_TOKEN from the Secret"
+import sys, yaml
+dep = next(d for d in yaml.safe_load_all(open(sys.argv[1])) if d and d["kind"] == "Deployment")
+env = {e["name"]: e for e in dep["spec"]["template"]["spec"]["containers"][0]["env"]}
+assert env["HEADROOM_HUD_TOKEN"]["valueFrom"]["secretKeyRef"] == {"name": "pytorch-hud-token", "key": "token"}, env.get("HEADROOM_HUD_TOKEN")
+PY
+
 # A required value left out is named; SQLite with two replicas is refused.
 if out=$("$helm" template hr "$chart" --kube-version 1.36.0 --set config.scheduler.enabled=true 2>&1); then
   fail "the scheduler without its Secret rendered"

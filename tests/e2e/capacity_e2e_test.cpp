@@ -330,6 +330,7 @@ TEST(capacity_e2e, capacity_two_clusters_share_one_queue) {
   }
   first.hud_share = "{index: 0, count: 2, takeAllAfter: 10m}";
   second.hud_share = "{index: 1, count: 2, takeAllAfter: 10m}";
+  second.hud_token_env = "HUD_API_TOKEN";  // the design's name for the token
   world a{e, first}, b{e, second};
   REQUIRE_WORLD(a);
   REQUIRE_WORLD(b);
@@ -360,6 +361,9 @@ TEST(capacity_e2e, capacity_two_clusters_share_one_queue) {
     most_pods = std::max(most_pods, a.placeholder_pods() + b.placeholder_pods());
     return shared_done() == 6;
   }, 240s)) << a.headroom->log() << b.headroom->log();
+  for (const world* w : {&a, &b})
+    EXPECT_GT(w->headroom->sample("headroom_hud_fetch_duration_seconds_count{outcome=\"ok\"}"), 0)
+        << w->s.name << " read the HUD (its token from " << w->s.hud_token_env << ")\n" << w->headroom->log();
   EXPECT_EQ(most_a, 3) << "cluster 0's share of six queued jobs";
   EXPECT_EQ(most_b, 3) << "cluster 1's share";
   // (The placeholders at once are not bounded by the shares: a consumed pair's workflow placeholder

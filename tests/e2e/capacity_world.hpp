@@ -222,6 +222,7 @@ struct scenario {
   std::string ttl;            // placeholderTTL; empty: the default (15m)
   bool hud = false;           // demand from the peer's fake HUD (1 s interval)
   std::string hud_share;      // hud.share, a YAML flow mapping: "{index: 0, count: 2}"
+  std::string hud_token_env = "HEADROOM_HUD_TOKEN";  // or the design's HUD_API_TOKEN
   std::string tolerations;    // YAML flow list items for the runner template
   std::string workflow_resources = "{cpu: 500m, memory: 512Mi}";
   bool fault_hooks = false;   // HEADROOM_TEST_FAULTS=1 (runtime/fault_hooks.hpp)
@@ -371,7 +372,7 @@ struct world {
   void start(bool capacity_aware = true) {
     std::vector<std::string> env;
     if (s.hud)
-      env.push_back("HEADROOM_HUD_TOKEN=" + hud_token);
+      env.push_back(s.hud_token_env + "=" + hud_token);
     if (s.fault_hooks)
       env.push_back("HEADROOM_TEST_FAULTS=1");
     headroom = std::make_unique<agent>(dir, config_for(e, s, kubeconfig, capacity_aware), env);
