@@ -5,6 +5,8 @@
 
 #include <caf/all.hpp>
 
+#include <algorithm>
+
 #include "messages/type_ids.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/log.hpp"
@@ -13,7 +15,55 @@
 namespace headroom::actors {
 namespace listener {
 
-// Finds the scale set by name (creating it when absent), then opens the session.
+namespace {
+
+// The labels a scale set carries on the service: its name, then the configured ones, once each
+// (as ARC's controller makes them).
+std::vector<github::label> wanted_labels(const std::string& name, const std::vector<std::string>& extra) {
+  std::vector<github::label> out{{"System", name}};
+  for (const auto& l : extra)
+    if (std::none_of(out.begin(), out.end(), [&](const github::label& x) { return x.name == l; }))
+      out.push_back({"System", l});
+  return out;
+}
+
+std::string label_names(const std::vector<github::label>& labels) {
+  std::vector<std::string> names;
+  for (const auto& l : labels)
+    names.push_back(l.name);
+  std::sort(names.begin(), names.end());
+  std::string out;
+  for (const auto& n : names)
+    out += (out.empty() ? "" : ",") + n;
+  return out;
+}
+
+// A scale set found on the service carries the labels jobs are matched against there. When they
+// are not the configured ones (it was made with others, or the configuration changed), they are
+// set to the configured ones, so the service matches the jobs headroom counts demand for (the
+// HUD's rows, by the configured labels) and the scale set carries what its configuration says.
+template <class Fail, class Done>
+void keep_labels(const std::shared_ptr<github::actions_client>& client, const github::runner_scale_set& found,
+                 github::runner_scale_set wanted, Fail fail, Done done) {
+  const auto had = label_names(found.labels), want = label_names(wanted.labels);
+  if (had == want)
+    return done(found.id);
+  runtime::log::info(actor_name, "the scale set's labels on the service are not the configured ones: updating them",
+                     {{"scale_set", found.id}, {"had", had}, {"configured", want}});
+  wanted.id = found.id;
+  wanted.disable_update = found.disable_update;
+  const int64_t id = found.id;
+  client->update_scale_set(id, std::move(wanted), [fail, done, id](github::actions_result<github::runner_scale_set> u) {
+    if (auto* e = std::get_if<github::actions_error>(&u))
+      return fail(std::move(*e));
+    done(id);
+  });
+}
+
+}  // namespace
+
+// Finds the scale set by name (creating it when absent, setting its labels to the configured ones
+// when they differ), then opens the session.
 void resolve_scale_set(listener_self* self) {
   auto& st = self->state;
   const auto me = runtime::handle_of(self);
@@ -47,15 +97,12 @@ void resolve_scale_set(listener_self* self) {
                           [client, opts, group_id, fail, done](github::actions_result<std::optional<github::runner_scale_set>> r) {
                             if (auto* e = std::get_if<github::actions_error>(&r))
                               return fail(std::move(*e));
-                            if (const auto& found = std::get<std::optional<github::runner_scale_set>>(r))
-                              return done(found->id);
                             github::runner_scale_set set;
                             set.name = opts.scale_set_name;
                             set.runner_group_id = group_id;
-                            set.labels.push_back({"System", opts.scale_set_name});
-                            for (const auto& l : opts.labels)
-                              if (l != opts.scale_set_name)
-                                set.labels.push_back({"System", l});
+                            set.labels = wanted_labels(opts.scale_set_name, opts.labels);
+                            if (const auto& found = std::get<std::optional<github::runner_scale_set>>(r))
+                              return keep_labels(client, *found, std::move(set), fail, done);
                             client->create_scale_set(set, [fail, done](github::actions_result<github::runner_scale_set> c) {
                               if (auto* e = std::get_if<github::actions_error>(&c))
                                 return fail(std::move(*e));

@@ -63,7 +63,9 @@ struct listener_fixture : test_support::actor_fixture {
     o.retry_base = 1ms;
     client = github::actions_client::make(where, creds, io, o);
     actors::listener_options lo;
-    lo.scale_set_id = 7;
+    lo.scale_set_id = by_name.empty() ? 7 : 0;
+    lo.scale_set_name = by_name;
+    lo.labels = labels;
     lo.owner = "headroom-0";
     lo.memo = memo;
     updates_sink = sys.spawn(
@@ -111,6 +113,8 @@ struct listener_fixture : test_support::actor_fixture {
     return -1;
   }
 
+  std::string by_name;               // the scale set by name (resolved at start), not by id
+  std::vector<std::string> labels;   // its configured labels
   std::shared_ptr<github::actions_client> client;
   std::shared_ptr<monitor_log> log = std::make_shared<monitor_log>();
   std::shared_ptr<actors::session_memo> memo = std::make_shared<actors::session_memo>();
@@ -243,6 +247,50 @@ TEST_F(listener_fixture, a_hung_poll_is_given_up_once_and_said_and_the_return_is
       << "the scale set is read beside the poll: " << waiting_text();
   sched.run();
   EXPECT_EQ(sessions->back().state, "Open") << "the service answered: the session is Open again, no poll hold later";
+}
+
+// #58: a scale set found on the service with other labels than the configured ones (the labels
+// the service matches jobs against) gets the configured ones, its name first, before the session.
+TEST_F(listener_fixture, a_found_scale_set_with_other_labels_gets_the_configured_ones) {
+  by_name = "linux";
+  labels = {"gpu", "linux", "x64"};
+  start(1);
+  connect();
+  ASSERT_TRUE(io.answer("GET", "/_apis/runtime/runnergroups/", 200, R"({"count":1,"value":[{"id":1,"name":"default","isDefaultGroup":true}]})"))
+      << waiting_text();
+  sched.run();
+  ASSERT_TRUE(io.answer("GET", "/_apis/runtime/runnerscalesets?", 200,
+                        R"({"count":1,"value":[{"id":9,"name":"linux","runnerGroupId":1,"labels":[{"type":"System","name":"linux"},)"
+                        R"({"type":"System","name":"old"}],"RunnerSetting":{"disableUpdate":true}}]})"))
+      << waiting_text();
+  sched.run();
+  const auto patch = std::find_if(io.waiting().begin(), io.waiting().end(), [](const auto& c) { return c.request.method == "PATCH"; });
+  ASSERT_NE(patch, io.waiting().end()) << waiting_text();
+  EXPECT_NE(patch->request.url.find("/_apis/runtime/runnerscalesets/9"), std::string::npos) << patch->request.url;
+  EXPECT_NE(patch->request.body.find(R"("labels":[{"type":"System","name":"linux"},{"type":"System","name":"gpu"},{"type":"System","name":"x64"}])"),
+            std::string::npos)
+      << patch->request.body;
+  EXPECT_NE(patch->request.body.find(R"("disableUpdate":true)"), std::string::npos) << "the scale set's other settings are kept";
+  ASSERT_TRUE(io.answer("PATCH", "/_apis/runtime/runnerscalesets/9", 200, R"({"id":9,"name":"linux","runnerGroupId":1})"));
+  sched.run();
+  EXPECT_EQ(waiting("POST", "/_apis/runtime/runnerscalesets/9/sessions"), 1u) << "then the session\n" << waiting_text();
+}
+
+TEST_F(listener_fixture, a_found_scale_set_with_the_configured_labels_is_taken_as_it_is) {
+  by_name = "linux";
+  labels = {"gpu"};
+  start(1);
+  connect();
+  ASSERT_TRUE(io.answer("GET", "/_apis/runtime/runnergroups/", 200, R"({"count":1,"value":[{"id":1,"name":"default","isDefaultGroup":true}]})"))
+      << waiting_text();
+  sched.run();
+  ASSERT_TRUE(io.answer("GET", "/_apis/runtime/runnerscalesets?", 200,
+                        R"({"count":1,"value":[{"id":9,"name":"linux","runnerGroupId":1,"labels":[{"type":"System","name":"gpu"},)"
+                        R"({"type":"System","name":"linux"}]}]})"))
+      << waiting_text();
+  sched.run();
+  EXPECT_EQ(waiting("PATCH", "/_apis/runtime/runnerscalesets/9"), 0u) << "the same labels in another order: no update";
+  EXPECT_EQ(waiting("POST", "/_apis/runtime/runnerscalesets/9/sessions"), 1u) << waiting_text();
 }
 
 }  // namespace
