@@ -85,6 +85,7 @@ const char* to_string(reason r) {
     case reason::paused: return "paused";
     case reason::no_metric: return "no_metric";
     case reason::quota: return "quota";
+    case reason::unschedulable: return "unschedulable";
     case reason::refused: return "refused";
     case reason::changed_elsewhere: return "changed_elsewhere";
   }

@@ -79,6 +79,7 @@ enum class reason {
   paused,              // the target is annotated headroom.dev/reactive-paused: "true" (actor)
   no_metric,           // no query gave a number; or one did not, and the others would have stepped down
   quota,               // the tenant's quota has no room for +1 (actor)
+  unschedulable,       // a replica is Pending, unschedulable: no step up until it is placed (actor)
   refused,             // the /scale write was refused (actor)
   changed_elsewhere,   // replicas changed by someone else since the last read (actor)
 };

@@ -274,6 +274,7 @@ void on_api(scaler_self* self, msg::api_reply& r) {
     case call::write_scale: return on_written(self, r, false);
     case call::verify_scale: return on_verified(self, r);
     case call::read_paused: return on_paused_read(self, r);
+    case call::list_unplaced: return on_unplaced_listed(self, r);
     case call::revert:
       if (!r.ok)
         runtime::log::warn(actor_name, "cannot put the previous scale annotation back", {{"target", tid(self)}, {"error", r.error}});

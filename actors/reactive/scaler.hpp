@@ -31,7 +31,7 @@ inline constexpr int metric_alert_after = 3;        // consecutive query failure
 using steady = std::chrono::steady_clock;
 
 enum class call : uint8_t { discover, read_crd, read_object, read_scale, read_current, list_pods, deletion_cost, annotate,
-                            write_scale, write_both, verify_scale, revert, read_paused };
+                            write_scale, write_both, verify_scale, revert, read_paused, list_unplaced };
 
 struct call_info {
   call what = call::discover;
@@ -80,6 +80,8 @@ struct scaler_state {
   bool gone = false;                  // the target was deleted (logged once; resumed when it returns)
   bool quota_held = false;            // the last scale-up the quota was asked for was held
   bool paused = false;                // the target said headroom.dev/reactive-paused: "true" at the last step it would have taken
+  double resumed_at = 0;              // when the pause was seen to end: the cooldown applies from then
+  int64_t unplaced = 0;               // replicas Pending and unschedulable at the last step up (steps up held)
   runtime::outage metric_outage{{.reminder = std::chrono::minutes(1)}};  // when to log a missing metric
   static inline const char* name = "headroom.reactive_scaler";
 };
@@ -119,6 +121,8 @@ void step_done(scaler_self* self);
 void step_refused(scaler_self* self, const std::string& error);
 void begin_step(scaler_self* self, const decision& d);
 void on_paused_read(scaler_self* self, const msg::api_reply& r);
+void check_unplaced(scaler_self* self, const std::string& selector);
+void on_unplaced_listed(scaler_self* self, const msg::api_reply& r);
 void continue_step(scaler_self* self);
 void mark_newest_pod(scaler_self* self, const std::string& selector);
 void subscribe(scaler_self* self);

@@ -59,7 +59,19 @@ void on_current(scaler_self* self, const msg::api_reply& r) {
     runtime::log::debug(actor_name, "cannot read /scale; deciding from the last count", {{"target", tid(self)}, {"error", r.error}});
   }
   report_quota(self);
-  auto d = decide_metrics(spec(self).rules, std::exchange(s.views, {}), wall_now(self), s.current, s.last, s.backoff_until);
+  // After a pause, the cooldown and the windows run from its end, as from a scale event.
+  auto basis = s.last;
+  const bool since_resume = s.resumed_at > 0 && (!s.last || s.resumed_at > s.last->time);
+  if (since_resume)
+    basis = last_scale{s.resumed_at, s.current, s.current, s.last ? s.last->alternations : 0};
+  auto d = decide_metrics(spec(self).rules, std::exchange(s.views, {}), wall_now(self), s.current, basis, s.backoff_until);
+  if (since_resume && d.why == reason::cooldown)
+    d.detail = "cooldown after the pause ended, " +
+               std::to_string(static_cast<int64_t>(std::chrono::duration<double>(spec(self).rules.cooldown).count() -
+                                                   (wall_now(self) - s.resumed_at))) +
+               " s left";
+  else if (since_resume && d.why == reason::window_since_scale)
+    d.detail = "the window reaches back before the pause ended";
   note(self, d);
   if (d.what == action::none) {
     s.evaluating = false;
@@ -189,6 +201,8 @@ void on_scale(scaler_self* self, const msg::api_reply& r) {
       mark_newest_pod(self, sc.selector);
       return;
     }
+    if (st.d.what == action::up && !sc.selector.empty())
+      return check_unplaced(self, sc.selector);
     return continue_step(self);
   }
   // Start-up: a step whose intent is on the target but whose write is not finishes now.

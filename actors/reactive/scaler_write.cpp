@@ -181,16 +181,25 @@ void on_paused_read(scaler_self* self, const msg::api_reply& r) {
     record_event(self, "Normal", paused ? "ScalingPaused" : "ScalingResumed", "Evaluate",
                  paused ? std::string{"annotated "} + std::string{pause_annotation} + "=true: no step (wanted " +
                               std::to_string(s.stepping->from) + " → " + std::to_string(s.stepping->to) + ")"
-                        : std::string{"the "} + std::string{pause_annotation} + " annotation is gone: scaling again");
+                        : std::string{"the "} + std::string{pause_annotation} +
+                              " annotation is gone: scaling again after the cooldown, on windows from now");
+    if (!paused) {
+      // The design's resume: the metric is judged afresh and the cooldown applies from the resume
+      // (on_current decides as if a scale event had happened now), so the step wanted at the
+      // moment of resuming is not taken.
+      s.resumed_at = wall_now(self);
+      s.ctx->metrics.decided(to_string(action::none), to_string(reason::cooldown));
+      return finish_evaluation(self);
+    }
   }
   if (paused) {
     s.ctx->metrics.decided(to_string(action::none), to_string(reason::paused));
     return finish_evaluation(self);
   }
-  // A step up from a known count goes straight on (the write tests the count); a step down reads
-  // /scale for the pods' selector, and a step from 0 for the resourceVersion to write against.
+  // A step up reads /scale for the pods' selector (its replicas must all be placed first), as does a
+  // step down (the newest pod goes first); a step to a bound goes straight on (the write tests the count).
   const auto& st = *s.stepping;
-  if (st.to > st.from && st.from > 0)
+  if (st.to > st.from && st.from > 0 && st.d.what != action::up)
     continue_step(self);
   else
     read_scale(self);
@@ -240,6 +249,55 @@ void mark_newest_pod(scaler_self* self, const std::string& selector) {
     o.label_selector = selector;
     kube.list(k8s::kinds::pods, ns, o, std::move(cb));
   });
+}
+
+// Before a step up: the target's pods that are Pending and unschedulable. While one is, the last
+// step's replicas have found no room (or were preempted and cannot come back), so another step up
+// would only add more of them: it waits until they are placed (reason `unschedulable`, a Warning
+// Event when the hold starts, headroom_reactive_unschedulable_replicas).
+void check_unplaced(scaler_self* self, const std::string& selector) {
+  const auto ns = spec(self).target.ns;
+  start(self, call::list_unplaced, [ns, selector](k8s::client& kube, const k8s::resource_kind&, k8s::api_callback cb) {
+    k8s::list_options o;
+    o.label_selector = selector;
+    o.field_selector = "status.phase=Pending";
+    kube.list(k8s::kinds::pods, ns, o, std::move(cb));
+  });
+}
+
+void on_unplaced_listed(scaler_self* self, const msg::api_reply& r) {
+  auto& s = self->state;
+  if (!s.stepping)
+    return;
+  int64_t unplaced = 0;
+  std::string why;
+  if (r.ok) {
+    auto list = k8s::decode_list<k8s::pod>(r.body);
+    if (auto* l = std::get_if<k8s::list_result<k8s::pod>>(&list))
+      for (const auto& p : l->items) {
+        const auto* c = p.find_condition("PodScheduled");
+        if (p.meta.deletion_timestamp.empty() && p.node_name.empty() && c && c->status == "False" && c->reason == "Unschedulable") {
+          ++unplaced;
+          why = c->message;
+        }
+      }
+  }  // unreadable: the step goes on, as before this check (the write still tests the count)
+  s.ctx->metrics.set("headroom_reactive_unschedulable_replicas", unplaced);
+  if (unplaced == 0) {
+    if (s.unplaced > 0)
+      runtime::log::info(actor_name, "every replica is placed: stepping up again", {{"target", tid(self)}});
+    s.unplaced = 0;
+    return continue_step(self);
+  }
+  s.ctx->metrics.decided(to_string(action::up), to_string(reason::unschedulable));
+  if (s.unplaced == 0) {
+    const std::string msg = std::to_string(unplaced) + " replica(s) Pending, unschedulable (" + why +
+                            "): no step up until they are placed";
+    runtime::log::warn(actor_name, "scale-up held: replicas cannot be placed", {{"target", tid(self)}, {"unschedulable", unplaced}, {"scheduler", why}});
+    record_event(self, "Warning", "ScaleUpHeld", "Scale", msg);
+  }
+  s.unplaced = unplaced;
+  finish_evaluation(self);
 }
 
 // --- evaluation ------------------------------------------------------------------------------------

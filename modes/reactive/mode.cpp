@@ -33,6 +33,7 @@ constexpr series gauges[] = {
     {"headroom_reactive_metric_alert", "1 while the metric has been unavailable for 3 or more evaluations in a row"},
     {"headroom_reactive_oscillation_alert", "1 while more than 5 scale events in a row alternated direction"},
     {"headroom_reactive_paused", "1 while the target is annotated headroom.dev/reactive-paused: \"true\" (as seen when a step was due)"},
+    {"headroom_reactive_unschedulable_replicas", "Replicas Pending and unschedulable when a step up was due (steps up wait while above 0)"},
 };
 constexpr series counters[] = {
     {"headroom_reactive_metric_query_failures_total", "Evaluations skipped because the metric was unavailable"},

@@ -114,12 +114,15 @@ struct scaler_fixture : test_support::actor_fixture {
     answer("GET", "/apis/apps/v1/namespaces/ml/deployments/web", 200, deployment(replicas));
     answer("GET", "/deployments/web/scale", 200, scale(replicas));
   }
-  // An evaluation that decides to step up from `from`: the count read, the pause checked, and the
-  // step's one patch, which waits for the test's answer.
-  void step_up_from(int from) {
+  // An evaluation that decides to step up from `from`: the count read, the pause checked, /scale
+  // read for the selector, its Pending pods listed (`pending`: none unschedulable by default), and
+  // the step's one patch, which waits for the test's answer.
+  void step_up_from(int from, const std::string& pending = R"({"kind":"PodList","items":[]})") {
     evaluate(150);
     answer("GET", "/deployments/web/scale", 200, scale(from));
     answer("GET", "/apis/apps/v1/namespaces/ml/deployments/web", 200, deployment(from));
+    answer("GET", "/deployments/web/scale", 200, scale(from));
+    answer("GET", "/api/v1/namespaces/ml/pods?", 200, pending);
   }
   const http::http_request* waiting_patch() const {
     for (const auto& c : io.waiting())
@@ -202,6 +205,8 @@ TEST_F(scaler_fixture, an_unreadable_metric_is_skipped_and_the_other_steps_up) {
   evaluate(500, 1);
   answer("GET", "/deployments/web/scale", 200, scale(1));
   answer("GET", "/apis/apps/v1/namespaces/ml/deployments/web", 200, deployment(1));
+  answer("GET", "/deployments/web/scale", 200, scale(1));
+  answer("GET", "/api/v1/namespaces/ml/pods?", 200, R"({"kind":"PodList","items":[]})");
   const auto* patch = waiting_patch();
   ASSERT_NE(patch, nullptr) << waiting_text();
   EXPECT_NE(patch->body.find(R"({"op":"replace","path":"/spec/replicas","value":2})"), std::string::npos) << patch->body;
@@ -242,6 +247,56 @@ TEST_F(scaler_fixture, no_metric_read_skips_the_evaluation) {
   EXPECT_TRUE(io.waiting().empty()) << "not even /scale is read: " << waiting_text();
   EXPECT_EQ(decisions["none/no_metric"], 1);
   EXPECT_EQ(counters["headroom_reactive_metric_query_failures_total"], 1);
+}
+
+// #58, the design's preemption during a scale-up: while a replica is Pending and unschedulable
+// (its room taken, or never there), no further step up; a Warning when the hold starts; once every
+// replica is placed, the next step.
+TEST_F(scaler_fixture, a_step_up_waits_while_a_replica_cannot_be_placed) {
+  start();
+  come_up(2);
+  const std::string unplaced =
+      R"({"kind":"PodList","items":[{"metadata":{"name":"web-2","namespace":"ml","uid":"u2"},"spec":{"containers":[]},)"
+      R"("status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable",)"
+      R"("message":"0/3 nodes are available: 3 Insufficient cpu. preemption: 0/3 nodes are available"}]}}]})";
+  for (int i = 0; i < 3; ++i) {
+    step_up_from(2, unplaced);
+    ASSERT_EQ(waiting_patch(), nullptr) << "evaluation " << i << ": held\n" << waiting_text();
+    sched.advance_time(10s);
+  }
+  EXPECT_EQ(decisions["up/unschedulable"], 3);
+  EXPECT_EQ(gauges["headroom_reactive_unschedulable_replicas"], 1);
+  EXPECT_EQ(counters["headroom_reactive_scale_ups_total"], 0);
+  step_up_from(2);
+  ASSERT_NE(waiting_patch(), nullptr) << "placed: the step goes on\n" << waiting_text();
+  EXPECT_EQ(gauges["headroom_reactive_unschedulable_replicas"], 0);
+}
+
+// #58, the design's resume: the step wanted when the pause is seen to end is not taken; the cooldown
+// runs from the resume, and the next step after it.
+TEST_F(scaler_fixture, after_a_pause_the_cooldown_runs_from_the_resume) {
+  start();
+  come_up(1);
+  evaluate(150);
+  answer("GET", "/deployments/web/scale", 200, scale(1));
+  answer("GET", "/apis/apps/v1/namespaces/ml/deployments/web", 200,
+         R"({"apiVersion":"apps/v1","kind":"Deployment","metadata":{"name":"web","namespace":"ml","uid":"u-web",)"
+         R"("annotations":{"headroom.dev/reactive-paused":"true"}},"spec":{"replicas":1}})");
+  EXPECT_EQ(decisions["none/paused"], 1);
+  sched.advance_time(10s);
+  evaluate(150);
+  answer("GET", "/deployments/web/scale", 200, scale(1));
+  answer("GET", "/apis/apps/v1/namespaces/ml/deployments/web", 200, deployment(1));  // the annotation is gone
+  EXPECT_EQ(waiting_patch(), nullptr) << "no step at the resume\n" << waiting_text();
+  EXPECT_EQ(decisions["none/cooldown"], 1);
+  sched.advance_time(30s);
+  evaluate(150);
+  answer("GET", "/deployments/web/scale", 200, scale(1));
+  EXPECT_EQ(waiting_patch(), nullptr) << "within the cooldown (60 s) from the resume\n" << waiting_text();
+  EXPECT_EQ(decisions["none/cooldown"], 2);
+  sched.advance_time(40s);
+  step_up_from(1);
+  EXPECT_NE(waiting_patch(), nullptr) << "past the cooldown: the step\n" << waiting_text();
 }
 
 }  // namespace
