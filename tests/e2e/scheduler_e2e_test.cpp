@@ -274,8 +274,9 @@ TEST(scheduler_e2e, pools_each_job_gets_its_pools_runner_and_hosted_jobs_none) {
   }, 240s);
   ASSERT_TRUE(done) << w.headroom->log();
   ASSERT_TRUE(eventually([&] { return w.each_ran_once(ours); }, 30s)) << "every job is recorded on exactly one worker";
+  // (Sampled from the dashboards' usage, the store's count can miss the dind pool's short-lived
+  // workers under load: a cold CI run saw none. That the pool ran is asserted by its pods below.)
   EXPECT_LE(most_dind, 2) << "the dind pool's maxWorkers";
-  EXPECT_GT(most_dind, 0);
   int linux_pods = 0, dind_pods = 0;
   for (const auto& [name, s] : pods) {
     if (s.pool == "linux") {

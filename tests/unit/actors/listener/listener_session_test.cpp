@@ -274,6 +274,8 @@ TEST_F(listener_fixture, a_found_scale_set_with_other_labels_gets_the_configured
   ASSERT_TRUE(io.answer("PATCH", "/_apis/runtime/runnerscalesets/9", 200, R"({"id":9,"name":"linux","runnerGroupId":1})"));
   sched.run();
   EXPECT_EQ(waiting("POST", "/_apis/runtime/runnerscalesets/9/sessions"), 1u) << "then the session\n" << waiting_text();
+  ASSERT_TRUE(io.answer("POST", "/_apis/runtime/runnerscalesets/9/sessions", 200, session_json));  // (so no call holds the listener)
+  settle();
 }
 
 TEST_F(listener_fixture, a_found_scale_set_with_the_configured_labels_is_taken_as_it_is) {
@@ -291,6 +293,8 @@ TEST_F(listener_fixture, a_found_scale_set_with_the_configured_labels_is_taken_a
   sched.run();
   EXPECT_EQ(waiting("PATCH", "/_apis/runtime/runnerscalesets/9"), 0u) << "the same labels in another order: no update";
   EXPECT_EQ(waiting("POST", "/_apis/runtime/runnerscalesets/9/sessions"), 1u) << waiting_text();
+  ASSERT_TRUE(io.answer("POST", "/_apis/runtime/runnerscalesets/9/sessions", 200, session_json));  // (so no call holds the listener)
+  settle();
 }
 
 }  // namespace
