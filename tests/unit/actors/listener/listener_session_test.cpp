@@ -96,6 +96,17 @@ struct listener_fixture : test_support::actor_fixture {
         << waiting_text();
     sched.run();
   }
+  // Resolving the scale set by name: the runner group, then `found` as the service's list of
+  // scale sets by that name.
+  void find_scale_set(const std::string& found) {
+    start(1);
+    connect();
+    ASSERT_TRUE(io.answer("GET", "/_apis/runtime/runnergroups/", 200, R"({"count":1,"value":[{"id":1,"name":"default","isDefaultGroup":true}]})"))
+        << waiting_text();
+    sched.run();
+    ASSERT_TRUE(io.answer("GET", "/_apis/runtime/runnerscalesets?", 200, found)) << waiting_text();
+    sched.run();
+  }
   // Runs the actors until nothing moves: cancelled requests answer (as the transport's thread
   // would), and what that sets off runs too.
   void settle() {
@@ -254,16 +265,8 @@ TEST_F(listener_fixture, a_hung_poll_is_given_up_once_and_said_and_the_return_is
 TEST_F(listener_fixture, a_found_scale_set_with_other_labels_gets_the_configured_ones) {
   by_name = "linux";
   labels = {"gpu", "linux", "x64"};
-  start(1);
-  connect();
-  ASSERT_TRUE(io.answer("GET", "/_apis/runtime/runnergroups/", 200, R"({"count":1,"value":[{"id":1,"name":"default","isDefaultGroup":true}]})"))
-      << waiting_text();
-  sched.run();
-  ASSERT_TRUE(io.answer("GET", "/_apis/runtime/runnerscalesets?", 200,
-                        R"({"count":1,"value":[{"id":9,"name":"linux","runnerGroupId":1,"labels":[{"type":"System","name":"linux"},)"
-                        R"({"type":"System","name":"old"}],"RunnerSetting":{"disableUpdate":true}}]})"))
-      << waiting_text();
-  sched.run();
+  find_scale_set(R"({"count":1,"value":[{"id":9,"name":"linux","runnerGroupId":1,"labels":[{"type":"System","name":"linux"},)"
+                 R"({"type":"System","name":"old"}],"RunnerSetting":{"disableUpdate":true}}]})");
   const auto patch = std::find_if(io.waiting().begin(), io.waiting().end(), [](const auto& c) { return c.request.method == "PATCH"; });
   ASSERT_NE(patch, io.waiting().end()) << waiting_text();
   EXPECT_NE(patch->request.url.find("/_apis/runtime/runnerscalesets/9"), std::string::npos) << patch->request.url;
@@ -281,16 +284,8 @@ TEST_F(listener_fixture, a_found_scale_set_with_other_labels_gets_the_configured
 TEST_F(listener_fixture, a_found_scale_set_with_the_configured_labels_is_taken_as_it_is) {
   by_name = "linux";
   labels = {"gpu"};
-  start(1);
-  connect();
-  ASSERT_TRUE(io.answer("GET", "/_apis/runtime/runnergroups/", 200, R"({"count":1,"value":[{"id":1,"name":"default","isDefaultGroup":true}]})"))
-      << waiting_text();
-  sched.run();
-  ASSERT_TRUE(io.answer("GET", "/_apis/runtime/runnerscalesets?", 200,
-                        R"({"count":1,"value":[{"id":9,"name":"linux","runnerGroupId":1,"labels":[{"type":"System","name":"gpu"},)"
-                        R"({"type":"System","name":"linux"}]}]})"))
-      << waiting_text();
-  sched.run();
+  find_scale_set(R"({"count":1,"value":[{"id":9,"name":"linux","runnerGroupId":1,"labels":[{"type":"System","name":"gpu"},)"
+                 R"({"type":"System","name":"linux"}]}]})");
   EXPECT_EQ(waiting("PATCH", "/_apis/runtime/runnerscalesets/9"), 0u) << "the same labels in another order: no update";
   EXPECT_EQ(waiting("POST", "/_apis/runtime/runnerscalesets/9/sessions"), 1u) << waiting_text();
   ASSERT_TRUE(io.answer("POST", "/_apis/runtime/runnerscalesets/9/sessions", 200, session_json));  // (so no call holds the listener)
