@@ -57,11 +57,12 @@ type runnerView struct {
 	pod       *corev1.Pod
 	container *corev1.Container
 	env       map[string]string
+	files     map[string]map[string]string // the ConfigMap volumes' files, by volume name (mountVolumes)
 }
 
 // viewOf resolves the runner container's env as the kubelet would (literal values, fieldRef,
 // secretKeyRef, configMapKeyRef); a reference that cannot be resolved leaves the pod unstartable,
-// which the kubelet retries: here, an error.
+// which the kubelet retries: here, an error. The ConfigMap volumes are written then too.
 func (s *sim) viewOf(ctx context.Context, pod *corev1.Pod) (*runnerView, error) {
 	v := &runnerView{pod: pod, env: map[string]string{}}
 	for i := range pod.Spec.Containers {
@@ -109,12 +110,56 @@ func (s *sim) viewOf(ctx context.Context, pod *corev1.Pod) (*runnerView, error) 
 			v.env[e.Name] = cm.Data[ref.Key]
 		}
 	}
+	if err := s.mountVolumes(ctx, v); err != nil {
+		return nil, err
+	}
 	return v, nil
 }
 
+// mountVolumes materialises the runner container's ConfigMap volumes as the kubelet does before the
+// container starts (volume name -> path in the volume -> content; `items` project chosen keys at
+// chosen paths). A ConfigMap that cannot be read leaves the pod unstartable, which the kubelet
+// retries (an error here; viewOf's caller retries); an optional one that is missing is an empty dir.
+// After the start the files are local: reading them needs no API server.
+func (s *sim) mountVolumes(ctx context.Context, v *runnerView) error {
+	v.files = map[string]map[string]string{}
+	for _, m := range v.container.VolumeMounts {
+		for _, vol := range v.pod.Spec.Volumes {
+			if vol.Name != m.Name || vol.ConfigMap == nil {
+				continue
+			}
+			if _, done := v.files[vol.Name]; done {
+				continue
+			}
+			files := map[string]string{}
+			cm, err := s.client.CoreV1().ConfigMaps(v.pod.Namespace).Get(ctx, vol.ConfigMap.Name, metav1.GetOptions{})
+			switch {
+			case err != nil && apierrors.IsNotFound(err) && vol.ConfigMap.Optional != nil && *vol.ConfigMap.Optional:
+			case err != nil:
+				return fmt.Errorf("volume %s: configmap %s: %w", vol.Name, vol.ConfigMap.Name, err)
+			case len(vol.ConfigMap.Items) == 0:
+				for k, text := range cm.Data {
+					files[k] = text
+				}
+			default:
+				for _, it := range vol.ConfigMap.Items {
+					text, ok := cm.Data[it.Key]
+					if !ok {
+						return fmt.Errorf("volume %s: configmap %s has no key %s", vol.Name, vol.ConfigMap.Name, it.Key)
+					}
+					files[it.Path] = text
+				}
+			}
+			v.files[vol.Name] = files
+		}
+	}
+	return nil
+}
+
 // readMountedFile: the content of `file` in the runner container, from the ConfigMap volume mounted
-// over it (the only kind of volume a hook template comes from here); an error when nothing mounts it.
-func (s *sim) readMountedFile(ctx context.Context, v *runnerView, file string) (string, error) {
+// over it (the only kind of volume a hook template comes from here; its files were written when the
+// container started); an error when nothing mounts it.
+func (s *sim) readMountedFile(v *runnerView, file string) (string, error) {
 	for _, m := range v.container.VolumeMounts {
 		dir := strings.TrimSuffix(m.MountPath, "/")
 		var key string
@@ -126,29 +171,20 @@ func (s *sim) readMountedFile(ctx context.Context, v *runnerView, file string) (
 		default:
 			continue
 		}
-		for _, vol := range v.pod.Spec.Volumes {
-			if vol.Name != m.Name {
-				continue
-			}
-			if vol.ConfigMap == nil {
-				return "", failf("%s: volume %s is not a ConfigMap (the simulator reads only those)", file, vol.Name)
-			}
-			for _, it := range vol.ConfigMap.Items {
-				if it.Path == key {
-					key = it.Key
+		files, ok := v.files[m.Name]
+		if !ok {
+			for _, vol := range v.pod.Spec.Volumes {
+				if vol.Name == m.Name {
+					return "", failf("%s: volume %s is not a ConfigMap (the simulator reads only those)", file, vol.Name)
 				}
 			}
-			cm, err := s.client.CoreV1().ConfigMaps(v.pod.Namespace).Get(ctx, vol.ConfigMap.Name, metav1.GetOptions{})
-			if err != nil {
-				return "", fmt.Errorf("%s: configmap %s: %w", file, vol.ConfigMap.Name, err)
-			}
-			text, ok := cm.Data[key]
-			if !ok {
-				return "", failf("ENOENT: %s (configmap %s has no key %s)", file, vol.ConfigMap.Name, key)
-			}
-			return text, nil
+			return "", failf("%s: mount %s names no volume of the pod", file, m.Name)
 		}
-		return "", failf("%s: mount %s names no volume of the pod", file, m.Name)
+		text, ok := files[key]
+		if !ok {
+			return "", failf("ENOENT: no such file or directory, open '%s' (volume %s has no file %s)", file, m.Name, key)
+		}
+		return text, nil
 	}
 	return "", failf("ENOENT: no such file or directory, open '%s' (no volume mounted there)", file)
 }
@@ -377,7 +413,7 @@ func (s *sim) hookJob(ctx context.Context, v *runnerView, hook string, duration 
 	}
 	wf := jobPod(v, podName, hook)
 	if file := v.env["ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE"]; file != "" {
-		text, err := s.readMountedFile(ctx, v, file)
+		text, err := s.readMountedFile(v, file)
 		if err != nil {
 			return err
 		}
