@@ -46,30 +46,32 @@ std::vector<int64_t> deliveries_to_redeliver(const std::vector<github::hook_deli
 
 namespace reconcile {
 
-void redeliver_missed(reconciler_state& s, int64_t since_ms) {
+namespace {
+
+// One App's webhook: its deliveries since `since_ms`, the refused ones asked again.
+void redeliver_missed_of(reconciler_state& s, int64_t since_ms, github::github_app app) {
   auto* gh = s.ctx->github;
-  if (gh == nullptr)
-    return;
+  const char* which = app == github::github_app::user ? "user" : "first";
   github::delivery_window window;
   window.since_ms = since_ms;
-  auto listed = gh->list_app_hook_deliveries(window);
+  auto listed = gh->list_app_hook_deliveries(window, app);
   if (auto* e = std::get_if<github::rest_error>(&listed)) {
     s.ctx->metrics.error("github");
     runtime::log::warn(actor_name,
                        "could not list the webhook deliveries refused during the store outage: redeliver them by hand "
                        "(the App's Advanced settings, or POST /app/hook/deliveries/{id}/attempts)",
-                       {{"error", e->describe()}, {"since_ms", since_ms}});
+                       {{"app", which}, {"error", e->describe()}, {"since_ms", since_ms}});
     return;
   }
   const auto& list = std::get<github::hook_delivery_list>(listed);
   const auto ids = deliveries_to_redeliver(list.deliveries, max_redeliveries);
   int64_t asked = 0, gone = 0, failed = 0;
   for (const auto id : ids) {
-    auto r = gh->redeliver(id);
+    auto r = gh->redeliver(id, app);
     if (auto* e = std::get_if<github::rest_error>(&r)) {
       ++failed;
       s.ctx->metrics.error("github");
-      runtime::log::warn(actor_name, "a redelivery was refused", {{"delivery", id}, {"error", e->describe()}});
+      runtime::log::warn(actor_name, "a redelivery was refused", {{"app", which}, {"delivery", id}, {"error", e->describe()}});
       if (e->rate_limited)
         break;
       continue;
@@ -82,8 +84,22 @@ void redeliver_missed(reconciler_state& s, int64_t since_ms) {
     s.ctx->metrics.action("webhook_redelivered");
   }
   runtime::log::info(actor_name, "asked GitHub to redeliver the webhook deliveries refused during the store outage",
-                     {{"redelivered", asked}, {"gone", gone}, {"failed", failed}, {"listed", static_cast<int64_t>(list.deliveries.size())},
-                      {"complete", list.complete}, {"since_ms", since_ms}});
+                     {{"app", which}, {"redelivered", asked}, {"gone", gone}, {"failed", failed},
+                      {"listed", static_cast<int64_t>(list.deliveries.size())}, {"complete", list.complete}, {"since_ms", since_ms}});
+}
+
+}  // namespace
+
+// Each App has its own webhook, and its own deliveries to look through.
+void redeliver_missed(reconciler_state& s, int64_t since_ms) {
+  auto* gh = s.ctx->github;
+  if (gh == nullptr)
+    return;
+  const auto apps = gh->apps();
+  if (apps.empty())
+    redeliver_missed_of(s, since_ms, github::github_app::first);  // says why it cannot (a PAT)
+  for (const auto app : apps)
+    redeliver_missed_of(s, since_ms, app);
 }
 
 }  // namespace reconcile

@@ -44,6 +44,10 @@ struct credentials {
   std::string app_id;
   int64_t installation_id = 0;
   std::string private_key_pem;
+  // The scheduler's second App, for personal accounts (seed 003 has one App per account kind).
+  // Its installations are always found per account; empty: the first App serves every account.
+  std::string user_app_id;
+  std::string user_app_private_key_pem;
 };
 
 struct actions_error {

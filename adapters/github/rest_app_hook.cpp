@@ -6,21 +6,18 @@
 // take the App's JWT (https://docs.github.com/en/rest/apps/webhooks).
 #include <algorithm>
 
-#include "adapters/github/auth.hpp"
 #include "adapters/github/rest_client.hpp"
 #include "runtime/clock.hpp"
 
 namespace headroom::github {
 
 rest_result<rest_client::answer> rest_client::app_call(const std::string& operation, const std::string& method,
-                                                       const std::string& path) {
-  if (creds_.app_id.empty() || creds_.private_key_pem.empty())
-    return rest_error{0, operation, "needs the GitHub App's credentials (a personal access token cannot reach an App's webhook)"};
+                                                       const std::string& path, github_app app) {
+  auto jwt = jwt_of(operation, app);
+  if (auto* e = std::get_if<rest_error>(&jwt))
+    return *e;
   if (auto e = paused(operation))
     return *e;
-  auto jwt = app_jwt(creds_.app_id, creds_.private_key_pem, runtime::real_clock().wall_ms() / 1000);
-  if (auto* e = std::get_if<auth_error>(&jwt))
-    return rest_error{0, operation, e->message};
   return send(operation, method, path, std::get<std::string>(jwt), {}, 0);
 }
 
@@ -35,12 +32,12 @@ std::string deliveries_path(const std::string& cursor) {
 
 }  // namespace
 
-rest_result<hook_delivery_list> rest_client::list_app_hook_deliveries(const delivery_window& window) {
-  const std::string op = "list the GitHub App's webhook deliveries";
+rest_result<hook_delivery_list> rest_client::list_app_hook_deliveries(const delivery_window& window, github_app app) {
+  const std::string op = app == github_app::user ? "list the second GitHub App's webhook deliveries" : "list the GitHub App's webhook deliveries";
   hook_delivery_list out;
   std::string cursor;
   for (int page = 0; page < std::max(1, window.max_pages); ++page) {
-    auto a = app_call(op, "GET", deliveries_path(cursor));
+    auto a = app_call(op, "GET", deliveries_path(cursor), app);
     if (auto* e = std::get_if<rest_error>(&a))
       return *e;
     auto& r = std::get<answer>(a);
@@ -70,9 +67,10 @@ rest_result<hook_delivery_list> rest_client::list_app_hook_deliveries(const deli
   return out;
 }
 
-rest_result<redelivery_request> rest_client::redeliver(int64_t delivery_id) {
-  const std::string op = "redeliver webhook delivery " + std::to_string(delivery_id);
-  auto a = app_call(op, "POST", "/app/hook/deliveries/" + std::to_string(delivery_id) + "/attempts");
+rest_result<redelivery_request> rest_client::redeliver(int64_t delivery_id, github_app app) {
+  const std::string op = std::string{"redeliver "} + (app == github_app::user ? "the second GitHub App's " : "") +
+                         "webhook delivery " + std::to_string(delivery_id);
+  auto a = app_call(op, "POST", "/app/hook/deliveries/" + std::to_string(delivery_id) + "/attempts", app);
   if (auto* e = std::get_if<rest_error>(&a))
     return *e;
   auto& r = std::get<answer>(a);

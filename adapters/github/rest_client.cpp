@@ -71,6 +71,30 @@ rest_client::rest_client(std::string api_base, credentials creds, http::exchange
   tls_ = tls;
   runtime::secret_registry::global().add(creds_.personal_access_token);
   runtime::secret_registry::global().add(creds_.private_key_pem);
+  runtime::secret_registry::global().add(creds_.user_app_private_key_pem);
+}
+
+std::vector<github_app> rest_client::apps() const {
+  std::vector<github_app> out;
+  if (!creds_.app_id.empty())
+    out.push_back(github_app::first);
+  if (!creds_.user_app_id.empty())
+    out.push_back(github_app::user);
+  return out;
+}
+
+rest_result<std::string> rest_client::jwt_of(const std::string& operation, github_app app) {
+  const bool user = app == github_app::user;
+  const auto& id = user ? creds_.user_app_id : creds_.app_id;
+  const auto& key = user ? creds_.user_app_private_key_pem : creds_.private_key_pem;
+  if (id.empty() || key.empty())
+    return rest_error{0, operation,
+                      user ? "no second GitHub App is configured"
+                           : "needs the GitHub App's credentials (a personal access token cannot reach an App's webhook)"};
+  auto jwt = app_jwt(id, key, runtime::real_clock().wall_ms() / 1000);
+  if (auto* e = std::get_if<auth_error>(&jwt))
+    return rest_error{0, operation, (user ? "the second GitHub App: " : "") + e->message};
+  return std::get<std::string>(jwt);
 }
 
 uint64_t rest_client::requests() {
@@ -79,10 +103,10 @@ uint64_t rest_client::requests() {
 }
 
 rest_result<rest_client::answer> rest_client::app_request(const std::string& operation, const std::string& method,
-                                                          const std::string& path) {
-  auto jwt = app_jwt(creds_.app_id, creds_.private_key_pem, runtime::real_clock().wall_ms() / 1000);
-  if (auto* e = std::get_if<auth_error>(&jwt))
-    return rest_error{0, operation, e->message};
+                                                          const std::string& path, github_app app) {
+  auto jwt = jwt_of(operation, app);
+  if (auto* e = std::get_if<rest_error>(&jwt))
+    return *e;
   http::http_request req;
   req.tls = tls_;
   req.method = method;
@@ -119,28 +143,48 @@ std::string account_key(const std::string& path) {
 
 }  // namespace
 
-rest_result<int64_t> rest_client::installation_for(const std::string& path) {
-  if (creds_.installation_id != 0)
-    return creds_.installation_id;
+rest_result<rest_client::installation_ref> rest_client::installation_for(const std::string& path) {
   const auto key = account_key(path);
-  const std::string op = "find the GitHub App's installation for " + key;
+  const bool repository = key.rfind("repos/", 0) == 0;
+  // A fixed installation serves every account but a repository a second App may hold.
+  if (creds_.installation_id != 0 && !(repository && !creds_.user_app_id.empty()))
+    return installation_ref{github_app::first, creds_.installation_id};
   if (key.empty())
     return rest_error{0, "find the GitHub App's installation", "no organization or repository in " + path};
-  const int64_t now = runtime::real_clock().wall_ms() / 1000;
   {
     std::lock_guard lock(mu_);
     if (auto it = installations_.find(key); it != installations_.end())
       return it->second;
-    if (auto it = not_installed_until_.find(key); it != not_installed_until_.end() && now < it->second)
+  }
+  auto found = lookup_installation(key, github_app::first);
+  if (auto* e = std::get_if<rest_error>(&found); e != nullptr && e->status == 404 && repository && !creds_.user_app_id.empty()) {
+    found = lookup_installation(key, github_app::user);
+    if (auto* u = std::get_if<rest_error>(&found); u != nullptr && u->status == 404)
+      return rest_error{404, "find the GitHub Apps' installation for " + key, "neither GitHub App is installed there (asked again after a minute)"};
+  }
+  if (auto* e = std::get_if<rest_error>(&found))
+    return *e;
+  std::lock_guard lock(mu_);
+  installations_[key] = std::get<installation_ref>(found);
+  return found;
+}
+
+rest_result<rest_client::installation_ref> rest_client::lookup_installation(const std::string& key, github_app app) {
+  const bool user = app == github_app::user;
+  const std::string op = std::string{"find the "} + (user ? "second " : "") + "GitHub App's installation for " + key;
+  const int64_t now = runtime::real_clock().wall_ms() / 1000;
+  {
+    std::lock_guard lock(mu_);
+    if (auto it = not_installed_until_.find({key, app}); it != not_installed_until_.end() && now < it->second)
       return rest_error{404, op, "the GitHub App is not installed there (asked again after a minute)"};
   }
-  auto a = app_request(op, "GET", "/" + key + "/installation");
+  auto a = app_request(op, "GET", "/" + key + "/installation", app);
   if (auto* e = std::get_if<rest_error>(&a))
     return *e;
   auto& r = std::get<answer>(a);
   if (r.status == 404) {
     std::lock_guard lock(mu_);
-    not_installed_until_[key] = now + 60;
+    not_installed_until_[{key, app}] = now + 60;
     return rest_error{404, op, "the GitHub App is not installed there"};
   }
   if (r.status != 200)
@@ -155,20 +199,18 @@ rest_result<int64_t> rest_client::installation_for(const std::string& path) {
   });
   if (auto* e = std::get_if<rest_error>(&id))
     return *e;
-  std::lock_guard lock(mu_);
-  installations_[key] = std::get<int64_t>(id);
-  return std::get<int64_t>(id);
+  return installation_ref{app, std::get<int64_t>(id)};
 }
 
-rest_result<std::string> rest_client::token(int64_t installation) {
+rest_result<std::string> rest_client::token(installation_ref installation) {
   const int64_t now = runtime::real_clock().wall_ms() / 1000;
   {
     std::lock_guard lock(mu_);
-    if (auto it = tokens_.find(installation); it != tokens_.end() && it->second.exp - now > 300)
+    if (auto it = tokens_.find(installation.id); it != tokens_.end() && it->second.exp - now > 300)
       return it->second.token;
   }
   const std::string op = "get installation access token";
-  auto a = app_request(op, "POST", "/app/installations/" + std::to_string(installation) + "/access_tokens");
+  auto a = app_request(op, "POST", "/app/installations/" + std::to_string(installation.id) + "/access_tokens", installation.app);
   if (auto* e = std::get_if<rest_error>(&a))
     return *e;
   auto& r = std::get<answer>(a);
@@ -189,7 +231,7 @@ rest_result<std::string> rest_client::token(int64_t installation) {
   auto& [t, exp] = std::get<std::pair<std::string, std::string>>(tok);
   runtime::secret_registry::global().add_ephemeral(t);  // an installation token rotates hourly
   std::lock_guard lock(mu_);
-  auto& cached = tokens_[installation];
+  auto& cached = tokens_[installation.id];
   cached.token = t;
   cached.exp = parse_time(exp);
   if (cached.exp == 0)
@@ -216,8 +258,8 @@ rest_result<rest_client::answer> rest_client::call(const std::string& operation,
     auto inst = installation_for(path);
     if (auto* e = std::get_if<rest_error>(&inst))
       return rest_error{e->status, operation, "no credentials: " + e->operation + ": " + e->message};
-    installation = std::get<int64_t>(inst);
-    tok = token(installation);
+    installation = std::get<installation_ref>(inst).id;
+    tok = token(std::get<installation_ref>(inst));
   }
   if (auto* e = std::get_if<rest_error>(&tok))
     return rest_error{e->status, operation, "no credentials: " + e->message};

@@ -11,8 +11,11 @@
 // store calls block too). Credentials: a PAT, or a GitHub App. An App's installation is the
 // configured one, or (installation_id 0, an App installed in several organizations) each
 // account's own, found once per account (GET /orgs/{org}/installation, /repos/{o}/{r}/installation)
-// and cached; an account the App is not installed in is asked again after a minute. Each
-// installation's token is cached until 5 minutes before it expires. Every token is a secret.
+// and cached; an account the App is not installed in is asked again after a minute. With a second
+// App for personal accounts (credentials::user_app_id; seed 003 has one App per account kind), a
+// repository's installation is looked for with the first App, then with the second; an
+// organization's with the first only. Each installation's token is cached until 5 minutes before
+// it expires. Every token is a secret.
 
 #include <chrono>
 #include <cstdint>
@@ -22,6 +25,7 @@
 #include <optional>
 #include <string>
 #include <string_view>
+#include <utility>
 #include <variant>
 #include <vector>
 
@@ -71,7 +75,11 @@ struct hook_delivery_list {
   bool complete = true;                   // false: max_pages were read before since_ms was reached
 };
 
-enum class redelivery_request { accepted, gone };  // gone: 404, GitHub has no such delivery (any more)
+enum class redelivery_request { accepted, gone };
+
+// One of the scheduler's GitHub Apps: the first (organizations, and every account without a
+// second), or the second, for personal accounts (credentials::user_app_id).
+enum class github_app { first, user };  // gone: 404, GitHub has no such delivery (any more)
 
 struct rest_options {
   std::string ca_pem;
@@ -108,11 +116,14 @@ class rest_client {
   // installation token), 100 a page, following the Link header's cursor until a page reaches back
   // before `window.since_ms`, there is no next page, or `window.max_pages` were read. Needs App
   // credentials. A failed delivery's status is not "OK" (whatever its status_code).
-  rest_result<hook_delivery_list> list_app_hook_deliveries(const delivery_window& window);
+  rest_result<hook_delivery_list> list_app_hook_deliveries(const delivery_window& window, github_app app = github_app::first);
   // Asks GitHub to deliver `delivery_id` again (POST /app/hook/deliveries/{id}/attempts, 202): the
   // same body and X-GitHub-Delivery (guid), as a new delivery with its own id and redelivery: true.
   // Each call is one more delivery: the caller asks once per guid.
-  rest_result<redelivery_request> redeliver(int64_t delivery_id);
+  // Delivery ids are the App's own: ask the App that listed it.
+  rest_result<redelivery_request> redeliver(int64_t delivery_id, github_app app = github_app::first);
+  // The Apps the credentials name, each with its own webhook (none with a PAT).
+  std::vector<github_app> apps() const;
 
   uint64_t requests();  // calls answered so far
 
@@ -130,7 +141,8 @@ class rest_client {
   rest_result<answer> call(const std::string& operation, const std::string& method, const std::string& path,
                            const std::string& body = {});
   // The App's own calls (its webhook's deliveries): the App JWT instead of an installation token.
-  rest_result<answer> app_call(const std::string& operation, const std::string& method, const std::string& path);
+  rest_result<answer> app_call(const std::string& operation, const std::string& method, const std::string& path,
+                               github_app app);
   // A rate_limited error while GitHub's rate limit is being waited out; nullopt otherwise.
   std::optional<rest_error> paused(const std::string& operation);
   // Sends one request with `bearer`; a rate-limit answer starts the pause. `installation`: whose
@@ -139,11 +151,20 @@ class rest_client {
                            const std::string& bearer, const std::string& body, int64_t installation);
   // GitHub's {"message": "…"} of an error answer, cut short; the raw start of the body otherwise.
   static std::string message_of(const std::string& body);
+  struct installation_ref {
+    github_app app = github_app::first;
+    int64_t id = 0;
+  };
+  // App `app`'s JWT, or why there is none.
+  rest_result<std::string> jwt_of(const std::string& operation, github_app app);
   // The App JWT's request (installation lookups, installation tokens).
-  rest_result<answer> app_request(const std::string& operation, const std::string& method, const std::string& path);
+  rest_result<answer> app_request(const std::string& operation, const std::string& method, const std::string& path,
+                                  github_app app);
   // The installation whose token a call to `path` takes.
-  rest_result<int64_t> installation_for(const std::string& path);
-  rest_result<std::string> token(int64_t installation);
+  rest_result<installation_ref> installation_for(const std::string& path);
+  // App `app`'s installation in `key` ("orgs/x", "repos/o/r"): looked up once, cached.
+  rest_result<installation_ref> lookup_installation(const std::string& key, github_app app);
+  rest_result<std::string> token(installation_ref installation);
   rest_result<std::vector<rest_runner>> list_runners_at(const std::string& op, const std::string& path);
 
   std::string api_base_;
@@ -156,9 +177,9 @@ class rest_client {
     std::string token;
     int64_t exp = 0;  // seconds since the epoch
   };
-  std::map<int64_t, cached_token> tokens_;              // installation → its token
-  std::map<std::string, int64_t> installations_;        // "orgs/x" or "repos/o/r" → installation
-  std::map<std::string, int64_t> not_installed_until_;  // the same keys → seconds since the epoch
+  std::map<int64_t, cached_token> tokens_;                            // installation → its token
+  std::map<std::string, installation_ref> installations_;             // "orgs/x" or "repos/o/r" → installation
+  std::map<std::pair<std::string, github_app>, int64_t> not_installed_until_;  // (key, App) → seconds since the epoch
   uint64_t requests_ = 0;
   std::chrono::steady_clock::time_point limited_until_{};
 };

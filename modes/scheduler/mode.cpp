@@ -156,6 +156,8 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
   auto creds = github_credentials(env, true);  // an App installed in several organizations: each one's found
   if (auto* e = std::get_if<std::string>(&creds))
     return *e;
+  if (auto e = github_user_app(env, std::get<github::credentials>(creds)); !e.empty())
+    return e;
   if (!c.enterprise.empty() && std::get<github::credentials>(creds).personal_access_token.empty())
     return "scheduler.enterprise: enterprise runners need a personal access token with manage_runners:enterprise "
            "(HEADROOM_GITHUB_TOKEN); GitHub lets no App manage them";

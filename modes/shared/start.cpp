@@ -180,4 +180,44 @@ std::variant<github::credentials, std::string> github_credentials(const std::map
   return creds;
 }
 
+std::string github_user_app(const std::map<std::string, std::string>& env, github::credentials& creds) {
+  auto get = [&env](const char* name) { return env_value(env, name); };
+  std::string id = get("HEADROOM_GITHUB_USER_APP_ID");
+  std::string key = get("HEADROOM_GITHUB_USER_APP_PRIVATE_KEY");
+  std::string where = "HEADROOM_GITHUB_USER_APP_ID";
+  const std::string dir = get("HEADROOM_GITHUB_SECRET_DIR");
+  if (id.empty() && !dir.empty()) {
+    const std::string secret = get("HEADROOM_GITHUB_SECRET_NAME").empty() ? dir : "Secret " + get("HEADROOM_GITHUB_SECRET_NAME");
+    std::string found, error;
+    id = secret_key(dir, {"github_user_app_id", "user-app-id"}, true, found, error);
+    if (error.empty() && !id.empty())
+      key = secret_key(dir, {"github_user_app_private_key", "user-private-key"}, false, found, error);
+    if (!error.empty())
+      return secret + ": " + error;
+    if (!id.empty() && key.empty())
+      return secret + ": key github_user_app_private_key (or user-private-key) is missing; the second GitHub App needs it with "
+                      "github_user_app_id";
+    where = secret + ": github_user_app_id";
+  }
+  if (id.empty())
+    return {};
+  if (key.empty() && !get("HEADROOM_GITHUB_USER_APP_PRIVATE_KEY_FILE").empty()) {
+    std::string error;
+    key = read_text(get("HEADROOM_GITHUB_USER_APP_PRIVATE_KEY_FILE"), error, "HEADROOM_GITHUB_USER_APP_PRIVATE_KEY_FILE");
+    if (!error.empty())
+      return error;
+  }
+  if (key.empty())
+    return "HEADROOM_GITHUB_USER_APP_PRIVATE_KEY or HEADROOM_GITHUB_USER_APP_PRIVATE_KEY_FILE: required with HEADROOM_GITHUB_USER_APP_ID";
+  if (creds.app_id.empty())
+    return where + ": a second GitHub App (for personal accounts) needs the first, for organizations (github_app_id or "
+                   "HEADROOM_GITHUB_APP_ID); with a personal access token no App is used";
+  if (id == creds.app_id)
+    return where + ": the second GitHub App is the first one (" + id.substr(0, 32) + "); leave it unset to use one App for every account";
+  runtime::secret_registry::global().add(key);
+  creds.user_app_id = id;
+  creds.user_app_private_key_pem = key;
+  return {};
+}
+
 }  // namespace headroom::modes

@@ -28,6 +28,12 @@ std::string env_value(const std::map<std::string, std::string>& env, const char*
 std::variant<github::credentials, std::string> github_credentials(const std::map<std::string, std::string>& env,
                                                                   bool installation_optional = false);
 
+// The scheduler's second GitHub App, for personal accounts (seed 003 has one App per account kind):
+// HEADROOM_GITHUB_USER_APP_ID with HEADROOM_GITHUB_USER_APP_PRIVATE_KEY (or _FILE), or the mounted
+// Secret's github_user_app_id and github_user_app_private_key (user-app-id, user-private-key),
+// into `creds` (which must hold the first App). "" when none is set or it was read; else the error.
+std::string github_user_app(const std::map<std::string, std::string>& env, github::credentials& creds);
+
 // A key of the mounted GitHub Secret, under the first of `names` that exists; "" when none does.
 std::string secret_key(const std::string& dir, std::initializer_list<const char*> names, bool trim, std::string& found,
                        std::string& error);

@@ -793,12 +793,18 @@ TEST(scheduler_e2e, postgres_store_survives_sigkill_and_a_database_restart_mid_b
 // webhook-deliveries API when the store is back (#61: refused, they were lost).
 TEST(scheduler_e2e, postgres_down_for_20s_is_one_line_a_backoff_a_metric_and_nothing_lost) {
   REQUIRE_SCHED_ENV(e);
-  // A peer of its own that knows the App (the shared one takes a personal access token), beside
-  // the shared PostgreSQL, which this test stops and restarts.
+  // A peer of its own that knows the Apps (the shared one takes a personal access token), beside
+  // the shared PostgreSQL, which this test stops and restarts. Two Apps, one per account kind
+  // (seed 003): the first installed in org-down, the second in the personal account dana; each
+  // App's webhook has its own deliveries, so the refused ones are found in both.
   auto [app_key, app_public_key] = testpeer::make_app_key();
+  auto [user_app_key, user_app_public_key] = testpeer::make_app_key();
   testpeer::actions_peer::options po;
   po.app_public_key_pem = app_public_key;
   po.installations = "org-down=301";
+  po.user_app_id = "67890";
+  po.user_app_public_key_pem = user_app_public_key;
+  po.user_installations = "dana=302";
   sched_env app_env;
   app_env.c = e.c;
   app_env.peer = testpeer::actions_peer::start(po, app_env.why);
@@ -810,21 +816,29 @@ TEST(scheduler_e2e, postgres_down_for_20s_is_one_line_a_backoff_a_metric_and_not
     ~give_back() { to.pg = std::move(from.pg); }
   } back{app_env, e};
   sched_options opts{.name = "sched-pg-down", .store = "postgres", .job_duration = "1s"};
-  opts.env = {"HEADROOM_GITHUB_APP_ID=12345", "HEADROOM_GITHUB_APP_PRIVATE_KEY=" + app_key};
+  opts.env = {"HEADROOM_GITHUB_APP_ID=12345", "HEADROOM_GITHUB_APP_PRIVATE_KEY=" + app_key, "HEADROOM_GITHUB_USER_APP_ID=67890",
+              "HEADROOM_GITHUB_USER_APP_PRIVATE_KEY=" + user_app_key};
   sched_world w{app_env, opts};
   ASSERT_TRUE(w.sim) << w.why;
   ASSERT_TRUE(w.start()) << w.headroom->log();
-  auto first = w.post_jobs("org-down", "org-down/app", "\"self-hosted\"", 2);
+  // Both kinds of account, in every phase: an organization's repository and a personal one.
+  const auto post_both = [&] {
+    auto ids = w.post_jobs("org-down", "org-down/app", "\"self-hosted\"", 2);
+    auto personal = w.post_jobs("", "dana/tool", "\"self-hosted\"", 1);
+    ids.insert(ids.end(), personal.begin(), personal.end());
+    return ids;
+  };
+  auto first = post_both();
   ASSERT_TRUE(eventually([&] {
     auto jobs = w.peer_jobs();
-    return jobs[first[0]] == "completed" && jobs[first[1]] == "completed";
+    return std::all_of(first.begin(), first.end(), [&](int64_t id) { return jobs[id] == "completed"; });
   }, 90s)) << w.headroom->log();
   EXPECT_EQ(w.headroom->sample("headroom_scheduler_store_available"), 1);
   const size_t log_before = w.headroom->full_log().size();
   const double cpu_before = testenv::cpu_seconds(w.headroom->pid());
   const auto down_at = std::chrono::steady_clock::now();
   app_env.pg->stop();
-  auto during = w.post_jobs("org-down", "org-down/app", "\"self-hosted\"", 2);  // refused (503): headroom has them redelivered
+  auto during = post_both();  // refused (503): headroom has them redelivered, each by its App
   EXPECT_TRUE(eventually([&] { return w.headroom->sample("headroom_scheduler_store_available") == 0; }, 10s)) << w.headroom->log();
   std::this_thread::sleep_for(20s - (std::chrono::steady_clock::now() - down_at));
   const double cpu = testenv::cpu_seconds(w.headroom->pid()) - cpu_before;
@@ -848,14 +862,25 @@ TEST(scheduler_e2e, postgres_down_for_20s_is_one_line_a_backoff_a_metric_and_not
   EXPECT_LT(core, 0.10) << "headroom spun while the store was down";
   std::vector<int64_t> ids = first;
   ids.insert(ids.end(), during.begin(), during.end());
-  auto after = w.post_jobs("org-down", "org-down/app", "\"self-hosted\"", 2);
+  auto after = post_both();
   ids.insert(ids.end(), after.begin(), after.end());
   ASSERT_TRUE(eventually([&] {
     auto jobs = w.peer_jobs();
     return std::all_of(ids.begin(), ids.end(), [&](int64_t id) { return jobs[id] == "completed"; });
   }, 180s)) << "the deliveries refused during the outage were not redelivered\n" << w.headroom->log();
-  EXPECT_GE(w.headroom->sample("headroom_scheduler_actions_total{action=\"webhook_redelivered\"}"), 2)
+  EXPECT_GE(w.headroom->sample("headroom_scheduler_actions_total{action=\"webhook_redelivered\"}"), 3)
       << "headroom asked for the refused deliveries itself\n" << w.headroom->log();
+  // The personal account's runners were made with the second App's installation, the
+  // organization's with the first's; neither App's token went to the other's account.
+  simdjson::dom::parser sp;
+  auto state = sp.parse(app_env.peer->control("/state").body);
+  const auto requests = [&](const char* route) {
+    auto v = state["requests"][route];
+    return v.error() ? int64_t{0} : int64_t(v.value());
+  };
+  EXPECT_GE(requests("access_token:301"), 1);
+  EXPECT_GE(requests("access_token:302"), 1) << "the second App's installation served dana";
+  EXPECT_EQ(requests("wrong_installation"), 0);
   EXPECT_NE(w.headroom->full_log().find("asked GitHub to redeliver the webhook deliveries refused during the store outage"),
             std::string::npos);
   EXPECT_TRUE(eventually([&] { return w.headroom->sample("headroom_scheduler_store_available") == 1; }, 30s));

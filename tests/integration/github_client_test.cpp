@@ -842,5 +842,66 @@ TEST(github_rest, an_app_in_several_organizations_uses_each_ones_installation) {
     EXPECT_EQ(line.find("PRIVATE KEY"), std::string::npos) << line;
 }
 
+
+// Two Apps, one per account kind (seed 003): the first installed in an organization, the second in
+// a personal account. An organization and its repositories take the first App's installation, a
+// personal account's repository the second's (found after the first App's lookup says 404), each
+// looked up once; an account neither App is in is a clear 404. The peer refuses an App's JWT for
+// the other App's installation and a token on another account's paths, as GitHub does.
+TEST(github_rest, a_second_app_serves_personal_accounts) {
+  auto [org_key, org_public_key] = testpeer::make_app_key();
+  auto [user_key, user_public_key] = testpeer::make_app_key();
+  testpeer::actions_peer::options opts;
+  opts.app_public_key_pem = org_public_key;
+  opts.installations = "org-one=101";
+  opts.user_app_id = "67890";
+  opts.user_app_public_key_pem = user_public_key;
+  opts.user_installations = "dana=501";
+  std::string why;
+  auto peer = testpeer::actions_peer::start(opts, why);
+  HEADROOM_REQUIRE_READY(peer != nullptr, "the Actions Service peer", why);
+  http::transport io{http::transport::options{}};
+  github::credentials creds;
+  creds.app_id = "12345";
+  creds.private_key_pem = org_key;
+  creds.user_app_id = "67890";
+  creds.user_app_private_key_pem = user_key;
+  github::rest_client gh{peer->http_url(), creds, io};
+  EXPECT_EQ(gh.apps(), (std::vector<github::github_app>{github::github_app::first, github::github_app::user}));
+  for (int round = 0; round < 2; ++round) {
+    auto g = gh.ensure_runner_group("org-one", "headroom");
+    ASSERT_TRUE(std::holds_alternative<int64_t>(g)) << std::get<github::rest_error>(g).describe();
+    auto org_jit = gh.generate_jit_config("orgs/org-one", "r-org-" + std::to_string(round), std::get<int64_t>(g), {"self-hosted"});
+    ASSERT_TRUE(std::holds_alternative<github::rest_jit>(org_jit)) << std::get<github::rest_error>(org_jit).describe();
+    auto user_jit = gh.generate_jit_config("repos/dana/tool", "r-dana-" + std::to_string(round), 0, {"self-hosted"});
+    ASSERT_TRUE(std::holds_alternative<github::rest_jit>(user_jit)) << std::get<github::rest_error>(user_jit).describe();
+    auto org_repo = gh.list_runners("repos/org-one/app");
+    EXPECT_TRUE(std::holds_alternative<std::vector<github::rest_runner>>(org_repo))
+        << std::get<github::rest_error>(org_repo).describe();
+  }
+  auto stranger = gh.list_runners("repos/erin/x");
+  ASSERT_TRUE(std::holds_alternative<github::rest_error>(stranger));
+  EXPECT_EQ(std::get<github::rest_error>(stranger).status, 404);
+  EXPECT_NE(std::get<github::rest_error>(stranger).describe().find("neither GitHub App is installed there"), std::string::npos)
+      << std::get<github::rest_error>(stranger).describe();
+  // Each App lists its own webhook's deliveries with its own JWT.
+  for (auto app : gh.apps()) {
+    auto listed = gh.list_app_hook_deliveries({}, app);
+    EXPECT_TRUE(std::holds_alternative<github::hook_delivery_list>(listed)) << std::get<github::rest_error>(listed).describe();
+  }
+
+  simdjson::dom::parser p;
+  auto state = p.parse(peer->control("/state").body);
+  auto count = [&](const char* route) {
+    auto v = state["requests"][route];
+    return v.error() ? int64_t{0} : int64_t(v.value());
+  };
+  EXPECT_EQ(count("access_token:101"), 1) << "the first App's token for org-one, cached";
+  EXPECT_EQ(count("access_token:501"), 1) << "the second App's token for dana, cached";
+  // org-one, repos/org-one/app (first App); repos/dana/tool (first: 404, then second); erin (both).
+  EXPECT_EQ(count("installation_of"), 6);
+  EXPECT_EQ(count("wrong_installation"), 0) << "no token went to another account";
+}
+
 }  // namespace
 }  // namespace headroom

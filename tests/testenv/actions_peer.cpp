@@ -8,6 +8,7 @@
 
 #include <unistd.h>
 
+#include <algorithm>
 #include <cstdio>
 #include <fstream>
 
@@ -52,18 +53,36 @@ std::pair<std::string, std::string> make_app_key() {
 }
 
 std::unique_ptr<actions_peer> actions_peer::start(const options& opts, std::string& why) {
-  // The App's public key goes through a file the peer reads at start.
-  char tmpl[] = "/tmp/headroom-app-key-XXXXXX";
-  const int fd = mkstemp(tmpl);
-  if (fd < 0) {
+  // The Apps' public keys go through files the peer reads at start.
+  std::vector<std::string> key_files;
+  struct removed_at_end {
+    std::vector<std::string>& files;
+    ~removed_at_end() {
+      for (const auto& f : files)
+        if (!f.empty())
+          std::remove(f.c_str());
+    }
+  } cleanup{key_files};
+  const auto key_file = [&](const std::string& pem) {
+    char tmpl[] = "/tmp/headroom-app-key-XXXXXX";
+    const int fd = mkstemp(tmpl);
+    key_files.emplace_back(fd < 0 ? "" : tmpl);  // "": none could be made (refused below)
+    if (fd >= 0) {
+      close(fd);
+      std::ofstream(tmpl) << pem;
+    }
+    return key_files.back();
+  };
+  std::vector<std::string> args = {"--app-id", opts.app_id, "--poll-hold", opts.poll_hold};
+  if (!opts.app_public_key_pem.empty())
+    args.insert(args.end(), {"--app-public-key", key_file(opts.app_public_key_pem)});
+  if (!opts.user_app_id.empty())
+    args.insert(args.end(), {"--user-app-id", opts.user_app_id, "--user-app-public-key", key_file(opts.user_app_public_key_pem),
+                             "--user-installations", opts.user_installations});
+  if (std::any_of(key_files.begin(), key_files.end(), [](const std::string& f) { return f.empty(); })) {
     why = "cannot create a temporary file";
     return nullptr;
   }
-  close(fd);
-  std::ofstream(tmpl) << opts.app_public_key_pem;
-  std::vector<std::string> args = {"--app-id", opts.app_id, "--poll-hold", opts.poll_hold};
-  if (!opts.app_public_key_pem.empty())
-    args.insert(args.end(), {"--app-public-key", tmpl});
   if (!opts.pat.empty())
     args.insert(args.end(), {"--pat", opts.pat});
   if (!opts.hud_token.empty())
@@ -71,7 +90,6 @@ std::unique_ptr<actions_peer> actions_peer::start(const options& opts, std::stri
   if (!opts.installations.empty())
     args.insert(args.end(), {"--installations", opts.installations});
   auto process = peer_process::start("tests/peers/actions-service/build.sh", args, why);
-  std::remove(tmpl);
   if (!process)
     return nullptr;
   std::unique_ptr<actions_peer> peer{new actions_peer};

@@ -21,6 +21,8 @@ class actions_peer {
     std::string hud_token;
     std::string poll_hold = "50s";
     std::string installations;  // more installations of the App: "account=id,account=id"
+    // A second App (one for personal accounts): its id, key and installations ("account=id,…").
+    std::string user_app_id, user_app_public_key_pem, user_installations;
   };
 
   // Nullptr when the peer could not be built or started; `why` says why.

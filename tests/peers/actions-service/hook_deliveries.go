@@ -55,6 +55,18 @@ func (s *server) redeliver(h *hookState, d *delivery) *delivery {
 	return again
 }
 
+// appOf: the App whose webhook made delivery d: the user App when it is installed in the
+// repository's owner account, else the first (each App has its own webhook and deliveries).
+func (s *server) appOf(d *delivery) int {
+	owner, _, _ := strings.Cut(d.repo, "/")
+	if s.cfg.UserApp != nil {
+		if _, ok := s.cfg.UserApp.Installations[owner]; ok {
+			return 1
+		}
+	}
+	return 0
+}
+
 // listed: a delivery the API shows: one GitHub made (not a forger's) and attempted already.
 func listed(d *delivery) bool { return !d.Forged && !d.SentAt.IsZero() }
 
@@ -62,19 +74,20 @@ func (s *server) appHookAPI(r *http.Request, route string) reply {
 	s.mu.Lock()
 	defer s.mu.Unlock()
 	defer s.notify()
-	if err := s.verifyAppJWT(bearer(r, "Bearer")); err != nil {
+	app, err := s.verifyAppJWT(bearer(r, "Bearer"))
+	if err != nil {
 		return ghError(401, "A JSON web token could not be decoded: "+err.Error())
 	}
 	h := s.hooks()
 	if route == "rest_app_hook_deliveries" && r.Method == http.MethodGet {
-		return s.listHookDeliveries(r, h)
+		return s.listHookDeliveries(r, h, app)
 	}
 	if route != "rest_app_hook_attempts" || r.Method != http.MethodPost {
 		return ghError(404, "Not Found")
 	}
 	id, _ := strconv.ParseInt(reAppHookAttempts.FindStringSubmatch(r.URL.Path)[2], 10, 64)
 	for _, d := range h.deliveries {
-		if d.HookID == id && listed(d) {
+		if d.HookID == id && listed(d) && s.appOf(d) == app {
 			s.redeliver(h, d)
 			return jsonReply(202, map[string]any{})
 		}
@@ -84,7 +97,7 @@ func (s *server) appHookAPI(r *http.Request, route string) reply {
 
 // listHookDeliveries: per_page (default 30, at most 100) deliveries a page, newest first, from
 // `cursor` on; status=success keeps those answered 200–399, status=failure 400–599, as documented.
-func (s *server) listHookDeliveries(r *http.Request, h *hookState) reply {
+func (s *server) listHookDeliveries(r *http.Request, h *hookState, app int) reply {
 	q := r.URL.Query()
 	perPage, err := strconv.Atoi(q.Get("per_page"))
 	if err != nil || perPage < 1 {
@@ -105,7 +118,7 @@ func (s *server) listHookDeliveries(r *http.Request, h *hookState) reply {
 	}
 	all := []*delivery{}
 	for _, d := range h.deliveries {
-		if listed(d) && d.HookID <= from && statusMatches(status, d.Status) {
+		if listed(d) && d.HookID <= from && statusMatches(status, d.Status) && s.appOf(d) == app {
 			all = append(all, d)
 		}
 	}

@@ -35,6 +35,9 @@ func main() {
 	flag.StringVar(&cfg.AppID, "app-id", "", "GitHub App (client) id")
 	flag.Int64Var(&cfg.InstallationID, "installation-id", cfg.InstallationID, "the App's installation id")
 	installations := flag.String("installations", "", "more installations of the App: account=id,account=id")
+	userAppID := flag.String("user-app-id", "", "a second GitHub App's id (one for personal accounts)")
+	userKeyFile := flag.String("user-app-public-key", "", "PEM public key of the second App")
+	userInstallations := flag.String("user-installations", "", "the second App's installations: account=id,account=id")
 	flag.StringVar(&cfg.PAT, "pat", "", "a personal access token accepted as a credential")
 	flag.StringVar(&cfg.HUDToken, "hud-token", "", "the x-hud-internal-bot value the fake HUD accepts")
 	flag.DurationVar(&cfg.PollHold, "poll-hold", cfg.PollHold, "how long a message poll waits")
@@ -43,25 +46,16 @@ func main() {
 	if *stateDir == "" {
 		log.Fatal("--state-dir is required")
 	}
-	if *installations != "" {
-		cfg.Installations = map[string]int64{}
-		for _, pair := range strings.Split(*installations, ",") {
-			account, id, found := strings.Cut(pair, "=")
-			n, err := strconv.ParseInt(id, 10, 64)
-			if !found || err != nil || account == "" {
-				log.Fatalf("--installations: expected account=id, found %q", pair)
-			}
-			cfg.Installations[account] = n
-		}
-	}
+	cfg.Installations = parseInstallations("--installations", *installations)
 	if *keyFile != "" {
-		raw, err := os.ReadFile(*keyFile)
-		if err != nil {
-			log.Fatalf("--app-public-key: %v", err)
+		cfg.AppKey = readPublicKey("--app-public-key", *keyFile)
+	}
+	if *userAppID != "" {
+		if *userKeyFile == "" {
+			log.Fatal("--user-app-id needs --user-app-public-key")
 		}
-		if cfg.AppKey, err = parsePublicKey(raw); err != nil {
-			log.Fatalf("--app-public-key %s: %v", *keyFile, err)
-		}
+		cfg.UserApp = &appSettings{ID: *userAppID, Key: readPublicKey("--user-app-public-key", *userKeyFile),
+			Installations: parseInstallations("--user-installations", *userInstallations)}
 	}
 	logger := log.New(os.Stderr, "actions-peer: ", log.Lmicroseconds)
 	srv := newServer(cfg, logger)
@@ -165,4 +159,33 @@ func generateTLS() ([]byte, tls.Certificate, error) {
 	}
 	caPEM := pem.EncodeToMemory(&pem.Block{Type: "CERTIFICATE", Bytes: caDER})
 	return caPEM, tls.Certificate{Certificate: [][]byte{leafDER, caDER}, PrivateKey: leafKey}, nil
+}
+
+// parseInstallations: "account=id,account=id" → a map (nil for "").
+func parseInstallations(flagName, value string) map[string]int64 {
+	if value == "" {
+		return nil
+	}
+	out := map[string]int64{}
+	for _, pair := range strings.Split(value, ",") {
+		account, id, found := strings.Cut(pair, "=")
+		n, err := strconv.ParseInt(id, 10, 64)
+		if !found || err != nil || account == "" {
+			log.Fatalf("%s: expected account=id, found %q", flagName, pair)
+		}
+		out[account] = n
+	}
+	return out
+}
+
+func readPublicKey(flagName, file string) *rsa.PublicKey {
+	raw, err := os.ReadFile(file)
+	if err != nil {
+		log.Fatalf("%s: %v", flagName, err)
+	}
+	key, err := parsePublicKey(raw)
+	if err != nil {
+		log.Fatalf("%s %s: %v", flagName, file, err)
+	}
+	return key
 }

@@ -37,7 +37,10 @@ type settings struct {
 	InstallationID int64
 	// More installations of the App, by account (organization or user login): each serves only
 	// its account's REST paths, as GitHub's do (GET /orgs/{org}/installation finds them).
-	Installations      map[string]int64
+	Installations map[string]int64
+	// A second App (the design of seed 003 has one for organizations and one for personal
+	// accounts): its own id, key and installations; a JWT's iss says which App it is.
+	UserApp            *appSettings
 	PAT                string        // a personal access token accepted instead of an App
 	PollHold           time.Duration // how long a GetMessage waits for something to say
 	RunTimeout         time.Duration // an offered/assigned job no runner starts within this is re-queued
@@ -45,6 +48,12 @@ type settings struct {
 	QueueTokenTTL      time.Duration
 	SessionIdleTimeout time.Duration // a session nobody polls for this long is dropped
 	HUDToken           string        // x-hud-internal-bot value the fake HUD accepts
+}
+
+type appSettings struct {
+	ID            string
+	Key           *rsa.PublicKey
+	Installations map[string]int64 // account → installation
 }
 
 func defaultSettings() settings {
@@ -348,16 +357,38 @@ func (s *server) adminJWT(exp time.Time) string {
 	return unsigned + "." + enc.EncodeToString(mac.Sum(nil))
 }
 
-func (s *server) knownInstallation(id int64) bool {
-	if id == s.cfg.InstallationID {
+// installationsOf: App `app`'s installations by account (0: the first App, 1: the user App).
+func (s *server) installationsOf(app int) map[string]int64 {
+	if app == 1 {
+		return s.cfg.UserApp.Installations
+	}
+	return s.cfg.Installations
+}
+
+// knownInstallation: `id` is one of App `app`'s installations (an App's JWT gets tokens only for
+// its own).
+func (s *server) knownInstallation(app int, id int64) bool {
+	if app == 0 && id == s.cfg.InstallationID {
 		return true
 	}
-	for _, v := range s.cfg.Installations {
+	for _, v := range s.installationsOf(app) {
 		if v == id {
 			return true
 		}
 	}
 	return false
+}
+
+// accountInstallation: the installation (of either App) in `account`; false when none is.
+func (s *server) accountInstallation(account string) (int64, bool) {
+	if id, ok := s.cfg.Installations[account]; ok {
+		return id, true
+	}
+	if s.cfg.UserApp != nil {
+		id, ok := s.cfg.UserApp.Installations[account]
+		return id, ok
+	}
+	return 0, false
 }
 
 func (s *server) validToken(tok, kind string) bool {
@@ -373,28 +404,21 @@ func bearer(r *http.Request, scheme string) string {
 	return ""
 }
 
-// verifyAppJWT checks an RS256 App JWT: signature with the App's key, iss, iat and exp.
-func (s *server) verifyAppJWT(tok string) error {
-	if s.cfg.AppKey == nil {
-		return fmt.Errorf("no GitHub App is configured")
+// verifyAppJWT checks an RS256 App JWT: its iss names a configured App, whose key verifies the
+// signature; iat and exp in range. Which App (0, or 1: the user App) it is.
+func (s *server) verifyAppJWT(tok string) (int, error) {
+	if s.cfg.AppKey == nil && s.cfg.UserApp == nil {
+		return 0, fmt.Errorf("no GitHub App is configured")
 	}
 	parts := strings.Split(tok, ".")
 	if len(parts) != 3 {
-		return fmt.Errorf("not a JWT")
+		return 0, fmt.Errorf("not a JWT")
 	}
 	enc := base64.RawURLEncoding
 	var head struct{ Alg string }
 	hb, err := enc.DecodeString(parts[0])
 	if err != nil || json.Unmarshal(hb, &head) != nil || head.Alg != "RS256" {
-		return fmt.Errorf("JWT header must say RS256")
-	}
-	sig, err := enc.DecodeString(parts[2])
-	if err != nil {
-		return fmt.Errorf("JWT signature is not base64url")
-	}
-	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
-	if err := rsa.VerifyPKCS1v15(s.cfg.AppKey, crypto.SHA256, digest[:], sig); err != nil {
-		return fmt.Errorf("JWT signature does not verify")
+		return 0, fmt.Errorf("JWT header must say RS256")
 	}
 	var claims struct {
 		Iss any
@@ -403,16 +427,29 @@ func (s *server) verifyAppJWT(tok string) error {
 	}
 	pb, err := enc.DecodeString(parts[1])
 	if err != nil || json.Unmarshal(pb, &claims) != nil {
-		return fmt.Errorf("JWT claims are not JSON")
+		return 0, fmt.Errorf("JWT claims are not JSON")
+	}
+	app, key := 0, s.cfg.AppKey
+	switch iss := fmt.Sprint(claims.Iss); {
+	case s.cfg.AppKey != nil && iss == s.cfg.AppID:
+	case s.cfg.UserApp != nil && iss == s.cfg.UserApp.ID:
+		app, key = 1, s.cfg.UserApp.Key
+	default:
+		return 0, fmt.Errorf("JWT iss is not the App")
+	}
+	sig, err := enc.DecodeString(parts[2])
+	if err != nil {
+		return 0, fmt.Errorf("JWT signature is not base64url")
+	}
+	digest := sha256.Sum256([]byte(parts[0] + "." + parts[1]))
+	if err := rsa.VerifyPKCS1v15(key, crypto.SHA256, digest[:], sig); err != nil {
+		return 0, fmt.Errorf("JWT signature does not verify")
 	}
 	now := time.Now().Unix()
-	if fmt.Sprint(claims.Iss) != s.cfg.AppID {
-		return fmt.Errorf("JWT iss is not the App")
-	}
 	if claims.Iat > now+60 || claims.Exp <= now || claims.Exp-claims.Iat > 600 {
-		return fmt.Errorf("JWT iat/exp out of range")
+		return 0, fmt.Errorf("JWT iat/exp out of range")
 	}
-	return nil
+	return app, nil
 }
 
 // ---- statistics and scheduling (s.mu held) ----
@@ -802,11 +839,12 @@ func (s *server) githubAPI(r *http.Request, route string, body []byte) reply {
 	switch route {
 	case "access_token":
 		m := reAccessToken.FindStringSubmatch(r.URL.Path)
-		if err := s.verifyAppJWT(bearer(r, "Bearer")); err != nil {
+		app, err := s.verifyAppJWT(bearer(r, "Bearer"))
+		if err != nil {
 			return jsonReply(401, map[string]string{"message": "A JSON web token could not be decoded: " + err.Error()})
 		}
 		id, _ := strconv.ParseInt(m[2], 10, 64)
-		if !s.knownInstallation(id) {
+		if !s.knownInstallation(app, id) {
 			return jsonReply(404, map[string]string{"message": "Not Found"})
 		}
 		s.counts["access_token:"+m[2]]++
@@ -814,16 +852,21 @@ func (s *server) githubAPI(r *http.Request, route string, body []byte) reply {
 		s.tokens[tok] = tokenInfo{"installation", exp, id}
 		return jsonReply(201, map[string]any{"token": tok, "expires_at": exp.UTC().Format(time.RFC3339)})
 	case "installation_of":
-		if err := s.verifyAppJWT(bearer(r, "Bearer")); err != nil {
+		app, err := s.verifyAppJWT(bearer(r, "Bearer"))
+		if err != nil {
 			return jsonReply(401, map[string]string{"message": "A JSON web token could not be decoded: " + err.Error()})
 		}
 		m := reInstallOf.FindStringSubmatch(r.URL.Path)
 		account := m[3] + m[5]
-		id, ok := s.cfg.Installations[account]
+		id, ok := s.installationsOf(app)[account]
 		if !ok {
 			return jsonReply(404, map[string]string{"message": "Not Found"})
 		}
-		appID, _ := strconv.ParseInt(s.cfg.AppID, 10, 64) // GitHub's is a number; a client id (Iv1…) is not
+		appName := s.cfg.AppID
+		if app == 1 {
+			appName = s.cfg.UserApp.ID
+		}
+		appID, _ := strconv.ParseInt(appName, 10, 64) // GitHub's is a number; a client id (Iv1…) is not
 		return jsonReply(200, map[string]any{"id": id, "account": map[string]any{"login": account}, "app_id": appID})
 	case "registration_token":
 		tok := bearer(r, "Bearer")

@@ -7,6 +7,8 @@ package main
 
 import (
 	"context"
+	"crypto/rand"
+	"crypto/rsa"
 	"errors"
 	"net/http"
 	"net/http/httptest"
@@ -356,6 +358,59 @@ func TestGoGitHubAppInstallations(t *testing.T) {
 	wantStatus(t, "org-one's token on org-two", err, 404)
 	_, _, err = mine.Actions.GenerateRepoJITConfig(ctx, "org-two", "app", &github.GenerateJITConfigRequest{Name: "r", Labels: []string{"x"}})
 	wantStatus(t, "org-one's token on a repository of org-two", err, 404)
+}
+
+// Two Apps, one per account kind (seed 003), as go-github uses them: each App's JWT finds only its
+// own installations and gets tokens only for them; the second App's token reaches its account.
+func TestGoGitHubSecondApp(t *testing.T) {
+	p := startPeer(t)
+	userKey, err := rsa.GenerateKey(rand.Reader, 2048)
+	if err != nil {
+		t.Fatal(err)
+	}
+	p.srv.mu.Lock()
+	p.srv.cfg.Installations = map[string]int64{"org-one": 101}
+	p.srv.cfg.UserApp = &appSettings{ID: "67890", Key: &userKey.PublicKey, Installations: map[string]int64{"dana": 501}}
+	p.srv.mu.Unlock()
+	orgKey, err := jwt.ParseRSAPrivateKeyFromPEM([]byte(p.keyPEM))
+	if err != nil {
+		t.Fatal(err)
+	}
+	sign := func(iss string, key *rsa.PrivateKey) string {
+		now := time.Now()
+		signed, err := jwt.NewWithClaims(jwt.SigningMethodRS256, jwt.RegisteredClaims{
+			Issuer: iss, IssuedAt: jwt.NewNumericDate(now.Add(-time.Minute)), ExpiresAt: jwt.NewNumericDate(now.Add(5 * time.Minute)),
+		}).SignedString(key)
+		if err != nil {
+			t.Fatal(err)
+		}
+		return signed
+	}
+	ctx := context.Background()
+	org := restClient(t, p.plain.URL, sign(p.appID, orgKey))
+	user := restClient(t, p.plain.URL, sign("67890", userKey))
+	_, _, err = org.Apps.FindRepositoryInstallation(ctx, "dana", "tool")
+	wantStatus(t, "the first App in the second's account", err, 404)
+	inst, _, err := user.Apps.FindRepositoryInstallation(ctx, "dana", "tool")
+	if err != nil || inst.GetID() != 501 || inst.GetAppID() != 67890 {
+		t.Fatalf("dana/tool's installation of the second App: %v %+v", err, inst)
+	}
+	_, _, err = user.Apps.FindOrganizationInstallation(ctx, "org-one")
+	wantStatus(t, "the second App in the first's account", err, 404)
+	_, _, err = user.Apps.CreateInstallationToken(ctx, 101, nil)
+	wantStatus(t, "the second App's JWT for the first App's installation", err, 404)
+	_, _, err = restClient(t, p.plain.URL, sign("67890", orgKey)).Apps.FindRepositoryInstallation(ctx, "dana", "tool")
+	wantStatus(t, "the second App's iss signed with the first App's key", err, 401)
+	tok, _, err := user.Apps.CreateInstallationToken(ctx, 501, nil)
+	if err != nil || tok.GetToken() == "" {
+		t.Fatalf("the second App's installation token: %v", err)
+	}
+	mine := restClient(t, p.plain.URL, tok.GetToken())
+	if _, _, err := mine.Actions.GenerateRepoJITConfig(ctx, "dana", "tool", &github.GenerateJITConfigRequest{Name: "r", Labels: []string{"x"}}); err != nil {
+		t.Fatalf("dana's token on dana/tool: %v", err)
+	}
+	_, _, err = mine.Actions.ListOrganizationRunnerGroups(ctx, "org-one", nil)
+	wantStatus(t, "dana's token on org-one", err, 404)
 }
 
 // Enterprise runners as go-github makes them: an enterprise runner group, a JIT runner in it, the

@@ -307,7 +307,7 @@ func (s *server) restAuthorized(r *http.Request) bool {
 // restForAccount: with several installations, an installation token reaches only its own
 // account's paths (orgs/{org}/…, repos/{owner}/…), as GitHub answers another account's: 404.
 func (s *server) restForAccount(r *http.Request) bool {
-	if len(s.cfg.Installations) == 0 {
+	if len(s.cfg.Installations) == 0 && s.cfg.UserApp == nil {
 		return true
 	}
 	tok := bearer(r, "Bearer")
@@ -322,7 +322,10 @@ func (s *server) restForAccount(r *http.Request) bool {
 	if len(parts) < 2 || (parts[0] != "orgs" && parts[0] != "repos") {
 		return true
 	}
-	want, known := s.cfg.Installations[parts[1]]
+	if len(s.cfg.Installations) == 0 && t.installation == s.cfg.InstallationID {
+		return true // the first App's one installation reaches every account it may
+	}
+	want, known := s.accountInstallation(parts[1])
 	return known && want == t.installation
 }
 

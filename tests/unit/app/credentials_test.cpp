@@ -121,5 +121,52 @@ TEST(credentials, the_environment_wins_over_the_secret_and_nothing_at_all_says_w
   EXPECT_NE(error_of(github_credentials({})).find("HEADROOM_GITHUB_SECRET_DIR"), std::string::npos);
 }
 
+// The scheduler's second App, for personal accounts (seed 003: one App per account kind), from the
+// Secret or the environment; it needs the first App, and is not the first App again.
+TEST(credentials, a_second_app_for_personal_accounts) {
+  const std::string user_pem = "-----BEGIN RSA PRIVATE KEY-----\nMIIC\n-----END RSA PRIVATE KEY-----\n";
+  {
+    secret_dir s;
+    s.key("github_app_id", "12345").key("github_app_private_key", pem);
+    s.key("github_user_app_id", "67890\n").key("github_user_app_private_key", user_pem);
+    auto r = github_credentials(s.env(), true);
+    ASSERT_TRUE(std::holds_alternative<github::credentials>(r)) << error_of(r);
+    auto c = std::get<github::credentials>(r);
+    EXPECT_EQ(github_user_app(s.env(), c), "");
+    EXPECT_EQ(c.user_app_id, "67890");
+    EXPECT_EQ(c.user_app_private_key_pem, user_pem);
+  }
+  {
+    secret_dir s;
+    s.key("github_app_id", "12345").key("github_app_private_key", pem).key("user-app-id", "67890");
+    auto c = std::get<github::credentials>(github_credentials(s.env(), true));
+    EXPECT_EQ(github_user_app(s.env(), c),
+              "Secret arc-github: key github_user_app_private_key (or user-private-key) is missing; the second GitHub App needs it "
+              "with github_user_app_id");
+    EXPECT_EQ(c.user_app_id, "");
+  }
+  {
+    secret_dir s;
+    s.key("github_app_id", "12345").key("github_app_private_key", pem);
+    auto c = std::get<github::credentials>(github_credentials(s.env(), true));
+    EXPECT_EQ(github_user_app(s.env(), c), "") << "no second App: the first serves every account";
+    EXPECT_EQ(c.user_app_id, "");
+  }
+  std::map<std::string, std::string> env{{"HEADROOM_GITHUB_TOKEN", "ghp_onlyapatonlyapat0123456789"},
+                                         {"HEADROOM_GITHUB_USER_APP_ID", "67890"},
+                                         {"HEADROOM_GITHUB_USER_APP_PRIVATE_KEY", user_pem}};
+  auto pat = std::get<github::credentials>(github_credentials(env, true));
+  EXPECT_EQ(github_user_app(env, pat).rfind("HEADROOM_GITHUB_USER_APP_ID: a second GitHub App (for personal accounts) needs the first", 0),
+            0u);
+  env = {{"HEADROOM_GITHUB_APP_ID", "7"}, {"HEADROOM_GITHUB_APP_PRIVATE_KEY", pem}, {"HEADROOM_GITHUB_USER_APP_ID", "7"},
+         {"HEADROOM_GITHUB_USER_APP_PRIVATE_KEY", user_pem}};
+  auto same = std::get<github::credentials>(github_credentials(env, true));
+  EXPECT_EQ(github_user_app(env, same).rfind("HEADROOM_GITHUB_USER_APP_ID: the second GitHub App is the first one", 0), 0u);
+  env.erase("HEADROOM_GITHUB_USER_APP_PRIVATE_KEY");
+  env["HEADROOM_GITHUB_USER_APP_ID"] = "8";
+  EXPECT_EQ(github_user_app(env, same),
+            "HEADROOM_GITHUB_USER_APP_PRIVATE_KEY or HEADROOM_GITHUB_USER_APP_PRIVATE_KEY_FILE: required with HEADROOM_GITHUB_USER_APP_ID");
+}
+
 }  // namespace
 }  // namespace headroom::modes
