@@ -80,9 +80,7 @@ runtime::child_spec event_recorder_child(const caf::actor& relay, k8s::client& a
   auto opts = std::make_shared<actors::event_recorder_options>();
   opts->kube = &api;
   opts->instance = instance;
-  opts->wall_clock = [] {
-    return std::chrono::duration<double>(runtime::real_clock().wall().time_since_epoch()).count();
-  };
+  opts->wall_clock = [&clock = api.clock()] { return clock.wall_seconds(); };
   std::map<std::string, prometheus::Counter*> by_outcome;
   for (const char* o : {"created", "series", "rate_limited", "queue_full", "failed"})
     by_outcome[o] = &outcomes.Add({{"outcome", o}});
@@ -110,7 +108,8 @@ runtime::child_spec acting_subtree(const runtime::config& cfg, const std::vector
 
 std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runtime::config& cfg, settings& configured, caf::actor_system& sys,
                                                            runtime::metrics& m, runtime::readiness& ready,
-                                                           const std::map<std::string, std::string>& env) {
+                                                           const std::map<std::string, std::string>& env,
+                                                           const runtime::clock& clock) {
   std::vector<modes::mode*> enabled;
   for (const auto& mode : configured.all())
     if (mode->enabled())
@@ -140,7 +139,7 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
         return runtime::start_failure{std::string{mode->switch_key()} + ": " + std::string{mode->summary()} +
                                           " needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)",
                                       config_error_exit};
-      const modes::services s{cfg, env, configured.shared, nullptr, nullptr, nullptr, m, ready, actors::event_sink{}};
+      const modes::services s{cfg, env, clock, configured.shared, nullptr, nullptr, nullptr, m, ready, actors::event_sink{}};
       if (auto problem = mode->prepare(s))
         return runtime::start_failure{problem->message, problem->exit_code};
       for (auto& child : mode->every_replica())
@@ -155,6 +154,7 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
 
   auto svc = std::make_shared<cluster_services>();
   k8s::transport::options topts;
+  topts.clock = &clock;
   topts.qps = cfg.kubernetes.qps;
   topts.burst = cfg.kubernetes.burst;
   count_rate_limit_waits(topts, m);
@@ -169,6 +169,7 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
     return s && s->api ? s->api->informers() : std::vector<k8s::tracked_informer>{};
   });
   http::transport::options gopts;
+  gopts.clock = &clock;
   gopts.qps = 200;  // GitHub limits by the hour, not by the second; this only spaces a start-up burst
   gopts.burst = 1000;
   // A long poll per scale set held open: the I/O thread visits only the ready ones (a thousand
@@ -185,7 +186,7 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   plan.relays.push_back(svc->events);
   plan.children.push_back(event_recorder_child(svc->events, *svc->background_api, me, m));
   for (auto* mode : enabled) {
-    const modes::services s{cfg, env, configured.shared, svc->api.get(), svc->io.get(), svc->github_io.get(), m, ready,
+    const modes::services s{cfg, env, clock, configured.shared, svc->api.get(), svc->io.get(), svc->github_io.get(), m, ready,
                             runtime::relay_as<actors::event_sink>(svc->events), svc->background_api.get()};
     auto problem = mode->prepare(s);
     svc->running.push_back(mode);  // stopped with the rest even when its start-up failed half-way

@@ -4,6 +4,7 @@
 #include <string>
 
 #include "app/settings.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/lifecycle.hpp"
 
 namespace headroom::app {
@@ -22,7 +23,8 @@ namespace headroom::app {
 // tree: every_replica() under the root, leader_only() under `acting`. `env` holds the credentials.
 std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runtime::config& cfg, settings& configured, caf::actor_system& sys,
                                                            runtime::metrics& m, runtime::readiness& ready,
-                                                           const std::map<std::string, std::string>& env);
+                                                           const std::map<std::string, std::string>& env,
+                                                           const runtime::clock& clock);
 
 // The static actor tree of every registered mode, as docs/architecture.md shows it.
 std::string actor_tree(const settings& configured);

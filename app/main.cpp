@@ -5,6 +5,7 @@
 #include <vector>
 
 #include "app/agent.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/lifecycle.hpp"
 #include "runtime/cli.hpp"
 #include "runtime/config_reader.hpp"
@@ -94,6 +95,6 @@ int main(int argc, char** argv) {
                          .Register(m.registry())
                          .Add({{"version", HEADROOM_VERSION}, {"revision", headroom_revision}})
                          .Set(1);
-                     return headroom::app::build_agent(cfg, modes, sys, m, ready, process_env());
+                     return headroom::app::build_agent(cfg, modes, sys, m, ready, process_env(), headroom::runtime::real_clock());
                    });
 }

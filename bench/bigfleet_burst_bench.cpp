@@ -52,6 +52,7 @@ int main(int argc, char** argv) {
     // A high client rate limit, so that the mode without coalescing finishes in minutes: the
     // figure compared is the number of writes, not their pace.
     k8s::transport::options topts;
+    topts.clock = &headroom::runtime::real_clock();
     topts.qps = 1000;
     topts.burst = 1000;
     k8s::transport io{topts};

@@ -32,6 +32,7 @@
 #include <thread>
 
 #include "adapters/k8s/client.hpp"
+#include "testenv/transport_options.hpp"
 #include "adapters/k8s/connection.hpp"
 #include "testenv/child_process.hpp"
 #include "testenv/cluster_fixture.hpp"
@@ -119,7 +120,7 @@ status:
 
   // Our own watch, through headroom's client.
   auto conn = std::get<k8s::connection>(k8s::load_kubeconfig(c->kubeconfig(), ""));
-  k8s::transport io{{}};
+  k8s::transport io{headroom::testenv::real_time_transport()};
   k8s::client api{conn, io};
   seen s;
   k8s::watch_options wo;

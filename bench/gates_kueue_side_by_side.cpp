@@ -47,6 +47,7 @@
 #include <thread>
 
 #include "adapters/k8s/client.hpp"
+#include "testenv/transport_options.hpp"
 #include "adapters/k8s/connection.hpp"
 #include "adapters/k8s/informer.hpp"
 #include "histogram_text.hpp"
@@ -187,7 +188,7 @@ class bench_run {
  private:
   void watch() {
     auto conn = std::get<k8s::connection>(k8s::load_kubeconfig(c_->kubeconfig(), ""));
-    io_ = std::make_unique<k8s::transport>(k8s::transport::options{});
+    io_ = std::make_unique<k8s::transport>(headroom::testenv::real_time_transport());
     api_ = std::make_unique<k8s::client>(conn, *io_);
     // An informer, not a bare watch: the server ends each watch after a few minutes, and the run
     // is longer than that.

@@ -39,6 +39,7 @@ namespace headroom::k8s {
 class client;
 }  // namespace headroom::k8s
 namespace headroom::runtime {
+class clock;
 class metrics;
 class readiness;
 }  // namespace headroom::runtime
@@ -50,6 +51,7 @@ namespace headroom::modes {
 struct services {
   const runtime::config& cfg;
   const std::map<std::string, std::string>& env;  // credentials come from here, never from the file
+  const runtime::clock& clock;                    // the process's: for the adapters a mode builds
   const shared_sections& shared;
   k8s::client* api = nullptr;
   http::transport* io = nullptr;       // the API server's I/O thread and its rate budget (kubernetes.qps)

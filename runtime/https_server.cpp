@@ -109,6 +109,8 @@ https_server::https_server(https_options opts) : state_(std::make_unique<state>(
   auto& st = *state_;
   st.opts = std::move(opts);
   auto& o = st.opts;
+  if (o.observe && o.clock == nullptr)
+    throw std::invalid_argument{"https_server: observe needs a clock"};
   if (auto problem = set_certificate(o.cert_pem, o.key_pem))
     throw std::runtime_error("serving certificate: " + *problem);
   o.cert_pem.clear();
@@ -137,7 +139,7 @@ https_server::https_server(https_options opts) : state_(std::make_unique<state>(
   answer_exceptions_with_500(srv);
   for (const auto& r : o.routes) {
     srv.Post(r.path, [&r, &o](const httplib::Request& req, httplib::Response& res) {
-      const auto started = runtime::real_clock().now();
+      const auto started = o.observe ? o.clock->now() : runtime::clock::time_point{};
       https_request in;
       in.path = r.path;
       in.content_type = req.get_header_value("Content-Type");
@@ -147,7 +149,7 @@ https_server::https_server(https_options opts) : state_(std::make_unique<state>(
       res.set_header("Cache-Control", "no-store");
       res.set_content(std::move(out.body), out.content_type.c_str());
       if (o.observe)
-        o.observe(r.path, out.status, std::chrono::duration<double>(runtime::real_clock().now() - started).count());
+        o.observe(r.path, out.status, std::chrono::duration<double>(o.clock->now() - started).count());
     });
     srv.Get(r.path, [](const httplib::Request&, httplib::Response& res) {
       res.status = 405;

@@ -7,6 +7,8 @@
 #include <string>
 #include <vector>
 
+#include "runtime/clock.hpp"
+
 namespace headroom::runtime {
 
 // One POST a route handles: its body (already read, within the size limit) and content type.
@@ -37,6 +39,7 @@ struct https_options {
   size_t max_body = 4 << 20;  // larger → 413; the API server's own request limit is 3 MiB
   // After each answer: the route, the status and the time from the request read to the answer.
   std::function<void(const std::string& path, int status, double seconds)> observe;
+  const runtime::clock* clock = nullptr;  // what `observe`'s seconds are measured on: required with it
 };
 
 // An HTTPS server for the API server to call (admission webhooks), on Debian's cpp-httplib (its

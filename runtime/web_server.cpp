@@ -61,6 +61,8 @@ web_server::web_server(web_options o) : state_(std::make_unique<state>()) {
   st.opts = std::move(o);
   auto& srv = st.server;
   const auto& opts = st.opts;
+  if (opts.observe && opts.clock == nullptr)
+    throw std::invalid_argument{"web_server: observe needs a clock"};
   const int threads = std::max(1, opts.threads);
   srv.new_task_queue = [threads] { return new httplib::ThreadPool(static_cast<size_t>(threads)); };
   srv.set_socket_options([](socket_t sock) {
@@ -78,7 +80,7 @@ web_server::web_server(web_options o) : state_(std::make_unique<state>()) {
   answer_exceptions_with_500(srv);
   for (const auto& r : opts.routes) {
     auto handler = [&r, &opts](const httplib::Request& req, httplib::Response& res) {
-      const auto started = runtime::real_clock().now();
+      const auto started = opts.observe ? opts.clock->now() : runtime::clock::time_point{};
       web_request in;
       in.method = req.method;
       in.path = r.path;
@@ -94,7 +96,7 @@ web_server::web_server(web_options o) : state_(std::make_unique<state>()) {
         res.set_header(k, v);
       res.set_content(std::move(out.body), out.content_type.c_str());
       if (opts.observe)
-        opts.observe(r.path, out.status, std::chrono::duration<double>(runtime::real_clock().now() - started).count());
+        opts.observe(r.path, out.status, std::chrono::duration<double>(opts.clock->now() - started).count());
     };
     if (r.method == "POST")
       srv.Post(r.path, handler);

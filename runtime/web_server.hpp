@@ -13,6 +13,8 @@
 #include <utility>
 #include <vector>
 
+#include "runtime/clock.hpp"
+
 namespace httplib {
 class Server;
 }
@@ -45,6 +47,7 @@ struct web_options {
   int threads = 8;
   size_t max_body = 1 << 20;  // larger → 413 before a handler runs
   std::function<void(const std::string& path, int status, double seconds)> observe;
+  const runtime::clock* clock = nullptr;  // what `observe`'s seconds are measured on: required with it
 };
 
 // A handler that throws is a 500 naming the exception (both of headroom's cpp-httplib servers).

@@ -59,7 +59,7 @@ void pump_acks(rollup_self* self) {
     auto t = std::move(st.acks_waiting.front());
     st.acks_waiting.pop_front();
     runtime::json_writer w;
-    w.begin_object().key("status").begin_object().field("phase", "Acknowledged").field("acknowledgedAt", k8s::time_now());
+    w.begin_object().key("status").begin_object().field("phase", "Acknowledged").field("acknowledgedAt", k8s::time_now(runtime::actor_system_clock{self->clock()}));
     w.end_object().end_object();
     const std::string patch = w.take();
     st.acks_in_flight.start(me, t.ns + "/" + t.name, [&st, t, patch](k8s::api_callback cb) {

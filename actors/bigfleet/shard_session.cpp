@@ -200,7 +200,7 @@ void write_upcoming(session_actor* self, const std::string& key, const pb::NodeS
   // provisioningStartTime is set once, when headroom first sees the machine.
   const std::string status_body =
       fresh || (cached && k8s::string_at(cached->raw, {"status", "provisioningStartTime"}).empty())
-          ? headroom::bigfleet::upcoming_node_status(u, decision.phase, k8s::time_now())
+          ? headroom::bigfleet::upcoming_node_status(u, decision.phase, k8s::time_now(runtime::actor_system_clock{self->clock()}))
           : status;
   spec_written after_spec = [&client, session, result, name, status_body, status_changed](std::optional<std::string> err) mutable {
     if (err) {

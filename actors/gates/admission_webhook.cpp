@@ -13,6 +13,7 @@
 #include "actors/gates/gates.hpp"
 #include "adapters/k8s/admission.hpp"
 #include "messages/type_ids.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/https_server.hpp"
 #include "runtime/log.hpp"
 
@@ -51,6 +52,7 @@ std::optional<std::string> slurp(const std::string& path) {
 
 struct webhook_state {
   std::shared_ptr<const webhook_options> opts;
+  std::unique_ptr<runtime::actor_system_clock> clock;  // the server's request timing (outlives it)
   std::unique_ptr<runtime::https_server> server;
   std::optional<file_stamp> cert_stamp, key_stamp;
   static inline const char* name = "headroom.admission_webhook";
@@ -160,6 +162,8 @@ admission_webhook_actor::behavior_type webhook_behavior(webhook_self* self, std:
     if (m.latency)
       m.latency(seconds);
   };
+  st.clock = std::make_unique<runtime::actor_system_clock>(self->clock());
+  so.clock = st.clock.get();
   try {
     st.server = std::make_unique<runtime::https_server>(std::move(so));
   } catch (const std::exception& e) {

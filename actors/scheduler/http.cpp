@@ -7,6 +7,7 @@
 #include "actors/scheduler/dashboards.hpp"
 #include "actors/scheduler/intake.hpp"
 #include "actors/scheduler/scheduler.hpp"
+#include "runtime/clock.hpp"
 #include "runtime/log.hpp"
 #include "runtime/web_server.hpp"
 
@@ -156,11 +157,13 @@ std::vector<runtime::web_route> dashboard_routes(std::shared_ptr<const http_cont
 }
 
 struct http_state {
+  std::unique_ptr<runtime::actor_system_clock> clock;  // the servers' request timing
   std::unique_ptr<runtime::web_server> server, dashboards;
   static inline const char* name = "headroom.scheduler_http";
 };
 
 scheduler_http_actor::behavior_type http_behavior(scheduler_http_actor::stateful_pointer<http_state> self, std::shared_ptr<const http_context> ctx) {
+  self->state.clock = std::make_unique<runtime::actor_system_clock>(self->clock());
   auto serve = [&](const std::string& listen, std::vector<runtime::web_route> routes, int threads, const char* what,
                    std::unique_ptr<runtime::web_server>& into) {
     runtime::web_options o;
@@ -169,6 +172,7 @@ scheduler_http_actor::behavior_type http_behavior(scheduler_http_actor::stateful
     o.max_body = ctx->max_body + 1024;  // take_delivery answers 413 itself, naming the limit
     o.routes = std::move(routes);
     o.observe = ctx->served;
+    o.clock = self->state.clock.get();
     try {
       into = std::make_unique<runtime::web_server>(std::move(o));
     } catch (const std::exception& e) {

@@ -38,8 +38,7 @@ std::shared_ptr<actions_client> actions_client::make(config_url where, credentia
 int64_t actions_client::now() const {
   if (opts_.unix_now)
     return opts_.unix_now();
-  return std::chrono::duration_cast<std::chrono::seconds>(runtime::real_clock().wall().time_since_epoch())
-      .count();
+  return std::chrono::duration_cast<std::chrono::seconds>(io_.clock().wall().time_since_epoch()).count();
 }
 
 uint64_t actions_client::admin_refreshes() const { return admin_->refreshes.load(); }

@@ -345,7 +345,7 @@ void actions_client::list_runners(callback<std::vector<runner_ref>> cb) {
   std::shared_ptr<const std::vector<runner_ref>> fresh;
   {
     std::lock_guard lock{share.mu};
-    if (share.last && runtime::real_clock().now() - share.last_at < opts_.runner_list_reuse) {
+    if (share.last && io_.clock().now() - share.last_at < opts_.runner_list_reuse) {
       fresh = share.last;
     } else {
       share.waiting.push_back(std::move(cb));
@@ -368,7 +368,7 @@ void actions_client::fetch_runner_list() {
   c->req.ok = {200};
   runner_list_->requests.fetch_add(1, std::memory_order_relaxed);
   // Every caller that joined while it was in flight gets the answer (or the error).
-  auto answer = [share = runner_list_](actions_result<std::vector<runner_ref>> r) {
+  auto answer = [share = runner_list_, &clock = io_.clock()](actions_result<std::vector<runner_ref>> r) {
     std::vector<callback<std::vector<runner_ref>>> callers;
     {
       std::lock_guard lock{share->mu};
@@ -376,7 +376,7 @@ void actions_client::fetch_runner_list() {
       share->in_flight = false;
       if (auto* list = std::get_if<std::vector<runner_ref>>(&r)) {
         share->last = std::make_shared<const std::vector<runner_ref>>(*list);
-        share->last_at = runtime::real_clock().now();
+        share->last_at = clock.now();
       }
     }
     for (auto& cb : callers)

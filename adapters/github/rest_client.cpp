@@ -36,7 +36,7 @@ std::string rest_client::message_of(const std::string& body) {
 
 bool rest_client::rate_limited() {
   std::lock_guard lock(mu_);
-  return runtime::real_clock().now() < limited_until_;
+  return io_.clock().now() < limited_until_;
 }
 
 std::string rest_error::describe() const {
@@ -91,7 +91,7 @@ rest_result<std::string> rest_client::jwt_of(const std::string& operation, githu
     return rest_error{0, operation,
                       user ? "no second GitHub App is configured"
                            : "needs the GitHub App's credentials (a personal access token cannot reach an App's webhook)"};
-  auto jwt = app_jwt(id, key, runtime::real_clock().wall_ms() / 1000);
+  auto jwt = app_jwt(id, key, io_.clock().wall_ms() / 1000);
   if (auto* e = std::get_if<auth_error>(&jwt))
     return rest_error{0, operation, (user ? "the second GitHub App: " : "") + e->message};
   return std::get<std::string>(jwt);
@@ -172,7 +172,7 @@ rest_result<rest_client::installation_ref> rest_client::installation_for(const s
 rest_result<rest_client::installation_ref> rest_client::lookup_installation(const std::string& key, github_app app) {
   const bool user = app == github_app::user;
   const std::string op = std::string{"find the "} + (user ? "second " : "") + "GitHub App's installation for " + key;
-  const int64_t now = runtime::real_clock().wall_ms() / 1000;
+  const int64_t now = io_.clock().wall_ms() / 1000;
   {
     std::lock_guard lock(mu_);
     if (auto it = not_installed_until_.find({key, app}); it != not_installed_until_.end() && now < it->second)
@@ -203,7 +203,7 @@ rest_result<rest_client::installation_ref> rest_client::lookup_installation(cons
 }
 
 rest_result<std::string> rest_client::token(installation_ref installation) {
-  const int64_t now = runtime::real_clock().wall_ms() / 1000;
+  const int64_t now = io_.clock().wall_ms() / 1000;
   {
     std::lock_guard lock(mu_);
     if (auto it = tokens_.find(installation.id); it != tokens_.end() && it->second.exp - now > 300)
@@ -241,7 +241,7 @@ rest_result<std::string> rest_client::token(installation_ref installation) {
 
 std::optional<rest_error> rest_client::paused(const std::string& operation) {
   std::lock_guard lock(mu_);
-  const auto now = runtime::real_clock().now();
+  const auto now = io_.clock().now();
   if (now >= limited_until_)
     return std::nullopt;
   const auto left = std::chrono::duration_cast<std::chrono::seconds>(limited_until_ - now).count() + 1;
@@ -299,7 +299,7 @@ rest_result<rest_client::answer> rest_client::send(const std::string& operation,
       wait_s = std::max(1L, std::stol(r.retry_after));
     {
       std::lock_guard lock(mu_);
-      limited_until_ = runtime::real_clock().now() + std::chrono::seconds(wait_s);
+      limited_until_ = io_.clock().now() + std::chrono::seconds(wait_s);
     }
     return rest_error{r.status, operation, message_of(r.body) + " (pausing GitHub calls for " + std::to_string(wait_s) + " s)", true};
   }

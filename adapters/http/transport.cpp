@@ -43,7 +43,10 @@ struct transport::impl {
     bool too_big = false;                          // the body passed req.max_body_bytes
   };
 
-  explicit impl(options o) : opts(std::move(o)), clock(*opts.clock), bucket(opts.qps, opts.burst, clock.now()) {
+  explicit impl(options o)
+      : opts(std::move(o)),
+        clock(opts.clock ? *opts.clock : throw std::invalid_argument{"http::transport: options.clock is required"}),
+        bucket(opts.qps, opts.burst, clock.now()) {
     static curl_global init;
     multi = curl_multi_init();
     if (multi == nullptr)
@@ -471,30 +474,8 @@ void transport::after(std::chrono::milliseconds delay, std::function<void()> fn)
   impl_->after(delay, std::move(fn));
 }
 
+const runtime::clock& transport::clock() const { return impl_->clock; }
+
 uint64_t transport::started() const { return impl_->started_count.load(std::memory_order_relaxed); }
-
-std::string url_encode(std::string_view text) {
-  static const char hex[] = "0123456789ABCDEF";
-  std::string out;
-  for (unsigned char c : text) {
-    if (std::isalnum(c) || c == '-' || c == '_' || c == '.' || c == '~') {
-      out.push_back(static_cast<char>(c));
-    } else {
-      out.push_back('%');
-      out.push_back(hex[c >> 4]);
-      out.push_back(hex[c & 15]);
-    }
-  }
-  return out;
-}
-
-std::string_view to_string(priority p) {
-  switch (p) {
-    case priority::urgent: return "urgent";
-    case priority::normal: return "normal";
-    case priority::background: return "background";
-  }
-  return "normal";
-}
 
 }  // namespace headroom::http

@@ -73,6 +73,9 @@ class exchange {
   virtual void cancel(request_id id) = 0;
   // Runs `fn` after `delay` (timers for informers and leader election).
   virtual void after(std::chrono::milliseconds delay, std::function<void()> fn) = 0;
+  // The clock its delays and timers run on: the clock of everything built over it (the Kubernetes
+  // and GitHub clients, informers, leader election), so a test that gives one drives them all.
+  virtual const runtime::clock& clock() const = 0;
 };
 
 // HTTP for headroom's adapters (Kubernetes, GitHub, the HUD): one I/O thread owns a libcurl multi handle and serves every
@@ -108,7 +111,8 @@ class transport final : public exchange {
     // The monotonic time of request delays, the rate budget, timers and libcurl's timeouts. The
     // I/O thread still waits in real time (epoll, curl_multi_poll): this is a real clock in
     // production and where the loop runs; a test gives its own to see the times it reports.
-    const runtime::clock* clock = &runtime::real_clock();
+    // Required: the composition root passes the process's clock.
+    const runtime::clock* clock = nullptr;
   };
   using on_chunk = http::on_chunk;
   using on_done = http::on_done;
@@ -122,6 +126,7 @@ class transport final : public exchange {
   void cancel(request_id id) override;
   // Runs `fn` on the I/O thread after `delay`.
   void after(std::chrono::milliseconds delay, std::function<void()> fn) override;
+  const runtime::clock& clock() const override;
 
   // Requests started so far (after rate limiting), for tests and metrics.
   uint64_t started() const;

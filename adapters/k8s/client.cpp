@@ -367,8 +367,8 @@ void client::cordon(std::string_view node, bool unschedulable, api_callback cb) 
   merge_patch(kinds::nodes, "", node, w.take(), std::move(cb));
 }
 
-std::string time_now() {
-  return format_rfc3339(static_cast<double>(runtime::real_clock().wall_ms() / 1000), 0);
+std::string time_now(const runtime::clock& clock) {
+  return format_rfc3339(static_cast<double>(clock.wall_ms() / 1000), 0);
 }
 
 request_id client::watch(const resource_kind& k, std::string_view ns, const watch_options& opts,

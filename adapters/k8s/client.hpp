@@ -107,6 +107,8 @@ struct tracked_informer {
 class client {
  public:
   client(connection conn, http::exchange& t, retry_policy retry = {});
+  // The clock of its exchange: retries, informers and leader election built on it use it.
+  const runtime::clock& clock() const { return transport_.clock(); }
 
   // `k` must outlive the call (retries read it): a static kind, or one the callback holds.
   void get(const resource_kind& k, std::string_view ns, std::string_view name, api_callback cb,
@@ -190,6 +192,6 @@ std::pair<std::string, std::string> status_message(std::string_view body);
 using http::url_encode;
 
 // Now as a metav1.Time: RFC 3339 in UTC, whole seconds ("2026-11-22T07:00:00Z").
-std::string time_now();
+std::string time_now(const runtime::clock& clock);
 
 }  // namespace headroom::k8s

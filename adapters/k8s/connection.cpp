@@ -12,7 +12,6 @@
 #include <sstream>
 
 #include "runtime/secrets.hpp"
-#include "runtime/clock.hpp"
 
 namespace headroom::k8s {
 
@@ -85,16 +84,13 @@ std::function<std::string()> token_file(std::string path) {
     std::mutex m;
     std::string path, token;
     struct timespec mtime{};
-    std::chrono::steady_clock::time_point checked{};
   };
   auto st = std::make_shared<state>();
   st->path = std::move(path);
+  // One stat(2) a request (a microsecond, against a request's milliseconds) tells whether the
+  // kubelet has rotated it: no clock, no window in which a rotated token goes unread.
   return [st] {
     std::lock_guard<std::mutex> g{st->m};
-    const auto now = runtime::real_clock().now();
-    if (!st->token.empty() && now - st->checked < std::chrono::seconds(1))
-      return st->token;
-    st->checked = now;
     struct stat sb{};
     if (stat(st->path.c_str(), &sb) != 0)
       return st->token;  // keep the last good token while the file is being replaced

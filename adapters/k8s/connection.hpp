@@ -32,7 +32,7 @@ connection_result load_kubeconfig(const std::string& path, const std::string& co
 connection_result in_cluster(const std::map<std::string, std::string>& env,
                              const std::string& sa_dir = "/var/run/secrets/kubernetes.io/serviceaccount");
 
-// A token that lives in a file: re-read when the file changes (checked at most once a second).
+// A token that lives in a file: re-read when the file changes (its mtime, checked at each call).
 std::function<std::string()> token_file(std::string path);
 
 }  // namespace headroom::k8s

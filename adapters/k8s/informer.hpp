@@ -55,14 +55,17 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     int64_t page_size = 500;
     std::chrono::seconds stall_timeout{0};  // 0: the client's (kubernetes.watchStallTimeout)
     std::chrono::seconds watch_timeout{300};  // the server ends each watch after ~this (±10 %)
-    // Outages and a watch's age are measured on it (timers come from the client's exchange).
-    const runtime::clock* clock = &runtime::real_clock();
+    // Outages and a watch's age are measured on it; null: the client's (its exchange's, whose
+    // timers the informer uses).
+    const runtime::clock* clock = nullptr;
   };
 
   using stats = informer_stats;
 
   // Its counters are reported to the client (headroom_kubernetes_informer_* metrics).
   static std::shared_ptr<informer> make(client& c, options opts) {
+    if (opts.clock == nullptr)
+      opts.clock = &c.clock();
     auto made = std::shared_ptr<informer>(new informer(c, std::move(opts)));
     c.track_informer(made->opts_.kind.plural, made->opts_.ns, std::shared_ptr<const informer_stats>(made, &made->stats_));
     return made;

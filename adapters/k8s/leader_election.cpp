@@ -11,6 +11,8 @@ namespace headroom::k8s {
 std::string micro_time_now(const runtime::clock& clock) { return format_rfc3339(clock.wall_seconds(), 6); }
 
 std::shared_ptr<leader_elector> leader_elector::make(client& c, options opts) {
+  if (opts.clock == nullptr)
+    opts.clock = &c.clock();
   return std::shared_ptr<leader_elector>(new leader_elector(c, std::move(opts)));
 }
 

@@ -35,8 +35,8 @@ class leader_elector : public std::enable_shared_from_this<leader_elector> {
     std::function<void()> on_stopped_leading;
     std::function<void(const std::string&)> on_new_leader;  // whoever holds it now ("" = nobody)
     // The renew deadline and the lease's expiry are measured on it, and the Lease's times written
-    // from its wall time; tests give a manual clock and move it.
-    const runtime::clock* clock = &runtime::real_clock();
+    // from its wall time; tests give a manual clock and move it. Null: the client's.
+    const runtime::clock* clock = nullptr;
   };
 
   static std::shared_ptr<leader_elector> make(client& c, options opts);

@@ -131,7 +131,7 @@ std::optional<std::string> prepare_gates(const gates_section& g, k8s::client& ku
   ctx->queues = out.queues;
   ctx->default_reservation_timeout = g.reservation_timeout;
   ctx->resync_interval = g.resync_interval;
-  ctx->wall_clock = [] { return runtime::real_clock().wall(); };
+  ctx->wall_clock = [&c = kube.clock()] { return c.wall(); };
   ctx->track_buffer = [&m](const runtime::buffer_stats_ptr& s) { m.buffers().track(s); };
   ctx->metrics = make_controller_metrics(m);
   ctx->events = out.events;

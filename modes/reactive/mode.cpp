@@ -129,7 +129,7 @@ rules make_rules(const reactive_target_section& t) {
 
 std::optional<std::string> prepare_reactive(const runtime::config& cfg, const reactive_section& r,
                                             const std::map<std::string, std::string>& env, k8s::client& kube,
-                                            runtime::metrics& m, reactive_services& out) {
+                                            const runtime::clock& clock, runtime::metrics& m, reactive_services& out) {
   auto get = [&env](const char* name) { return env_value(env, name); };
   prom::client_options po;
   po.url = r.prometheus.url;
@@ -143,6 +143,7 @@ std::optional<std::string> prepare_reactive(const runtime::config& cfg, const re
     if (auto e = read_text(r.prometheus.ca_file, po.ca_pem))
       return "reactive.prometheus.caFile " + *e;
   http::transport::options topts;
+  topts.clock = &clock;
   topts.qps = 10'000;  // Prometheus is ours to pace: one query per target per evaluation
   topts.burst = 10'000;
   out.io = std::make_unique<http::transport>(topts);
@@ -280,7 +281,7 @@ void reactive_mode::read(const std::string&, const YAML::Node& node) { read_sect
 std::optional<start_problem> reactive_mode::prepare(const services& s) {
   svc_ = std::make_shared<reactive_services>();
   svc_->events = s.events;
-  if (auto problem = prepare_reactive(s.cfg, config, s.env, *s.api, s.metrics, *svc_))
+  if (auto problem = prepare_reactive(s.cfg, config, s.env, *s.api, s.clock, s.metrics, *svc_))
     return start_problem{*problem};
   return std::nullopt;
 }

@@ -45,7 +45,7 @@ struct reactive_services {
 
 std::optional<std::string> prepare_reactive(const runtime::config& cfg, const reactive_section& r,
                                             const std::map<std::string, std::string>& env, k8s::client& kube,
-                                            runtime::metrics& m, reactive_services& out);
+                                            const runtime::clock& clock, runtime::metrics& m, reactive_services& out);
 
 runtime::child_spec reactive_subtree(const runtime::config& cfg, std::shared_ptr<reactive_services> svc, runtime::metrics& m,
                                      runtime::readiness& ready);

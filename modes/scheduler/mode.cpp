@@ -19,10 +19,6 @@ using namespace actors::scheduler;
 
 namespace {
 
-int64_t wall_ms() {
-  return std::chrono::duration_cast<std::chrono::milliseconds>(runtime::real_clock().wall().time_since_epoch()).count();
-}
-
 const prometheus::Histogram::BucketBoundaries fast_buckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                            0.1,    0.25,  0.5,    1,     2.5, 5, 10};
 const prometheus::Histogram::BucketBoundaries slow_buckets{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
@@ -232,6 +228,7 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
   rc->events = out.events;
   rc->opts = o;
   rc->metrics = make_reconciler_metrics(m);
+  const auto wall_ms = [&clock = kube.clock()] { return clock.wall_ms(); };
   rc->now_ms = wall_ms;
   rc->track_buffer = [&m](const runtime::buffer_stats_ptr& s) { m.buffers().track(s); };
   out.reconciler = rc;

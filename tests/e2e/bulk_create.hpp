@@ -17,6 +17,7 @@ namespace headroom::e2e {
 // creates take half an hour; the API server's own limits are what hold it back here.
 inline k8s::transport::options bulk_transport_options() {
   k8s::transport::options o;
+  o.clock = &headroom::runtime::real_clock();
   o.qps = 2'000;
   o.burst = 2'000;
   return o;

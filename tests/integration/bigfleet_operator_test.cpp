@@ -104,6 +104,7 @@ env make_env() {
   }
   out.c->kubectl({"wait", "--for=condition=Established", "crd", "--all", "--timeout=60s"});
   k8s::transport::options topts;
+  topts.clock = &headroom::runtime::real_clock();
   topts.qps = 500;
   topts.burst = 500;
   out.io = std::make_unique<k8s::transport>(topts);
@@ -689,6 +690,7 @@ TEST(bigfleet, apiserver_faults_mid_burst_lose_no_capacity_request_or_node_state
   // The operator's side of the API server, through the proxy. Torn down in order at the end:
   // actors, informers, then the transport.
   k8s::transport::options topts;
+  topts.clock = &headroom::runtime::real_clock();
   topts.qps = 500;
   topts.burst = 500;
   k8s::transport io{topts};

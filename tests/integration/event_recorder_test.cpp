@@ -9,6 +9,7 @@
 #include <mutex>
 
 #include "actors/k8s/event_recorder.hpp"
+#include "testenv/transport_options.hpp"
 #include "adapters/k8s/client.hpp"
 #include "messages/type_ids.hpp"
 #include "testenv/cluster_fixture.hpp"
@@ -61,7 +62,7 @@ std::vector<seen_event> events_about(headroom::testenv::cluster* c, const std::s
 
 TEST(event_recorder, repeats_join_one_series_and_a_flapping_object_is_held_to_its_burst) {
   HEADROOM_REQUIRE_CLUSTER(c);
-  headroom::k8s::transport io{headroom::k8s::transport::options{}};
+  headroom::k8s::transport io{headroom::testenv::real_time_transport()};
   auto conn = headroom::k8s::load_kubeconfig(c->kubeconfig());
   ASSERT_TRUE(std::holds_alternative<headroom::k8s::connection>(conn));
   headroom::k8s::client kube{std::get<headroom::k8s::connection>(conn), io};

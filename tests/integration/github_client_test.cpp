@@ -16,6 +16,7 @@
 #include <thread>
 
 #include "adapters/github/actions_client.hpp"
+#include "testenv/transport_options.hpp"
 #include "adapters/github/rest_client.hpp"
 #include "adapters/hud/client.hpp"
 #include "testenv/actions_peer.hpp"
@@ -59,7 +60,7 @@ peer_env make_env() {
   opts.pat = std::string{kPat};
   opts.hud_token = std::string{kHudToken};
   out.peer = testpeer::actions_peer::start(opts, out.why);
-  out.io = std::make_unique<http::transport>(http::transport::options{});
+  out.io = std::make_unique<http::transport>(headroom::testenv::real_time_transport());
   return out;
 }
 
@@ -805,7 +806,7 @@ TEST(github_rest, an_app_in_several_organizations_uses_each_ones_installation) {
   std::string why;
   auto peer = testpeer::actions_peer::start(opts, why);
   HEADROOM_REQUIRE_READY(peer != nullptr, "the Actions Service peer", why);
-  http::transport io{http::transport::options{}};
+  http::transport io{headroom::testenv::real_time_transport()};
   github::credentials creds;
   creds.app_id = "12345";
   creds.private_key_pem = private_key;  // installation_id 0: found per organization
@@ -860,7 +861,7 @@ TEST(github_rest, a_second_app_serves_personal_accounts) {
   std::string why;
   auto peer = testpeer::actions_peer::start(opts, why);
   HEADROOM_REQUIRE_READY(peer != nullptr, "the Actions Service peer", why);
-  http::transport io{http::transport::options{}};
+  http::transport io{headroom::testenv::real_time_transport()};
   github::credentials creds;
   creds.app_id = "12345";
   creds.private_key_pem = org_key;

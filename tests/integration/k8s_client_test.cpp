@@ -27,6 +27,7 @@ struct k8s_fixture : ::testing::Test {
     HEADROOM_REQUIRE_CLUSTER(shared_cluster);
     c = shared_cluster;
     transport::options topts;
+    topts.clock = &headroom::runtime::real_clock();
     topts.qps = 2000;  // bulk setup; the production default (50/100) is exercised by its own test
     topts.burst = 2000;
     io = std::make_unique<transport>(topts);

@@ -13,6 +13,7 @@
 #include <thread>
 
 #include "actors/listener/listener_session.hpp"
+#include "testenv/transport_options.hpp"
 #include "messages/type_ids.hpp"
 #include "testenv/actions_peer.hpp"
 #include "testenv/cluster_fixture.hpp"
@@ -40,7 +41,7 @@ env make_env() {
   testpeer::actions_peer::options o;
   o.app_public_key_pem = public_key;
   out.peer = testpeer::actions_peer::start(o, out.why);
-  out.io = std::make_unique<http::transport>(http::transport::options{});
+  out.io = std::make_unique<http::transport>(headroom::testenv::real_time_transport());
   out.cfg = std::make_unique<caf::actor_system_config>();
   out.sys = std::make_unique<caf::actor_system>(*out.cfg);
   return out;

@@ -281,6 +281,7 @@ spec:
                 std::string{"headroom.dev/reactive-scale={\"time\":\""} + now + "\",\"from\":1,\"to\":2,\"alternations\":0}"});
 
   headroom::k8s::transport::options topts;
+  topts.clock = &headroom::runtime::real_clock();
   e.io = std::make_unique<headroom::k8s::transport>(topts);
   auto conn = headroom::k8s::load_kubeconfig(e.c->kubeconfig());
   e.api = std::make_unique<headroom::k8s::client>(std::get<headroom::k8s::connection>(conn), *e.io);

@@ -138,7 +138,7 @@ TEST_F(echo_fixture, build_agent_prepares_it_and_runs_its_subtree_under_acting) 
   runtime::readiness ready;
   caf::actor_system_config sys_cfg;
   caf::actor_system sys{sys_cfg};
-  auto built = build_agent(parsed.runtime, parsed.modes, sys, m, ready, {});
+  auto built = build_agent(parsed.runtime, parsed.modes, sys, m, ready, {}, runtime::real_clock());
   ASSERT_TRUE(std::holds_alternative<runtime::agent_plan>(built)) << std::get<runtime::start_failure>(built).message;
   auto& plan = std::get<runtime::agent_plan>(built);
   EXPECT_EQ(echo_mode::journal->prepared_with, std::vector<std::string>{"no cluster"});
@@ -163,7 +163,7 @@ TEST_F(echo_fixture, a_failed_prepare_stops_the_start_with_its_message) {
   runtime::readiness ready;
   caf::actor_system_config sys_cfg;
   caf::actor_system sys{sys_cfg};
-  auto built = build_agent(parsed.runtime, parsed.modes, sys, m, ready, {});
+  auto built = build_agent(parsed.runtime, parsed.modes, sys, m, ready, {}, runtime::real_clock());
   ASSERT_TRUE(std::holds_alternative<runtime::start_failure>(built));
   EXPECT_EQ(std::get<runtime::start_failure>(built).message, "echo.greeting: must not be empty");
   EXPECT_EQ(std::get<runtime::start_failure>(built).exit_code, 2);

@@ -17,6 +17,9 @@
 namespace headroom::test_support {
 
 class scripted_exchange final : public http::exchange {
+ private:
+  const runtime::clock* clock_ = &runtime::real_clock();
+
  public:
   struct call {
     http::request_id id = 0;
@@ -52,6 +55,9 @@ class scripted_exchange final : public http::exchange {
     return due.size();
   }
   void after(std::chrono::milliseconds, std::function<void()> fn) override { timers_.push_back(std::move(fn)); }
+  // The clients built over it measure on this: the real clock unless a test gives its own.
+  const runtime::clock& clock() const override { return *clock_; }
+  void use_clock(const runtime::clock& c) { clock_ = &c; }
 
   // The requests waiting for an answer, oldest first.
   const std::deque<call>& waiting() const { return calls_; }

@@ -60,6 +60,7 @@ class canned_exchange final : public http::exchange {
   }
   void cancel(http::request_id) override {}
   void after(std::chrono::milliseconds, std::function<void()>) override {}
+  const runtime::clock& clock() const override { return runtime::real_clock(); }
 
   std::string header(size_t i, std::string_view name) const {
     for (const auto& h : requests.at(i).headers)

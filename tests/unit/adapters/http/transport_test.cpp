@@ -63,6 +63,7 @@ struct transport_models : ::testing::TestWithParam<bool> {
   }
   transport::options options() const {
     transport::options o;
+    o.clock = &headroom::runtime::real_clock();
     o.qps = 10'000;
     o.burst = 10'000;
     o.event_driven = GetParam();

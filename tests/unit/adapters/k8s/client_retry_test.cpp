@@ -1,6 +1,7 @@
 // The client's retry and rate-limit rules against a scripted HTTP server on loopback (civetweb):
 // what is retried, how long it waits, and what is never retried.
 #include "adapters/k8s/client.hpp"
+#include "testenv/transport_options.hpp"
 #include "adapters/k8s/informer.hpp"
 
 #include <CivetServer.h>
@@ -79,6 +80,7 @@ const std::string status_429 = R"({"kind":"Status","status":"Failure","reason":"
 // qps 10, burst 1: one request starts every 100 ms, so those waiting show their order.
 transport::options one_at_a_time() {
   transport::options o;
+  o.clock = &headroom::runtime::real_clock();
   o.qps = 10;
   o.burst = 1;
   return o;
@@ -110,7 +112,7 @@ struct completion_order {
 }  // namespace
 
 TEST_F(retry_fixture, honours_retry_after_on_429) {
-  transport t{{}};
+  transport t{headroom::testenv::real_time_transport()};
   client c{conn, t};
   handler.script({{429, "Retry-After: 1\r\n", status_429}});
   const auto start = std::chrono::steady_clock::now();
@@ -121,7 +123,7 @@ TEST_F(retry_fixture, honours_retry_after_on_429) {
 }
 
 TEST_F(retry_fixture, retries_5xx_for_reads_but_never_a_create) {
-  transport t{{}};
+  transport t{headroom::testenv::real_time_transport()};
   retry_policy fast;
   fast.initial = 10ms;
   client c{conn, t, fast};
@@ -138,7 +140,7 @@ TEST_F(retry_fixture, retries_5xx_for_reads_but_never_a_create) {
 }
 
 TEST_F(retry_fixture, gives_up_after_max_attempts) {
-  transport t{{}};
+  transport t{headroom::testenv::real_time_transport()};
   retry_policy p;
   p.max_attempts = 3;
   p.initial = 5ms;
@@ -151,7 +153,7 @@ TEST_F(retry_fixture, gives_up_after_max_attempts) {
 }
 
 TEST_F(retry_fixture, a_pdb_refusal_is_not_retried) {
-  transport t{{}};
+  transport t{headroom::testenv::real_time_transport()};
   client c{conn, t};
   handler.script({{429, "", R"({"kind":"Status","message":"Cannot evict pod as it would violate the pod's disruption budget.","reason":"TooManyRequests","code":429})"}});
   std::promise<api_result> p;
@@ -165,6 +167,7 @@ TEST_F(retry_fixture, a_pdb_refusal_is_not_retried) {
 // qps 20, burst 2: ten requests need at least (10 - 2) / 20 s = 400 ms.
 TEST_F(retry_fixture, client_side_rate_limit_spaces_requests) {
   transport::options o;
+  o.clock = &headroom::runtime::real_clock();
   o.qps = 20;
   o.burst = 2;
   transport t{o};
@@ -227,7 +230,7 @@ TEST_F(retry_fixture, a_watch_and_an_urgent_list_pass_the_waiting_writes) {
 
 // headroom_kubernetes_requests_total: every attempt of a retried call is a response of its own.
 TEST_F(retry_fixture, every_response_is_reported_by_verb_and_status) {
-  transport t{{}};
+  transport t{headroom::testenv::real_time_transport()};
   retry_policy fast;
   fast.initial = 10ms;
   client c{conn, t, fast};
@@ -250,6 +253,7 @@ TEST_F(retry_fixture, every_response_is_reported_by_verb_and_status) {
 // submitted together waits about 200 ms for its token, the first not at all.
 TEST_F(retry_fixture, each_start_reports_its_wait_for_the_rate_budget) {
   transport::options o;
+  o.clock = &headroom::runtime::real_clock();
   o.qps = 10;
   o.burst = 1;
   std::mutex m;
@@ -278,7 +282,7 @@ TEST_F(retry_fixture, each_start_reports_its_wait_for_the_rate_budget) {
 
 // headroom_kubernetes_informer_*: an informer reports to its client while it lives.
 TEST_F(retry_fixture, an_informer_is_tracked_while_it_lives) {
-  transport t{{}};
+  transport t{headroom::testenv::real_time_transport()};
   client c{conn, t};
   informer<pod>::options opts;
   opts.kind = kinds::pods;

@@ -2,6 +2,8 @@
 
 #include <gtest/gtest.h>
 
+#include <chrono>
+#include <filesystem>
 #include <fstream>
 
 #include "runtime/secrets.hpp"
@@ -62,6 +64,11 @@ TEST_F(kubeconfig_files, files_relative_to_the_kubeconfig_and_a_rotating_token_f
   EXPECT_EQ(c.tls.client_key_pem, "KEY-PEM-secret");
   EXPECT_EQ(c.token(), "first-token-value");
   EXPECT_EQ(headroom::runtime::redact("KEY-PEM-secret"), "[REDACTED]");
+  // The kubelet rotates a projected token by replacing the file: the next call reads the new one.
+  write("token.new", "second-token-value\n");
+  std::filesystem::last_write_time(dir + "/token.new", std::filesystem::last_write_time(dir + "/token") + std::chrono::seconds(1));
+  std::filesystem::rename(dir + "/token.new", dir + "/token");
+  EXPECT_EQ(c.token(), "second-token-value");
 }
 
 TEST_F(kubeconfig_files, refusals_and_missing_pieces_name_the_problem) {
