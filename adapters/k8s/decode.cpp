@@ -41,11 +41,6 @@ const char* backslash_index::name(const char* raw) {
   return kept.data();
 }
 
-scratch& thread_scratch() {
-  thread_local scratch s;
-  return s;
-}
-
 }  // namespace headroom::k8s::decode_core
 
 namespace headroom::k8s {

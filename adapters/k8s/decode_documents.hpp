@@ -18,8 +18,11 @@ struct scratch {
   backslash_index backslashes;
 };
 
-// The calling thread's (decode.cpp: one per thread, whichever file decodes).
-scratch& thread_scratch();
+// The calling thread's: one per thread, whichever file decodes (an inline function's static).
+inline scratch& thread_scratch() {
+  thread_local scratch s;
+  return s;
+}
 
 // [[maybe_unused]]: a file that decodes no Pod uses no Pod helper, and each file has its own copy.
 namespace {

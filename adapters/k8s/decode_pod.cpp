@@ -268,7 +268,7 @@ void pod_status(context& c, od::value v, pod& p) {
 
 // -- one function per kind: fills T from an object value --------------------------------------------
 
-void decode_into(context& c, od::value v, pod& p) {
+[[gnu::noinline]] void decode_into(context& c, od::value v, pod& p) {
   fields(c, v, [&](field_name k, od::value x) {
     if (k == "metadata")
       meta(c, x, p.meta);

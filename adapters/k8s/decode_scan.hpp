@@ -399,7 +399,7 @@ T& slot(std::vector<T>& v, size_t& n) {
   });
 }
 
-[[maybe_unused]] void meta(context& c, od::value v, object_meta& m) {
+[[maybe_unused, gnu::noinline]] void meta(context& c, od::value v, object_meta& m) {
   thread_local string_pairs labels, annotations;
   thread_local std::vector<owner_reference> owners;
   size_t n_labels = 0, n_annotations = 0, n_owners = 0;
