@@ -332,12 +332,8 @@ TEST(scheduler_e2e, pools_each_job_gets_its_pools_runner_and_hosted_jobs_none) {
   EXPECT_NE(metrics.find("headroom_scheduler_webhooks_total{outcome=\"unmatched\"} 3"), std::string::npos)
       << "two ubuntu-latest and one gpu job, queued";
   // Each organization through its own installation, one token each (cached), none refused.
-  simdjson::dom::parser p;
-  auto state = p.parse(app_env.peer->control("/state").body);
-  auto count = [&](const char* route) {
-    auto v = state["requests"][route];
-    return v.error() ? int64_t{0} : int64_t(v.value());
-  };
+  auto counts = app_env.peer->request_counts();
+  auto count = [&](const char* route) { return counts[route]; };
   EXPECT_EQ(count("access_token:201"), 1);
   EXPECT_EQ(count("access_token:202"), 1);
   EXPECT_EQ(count("wrong_installation"), 0);
@@ -872,12 +868,8 @@ TEST(scheduler_e2e, postgres_down_for_20s_is_one_line_a_backoff_a_metric_and_not
       << "headroom asked for the refused deliveries itself\n" << w.headroom->log();
   // The personal account's runners were made with the second App's installation, the
   // organization's with the first's; neither App's token went to the other's account.
-  simdjson::dom::parser sp;
-  auto state = sp.parse(app_env.peer->control("/state").body);
-  const auto requests = [&](const char* route) {
-    auto v = state["requests"][route];
-    return v.error() ? int64_t{0} : int64_t(v.value());
-  };
+  auto counts = app_env.peer->request_counts();
+  const auto requests = [&](const char* route) { return counts[route]; };
   EXPECT_GE(requests("access_token:301"), 1);
   EXPECT_GE(requests("access_token:302"), 1) << "the second App's installation served dana";
   EXPECT_EQ(requests("wrong_installation"), 0);

@@ -828,12 +828,8 @@ TEST(github_rest, an_app_in_several_organizations_uses_each_ones_installation) {
   EXPECT_NE(e.describe().find("not installed"), std::string::npos) << e.describe();
   (void)gh.ensure_runner_group("not-installed", "headroom");
 
-  simdjson::dom::parser p;
-  auto state = p.parse(peer->control("/state").body);
-  auto count = [&](const char* route) {
-    auto v = state["requests"][route];
-    return v.error() ? int64_t{0} : int64_t(v.value());
-  };
+  auto counts = peer->request_counts();
+  auto count = [&](const char* route) { return counts[route]; };
   EXPECT_EQ(count("access_token:101"), 1) << "one token per installation, cached";
   EXPECT_EQ(count("access_token:102"), 1);
   EXPECT_EQ(count("installation_of"), 4) << "org-one, org-two, org-two/app, not-installed once (the second asks nobody)";
@@ -891,12 +887,8 @@ TEST(github_rest, a_second_app_serves_personal_accounts) {
     EXPECT_TRUE(std::holds_alternative<github::hook_delivery_list>(listed)) << std::get<github::rest_error>(listed).describe();
   }
 
-  simdjson::dom::parser p;
-  auto state = p.parse(peer->control("/state").body);
-  auto count = [&](const char* route) {
-    auto v = state["requests"][route];
-    return v.error() ? int64_t{0} : int64_t(v.value());
-  };
+  auto counts = peer->request_counts();
+  auto count = [&](const char* route) { return counts[route]; };
   EXPECT_EQ(count("access_token:101"), 1) << "the first App's token for org-one, cached";
   EXPECT_EQ(count("access_token:501"), 1) << "the second App's token for dana, cached";
   // org-one, repos/org-one/app (first App); repos/dana/tool (first: 404, then second); erin (both).

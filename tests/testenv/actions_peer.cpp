@@ -8,6 +8,8 @@
 
 #include <unistd.h>
 
+#include <simdjson.h>
+
 #include <algorithm>
 #include <cstdio>
 #include <fstream>
@@ -102,6 +104,20 @@ std::unique_ptr<actions_peer> actions_peer::start(const options& opts, std::stri
 
 http_reply actions_peer::control(std::string_view path, std::string_view body) const {
   return http_call(http_ + "/_control" + std::string{path}, body);
+}
+
+std::map<std::string, int64_t> actions_peer::request_counts() const {
+  std::map<std::string, int64_t> out;
+  simdjson::dom::parser p;
+  simdjson::dom::object requests;
+  if (p.parse(control("/state").body)["requests"].get(requests) != simdjson::SUCCESS)
+    return out;
+  for (auto [route, n] : requests) {
+    int64_t v = 0;
+    if (n.get(v) == simdjson::SUCCESS)
+      out[std::string{route}] = v;
+  }
+  return out;
 }
 
 }  // namespace headroom::testpeer

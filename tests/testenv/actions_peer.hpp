@@ -3,6 +3,8 @@
 // The Actions Service test peer (tests/peers/actions-service, a Go program) from a C++ test:
 // plain HTTP and HTTPS with a generated CA, driven through its control API.
 
+#include <cstdint>
+#include <map>
 #include <memory>
 #include <string>
 #include <string_view>
@@ -35,6 +37,9 @@ class actions_peer {
   // The control API (/_control/…): POST with a JSON body, or GET when body is empty.
   http_reply control(std::string_view path, std::string_view body = {}) const;
   std::string log() const { return process_->log(); }
+  // How many requests the peer has answered on each route ("access_token:101", "installation_of",
+  // "wrong_installation", …), read once from /_control/state; a route never asked is absent (0).
+  std::map<std::string, int64_t> request_counts() const;
 
  private:
   std::unique_ptr<peer_process> process_;
