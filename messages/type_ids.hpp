@@ -37,6 +37,7 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::id_block::headroom_runtime::end)
   CAF_ADD_TYPE_ID(headroom, (headroom::msg::burst_share))
 
   /// shard_session → rollup: the stream just opened; send a roll-up now, not at the next tick.
+  /// rollup → itself, (generation): the periodic roll-up is due.
   CAF_ADD_ATOM(headroom, headroom::msg, rollup_atom, "rollup")
   /// A (re)started actor → capacity_monitor: send me msg::set_max_capacity with the newest value.
   CAF_ADD_ATOM(headroom, headroom::msg, capacity_atom, "capacity")
@@ -47,6 +48,33 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom, caf::id_block::headroom_runtime::end)
   CAF_ADD_ATOM(headroom, headroom::msg, view_atom, "view")
   /// A (re)started burst_budget → capacity_monitor: send me msg::burst_need now.
   CAF_ADD_ATOM(headroom, headroom::msg, burst_atom, "burst")
+
+  // Timers: an actor → itself, each named for what is due (CAF 0.17 cannot cancel a timer, so a
+  // timer that may be superseded carries its generation). A public contract never carries one:
+  // each actor adds its own to its implementation's type (`…_actor::extend<…>`), and
+  // scripts/check-layers refuses a timer atom in a contract.
+  /// capacity_requests: the periodic re-read of every CapacityRequest is due.
+  CAF_ADD_ATOM(headroom, headroom::msg, resync_atom, "resync")
+  /// event_recorder: write the aggregated Events; (generation) scale_set_status: write the status.
+  CAF_ADD_ATOM(headroom, headroom::msg, flush_atom, "flush")
+  /// reactive_quota, admission_webhook: read the Queues (or the certificate) again.
+  CAF_ADD_ATOM(headroom, headroom::msg, reload_atom, "reload")
+  /// reactive_scaler: the metric samples are overdue unless some arrived since.
+  CAF_ADD_ATOM(headroom, headroom::msg, watchdog_atom, "watchdog")
+  /// reconciler, runner_provisioner: compare what runs with what is wanted, again.
+  CAF_ADD_ATOM(headroom, headroom::msg, reconcile_atom, "reconcile")
+  /// runner_provisioner: the periodic sweep of runners and pods; scale_set_sweeper: list again.
+  CAF_ADD_ATOM(headroom, headroom::msg, sweep_atom, "sweep")
+  /// health_check: the periodic check of the scale set's runner pods.
+  CAF_ADD_ATOM(headroom, headroom::msg, check_atom, "check")
+  /// hud_poller: fetch the queued jobs now; (the I/O thread →) fetched_atom: that fetch worked.
+  CAF_ADD_ATOM(headroom, headroom::msg, fetch_atom, "fetch")
+  CAF_ADD_ATOM(headroom, headroom::msg, fetched_atom, "fetched")
+  /// burst_budget: the window gathering needs is over; the settle window after a share is over.
+  CAF_ADD_ATOM(headroom, headroom::msg, gather_atom, "gather")
+  CAF_ADD_ATOM(headroom, headroom::msg, settle_atom, "settle")
+  /// reclaim_drain (correlation), shard_session (machine): try the refused step again.
+  CAF_ADD_ATOM(headroom, headroom::msg, retry_atom, "retry")
 
 CAF_END_TYPE_ID_BLOCK(headroom)
 

@@ -1,7 +1,7 @@
 #pragma once
 
 // The runtime's own messages, and their CAF type-ID block: buffer wake-ups, supervision, relays
-// and the timer atoms. This is the only message header runtime/ knows; the actors' messages
+// and the supervisor's timers. This is the only message header runtime/ knows; the actors' messages
 // (messages/type_ids.hpp) number their block after this one.
 
 #include <caf/actor.hpp>
@@ -75,8 +75,6 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom_runtime, caf::first_custom_type_id)
   CAF_ADD_ATOM(headroom_runtime, headroom::msg, deadline_atom, "deadline")
   /// Signal handler → main: SIGTERM or SIGINT arrived.
   CAF_ADD_ATOM(headroom_runtime, headroom::msg, shutdown_atom, "shutdown")
-  /// An actor → itself: a periodic timer of (generation) fired.
-  CAF_ADD_ATOM(headroom_runtime, headroom::msg, tick_atom, "tick")
   /// Test-only fault hooks (runtime/fault_hooks.hpp): (fault, actor) a supervisor joins the
   /// broker; (fault, child name) → int64_t fails that child, answering how many were hit.
   CAF_ADD_ATOM(headroom_runtime, headroom::msg, fault_atom, "fault")

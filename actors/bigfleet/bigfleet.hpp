@@ -124,13 +124,13 @@ struct operator_options {
 
 // rollup: the session says the stream just opened (send a roll-up now).
 using rollup_actor = caf::typed_actor<caf::reacts_to<msg::rollup_atom>>;
-// shard_session: what goes to the shard (the outbox), the stream's link state, its dispatcher's
-// and coalescer's wake-ups, and the UpcomingNode writes it started.
-using shard_session_actor = shard_outbox::extend<caf::reacts_to<shard_link>, caf::reacts_to<msg::buffer_wakeup>,
-                                                 caf::reacts_to<object_written>>;
-// capacity_requests: its pod feed's wake-ups and the API server's answers.
-using capacity_requests_actor = caf::typed_actor<caf::reacts_to<msg::buffer_wakeup>, caf::reacts_to<msg::api_reply>>;
-// reclaim_drain: the API server's answers.
+// shard_session: what goes to the shard (the outbox), the stream's link state, and its
+// dispatcher's and coalescer's wake-ups.
+using shard_session_actor = shard_outbox::extend<caf::reacts_to<shard_link>, caf::reacts_to<msg::buffer_wakeup>>;
+// capacity_requests: its pod feed's wake-ups.
+using capacity_requests_actor = caf::typed_actor<caf::reacts_to<msg::buffer_wakeup>>;
+// reclaim_drain takes no message from a peer: it acts on the answers to its own calls, and CAF
+// has no empty contract, so its contract is those answers (its timers are added beside it).
 using reclaim_drain_actor = caf::typed_actor<caf::reacts_to<msg::api_reply>>;
 
 // The rollup actor first (the session tells it when the stream opens).

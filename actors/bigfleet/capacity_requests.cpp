@@ -70,8 +70,9 @@ struct upc_state {
   static inline const char* name = "headroom.capacity_requests";
 };
 
-// Its own timer and retries.
-using upc_impl = capacity_requests_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>, caf::reacts_to<cr_retry>>;
+// Its own timer and retries, and the API server's answers.
+using upc_impl = capacity_requests_actor::extend<caf::reacts_to<msg::resync_atom>, caf::reacts_to<cr_retry>,
+                                                 caf::reacts_to<msg::api_reply>>;
 using upc_actor = upc_impl::stateful_base<upc_state>;
 
 bool terminal(const k8s::pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
@@ -204,15 +205,15 @@ upc_impl::behavior_type upc_behavior(upc_actor* self, operator_deps deps, operat
   // up to 5 minutes. Subscribed first, so nothing falls between; a Pod seen twice is one call.
   for (const auto& p : st.deps.pods->list())
     reconcile(self, msg::pod_event{msg::object_change::resync, p});
-  self->delayed_send(self, resync_every, msg::tick_atom_v, uint64_t{0});
+  self->delayed_send(self, resync_every, msg::resync_atom_v);
   return {
       [self](msg::buffer_wakeup) { self->state.feed->drain([self](const msg::pod_event& e) { reconcile(self, e); }); },
-      [self](msg::tick_atom, uint64_t) {
+      [self](msg::resync_atom) {
         // Level-based catch-up: every Pod again (e.g. a CR created for a Pod's predecessor of
         // the same name has since been garbage-collected).
         for (const auto& p : self->state.deps.pods->list())
           reconcile(self, msg::pod_event{msg::object_change::resync, p});
-        self->delayed_send(self, resync_every, msg::tick_atom_v, uint64_t{0});
+        self->delayed_send(self, resync_every, msg::resync_atom_v);
       },
       [self](const cr_retry& r) {
         auto& s = self->state;

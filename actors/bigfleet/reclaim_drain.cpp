@@ -55,7 +55,7 @@ struct drain_state {
 };
 
 // Its own timers: a step to try again (correlation), and its deadline.
-using drain_impl = reclaim_drain_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>,
+using drain_impl = reclaim_drain_actor::extend<caf::reacts_to<msg::retry_atom, uint64_t>,
                                                caf::reacts_to<msg::deadline_atom, uint32_t, uint64_t>>;
 using drain_actor = drain_impl::stateful_base<drain_state>;
 
@@ -201,7 +201,7 @@ void on_evicted(drain_actor* self, const msg::api_reply& r) {
                      : r.error;
   if (n.finished || self->clock().now() + pdb_retry > s.deadline)
     return;  // the deadline handler fails the node
-  self->delayed_send(self, pdb_retry, msg::tick_atom_v, r.correlation);
+  self->delayed_send(self, pdb_retry, msg::retry_atom_v, r.correlation);
 }
 
 // The grace period is over: every node still draining fails.
@@ -247,7 +247,7 @@ drain_impl::behavior_type drain_behavior(drain_actor* self, operator_deps deps, 
         else
           on_evicted(self, r);
       },
-      [self](msg::tick_atom, uint64_t correlation) {
+      [self](msg::retry_atom, uint64_t correlation) {
         if (self->state.evictions.count(correlation) > 0)
           evict(self, correlation);
       },

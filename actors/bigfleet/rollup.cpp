@@ -47,8 +47,8 @@ struct rollup_state {
   static inline const char* name = "headroom.rollup";
 };
 
-// Its own timer (generation).
-using rollup_impl = rollup_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>, caf::reacts_to<msg::api_reply>>;
+// Its own timer (rollup_atom, generation) and the API server's answers.
+using rollup_impl = rollup_actor::extend<caf::reacts_to<msg::rollup_atom, uint64_t>, caf::reacts_to<msg::api_reply>>;
 using rollup_self = rollup_impl::stateful_base<rollup_state>;
 
 
@@ -123,15 +123,15 @@ rollup_impl::behavior_type rollup_behavior(rollup_self* self, operator_deps deps
   auto& st = self->state;
   st.deps = std::move(deps);
   st.opts = std::move(opts);
-  self->delayed_send(self, st.opts.rollup_interval, msg::tick_atom_v, st.generation);
+  self->delayed_send(self, st.opts.rollup_interval, msg::rollup_atom_v, st.generation);
   return {
       [self](msg::rollup_atom) { build(self); },
-      [self](msg::tick_atom, uint64_t generation) {
+      [self](msg::rollup_atom, uint64_t generation) {
         auto& s = self->state;
         if (generation != s.generation)
           return;
         build(self);
-        self->delayed_send(self, s.opts.rollup_interval, msg::tick_atom_v, s.generation);
+        self->delayed_send(self, s.opts.rollup_interval, msg::rollup_atom_v, s.generation);
       },
       [self](msg::api_reply& r) {
         auto& s = self->state;

@@ -85,9 +85,10 @@ struct session_state {
 };
 
 // Its own timers: a reconnect's backoff (restart_atom, generation) and an UpcomingNode write to
-// try again (machine).
+// try again (machine); and the UpcomingNode writes it started.
 using session_impl = shard_session_actor::extend<caf::reacts_to<msg::restart_atom, uint32_t, uint64_t>,
-                                                 caf::reacts_to<msg::tick_atom, std::string>>;
+                                                 caf::reacts_to<msg::retry_atom, std::string>,
+                                                 caf::reacts_to<object_written>>;
 using session_actor = session_impl::stateful_base<session_state>;
 
 // Sends the result of a chain of writes back to the session.
@@ -412,7 +413,7 @@ void on_written(session_actor* self, const object_written& w) {
     delay = delay.count() == 0 ? std::chrono::milliseconds{500} : std::min(delay * 2, std::chrono::milliseconds{30'000});
     runtime::log::warn(actor_name, "UpcomingNode write failed; retrying",
                        {{"machine", w.key}, {"error", w.error}, {"retry_in_ms", delay.count()}});
-    self->delayed_send(self, delay, msg::tick_atom_v, w.key);
+    self->delayed_send(self, delay, msg::retry_atom_v, w.key);
     return;
   }
   const std::string machine = w.key.substr(0, w.key.find('#'));
@@ -477,7 +478,7 @@ session_impl::behavior_type session_behavior(session_actor* self, operator_deps 
         release_reclaim_slot(self, m.message);
         send_to_shard(self, std::move(m.message));
       },
-      [self](msg::tick_atom, const std::string& machine) {
+      [self](msg::retry_atom, const std::string& machine) {
         auto& s = self->state;
         if (auto it = s.in_flight.find(machine); it != s.in_flight.end())
           write_upcoming(self, machine, it->second);

@@ -83,8 +83,6 @@ struct claim_record {
   int64_t unacked_max = 0;  // the largest share it may still be using (shares not yet applied, and the applied one)
 };
 
-constexpr uint64_t gather_over = 0, settle_over = 1;  // tick_atom payloads
-
 struct budget_state {
   int64_t budget = 0;
   size_t monitors = 0;
@@ -97,8 +95,8 @@ struct budget_state {
   static inline const char* name = "headroom.burst_budget";
 };
 
-// Its timers (gather_over, the settle window).
-using budget_impl = burst_budget_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>>;
+// Its timers: the gathering window at start, the settle window after a need.
+using budget_impl = burst_budget_actor::extend<caf::reacts_to<msg::gather_atom>, caf::reacts_to<msg::settle_atom>>;
 using budget_self = budget_impl::stateful_base<budget_state>;
 
 void reallocate(budget_self* self) {
@@ -161,17 +159,22 @@ void on_need(budget_self* self, const msg::burst_need& n) {
     reallocate(self);
   } else if (!st.settling) {
     st.settling = true;
-    self->delayed_send(self, st.timing.settle, msg::tick_atom_v, settle_over);
+    self->delayed_send(self, st.timing.settle, msg::settle_atom_v);
   }
 }
 
-void on_tick(budget_self* self, uint64_t what) {
+void gathered(budget_self* self) {
   auto& st = self->state;
-  if (what == gather_over && st.gathering) {
+  if (st.gathering) {
     st.gathering = false;
     if (!st.claims.empty())
       reallocate(self);
-  } else if (what == settle_over && st.settling) {
+  }
+}
+
+void settled(budget_self* self) {
+  auto& st = self->state;
+  if (st.settling) {
     st.settling = false;
     reallocate(self);
   }
@@ -185,14 +188,15 @@ budget_impl::behavior_type budget_behavior(budget_self* self, int64_t budget, st
   self->state.timing = timing;
   self->state.gathering = !monitors.empty();
   if (self->state.gathering)
-    self->delayed_send(self, timing.gather, msg::tick_atom_v, gather_over);
+    self->delayed_send(self, timing.gather, msg::gather_atom_v);
   for (const auto& m : monitors)  // a (re)started budget knows nothing: every monitor says what it holds
     self->send(m, msg::burst_atom_v);
   if (self->state.metrics.observe)
     self->state.metrics.observe(0, 0, 0);
   return {
       [self](const msg::burst_need& n) { on_need(self, n); },
-      [self](msg::tick_atom, uint64_t what) { on_tick(self, what); },
+      [self](msg::gather_atom) { gathered(self); },
+      [self](msg::settle_atom) { settled(self); },
   };
 }
 

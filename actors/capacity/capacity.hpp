@@ -278,11 +278,11 @@ using pair_actor = caf::typed_actor<caf::reacts_to<msg::pod_event>, caf::reacts_
 // What a pair needs of its monitor.
 using pair_owner = caf::typed_actor<caf::reacts_to<msg::pair_report>, caf::reacts_to<msg::k8s_event>>;
 // health_check, scale_set_sweeper and hud_poller take no message from a peer: they act on their
-// own timers and on the answers to their own calls, which are all their contracts hold (CAF has
-// no empty contract; the health check's GitHub answers are declared beside it).
-using health_check_actor = caf::typed_actor<caf::reacts_to<msg::tick_atom, uint64_t>>;
-using sweeper_actor = caf::typed_actor<caf::reacts_to<msg::tick_atom>, caf::reacts_to<msg::api_reply>>;
-using hud_poller_actor = caf::typed_actor<caf::reacts_to<msg::tick_atom, uint64_t>>;
+// own timers and on the answers to their own calls. CAF has no empty contract, so each contract
+// is its one timer; the answers are added beside each actor.
+using health_check_actor = caf::typed_actor<caf::reacts_to<msg::check_atom>>;
+using sweeper_actor = caf::typed_actor<caf::reacts_to<msg::sweep_atom>>;
+using hud_poller_actor = caf::typed_actor<caf::reacts_to<msg::fetch_atom>>;
 
 // The stable addresses (relays) of a scale set's actors, handed out by the wiring.
 struct scale_set_peers {

@@ -203,13 +203,11 @@ health_impl::behavior_type health_behavior(health_self* self, context_ptr ctx) {
   self->state.ctx = std::move(ctx);
   const auto& h = self->state.ctx->spec.health_check;
   self->state.health = runners::health_memory{{h.registration_timeout, h.pending_timeout, h.idle_timeout}};
-  self->delayed_send(self, self->state.ctx->spec.health_check.interval, msg::tick_atom_v, uint64_t{0});
+  self->delayed_send(self, self->state.ctx->spec.health_check.interval, msg::check_atom_v);
   return {
-      [self](msg::tick_atom, uint64_t what) {
-        if (what == 0) {
-          check(self);
-          self->delayed_send(self, self->state.ctx->spec.health_check.interval, msg::tick_atom_v, uint64_t{0});
-        }
+      [self](msg::check_atom) {
+        check(self);
+        self->delayed_send(self, self->state.ctx->spec.health_check.interval, msg::check_atom_v);
       },
       [self](runner_status& r) {  // what GitHub says of a runner pod's runner
         auto& s = self->state;

@@ -33,8 +33,6 @@ using hud_poll::fetch_failed_msg;
 
 constexpr std::string_view actor_name = "hud_poller";
 
-enum : uint64_t { fetch_now = 0, fetched_ok = 1 };
-
 struct poller_state {
   std::shared_ptr<hud::client> hud;
   std::vector<hud_target> targets;
@@ -45,8 +43,8 @@ struct poller_state {
   static inline const char* name = "headroom.hud_poller";
 };
 
-// Its timer and a fetch's success (fetch_now, fetched_ok), and a fetch's failure.
-using poller_impl = hud_poller_actor::extend<caf::reacts_to<fetch_failed_msg>>;
+// Its timer (fetch_atom, in its contract), and a fetch's success or failure.
+using poller_impl = hud_poller_actor::extend<caf::reacts_to<msg::fetched_atom>, caf::reacts_to<fetch_failed_msg>>;
 using poller_self = poller_impl::stateful_base<poller_state>;
 
 // The result is split per scale set on the I/O thread (a pure count) and offered to each monitor;
@@ -64,7 +62,7 @@ void fetch(poller_self* self) {
     const auto& rows = std::get<std::vector<hud::queued_jobs>>(r);
     for (const auto& t : targets)
       caf::anon_send(t.monitor, msg::queued_jobs{hud::queued_for_labels(rows, t.labels, t.share), true});
-    me.send(msg::tick_atom_v, uint64_t{fetched_ok});
+    me.send(msg::fetched_atom_v);
   });
 }
 
@@ -83,7 +81,7 @@ void fetched(poller_self* self, bool ok, const std::string& error) {
                                                                  : "HUD still unavailable: scale sets use proactiveCapacity alone",
                        {{"error", error}, {"down_for_ms", v.down_for_ms}, {"failed_fetches", v.failures}});
   }
-  self->delayed_send(self, s.interval, msg::tick_atom_v, uint64_t{fetch_now});
+  self->delayed_send(self, s.interval, msg::fetch_atom_v);
 }
 
 poller_impl::behavior_type poller_behavior(poller_self* self, std::shared_ptr<hud::client> hud, std::vector<hud_target> targets,
@@ -95,12 +93,8 @@ poller_impl::behavior_type poller_behavior(poller_self* self, std::shared_ptr<hu
   st.metrics = std::move(metrics);
   fetch(self);
   return {
-      [self](msg::tick_atom, uint64_t what) {
-        if (what == fetch_now)
-          fetch(self);
-        else
-          fetched(self, true, {});
-      },
+      [self](msg::fetch_atom) { fetch(self); },
+      [self](msg::fetched_atom) { fetched(self, true, {}); },
       [self](fetch_failed_msg& f) { fetched(self, false, f.error); },
   };
 }

@@ -63,8 +63,6 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::provisioner::jit_reply
 
 namespace headroom::actors::capacity::provisioner {
 
-inline constexpr uint64_t reconcile_tick = 0, sweep_tick = 1;
-
 struct creation {
   // arc_find: the EphemeralRunnerSet (name: the pinned one, "" listed by label); arc_patch: its
   // replicas (name: the set, runner_id: the patchID sent)
@@ -121,10 +119,10 @@ struct provisioner_state {
 };
 
 // The provisioner's own messages: its informer feed's wake-up, JIT configurations, the API server's
-// answers, its timers (reconcile_tick, sweep_tick) and what its GitHub calls found.
+// answers, its timers (reconcile, sweep) and what its GitHub calls found.
 using provisioner_impl =
     provisioner_actor::extend<caf::reacts_to<msg::buffer_wakeup>, caf::reacts_to<jit_reply>, caf::reacts_to<msg::api_reply>,
-                              caf::reacts_to<msg::tick_atom, uint64_t>, caf::reacts_to<runner_list>,
+                              caf::reacts_to<msg::reconcile_atom>, caf::reacts_to<msg::sweep_atom>, caf::reacts_to<runner_list>,
                               caf::reacts_to<idle_runner_removed>, caf::reacts_to<runner_pod_deleted>>;
 using provisioner_self = provisioner_impl::stateful_base<provisioner_state>;
 

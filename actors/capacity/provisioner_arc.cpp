@@ -46,7 +46,7 @@ void trouble(provisioner_self* self, const std::string& why) {
                                                                  : "arc mode still cannot scale ARC's runners",
                        {{"scale_set", st.ctx->spec.name}, {"autoscaling_runner_set", st.ctx->spec.arc_set}, {"error", why},
                         {"retry_in_ms", v.retry_in.count()}, {"down_for_ms", v.down_for_ms}});
-  self->delayed_send(self, v.retry_in, msg::tick_atom_v, reconcile_tick);
+  self->delayed_send(self, v.retry_in, msg::reconcile_atom_v);
 }
 
 void no_trouble(provisioner_self* self) {
@@ -107,7 +107,7 @@ void reconcile_arc(provisioner_self* self, int64_t desired) {
                kube->merge_patch(ephemeral_runner_sets, ns, name, patch, std::move(cb));
              });
   if (patch_id != 0)
-    self->delayed_send(self, settle_after, msg::tick_atom_v, reconcile_tick);
+    self->delayed_send(self, settle_after, msg::reconcile_atom_v);
 }
 
 void on_arc_reply(provisioner_self* self, const creation& c, const msg::api_reply& r) {

@@ -153,7 +153,7 @@ void on_pod_deleted(provisioner_self* self, const runner_pod_deleted& d) {
     return;
   }
   runtime::log::warn(actor_name, "runner pod delete failed; trying again", {{"pod", d.name}, {"error", d.error}});
-  self->delayed_send(self, std::chrono::seconds(2), msg::tick_atom_v, reconcile_tick);
+  self->delayed_send(self, std::chrono::seconds(2), msg::reconcile_atom_v);
 }
 
 }  // namespace headroom::actors::capacity::provisioner

@@ -137,7 +137,7 @@ void on_jit(provisioner_self* self, jit_reply& r) {
     --s.creating;
     s.jit_pending.erase(r.name);
     runtime::log::warn(actor_name, "could not get a runner's JIT configuration", {{"runner", r.name}, {"error", r.error}});
-    self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, reconcile_tick);
+    self->delayed_send(self, std::chrono::seconds(5), msg::reconcile_atom_v);
     return;
   }
   auto* kube = s.ctx->kube;
@@ -170,7 +170,7 @@ void on_reply(provisioner_self* self, const msg::api_reply& r) {
       const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
       if (kind == k8s::api_error::kind::server || kind == k8s::api_error::kind::transport)
         delete_runner_pod(self, c.name);  // it may have been made after all
-      self->delayed_send(self, std::chrono::seconds(5), msg::tick_atom_v, reconcile_tick);
+      self->delayed_send(self, std::chrono::seconds(5), msg::reconcile_atom_v);
       return;
     }
     // The watch can show the new pod before the create is answered; a pod seen (or already
@@ -210,7 +210,7 @@ provisioner_impl::behavior_type provisioner_behavior(provisioner_self* self, con
     self->send(st.peers.monitor, msg::capacity_atom_v);
   if (st.peers.listener)
     self->send(st.peers.listener, msg::update_atom_v);
-  self->delayed_send(self, sweep_every(self), msg::tick_atom_v, sweep_tick);
+  self->delayed_send(self, sweep_every(self), msg::sweep_atom_v);
   return {
       [self](msg::buffer_wakeup) {
         // A pod the informer has shown (even one already gone) is no longer "made, not yet seen".
@@ -234,15 +234,12 @@ provisioner_impl::behavior_type provisioner_behavior(provisioner_self* self, con
       [self](const msg::scale_set_update& u) { on_scale_set_update(self, u); },
       [self](jit_reply& r) { on_jit(self, r); },
       [self](msg::api_reply& r) { on_reply(self, r); },
-      [self](msg::tick_atom, uint64_t what) {
-        if (what == sweep_tick) {
-          self->delayed_send(self, sweep_every(self), msg::tick_atom_v, sweep_tick);
-          self->state.census.rebuild(self->state.ctx->pods->list());
-          sweep(self);
-          return;
-        }
-        reconcile(self);
+      [self](msg::sweep_atom) {
+        self->delayed_send(self, sweep_every(self), msg::sweep_atom_v);
+        self->state.census.rebuild(self->state.ctx->pods->list());
+        sweep(self);
       },
+      [self](msg::reconcile_atom) { reconcile(self); },
       [self](const runner_list& l) { on_runner_list(self, l); },
       [self](const idle_runner_removed& r) {
         auto& s = self->state;

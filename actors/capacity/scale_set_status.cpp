@@ -196,7 +196,7 @@ struct status_state {
 };
 
 // The status actor's own messages: its write timer (generation) and the API server's answers.
-using status_impl = status_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>, caf::reacts_to<msg::api_reply>>;
+using status_impl = status_actor::extend<caf::reacts_to<msg::flush_atom, uint64_t>, caf::reacts_to<msg::api_reply>>;
 using status_self = status_impl::stateful_base<status_state>;
 
 std::string wall_text(status_self* self) {
@@ -212,7 +212,7 @@ void schedule(status_self* self, std::chrono::milliseconds after) {
     return;
   st.scheduled = true;
   st.scheduled_at = at;
-  self->delayed_send(self, after, msg::tick_atom_v, ++st.generation);
+  self->delayed_send(self, after, msg::flush_atom_v, ++st.generation);
 }
 
 // A change: written at once when the last write is `min_gap` old, else when it is.
@@ -408,7 +408,7 @@ status_impl::behavior_type status_behavior(status_self* self, context_ptr ctx, s
         v.stats_known = true;
         changed(self);
       },
-      [self](msg::tick_atom, uint64_t generation) {
+      [self](msg::flush_atom, uint64_t generation) {
         auto& st = self->state;
         if (generation != st.generation)
           return;

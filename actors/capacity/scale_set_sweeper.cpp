@@ -44,7 +44,7 @@ struct sweeper_state {
 };
 
 // Its retry timer, and the API server's answers to its list and deletes.
-using sweeper_impl = sweeper_actor;
+using sweeper_impl = sweeper_actor::extend<caf::reacts_to<msg::api_reply>>;
 using sweeper_self = sweeper_impl::stateful_base<sweeper_state>;
 
 int64_t now_ms(sweeper_self* self) { return runtime::actor_system_clock{self->clock()}.now_ms(); }
@@ -83,7 +83,7 @@ void on_list(sweeper_self* self, const msg::api_reply& r) {
     runtime::outage::log(actor_name, v, "cannot list ScaleSet objects to remove retired ones; retrying with backoff",
                          "still cannot list ScaleSet objects",
                          {{"error", r.ok ? std::string{"unreadable list"} : r.error}, {"retry_in_ms", v.retry_in.count()}});
-    self->delayed_send(self, v.retry_in, msg::tick_atom_v);
+    self->delayed_send(self, v.retry_in, msg::sweep_atom_v);
     return;
   }
   st.outage.succeeded(now_ms(self));
@@ -118,7 +118,7 @@ sweeper_impl::behavior_type sweeper_behavior(sweeper_self* self, k8s::client* ku
   st.keep = std::move(keep);
   list(self);
   return {
-      [self](msg::tick_atom) { list(self); },
+      [self](msg::sweep_atom) { list(self); },
       [self](msg::api_reply& r) {
         auto call = self->state.calls.take(r);
         if (!call)

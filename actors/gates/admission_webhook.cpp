@@ -177,11 +177,11 @@ admission_webhook_actor::behavior_type webhook_behavior(webhook_self* self, std:
     opts->metrics.certificate(true, st.server->not_after());
   runtime::log::info(actor_name, "serving", {{"listen", opts->listen}, {"port", static_cast<int64_t>(st.server->port())},
                                               {"path", "/mutate-pods, /mutate-pods-enforced"}});
-  self->delayed_send(self, opts->reload_interval, msg::tick_atom_v, uint64_t{0});
+  self->delayed_send(self, opts->reload_interval, msg::reload_atom_v);
   return {
-      [self](msg::tick_atom, uint64_t) {
+      [self](msg::reload_atom) {
         reload(self, false);
-        self->delayed_send(self, self->state.opts->reload_interval, msg::tick_atom_v, uint64_t{0});
+        self->delayed_send(self, self->state.opts->reload_interval, msg::reload_atom_v);
       },
   };
 }

@@ -92,8 +92,9 @@ struct controller_state {
   std::optional<wall_time> expiry_due;
   static inline const char* name = "headroom.gate_controller";
 };
-// Its own timers.
-using controller_impl = gate_controller_actor::extend<caf::reacts_to<resync_timer>, caf::reacts_to<expiry_timer>>;
+// Its own timers, and the API server's answers.
+using controller_impl = gate_controller_actor::extend<caf::reacts_to<resync_timer>, caf::reacts_to<expiry_timer>,
+                                                     caf::reacts_to<msg::api_reply>>;
 using controller_self = controller_impl::stateful_base<controller_state>;
 
 caf::timespan now_of(controller_self* self) { return self->clock().now().time_since_epoch(); }

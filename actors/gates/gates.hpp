@@ -60,8 +60,8 @@ struct controller_context {
 };
 using controller_context_ptr = std::shared_ptr<const controller_context>;
 
-// gate_controller: its informer feeds' wake-ups and the API server's answers.
-using gate_controller_actor = caf::typed_actor<caf::reacts_to<msg::buffer_wakeup>, caf::reacts_to<msg::api_reply>>;
+// gate_controller: its informer feeds' wake-ups.
+using gate_controller_actor = caf::typed_actor<caf::reacts_to<msg::buffer_wakeup>>;
 
 gate_controller_actor spawn_gate_controller(caf::actor_system& sys, controller_context_ptr ctx);
 
@@ -88,7 +88,7 @@ struct webhook_options {
 // certificate cannot be had.
 // admission_webhook: no peer sends it anything (its HTTPS server answers on its own threads); its
 // contract is its own timer, which re-reads the certificate.
-using admission_webhook_actor = caf::typed_actor<caf::reacts_to<msg::tick_atom, uint64_t>>;
+using admission_webhook_actor = caf::typed_actor<caf::reacts_to<msg::reload_atom>>;
 
 admission_webhook_actor spawn_admission_webhook(caf::actor_system& sys, std::shared_ptr<const webhook_options> opts);
 

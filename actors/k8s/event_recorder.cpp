@@ -35,7 +35,7 @@ struct recorder_state {
   static inline const char* name = "headroom.event_recorder";
 };
 // The recorder's own messages: its flush timer, and the API server's answers to its writes.
-using recorder_impl = event_sink::extend<caf::reacts_to<msg::tick_atom, uint64_t>, caf::reacts_to<msg::api_reply>>;
+using recorder_impl = event_sink::extend<caf::reacts_to<msg::flush_atom>, caf::reacts_to<msg::api_reply>>;
 using recorder_actor = recorder_impl::stateful_base<recorder_state>;
 
 void count(recorder_actor* self, const char* outcome) {
@@ -105,15 +105,15 @@ event_sink spawn_event_recorder(caf::actor_system& sys, std::shared_ptr<const ev
     auto& st = self->state;
     st.opts = opts;
     st.book = k8s::event_book{opts->book};
-    self->delayed_send(self, opts->flush_interval, msg::tick_atom_v, uint64_t{0});
+    self->delayed_send(self, opts->flush_interval, msg::flush_atom_v);
     return {
         [self](msg::k8s_event& e) { on_event(self, e); },
-        [self](msg::tick_atom, uint64_t) {
+        [self](msg::flush_atom) {
           auto& s = self->state;
           for (auto& u : s.book.due_updates(self->clock().now()))
             s.pending_series.push_back(std::move(u));
           pump(self);
-          self->delayed_send(self, s.opts->flush_interval, msg::tick_atom_v, uint64_t{0});
+          self->delayed_send(self, s.opts->flush_interval, msg::flush_atom_v);
         },
         [self](msg::api_reply& r) {
           auto& s = self->state;

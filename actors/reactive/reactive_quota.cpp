@@ -23,7 +23,7 @@ struct quota_state {
 };
 
 // Its own timer: read the caps again.
-using quota_impl = quota_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>>;
+using quota_impl = quota_actor::extend<caf::reacts_to<msg::reload_atom>>;
 using quota_self = quota_impl::stateful_base<quota_state>;
 
 int32_t used(const std::map<std::string, int32_t>& of_tenant, const std::string& except) {
@@ -45,7 +45,7 @@ void publish(quota_self* self, const std::string& tenant) {
 quota_impl::behavior_type quota_behavior(quota_self* self, quota_options opts) {
   self->state.opts = std::move(opts);
   if (self->state.opts.reload)
-    self->delayed_send(self, self->state.opts.reload_interval, msg::tick_atom_v, uint64_t{0});
+    self->delayed_send(self, self->state.opts.reload_interval, msg::reload_atom_v);
   return {
       [self](const msg::quota_report& r) {
         self->state.replicas[r.tenant][r.target] = r.replicas;
@@ -71,7 +71,7 @@ quota_impl::behavior_type quota_behavior(quota_self* self, quota_options opts) {
         publish(self, c.tenant);
         return {true, ""};
       },
-      [self](msg::tick_atom, uint64_t) {
+      [self](msg::reload_atom) {
         auto& s = self->state;
         std::string error;
         if (auto caps = s.opts.reload(error)) {
@@ -89,7 +89,7 @@ quota_impl::behavior_type quota_behavior(quota_self* self, quota_options opts) {
         } else if (!error.empty()) {
           runtime::log::warn(actor_name, "cannot re-read the quotas; keeping the last ones", {{"error", error}});
         }
-        self->delayed_send(self, s.opts.reload_interval, msg::tick_atom_v, uint64_t{0});
+        self->delayed_send(self, s.opts.reload_interval, msg::reload_atom_v);
       },
   };
 }

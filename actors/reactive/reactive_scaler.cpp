@@ -295,12 +295,12 @@ scaler_impl::behavior_type scaler_behavior(scaler_self* self, scaler_context_ptr
   subscribe(self);
   self->send(s.reader, msg::watch_atom_v);  // a restarted reader knows no one: subscribe again then
   s.last_samples = self->clock().now();
-  self->delayed_send(self, samples_overdue_after(self), msg::tick_atom_v, uint64_t{0});
+  self->delayed_send(self, samples_overdue_after(self), msg::watchdog_atom_v);
   return {
-      [self](msg::tick_atom, uint64_t) {  // the watchdog
+      [self](msg::watchdog_atom) {
         auto& s = self->state;
         const auto limit = samples_overdue_after(self);
-        self->delayed_send(self, limit, msg::tick_atom_v, uint64_t{0});
+        self->delayed_send(self, limit, msg::watchdog_atom_v);
         const auto now = self->clock().now();
         if (!s.ready)
           recover(self);

@@ -87,7 +87,7 @@ struct scaler_state {
 };
 
 // Its own messages: the watchdog on the reader's evaluations, and the API server's answers to its calls.
-using scaler_impl = reactive_scaler_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>, caf::reacts_to<msg::api_reply>>;
+using scaler_impl = reactive_scaler_actor::extend<caf::reacts_to<msg::watchdog_atom>, caf::reacts_to<msg::api_reply>>;
 using scaler_self = scaler_impl::stateful_base<scaler_state>;
 
 inline double wall_now(scaler_self* self) { return runtime::actor_system_clock{self->clock()}.wall_seconds(); }

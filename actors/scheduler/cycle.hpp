@@ -68,7 +68,7 @@ inline constexpr size_t max_redeliveries = 500;
 void redeliver_missed(reconciler_state& s, int64_t since_ms);
 
 // Its own timer: the next cycle.
-using reconciler_impl = reconciler_actor::extend<caf::reacts_to<msg::tick_atom, uint64_t>>;
+using reconciler_impl = reconciler_actor::extend<caf::reacts_to<msg::reconcile_atom>>;
 using reconciler_self = reconciler_impl::stateful_base<reconciler_state>;
 
 template <class Start>

@@ -110,9 +110,9 @@ reconcile::reconciler_impl::behavior_type reconciler_behavior(reconciler_self* s
   st.pods->attach(st.ctx->pods);
   if (st.ctx->track_buffer)
     st.ctx->track_buffer(st.pods->stats());
-  self->send(self, msg::tick_atom_v, uint64_t{0});
+  self->send(self, msg::reconcile_atom_v);
   return {
-      [self](msg::tick_atom, uint64_t) {
+      [self](msg::reconcile_atom) {
         auto& s = self->state;
         auto woken = s.ctx->jobs->wait_for_jobs(s.ctx->opts.wait_slice);
         bool due = s.dirty || s.ctx->now_ms() - s.last_cycle >= s.ctx->opts.poll_interval.count();
@@ -129,9 +129,9 @@ reconcile::reconciler_impl::behavior_type reconciler_behavior(reconciler_self* s
           cycle{self}.run();
         }
         if (next.count() > 0)
-          self->delayed_send(self, next, msg::tick_atom_v, uint64_t{0});
+          self->delayed_send(self, next, msg::reconcile_atom_v);
         else
-          self->send(self, msg::tick_atom_v, uint64_t{0});
+          self->send(self, msg::reconcile_atom_v);
       },
       [self](msg::buffer_wakeup) {
         // A runner pod changed (phase, node, deletion): reflect it at the next tick.
