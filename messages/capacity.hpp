@@ -21,6 +21,12 @@ struct pair_report {
   bool unavailable = false;
 };
 
+/// capacity_monitor → placeholder_pair: a job was newly assigned and no runner has taken a pair for
+/// it yet; this ready pair is handed to it instead of being stopped (scale-down). The pair deletes
+/// its runner placeholder, its workflow placeholder holds the workflow's room, and it reports
+/// `consumed`. The one message of that direction besides its pods' changes.
+struct pair_handoff {};
+
 /// capacity_monitor → listener_session and runner_provisioner: the capacity to advertise now
 /// (X-ScaleSetMaxCapacity). Sent on every change, and to whoever asks with `capacity_atom`.
 struct set_max_capacity {

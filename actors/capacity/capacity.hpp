@@ -272,10 +272,11 @@ using provisioner_actor = caf::typed_actor<caf::reacts_to<msg::set_max_capacity>
 // scale_set_status: the views it writes to the ScaleSet object, and Events about that object.
 using status_actor = caf::typed_actor<caf::reacts_to<msg::capacity_view>, caf::reacts_to<msg::session_view>,
                                       caf::reacts_to<msg::scale_set_update>, caf::reacts_to<msg::k8s_event>>;
-// placeholder_pair: its pods' changes (the monitor routes each by slot), and the hand-off to a
-// newly assigned job (a pair_report of state consumed).
-using pair_actor = caf::typed_actor<caf::reacts_to<msg::pod_event>, caf::reacts_to<msg::pair_report>>;
-// What a pair needs of its monitor.
+// placeholder_pair: its pods' changes (the monitor routes each by slot, and judges them no
+// further), and the hand-off to a newly assigned job.
+using pair_actor = caf::typed_actor<caf::reacts_to<msg::pod_event>, caf::reacts_to<msg::pair_handoff>>;
+// What a pair needs of its monitor: its state, each time it changes (the decision is recomputed
+// then), and Events about the ScaleSet object.
 using pair_owner = caf::typed_actor<caf::reacts_to<msg::pair_report>, caf::reacts_to<msg::k8s_event>>;
 // health_check, scale_set_sweeper and hud_poller take no message from a peer: they act on their
 // own timers and on the answers to their own calls. CAF has no empty contract, so each contract

@@ -223,6 +223,24 @@ void on_node_refusing(monitor_self* self, const std::string& node) {
   }
 }
 
+// A pod change for a running pair (or a hand-off holding its slot) goes to that pair alone.
+bool route_to_pair(monitor_self* self, const msg::pod_event& e) {
+  auto& s = self->state;
+  const auto r = role_of(*e.object);
+  const auto* slot = e.object->meta.label(keys::slot);
+  if (slot == nullptr || !r || *r == role::runner)
+    return false;
+  if (auto it = s.pairs.find(*slot); it != s.pairs.end()) {
+    self->send(it->second.actor, e);
+    return true;
+  }
+  if (auto h = s.handoffs.find(*slot); h != s.handoffs.end()) {
+    self->send(h->second, e);
+    return true;
+  }
+  return false;
+}
+
 void on_wakeup(monitor_self* self, msg::buffer_wakeup w) {
   auto& s = self->state;
   if (w.buffer == nodes_buffer) {
@@ -234,19 +252,20 @@ void on_wakeup(monitor_self* self, msg::buffer_wakeup w) {
     recompute(self);
     return;
   }
-  s.feed->drain([self](const msg::pod_event& e) {
+  // A pod of a running pair is that pair's to judge: the monitor counts it and hands it on, and
+  // decides again when the pair reports a new state (on_pair_report), not before it has judged.
+  // Anything else (runner pods, placeholders no pair owns) is the monitor's own: it decides now.
+  bool decide = false;
+  s.feed->drain([self, &decide](const msg::pod_event& e) {
     auto& s = self->state;
     s.census.apply(e.change, e.object);
-    const auto* slot = e.object->meta.label(keys::slot);
-    if (slot == nullptr)
-      return;
-    if (auto it = s.pairs.find(*slot); it != s.pairs.end())
-      self->send(it->second.actor, e);
-    else if (auto h = s.handoffs.find(*slot); h != s.handoffs.end())
-      self->send(h->second, e);
+    if (!route_to_pair(self, e))
+      decide = true;
   });
-  s.census.mend(s.feed->stats()->dropped.load(std::memory_order_relaxed), [&] { return s.ctx->pods->list(); });
-  recompute(self);
+  if (s.census.mend(s.feed->stats()->dropped.load(std::memory_order_relaxed), [&] { return s.ctx->pods->list(); }))
+    decide = true;
+  if (decide)
+    recompute(self);
 }
 
 // 0: the recalculate interval; 1: a backoff or TTL ended; 2: the owner's delete unanswered; setup retry.

@@ -220,7 +220,7 @@ void scale_down(monitor_self* self, capacity_inputs& in, int64_t count, int64_t 
       --in.ready_pairs;
       if (!st.owed.empty()) {
         st.owed.pop_front();
-        self->send(e.actor, msg::pair_report{state_t::consumed, victims[i], "handed to a newly assigned job"});
+        self->send(e.actor, msg::pair_handoff{});
         st.handoffs[victims[i]] = e.actor;
         st.handoff_order.push_back(victims[i]);
         st.pairs.erase(victims[i]);

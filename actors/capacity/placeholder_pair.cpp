@@ -429,9 +429,9 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
     evaluate(self);
   return {
       [self](msg::pod_event&) { evaluate(self); },
-      [self](msg::pair_report& r) {  // the monitor hands this pair to a newly assigned job
+      [self](msg::pair_handoff) {  // the monitor hands this pair to a newly assigned job
         auto& s = self->state;
-        if (r.what != state_t::consumed || s.consumed || s.done)
+        if (s.consumed || s.done)
           return;
         s.consumed = true;
         s.reported = state_t::consumed;

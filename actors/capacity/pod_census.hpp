@@ -53,12 +53,14 @@ class pod_census {
   bool built() const { return built_; }
   // After a feed drain, with the feed's count of dropped changes: a change the bounded feed
   // dropped is not in the count, so it is counted again from `list()` (the informer's cache).
+  // True when it was.
   template <class List>
-  void mend(uint64_t feed_dropped, List&& list) {
+  bool mend(uint64_t feed_dropped, List&& list) {
     if (feed_dropped == dropped_seen_)
-      return;
+      return false;
     dropped_seen_ = feed_dropped;
     rebuild(list());
+    return true;
   }
 
   const runner_totals& runners() const { return totals_; }

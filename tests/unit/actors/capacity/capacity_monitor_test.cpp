@@ -58,7 +58,10 @@ struct monitor_fixture : test_support::actor_fixture {
     ctx->instance = instance;
     ctx->metrics.set = [](const char*, int64_t) {};
     ctx->metrics.add = [](const char*, int64_t) {};
-    ctx->metrics.observe = [](const char*, double) {};
+    ctx->metrics.observe = [d = decisions](const char* name, double) {
+      if (std::string_view{name} == "headroom_capacity_decision_seconds")
+        ++*d;
+    };
     // The listener's part: the capacity to advertise, in order.
     listener = sys.spawn(
         [](caf::event_based_actor*, std::shared_ptr<std::vector<int64_t>> told) -> caf::behavior {
@@ -125,6 +128,7 @@ struct monitor_fixture : test_support::actor_fixture {
   std::shared_ptr<k8s::informer<k8s::pod>> pods;
   std::shared_ptr<k8s::label_router<k8s::pod>> router;
   std::shared_ptr<std::vector<int64_t>> advertised = std::make_shared<std::vector<int64_t>>();
+  std::shared_ptr<int> decisions = std::make_shared<int>(0);  // recomputes (decision timings observed)
   caf::actor listener;
   cap::monitor_actor monitor;
 };
@@ -258,6 +262,29 @@ TEST_F(monitor_fixture, a_warm_pair_is_advertised_once_placed_and_replaced_when_
   sched.run();
   auto again = created();
   EXPECT_EQ(again.size(), 2u) << "a new pair for the warm pool";
+}
+
+// #57: a pair's pod is judged once, by its pair, and the decision is made after that verdict: a
+// change that leaves the pair's state as it was decides nothing; the change that places it decides
+// once, with the pair ready in it. A pod that is no pair's (an earlier process's) is decided at once.
+TEST_F(monitor_fixture, a_pairs_pod_is_decided_once_after_its_pair_has_judged_it) {
+  start();
+  set_up();
+  auto names = created();
+  ASSERT_EQ(names.size(), 2u);
+  const std::string slot = slot_of(names[0]);
+  const int at_start = *decisions;
+  watch("ADDED", names[0], "runner-placeholder", slot, "Running", "node-1");
+  watch("ADDED", names[1], "workflow-placeholder", slot, "Pending", "");
+  EXPECT_EQ(*decisions, at_start) << "the pair is still pending: nothing to decide";
+  EXPECT_TRUE(advertised->empty() || advertised->back() == 0);
+  watch("MODIFIED", names[1], "workflow-placeholder", slot, "Running", "node-1");
+  EXPECT_EQ(*decisions, at_start + 1) << "one decision, on the pair's report";
+  ASSERT_FALSE(advertised->empty());
+  EXPECT_EQ(advertised->back(), 1) << "made with the pair's verdict in it";
+  watch("ADDED", "linux-ph-0ld0ld00-runner", "runner-placeholder", "0ld0ld00", "Running", "node-2", "u-earlier");
+  EXPECT_EQ(*decisions, at_start + 2) << "a placeholder no pair owns is the monitor's own";
+  ASSERT_TRUE(io.answer("DELETE", "/namespaces/arc/pods/linux-ph-0ld0ld00-runner", 200, "{}")) << "deleted";
 }
 
 // #61: demand without a HUD. With no warm pool, the jobs the Actions Service counts as queued for
