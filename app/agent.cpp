@@ -41,6 +41,8 @@ struct cluster_services {
   // The same server, credentials and budget; its calls wait after every other one (status and
   // Event writes: nobody waits on them, and a burst of them must not delay the pod writes).
   std::unique_ptr<k8s::client> background_api;
+  // One informer per kind, namespace and selectors, shared by the modes (they ask it for theirs).
+  std::unique_ptr<k8s::informer_set> informers;
   std::shared_ptr<k8s::leader_elector> elector;
   std::vector<modes::mode*> running;  // the enabled modes, prepared
   // The event_recorder's relay: every mode's actors send it msg::k8s_event.
@@ -50,6 +52,8 @@ struct cluster_services {
   ~cluster_services() {
     for (auto* m : running)
       m->stop();
+    if (informers)
+      informers->stop();
     io.reset();
     github_io.reset();
   }
@@ -104,54 +108,56 @@ runtime::child_spec acting_subtree(const runtime::config& cfg, const std::vector
   return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "acting", &m, &ready), std::move(children));
 }
 
-}  // namespace
-
-std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runtime::config& cfg, settings& configured, caf::actor_system& sys,
-                                                           runtime::metrics& m, runtime::readiness& ready,
-                                                           const std::map<std::string, std::string>& env,
-                                                           const runtime::clock& clock) {
-  std::vector<modes::mode*> enabled;
-  for (const auto& mode : configured.all())
-    if (mode->enabled())
-      enabled.push_back(mode.get());
-  runtime::agent_plan plan;
-  std::optional<k8s::connection> conn;
+// The cluster: kubernetes.kubeconfig when set, else the Pod's in-cluster account, else none
+// (nullopt, no failure).
+std::variant<std::optional<k8s::connection>, runtime::start_failure> cluster_connection(const runtime::config& cfg) {
   if (!cfg.kubernetes.kubeconfig.empty()) {
     auto loaded = k8s::load_kubeconfig(cfg.kubernetes.kubeconfig, cfg.kubernetes.context);
     if (auto* e = std::get_if<k8s::connection_error>(&loaded))
       return runtime::start_failure{e->message, config_error_exit};
-    conn = std::get<k8s::connection>(std::move(loaded));
-  } else if (std::getenv("KUBERNETES_SERVICE_HOST") != nullptr) {
-    std::map<std::string, std::string> k8s_env;
-    for (const char* name : {"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"})
-      if (const char* v = std::getenv(name))
-        k8s_env[name] = v;
-    auto loaded = k8s::in_cluster(k8s_env);
-    if (auto* e = std::get_if<k8s::connection_error>(&loaded))
-      return runtime::start_failure{e->message, config_error_exit};
-    conn = std::get<k8s::connection>(std::move(loaded));
+    return std::optional<k8s::connection>{std::get<k8s::connection>(std::move(loaded))};
   }
+  if (std::getenv("KUBERNETES_SERVICE_HOST") == nullptr)
+    return std::optional<k8s::connection>{};
+  std::map<std::string, std::string> k8s_env;
+  for (const char* name : {"KUBERNETES_SERVICE_HOST", "KUBERNETES_SERVICE_PORT"})
+    if (const char* v = std::getenv(name))
+      k8s_env[name] = v;
+  auto loaded = k8s::in_cluster(k8s_env);
+  if (auto* e = std::get_if<k8s::connection_error>(&loaded))
+    return runtime::start_failure{e->message, config_error_exit};
+  return std::optional<k8s::connection>{std::get<k8s::connection>(std::move(loaded))};
+}
 
-  if (!conn) {
-    std::vector<modes::mode*> running;
-    for (auto* mode : enabled) {
-      if (mode->needs_cluster())
-        return runtime::start_failure{std::string{mode->switch_key()} + ": " + std::string{mode->summary()} +
-                                          " needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)",
-                                      config_error_exit};
-      const modes::services s{cfg, env, clock, configured.shared, nullptr, nullptr, nullptr, m, ready, actors::event_sink{}};
-      if (auto problem = mode->prepare(s))
-        return runtime::start_failure{problem->message, problem->exit_code};
-      for (auto& child : mode->every_replica())
-        plan.children.push_back(std::move(child));
-      running.push_back(mode);
-    }
-    if (running.empty())
-      runtime::log::info("agent", "no cluster configured", {{"hint", "set kubernetes.kubeconfig, --kubeconfig or run in a Pod"}});
-    plan.children.push_back(acting_subtree(cfg, running, m, ready));
-    return plan;
+// No cluster: the modes that need none run; one that needs a cluster is a configuration error.
+std::variant<runtime::agent_plan, runtime::start_failure> plan_without_cluster(const runtime::config& cfg, settings& configured,
+                                                                               const std::vector<modes::mode*>& enabled,
+                                                                               runtime::metrics& m, runtime::readiness& ready,
+                                                                               const std::map<std::string, std::string>& env,
+                                                                               const runtime::clock& clock) {
+  runtime::agent_plan plan;
+  std::vector<modes::mode*> running;
+  for (auto* mode : enabled) {
+    if (mode->needs_cluster())
+      return runtime::start_failure{std::string{mode->switch_key()} + ": " + std::string{mode->summary()} +
+                                        " needs a cluster (kubernetes.kubeconfig, --kubeconfig or a Pod)",
+                                    config_error_exit};
+    const modes::services s{cfg, env, clock, configured.shared, nullptr, nullptr, nullptr, m, ready, actors::event_sink{}};
+    if (auto problem = mode->prepare(s))
+      return runtime::start_failure{problem->message, problem->exit_code};
+    for (auto& child : mode->every_replica())
+      plan.children.push_back(std::move(child));
+    running.push_back(mode);
   }
+  if (running.empty())
+    runtime::log::info("agent", "no cluster configured", {{"hint", "set kubernetes.kubeconfig, --kubeconfig or run in a Pod"}});
+  plan.children.push_back(acting_subtree(cfg, running, m, ready));
+  return plan;
+}
 
+// The API server's two clients on one transport, and GitHub's transport.
+std::shared_ptr<cluster_services> make_cluster_services(const runtime::config& cfg, const k8s::connection& conn,
+                                                        runtime::metrics& m, const runtime::clock& clock) {
   auto svc = std::make_shared<cluster_services>();
   k8s::transport::options topts;
   topts.clock = &clock;
@@ -159,9 +165,10 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   topts.burst = cfg.kubernetes.burst;
   count_rate_limit_waits(topts, m);
   svc->io = std::make_unique<k8s::transport>(topts);
-  svc->api = std::make_unique<k8s::client>(*conn, *svc->io);
-  svc->background_api = std::make_unique<k8s::client>(*conn, *svc->io);
+  svc->api = std::make_unique<k8s::client>(conn, *svc->io);
+  svc->background_api = std::make_unique<k8s::client>(conn, *svc->io);
   svc->background_api->set_priority(http::priority::background);
+  svc->informers = std::make_unique<k8s::informer_set>(*svc->api);
   count_responses({svc->api.get(), svc->background_api.get()}, m);
   // Read at scrape time from services held weakly: a scrape during shutdown finds none.
   collect_informers(m, [weak = std::weak_ptr<cluster_services>(svc)] {
@@ -178,18 +185,20 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
   gopts.read_buffer_bytes = 4096;  // a thousand polls held open: 12 MiB less than libcurl's 16 KiB each
   svc->github_io = std::make_unique<http::transport>(gopts);
   svc->api->set_watch_stall_timeout(std::chrono::duration_cast<std::chrono::seconds>(cfg.kubernetes.watch_stall_timeout));
-  runtime::log::info("agent", "cluster", {{"server", conn->server}});
-  const std::string me = identity();
-  // One Event writer for the process, outside the leader gate: it outlives the acting tree's
-  // restarts, so series and rate limits carry over a lost and regained lease.
-  svc->events = runtime::spawn_relay(sys, "event_recorder");
-  plan.relays.push_back(svc->events);
-  plan.children.push_back(event_recorder_child(svc->events, *svc->background_api, me, m));
+  runtime::log::info("agent", "cluster", {{"server", conn.server}});
+  return svc;
+}
+
+// Each enabled mode prepared on the cluster's services; its every-replica children join the plan.
+std::optional<runtime::start_failure> prepare_modes(const runtime::config& cfg, settings& configured,
+                                                    const std::vector<modes::mode*>& enabled, cluster_services& svc,
+                                                    runtime::agent_plan& plan, runtime::metrics& m, runtime::readiness& ready,
+                                                    const std::map<std::string, std::string>& env, const runtime::clock& clock) {
   for (auto* mode : enabled) {
-    const modes::services s{cfg, env, clock, configured.shared, svc->api.get(), svc->io.get(), svc->github_io.get(), m, ready,
-                            runtime::relay_as<actors::event_sink>(svc->events), svc->background_api.get()};
+    const modes::services s{cfg, env, clock, configured.shared, svc.api.get(), svc.io.get(), svc.github_io.get(), m, ready,
+                            runtime::relay_as<actors::event_sink>(svc.events), svc.background_api.get(), svc.informers.get()};
     auto problem = mode->prepare(s);
-    svc->running.push_back(mode);  // stopped with the rest even when its start-up failed half-way
+    svc.running.push_back(mode);  // stopped with the rest even when its start-up failed half-way
     if (problem) {
       // The root never starts to own the relays made so far, and a mode's services still hold
       // their handles: stopped here, or the actor system would wait for them at exit.
@@ -200,14 +209,12 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
     for (auto& child : mode->every_replica())
       plan.children.push_back(std::move(child));
   }
-  plan.services = svc;
+  return std::nullopt;
+}
 
-  if (!cfg.leader_election.enabled) {
-    runtime::log::info("agent", "leader election disabled: acting at once");
-    plan.children.push_back(acting_subtree(cfg, svc->running, m, ready));
-    return plan;
-  }
-
+// The leader elector, and the gate that runs the acting subtree while this replica leads.
+void add_leadership(const runtime::config& cfg, caf::actor_system& sys, const std::shared_ptr<cluster_services>& svc,
+                    const std::string& me, runtime::agent_plan& plan, runtime::metrics& m, runtime::readiness& ready) {
   k8s::leader_elector::options le;
   le.ns = cfg.leader_election.ns;
   le.name = cfg.leader_election.name;
@@ -258,6 +265,42 @@ std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runt
     svc->elector->stop(/*release=*/true, [released] { released->set_value(); });
     released->get_future().wait_for(std::chrono::seconds(3));
   };
+}
+
+}  // namespace
+
+std::variant<runtime::agent_plan, runtime::start_failure> build_agent(const runtime::config& cfg, settings& configured, caf::actor_system& sys,
+                                                           runtime::metrics& m, runtime::readiness& ready,
+                                                           const std::map<std::string, std::string>& env,
+                                                           const runtime::clock& clock) {
+  std::vector<modes::mode*> enabled;
+  for (const auto& mode : configured.all())
+    if (mode->enabled())
+      enabled.push_back(mode.get());
+  auto connected = cluster_connection(cfg);
+  if (auto* failure = std::get_if<runtime::start_failure>(&connected))
+    return std::move(*failure);
+  const auto& conn = std::get<std::optional<k8s::connection>>(connected);
+  if (!conn)
+    return plan_without_cluster(cfg, configured, enabled, m, ready, env, clock);
+
+  runtime::agent_plan plan;
+  auto svc = make_cluster_services(cfg, *conn, m, clock);
+  const std::string me = identity();
+  // One Event writer for the process, outside the leader gate: it outlives the acting tree's
+  // restarts, so series and rate limits carry over a lost and regained lease.
+  svc->events = runtime::spawn_relay(sys, "event_recorder");
+  plan.relays.push_back(svc->events);
+  plan.children.push_back(event_recorder_child(svc->events, *svc->background_api, me, m));
+  if (auto failure = prepare_modes(cfg, configured, enabled, *svc, plan, m, ready, env, clock))
+    return std::move(*failure);
+  plan.services = svc;
+  if (!cfg.leader_election.enabled) {
+    runtime::log::info("agent", "leader election disabled: acting at once");
+    plan.children.push_back(acting_subtree(cfg, svc->running, m, ready));
+    return plan;
+  }
+  add_leadership(cfg, sys, svc, me, plan, m, ready);
   return plan;
 }
 

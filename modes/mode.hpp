@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "adapters/k8s/informer_set.hpp"
 #include "actors/k8s/event_recorder.hpp"
 #include "modes/shared/sections.hpp"
 #include "runtime/config.hpp"
@@ -61,6 +62,9 @@ struct services {
   actors::event_sink events;  // the event_recorder's relay (msg::k8s_event); null without a cluster
   // `api`'s server and rate budget at background priority (status writes); null without a cluster.
   k8s::client* background_api = nullptr;
+  // The process's informers, one per kind, namespace and selectors (shared by the modes that watch
+  // the same objects); a mode asks here instead of making its own. Null without a cluster.
+  k8s::informer_set* informers = nullptr;
 };
 
 // Why a mode cannot start: the message names the key or variable; exit 2 for what the user gave

@@ -90,7 +90,11 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   void add_label_index(const std::string& name, std::string key) { store_.add_label_index(name, std::move(key)); }
   void add_default_indexes() { store_.add_default_indexes(); }
 
-  void start() { list_page({}, std::chrono::milliseconds(0)); }
+  // Once: an informer shared by several modes (informer_set) is started by each that uses it.
+  void start() {
+    if (!started_.exchange(true))
+      list_page({}, std::chrono::milliseconds(0));
+  }
   void stop() {
     stopped_ = true;
     if (auto id = watch_id_.load())
@@ -418,6 +422,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   bool relist_requested_ = false;
   std::mt19937_64 rng_{std::random_device{}()};
 
+  std::atomic<bool> started_{false};
   std::atomic<bool> stopped_{false};
   std::atomic<bool> paused_{false};
   std::atomic<bool> synced_{false};

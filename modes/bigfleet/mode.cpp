@@ -14,7 +14,7 @@ namespace headroom::modes::bigfleet {
 namespace {
 
 // Reads what the BigFleet actors need once, at start-up, and starts their informers.
-std::optional<std::string> prepare_bigfleet(const bigfleet_section& b, k8s::client& api, actors::event_sink events, runtime::metrics& m,
+std::optional<std::string> prepare_bigfleet(const bigfleet_section& b, k8s::client& api, k8s::informer_set& informers, actors::event_sink events, runtime::metrics& m,
                                            bigfleet_services& svc) {
   auto& o = svc.opts;
   o.endpoint.target = b.shard;
@@ -72,9 +72,9 @@ std::optional<std::string> prepare_bigfleet(const bigfleet_section& b, k8s::clie
   upn_opts.kind = actors::bigfleet::kinds::upcoming_nodes;
   k8s::informer<k8s::pod>::options pod_opts;
   pod_opts.kind = k8s::kinds::pods;
-  d.capacity_requests = k8s::informer<k8s::unstructured>::make(api, cr_opts);
-  d.upcoming_nodes = k8s::informer<k8s::unstructured>::make(api, upn_opts);
-  d.pods = k8s::informer<k8s::pod>::make(api, pod_opts);
+  d.capacity_requests = informers.get<k8s::unstructured>(cr_opts);
+  d.upcoming_nodes = informers.get<k8s::unstructured>(upn_opts);
+  d.pods = informers.get<k8s::pod>(pod_opts);
   d.pods->add_index("node", [](const k8s::pod& p) {
     return p.node_name.empty() ? std::vector<std::string>{} : std::vector<std::string>{p.node_name};
   });
@@ -144,7 +144,7 @@ void bigfleet_mode::read(const std::string&, const YAML::Node& node) { read_sect
 
 std::optional<start_problem> bigfleet_mode::prepare(const services& s) {
   svc_ = std::make_shared<bigfleet_services>();
-  if (auto problem = prepare_bigfleet(config, *s.api, s.events, s.metrics, *svc_))
+  if (auto problem = prepare_bigfleet(config, *s.api, *s.informers, s.events, s.metrics, *svc_))
     return start_problem{*problem};
   return std::nullopt;
 }

@@ -107,23 +107,24 @@ void gates_services::stop() {
     namespaces->stop();
 }
 
-std::optional<std::string> prepare_gates(const gates_section& g, k8s::client& kube, runtime::metrics& m, gates_services& out) {
+std::optional<std::string> prepare_gates(const gates_section& g, k8s::client& kube, k8s::informer_set& informers,
+                                         runtime::metrics& m, gates_services& out) {
   k8s::informer<k8s::pod>::options pod_opts;
   pod_opts.kind = k8s::kinds::pods;
   pod_opts.label_selector = std::string{k8s::admission::queue_label};  // only pods that name a queue
-  out.pods = k8s::informer<k8s::pod>::make(kube, pod_opts);
+  out.pods = informers.get<k8s::pod>(pod_opts);
   out.pods->add_index(std::string{queue_index}, [](const k8s::pod& p) {
     const auto* q = p.meta.label(k8s::admission::queue_label);
     return q ? std::vector<std::string>{*q} : std::vector<std::string>{};
   });
   k8s::informer<k8s::unstructured>::options queue_opts;
   queue_opts.kind = kinds::queues;
-  out.queues = k8s::informer<k8s::unstructured>::make(kube, queue_opts);
+  out.queues = informers.get<k8s::unstructured>(queue_opts);
   // Namespace enforcement: only the namespaces labelled headroom.dev/queue are cached.
   k8s::informer<k8s::unstructured>::options ns_opts;
   ns_opts.kind = k8s::resource_kind{"", "v1", "namespaces", false};
   ns_opts.label_selector = std::string{k8s::admission::queue_label};
-  out.namespaces = k8s::informer<k8s::unstructured>::make(kube, ns_opts);
+  out.namespaces = informers.get<k8s::unstructured>(ns_opts);
 
   auto ctx = std::make_shared<controller_context>();
   ctx->kube = &kube;
@@ -186,7 +187,7 @@ void gates_mode::read(const std::string&, const YAML::Node& node) { read_section
 std::optional<start_problem> gates_mode::prepare(const services& s) {
   svc_ = std::make_shared<gates_services>();
   svc_->events = s.events;
-  if (auto problem = prepare_gates(config, *s.api, s.metrics, *svc_))
+  if (auto problem = prepare_gates(config, *s.api, *s.informers, s.metrics, *svc_))
     return start_problem{*problem};
   return std::nullopt;
 }

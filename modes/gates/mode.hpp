@@ -34,7 +34,8 @@ struct gates_services {
   void stop();
 };
 
-std::optional<std::string> prepare_gates(const gates_section& g, k8s::client& kube, runtime::metrics& m, gates_services& out);
+std::optional<std::string> prepare_gates(const gates_section& g, k8s::client& kube, k8s::informer_set& informers,
+                                         runtime::metrics& m, gates_services& out);
 
 // The webhook, a child of the root supervisor (served whether or not this replica leads).
 runtime::child_spec gates_webhook_child(std::shared_ptr<gates_services> svc);

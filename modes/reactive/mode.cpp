@@ -127,6 +127,74 @@ rules make_rules(const reactive_target_section& t) {
   return r;
 }
 
+namespace {
+
+// The caps re-read from the configuration file, which a ConfigMap update rewrites in a Pod; only
+// when it changed (time or size), so a large file is not parsed again every interval.
+std::function<std::optional<quota_caps>(std::string&)> quota_reloader(const std::string& source) {
+  auto seen = std::make_shared<std::pair<std::filesystem::file_time_type, std::uintmax_t>>();
+  std::error_code ec;
+  seen->first = std::filesystem::last_write_time(source, ec);
+  seen->second = std::filesystem::file_size(source, ec);
+  return [path = source, seen](std::string& error) -> std::optional<quota_caps> {
+    std::error_code ec;
+    const auto when = std::filesystem::last_write_time(path, ec);
+    const auto size = std::filesystem::file_size(path, ec);
+    if (ec) {
+      error = path + ": " + ec.message();
+      return std::nullopt;
+    }
+    if (when == seen->first && size == seen->second)
+      return std::nullopt;  // unchanged (no error)
+    std::string text;
+    if (auto e = read_text(path, text)) {
+      error = *e;
+      return std::nullopt;
+    }
+    try {
+      const auto root = YAML::Load(text);
+      *seen = {when, size};
+      if (!root.IsMap() || !root["reactive"])
+        return quota_caps{};
+      return to_caps(read_quotas(root["reactive"]));
+    } catch (const runtime::config_failure& f) {
+      error = f.error.message();
+    } catch (const YAML::Exception& e) {
+      error = path + ": " + e.what();
+    }
+    return std::nullopt;
+  };
+}
+
+// The reader's requests to Prometheus and their queries, counted and timed.
+void count_prometheus_requests(runtime::metrics& m, actors::reactive::reader_options& reader) {
+  auto& requests = prometheus::BuildCounter()
+                       .Name("headroom_reactive_prometheus_requests_total")
+                       .Help("Requests to Prometheus: remote reads (many targets each) and subqueries (one expression each)")
+                       .Register(m.registry());
+  auto& queries = prometheus::BuildCounter()
+                      .Name("headroom_reactive_prometheus_queries_total")
+                      .Help("Target evaluations' metric queries sent to Prometheus, by how they went")
+                      .Register(m.registry());
+  auto* reads = &requests.Add({{"kind", "read"}});
+  auto* subqueries = &requests.Add({{"kind", "query"}});
+  auto* read_queries = &queries.Add({{"kind", "read"}});
+  auto* query_queries = &queries.Add({{"kind", "query"}});
+  auto* request_seconds = &prometheus::BuildHistogram()
+                               .Name("headroom_reactive_prometheus_request_seconds")
+                               .Help("Requests to Prometheus (remote reads and subqueries), sent to answered")
+                               .Register(m.registry())
+                               .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1});
+  reader.request_seconds = [request_seconds](double s) { request_seconds->Observe(s); };
+  reader.count = [reads, subqueries, read_queries, query_queries](const char* kind, double n) {
+    const bool read = std::string_view{kind} == "read";
+    (read ? reads : subqueries)->Increment();
+    (read ? read_queries : query_queries)->Increment(n);
+  };
+}
+
+}  // namespace
+
 std::optional<std::string> prepare_reactive(const runtime::config& cfg, const reactive_section& r,
                                             const std::map<std::string, std::string>& env, k8s::client& kube,
                                             const runtime::clock& clock, runtime::metrics& m, reactive_services& out) {
@@ -149,29 +217,7 @@ std::optional<std::string> prepare_reactive(const runtime::config& cfg, const re
   out.io = std::make_unique<http::transport>(topts);
   out.prom = std::make_shared<prom::client>(*out.io, po);
   out.reader.prom = out.prom;
-  auto& requests = prometheus::BuildCounter()
-                       .Name("headroom_reactive_prometheus_requests_total")
-                       .Help("Requests to Prometheus: remote reads (many targets each) and subqueries (one expression each)")
-                       .Register(m.registry());
-  auto& queries = prometheus::BuildCounter()
-                      .Name("headroom_reactive_prometheus_queries_total")
-                      .Help("Target evaluations' metric queries sent to Prometheus, by how they went")
-                      .Register(m.registry());
-  auto* reads = &requests.Add({{"kind", "read"}});
-  auto* subqueries = &requests.Add({{"kind", "query"}});
-  auto* read_queries = &queries.Add({{"kind", "read"}});
-  auto* query_queries = &queries.Add({{"kind", "query"}});
-  auto* request_seconds = &prometheus::BuildHistogram()
-                               .Name("headroom_reactive_prometheus_request_seconds")
-                               .Help("Requests to Prometheus (remote reads and subqueries), sent to answered")
-                               .Register(m.registry())
-                               .Add({}, prometheus::Histogram::BucketBoundaries{0.001, 0.0025, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 1});
-  out.reader.request_seconds = [request_seconds](double s) { request_seconds->Observe(s); };
-  out.reader.count = [reads, subqueries, read_queries, query_queries](const char* kind, double n) {
-    const bool read = std::string_view{kind} == "read";
-    (read ? reads : subqueries)->Increment();
-    (read ? read_queries : query_queries)->Increment(n);
-  };
+  count_prometheus_requests(m, out.reader);
 
   for (const auto& t : r.targets) {
     auto ctx = std::make_shared<scaler_context>();
@@ -191,40 +237,7 @@ std::optional<std::string> prepare_reactive(const runtime::config& cfg, const re
   out.quota.caps = to_caps(r.quotas);
   out.quota.reload_interval = r.quota_reload_interval;
   if (!cfg.source.empty() && !out.quota.members.empty()) {
-    // The caps are re-read from the file, which a ConfigMap update rewrites in a Pod; only when
-    // it changed (time or size), so a large file is not parsed again every interval.
-    auto seen = std::make_shared<std::pair<std::filesystem::file_time_type, std::uintmax_t>>();
-    std::error_code ec;
-    seen->first = std::filesystem::last_write_time(cfg.source, ec);
-    seen->second = std::filesystem::file_size(cfg.source, ec);
-    out.quota.reload = [path = cfg.source, seen](std::string& error) -> std::optional<quota_caps> {
-      std::error_code ec;
-      const auto when = std::filesystem::last_write_time(path, ec);
-      const auto size = std::filesystem::file_size(path, ec);
-      if (ec) {
-        error = path + ": " + ec.message();
-        return std::nullopt;
-      }
-      if (when == seen->first && size == seen->second)
-        return std::nullopt;  // unchanged (no error)
-      std::string text;
-      if (auto e = read_text(path, text)) {
-        error = *e;
-        return std::nullopt;
-      }
-      try {
-        const auto root = YAML::Load(text);
-        *seen = {when, size};
-        if (!root.IsMap() || !root["reactive"])
-          return quota_caps{};
-        return to_caps(read_quotas(root["reactive"]));
-      } catch (const runtime::config_failure& f) {
-        error = f.error.message();
-      } catch (const YAML::Exception& e) {
-        error = path + ": " + e.what();
-      }
-      return std::nullopt;
-    };
+    out.quota.reload = quota_reloader(cfg.source);
   }
   auto& used = prometheus::BuildGauge().Name("headroom_reactive_quota_used_replicas")
                    .Help("Replicas of a tenant's targets, summed").Register(m.registry());

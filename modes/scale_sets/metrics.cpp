@@ -157,4 +157,35 @@ scale_set_metrics make_metrics(runtime::metrics& m, const scale_set_spec& spec, 
   return out;
 }
 
+// The cluster's burst budget: its limit, and what is pending, committed and waiting under it.
+actors::capacity::burst_budget_metrics burst_budget_metrics(runtime::metrics& m, int64_t limit) {
+  auto& family = prometheus::BuildGauge()
+                     .Name("headroom_burst_budget_pairs")
+                     .Help("The cluster's budget of pending placeholder pairs (burstBudget.maxPendingPairs), by state: "
+                           "limit, pending (made, not placed), committed (pending or granted to a scale set) and "
+                           "waiting (wanted beyond the shares)")
+                     .Register(m.registry());
+  auto* pending = &family.Add({{"state", "pending"}});
+  auto* committed = &family.Add({{"state", "committed"}});
+  auto* waiting = &family.Add({{"state", "waiting"}});
+  family.Add({{"state", "limit"}}).Set(static_cast<double>(limit));
+  return {[pending, committed, waiting](int64_t p, int64_t c, int64_t w) {
+    pending->Set(static_cast<double>(p));
+    committed->Set(static_cast<double>(c));
+    waiting->Set(static_cast<double>(w));
+  }};
+}
+
+// The HUD's fetches: how long each took, by outcome (the design's "HUD API latency" metric).
+actors::capacity::hud_metrics hud_fetch_metrics(runtime::metrics& m) {
+  auto& family = prometheus::BuildHistogram()
+                     .Name("headroom_hud_fetch_duration_seconds")
+                     .Help("How long each fetch of the HUD's queued-jobs aggregate took, by outcome (ok, error)")
+                     .Register(m.registry());
+  const prometheus::Histogram::BucketBoundaries buckets{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
+  auto* ok = &family.Add({{"outcome", "ok"}}, buckets);
+  auto* error = &family.Add({{"outcome", "error"}}, buckets);
+  return {[ok, error](double seconds, bool fine) { (fine ? ok : error)->Observe(seconds); }};
+}
+
 }  // namespace headroom::modes::scale_sets

@@ -145,10 +145,12 @@ void scale_set_services::stop() {
     nodepools->stop();
 }
 
-std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, const github_section& gh,
-                                              const std::map<std::string, std::string>& env,
-                                              k8s::client& kube, k8s::client* status_kube, http::transport& io,
-                                              runtime::metrics& m, scale_set_services& out) {
+namespace {
+
+// The Actions Service client (github.configUrl and its credentials), and the HUD's when hud.url is set.
+std::optional<std::string> make_clients(const scale_sets_config& cfg, const github_section& gh,
+                                        const std::map<std::string, std::string>& env, http::transport& io,
+                                        scale_set_services& out) {
   auto get = [&env](const char* name) { return env_value(env, name); };
   auto where = github::parse_config_url(gh.config_url);
   if (auto* e = std::get_if<std::string>(&where))
@@ -157,7 +159,6 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
   if (auto* e = std::get_if<std::string>(&creds_or))
     return *e;
   const auto& creds = std::get<github::credentials>(creds_or);
-  auto& secrets = runtime::secret_registry::global();
   github::actions_options gopts;
   if (!gh.ca_file.empty()) {
     std::string error;
@@ -166,29 +167,29 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
       return error;
   }
   out.github = github::actions_client::make(std::get<github::config_url>(where), creds, io, gopts);
-
-  if (!cfg.hud.url.empty()) {
-    hud::client_options h;
-    h.url = cfg.hud.url;
-    h.token = get("HEADROOM_HUD_TOKEN");
-    if (h.token.empty())
-      h.token = get("HUD_API_TOKEN");  // the design's name for it (seed 000: the listener pod's env from pytorch-hud-token)
-    if (h.token.empty() && !get("HEADROOM_GITHUB_SECRET_DIR").empty()) {
-      std::string found, error;
-      h.token = secret_key(get("HEADROOM_GITHUB_SECRET_DIR"), {"hud-token", "hud_token"}, true, found, error);
-    }
-    secrets.add(h.token);
-    h.ca_pem = gopts.ca_pem;
-    out.hud = std::make_shared<hud::client>(io, h);
+  if (cfg.hud.url.empty())
+    return std::nullopt;
+  hud::client_options h;
+  h.url = cfg.hud.url;
+  h.token = get("HEADROOM_HUD_TOKEN");
+  if (h.token.empty())
+    h.token = get("HUD_API_TOKEN");  // the design's name for it (seed 000: the listener pod's env from pytorch-hud-token)
+  if (h.token.empty() && !get("HEADROOM_GITHUB_SECRET_DIR").empty()) {
+    std::string found, error;
+    h.token = secret_key(get("HEADROOM_GITHUB_SECRET_DIR"), {"hud-token", "hud_token"}, true, found, error);
   }
+  runtime::secret_registry::global().add(h.token);
+  h.ca_pem = gopts.ca_pem;
+  out.hud = std::make_shared<hud::client>(io, h);
+  return std::nullopt;
+}
 
-  k8s::informer<k8s::node>::options node_opts;
-  node_opts.kind = k8s::kinds::nodes;
-  out.nodes = k8s::informer<k8s::node>::make(kube, node_opts);
-  k8s::informer<k8s::unstructured>::options pool_opts;
-  pool_opts.kind = k8s::nodepools;
-  out.nodepools = k8s::informer<k8s::unstructured>::make(kube, pool_opts);
-
+// Each scale set's context: its spec, its clients and informers, its metrics and its owner.
+std::variant<std::vector<std::shared_ptr<scale_set_context>>, std::string> make_contexts(
+    const scale_sets_config& cfg, const github_section& gh, const std::map<std::string, std::string>& env, k8s::client& kube,
+    k8s::client* status_kube, runtime::metrics& m, const scale_set_services& out) {
+  auto get = [&env](const char* name) { return env_value(env, name); };
+  const auto where = std::get<github::config_url>(github::parse_config_url(gh.config_url));
   const std::string owner_name = "headroom-owner-" + process_token();
   const std::string pod_name = get("POD_NAME"), pod_uid = get("POD_UID"), pod_ns = get("POD_NAMESPACE");
   std::vector<std::shared_ptr<scale_set_context>> made;
@@ -204,7 +205,7 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
     ctx->github = out.github;
     ctx->nodes = out.nodes;
     ctx->nodepools = out.nodepools;
-    ctx->metrics = make_metrics(m, ctx->spec, std::get<github::config_url>(where));
+    ctx->metrics = make_metrics(m, ctx->spec, where);
     ctx->events = out.events;
     ctx->owner_process = owner_name;
     ctx->owner_configmap = owner_name + "-" + ctx->spec.name;
@@ -213,12 +214,16 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
       ctx->owner_parent = owner_ref{"v1", "Pod", pod_name, pod_uid};
     made.push_back(std::move(ctx));
   }
-  // One pod informer per namespace for all its scale sets, each scale set seeing its own slice: a
-  // thousand scale sets cost one watch and one cache, not a thousand. The selector names the
-  // scale sets while the list is short (other scale sets' pods in the namespace, ARC's say, stay
-  // out of the cache); past 2,000 characters it is the label's existence. arc-mode scale sets
-  // have one more per namespace, by ARC's scale-set-name label: ARC's runner pods carry it (their
-  // AutoscalingRunnerSet's name), and so do those scale sets' placeholders.
+  return made;
+}
+
+// One pod informer per namespace for all its scale sets, each scale set seeing its own slice: a
+// thousand scale sets cost one watch and one cache, not a thousand. The selector names the
+// scale sets while the list is short (other scale sets' pods in the namespace, ARC's say, stay
+// out of the cache); past 2,000 characters it is the label's existence. arc-mode scale sets
+// have one more per namespace, by ARC's scale-set-name label: ARC's runner pods carry it (their
+// AutoscalingRunnerSet's name), and so do those scale sets' placeholders.
+void watch_pods(k8s::informer_set& informers, std::vector<std::shared_ptr<scale_set_context>> made, scale_set_services& out) {
   std::map<std::pair<std::string, bool>, std::vector<std::string>> names;
   for (const auto& ctx : made)
     names[{ctx->spec.ns, !ctx->spec.arc_set.empty()}].push_back(ctx->spec.arc_set.empty() ? ctx->spec.name : ctx->spec.arc_set);
@@ -232,7 +237,7 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
     pod_opts.kind = k8s::kinds::pods;
     pod_opts.ns = ns;
     pod_opts.label_selector = key + (in.size() <= 2000 ? " in (" + in + ")" : "");
-    (arc ? out.arc_pods : out.pods)[ns] = k8s::label_router<k8s::pod>::make(k8s::informer<k8s::pod>::make(kube, pod_opts), key);
+    (arc ? out.arc_pods : out.pods)[ns] = k8s::label_router<k8s::pod>::make(informers.get<k8s::pod>(pod_opts), key);
   }
   for (auto& ctx : made) {
     ctx->pods = ctx->spec.arc_set.empty() ? out.pods[ctx->spec.ns]->slice(ctx->spec.name)
@@ -243,6 +248,26 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
     r->source()->start();
   for (auto& [ns, r] : out.pods)
     r->source()->start();
+}
+
+}  // namespace
+
+std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, const github_section& gh,
+                                              const std::map<std::string, std::string>& env,
+                                              k8s::client& kube, k8s::informer_set& informers, k8s::client* status_kube,
+                                              http::transport& io, runtime::metrics& m, scale_set_services& out) {
+  if (auto problem = make_clients(cfg, gh, env, io, out))
+    return problem;
+  k8s::informer<k8s::node>::options node_opts;
+  node_opts.kind = k8s::kinds::nodes;
+  out.nodes = informers.get<k8s::node>(node_opts);
+  k8s::informer<k8s::unstructured>::options pool_opts;
+  pool_opts.kind = k8s::nodepools;
+  out.nodepools = informers.get<k8s::unstructured>(pool_opts);
+  auto made = make_contexts(cfg, gh, env, kube, status_kube, m, out);
+  if (auto* e = std::get_if<std::string>(&made))
+    return *e;
+  watch_pods(informers, std::get<std::vector<std::shared_ptr<scale_set_context>>>(std::move(made)), out);
   if (!out.contexts.empty()) {
     out.nodes->start();
     watch_nodepools_if_served(kube, out.nodepools);
@@ -251,37 +276,6 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
 }
 
 namespace {
-
-// The cluster's burst budget: its limit, and what is pending, committed and waiting under it.
-actors::capacity::burst_budget_metrics burst_budget_metrics(runtime::metrics& m, int64_t limit) {
-  auto& family = prometheus::BuildGauge()
-                     .Name("headroom_burst_budget_pairs")
-                     .Help("The cluster's budget of pending placeholder pairs (burstBudget.maxPendingPairs), by state: "
-                           "limit, pending (made, not placed), committed (pending or granted to a scale set) and "
-                           "waiting (wanted beyond the shares)")
-                     .Register(m.registry());
-  auto* pending = &family.Add({{"state", "pending"}});
-  auto* committed = &family.Add({{"state", "committed"}});
-  auto* waiting = &family.Add({{"state", "waiting"}});
-  family.Add({{"state", "limit"}}).Set(static_cast<double>(limit));
-  return {[pending, committed, waiting](int64_t p, int64_t c, int64_t w) {
-    pending->Set(static_cast<double>(p));
-    committed->Set(static_cast<double>(c));
-    waiting->Set(static_cast<double>(w));
-  }};
-}
-
-// The HUD's fetches: how long each took, by outcome (the design's "HUD API latency" metric).
-actors::capacity::hud_metrics hud_fetch_metrics(runtime::metrics& m) {
-  auto& family = prometheus::BuildHistogram()
-                     .Name("headroom_hud_fetch_duration_seconds")
-                     .Help("How long each fetch of the HUD's queued-jobs aggregate took, by outcome (ok, error)")
-                     .Register(m.registry());
-  const prometheus::Histogram::BucketBoundaries buckets{0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30};
-  auto* ok = &family.Add({{"outcome", "ok"}}, buckets);
-  auto* error = &family.Add({{"outcome", "error"}}, buckets);
-  return {[ok, error](double seconds, bool fine) { (fine ? ok : error)->Observe(seconds); }};
-}
 
 // One scale set: its five actors under a supervisor, each reachable by its relay.
 runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_ptr& ctx, const scale_set_peers& peers,
@@ -443,7 +437,7 @@ std::optional<start_problem> scale_sets_mode::prepare(const services& s) {
   svc_->events = s.events;
   const auto& le = s.cfg.leader_election;
   svc_->instance = actors::capacity::owned_instance(le.enabled, le.ns, le.name);
-  if (auto problem = prepare_scale_sets(config, s.shared.github, s.env, *s.api, s.background_api, *s.github_io, s.metrics, *svc_))
+  if (auto problem = prepare_scale_sets(config, s.shared.github, s.env, *s.api, *s.informers, s.background_api, *s.github_io, s.metrics, *svc_))
     return start_problem{*problem};
   return std::nullopt;
 }

@@ -56,14 +56,18 @@ struct scale_sets_config {
 
 std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, const github_section& gh,
                                               const std::map<std::string, std::string>& env,
-                                              k8s::client& kube, http::transport& io, runtime::metrics& m,
-                                              scale_set_services& out);
+                                              k8s::client& kube, k8s::informer_set& informers, k8s::client* status_kube,
+                                              http::transport& io, runtime::metrics& m, scale_set_services& out);
 
 runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_sets_config& modes, std::shared_ptr<scale_set_services> svc,
                                        runtime::metrics& m, runtime::readiness& ready);
 
 // A scale set's Prometheus series, with ARC's listener names, labels and buckets.
 actors::capacity::scale_set_metrics make_metrics(runtime::metrics& m, const scale_set_spec& spec, const github::config_url& where);
+// The cluster's burst budget's series (its limit, and the pairs pending, committed and waiting).
+actors::capacity::burst_budget_metrics burst_budget_metrics(runtime::metrics& m, int64_t limit);
+// The HUD's fetches: how long each took, by outcome.
+actors::capacity::hud_metrics hud_fetch_metrics(runtime::metrics& m);
 
 // Builds a scale set's spec from its configuration; an error names the key.
 std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, size_t index,

@@ -130,35 +130,10 @@ std::vector<pool_options> make_pools(const scheduler_section& c, const actors::r
   return out;
 }
 
-}  // namespace
-
-void scheduler_services::stop() {
-  if (pods)
-    pods->stop();
-  if (nodes)
-    nodes->stop();
-}
-
-std::optional<std::string> prepare_scheduler(const scheduler_section& c, const github_section& gh,
-                                             const std::map<std::string, std::string>& env,
-                                             k8s::client& kube, http::transport& io, runtime::metrics& m,
-                                             scheduler_services& out, bool& store_unavailable) {
+// The store: migrated forward at open; a newer schema stops headroom (exit 2).
+std::optional<std::string> open_store(const scheduler_section& c, const std::map<std::string, std::string>& env,
+                                      scheduler_services& out, bool& store_unavailable) {
   auto get = [&env](const char* name) { return env_value(env, name); };
-  const std::string secret = get("HEADROOM_WEBHOOK_SECRET");
-  if (secret.size() < runtime::secret_registry::min_length)
-    return "HEADROOM_WEBHOOK_SECRET: required for scheduler.enabled (the key of X-Hub-Signature-256), at least " +
-           std::to_string(runtime::secret_registry::min_length) + " characters";
-  runtime::secret_registry::global().add(secret);
-  auto creds = github_credentials(env, true);  // an App installed in several organizations: each one's found
-  if (auto* e = std::get_if<std::string>(&creds))
-    return *e;
-  if (auto e = github_user_app(env, std::get<github::credentials>(creds)); !e.empty())
-    return e;
-  if (!c.enterprise.empty() && std::get<github::credentials>(creds).personal_access_token.empty())
-    return "scheduler.enterprise: enterprise runners need a personal access token with manage_runners:enterprise "
-           "(HEADROOM_GITHUB_TOKEN); GitHub lets no App manage them";
-
-  // The store: migrated forward at open; a newer schema stops headroom (exit 2).
   store::result<std::unique_ptr<store::store>> opened = store::error{"no store"};
   if (c.store.postgres) {
     const std::string dsn = get("HEADROOM_POSTGRES_DSN");
@@ -174,22 +149,16 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
     return "scheduler.store: " + e->message;
   }
   out.jobs = std::move(std::get<std::unique_ptr<store::store>>(opened));
+  return std::nullopt;
+}
 
-  github::rest_options ro;
-  if (!gh.ca_file.empty()) {
-    std::string error;
-    ro.ca_pem = read_text(gh.ca_file, error, "github.caFile");
-    if (!error.empty())
-      return error;
-  }
-  out.github = std::make_unique<github::rest_client>(github::api_base_of(c.github_url), std::get<github::credentials>(creds), io, ro);
-
-  scheduler_options o;
+// The reconciler's options: the runner pod (its pools and limits) and the timings.
+std::optional<std::string> options_of(const scheduler_section& c, scheduler_options& o) {
   o.pool.name = c.name_prefix;
   o.pool.ns = c.ns;
   k8s::resource_list requests;  // one runner's: the capacity check counts slots, not these
   if (auto e = apply_runner(c.runner, "scheduler.runner", o.pool, requests))
-    return *e;
+    return e;
   o.pool.slot_resource = c.runner.slot_resource;
   o.pool.runner_priority_class.clear();  // no ladder here: runner pods only
   o.pool.active_deadline_seconds = c.runner.active_deadline_seconds;
@@ -209,15 +178,61 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
   o.pod_delete_grace = c.pod_delete_grace;
   o.kill_grace = c.kill_grace;
   o.retention = c.store.retention;
+  return std::nullopt;
+}
+
+}  // namespace
+
+void scheduler_services::stop() {
+  if (pods)
+    pods->stop();
+  if (nodes)
+    nodes->stop();
+}
+
+std::optional<std::string> prepare_scheduler(const scheduler_section& c, const github_section& gh,
+                                             const std::map<std::string, std::string>& env,
+                                             k8s::client& kube, k8s::informer_set& informers, http::transport& io,
+                                             runtime::metrics& m, scheduler_services& out, bool& store_unavailable) {
+  auto get = [&env](const char* name) { return env_value(env, name); };
+  const std::string secret = get("HEADROOM_WEBHOOK_SECRET");
+  if (secret.size() < runtime::secret_registry::min_length)
+    return "HEADROOM_WEBHOOK_SECRET: required for scheduler.enabled (the key of X-Hub-Signature-256), at least " +
+           std::to_string(runtime::secret_registry::min_length) + " characters";
+  runtime::secret_registry::global().add(secret);
+  auto creds = github_credentials(env, true);  // an App installed in several organizations: each one's found
+  if (auto* e = std::get_if<std::string>(&creds))
+    return *e;
+  if (auto e = github_user_app(env, std::get<github::credentials>(creds)); !e.empty())
+    return e;
+  if (!c.enterprise.empty() && std::get<github::credentials>(creds).personal_access_token.empty())
+    return "scheduler.enterprise: enterprise runners need a personal access token with manage_runners:enterprise "
+           "(HEADROOM_GITHUB_TOKEN); GitHub lets no App manage them";
+
+  if (auto problem = open_store(c, env, out, store_unavailable))
+    return problem;
+
+  github::rest_options ro;
+  if (!gh.ca_file.empty()) {
+    std::string error;
+    ro.ca_pem = read_text(gh.ca_file, error, "github.caFile");
+    if (!error.empty())
+      return error;
+  }
+  out.github = std::make_unique<github::rest_client>(github::api_base_of(c.github_url), std::get<github::credentials>(creds), io, ro);
+
+  scheduler_options o;
+  if (auto problem = options_of(c, o))
+    return problem;
 
   k8s::informer<k8s::pod>::options pod_opts;
   pod_opts.kind = k8s::kinds::pods;
   pod_opts.ns = c.ns;
   pod_opts.label_selector = std::string{actors::runners::keys::scale_set} + "=" + c.name_prefix;
-  out.pods = k8s::informer<k8s::pod>::make(kube, pod_opts);
+  out.pods = informers.get<k8s::pod>(pod_opts);
   k8s::informer<k8s::node>::options node_opts;
   node_opts.kind = k8s::kinds::nodes;
-  out.nodes = k8s::informer<k8s::node>::make(kube, node_opts);
+  out.nodes = informers.get<k8s::node>(node_opts);
 
   auto rc = std::make_shared<reconciler_context>();
   rc->jobs = out.jobs.get();
@@ -287,7 +302,7 @@ std::optional<start_problem> scheduler_mode::prepare(const services& s) {
   svc_ = std::make_shared<scheduler_services>();
   svc_->events = s.events;
   bool store_unavailable = false;
-  if (auto problem = prepare_scheduler(config, s.shared.github, s.env, *s.api, *s.github_io, s.metrics, *svc_, store_unavailable))
+  if (auto problem = prepare_scheduler(config, s.shared.github, s.env, *s.api, *s.informers, *s.github_io, s.metrics, *svc_, store_unavailable))
     return start_problem{*problem, store_unavailable ? 1 : 2};
   return std::nullopt;
 }

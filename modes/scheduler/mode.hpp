@@ -41,8 +41,8 @@ struct scheduler_services {
 // unless the store could not be opened (`store_unavailable`: exit 1, as any dependency down).
 std::optional<std::string> prepare_scheduler(const scheduler_section& c, const github_section& gh,
                                              const std::map<std::string, std::string>& env,
-                                             k8s::client& kube, http::transport& io, runtime::metrics& m,
-                                             scheduler_services& out, bool& store_unavailable);
+                                             k8s::client& kube, k8s::informer_set& informers, http::transport& io,
+                                             runtime::metrics& m, scheduler_services& out, bool& store_unavailable);
 
 runtime::child_spec scheduler_http_child(std::shared_ptr<scheduler_services> svc);
 runtime::child_spec scheduler_subtree(const runtime::config& cfg, std::shared_ptr<scheduler_services> svc, runtime::metrics& m,

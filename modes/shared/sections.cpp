@@ -95,6 +95,33 @@ std::string read_work_volume_claim(const YAML::Node& node, const std::string& wh
   return json;
 }
 
+namespace {
+
+// A runner's tolerations (the short form's `tolerations`).
+std::vector<toleration_section> read_tolerations(const YAML::Node& list, const std::string& where) {
+  if (!list.IsSequence())
+    config_fail(where, "expected a list, found " + yaml_kind(list));
+  std::vector<toleration_section> out;
+  for (size_t i = 0; i < list.size(); ++i) {
+    config_section t{list[i], where + "[" + std::to_string(i) + "]", {"key", "operator", "value", "effect"}};
+    toleration_section tol;
+    if (auto v = t.read_string("key"))
+      tol.key = *v;
+    if (auto v = t.read_string("operator"))
+      tol.op = *v;
+    if (tol.op != "Equal" && tol.op != "Exists")
+      config_fail(t.path("operator"), "expected Equal or Exists, found '" + tol.op + "'");
+    if (auto v = t.read_string("value"))
+      tol.value = *v;
+    if (auto v = t.read_string("effect"))
+      tol.effect = *v;
+    out.push_back(std::move(tol));
+  }
+  return out;
+}
+
+}  // namespace
+
 // A runner pod template (scale sets' `runner`, the scheduler's `runner`).
 void read_runner(const YAML::Node& node, const std::string& where, runner_section& out, bool extended) {
   const std::set<std::string> short_form{"image", "command", "resources", "nodeSelector", "tolerations", "serviceAccountName"};
@@ -126,25 +153,8 @@ void read_runner(const YAML::Node& node, const std::string& where, runner_sectio
   if (auto res = rs.get("resources"))
     read_resources(*res, rs.path("resources"), out.cpu, out.memory, out.extended);
   out.node_selector = rs.read_string_map("nodeSelector");
-  if (auto tl = rs.get("tolerations")) {
-    if (!tl->IsSequence())
-      config_fail(rs.path("tolerations"), "expected a list, found " + yaml_kind(*tl));
-    for (size_t i = 0; i < tl->size(); ++i) {
-      config_section t{(*tl)[i], rs.path("tolerations") + "[" + std::to_string(i) + "]", {"key", "operator", "value", "effect"}};
-      toleration_section tol;
-      if (auto v = t.read_string("key"))
-        tol.key = *v;
-      if (auto v = t.read_string("operator"))
-        tol.op = *v;
-      if (tol.op != "Equal" && tol.op != "Exists")
-        config_fail(t.path("operator"), "expected Equal or Exists, found '" + tol.op + "'");
-      if (auto v = t.read_string("value"))
-        tol.value = *v;
-      if (auto v = t.read_string("effect"))
-        tol.effect = *v;
-      out.tolerations.push_back(std::move(tol));
-    }
-  }
+  if (auto tl = rs.get("tolerations"))
+    out.tolerations = read_tolerations(*tl, rs.path("tolerations"));
   if (auto v = rs.read_string("serviceAccountName"))
     out.service_account = *v;
   if (auto v = rs.read_string("containerMode")) {
