@@ -3,11 +3,12 @@
 // and the encoded size of the result.
 #include <benchmark/benchmark.h>
 
-#include "adapters/bigfleet/desired_state.hpp"
+#include "actors/bigfleet/model.hpp"
 
 namespace {
 
 using namespace headroom::bigfleet;
+using headroom::actors::bigfleet::build_rollup;
 
 std::vector<capacity_request> make_crs(int n, int profiles) {
   std::vector<capacity_request> out;

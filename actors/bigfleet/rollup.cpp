@@ -12,7 +12,7 @@
 #include "actors/bigfleet/bigfleet.hpp"
 #include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
-#include "adapters/bigfleet/desired_state.hpp"
+#include "actors/bigfleet/model.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/log.hpp"
@@ -111,7 +111,7 @@ void build(rollup_self* self) {
   st.acks_in_flight.for_each([&known](const std::string& key) { known.insert(key); });
   st.acks_known = std::move(known);
   const auto ns = std::chrono::duration_cast<std::chrono::nanoseconds>(runtime::actor_system_clock{self->clock()}.wall().time_since_epoch()).count();
-  auto rollup = headroom::bigfleet::build_rollup(st.opts.endpoint.cluster_id, crs, ns);
+  auto rollup = build_rollup(st.opts.endpoint.cluster_id, crs, ns);
   runtime::log::debug(actor_name, "roll-up built", {{"crs", crs.size()}, {"needs", rollup.needs_size()}});
   if (st.deps.outbox)
     self->send(st.deps.outbox, outbox_rollup{std::move(rollup)});

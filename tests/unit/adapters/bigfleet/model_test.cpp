@@ -5,13 +5,16 @@
 #include <algorithm>
 #include <random>
 
+#include "actors/bigfleet/model.hpp"
 #include "adapters/bigfleet/capacity_request.hpp"
 #include "adapters/bigfleet/node_state.hpp"
-#include "adapters/bigfleet/desired_state.hpp"
 #include "adapters/k8s/decode.hpp"
 
 namespace headroom::bigfleet {
 namespace {
+
+using actors::bigfleet::build_rollup;  // the rollup actor's model (actors/bigfleet/model.hpp)
+using actors::bigfleet::encode_deterministic;
 
 std::string cr_json(std::string_view name, std::string_view spec, std::string_view ns = "ci",
                     std::string_view status = "") {
@@ -294,6 +297,9 @@ TEST(bigfleet_node_state, names_and_objects) {
 
 namespace headroom::bigfleet {
 namespace {
+
+using actors::bigfleet::build_rollup;  // the rollup actor's model (actors/bigfleet/model.hpp)
+using actors::bigfleet::encode_deterministic;
 
 pb::ClusterCapacityNeeds rollup_at(int64_t t) {
   pb::ClusterCapacityNeeds r;

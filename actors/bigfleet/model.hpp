@@ -1,7 +1,7 @@
 #pragma once
 
-// The roll-up: the cluster's complete desired state for its shard, rebuilt from every
-// CapacityRequest each time (full replacement, never a delta).
+// The rollup actor's pure model (actors/bigfleet/rollup.cpp): the cluster's complete desired state
+// for its shard, rebuilt from every CapacityRequest each time (full replacement, never a delta).
 
 #include <cstdint>
 #include <string>
@@ -10,17 +10,18 @@
 
 #include "adapters/bigfleet/capacity_request.hpp"
 
-namespace headroom::bigfleet {
+namespace headroom::actors::bigfleet {
+
 
 // Aggregates by profile (requirements, priority, spread, penalty buckets) and co-location group:
 // aggregate_resources summed, min_unit maxed per resource; a co-location group gets a Same
 // requirement on its topology key (once, however often it is built). Needs come out in a canonical
 // order (by profile key), so the same CRs in any order give the same bytes.
-pb::ClusterCapacityNeeds build_rollup(std::string_view cluster_id, const std::vector<const capacity_request*>& crs,
+headroom::bigfleet::pb::ClusterCapacityNeeds build_rollup(std::string_view cluster_id, const std::vector<const headroom::bigfleet::capacity_request*>& crs,
                                       int64_t timestamp_unix_nanos);
 
 // Deterministic bytes (protobuf maps otherwise serialize in hash order): for comparisons, sizes
 // and benchmarks.
 std::string encode_deterministic(const google::protobuf::Message& m);
 
-}  // namespace headroom::bigfleet
+}  // namespace headroom::actors::bigfleet

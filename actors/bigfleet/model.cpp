@@ -1,4 +1,4 @@
-#include "adapters/bigfleet/desired_state.hpp"
+#include "actors/bigfleet/model.hpp"
 
 #include <algorithm>
 #include <unordered_map>
@@ -6,7 +6,9 @@
 #include <google/protobuf/io/coded_stream.h>
 #include <google/protobuf/io/zero_copy_stream_impl_lite.h>
 
-namespace headroom::bigfleet {
+namespace headroom::actors::bigfleet {
+
+using namespace headroom::bigfleet;  // the adapter: CapacityRequests and the wire types
 
 namespace {
 
@@ -129,4 +131,4 @@ std::string encode_deterministic(const google::protobuf::Message& m) {
   return out;
 }
 
-}  // namespace headroom::bigfleet
+}  // namespace headroom::actors::bigfleet
