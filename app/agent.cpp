@@ -37,6 +37,7 @@ struct cluster_services {
   // (kubernetes.qps) is not theirs to spend, and a poll carrying new capacity must not wait behind
   // a burst of placeholder writes (it did: 100 scale sets changing at 10/s held polls up to 3 s).
   std::unique_ptr<http::transport> github_io;
+  std::shared_ptr<github::app_tokens> github_tokens;  // on github_io, for every mode's GitHub client
   std::unique_ptr<k8s::client> api;
   // The same server, credentials and budget; its calls wait after every other one (status and
   // Event writes: nobody waits on them, and a burst of them must not delay the pod writes).
@@ -184,6 +185,7 @@ std::shared_ptr<cluster_services> make_cluster_services(const runtime::config& c
   gopts.event_driven = true;
   gopts.read_buffer_bytes = 4096;  // a thousand polls held open: 12 MiB less than libcurl's 16 KiB each
   svc->github_io = std::make_unique<http::transport>(gopts);
+  svc->github_tokens = github::app_tokens::make(*svc->github_io, {});
   svc->api->set_watch_stall_timeout(std::chrono::duration_cast<std::chrono::seconds>(cfg.kubernetes.watch_stall_timeout));
   runtime::log::info("agent", "cluster", {{"server", conn.server}});
   return svc;
@@ -196,7 +198,8 @@ std::optional<runtime::start_failure> prepare_modes(const runtime::config& cfg, 
                                                     const std::map<std::string, std::string>& env, const runtime::clock& clock) {
   for (auto* mode : enabled) {
     const modes::services s{cfg, env, clock, configured.shared, svc.api.get(), svc.io.get(), svc.github_io.get(), m, ready,
-                            runtime::relay_as<actors::event_sink>(svc.events), svc.background_api.get(), svc.informers.get()};
+                            runtime::relay_as<actors::event_sink>(svc.events), svc.background_api.get(), svc.informers.get(),
+                            svc.github_tokens};
     auto problem = mode->prepare(s);
     svc.running.push_back(mode);  // stopped with the rest even when its start-up failed half-way
     if (problem) {

@@ -26,6 +26,7 @@
 #include <string_view>
 #include <vector>
 
+#include "adapters/github/app_tokens.hpp"
 #include "adapters/k8s/informer_set.hpp"
 #include "actors/k8s/event_recorder.hpp"
 #include "modes/shared/sections.hpp"
@@ -65,6 +66,9 @@ struct services {
   // The process's informers, one per kind, namespace and selectors (shared by the modes that watch
   // the same objects); a mode asks here instead of making its own. Null without a cluster.
   k8s::informer_set* informers = nullptr;
+  // The GitHub Apps' installation tokens on github_io, one exchange per installation for every
+  // mode's client (the scale sets' Actions Service client, the scheduler's REST client).
+  std::shared_ptr<github::app_tokens> github_tokens = nullptr;
 };
 
 // Why a mode cannot start: the message names the key or variable; exit 2 for what the user gave

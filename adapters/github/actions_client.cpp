@@ -28,6 +28,16 @@ actions_client::actions_client(config_url where, credentials creds, http::exchan
   auto tls = std::make_shared<http::tls_config>();
   tls->ca_pem = opts_.ca_pem;
   tls_ = std::move(tls);
+  if (!opts_.tokens) {
+    app_tokens::options t;
+    t.user_agent = opts_.user_agent;
+    t.timeout = opts_.request_timeout;
+    t.max_retries = opts_.max_retries;
+    t.retry_base = opts_.retry_base;
+    t.retry_max = opts_.retry_max;
+    t.unix_now = opts_.unix_now;
+    opts_.tokens = app_tokens::make(io, std::move(t));
+  }
 }
 
 std::shared_ptr<actions_client> actions_client::make(config_url where, credentials creds, http::exchange& io,
@@ -245,19 +255,23 @@ void actions_client::refresh_chain() {
     self->attempt(c);
   };
 
-  // Step 2: a registration token for the config URL's scope.
-  auto registration_step = [self, admin_step](std::string bearer) {
+  // Step 2: a registration token for the config URL's scope. `refused`: told the bearer when GitHub
+  // answers 401 (an installation token revoked early), so the next chain gets a new one.
+  auto registration_step = [self, admin_step](std::string bearer, std::function<void(const std::string&)> refused) {
     auto c = std::make_shared<call>();
     c->req.operation = "get runner registration token";
     c->req.method = "POST";
     c->req.url = self->where_.api_base + self->where_.registration_token_path();
     c->req.how = request::auth::bearer;
-    c->req.token = std::move(bearer);
+    c->req.token = bearer;
     c->req.headers = {"Accept: application/vnd.github+json"};
     c->req.ok = {201};
-    c->done = [self, admin_step, op = c->req.operation](actions_result<http::http_response> res) {
-      if (auto* e = std::get_if<actions_error>(&res))
+    c->done = [self, admin_step, bearer, refused, op = c->req.operation](actions_result<http::http_response> res) {
+      if (auto* e = std::get_if<actions_error>(&res)) {
+        if (e->what == K::unauthorized && refused)
+          refused(bearer);
         return self->admin_ready(*e);
+      }
       auto tok = decode_issued_token(std::get<http::http_response>(res).body);
       if (auto* f = std::get_if<decode_failure>(&tok))
         return self->admin_ready(make_error(K::bad_response, op, 201, f->message));
@@ -267,49 +281,29 @@ void actions_client::refresh_chain() {
   };
 
   if (!creds_.personal_access_token.empty()) {
-    registration_step(creds_.personal_access_token);
+    registration_step(creds_.personal_access_token, nullptr);
     return;
   }
-  {
-    std::unique_lock lock(admin_->mu);
-    if (!admin_->installation_token.empty() && admin_->installation_exp - now() > refresh_margin_s) {
-      auto tok = admin_->installation_token;
-      lock.unlock();
-      registration_step(std::move(tok));
-      return;
+  // Step 1: the installation's token, from the process's one exchange (app_tokens.hpp).
+  const token_endpoint at{where_.api_base, tls_};
+  const app_identity app{creds_.app_id, creds_.private_key_pem};
+  const int64_t installation = creds_.installation_id;
+  opts_.tokens->get(at, app, installation, [self, registration_step, at, app, installation](token_result r) {
+    if (auto* f = std::get_if<token_failure>(&r)) {
+      if (f->signing)
+        return self->admin_ready(make_error(K::config, "sign GitHub App JWT", 0, f->message));
+      const auto what = f->status == 0     ? K::transport
+                        : f->status == 401 ? K::unauthorized
+                        : f->status == 403 ? K::forbidden
+                        : f->status == 404 ? K::not_found
+                        : f->status >= 500 ? K::server
+                                           : K::unexpected;
+      return self->admin_ready(make_error(what, "get installation access token", f->status, f->message));
     }
-  }
-  // Step 1: an installation token from the App's JWT.
-  auto jwt = app_jwt(creds_.app_id, creds_.private_key_pem, now());
-  if (auto* e = std::get_if<auth_error>(&jwt))
-    return admin_ready(make_error(K::config, "sign GitHub App JWT", 0, e->message));
-  auto c = std::make_shared<call>();
-  c->req.operation = "get installation access token";
-  c->req.method = "POST";
-  c->req.url = where_.api_base + "/app/installations/" + std::to_string(creds_.installation_id) + "/access_tokens";
-  c->req.how = request::auth::bearer;
-  c->req.token = std::get<std::string>(jwt);
-  c->req.headers = {"Accept: application/vnd.github+json"};
-  c->req.ok = {201};
-  c->done = [self, registration_step, op = c->req.operation](actions_result<http::http_response> res) {
-    if (auto* e = std::get_if<actions_error>(&res))
-      return self->admin_ready(*e);
-    auto tok = decode_issued_token(std::get<http::http_response>(res).body);
-    if (auto* f = std::get_if<decode_failure>(&tok))
-      return self->admin_ready(make_error(K::bad_response, op, 201, f->message));
-    auto& t = std::get<issued_token>(tok);
-    const auto expires = runtime::parse_rfc3339(t.expires_at);
-    int64_t exp = expires ? static_cast<int64_t>(*expires) : 0;
-    if (exp == 0)
-      exp = self->now() + 3600;  // GitHub's documented lifetime when expires_at is unreadable
-    {
-      std::lock_guard lock(self->admin_->mu);
-      self->admin_->installation_token = t.token;
-      self->admin_->installation_exp = exp;
-    }
-    registration_step(t.token);
-  };
-  attempt(c);
+    registration_step(std::get<installation_token>(r).token, [self, at, app, installation](const std::string& refused) {
+      self->opts_.tokens->forget(at, app, installation, refused);
+    });
+  });
 }
 
 }  // namespace headroom::github

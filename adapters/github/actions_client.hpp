@@ -20,6 +20,7 @@
 #include <variant>
 #include <vector>
 
+#include "adapters/github/app_tokens.hpp"
 #include "adapters/github/payloads.hpp"
 #include "adapters/http/transport.hpp"
 
@@ -103,6 +104,9 @@ struct actions_options {
   // list_runners: the pool's whole list is shared by every scale set's caller; an answer this
   // young is handed to a new caller instead of another request (0: always ask).
   std::chrono::milliseconds runner_list_reuse{10'000};
+  // The App's installation tokens (app_tokens.hpp), shared with the process's other GitHub clients;
+  // null: the client makes its own.
+  std::shared_ptr<app_tokens> tokens;
 };
 
 // One message session (the service's), shared by the calls that use it: a 401 refreshes its

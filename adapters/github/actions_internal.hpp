@@ -86,8 +86,6 @@ struct actions_client::admin_state {
   std::mutex mu;
   std::string tenant_url, token;
   int64_t exp = 0;
-  std::string installation_token;
-  int64_t installation_exp = 0;
   bool refreshing = false;
   std::vector<std::function<void(std::optional<actions_error>)>> waiters;
   std::atomic<uint64_t> refreshes{0};

@@ -18,7 +18,7 @@ rest_result<rest_client::answer> rest_client::app_call(const std::string& operat
     return *e;
   if (auto e = paused(operation))
     return *e;
-  return send(operation, method, path, std::get<std::string>(jwt), {}, 0);
+  return send(operation, method, path, std::get<std::string>(jwt), {}, std::nullopt);
 }
 
 namespace {

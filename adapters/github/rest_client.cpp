@@ -72,6 +72,12 @@ rest_client::rest_client(std::string api_base, credentials creds, http::exchange
   runtime::secret_registry::global().add(creds_.personal_access_token);
   runtime::secret_registry::global().add(creds_.private_key_pem);
   runtime::secret_registry::global().add(creds_.user_app_private_key_pem);
+  if (!opts_.tokens) {
+    app_tokens::options t;
+    t.user_agent = opts_.user_agent;
+    t.timeout = opts_.timeout;
+    opts_.tokens = app_tokens::make(io, std::move(t));
+  }
 }
 
 std::vector<github_app> rest_client::apps() const {
@@ -203,40 +209,18 @@ rest_result<rest_client::installation_ref> rest_client::lookup_installation(cons
 }
 
 rest_result<std::string> rest_client::token(installation_ref installation) {
-  const int64_t now = io_.clock().wall_ms() / 1000;
-  {
-    std::lock_guard lock(mu_);
-    if (auto it = tokens_.find(installation.id); it != tokens_.end() && it->second.exp - now > 300)
-      return it->second.token;
-  }
-  const std::string op = "get installation access token";
-  auto a = app_request(op, "POST", "/app/installations/" + std::to_string(installation.id) + "/access_tokens", installation.app);
-  if (auto* e = std::get_if<rest_error>(&a))
-    return *e;
-  auto& r = std::get<answer>(a);
-  if (r.status != 201)
-    return rest_error{r.status, op, message_of(r.body)};
-  auto tok = decode<std::pair<std::string, std::string>>(op, r.status, r.body, [](od::value v, auto& out) {
-    fields(v, [&](std::string_view k, od::value x) {
-      if (k == "token")
-        out.first = str(x);
-      else if (k == "expires_at")
-        out.second = str(x);
-    });
-    if (out.first.empty())
-      throw failure{"no token"};
-  });
-  if (auto* e = std::get_if<rest_error>(&tok))
-    return *e;
-  auto& [t, exp] = std::get<std::pair<std::string, std::string>>(tok);
-  runtime::secret_registry::global().add_ephemeral(t);  // an installation token rotates hourly
-  std::lock_guard lock(mu_);
-  auto& cached = tokens_[installation.id];
-  cached.token = t;
-  cached.exp = parse_time(exp);
-  if (cached.exp == 0)
-    cached.exp = now + 3600;
-  return t;
+  auto r = opts_.tokens->get_blocking(endpoint(), identity(installation.app), installation.id);
+  if (auto* f = std::get_if<token_failure>(&r))
+    return rest_error{f->status, "get installation access token", f->message};
+  return std::get<installation_token>(r).token;
+}
+
+token_endpoint rest_client::endpoint() const { return {api_base_, tls_}; }
+
+app_identity rest_client::identity(github_app app) const {
+  if (app == github_app::user)
+    return {creds_.user_app_id, creds_.user_app_private_key_pem};
+  return {creds_.app_id, creds_.private_key_pem};
 }
 
 std::optional<rest_error> rest_client::paused(const std::string& operation) {
@@ -252,13 +236,13 @@ rest_result<rest_client::answer> rest_client::call(const std::string& operation,
                                                    const std::string& path, const std::string& body) {
   if (auto e = paused(operation))
     return *e;
-  int64_t installation = 0;
+  std::optional<installation_ref> installation;
   rest_result<std::string> tok = creds_.personal_access_token;
   if (creds_.personal_access_token.empty()) {
     auto inst = installation_for(path);
     if (auto* e = std::get_if<rest_error>(&inst))
       return rest_error{e->status, operation, "no credentials: " + e->operation + ": " + e->message};
-    installation = std::get<installation_ref>(inst).id;
+    installation = std::get<installation_ref>(inst);
     tok = token(std::get<installation_ref>(inst));
   }
   if (auto* e = std::get_if<rest_error>(&tok))
@@ -268,7 +252,7 @@ rest_result<rest_client::answer> rest_client::call(const std::string& operation,
 
 rest_result<rest_client::answer> rest_client::send(const std::string& operation, const std::string& method,
                                                    const std::string& path, const std::string& bearer,
-                                                   const std::string& body, int64_t installation) {
+                                                   const std::string& body, std::optional<installation_ref> installation) {
   http::http_request req;
   req.tls = tls_;
   req.method = method;
@@ -288,9 +272,9 @@ rest_result<rest_client::answer> rest_client::send(const std::string& operation,
   {
     std::lock_guard lock(mu_);
     ++requests_;
-    if (r.status == 401)  // an installation token revoked early: fetch a new one next time
-      tokens_.erase(installation);
   }
+  if (r.status == 401 && installation)  // an installation token revoked early: a new one next time
+    opts_.tokens->forget(endpoint(), identity(installation->app), installation->id, bearer);
   if (r.status == 0)
     return rest_error{0, operation, runtime::redact(r.transport_error)};
   if (r.status == 429 || (r.status == 403 && message_of(r.body).find("rate limit") != std::string::npos)) {

@@ -15,7 +15,8 @@
 // App for personal accounts (credentials::user_app_id; seed 003 has one App per account kind), a
 // repository's installation is looked for with the first App, then with the second; an
 // organization's with the first only. Each installation's token is cached until 5 minutes before
-// it expires. Every token is a secret.
+// it expires (app_tokens.hpp, one exchange per installation shared with the scale sets' client).
+// Every token is a secret.
 
 #include <chrono>
 #include <cstdint>
@@ -85,6 +86,9 @@ struct rest_options {
   std::string ca_pem;
   std::chrono::milliseconds timeout{15'000};
   std::string user_agent = "headroom";
+  // The Apps' installation tokens (app_tokens.hpp), shared with the process's other GitHub clients;
+  // null: the client makes its own.
+  std::shared_ptr<app_tokens> tokens;
 };
 
 class rest_client {
@@ -145,16 +149,16 @@ class rest_client {
                                github_app app);
   // A rate_limited error while GitHub's rate limit is being waited out; nullopt otherwise.
   std::optional<rest_error> paused(const std::string& operation);
-  // Sends one request with `bearer`; a rate-limit answer starts the pause. `installation`: whose
-  // token `bearer` is (0: none), forgotten when GitHub answers 401.
-  rest_result<answer> send(const std::string& operation, const std::string& method, const std::string& path,
-                           const std::string& bearer, const std::string& body, int64_t installation);
-  // GitHub's {"message": "…"} of an error answer, cut short; the raw start of the body otherwise.
-  static std::string message_of(const std::string& body);
   struct installation_ref {
     github_app app = github_app::first;
     int64_t id = 0;
   };
+  // Sends one request with `bearer`; a rate-limit answer starts the pause. `installation`: whose
+  // token `bearer` is (none: a PAT or a JWT), forgotten when GitHub answers 401.
+  rest_result<answer> send(const std::string& operation, const std::string& method, const std::string& path,
+                           const std::string& bearer, const std::string& body, std::optional<installation_ref> installation);
+  // GitHub's {"message": "…"} of an error answer, cut short; the raw start of the body otherwise.
+  static std::string message_of(const std::string& body);
   // App `app`'s JWT, or why there is none.
   rest_result<std::string> jwt_of(const std::string& operation, github_app app);
   // The App JWT's request (installation lookups, installation tokens).
@@ -164,7 +168,9 @@ class rest_client {
   rest_result<installation_ref> installation_for(const std::string& path);
   // App `app`'s installation in `key` ("orgs/x", "repos/o/r"): looked up once, cached.
   rest_result<installation_ref> lookup_installation(const std::string& key, github_app app);
-  rest_result<std::string> token(installation_ref installation);
+  rest_result<std::string> token(installation_ref installation);  // opts_.tokens, for `installation`
+  token_endpoint endpoint() const;
+  app_identity identity(github_app app) const;
   rest_result<std::vector<rest_runner>> list_runners_at(const std::string& op, const std::string& path);
 
   std::string api_base_;
@@ -173,11 +179,6 @@ class rest_client {
   rest_options opts_;
   std::shared_ptr<const http::tls_config> tls_;
   std::mutex mu_;
-  struct cached_token {
-    std::string token;
-    int64_t exp = 0;  // seconds since the epoch
-  };
-  std::map<int64_t, cached_token> tokens_;                            // installation → its token
   std::map<std::string, installation_ref> installations_;             // "orgs/x" or "repos/o/r" → installation
   std::map<std::pair<std::string, github_app>, int64_t> not_installed_until_;  // (key, App) → seconds since the epoch
   uint64_t requests_ = 0;

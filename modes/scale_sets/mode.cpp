@@ -166,6 +166,7 @@ std::optional<std::string> make_clients(const scale_sets_config& cfg, const gith
     if (!error.empty())
       return error;
   }
+  gopts.tokens = out.github_tokens;
   out.github = github::actions_client::make(std::get<github::config_url>(where), creds, io, gopts);
   if (cfg.hud.url.empty())
     return std::nullopt;
@@ -435,6 +436,7 @@ std::vector<runner_claim> scale_sets_mode::runner_pods() const {
 std::optional<start_problem> scale_sets_mode::prepare(const services& s) {
   svc_ = std::make_shared<scale_set_services>();
   svc_->events = s.events;
+  svc_->github_tokens = s.github_tokens;
   const auto& le = s.cfg.leader_election;
   svc_->instance = actors::capacity::owned_instance(le.enabled, le.ns, le.name);
   if (auto problem = prepare_scale_sets(config, s.shared.github, s.env, *s.api, *s.informers, s.background_api, *s.github_io, s.metrics, *svc_))

@@ -43,6 +43,8 @@ struct scale_set_services {
   std::shared_ptr<github::actions_client> github;
   actors::event_sink events;  // set before prepare_scale_sets: the event_recorder's relay
   std::string instance;  // set before prepare_scale_sets: actors::capacity::instance_label of the Lease
+  // Set before prepare_scale_sets: the process's GitHub App tokens (modes::services::github_tokens).
+  std::shared_ptr<github::app_tokens> github_tokens;
   void stop();  // the informers
 };
 

@@ -219,6 +219,7 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
     if (!error.empty())
       return error;
   }
+  ro.tokens = out.github_tokens;
   out.github = std::make_unique<github::rest_client>(github::api_base_of(c.github_url), std::get<github::credentials>(creds), io, ro);
 
   scheduler_options o;
@@ -301,6 +302,7 @@ std::vector<runner_claim> scheduler_mode::runner_pods() const {
 std::optional<start_problem> scheduler_mode::prepare(const services& s) {
   svc_ = std::make_shared<scheduler_services>();
   svc_->events = s.events;
+  svc_->github_tokens = s.github_tokens;
   bool store_unavailable = false;
   if (auto problem = prepare_scheduler(config, s.shared.github, s.env, *s.api, *s.informers, *s.github_io, s.metrics, *svc_, store_unavailable))
     return start_problem{*problem, store_unavailable ? 1 : 2};

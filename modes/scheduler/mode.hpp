@@ -33,6 +33,8 @@ struct scheduler_services {
   std::shared_ptr<actors::scheduler::reconciler_context> reconciler;
   std::shared_ptr<actors::scheduler::http_context> http;
   actors::event_sink events;  // set before prepare_scheduler: the event_recorder's relay
+  // Set before prepare_scheduler: the process's GitHub App tokens (modes::services::github_tokens).
+  std::shared_ptr<github::app_tokens> github_tokens;
   void stop();
 };
 

@@ -21,6 +21,7 @@
 #include "adapters/hud/client.hpp"
 #include "testenv/actions_peer.hpp"
 #include "runtime/log.hpp"
+#include "runtime/secrets.hpp"
 #include "testenv/cluster_fixture.hpp"
 #include "testenv/shared_env.hpp"
 
@@ -748,6 +749,98 @@ TEST(github, list_runners_is_shared_by_concurrent_callers_and_reused_while_fresh
   auto later = sync<std::vector<github::runner_ref>>([&](auto cb) { c->list_runners(cb); });
   EXPECT_EQ(c->runner_list_requests(), 2u) << "an answer past runner_list_reuse is fetched again";
   EXPECT_TRUE(has(ok(later), "list-runner-2"));
+}
+
+// One installation token for every GitHub client of the process (adapters/github/app_tokens.hpp):
+// the scale sets' Actions Service client and the scheduler's REST client, given the same
+// app_tokens, make one exchange between them.
+github::app_tokens::options fast_token_options() {
+  github::app_tokens::options o;
+  o.retry_base = 20ms;
+  o.retry_max = 200ms;
+  return o;
+}
+
+TEST(github_tokens, one_exchange_serves_the_scale_sets_client_and_the_schedulers_client) {
+  REQUIRE_PEER(e);
+  auto tokens = github::app_tokens::make(*e.io, fast_token_options());
+  const auto before = e.peer->request_counts()["access_token:42"];
+  auto o = fast_options();
+  o.tokens = tokens;
+  auto c = app_client("tokens-org", o);
+  auto set = make_set(c, "tokens-set");
+  ASSERT_GT(set.id, 0);
+  github::credentials creds;
+  creds.app_id = "12345";
+  creds.installation_id = 42;
+  creds.private_key_pem = e.private_key;
+  github::rest_options ro;
+  ro.tokens = tokens;
+  github::rest_client gh{github::api_base_of(e.peer->http_url()), creds, *e.io, ro};
+  auto runners = gh.list_runners("orgs/tokens-org");
+  ASSERT_TRUE(std::holds_alternative<std::vector<github::rest_runner>>(runners)) << std::get<github::rest_error>(runners).describe();
+  EXPECT_EQ(e.peer->request_counts()["access_token:42"] - before, 1) << "one installation token for both clients";
+  EXPECT_EQ(tokens->exchanges(), 1u);
+  ok(sync<github::done>([&](auto cb) { c->delete_scale_set(set.id, cb); }));
+}
+
+TEST(github_tokens, callers_at_once_share_one_exchange_and_a_refused_token_is_replaced_once) {
+  REQUIRE_PEER(e);
+  auto tokens = github::app_tokens::make(*e.io, fast_token_options());
+  const github::token_endpoint at{github::api_base_of(e.peer->http_url()), nullptr};
+  const github::app_identity app{"12345", e.private_key};
+  std::vector<std::future<github::token_result>> answers;
+  for (int i = 0; i < 16; ++i) {
+    auto p = std::make_shared<std::promise<github::token_result>>();
+    answers.push_back(p->get_future());
+    tokens->get(at, app, 42, [p](github::token_result r) { p->set_value(std::move(r)); });
+  }
+  std::set<std::string> seen;
+  for (auto& f : answers) {
+    ASSERT_EQ(f.wait_for(30s), std::future_status::ready);
+    auto r = f.get();
+    ASSERT_TRUE(std::holds_alternative<github::installation_token>(r)) << std::get<github::token_failure>(r).message;
+    seen.insert(std::get<github::installation_token>(r).token);
+    EXPECT_GT(std::get<github::installation_token>(r).expires_at, 0);
+  }
+  EXPECT_EQ(seen.size(), 1u);
+  EXPECT_EQ(tokens->exchanges(), 1u) << "16 callers, one exchange";
+  const auto first = *seen.begin();
+  expect_no_secret(runtime::redact(first), "a redacted token");  // registered as a secret before anyone saw it
+
+  tokens->forget(at, app, 42, "ghs_some_older_token_refused");  // not the cached one: kept
+  auto again = tokens->get_blocking(at, app, 42);
+  ASSERT_TRUE(std::holds_alternative<github::installation_token>(again));
+  EXPECT_EQ(std::get<github::installation_token>(again).token, first);
+  EXPECT_EQ(tokens->exchanges(), 1u);
+  tokens->forget(at, app, 42, first);  // refused (401) before its expiry: a new one
+  auto fresh = tokens->get_blocking(at, app, 42);
+  ASSERT_TRUE(std::holds_alternative<github::installation_token>(fresh));
+  EXPECT_NE(std::get<github::installation_token>(fresh).token, first);
+  EXPECT_EQ(tokens->exchanges(), 2u);
+}
+
+TEST(github_tokens, server_errors_are_retried_and_refusals_are_not) {
+  REQUIRE_PEER(e);
+  auto tokens = github::app_tokens::make(*e.io, fast_token_options());
+  const github::token_endpoint at{github::api_base_of(e.peer->http_url()), nullptr};
+  const github::app_identity app{"12345", e.private_key};
+  arm(*e.peer, R"([{"route":"access_token","status":503,"count":2}])");
+  auto got = tokens->get_blocking(at, app, 42);
+  EXPECT_TRUE(std::holds_alternative<github::installation_token>(got)) << "two 503s are retried";
+  EXPECT_EQ(tokens->exchanges(), 3u);
+
+  auto stranger = tokens->get_blocking(at, app, 999);  // not an installation of this App: 404, final
+  ASSERT_TRUE(std::holds_alternative<github::token_failure>(stranger));
+  EXPECT_EQ(std::get<github::token_failure>(stranger).status, 404);
+  EXPECT_EQ(tokens->exchanges(), 4u);
+
+  auto unsigned_key = tokens->get_blocking(at, {"54321", "-----BEGIN RSA PRIVATE KEY-----\nbm90IGEga2V5\n-----END RSA PRIVATE KEY-----\n"}, 42);
+  ASSERT_TRUE(std::holds_alternative<github::token_failure>(unsigned_key));
+  const auto& f = std::get<github::token_failure>(unsigned_key);
+  EXPECT_TRUE(f.signing);
+  EXPECT_EQ(f.message.find("bm90IGEga2V5"), std::string::npos) << f.message;
+  EXPECT_EQ(tokens->exchanges(), 4u) << "no request without a JWT";
 }
 
 TEST(github, hud_queued_jobs) {
