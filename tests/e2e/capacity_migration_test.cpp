@@ -137,7 +137,7 @@ TEST(capacity_e2e, an_arc_install_translated_by_the_migration_tool_runs_the_burs
   w.post_jobs(5);
   dind.post_jobs(5);
   ASSERT_TRUE(eventually([&] { return w.job_states()["completed"] == 5 && dind.job_states()["completed"] == 5; }, 240s))
-      << w.headroom->log() << "\n" << w.sim->log() << "\n" << dind.sim->log();
+      << w.headroom->log() << "\n" << w.sim->log() << "\n" << dind.sim->log() << "\n" << w.stuck_report() << dind.stuck_report();
   EXPECT_GT(audited(w, set), 2);
   EXPECT_GT(audited(dind, dind_set), 2);
   // ARC's dind mode, translated: every job's containers through its runner pod's dind sidecar.
@@ -152,6 +152,7 @@ TEST(capacity_e2e, an_arc_install_translated_by_the_migration_tool_runs_the_burs
   EXPECT_EQ(done.hook, 5) << done.errors << w.sim->log();
   EXPECT_EQ(done.errors, "");
   EXPECT_EQ(done.workflow_elsewhere, 0);
+  std::cout << "[lost] " << done.lost << " of 5 runner pods went while their job ran (a real runner's job fails)\n" << done.lost_why;
   EXPECT_TRUE(eventually([&] {
     return e.c->kubectl({"-n", "arc-migrated", "get", "scaleset", "arc-migrated", "-o", "jsonpath={.status.session}"}).out == "Open";
   }, 30s)) << "the chart's ScaleSet status";

@@ -403,6 +403,20 @@ struct world {
     return out;
   }
 
+  // For a failure message when jobs do not finish: where each job and runner stands, and the pods.
+  std::string stuck_report() const {
+    std::string out = "[" + s.name + "] jobs:";
+    for (const auto& [state, n] : job_states())
+      out += " " + state + "=" + std::to_string(n);
+    out += "\n[" + s.name + "] simulator: " + testpeer::http_call(sim->ready("http") + "/state").body.substr(0, 4000) + "\n";
+    out += e.c->kubectl({"-n", s.name, "get", "pods,pvc", "-o", "wide"}).out;
+    // Who took whose room: the scheduler's preemptions and the deletions of the runners' pods.
+    out += e.c->kubectl({"-n", s.name, "get", "events", "--sort-by=.lastTimestamp", "-o",
+                         "custom-columns=AT:.lastTimestamp,REASON:.reason,OBJECT:.involvedObject.name,MESSAGE:.message"})
+               .out;
+    return out;
+  }
+
   int64_t latest_capacity(int64_t set) const {
     simdjson::dom::parser p;
     int64_t cap = -1;
@@ -463,6 +477,8 @@ struct world {
     std::string errors;
     int workflow_elsewhere = 0;  // workflow pods Running on another node than their runner pod's
     double slowest_workflow_s = 0;  // the longest from a workflow pod's create to its Running
+    int lost = 0;  // runner pods that went (preempted, evicted) while their job ran: the job dies with a real runner
+    std::string lost_why;
   };
   runner_outcomes outcomes() const {
     simdjson::dom::parser p;
@@ -475,6 +491,11 @@ struct world {
         // What the cluster said about the pod (a preemption, an eviction, a node gone), for the reader.
         out.errors += pod + ": " + std::string{error} + "\n" +
                       e.c->kubectl({"-n", s.name, "get", "events", "--field-selector", "involvedObject.name=" + pod}).out;
+      }
+      std::string_view lost;
+      if (r["lostMidJob"].get(lost) == simdjson::SUCCESS && !lost.empty()) {
+        ++out.lost;
+        out.lost_why += std::string{std::string_view(r["pod"])} + ": " + std::string{lost} + "\n";
       }
       std::string_view node, wf_node, running;
       bool dind = false;

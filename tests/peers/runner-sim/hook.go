@@ -453,6 +453,9 @@ func (s *sim) hookJob(ctx context.Context, v *runnerView, hook string, duration 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
+		if why := s.runnerPodGone(v.pod.Name); why != "" {
+			return failf("the runner's pod went while the hook waited for the job pod (%s): the runner process died with it", why)
+		}
 		if time.Now().After(deadline) {
 			return failf("pod failed to come online with error: timed out after %s", timeout)
 		}
