@@ -105,6 +105,9 @@ struct provisioner_state {
     runtime::outage outage{{std::chrono::seconds(5), std::chrono::seconds(60), std::chrono::minutes(5), 0.5}};
   } arc;
   std::set<std::string> jit_pending;  // runners registered (JIT asked for), pod create not answered
+  // kubernetes mode: the pairs' slots whose workflow room a runner pod was just pinned to (see
+  // free_workflow_room), until the cache shows that pod's annotation; forgotten after a minute.
+  std::map<std::string, caf::actor_clock::time_point> rooms_claimed;
   std::set<int64_t> podless;          // runner ids the last sweep found without a pod
   std::set<int64_t> idle_excess;      // runner ids the last sweep found idle while runners were in excess
   std::set<std::string> removing;     // idle runners being removed from GitHub (their pods still count)

@@ -130,6 +130,43 @@ void on_scale_set_update(provisioner_self* self, const msg::scale_set_update& u)
   reconcile(self);
 }
 
+// kubernetes mode: the node of a pair's workflow placeholder (Running) that no runner pod is pinned
+// to yet, a pair already handed to a job first (its runner placeholder gone: the runner fits there
+// at once), else a ready one (the runner preempts a runner placeholder there, usually before the
+// monitor hands that pair over); nullopt when every workflow room is claimed (the runner then goes
+// where the scheduler puts it, preferring a node with a workflow placeholder:
+// runners::json::workflow_room_affinity).
+std::optional<runners::workflow_room> free_workflow_room(provisioner_self* self) {
+  auto& s = self->state;
+  if (s.ctx->spec.mode != runners::runner_spec::container_mode::kubernetes || !s.ctx->pods)
+    return std::nullopt;
+  const auto now = self->clock().now();
+  for (auto it = s.rooms_claimed.begin(); it != s.rooms_claimed.end();)
+    it = now - it->second > std::chrono::minutes(1) ? s.rooms_claimed.erase(it) : std::next(it);
+  std::map<std::string, std::string> rooms;  // slot → node of its Running workflow placeholder
+  std::set<std::string> ready, claimed;      // slots whose runner placeholder stays; slots a runner holds
+  for (const auto& p : s.ctx->pods->list()) {
+    const auto* role = p->meta.label(runners::keys::role);
+    const auto* slot = p->meta.label(runners::keys::slot);
+    if (role && slot && *role == "workflow-placeholder" && p->meta.deletion_timestamp.empty() && p->phase == "Running" &&
+        !p->node_name.empty())
+      rooms.emplace(*slot, p->node_name);
+    else if (role && slot && *role == "runner-placeholder" && p->meta.deletion_timestamp.empty())
+      ready.insert(*slot);
+    else if (const auto* room = p->meta.annotation(runners::keys::workflow_room)) {
+      claimed.insert(*room);
+      s.rooms_claimed.erase(*room);  // the cache has it now
+    }
+  }
+  for (const bool handed_off : {true, false})
+    for (const auto& [slot, node] : rooms)
+      if (ready.count(slot) != handed_off && !claimed.count(slot) && !s.rooms_claimed.count(slot)) {
+        s.rooms_claimed.emplace(slot, now);
+        return runners::workflow_room{node, slot};
+      }
+  return std::nullopt;
+}
+
 // A runner's JIT configuration: its pod is created next (a failure retries the reconcile in 5 s).
 void on_jit(provisioner_self* self, jit_reply& r) {
   auto& s = self->state;
@@ -141,8 +178,14 @@ void on_jit(provisioner_self* self, jit_reply& r) {
     return;
   }
   auto* kube = s.ctx->kube;
+  auto body = runner_pod(s.ctx->spec, r.name, r.runner_id);
+  if (auto room = free_workflow_room(self)) {
+    body = runners::pinned_to_workflow_room(body, *room);
+    runtime::log::info(actor_name, "runner pinned to the node of the pair handed to its job",
+                       {{"scale_set", s.ctx->spec.name}, {"pod", r.name}, {"slot", room->slot}, {"node", room->node}});
+  }
   start_call(self, creation{creation::pod, r.name, r.runner_id, std::move(r.jit)},
-             [kube, ns = s.ctx->spec.ns, body = runner_pod(s.ctx->spec, r.name, r.runner_id)](k8s::api_callback cb) {
+             [kube, ns = s.ctx->spec.ns, body = std::move(body)](k8s::api_callback cb) {
                kube->create(k8s::kinds::pods, ns, body, std::move(cb));
              });
 }

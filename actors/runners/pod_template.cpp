@@ -288,6 +288,25 @@ runner_template_result read_runner_template(const std::string& template_json) {
   return out;
 }
 
+namespace {
+
+// json::workflow_room_affinity's preference, after the template's own preferred pod affinities.
+void add_workflow_room_affinity(Value& spec, const runner_spec& s, Document::AllocatorType& a) {
+  const auto ours = json::workflow_room_affinity(s);
+  if (ours.empty())
+    return;
+  Document d;
+  d.Parse(ours.data(), ours.size());
+  constexpr const char* preferred = "preferredDuringSchedulingIgnoredDuringExecution";
+  auto& pod_affinity = object_member(object_member(spec, "affinity", a), "podAffinity", a);
+  if (!(pod_affinity.HasMember(preferred) && pod_affinity[preferred].IsArray()))
+    set_member(pod_affinity, preferred, Value{rapidjson::kArrayType}, a);
+  for (auto& term : d[preferred].GetArray())
+    pod_affinity[preferred].PushBack(Value{term, a}, a);
+}
+
+}  // namespace
+
 std::string runner_pod_from_template(const std::string& template_json, const runner_spec& s, const std::string& pool,
                                      const std::string& name, int64_t runner_id, std::string_view scope) {
   Document t;
@@ -324,6 +343,7 @@ std::string runner_pod_from_template(const std::string& template_json, const run
     set_member(spec, "priorityClassName", str(s.runner_priority_class, a), a);
   if (s.active_deadline_seconds > 0 && !spec.HasMember("activeDeadlineSeconds"))
     spec.AddMember("activeDeadlineSeconds", Value{s.active_deadline_seconds}, a);
+  add_workflow_room_affinity(spec, s, a);
   // Before walking the containers, the lists the mode's parts go into: no member moves under them.
   if (s.mode != runner_spec::container_mode::none && !(spec.HasMember("volumes") && spec["volumes"].IsArray()))
     set_member(spec, "volumes", Value{rapidjson::kArrayType}, a);
@@ -338,6 +358,34 @@ std::string runner_pod_from_template(const std::string& template_json, const run
       }
   pod.AddMember("spec", spec, a);
 
+  rapidjson::StringBuffer out;
+  rapidjson::Writer<rapidjson::StringBuffer> w{out};
+  pod.Accept(w);
+  return {out.GetString(), out.GetSize()};
+}
+
+std::string pinned_to_workflow_room(const std::string& runner_pod_json, const workflow_room& room) {
+  Document pod;
+  pod.Parse(runner_pod_json.data(), runner_pod_json.size());
+  if (!pod.IsObject() || !pod.HasMember("spec") || !pod["spec"].IsObject())
+    return runner_pod_json;
+  auto& a = pod.GetAllocator();
+  auto& notes = object_member(object_member(pod, "metadata", a), "annotations", a);
+  set_member(notes, keys::workflow_room, str(room.slot, a), a);
+  Value values{rapidjson::kArrayType};
+  values.PushBack(str(room.node, a), a);
+  Value requirement{rapidjson::kObjectType};
+  requirement.AddMember("key", "metadata.name", a).AddMember("operator", "In", a).AddMember("values", values, a);
+  Value fields{rapidjson::kArrayType};
+  fields.PushBack(requirement, a);
+  Value term{rapidjson::kObjectType};
+  term.AddMember("matchFields", fields, a);
+  Value terms{rapidjson::kArrayType};
+  terms.PushBack(term, a);
+  Value required{rapidjson::kObjectType};
+  required.AddMember("nodeSelectorTerms", terms, a);
+  auto& node_affinity = object_member(object_member(pod["spec"], "affinity", a), "nodeAffinity", a);
+  set_member(node_affinity, "requiredDuringSchedulingIgnoredDuringExecution", std::move(required), a);
   rapidjson::StringBuffer out;
   rapidjson::Writer<rapidjson::StringBuffer> w{out};
   pod.Accept(w);

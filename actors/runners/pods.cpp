@@ -54,18 +54,25 @@ void owner_refs(runtime::json_writer& w, const owner_ref& o) {
 // nodeSelector, tolerations and required node affinity, mirrored from the runner template
 // (placeholders hold room where a runner may go; no pod (anti-)affinity or preferences: the
 // scheduler is free to pack them).
-void placement(runtime::json_writer& w, const runner_spec& s, std::string_view pinned_node, bool node_affinity) {
+void placement(runtime::json_writer& w, const runner_spec& s, std::string_view pinned_node, bool node_affinity,
+               std::string_view pod_affinity) {
   if (!s.node_selector.empty())
     w.key("nodeSelector").string_map(s.node_selector);
-  if (!pinned_node.empty()) {
-    w.key("affinity").begin_object().key("nodeAffinity").begin_object().key("requiredDuringSchedulingIgnoredDuringExecution");
-    w.begin_object().key("nodeSelectorTerms").begin_array().begin_object().key("matchFields").begin_array().begin_object();
-    w.field("key", "metadata.name").field("operator", "In").key("values").strings(std::vector<std::string>{std::string{pinned_node}});
-    w.end_object().end_array().end_object().end_array().end_object();  // the requirement, matchFields, the term, the terms, required
-    w.end_object().end_object();  // nodeAffinity, affinity
-  } else if (node_affinity && !s.required_node_affinity.empty()) {
-    w.key("affinity").begin_object().key("nodeAffinity").begin_object().key("requiredDuringSchedulingIgnoredDuringExecution")
-        .raw(s.required_node_affinity).end_object().end_object();
+  const bool required = node_affinity && !s.required_node_affinity.empty();
+  if (!pinned_node.empty() || required || !pod_affinity.empty()) {
+    w.key("affinity").begin_object();
+    if (!pinned_node.empty()) {
+      w.key("nodeAffinity").begin_object().key("requiredDuringSchedulingIgnoredDuringExecution");
+      w.begin_object().key("nodeSelectorTerms").begin_array().begin_object().key("matchFields").begin_array().begin_object();
+      w.field("key", "metadata.name").field("operator", "In").key("values").strings(std::vector<std::string>{std::string{pinned_node}});
+      w.end_object().end_array().end_object().end_array().end_object();  // the requirement, matchFields, the term, the terms, required
+      w.end_object();  // nodeAffinity
+    } else if (required) {
+      w.key("nodeAffinity").begin_object().key("requiredDuringSchedulingIgnoredDuringExecution").raw(s.required_node_affinity).end_object();
+    }
+    if (!pod_affinity.empty())
+      w.key("podAffinity").raw(pod_affinity);
+    w.end_object();  // affinity
   }
   if (s.tolerations.empty())
     return;
@@ -145,6 +152,18 @@ void container_mode_env(runtime::json_writer& w, const runner_spec& s) {
     env_value(w, "ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE", std::string{hook_template_dir} + "/" + hook_template_key);
 }
 
+std::string workflow_room_affinity(const runner_spec& s) {
+  if (s.mode != runner_spec::container_mode::kubernetes)
+    return {};
+  runtime::json_writer w;
+  w.begin_object().key("preferredDuringSchedulingIgnoredDuringExecution").begin_array().begin_object().field("weight", 100);
+  w.key("podAffinityTerm").begin_object().key("labelSelector").begin_object().key("matchLabels").begin_object();
+  w.field(keys::scale_set, s.name).field(keys::role, role_label(role::workflow_placeholder)).end_object().end_object();
+  w.field("topologyKey", "kubernetes.io/hostname").end_object();  // the term
+  w.end_object().end_array().end_object();
+  return w.take();
+}
+
 std::string work_volume_object(const runner_spec& s) {
   runtime::json_writer w;
   w.begin_object().field("name", work_volume).key("ephemeral").begin_object().key("volumeClaimTemplate").begin_object();
@@ -221,7 +240,7 @@ std::string runner_pod(const runner_spec& s, const std::string& name, int64_t ru
     w.field("activeDeadlineSeconds", s.active_deadline_seconds);
   if (!s.service_account.empty())
     w.field("serviceAccountName", s.service_account);
-  json::placement(w, s);
+  json::placement(w, s, {}, true, json::workflow_room_affinity(s));
   w.key("containers").begin_array().begin_object().field("name", "runner").field("image", s.runner_image);
   w.key("command").strings(s.runner_command);
   w.key("env").begin_array();

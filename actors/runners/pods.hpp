@@ -29,6 +29,8 @@ inline constexpr const char* owner = "headroom.dev/owner";              // the p
 // The install an object belongs to (capacity.hpp, owned_instance): on ScaleSet objects and owner
 // ConfigMaps, so one install never removes another's.
 inline constexpr const char* instance = "headroom.dev/instance";
+// kubernetes-mode runner pods: the slot of the pair handed to its job whose node it is pinned to
+inline constexpr const char* workflow_room = "headroom.dev/workflow-room";
 inline constexpr const char* pool = "headroom.dev/pool";                // scheduler runner pods: the pool that made it
 // ARC's labels on runner pods, so ARC users' selectors and dashboards keep working.
 inline constexpr const char* arc_scale_set_name = "actions.github.com/scale-set-name";
@@ -143,6 +145,17 @@ std::string hook_template_configmap(const runner_spec& s, const std::string& nam
 // `pool`, when given, is the headroom.dev/pool label (the scheduler's pools).
 std::string runner_pod(const runner_spec& s, const std::string& name, int64_t runner_id, std::string_view scope = {},
                        std::string_view pool = {});
+// kubernetes mode: a pair handed to a job, whose workflow placeholder still holds the workflow's
+// room on `node`, and that no runner pod has been pinned to yet.
+struct workflow_room {
+  std::string node, slot;
+};
+// `runner_pod_json` (runner_pod's) pinned to the room's node: a required node affinity on the
+// node's name in place of the runner's own (the pair was placed under it) and the workflow_room
+// annotation. The runner then takes the room its pair's runner placeholder left, beside the
+// workflow placeholder its workflow pod (pinned by the hook to the runner's node) preempts; a
+// runner put elsewhere left that pod to preempt what it could there, running runners included.
+std::string pinned_to_workflow_room(const std::string& runner_pod_json, const workflow_room& room);
 std::string runner_secret(const runner_spec& s, const std::string& name, const std::string& pod_uid,
                           const std::string& encoded_jit_config);
 
@@ -212,7 +225,19 @@ void owner_refs(runtime::json_writer& w, const owner_ref& o);
 // the runner template, when it has them; `pinned_node`, when given, is the one node the pod may go
 // to (a required node affinity on its name, instead of the runner's: the node satisfied that);
 // `node_affinity` false leaves the runner's node affinity out.
-void placement(runtime::json_writer& w, const runner_spec& s, std::string_view pinned_node = {}, bool node_affinity = true);
+// `pod_affinity`: a "podAffinity" object's JSON to add (workflow_room_affinity), or empty.
+void placement(runtime::json_writer& w, const runner_spec& s, std::string_view pinned_node = {}, bool node_affinity = true,
+               std::string_view pod_affinity = {});
+// kubernetes mode's runner pod: a strong preference (weight 100) for a node holding a workflow
+// placeholder of its scale set, as a "podAffinity" object's JSON; empty in the other modes. The
+// hook pins the workflow pod to its runner's node (the `work` volume is ReadWriteOnce), so a runner
+// the scheduler put where no workflow placeholder holds room (a node with more free room, which the
+// default scoring favours) left its workflow pod to preempt whatever it could there: a running
+// runner, its own among them, whose claim then went with it and the job waited for a pod that
+// could never start. Preferred, not required: a runner is never left unschedulable for want of a
+// placeholder. The consumed pair's node wins: its runner placeholder is gone, so the runner fits
+// there without preempting, beside the workflow placeholder its workflow pod then takes.
+std::string workflow_room_affinity(const runner_spec& s);
 // The runner container's env entries for its container mode (kubernetes-novolume: the hook, its
 // pod's name, a job container required, the runner image, the hook template's path; kubernetes:
 // the hook, its pod's name, a job container required, the kube scheduler, the hook template's

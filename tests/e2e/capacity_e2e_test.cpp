@@ -782,6 +782,16 @@ TEST(capacity_e2e, capacity_kubernetes_mode_shares_the_runners_node_and_volume) 
   EXPECT_EQ(done.workflow_elsewhere, 0) << "a workflow pod ran away from its runner's node (and its work volume)";
   std::cout << "[kubernetes mode] the slowest workflow pod ran " << done.slowest_workflow_s << " s after the hook made it\n";
   EXPECT_LT(done.slowest_workflow_s, 30.0) << "a workflow pod waited for room on its runner's node";
+  // A runner pod goes to the node of the pair handed to its job (its workflow pod is pinned to the
+  // runner's node; put elsewhere, it preempted a running runner there: the simulator now fails
+  // such a job, as a real runner's would fail).
+  int pinned = 0;
+  const auto log = w.headroom->full_log();
+  for (auto at = log.find("runner pinned to the node of the pair"); at != std::string::npos; at = log.find("runner pinned", at + 1))
+    ++pinned;
+  std::cout << "[kubernetes mode] " << pinned << " of 6 runner pods pinned to their pair's node\n";
+  EXPECT_GT(pinned, 0);
+  std::cout << "[lost] " << done.lost << " of 6 runner pods went while their job ran (a real runner's job fails)\n" << done.lost_why;
   // The runner pods carried ARC's kubernetes-mode parts; their claims were provisioned and bound.
   simdjson::dom::parser p;
   const int64_t volumes = p.parse(testpeer::http_call(w.sim->ready("http") + "/state").body)["volumesProvisioned"].get_int64().value_unsafe();

@@ -257,6 +257,42 @@ TEST(capacity_model, kubernetes_mode_shares_a_work_volume_and_keeps_pairs_on_one
         EXPECT_EQ(std::string_view(claim["resources"]["requests"]["storage"]), "1Gi");
       }
     EXPECT_TRUE(work) << body;
+    // The runner prefers a node holding its scale set's workflow placeholder (its pair's, whose
+    // runner placeholder was just deleted): its workflow pod is pinned to the runner's node, and
+    // elsewhere it would preempt what it could there, a running runner (its own) among them.
+    auto affinity = pod["spec"]["affinity"];
+    auto preferred = affinity["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
+    ASSERT_EQ(preferred.error(), simdjson::SUCCESS) << body;
+    ASSERT_EQ(preferred.get_array().size(), 1u) << body;
+    EXPECT_EQ(int64_t(preferred.at(0)["weight"]), 100);
+    auto term = preferred.at(0)["podAffinityTerm"];
+    EXPECT_EQ(std::string_view(term["topologyKey"]), "kubernetes.io/hostname");
+    EXPECT_EQ(std::string_view(term["labelSelector"]["matchLabels"]["headroom.dev/scale-set"]), "linux");
+    EXPECT_EQ(std::string_view(term["labelSelector"]["matchLabels"]["headroom.dev/role"]), "workflow-placeholder");
+    EXPECT_EQ(affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].error(), simdjson::NO_SUCH_FIELD)
+        << "never required: a runner is not left unschedulable for want of a placeholder";
+    EXPECT_EQ(std::string_view(affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
+                                   .at(0)["matchExpressions"].at(0)["key"]),
+              "zone")
+        << "the template's own node affinity kept: " << body;
+  }
+  {  // pinned to the node of the pair handed to its job: the node alone, the room's slot noted
+    simdjson::dom::parser parser;
+    const std::string body = runners::pinned_to_workflow_room(runner_pod(s, "linux-runner-3", 79), {"node-9", "abc"});
+    auto pod = parser.parse(body);
+    ASSERT_EQ(pod.error(), simdjson::SUCCESS) << body;
+    EXPECT_EQ(std::string_view(pod["metadata"]["annotations"]["headroom.dev/workflow-room"]), "abc");
+    EXPECT_EQ(std::string_view(pod["metadata"]["annotations"]["headroom.dev/runner-id"]), "79") << "ours kept";
+    auto terms = pod["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"];
+    ASSERT_EQ(terms.get_array().size(), 1u) << "the node alone (it satisfied the runner's terms): " << body;
+    EXPECT_EQ(std::string_view(terms.at(0)["matchFields"].at(0)["key"]), "metadata.name");
+    EXPECT_EQ(std::string_view(terms.at(0)["matchFields"].at(0)["values"].at(0)), "node-9");
+    EXPECT_EQ(std::string_view(pod["spec"]["containers"].at(0)["name"]), "runner");
+  }
+  {  // kubernetes-novolume (the workflow pod goes anywhere): no preference
+    auto novolume = spec();
+    const std::string body = runner_pod(novolume, "linux-runner-2", 78);
+    EXPECT_EQ(body.find("podAffinity"), std::string::npos) << body;
   }
   // The pair is placed by its probe first, holding both pods' room at the runner placeholder's rung
   // under the runner's own placement; its placeholders are then required on the probe's node.
