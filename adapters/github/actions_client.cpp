@@ -292,13 +292,7 @@ void actions_client::refresh_chain() {
     if (auto* f = std::get_if<token_failure>(&r)) {
       if (f->signing)
         return self->admin_ready(make_error(K::config, "sign GitHub App JWT", 0, f->message));
-      const auto what = f->status == 0     ? K::transport
-                        : f->status == 401 ? K::unauthorized
-                        : f->status == 403 ? K::forbidden
-                        : f->status == 404 ? K::not_found
-                        : f->status >= 500 ? K::server
-                                           : K::unexpected;
-      return self->admin_ready(make_error(what, "get installation access token", f->status, f->message));
+      return self->admin_ready(make_error(kind_of_status(f->status), "get installation access token", f->status, f->message));
     }
     registration_step(std::get<installation_token>(r).token, [self, at, app, installation](const std::string& refused) {
       self->opts_.tokens->forget(at, app, installation, refused);

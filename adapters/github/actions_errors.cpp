@@ -80,21 +80,22 @@ actions_error error_from_response(const std::string& operation, const http::http
     k = K::session_conflict;
   else if (has("SessionNotFound") || (r.status == 404 && session_op))
     k = K::session_not_found;
-  else if (r.status == 400)
-    k = K::bad_request;
-  else if (r.status == 401)
-    k = K::unauthorized;
-  else if (r.status == 403)
-    k = K::forbidden;
-  else if (r.status == 404)
-    k = K::not_found;
-  else if (r.status == 409)
-    k = K::conflict;
-  else if (r.status >= 500)
-    k = K::server;
   else
-    k = K::unexpected;
+    k = kind_of_status(r.status);
   return make_error(k, operation, r.status, message, t);
+}
+
+actions_error::kind kind_of_status(long status) {
+  using K = actions_error::kind;
+  switch (status) {
+    case 0: return K::transport;
+    case 400: return K::bad_request;
+    case 401: return K::unauthorized;
+    case 403: return K::forbidden;
+    case 404: return K::not_found;
+    case 409: return K::conflict;
+    default: return status >= 500 ? K::server : K::unexpected;
+  }
 }
 
 }  // namespace detail

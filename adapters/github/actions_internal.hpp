@@ -33,6 +33,8 @@ std::string scale_sets_path(int64_t id, std::string_view tail = {});
 actions_error make_error(actions_error::kind k, std::string operation, long status, std::string message,
                          std::string type_name = {});
 // The service's answer mapped to an error kind (exception type names first, then the status).
+// The kind a status says when the body names no exception (0: no answer).
+actions_error::kind kind_of_status(long status);
 actions_error error_from_response(const std::string& operation, const http::http_response& r, bool session_op);
 
 }  // namespace detail
