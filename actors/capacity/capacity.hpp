@@ -188,9 +188,10 @@ pod_state placeholder_state(const k8s::pod* p);
 std::string placeholder_pod_name(const scale_set_spec& s, const std::string& slot, role r);
 // `owner`: the per-process owner ConfigMap (in the pods' namespace; an owner reference cannot
 // cross namespaces), so a process that dies leaves nothing a successor would count.
-// `pinned_node`: kubernetes mode's placeholders, required on the node their pair's probe was placed
-// on. role::pair_probe: that probe, holding the pair's whole room (runner and workflow requests) at
-// the runner placeholder's rung.
+// `pinned_node`: a runner placeholder (and in kubernetes and dind modes the workflow placeholder),
+// required on the node their pair's probe was placed on. role::pair_probe: that probe, on the
+// workflow placeholder's rung (no runner pod can take it), holding the runner's room, or where the
+// pair shares a node (runners::same_node_pairs) the whole pair's.
 std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, role r, const owner_ref& owner,
                             const std::string& pinned_node = {});
 // A standalone runner pod: RUNNER_JITCONFIG from the Secret `<name>` (made after the pod, owned

@@ -2,20 +2,28 @@
 // runner placeholder and a workflow placeholder and tells the monitor what they say:
 //
 //   ready      both Running on a node: the scheduler has placed the pair, a job fits
-//   consumed   the runner placeholder went (a runner pod preempted it) while the workflow
-//              placeholder is Running: the workflow placeholder keeps the workflow's room until the
+//   consumed   the runner placeholder went (a runner pod preempted it): the workflow placeholder
+//              keeps the workflow's room (or, not placed yet, stays to get some) until the
 //              workflow pod (priority 20) preempts it, or until placeholderReadyTimeout passes
 //   lost       the workflow placeholder went first, or the pair could not be made (the survivor is
 //              deleted); after `consumed`, the end of the hand-off
 //   timed_out  not ready within placeholderReadyTimeout (both deleted)
 //
-// In kubernetes mode the hook pins the workflow pod to its runner's node, so the pair's two pods
-// must share one. Made at once with a pod affinity to each other, the first placed may take a node
-// with room for itself alone, the second then waits there for good, and Karpenter (which cannot
-// put it anywhere else) makes no node: a full cluster never grows. So the pair is placed by one pod
-// first, the probe, which holds the whole pair's room at the runner placeholder's rung; where the
-// scheduler (or a node Karpenter made for it) puts it, the two placeholders are made, required on
-// that node, and the probe is deleted: its room is theirs.
+// The runner placeholder is made last. A runner pod takes any runner placeholder the scheduler
+// finds (all are the same to it), so one made with its pair would be taken while the workflow
+// placeholder still waited for a node, and that runner's workflow pod, with no room held for it,
+// would preempt a running runner (the scheduler's last resort; capacity_chaos_test's apiserver
+// restart failed a job so). So a pair starts with a probe in the runner placeholder's place, on the
+// workflow placeholder's rung, where no runner pod can preempt it; Karpenter sees it and the
+// workflow placeholder together and makes room for both. Once both are on nodes, the runner
+// placeholder is made, required on the probe's node, and the probe deleted: its room is theirs.
+// In kubernetes mode the hook pins the workflow pod to its runner's node, and a dind runner pod
+// needs both rooms on its node, so the pair's two pods must share one. Made at once with a pod
+// affinity to each other, the first placed may take a node with room for itself alone, the second
+// then waits there for good, and Karpenter (which cannot put it anywhere else) makes no node: a
+// full cluster never grows. So there the probe holds the whole pair's room, alone; where the
+// scheduler (or a node Karpenter made for it) puts it, both placeholders are made, required on
+// that node, and the probe is deleted.
 //
 // The monitor feeds it its two pods' events. Stopped by the monitor (scale-down) or by an orderly
 // shutdown, it deletes its pods; when it dies with its monitor's crash it leaves them for the
@@ -27,6 +35,7 @@
 
 #include "actors/k8s/event_recorder.hpp"
 #include "actors/capacity/capacity.hpp"
+#include "actors/capacity/pair.hpp"
 #include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
 #include "messages/type_ids.hpp"
@@ -36,61 +45,7 @@
 #include "runtime/log.hpp"
 #include "runtime/typed_handle.hpp"
 
-namespace headroom::actors::capacity {
-
-namespace {
-
-constexpr std::string_view actor_name = "placeholder_pair";
-using state_t = msg::pair_report::state;
-
-struct pair_state {
-  context_ptr ctx;
-  std::string slot;
-  pair_owner monitor;
-  owner_ref owner;
-  std::string names[2];       // runner placeholder, workflow placeholder
-  bool seen[2] = {false, false};  // the informer has shown the pod at least once
-  bool deleted[2] = {false, false};  // and then its deletion (nothing of it left to delete)
-  int creating = 0;
-  state_t reported = state_t::pending;
-  bool consumed = false;  // handing the workflow's room over to the workflow pod
-  std::string runner_node;  // where the runner placeholder was placed
-  std::string probe;        // kubernetes mode: the probe's name ("" none, or adopted)
-  bool probe_seen = false, probe_deleted = false;
-  std::string pinned_node;  // where the probe was placed: the node the placeholders are made on
-  int undecided = 0;        // looks for the runner pod that took the runner placeholder
-  bool done = false;      // lost or timed out: quitting
-  bool unavailable = false;  // a create failed for the API server's availability (pair_report)
-  // Timed out: the Events about the placeholders not Running still being read (Karpenter's word on
-  // why it made no node), and what the timeout says so far.
-  int asking = 0;
-  std::string timed_out_why;
-  static inline const char* name = "headroom.placeholder_pair";
-};
-
-// The pair's timers: messages it sends only itself, one type each.
-struct ready_timeout {};    // placeholderReadyTimeout since the pair was made
-struct handoff_timeout {};  // placeholderReadyTimeout since the pair was consumed: no workflow pod came
-struct look_again {};       // the runner pod's binding may trail the runner placeholder's deletion
-struct events_bound {};     // the Event reads of a timed-out pair took too long
-
-}  // namespace
-}  // namespace headroom::actors::capacity
-
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::ready_timeout)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::handoff_timeout)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::look_again)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::events_bound)
-
-namespace headroom::actors::capacity {
-namespace {
-
-// The pair's own messages: the API server's answers to its creates (correlation: the pod's index)
-// and to its Event reads (events_correlation + the pod's index), and its timers.
-using pair_impl = pair_actor::extend<caf::reacts_to<msg::api_reply>, caf::reacts_to<ready_timeout>, caf::reacts_to<handoff_timeout>,
-                                     caf::reacts_to<look_again>, caf::reacts_to<events_bound>>;
-using pair_self = pair_impl::stateful_base<pair_state>;
-constexpr uint64_t events_correlation = 100;
+namespace headroom::actors::capacity::pair {
 
 void delete_pod(k8s::client* kube, const std::string& ns, const std::string& name) {
   k8s::delete_options o;
@@ -110,10 +65,14 @@ void delete_pods(k8s::client* kube, const std::string& ns, const std::string (&n
 }
 
 bool probing(const pair_state& st) { return !st.probe.empty() && st.pinned_node.empty(); }
+// The probe holds the whole pair's room, and the placeholders are made after it (kubernetes, dind);
+// otherwise it holds the runner's, beside the workflow placeholder made at once.
+bool whole_pair_probe(const pair_state& st) { return runners::same_node_pairs(st.ctx->spec); }
 
-// The pods whose placement the pair waits for: the probe while it is placed, then the placeholders.
 std::vector<std::string> watched(const pair_state& st) {
-  return probing(st) ? std::vector<std::string>{st.probe} : std::vector<std::string>{st.names[0], st.names[1]};
+  if (!probing(st))
+    return {st.names[0], st.names[1]};
+  return whole_pair_probe(st) ? std::vector<std::string>{st.probe} : std::vector<std::string>{st.probe, st.names[1]};
 }
 
 void delete_probe(pair_state& st) {
@@ -137,14 +96,7 @@ void report(pair_self* self, state_t s, std::string reason = {}) {
   self->send(st.monitor, msg::pair_report{s, st.slot, std::move(reason), s == state_t::lost && st.unavailable});
 }
 
-// How a pair's end is told on the ScaleSet object.
-enum class notice {
-  warning,   // PlaceholderPairLost / PlaceholderPairTimedOut
-  handoff,   // the designed end of a hand-off: no Event
-  node_gone, // its node stopped taking pods (cordon, drain, disruption): Normal, a new pair follows
-};
-
-void finish(pair_self* self, state_t s, const std::string& reason, notice how = notice::warning) {
+void finish(pair_self* self, state_t s, const std::string& reason, notice how) {
   auto& st = self->state;
   if (st.done)
     return;
@@ -192,27 +144,6 @@ bool runner_took(const pair_state& st, std::time_t now) {
   return false;
 }
 
-// Why the pair is not placed, as the scheduler said it on each placeholder not Running (its
-// PodScheduled condition: "0/6 nodes are available: …"), so the Event and the ScaleSet's condition
-// keep the cause after the pods are deleted (#61: "not Running within 20000 ms" said nothing).
-std::string unplaced_why(const pair_state& st) {
-  constexpr size_t max_message = 400;
-  std::string out;
-  for (const auto& name : watched(st)) {
-    const auto p = st.ctx->pods->get(st.ctx->spec.ns, name);
-    if (p && p->phase == "Running")
-      continue;
-    std::string said = !p ? "not seen" : p->phase.empty() ? "Pending" : p->phase;
-    if (const auto* c = p ? p->find_condition("PodScheduled") : nullptr; c != nullptr && c->status == "False") {
-      said = c->reason.empty() ? "not scheduled" : c->reason;
-      if (!c->message.empty())
-        said += ": " + c->message.substr(0, max_message) + (c->message.size() > max_message ? "…" : "");
-    }
-    out += "; " + name + " " + said;
-  }
-  return out;
-}
-
 // "node N cordoned" when a placeholder of the pair sits on a node that takes no new pods: the
 // runner that would take the pair's room could not be placed there, so the pair is not room (#61:
 // pairs on cordoned and disrupted nodes were advertised for minutes). "" otherwise, and while the
@@ -228,12 +159,17 @@ std::string refusing_node(const pair_state& st, const std::shared_ptr<const k8s:
     if (auto why = node_refuses_pods(node.get(), st.ctx->spec.tolerations); !why.empty())
       return "node " + pods[i]->node_name + " " + why;
   }
+  // The node the probe chose, which a placeholder made after it is required on, though not bound yet.
+  if (!st.pinned_node.empty())
+    if (auto why = node_refuses_pods(nodes->get("", st.pinned_node).get(), st.ctx->spec.tolerations); !why.empty())
+      return "node " + st.pinned_node + " " + why;
   return {};
 }
 
 void create_pod(pair_self* self, role r, int index);
 
-// The probe's turn: once the scheduler has put it on a node, the placeholders are made there.
+// The probe's turn: once the scheduler has put it (and the workflow placeholder beside it) on a
+// node, the runner placeholder (or both placeholders) is made on the probe's node.
 void evaluate_probe(pair_self* self) {
   auto& st = self->state;
   const auto p = st.ctx->pods->get(st.ctx->spec.ns, st.probe);
@@ -242,12 +178,24 @@ void evaluate_probe(pair_self* self) {
     st.probe_deleted = st.probe_deleted || !p;  // nothing of it left to delete
     return finish(self, state_t::lost, st.probe + (p ? " " + p->phase : " deleted"));
   }
-  if (!p || p->node_name.empty())
+  bool workflow_placed = true;
+  if (!whole_pair_probe(st)) {
+    const auto w = st.ctx->pods->get(st.ctx->spec.ns, st.names[1]);
+    st.seen[1] = st.seen[1] || w != nullptr;
+    st.deleted[1] = !w && st.seen[1] && st.creating == 0;
+    if (placeholder_state(w.get()) == pod_state::gone || st.deleted[1])
+      return finish(self, state_t::lost, st.names[1] + (w ? " " + w->phase : " deleted"));
+    workflow_placed = w && !w->node_name.empty();
+  }
+  if (!p || p->node_name.empty() || !workflow_placed)
     return report(self, state_t::pending);
   st.pinned_node = p->node_name;
-  st.deleted[0] = st.deleted[1] = false;
+  st.deleted[0] = false;
   create_pod(self, role::runner_placeholder, 0);
-  create_pod(self, role::workflow_placeholder, 1);
+  if (whole_pair_probe(st)) {
+    st.deleted[1] = false;
+    create_pod(self, role::workflow_placeholder, 1);
+  }
   delete_probe(st);  // its room is theirs; they are in the scheduler's queue already, or on the way
   report(self, state_t::pending);
 }
@@ -296,8 +244,6 @@ void evaluate(pair_self* self) {
   if (auto refused = refusing_node(st, pods, states); !refused.empty())
     return finish(self, state_t::lost, refused + ": a new pair is made elsewhere", notice::node_gone);
   if (went[0]) {
-    if (states[1] != pod_state::running)
-      return finish(self, state_t::lost, why(0));
     if (!runner_took(st, static_cast<std::time_t>(runtime::actor_system_clock{self->clock()}.wall_seconds()))) {
       if (st.undecided++ < 6) {  // the runner pod's binding may trail the victim's deletion
         report(self, state_t::pending);
@@ -306,62 +252,22 @@ void evaluate(pair_self* self) {
       }
       return finish(self, state_t::lost, why(0) + ", not by a runner");
     }
-    // A runner took the runner placeholder: keep the workflow's room until its pod arrives.
+    // A runner took the runner placeholder: keep the workflow's room until its pod arrives. Also
+    // when the workflow placeholder is not placed yet: the scheduler takes any runner placeholder
+    // for a runner pod, a pending pair's too, and that runner's workflow pod then has no room held
+    // anywhere; ending the pair (as it once did) deleted the one pod that would get it some (a
+    // node from Karpenter, room freed), and the workflow pod, finding none, preempted a running
+    // runner (capacity_chaos_test's apiserver restart: the job failed with its runner).
     st.consumed = true;
-    runtime::log::info(actor_name, "pair consumed: the workflow placeholder holds on",
+    runtime::log::info(actor_name,
+                       states[1] == pod_state::running ? "pair consumed: the workflow placeholder holds on"
+                                                       : "pair consumed before it was placed: the workflow placeholder stays to hold the room once placed",
                        {{"scale_set", st.ctx->spec.name}, {"slot", st.slot}, {"reason", why(0)}});
     report(self, state_t::consumed, why(0));
     self->delayed_send(self, st.ctx->spec.placeholder_ready_timeout, handoff_timeout{});
     return;
   }
   report(self, states[0] == pod_state::running && states[1] == pod_state::running ? state_t::ready : state_t::pending);
-}
-
-// The end of a timed-out pair, once what Karpenter said (if anything) is known. A pair that became
-// ready or ended otherwise meanwhile is not timed out.
-void end_timed_out(pair_self* self) {
-  auto& st = self->state;
-  st.asking = 0;
-  if (st.done || st.consumed || st.reported == state_t::ready)
-    return;
-  finish(self, state_t::timed_out, st.timed_out_why);
-}
-
-// Not ready within placeholderReadyTimeout: what the scheduler said is on the pods; what Karpenter
-// said (why it made no node: "all available instance types exceed limits for nodepool …") is only
-// in an Event about the pod, so those are read first, one list per placeholder not Running, bounded
-// by 5 s. Without the grant to list Events (chart: scaleSets' Role) the pair times out as before.
-void time_out(pair_self* self) {
-  auto& st = self->state;
-  st.timed_out_why = "not Running within " + std::to_string(st.ctx->spec.placeholder_ready_timeout.count()) + " ms" + unplaced_why(st);
-  const auto names = watched(st);
-  for (size_t i = 0; i < names.size(); ++i) {
-    const auto p = st.ctx->pods->get(st.ctx->spec.ns, names[i]);
-    if (p && p->phase == "Running")
-      continue;
-    ++st.asking;
-    k8s::list_options o;
-    o.field_selector = "involvedObject.name=" + names[i];
-    call_into(self, events_correlation + static_cast<uint64_t>(i),
-              [kube = st.ctx->kube, ns = st.ctx->spec.ns, o](k8s::api_callback cb) { kube->list(k8s::kinds::events, ns, o, std::move(cb)); });
-  }
-  if (st.asking == 0)
-    return end_timed_out(self);
-  self->delayed_send(self, std::chrono::seconds(5), events_bound{});
-}
-
-// One placeholder's Events: the newest Karpenter said is added to the reason.
-void karpenter_said(pair_self* self, const msg::api_reply& r) {
-  auto& st = self->state;
-  if (st.asking == 0)
-    return;  // after the bound: the pair has timed out already
-  const auto names = watched(st);
-  const auto& name = names[(r.correlation - events_correlation) % names.size()];
-  if (r.ok)
-    if (auto note = k8s::newest_event_from(r.body, "karpenter"); !note.empty())
-      st.timed_out_why += "; " + name + " Karpenter: " + note;
-  if (--st.asking == 0)
-    end_timed_out(self);
 }
 
 void create_pod(pair_self* self, role r, int index) {
@@ -374,24 +280,34 @@ void create_pod(pair_self* self, role r, int index) {
             });
 }
 
-// The pair's pods made (adopting: those missing); in kubernetes mode its probe first.
+// The pair's pods made (adopting: those missing): the probe first, with the workflow placeholder
+// beside it unless the probe holds the whole pair's room (see the top of this file). In `none`
+// mode no workflow pod comes to need the room a runner took: both placeholders at once.
 void make_pods(pair_self* self, bool adopt) {
   auto& st = self->state;
   const role roles[2] = {role::runner_placeholder, role::workflow_placeholder};
-  if (runners::same_node_pairs(st.ctx->spec)) {
+  if (adopt) {  // adopted by its placeholders: a probe left beside them goes
     st.probe = placeholder_pod_name(st.ctx->spec, st.slot, role::pair_probe);
-    if (adopt) {  // adopted by its placeholders: a probe left beside them goes
-      st.probe_seen = st.probe_deleted = st.ctx->pods->get(st.ctx->spec.ns, st.probe) == nullptr;
-      delete_probe(st);
-      st.probe.clear();
-    } else {
-      st.deleted[0] = st.deleted[1] = true;  // not made yet: nothing to delete
-      create_pod(self, role::pair_probe, 2);
-    }
+    st.probe_seen = st.probe_deleted = st.ctx->pods->get(st.ctx->spec.ns, st.probe) == nullptr;
+    delete_probe(st);
+    st.probe.clear();
+    for (int i = 0; i < 2; ++i)
+      if (!st.ctx->pods->get(st.ctx->spec.ns, st.names[i]))
+        create_pod(self, roles[i], i);
+    return;
   }
-  for (int i = 0; i < 2 && st.probe.empty(); ++i)
-    if (!adopt || !st.ctx->pods->get(st.ctx->spec.ns, st.names[i]))
+  if (runners::no_workflow_pod(st.ctx->spec) && !whole_pair_probe(st)) {  // none: the job runs in the runner pod
+    for (int i = 0; i < 2; ++i)
       create_pod(self, roles[i], i);
+    return;
+  }
+  st.probe = placeholder_pod_name(st.ctx->spec, st.slot, role::pair_probe);
+  st.deleted[0] = st.deleted[1] = true;  // not made yet: nothing to delete
+  create_pod(self, role::pair_probe, 2);
+  if (!whole_pair_probe(st)) {
+    st.deleted[1] = false;
+    create_pod(self, role::workflow_placeholder, 1);
+  }
 }
 
 pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::string slot, bool adopt, pair_owner monitor,
@@ -477,11 +393,13 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
   };
 }
 
-}  // namespace
+}  // namespace headroom::actors::capacity::pair
+
+namespace headroom::actors::capacity {
 
 pair_actor spawn_placeholder_pair(caf::actor_system& sys, context_ptr ctx, std::string slot, bool adopt, pair_owner monitor,
                                   owner_ref owner) {
-  return sys.spawn(pair_behavior, std::move(ctx), std::move(slot), adopt, std::move(monitor), std::move(owner));
+  return sys.spawn(pair::pair_behavior, std::move(ctx), std::move(slot), adopt, std::move(monitor), std::move(owner));
 }
 
 }  // namespace headroom::actors::capacity

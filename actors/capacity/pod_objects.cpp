@@ -34,7 +34,11 @@ void pair_resources(runtime::json_writer& w, const scale_set_spec& s) {
 std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, role r, const owner_ref& owner,
                             const std::string& pinned_node) {
   const bool runner = r == role::runner_placeholder || r == role::pair_probe;
-  const std::string& priority = s.priority_classes.of(runner ? rung::placeholder_runner : rung::placeholder_workflow);
+  // A probe sits on the workflow placeholder's rung: above the runner pods, which take every
+  // runner placeholder they can, so no runner takes room its pair has not yet held for the
+  // workflow (see placeholder_pair.cpp).
+  const std::string& priority =
+      s.priority_classes.of(r == role::runner_placeholder ? rung::placeholder_runner : rung::placeholder_workflow);
   runtime::json_writer w;
   w.begin_object().field("apiVersion", "v1").field("kind", "Pod");
   w.key("metadata").begin_object().field("name", placeholder_pod_name(s, slot, r)).field("namespace", s.ns);
@@ -55,7 +59,7 @@ std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, ro
   w.key("containers").begin_array().begin_object().field("name", "placeholder").field("image", s.placeholder_image);
   w.key("command").strings(s.placeholder_command);
   w.key("resources");
-  if (r == role::pair_probe)
+  if (r == role::pair_probe && runners::same_node_pairs(s))
     pair_resources(w, s);
   else if (runner)
     resources(w, s.runner_cpu, s.runner_memory, s.runner_extended);

@@ -39,7 +39,8 @@ inline constexpr const char* arc_scale_set_namespace = "actions.github.com/scale
 inline constexpr const char* arc_ephemeral_runner = "actions-ephemeral-runner";
 }  // namespace keys
 
-// pair_probe: kubernetes mode's one pod of a pair's whole room, placed before the pair (placeholder_pair).
+// pair_probe: the pod a pair places first, in its runner placeholder's stead (and in kubernetes and dind
+// modes holding the whole pair's room), so no runner takes a pair not yet placed (placeholder_pair).
 enum class role { runner_placeholder, workflow_placeholder, runner, workflow, pair_probe };
 const char* role_label(role r);
 // A runner pod: headroom's (role runner) or, in arc mode, one ARC made for an EphemeralRunner.

@@ -99,7 +99,8 @@ void expect_recovered(world& w, int64_t set, int jobs, const std::string& fault,
     if (int64_t(j["scaleSetId"]) == set) {
       requeues += int64_t(j["requeues"]);
       EXPECT_EQ(std::string_view(j["result"]), "succeeded") << fault << ": job " << int64_t(j["runnerRequestId"]) << "\n"
-                                                            << w.outcomes().errors;
+                                                            << w.outcomes().errors << "\n" << w.stuck_report() << "\n"
+                                                            << w.headroom->full_log();
       EXPECT_TRUE(runners.insert(int64_t(j["runnerId"])).second) << fault << ": two jobs ran on one runner";
     }
   if (same_process) {

@@ -44,6 +44,20 @@ inline int audited(const world& w, int64_t set) {
   auto r = w.audit(set);
   for (const auto& v : r.violations)
     ADD_FAILURE() << w.s.name << ": " << v;
+  if (!r.violations.empty()) {  // what the audit judged by: the polls, the cluster's timeline, headroom's word
+    std::string decisions;
+    const auto log = w.headroom->full_log();
+    for (size_t at = 0, end; at < log.size(); at = end + 1) {
+      end = log.find('\n', at);
+      if (end == std::string::npos)
+        end = log.size();
+      const auto line = std::string_view(log).substr(at, end - at);
+      if (line.find("\"msg\":\"capacity\"") != std::string_view::npos || line.find("placeholder_pair") != std::string_view::npos)
+        decisions.append(line).append("\n");
+    }
+    std::cout << "[audit] peer: " << w.e.peer->control("/state").body.substr(0, 20000) << "\n[audit] simulator: "
+              << testpeer::http_call(w.sim->ready("http") + "/state").body.substr(0, 20000) << "\n[audit] headroom:\n" << decisions;
+  }
   std::cout << "[audit] " << w.s.name << ": " << r.checked << " polls checked against the cluster, "
             << r.violations.size() << " over-advertised\n";
   return r.checked;

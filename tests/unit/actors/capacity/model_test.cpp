@@ -294,8 +294,9 @@ TEST(capacity_model, kubernetes_mode_shares_a_work_volume_and_keeps_pairs_on_one
     const std::string body = runner_pod(novolume, "linux-runner-2", 78);
     EXPECT_EQ(body.find("podAffinity"), std::string::npos) << body;
   }
-  // The pair is placed by its probe first, holding both pods' room at the runner placeholder's rung
-  // under the runner's own placement; its placeholders are then required on the probe's node.
+  // The pair is placed by its probe first, holding both pods' room at the workflow placeholder's
+  // rung (no runner pod can take it) under the runner's own placement; its placeholders are then
+  // required on the probe's node.
   const owner_ref owner{"v1", "ConfigMap", "headroom-owner-1", "uid-1"};
   {
     simdjson::dom::parser parser;
@@ -304,7 +305,7 @@ TEST(capacity_model, kubernetes_mode_shares_a_work_volume_and_keeps_pairs_on_one
     ASSERT_EQ(probe.error(), simdjson::SUCCESS) << body;
     EXPECT_EQ(std::string_view(probe["metadata"]["name"]), "linux-ph-abc-probe");
     EXPECT_EQ(std::string_view(probe["metadata"]["labels"]["headroom.dev/role"]), "pair-probe");
-    EXPECT_EQ(std::string_view(probe["spec"]["priorityClassName"]), "placeholder-runner");
+    EXPECT_EQ(std::string_view(probe["spec"]["priorityClassName"]), "placeholder-workflow");
     EXPECT_EQ(std::string_view(probe["spec"]["preemptionPolicy"]), "Never");
     auto p = std::get<k8s::pod>(k8s::decode_pod(body));
     EXPECT_EQ(p.spec->requests.cpu_milli, 1000 + s.workflow_requests.cpu_milli) << "the runner's and the workflow's cpu";

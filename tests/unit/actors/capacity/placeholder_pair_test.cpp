@@ -9,6 +9,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <map>
 #include <memory>
 #include <optional>
 #include <string>
@@ -151,6 +152,94 @@ TEST_F(pair_fixture, ready_only_when_both_placeholders_run_and_lost_when_the_wor
   EXPECT_NE(reports->back().reason.find(names[1]), std::string::npos) << reports->back().reason;
   ASSERT_EQ(waiting("DELETE"), 1u) << "the pod the watch showed deleted is not deleted again";
   EXPECT_NE(find("DELETE", names[0]), nullptr) << "the runner placeholder is deleted";
+}
+
+// kubernetes-novolume: the pair starts with a probe in its runner placeholder's stead, on the
+// workflow placeholder's rung (no runner pod can preempt it), beside its workflow placeholder; the
+// runner placeholder is made, required on the probe's node, only once both are on nodes. A runner
+// pod, which takes any runner placeholder it finds, then never takes a pair whose workflow room is
+// not held: its workflow pod would find none and preempt a running runner.
+TEST_F(pair_fixture, the_runner_placeholder_is_made_once_the_probe_and_the_workflow_placeholder_are_placed) {
+  mode = actors::runners::runner_spec::container_mode::kubernetes_novolume;
+  start();
+  std::map<std::string, std::string> priority;
+  for (const auto& c : io.waiting())
+    if (c.request.method == "POST") {
+      simdjson::dom::parser p;
+      auto pod = p.parse(c.request.body);
+      priority[std::string(std::string_view(pod["metadata"]["name"]))] = std::string(std::string_view(pod["spec"]["priorityClassName"]));
+    }
+  ASSERT_EQ(priority.size(), 2u) << waiting_text();
+  EXPECT_EQ(priority["linux-ph-a1b2c3d4-probe"], "placeholder-workflow") << "out of the runner pods' reach";
+  EXPECT_EQ(priority.count("linux-ph-a1b2c3d4-workflow"), 1u);
+  create_both();
+  pod_is("ADDED", "linux-ph-a1b2c3d4-probe", "Pending", "node-1");
+  pod_is("ADDED", "linux-ph-a1b2c3d4-workflow", "Pending");
+  EXPECT_EQ(waiting("POST"), 0u) << "no runner placeholder while the workflow placeholder waits for a node";
+  pod_is("MODIFIED", "linux-ph-a1b2c3d4-workflow", "Pending", "node-2");  // split: another node
+  ASSERT_EQ(waiting("POST"), 1u) << waiting_text();
+  simdjson::dom::parser p;
+  auto runner = p.parse(find("POST")->body);
+  EXPECT_EQ(std::string_view(runner["metadata"]["name"]), "linux-ph-a1b2c3d4-runner");
+  EXPECT_EQ(std::string_view(runner["spec"]["priorityClassName"]), "placeholder-runner");
+  EXPECT_EQ(std::string_view(runner["spec"]["affinity"]["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]
+                                ["nodeSelectorTerms"].at(0)["matchFields"].at(0)["values"].at(0)),
+            "node-1");
+  EXPECT_NE(find("DELETE", "linux-ph-a1b2c3d4-probe"), nullptr) << "the probe gives its room to the runner placeholder";
+  create_both();
+  pod_is("ADDED", "linux-ph-a1b2c3d4-runner", "Running", "node-1");
+  EXPECT_TRUE(reports->empty() || reports->back().what == state::pending);
+  pod_is("MODIFIED", "linux-ph-a1b2c3d4-workflow", "Running", "node-2");
+  ASSERT_FALSE(reports->empty());
+  EXPECT_EQ(reports->back().what, state::ready);
+}
+
+// A pair placed up to its workflow placeholder's start (bound, not Running yet) whose runner
+// placeholder a runner pod took is consumed: the workflow placeholder stays, to hold the room that
+// runner's workflow pod needs, until the workflow pod takes it. (Ending the pair, as it once did,
+// deleted the one pod that held that room.)
+TEST_F(pair_fixture, a_runner_taking_a_pair_whose_workflow_placeholder_starts_consumes_it) {
+  mode = actors::runners::runner_spec::container_mode::kubernetes_novolume;
+  start();
+  create_both();
+  pod_is("ADDED", "linux-ph-a1b2c3d4-probe", "Pending", "node-1");
+  pod_is("ADDED", "linux-ph-a1b2c3d4-workflow", "Pending", "node-1");
+  create_both();
+  const std::string names[2] = {"linux-ph-a1b2c3d4-runner", "linux-ph-a1b2c3d4-workflow"};
+  pod_is("ADDED", names[0], "Running", "node-1");
+  runner_pod_on("linux-runner-x", "node-1");
+  pod_is("DELETED", names[0], "Running", "node-1");  // the preemption's victim
+  ASSERT_FALSE(reports->empty());
+  EXPECT_EQ(reports->back().what, state::consumed) << reports->back().reason;
+  EXPECT_EQ(find("DELETE", names[1]), nullptr) << "the workflow placeholder stays";
+  pod_is("MODIFIED", names[1], "Running", "node-1");
+  EXPECT_EQ(reports->back().what, state::consumed);
+  pod_is("DELETED", names[1], "Running", "node-1");  // the workflow pod preempted it
+  EXPECT_EQ(reports->back().what, state::lost);
+  EXPECT_NE(reports->back().reason.find("hand-off over"), std::string::npos) << reports->back().reason;
+}
+
+// Not by a runner (a pod of another kind preempted it, or it was deleted): the pair is lost and
+// its workflow placeholder goes, once the runner pod's binding could have shown (3 s).
+TEST_F(pair_fixture, a_pending_pair_whose_runner_placeholder_goes_not_to_a_runner_is_lost) {
+  mode = actors::runners::runner_spec::container_mode::kubernetes_novolume;
+  start();
+  create_both();
+  pod_is("ADDED", "linux-ph-a1b2c3d4-probe", "Pending", "node-1");
+  pod_is("ADDED", "linux-ph-a1b2c3d4-workflow", "Pending", "node-1");
+  create_both();
+  const std::string names[2] = {"linux-ph-a1b2c3d4-runner", "linux-ph-a1b2c3d4-workflow"};
+  pod_is("ADDED", names[0], "Running", "node-1");
+  pod_is("DELETED", names[0], "Running", "node-1");
+  for (int i = 0; i < 6; ++i) {
+    EXPECT_TRUE(reports->empty() || reports->back().what == state::pending);
+    sched.advance_time(500ms);
+    sched.run();
+  }
+  ASSERT_FALSE(reports->empty());
+  EXPECT_EQ(reports->back().what, state::lost);
+  EXPECT_NE(reports->back().reason.find("not by a runner"), std::string::npos) << reports->back().reason;
+  EXPECT_NE(find("DELETE", names[1]), nullptr) << "the workflow placeholder goes";
 }
 
 // dind and none: no workflow pod will come, so once a runner pod took the pair (preempting its
