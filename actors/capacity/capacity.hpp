@@ -69,8 +69,10 @@ using runners::role_label;
 using runners::runner_pod;
 using runners::runner_secret;
 
-// The PriorityClasses of the ladder. Runner pods (0) preempt runner placeholders (−10); workflow
-// pods (20) preempt workflow placeholders (10); placeholders preempt nothing. Their names are the
+// The PriorityClasses of the ladder. Runner pods (0) preempt runner placeholders (−10);
+// placeholders and workflow pods (20) preempt nothing: a workflow pod is given the room its
+// workflow placeholder (10) held by headroom (monitor_workflow_rooms.cpp), for on this ladder it
+// could preempt a running runner. Their names are the
 // deployment's (`priorityClasses` in the configuration; the chart names them after its release, so
 // two releases never share one); `default_name` is the seed's.
 enum class rung : uint8_t { placeholder_runner, runner, placeholder_workflow, workflow };
@@ -85,7 +87,7 @@ inline constexpr priority_class_spec priority_ladder[] = {
     {rung::placeholder_runner, -10, false, "placeholder-runner", "headroom runner placeholders: hold a runner's room until a runner pod takes it"},
     {rung::runner, 0, true, "arc-runner", "GitHub Actions runner pods"},
     {rung::placeholder_workflow, 10, false, "placeholder-workflow", "headroom workflow placeholders: hold a workflow pod's room"},
-    {rung::workflow, 20, true, "arc-workflow", "GitHub Actions workflow (job container) pods"},
+    {rung::workflow, 20, false, "arc-workflow", "GitHub Actions workflow (job container) pods: given a held room by headroom, never preempting"},
 };
 
 // The ladder's class names, by rung.

@@ -85,6 +85,10 @@ struct monitor_state {
   std::map<std::string, pair_entry> pairs;  // slot → pair (capacity, placed or not yet)
   std::map<std::string, pair_actor> handoffs;  // slot → consumed pair still holding the workflow's room
   std::deque<std::string> handoff_order;       // their slots, oldest first (ended ones skipped)
+  // Workflow pods a held room was given to (monitor_workflow_rooms.cpp), until placed or gone; and
+  // whether some wait with none to give (as last logged).
+  std::set<std::string> rooms_given;
+  bool workflows_waiting = false;
   std::set<std::string> deleting;           // foreign placeholders being deleted
   // Slots whose pair ended (never adopted again), and when. A pod of one that outlives its pair by
   // retire_grace is deleted here: a pair stopped while its creates were in flight deletes before
@@ -167,6 +171,8 @@ void delete_placeholder(monitor_self* self, const std::string& name);
 
 // monitor_recompute.cpp: count, size the pairs, renew, publish.
 void recompute(monitor_self* self);
+// monitor_workflow_rooms.cpp: each workflow pod the scheduler found no room for is given a held one.
+void give_workflow_rooms(monitor_self* self);
 
 // monitor_setup.cpp
 void begin_setup(monitor_self* self);

@@ -326,6 +326,7 @@ void recompute(monitor_self* self) {
   const auto census = count_pods(self, in);
   in.assigned_jobs = std::max<int64_t>(0, st.assigned - census.ended_unreported);
   std::erase_if(st.started, [&](const std::string& n) { return st.census.runner(n) == nullptr; });  // its pod is gone
+  give_workflow_rooms(self);
   end_finished_handoffs(self, std::max(in.assigned_jobs, census.runners_going));
   for (const auto& [slot, e] : st.pairs)
     if (e.state == state_t::ready)

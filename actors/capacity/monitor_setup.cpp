@@ -115,6 +115,22 @@ bool unanswered(const msg::api_reply& r) {
                    kind == api_kind::unexpected);
 }
 
+// A class made before the workflow rung stopped preempting (preemptionPolicy is immutable, so it
+// stays as it was made): its workflow pods may still preempt a running runner as the scheduler's
+// last resort. Said once by each scale set's monitor at start; headroom still gives those pods
+// their rooms (monitor_workflow_rooms.cpp), so most never need to preempt.
+void note_preemption_policy(const scale_set_spec& spec, const call_info& call, std::string_view body) {
+  const auto* pc = std::find_if(std::begin(priority_ladder), std::end(priority_ladder),
+                                [&](const priority_class_spec& p) { return call.expected_value == p.value; });
+  if (pc == std::end(priority_ladder) || pc->of != rung::workflow || k8s::string_at(body, {"preemptionPolicy"}) == "Never")
+    return;
+  runtime::log::warn(actor_name,
+                     "PriorityClass " + call.name + " lets workflow pods preempt: made before headroom gave them their rooms, "
+                     "they may still preempt a running runner when no placeholder holds room; delete it while no workflow pod "
+                     "starts, and headroom (or the chart) makes it again with preemptionPolicy Never",
+                     {{"scale_set", spec.name}, {"priority_class", call.name}});
+}
+
 // The seed's PriorityClasses: created (or read first, as the chart may have made them); an
 // existing class must have our value.
 void on_priority_class_reply(monitor_self* self, const call_info& call, const msg::api_reply& r) {
@@ -158,6 +174,7 @@ void on_priority_class_reply(monitor_self* self, const call_info& call, const ms
         self->quit(caf::make_error(caf::sec::runtime_error, problem));
         return;
       }
+      note_preemption_policy(self->state.ctx->spec, call, r.body);
       finish_setup_step(self);
       return;
     }

@@ -37,6 +37,7 @@ void pod_census::forget(const std::string& name) {
     runners_.erase(it);  // the key views the erased entry's pod: nothing refers to it after this
   }
   placeholders_.erase(name);
+  workflows_.erase(name);
 }
 
 void pod_census::apply(msg::object_change change, const std::shared_ptr<const k8s::pod>& pod) {
@@ -56,6 +57,8 @@ void pod_census::apply(msg::object_change change, const std::shared_ptr<const k8
   if (r != nullptr && (*r == role_label(role::runner_placeholder) || *r == role_label(role::workflow_placeholder) ||
                        *r == role_label(role::pair_probe))) {
     placeholders_.emplace(name, pod);
+  } else if (r != nullptr && *r == role_label(role::workflow)) {
+    workflows_.emplace(name, pod);
   }
 }
 

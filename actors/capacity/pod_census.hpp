@@ -45,6 +45,7 @@ class pod_census {
   void rebuild(const Range& pods) {
     runners_.clear();
     placeholders_.clear();
+    workflows_.clear();
     totals_ = {};
     for (const auto& p : pods)
       apply(msg::object_change::added, p);
@@ -68,6 +69,8 @@ class pod_census {
   const runner_mark* runner(const std::string& name) const;
   // The placeholder pods (either role, and kubernetes mode's pair probes), by name.
   const std::map<std::string, std::shared_ptr<const k8s::pod>>& placeholders() const { return placeholders_; }
+  // The workflow pods the runners' container hook made (the hook template's role label), by name.
+  const std::map<std::string, std::shared_ptr<const k8s::pod>>& workflows() const { return workflows_; }
 
   static runner_mark mark_of(const k8s::pod& p);
 
@@ -86,6 +89,7 @@ class pod_census {
   };
   std::unordered_map<std::string_view, runner_entry> runners_;
   std::map<std::string, std::shared_ptr<const k8s::pod>> placeholders_;
+  std::map<std::string, std::shared_ptr<const k8s::pod>> workflows_;
   runner_totals totals_;
 };
 

@@ -43,6 +43,7 @@ constexpr series gauges[] = {
     {"headroom_capacity_nodepool_limited", "1 while every Karpenter NodePool that can make this scale set's nodes is at its limits"},
     {"headroom_capacity_pairs_withheld", "Pairs wanted but not made: the NodePools are at their limits, or maxBurstCapacity pairs are pending, or the scale set's share of burstBudget.maxPendingPairs"},
     {"headroom_capacity_burst_share", "The pending pairs this scale set may hold: its fair share of the cluster's burstBudget.maxPendingPairs (only when that is set)"},
+    {"headroom_capacity_workflow_pods_waiting", "Workflow pods the scheduler found no room for and no workflow placeholder holds any for (they wait for a node)"},
     {"headroom_arc_runner_set_unavailable", "arc mode: 1 while ARC's EphemeralRunnerSet cannot be found or patched (retried with backoff)"},
 };
 constexpr series counters[] = {
@@ -50,6 +51,7 @@ constexpr series counters[] = {
     {"headroom_capacity_advertised_pair_deletes_total", "Placeholder pairs stopped on scale-down"},
     {"headroom_capacity_advertised_pair_timeouts_total", "Placeholder pairs not Running within placeholderReadyTimeout"},
     {"headroom_capacity_placeholder_renewals_total", "Ready pairs past placeholderTTL replaced by a successor placed first"},
+    {"headroom_capacity_workflow_rooms_given_total", "Workflow pods given a held room: the workflow placeholder of a hand-off (or a ready pair) deleted for them"},
     {"headroom_runner_health_actions_total", "Runner pods replaced or removed by the health check"},
     {"headroom_orphan_runners_removed_total", "GitHub runners of the scale set with no pod, removed by the provisioner's sweep"},
     {"headroom_idle_runners_removed_total", "Idle runners beyond the desired count, removed from GitHub and their pods deleted (scale-down)"},

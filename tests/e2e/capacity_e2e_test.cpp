@@ -711,8 +711,8 @@ TEST(capacity_e2e, capacity_workflow_room_is_protected) {
 
   // #54: the workflow pod is the runner's container hook's (the simulator acting as the hook with the
   // runner pod's own ServiceAccount token), built from the hook template headroom mounts on the runner
-  // pod: the ladder's workflow PriorityClass, so it preempts the workflow placeholder, and the
-  // workflow's resources, so it takes the room the placeholder held.
+  // pod: the ladder's workflow PriorityClass (it preempts nothing: headroom gives it the held room),
+  // and the workflow's resources, so it takes the room the placeholder held.
   const std::string wf = runner + "-workflow";
   EXPECT_TRUE(eventually([&] { return phase(wf) == "Running"; }, 60s)) << w.sim->log();
   const auto got = w.e.c->kubectl({"-n", sc.name, "get", "pod", wf, "-o",
@@ -729,25 +729,96 @@ TEST(capacity_e2e, capacity_workflow_room_is_protected) {
       created = {};
   ASSERT_FALSE(created.empty());
   if (st["placeholdersGone"][wp].get(gone) == simdjson::SUCCESS) {
-    // It took the workflow placeholder's room: the placeholder was a preemption victim within a
+    // It took the workflow placeholder's room: headroom deleted the placeholder for it within a
     // second of the hook's create (both times the simulator's: its create, its watch seeing the
-    // victim marked), on the placeholder's node.
+    // placeholder go), and it ran on the placeholder's node.
     EXPECT_EQ(wf_node, node);
     const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(parse_time(gone) - parse_time(created));
     EXPECT_GE(took.count(), 0) << "the placeholder went before the workflow pod was made";
-    EXPECT_LE(took.count(), 1000) << "the workflow pod took " << took.count() << " ms to preempt its workflow placeholder";
-    std::cout << "[handoff] workflow placeholder preempted " << took.count() << " ms after the hook made the workflow pod\n";
+    EXPECT_LE(took.count(), 1000) << "the workflow pod waited " << took.count() << " ms for its workflow placeholder's room";
+    std::cout << "[handoff] workflow placeholder given up " << took.count() << " ms after the hook made the workflow pod\n";
   } else {
     // The scheduler found free room for 500m (the competitor needed more than the node had free,
-    // not more than 500m; or another node had room), so it preempted nothing: the placeholder
+    // not more than 500m; or another node had room), so it needed no held room: the placeholder
     // still holds its room, and the competitor still waits.
     EXPECT_EQ(phase(wp), "Running");
-    std::cout << "[handoff] the workflow pod found free room on " << wf_node << ": no preemption needed\n";
+    std::cout << "[handoff] the workflow pod found free room on " << wf_node << ": no held room needed\n";
   }
   EXPECT_NE(phase("competitor"), "Running");
   e.c->kubectl({"-n", sc.name, "delete", "pod", "competitor", "--grace-period=0", "--wait=false"});
   EXPECT_TRUE(eventually([&] { return w.job_states()["completed"] == 1; }, 90s));
   EXPECT_GT(audited(w, set), 0);
+}
+
+// A workflow pod preempts nothing (its PriorityClass has preemptionPolicy Never: on the seed's
+// ladder it could preempt a running runner): headroom gives it the room a workflow placeholder
+// held. On a node of the scale set's own (no NodePool can make another), filled to the last
+// millicore by a plain pod once the runner runs, the workflow pod finds no room; headroom deletes
+// the hand-off's workflow placeholder for it, it runs there within a second, and nothing on the
+// node was preempted.
+TEST(capacity_e2e, capacity_workflow_pod_is_given_its_held_room) {
+  REQUIRE_ENV(e);
+  scenario sc{"capacity-given", 1, 1, "5m", "10s"};
+  sc.workflow_delay = "8s";
+  sc.node_selector = "pool: capacity-given";
+  world w{e, sc};
+  REQUIRE_WORLD(w);
+  const std::string node = sc.name + "-node";
+  e.c->kubectl({"apply", "-f", "-"}, "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + node + "\n  annotations: {kwok.x-k8s.io/node: fake}\n"
+                  "  labels: {kubernetes.io/hostname: " + node + ", type: kwok, pool: " + sc.name + "}\nstatus:\n"
+                  "  allocatable: {cpu: \"4\", memory: 16Gi, pods: \"110\"}\n  capacity: {cpu: \"4\", memory: 16Gi, pods: \"110\"}\n");
+  w.start();
+  int64_t set = 0;
+  ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
+  ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 1; }, 120s)) << w.headroom->log();
+  EXPECT_EQ(e.c->kubectl({"get", "priorityclass", "arc-workflow", "-o", "jsonpath={.preemptionPolicy}"}).out, "Never");
+  const auto wp = w.e.c->kubectl({"-n", sc.name, "get", "pods", "-l", "headroom.dev/role=workflow-placeholder", "-o",
+                                  "jsonpath={.items[0].metadata.name}"}).out;
+  ASSERT_FALSE(wp.empty());
+  auto phase = [&](const std::string& pod) {
+    return w.e.c->kubectl({"-n", sc.name, "get", "pod", pod, "-o", "jsonpath={.status.phase}/{.spec.nodeName}"}).out;
+  };
+  w.post_jobs(1);
+  std::string runner;
+  ASSERT_TRUE(eventually([&] {
+    runner = w.e.c->kubectl({"-n", sc.name, "get", "pods", "-l", "headroom.dev/role=runner", "-o",
+                             "jsonpath={.items[?(@.status.phase==\"Running\")].metadata.name}"}).out;
+    return !runner.empty();
+  }, 90s)) << w.headroom->log();
+  // The node's last free millicores to a plain pod (priority 0): only the workflow placeholder's
+  // room is left for the workflow pod.
+  const int64_t free = free_cpu_milli(e.c, node);
+  ASSERT_GT(free, 0);
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
+                         "apiVersion: v1\nkind: Pod\nmetadata: {name: filler, namespace: " + sc.name +
+                             "}\nspec:\n  terminationGracePeriodSeconds: 0\n  nodeSelector: {pool: " + sc.name +
+                             "}\n  containers: [{name: c, image: busybox, resources: {requests: {cpu: " + std::to_string(free) + "m}}}]\n")
+                .exit_code,
+            0);
+  ASSERT_TRUE(eventually([&] { return phase("filler") == "Running/" + node; }, 30s)) << phase("filler");
+  const std::string wf = runner + "-workflow";
+  ASSERT_TRUE(eventually([&] { return phase(wf) == "Running/" + node; }, 60s))
+      << phase(wf) << "\n" << w.sim->log() << "\n" << w.headroom->log();
+  EXPECT_GE(w.headroom->sample("headroom_capacity_workflow_rooms_given_total{name=\"" + sc.name + "\"}"), 1);
+  EXPECT_EQ(phase(wp), "") << "the workflow placeholder was deleted for it";
+  EXPECT_EQ(phase("filler"), "Running/" + node);
+  simdjson::dom::parser p;
+  const auto st = p.parse(testpeer::http_call(w.sim->ready("http") + "/state").body);
+  std::string_view created, gone;
+  for (auto r : st["runners"].get_array())
+    if (std::string_view(r["pod"]) == runner && r["workflowCreatedAt"].get(created) != simdjson::SUCCESS)
+      created = {};
+  ASSERT_EQ(st["placeholdersGone"][wp].get(gone), simdjson::SUCCESS);
+  const auto took = std::chrono::duration_cast<std::chrono::milliseconds>(parse_time(gone) - parse_time(created));
+  EXPECT_LE(took.count(), 1000) << "headroom gave the workflow pod its room " << took.count() << " ms after the hook made it";
+  std::cout << "[handoff] workflow placeholder given up " << took.count() << " ms after the hook made the workflow pod\n";
+  EXPECT_EQ(e.c->kubectl({"-n", sc.name, "get", "events", "--field-selector", "reason=Preempted", "-o", "jsonpath={.items[*].message}"}).out,
+            "")
+      << "nothing was preempted for the workflow pod";
+  EXPECT_TRUE(eventually([&] { return w.job_states()["completed"] == 1; }, 90s));
+  EXPECT_GT(audited(w, set), 0);
+  e.c->kubectl({"-n", sc.name, "delete", "pod", "filler", "--grace-period=0", "--wait=false"});
+  e.c->kubectl({"delete", "node", node, "--wait=false"});
 }
 
 // #54: containerMode kubernetes, as ARC renders it, under the runner's contract: each runner pod
@@ -792,6 +863,11 @@ TEST(capacity_e2e, capacity_kubernetes_mode_shares_the_runners_node_and_volume) 
   std::cout << "[kubernetes mode] " << pinned << " of 6 runner pods pinned to their pair's node\n";
   EXPECT_GT(pinned, 0);
   std::cout << "[lost] " << done.lost << " of 6 runner pods went while their job ran (a real runner's job fails)\n" << done.lost_why;
+  // No workflow pod preempts (its class never does): one pinned to its runner's node finds free
+  // room there or is given the workflow placeholder's by headroom, and no runner is lost to it.
+  const double given = w.headroom->sample("headroom_capacity_workflow_rooms_given_total{name=\"" + sc.name + "\"}");
+  std::cout << "[kubernetes mode] " << given << " workflow pods given a held room (the others found free room on their node)\n";
+  EXPECT_EQ(done.lost, 0) << done.lost_why;
   // The runner pods carried ARC's kubernetes-mode parts; their claims were provisioned and bound.
   simdjson::dom::parser p;
   const int64_t volumes = p.parse(testpeer::http_call(w.sim->ready("http") + "/state").body)["volumesProvisioned"].get_int64().value_unsafe();

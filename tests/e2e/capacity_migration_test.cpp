@@ -153,6 +153,7 @@ TEST(capacity_e2e, an_arc_install_translated_by_the_migration_tool_runs_the_burs
   EXPECT_EQ(done.errors, "");
   EXPECT_EQ(done.workflow_elsewhere, 0);
   std::cout << "[lost] " << done.lost << " of 5 runner pods went while their job ran (a real runner's job fails)\n" << done.lost_why;
+  EXPECT_EQ(done.lost, 0) << "no workflow pod preempts a runner: " << done.lost_why;
   EXPECT_TRUE(eventually([&] {
     return e.c->kubectl({"-n", "arc-migrated", "get", "scaleset", "arc-migrated", "-o", "jsonpath={.status.session}"}).out == "Open";
   }, 30s)) << "the chart's ScaleSet status";

@@ -274,7 +274,9 @@ scaleSets: [{name: linux, namespace: runners}]
   const auto pc = actors::capacity::priority_class_object(actors::capacity::priority_ladder[3], "ci.workflow");
   EXPECT_NE(pc.find("\"name\":\"ci.workflow\""), std::string::npos) << pc;
   EXPECT_NE(pc.find("\"value\":20"), std::string::npos) << pc;
-  EXPECT_NE(pc.find("PreemptLowerPriority"), std::string::npos) << pc;
+  EXPECT_NE(pc.find("\"preemptionPolicy\":\"Never\""), std::string::npos) << "given its room by headroom, never preempting: " << pc;
+  EXPECT_NE(actors::capacity::priority_class_object(actors::capacity::priority_ladder[1], "x").find("PreemptLowerPriority"), std::string::npos)
+      << "runner pods preempt runner placeholders";
   EXPECT_NE(actors::capacity::priority_class_object(actors::capacity::priority_ladder[0], "x").find("\"Never\""), std::string::npos);
 
   // Unset: the seed's names.

@@ -12,6 +12,7 @@
 
 #include <map>
 #include <memory>
+#include <optional>
 #include <set>
 #include <string>
 #include <vector>
@@ -51,13 +52,15 @@ struct monitor_fixture : test_support::actor_fixture {
     ctx->spec.workflow_cpu = "500m";
     ctx->spec.workflow_memory = "512Mi";
     ctx->spec.queue_share = share;
+    if (mode)
+      ctx->spec.mode = *mode;
     ctx->kube = &kube;
     ctx->pods = router->slice("linux");
     ctx->owner_configmap = "headroom-owner-linux";
     ctx->owner_process = "headroom-owner";
     ctx->instance = instance;
-    ctx->metrics.set = [](const char*, int64_t) {};
-    ctx->metrics.add = [](const char*, int64_t) {};
+    ctx->metrics.set = [g = gauges](const char* name, int64_t v) { (*g)[name] = v; };
+    ctx->metrics.add = [c = counters](const char* name, int64_t v) { (*c)[name] += v; };
     ctx->metrics.observe = [d = decisions](const char* name, double) {
       if (std::string_view{name} == "headroom_capacity_decision_seconds")
         ++*d;
@@ -124,6 +127,15 @@ struct monitor_fixture : test_support::actor_fixture {
     return name.substr(from, name.rfind('-') - from);
   }
 
+  // Any pod of the scale set as the watch shows it (`body`: the pod's JSON).
+  void watch_pod(const std::string& type, const std::string& body) {
+    ASSERT_TRUE(io.stream("watch=true", R"({"type":")" + type + R"(","object":)" + body + "}\n"));
+    sched.run();
+  }
+
+  std::optional<actors::runners::runner_spec::container_mode> mode;  // before start(): the runners' container mode
+  std::shared_ptr<std::map<std::string, int64_t>> gauges = std::make_shared<std::map<std::string, int64_t>>();
+  std::shared_ptr<std::map<std::string, int64_t>> counters = std::make_shared<std::map<std::string, int64_t>>();
   std::string instance;  // this install's headroom.dev/instance ("": no leader election)
   std::shared_ptr<k8s::informer<k8s::pod>> pods;
   std::shared_ptr<k8s::label_router<k8s::pod>> router;
@@ -262,6 +274,57 @@ TEST_F(monitor_fixture, a_warm_pair_is_advertised_once_placed_and_replaced_when_
   sched.run();
   auto again = created();
   EXPECT_EQ(again.size(), 2u) << "a new pair for the warm pool";
+}
+
+// A workflow pod takes no room by preemption (its PriorityClass has preemptionPolicy Never: on the
+// ladder it could preempt a running runner): once the scheduler has found none for it, the monitor
+// deletes the workflow placeholder of the oldest hand-off, and the pod is placed in the room that
+// frees. One with no held room to give waits, and is counted.
+TEST_F(monitor_fixture, a_workflow_pod_the_scheduler_finds_no_room_for_is_given_a_held_one) {
+  mode = actors::runners::runner_spec::container_mode::kubernetes_novolume;
+  start();
+  set_up();
+  auto first = created();
+  ASSERT_EQ(first.size(), 2u) << "the probe and the workflow placeholder";
+  const std::string slot = slot_of(first[1]);
+  const std::string probe = "linux-ph-" + slot + "-probe", runner_ph = "linux-ph-" + slot + "-runner",
+                    workflow_ph = "linux-ph-" + slot + "-workflow";
+  watch("ADDED", probe, "pair-probe", slot, "Pending", "node-1");
+  watch("ADDED", workflow_ph, "workflow-placeholder", slot, "Running", "node-1");
+  ASSERT_EQ(created(), std::vector<std::string>{runner_ph}) << "the runner placeholder, once both are placed";
+  ASSERT_TRUE(io.answer("DELETE", "/pods/" + probe, 200, "{}"));
+  watch("DELETED", probe, "pair-probe", slot, "Pending", "node-1");
+  watch("ADDED", runner_ph, "runner-placeholder", slot, "Running", "node-1");
+  ASSERT_FALSE(advertised->empty());
+  ASSERT_EQ(advertised->back(), 1) << "placed";
+
+  // A runner pod preempts the runner placeholder: the pair is handed to its job.
+  watch_pod("ADDED", R"({"metadata":{"name":"linux-runner-a","namespace":"arc","uid":"u-ra","resourceVersion":"12",)"
+                     R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"runner"}},"spec":{},)"
+                     R"("status":{"phase":"Pending","nominatedNodeName":"node-1"}})");
+  watch("DELETED", runner_ph, "runner-placeholder", slot, "Running", "node-1");
+  while (io.answer("POST", "/namespaces/arc/pods", 201, "{}"))  // the replacement pair
+    sched.run();
+  EXPECT_EQ(find("DELETE", workflow_ph), nullptr) << "the hand-off holds the workflow's room";
+
+  // Its workflow pod: made, not placed yet: nothing given.
+  const auto workflow_pod = [](const std::string& name, const std::string& conditions) {
+    return R"({"metadata":{"name":")" + name + R"(","namespace":"arc","uid":"u-)" + name + R"(","resourceVersion":"13",)"
+           R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"workflow","runner-pod":"linux-runner-a"}},)"
+           R"("spec":{},"status":{"phase":"Pending","conditions":[)" + conditions + "]}}";
+  };
+  const std::string unschedulable = R"({"type":"PodScheduled","status":"False","reason":"Unschedulable"})";
+  watch_pod("ADDED", workflow_pod("linux-runner-a-workflow", ""));
+  EXPECT_EQ(find("DELETE", workflow_ph), nullptr) << "the scheduler may place it in free room";
+  // The scheduler found no room for it: the hand-off's workflow placeholder is deleted for it.
+  watch_pod("MODIFIED", workflow_pod("linux-runner-a-workflow", unschedulable));
+  EXPECT_NE(find("DELETE", workflow_ph), nullptr) << "the held room is given\n" << waiting_text();
+  EXPECT_EQ((*counters)["headroom_capacity_workflow_rooms_given_total"], 1);
+  EXPECT_EQ((*gauges)["headroom_capacity_workflow_pods_waiting"], 0);
+  // Another, with no room held anywhere (the replacement pair is not placed): it waits, counted.
+  watch_pod("ADDED", workflow_pod("linux-runner-b-workflow", unschedulable));
+  EXPECT_EQ((*counters)["headroom_capacity_workflow_rooms_given_total"], 1);
+  EXPECT_EQ((*gauges)["headroom_capacity_workflow_pods_waiting"], 1);
 }
 
 // #57: a pair's pod is judged once, by its pair, and the decision is made after that verdict: a

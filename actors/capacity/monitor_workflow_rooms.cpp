@@ -1,0 +1,118 @@
+// capacity_monitor's hand-over of a held room to a workflow pod (see capacity_monitor.cpp).
+//
+// On the seed's ladder a workflow pod (20) took its room by preempting a workflow placeholder (10).
+// But it may preempt anything below it, a running runner pod (0) too, and the scheduler does so
+// whenever no placeholder makes the room: a pod disruption budget does not stop it there. A
+// runner put where no workflow placeholder held its workflow's room (a slot a finished job freed
+// and the service filled at once, a pair lost while its job was on the way, an API server restart
+// after which the scheduler evicted more than it needed) then cost another job its runner: the
+// chaos suite's API server restart lost a job in about 1 run of 3 under load. No ordering of four
+// priorities rules that out (a workflow pod must outrank its placeholder, which must outrank the
+// runner pod, or runners take workflow rooms). So the workflow PriorityClass has preemptionPolicy
+// Never: a workflow pod never evicts anything, and headroom gives it a room instead. When the
+// scheduler has found none for it (PodScheduled False, Unschedulable), the oldest hand-off's
+// workflow placeholder is deleted (in kubernetes mode one on the node the hook pins the pod to,
+// its runner's), else a ready pair's; the scheduler places the pod in the room that frees, before
+// any placeholder (it is the highest priority waiting). With none held it waits for room as any
+// pod does (Karpenter makes a node), and no job loses its runner.
+
+#include <caf/all.hpp>
+
+#include "actors/capacity/monitor.hpp"
+#include "runtime/log.hpp"
+
+namespace headroom::actors::capacity::monitor {
+
+namespace {
+
+// The node a workflow pod must go to: in kubernetes mode its runner's (the hook pins it there, the
+// `work` volume being ReadWriteOnce; it labels the pod with its runner pod's name); "" anywhere;
+// nullopt when that runner's node is not known.
+std::optional<std::string> node_for(const monitor_state& st, const k8s::pod& workflow) {
+  if (!runners::same_node_pairs(st.ctx->spec))
+    return std::string{};
+  const auto* runner = workflow.meta.label("runner-pod");
+  const auto p = runner == nullptr ? nullptr : st.ctx->pods->get(st.ctx->spec.ns, *runner);
+  if (!p || p->node_name.empty())
+    return std::nullopt;
+  return p->node_name;
+}
+
+// The workflow placeholder of `slot` holds room (on `node`, when one is asked for).
+bool holds_room(const monitor_state& st, const std::string& slot, const std::string& node) {
+  const auto& all = st.census.placeholders();
+  const auto it = all.find(placeholder_pod_name(st.ctx->spec, slot, role::workflow_placeholder));
+  if (it == all.end())
+    return false;
+  const auto& p = *it->second;
+  return placeholder_state(&p) == pod_state::running && (node.empty() || p.node_name == node);
+}
+
+struct room {
+  std::string slot;
+  bool handoff = false;
+};
+
+// The oldest hand-off holding room where it is needed, else a ready pair.
+room find_room(const monitor_state& st, const std::string& node) {
+  for (const auto& slot : st.handoff_order)
+    if (st.handoffs.count(slot) > 0 && holds_room(st, slot, node))
+      return {slot, true};
+  for (const auto& [slot, e] : st.pairs)
+    if (e.state == state_t::ready && holds_room(st, slot, node))
+      return {slot, false};
+  return {};
+}
+
+bool unschedulable(const k8s::pod& p) {
+  if (!p.node_name.empty() || !p.meta.deletion_timestamp.empty() || !(p.phase.empty() || p.phase == "Pending"))
+    return false;
+  const auto* c = p.find_condition("PodScheduled");
+  return c != nullptr && c->status == "False" && c->reason == "Unschedulable";
+}
+
+}  // namespace
+
+void give_workflow_rooms(monitor_self* self) {
+  auto& st = self->state;
+  const auto& workflows = st.census.workflows();
+  std::erase_if(st.rooms_given, [&](const std::string& name) {  // placed, or gone
+    const auto it = workflows.find(name);
+    return it == workflows.end() || !it->second->node_name.empty();
+  });
+  int64_t waiting = 0;
+  for (const auto& [name, pod] : workflows) {
+    // One room per pod: one the scheduler cannot place for another reason (a node selector no node
+    // has) must not take every placeholder in turn. Given one already, it waits like any pod.
+    if (st.rooms_given.count(name) > 0 || !unschedulable(*pod))
+      continue;
+    const auto node = node_for(st, *pod);
+    const auto r = node ? find_room(st, *node) : room{};
+    if (r.slot.empty()) {
+      ++waiting;
+      continue;
+    }
+    st.rooms_given.insert(name);
+    runtime::log::info(actor_name, "workflow pod given a held room",
+                       {{"scale_set", st.ctx->spec.name}, {"pod", name}, {"slot", r.slot}, {"from", r.handoff ? "hand-off" : "ready pair"}});
+    st.ctx->metrics.add("headroom_capacity_workflow_rooms_given_total", 1);
+    if (r.handoff) {
+      self->send_exit(st.handoffs[r.slot], caf::exit_reason::user_shutdown);  // it deletes its workflow placeholder
+      st.handoffs.erase(r.slot);
+      retire(self, r.slot);
+    } else {
+      stop_pair(self, r.slot);
+    }
+  }
+  st.ctx->metrics.set("headroom_capacity_workflow_pods_waiting", waiting);
+  if ((waiting > 0) != st.workflows_waiting) {
+    st.workflows_waiting = waiting > 0;
+    if (st.workflows_waiting)
+      runtime::log::warn(actor_name, "workflow pods wait for room: no workflow placeholder holds any for them",
+                         {{"scale_set", st.ctx->spec.name}, {"waiting", waiting}});
+    else
+      runtime::log::info(actor_name, "no workflow pod waits for room any more", {{"scale_set", st.ctx->spec.name}});
+  }
+}
+
+}  // namespace headroom::actors::capacity::monitor
