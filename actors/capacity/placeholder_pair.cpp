@@ -3,17 +3,17 @@
 //
 //   ready      both Running on a node: the scheduler has placed the pair, a job fits
 //   consumed   the runner placeholder went (a runner pod preempted it): the workflow placeholder
-//              keeps the workflow's room (or, not placed yet, stays to get some) until the
-//              workflow pod (priority 20) preempts it, or until placeholderReadyTimeout passes
+//              keeps the workflow's room (or, not placed yet, stays to get some) until the monitor
+//              gives it to a workflow pod (monitor_workflow_rooms.cpp), or the hand-off ends
 //   lost       the workflow placeholder went first, or the pair could not be made (the survivor is
 //              deleted); after `consumed`, the end of the hand-off
 //   timed_out  not ready within placeholderReadyTimeout (both deleted)
 //
 // The runner placeholder is made last. A runner pod takes any runner placeholder the scheduler
 // finds (all are the same to it), so one made with its pair would be taken while the workflow
-// placeholder still waited for a node, and that runner's workflow pod, with no room held for it,
-// would preempt a running runner (the scheduler's last resort; capacity_chaos_test's apiserver
-// restart failed a job so). So a pair starts with a probe in the runner placeholder's place, on the
+// placeholder still waited for a node, and that runner's workflow pod would find no room held for
+// it (on a workflow class that preempts, it preempted a running runner: capacity_chaos_test's API
+// server restart failed a job so). So a pair starts with a probe in the runner placeholder's place, on the
 // workflow placeholder's rung, where no runner pod can preempt it; Karpenter sees it and the
 // workflow placeholder together and makes room for both. Once both are on nodes, the runner
 // placeholder is made, required on the probe's node, and the probe deleted: its room is theirs.

@@ -54,26 +54,9 @@ TEST(capacity_e2e, twenty_scale_sets_bursting_share_the_cluster_burst_budget_fai
                                               "\nscaleSets:\n" + sets.str());
 
   // Runner placeholders of each scale set, and how many of them are not Running (pending pairs).
-  struct census {
-    std::map<std::string, int> pairs, pending;
-    int total_pending = 0;
-  };
-  auto count = [&] {
-    auto r = e.c->kubectl({"-n", sc.name, "get", "pods", "-l", "headroom.dev/role=runner-placeholder", "-o",
-                           "jsonpath={range .items[*]}{.metadata.labels.headroom\\.dev/scale-set}{\" \"}{.status.phase}{\"\\n\"}{end}"});
-    census c;
-    std::istringstream in{r.out};
-    for (std::string set, phase; in >> set >> phase;) {
-      ++c.pairs[set];
-      if (phase != "Running") {
-        ++c.pending[set];
-        ++c.total_pending;
-      }
-    }
-    return c;
-  };
+  auto count = [&] { return count_pairs(e.c, sc.name); };
   int most_pending = 0;
-  census now;
+  pair_count now;
   auto shared_fairly = [&] {
     now = count();
     most_pending = std::max(most_pending, now.total_pending);

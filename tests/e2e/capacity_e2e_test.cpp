@@ -196,11 +196,7 @@ TEST(capacity_e2e, capacity_max_burst_paces_pairs_pending_placement) {
   w.start();
   int64_t set = 0;
   ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
-  auto pending_pairs = [&] {
-    auto r = e.c->kubectl({"-n", sc.name, "get", "pods", "-l", "headroom.dev/role=runner-placeholder", "-o",
-                           "jsonpath={range .items[?(@.status.phase!=\"Running\")]}{.metadata.name}{\"\\n\"}{end}"});
-    return static_cast<int>(std::count(r.out.begin(), r.out.end(), '\n'));
-  };
+  auto pending_pairs = [&] { return count_pairs(e.c, sc.name).total_pending; };
   int most = 0;
   ASSERT_TRUE(eventually([&] {
     most = std::max(most, pending_pairs());

@@ -243,6 +243,48 @@ struct scenario {
 };
 
 // `kubeconfig`: the identity headroom runs as (the chart's ServiceAccount, see world).
+// The placeholder pairs of namespace `ns`, by scale set: how many, and how many are not placed. A
+// pair starts as a probe beside its workflow placeholder and gets its runner placeholder once both
+// are placed (actors/capacity/placeholder_pair.cpp), so a slot with a probe or a runner placeholder
+// is a pair, placed when its runner and workflow placeholders both run; a workflow placeholder
+// alone is a hand-off, not a pair. Terminating pods are not counted.
+struct pair_count {
+  std::map<std::string, int> pairs, pending;
+  int total_pending = 0;
+};
+inline pair_count count_pairs(const cluster* c, const std::string& ns) {
+  auto r = c->kubectl({"-n", ns, "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder,pair-probe)", "-o",
+                       "jsonpath={range .items[*]}{.metadata.labels.headroom\\.dev/scale-set}{\" \"}{.metadata.labels.headroom\\.dev/slot}"
+                       "{\" \"}{.metadata.labels.headroom\\.dev/role}{\" \"}{.status.phase}{\" \"}{.metadata.deletionTimestamp}{\"\\n\"}{end}"});
+  struct slot_pods {
+    bool pair = false, runner_running = false, workflow_running = false;
+  };
+  std::map<std::pair<std::string, std::string>, slot_pods> slots;
+  std::istringstream in{r.out};
+  for (std::string line; std::getline(in, line);) {
+    std::istringstream f{line};
+    std::string set, slot, role, phase, deleting;
+    f >> set >> slot >> role >> phase >> deleting;
+    if (set.empty() || !deleting.empty())
+      continue;
+    auto& p = slots[{set, slot}];
+    p.pair = p.pair || role != "workflow-placeholder";
+    p.runner_running = p.runner_running || (role == "runner-placeholder" && phase == "Running");
+    p.workflow_running = p.workflow_running || (role == "workflow-placeholder" && phase == "Running");
+  }
+  pair_count out;
+  for (const auto& [key, p] : slots) {
+    if (!p.pair)
+      continue;
+    ++out.pairs[key.first];
+    if (!(p.runner_running && p.workflow_running)) {
+      ++out.pending[key.first];
+      ++out.total_pending;
+    }
+  }
+  return out;
+}
+
 inline const std::string hud_token = "hud-e2e-token-0123456789";
 
 // The runner pods' ServiceAccount the chart makes in the scale set's namespace (release e2e-<name>,

@@ -680,7 +680,7 @@ TEST(reactive, each_actor_kind_failed_mid_window_is_restarted_and_steps_stay_sin
   v = changes(e, "faulted");
   EXPECT_GE(v[2].decided - v[1].decided, 6.0 - annotation_rounding);
   const auto after = agent_metric(e, "headroom_reactive_metric_query_failures_total{target=\"" + id("faulted") + "\"}");
-  EXPECT_EQ(after.empty() ? 0.0 : std::stod(after), failures_before) << "no evaluation of the target was lost to the restarts";
+  EXPECT_EQ(after.empty() ? 0.0 : std::stod(after), failures_before) << "no evaluation of the target was lost to the restarts\n" << e.agent->log();
   set_load(e, "faulted", 75);
   expect_single_steps(e, "faulted");
 }
