@@ -657,10 +657,15 @@ TEST(reactive, each_actor_kind_failed_mid_window_is_restarted_and_steps_stay_sin
   const double high_since = wall_now();
   set_load(e, "faulted", 400);
   std::this_thread::sleep_for(2s);
-  const double failures_before = [&] {
-    const auto v = agent_metric(e, "headroom_reactive_metric_query_failures_total{target=\"" + id("faulted") + "\"}");
+  auto failures = [&](const std::string& target) {
+    const auto v = agent_metric(e, "headroom_reactive_metric_query_failures_total{target=\"" + id(target) + "\"}");
     return v.empty() ? 0.0 : std::stod(v);
-  }();
+  };
+  // "band", which no fault touches, tells what Prometheus itself missed meanwhile: on a loaded
+  // machine a scrape of the load exporter can time out, and every series of it then reads empty
+  // for a second or two (seen in CI: every target skipped 1-2 evaluations together).
+  const double failures_before = failures("faulted"), control_before = failures("band");
+  const size_t log_before = e.agent->log(size_t{1} << 30).size();
   for (const std::string& child : std::vector<std::string>{"metric_reader", "reactive_quota", "reactive_scaler/" + id("faulted")}) {
     const double before = restarts(child);
     const auto at = std::chrono::steady_clock::now();
@@ -679,8 +684,14 @@ TEST(reactive, each_actor_kind_failed_mid_window_is_restarted_and_steps_stay_sin
   ASSERT_TRUE(eventually([&] { return replicas(e, "faulted") == 3; }, 30s)) << e.agent->log();
   v = changes(e, "faulted");
   EXPECT_GE(v[2].decided - v[1].decided, 6.0 - annotation_rounding);
-  const auto after = agent_metric(e, "headroom_reactive_metric_query_failures_total{target=\"" + id("faulted") + "\"}");
-  EXPECT_EQ(after.empty() ? 0.0 : std::stod(after), failures_before) << "no evaluation of the target was lost to the restarts\n" << e.agent->log();
+  // No evaluation of the target lost to the restarts: none skipped for want of the reader's
+  // samples (the scaler's watchdog), and none skipped at all unless Prometheus missed the untouched
+  // target's series too.
+  const double lost = failures("faulted") - failures_before, control_lost = failures("band") - control_before;
+  EXPECT_EQ(log_lines_with(e, {"no evaluation from the metric reader", id("faulted")}, log_before), 0) << e.agent->log();
+  EXPECT_TRUE(lost == 0 || control_lost > 0) << lost << " evaluations of the target skipped across the restarts, none of the untouched "
+                                             << "target's: lost to the restarts\n" << e.agent->log();
+  std::cout << "[faults] evaluations skipped across the restarts: " << lost << " (an untouched target: " << control_lost << ")\n";
   set_load(e, "faulted", 75);
   expect_single_steps(e, "faulted");
 }
