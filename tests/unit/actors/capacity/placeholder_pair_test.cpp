@@ -123,6 +123,20 @@ struct pair_fixture : test_support::actor_fixture {
     sched.run();
   }
 
+  // kubernetes-novolume: a pair whose probe and workflow placeholder are bound to node-1 (the
+  // workflow placeholder not Running yet), and its runner placeholder made and Running there.
+  // Its placeholders' names, runner placeholder first.
+  std::vector<std::string> placed_up_to_the_workflow_placeholders_start() {
+    mode = actors::runners::runner_spec::container_mode::kubernetes_novolume;
+    start();
+    create_both();
+    pod_is("ADDED", "linux-ph-a1b2c3d4-probe", "Pending", "node-1");
+    pod_is("ADDED", "linux-ph-a1b2c3d4-workflow", "Pending", "node-1");
+    create_both();
+    pod_is("ADDED", "linux-ph-a1b2c3d4-runner", "Running", "node-1");
+    return {"linux-ph-a1b2c3d4-runner", "linux-ph-a1b2c3d4-workflow"};
+  }
+
   std::optional<actors::runners::runner_spec::container_mode> mode;  // before start(): the scale set's container mode
   std::shared_ptr<k8s::informer<k8s::pod>> pods;
   std::shared_ptr<k8s::informer<k8s::node>> nodes;
@@ -199,14 +213,7 @@ TEST_F(pair_fixture, the_runner_placeholder_is_made_once_the_probe_and_the_workf
 // runner's workflow pod needs, until the workflow pod takes it. (Ending the pair, as it once did,
 // deleted the one pod that held that room.)
 TEST_F(pair_fixture, a_runner_taking_a_pair_whose_workflow_placeholder_starts_consumes_it) {
-  mode = actors::runners::runner_spec::container_mode::kubernetes_novolume;
-  start();
-  create_both();
-  pod_is("ADDED", "linux-ph-a1b2c3d4-probe", "Pending", "node-1");
-  pod_is("ADDED", "linux-ph-a1b2c3d4-workflow", "Pending", "node-1");
-  create_both();
-  const std::string names[2] = {"linux-ph-a1b2c3d4-runner", "linux-ph-a1b2c3d4-workflow"};
-  pod_is("ADDED", names[0], "Running", "node-1");
+  const auto names = placed_up_to_the_workflow_placeholders_start();
   runner_pod_on("linux-runner-x", "node-1");
   pod_is("DELETED", names[0], "Running", "node-1");  // the preemption's victim
   ASSERT_FALSE(reports->empty());
@@ -214,7 +221,7 @@ TEST_F(pair_fixture, a_runner_taking_a_pair_whose_workflow_placeholder_starts_co
   EXPECT_EQ(find("DELETE", names[1]), nullptr) << "the workflow placeholder stays";
   pod_is("MODIFIED", names[1], "Running", "node-1");
   EXPECT_EQ(reports->back().what, state::consumed);
-  pod_is("DELETED", names[1], "Running", "node-1");  // the workflow pod preempted it
+  pod_is("DELETED", names[1], "Running", "node-1");  // given to the workflow pod
   EXPECT_EQ(reports->back().what, state::lost);
   EXPECT_NE(reports->back().reason.find("hand-off over"), std::string::npos) << reports->back().reason;
 }
@@ -222,14 +229,7 @@ TEST_F(pair_fixture, a_runner_taking_a_pair_whose_workflow_placeholder_starts_co
 // Not by a runner (a pod of another kind preempted it, or it was deleted): the pair is lost and
 // its workflow placeholder goes, once the runner pod's binding could have shown (3 s).
 TEST_F(pair_fixture, a_pending_pair_whose_runner_placeholder_goes_not_to_a_runner_is_lost) {
-  mode = actors::runners::runner_spec::container_mode::kubernetes_novolume;
-  start();
-  create_both();
-  pod_is("ADDED", "linux-ph-a1b2c3d4-probe", "Pending", "node-1");
-  pod_is("ADDED", "linux-ph-a1b2c3d4-workflow", "Pending", "node-1");
-  create_both();
-  const std::string names[2] = {"linux-ph-a1b2c3d4-runner", "linux-ph-a1b2c3d4-workflow"};
-  pod_is("ADDED", names[0], "Running", "node-1");
+  const auto names = placed_up_to_the_workflow_placeholders_start();
   pod_is("DELETED", names[0], "Running", "node-1");
   for (int i = 0; i < 6; ++i) {
     EXPECT_TRUE(reports->empty() || reports->back().what == state::pending);
