@@ -24,6 +24,7 @@
 #include "messages/type_ids.hpp"
 #include "runtime/clock.hpp"
 #include "runtime/log.hpp"
+#include "runtime/outage.hpp"
 #include "runtime/rfc3339.hpp"
 
 namespace headroom::actors::capacity {
@@ -165,7 +166,11 @@ std::chrono::milliseconds poll_only_gap_for(const std::string& scale_set) {
   return std::chrono::duration_cast<std::chrono::milliseconds>(poll_only_interval) +
          std::chrono::milliseconds(h % static_cast<uint64_t>(std::chrono::milliseconds(poll_only_spread).count()));
 }
-constexpr auto error_retry = std::chrono::seconds(30);
+// A failed create or write is tried again after 1 s doubling to 30 s, jittered: an API server
+// that restarted (and answers 403 until its RBAC caches are filled, or 503) is written again within
+// a second or two of being back, and 1,000 scale sets that failed together do not retry in step.
+constexpr runtime::outage_options write_backoff{.initial = std::chrono::seconds(1), .max = std::chrono::seconds(30),
+                                                .reminder = std::chrono::minutes(10), .jitter = 0.5};
 
 const k8s::resource_kind scale_sets{"headroom.dev", "v1alpha1", "scalesets", true};
 
@@ -185,6 +190,7 @@ struct status_state {
   runtime::clock::time_point scheduled_at{};  // when it fires
   uint64_t generation = 0;   // of the pending tick
   bool failing = false;      // the last write failed (logged once until one succeeds)
+  runtime::outage backoff{write_backoff};  // when to try a failed create or write again
   runtime::clock::time_point last_write{};
   api_calls<call> calls;
   std::string uid;                          // the object's, once created or read
@@ -308,6 +314,10 @@ void failed(status_self* self, const std::string& what, const msg::api_reply& r,
   schedule(self, retry);
 }
 
+std::chrono::milliseconds retry_after_error(status_self* self) {
+  return self->state.backoff.failed(runtime::actor_system_clock{self->clock()}.now_ms()).retry_in;
+}
+
 void on_reply(status_self* self, const msg::api_reply& r) {
   auto& st = self->state;
   auto what = st.calls.take(r);
@@ -320,7 +330,7 @@ void on_reply(status_self* self, const msg::api_reply& r) {
       return failed(self, "the ScaleSet CRD is not installed (deploy/crds/scalesets.yaml): kubectl shows no status for this scale set", r,
                     crd_retry);
     if (!r.ok && kind != k8s::api_error::kind::already_exists)
-      return failed(self, "could not create the ScaleSet object", r, error_retry);
+      return failed(self, "could not create the ScaleSet object", r, retry_after_error(self));
     st.exists = true;
     if (r.ok)
       learn_uid(self, r.body);
@@ -340,8 +350,10 @@ void on_reply(status_self* self, const msg::api_reply& r) {
       st.exists = false;  // deleted by someone: made again, with a new uid
       st.uid.clear();
     }
-    return failed(self, "could not write the ScaleSet status", r, kind == k8s::api_error::kind::not_found ? st.interval : error_retry);
+    return failed(self, "could not write the ScaleSet status", r,
+                  kind == k8s::api_error::kind::not_found ? st.interval : retry_after_error(self));
   }
+  st.backoff.succeeded(runtime::actor_system_clock{self->clock()}.now_ms());
   if (st.failing)
     runtime::log::info(actor_name, "ScaleSet status written again", {{"scale_set", st.ctx->spec.name}});
   st.failing = false;

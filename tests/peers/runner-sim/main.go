@@ -362,9 +362,9 @@ func main() {
 	cfg.QPS, cfg.Burst = 200, 400
 	client := kubernetes.NewForConfigOrDie(cfg)
 	factory := informers.NewSharedInformerFactoryWithOptions(client, 0, informers.WithNamespace(*ns))
-	inf := factory.Core().V1().Pods().Informer()
+	pods := newPodWatch()
 	s := &sim{timeline: []sample{}, runners: map[string]*runnerRecord{}, gone: map[string]time.Time{}, runnerGone: map[string]string{}, client: client, config: cfg, ns: *ns, peer: *peer, duration: *duration,
-		wfDelay: *wfDelay, exitPods: *exitPods, lister: inf.GetIndexer(), logger: logger}
+		wfDelay: *wfDelay, exitPods: *exitPods, lister: pods.Indexer, logger: logger}
 	ctx, cancel := context.WithCancel(context.Background())
 	defer cancel()
 	handle := func(o any) {
@@ -393,7 +393,7 @@ func main() {
 			go s.run(ctx, p.DeepCopy(), rec)
 		}
 	}
-	_, _ = inf.AddEventHandler(cache.ResourceEventHandlerFuncs{
+	handlers := cache.ResourceEventHandlerFuncs{
 		AddFunc:    handle,
 		UpdateFunc: func(_, n any) { handle(n) },
 		DeleteFunc: func(o any) {
@@ -405,7 +405,7 @@ func main() {
 				s.notePlaceholderGone(p, true)
 			}
 		},
-	})
+	}
 	var arc *arcController
 	if *arcMode {
 		arc = &arcController{s: s, dyn: dynamic.NewForConfigOrDie(cfg)}
@@ -416,8 +416,10 @@ func main() {
 	if err := s.startProvisioner(ctx, factory, cluster); err != nil {
 		logger.Fatalf("the e2e-work StorageClass: %v", err)
 	}
+	pods.run(ctx, client, *ns, handlers)
 	factory.Start(ctx.Done())
 	cluster.Start(ctx.Done())
+	pods.waitSynced(ctx)
 	factory.WaitForCacheSync(ctx.Done())
 	cluster.WaitForCacheSync(ctx.Done())
 

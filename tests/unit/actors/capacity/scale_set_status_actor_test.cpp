@@ -2,7 +2,7 @@
 // test_coordinator, with the API server answered by hand (tests/unit/support/scripted_exchange.hpp):
 // the ScaleSet object is created, Events about it wait for its uid, changes within the write
 // interval become one status write when the interval has passed on the injected clock, and a
-// missing CRD is retried after 5 minutes, not at every change.
+// missing CRD is retried after 5 minutes, not at every change, and a failed write within a second.
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
 #include <gtest/gtest.h>
@@ -138,3 +138,29 @@ TEST_F(status_fixture, a_new_poll_alone_waits_minutes_and_a_change_does_not) {
 }
 
 }  // namespace
+
+// A failed status write (here the 403 a restarted API server answers until its RBAC caches are
+// filled) is tried again after 1 s doubling, jittered down by up to half: written again within a
+// second or two of the API server being back, not after a fixed 30 s.
+TEST_F(status_fixture, a_failed_write_is_tried_again_within_a_second_then_backs_off) {
+  start();
+  answer("POST", 201, R"({"metadata":{"name":"linux","namespace":"arc-runners","uid":"u-linux"}})");
+  ASSERT_EQ(waiting("PATCH"), 1u);
+  const std::string forbidden = R"({"kind":"Status","reason":"Forbidden","code":403,"message":"scalesets.headroom.dev is forbidden"})";
+  answer("PATCH", 403, forbidden);
+  sched.advance_time(499ms);
+  sched.run();
+  EXPECT_EQ(waiting("PATCH"), 0u) << "not before half the first delay";
+  sched.advance_time(501ms);
+  sched.run();
+  ASSERT_EQ(waiting("PATCH"), 1u) << "tried again within 1 s";
+  answer("PATCH", 403, forbidden);
+  sched.advance_time(999ms);
+  sched.run();
+  EXPECT_EQ(waiting("PATCH"), 0u) << "the second delay is 1 to 2 s";
+  sched.advance_time(1001ms);
+  sched.run();
+  ASSERT_EQ(waiting("PATCH"), 1u);
+  answer("PATCH", 200, "{}");
+  EXPECT_TRUE(io.waiting().empty());
+}
