@@ -7,6 +7,7 @@
 
 #include <caf/all.hpp>
 
+#include <optional>
 #include <string>
 #include <string_view>
 #include <vector>
@@ -34,7 +35,10 @@ struct pair_state {
   std::string probe;        // the probe's name while the pair has one ("" none: `none` mode, or adopted)
   bool probe_seen = false, probe_deleted = false;
   std::string pinned_node;  // where the probe was placed: the node the placeholders are made on
-  int undecided = 0;        // looks for the runner pod that took the runner placeholder
+  // Since when the pair looks for the runner pod that took its runner placeholder (see
+  // still_looking in placeholder_pair.cpp); a look_again timer is pending.
+  std::optional<caf::actor_clock::time_point> looking_since;
+  bool look_pending = false;
   bool done = false;      // lost or timed out: quitting
   bool unavailable = false;  // a create failed for the API server's availability (pair_report)
   // Timed out: the Events about the placeholders not Running still being read (Karpenter's word on

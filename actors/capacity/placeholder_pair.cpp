@@ -144,6 +144,30 @@ bool runner_took(const pair_state& st, std::time_t now) {
   return false;
 }
 
+// The runner pod that preempted the runner placeholder shows its nomination or binding on the
+// victim's node some time after the victim's deletion: on a busy API server over a second. So the
+// pair stays pending (not capacity) and looks again every 500 ms, and at every event of its pods,
+// for up to runner_binding_wait from its first look; false once that has passed. (Counting looks,
+// as it once did, ended the wait within a second in a burst, where every pod event is a look: the
+// pair was declared lost, its workflow placeholder deleted, and the runner that had taken it found
+// no room for its workflow pod on its node: CI's migration e2e, kubernetes mode.)
+constexpr auto runner_binding_wait = std::chrono::seconds(5);
+
+bool still_looking(pair_self* self) {
+  auto& st = self->state;
+  const auto now = self->clock().now();
+  if (!st.looking_since)
+    st.looking_since = now;
+  if (now - *st.looking_since >= runner_binding_wait)
+    return false;
+  report(self, state_t::pending);
+  if (!st.look_pending) {
+    st.look_pending = true;
+    self->delayed_send(self, std::chrono::milliseconds(500), look_again{});
+  }
+  return true;
+}
+
 // "node N cordoned" when a placeholder of the pair sits on a node that takes no new pods: the
 // runner that would take the pair's room could not be placed there, so the pair is not room (#61:
 // pairs on cordoned and disrupted nodes were advertised for minutes). "" otherwise, and while the
@@ -233,11 +257,8 @@ void evaluate(pair_self* self) {
   if (runners::no_workflow_pod(st.ctx->spec) && (went[0] || (went[1] && runners::workflow_in_runner_pod(st.ctx->spec)))) {
     if (runner_took(st, static_cast<std::time_t>(runtime::actor_system_clock{self->clock()}.wall_seconds())))
       return finish(self, state_t::lost, "hand-off over: no workflow pod comes (the job runs in its runner pod)", notice::handoff);
-    if (st.undecided++ < 6) {  // the runner pod's binding may trail the victims' deletion
-      report(self, state_t::pending);
-      self->delayed_send(self, std::chrono::milliseconds(500), look_again{});
+    if (still_looking(self))
       return;
-    }
   }
   if (went[1])
     return finish(self, state_t::lost, why(1));
@@ -245,11 +266,8 @@ void evaluate(pair_self* self) {
     return finish(self, state_t::lost, refused + ": a new pair is made elsewhere", notice::node_gone);
   if (went[0]) {
     if (!runner_took(st, static_cast<std::time_t>(runtime::actor_system_clock{self->clock()}.wall_seconds()))) {
-      if (st.undecided++ < 6) {  // the runner pod's binding may trail the victim's deletion
-        report(self, state_t::pending);
-        self->delayed_send(self, std::chrono::milliseconds(500), look_again{});
+      if (still_looking(self))
         return;
-      }
       return finish(self, state_t::lost, why(0) + ", not by a runner");
     }
     // A runner took the runner placeholder: keep the workflow's room until its pod arrives. Also
@@ -308,6 +326,11 @@ void make_pods(pair_self* self, bool adopt) {
     st.deleted[1] = false;
     create_pod(self, role::workflow_placeholder, 1);
   }
+}
+
+void look_again_now(pair_self* self) {
+  self->state.look_pending = false;
+  evaluate(self);
 }
 
 pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::string slot, bool adopt, pair_owner monitor,
@@ -376,7 +399,7 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
         }
         evaluate(self);
       },
-      [self](look_again) { evaluate(self); },
+      [self](look_again) { look_again_now(self); },
       [self](handoff_timeout) {
         if (self->state.consumed)  // no workflow pod came for the held room
           finish(self, state_t::lost, "hand-off timed out: deleting the workflow placeholder");

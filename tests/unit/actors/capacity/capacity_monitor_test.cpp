@@ -265,7 +265,7 @@ TEST_F(monitor_fixture, a_warm_pair_is_advertised_once_placed_and_replaced_when_
 
   // The runner placeholder is deleted and no runner pod took its node: the pair is lost.
   watch("DELETED", names[0], "runner-placeholder", slot, "Running", "node-1");
-  for (int i = 0; i < 8; ++i) {  // the pair waits a little for a runner pod's binding to show
+  for (int i = 0; i < 12; ++i) {  // the pair waits 5 s for a runner pod's binding to show
     sched.advance_time(500ms);
     sched.run();
   }
