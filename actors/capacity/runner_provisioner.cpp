@@ -132,8 +132,9 @@ void on_scale_set_update(provisioner_self* self, const msg::scale_set_update& u)
 
 // kubernetes mode: the node of a pair's workflow placeholder (Running) that no runner pod is pinned
 // to yet, a pair already handed to a job first (its runner placeholder gone: the runner fits there
-// at once), else a ready one (the runner preempts a runner placeholder there, usually before the
-// monitor hands that pair over); nullopt when every workflow room is claimed (the runner then goes
+// at once), else a ready one (its runner placeholder Running: the runner preempts it there, usually
+// before the monitor hands that pair over; one still Pending holds no room, and a runner pinned to
+// it waited while that pair timed out); nullopt when every workflow room is claimed (the runner then goes
 // where the scheduler puts it, preferring a node with a workflow placeholder:
 // runners::json::workflow_room_affinity).
 std::optional<runners::workflow_room> free_workflow_room(provisioner_self* self) {
@@ -145,14 +146,18 @@ std::optional<runners::workflow_room> free_workflow_room(provisioner_self* self)
     it = now - it->second > std::chrono::minutes(1) ? s.rooms_claimed.erase(it) : std::next(it);
   std::map<std::string, std::string> rooms;  // slot → node of its Running workflow placeholder
   std::set<std::string> ready, claimed;      // slots whose runner placeholder stays; slots a runner holds
+  std::set<std::string> unplaced;            // slots whose runner placeholder is not Running yet
   for (const auto& p : s.ctx->pods->list()) {
     const auto* role = p->meta.label(runners::keys::role);
     const auto* slot = p->meta.label(runners::keys::slot);
     if (role && slot && *role == "workflow-placeholder" && p->meta.deletion_timestamp.empty() && p->phase == "Running" &&
         !p->node_name.empty())
       rooms.emplace(*slot, p->node_name);
-    else if (role && slot && *role == "runner-placeholder" && p->meta.deletion_timestamp.empty())
-      ready.insert(*slot);
+    else if (role && slot && *role == "runner-placeholder" && p->meta.deletion_timestamp.empty()) {
+      // A pair whose runner placeholder is not Running holds no runner room yet (and may time
+      // out, both its placeholders deleted): no room to pin a runner to, handed over or not.
+      (p->phase == "Running" && !p->node_name.empty() ? ready : unplaced).insert(*slot);
+    }
     else if (const auto* room = p->meta.annotation(runners::keys::workflow_room)) {
       claimed.insert(*room);
       s.rooms_claimed.erase(*room);  // the cache has it now
@@ -160,7 +165,7 @@ std::optional<runners::workflow_room> free_workflow_room(provisioner_self* self)
   }
   for (const bool handed_off : {true, false})
     for (const auto& [slot, node] : rooms)
-      if (ready.count(slot) != handed_off && !claimed.count(slot) && !s.rooms_claimed.count(slot)) {
+      if (ready.count(slot) != handed_off && !unplaced.count(slot) && !claimed.count(slot) && !s.rooms_claimed.count(slot)) {
         s.rooms_claimed.emplace(slot, now);
         return runners::workflow_room{node, slot};
       }

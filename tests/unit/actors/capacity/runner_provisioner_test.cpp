@@ -10,6 +10,7 @@
 #include <simdjson.h>
 
 #include <memory>
+#include <optional>
 #include <string>
 
 #include "actors/capacity/capacity.hpp"
@@ -33,8 +34,8 @@ struct provisioner_fixture : test_support::actor_fixture {
     pods->stop();
   }
 
-  void start(bool arc = false) {
-    pods = pod_informer("arc");
+  void start(bool arc = false, const std::string& pod_items = "") {
+    pods = pod_informer("arc", pod_items);
     router = k8s::label_router<k8s::pod>::make(pods, std::string{cap::keys::scale_set});
     auto where = std::get<github::config_url>(github::parse_config_url("https://github.com/acme"));
     github::credentials creds;
@@ -46,6 +47,8 @@ struct provisioner_fixture : test_support::actor_fixture {
     ctx->spec.name = "linux";
     ctx->spec.max_runners = 5;
     ctx->spec.runner_image = "ghcr.io/actions/actions-runner:2.330.0";
+    if (mode)
+      ctx->spec.mode = *mode;
     if (arc) {
       ctx->spec.standalone = false;
       ctx->spec.arc_set = "linux";
@@ -69,10 +72,19 @@ struct provisioner_fixture : test_support::actor_fixture {
     sched.run();
   }
 
+  std::optional<actors::runners::runner_spec::container_mode> mode;
   std::shared_ptr<k8s::informer<k8s::pod>> pods;
   std::shared_ptr<k8s::label_router<k8s::pod>> router;
   cap::provisioner_actor provisioner;
 };
+
+// A placeholder of slot `slot` as the informer lists it.
+std::string placeholder(const std::string& slot, const std::string& role, const std::string& phase, const std::string& node) {
+  return R"({"metadata":{"name":"linux-ph-)" + slot + "-" + role + R"(","namespace":"arc","uid":"u-)" + slot + role +
+         R"(","resourceVersion":"9","labels":{"headroom.dev/scale-set":"linux","headroom.dev/slot":")" + slot +
+         R"(","headroom.dev/role":")" + role + R"(-placeholder"}},"spec":{"nodeName":")" + node + R"("},"status":{"phase":")" +
+         phase + R"("}})";
+}
 
 TEST_F(provisioner_fixture, assigned_jobs_become_runners_within_the_capacity_each_a_jit_config_a_pod_and_its_secret) {
   start();
@@ -190,6 +202,32 @@ TEST_F(provisioner_fixture, arc_mode_patches_as_arcs_listener_does_and_lets_arc_
   sched.run();
   EXPECT_EQ(patch_of(), R"(linux-q9w3e {"spec":{"replicas":1,"patchID":12}})");
   answer_patch();
+}
+
+// kubernetes mode: a runner is pinned to the node of a pair whose runner placeholder is Running
+// (it preempts that placeholder there), never to one whose runner placeholder is still Pending:
+// that pair holds no runner room yet, and a runner pinned to it waited while the pair timed out
+// and both its placeholders went (CI's migration e2e: the runner's workflow pod then found no room).
+TEST_F(provisioner_fixture, kubernetes_mode_pins_a_runner_only_to_a_pair_whose_runner_placeholder_runs) {
+  mode = actors::runners::runner_spec::container_mode::kubernetes;
+  start(false, placeholder("pending1", "workflow", "Running", "node-1") + "," + placeholder("pending1", "runner", "Pending", "") +
+                   "," + placeholder("placed22", "workflow", "Running", "node-2") + "," +
+                   placeholder("placed22", "runner", "Running", "node-2"));
+  caf::anon_send(provisioner, msg::set_max_capacity{2});
+  msg::scale_set_update u;
+  u.scale_set_id = 7;
+  u.stats.total_assigned_jobs = 1;
+  caf::anon_send(provisioner, u);
+  sched.run();
+  connect();
+  ASSERT_TRUE(io.answer("POST", "/generatejitconfig", 200,
+                        R"({"runner":{"id":101,"name":"linux-runner-x"},"encodedJITConfig":"c2VjcmV0LWppdC1jb25maWc="})"));
+  sched.run();
+  const auto* pod = find("POST", "/namespaces/arc/pods");
+  ASSERT_NE(pod, nullptr) << waiting_text();
+  EXPECT_NE(pod->body.find("placed22"), std::string::npos) << "pinned to the placed pair's room\n" << pod->body;
+  EXPECT_NE(pod->body.find("node-2"), std::string::npos) << pod->body;
+  EXPECT_EQ(pod->body.find("pending1"), std::string::npos) << "not to the pair still waiting for its runner placeholder";
 }
 
 }  // namespace
