@@ -188,21 +188,25 @@ pod_state placeholder_state(const k8s::pod* p);
 // A pod's JSON for create. Placeholders: the role's PriorityClass, preemptionPolicy Never, zero
 // grace, the runner template's nodeSelector, tolerations and required node affinity, owner reference.
 std::string placeholder_pod_name(const scale_set_spec& s, const std::string& slot, role r);
-// `owner`: the per-process owner ConfigMap (in the pods' namespace; an owner reference cannot
-// cross namespaces), so a process that dies leaves nothing a successor would count.
+// `owner`: the scale set's owner ConfigMap (in the pods' namespace; an owner reference cannot
+// cross namespaces). The labels carry placeholder_spec_hash, so a later process adopts only what
+// it would make itself.
 // `pinned_node`: a runner placeholder (and in kubernetes and dind modes the workflow placeholder),
 // required on the node their pair's probe was placed on. role::pair_probe: that probe, on the
 // workflow placeholder's rung (no runner pod can take it), holding the runner's room, or where the
 // pair shares a node (runners::same_node_pairs) the whole pair's.
 std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, role r, const owner_ref& owner,
                             const std::string& pinned_node = {});
+// 8 hex digits of the placeholder's pod spec as `s` makes it (no node pinned): its label
+// keys::spec_hash.
+std::string placeholder_spec_hash(const scale_set_spec& s, role r);
 // A standalone runner pod: RUNNER_JITCONFIG from the Secret `<name>` (made after the pod, owned
 // by it), PriorityClass arc-runner, restartPolicy Never. `scope`: keys::runner_scope, when given.
 std::string priority_class_object(const priority_class_spec& p, const std::string& name);
 // The PodDisruptionBudget that keeps a workflow pod from preempting a running runner pod when a
 // placeholder could make the room instead (see capacity_monitor.cpp): minAvailable maxRunners (an
 // integer: runner pods have no controller) over the scale set's runner pods, owned by the
-// per-process owner ConfigMap. Named `<owner>-runners`.
+// scale set's owner ConfigMap. Named `<owner>-runners`.
 std::string runner_pdb_name(const owner_ref& owner);
 std::string runner_pdb(const scale_set_spec& s, const owner_ref& owner);
 // The runner placeholders' PodDisruptionBudget (minAvailable 2 × maxRunners: never met, so no
@@ -242,14 +246,18 @@ struct scale_set_context {
   std::shared_ptr<github::actions_client> github;
   scale_set_metrics metrics;
   actors::event_sink events;  // the event_recorder's relay (actors/k8s/event_recorder.hpp); may be null
-  // Placeholders are owned by the ConfigMap `owner_configmap` in spec.ns, made at start-up (and
-  // itself owned by `owner_parent`, headroom's own Pod, when that is in the same namespace): one
-  // per scale set, `<owner_process>-<scale set>`, so a scale set that stops (deleting its owner
-  // to garbage-collect its placeholders) takes nobody else's with it. `owner_process` names this
-  // process: owners without it are earlier processes'.
+  // Placeholders are owned by the ConfigMap `owner_configmap` in spec.ns, made (or found) at
+  // start-up: one per scale set and install, `headroom-owner-<install tag>-<scale set>`, the same
+  // name in every process, so a later process (a rollout, an upgrade, a new leader) adopts the
+  // placed pairs of the one before it instead of placing them again. Nothing owns the ConfigMap:
+  // owned by headroom's Pod, a rollout's garbage collection took every placeholder with the old
+  // Pod. `owners_kept`: the owner ConfigMaps of every scale set configured in spec.ns; the others
+  // this install made (a scale set no longer configured, or an earlier version's per-process
+  // name) are deleted, and their placeholders with them. `owner_process` names this process (the
+  // session's owner in the Actions Service).
   std::string owner_configmap;
+  std::shared_ptr<const std::set<std::string>> owners_kept;
   std::string owner_process;
-  owner_ref owner_parent;
   std::string instance;  // instance_label(): on the ScaleSet object, so a later start knows it made it
 };
 using context_ptr = std::shared_ptr<const scale_set_context>;
@@ -317,7 +325,12 @@ std::string instance_label(const std::string& lease_namespace, const std::string
 // labelled, nothing swept) without it, where another install may run under the same Lease name
 // (#61: two such installs removed each other's ScaleSet objects).
 std::string owned_instance(bool leader_election, const std::string& lease_namespace, const std::string& lease_name);
+// The exit reason a stopping monitor gives a placed pair: quit, leaving both pods (and their owner)
+// for the next process to adopt.
+inline caf::error keep_pods() { return caf::make_error(caf::sec::runtime_error, "placeholders kept for the next process"); }
 // One pair. `adopt`: its pods may exist already (found by label); otherwise it creates them.
+// It deletes its pods when it exits for an orderly reason (none, normal, user_shutdown) or its
+// monitor does; any other reason (a crash, or keep_pods) leaves them for the next to adopt.
 pair_actor spawn_placeholder_pair(caf::actor_system& sys, context_ptr ctx, std::string slot, bool adopt, pair_owner monitor,
                                   owner_ref owner);
 

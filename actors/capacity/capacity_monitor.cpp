@@ -8,9 +8,11 @@
 // report, and every recalculateInterval as a fallback. On scale-down, pending pairs go first.
 //
 // Start-up: the PriorityClass ladder must exist with the right values (created when absent; a
-// class with another value stops the monitor with a message naming it), then the per-process owner
-// ConfigMap is created; placeholders of earlier processes (another owner) are deleted, those of
-// this process (a restarted monitor) are adopted by their slot label.
+// class with another value stops the monitor with a message naming it), then the scale set's owner
+// ConfigMap is created or found; placeholders of another owner are deleted; the placed pairs the
+// owner's earlier process or monitor left are adopted by their slot label when made from the pod
+// spec this configuration makes (their spec-hash label), the others deleted. An orderly stop keeps
+// the placed pairs for the next process (on_exit).
 //
 // The state and the shared helpers: monitor.hpp; the capacity loop: monitor_recompute.cpp; start-up:
 // monitor_setup.cpp.
@@ -161,32 +163,30 @@ void delete_placeholder(monitor_self* self, const std::string& name) {
 
 namespace {
 
-// An orderly stop (SIGTERM, losing the Lease, a parent stopping): delete the owner ConfigMap so
-// the API server's garbage collector removes every placeholder even after this process is gone,
-// and quit once that delete is answered (bounded by the supervisor's stop deadline).
+// An orderly stop (SIGTERM, losing the Lease, a parent stopping): the placed pairs keep their pods
+// and the owner ConfigMap stays, so the next process (a rollout, an upgrade, the new leader)
+// adopts them as they are instead of placing them again; pairs not placed yet and hand-offs delete
+// theirs (a next process would only delete them: it adopts whole placed pairs). A crash leaves
+// every pod (the pairs see their monitor go for a reason not orderly) for the restarted monitor.
 void on_exit(monitor_self* self, const caf::exit_msg& m) {
   auto& s = self->state;
-  if (s.owner.empty() || (m.reason != caf::exit_reason::user_shutdown && m.reason != caf::exit_reason::normal)) {
+  if (m.reason != caf::exit_reason::user_shutdown && m.reason != caf::exit_reason::normal) {
     self->quit(m.reason);
     return;
   }
-  for (auto& [slot, e] : s.pairs)
-    self->send_exit(e.actor, caf::exit_reason::user_shutdown);
+  int64_t kept = 0;
+  for (auto& [slot, e] : s.pairs) {
+    const bool placed = e.state == state_t::ready;
+    kept += placed ? 1 : 0;
+    self->send_exit(e.actor, placed ? keep_pods() : caf::make_error(caf::exit_reason::user_shutdown));
+  }
   for (auto& [slot, a] : s.handoffs)
     self->send_exit(a, caf::exit_reason::user_shutdown);
-  s.pairs.clear();
-  s.handoffs.clear();
-  s.handoff_order.clear();
-  s.acting = false;
-  s.stopping = true;
-  s.stop_reason = m.reason;
-  auto* kube = s.ctx->kube;
-  k8s::delete_options o;
-  o.propagation_policy = "Background";
-  start_call(self, {call_kind::owner_release, s.owner.name, 0}, [kube, ns = s.ctx->spec.ns, name = s.owner.name, o](k8s::api_callback cb) {
-    kube->remove(k8s::kinds::configmaps, ns, name, o, std::move(cb));
-  });
-  self->delayed_send(self, std::chrono::seconds(5), stop_deadline{});
+  if (!s.pairs.empty() || !s.handoffs.empty())
+    runtime::log::info(actor_name, "stopping: placed pairs kept for the next process to adopt",
+                       {{"scale_set", s.ctx->spec.name}, {"kept", kept}, {"deleted", static_cast<int64_t>(s.pairs.size()) - kept},
+                        {"handoffs_deleted", static_cast<int64_t>(s.handoffs.size())}});
+  self->quit(m.reason);
 }
 
 // A pair ended (it reported first, or crashed).
@@ -268,16 +268,9 @@ void on_wakeup(monitor_self* self, msg::buffer_wakeup w) {
     recompute(self);
 }
 
-// 0: the recalculate interval; 1: a backoff or TTL ended; 2: the owner's delete unanswered; setup retry.
-// Stopping, and the owner ConfigMap's delete was not answered in time.
-void on_stop_deadline(monitor_self* self) {
-  if (self->state.stopping)
-    self->quit(self->state.stop_reason);
-}
-
 void on_setup_retry(monitor_self* self) {
   const auto& s = self->state;
-  if (!s.stopping && !s.acting && s.setup_pending == 0)
+  if (!s.acting && s.setup_pending == 0)
     begin_setup(self);
 }
 
@@ -285,8 +278,7 @@ void on_setup_retry(monitor_self* self) {
 void on_recalculate(monitor_self* self) {
   self->state.census.rebuild(self->state.ctx->pods->list());
   recompute(self);
-  if (!self->state.stopping)
-    self->delayed_send(self, self->state.ctx->spec.recalculate_interval, recalculate_timer{});
+  self->delayed_send(self, self->state.ctx->spec.recalculate_interval, recalculate_timer{});
 }
 
 // The service's statistics: assigned jobs, and each newly assigned one owed a pair.
@@ -404,6 +396,8 @@ void on_pair_report(monitor_self* self, const msg::pair_report& r) {
 monitor_impl::behavior_type monitor_behavior(monitor_self* self, context_ptr ctx, scale_set_peers peers) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
+  st.runner_spec_hash = placeholder_spec_hash(st.ctx->spec, role::runner_placeholder);
+  st.workflow_spec_hash = placeholder_spec_hash(st.ctx->spec, role::workflow_placeholder);
   st.census = pod_census{st.ctx->spec.ns};
   st.peers = std::move(peers);
   st.feed = std::make_unique<informer_feed<k8s::pod>>("capacity_monitor/" + st.ctx->spec.name,
@@ -427,16 +421,13 @@ monitor_impl::behavior_type monitor_behavior(monitor_self* self, context_ptr ctx
     self->send(st.peers.listener, msg::update_atom_v);
   begin_setup(self);
   self->delayed_send(self, st.ctx->spec.recalculate_interval, recalculate_timer{});
-  // An orderly stop (SIGTERM, losing the Lease, a parent stopping): delete the owner ConfigMap so
-  // the API server's garbage collector removes every placeholder even after this process is gone,
-  // and quit once that delete is answered (bounded by the supervisor's stop deadline).
+  // An orderly stop leaves the placed pairs for the next process (on_exit).
   self->set_exit_handler([self](caf::exit_msg& m) { on_exit(self, m); });
   self->set_down_handler([self](caf::down_msg& d) { on_pair_down(self, d); });
   return {
       [self](msg::buffer_wakeup w) { on_wakeup(self, w); },
       [self](recalculate_timer) { on_recalculate(self); },
       [self](recompute_timer) { recompute(self); },
-      [self](stop_deadline) { on_stop_deadline(self); },
       [self](setup_retry_timer) { on_setup_retry(self); },
       [self](const msg::scale_set_update& u) { on_scale_set_update(self, u); },
       [self](msg::capacity_atom) {  // a (re)started peer asks for the newest capacity

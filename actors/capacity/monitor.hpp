@@ -27,14 +27,12 @@ namespace headroom::actors::capacity::monitor {
 // The monitor's timers: messages it sends only itself, one type each.
 struct recalculate_timer {};  // the periodic recalculation: the census rebuilt from the cache, then a recompute
 struct recompute_timer {};    // a create backoff or a placeholderTTL has passed: compute again
-struct stop_deadline {};      // stopping, and the owner ConfigMap's delete was not answered in time
 struct setup_retry_timer {};  // try the start-up (PriorityClasses, owner ConfigMap) again
 
 }  // namespace headroom::actors::capacity::monitor
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::monitor::recalculate_timer)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::monitor::recompute_timer)
-CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::monitor::stop_deadline)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::monitor::setup_retry_timer)
 
 namespace headroom::actors::capacity::monitor {
@@ -56,7 +54,7 @@ struct pair_entry {
   std::string predecessor;
 };
 
-enum class call_kind { priority_class, priority_class_get, owner_create, owner_release, owner_get, owner_list, owner_delete, pod_delete, runner_pdb,
+enum class call_kind { priority_class, priority_class_get, owner_create, owner_get, owner_list, owner_delete, pod_delete, runner_pdb,
                        hook_template, hook_template_patch };
 struct call_info {
   call_kind kind;
@@ -90,6 +88,9 @@ struct monitor_state {
   std::set<std::string> rooms_given;
   bool workflows_waiting = false;
   std::set<std::string> deleting;           // foreign placeholders being deleted
+  // placeholder_spec_hash of the runner and workflow placeholders this configuration makes: an
+  // earlier process's pair is adopted only when both of its pods carry them.
+  std::string runner_spec_hash, workflow_spec_hash;
   // Slots whose pair ended (never adopted again), and when. A pod of one that outlives its pair by
   // retire_grace is deleted here: a pair stopped while its creates were in flight deletes before
   // they land, and the pods it made then have no owner but this process's owner ConfigMap.
@@ -123,8 +124,6 @@ struct monitor_state {
   caf::actor_clock::time_point published_at{};  // when it last changed
   bool published_polled = true;  // a poll has carried it (propagation observed)
   milliseconds create_backoff{0};
-  bool stopping = false;  // waiting for the owner's delete, then quitting with stop_reason
-  caf::error stop_reason;
   caf::actor_clock::time_point spawn_blocked_until{};
   // What holds pairs back, as last logged and told in an Event: "" (nothing), "scale set"
   // (maxBurstCapacity) or "cluster" (its share of burstBudget.maxPendingPairs).
@@ -144,7 +143,7 @@ struct monitor_state {
 // to its calls.
 using monitor_impl =
     monitor_actor::extend<caf::reacts_to<msg::buffer_wakeup>, caf::reacts_to<recalculate_timer>, caf::reacts_to<recompute_timer>,
-                          caf::reacts_to<stop_deadline>, caf::reacts_to<setup_retry_timer>, caf::reacts_to<msg::api_reply>>;
+                          caf::reacts_to<setup_retry_timer>, caf::reacts_to<msg::api_reply>>;
 using monitor_self = monitor_impl::stateful_base<monitor_state>;
 
 // Where Events about the ScaleSet object go: scale_set_status, which knows the object's uid, or

@@ -23,16 +23,34 @@ struct census_view {
   std::set<std::string> slots_seen;
 };
 
-// A placeholder outside every pair this monitor runs: an earlier process's (deleted; its owner's
+// Its node is known, synced and takes new pods (not cordoned, no NoSchedule taint it lacks a
+// toleration for): the pair's own test (placeholder_pair.cpp, refusing_node).
+bool on_a_node_taking_pods(const monitor_state& st, const k8s::pod& p) {
+  const auto& nodes = st.ctx->nodes;
+  if (!nodes || !nodes->synced() || p.node_name.empty())
+    return false;
+  const auto node = nodes->get("", p.node_name);
+  return node && node_refuses_pods(node.get(), st.ctx->spec.tolerations).empty();
+}
+
+// Made by this configuration: the placeholder's spec-hash label is the one its role's pods get now.
+bool made_as_now(const monitor_state& st, const k8s::pod& p, role r) {
+  const auto* hash = p.meta.label(keys::spec_hash);
+  return hash != nullptr && *hash == (r == role::runner_placeholder ? st.runner_spec_hash : st.workflow_spec_hash);
+}
+
+// A placeholder outside every pair this monitor runs: another owner's (deleted; that owner's
 // deletion would garbage-collect it too), one an ended pair left behind (deleted after a grace),
-// or this process's own after a monitor restart (the pair adopted when both pods are still fine;
-// otherwise the pair is over and the survivor goes).
+// or one of the scale set's owner this monitor has not adopted: a restarted monitor's, or an
+// earlier process's (a rollout, an upgrade, a new leader). Its pair is adopted when both pods are
+// still fine and made from the pod spec this configuration makes; otherwise the pair is over and
+// its pods go.
 void judge_placeholder(monitor_self* self, const k8s::pod& p, role r, const std::string* slot) {
   auto& st = self->state;
   const auto& spec = st.ctx->spec;
   if (!owned_by(p, st.owner.uid)) {
     if (st.deleting.insert(p.meta.name).second) {
-      runtime::log::info(actor_name, "deleting an earlier process's placeholder", {{"pod", p.meta.name}});
+      runtime::log::info(actor_name, "deleting a placeholder of another owner", {{"pod", p.meta.name}});
       delete_placeholder(self, p.meta.name);
     }
     return;
@@ -42,6 +60,18 @@ void judge_placeholder(monitor_self* self, const k8s::pod& p, role r, const std:
   if (r == role::pair_probe) {  // a probe without its pair: never adopted (its pair is made again)
     if (p.meta.deletion_timestamp.empty() && st.deleting.insert(p.meta.name).second)
       delete_placeholder(self, p.meta.name);
+    return;
+  }
+  if (!made_as_now(st, p, r)) {  // never adopted: deleted at once, with the rest of its pair as it shows
+    if (st.retired.count(*slot) == 0)
+      runtime::log::info(actor_name, "deleting a placeholder pair made from another pod spec (the configuration changed)",
+                         {{"scale_set", spec.name}, {"slot", *slot}});
+    retire(self, *slot);
+    const auto other = st.ctx->pods->get(
+        spec.ns, placeholder_pod_name(spec, *slot, r == role::runner_placeholder ? role::workflow_placeholder : role::runner_placeholder));
+    for (const k8s::pod* gone : {&p, other.get()})
+      if (gone != nullptr && gone->meta.deletion_timestamp.empty() && st.deleting.insert(gone->meta.name).second)
+        delete_placeholder(self, gone->meta.name);
     return;
   }
   if (auto ended = st.retired.find(*slot); ended != st.retired.end()) {
@@ -56,13 +86,21 @@ void judge_placeholder(monitor_self* self, const k8s::pod& p, role r, const std:
   const auto other = st.ctx->pods->get(
       spec.ns, placeholder_pod_name(spec, *slot, r == role::runner_placeholder ? role::workflow_placeholder : role::runner_placeholder));
   const auto mine = placeholder_state(&p), theirs = placeholder_state(other.get());
+  const role other_role = r == role::runner_placeholder ? role::workflow_placeholder : role::runner_placeholder;
+  const bool other_current = other == nullptr || made_as_now(st, *other, other_role);
   retire(self, *slot);  // decided once
-  if (mine != pod_state::gone && theirs != pod_state::gone && theirs != pod_state::absent) {
+  if (other_current && mine != pod_state::gone && theirs != pod_state::gone && theirs != pod_state::absent) {
     runtime::log::info(actor_name, "adopting a placeholder pair", {{"scale_set", spec.name}, {"slot", *slot}});
+    st.ctx->metrics.add("headroom_capacity_pairs_adopted_total", 1);
     st.retired.erase(*slot);
     spawn_pair(self, *slot, true);
+    // Placed as the pair itself would judge it (both Running, on nodes that take pods): counted
+    // in this recompute, so a new process's first capacity is the whole adopted pool, not one
+    // pair more per report (the pair's own verdict follows and corrects it).
+    if (mine == pod_state::running && theirs == pod_state::running && on_a_node_taking_pods(st, p) && on_a_node_taking_pods(st, *other))
+      st.pairs[*slot].state = state_t::ready;
   } else if (mine != pod_state::gone && st.deleting.insert(p.meta.name).second) {
-    delete_placeholder(self, p.meta.name);
+    delete_placeholder(self, p.meta.name);  // the other, judged in turn, goes as well
   }
 }
 
@@ -354,7 +392,7 @@ void recompute(monitor_self* self) {
   const int64_t keep = desired + std::max<int64_t>(0, in.assigned_jobs - in.runners_placed);
   if (count > keep)
     scale_down(self, in, count, keep);
-  if (spec.capacity_aware && spec.placeholder_ttl.count() > 0 && !st.stopping)
+  if (spec.capacity_aware && spec.placeholder_ttl.count() > 0)
     renew_expired(self, renewing, budget);
   const int64_t pending_now = pending_pairs(st);
   tell_burst_need(self, pending_now, std::max(pending_now, pending + std::min(missing, own)));

@@ -1,6 +1,7 @@
 // capacity_monitor's start-up (see capacity_monitor.cpp): the PriorityClass ladder (read; made
-// when missing; a class with another value stops the monitor), this process's owner ConfigMap,
-// and earlier processes' owners deleted; a round the API server could not answer is tried again.
+// when missing; a class with another value stops the monitor), the scale set's owner ConfigMap
+// (made, or found as an earlier process left it), and owners no configured scale set has deleted;
+// a round the API server could not answer is tried again.
 
 #include <caf/all.hpp>
 
@@ -82,20 +83,20 @@ void ensure_owner(monitor_self* self) {
   auto& st = self->state;
   auto* kube = st.ctx->kube;
   const auto& ns = st.ctx->spec.ns;
-  const auto& parent = st.ctx->owner_parent;
   runtime::json_writer w;
   w.begin_object().field("apiVersion", "v1").field("kind", "ConfigMap");
   w.key("metadata").begin_object().field("name", st.ctx->owner_configmap).field("namespace", ns);
-  w.key("labels").begin_object().field(keys::owner, "true");
+  w.key("labels").begin_object().field(keys::owner, "true").field(keys::scale_set, st.ctx->spec.name);
   if (!st.ctx->instance.empty())
     w.field(keys::instance, st.ctx->instance);
   w.end_object();
-  if (!parent.empty()) {
-    w.key("ownerReferences").begin_array().begin_object().field("apiVersion", parent.api_version).field("kind", parent.kind);
-    w.field("name", parent.name).field("uid", parent.uid).end_object().end_array();
-  }
   w.end_object();
-  w.key("data").begin_object().field("purpose", "owns this headroom process's placeholder pods").end_object().end_object();
+  w.key("data")
+      .begin_object()
+      .field("purpose", "owns the placeholder pods of headroom's scale set " + st.ctx->spec.name +
+                            " (deleting it deletes them; each headroom process adopts them)")
+      .end_object()
+      .end_object();
   const std::string body = w.take();
   start_call(self, {call_kind::owner_create, st.ctx->owner_configmap, 0}, [kube, ns, body](k8s::api_callback cb) {
     kube->create(k8s::kinds::configmaps, ns, body, std::move(cb));
@@ -183,7 +184,7 @@ void on_priority_class_reply(monitor_self* self, const call_info& call, const ms
   }
 }
 
-// This process's owner ConfigMap (the placeholders' owner) and earlier processes' ones.
+// The scale set's owner ConfigMap (the placeholders' owner), and owners no configured scale set has.
 void on_owner_reply(monitor_self* self, const call_info& call, const msg::api_reply& r) {
   auto& st = self->state;
   const auto kind = static_cast<api_kind>(r.error_kind);
@@ -213,21 +214,21 @@ void on_owner_reply(monitor_self* self, const call_info& call, const msg::api_re
       finish_setup_step(self);
       return;
     case call_kind::owner_list: {
-      // Earlier processes' owners: deleting one garbage-collects its placeholders. Only this
-      // install's (its instance label) and unlabelled ones (a headroom before the label, or an
-      // install without leader election, which has no instance): another install's owners, and
-      // the placeholders they hold, are its own (#61: two installs in one namespace).
+      // Owners of scale sets no longer configured here, and an earlier version's per-process
+      // owners: deleting one garbage-collects its placeholders. Only this install's (its instance
+      // label) and unlabelled ones (a headroom before the label, or an install without leader
+      // election, which has no instance): another install's owners, and the placeholders they
+      // hold, are its own (#61: two installs in one namespace).
       if (r.ok) {
         auto earlier = k8s::item_names_labelled(r.body, keys::instance, st.ctx->instance);
         if (!st.ctx->instance.empty())
           for (auto& name : k8s::item_names_labelled(r.body, keys::instance, ""))
             earlier.push_back(std::move(name));
         for (const auto& name : earlier) {
-          // This process's other scale sets' owners (and its own) are not earlier processes'.
-          if (name == st.ctx->owner_configmap ||
-              (!st.ctx->owner_process.empty() && (name == st.ctx->owner_process || name.rfind(st.ctx->owner_process + "-", 0) == 0)))
-            continue;
-          runtime::log::info(actor_name, "deleting an earlier process's owner ConfigMap", {{"configmap", name}});
+          if (name == st.ctx->owner_configmap || (st.ctx->owners_kept && st.ctx->owners_kept->count(name) > 0))
+            continue;  // a configured scale set's
+          runtime::log::info(actor_name, "deleting an owner ConfigMap no configured scale set has: its placeholders go with it",
+                             {{"configmap", name}});
           start_call(self, {call_kind::owner_delete, name, 0}, [kube, ns, n = name](k8s::api_callback cb) {
             kube->remove(k8s::kinds::configmaps, ns, n, {}, std::move(cb));
           });
@@ -265,13 +266,6 @@ void on_setup_reply(monitor_self* self, const call_info& call, msg::api_reply& r
     case call_kind::owner_get:
     case call_kind::owner_list:
       return on_owner_reply(self, call, r);
-    case call_kind::owner_release:
-      if (!r.ok && kind != api_kind::not_found)
-        runtime::log::warn(actor_name, "could not delete the owner ConfigMap on shutdown", {{"error", r.error}});
-      else
-        runtime::log::info(actor_name, "owner ConfigMap deleted: placeholders are garbage-collected", {{"configmap", call.name}});
-      self->quit(st.stop_reason);
-      return;
     case call_kind::runner_pdb:
       if (!r.ok && kind != api_kind::already_exists)
         runtime::log::warn(actor_name, "could not create a PodDisruptionBudget (runner pods or runner placeholders): a workflow pod may preempt a running runner",

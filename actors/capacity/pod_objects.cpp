@@ -2,6 +2,8 @@
 // ladder, the runners' PodDisruptionBudget, the PriorityClasses. Runner pods: actors/runners/pods.cpp.
 
 #include <algorithm>
+#include <cstdint>
+#include <cstdio>
 
 #include "actors/capacity/capacity.hpp"
 #include "runtime/json_writer.hpp"
@@ -31,8 +33,10 @@ void pair_resources(runtime::json_writer& w, const scale_set_spec& s) {
 
 }  // namespace
 
-std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, role r, const owner_ref& owner,
-                            const std::string& pinned_node) {
+namespace {
+
+// A placeholder's pod spec: all but its name, labels and owner.
+std::string placeholder_spec(const scale_set_spec& s, role r, const std::string& pinned_node) {
   const bool runner = r == role::runner_placeholder || r == role::pair_probe;
   // A probe sits on the workflow placeholder's rung: above the runner pods, which take every
   // runner placeholder they can, so no runner takes room its pair has not yet held for the
@@ -40,15 +44,7 @@ std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, ro
   const std::string& priority =
       s.priority_classes.of(r == role::runner_placeholder ? rung::placeholder_runner : rung::placeholder_workflow);
   runtime::json_writer w;
-  w.begin_object().field("apiVersion", "v1").field("kind", "Pod");
-  w.key("metadata").begin_object().field("name", placeholder_pod_name(s, slot, r)).field("namespace", s.ns);
-  w.key("labels");
-  labels_object(w, s, r, slot);
-  w.key("ownerReferences");
-  owner_refs(w, owner);
-  w.end_object();
-
-  w.key("spec").begin_object().field("priorityClassName", priority).field("preemptionPolicy", "Never");
+  w.begin_object().field("priorityClassName", priority).field("preemptionPolicy", "Never");
   w.field("terminationGracePeriodSeconds", 0).field("restartPolicy", "Never");
   // A leak guard that needs no headroom: the kubelet ends a placeholder that outlived its TTL
   // and one more ready timeout (by then headroom has long renewed it, unless headroom is gone).
@@ -66,7 +62,35 @@ std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, ro
   else
     resources(w, s.workflow_cpu, s.workflow_memory, s.workflow_extended);
   w.end_object().end_array();  // the container, the containers
-  w.end_object().end_object();  // spec, the pod
+  w.end_object();
+  return w.take();
+}
+
+}  // namespace
+
+std::string placeholder_spec_hash(const scale_set_spec& s, role r) {
+  // FNV-1a over the spec as made with no node pinned: the same value on every platform and in
+  // every process (std::hash is neither), and a label value (8 hex digits).
+  uint32_t h = 2166136261u;
+  for (unsigned char c : placeholder_spec(s, r, ""))
+    h = (h ^ c) * 16777619u;
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", h);
+  return buf;
+}
+
+std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, role r, const owner_ref& owner,
+                            const std::string& pinned_node) {
+  runtime::json_writer w;
+  w.begin_object().field("apiVersion", "v1").field("kind", "Pod");
+  w.key("metadata").begin_object().field("name", placeholder_pod_name(s, slot, r)).field("namespace", s.ns);
+  w.key("labels");
+  labels_object(w, s, r, slot, {}, placeholder_spec_hash(s, r));
+  w.key("ownerReferences");
+  owner_refs(w, owner);
+  w.end_object();
+  w.key("spec").raw(placeholder_spec(s, r, pinned_node));
+  w.end_object();
   return w.take();
 }
 

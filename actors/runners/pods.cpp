@@ -27,7 +27,8 @@ bool is_runner_pod(const k8s::object_meta& m) {
 
 namespace json {
 
-void labels_object(runtime::json_writer& w, const runner_spec& s, role r, const std::string& slot, std::string_view pool) {
+void labels_object(runtime::json_writer& w, const runner_spec& s, role r, const std::string& slot, std::string_view pool,
+                   std::string_view spec_hash) {
   w.begin_object().field(keys::scale_set, s.name).field(keys::role, role_label(r));
   if (!s.arc_set.empty())
     w.field(keys::arc_scale_set_name, s.arc_set);
@@ -35,6 +36,8 @@ void labels_object(runtime::json_writer& w, const runner_spec& s, role r, const 
     w.field(keys::slot, slot);
   if (!pool.empty())
     w.field(keys::pool, pool);
+  if (!spec_hash.empty())
+    w.field(keys::spec_hash, spec_hash);
   w.end_object();
 }
 

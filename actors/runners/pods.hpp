@@ -25,7 +25,10 @@ inline constexpr const char* runner_name = "headroom.dev/runner-name";  // runne
 // Scheduler runner pods: the GitHub scope their runner is registered in (an organization or
 // owner/repo), so a pod no stored worker owns can still be checked with GitHub before it goes.
 inline constexpr const char* runner_scope = "headroom.dev/runner-scope";
-inline constexpr const char* owner = "headroom.dev/owner";              // the per-process owner ConfigMap
+inline constexpr const char* owner = "headroom.dev/owner";              // the scale set's owner ConfigMap
+// Placeholders: a hash of the pod spec they were made with, so a later process adopts only pairs
+// its own configuration would make (a changed runner template, resources or TTL: made anew).
+inline constexpr const char* spec_hash = "headroom.dev/spec-hash";
 // The install an object belongs to (capacity.hpp, owned_instance): on ScaleSet objects and owner
 // ConfigMaps, so one install never removes another's.
 inline constexpr const char* instance = "headroom.dev/instance";
@@ -217,9 +220,10 @@ std::string with_dind(const std::string& pod_json, const runner_spec& s);
 // Pieces of a pod object, for the other pods a mode makes beside its runners: each writes one
 // value (placement: two fields) where the writer stands.
 namespace json {
-// {"headroom.dev/scale-set":…,"headroom.dev/role":…[,"headroom.dev/slot":…][,"headroom.dev/pool":…]}
+// {"headroom.dev/scale-set":…,"headroom.dev/role":…[,"headroom.dev/slot":…][,"headroom.dev/pool":…]
+//  [,"headroom.dev/spec-hash":…]}
 void labels_object(runtime::json_writer& w, const runner_spec& s, role r, const std::string& slot,
-                   std::string_view pool = {});
+                   std::string_view pool = {}, std::string_view spec_hash = {});
 // [] or [{apiVersion, kind, name, uid, blockOwnerDeletion: false}]
 void owner_refs(runtime::json_writer& w, const owner_ref& o);
 // The fields "nodeSelector":{…}, "tolerations":[…] and "affinity":{"nodeAffinity":{required…}} from

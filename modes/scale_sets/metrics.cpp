@@ -51,6 +51,7 @@ constexpr series counters[] = {
     {"headroom_capacity_advertised_pair_deletes_total", "Placeholder pairs stopped on scale-down"},
     {"headroom_capacity_advertised_pair_timeouts_total", "Placeholder pairs not Running within placeholderReadyTimeout"},
     {"headroom_capacity_placeholder_renewals_total", "Ready pairs past placeholderTTL replaced by a successor placed first"},
+    {"headroom_capacity_pairs_adopted_total", "Placed pairs an earlier process (or a restarted monitor) left, adopted as they are instead of placed again"},
     {"headroom_capacity_workflow_rooms_given_total", "Workflow pods given a held room: the workflow placeholder of a hand-off (or a ready pair) deleted for them"},
     {"headroom_runner_health_actions_total", "Runner pods replaced or removed by the health check"},
     {"headroom_orphan_runners_removed_total", "GitHub runners of the scale set with no pod, removed by the provisioner's sweep"},

@@ -58,6 +58,17 @@ void watch_nodepools_if_served(k8s::client& kube, std::shared_ptr<k8s::informer<
   });
 }
 
+// The install's part of its owner ConfigMaps' names (8 hex digits of its instance label): the same
+// in every process of one install, another in another install sharing the namespace.
+std::string install_tag(const std::string& instance) {
+  uint32_t h = 2166136261u;  // FNV-1a: the same on every platform and in every process
+  for (unsigned char c : instance)
+    h = (h ^ c) * 16777619u;
+  char buf[9];
+  std::snprintf(buf, sizeof buf, "%08x", h);
+  return buf;
+}
+
 std::string process_token() {
   std::random_device rd;
   char buf[9];
@@ -187,12 +198,12 @@ std::optional<std::string> make_clients(const scale_sets_config& cfg, const gith
 
 // Each scale set's context: its spec, its clients and informers, its metrics and its owner.
 std::variant<std::vector<std::shared_ptr<scale_set_context>>, std::string> make_contexts(
-    const scale_sets_config& cfg, const github_section& gh, const std::map<std::string, std::string>& env, k8s::client& kube,
-    k8s::client* status_kube, runtime::metrics& m, const scale_set_services& out) {
-  auto get = [&env](const char* name) { return env_value(env, name); };
+    const scale_sets_config& cfg, const github_section& gh, k8s::client& kube, k8s::client* status_kube, runtime::metrics& m,
+    const scale_set_services& out) {
   const auto where = std::get<github::config_url>(github::parse_config_url(gh.config_url));
-  const std::string owner_name = "headroom-owner-" + process_token();
-  const std::string pod_name = get("POD_NAME"), pod_uid = get("POD_UID"), pod_ns = get("POD_NAMESPACE");
+  const std::string process = "headroom-owner-" + process_token();
+  const std::string owner_prefix = "headroom-owner-" + install_tag(out.instance) + "-";
+  std::map<std::string, std::shared_ptr<std::set<std::string>>> kept;  // per namespace
   std::vector<std::shared_ptr<scale_set_context>> made;
   for (size_t i = 0; i < cfg.sets.size(); ++i) {
     auto spec = make_spec(cfg.sets[i], i, cfg.priority_classes);
@@ -208,11 +219,14 @@ std::variant<std::vector<std::shared_ptr<scale_set_context>>, std::string> make_
     ctx->nodepools = out.nodepools;
     ctx->metrics = make_metrics(m, ctx->spec, where);
     ctx->events = out.events;
-    ctx->owner_process = owner_name;
-    ctx->owner_configmap = owner_name + "-" + ctx->spec.name;
+    ctx->owner_process = process;
+    ctx->owner_configmap = owner_prefix + ctx->spec.name;
+    auto& names = kept[ctx->spec.ns];
+    if (!names)
+      names = std::make_shared<std::set<std::string>>();
+    names->insert(ctx->owner_configmap);
+    ctx->owners_kept = names;
     ctx->instance = out.instance;
-    if (!pod_name.empty() && !pod_uid.empty() && pod_ns == ctx->spec.ns)
-      ctx->owner_parent = owner_ref{"v1", "Pod", pod_name, pod_uid};
     made.push_back(std::move(ctx));
   }
   return made;
@@ -265,7 +279,7 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
   k8s::informer<k8s::unstructured>::options pool_opts;
   pool_opts.kind = k8s::nodepools;
   out.nodepools = informers.get<k8s::unstructured>(pool_opts);
-  auto made = make_contexts(cfg, gh, env, kube, status_kube, m, out);
+  auto made = make_contexts(cfg, gh, kube, status_kube, m, out);
   if (auto* e = std::get_if<std::string>(&made))
     return *e;
   watch_pods(informers, std::get<std::vector<std::shared_ptr<scale_set_context>>>(std::move(made)), out);

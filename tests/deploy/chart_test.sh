@@ -57,7 +57,7 @@ sc = c["securityContext"]
 assert sc["readOnlyRootFilesystem"] is True and sc["allowPrivilegeEscalation"] is False and sc["capabilities"]["drop"] == ["ALL"]
 assert c["livenessProbe"]["httpGet"]["path"] == "/healthz" and c["readinessProbe"]["httpGet"]["path"] == "/readyz"
 env = {e["name"] for e in c["env"]}
-assert {"POD_NAME", "POD_UID", "POD_NAMESPACE"} <= env, env
+assert {"POD_NAME", "POD_NAMESPACE"} <= env, env
 # The ladder's classes, named after the release, only where scale sets use them; the config names them too.
 pcs = sorted(d["metadata"]["name"] for d in kinds.get("PriorityClass", []))
 if mode == "scale-sets":

@@ -174,14 +174,75 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
   }
   EXPECT_EQ(asked, 12);
 
+  const int placed = w.ready_pairs();
   EXPECT_EQ(WIFEXITED(w.headroom->stop()), true);
-  // SIGTERM: the session is deleted and the placeholders go with it.
+  // SIGTERM: the session is deleted; the placed pairs stay for the next process to adopt (#55:
+  // capacity_e2e.a_new_process_adopts_the_warm_pool_the_last_one_placed).
   simdjson::dom::parser p;
   bool session_left = false;
   for (auto se : p.parse(e.peer->control("/state").body)["sessions"].get_array())
     session_left |= int64_t(se["scaleSetId"]) == set;
   EXPECT_FALSE(session_left) << "SIGTERM deletes the session";
-  EXPECT_TRUE(eventually([&] { return w.placeholder_pods() == 0; }, 60s)) << "SIGTERM deletes the placeholders";
+  EXPECT_EQ(w.ready_pairs(), placed) << "SIGTERM keeps the placed pairs";
+}
+
+// The scale set's placeholder pods, name → uid.
+std::map<std::string, std::string> placeholder_uids(const world& w) {
+  auto r = w.e.c->kubectl({"-n", w.s.name, "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder)", "-o",
+                           "jsonpath={range .items[*]}{.metadata.name} {.metadata.uid}{\"\\n\"}{end}"});
+  std::map<std::string, std::string> out;
+  std::istringstream in{r.out};
+  for (std::string name, uid; in >> name >> uid;)
+    out[name] = uid;
+  return out;
+}
+
+// #55: warm capacity survives the process. SIGTERM keeps the placed pairs (the session goes, the
+// owner ConfigMap stays); the next process (a rollout, an upgrade, a new leader) adopts them as
+// they are: the same pods, advertised within its first two polls, nothing placed again.
+TEST(capacity_e2e, a_new_process_adopts_the_warm_pool_the_last_one_placed) {
+  REQUIRE_ENV(e);
+  world w{e, {"capacity-adopt", 4, 2, "5m", "3s"}};
+  REQUIRE_WORLD(w);
+  w.start();
+  int64_t set = 0;
+  ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
+  ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2 && w.ready_pairs() == 2; }, 120s)) << w.headroom->log();
+  const auto before = placeholder_uids(w);
+  ASSERT_EQ(before.size(), 4u);
+  auto capacities = [&] {
+    simdjson::dom::parser p;
+    std::vector<int64_t> out;
+    for (auto poll : p.parse(e.peer->control("/state").body)["polls"].get_array())
+      if (int64_t(poll["scaleSetId"]) == set)
+        out.push_back(int64_t(poll["capacity"]));
+    return out;
+  };
+  const size_t polls_before = capacities().size();
+  EXPECT_EQ(WIFEXITED(w.headroom->stop()), true);
+  EXPECT_NE(w.headroom->full_log().find("placed pairs kept for the next process"), std::string::npos) << w.headroom->full_log();
+  std::this_thread::sleep_for(2s);
+  EXPECT_EQ(placeholder_uids(w), before) << "SIGTERM keeps the placed pairs";
+
+  const auto restarted = std::chrono::steady_clock::now();
+  w.start();
+  ASSERT_TRUE(eventually([&] { return capacities().size() > polls_before && w.latest_capacity(set) == 2; }, 60s))
+      << "the new process advertises the adopted pool\n" << w.headroom->log();
+  const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - restarted).count();
+  const auto after = capacities();
+  int short_polls = 0;
+  for (size_t i = polls_before; i < after.size(); ++i)
+    short_polls += after[i] < 2 ? 1 : 0;
+  EXPECT_LE(short_polls, 1) << "at most the first poll, sent before the pairs were adopted, advertises less";
+  EXPECT_EQ(placeholder_uids(w), before) << "the same pods: adopted, not placed again\n" << w.headroom->log();
+  const auto log = w.headroom->full_log();
+  int adopted = 0;
+  for (auto at = log.find("adopting a placeholder pair"); at != std::string::npos; at = log.find("adopting a placeholder pair", at + 1))
+    ++adopted;
+  EXPECT_EQ(adopted, 2) << log;
+  EXPECT_GT(audited(w, set), 0);
+  std::cout << "[adopt] the new process advertised the adopted pool " << took << " s after it started; " << short_polls
+            << " poll(s) below it\n";
 }
 
 // maxBurstCapacity 1: a warm pool of 3 is made one pair at a time (never two pairs pending

@@ -4,8 +4,8 @@
 // one pair the scheduler placed; no poll of any scale set ever advertised more than that (no job
 // is queued, so one placed pair is all any of them may claim); and the 50 scale sets cost the API
 // server one pod watch, not 50 (one informer per namespace, sliced by scale set). Each scale set
-// has its own owner ConfigMap and runner PodDisruptionBudget, and an orderly stop releases each
-// scale set's placeholders without disturbing the others'.
+// has its own owner ConfigMap and runner PodDisruptionBudget, and an orderly stop leaves each
+// scale set's placed pairs for the next process without a pair lost or a crash.
 //
 // And #38's CI version of the 100,000-pod benchmark: 10 scale sets with 1,000 runner pods each
 // (10,000 pods, held Pending by a scheduling gate) created before headroom starts. Every scale set
@@ -181,9 +181,10 @@ TEST(capacity_e2e, fifty_scale_sets_in_one_headroom_hold_their_sessions_on_one_p
   };
   EXPECT_EQ(ending("-runners"), sets) << pdbs;
   EXPECT_EQ(ending("-runner-placeholders"), sets) << pdbs;
-  // An orderly stop: each scale set releases only its own placeholders. (With one owner for the
-  // namespace, the first scale set to stop deleted every scale set's placeholders; the others
-  // made new pairs while they waited their turn to stop: thousands of pairs and log lines.)
+  // An orderly stop: each scale set keeps its placed pairs for the next process, and none is lost
+  // on the way. (With one owner for the namespace, the first scale set to stop once deleted every
+  // scale set's placeholders; the others made new pairs while they waited their turn to stop:
+  // thousands of pairs and log lines.)
   EXPECT_EQ(w.headroom->stop(SIGTERM), 0);
   const auto log = w.headroom->full_log();
   const auto stop_at = log.find("shutdown signal received");

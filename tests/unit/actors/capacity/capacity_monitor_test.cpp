@@ -57,6 +57,7 @@ struct monitor_fixture : test_support::actor_fixture {
     ctx->kube = &kube;
     ctx->pods = router->slice("linux");
     ctx->owner_configmap = "headroom-owner-linux";
+    ctx->owners_kept = std::make_shared<std::set<std::string>>(std::set<std::string>{"headroom-owner-linux", "headroom-owner-mac"});
     ctx->owner_process = "headroom-owner";
     ctx->instance = instance;
     ctx->metrics.set = [g = gauges](const char* name, int64_t v) { (*g)[name] = v; };
@@ -74,6 +75,7 @@ struct monitor_fixture : test_support::actor_fixture {
         advertised);
     cap::scale_set_peers peers;
     peers.listener = caf::actor_cast<actors::listener_actor>(listener);
+    spec = ctx->spec;
     monitor = cap::spawn_capacity_monitor(sys, ctx, peers);
     sched.run();
   }
@@ -133,6 +135,26 @@ struct monitor_fixture : test_support::actor_fixture {
     sched.run();
   }
 
+  // A placeholder as an earlier process left it: owned by the scale set's owner (u-owner), labelled
+  // with the spec hash `hash` ("" none), Running on `node`.
+  std::string left_placeholder(const std::string& slot, cap::role r, const std::string& hash, const std::string& node) {
+    const std::string role = r == cap::role::runner_placeholder ? "runner-placeholder" : "workflow-placeholder";
+    const std::string name = cap::placeholder_pod_name(spec, slot, r);
+    return R"({"metadata":{"name":")" + name + R"(","namespace":"arc","uid":"u-)" + name +
+           R"(","resourceVersion":"9","labels":{"headroom.dev/scale-set":"linux","headroom.dev/slot":")" + slot +
+           R"(","headroom.dev/role":")" + role + R"(")" + (hash.empty() ? std::string{} : R"(,"headroom.dev/spec-hash":")" + hash + R"(")") +
+           R"(},"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"headroom-owner-linux","uid":"u-owner"}]},)"
+           R"("spec":{"nodeName":")" + node + R"("},"status":{"phase":"Running"}})";
+  }
+  std::set<std::string> deletes() const {
+    std::set<std::string> out;
+    for (const auto& c : io.waiting())
+      if (c.request.method == "DELETE" && c.request.url.find("/pods/") != std::string::npos)
+        out.insert(c.request.url.substr(c.request.url.rfind('/') + 1));
+    return out;
+  }
+
+  cap::scale_set_spec spec;  // as start() made it
   std::optional<actors::runners::runner_spec::container_mode> mode;  // before start(): the runners' container mode
   std::shared_ptr<std::map<std::string, int64_t>> gauges = std::make_shared<std::map<std::string, int64_t>>();
   std::shared_ptr<std::map<std::string, int64_t>> counters = std::make_shared<std::map<std::string, int64_t>>();
@@ -168,10 +190,10 @@ TEST_F(monitor_fixture, the_hook_template_is_written_at_start_and_an_older_one_i
   EXPECT_EQ(std::string{text}, t);
 }
 
-// #61 (two installs in one namespace): at start an install deletes the owner ConfigMaps its own
-// earlier processes left (its instance label) and unlabelled ones (a headroom before the label),
-// which garbage-collects their placeholders; another install's, and this process's other scale
-// sets', are left alone.
+// #61 (two installs in one namespace), #55: at start an install deletes the owner ConfigMaps no
+// scale set configured in the namespace has (a scale set removed, an earlier version's per-process
+// owner) among its own (its instance label) and unlabelled ones (a headroom before the label), which
+// garbage-collects their placeholders; another install's, and its configured scale sets', are left.
 TEST_F(monitor_fixture, start_up_deletes_only_this_installs_earlier_owners) {
   instance = "inst-a";
   start();
@@ -201,6 +223,57 @@ TEST_F(monitor_fixture, start_up_deletes_only_this_installs_earlier_owners) {
       deleted.insert(c.request.url.substr(c.request.url.rfind('/') + 1));
   EXPECT_EQ(deleted, (std::set<std::string>{"headroom-0ld-linux", "headroom-older-linux"}))
       << "its own earlier process's and an unlabelled one; not another install's, nor its own scale sets'";
+}
+
+// #55: warm capacity survives the process. A pair an earlier process placed (both pods Running,
+// owned by the scale set's owner, made from the pod spec this configuration makes) is adopted as
+// it is: counted at once, nothing made or deleted for it. One made from another pod spec (the
+// runner template, resources or TTL changed) is deleted, both pods, and a new pair is made.
+TEST_F(monitor_fixture, an_earlier_processs_placed_pair_is_adopted_and_one_of_another_pod_spec_is_not) {
+  start();
+  const auto runner_hash = cap::placeholder_spec_hash(spec, cap::role::runner_placeholder);
+  const auto workflow_hash = cap::placeholder_spec_hash(spec, cap::role::workflow_placeholder);
+  ASSERT_NE(runner_hash, workflow_hash);
+  watch_pod("ADDED", left_placeholder("0ld0ld00", cap::role::runner_placeholder, runner_hash, "node-1"));
+  watch_pod("ADDED", left_placeholder("0ld0ld00", cap::role::workflow_placeholder, workflow_hash, "node-1"));
+  set_up();
+  EXPECT_TRUE(deletes().empty()) << waiting_text();
+  EXPECT_TRUE(created().empty()) << "the warm pool of one is the adopted pair";
+  ASSERT_FALSE(advertised->empty());
+  EXPECT_EQ(advertised->back(), 1) << "counted at once";
+  EXPECT_EQ((*counters)["headroom_capacity_pairs_adopted_total"], 1);
+
+  // The same left by a process with another runner template: not adopted.
+  watch_pod("ADDED", left_placeholder("0ddspec0", cap::role::runner_placeholder, "0000beef", "node-2"));
+  watch_pod("ADDED", left_placeholder("0ddspec0", cap::role::workflow_placeholder, workflow_hash, "node-2"));
+  EXPECT_EQ(deletes(), (std::set<std::string>{"linux-ph-0ddspec0-runner", "linux-ph-0ddspec0-workflow"})) << waiting_text();
+  EXPECT_EQ(advertised->back(), 1) << "not counted";
+  // Nor one made before the label.
+  watch_pod("ADDED", left_placeholder("unlabeld", cap::role::runner_placeholder, "", "node-3"));
+  watch_pod("ADDED", left_placeholder("unlabeld", cap::role::workflow_placeholder, "", "node-3"));
+  EXPECT_EQ(deletes().count("linux-ph-unlabeld-runner") + deletes().count("linux-ph-unlabeld-workflow"), 2u) << waiting_text();
+  EXPECT_EQ(advertised->back(), 1);
+}
+
+// #55: an orderly stop (SIGTERM, the Lease lost) leaves the placed pairs' pods for the next process
+// to adopt; a pair not placed yet deletes its pods (a next process would only delete them).
+TEST_F(monitor_fixture, an_orderly_stop_keeps_the_placed_pairs_and_deletes_the_pending_ones) {
+  start(2);
+  set_up();
+  auto names = created();
+  ASSERT_EQ(names.size(), 4u) << "a warm pool of two pairs";
+  const std::string placed = slot_of(names[0]);
+  const std::string placed_runner = "linux-ph-" + placed + "-runner", placed_workflow = "linux-ph-" + placed + "-workflow";
+  watch("ADDED", placed_runner, "runner-placeholder", placed, "Running", "node-1");
+  watch("ADDED", placed_workflow, "workflow-placeholder", placed, "Running", "node-1");
+  ASSERT_FALSE(advertised->empty());
+  ASSERT_EQ(advertised->back(), 1);
+  caf::anon_send_exit(monitor, caf::exit_reason::user_shutdown);
+  sched.run();
+  const auto gone = deletes();
+  EXPECT_EQ(gone.count(placed_runner) + gone.count(placed_workflow), 0u) << "the placed pair is kept\n" << waiting_text();
+  EXPECT_EQ(gone.size(), 2u) << "the pending pair's two pods are deleted\n" << waiting_text();
+  EXPECT_EQ(find("DELETE", "/configmaps/"), nullptr) << "the owner stays";
 }
 
 // #58 (seed 000): the ladder's PriorityClasses are read, a missing one is made with the ladder's
