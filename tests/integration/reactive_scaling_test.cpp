@@ -570,9 +570,16 @@ TEST(reactive, a_target_scaled_elsewhere_at_its_max_or_deleted_and_recreated_is_
   EXPECT_EQ(log_lines_with(e, {"the target is gone", id("stale")}), 1) << "a deleted target is logged once";
   EXPECT_EQ(log_lines_with(e, {"cannot read the target", id("stale")}), 0) << e.agent->log();
   const target recreated = *std::find_if(targets.begin(), targets.end(), [](const target& t) { return t.name == "stale"; });
+  // The test's watch still shows the deleted target's 3 until it sees the new one: wait for the
+  // recreated one's own count first, then for headroom to scale it (once the watch lagged, 3 was
+  // "seen" at once, and headroom had not yet looked again).
+  const size_t before_recreate = changes(e, "stale").size();
   ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, deployment_yaml(recreated)).exit_code, 0);
-  ASSERT_TRUE(eventually([&] { return replicas(e, "stale") == 3; }, 60s)) << "the recreated target was never scaled\n" << e.agent->log();
-  EXPECT_GE(log_lines_with(e, {"the target is back", id("stale")}), 1) << e.agent->log();
+  ASSERT_TRUE(eventually([&] {
+    auto v = changes(e, "stale");
+    return v.size() >= before_recreate + 2 && v[before_recreate].replicas == recreated.initial && v.back().replicas == 3;
+  }, 60s)) << "the recreated target was never scaled\n" << e.agent->log();
+  EXPECT_TRUE(eventually([&] { return log_lines_with(e, {"the target is back", id("stale")}) >= 1; }, 10s)) << e.agent->log();
   set_load(e, "stale", 75);
 }
 
