@@ -62,13 +62,13 @@ void judge_placeholder(monitor_self* self, const k8s::pod& p, role r, const std:
       delete_placeholder(self, p.meta.name);
     return;
   }
+  const role other_role = r == role::runner_placeholder ? role::workflow_placeholder : role::runner_placeholder;
+  const auto other = st.ctx->pods->get(spec.ns, placeholder_pod_name(spec, *slot, other_role));
   if (!made_as_now(st, p, r)) {  // never adopted: deleted at once, with the rest of its pair as it shows
     if (st.retired.count(*slot) == 0)
       runtime::log::info(actor_name, "deleting a placeholder pair made from another pod spec (the configuration changed)",
                          {{"scale_set", spec.name}, {"slot", *slot}});
     retire(self, *slot);
-    const auto other = st.ctx->pods->get(
-        spec.ns, placeholder_pod_name(spec, *slot, r == role::runner_placeholder ? role::workflow_placeholder : role::runner_placeholder));
     for (const k8s::pod* gone : {&p, other.get()})
       if (gone != nullptr && gone->meta.deletion_timestamp.empty() && st.deleting.insert(gone->meta.name).second)
         delete_placeholder(self, gone->meta.name);
@@ -83,10 +83,7 @@ void judge_placeholder(monitor_self* self, const k8s::pod& p, role r, const std:
     }
     return;
   }
-  const auto other = st.ctx->pods->get(
-      spec.ns, placeholder_pod_name(spec, *slot, r == role::runner_placeholder ? role::workflow_placeholder : role::runner_placeholder));
   const auto mine = placeholder_state(&p), theirs = placeholder_state(other.get());
-  const role other_role = r == role::runner_placeholder ? role::workflow_placeholder : role::runner_placeholder;
   const bool other_current = other == nullptr || made_as_now(st, *other, other_role);
   retire(self, *slot);  // decided once
   if (other_current && mine != pod_state::gone && theirs != pod_state::gone && theirs != pod_state::absent) {
