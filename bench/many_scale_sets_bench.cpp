@@ -17,12 +17,16 @@
 // cost per change (headroom_capacity_decision_seconds, summed over the scale sets) is read after
 // the propagation phase.
 //
+// `--restart 1` (#55): after the changes, headroom is stopped (SIGTERM, as a rollout stops it) and a
+// new process started on the warm cluster: how long until every scale set holds its session and
+// advertises its pair again, and how many placeholders were placed anew (0: every pair adopted).
+//
 // Side by side: `--listeners` processes of tests/peers/scaleset-listener (github.com/actions/scaleset
 // v0.4.0's listener package, one scale set each), their RSS and CPU summed over the same idle time
 // once every one holds its session.
 //
 //   HEADROOM_TESTENV_DIR=$(tests/testenv/build.sh) build/release/bench/many_scale_sets_bench
-//       [--sets 100] [--listeners 100] [--idle 60] [--changes 100] [--rate 10] [--nodes 0] [--pods 0]
+//       [--sets 100] [--listeners 100] [--idle 60] [--changes 100] [--rate 10] [--nodes 0] [--pods 0] [--restart 0]
 //
 // Prints one JSON line per measure, then a Markdown table.
 
@@ -33,6 +37,7 @@
 #include <cstdio>
 #include <fstream>
 #include <map>
+#include <set>
 #include <memory>
 #include <mutex>
 #include <sstream>
@@ -164,7 +169,7 @@ std::string kwok_node(int i) {
 }  // namespace
 
 int main(int argc, char** argv) {
-  int sets = 100, listeners = 100, idle = 60, changes = 100, rate = 10, nodes = 0, runner_pods = 0;
+  int sets = 100, listeners = 100, idle = 60, changes = 100, rate = 10, nodes = 0, runner_pods = 0, restart = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const int v = std::stoi(argv[i + 1]);
@@ -182,6 +187,8 @@ int main(int argc, char** argv) {
       nodes = v;
     else if (a == "--pods")
       runner_pods = v;
+    else if (a == "--restart")
+      restart = v;
   }
   env e;
   if (!bench_env(e, "many_scale_sets_bench"))
@@ -404,6 +411,51 @@ int main(int argc, char** argv) {
   };
   const auto normal_wait = wait("normal"), urgent_wait = wait("urgent"), background_wait = wait("background");
   headroom->stop();
+  // --restart 1 (#55): a new process on the warm cluster, as a rollout or an upgrade starts one.
+  // SIGTERM kept the placed pairs; how long until every scale set holds its session and
+  // advertises its pair again, how many placeholders were placed anew (a uid not seen before the
+  // stop), and how many polls of the new sessions advertised less than the pair.
+  double restart_s = -1;
+  int replaced = -1, short_polls = 0, most_short = 0;  // polls below the pair: all, and a scale set's most
+  if (restart > 0) {
+    auto placeholder_uids = [&] {
+      auto r = e.c->kubectl({"-n", ns, "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder)", "-o",
+                             "jsonpath={range .items[*]}{.metadata.uid}{\"\\n\"}{end}"});
+      std::set<std::string> out;
+      std::istringstream in{r.out};
+      for (std::string uid; std::getline(in, uid);)
+        if (!uid.empty())
+          out.insert(uid);
+      return out;
+    };
+    const auto before = placeholder_uids();
+    std::map<int64_t, size_t> polls_before;
+    for (const auto& [set, list] : look(e, "hr").polls)
+      polls_before[set] = list.size();
+    const auto t0 = std::chrono::steady_clock::now();
+    headroom = std::make_unique<agent>(dir,
+                                       "kubernetes:\n  kubeconfig: " + dir + "/chart.kubeconfig\n"
+                                       "leaderElection:\n  enabled: false\ngithub:\n  configUrl: " +
+                                           e.peer->http_url() + "/headroom-org\nscaleSets:\n" + config.str(),
+                                       agent_env);
+    if (!eventually(all_ready, std::chrono::minutes(20))) {
+      std::fprintf(stderr, "many_scale_sets_bench: after a restart, not every scale set was ready in 20 min\n%s\n", headroom->log().c_str());
+      return 1;
+    }
+    restart_s = std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count();
+    replaced = 0;
+    for (const auto& uid : placeholder_uids())
+      replaced += before.count(uid) == 0 ? 1 : 0;
+    for (const auto& [set, list] : v.polls) {
+      int mine = 0;
+      for (size_t i = polls_before[set]; i < list.size(); ++i)
+        mine += list[i].capacity < 1 ? 1 : 0;
+      short_polls += mine;
+      most_short = std::max(most_short, mine);
+    }
+    std::fprintf(stderr, "[many] restarted: %d scale sets ready again in %.1f s, %d placeholders placed anew\n", sets, restart_s, replaced);
+    headroom->stop();
+  }
   pods->stop();
   std::filesystem::copy_file(dir + "/agent.log", "/tmp/many_scale_sets_headroom.log", std::filesystem::copy_options::overwrite_existing);
 
@@ -443,6 +495,10 @@ int main(int argc, char** argv) {
 
   std::printf("{\"mode\":\"startup\",\"scale_sets\":%d,\"nodes\":%d,\"runner_pods\":%d,\"seconds\":%.1f}\n", sets, nodes + 1, runner_pods,
               startup_s);
+  if (restart > 0)
+    std::printf("{\"mode\":\"warm_restart\",\"scale_sets\":%d,\"seconds\":%.1f,\"placeholders_placed_anew\":%d,"
+                "\"polls_below_the_pair\":%d,\"most_of_one_scale_set\":%d}\n",
+                sets, restart_s, replaced, short_polls, most_short);
   std::printf("{\"mode\":\"decision\",\"scale_sets\":%d,\"runner_pods\":%d,\"decisions\":%.0f,\"p50_le_ms\":%.3f,\"p99_le_ms\":%.3f,"
               "\"within_1ms\":%.4f}\n",
               sets, runner_pods, decisions, 1e3 * bench::bucket_quantile(decision, 0.5), 1e3 * bench::bucket_quantile(decision, 0.99),
