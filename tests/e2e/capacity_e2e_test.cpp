@@ -186,6 +186,14 @@ TEST(capacity_e2e, capacity_warm_pool_and_burst) {
   EXPECT_EQ(w.ready_pairs(), placed) << "SIGTERM keeps the placed pairs";
 }
 
+// How many times `what` occurs in `text`.
+size_t count_of(const std::string& text, const std::string& what) {
+  size_t n = 0;
+  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size()))
+    ++n;
+  return n;
+}
+
 // The scale set's placeholder pods, name → uid.
 std::map<std::string, std::string> placeholder_uids(const world& w) {
   auto r = w.e.c->kubectl({"-n", w.s.name, "get", "pods", "-l", "headroom.dev/role in (runner-placeholder,workflow-placeholder)", "-o",
@@ -236,10 +244,7 @@ TEST(capacity_e2e, a_new_process_adopts_the_warm_pool_the_last_one_placed) {
   EXPECT_LE(short_polls, 1) << "at most the first poll, sent before the pairs were adopted, advertises less";
   EXPECT_EQ(placeholder_uids(w), before) << "the same pods: adopted, not placed again\n" << w.headroom->log();
   const auto log = w.headroom->full_log();
-  int adopted = 0;
-  for (auto at = log.find("adopting a placeholder pair"); at != std::string::npos; at = log.find("adopting a placeholder pair", at + 1))
-    ++adopted;
-  EXPECT_EQ(adopted, 2) << log;
+  EXPECT_EQ(count_of(log, "adopting a placeholder pair"), 2u) << log;
   EXPECT_GT(audited(w, set), 0);
   std::cout << "[adopt] the new process advertised the adopted pool " << took << " s after it started; " << short_polls
             << " poll(s) below it\n";
@@ -495,14 +500,6 @@ TEST(capacity_e2e, capacity_exhausted_pairs_time_out) {
   // the chart's grant before the pods go), not only the scheduler's PodScheduled message.
   EXPECT_TRUE(eventually([&] { return w.headroom->log().find("Karpenter: ") != std::string::npos; }, 60s))
       << w.headroom->log() << e.c->kubectl({"-n", "capacity-full", "get", "events"}).out;
-}
-
-// How many times `what` occurs in `text`.
-size_t count_of(const std::string& text, const std::string& what) {
-  size_t n = 0;
-  for (auto at = text.find(what); at != std::string::npos; at = text.find(what, at + what.size()))
-    ++n;
-  return n;
 }
 
 // #61: a pair is room only while its nodes take new pods. Cordoned, tainted by Karpenter's
