@@ -43,7 +43,8 @@
 #include <random>
 #include <thread>
 
-#include "runtime/http_server.hpp"
+#include "runtime/health_routes.hpp"
+#include "runtime/web_server.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/readiness.hpp"
 #include "testenv/child_process.hpp"
@@ -183,7 +184,7 @@ int main(int argc, char** argv) {
   auto& hpa_series = family.Add({{"autoscaler", peer}});
   headroom_series.Set(150);
   hpa_series.Set(150);
-  runtime::http_server exporter{"127.0.0.1:0", exporter_metrics, exporter_ready};
+  runtime::web_server exporter{runtime::health_server("127.0.0.1:0", exporter_metrics, exporter_ready)};
   std::string why;
   auto prom = testenv::prometheus_server::start({"127.0.0.1:" + std::to_string(exporter.port())}, why);
   if (!prom) {

@@ -28,7 +28,8 @@
 #include <sstream>
 #include <thread>
 
-#include "runtime/http_server.hpp"
+#include "runtime/health_routes.hpp"
+#include "runtime/web_server.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/readiness.hpp"
 #include "soak_probe.hpp"
@@ -118,7 +119,7 @@ spec:
     gauges.push_back(&load.Add({{"target", name_of(i)}}));
     gauges.back()->Set(75);
   }
-  runtime::http_server exporter{"127.0.0.1:0", exporter_metrics, exporter_ready};
+  runtime::web_server exporter{runtime::health_server("127.0.0.1:0", exporter_metrics, exporter_ready)};
   std::string why;
   auto prom = testenv::prometheus_server::start({"127.0.0.1:" + std::to_string(exporter.port())}, why);
   if (!prom) {

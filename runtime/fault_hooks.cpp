@@ -95,9 +95,10 @@ void join_fault_broker(caf::local_actor* supervisor) {
     caf::anon_send(broker, msg::fault_atom_v, caf::actor_cast<supervisor_actor>(supervisor));
 }
 
+namespace {
+
+// From any thread: fails every running child named `child`; the number hit, or -1.
 int64_t inject_fault(caf::actor_system& sys, const std::string& child) {
-  if (!fault_hooks_enabled())
-    return -1;
   auto broker = sys.registry().get<fault_broker_actor>(broker_key);
   if (!broker)
     return -1;
@@ -106,6 +107,20 @@ int64_t inject_fault(caf::actor_system& sys, const std::string& child) {
   self->request(broker, std::chrono::seconds(2), msg::fault_atom_v, child)
       .receive([&](int64_t n) { out = n; }, [&](caf::error&) { out = -1; });
   return out;
+}
+
+}  // namespace
+
+std::optional<web_route> fault_route(caf::actor_system& sys) {
+  if (!fault_hooks_enabled())
+    return std::nullopt;
+  return web_route{"POST", "/debug/fault", [&sys](const web_request& req) {
+                     auto it = req.query.find("child");
+                     if (it == req.query.end() || it->second.empty() || it->second.size() > 200)
+                       return web_reply{400, "text/plain", {}, "child: the name of a supervised actor is required\n"};
+                     const auto hit = inject_fault(sys, it->second);
+                     return web_reply{hit < 0 ? 503 : 200, "text/plain", {}, std::to_string(hit) + "\n"};
+                   }};
 }
 
 }  // namespace headroom::runtime

@@ -10,7 +10,7 @@
 
 namespace headroom::runtime {
 
-// The `http` child of the root supervisor: owns the http_server for as long as it lives. A bind
+// The `http` child of the root supervisor: owns the web_server of /metrics, /healthz and /readyz for as long as it lives. A bind
 // failure makes it exit abnormally, so the supervisor retries with backoff (the port may be held
 // by a process that is still shutting down) and escalates if it never frees up.
 // `metrics` and `ready` must outlive the actor.

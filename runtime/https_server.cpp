@@ -137,6 +137,7 @@ https_server::https_server(https_options opts) : state_(std::make_unique<state>(
   // the client's delayed ACK (~40 ms per review).
   srv.set_tcp_nodelay(true);
   answer_exceptions_with_500(srv);
+  refuse_unframed_bodies(srv);
   for (const auto& r : o.routes) {
     srv.Post(r.path, [&r, &o](const httplib::Request& req, httplib::Response& res) {
       const auto started = o.observe ? o.clock->now() : runtime::clock::time_point{};

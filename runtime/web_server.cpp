@@ -33,6 +33,17 @@ void answer_exceptions_with_500(httplib::Server& srv) {
   });
 }
 
+void refuse_unframed_bodies(httplib::Server& srv) {
+  srv.set_pre_routing_handler([](const httplib::Request& req, httplib::Response& res) {
+    const bool body_method = req.method == "POST" || req.method == "PUT" || req.method == "PATCH" || req.method == "DELETE";
+    if (!body_method || req.has_header("Content-Length") || req.has_header("Transfer-Encoding"))
+      return httplib::Server::HandlerResponse::Unhandled;
+    res.status = 411;
+    res.set_content("a " + req.method + " needs a Content-Length (0 for no body) or chunked Transfer-Encoding\n", "text/plain");
+    return httplib::Server::HandlerResponse::Handled;
+  });
+}
+
 std::pair<std::string, int> split_listen(const std::string& listen) {
   std::string host = "0.0.0.0", port = listen;
   if (auto colon = listen.rfind(':'); colon != std::string::npos) {
@@ -78,6 +89,7 @@ web_server::web_server(web_options o) : state_(std::make_unique<state>()) {
   srv.set_keep_alive_timeout(5);
   srv.set_tcp_nodelay(true);
   answer_exceptions_with_500(srv);
+  refuse_unframed_bodies(srv);
   for (const auto& r : opts.routes) {
     auto handler = [&r, &opts](const httplib::Request& req, httplib::Response& res) {
       const auto started = opts.observe ? opts.clock->now() : runtime::clock::time_point{};

@@ -53,6 +53,11 @@ struct web_options {
 // A handler that throws is a 500 naming the exception (both of headroom's cpp-httplib servers).
 void answer_exceptions_with_500(httplib::Server& srv);
 
+// A request with a body method (POST, PUT, PATCH, DELETE) and neither Content-Length nor chunked
+// Transfer-Encoding has no body (RFC 9112 §6.3), but cpp-httplib 0.11 reads one until the client
+// closes: the client waits for an answer that never comes. Such a request is answered 411 at once.
+void refuse_unframed_bodies(httplib::Server& srv);
+
 // "port", ":port", "host:port" → (host, port); port −1 when it is not one.
 std::pair<std::string, int> split_listen(const std::string& listen);
 

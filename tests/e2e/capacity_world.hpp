@@ -13,6 +13,7 @@
 #include <sys/wait.h>
 
 #include <algorithm>
+#include <stdexcept>
 #include <chrono>
 #include <filesystem>
 #include <fstream>
@@ -64,6 +65,14 @@ inline clock_type::time_point parse_time(std::string_view t) {
   return clock_type::from_time_t(timegm(&tm)) + std::chrono::microseconds(static_cast<int64_t>(frac * 1e6));
 }
 
+// headroom-faults, the build with the test fault hooks (runtime/fault_hooks.hpp): the test
+// binaries get its path; the benchmarks, which fail no actor, do not.
+#ifdef HEADROOM_FAULTS_BINARY
+inline constexpr const char* faults_binary = HEADROOM_FAULTS_BINARY;
+#else
+inline constexpr const char* faults_binary = nullptr;
+#endif
+
 // The headroom binary as a child process with a config file; SIGTERM on stop().
 class agent {
  public:
@@ -76,7 +85,12 @@ class agent {
     if (!app)
       envs.push_back("HEADROOM_GITHUB_TOKEN=" + pat);
     envs.insert(envs.end(), env.begin(), env.end());
-    spawn({HEADROOM_BINARY, "--config", dir + "/headroom.yaml", "--metrics-addr", "127.0.0.1:0"}, std::move(envs));
+    // The test fault hooks live only in headroom-faults (runtime/fault_hooks.hpp).
+    const bool faults = std::find(envs.begin(), envs.end(), "HEADROOM_TEST_FAULTS=1") != envs.end();
+    if (faults && faults_binary == nullptr)
+      throw std::logic_error("fault hooks asked of a program built without headroom-faults' path");
+    spawn({faults ? faults_binary : HEADROOM_BINARY, "--config", dir + "/headroom.yaml", "--metrics-addr", "127.0.0.1:0"},
+          std::move(envs));
   }
   // Any command line that execs headroom (tests/testenv/run-as-pod.py), with exactly `env`.
   struct command_line {
@@ -126,7 +140,7 @@ class agent {
     const auto port = http_port();
     if (port.empty())
       return {};
-    auto r = testenv::run_command({"curl", "-sf", "-X", "POST", "http://127.0.0.1:" + port + path_and_query});
+    auto r = testenv::run_command({"curl", "-sf", "-X", "POST", "-d", "", "http://127.0.0.1:" + port + path_and_query});
     return r.exit_code == 0 ? r.out : std::string{};
   }
   // The HTTP endpoint's port from the last "serving /metrics" log line; empty before it.

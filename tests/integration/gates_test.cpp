@@ -70,8 +70,8 @@ void start_agent(env& e, const std::string& config = "headroom.yaml") {
       argv.emplace_back(arg);
   }
   argv.insert(argv.end(), {"--config", e.dir + "/" + config, "--metrics-addr", "127.0.0.1:" + std::to_string(e.metrics_port)});
-  // HEADROOM_TEST_FAULTS=1: the test-only fault hooks (runtime/fault_hooks.hpp), for the actor
-  // fault scenario; off in every release and in the chart.
+  // HEADROOM_TEST_FAULTS=1: the test-only fault hooks (runtime/fault_hooks.hpp) of headroom-faults
+  // (HEADROOM_BINARY here), for the actor fault scenario; the program the image ships has none.
   e.agent = std::make_unique<child_process>(argv, std::vector<std::string>{"PATH=/usr/bin:/bin", "HEADROOM_TEST_FAULTS=1"},
                                             e.dir + "/agent.log");
 }

@@ -23,7 +23,8 @@
 
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/time.hpp"
-#include "runtime/http_server.hpp"
+#include "runtime/health_routes.hpp"
+#include "runtime/web_server.hpp"
 #include "runtime/metrics.hpp"
 #include "runtime/readiness.hpp"
 #include "testenv/apiserver_proxy.hpp"
@@ -111,7 +112,7 @@ struct env {
   std::string why;
   std::unique_ptr<headroom::runtime::metrics> exporter_metrics;
   std::unique_ptr<headroom::runtime::readiness> exporter_ready;
-  std::unique_ptr<headroom::runtime::http_server> exporter;
+  std::unique_ptr<headroom::runtime::web_server> exporter;
   prometheus::Family<prometheus::Gauge>* load = nullptr;
   std::unique_ptr<headroom::testenv::prometheus_server> prom;
   std::unique_ptr<headroom::k8s::transport> io;
@@ -150,8 +151,8 @@ void start_agent(env& e) {
   e.agent = std::make_unique<child_process>(
       std::vector<std::string>{HEADROOM_BINARY, "--config", e.dir + "/headroom.yaml", "--metrics-addr",
                                "127.0.0.1:" + std::to_string(e.metrics_port)},
-      // HEADROOM_TEST_FAULTS=1: the test-only fault hooks (runtime/fault_hooks.hpp), for the
-      // actor-failure scenario.
+      // HEADROOM_TEST_FAULTS=1: the test-only fault hooks (runtime/fault_hooks.hpp) of
+      // headroom-faults (HEADROOM_BINARY here), for the actor-failure scenario.
       std::vector<std::string>{"PATH=/usr/bin:/bin", "HEADROOM_TEST_FAULTS=1"}, e.dir + "/agent.log");
 }
 
@@ -221,7 +222,8 @@ env make_env() {
   e.exporter_metrics = std::make_unique<headroom::runtime::metrics>();
   e.exporter_ready = std::make_unique<headroom::runtime::readiness>();
   e.load = &prometheus::BuildGauge().Name("reactive_test_load").Help("the test's metric").Register(e.exporter_metrics->registry());
-  e.exporter = std::make_unique<headroom::runtime::http_server>("127.0.0.1:0", *e.exporter_metrics, *e.exporter_ready);
+  e.exporter = std::make_unique<headroom::runtime::web_server>(
+      headroom::runtime::health_server("127.0.0.1:0", *e.exporter_metrics, *e.exporter_ready));
   for (const auto& t : targets)
     if (t.name != "zero")       // absent until its test sets it
       set_load(e, t.name, 75);  // within the band until a test moves it

@@ -31,8 +31,10 @@ grep -q "supervision.maxRestarts: must be between 0 and 1000, found 5000" "$work
 "$bin" --version | grep -Eq '^headroom [0-9]+\.[0-9]+\.[0-9]+ \(revision ([0-9a-f]{12}(-dirty)?|unknown)\)$' ||
   fail "--version: $("$bin" --version)"
 
-# 2. Start on a free port and read the port from the structured log.
-"$bin" --config "$examples/headroom.yaml" --metrics-addr 127.0.0.1:0 --log-level info 2>"$work/log" &
+# 2. Start on a free port and read the port from the structured log. HEADROOM_TEST_FAULTS=1 is set
+#    to show that this program (the one the image ships) carries no test fault hooks: it says so
+#    and serves no /debug/fault (runtime/fault_hooks.hpp; headroom-faults is the chaos suite's build).
+HEADROOM_TEST_FAULTS=1 "$bin" --config "$examples/headroom.yaml" --metrics-addr 127.0.0.1:0 --log-level info 2>"$work/log" &
 pid=$!
 port=""
 for _ in $(seq 100); do
@@ -54,6 +56,10 @@ for _ in $(seq 50); do
   sleep 0.1
 done
 [ "$code" = 200 ] || fail "/readyz never became ready ($code)"
+code=$(curl -s -o /dev/null -w '%{http_code}' -X POST -d '' "http://127.0.0.1:$port/debug/fault?child=http")
+[ "$code" = 404 ] || fail "POST /debug/fault answered $code in the shipped program, want 404"
+grep -q 'HEADROOM_TEST_FAULTS=1 is ignored: this program carries no fault hooks' "$work/log" || fail "no word that the fault hooks are absent"
+! grep -aq '/debug/fault' "$bin" || fail "the shipped program contains the fault route"
 # Every log line is one JSON object.
 python3 -c 'import json,sys; [json.loads(l) for l in open(sys.argv[1]) if l.strip()]' "$work/log" || fail "log is not JSON lines"
 

@@ -1,9 +1,11 @@
-#include "runtime/http_server.hpp"
+#include "runtime/health_routes.hpp"
+#include "runtime/web_server.hpp"
 
 #include <arpa/inet.h>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
+#include <sys/time.h>
 #include <unistd.h>
 
 #include "runtime/mailbox/bounded_fifo.hpp"
@@ -17,8 +19,9 @@ struct response {
   std::string body;
 };
 
-// A minimal HTTP/1.1 GET over loopback: enough to check what a scraper or a kubelet probe sees.
-response http_get(uint16_t port, const std::string& path) {
+// One raw HTTP/1.1 request over loopback, read to the end: enough to check what a scraper, a
+// kubelet probe or a careless client sees.
+response http_send(uint16_t port, const std::string& req) {
   response r;
   int fd = ::socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
@@ -29,7 +32,8 @@ response http_get(uint16_t port, const std::string& path) {
     ::close(fd);
     return r;
   }
-  const std::string req = "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n";
+  timeval limit{5, 0};  // a server that never answers fails the test instead of hanging it
+  ::setsockopt(fd, SOL_SOCKET, SO_RCVTIMEO, &limit, sizeof limit);
   (void)::write(fd, req.data(), req.size());
   std::string raw;
   char buf[4096];
@@ -43,9 +47,13 @@ response http_get(uint16_t port, const std::string& path) {
   return r;
 }
 
+response http_get(uint16_t port, const std::string& path) {
+  return http_send(port, "GET " + path + " HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+}
+
 }  // namespace
 
-TEST(http_server, serves_metrics_health_and_readiness) {
+TEST(health_routes, serves_metrics_health_and_readiness) {
   metrics m;
   readiness ready;
   bounded_fifo<int> outbox{"shard/outbox", [] {}, 2};
@@ -53,7 +61,7 @@ TEST(http_server, serves_metrics_health_and_readiness) {
   outbox.push(1);
   outbox.push(2);
   outbox.push(3);  // dropped
-  http_server server{"127.0.0.1:0", m, ready};
+  web_server server{health_server("127.0.0.1:0", m, ready)};
   ASSERT_NE(server.port(), 0);
 
   auto health = http_get(server.port(), "/healthz");
@@ -92,15 +100,34 @@ TEST(http_server, serves_metrics_health_and_readiness) {
   EXPECT_EQ(http_get(server.port(), "/readyz").status, 503);
 }
 
-TEST(http_server, port_in_use_is_a_clear_error) {
+TEST(health_routes, port_in_use_is_a_clear_error) {
   metrics m;
   readiness ready;
-  http_server first{"127.0.0.1:0", m, ready};
+  web_server first{health_server("127.0.0.1:0", m, ready)};
   const std::string taken = "127.0.0.1:" + std::to_string(first.port());
   try {
-    http_server second{taken, m, ready};
+    web_server second{health_server(taken, m, ready)};
     FAIL() << "second bind on " << taken << " succeeded";
   } catch (const std::runtime_error& e) {
     EXPECT_NE(std::string{e.what()}.find("cannot listen on " + taken), std::string::npos) << e.what();
   }
+}
+
+// cpp-httplib 0.11 reads the body of a POST that has neither Content-Length nor chunked encoding
+// until the client closes, so the client (curl -X POST without data) waited for ever; such a
+// request has no body (RFC 9112 6.3) and is answered 411 at once, naming what is missing.
+TEST(health_routes, a_post_without_a_length_is_answered_411_at_once) {
+  metrics m;
+  readiness ready;
+  auto opts = health_server("127.0.0.1:0", m, ready);
+  opts.routes.push_back({"POST", "/echo", [](const web_request& req) { return web_reply{200, "text/plain", {}, "got " + req.body}; }});
+  web_server server{opts};
+  auto unframed = http_send(server.port(), "POST /echo HTTP/1.1\r\nHost: localhost\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(unframed.status, 411);
+  EXPECT_NE(unframed.body.find("needs a Content-Length"), std::string::npos) << unframed.body;
+  auto empty = http_send(server.port(), "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 0\r\nConnection: close\r\n\r\n");
+  EXPECT_EQ(empty.status, 200);
+  EXPECT_EQ(empty.body, "got ");
+  auto framed = http_send(server.port(), "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi");
+  EXPECT_EQ(framed.body, "got hi");
 }
