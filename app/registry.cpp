@@ -10,7 +10,8 @@ namespace headroom::app {
 
 namespace {
 
-// Adding a mode: its folder under modes/, its line here, its headroom_mode(…) in modes/CMakeLists.txt.
+// Adding a mode: its folder under modes/, its line here, its headroom_mode(…) in CMakeLists.txt;
+// then scripts/gen-docs regenerates the references that list the modes (docs/architecture.md).
 // The order is the acting subtree's start order (and the reverse of its stop order).
 constexpr modes::registration registry[] = {
     {"bigfleet", &modes::bigfleet::make},

@@ -176,18 +176,18 @@ void start_poll(listener_self* self) {
     return;
   st.polling = true;
   st.poll_cancelled = false;
-  st.poll_capacity = st.desired;
+  st.poll_capacity = st.to_advertise;
   const uint64_t seq = ++st.poll_seq;
   const auto now = self->clock().now();
   st.poll_started = now;
   if (now < st.reorder_until)
     self->delayed_send(self, st.reorder_until - now, reorder_window_passed{st.generation, seq});
   if (st.peers.capacity)
-    self->send(st.peers.capacity, msg::capacity_polled{st.desired});
+    self->send(st.peers.capacity, msg::capacity_polled{st.to_advertise});
   if (st.peers.status)
     self->send(st.peers.status, msg::session_view{{}, {}, true});
   st.poll = st.client->get_message(
-      st.session, st.last_message_id, st.desired,
+      st.session, st.last_message_id, st.to_advertise,
       reply_to<std::optional<github::session_message>>(
           self, reply_op::poll, [](actions_reply& r, std::optional<github::session_message> m) { r.message = std::move(m); },
           seq));
@@ -372,16 +372,16 @@ void on_exit(listener_self* self, const caf::exit_msg& m) {
 void on_capacity(listener_self* self, msg::set_max_capacity m) {
   auto& s = self->state;
   const int64_t v = std::max<int64_t>(0, m.capacity);
-  if (v == s.desired)
+  if (v == s.to_advertise)
     return;
-  s.desired = v;
+  s.to_advertise = v;
   // The service reads the capacity only when a poll starts. A drop must reach it at once (or
   // it keeps assigning by the old value for up to 50 s); a rise too, or placed room sits
   // idle while jobs queue. A cancelled poll loses nothing: an unacked message comes again.
-  if (s.polling && !s.poll_cancelled && s.desired != s.poll_capacity && s.opts.repoll_on_change) {
-    if (s.desired < s.poll_capacity)
+  if (s.polling && !s.poll_cancelled && s.to_advertise != s.poll_capacity && s.opts.repoll_on_change) {
+    if (s.to_advertise < s.poll_capacity)
       runtime::log::info(actor_name, "capacity dropped below the in-flight poll's: re-polling",
-                         {{"scale_set", s.opts.scale_set_id}, {"was", s.poll_capacity}, {"now", s.desired}});
+                         {{"scale_set", s.opts.scale_set_id}, {"was", s.poll_capacity}, {"now", s.to_advertise}});
     cancel_poll(self);
   }
 }
@@ -426,7 +426,7 @@ listener_impl::behavior_type listener_behavior(listener_self* self, std::shared_
   st.client = std::move(client);
   st.peers = std::move(peers);
   st.opts = std::move(opts);
-  st.desired = std::max<int64_t>(0, st.opts.initial_capacity);
+  st.to_advertise = std::max<int64_t>(0, st.opts.initial_capacity);
   if (st.peers.capacity)  // a restarted listener starts from the monitor's newest value
     self->send(st.peers.capacity, msg::capacity_atom_v);
   recall_session(self);  // and adopts (or deletes) the session a crashed predecessor left
@@ -454,7 +454,7 @@ listener_impl::behavior_type listener_behavior(listener_self* self, std::shared_
         if (t.generation != s.generation || t.poll != s.poll_seq || !s.polling || s.poll_cancelled)
           return;  // ended (its successor was issued after the window) or already cancelled
         runtime::log::debug(actor_name, "re-issuing the poll: a poll cancelled just before it may have reached the service after it",
-                            {{"scale_set", s.opts.scale_set_id}, {"capacity", s.desired}});
+                            {{"scale_set", s.opts.scale_set_id}, {"capacity", s.to_advertise}});
         cancel_poll(self, true);
       },
       [self](cancel_deadline t) {
@@ -462,7 +462,7 @@ listener_impl::behavior_type listener_behavior(listener_self* self, std::shared_
         if (t.generation != s.generation || t.poll != s.poll_seq || !s.polling || !s.poll_cancelled)
           return;  // answered in time
         runtime::log::warn(actor_name, "a cancelled poll did not end within 1 s: giving it up and polling again",
-                           {{"scale_set", s.opts.scale_set_id}, {"capacity", s.desired}});
+                           {{"scale_set", s.opts.scale_set_id}, {"capacity", s.to_advertise}});
         s.polling = false;
         s.poll.reset();  // its late answer names an older poll and is ignored
         start_poll(self);

@@ -62,7 +62,7 @@ struct listener_state {
   // Until then a cancelled poll may still reach the service after the poll in flight (see
   // listener_options::reorder_window): a poll started before it is re-issued at that moment.
   caf::actor_clock::time_point reorder_until;
-  int64_t desired = 0;        // the newest capacity
+  int64_t to_advertise = 0;   // the newest capacity: what the next poll advertises
   int64_t last_message_id = 0;
   int64_t before_message_id = 0;  // last_message_id before the message being handled
   // The message being handled: its jobs acquired, then its transitions forwarded, then acked.
