@@ -46,6 +46,7 @@
 #include "adapters/k8s/informer.hpp"
 #include "adapters/k8s/informer_slice.hpp"
 #include "adapters/k8s/nodepool.hpp"
+#include "adapters/k8s/shared_reads.hpp"
 #include "adapters/k8s/objects.hpp"
 #include "actors/capacity/burst_budget.hpp"
 #include "actors/listener/listener_session.hpp"
@@ -257,6 +258,11 @@ struct scale_set_context {
   // session's owner in the Actions Service).
   std::string owner_configmap;
   std::shared_ptr<const std::set<std::string>> owners_kept;
+  // Start-up reads every scale set makes alike (the PriorityClasses, the owner list), shared by
+  // all the process's scale sets (may be null: each reads for itself). `sweeps_owners`: this scale
+  // set's monitor deletes the owners no configured scale set has (one scale set per namespace).
+  std::shared_ptr<k8s::shared_reads> reads;
+  bool sweeps_owners = true;
   std::string owner_process;
   std::string instance;  // instance_label(): on the ScaleSet object, so a later start knows it made it
 };

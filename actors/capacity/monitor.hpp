@@ -54,7 +54,7 @@ struct pair_entry {
   std::string predecessor;
 };
 
-enum class call_kind { priority_class, priority_class_get, owner_create, owner_get, owner_list, owner_delete, pod_delete, runner_pdb,
+enum class call_kind { priority_class, priority_class_get, owner_find, owner_create, owner_get, owner_list, owner_delete, pod_delete, runner_pdb,
                        hook_template, hook_template_patch };
 struct call_info {
   call_kind kind;

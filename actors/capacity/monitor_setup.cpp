@@ -79,9 +79,8 @@ void finish_setup_step(monitor_self* self) {
   recompute(self);
 }
 
-void ensure_owner(monitor_self* self) {
+std::string owner_object(monitor_self* self) {
   auto& st = self->state;
-  auto* kube = st.ctx->kube;
   const auto& ns = st.ctx->spec.ns;
   runtime::json_writer w;
   w.begin_object().field("apiVersion", "v1").field("kind", "ConfigMap");
@@ -97,15 +96,41 @@ void ensure_owner(monitor_self* self) {
                             " (deleting it deletes them; each headroom process adopts them)")
       .end_object()
       .end_object();
-  const std::string body = w.take();
-  start_call(self, {call_kind::owner_create, st.ctx->owner_configmap, 0}, [kube, ns, body](k8s::api_callback cb) {
-    kube->create(k8s::kinds::configmaps, ns, body, std::move(cb));
-  });
+  return w.take();
+}
+
+void create_owner(monitor_self* self) {
+  auto& st = self->state;
+  start_call(self, {call_kind::owner_create, st.ctx->owner_configmap, 0},
+             [kube = st.ctx->kube, ns = st.ctx->spec.ns, body = owner_object(self)](k8s::api_callback cb) {
+               kube->create(k8s::kinds::configmaps, ns, body, std::move(cb));
+             });
+}
+
+// The owner: found in the namespace's list of owners (one list for all its scale sets, as an
+// earlier process left them), made when missing. One monitor in the namespace also lists
+// them to delete those no configured scale set has (one monitor per namespace: sweeps_owners).
+// Returns the number of setup steps started.
+int ensure_owner(monitor_self* self) {
+  auto& st = self->state;
+  auto* kube = st.ctx->kube;
+  const auto& ns = st.ctx->spec.ns;
+  const std::string selector = std::string{keys::owner} + "=true";
+  if (st.ctx->reads)
+    start_call(self, {call_kind::owner_find, st.ctx->owner_configmap, 0},
+               [reads = st.ctx->reads, ns, selector, name = st.ctx->owner_configmap](k8s::api_callback cb) {
+                 reads->find_in_list(k8s::kinds::configmaps, ns, selector, name, std::move(cb));
+               });
+  else
+    create_owner(self);
+  if (!st.ctx->sweeps_owners)
+    return 1;  // another scale set's monitor in this namespace sweeps them
   k8s::list_options lo;
-  lo.label_selector = std::string{keys::owner} + "=true";
+  lo.label_selector = selector;
   start_call(self, {call_kind::owner_list, "", 0}, [kube, ns, lo](k8s::api_callback cb) {
     kube->list(k8s::kinds::configmaps, ns, lo, std::move(cb));
   });
+  return 2;
 }
 
 // An answer that says nothing about the request (no answer, 5xx, 429 after the client's own
@@ -191,6 +216,16 @@ void on_owner_reply(monitor_self* self, const call_info& call, const msg::api_re
   auto* kube = st.ctx->kube;
   const auto& ns = st.ctx->spec.ns;
   switch (call.kind) {
+    case call_kind::owner_find:
+      if (r.ok) {  // as an earlier process (or a restart of this monitor) left it
+        st.owner = owner_ref{"v1", "ConfigMap", call.name, k8s::uid_of(r.body)};
+        finish_setup_step(self);
+      } else if (kind == api_kind::not_found) {
+        create_owner(self);
+      } else {
+        self->quit(caf::make_error(caf::sec::runtime_error, "owner ConfigMaps in " + ns + ": " + r.error));
+      }
+      return;
     case call_kind::owner_create:
       if (!r.ok && kind != api_kind::already_exists) {
         self->quit(caf::make_error(caf::sec::runtime_error, "owner ConfigMap " + ns + "/" + call.name + ": " + r.error));
@@ -250,7 +285,7 @@ void on_setup_reply(monitor_self* self, const call_info& call, msg::api_reply& r
   auto& st = self->state;
   const auto kind = static_cast<api_kind>(r.error_kind);
   const bool setup_call = call.kind == call_kind::priority_class || call.kind == call_kind::priority_class_get ||
-                          call.kind == call_kind::owner_create || call.kind == call_kind::owner_get ||
+                          call.kind == call_kind::owner_find || call.kind == call_kind::owner_create || call.kind == call_kind::owner_get ||
                           call.kind == call_kind::owner_list;
   if (setup_call && unanswered(r)) {
     st.setup_failed = true;
@@ -262,6 +297,7 @@ void on_setup_reply(monitor_self* self, const call_info& call, msg::api_reply& r
     case call_kind::priority_class:
     case call_kind::priority_class_get:
       return on_priority_class_reply(self, call, r);
+    case call_kind::owner_find:
     case call_kind::owner_create:
     case call_kind::owner_get:
     case call_kind::owner_list:
@@ -311,13 +347,18 @@ void begin_setup(monitor_self* self) {
   st.setup_failed = false;
   st.setup_error.clear();
   auto* kube = st.ctx->kube;
-  st.setup_pending = static_cast<int>(std::size(priority_ladder)) + 2;  // + owner create (or get) and the list of earlier owners
+  // Counted before any call starts (an answer may come before the last one is started).
+  st.setup_pending = static_cast<int>(std::size(priority_ladder)) + 2;  // + the owner and the sweep of earlier owners
   for (const auto& pc : priority_ladder)
     start_call(self, {call_kind::priority_class_get, st.ctx->spec.priority_classes.of(pc.of), pc.value},
-               [kube, name = st.ctx->spec.priority_classes.of(pc.of)](k8s::api_callback cb) {
-                 kube->get(priority_classes, "", name, std::move(cb));
+               [kube, reads = st.ctx->reads, name = st.ctx->spec.priority_classes.of(pc.of)](k8s::api_callback cb) {
+                 if (reads)  // one read for every scale set asking at about the same time
+                   reads->get(priority_classes, "", name, std::move(cb));
+                 else
+                   kube->get(priority_classes, "", name, std::move(cb));
                });
-  ensure_owner(self);
+  if (ensure_owner(self) == 1)
+    finish_setup_step(self);  // no sweep here: its step is done
 }
 
 }  // namespace headroom::actors::capacity::monitor

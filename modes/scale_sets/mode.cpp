@@ -204,6 +204,7 @@ std::variant<std::vector<std::shared_ptr<scale_set_context>>, std::string> make_
   const std::string process = "headroom-owner-" + process_token();
   const std::string owner_prefix = "headroom-owner-" + install_tag(out.instance) + "-";
   std::map<std::string, std::shared_ptr<std::set<std::string>>> kept;  // per namespace
+  const auto reads = std::make_shared<k8s::shared_reads>(kube);
   std::vector<std::shared_ptr<scale_set_context>> made;
   for (size_t i = 0; i < cfg.sets.size(); ++i) {
     auto spec = make_spec(cfg.sets[i], i, cfg.priority_classes);
@@ -226,6 +227,8 @@ std::variant<std::vector<std::shared_ptr<scale_set_context>>, std::string> make_
       names = std::make_shared<std::set<std::string>>();
     names->insert(ctx->owner_configmap);
     ctx->owners_kept = names;
+    ctx->sweeps_owners = names->size() == 1;  // the namespace's first scale set
+    ctx->reads = reads;
     ctx->instance = out.instance;
     made.push_back(std::move(ctx));
   }

@@ -38,6 +38,8 @@ struct monitor_fixture : test_support::actor_fixture {
   }
 
   headroom::hud::queue_share share;  // hud.share; one cluster by default
+  std::shared_ptr<k8s::shared_reads> reads;  // the process's shared start-up reads (none: its own)
+  bool sweeps_owners = true;
 
   void start(int64_t proactive = 1, std::string hook_template = {}) {
     pods = pod_informer("arc");
@@ -60,6 +62,8 @@ struct monitor_fixture : test_support::actor_fixture {
     ctx->owners_kept = std::make_shared<std::set<std::string>>(std::set<std::string>{"headroom-owner-linux", "headroom-owner-mac"});
     ctx->owner_process = "headroom-owner";
     ctx->instance = instance;
+    ctx->reads = reads;
+    ctx->sweeps_owners = sweeps_owners;
     ctx->metrics.set = [g = gauges](const char* name, int64_t v) { (*g)[name] = v; };
     ctx->metrics.add = [c = counters](const char* name, int64_t v) { (*c)[name] += v; };
     ctx->metrics.observe = [d = decisions](const char* name, double) {
@@ -188,6 +192,34 @@ TEST_F(monitor_fixture, the_hook_template_is_written_at_start_and_an_older_one_i
   ASSERT_NE(patch, nullptr) << "the existing one is patched";
   ASSERT_EQ(p.parse(patch->body)["data"]["template.yaml"].get(text), simdjson::SUCCESS);
   EXPECT_EQ(std::string{text}, t);
+}
+
+// #55 (a warm restart at 1,000 scale sets): with the process's shared reads, a monitor reads the
+// PriorityClasses and the namespace's owner list through them and finds its owner there (an
+// earlier process made it), so it makes no owner; a monitor that is not its namespace's sweeper
+// lists nothing else. Its calls: the four shared reads and the list, then its own budgets.
+TEST_F(monitor_fixture, with_shared_reads_a_warm_start_finds_its_owner_in_the_shared_list_and_makes_none) {
+  reads = std::make_shared<k8s::shared_reads>(kube);
+  sweeps_owners = false;
+  start();
+  const std::map<std::string, int> ladder{{"placeholder-runner", -10}, {"arc-runner", 0}, {"placeholder-workflow", 10}, {"arc-workflow", 20}};
+  for (const auto& [name, value] : ladder)
+    ASSERT_TRUE(io.answer("GET", "/priorityclasses/" + name, 200,
+                          R"({"metadata":{"name":")" + name + R"("},"value":)" + std::to_string(value) + "}"))
+        << name;
+  int configmap_reads = 0;
+  for (const auto& c : io.waiting())
+    configmap_reads += c.request.url.find("/namespaces/arc/configmaps?labelSelector=headroom.dev%2Fowner%3Dtrue") != std::string::npos;
+  EXPECT_EQ(configmap_reads, 1) << "one list of the owners, shared:\n" << waiting_text();
+  ASSERT_TRUE(io.answer("GET", "/namespaces/arc/configmaps", 200,
+                        R"({"kind":"ConfigMapList","metadata":{},"items":[{"metadata":{"name":"headroom-owner-mac","uid":"u-mac"}},)"
+                        R"({"metadata":{"name":"headroom-owner-linux","uid":"u-owner"}}]})"));
+  sched.run();
+  EXPECT_EQ(find("POST", "/configmaps"), nullptr) << "its owner exists: nothing made";
+  EXPECT_EQ(find("GET", "/configmaps"), nullptr) << "not the sweeper: no list of its own";
+  EXPECT_EQ(find("DELETE", "/configmaps/"), nullptr);
+  ASSERT_NE(find("POST", "/poddisruptionbudgets"), nullptr) << "acting, with the owner found:\n" << waiting_text();
+  EXPECT_EQ(reads->counted().requests, 5u);
 }
 
 // #61 (two installs in one namespace), #55: at start an install deletes the owner ConfigMaps no
