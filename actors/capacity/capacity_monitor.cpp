@@ -427,7 +427,10 @@ monitor_impl::behavior_type monitor_behavior(monitor_self* self, context_ptr ctx
   return {
       [self](msg::buffer_wakeup w) { on_wakeup(self, w); },
       [self](recalculate_timer) { on_recalculate(self); },
-      [self](recompute_timer) { recompute(self); },
+      [self](recompute_timer) {
+        self->state.awaiting_pod_sync = false;
+        recompute(self);
+      },
       [self](setup_retry_timer) { on_setup_retry(self); },
       [self](const msg::scale_set_update& u) { on_scale_set_update(self, u); },
       [self](msg::capacity_atom) {  // a (re)started peer asks for the newest capacity

@@ -104,6 +104,7 @@ struct monitor_state {
   std::string setup_error;
   runtime::outage setup_outage{{.initial = std::chrono::milliseconds{500}, .max = std::chrono::seconds{30}}};
   bool acting = false;  // start-up done: the owner is known
+  bool awaiting_pod_sync = false;  // a recompute_timer is due to look again whether the pods are listed
   owner_ref owner;
   int64_t assigned = 0, running_jobs = 0, queued = 0;
   // Jobs queued for the scale set's labels as the Actions Service counts them (totalAvailableJobs):

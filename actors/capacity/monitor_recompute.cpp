@@ -352,6 +352,15 @@ void recompute(monitor_self* self) {
   auto& st = self->state;
   if (!st.acting)
     return;
+  // Before the namespace's pods are listed the cache is not the cluster: counting it would place
+  // pairs an earlier process left placed (and adopt those after). Looked at again every 100 ms.
+  if (!st.ctx->pods->synced()) {
+    if (!st.awaiting_pod_sync) {
+      st.awaiting_pod_sync = true;
+      self->delayed_send(self, std::chrono::milliseconds(100), recompute_timer{});
+    }
+    return;
+  }
   const auto& spec = st.ctx->spec;
   const auto began = self->clock().now();
   capacity_inputs in;

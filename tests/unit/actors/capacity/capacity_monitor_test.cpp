@@ -41,8 +41,18 @@ struct monitor_fixture : test_support::actor_fixture {
   std::shared_ptr<k8s::shared_reads> reads;  // the process's shared start-up reads (none: its own)
   bool sweeps_owners = true;
 
+  bool pods_listed = true;  // false: the pod informer's list waits for the test's answer
+
   void start(int64_t proactive = 1, std::string hook_template = {}) {
-    pods = pod_informer("arc");
+    if (pods_listed) {
+      pods = pod_informer("arc");
+    } else {
+      k8s::informer<k8s::pod>::options o;
+      o.kind = k8s::kinds::pods;
+      o.ns = "arc";
+      pods = k8s::informer<k8s::pod>::make(kube, o);
+      pods->start();
+    }
     router = k8s::label_router<k8s::pod>::make(pods, std::string{cap::keys::scale_set});
     auto ctx = std::make_shared<cap::scale_set_context>();
     ctx->spec.ns = "arc";
@@ -285,6 +295,32 @@ TEST_F(monitor_fixture, an_earlier_processs_placed_pair_is_adopted_and_one_of_an
   watch_pod("ADDED", left_placeholder("unlabeld", cap::role::workflow_placeholder, "", "node-3"));
   EXPECT_EQ(deletes().count("linux-ph-unlabeld-runner") + deletes().count("linux-ph-unlabeld-workflow"), 2u) << waiting_text();
   EXPECT_EQ(advertised->back(), 1);
+}
+
+// #55: a monitor whose start-up is done before its namespace's pods are listed (a warm start with
+// the shared reads answered at once, a namespace of thousands of pods) decides nothing until they
+// are: counting the empty cache placed a new warm pool beside the one the last process left, and
+// then adopted that one too (capacity_e2e's adopt test, two workflow placeholders too many).
+TEST_F(monitor_fixture, nothing_is_decided_before_the_pods_are_listed_so_a_left_pair_is_adopted_not_doubled) {
+  pods_listed = false;
+  start();
+  set_up();
+  EXPECT_TRUE(created().empty()) << "no pair placed on an empty cache";
+  EXPECT_TRUE(advertised->empty()) << "nothing published before the pods are known";
+  const auto runner = left_placeholder("0ld0ld00", cap::role::runner_placeholder, cap::placeholder_spec_hash(spec, cap::role::runner_placeholder), "node-1");
+  const auto workflow = left_placeholder("0ld0ld00", cap::role::workflow_placeholder, cap::placeholder_spec_hash(spec, cap::role::workflow_placeholder), "node-1");
+  ASSERT_TRUE(io.answer("GET", "/api/v1/namespaces/arc/pods", 200,
+                        R"({"kind":"PodList","metadata":{"resourceVersion":"10"},"items":[)" + runner + "," + workflow + "]}"));
+  io.fire_timers();
+  ASSERT_TRUE(pods->synced());
+  sched.run();
+  sched.advance_time(100ms);
+  sched.run();
+  EXPECT_TRUE(created().empty()) << "the warm pool of one is the left pair:\n" << waiting_text();
+  EXPECT_TRUE(deletes().empty()) << waiting_text();
+  ASSERT_FALSE(advertised->empty());
+  EXPECT_EQ(advertised->back(), 1);
+  EXPECT_EQ((*counters)["headroom_capacity_pairs_adopted_total"], 1);
 }
 
 // #55: an orderly stop (SIGTERM, the Lease lost) leaves the placed pairs' pods for the next process
