@@ -91,7 +91,10 @@ std::string api_error::describe() const {
 
 struct client::call {
   std::string verb;  // get, list, create, … for errors and logs
-  const resource_kind* kind = nullptr;
+  // The kind's plural, copied: a call outlives the caller's resource_kind (a reactive target's
+  // discovered kind, a caller's own copy), and a pointer to it once read freed memory when the
+  // answer came (found by the chaos suite's restart: a crash counting the response).
+  std::string resource;
   std::string ns, name;
   http_request req;
   api_callback done;
@@ -166,7 +169,7 @@ void client::send(std::shared_ptr<call> c) {
   http_request req = c->req;
   transport_.submit(std::move(req), [this, c](http_response r) {
     if (on_response_ && !r.cancelled)
-      on_response_(c->verb, c->kind->plural, r.status);
+      on_response_(c->verb, c->resource, r.status);
     if (r.status >= 200 && r.status < 300 && !r.cancelled) {
       c->done(std::move(r.body));
       return;
@@ -180,14 +183,14 @@ void client::send(std::shared_ptr<call> c) {
       const auto wait = backoff(retry_, c->attempt, r.retry_after);
       ++c->attempt;
       runtime::log::debug("k8s/client", "retrying",
-                          {{"verb", c->verb}, {"resource", c->kind->plural}, {"name", c->name},
+                          {{"verb", c->verb}, {"resource", c->resource}, {"name", c->name},
                            {"status", static_cast<int64_t>(r.status)}, {"attempt", c->attempt},
                            {"wait_ms", static_cast<int64_t>(wait.count())}});
       c->req.delay = wait;
       send(c);
       return;
     }
-    c->done(error_from(r, c->verb, c->kind->plural, c->ns, c->name, c->eviction));
+    c->done(error_from(r, c->verb, c->resource, c->ns, c->name, c->eviction));
   });
 }
 
@@ -227,7 +230,7 @@ std::string query(std::initializer_list<std::pair<const char*, std::string>> par
 #define HEADROOM_CALL(VERB, METHOD, NAME)            \
   auto c = std::make_shared<call>();                 \
   c->verb = VERB;                                    \
-  c->kind = &k;                                      \
+  c->resource = k.plural;                            \
   c->ns = std::string{ns};                           \
   c->name = std::string{NAME};                       \
   c->req.method = METHOD;                            \

@@ -88,3 +88,26 @@ TEST_F(shared_reads_test, an_object_found_in_one_shared_list_is_answered_as_its_
 }
 
 }  // namespace
+
+namespace {
+
+// The client kept a pointer to the caller's resource_kind until the answer came; the shared reads'
+// copy of it was gone by then, and counting the response read freed memory (a crash in the chaos
+// suite's restart; the ASan unit pass reads it here). A call now keeps what it needs of the kind.
+TEST_F(shared_reads_test, a_call_outlives_the_resource_kind_it_was_given) {
+  std::vector<std::string> counted;
+  kube.on_response([&](const std::string& verb, const std::string& resource, long status) {
+    counted.push_back(verb + " " + resource + " " + std::to_string(status));
+  });
+  {
+    auto kind = std::make_unique<k8s::resource_kind>(k8s::resource_kind{"example.dev", "v1", "widgets", true});
+    kube.get(*kind, "arc", "w-1", keep());
+  }
+  ASSERT_TRUE(io.answer("GET", "/apis/example.dev/v1/namespaces/arc/widgets/w-1", 404, R"({"kind":"Status","reason":"NotFound","code":404})"));
+  ASSERT_EQ(got.size(), 1u);
+  ASSERT_NE(error(0), nullptr);
+  EXPECT_EQ(error(0)->resource, "widgets");
+  EXPECT_EQ(counted, (std::vector<std::string>{"get widgets 404"}));
+}
+
+}  // namespace
