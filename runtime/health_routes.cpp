@@ -20,6 +20,7 @@ web_options health_server(const std::string& listen, metrics& m, readiness& r) {
   opts.listen = listen;
   opts.routes = health_routes(m, r);
   opts.threads = 2;
+  opts.keep_alive = false;
   return opts;
 }
 

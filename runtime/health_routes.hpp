@@ -15,8 +15,9 @@ namespace headroom::runtime {
 // ready). `m` and `r` must outlive the server.
 std::vector<web_route> health_routes(metrics& m, readiness& r);
 
-// A web_server's options for those routes alone on `listen`, with two workers (scrapes and probes
-// are small and rare).
+// A web_server's options for those routes alone on `listen`: two workers (scrapes and probes are
+// small and rare) and no keep-alive, so a scraper's idle connection never holds a worker a kubelet
+// probe needs (each request gets its answer and the connection closes).
 web_options health_server(const std::string& listen, metrics& m, readiness& r);
 
 }  // namespace headroom::runtime

@@ -85,7 +85,7 @@ web_server::web_server(web_options o) : state_(std::make_unique<state>()) {
   srv.set_write_timeout(10, 0);
   // GitHub's hookshot and dashboards reuse connections; a close after N requests costs a new
   // handshake (and, with a full accept backlog, a 1 s SYN retry), so the count is large.
-  srv.set_keep_alive_max_count(1'000'000);
+  srv.set_keep_alive_max_count(opts.keep_alive ? 1'000'000 : 1);
   srv.set_keep_alive_timeout(5);
   srv.set_tcp_nodelay(true);
   answer_exceptions_with_500(srv);

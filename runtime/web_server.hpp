@@ -45,6 +45,9 @@ struct web_options {
   std::string listen = ":8080";
   std::vector<web_route> routes;
   int threads = 8;
+  // An idle kept-alive connection holds one of the `threads` for up to 5 s (cpp-httplib serves a
+  // connection on one worker): off where few workers must always answer (the probe server).
+  bool keep_alive = true;
   size_t max_body = 1 << 20;  // larger → 413 before a handler runs
   std::function<void(const std::string& path, int status, double seconds)> observe;
   const runtime::clock* clock = nullptr;  // what `observe`'s seconds are measured on: required with it

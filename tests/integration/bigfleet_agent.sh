@@ -50,7 +50,8 @@ YAML
 # token): a permission the chart forgot fails this test.
 "$src/tests/testenv/chart-identity.sh" "$kc" "$src/deploy/chart/headroom/ci/bigfleet-values.yaml" agent-test headroom-system \
   "$work/chart.kubeconfig" >/dev/null || fail "the chart's identity"
-# HEADROOM_TEST_FAULTS=1: the test-only fault hook (runtime/fault_hooks.hpp), off in the chart.
+# HEADROOM_TEST_FAULTS=1: the test-only fault hook (runtime/fault_hooks.hpp) of headroom-faults
+# (the binary this test is given); the program the image ships has none.
 HEADROOM_TEST_FAULTS=1 "$bin" --config "$work/headroom.yaml" --kubeconfig "$work/chart.kubeconfig" --metrics-addr 127.0.0.1:0 2>"$work/agent.log" &
 agent=$!
 
@@ -135,7 +136,7 @@ PY
 for child in rollup shard_session capacity_requests; do
   before=$(restarts "$child"); before=${before:-0}
   start=$(date +%s%N)
-  hit=$(curl -sf -X POST "http://127.0.0.1:$port/debug/fault?child=$child") || fail "the fault hook refused $child"
+  hit=$(curl -sf -X POST -d '' "http://127.0.0.1:$port/debug/fault?child=$child") || fail "the fault hook refused $child"
   [ "$hit" = 1 ] || fail "the fault hook reached $hit actors named $child, not 1"
   back=""
   for _ in $(seq 100); do

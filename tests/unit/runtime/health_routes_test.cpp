@@ -2,6 +2,7 @@
 #include "runtime/web_server.hpp"
 
 #include <arpa/inet.h>
+#include <chrono>
 #include <gtest/gtest.h>
 #include <netinet/in.h>
 #include <sys/socket.h>
@@ -130,4 +131,21 @@ TEST(health_routes, a_post_without_a_length_is_answered_411_at_once) {
   EXPECT_EQ(empty.body, "got ");
   auto framed = http_send(server.port(), "POST /echo HTTP/1.1\r\nHost: localhost\r\nContent-Length: 2\r\nConnection: close\r\n\r\nhi");
   EXPECT_EQ(framed.body, "got hi");
+}
+
+// The probe server has two workers, and cpp-httplib serves a kept-alive connection on one worker
+// until it has been idle 5 s: two scrapers keeping their connections would leave a kubelet probe
+// (timeoutSeconds: 1 by default) waiting, and the pod restarted. The server closes each connection
+// after its answer, as civetweb's did before (enable_keep_alive no).
+TEST(health_routes, a_scrapers_connection_is_closed_after_its_answer_so_no_worker_is_held) {
+  metrics m;
+  readiness ready;
+  web_server server{health_server("127.0.0.1:0", m, ready)};
+  for (int scraper = 1; scraper <= 3; ++scraper) {
+    const auto began = std::chrono::steady_clock::now();
+    auto r = http_send(server.port(), "GET /metrics HTTP/1.1\r\nHost: localhost\r\n\r\n");  // no Connection: close
+    const auto took = std::chrono::steady_clock::now() - began;
+    EXPECT_EQ(r.status, 200) << "scraper " << scraper;
+    EXPECT_LT(took, std::chrono::seconds(2)) << "scraper " << scraper << ": the connection was held open, not closed";
+  }
 }
