@@ -9,8 +9,32 @@
 #include <caf/type_id.hpp>
 
 #include <cstdint>
+#include <functional>
 #include <string>
 #include <vector>
+
+namespace caf {
+class actor_system;
+}
+
+namespace headroom::runtime {
+
+// transient: restarted only after an abnormal exit (a child that finished its job stays down);
+// permanent: restarted after any exit not requested by its supervisor.
+enum class restart_mode { transient, permanent };
+
+// What a supervisor starts (runtime/supervisor.hpp): given at its spawn, or later in a message
+// (a child added while it runs: one scale set declared by a ScaleSet object).
+struct child_spec {
+  std::string name;
+  std::function<caf::actor(caf::actor_system&)> start;  // spawns the child; not linked to anyone
+  restart_mode restart = restart_mode::transient;
+  // Optional: the child's stable address (runtime/relay.hpp). The supervisor points it at every
+  // incarnation it starts, and at nothing while the child is down.
+  caf::actor relay;
+};
+
+}  // namespace headroom::runtime
 
 namespace headroom::msg {
 
@@ -68,6 +92,8 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom_runtime, caf::first_custom_type_id)
   CAF_ADD_TYPE_ID(headroom_runtime, (headroom::msg::supervisor_status))
   CAF_ADD_TYPE_ID(headroom_runtime, (headroom::msg::relay_target))
   CAF_ADD_TYPE_ID(headroom_runtime, (headroom::msg::relay_owner))
+  /// Wiring → a supervisor: start this child beside the others (→ bool: false when the name is taken).
+  CAF_ADD_TYPE_ID(headroom_runtime, (headroom::runtime::child_spec))
 
   /// Supervisor → itself: the backoff for child (index, generation) has elapsed; start it again.
   CAF_ADD_ATOM(headroom_runtime, headroom::msg, restart_atom, "restart")
@@ -82,9 +108,13 @@ CAF_BEGIN_TYPE_ID_BLOCK(headroom_runtime, caf::first_custom_type_id)
   CAF_ADD_ATOM(headroom_runtime, headroom::msg, watch_atom, "watch")
   /// A relay → its watchers: (restarted, child name) a new incarnation of the child runs.
   CAF_ADD_ATOM(headroom_runtime, headroom::msg, restarted_atom, "restarted")
+  /// Wiring → a supervisor: (stop_child, name) → bool stops that child for good, answering once
+  /// it is down (false: no such child running).
+  CAF_ADD_ATOM(headroom_runtime, headroom::msg, stop_child_atom, "stopchild")
 
 CAF_END_TYPE_ID_BLOCK(headroom_runtime)
 
 // Local-only: actor handles, never serialized.
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::relay_target)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::msg::relay_owner)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::runtime::child_spec)

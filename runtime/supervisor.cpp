@@ -26,6 +26,9 @@ struct child_state {
   std::string last_error;       // the exit's message, when it had one
   std::optional<restart_policy> policy;
   bool gone = false;            // finished (transient, normal exit) or given up during stop
+  // Being stopped for good (stop_child_atom): answered once down; the slot then stays, gone, and a
+  // child added later under its name reuses it (timers carry the generation, which keeps counting).
+  std::optional<caf::typed_response_promise<bool>> removing;
 };
 
 struct supervisor_state {
@@ -161,6 +164,16 @@ void on_child_down(supervisor_self* self, const caf::down_msg& down) {
     c.last_error = exit_reason_detail(down.reason);
     if (st.opts.metrics != nullptr)
       st.opts.metrics->child_exited(st.opts.name, c.spec.name, c.last_exit);
+    if (c.removing) {
+      log::info(actor_name(st), "child stopped for good", {{"child", c.spec.name}, {"reason", c.last_exit}});
+      c.gone = true;
+      c.removing->deliver(true);
+      c.removing.reset();
+      if (!st.stopping) {
+        report_readiness(self);
+        return;
+      }
+    }
     if (st.stopping) {
       if (i + 1 == st.stop_cursor) {
         --st.stop_cursor;
@@ -179,6 +192,68 @@ void on_child_down(supervisor_self* self, const caf::down_msg& down) {
     schedule_restart(self, i);
     return;
   }
+}
+
+// A child added while the supervisor runs: started at once, supervised like the others.
+bool add_child(supervisor_self* self, child_spec spec) {
+  auto& st = self->state;
+  if (st.stopping)
+    return false;
+  size_t index = st.children.size();
+  for (size_t i = 0; i < st.children.size(); ++i) {
+    if (st.children[i].spec.name != spec.name)
+      continue;
+    if (!st.children[i].gone)
+      return false;
+    index = i;  // a child of this name was stopped for good: its slot is reused
+  }
+  if (index == st.children.size())
+    st.children.emplace_back();
+  auto& c = st.children[index];
+  c.spec = std::move(spec);
+  c.gone = false;
+  c.restarts = 0;
+  c.last_exit.clear();
+  c.last_error.clear();
+  c.policy.emplace(st.opts.restart, st.opts.jitter_seed == 0 ? std::random_device{}() : st.opts.jitter_seed + index);
+  log::info(actor_name(st), "child added", {{"child", c.spec.name}});
+  start_child(self, index);
+  return true;
+}
+
+// A child stopped for good: asked to exit, killed after stop_deadline, never restarted.
+caf::typed_response_promise<bool> remove_child(supervisor_self* self, const std::string& name) {
+  auto& st = self->state;
+  auto answer = self->make_response_promise<bool>();
+  for (size_t i = 0; i < st.children.size(); ++i) {
+    auto& c = st.children[i];
+    if (c.spec.name != name || c.gone || c.removing || st.stopping)
+      continue;
+    ++c.generation;  // a pending restart is cancelled
+    if (!c.handle) {  // down, waiting for its backoff
+      c.gone = true;
+      report_readiness(self);
+      answer.deliver(true);
+      return answer;
+    }
+    c.removing = answer;
+    log::info(actor_name(st), "stopping child for good", {{"child", c.spec.name}});
+    self->send_exit(c.handle, caf::exit_reason::user_shutdown);
+    self->delayed_send(self, st.opts.stop_deadline, msg::deadline_atom_v, static_cast<uint32_t>(i), c.generation);
+    return answer;
+  }
+  answer.deliver(false);
+  return answer;
+}
+
+void kill_removed(supervisor_self* self, size_t index) {
+  auto& st = self->state;
+  auto& c = st.children[index];
+  if (!c.handle)
+    return;
+  log::warn(actor_name(st), "child missed its stop deadline, killing it",
+            {{"child", c.spec.name}, {"deadline_ms", static_cast<int64_t>(st.opts.stop_deadline.count())}});
+  self->send_exit(c.handle, caf::exit_reason::kill);  // its down message finishes the removal
 }
 
 supervisor_impl::behavior_type supervisor_behavior(supervisor_self* self, supervisor_options opts, std::vector<child_spec> specs) {
@@ -211,6 +286,11 @@ supervisor_impl::behavior_type supervisor_behavior(supervisor_self* self, superv
       },
       [self](msg::deadline_atom, uint32_t index, uint64_t generation) {
         auto& st = self->state;
+        if (!st.stopping && index < st.children.size() && st.children[index].removing &&
+            st.children[index].generation == generation) {
+          kill_removed(self, index);
+          return;
+        }
         if (!st.stopping || index + 1 != st.stop_cursor || st.children[index].generation != generation)
           return;
         auto& c = st.children[index];
@@ -238,6 +318,8 @@ supervisor_impl::behavior_type supervisor_behavior(supervisor_self* self, superv
           }
         return hit;
       },
+      [self](child_spec& spec) { return add_child(self, std::move(spec)); },
+      [self](msg::stop_child_atom, const std::string& name) { return remove_child(self, name); },
       [self](caf::get_atom) {
         auto& st = self->state;
         msg::supervisor_status out{st.opts.name, st.stopping, {}};

@@ -19,25 +19,12 @@ namespace headroom::runtime {
 class supervision_metrics;
 class readiness;
 
-// transient: restarted only after an abnormal exit (a child that finished its job stays down);
-// permanent: restarted after any exit not requested by its supervisor.
-enum class restart_mode { transient, permanent };
-
 // A typed handle as the wiring and the supervisor hold it: they start, watch and stop actors
 // whatever their contract, and never send them a message of one.
 template <class Handle>
 caf::actor untyped(const Handle& h) {
   return caf::actor_cast<caf::actor>(h);
 }
-
-struct child_spec {
-  std::string name;
-  std::function<caf::actor(caf::actor_system&)> start;  // spawns the child; not linked to anyone
-  restart_mode restart = restart_mode::transient;
-  // Optional: the child's stable address (runtime/relay.hpp). The supervisor points it at every
-  // incarnation it starts, and at nothing while the child is down.
-  caf::actor relay;
-};
 
 struct supervisor_options {
   std::string name;
@@ -58,6 +45,9 @@ struct supervisor_options {
 //   order, each with `stop_deadline` before it is killed, then the supervisor exits with the
 //   reason it was given.
 // - `get_atom` answers with a msg::supervisor_status.
+// - A child_spec message adds a child while the supervisor runs (answering false when a running
+//   child has its name); (stop_child_atom, name) stops one child for good, in order and within
+//   `stop_deadline`, answering once it is down. The others never notice either.
 //
 // Only exit reasons leave a child: supervisors keep no state a restart could not rebuild.
 //
@@ -65,6 +55,8 @@ struct supervisor_options {
 // contract, and sends them no message of one); its own contract: its status, and the test-only
 // fault hook (runtime/fault_hooks.hpp), which answers how many children it failed.
 using supervisor_actor = caf::typed_actor<caf::replies_to<caf::get_atom>::with<msg::supervisor_status>,
+                                          caf::replies_to<child_spec>::with<bool>,
+                                          caf::replies_to<msg::stop_child_atom, std::string>::with<bool>,
                                           caf::replies_to<msg::fault_atom, std::string>::with<int64_t>>;
 
 supervisor_actor spawn_supervisor(caf::actor_system& sys, supervisor_options opts, std::vector<child_spec> children);

@@ -299,6 +299,65 @@ TEST_F(supervisor_fixture, a_nested_supervisor_that_gives_up_is_restarted_by_its
   EXPECT_EQ(std::count(events->begin(), events->end(), "start:w"), 7) << "6 incarnations + the fresh inner one";
 }
 
+// Asks `sup` something answered with a bool (an added child, a child stopped for good).
+template <class... Ts>
+std::optional<bool> ask_bool(caf::actor_system& sys, caf::scheduler::test_coordinator& sched, const caf::actor& sup, Ts... xs) {
+  auto out = std::make_shared<std::optional<bool>>();
+  sys.spawn(
+      [](caf::event_based_actor* self, caf::actor t, std::shared_ptr<std::optional<bool>> result, Ts... args) {
+        self->request(t, caf::infinite, std::move(args)...).then([result](bool b) { *result = b; });
+      },
+      sup, out, xs...);
+  sched.run();
+  return *out;
+}
+
+TEST_F(supervisor_fixture, a_child_added_while_running_is_supervised_and_one_stopped_for_good_stays_down) {
+  auto sup = start(options("root"), {child("a"), child("b")});
+  EXPECT_EQ(ask_bool(sys, sched, sup, child("c")), std::optional<bool>{true});
+  EXPECT_EQ(ask_bool(sys, sched, sup, child("c")), std::optional<bool>{false}) << "a running child's name is taken";
+  crash("c");
+  sched.advance_time(100ms);
+  sched.run();
+  EXPECT_EQ(std::count(events->begin(), events->end(), "start:c"), 2) << "an added child is restarted like the others";
+  EXPECT_EQ(ask_bool(sys, sched, sup, msg::stop_child_atom_v, std::string{"b"}), std::optional<bool>{true});
+  EXPECT_EQ(ask_bool(sys, sched, sup, msg::stop_child_atom_v, std::string{"b"}), std::optional<bool>{false});
+  sched.advance_time(10s);
+  sched.run();
+  EXPECT_EQ(std::count(events->begin(), events->end(), "start:b"), 1) << "stopped for good: never restarted";
+  EXPECT_EQ(std::count(events->begin(), events->end(), "start:a"), 1) << "the others never noticed";
+  auto s = status(sup);
+  ASSERT_EQ(s.children.size(), 3u);
+  EXPECT_FALSE(s.children[1].running);
+  // The name is free again: a child added under it takes the slot.
+  EXPECT_EQ(ask_bool(sys, sched, sup, child("b")), std::optional<bool>{true});
+  EXPECT_EQ(status(sup).children.size(), 3u);
+  EXPECT_EQ(std::count(events->begin(), events->end(), "start:b"), 2);
+  // An orderly stop of the whole supervisor stops the added ones too.
+  auto exit = watch(sup);
+  caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  sched.run();
+  ASSERT_TRUE(exit->has_value());
+  EXPECT_EQ(events->back(), "stop:a");
+}
+
+TEST_F(supervisor_fixture, a_child_stopped_for_good_that_ignores_the_request_is_killed_at_its_deadline) {
+  auto sup = start(options("root"), {child("a"), child("stubborn", true)});
+  auto answered = std::make_shared<std::optional<bool>>();
+  sys.spawn(
+      [](caf::event_based_actor* self, caf::actor t, std::shared_ptr<std::optional<bool>> result) {
+        self->request(t, caf::infinite, msg::stop_child_atom_v, std::string{"stubborn"}).then([result](bool b) { *result = b; });
+      },
+      sup, answered);
+  sched.run();
+  EXPECT_FALSE(answered->has_value()) << "answered only once the child is down";
+  sched.advance_time(2s);
+  sched.run();
+  EXPECT_EQ(*answered, std::optional<bool>{true});
+  EXPECT_EQ(events->back(), "stop:stubborn");
+  EXPECT_TRUE(status(sup).children[0].running);
+}
+
 TEST_F(supervisor_fixture, restarts_and_exit_reasons_are_metrics_and_readiness_follows) {
   runtime::metrics m;
   runtime::readiness ready;
