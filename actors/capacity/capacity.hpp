@@ -100,6 +100,11 @@ struct ladder_names {
 
 // One scale set, fixed at start-up (quantities already parsed).
 struct scale_set_spec : runners::runner_spec {
+  // Declared by a ScaleSet object (its spec), not by the configuration file: the object is the
+  // user's (never created or removed by headroom), and its status says which generation runs.
+  bool declared = false;
+  int64_t generation = 0;  // metadata.generation of the declaring object's spec
+  std::string object_uid;  // the declaring object's uid (its owner ConfigMap's owner)
   std::string runner_group;
   std::vector<std::string> labels;
   int64_t max_runners = 10;

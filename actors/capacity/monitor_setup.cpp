@@ -88,7 +88,17 @@ std::string owner_object(monitor_self* self) {
   w.key("labels").begin_object().field(keys::owner, "true").field(keys::scale_set, st.ctx->spec.name);
   if (!st.ctx->instance.empty())
     w.field(keys::instance, st.ctx->instance);
+  if (st.ctx->spec.declared)
+    w.field(keys::declared, "true");
   w.end_object();
+  // A declared scale set's owner is owned by its ScaleSet object: deleting the object removes
+  // the owner and its placeholders even while no headroom runs.
+  if (st.ctx->spec.declared && !st.ctx->spec.object_uid.empty()) {
+    w.key("ownerReferences").begin_array().begin_object();
+    w.field("apiVersion", "headroom.dev/v1alpha1").field("kind", "ScaleSet").field("name", st.ctx->spec.name);
+    w.field("uid", st.ctx->spec.object_uid);
+    w.end_object().end_array();
+  }
   w.end_object();
   w.key("data")
       .begin_object()
@@ -259,8 +269,11 @@ void on_owner_reply(monitor_self* self, const call_info& call, const msg::api_re
         if (!st.ctx->instance.empty())
           for (auto& name : k8s::item_names_labelled(r.body, keys::instance, ""))
             earlier.push_back(std::move(name));
+        // Declared scale sets' owners are their objects' (removed with them), never swept here.
+        const auto declared = k8s::item_names_labelled(r.body, keys::declared, "true");
         for (const auto& name : earlier) {
-          if (name == st.ctx->owner_configmap || (st.ctx->owners_kept && st.ctx->owners_kept->count(name) > 0))
+          if (name == st.ctx->owner_configmap || (st.ctx->owners_kept && st.ctx->owners_kept->count(name) > 0) ||
+              std::find(declared.begin(), declared.end(), name) != declared.end())
             continue;  // a configured scale set's
           runtime::log::info(actor_name, "deleting an owner ConfigMap no configured scale set has: its placeholders go with it",
                              {{"configmap", name}});

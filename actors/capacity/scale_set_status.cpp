@@ -76,6 +76,23 @@ void pairs_condition(json_writer& w, const scale_set_view& v) {
   w.EndObject();
 }
 
+// Ready, per the API conventions' summary condition: the scale set serves its runners (its
+// session is held); else the session's reason. observedGeneration: the spec it describes.
+void ready_condition(json_writer& w, const scale_set_view& v) {
+  const bool open = v.session == "Open";
+  w.StartObject();
+  field(w, "type", std::string{"Ready"});
+  field(w, "status", std::string{open ? "True" : "False"});
+  if (v.generation > 0)
+    field(w, "observedGeneration", v.generation);
+  field(w, "lastTransitionTime", v.session_since);
+  field(w, "reason", std::string{open ? "SessionHeld" : v.session == "Backoff" ? "ServiceUnavailable" : v.session == "Conflict" ? "SessionConflict" : "Opening"});
+  field(w, "message", open ? std::string{"the scale set's session is held and its capacity advertised"}
+                           : (v.session_message.empty() ? std::string{"the listener is opening the scale set's message session"}
+                                                        : v.session_message));
+  w.EndObject();
+}
+
 // Written whole (a merge patch replaces a list), so only once the session's state is known.
 void conditions(json_writer& w, const scale_set_view& v) {
   w.Key("conditions");
@@ -83,6 +100,7 @@ void conditions(json_writer& w, const scale_set_view& v) {
   session_condition(w, v);
   if (v.capacity_known)
     pairs_condition(w, v);
+  ready_condition(w, v);
   w.EndArray();
 }
 
@@ -140,8 +158,36 @@ std::string scale_set_status_patch(const scale_set_view& v, const std::string& o
   if (!v.last_poll.empty())
     field(w, "lastPollTime", v.last_poll);
   field(w, "observedTime", observed);
+  if (v.generation > 0)
+    field(w, "observedGeneration", v.generation);
   if (!v.session.empty())
     conditions(w, v);
+  w.EndObject();
+  w.EndObject();
+  return out.GetString();
+}
+
+std::string scale_set_refused_patch(int64_t generation, const std::string& reason, const std::string& message,
+                                    const std::string& now) {
+  rapidjson::StringBuffer out;
+  json_writer w{out};
+  w.StartObject();
+  w.Key("status");
+  w.StartObject();
+  field(w, "observedGeneration", generation);
+  field(w, "observedTime", now);
+  field(w, "session", std::string{});
+  w.Key("conditions");
+  w.StartArray();
+  w.StartObject();
+  field(w, "type", std::string{"Ready"});
+  field(w, "status", std::string{"False"});
+  field(w, "observedGeneration", generation);
+  field(w, "lastTransitionTime", now);
+  field(w, "reason", reason);
+  field(w, "message", message);
+  w.EndObject();
+  w.EndArray();
   w.EndObject();
   w.EndObject();
   return out.GetString();
@@ -236,6 +282,8 @@ void changed(status_self* self, std::chrono::milliseconds min_gap) {
 
 void changed(status_self* self) { changed(self, self->state.interval); }
 
+void read_object(status_self* self);
+
 void write(status_self* self) {
   auto& st = self->state;
   st.in_flight = true;
@@ -244,6 +292,8 @@ void write(status_self* self) {
   auto* kube = st.ctx->status_kube != nullptr ? st.ctx->status_kube : st.ctx->kube;
   const auto& ns = st.ctx->spec.ns;
   const auto& name = st.ctx->spec.name;
+  if (!st.exists && st.ctx->spec.declared)  // the user's object: read, never made
+    return read_object(self);
   if (!st.exists) {
     st.calls.start(self, call::create, [kube, ns, body = scale_set_object(ns, name, st.ctx->instance)](k8s::api_callback cb) {
       kube->create(scale_sets, ns, body, std::move(cb));
@@ -339,7 +389,10 @@ void on_reply(status_self* self, const msg::api_reply& r) {
     return write(self);
   }
   if (*what == call::get) {
+    if (!r.ok && st.ctx->spec.declared)  // deleted: the catalog stops this scale set
+      return failed(self, "could not read the ScaleSet object", r, kind == k8s::api_error::kind::not_found ? st.interval : retry_after_error(self));
     if (r.ok) {
+      st.exists = true;
       learn_uid(self, r.body);
       learn_session(self, r.body);
     }
@@ -400,6 +453,7 @@ status_impl::behavior_type status_behavior(status_self* self, context_ptr ctx, s
   st.interval = interval;
   st.poll_only_gap = poll_only_gap_for(st.ctx->spec.name);
   st.view.capacity.max_runners = st.ctx->spec.max_runners;
+  st.view.generation = st.ctx->spec.generation;
   st.view.session_since = wall_text(self);
   st.last_write = self->clock().now() - interval;
   changed(self);

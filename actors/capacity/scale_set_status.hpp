@@ -23,6 +23,7 @@ struct scale_set_view {
   std::string session_since;  // RFC 3339: when `session` last changed (the condition's transition)
   std::string last_poll;      // RFC 3339: when the newest poll started; "" before the first
   std::string pairs_since;    // RFC 3339: when capacity.unplaced last became empty or not
+  int64_t generation = 0;     // of a declaring ScaleSet's spec this subtree runs (0: from the file)
 };
 
 // The object headroom creates: no spec to set, labelled as headroom's, and as this deployment's
@@ -31,7 +32,13 @@ struct scale_set_view {
 std::string scale_set_object(const std::string& ns, const std::string& name, const std::string& instance = {});
 
 // A merge patch of the status subresource: every field known so far (the session and its
-// SessionOpen condition once the listener has told it), and `observed` (RFC 3339) as observedTime.
+// SessionOpen and Ready conditions once the listener has told it), `observed` (RFC 3339) as
+// observedTime, and the generation run as observedGeneration (of a declared scale set).
 std::string scale_set_status_patch(const scale_set_view& v, const std::string& observed);
+
+// The status of a declared ScaleSet headroom does not run (scale_set_catalog): observedGeneration
+// and a Ready condition, False, with the reason and the message naming the field or the conflict.
+std::string scale_set_refused_patch(int64_t generation, const std::string& reason, const std::string& message,
+                                    const std::string& now);
 
 }  // namespace headroom::actors::capacity

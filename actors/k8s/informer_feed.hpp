@@ -6,6 +6,7 @@
 #include <functional>
 #include <memory>
 #include <string>
+#include <vector>
 
 #include "adapters/k8s/informer.hpp"
 #include "messages/k8s.hpp"
@@ -35,8 +36,8 @@ class informer_feed {
             std::move(name), runtime::wake_actor(consumer, buffer), max_objects)) {}
 
   ~informer_feed() {
-    if (detach_)
-      detach_();
+    for (auto& d : detach_)
+      d();
   }
   informer_feed(const informer_feed&) = delete;
   informer_feed& operator=(const informer_feed&) = delete;
@@ -51,10 +52,10 @@ class informer_feed {
   void attach(const std::shared_ptr<Source>& source, std::function<bool(const event&)> keep = {}) {
     const uint64_t id = source->subscribe(handler_for(buffer_, std::move(keep)));
     std::weak_ptr<Source> weak = source;
-    detach_ = [weak, id] {
+    detach_.push_back([weak, id] {
       if (auto s = weak.lock())
         s->unsubscribe(id);
-    };
+    });
   }
 
   // The same for any source that takes an informer handler (tests feed events directly).
@@ -89,7 +90,7 @@ class informer_feed {
     };
   }
   std::shared_ptr<coalescer> buffer_;
-  std::function<void()> detach_;
+  std::vector<std::function<void()>> detach_;  // one per source attached (several informers may feed one actor)
 };
 
 }  // namespace headroom::actors

@@ -361,6 +361,14 @@ void on_exit(listener_self* self, const caf::exit_msg& m) {
     self->quit(m.reason);
     return;
   }
+  if (s.opts.hand_over && s.opts.memo && s.opts.hand_over->get()) {  // its successor adopts the session
+    const auto id = s.session->get().session_id;
+    s.opts.memo->set(msg::session_held{s.opts.scale_set_id, id, s.last_message_id});
+    runtime::log::info(actor_name, "stopping: the session is handed over to the listener that replaces this one",
+                       {{"scale_set", s.opts.scale_set_id}, {"session", id}});
+    self->quit(m.reason);
+    return;
+  }
   s.stopping = true;
   s.stop_reason = m.reason;
   ++s.generation;  // every other reply is now stale

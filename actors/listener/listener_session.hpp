@@ -60,6 +60,10 @@ struct listener_options {
   std::function<void(const msg::job_transition&)> job;
   // May be null: a crashed listener's session is then left to expire.
   std::shared_ptr<session_memo> memo;
+  // May be null. True when the listener is stopped: it leaves its session in `memo` for the
+  // listener that replaces it (a scale set's subtree replaced for a new spec), which adopts it,
+  // instead of deleting it.
+  std::shared_ptr<runtime::memo<bool>> hand_over;
 };
 
 // ---- the contracts --------------------------------------------------------------------------------

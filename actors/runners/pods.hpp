@@ -32,6 +32,8 @@ inline constexpr const char* spec_hash = "headroom.dev/spec-hash";
 // The install an object belongs to (capacity.hpp, owned_instance): on ScaleSet objects and owner
 // ConfigMaps, so one install never removes another's.
 inline constexpr const char* instance = "headroom.dev/instance";
+// Owner ConfigMaps of scale sets declared by ScaleSet objects (owned by them; never swept).
+inline constexpr const char* declared = "headroom.dev/declared";
 // kubernetes-mode runner pods: the slot of the pair handed to its job whose node it is pinned to
 inline constexpr const char* workflow_room = "headroom.dev/workflow-room";
 inline constexpr const char* pool = "headroom.dev/pool";                // scheduler runner pods: the pool that made it

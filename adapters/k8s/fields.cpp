@@ -35,6 +35,14 @@ std::optional<int64_t> int_at(std::string_view body, std::initializer_list<std::
   return v;
 }
 
+std::optional<std::string> json_at(std::string_view body, std::initializer_list<std::string_view> path) {
+  simdjson::dom::parser p;
+  simdjson::dom::element e;
+  if (walk(p, body, path).get(e) != simdjson::SUCCESS)
+    return std::nullopt;
+  return simdjson::minify(e);
+}
+
 std::vector<std::string> item_names(std::string_view body) {
   simdjson::dom::parser p;
   simdjson::dom::array items;

@@ -22,6 +22,9 @@ std::string string_at(std::string_view body, std::initializer_list<std::string_v
 // The integer at `path`, or nullopt (missing, not an integer, or not a JSON document).
 std::optional<int64_t> int_at(std::string_view body, std::initializer_list<std::string_view> path);
 
+// The value at `path` as compact JSON text (an object's spec, to hand to a reader), or nullopt.
+std::optional<std::string> json_at(std::string_view body, std::initializer_list<std::string_view> path);
+
 // metadata.uid of an object ("" if it has none).
 inline std::string uid_of(std::string_view body) { return string_at(body, {"metadata", "uid"}); }
 

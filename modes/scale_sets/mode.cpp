@@ -1,4 +1,5 @@
 #include "modes/scale_sets/mode.hpp"
+#include "modes/scale_sets/declared.hpp"
 
 #include <caf/all.hpp>
 #include <prometheus/counter.h>
@@ -9,6 +10,7 @@
 #include <random>
 
 #include "actors/capacity/burst_budget.hpp"
+#include "actors/capacity/scale_set_catalog.hpp"
 #include "actors/listener/listener_session.hpp"
 #include "modes/shared/series_table.hpp"
 #include "modes/shared/start.hpp"
@@ -78,71 +80,8 @@ std::string process_token() {
 
 }  // namespace
 
-namespace {
-// hud.share as the monitors and the HUD poller take it.
 hud::queue_share queue_share_of(const hud_section& h) {
   return {h.share_index, h.share_count, std::chrono::duration<double, std::ratio<60>>(h.take_all_after).count()};
-}
-}  // namespace
-
-std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, size_t index,
-                                                   const priority_classes_section& ladder) {
-  const std::string at = "scaleSets[" + std::to_string(index) + "]";
-  scale_set_spec s;
-  s.priority_classes.names = {ladder.placeholder_runner, ladder.runner, ladder.placeholder_workflow, ladder.workflow};
-  s.runner_priority_class = ladder.runner;
-  s.name = c.name;
-  s.ns = c.ns;
-  s.runner_group = c.runner_group;
-  s.labels = c.labels;
-  s.max_runners = c.max_runners;
-  s.standalone = c.mode != "arc";
-  s.ephemeral_runner_set = c.ephemeral_runner_set;
-  if (!s.standalone)
-    s.arc_set = c.autoscaling_runner_set;
-  s.capacity_aware = c.capacity_aware.enabled;
-  s.repoll_on_change = c.capacity_aware.repoll_on_change;
-  s.proactive_capacity = c.capacity_aware.proactive_capacity;
-  s.max_burst_capacity = c.capacity_aware.max_burst_capacity;
-  s.recalculate_interval = c.capacity_aware.recalculate_interval;
-  s.placeholder_ready_timeout = c.capacity_aware.placeholder_ready_timeout;
-  s.placeholder_ttl = c.capacity_aware.placeholder_ttl;
-  s.workflow_cpu = c.capacity_aware.workflow_cpu;
-  s.workflow_memory = c.capacity_aware.workflow_memory;
-  if (auto e = apply_runner(c.runner, at + ".runner", s, s.runner_requests))
-    return *e;
-  s.arc_labels = true;
-  if (actors::runners::workflow_in_runner_pod(s)) {  // the dind sidecar holds the job's room
-    s.dind_cpu = c.capacity_aware.workflow_cpu;
-    s.dind_memory = c.capacity_aware.workflow_memory;
-  }
-  // The workflow pod's hook template (a ConfigMap per scale set, written by its capacity monitor).
-  if (actors::runners::hook_mode(s) && s.standalone)
-    s.hook_template_configmap = c.name + "-hook-template";
-  int64_t v = 0;
-  if (auto e = quantity(c.capacity_aware.workflow_cpu, at + ".capacityAware.workflowResources.cpu", v, true))
-    return *e;
-  s.workflow_requests.cpu_milli = v;
-  if (auto e = quantity(c.capacity_aware.workflow_memory, at + ".capacityAware.workflowResources.memory", v, false))
-    return *e;
-  s.workflow_requests.memory = v;
-  if (auto e = extended_requests(c.capacity_aware.workflow_extended, s.workflow_requests))
-    return *e;
-  s.workflow_extended = c.capacity_aware.workflow_extended;
-  s.placeholder_image = c.capacity_aware.placeholder_image;
-  s.placeholder_command = c.capacity_aware.placeholder_command;
-  if (s.placeholder_command.empty()) {  // outlive the renewal, never the deadline (see settings.hpp)
-    const auto life = c.capacity_aware.placeholder_ttl.count() > 0
-                          ? (c.capacity_aware.placeholder_ttl + 2 * c.capacity_aware.placeholder_ready_timeout).count() / 1000
-                          : 900;
-    s.placeholder_command = {"sleep", std::to_string(life)};
-  }
-  s.health_check.interval = c.health.interval;
-  s.health_check.registration_timeout = c.health.registration_timeout;
-  s.health_check.pending_timeout = c.health.pending_timeout;
-  s.health_check.idle_timeout = c.health.idle_timeout;
-  s.health_check.terminal_grace = c.health.terminal_grace;
-  return s;
 }
 
 void scale_set_services::stop() {
@@ -150,6 +89,12 @@ void scale_set_services::stop() {
     r->source()->stop();
   for (auto& [ns, r] : arc_pods)
     r->source()->stop();
+  for (auto& [ns, r] : declared_pods)
+    r->source()->stop();
+  for (auto& [ns, r] : declared_arc_pods)
+    r->source()->stop();
+  for (auto& o : objects)
+    o->stop();
   if (nodes)
     nodes->stop();
   if (nodepools)
@@ -199,12 +144,18 @@ std::optional<std::string> make_clients(const scale_sets_config& cfg, const gith
 // Each scale set's context: its spec, its clients and informers, its metrics and its owner.
 std::variant<std::vector<std::shared_ptr<scale_set_context>>, std::string> make_contexts(
     const scale_sets_config& cfg, const github_section& gh, k8s::client& kube, k8s::client* status_kube, runtime::metrics& m,
-    const scale_set_services& out) {
+    scale_set_services& out) {
   const auto where = std::get<github::config_url>(github::parse_config_url(gh.config_url));
   const std::string process = "headroom-owner-" + process_token();
   const std::string owner_prefix = "headroom-owner-" + install_tag(out.instance) + "-";
+  out.owner_process = process;
+  out.owner_prefix = owner_prefix;
+  out.where = where;
+  out.kube = &kube;
+  out.status_kube = status_kube;
   std::map<std::string, std::shared_ptr<std::set<std::string>>> kept;  // per namespace
   const auto reads = std::make_shared<k8s::shared_reads>(kube);
+  out.reads = reads;
   std::vector<std::shared_ptr<scale_set_context>> made;
   for (size_t i = 0; i < cfg.sets.size(); ++i) {
     auto spec = make_spec(cfg.sets[i], i, cfg.priority_classes);
@@ -286,18 +237,18 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
   if (auto* e = std::get_if<std::string>(&made))
     return *e;
   watch_pods(informers, std::get<std::vector<std::shared_ptr<scale_set_context>>>(std::move(made)), out);
-  if (!out.contexts.empty()) {
+  watch_objects(informers, cfg.object_namespaces, out);
+  if (!out.contexts.empty() || !out.objects.empty()) {
     out.nodes->start();
     watch_nodepools_if_served(kube, out.nodepools);
   }
   return std::nullopt;
 }
 
-namespace {
-
 // One scale set: its five actors under a supervisor, each reachable by its relay.
 runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_ptr& ctx, const scale_set_peers& peers,
-                                      runtime::metrics& m, runtime::readiness& ready) {
+                                      runtime::metrics& m, runtime::readiness& ready, std::shared_ptr<actors::session_memo> memo,
+                                      std::shared_ptr<runtime::memo<bool>> hand_over) {
   std::vector<runtime::child_spec> children;
   runtime::child_spec provisioner;
   provisioner.name = "runner_provisioner";
@@ -313,8 +264,9 @@ runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_
   listener.name = "listener_session";
   listener.relay = runtime::untyped(peers.listener);
   // The session the listener holds, kept across its restarts (runtime/memo.hpp).
-  auto memo = std::make_shared<actors::session_memo>();
-  listener.start = [ctx, peers, memo](caf::actor_system& s) {
+  if (!memo)
+    memo = std::make_shared<actors::session_memo>();
+  listener.start = [ctx, peers, memo, hand_over](caf::actor_system& s) {
     listener_options o;
     o.scale_set_name = ctx->spec.name;
     o.runner_group = ctx->spec.runner_group;
@@ -324,6 +276,7 @@ runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_
     o.failed = ctx->metrics.actions_error;
     o.job = ctx->metrics.job;
     o.memo = memo;
+    o.hand_over = hand_over;
     // Until the monitor answers: nothing confirmed yet, or maxRunners when capacity-unaware.
     o.initial_capacity = ctx->spec.capacity_aware ? 0 : ctx->spec.max_runners;
     return runtime::untyped(spawn_listener_session(
@@ -346,6 +299,28 @@ runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_
                                    std::move(children));
 }
 
+namespace {
+
+// The ScaleSet objects of the file's scale sets no longer configured go, once per start.
+std::optional<runtime::child_spec> sweeper_child(const std::shared_ptr<scale_set_services>& svc) {
+  if (!svc->contexts.empty() && svc->instance.empty())
+    runtime::log::info("scale_sets", "leader election is off: ScaleSet objects of scale sets no longer configured are not removed",
+                       {{"why", "without a Lease another headroom may run under the same name"}});
+  if (!svc->contexts.empty() && !svc->instance.empty()) {
+    std::set<std::pair<std::string, std::string>> keep;
+    for (const auto& ctx : svc->contexts)
+      keep.emplace(ctx->spec.ns, ctx->spec.name);
+    runtime::child_spec sweeper;
+    sweeper.name = "scale_set_sweeper";
+    sweeper.start = [svc, keep](caf::actor_system& s) {
+      return runtime::untyped(
+          actors::capacity::spawn_scale_set_sweeper(s, svc->contexts.front()->kube, svc->instance, keep));
+    };
+    return sweeper;
+  }
+  return std::nullopt;
+}
+
 }  // namespace
 
 runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_sets_config& modes, std::shared_ptr<scale_set_services> svc,
@@ -354,7 +329,7 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
   out.name = "scale_sets";
   // The relays are made each time this subtree starts and live as long as it does, so a scale
   // set's supervisor restarting (or the hud_poller) never leaves a peer holding a dead address.
-  out.start = [cfg, sets = modes.sets, hud_interval = modes.hud.interval, share = queue_share_of(modes.hud), burst = modes.burst_budget, svc, &m,
+  out.start = [cfg, modes, sets = modes.sets, hud_interval = modes.hud.interval, share = queue_share_of(modes.hud), burst = modes.burst_budget, svc, &m,
                &ready](caf::actor_system& sys) {
     std::vector<caf::actor> relays;
     auto relay = [&](const std::string& name) {
@@ -364,8 +339,11 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
     std::vector<scale_set_peers> peers;
     const auto budget_pairs = static_cast<int64_t>(burst.max_pending_pairs);
     using runtime::relay_as;
-    const auto budget = budget_pairs > 0 && !svc->contexts.empty() ? relay_as<burst_budget_actor>(relay("burst_budget"))
-                                                                    : burst_budget_actor{};
+    const auto budget = budget_pairs > 0 && (!svc->contexts.empty() || !svc->objects.empty())
+                            ? relay_as<burst_budget_actor>(relay("burst_budget"))
+                            : burst_budget_actor{};
+    // The supervisor's own address, for the catalog that adds and removes declared scale sets.
+    const caf::actor parent = svc->objects.empty() ? caf::actor{} : relay("scale_sets");
     for (const auto& ctx : svc->contexts) {
       const std::string at = ctx->spec.name + "/";
       peers.push_back(scale_set_peers{relay_as<monitor_actor>(relay(at + "capacity_monitor")),
@@ -403,23 +381,14 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
     }
     for (size_t i = 0; i < svc->contexts.size(); ++i)
       children.push_back(scale_set_subtree(cfg, svc->contexts[i], peers[i], m, ready));
-    if (!svc->contexts.empty() && svc->instance.empty())
-      runtime::log::info("scale_sets", "leader election is off: ScaleSet objects of scale sets no longer configured are not removed",
-                         {{"why", "without a Lease another headroom may run under the same name"}});
-    if (!svc->contexts.empty() && !svc->instance.empty()) {
-      std::set<std::pair<std::string, std::string>> keep;
-      for (const auto& ctx : svc->contexts)
-        keep.emplace(ctx->spec.ns, ctx->spec.name);
-      runtime::child_spec sweeper;
-      sweeper.name = "scale_set_sweeper";
-      sweeper.start = [svc, keep](caf::actor_system& s) {
-        return runtime::untyped(
-            actors::capacity::spawn_scale_set_sweeper(s, svc->contexts.front()->kube, svc->instance, keep));
-      };
-      children.push_back(std::move(sweeper));
-    }
+    if (auto sweeper = sweeper_child(svc))
+      children.push_back(std::move(*sweeper));
+    if (parent)
+      children.push_back(catalog_child(cfg, modes, svc, budget, relay_as<runtime::supervisor_actor>(parent), m, ready));
     auto sup = runtime::untyped(runtime::spawn_supervisor(
         sys, runtime::supervisor_options_from(cfg, "scale_sets", &m, &ready), std::move(children)));
+    if (parent)
+      caf::anon_send(parent, msg::relay_target{sup});
     for (const auto& r : relays)
       runtime::own_relay(r, sup);
     return sup;
@@ -436,11 +405,15 @@ void scale_sets_mode::read(const std::string& key, const YAML::Node& node) {
     read_priority_classes(node, config.priority_classes);
   else if (key == "burstBudget")
     read_burst_budget(node, config.burst_budget);
+  else if (key == "scaleSetObjects")
+    config.object_namespaces = read_scale_set_objects(node);
 }
 
 void scale_sets_mode::check(const shared_sections& shared) {
   if (!config.sets.empty() && shared.github.config_url.empty())
     runtime::config_fail("github.configUrl", "required when scaleSets are configured");
+  if (!config.object_namespaces.empty() && shared.github.config_url.empty())
+    runtime::config_fail("github.configUrl", "required when scaleSetObjects.namespaces are served");
 }
 
 std::vector<runner_claim> scale_sets_mode::runner_pods() const {
@@ -476,7 +449,8 @@ std::vector<tree_line> scale_sets_mode::leader_only_tree() const {
           {1, "hud_poller (when hud.url is set)"},
           {1, "scale_set_sweeper (once: ScaleSet objects of scale sets no longer configured)"},
           {1, "burst_budget (when burstBudget.maxPendingPairs is set: the cluster's pending pairs, shared fairly)"},
-          {1, "scale_set/<name> (supervisor) × one per scale set"},
+          {1, "scale_set_catalog (when scaleSetObjects.namespaces are set: adds, replaces and stops declared scale sets)"},
+          {1, "scale_set/<name> (supervisor) × one per scale set, configured or declared"},
           {2, "runner_provisioner"},
           {2, "capacity_monitor"},
           {3, "placeholder_pair × one per pair"},

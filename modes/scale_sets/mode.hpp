@@ -20,6 +20,7 @@
 #include "modes/mode.hpp"
 #include "modes/scale_sets/settings.hpp"
 #include "runtime/config.hpp"
+#include "runtime/memo.hpp"
 #include "runtime/supervisor.hpp"
 
 namespace headroom::runtime {
@@ -45,6 +46,24 @@ struct scale_set_services {
   std::string instance;  // set before prepare_scale_sets: actors::capacity::instance_label of the Lease
   // Set before prepare_scale_sets: the process's GitHub App tokens (modes::services::github_tokens).
   std::shared_ptr<github::app_tokens> github_tokens;
+  // ScaleSet objects (scaleSetObjects.namespaces): their informers, one per namespace, and the
+  // pods of the scale sets they declare, one informer per namespace (by label existence: the set
+  // of names changes live), sliced by scale set like the file's.
+  std::vector<std::shared_ptr<k8s::informer<k8s::unstructured>>> objects;
+  std::map<std::string, std::shared_ptr<k8s::label_router<k8s::pod>>> declared_pods, declared_arc_pods;
+  // What every scale set's context shares, for those built later from objects.
+  std::shared_ptr<k8s::shared_reads> reads;
+  std::string owner_process, owner_prefix;
+  github::config_url where;
+  // Per declared scale set (touched by the catalog's builds only): its listener's session and the
+  // flag that hands it to the subtree replacing it.
+  struct declared_session {
+    std::shared_ptr<runtime::memo<msg::session_held>> memo;
+    std::shared_ptr<runtime::memo<bool>> hand_over;
+  };
+  std::map<std::string, declared_session> declared_sessions;
+  k8s::client* kube = nullptr;
+  k8s::client* status_kube = nullptr;
   void stop();  // the informers
 };
 
@@ -54,6 +73,7 @@ struct scale_sets_config {
   hud_section hud;
   priority_classes_section priority_classes;
   burst_budget_section burst_budget;
+  std::vector<std::string> object_namespaces;  // scaleSetObjects.namespaces
 };
 
 std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, const github_section& gh,
@@ -74,6 +94,9 @@ actors::capacity::hud_metrics hud_fetch_metrics(runtime::metrics& m);
 // Builds a scale set's spec from its configuration; an error names the key.
 std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, size_t index,
                                                    const priority_classes_section& ladder = {});
+// The same, an error naming the key under `at` (a ScaleSet object's "spec").
+std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, const std::string& at,
+                                                   const priority_classes_section& ladder);
 
 class scale_sets_mode final : public mode {
  public:
@@ -81,10 +104,10 @@ class scale_sets_mode final : public mode {
 
   std::string_view name() const override { return "scale_sets"; }
   std::string_view summary() const override { return "runner scale sets"; }
-  std::vector<std::string> keys() const override { return {"scaleSets", "hud", "priorityClasses", "burstBudget"}; }
+  std::vector<std::string> keys() const override { return {"scaleSets", "scaleSetObjects", "hud", "priorityClasses", "burstBudget"}; }
   void read(const std::string& key, const YAML::Node& node) override;
   void check(const shared_sections& shared) override;
-  bool enabled() const override { return !config.sets.empty(); }
+  bool enabled() const override { return !config.sets.empty() || !config.object_namespaces.empty(); }
   std::string_view switch_key() const override { return "scaleSets"; }
   std::vector<runner_claim> runner_pods() const override;
   std::optional<start_problem> prepare(const services& s) override;

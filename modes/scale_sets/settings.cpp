@@ -4,6 +4,8 @@
 #include <cctype>
 #include <set>
 
+#include "adapters/k8s/fields.hpp"
+
 namespace headroom::modes::scale_sets {
 
 using runtime::check_listen_address;
@@ -103,6 +105,52 @@ std::vector<scale_set_section> read_scale_sets(const YAML::Node& node) {
     if (!names.insert(set.name).second)
       config_fail(where + ".name", "'" + set.name + "' appears twice");
     out.push_back(std::move(set));
+  }
+  return out;
+}
+
+std::variant<declared_scale_set, std::string> read_scale_set_object(std::string_view object_json) {
+  declared_scale_set out;
+  const auto name = k8s::string_at(object_json, {"metadata", "name"});
+  const auto ns = k8s::string_at(object_json, {"metadata", "namespace"});
+  if (name.empty() || ns.empty())
+    return std::string{"metadata: a ScaleSet needs a name and a namespace"};
+  out.uid = k8s::uid_of(object_json);
+  out.generation = k8s::int_at(object_json, {"metadata", "generation"}).value_or(0);
+  const auto spec = k8s::json_at(object_json, {"spec"});
+  try {
+    YAML::Node node = spec ? YAML::Load(*spec) : YAML::Node{YAML::NodeType::Map};
+    if (node.IsNull())
+      node = YAML::Node{YAML::NodeType::Map};
+    if (!node.IsMap())
+      return "spec: expected a mapping, found " + yaml_kind(node);
+    for (const char* key : {"name", "namespace"})
+      if (node[key])
+        return std::string{"spec."} + key + ": set by the object's metadata." + key + ", not in its spec";
+    node["name"] = name;
+    node["namespace"] = ns;
+    out.section = parse_scale_set(node, "spec");
+  } catch (const runtime::config_failure& f) {
+    auto message = f.error.message();
+    if (message.starts_with("spec.name:"))  // the name's rule, about metadata.name
+      message = "metadata.name:" + message.substr(10);
+    return message;
+  } catch (const YAML::Exception& e) {
+    return std::string{"spec: not readable: "} + e.what();
+  }
+  return out;
+}
+
+std::vector<std::string> read_scale_set_objects(const YAML::Node& node) {
+  config_section s{node, "scaleSetObjects", {"namespaces"}};
+  auto out = s.read_strings("namespaces");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < out.size(); ++i) {
+    if (!valid_label_value(out[i]) || out[i].find_first_of("_.") != std::string::npos ||
+        std::any_of(out[i].begin(), out[i].end(), [](char c) { return std::isupper(static_cast<unsigned char>(c)); }))
+      config_fail(s.path("namespaces") + "[" + std::to_string(i) + "]", "not a namespace name: '" + out[i] + "'");
+    if (!seen.insert(out[i]).second)
+      config_fail(s.path("namespaces") + "[" + std::to_string(i) + "]", "'" + out[i] + "' appears twice");
   }
   return out;
 }

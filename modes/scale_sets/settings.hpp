@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "modes/shared/sections.hpp"
@@ -71,9 +73,21 @@ struct burst_budget_section {
   uint32_t max_pending_pairs = 0;  // 0 = no cluster budget (each scale set's maxBurstCapacity alone)
 };
 
+// A ScaleSet object (headroom.dev/v1alpha1) read as a scaleSets[] entry: its name and namespace
+// from its metadata, the rest from its spec, by the same reader (the same rules, defaults and
+// messages as the file's). An error names the field: "spec.capacityAware.placeholderTTL: …".
+struct declared_scale_set {
+  scale_set_section section;
+  std::string uid;
+  int64_t generation = 0;
+};
+std::variant<declared_scale_set, std::string> read_scale_set_object(std::string_view object_json);
+
 // The whole `scaleSets` list; config_fail on a problem.
 std::vector<scale_set_section> read_scale_sets(const YAML::Node& node);
 void read_hud(const YAML::Node& node, hud_section& out);
+// `scaleSetObjects`: the namespaces whose ScaleSet objects headroom serves.
+std::vector<std::string> read_scale_set_objects(const YAML::Node& node);
 void read_priority_classes(const YAML::Node& node, priority_classes_section& out);
 void read_burst_budget(const YAML::Node& node, burst_budget_section& out);
 

@@ -97,7 +97,7 @@ std::string describe(const view& v) {
 
 // A kwok node for the scenario's pool, the chart's identity for `names`, and headroom started with
 // one scale set per name (a warm pool of one pair each; `extra`: more keys per scale set).
-void start_sets(world& w, const std::vector<std::string>& names, const std::string& extra = "") {
+void start_sets(world& w, const std::vector<std::string>& names, const std::string& extra = "", bool objects = false) {
   auto& e = w.e;
   const auto& pool = w.s.name;
   e.c->kubectl({"apply", "-f", "-"}, "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + pool + "-node\n  annotations: {kwok.x-k8s.io/node: fake}\n"
@@ -113,6 +113,8 @@ void start_sets(world& w, const std::vector<std::string>& names, const std::stri
            << "    capacityAware: {proactiveCapacity: 1, recalculateInterval: 2s, placeholderReadyTimeout: 10m, "
            << "workflowResources: {cpu: 500m, memory: 512Mi}}\n" << extra;
   }
+  if (objects)
+    values << "  scaleSetObjects: {namespaces: [" << pool << "]}\n";
   values << "github: {existingSecret: e2e-github}\n"
             "priorityClasses: {placeholderRunner: placeholder-runner, runner: arc-runner, placeholderWorkflow: placeholder-workflow, "
             "workflow: arc-workflow}\n";
@@ -122,7 +124,8 @@ void start_sets(world& w, const std::vector<std::string>& names, const std::stri
   ASSERT_EQ(id.exit_code, 0) << id.err;
   w.headroom = std::make_unique<agent>(w.dir, "kubernetes:\n  kubeconfig: " + w.dir + "/chart.kubeconfig\n"
                                               "leaderElection:\n  enabled: false\ngithub:\n  configUrl: " + e.peer->http_url() +
-                                              "/headroom-org\nscaleSets:\n" + config.str());
+                                              "/headroom-org\nscaleSets:\n" + config.str() +
+                                              (objects ? "scaleSetObjects:\n  namespaces: [" + pool + "]\n" : ""));
 }
 
 // Every scale set named `prefix`-… holds one session and its latest poll advertises `capacity`.
@@ -193,6 +196,131 @@ TEST(capacity_e2e, fifty_scale_sets_in_one_headroom_hold_their_sessions_on_one_p
   EXPECT_EQ(after.find("pair lost"), std::string::npos) << after.substr(0, 4000);
   EXPECT_EQ(after.find("unhandled exception"), std::string::npos) << after.substr(0, 4000);
   EXPECT_NE(after.find("stopped cleanly"), std::string::npos);
+  e.c->kubectl({"delete", "node", sc.name + "-node", "--wait=false"});
+}
+
+// The peer's session id of each scale set named `prefix`-… ("" when it holds none, "2" when two).
+std::map<std::string, std::string> session_ids(const env& e, const std::string& prefix) {
+  simdjson::dom::parser p;
+  auto st = p.parse(e.peer->control("/state").body);
+  std::map<int64_t, std::string> names;
+  std::map<std::string, std::string> out;
+  for (auto s : st["scaleSets"].get_array()) {
+    const std::string name{std::string_view(s["name"])};
+    if (name.rfind(prefix + "-", 0) == 0) {
+      names[int64_t(s["id"])] = name;
+      out[name] = "";
+    }
+  }
+  for (auto s : st["sessions"].get_array())
+    if (auto it = names.find(int64_t(s["scaleSetId"])); it != names.end())
+      out[it->second] = out[it->second].empty() ? std::string{std::string_view(s["sessionId"])} : "2";
+  return out;
+}
+
+// The uids of the running placeholder pods of scale set `set`, sorted.
+std::string placeholder_uids(const env& e, const std::string& ns, const std::string& set) {
+  return e.c->kubectl({"-n", ns, "get", "pods", "-l", "headroom.dev/scale-set=" + set + ",headroom.dev/role in (runner-placeholder,workflow-placeholder)",
+                       "--sort-by=.metadata.uid", "-o", "jsonpath={range .items[*]}{.metadata.uid} {end}"})
+      .out;
+}
+
+std::string scale_set_object(const std::string& ns, const std::string& name, int proactive, const std::string& extra = "") {
+  return "apiVersion: headroom.dev/v1alpha1\nkind: ScaleSet\nmetadata: {name: " + name + ", namespace: " + ns + "}\nspec:\n"
+         "  maxRunners: 10\n  runner: {image: runner:e2e, resources: {cpu: 500m, memory: 512Mi}, serviceAccountName: e2e-" + ns +
+         "-headroom-runner, nodeSelector: {pool: " + ns + "}}\n"
+         "  capacityAware: {proactiveCapacity: " + std::to_string(proactive) + ", recalculateInterval: 2s, placeholderReadyTimeout: 10m, "
+         "workflowResources: {cpu: 500m, memory: 512Mi}" + extra + "}\n";
+}
+
+// #55: scale sets declared as ScaleSet objects beside the file's, started, changed and stopped
+// live. Each change reaches only its own scale set: every other one keeps its session (the same
+// id at the peer) and its placed pairs (the same pods); the API server refuses an invalid object
+// with the field's path; a deleted object's session and placeholders go.
+TEST(capacity_e2e, scale_set_objects_are_started_changed_and_stopped_live_and_no_other_scale_set_notices) {
+  REQUIRE_ENV(e);
+  scenario sc;
+  sc.name = "objects";
+  sc.chart_install = true;
+  world w{e, sc};
+  REQUIRE_WORLD(w);
+  const std::string ns = sc.name;
+  start_sets(w, {"objects-file-0", "objects-file-1"}, "", true);
+  view now;
+  ASSERT_TRUE(eventually([&] { return all_advertise(e, "objects-file", 2, 1, now); }, 120s)) << describe(now) << "\n" << w.headroom->log();
+  // Two objects: each starts its own scale set, which places its pair and holds its session.
+  for (const char* name : {"objects-obj-0", "objects-obj-1"}) {
+    auto applied = e.c->kubectl({"apply", "-f", "-"}, scale_set_object(ns, name, 1));
+    ASSERT_EQ(applied.exit_code, 0) << applied.err;
+  }
+  ASSERT_TRUE(eventually([&] { return all_advertise(e, "objects-obj", 2, 1, now); }, 120s)) << describe(now) << "\n" << w.headroom->log();
+  ASSERT_TRUE(eventually([&] {
+    return e.c->kubectl({"-n", ns, "get", "scaleset", "objects-obj-0", "-o",
+                         "jsonpath={.status.observedGeneration} {.status.conditions[?(@.type==\"Ready\")].status}"}).out == "1 True";
+  }, 30s)) << e.c->kubectl({"-n", ns, "get", "scaleset", "objects-obj-0", "-o", "yaml"}).out;
+  const auto file_sessions = session_ids(e, "objects-file");
+  const auto other_sessions = session_ids(e, "objects-obj");
+  std::map<std::string, std::string> pairs;
+  for (const char* set : {"objects-file-0", "objects-file-1", "objects-obj-0", "objects-obj-1"})
+    pairs[set] = placeholder_uids(e, ns, set);
+  // A change: obj-0's warm pool 1 → 2, applied to it alone, in place: its session is handed to
+  // the subtree that replaces its actors, and its placed pair adopted.
+  const auto changed_at = std::chrono::steady_clock::now();
+  auto changed = e.c->kubectl({"apply", "-f", "-"}, scale_set_object(ns, "objects-obj-0", 2));
+  ASSERT_EQ(changed.exit_code, 0) << changed.err;
+  ASSERT_TRUE(eventually([&] {
+    now = look(e, "objects-obj");
+    return now.ids.count("objects-obj-0") && now.latest[now.ids["objects-obj-0"]] == 2;
+  }, 60s)) << describe(now) << "\n" << w.headroom->log();
+  std::cout << "[objects] a warm pool 1 → 2 advertised "
+            << std::chrono::duration_cast<std::chrono::milliseconds>(std::chrono::steady_clock::now() - changed_at).count()
+            << " ms after kubectl apply (its new pair placed by the scheduler included)\n";
+  EXPECT_EQ(session_ids(e, "objects-obj")["objects-obj-0"], other_sessions.at("objects-obj-0")) << "the session was handed over";
+  {
+    const auto after = placeholder_uids(e, ns, "objects-obj-0");
+    std::istringstream before{pairs["objects-obj-0"]};
+    int kept = 0;
+    for (std::string uid; before >> uid; ++kept)
+      EXPECT_NE(after.find(uid), std::string::npos) << "its placed pair was adopted: " << pairs["objects-obj-0"] << " vs " << after;
+    EXPECT_EQ(kept, 2) << "one pair: two placeholders";
+  }
+  EXPECT_TRUE(eventually([&] {
+    return e.c->kubectl({"-n", ns, "get", "scaleset", "objects-obj-0", "-o", "jsonpath={.status.observedGeneration}"}).out == "2";
+  }, 30s));
+  // Invalid objects are refused by the API server, naming the field.
+  struct bad {
+    std::string name, extra, field;
+  };
+  for (const auto& b : {bad{"objects-bad-ttl", ", placeholderTTL: 1m", "spec.capacityAware.placeholderTTL"},
+                        bad{"objects-bad-duration", ", recalculateInterval: soon", "spec.capacityAware.recalculateInterval"},
+                        bad{"objects-name-far-too-long-for-a-runner-scale-set-name", "", "metadata.name"}}) {
+    auto refused = e.c->kubectl({"apply", "-f", "-"}, scale_set_object(ns, b.name, 1, b.extra));
+    EXPECT_NE(refused.exit_code, 0) << b.name;
+    EXPECT_NE((refused.out + refused.err).find(b.field), std::string::npos) << b.name << ": " << refused.out << refused.err;
+  }
+  auto negative = e.c->kubectl({"apply", "-f", "-"}, "apiVersion: headroom.dev/v1alpha1\nkind: ScaleSet\nmetadata: {name: objects-neg, namespace: " +
+                                                         ns + "}\nspec: {maxRunners: -1}\n");
+  EXPECT_NE(negative.exit_code, 0);
+  EXPECT_NE((negative.out + negative.err).find("spec.maxRunners"), std::string::npos) << negative.err;
+  // The change reached obj-0 alone: obj-1 kept its session and its pair.
+  EXPECT_EQ(session_ids(e, "objects-obj")["objects-obj-1"], other_sessions.at("objects-obj-1"));
+  EXPECT_EQ(placeholder_uids(e, ns, "objects-obj-1"), pairs["objects-obj-1"]);
+  // Deleting obj-1 stops it: its session is deleted at the peer and its placeholders go.
+  ASSERT_EQ(e.c->kubectl({"-n", ns, "delete", "scaleset", "objects-obj-1"}).exit_code, 0);
+  ASSERT_TRUE(eventually([&] { return session_ids(e, "objects-obj")["objects-obj-1"].empty(); }, 60s)) << w.headroom->log();
+  EXPECT_TRUE(eventually([&] { return placeholder_uids(e, ns, "objects-obj-1").empty(); }, 60s))
+      << "its owner ConfigMap goes, and the garbage collector takes its placeholders";
+  // No other scale set noticed any of it.
+  EXPECT_EQ(session_ids(e, "objects-file"), file_sessions) << "the file's scale sets kept their sessions";
+  EXPECT_EQ(session_ids(e, "objects-obj")["objects-obj-0"].empty(), false);
+  for (const char* set : {"objects-file-0", "objects-file-1"})
+    EXPECT_EQ(placeholder_uids(e, ns, set), pairs[set]) << set << " kept its placed pairs";
+  const auto log = w.headroom->log();
+  EXPECT_NE(log.find("scale set replaced"), std::string::npos);
+  EXPECT_NE(log.find("scale set stopped"), std::string::npos);
+  EXPECT_EQ(log.find("restarting child"), std::string::npos) << "nothing crashed on the way";
+  EXPECT_GE(w.headroom->sample("headroom_scale_set_objects_total{outcome=\"started\"}"), 2);
+  EXPECT_EQ(w.headroom->stop(SIGTERM), 0);
   e.c->kubectl({"delete", "node", sc.name + "-node", "--wait=false"});
 }
 

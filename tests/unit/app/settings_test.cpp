@@ -617,3 +617,48 @@ TEST(scheduler_config, a_pool_without_a_template_makes_the_runner_sections_pod) 
 
 }  // namespace
 }  // namespace headroom::app
+
+namespace headroom::app {
+namespace {
+
+using modes::scale_sets::declared_scale_set;
+using modes::scale_sets::read_scale_set_object;
+
+// A ScaleSet object is read by the file's reader: the same defaults, and errors naming the field.
+TEST(scale_set_objects, an_objects_spec_reads_as_a_scale_set_entry_named_by_its_metadata) {
+  auto read = read_scale_set_object(
+      R"({"apiVersion":"headroom.dev/v1alpha1","kind":"ScaleSet","metadata":{"name":"linux","namespace":"team-a","uid":"u-1","generation":3},)"
+      R"("spec":{"maxRunners":7,"labels":["x64"],"capacityAware":{"proactiveCapacity":2,"placeholderTTL":"20m"}}})");
+  ASSERT_TRUE(std::holds_alternative<declared_scale_set>(read)) << std::get<std::string>(read);
+  const auto& d = std::get<declared_scale_set>(read);
+  EXPECT_EQ(d.section.name, "linux");
+  EXPECT_EQ(d.section.ns, "team-a");
+  EXPECT_EQ(d.section.max_runners, 7u);
+  EXPECT_EQ(d.section.labels, std::vector<std::string>{"x64"});
+  EXPECT_EQ(d.section.capacity_aware.proactive_capacity, 2u);
+  EXPECT_EQ(d.section.capacity_aware.placeholder_ttl, millis{1'200'000});
+  EXPECT_EQ(d.section.capacity_aware.placeholder_ready_timeout, millis{300'000}) << "the file's default";
+  EXPECT_EQ(d.uid, "u-1");
+  EXPECT_EQ(d.generation, 3);
+  auto empty = read_scale_set_object(R"({"metadata":{"name":"a","namespace":"b"}})");
+  ASSERT_TRUE(std::holds_alternative<declared_scale_set>(empty)) << "no spec: every default";
+}
+
+TEST(scale_set_objects, what_the_reader_refuses_is_named_by_its_field_in_the_object) {
+  auto error = [](const std::string& json) {
+    auto r = read_scale_set_object(json);
+    return std::holds_alternative<std::string>(r) ? std::get<std::string>(r) : std::string{"accepted"};
+  };
+  const std::string meta = R"("metadata":{"name":"linux","namespace":"team-a"})";
+  EXPECT_EQ(error("{" + meta + R"(,"spec":{"capacityAware":{"placeholderTTL":"1m"}}})").rfind("spec.capacityAware.placeholderTTL:", 0), 0u);
+  EXPECT_EQ(error("{" + meta + R"(,"spec":{"maxRunners":-1}})").rfind("spec.maxRunners:", 0), 0u);
+  EXPECT_EQ(error("{" + meta + R"(,"spec":{"surprise":1}})").rfind("spec", 0), 0u);
+  EXPECT_EQ(error("{" + meta + R"(,"spec":{"name":"other"}})").rfind("spec.name:", 0), 0u);
+  EXPECT_EQ(error("{" + meta + R"(,"spec":[1,2]})").rfind("spec:", 0), 0u);
+  EXPECT_EQ(error(R"({"metadata":{"name":"Not_A_Name","namespace":"team-a"}})").rfind("metadata.name:", 0), 0u);
+  EXPECT_EQ(error(R"({"metadata":{"name":"x"}})").rfind("metadata:", 0), 0u);
+  EXPECT_EQ(error("not json").rfind("metadata:", 0), 0u);
+}
+
+}  // namespace
+}  // namespace headroom::app

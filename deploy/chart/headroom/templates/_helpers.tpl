@@ -36,7 +36,7 @@ helm.sh/chart: {{ printf "%s-%s" .Chart.Name .Chart.Version }}
 {{- $_ := set $cfg "http" (dict "listen" (printf "0.0.0.0:%d" (int .Values.metrics.port))) -}}
 {{- $le := dict "enabled" true "namespace" .Release.Namespace "name" (include "headroom.fullname" .) "leaseDuration" .Values.leaderElection.leaseDuration "renewDeadline" .Values.leaderElection.renewDeadline "retryPeriod" .Values.leaderElection.retryPeriod -}}
 {{- $_ := set $cfg "leaderElection" $le -}}
-{{- if .Values.config.scaleSets -}}
+{{- if or .Values.config.scaleSets (.Values.config.scaleSetObjects).namespaces -}}
 {{- $_ := set $cfg "priorityClasses" (include "headroom.priorityClassNames" . | fromJson) -}}
 {{- /* A runner whose jobs run through the container hook, with no ServiceAccount of its own, runs as
      the chart's runner ServiceAccount (rbac.yaml: what the hook needs in its namespace). */ -}}

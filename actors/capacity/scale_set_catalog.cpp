@@ -1,0 +1,316 @@
+// scale_set_catalog (see scale_set_catalog.hpp): one entry per ScaleSet object, reconciled one
+// step at a time. A step (start a subtree, stop one) is a request to the scale sets' supervisor;
+// while it is in flight the entry is busy, and its answer reconciles the entry again against the
+// newest object, so a burst of edits costs at most one replacement after the one under way.
+
+#include "actors/capacity/scale_set_catalog.hpp"
+
+#include <caf/all.hpp>
+
+#include <map>
+#include <optional>
+#include <set>
+
+#include "actors/capacity/capacity.hpp"
+#include "actors/capacity/scale_set_status.hpp"
+#include "actors/k8s/api_calls.hpp"
+#include "actors/k8s/informer_feed.hpp"
+#include "adapters/k8s/client.hpp"
+#include "adapters/k8s/fields.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/log.hpp"
+#include "runtime/rfc3339.hpp"
+
+namespace headroom::actors::capacity {
+
+namespace {
+
+constexpr std::string_view actor_name = "scale_set_catalog";
+const k8s::resource_kind scale_sets{"headroom.dev", "v1alpha1", "scalesets", true};
+const k8s::resource_kind configmaps{"", "v1", "configmaps", true};
+constexpr auto step_timeout = std::chrono::seconds(60);
+constexpr auto retry_after = std::chrono::seconds(2);
+
+struct entry {
+  std::string ns, name, uid;
+  std::shared_ptr<const k8s::unstructured> object;  // the newest; null once deleted
+  int64_t generation = 0;  // the newest object's
+  // "uid/generation" of the newest spec seen, of the one whose subtree runs ("": none) and of
+  // the newest refused (not tried again): an object deleted and made again is a new spec.
+  std::string seen, running, refused;
+  int64_t running_generation = 0;
+  std::string owner_configmap;
+  std::function<void(bool)> hand_over;  // of the subtree that runs
+  bool busy = false;       // a start or a stop is under way
+  bool replacing = false;  // stopped for a new spec (for the log and the count)
+};
+
+struct catalog_state {
+  std::shared_ptr<const catalog_options> opts;
+  std::unique_ptr<informer_feed<k8s::unstructured>> feed;
+  std::map<std::string, entry> entries;  // "namespace/name"
+  std::map<std::string, std::string> serving;  // scale set name → the entry key that runs it
+  api_calls<std::string> calls;  // the key of the object a status write or owner delete is about
+  bool synced = false;           // every informer has listed once: an entry never seen is gone
+};
+
+using retry_atom = msg::sweep_atom;  // (retry, key): a step that failed is tried again
+using catalog_impl = catalog_actor::extend<caf::reacts_to<retry_atom, std::string>, caf::reacts_to<msg::api_reply>>;
+using catalog_self = catalog_impl::stateful_base<catalog_state>;
+
+void reconcile(catalog_self* self, const std::string& key);
+
+// What runs, for the next incarnation (a restarted catalog finds its subtrees still running).
+void remember(catalog_self* self) {
+  auto& st = self->state;
+  if (!st.opts->memo)
+    return;
+  std::map<std::string, catalog_running> out;
+  for (const auto& [key, e] : st.entries)
+    if (!e.running.empty())
+      out[key] = catalog_running{e.ns, e.name, e.running, e.running_generation, e.owner_configmap, e.hand_over};
+  st.opts->memo->set(std::move(out));
+}
+
+std::string now_text(catalog_self* self) {
+  return runtime::format_rfc3339(runtime::actor_system_clock{self->clock()}.wall_seconds(), 0);
+}
+
+void count(catalog_self* self, const std::string& outcome) {
+  if (self->state.opts->count)
+    self->state.opts->count(outcome);
+}
+
+// Says why a generation does not run: the object's status when nothing runs for it (no status
+// actor writes it then), and a Warning Event either way.
+void refuse(catalog_self* self, entry& e, const std::string& reason, const std::string& message) {
+  auto& st = self->state;
+  e.refused = e.seen;
+  const int64_t running = e.running_generation;
+  count(self, "refused");
+  runtime::log::warn(actor_name, "ScaleSet refused",
+                     {{"namespace", e.ns}, {"scale_set", e.name}, {"generation", e.generation}, {"reason", reason}, {"error", message},
+                      {"running_generation", running}});
+  msg::k8s_event ev{"headroom.dev/v1alpha1", "ScaleSet", e.ns, e.name, e.uid, "Warning", reason, "Validate",
+                    running > 0 ? message + " (generation " + std::to_string(running) + " keeps running)" : message};
+  if (st.opts->events)
+    tell_event(st.opts->events, std::move(ev));
+  if (!e.running.empty() || st.opts->kube == nullptr)
+    return;
+  const auto key = e.ns + "/" + e.name;
+  st.calls.start(self, key, [kube = st.opts->kube, ns = e.ns, name = e.name,
+                             body = scale_set_refused_patch(e.generation, reason, message, now_text(self))](k8s::api_callback cb) {
+    kube->merge_patch(scale_sets, ns, name, body, std::move(cb), "status");
+  });
+}
+
+void retry_later(catalog_self* self, const std::string& key) {
+  self->delayed_send(self, retry_after, msg::sweep_atom_v, key);
+}
+
+// Stops the entry's subtree for good; its answer reconciles the entry again.
+void stop(catalog_self* self, entry& e, const std::string& key) {
+  e.busy = true;
+  if (e.hand_over)
+    e.hand_over(e.replacing);
+  self->request(self->state.opts->parent, step_timeout, msg::stop_child_atom_v, "scale_set/" + e.name)
+      .then(
+          [self, key](bool) {
+            auto& st = self->state;
+            auto it = st.entries.find(key);
+            if (it == st.entries.end())
+              return;
+            it->second.busy = false;
+            it->second.running.clear();
+            it->second.running_generation = 0;
+            remember(self);
+            reconcile(self, key);
+          },
+          [self, key](caf::error& err) {
+            runtime::log::warn(actor_name, "could not stop a scale set's subtree; trying again",
+                               {{"object", key}, {"error", self->system().render(err)}});
+            if (auto it = self->state.entries.find(key); it != self->state.entries.end())
+              it->second.busy = false;
+            retry_later(self, key);
+          });
+}
+
+void start(catalog_self* self, entry& e, const std::string& key, catalog_build built) {
+  e.busy = true;
+  const int64_t generation = built.generation;
+  const std::string token = e.seen;
+  e.owner_configmap = built.owner_configmap;
+  e.hand_over = built.hand_over;
+  self->state.serving[e.name] = key;
+  self->request(self->state.opts->parent, step_timeout, std::move(built.subtree))
+      .then(
+          [self, key, generation, token](bool added) {
+            auto& st = self->state;
+            auto it = st.entries.find(key);
+            if (it == st.entries.end())
+              return;
+            auto& en = it->second;
+            en.busy = false;
+            if (!added) {  // its predecessor is still stopping (or the supervisor is): later
+              retry_later(self, key);
+              return;
+            }
+            count(self, en.replacing ? "replaced" : "started");
+            runtime::log::info(actor_name, en.replacing ? "scale set replaced: its ScaleSet's spec changed" : "scale set started from its ScaleSet object",
+                               {{"namespace", en.ns}, {"scale_set", en.name}, {"generation", generation}});
+            en.replacing = false;
+            en.running = token;
+            en.running_generation = generation;
+            remember(self);
+            reconcile(self, key);
+          },
+          [self, key](caf::error& err) {
+            runtime::log::warn(actor_name, "could not start a scale set's subtree; trying again",
+                               {{"object", key}, {"error", self->system().render(err)}});
+            if (auto it = self->state.entries.find(key); it != self->state.entries.end())
+              it->second.busy = false;
+            retry_later(self, key);
+          });
+}
+
+// The object is gone and nothing runs for it: its owner ConfigMap goes (the garbage collector
+// removes the placeholders it owns), and the entry is forgotten.
+void retire(catalog_self* self, const std::string& key) {
+  auto& st = self->state;
+  auto& e = st.entries.at(key);
+  if (auto s = st.serving.find(e.name); s != st.serving.end() && s->second == key)
+    st.serving.erase(s);
+  if (!e.owner_configmap.empty() && st.opts->kube != nullptr) {
+    count(self, "stopped");
+    runtime::log::info(actor_name, "scale set stopped: its ScaleSet object was deleted", {{"namespace", e.ns}, {"scale_set", e.name}});
+    st.calls.start(self, key, [kube = st.opts->kube, ns = e.ns, name = e.owner_configmap](k8s::api_callback cb) {
+      kube->remove(configmaps, ns, name, {}, std::move(cb));
+    });
+  }
+  st.entries.erase(key);
+}
+
+void reconcile(catalog_self* self, const std::string& key) {
+  auto& st = self->state;
+  auto it = st.entries.find(key);
+  if (it == st.entries.end() || it->second.busy)
+    return;
+  auto& e = it->second;
+  if (!e.object) {  // deleted
+    if (e.seen.empty())
+      return;  // known from the memo; not listed yet
+    if (!e.running.empty())
+      return stop(self, e, key);
+    return retire(self, key);
+  }
+  if (e.seen == e.running || e.seen == e.refused)
+    return;
+  if (st.opts->file_names.count(e.name))
+    return refuse(self, e, "NameTaken", "metadata.name: the scale set '" + e.name + "' is served from headroom's configuration file");
+  if (auto s = st.serving.find(e.name); s != st.serving.end() && s->second != key)
+    return refuse(self, e, "NameTaken", "metadata.name: the scale set '" + e.name + "' is declared by the ScaleSet " + s->second +
+                                            "; scale set names are one per headroom");
+  auto built = st.opts->build(e.object->raw);
+  if (auto* problem = std::get_if<std::string>(&built))
+    return refuse(self, e, "SpecRefused", *problem);
+  if (!e.running.empty()) {  // a new generation: the old subtree goes first (the new one adopts its pairs)
+    e.replacing = true;
+    return stop(self, e, key);
+  }
+  start(self, e, key, std::get<catalog_build>(std::move(built)));
+}
+
+void on_object(catalog_self* self, const msg::object_event<k8s::unstructured>& ev) {
+  auto& st = self->state;
+  const auto& o = *ev.object;
+  if (const auto* by = o.meta.label("app.kubernetes.io/managed-by"); by != nullptr && *by == "headroom")
+    return;  // the status object of a scale set from the file
+  const std::string key = o.meta.ns + "/" + o.meta.name;
+  auto& e = st.entries[key];
+  e.ns = o.meta.ns;
+  e.name = o.meta.name;
+  if (ev.change == msg::object_change::deleted || !o.meta.deletion_timestamp.empty()) {
+    e.object.reset();
+    e.seen = "deleted";
+  } else {
+    e.uid = o.meta.uid;
+    e.object = ev.object;
+    e.generation = k8s::int_at(o.raw, {"metadata", "generation"}).value_or(1);
+    e.seen = e.uid + "/" + std::to_string(e.generation);
+  }
+  reconcile(self, key);
+}
+
+void on_reply(catalog_self* self, const msg::api_reply& r) {
+  auto key = self->state.calls.take(r);
+  if (!key || r.ok || static_cast<k8s::api_error::kind>(r.error_kind) == k8s::api_error::kind::not_found)
+    return;
+  runtime::log::warn(actor_name, "a ScaleSet's status or owner could not be written", {{"object", *key}, {"error", r.error}});
+}
+
+// Once every informer has listed, the caches are read whole: a restarted catalog hears no event
+// for the objects already listed, and an entry the memo brought whose object is not cached was
+// deleted while no catalog ran.
+void check_synced(catalog_self* self) {
+  auto& st = self->state;
+  for (const auto& source : st.opts->objects)
+    if (!source->synced()) {
+      self->delayed_send(self, std::chrono::seconds(1), msg::sweep_atom_v, std::string{});
+      return;
+    }
+  st.synced = true;
+  std::set<std::string> listed;
+  for (const auto& source : st.opts->objects)
+    for (const auto& o : source->list()) {
+      listed.insert(o->meta.ns + "/" + o->meta.name);
+      on_object(self, msg::object_event<k8s::unstructured>{msg::object_change::added, o});
+    }
+  std::vector<std::string> gone;
+  for (const auto& [key, e] : st.entries)
+    if (!listed.count(key) && !e.object)
+      gone.push_back(key);
+  for (const auto& key : gone) {
+    st.entries[key].seen = "deleted";
+    reconcile(self, key);
+  }
+}
+
+catalog_impl::behavior_type catalog_behavior(catalog_self* self, std::shared_ptr<const catalog_options> opts) {
+  auto& st = self->state;
+  st.opts = std::move(opts);
+  if (st.opts->memo)
+    for (auto& [key, r] : st.opts->memo->get()) {
+      auto& e = st.entries[key];
+      e.ns = r.ns;
+      e.name = r.name;
+      e.running = r.token;
+      e.running_generation = r.generation;
+      e.owner_configmap = r.owner_configmap;
+      e.hand_over = r.hand_over;
+      st.serving[r.name] = key;
+    }
+  st.feed = std::make_unique<informer_feed<k8s::unstructured>>("scale_set_objects", self, 0);
+  for (const auto& source : st.opts->objects)
+    st.feed->attach(source);
+  check_synced(self);
+  return {
+      [self](msg::buffer_wakeup) {
+        self->state.feed->drain([self](const msg::object_event<k8s::unstructured>& ev) { on_object(self, ev); });
+      },
+      [self](retry_atom, const std::string& key) {
+        if (key.empty())
+          return check_synced(self);
+        reconcile(self, key);
+      },
+      [self](msg::api_reply& r) { on_reply(self, r); },
+  };
+}
+
+}  // namespace
+
+catalog_actor spawn_scale_set_catalog(caf::actor_system& sys, std::shared_ptr<const catalog_options> opts) {
+  return sys.spawn(catalog_behavior, std::move(opts));
+}
+
+}  // namespace headroom::actors::capacity

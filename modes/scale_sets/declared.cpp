@@ -1,0 +1,148 @@
+// Scale sets declared by ScaleSet objects: see declared.hpp.
+
+#include "modes/scale_sets/declared.hpp"
+
+#include <caf/all.hpp>
+#include <prometheus/counter.h>
+
+#include "actors/capacity/scale_set_catalog.hpp"
+#include "actors/listener/listener_session.hpp"
+#include "messages/type_ids.hpp"
+#include "runtime/metrics.hpp"
+#include "runtime/relay.hpp"
+
+namespace headroom::modes::scale_sets {
+
+using namespace actors::capacity;
+using actors::listener_actor;
+
+// The ScaleSet objects of each namespace served, and the pods of the scale sets they declare (by
+// the label's existence: which scale sets there are changes while the watch runs).
+void watch_objects(k8s::informer_set& informers, const std::vector<std::string>& namespaces, scale_set_services& out) {
+  for (const auto& ns : namespaces) {
+    k8s::informer<k8s::unstructured>::options o;
+    o.kind = k8s::resource_kind{"headroom.dev", "v1alpha1", "scalesets", true};
+    o.ns = ns;
+    out.objects.push_back(informers.get<k8s::unstructured>(o));
+    for (const bool arc : {false, true}) {
+      k8s::informer<k8s::pod>::options pod_opts;
+      pod_opts.kind = k8s::kinds::pods;
+      pod_opts.ns = ns;
+      pod_opts.label_selector = arc ? keys::arc_scale_set_name : keys::scale_set;
+      (arc ? out.declared_arc_pods : out.declared_pods)[ns] =
+          k8s::label_router<k8s::pod>::make(informers.get<k8s::pod>(pod_opts), pod_opts.label_selector);
+    }
+  }
+  for (auto* routers : {&out.declared_pods, &out.declared_arc_pods})
+    for (auto& [ns, r] : *routers)
+      r->source()->start();
+  for (auto& o : out.objects)
+    o->start();
+}
+
+namespace {
+
+// A scale set declared by a ScaleSet object: its subtree as a child added while the scale sets'
+// supervisor runs, with relays of its own (made at each start, gone with the subtree).
+runtime::child_spec declared_subtree(const runtime::config& cfg, context_ptr ctx, burst_budget_actor budget, runtime::metrics& m,
+                                     runtime::readiness& ready, scale_set_services::declared_session session) {
+  runtime::child_spec out;
+  out.name = "scale_set/" + ctx->spec.name;
+  out.start = [cfg, ctx, budget, &m, &ready, session](caf::actor_system& sys) {
+    using runtime::relay_as;
+    const std::string at = ctx->spec.name + "/";
+    std::vector<caf::actor> relays;
+    for (const char* child : {"capacity_monitor", "listener_session", "runner_provisioner", "scale_set_status"})
+      relays.push_back(runtime::spawn_relay(sys, at + child));
+    scale_set_peers peers{relay_as<monitor_actor>(relays[0]), relay_as<listener_actor>(relays[1]),
+                          relay_as<provisioner_actor>(relays[2]), relay_as<status_actor>(relays[3]), budget};
+    auto sup = scale_set_subtree(cfg, ctx, peers, m, ready, session.memo, session.hand_over).start(sys);
+    for (const auto& r : relays)
+      runtime::own_relay(r, sup);
+    return sup;
+  };
+  return out;
+}
+
+// Builds a declared scale set's subtree from its object, as make_contexts does from the file.
+std::variant<catalog_build, std::string> build_declared(const runtime::config& cfg, const scale_sets_config& modes,
+                                                        const std::shared_ptr<scale_set_services>& svc, const github::config_url& where,
+                                                        burst_budget_actor budget, runtime::metrics& m, runtime::readiness& ready,
+                                                        const std::string& object_json) {
+  auto read = read_scale_set_object(object_json);
+  if (auto* e = std::get_if<std::string>(&read))
+    return *e;
+  auto& d = std::get<declared_scale_set>(read);
+  auto spec = make_spec(d.section, "spec", modes.priority_classes);
+  if (auto* e = std::get_if<std::string>(&spec))
+    return *e;
+  auto ctx = std::make_shared<scale_set_context>();
+  ctx->spec = std::get<scale_set_spec>(std::move(spec));
+  ctx->spec.declared = true;
+  ctx->spec.generation = d.generation;
+  ctx->spec.object_uid = d.uid;
+  ctx->spec.queue_share = queue_share_of(modes.hud);
+  ctx->kube = svc->kube;
+  ctx->status_kube = svc->status_kube;
+  ctx->github = svc->github;
+  ctx->nodes = svc->nodes;
+  ctx->nodepools = svc->nodepools;
+  ctx->metrics = make_metrics(m, ctx->spec, where);
+  ctx->events = svc->events;
+  ctx->owner_process = svc->owner_process;
+  ctx->owner_configmap = svc->owner_prefix + ctx->spec.name;
+  ctx->sweeps_owners = false;  // the file's scale sets sweep; a declared owner is its object's
+  ctx->reads = svc->reads;
+  ctx->instance = svc->instance;
+  const bool arc = !ctx->spec.arc_set.empty();
+  auto& routers = arc ? svc->declared_arc_pods : svc->declared_pods;
+  auto router = routers.find(ctx->spec.ns);
+  if (router == routers.end())
+    return "metadata.namespace: '" + ctx->spec.ns + "' is not one of scaleSetObjects.namespaces";
+  ctx->pods = router->second->slice(arc ? ctx->spec.arc_set : ctx->spec.name);
+  catalog_build out;
+  out.name = ctx->spec.name;
+  out.generation = d.generation;
+  out.owner_configmap = ctx->owner_configmap;
+  // The session of the subtree this one replaces (if any) is adopted, not opened anew.
+  auto& session = svc->declared_sessions[ctx->spec.name];
+  if (!session.memo) {
+    session.memo = std::make_shared<runtime::memo<msg::session_held>>();
+    session.hand_over = std::make_shared<runtime::memo<bool>>();
+  }
+  session.hand_over->set(false);
+  out.hand_over = [flag = session.hand_over](bool v) { flag->set(v); };
+  out.subtree = declared_subtree(cfg, ctx, budget, m, ready, session);
+  return out;
+}
+
+}  // namespace
+
+runtime::child_spec catalog_child(const runtime::config& cfg, const scale_sets_config& modes, std::shared_ptr<scale_set_services> svc,
+                                  burst_budget_actor budget, runtime::supervisor_actor parent, runtime::metrics& m,
+                                  runtime::readiness& ready) {
+  auto opts = std::make_shared<catalog_options>();
+  opts->objects = svc->objects;
+  for (const auto& set : modes.sets)
+    opts->file_names.insert(set.name);
+  opts->parent = parent;
+  opts->kube = svc->kube;
+  opts->events = svc->events;
+  opts->memo = std::make_shared<catalog_memo>();
+  auto& family = prometheus::BuildCounter()
+                     .Name("headroom_scale_set_objects_total")
+                     .Help("ScaleSet objects acted on, by outcome: started, replaced (a new spec), stopped (deleted), refused")
+                     .Register(m.registry());
+  opts->count = [&family](const std::string& outcome) { family.Add({{"outcome", outcome}}).Increment(); };
+  opts->build = [cfg, modes, svc, where = svc->where, budget, &m, &ready](const std::string& object_json) {
+    return build_declared(cfg, modes, svc, where, budget, m, ready, object_json);
+  };
+  runtime::child_spec out;
+  out.name = "scale_set_catalog";
+  out.restart = runtime::restart_mode::permanent;
+  out.start = [opts](caf::actor_system& s) { return runtime::untyped(spawn_scale_set_catalog(s, opts)); };
+  return out;
+}
+
+
+}  // namespace headroom::modes::scale_sets
