@@ -112,8 +112,16 @@ if mode in ("scale-sets", "scheduler"):
 if mode == "scale-sets":
     # kubectl get scalesets: the CRD, and the right to create the objects and write their status.
     assert [d["metadata"]["name"] for d in kinds["CustomResourceDefinition"]] == ["scalesets.headroom.dev"]
-    rules = [r for role in kinds["Role"] for r in role["rules"] if "headroom.dev" in r.get("apiGroups", [])]
-    assert {(r["resources"][0], tuple(r["verbs"])) for r in rules} == {("scalesets", ("create", "get")), ("scalesets/status", ("patch",))}, rules
+    def scale_set_rules(ns):
+        return {(r["resources"][0], tuple(r["verbs"])) for role in kinds["Role"] if role["metadata"]["namespace"] == ns
+                for r in role["rules"] if "headroom.dev" in r.get("apiGroups", [])}
+    assert scale_set_rules("arc-runners") == {("scalesets", ("create", "get")), ("scalesets/status", ("patch",))}
+    # Where teams declare ScaleSet objects, they are watched too; and that namespace gets what a
+    # scale set's pods need, and the runners' ServiceAccount.
+    assert scale_set_rules("team-a") == {("scalesets", ("create", "get", "list", "watch")), ("scalesets/status", ("patch",))}
+    team = {r["metadata"]["name"] for r in kinds["Role"] if r["metadata"]["namespace"] == "team-a"}
+    assert "hr-headroom-scale-sets" in team, team
+    assert any(a["metadata"]["namespace"] == "team-a" for a in kinds["ServiceAccount"] if a["metadata"]["name"] != "hr-headroom"), "runner account"
 if mode == "default":
     assert "CustomResourceDefinition" not in kinds and "MutatingWebhookConfiguration" not in kinds
 print(f"chart {mode}: {len(docs)} objects")
@@ -388,7 +396,7 @@ done
 "$src/tests/testenv/cluster" up "$work/cluster" --owner $$ >/dev/null 2>&1 || fail "cluster up"
 export KUBECONFIG="$work/cluster/kubeconfig"
 kubectl=$(sed -n 's/^HEADROOM_TESTENV_KUBECTL=//p' "$work/cluster/env")
-for ns in headroom-system arc-runners serving ci-runners; do "$kubectl" create namespace "$ns" >/dev/null; done
+for ns in headroom-system arc-runners team-a serving ci-runners; do "$kubectl" create namespace "$ns" >/dev/null; done
 for mode in "${modes[@]}"; do
   "$kubectl" apply --dry-run=server -f "$work/$mode.yaml" >"$work/dry-$mode.log" 2>&1 ||
     { cat "$work/dry-$mode.log"; fail "kubectl apply --dry-run=server ($mode)"; }
