@@ -39,9 +39,11 @@ struct entry {
   // "uid/generation" of the newest spec seen, of the one whose subtree runs ("": none) and of
   // the newest refused (not tried again): an object deleted and made again is a new spec.
   std::string seen, running, refused;
+  std::string refused_for;  // the reason (a NamespaceLimit is looked at again when its namespace asks less)
   int64_t running_generation = 0;
   std::string owner_configmap;
   std::function<void(bool)> hand_over;  // of the subtree that runs
+  int64_t max_runners = 0, proactive_capacity = 0;  // what the running subtree asks of its namespace
   bool busy = false;       // a start or a stop is under way
   bool replacing = false;  // stopped for a new spec (for the log and the count)
 };
@@ -69,7 +71,8 @@ void remember(catalog_self* self) {
   std::map<std::string, catalog_running> out;
   for (const auto& [key, e] : st.entries)
     if (!e.running.empty())
-      out[key] = catalog_running{e.ns, e.name, e.running, e.running_generation, e.owner_configmap, e.hand_over};
+      out[key] = catalog_running{e.ns, e.name, e.running, e.running_generation, e.owner_configmap, e.hand_over,
+                                  e.max_runners, e.proactive_capacity};
   st.opts->memo->set(std::move(out));
 }
 
@@ -87,6 +90,7 @@ void count(catalog_self* self, const std::string& outcome) {
 void refuse(catalog_self* self, entry& e, const std::string& reason, const std::string& message) {
   auto& st = self->state;
   e.refused = e.seen;
+  e.refused_for = reason;
   const int64_t running = e.running_generation;
   count(self, "refused");
   runtime::log::warn(actor_name, "ScaleSet refused",
@@ -103,6 +107,20 @@ void refuse(catalog_self* self, entry& e, const std::string& reason, const std::
                              body = scale_set_refused_patch(e.generation, reason, message, now_text(self))](k8s::api_callback cb) {
     kube->merge_patch(scale_sets, ns, name, body, std::move(cb), "status");
   });
+}
+
+// Its namespace now asks less (a scale set stopped, or runs a smaller spec): the specs refused
+// for the namespace's bounds are judged again.
+void namespace_eased(catalog_self* self, const std::string& ns) {
+  std::vector<std::string> again;
+  for (auto& [key, e] : self->state.entries)
+    if (e.ns == ns && e.refused_for == "NamespaceLimit" && !e.refused.empty()) {
+      e.refused.clear();
+      e.refused_for.clear();
+      again.push_back(key);
+    }
+  for (const auto& key : again)
+    reconcile(self, key);
 }
 
 void retry_later(catalog_self* self, const std::string& key) {
@@ -124,8 +142,11 @@ void stop(catalog_self* self, entry& e, const std::string& key) {
             it->second.busy = false;
             it->second.running.clear();
             it->second.running_generation = 0;
+            it->second.max_runners = it->second.proactive_capacity = 0;
             remember(self);
+            const auto ns = it->second.ns;
             reconcile(self, key);
+            namespace_eased(self, ns);
           },
           [self, key](caf::error& err) {
             runtime::log::warn(actor_name, "could not stop a scale set's subtree; trying again",
@@ -142,6 +163,8 @@ void start(catalog_self* self, entry& e, const std::string& key, catalog_build b
   const std::string token = e.seen;
   e.owner_configmap = built.owner_configmap;
   e.hand_over = built.hand_over;
+  e.max_runners = built.max_runners;
+  e.proactive_capacity = built.proactive_capacity;
   self->state.serving[e.name] = key;
   self->request(self->state.opts->parent, step_timeout, std::move(built.subtree))
       .then(
@@ -191,6 +214,25 @@ void retire(catalog_self* self, const std::string& key) {
   st.entries.erase(key);
 }
 
+// Over its namespace's bounds with this spec in place of the one it runs: what the refusal says.
+std::optional<std::string> over_limits(const catalog_state& st, const entry& e, const catalog_build& b) {
+  int64_t runners = b.max_runners, warm = b.proactive_capacity;
+  for (const auto& [key, other] : st.entries)
+    if (&other != &e && other.ns == e.ns) {  // each asks from its start until it has stopped
+      runners += other.max_runners;
+      warm += other.proactive_capacity;
+    }
+  auto over = [&](const char* field, int64_t total, int64_t limit, const char* key) -> std::optional<std::string> {
+    if (limit <= 0 || total <= limit)
+      return std::nullopt;
+    return std::string{"spec."} + field + ": the scale sets of namespace " + e.ns + " would ask for " + std::to_string(total) +
+           " together, over scaleSetObjects.limits." + key + " (" + std::to_string(limit) + ")";
+  };
+  if (auto o = over("maxRunners", runners, st.opts->limits.max_runners, "maxRunners"))
+    return o;
+  return over("capacityAware.proactiveCapacity", warm, st.opts->limits.proactive_capacity, "proactiveCapacity");
+}
+
 void reconcile(catalog_self* self, const std::string& key) {
   auto& st = self->state;
   auto it = st.entries.find(key);
@@ -214,6 +256,8 @@ void reconcile(catalog_self* self, const std::string& key) {
   auto built = st.opts->build(e.object->raw);
   if (auto* problem = std::get_if<std::string>(&built))
     return refuse(self, e, "SpecRefused", *problem);
+  if (auto over = over_limits(st, e, std::get<catalog_build>(built)))
+    return refuse(self, e, "NamespaceLimit", *over);
   if (!e.running.empty()) {  // a new generation: the old subtree goes first (the new one adopts its pairs)
     e.replacing = true;
     return stop(self, e, key);
@@ -288,6 +332,8 @@ catalog_impl::behavior_type catalog_behavior(catalog_self* self, std::shared_ptr
       e.running_generation = r.generation;
       e.owner_configmap = r.owner_configmap;
       e.hand_over = r.hand_over;
+      e.max_runners = r.max_runners;
+      e.proactive_capacity = r.proactive_capacity;
       st.serving[r.name] = key;
     }
   st.feed = std::make_unique<informer_feed<k8s::unstructured>>("scale_set_objects", self, 0);

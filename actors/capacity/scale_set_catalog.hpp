@@ -10,7 +10,8 @@
 // - an object deleted stops its subtree for good (its session is deleted by the listener) and
 //   removes its owner ConfigMap, whose placeholders the garbage collector then removes;
 // - a spec headroom cannot run (a name the configuration file or another object already serves, a
-//   value the schema let through and the reader refuses) is refused with its field's path: in the
+//   value the schema let through and the reader refuses, more than its namespace may ask for) is
+//   refused with its field's path: in the
 //   object's status (Ready False) when nothing runs for it, else in a Warning Event while the
 //   generation before it keeps running (status.observedGeneration says which).
 //
@@ -47,6 +48,14 @@ struct catalog_build {
   // Before the subtree stops: true when a new spec's subtree replaces it (its listener leaves the
   // session to the next one), false when the object is deleted (the session is deleted).
   std::function<void(bool)> hand_over;
+  // What it asks of its namespace's bounds (catalog_options::limits).
+  int64_t max_runners = 0, proactive_capacity = 0;
+};
+
+// What all the scale sets declared in one namespace may ask for together (0: no bound): the
+// cluster admin's bound on each team (scaleSetObjects.limits).
+struct namespace_limits {
+  int64_t max_runners = 0, proactive_capacity = 0;
 };
 
 // What runs, per object ("namespace/name"), kept across the catalog's own restarts.
@@ -55,6 +64,7 @@ struct catalog_running {
   int64_t generation = 0;
   std::string owner_configmap;
   std::function<void(bool)> hand_over;
+  int64_t max_runners = 0, proactive_capacity = 0;
 };
 using catalog_memo = runtime::memo<std::map<std::string, catalog_running>>;
 
@@ -70,6 +80,7 @@ struct catalog_options {
   // Counts each outcome: started, replaced, stopped, refused.
   std::function<void(const std::string& outcome)> count;
   std::shared_ptr<catalog_memo> memo;  // owned by the wiring, outlives the catalog's restarts
+  namespace_limits limits;
 };
 
 using catalog_actor = caf::typed_actor<caf::reacts_to<msg::buffer_wakeup>>;

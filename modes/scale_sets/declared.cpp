@@ -76,6 +76,10 @@ std::variant<catalog_build, std::string> build_declared(const runtime::config& c
   auto spec = make_spec(d.section, "spec", modes.priority_classes);
   if (auto* e = std::get_if<std::string>(&spec))
     return *e;
+  const auto budget_pairs = static_cast<int64_t>(modes.burst_budget.max_pending_pairs);
+  if (budget_pairs > 0 && std::get<scale_set_spec>(spec).max_burst_capacity > budget_pairs)
+    return "spec.capacityAware.maxBurstCapacity: " + std::to_string(std::get<scale_set_spec>(spec).max_burst_capacity) +
+           " pending pairs, over the cluster's whole burstBudget.maxPendingPairs (" + std::to_string(budget_pairs) + ")";
   auto ctx = std::make_shared<scale_set_context>();
   ctx->spec = std::get<scale_set_spec>(std::move(spec));
   ctx->spec.declared = true;
@@ -104,6 +108,8 @@ std::variant<catalog_build, std::string> build_declared(const runtime::config& c
   out.name = ctx->spec.name;
   out.generation = d.generation;
   out.owner_configmap = ctx->owner_configmap;
+  out.max_runners = ctx->spec.max_runners;
+  out.proactive_capacity = ctx->spec.proactive_capacity;
   // The session of the subtree this one replaces (if any) is adopted, not opened anew.
   auto& session = svc->declared_sessions[ctx->spec.name];
   if (!session.memo) {
@@ -129,6 +135,8 @@ runtime::child_spec catalog_child(const runtime::config& cfg, const scale_sets_c
   opts->kube = svc->kube;
   opts->events = svc->events;
   opts->memo = std::make_shared<catalog_memo>();
+  opts->limits.max_runners = modes.objects.max_runners;
+  opts->limits.proactive_capacity = modes.objects.proactive_capacity;
   auto& family = prometheus::BuildCounter()
                      .Name("headroom_scale_set_objects_total")
                      .Help("ScaleSet objects acted on, by outcome: started, replaced (a new spec), stopped (deleted), refused")

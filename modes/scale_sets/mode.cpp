@@ -237,7 +237,7 @@ std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, cons
   if (auto* e = std::get_if<std::string>(&made))
     return *e;
   watch_pods(informers, std::get<std::vector<std::shared_ptr<scale_set_context>>>(std::move(made)), out);
-  watch_objects(informers, cfg.object_namespaces, out);
+  watch_objects(informers, cfg.objects.namespaces, out);
   if (!out.contexts.empty() || !out.objects.empty()) {
     out.nodes->start();
     watch_nodepools_if_served(kube, out.nodepools);
@@ -406,13 +406,13 @@ void scale_sets_mode::read(const std::string& key, const YAML::Node& node) {
   else if (key == "burstBudget")
     read_burst_budget(node, config.burst_budget);
   else if (key == "scaleSetObjects")
-    config.object_namespaces = read_scale_set_objects(node);
+    config.objects = read_scale_set_objects(node);
 }
 
 void scale_sets_mode::check(const shared_sections& shared) {
   if (!config.sets.empty() && shared.github.config_url.empty())
     runtime::config_fail("github.configUrl", "required when scaleSets are configured");
-  if (!config.object_namespaces.empty() && shared.github.config_url.empty())
+  if (!config.objects.namespaces.empty() && shared.github.config_url.empty())
     runtime::config_fail("github.configUrl", "required when scaleSetObjects.namespaces are served");
 }
 

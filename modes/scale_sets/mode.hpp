@@ -73,7 +73,7 @@ struct scale_sets_config {
   hud_section hud;
   priority_classes_section priority_classes;
   burst_budget_section burst_budget;
-  std::vector<std::string> object_namespaces;  // scaleSetObjects.namespaces
+  scale_set_objects_section objects;  // scaleSetObjects
 };
 
 std::optional<std::string> prepare_scale_sets(const scale_sets_config& cfg, const github_section& gh,
@@ -107,7 +107,7 @@ class scale_sets_mode final : public mode {
   std::vector<std::string> keys() const override { return {"scaleSets", "scaleSetObjects", "hud", "priorityClasses", "burstBudget"}; }
   void read(const std::string& key, const YAML::Node& node) override;
   void check(const shared_sections& shared) override;
-  bool enabled() const override { return !config.sets.empty() || !config.object_namespaces.empty(); }
+  bool enabled() const override { return !config.sets.empty() || !config.objects.namespaces.empty(); }
   std::string_view switch_key() const override { return "scaleSets"; }
   std::vector<runner_claim> runner_pods() const override;
   std::optional<start_problem> prepare(const services& s) override;

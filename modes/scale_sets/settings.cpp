@@ -141,9 +141,11 @@ std::variant<declared_scale_set, std::string> read_scale_set_object(std::string_
   return out;
 }
 
-std::vector<std::string> read_scale_set_objects(const YAML::Node& node) {
-  config_section s{node, "scaleSetObjects", {"namespaces"}};
-  auto out = s.read_strings("namespaces");
+scale_set_objects_section read_scale_set_objects(const YAML::Node& node) {
+  config_section s{node, "scaleSetObjects", {"namespaces", "limits"}};
+  scale_set_objects_section section;
+  auto& out = section.namespaces;
+  out = s.read_strings("namespaces");
   std::set<std::string> seen;
   for (size_t i = 0; i < out.size(); ++i) {
     if (!valid_label_value(out[i]) || out[i].find_first_of("_.") != std::string::npos ||
@@ -152,7 +154,12 @@ std::vector<std::string> read_scale_set_objects(const YAML::Node& node) {
     if (!seen.insert(out[i]).second)
       config_fail(s.path("namespaces") + "[" + std::to_string(i) + "]", "'" + out[i] + "' appears twice");
   }
-  return out;
+  if (auto l = s.get("limits")) {
+    config_section ls{*l, s.path("limits"), {"maxRunners", "proactiveCapacity"}};
+    ls.read_uint("maxRunners", section.max_runners, 0, 10'000'000);
+    ls.read_uint("proactiveCapacity", section.proactive_capacity, 0, 10'000'000);
+  }
+  return section;
 }
 
 void read_hud(const YAML::Node& node, hud_section& out) {

@@ -86,8 +86,13 @@ std::variant<declared_scale_set, std::string> read_scale_set_object(std::string_
 // The whole `scaleSets` list; config_fail on a problem.
 std::vector<scale_set_section> read_scale_sets(const YAML::Node& node);
 void read_hud(const YAML::Node& node, hud_section& out);
-// `scaleSetObjects`: the namespaces whose ScaleSet objects headroom serves.
-std::vector<std::string> read_scale_set_objects(const YAML::Node& node);
+// `scaleSetObjects`: the namespaces whose ScaleSet objects headroom serves, and what the scale sets
+// declared in one namespace may ask for together (0: no bound).
+struct scale_set_objects_section {
+  std::vector<std::string> namespaces;
+  uint32_t max_runners = 0, proactive_capacity = 0;
+};
+scale_set_objects_section read_scale_set_objects(const YAML::Node& node);
 void read_priority_classes(const YAML::Node& node, priority_classes_section& out);
 void read_burst_budget(const YAML::Node& node, burst_budget_section& out);
 

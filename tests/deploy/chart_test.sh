@@ -122,6 +122,10 @@ if mode == "scale-sets":
     team = {r["metadata"]["name"] for r in kinds["Role"] if r["metadata"]["namespace"] == "team-a"}
     assert "hr-headroom-scale-sets" in team, team
     assert any(a["metadata"]["namespace"] == "team-a" for a in kinds["ServiceAccount"] if a["metadata"]["name"] != "hr-headroom"), "runner account"
+    # Teams' editors may write ScaleSets (aggregated into `edit`), and read their status.
+    editor = next(r for r in kinds["ClusterRole"] if r["metadata"]["name"] == "hr-headroom-scaleset-editor")
+    assert editor["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
+    assert editor["rules"][0]["resources"] == ["scalesets"] and "create" in editor["rules"][0]["verbs"]
 if mode == "default":
     assert "CustomResourceDefinition" not in kinds and "MutatingWebhookConfiguration" not in kinds
 print(f"chart {mode}: {len(docs)} objects")

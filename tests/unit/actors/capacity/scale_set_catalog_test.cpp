@@ -63,7 +63,7 @@ struct catalog_fixture : test_support::actor_fixture {
   }
 
   // The informer of namespace team-a, listed with `items`; then the catalog.
-  void start(const std::string& items, std::set<std::string> file_names = {}) {
+  void start(const std::string& items, std::set<std::string> file_names = {}, cap::namespace_limits limits = {}) {
     k8s::informer<k8s::unstructured>::options o;
     o.kind = k8s::resource_kind{"headroom.dev", "v1alpha1", "scalesets", true};
     o.ns = "team-a";
@@ -79,6 +79,7 @@ struct catalog_fixture : test_support::actor_fixture {
     opts->parent = supervisor;
     opts->kube = &kube;
     opts->memo = memo;
+    opts->limits = limits;
     opts->count = [this](const std::string& outcome) { counted.push_back(outcome); };
     // The wiring's build, by hand: a spec holding "bad" is refused, naming the field.
     opts->build = [this](const std::string& json) -> std::variant<cap::catalog_build, std::string> {
@@ -88,6 +89,7 @@ struct catalog_fixture : test_support::actor_fixture {
       b.name = k8s::string_at(json, {"metadata", "name"});
       b.generation = k8s::int_at(json, {"metadata", "generation"}).value_or(0);
       b.owner_configmap = "owner-" + b.name;
+      b.max_runners = k8s::int_at(json, {"spec", "maxRunners"}).value_or(10);
       b.hand_over = [this, name = b.name](bool v) { handed->push_back(name + (v ? " kept" : " deleted")); };
       b.subtree.name = "scale_set/" + b.name;
       b.subtree.start = [](caf::actor_system& s) { return s.spawn([](caf::event_based_actor*) -> caf::behavior { return {[](int) {}}; }); };
@@ -161,6 +163,25 @@ TEST_F(catalog_fixture, a_spec_that_cannot_run_is_refused_in_the_status_or_while
   EXPECT_EQ(take(), strings{}) << "generation 2 keeps running";
   EXPECT_EQ(waiting("PATCH", "/namespaces/team-a/scalesets/linux/status"), 1u) << "the running scale set's status is its own to write";
   EXPECT_EQ(std::count(counted.begin(), counted.end(), "refused"), 3);
+}
+
+TEST_F(catalog_fixture, a_namespace_asks_no_more_than_its_bounds_and_a_refused_spec_runs_once_there_is_room) {
+  start(object("team-a", "linux", 1, R"({"maxRunners":6})") + "," + object("team-a", "gpu", 1, R"({"maxRunners":6})"), {},
+        cap::namespace_limits{10, 0});
+  EXPECT_EQ(take(), strings{"add scale_set/linux"});
+  const auto* refused = find("PATCH", "/namespaces/team-a/scalesets/gpu/status");
+  ASSERT_NE(refused, nullptr) << waiting_text();
+  EXPECT_NE(refused->body.find("NamespaceLimit"), std::string::npos) << refused->body;
+  EXPECT_NE(refused->body.find("spec.maxRunners: the scale sets of namespace team-a would ask for 12 together, over "
+                               "scaleSetObjects.limits.maxRunners (10)"),
+            std::string::npos)
+      << refused->body;
+  // linux asks less: gpu fits now, and starts.
+  event("MODIFIED", object("team-a", "linux", 2, R"({"maxRunners":4})"));
+  EXPECT_EQ(take(), (strings{"stop scale_set/linux", "add scale_set/linux", "add scale_set/gpu"}));
+  // A change over the bound is refused while the smaller generation keeps running.
+  event("MODIFIED", object("team-a", "gpu", 2, R"({"maxRunners":7})"));
+  EXPECT_EQ(take(), strings{});
 }
 
 TEST_F(catalog_fixture, a_restarted_catalog_keeps_what_runs_and_stops_what_was_deleted_while_it_was_down) {
