@@ -32,6 +32,7 @@
 #include <chrono>
 #include <cstdint>
 #include <functional>
+#include <map>
 #include <memory>
 #include <optional>
 #include <set>
@@ -40,6 +41,7 @@
 #include <vector>
 
 #include "actors/k8s/event_recorder.hpp"
+#include "runtime/memo.hpp"
 #include "adapters/github/actions_client.hpp"
 #include "adapters/hud/client.hpp"
 #include "adapters/k8s/client.hpp"
@@ -355,7 +357,11 @@ struct hud_target {
 struct hud_metrics {
   std::function<void(double seconds, bool ok)> fetched;
 };
+// The targets of scale sets started while the poller runs (declared by ScaleSet objects), by
+// name: read at every fetch, written by whoever starts and stops them.
+using hud_target_registry = runtime::memo<std::map<std::string, hud_target>>;
 hud_poller_actor spawn_hud_poller(caf::actor_system& sys, std::shared_ptr<hud::client> hud, std::vector<hud_target> targets,
-                            milliseconds interval, hud_metrics metrics = {});
+                            milliseconds interval, hud_metrics metrics = {},
+                            std::shared_ptr<const hud_target_registry> more = nullptr);
 
 }  // namespace headroom::actors::capacity

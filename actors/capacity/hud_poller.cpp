@@ -36,6 +36,7 @@ constexpr std::string_view actor_name = "hud_poller";
 struct poller_state {
   std::shared_ptr<hud::client> hud;
   std::vector<hud_target> targets;
+  std::shared_ptr<const hud_target_registry> more;  // declared scale sets', may be null
   milliseconds interval{30'000};
   hud_metrics metrics;
   caf::actor_clock::time_point started{};  // the fetch in flight
@@ -52,7 +53,11 @@ using poller_self = poller_impl::stateful_base<poller_state>;
 void fetch(poller_self* self) {
   const auto me = runtime::weak_handle_of(self);
   self->state.started = self->clock().now();
-  self->state.hud->fetch([me, targets = self->state.targets](hud::fetch_result r) {
+  auto targets = self->state.targets;
+  if (self->state.more)
+    for (auto& [name, t] : self->state.more->get())
+      targets.push_back(std::move(t));
+  self->state.hud->fetch([me, targets = std::move(targets)](hud::fetch_result r) {
     if (auto* e = std::get_if<hud::hud_error>(&r)) {
       for (const auto& t : targets)
         caf::anon_send(t.monitor, msg::queued_jobs{0, false});
@@ -85,9 +90,10 @@ void fetched(poller_self* self, bool ok, const std::string& error) {
 }
 
 poller_impl::behavior_type poller_behavior(poller_self* self, std::shared_ptr<hud::client> hud, std::vector<hud_target> targets,
-                                           milliseconds interval, hud_metrics metrics) {
+                                           milliseconds interval, hud_metrics metrics, std::shared_ptr<const hud_target_registry> more) {
   auto& st = self->state;
   st.hud = std::move(hud);
+  st.more = std::move(more);
   st.targets = std::move(targets);
   st.interval = interval;
   st.metrics = std::move(metrics);
@@ -102,8 +108,8 @@ poller_impl::behavior_type poller_behavior(poller_self* self, std::shared_ptr<hu
 }  // namespace
 
 hud_poller_actor spawn_hud_poller(caf::actor_system& sys, std::shared_ptr<hud::client> hud, std::vector<hud_target> targets,
-                                  milliseconds interval, hud_metrics metrics) {
-  return sys.spawn(poller_behavior, std::move(hud), std::move(targets), interval, std::move(metrics));
+                                  milliseconds interval, hud_metrics metrics, std::shared_ptr<const hud_target_registry> more) {
+  return sys.spawn(poller_behavior, std::move(hud), std::move(targets), interval, std::move(metrics), std::move(more));
 }
 
 }  // namespace headroom::actors::capacity

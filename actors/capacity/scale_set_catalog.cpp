@@ -42,7 +42,8 @@ struct entry {
   std::string refused_for;  // the reason (a NamespaceLimit is looked at again when its namespace asks less)
   int64_t running_generation = 0;
   std::string owner_configmap;
-  std::function<void(bool)> hand_over;  // of the subtree that runs
+  std::function<void(bool)> hand_over, on_running;  // of the subtree that runs
+  std::vector<caf::actor> relays;
   int64_t max_runners = 0, proactive_capacity = 0;  // what the running subtree asks of its namespace
   bool busy = false;       // a start or a stop is under way
   bool replacing = false;  // stopped for a new spec (for the log and the count)
@@ -71,8 +72,8 @@ void remember(catalog_self* self) {
   std::map<std::string, catalog_running> out;
   for (const auto& [key, e] : st.entries)
     if (!e.running.empty())
-      out[key] = catalog_running{e.ns, e.name, e.running, e.running_generation, e.owner_configmap, e.hand_over,
-                                  e.max_runners, e.proactive_capacity};
+      out[key] = catalog_running{e.ns,          e.name,        e.running,     e.running_generation, e.owner_configmap,
+                                  e.hand_over,   e.on_running,  e.max_runners, e.proactive_capacity, e.relays};
   st.opts->memo->set(std::move(out));
 }
 
@@ -123,6 +124,12 @@ void namespace_eased(catalog_self* self, const std::string& ns) {
     reconcile(self, key);
 }
 
+void drop_relays(entry& e) {
+  for (const auto& r : e.relays)
+    caf::anon_send_exit(r, caf::exit_reason::user_shutdown);
+  e.relays.clear();
+}
+
 void retry_later(catalog_self* self, const std::string& key) {
   self->delayed_send(self, retry_after, msg::sweep_atom_v, key);
 }
@@ -130,6 +137,8 @@ void retry_later(catalog_self* self, const std::string& key) {
 // Stops the entry's subtree for good; its answer reconciles the entry again.
 void stop(catalog_self* self, entry& e, const std::string& key) {
   e.busy = true;
+  if (e.on_running)
+    e.on_running(false);
   if (e.hand_over)
     e.hand_over(e.replacing);
   self->request(self->state.opts->parent, step_timeout, msg::stop_child_atom_v, "scale_set/" + e.name)
@@ -140,6 +149,8 @@ void stop(catalog_self* self, entry& e, const std::string& key) {
             if (it == st.entries.end())
               return;
             it->second.busy = false;
+            drop_relays(it->second);  // the subtree is gone: its addresses too
+            it->second.on_running = nullptr;
             it->second.running.clear();
             it->second.running_generation = 0;
             it->second.max_runners = it->second.proactive_capacity = 0;
@@ -163,6 +174,8 @@ void start(catalog_self* self, entry& e, const std::string& key, catalog_build b
   const std::string token = e.seen;
   e.owner_configmap = built.owner_configmap;
   e.hand_over = built.hand_over;
+  e.on_running = built.running;
+  e.relays = built.relays;
   e.max_runners = built.max_runners;
   e.proactive_capacity = built.proactive_capacity;
   self->state.serving[e.name] = key;
@@ -176,6 +189,7 @@ void start(catalog_self* self, entry& e, const std::string& key, catalog_build b
             auto& en = it->second;
             en.busy = false;
             if (!added) {  // its predecessor is still stopping (or the supervisor is): later
+              drop_relays(en);
               retry_later(self, key);
               return;
             }
@@ -183,6 +197,8 @@ void start(catalog_self* self, entry& e, const std::string& key, catalog_build b
             runtime::log::info(actor_name, en.replacing ? "scale set replaced: its ScaleSet's spec changed" : "scale set started from its ScaleSet object",
                                {{"namespace", en.ns}, {"scale_set", en.name}, {"generation", generation}});
             en.replacing = false;
+            if (en.on_running)
+              en.on_running(true);
             en.running = token;
             en.running_generation = generation;
             remember(self);
@@ -191,8 +207,10 @@ void start(catalog_self* self, entry& e, const std::string& key, catalog_build b
           [self, key](caf::error& err) {
             runtime::log::warn(actor_name, "could not start a scale set's subtree; trying again",
                                {{"object", key}, {"error", self->system().render(err)}});
-            if (auto it = self->state.entries.find(key); it != self->state.entries.end())
+            if (auto it = self->state.entries.find(key); it != self->state.entries.end()) {
               it->second.busy = false;
+              drop_relays(it->second);
+            }
             retry_later(self, key);
           });
 }
@@ -253,7 +271,7 @@ void reconcile(catalog_self* self, const std::string& key) {
   if (auto s = st.serving.find(e.name); s != st.serving.end() && s->second != key)
     return refuse(self, e, "NameTaken", "metadata.name: the scale set '" + e.name + "' is declared by the ScaleSet " + s->second +
                                             "; scale set names are one per headroom");
-  auto built = st.opts->build(e.object->raw);
+  auto built = st.opts->build(self->system(), e.object->raw);
   if (auto* problem = std::get_if<std::string>(&built))
     return refuse(self, e, "SpecRefused", *problem);
   if (auto over = over_limits(st, e, std::get<catalog_build>(built)))
@@ -332,6 +350,8 @@ catalog_impl::behavior_type catalog_behavior(catalog_self* self, std::shared_ptr
       e.running_generation = r.generation;
       e.owner_configmap = r.owner_configmap;
       e.hand_over = r.hand_over;
+      e.on_running = r.running;
+      e.relays = r.relays;
       e.max_runners = r.max_runners;
       e.proactive_capacity = r.proactive_capacity;
       st.serving[r.name] = key;

@@ -18,6 +18,7 @@
 // Objects labelled app.kubernetes.io/managed-by=headroom are the status objects of the file's
 // scale sets: not declarations, never acted on here.
 
+#include <caf/actor.hpp>
 #include <caf/typed_actor.hpp>
 
 #include <functional>
@@ -50,6 +51,10 @@ struct catalog_build {
   std::function<void(bool)> hand_over;
   // What it asks of its namespace's bounds (catalog_options::limits).
   int64_t max_runners = 0, proactive_capacity = 0;
+  // Told true once the subtree runs and false before it stops (its HUD demand, say).
+  std::function<void(bool)> running;
+  // The subtree's relays (stable across its restarts): ended once it has stopped for good.
+  std::vector<caf::actor> relays;
 };
 
 // What all the scale sets declared in one namespace may ask for together (0: no bound): the
@@ -63,8 +68,9 @@ struct catalog_running {
   std::string ns, name, token;  // token: "uid/generation" of the spec running
   int64_t generation = 0;
   std::string owner_configmap;
-  std::function<void(bool)> hand_over;
+  std::function<void(bool)> hand_over, running;
   int64_t max_runners = 0, proactive_capacity = 0;
+  std::vector<caf::actor> relays;
 };
 using catalog_memo = runtime::memo<std::map<std::string, catalog_running>>;
 
@@ -73,7 +79,7 @@ struct catalog_options {
   std::vector<std::shared_ptr<k8s::informer<k8s::unstructured>>> objects;
   std::set<std::string> file_names;  // the scale sets the configuration file serves
   // Builds one object's subtree, or says what in its spec cannot run ("spec.maxRunners: …").
-  std::function<std::variant<catalog_build, std::string>(const std::string& object_json)> build;
+  std::function<std::variant<catalog_build, std::string>(caf::actor_system& sys, const std::string& object_json)> build;
   runtime::supervisor_actor parent;  // the scale sets' supervisor (its relay)
   k8s::client* kube = nullptr;       // refused objects' status, the owner ConfigMaps
   event_sink events;

@@ -42,56 +42,53 @@ void watch_objects(k8s::informer_set& informers, const std::vector<std::string>&
 
 namespace {
 
+// What every declared scale set's subtree is wired with.
+struct declared_wiring {
+  runtime::config cfg;
+  scale_sets_config modes;
+  std::shared_ptr<scale_set_services> svc;
+  burst_budget_actor budget;
+  caf::actor parent;  // the scale sets' supervisor's relay: the relays below live no longer
+  std::shared_ptr<hud_target_registry> hud_targets;  // null without a HUD
+  runtime::metrics* m = nullptr;
+  runtime::readiness* ready = nullptr;
+};
+
 // A scale set declared by a ScaleSet object: its subtree as a child added while the scale sets'
-// supervisor runs, with relays of its own (made at each start, gone with the subtree).
-runtime::child_spec declared_subtree(const runtime::config& cfg, context_ptr ctx, burst_budget_actor budget, runtime::metrics& m,
-                                     runtime::readiness& ready, scale_set_services::declared_session session) {
+// supervisor runs. Its relays are made with it and outlive its restarts (the catalog ends them
+// once it has stopped for good), like a configured scale set's.
+runtime::child_spec declared_subtree(const declared_wiring& w, context_ptr ctx, const scale_set_peers& peers,
+                                     scale_set_services::declared_session session) {
   runtime::child_spec out;
   out.name = "scale_set/" + ctx->spec.name;
-  out.start = [cfg, ctx, budget, &m, &ready, session](caf::actor_system& sys) {
-    using runtime::relay_as;
-    const std::string at = ctx->spec.name + "/";
-    std::vector<caf::actor> relays;
-    for (const char* child : {"capacity_monitor", "listener_session", "runner_provisioner", "scale_set_status"})
-      relays.push_back(runtime::spawn_relay(sys, at + child));
-    scale_set_peers peers{relay_as<monitor_actor>(relays[0]), relay_as<listener_actor>(relays[1]),
-                          relay_as<provisioner_actor>(relays[2]), relay_as<status_actor>(relays[3]), budget};
-    auto sup = scale_set_subtree(cfg, ctx, peers, m, ready, session.memo, session.hand_over).start(sys);
-    for (const auto& r : relays)
-      runtime::own_relay(r, sup);
-    return sup;
+  out.start = [w, ctx, peers, session](caf::actor_system& sys) {
+    return scale_set_subtree(w.cfg, ctx, peers, *w.m, *w.ready, session.memo, session.hand_over).start(sys);
   };
   return out;
 }
 
-// Builds a declared scale set's subtree from its object, as make_contexts does from the file.
-std::variant<catalog_build, std::string> build_declared(const runtime::config& cfg, const scale_sets_config& modes,
-                                                        const std::shared_ptr<scale_set_services>& svc, const github::config_url& where,
-                                                        burst_budget_actor budget, runtime::metrics& m, runtime::readiness& ready,
-                                                        const std::string& object_json) {
-  auto read = read_scale_set_object(object_json);
-  if (auto* e = std::get_if<std::string>(&read))
-    return *e;
-  auto& d = std::get<declared_scale_set>(read);
-  auto spec = make_spec(d.section, "spec", modes.priority_classes);
+// The context of a declared scale set, as make_contexts makes a configured one's.
+std::variant<context_ptr, std::string> declared_context(const declared_wiring& w, const declared_scale_set& d) {
+  auto spec = make_spec(d.section, "spec", w.modes.priority_classes);
   if (auto* e = std::get_if<std::string>(&spec))
     return *e;
-  const auto budget_pairs = static_cast<int64_t>(modes.burst_budget.max_pending_pairs);
+  const auto budget_pairs = static_cast<int64_t>(w.modes.burst_budget.max_pending_pairs);
   if (budget_pairs > 0 && std::get<scale_set_spec>(spec).max_burst_capacity > budget_pairs)
     return "spec.capacityAware.maxBurstCapacity: " + std::to_string(std::get<scale_set_spec>(spec).max_burst_capacity) +
            " pending pairs, over the cluster's whole burstBudget.maxPendingPairs (" + std::to_string(budget_pairs) + ")";
+  const auto& svc = w.svc;
   auto ctx = std::make_shared<scale_set_context>();
   ctx->spec = std::get<scale_set_spec>(std::move(spec));
   ctx->spec.declared = true;
   ctx->spec.generation = d.generation;
   ctx->spec.object_uid = d.uid;
-  ctx->spec.queue_share = queue_share_of(modes.hud);
+  ctx->spec.queue_share = queue_share_of(w.modes.hud);
   ctx->kube = svc->kube;
   ctx->status_kube = svc->status_kube;
   ctx->github = svc->github;
   ctx->nodes = svc->nodes;
   ctx->nodepools = svc->nodepools;
-  ctx->metrics = make_metrics(m, ctx->spec, where);
+  ctx->metrics = make_metrics(*w.m, ctx->spec, svc->where);
   ctx->events = svc->events;
   ctx->owner_process = svc->owner_process;
   ctx->owner_configmap = svc->owner_prefix + ctx->spec.name;
@@ -104,29 +101,62 @@ std::variant<catalog_build, std::string> build_declared(const runtime::config& c
   if (router == routers.end())
     return "metadata.namespace: '" + ctx->spec.ns + "' is not one of scaleSetObjects.namespaces";
   ctx->pods = router->second->slice(arc ? ctx->spec.arc_set : ctx->spec.name);
+  return ctx;
+}
+
+// Builds a declared scale set's subtree from its object.
+std::variant<catalog_build, std::string> build_declared(const declared_wiring& w, caf::actor_system& sys, const std::string& object_json) {
+  auto read = read_scale_set_object(object_json);
+  if (auto* e = std::get_if<std::string>(&read))
+    return *e;
+  const auto& d = std::get<declared_scale_set>(read);
+  auto made = declared_context(w, d);
+  if (auto* e = std::get_if<std::string>(&made))
+    return *e;
+  const auto ctx = std::get<context_ptr>(std::move(made));
   catalog_build out;
   out.name = ctx->spec.name;
   out.generation = d.generation;
   out.owner_configmap = ctx->owner_configmap;
   out.max_runners = ctx->spec.max_runners;
   out.proactive_capacity = ctx->spec.proactive_capacity;
+  using runtime::relay_as;
+  const std::string at = ctx->spec.name + "/";
+  for (const char* child : {"capacity_monitor", "listener_session", "runner_provisioner", "scale_set_status"}) {
+    out.relays.push_back(runtime::spawn_relay(sys, at + child));
+    runtime::own_relay(out.relays.back(), w.parent);
+  }
+  const scale_set_peers peers{relay_as<monitor_actor>(out.relays[0]), relay_as<listener_actor>(out.relays[1]),
+                              relay_as<provisioner_actor>(out.relays[2]), relay_as<status_actor>(out.relays[3]), w.budget};
+  if (w.hud_targets) {  // the HUD's demand for its labels, while it runs
+    auto labels = d.section.labels;
+    labels.push_back(d.section.name);
+    out.running = [registry = w.hud_targets, name = out.name, target = hud_target{labels, peers.monitor, ctx->spec.queue_share}](bool on) {
+      auto all = registry->get();
+      if (on)
+        all[name] = target;
+      else
+        all.erase(name);
+      registry->set(std::move(all));
+    };
+  }
   // The session of the subtree this one replaces (if any) is adopted, not opened anew.
-  auto& session = svc->declared_sessions[ctx->spec.name];
+  auto& session = w.svc->declared_sessions[ctx->spec.name];
   if (!session.memo) {
     session.memo = std::make_shared<runtime::memo<msg::session_held>>();
     session.hand_over = std::make_shared<runtime::memo<bool>>();
   }
   session.hand_over->set(false);
   out.hand_over = [flag = session.hand_over](bool v) { flag->set(v); };
-  out.subtree = declared_subtree(cfg, ctx, budget, m, ready, session);
+  out.subtree = declared_subtree(w, ctx, peers, session);
   return out;
 }
 
 }  // namespace
 
 runtime::child_spec catalog_child(const runtime::config& cfg, const scale_sets_config& modes, std::shared_ptr<scale_set_services> svc,
-                                  burst_budget_actor budget, runtime::supervisor_actor parent, runtime::metrics& m,
-                                  runtime::readiness& ready) {
+                                  burst_budget_actor budget, runtime::supervisor_actor parent,
+                                  std::shared_ptr<hud_target_registry> hud_targets, runtime::metrics& m, runtime::readiness& ready) {
   auto opts = std::make_shared<catalog_options>();
   opts->objects = svc->objects;
   for (const auto& set : modes.sets)
@@ -142,9 +172,8 @@ runtime::child_spec catalog_child(const runtime::config& cfg, const scale_sets_c
                      .Help("ScaleSet objects acted on, by outcome: started, replaced (a new spec), stopped (deleted), refused")
                      .Register(m.registry());
   opts->count = [&family](const std::string& outcome) { family.Add({{"outcome", outcome}}).Increment(); };
-  opts->build = [cfg, modes, svc, where = svc->where, budget, &m, &ready](const std::string& object_json) {
-    return build_declared(cfg, modes, svc, where, budget, m, ready, object_json);
-  };
+  declared_wiring w{cfg, modes, svc, budget, runtime::untyped(parent), std::move(hud_targets), &m, &ready};
+  opts->build = [w](caf::actor_system& sys, const std::string& object_json) { return build_declared(w, sys, object_json); };
   runtime::child_spec out;
   out.name = "scale_set_catalog";
   out.restart = runtime::restart_mode::permanent;

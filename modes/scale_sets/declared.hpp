@@ -28,7 +28,8 @@ void watch_objects(k8s::informer_set& informers, const std::vector<std::string>&
 
 // The catalog of ScaleSet objects, adding and removing scale sets under `parent` while it runs.
 runtime::child_spec catalog_child(const runtime::config& cfg, const scale_sets_config& modes, std::shared_ptr<scale_set_services> svc,
-                                  actors::capacity::burst_budget_actor budget, runtime::supervisor_actor parent, runtime::metrics& m,
+                                  actors::capacity::burst_budget_actor budget, runtime::supervisor_actor parent,
+                                  std::shared_ptr<actors::capacity::hud_target_registry> hud_targets, runtime::metrics& m,
                                   runtime::readiness& ready);
 
 }  // namespace headroom::modes::scale_sets

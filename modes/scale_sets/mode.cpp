@@ -344,6 +344,8 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
                             : burst_budget_actor{};
     // The supervisor's own address, for the catalog that adds and removes declared scale sets.
     const caf::actor parent = svc->objects.empty() ? caf::actor{} : relay("scale_sets");
+    // The HUD's targets of declared scale sets, written as they start and stop.
+    const auto hud_targets = parent && svc->hud ? std::make_shared<hud_target_registry>() : nullptr;
     for (const auto& ctx : svc->contexts) {
       const std::string at = ctx->spec.name + "/";
       peers.push_back(scale_set_peers{relay_as<monitor_actor>(relay(at + "capacity_monitor")),
@@ -374,8 +376,8 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
       }
       runtime::child_spec hud;
       hud.name = "hud_poller";
-      hud.start = [svc, interval = hud_interval, targets, metrics = hud_fetch_metrics(m)](caf::actor_system& s) {
-        return runtime::untyped(spawn_hud_poller(s, svc->hud, targets, interval, metrics));
+      hud.start = [svc, interval = hud_interval, targets, metrics = hud_fetch_metrics(m), hud_targets](caf::actor_system& s) {
+        return runtime::untyped(spawn_hud_poller(s, svc->hud, targets, interval, metrics, hud_targets));
       };
       children.push_back(std::move(hud));
     }
@@ -384,7 +386,7 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
     if (auto sweeper = sweeper_child(svc))
       children.push_back(std::move(*sweeper));
     if (parent)
-      children.push_back(catalog_child(cfg, modes, svc, budget, relay_as<runtime::supervisor_actor>(parent), m, ready));
+      children.push_back(catalog_child(cfg, modes, svc, budget, relay_as<runtime::supervisor_actor>(parent), hud_targets, m, ready));
     auto sup = runtime::untyped(runtime::spawn_supervisor(
         sys, runtime::supervisor_options_from(cfg, "scale_sets", &m, &ready), std::move(children)));
     if (parent)

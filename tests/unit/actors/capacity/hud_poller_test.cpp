@@ -46,14 +46,15 @@ struct poller_fixture : test_support::actor_fixture {
     return caf::actor_cast<actors::capacity::monitor_actor>(a);
   }
 
-  void start(actors::capacity::hud_metrics metrics = {}, hud::queue_share share = {}) {
+  void start(actors::capacity::hud_metrics metrics = {}, hud::queue_share share = {},
+             std::shared_ptr<const actors::capacity::hud_target_registry> more = nullptr) {
     hud::client_options o;
     o.url = "https://hud.test/api/queued_jobs";
     o.token = "hud-token";
     auto client = std::make_shared<hud::client>(io, o);
     std::vector<actors::capacity::hud_target> targets{{{"linux.2xlarge", "linux.4xlarge"}, monitor(linux), share},
                                                        {{"macos"}, monitor(mac), share}};
-    poller = actors::capacity::spawn_hud_poller(sys, client, targets, 30s, std::move(metrics));
+    poller = actors::capacity::spawn_hud_poller(sys, client, targets, 30s, std::move(metrics), std::move(more));
     sched.run();
   }
 
@@ -83,6 +84,30 @@ TEST_F(poller_fixture, each_monitor_gets_the_jobs_queued_for_its_labels_every_in
   sched.advance_time(1s);
   sched.run();
   EXPECT_EQ(io.waiting().size(), 1u);
+}
+
+// A scale set declared by a ScaleSet object joins the fetches once it runs, and leaves them once stopped.
+TEST_F(poller_fixture, a_scale_set_started_while_the_poller_runs_gets_its_demand_from_the_next_fetch) {
+  auto more = std::make_shared<actors::capacity::hud_target_registry>();
+  start({}, {}, more);
+  auto declared = std::make_shared<std::vector<msg::queued_jobs>>();
+  more->set({{"gpu", actors::capacity::hud_target{{"linux.2xlarge"}, monitor(declared), {}}}});
+  ASSERT_TRUE(io.answer("GET", "/api/queued_jobs", 200, rows));
+  sched.run();
+  EXPECT_TRUE(declared->empty()) << "the fetch in flight was asked for the targets of its start";
+  sched.advance_time(30s);
+  sched.run();
+  ASSERT_TRUE(io.answer("GET", "/api/queued_jobs", 200, rows));
+  sched.run();
+  ASSERT_EQ(declared->size(), 1u);
+  EXPECT_GT(declared->back().count, 0);
+  more->set({});
+  sched.advance_time(30s);
+  sched.run();
+  ASSERT_TRUE(io.answer("GET", "/api/queued_jobs", 200, rows));
+  sched.run();
+  EXPECT_EQ(declared->size(), 1u) << "stopped: no more demand";
+  EXPECT_EQ(linux->size(), 3u);
 }
 
 // Two clusters on one HUD (hud.share): each monitor gets this cluster's share of the queue, and

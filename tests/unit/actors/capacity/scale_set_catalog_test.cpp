@@ -82,7 +82,7 @@ struct catalog_fixture : test_support::actor_fixture {
     opts->limits = limits;
     opts->count = [this](const std::string& outcome) { counted.push_back(outcome); };
     // The wiring's build, by hand: a spec holding "bad" is refused, naming the field.
-    opts->build = [this](const std::string& json) -> std::variant<cap::catalog_build, std::string> {
+    opts->build = [this](caf::actor_system&, const std::string& json) -> std::variant<cap::catalog_build, std::string> {
       if (json.find("bad") != std::string::npos)
         return std::string{"spec.maxRunners: bad"};
       cap::catalog_build b;
@@ -91,6 +91,7 @@ struct catalog_fixture : test_support::actor_fixture {
       b.owner_configmap = "owner-" + b.name;
       b.max_runners = k8s::int_at(json, {"spec", "maxRunners"}).value_or(10);
       b.hand_over = [this, name = b.name](bool v) { handed->push_back(name + (v ? " kept" : " deleted")); };
+      b.running = [this, name = b.name](bool on) { runs->push_back(name + (on ? " on" : " off")); };
       b.subtree.name = "scale_set/" + b.name;
       b.subtree.start = [](caf::actor_system& s) { return s.spawn([](caf::event_based_actor*) -> caf::behavior { return {[](int) {}}; }); };
       return b;
@@ -113,6 +114,7 @@ struct catalog_fixture : test_support::actor_fixture {
   std::shared_ptr<k8s::informer<k8s::unstructured>> objects;
   journal asked = std::make_shared<std::vector<std::string>>();
   journal handed = std::make_shared<std::vector<std::string>>();
+  journal runs = std::make_shared<std::vector<std::string>>();  // what the HUD's registry was told
   std::vector<std::string> counted;
   std::shared_ptr<cap::catalog_memo> memo = std::make_shared<cap::catalog_memo>();
   runtime::supervisor_actor supervisor;
@@ -136,6 +138,7 @@ TEST_F(catalog_fixture, each_object_starts_its_subtree_a_new_generation_replaces
   EXPECT_EQ(handed->back(), "linux deleted") << "a deleted scale set's session is deleted";
   ASSERT_NE(find("DELETE", "/namespaces/team-a/configmaps/owner-linux"), nullptr) << "its owner (and so its placeholders) go";
   EXPECT_EQ(counted, (strings{"started", "started", "replaced", "stopped"}));
+  EXPECT_EQ(*runs, (strings{"linux on", "gpu on", "linux off", "linux on", "linux off"})) << "its HUD demand follows what runs";
   // Made again under the same name: a new object, started afresh.
   event("ADDED", object("team-a", "linux", 1, "{}", "uid-second"));
   EXPECT_EQ(take(), strings{"add scale_set/linux"});
@@ -196,7 +199,9 @@ TEST_F(catalog_fixture, a_restarted_catalog_keeps_what_runs_and_stops_what_was_d
   opts->parent = supervisor;
   opts->kube = &kube;
   opts->memo = memo;
-  opts->build = [](const std::string&) -> std::variant<cap::catalog_build, std::string> { return std::string{"not called"}; };
+  opts->build = [](caf::actor_system&, const std::string&) -> std::variant<cap::catalog_build, std::string> {
+    return std::string{"not called"};
+  };
   catalog = cap::spawn_scale_set_catalog(sys, opts);
   sched.run();
   EXPECT_EQ(take(), strings{"stop scale_set/gpu"}) << "linux runs its generation already; gpu's object is gone";
