@@ -292,6 +292,24 @@ assert any(v.get("configMap", {}).get("name") == "ghes-ca" for v in dep["volumes
 PY
 "$bin" check-config "$work/migrated-headroom.yaml" >"$work/migrated-check.log" 2>&1 ||
   { cat "$work/migrated-check.log"; fail "headroom check-config refuses the migrated values"; }
+# --objects: the same scale sets as ScaleSet objects in their namespaces, which the values serve.
+"$migrate" --objects "$work/migrated-objects.yaml" --release hr arc-runners/linux="$src/tests/deploy/arc/linux-values.yaml" \
+  arc-gpu/gpu="$src/tests/deploy/arc/gpu-values.yaml" >"$work/migrated-values-objects.yaml" 2>"$work/migrate-objects.log" ||
+  { cat "$work/migrate-objects.log"; fail "migrate-from-arc --objects"; }
+python3 - "$work/migrated-values-objects.yaml" "$work/migrated-objects.yaml" <<'PY' || fail "migrate-from-arc --objects"
+import sys, yaml
+values = yaml.safe_load(open(sys.argv[1]))
+objects = [d for d in yaml.safe_load_all(open(sys.argv[2])) if d]
+assert "scaleSets" not in values["config"] and values["config"]["scaleSetObjects"] == {"namespaces": ["arc-runners", "arc-gpu"]}, values
+assert [(o["kind"], o["metadata"]["namespace"], o["metadata"]["name"]) for o in objects] == [
+    ("ScaleSet", "arc-runners", "linux-x64"), ("ScaleSet", "arc-gpu", "gpu")], objects
+linux = objects[0]["spec"]
+assert "name" not in linux and "namespace" not in linux and linux["maxRunners"] == 4 and linux["runnerGroup"] == "linux-group"
+assert linux["runner"]["template"]["spec"]["serviceAccountName"] == "runner", "its own account, kept"
+PY
+"$helm" template hr "$chart" -n headroom-system --kube-version 1.36.0 -f "$work/migrated-values-objects.yaml" \
+  >"$work/migrated-objects-chart.yaml" || fail "helm template with the --objects values"
+
 refuse() {  # refuse WHAT PATTERN VALUES...: exit 2, stderr matching PATTERN, no secret
   local what=$1 pattern=$2; shift 2
   set +e; "$migrate" "$@" >"$work/refused.yaml" 2>"$work/refused.log"; local rc=$?; set -e
@@ -405,6 +423,12 @@ for mode in "${modes[@]}"; do
   "$kubectl" apply --dry-run=server -f "$work/$mode.yaml" >"$work/dry-$mode.log" 2>&1 ||
     { cat "$work/dry-$mode.log"; fail "kubectl apply --dry-run=server ($mode)"; }
 done
+# The ScaleSet objects scripts/migrate-from-arc --objects writes are what the CRD admits.
+"$kubectl" apply -f "$src/deploy/crds/scalesets.yaml" >/dev/null || fail "the ScaleSet CRD"
+"$kubectl" wait --for condition=Established --timeout 60s crd/scalesets.headroom.dev >/dev/null || fail "the ScaleSet CRD is not established"
+"$kubectl" create namespace arc-gpu >/dev/null
+"$kubectl" apply --dry-run=server -f "$work/migrated-objects.yaml" >"$work/dry-objects.log" 2>&1 ||
+  { cat "$work/dry-objects.log"; fail "the migrated ScaleSet objects are refused"; }
 "$helm" install hr "$chart" -n headroom-system -f "$chart/ci/gates-values.yaml" --wait=false >"$work/install.log" 2>&1 ||
   { cat "$work/install.log"; fail "helm install (gates)"; }
 # Captured first: with pipefail, `helm status | grep -q` fails when grep exits before helm has
