@@ -30,6 +30,9 @@ cmp -s "$src/deploy/prometheus/headroom-alerts.yaml" "$chart/files/headroom-aler
 cmp -s "$src/deploy/grafana/headroom-dashboard.json" "$chart/files/grafana/headroom-dashboard.json" ||
   fail "deploy/chart/headroom/files/grafana/headroom-dashboard.json differs from deploy/grafana/headroom-dashboard.json"
 
+"$helm" lint --strict "$src/deploy/chart/headroom-scale-set" -f "$src/tests/deploy/arc/linux-values.yaml" >"$work/lint-one.log" 2>&1 ||
+  { cat "$work/lint-one.log"; fail "helm lint headroom-scale-set"; }
+
 modes=(default scale-sets bigfleet reactive gates scheduler)
 for mode in "${modes[@]}"; do
   values=()
@@ -429,6 +432,15 @@ done
 "$kubectl" create namespace arc-gpu >/dev/null
 "$kubectl" apply --dry-run=server -f "$work/migrated-objects.yaml" >"$work/dry-objects.log" 2>&1 ||
   { cat "$work/dry-objects.log"; fail "the migrated ScaleSet objects are refused"; }
+# The per-scale-set chart: an ARC release's own values make its ScaleSet, which the CRD admits.
+"$helm" template linux "$src/deploy/chart/headroom-scale-set" -n arc-runners -f "$src/tests/deploy/arc/linux-values.yaml" \
+  >"$work/one-scale-set.yaml" || fail "helm template headroom-scale-set"
+"$kubectl" apply --dry-run=server -f "$work/one-scale-set.yaml" >"$work/dry-one.log" 2>&1 ||
+  { cat "$work/dry-one.log"; fail "the headroom-scale-set chart's ScaleSet is refused"; }
+"$helm" install linux "$src/deploy/chart/headroom-scale-set" -n arc-runners -f "$src/tests/deploy/arc/linux-values.yaml" \
+  >"$work/install-one.log" 2>&1 || { cat "$work/install-one.log"; fail "helm install headroom-scale-set"; }
+[ "$("$kubectl" get scaleset -n arc-runners linux-x64 -o jsonpath='{.spec.maxRunners} {.spec.capacityAware.proactiveCapacity}')" = "4 1" ] ||
+  fail "the installed ScaleSet does not carry ARC's maxRunners and minRunners"
 "$helm" install hr "$chart" -n headroom-system -f "$chart/ci/gates-values.yaml" --wait=false >"$work/install.log" 2>&1 ||
   { cat "$work/install.log"; fail "helm install (gates)"; }
 # Captured first: with pipefail, `helm status | grep -q` fails when grep exits before helm has
