@@ -21,12 +21,20 @@
 // new process started on the warm cluster: how long until every scale set holds its session and
 // advertises its pair again, and how many placeholders were placed anew (0: every pair adopted).
 //
+// `--objects 1` (#55 item 2): the scale sets are ScaleSet objects (scaleSetObjects.namespaces)
+// instead of the file's entries; after the propagation phase, `--edits` of them, one at a time
+// every 2 s, get a warm pool of 2: how long from `kubectl apply` to the first poll of that scale
+// set carrying 2 (its subtree replaced, its session handed over, its new pair placed), and, from
+// the peer's records, whether any other scale set's session changed or any of its polls advertised
+// less than its pair meanwhile (it must not), and whether the edited one kept its session.
+//
 // Side by side: `--listeners` processes of tests/peers/scaleset-listener (github.com/actions/scaleset
 // v0.4.0's listener package, one scale set each), their RSS and CPU summed over the same idle time
 // once every one holds its session.
 //
 //   HEADROOM_TESTENV_DIR=$(tests/testenv/build.sh) build/release/bench/many_scale_sets_bench
 //       [--sets 100] [--listeners 100] [--idle 60] [--changes 100] [--rate 10] [--nodes 0] [--pods 0] [--restart 0]
+//       [--objects 0] [--edits 20]
 //
 // Prints one JSON line per measure, then a Markdown table.
 
@@ -131,6 +139,7 @@ struct peer_view {
     int64_t capacity;
   };
   std::unordered_map<int64_t, std::vector<poll>> polls;
+  std::map<int64_t, std::string> session_ids;  // id → its session's id (the last one listed)
 };
 
 peer_view look(const env& e, const std::string& prefix) {
@@ -146,8 +155,10 @@ peer_view look(const env& e, const std::string& prefix) {
     }
   }
   for (auto s : st["sessions"].get_array())
-    if (mine.count(int64_t(s["scaleSetId"])))
+    if (mine.count(int64_t(s["scaleSetId"]))) {
       ++v.sessions[int64_t(s["scaleSetId"])];
+      v.session_ids[int64_t(s["scaleSetId"])] = std::string{std::string_view(s["sessionId"])};
+    }
   for (auto poll : st["polls"].get_array()) {
     const int64_t set = int64_t(poll["scaleSetId"]);
     if (!mine.count(set))
@@ -168,8 +179,75 @@ std::string kwok_node(int i) {
 
 }  // namespace
 
+// A ScaleSet's spec as the bench's file entries have it (warm pool `warm`).
+std::string object_spec(int warm, bool long_pending) {
+  return std::string{"{maxRunners: 10, runner: {image: runner:bench, resources: {cpu: 100m, memory: 128Mi}, nodeSelector: {pool: many}}, "
+                     "capacityAware: {proactiveCapacity: "} +
+         std::to_string(warm) + ", placeholderReadyTimeout: 10m, workflowResources: {cpu: 100m, memory: 128Mi}}" +
+         (long_pending ? ", healthCheck: {pendingTimeout: 24h}}" : "}");
+}
+
+struct edit_result {
+  std::vector<double> apply_to_poll_ms;
+  int kept_session = 0, others_session_changed = 0, others_polls_below = 0;
+};
+
+// --objects: `edits` ScaleSets, one every 2 s, get a warm pool of 2 (see the header).
+edit_result edit_objects(env& e, int edits, int sets) {
+  edit_result out;
+  const auto before = look(e, "hr");
+  std::map<int64_t, size_t> polls_before;
+  for (const auto& [set, list] : before.polls)
+    polls_before[set] = list.size();
+  std::set<int64_t> edited;
+  for (int k = 0; k < edits && k < sets; ++k) {
+    const std::string name = set_name("hr", (k * 37 + 11) % sets);
+    const int64_t id = before.ids.at(name);
+    edited.insert(id);
+    const auto applied_at = clock_type::now();
+    auto r = e.c->kubectl({"apply", "-f", "-"}, "apiVersion: headroom.dev/v1alpha1\nkind: ScaleSet\nmetadata: {name: " + name +
+                                                   ", namespace: " + std::string{ns} + "}\nspec: " + object_spec(2, false) + "\n");
+    if (r.exit_code != 0) {
+      std::fprintf(stderr, "many_scale_sets_bench: editing %s: %s\n", name.c_str(), r.err.c_str());
+      continue;
+    }
+    clock_type::time_point seen{};
+    eventually([&] {
+      const auto now = look(e, "hr");
+      auto it = now.polls.find(id);
+      if (it == now.polls.end())
+        return false;
+      for (const auto& p : it->second)
+        if (p.at >= applied_at && p.capacity == 2) {
+          seen = p.at;
+          return true;
+        }
+      return false;
+    }, std::chrono::seconds(60));
+    if (seen != clock_type::time_point{})
+      out.apply_to_poll_ms.push_back(std::chrono::duration<double, std::milli>(seen - applied_at).count());
+    std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  const auto after = look(e, "hr");
+  for (const auto& [name, id] : after.ids) {
+    const bool same = before.session_ids.count(id) && after.session_ids.count(id) && before.session_ids.at(id) == after.session_ids.at(id);
+    if (edited.count(id)) {
+      out.kept_session += same ? 1 : 0;
+      continue;
+    }
+    out.others_session_changed += same ? 0 : 1;
+    if (auto it = after.polls.find(id); it != after.polls.end())
+      for (size_t i = polls_before[id]; i < it->second.size(); ++i)
+        out.others_polls_below += it->second[i].capacity < 1 ? 1 : 0;
+  }
+  std::fprintf(stderr, "[many] %zu of %d edits advertised, %d kept their session; others: %d sessions changed, %d polls below the pair\n",
+               out.apply_to_poll_ms.size(), edits, out.kept_session, out.others_session_changed, out.others_polls_below);
+  return out;
+}
+
 int main(int argc, char** argv) {
-  int sets = 100, listeners = 100, idle = 60, changes = 100, rate = 10, nodes = 0, runner_pods = 0, restart = 0;
+  int sets = 100, listeners = 100, idle = 60, changes = 100, rate = 10, nodes = 0, runner_pods = 0, restart = 0, objects = 0,
+      edits = 20;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     const int v = std::stoi(argv[i + 1]);
@@ -189,6 +267,10 @@ int main(int argc, char** argv) {
       runner_pods = v;
     else if (a == "--restart")
       restart = v;
+    else if (a == "--objects")
+      objects = v;
+    else if (a == "--edits")
+      edits = v;
   }
   env e;
   if (!bench_env(e, "many_scale_sets_bench"))
@@ -200,9 +282,14 @@ int main(int argc, char** argv) {
                   "  labels: {kubernetes.io/hostname: many-node, type: kwok, pool: many}\nstatus:\n"
                   "  allocatable: {cpu: \"20000\", memory: 100000Gi, pods: \"30000\"}\n  capacity: {cpu: \"20000\", memory: 100000Gi, pods: \"30000\"}\n");
   std::ostringstream values, config;
-  values << "config:\n  github: {configUrl: " << e.peer->http_url() << "/headroom-org}\n  scaleSets:\n";
+  values << "config:\n  github: {configUrl: " << e.peer->http_url() << "/headroom-org}\n"
+         << (objects > 0 ? "  scaleSetObjects: {namespaces: [" + std::string{ns} + "]}\n" : std::string{"  scaleSets:\n"});
+  std::ostringstream declared;  // --objects: the ScaleSet objects, one YAML stream
   for (int i = 0; i < sets; ++i) {
-    values << "    - {name: " << set_name("hr", i) << ", namespace: " << ns << "}\n";
+    if (objects == 0)
+      values << "    - {name: " << set_name("hr", i) << ", namespace: " << ns << "}\n";
+    declared << "---\napiVersion: headroom.dev/v1alpha1\nkind: ScaleSet\nmetadata: {name: " << set_name("hr", i) << ", namespace: " << ns
+             << "}\nspec: " << object_spec(1, runner_pods > 0) << "\n";
     config << "  - name: " << set_name("hr", i) << "\n    namespace: " << ns << "\n    maxRunners: 10\n"
            << "    runner: {image: runner:bench, resources: {cpu: 100m, memory: 128Mi}, nodeSelector: {pool: many}}\n"
            << "    capacityAware: {proactiveCapacity: 1, placeholderReadyTimeout: 10m, workflowResources: {cpu: 100m, memory: 128Mi}}\n";
@@ -273,10 +360,22 @@ int main(int argc, char** argv) {
   for (const char* name : {"MALLOC_ARENA_MAX", "GLIBC_TUNABLES"})
     if (const char* v = std::getenv(name))
       agent_env.push_back(std::string{name} + "=" + v);
+  const std::string scale_sets_yaml =
+      objects > 0 ? "scaleSetObjects:\n  namespaces: [" + std::string{ns} + "]\n" : "scaleSets:\n" + config.str();
+  if (objects > 0) {
+    const auto t0 = std::chrono::steady_clock::now();
+    auto applied = e.c->kubectl({"apply", "-f", "-"}, declared.str());
+    if (applied.exit_code != 0) {
+      std::fprintf(stderr, "many_scale_sets_bench: the ScaleSet objects: %s\n", applied.err.c_str());
+      return 1;
+    }
+    std::fprintf(stderr, "[many] %d ScaleSet objects applied in %.0f s\n", sets,
+                 std::chrono::duration<double>(std::chrono::steady_clock::now() - t0).count());
+  }
   auto headroom = std::make_unique<agent>(dir,
                                           "kubernetes:\n  kubeconfig: " + dir + "/chart.kubeconfig\n"
                                           "leaderElection:\n  enabled: false\ngithub:\n  configUrl: " +
-                                              e.peer->http_url() + "/headroom-org\nscaleSets:\n" + config.str(),
+                                              e.peer->http_url() + "/headroom-org\n" + scale_sets_yaml,
                                           agent_env);
   peer_view v;
   auto all_ready = [&] {
@@ -410,6 +509,7 @@ int main(int argc, char** argv) {
                                 bench::buckets(metrics_before, "headroom_kubernetes_rate_limiter_wait_seconds", label));
   };
   const auto normal_wait = wait("normal"), urgent_wait = wait("urgent"), background_wait = wait("background");
+  const auto edited = objects > 0 ? edit_objects(e, edits, sets) : edit_result{};
   headroom->stop();
   // --restart 1 (#55): a new process on the warm cluster, as a rollout or an upgrade starts one.
   // SIGTERM kept the placed pairs; how long until every scale set holds its session and
@@ -436,7 +536,7 @@ int main(int argc, char** argv) {
     headroom = std::make_unique<agent>(dir,
                                        "kubernetes:\n  kubeconfig: " + dir + "/chart.kubeconfig\n"
                                        "leaderElection:\n  enabled: false\ngithub:\n  configUrl: " +
-                                           e.peer->http_url() + "/headroom-org\nscaleSets:\n" + config.str(),
+                                           e.peer->http_url() + "/headroom-org\n" + scale_sets_yaml,
                                        agent_env);
     if (!eventually(all_ready, std::chrono::minutes(20))) {
       std::fprintf(stderr, "many_scale_sets_bench: after a restart, not every scale set was ready in 20 min\n%s\n", headroom->log().c_str());
@@ -545,6 +645,13 @@ int main(int argc, char** argv) {
               1e3 * bench::bucket_quantile(normal_wait, 0.5), 1e3 * bench::bucket_quantile(normal_wait, 0.99),
               count(background_wait), 1e3 * bench::bucket_quantile(background_wait, 0.5),
               1e3 * bench::bucket_quantile(background_wait, 0.99), by_verb.c_str());
+  if (objects > 0)
+    std::printf("{\"mode\":\"object_edits\",\"scale_sets\":%d,\"edits\":%d,\"applied\":%zu,\"apply_to_poll_p50_ms\":%.0f,"
+                "\"apply_to_poll_max_ms\":%.0f,\"edited_kept_session\":%d,\"others_session_changed\":%d,"
+                "\"others_polls_below_pair\":%d}\n",
+                sets, edits, edited.apply_to_poll_ms.size(), percentile(edited.apply_to_poll_ms, 0.5),
+                edited.apply_to_poll_ms.empty() ? 0 : *std::max_element(edited.apply_to_poll_ms.begin(), edited.apply_to_poll_ms.end()),
+                edited.kept_session, edited.others_session_changed, edited.others_polls_below);
   if (listeners > 0)
     std::printf("{\"mode\":\"idle\",\"who\":\"scaleset-listener x%d\",\"ready_s\":%.1f,\"rss_mib\":%.1f,\"cpu_core_pct\":%.2f,\"threads\":%d,"
                 "\"fds\":%d,\"sockets\":%d}\n",

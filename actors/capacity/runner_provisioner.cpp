@@ -172,6 +172,52 @@ std::optional<runners::workflow_room> free_workflow_room(provisioner_self* self)
   return std::nullopt;
 }
 
+// The runner's pod, pinned to `room` (kubernetes mode) when there is one.
+void create_runner_pod(provisioner_self* self, jit_reply& r, std::optional<runners::workflow_room> room) {
+  auto& s = self->state;
+  auto* kube = s.ctx->kube;
+  auto body = runner_pod(s.ctx->spec, r.name, r.runner_id);
+  if (room) {
+    body = runners::pinned_to_workflow_room(body, *room);
+    runtime::log::info(actor_name, "runner pinned to the node of the pair handed to its job",
+                       {{"scale_set", s.ctx->spec.name}, {"pod", r.name}, {"slot", room->slot}, {"node", room->node}});
+  }
+  start_call(self, creation{creation::pod, r.name, r.runner_id, std::move(r.jit)},
+             [kube, ns = s.ctx->spec.ns, body = std::move(body)](k8s::api_callback cb) {
+               kube->create(k8s::kinds::pods, ns, body, std::move(cb));
+             });
+}
+
+// kubernetes mode: how long a registered runner waits for a workflow room before its pod is made
+// unpinned. Its workflow pod must run on its node (the work volume is ReadWriteOnce); made where no
+// workflow placeholder holds room, that pod waited for good (it does not preempt, and Karpenter
+// does not provision for a pod pinned by hostname: seen in the migration e2e, a job "running"
+// until the test gave up), while the pair being placed for it ran a second later.
+constexpr auto room_wait = std::chrono::seconds(60);
+
+// Runners waiting for a workflow room: made once one is free, or unpinned after room_wait.
+void place_awaiting_runners(provisioner_self* self) {
+  auto& s = self->state;
+  if (s.awaiting_room.empty())
+    return;
+  const auto now = self->clock().now();
+  std::vector<std::pair<jit_reply, caf::actor_clock::time_point>> still;
+  for (auto& [r, since] : s.awaiting_room) {
+    auto room = free_workflow_room(self);
+    if (room || now - since >= room_wait) {
+      if (!room)
+        runtime::log::warn(actor_name, "no workflow room freed for a runner: its pod is made where the scheduler puts it",
+                           {{"scale_set", s.ctx->spec.name}, {"pod", r.name}, {"waited_ms", static_cast<int64_t>(room_wait.count() * 1000)}});
+      create_runner_pod(self, r, room);
+    } else {
+      still.emplace_back(std::move(r), since);
+    }
+  }
+  s.awaiting_room = std::move(still);
+  if (!s.awaiting_room.empty())
+    self->delayed_send(self, std::chrono::seconds(1), msg::reconcile_atom_v);
+}
+
 // A runner's JIT configuration: its pod is created next (a failure retries the reconcile in 5 s).
 void on_jit(provisioner_self* self, jit_reply& r) {
   auto& s = self->state;
@@ -182,17 +228,15 @@ void on_jit(provisioner_self* self, jit_reply& r) {
     self->delayed_send(self, std::chrono::seconds(5), msg::reconcile_atom_v);
     return;
   }
-  auto* kube = s.ctx->kube;
-  auto body = runner_pod(s.ctx->spec, r.name, r.runner_id);
-  if (auto room = free_workflow_room(self)) {
-    body = runners::pinned_to_workflow_room(body, *room);
-    runtime::log::info(actor_name, "runner pinned to the node of the pair handed to its job",
-                       {{"scale_set", s.ctx->spec.name}, {"pod", r.name}, {"slot", room->slot}, {"node", room->node}});
+  auto room = free_workflow_room(self);
+  if (!room && s.ctx->spec.mode == runners::runner_spec::container_mode::kubernetes && s.ctx->pods) {
+    runtime::log::info(actor_name, "runner waits for a workflow room: every pair's is taken or not placed yet",
+                       {{"scale_set", s.ctx->spec.name}, {"pod", r.name}});
+    s.awaiting_room.emplace_back(std::move(r), self->clock().now());
+    self->delayed_send(self, std::chrono::seconds(1), msg::reconcile_atom_v);
+    return;
   }
-  start_call(self, creation{creation::pod, r.name, r.runner_id, std::move(r.jit)},
-             [kube, ns = s.ctx->spec.ns, body = std::move(body)](k8s::api_callback cb) {
-               kube->create(k8s::kinds::pods, ns, body, std::move(cb));
-             });
+  create_runner_pod(self, r, room);
 }
 
 // A runner pod made: its JIT Secret next; a Secret refused: the pod and its runner go.
@@ -272,6 +316,7 @@ provisioner_impl::behavior_type provisioner_behavior(provisioner_self* self, con
         });
         auto& s = self->state;
         s.census.mend(s.feed->stats()->dropped.load(std::memory_order_relaxed), [&] { return s.ctx->pods->list(); });
+        place_awaiting_runners(self);  // a pair placed frees a workflow room
         reconcile(self);
       },
       [self](const msg::set_max_capacity& a) {
@@ -287,7 +332,10 @@ provisioner_impl::behavior_type provisioner_behavior(provisioner_self* self, con
         self->state.census.rebuild(self->state.ctx->pods->list());
         sweep(self);
       },
-      [self](msg::reconcile_atom) { reconcile(self); },
+      [self](msg::reconcile_atom) {
+        place_awaiting_runners(self);
+        reconcile(self);
+      },
       [self](const runner_list& l) { on_runner_list(self, l); },
       [self](const idle_runner_removed& r) {
         auto& s = self->state;

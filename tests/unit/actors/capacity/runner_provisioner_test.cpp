@@ -230,4 +230,64 @@ TEST_F(provisioner_fixture, kubernetes_mode_pins_a_runner_only_to_a_pair_whose_r
   EXPECT_EQ(pod->body.find("pending1"), std::string::npos) << "not to the pair still waiting for its runner placeholder";
 }
 
+// kubernetes mode: a runner registered while no workflow room is free waits for one (a pair being
+// placed frees one within seconds) instead of going where its workflow pod may find no room, and
+// is made unpinned only after a minute (the migration e2e: a workflow pod pinned by hostname to a
+// full node waited for good, its job "running", while the next pair ran a second later).
+TEST_F(provisioner_fixture, kubernetes_mode_a_runner_with_no_free_workflow_room_waits_for_one) {
+  mode = actors::runners::runner_spec::container_mode::kubernetes;
+  start(false, placeholder("coming11", "runner", "Pending", "") + "," + placeholder("coming11", "workflow", "Pending", ""));
+  caf::anon_send(provisioner, msg::set_max_capacity{1});
+  msg::scale_set_update u;
+  u.scale_set_id = 7;
+  u.stats.total_assigned_jobs = 1;
+  caf::anon_send(provisioner, u);
+  sched.run();
+  connect();
+  ASSERT_TRUE(io.answer("POST", "/generatejitconfig", 200,
+                        R"({"runner":{"id":101,"name":"linux-runner-x"},"encodedJITConfig":"c2VjcmV0LWppdC1jb25maWc="})"));
+  sched.run();
+  EXPECT_EQ(find("POST", "/namespaces/arc/pods"), nullptr) << "no room yet: the pod waits\n" << waiting_text();
+  sched.advance_time(3s);
+  sched.run();
+  EXPECT_EQ(find("POST", "/namespaces/arc/pods"), nullptr);
+  EXPECT_EQ(waiting("POST", "/generatejitconfig"), 0u) << "no second runner for the one job while the first waits";
+  // The pair is placed: the runner is made at once, pinned to it.
+  ASSERT_TRUE(io.stream("watch=true", std::string{R"({"type":"MODIFIED","object":)"} + placeholder("coming11", "workflow", "Running", "node-5") + "}\n"));
+  ASSERT_TRUE(io.stream("watch=true", std::string{R"({"type":"MODIFIED","object":)"} + placeholder("coming11", "runner", "Running", "node-5") + "}\n"));
+  sched.run();
+  sched.advance_time(1s);
+  sched.run();
+  const auto* pod = find("POST", "/namespaces/arc/pods");
+  ASSERT_NE(pod, nullptr) << waiting_text();
+  EXPECT_NE(pod->body.find("node-5"), std::string::npos) << "pinned to the pair placed meanwhile\n" << pod->body;
+}
+
+TEST_F(provisioner_fixture, kubernetes_mode_a_runner_waits_a_minute_at_most_for_a_workflow_room) {
+  mode = actors::runners::runner_spec::container_mode::kubernetes;
+  start(false, "");
+  caf::anon_send(provisioner, msg::set_max_capacity{1});
+  msg::scale_set_update u;
+  u.scale_set_id = 7;
+  u.stats.total_assigned_jobs = 1;
+  caf::anon_send(provisioner, u);
+  sched.run();
+  connect();
+  ASSERT_TRUE(io.answer("POST", "/generatejitconfig", 200,
+                        R"({"runner":{"id":101,"name":"linux-runner-x"},"encodedJITConfig":"c2VjcmV0LWppdC1jb25maWc="})"));
+  sched.run();
+  for (int i = 0; i < 59; ++i) {
+    sched.advance_time(1s);
+    sched.run();
+  }
+  EXPECT_EQ(find("POST", "/namespaces/arc/pods"), nullptr);
+  sched.advance_time(1s);
+  sched.run();
+  sched.advance_time(1s);
+  sched.run();
+  const auto* pod = find("POST", "/namespaces/arc/pods");
+  ASSERT_NE(pod, nullptr) << "after a minute it goes where the scheduler puts it\n" << waiting_text();
+  EXPECT_EQ(pod->body.find("workflow-room"), std::string::npos) << pod->body;
+}
+
 }  // namespace
