@@ -54,6 +54,7 @@
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/connection.hpp"
 #include "adapters/k8s/informer.hpp"
+#include "runtime/rfc3339.hpp"
 #include "e2e/bulk_create.hpp"
 #include "e2e/capacity_world.hpp"
 #include "testenv/child_process.hpp"
@@ -189,12 +190,14 @@ std::string object_spec(int warm, bool long_pending) {
 
 struct edit_result {
   std::vector<double> apply_to_poll_ms;
+  std::vector<double> apply_to_replaced_ms;  // to headroom's "scale set replaced" (its new subtree runs)
   int kept_session = 0, others_session_changed = 0, others_polls_below = 0;
 };
 
 // --objects: `edits` ScaleSets, one every 2 s, get a warm pool of 2 (see the header).
-edit_result edit_objects(env& e, int edits, int sets) {
+edit_result edit_objects(env& e, const agent& headroom, int edits, int sets) {
   edit_result out;
+  std::map<std::string, double> applied_wall;  // scale set → when kubectl apply was started (seconds since the epoch)
   const auto before = look(e, "hr");
   std::map<int64_t, size_t> polls_before;
   for (const auto& [set, list] : before.polls)
@@ -205,6 +208,7 @@ edit_result edit_objects(env& e, int edits, int sets) {
     const int64_t id = before.ids.at(name);
     edited.insert(id);
     const auto applied_at = clock_type::now();
+    applied_wall[name] = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
     auto r = e.c->kubectl({"apply", "-f", "-"}, "apiVersion: headroom.dev/v1alpha1\nkind: ScaleSet\nmetadata: {name: " + name +
                                                    ", namespace: " + std::string{ns} + "}\nspec: " + object_spec(2, false) + "\n");
     if (r.exit_code != 0) {
@@ -227,6 +231,19 @@ edit_result edit_objects(env& e, int edits, int sets) {
     if (seen != clock_type::time_point{})
       out.apply_to_poll_ms.push_back(std::chrono::duration<double, std::milli>(seen - applied_at).count());
     std::this_thread::sleep_for(std::chrono::seconds(2));
+  }
+  // headroom's own record of each replacement: its catalog's log line once the new subtree runs.
+  std::istringstream log{headroom.full_log()};
+  for (std::string line; std::getline(log, line);) {
+    if (line.find("\"scale set replaced") == std::string::npos)
+      continue;
+    const auto field = [&](const std::string& key) {
+      const auto at = line.find("\"" + key + "\":\"");
+      return at == std::string::npos ? std::string{} : line.substr(at + key.size() + 4, line.find('"', at + key.size() + 4) - at - key.size() - 4);
+    };
+    const auto when = runtime::parse_rfc3339(field("ts"));
+    if (auto it = applied_wall.find(field("scale_set")); it != applied_wall.end() && when)
+      out.apply_to_replaced_ms.push_back(1e3 * (*when - it->second));
   }
   const auto after = look(e, "hr");
   for (const auto& [name, id] : after.ids) {
@@ -509,7 +526,7 @@ int main(int argc, char** argv) {
                                 bench::buckets(metrics_before, "headroom_kubernetes_rate_limiter_wait_seconds", label));
   };
   const auto normal_wait = wait("normal"), urgent_wait = wait("urgent"), background_wait = wait("background");
-  const auto edited = objects > 0 ? edit_objects(e, edits, sets) : edit_result{};
+  const auto edited = objects > 0 ? edit_objects(e, *headroom, edits, sets) : edit_result{};
   headroom->stop();
   // --restart 1 (#55): a new process on the warm cluster, as a rollout or an upgrade starts one.
   // SIGTERM kept the placed pairs; how long until every scale set holds its session and
@@ -646,10 +663,13 @@ int main(int argc, char** argv) {
               count(background_wait), 1e3 * bench::bucket_quantile(background_wait, 0.5),
               1e3 * bench::bucket_quantile(background_wait, 0.99), by_verb.c_str());
   if (objects > 0)
-    std::printf("{\"mode\":\"object_edits\",\"scale_sets\":%d,\"edits\":%d,\"applied\":%zu,\"apply_to_poll_p50_ms\":%.0f,"
+    std::printf("{\"mode\":\"object_edits\",\"scale_sets\":%d,\"edits\":%d,\"replaced\":%zu,\"apply_to_replaced_p50_ms\":%.0f,"
+                "\"apply_to_replaced_max_ms\":%.0f,\"advertised\":%zu,\"apply_to_poll_p50_ms\":%.0f,"
                 "\"apply_to_poll_max_ms\":%.0f,\"edited_kept_session\":%d,\"others_session_changed\":%d,"
                 "\"others_polls_below_pair\":%d}\n",
-                sets, edits, edited.apply_to_poll_ms.size(), percentile(edited.apply_to_poll_ms, 0.5),
+                sets, edits, edited.apply_to_replaced_ms.size(), percentile(edited.apply_to_replaced_ms, 0.5),
+                edited.apply_to_replaced_ms.empty() ? 0 : *std::max_element(edited.apply_to_replaced_ms.begin(), edited.apply_to_replaced_ms.end()),
+                edited.apply_to_poll_ms.size(), percentile(edited.apply_to_poll_ms, 0.5),
                 edited.apply_to_poll_ms.empty() ? 0 : *std::max_element(edited.apply_to_poll_ms.begin(), edited.apply_to_poll_ms.end()),
                 edited.kept_session, edited.others_session_changed, edited.others_polls_below);
   if (listeners > 0)
