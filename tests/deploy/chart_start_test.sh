@@ -38,7 +38,7 @@ openssl req -x509 -newkey rsa:2048 -nodes -days 2 -subj "/CN=test-ca" -keyout "$
 openssl req -newkey rsa:2048 -nodes -subj "/CN=headroom" -keyout "$work/tls.key" -out "$work/tls.csr" 2>/dev/null
 openssl x509 -req -in "$work/tls.csr" -CA "$work/ca.crt" -CAkey "$work/ca.key" -CAcreateserial -days 2 -out "$work/tls.crt" 2>/dev/null
 b64ca=$(base64 -w0 "$work/ca.crt")
-for ns in arc-runners arc-gpu serving ci-runners; do k create namespace "$ns" >/dev/null; done
+for ns in arc-runners arc-gpu team-a serving ci-runners; do k create namespace "$ns" >/dev/null; done
 
 # The scheduler's ci values store jobs in PostgreSQL: a real server (Debian's), as a user's would be.
 pgbin=$(ls -d /usr/lib/postgresql/*/bin 2>/dev/null | sort -V | tail -1)
