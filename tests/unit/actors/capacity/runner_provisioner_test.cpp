@@ -72,6 +72,20 @@ struct provisioner_fixture : test_support::actor_fixture {
     sched.run();
   }
 
+  // kubernetes-mode cases: `capacity` advertised, one job assigned, its runner registered (JIT answered).
+  void one_job_one_runner(int64_t capacity) {
+    caf::anon_send(provisioner, msg::set_max_capacity{capacity});
+    msg::scale_set_update u;
+    u.scale_set_id = 7;
+    u.stats.total_assigned_jobs = 1;
+    caf::anon_send(provisioner, u);
+    sched.run();
+    connect();
+    ASSERT_TRUE(io.answer("POST", "/generatejitconfig", 200,
+                          R"({"runner":{"id":101,"name":"linux-runner-x"},"encodedJITConfig":"c2VjcmV0LWppdC1jb25maWc="})"));
+    sched.run();
+  }
+
   std::optional<actors::runners::runner_spec::container_mode> mode;
   std::shared_ptr<k8s::informer<k8s::pod>> pods;
   std::shared_ptr<k8s::label_router<k8s::pod>> router;
@@ -213,16 +227,7 @@ TEST_F(provisioner_fixture, kubernetes_mode_pins_a_runner_only_to_a_pair_whose_r
   start(false, placeholder("pending1", "workflow", "Running", "node-1") + "," + placeholder("pending1", "runner", "Pending", "") +
                    "," + placeholder("placed22", "workflow", "Running", "node-2") + "," +
                    placeholder("placed22", "runner", "Running", "node-2"));
-  caf::anon_send(provisioner, msg::set_max_capacity{2});
-  msg::scale_set_update u;
-  u.scale_set_id = 7;
-  u.stats.total_assigned_jobs = 1;
-  caf::anon_send(provisioner, u);
-  sched.run();
-  connect();
-  ASSERT_TRUE(io.answer("POST", "/generatejitconfig", 200,
-                        R"({"runner":{"id":101,"name":"linux-runner-x"},"encodedJITConfig":"c2VjcmV0LWppdC1jb25maWc="})"));
-  sched.run();
+  ASSERT_NO_FATAL_FAILURE(one_job_one_runner(2));
   const auto* pod = find("POST", "/namespaces/arc/pods");
   ASSERT_NE(pod, nullptr) << waiting_text();
   EXPECT_NE(pod->body.find("placed22"), std::string::npos) << "pinned to the placed pair's room\n" << pod->body;
@@ -237,16 +242,7 @@ TEST_F(provisioner_fixture, kubernetes_mode_pins_a_runner_only_to_a_pair_whose_r
 TEST_F(provisioner_fixture, kubernetes_mode_a_runner_with_no_free_workflow_room_waits_for_one) {
   mode = actors::runners::runner_spec::container_mode::kubernetes;
   start(false, placeholder("coming11", "runner", "Pending", "") + "," + placeholder("coming11", "workflow", "Pending", ""));
-  caf::anon_send(provisioner, msg::set_max_capacity{1});
-  msg::scale_set_update u;
-  u.scale_set_id = 7;
-  u.stats.total_assigned_jobs = 1;
-  caf::anon_send(provisioner, u);
-  sched.run();
-  connect();
-  ASSERT_TRUE(io.answer("POST", "/generatejitconfig", 200,
-                        R"({"runner":{"id":101,"name":"linux-runner-x"},"encodedJITConfig":"c2VjcmV0LWppdC1jb25maWc="})"));
-  sched.run();
+  ASSERT_NO_FATAL_FAILURE(one_job_one_runner(1));
   EXPECT_EQ(find("POST", "/namespaces/arc/pods"), nullptr) << "no room yet: the pod waits\n" << waiting_text();
   sched.advance_time(3s);
   sched.run();
@@ -266,16 +262,7 @@ TEST_F(provisioner_fixture, kubernetes_mode_a_runner_with_no_free_workflow_room_
 TEST_F(provisioner_fixture, kubernetes_mode_a_runner_waits_a_minute_at_most_for_a_workflow_room) {
   mode = actors::runners::runner_spec::container_mode::kubernetes;
   start(false, "");
-  caf::anon_send(provisioner, msg::set_max_capacity{1});
-  msg::scale_set_update u;
-  u.scale_set_id = 7;
-  u.stats.total_assigned_jobs = 1;
-  caf::anon_send(provisioner, u);
-  sched.run();
-  connect();
-  ASSERT_TRUE(io.answer("POST", "/generatejitconfig", 200,
-                        R"({"runner":{"id":101,"name":"linux-runner-x"},"encodedJITConfig":"c2VjcmV0LWppdC1jb25maWc="})"));
-  sched.run();
+  ASSERT_NO_FATAL_FAILURE(one_job_one_runner(1));
   for (int i = 0; i < 59; ++i) {
     sched.advance_time(1s);
     sched.run();
