@@ -242,7 +242,7 @@ edit_result edit_objects(env& e, const agent& headroom, int edits, int sets) {
       return at == std::string::npos ? std::string{} : line.substr(at + key.size() + 4, line.find('"', at + key.size() + 4) - at - key.size() - 4);
     };
     const auto when = runtime::parse_rfc3339(field("ts"));
-    if (auto it = applied_wall.find(field("scale_set")); it != applied_wall.end() && when)
+    if (auto it = applied_wall.find(field("name")); it != applied_wall.end() && when)
       out.apply_to_replaced_ms.push_back(1e3 * (*when - it->second));
   }
   const auto after = look(e, "hr");

@@ -36,7 +36,7 @@ std::string scale_set_object(const std::string& ns, const std::string& name, con
 // observedTime, and the generation run as observedGeneration (of a declared scale set).
 std::string scale_set_status_patch(const scale_set_view& v, const std::string& observed);
 
-// The status of a declared ScaleSet headroom does not run (scale_set_catalog): observedGeneration
+// The status of a declared ScaleSet headroom does not run (the object catalog): observedGeneration
 // and a Ready condition, False, with the reason and the message naming the field or the conflict.
 std::string scale_set_refused_patch(int64_t generation, const std::string& reason, const std::string& message,
                                     const std::string& now);

@@ -1,5 +1,8 @@
 #include "modes/reactive/mode.hpp"
 
+#include "adapters/k8s/informer_set.hpp"
+#include "modes/reactive/declared.hpp"
+
 #include <caf/all.hpp>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -113,6 +116,20 @@ quota_caps to_caps(const std::vector<std::pair<std::string, uint32_t>>& q) {
 
 reactive_services::~reactive_services() = default;
 
+scaler_context_ptr make_context(const reactive_target_section& t, k8s::client& kube, actors::event_sink events, runtime::metrics& m) {
+  auto ctx = std::make_shared<scaler_context>();
+  ctx->spec.target = target_ref{t.api_version, t.kind, t.ns, t.name};
+  ctx->spec.tenant = t.tenant;
+  for (const auto& x : t.metrics)
+    ctx->spec.metrics.push_back({x.query, x.target, x.activation, x.absent_zero});
+  ctx->spec.rules = make_rules(t);
+  ctx->spec.subresource_writes = t.rules.subresource_writes;
+  ctx->kube = &kube;
+  ctx->events = std::move(events);
+  ctx->metrics = make_metrics(m, ctx->spec.target.id(), ctx->spec.rules);
+  return ctx;
+}
+
 rules make_rules(const reactive_target_section& t) {
   rules r;
   r.min_replicas = static_cast<int32_t>(t.min_replicas);
@@ -219,17 +236,11 @@ std::optional<std::string> prepare_reactive(const runtime::config& cfg, const re
   out.reader.prom = out.prom;
   count_prometheus_requests(m, out.reader);
 
+  out.kube = &kube;
+  out.declared.defaults = r.defaults;
+  out.declared.max_replicas = r.objects.max_replicas;
   for (const auto& t : r.targets) {
-    auto ctx = std::make_shared<scaler_context>();
-    ctx->spec.target = target_ref{t.api_version, t.kind, t.ns, t.name};
-    ctx->spec.tenant = t.tenant;
-    for (const auto& x : t.metrics)
-      ctx->spec.metrics.push_back({x.query, x.target, x.activation, x.absent_zero});
-    ctx->spec.rules = make_rules(t);
-    ctx->spec.subresource_writes = t.rules.subresource_writes;
-    ctx->kube = &kube;
-    ctx->events = out.events;
-    ctx->metrics = make_metrics(m, ctx->spec.target.id(), ctx->spec.rules);
+    auto ctx = make_context(t, kube, out.events, m);
     if (!t.tenant.empty())
       out.quota.members[t.tenant].push_back(ctx->spec.target.id());
     out.targets.push_back(std::move(ctx));
@@ -248,6 +259,7 @@ std::optional<std::string> prepare_reactive(const runtime::config& cfg, const re
     caps.Add({{"tenant", tenant}}).Set(cap);
   };
   runtime::log::info("reactive", "reactive scaling", {{"targets", static_cast<int64_t>(out.targets.size())},
+                                                      {"object_namespaces", static_cast<int64_t>(r.objects.namespaces.size())},
                                                       {"prometheus", r.prometheus.url}});
   return std::nullopt;
 }
@@ -257,7 +269,7 @@ runtime::child_spec reactive_subtree(const runtime::config& cfg, std::shared_ptr
   runtime::child_spec out;
   out.name = "reactive";
   // The quota's relay lives as long as this subtree: every scaler reaches every quota incarnation.
-  out.start = [opts = runtime::supervisor_options_from(cfg, "reactive", &m, &ready), svc](caf::actor_system& sys) {
+  out.start = [opts = runtime::supervisor_options_from(cfg, "reactive", &m, &ready), svc, mp = &m](caf::actor_system& sys) {
     auto quota_relay = runtime::spawn_relay(sys, "reactive/quota");
     auto reader_relay = runtime::spawn_relay(sys, "reactive/metric_reader");
     std::vector<runtime::child_spec> children;
@@ -271,19 +283,19 @@ runtime::child_spec reactive_subtree(const runtime::config& cfg, std::shared_ptr
     reader.relay = reader_relay;
     reader.start = [svc](caf::actor_system& s) { return runtime::untyped(spawn_metric_reader(s, svc->reader)); };
     children.push_back(std::move(reader));
-    for (const auto& ctx : svc->targets) {
-      runtime::child_spec scaler;
-      scaler.name = "reactive_scaler/" + ctx->spec.target.id();
-      scaler.start = [ctx, quota_relay, reader_relay](caf::actor_system& s) {
-        return runtime::untyped(spawn_reactive_scaler(
-            s, ctx, runtime::relay_as<actors::reactive::quota_actor>(quota_relay),
-            runtime::relay_as<runtime::watched_relay<actors::reactive::metric_reader_actor>>(reader_relay)));
-      };
-      children.push_back(std::move(scaler));
-    }
+    for (const auto& ctx : svc->targets)
+      children.push_back(scaler_child(ctx, quota_relay, reader_relay));
+    // The supervisor's own address, for the catalog that adds and removes declared targets' scalers.
+    const caf::actor parent = svc->declared.objects.empty() ? caf::actor{} : runtime::spawn_relay(sys, "reactive");
+    if (parent)
+      children.push_back(target_catalog_child(svc, parent, quota_relay, reader_relay, *mp));
     auto sup = runtime::untyped(runtime::spawn_supervisor(sys, opts, std::move(children)));
     runtime::own_relay(quota_relay, sup);
     runtime::own_relay(reader_relay, sup);
+    if (parent) {
+      caf::anon_send(parent, msg::relay_target{sup});
+      runtime::own_relay(parent, sup);
+    }
     return sup;
   };
   return out;
@@ -296,6 +308,11 @@ std::optional<start_problem> reactive_mode::prepare(const services& s) {
   svc_->events = s.events;
   if (auto problem = prepare_reactive(s.cfg, config, s.env, *s.api, s.clock, s.metrics, *svc_))
     return start_problem{*problem};
+  if (!config.objects.namespaces.empty()) {
+    if (s.informers == nullptr)
+      return start_problem{"reactive.objects.namespaces: ReactiveTarget objects need a cluster"};
+    watch_targets(*s.informers, config.objects.namespaces, *svc_);
+  }
   return std::nullopt;
 }
 
@@ -305,7 +322,11 @@ std::optional<runtime::child_spec> reactive_mode::leader_only(const runtime::con
 }
 
 std::vector<tree_line> reactive_mode::leader_only_tree() const {
-  return {{0, "reactive (supervisor)"}, {1, "reactive_quota"}, {1, "metric_reader"}, {1, "reactive_scaler/<namespace>/<kind>/<name> × one per target"}};
+  return {{0, "reactive (supervisor)"},
+          {1, "reactive_quota"},
+          {1, "metric_reader"},
+          {1, "reactive_scaler/<namespace>/<kind>/<name> × one per target"},
+          {1, "reactive_target_catalog (when reactive.objects.namespaces are set: adds, replaces and stops declared targets' scalers)"}};
 }
 
 std::unique_ptr<mode> make() { return std::make_unique<reactive_mode>(); }

@@ -18,6 +18,7 @@
 
 #include "actors/k8s/event_recorder.hpp"
 #include "actors/reactive/reactive.hpp"
+#include "adapters/k8s/informer.hpp"
 #include "modes/mode.hpp"
 #include "modes/reactive/settings.hpp"
 #include "runtime/config.hpp"
@@ -40,6 +41,13 @@ struct reactive_services {
   actors::reactive::quota_options quota;
   actors::reactive::reader_options reader;
   actors::event_sink events;  // set before prepare_reactive: the event_recorder's relay
+  k8s::client* kube = nullptr;
+  // ReactiveTarget objects (reactive.objects): their informers, and what their specs are read with.
+  struct declared_section {
+    std::vector<std::shared_ptr<k8s::informer<k8s::unstructured>>> objects;
+    reactive_rules_section defaults;  // the file's reactive.defaults
+    uint32_t max_replicas = 0;        // reactive.objects.limits.maxReplicas
+  } declared;
   ~reactive_services();
 };
 
@@ -53,6 +61,10 @@ runtime::child_spec reactive_subtree(const runtime::config& cfg, std::shared_ptr
 // A target's rules from its section (the defaults already merged in by the parser).
 actors::reactive::rules make_rules(const reactive_target_section& t);
 
+// A target's scaler context, with its metrics' series.
+actors::reactive::scaler_context_ptr make_context(const reactive_target_section& t, k8s::client& kube, actors::event_sink events,
+                                                  runtime::metrics& m);
+
 class reactive_mode final : public mode {
  public:
   reactive_section config;
@@ -61,7 +73,7 @@ class reactive_mode final : public mode {
   std::string_view summary() const override { return "reactive scaling"; }
   std::vector<std::string> keys() const override { return {"reactive"}; }
   void read(const std::string& key, const YAML::Node& node) override;
-  bool enabled() const override { return !config.targets.empty(); }
+  bool enabled() const override { return !config.targets.empty() || !config.objects.namespaces.empty(); }
   std::string_view switch_key() const override { return "reactive.targets"; }
   std::optional<start_problem> prepare(const services& s) override;
   std::optional<runtime::child_spec> leader_only(const runtime::config& cfg, runtime::metrics& m, runtime::readiness& ready) override;

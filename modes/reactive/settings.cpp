@@ -4,6 +4,8 @@
 #include <cctype>
 #include <set>
 
+#include "adapters/k8s/fields.hpp"
+
 namespace headroom::modes::reactive {
 
 using runtime::check_listen_address;
@@ -124,10 +126,26 @@ reactive_target_section parse_reactive_target(const YAML::Node& node, const std:
   return t;
 }
 
+void read_objects(const config_section& s, reactive_objects_section& out) {
+  out.namespaces = s.read_strings("namespaces");
+  std::set<std::string> seen;
+  for (size_t i = 0; i < out.namespaces.size(); ++i) {
+    const auto at = s.path("namespaces") + "[" + std::to_string(i) + "]";
+    if (!valid_object_name(out.namespaces[i], false))
+      config_fail(at, "not a namespace name: '" + out.namespaces[i] + "'");
+    if (!seen.insert(out.namespaces[i]).second)
+      config_fail(at, "'" + out.namespaces[i] + "' appears twice");
+  }
+  if (auto l = s.get("limits")) {
+    config_section ls{*l, s.path("limits"), {"maxReplicas"}};
+    ls.read_uint("maxReplicas", out.max_replicas, 0, 10'000'000);
+  }
+}
+
 }  // namespace
 
 void read_section(const YAML::Node& node, reactive_section& out) {
-  config_section s{node, "reactive", {"prometheus", "defaults", "quotas", "quotaReloadInterval", "targets"}};
+  config_section s{node, "reactive", {"prometheus", "defaults", "quotas", "quotaReloadInterval", "targets", "objects"}};
   auto& r = out;
   if (auto p = s.get("prometheus")) {
     config_section ps{*p, "reactive.prometheus", {"url", "username", "caFile", "timeout"}};
@@ -162,6 +180,37 @@ void read_section(const YAML::Node& node, reactive_section& out) {
       r.targets.push_back(std::move(target));
     }
   }
+  if (auto o = s.get("objects"))
+    read_objects(config_section{*o, "reactive.objects", {"namespaces", "limits"}}, r.objects);
+}
+
+std::variant<declared_target, std::string> read_reactive_target_object(std::string_view object_json, const reactive_rules_section& defaults) {
+  declared_target out;
+  const auto name = headroom::k8s::string_at(object_json, {"metadata", "name"});
+  const auto ns = headroom::k8s::string_at(object_json, {"metadata", "namespace"});
+  if (name.empty() || ns.empty())
+    return std::string{"metadata: a ReactiveTarget needs a name and a namespace"};
+  out.uid = headroom::k8s::uid_of(object_json);
+  out.generation = headroom::k8s::int_at(object_json, {"metadata", "generation"}).value_or(0);
+  const auto spec = headroom::k8s::json_at(object_json, {"spec"});
+  try {
+    YAML::Node node = spec ? YAML::Load(*spec) : YAML::Node{YAML::NodeType::Map};
+    if (!node.IsMap())
+      return "spec: expected a mapping, found " + yaml_kind(node);
+    if (node["tenant"])
+      return std::string{"spec.tenant: a ReactiveTarget is bounded by its namespace (reactive.objects.limits), not by a tenant's quota"};
+    if (auto ref = node["scaleTargetRef"]; ref && ref.IsMap()) {
+      if (ref["namespace"])
+        return std::string{"spec.scaleTargetRef.namespace: the object's own (metadata.namespace), not in its spec"};
+      ref["namespace"] = ns;
+    }
+    out.section = parse_reactive_target(node, "spec", defaults);
+  } catch (const runtime::config_failure& f) {
+    return f.error.message();
+  } catch (const YAML::Exception& e) {
+    return std::string{"spec: not readable: "} + e.what();
+  }
+  return out;
 }
 
 std::vector<std::pair<std::string, uint32_t>> read_quotas(const YAML::Node& reactive) {

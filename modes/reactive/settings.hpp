@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "modes/shared/sections.hpp"
@@ -43,6 +45,21 @@ struct reactive_target_section {
   reactive_rules_section rules;  // the defaults, overridden per target
 };
 
+// ReactiveTarget objects (headroom.dev/v1alpha1): a target declared in its own namespace, started,
+// changed and stopped live. Off while `namespaces` is empty.
+struct reactive_objects_section {
+  std::vector<std::string> namespaces;  // whose ReactiveTarget objects headroom serves
+  uint32_t max_replicas = 0;            // limits.maxReplicas: a namespace's targets' maxReplicas summed (0: no bound)
+};
+
+// A reactive.targets[] entry declared by a ReactiveTarget object: its spec read as the entry
+// (scaleTargetRef's namespace is the object's), with the object's identity.
+struct declared_target {
+  reactive_target_section section;
+  std::string uid;
+  int64_t generation = 0;
+};
+
 struct reactive_section {
   struct prometheus_section {
     std::string url = "http://127.0.0.1:9090";
@@ -54,6 +71,7 @@ struct reactive_section {
   std::vector<std::pair<std::string, uint32_t>> quotas;  // tenant → max replicas over its targets
   millis quota_reload_interval{10'000};                   // re-read of `quotas` from the file
   std::vector<reactive_target_section> targets;
+  reactive_objects_section objects;
 };
 
 
@@ -61,6 +79,10 @@ void read_section(const YAML::Node& node, reactive_section& out);
 
 // The `quotas` of a `reactive` section (also re-read on its own while running); config_fail on a problem.
 std::vector<std::pair<std::string, uint32_t>> read_quotas(const YAML::Node& reactive);
+
+// A ReactiveTarget object's spec, read by the reader of reactive.targets[] with `defaults` (the
+// file's reactive.defaults) under it; the error names the field ("spec.maxReplicas: …").
+std::variant<declared_target, std::string> read_reactive_target_object(std::string_view object_json, const reactive_rules_section& defaults);
 
 
 }  // namespace headroom::modes::reactive

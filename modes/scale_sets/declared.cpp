@@ -5,7 +5,8 @@
 #include <caf/all.hpp>
 #include <prometheus/counter.h>
 
-#include "actors/capacity/scale_set_catalog.hpp"
+#include "actors/capacity/scale_set_status.hpp"
+#include "actors/k8s/object_catalog.hpp"
 #include "actors/listener/listener_session.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/metrics.hpp"
@@ -14,6 +15,7 @@
 namespace headroom::modes::scale_sets {
 
 using namespace actors::capacity;
+using actors::catalog_build;
 using actors::listener_actor;
 
 // The ScaleSet objects of each namespace served, and the pods of the scale sets they declare (by
@@ -115,11 +117,9 @@ std::variant<catalog_build, std::string> build_declared(const declared_wiring& w
     return *e;
   const auto ctx = std::get<context_ptr>(std::move(made));
   catalog_build out;
-  out.name = ctx->spec.name;
   out.generation = d.generation;
-  out.owner_configmap = ctx->owner_configmap;
-  out.max_runners = ctx->spec.max_runners;
-  out.proactive_capacity = ctx->spec.proactive_capacity;
+  out.leftover = actors::catalog_leftover{k8s::resource_kind{"", "v1", "configmaps", true}, ctx->owner_configmap};
+  out.asks = {{"spec.maxRunners", ctx->spec.max_runners}, {"spec.capacityAware.proactiveCapacity", ctx->spec.proactive_capacity}};
   using runtime::relay_as;
   const std::string at = ctx->spec.name + "/";
   for (const char* child : {"capacity_monitor", "listener_session", "runner_provisioner", "scale_set_status"}) {
@@ -131,7 +131,7 @@ std::variant<catalog_build, std::string> build_declared(const declared_wiring& w
   if (w.hud_targets) {  // the HUD's demand for its labels, while it runs
     auto labels = d.section.labels;
     labels.push_back(d.section.name);
-    out.running = [registry = w.hud_targets, name = out.name, target = hud_target{labels, peers.monitor, ctx->spec.queue_share}](bool on) {
+    out.running = [registry = w.hud_targets, name = ctx->spec.name, target = hud_target{labels, peers.monitor, ctx->spec.queue_share}](bool on) {
       auto all = registry->get();
       if (on)
         all[name] = target;
@@ -157,16 +157,29 @@ std::variant<catalog_build, std::string> build_declared(const declared_wiring& w
 runtime::child_spec catalog_child(const runtime::config& cfg, const scale_sets_config& modes, std::shared_ptr<scale_set_services> svc,
                                   burst_budget_actor budget, runtime::supervisor_actor parent,
                                   std::shared_ptr<hud_target_registry> hud_targets, runtime::metrics& m, runtime::readiness& ready) {
-  auto opts = std::make_shared<catalog_options>();
+  auto opts = std::make_shared<actors::catalog_options>();
+  opts->kind = actors::catalog_kind{k8s::resource_kind{"headroom.dev", "v1alpha1", "scalesets", true},
+                                    "headroom.dev/v1alpha1",
+                                    "ScaleSet",
+                                    "scale_set_catalog",
+                                    "scale set",
+                                    "scale_set_objects",
+                                    scale_set_refused_patch,
+                                    nullptr};  // Ready is the status actor's
   opts->objects = svc->objects;
+  // A scale set's name is one per headroom (its owner, its runners' labels, its session's name).
+  opts->claim_of = [](const k8s::unstructured& o) {
+    return actors::catalog_claim{o.meta.name, "metadata.name", "the scale set '" + o.meta.name + "'"};
+  };
   for (const auto& set : modes.sets)
-    opts->file_names.insert(set.name);
+    opts->file_claims.insert(set.name);
   opts->parent = parent;
   opts->kube = svc->kube;
   opts->events = svc->events;
-  opts->memo = std::make_shared<catalog_memo>();
-  opts->limits.max_runners = modes.objects.max_runners;
-  opts->limits.proactive_capacity = modes.objects.proactive_capacity;
+  opts->memo = std::make_shared<actors::catalog_memo>();
+  opts->limits = {{"spec.maxRunners", "scaleSetObjects.limits.maxRunners", static_cast<int64_t>(modes.objects.max_runners)},
+                  {"spec.capacityAware.proactiveCapacity", "scaleSetObjects.limits.proactiveCapacity",
+                   static_cast<int64_t>(modes.objects.proactive_capacity)}};
   auto& family = prometheus::BuildCounter()
                      .Name("headroom_scale_set_objects_total")
                      .Help("ScaleSet objects acted on, by outcome: started, replaced (a new spec), stopped (deleted), refused")
@@ -177,7 +190,7 @@ runtime::child_spec catalog_child(const runtime::config& cfg, const scale_sets_c
   runtime::child_spec out;
   out.name = "scale_set_catalog";
   out.restart = runtime::restart_mode::permanent;
-  out.start = [opts](caf::actor_system& s) { return runtime::untyped(spawn_scale_set_catalog(s, opts)); };
+  out.start = [opts](caf::actor_system& s) { return runtime::untyped(actors::spawn_object_catalog(s, opts)); };
   return out;
 }
 

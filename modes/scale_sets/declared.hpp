@@ -2,7 +2,7 @@
 
 // The scale sets declared by ScaleSet objects (scaleSetObjects.namespaces): their informers, and
 // the catalog that adds, replaces and stops each one's subtree while the scale sets' supervisor
-// runs (actors/capacity/scale_set_catalog.hpp). Wiring shared with mode.cpp.
+// runs (actors/k8s/object_catalog.hpp). Wiring shared with mode.cpp.
 
 #include <string>
 #include <vector>

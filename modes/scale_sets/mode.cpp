@@ -10,7 +10,7 @@
 #include <random>
 
 #include "actors/capacity/burst_budget.hpp"
-#include "actors/capacity/scale_set_catalog.hpp"
+#include "actors/k8s/object_catalog.hpp"
 #include "actors/listener/listener_session.hpp"
 #include "modes/shared/series_table.hpp"
 #include "modes/shared/start.hpp"

@@ -129,6 +129,22 @@ if mode == "scale-sets":
     editor = next(r for r in kinds["ClusterRole"] if r["metadata"]["name"] == "hr-headroom-scaleset-editor")
     assert editor["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
     assert editor["rules"][0]["resources"] == ["scalesets"] and "create" in editor["rules"][0]["verbs"]
+if mode == "reactive":
+    # ReactiveTarget objects in `serving`: watched, their status written, and the workloads of
+    # reactive.objectResources there scaled (a custom one's CRD read); teams' editors may write them.
+    assert [d["metadata"]["name"] for d in kinds["CustomResourceDefinition"]] == ["reactivetargets.headroom.dev"]
+    role = next(r for r in kinds["Role"] if r["metadata"]["name"] == "hr-headroom-reactive-targets")
+    assert role["metadata"]["namespace"] == "serving", role["metadata"]
+    rules = {(r["apiGroups"][0], r["resources"][0]): r["verbs"] for r in role["rules"]}
+    assert rules[("headroom.dev", "reactivetargets")] == ["list", "watch"], rules
+    assert rules[("headroom.dev", "reactivetargets/status")] == ["patch"], rules
+    assert rules[("apps", "deployments/scale")] == ["get", "update", "patch"], rules
+    assert rules[("argoproj.io", "rollouts/scale")] == ["get", "update", "patch"], rules
+    main = next(r for r in kinds["ClusterRole"] if r["metadata"]["name"] == "hr-headroom")
+    crd_reads = [r for r in main["rules"] if r.get("resources") == ["customresourcedefinitions"]]
+    assert crd_reads and crd_reads[0]["resourceNames"] == ["rollouts.argoproj.io"], crd_reads
+    editor = next(r for r in kinds["ClusterRole"] if r["metadata"]["name"] == "hr-headroom-reactivetarget-editor")
+    assert editor["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
 if mode == "default":
     assert "CustomResourceDefinition" not in kinds and "MutatingWebhookConfiguration" not in kinds
 print(f"chart {mode}: {len(docs)} objects")

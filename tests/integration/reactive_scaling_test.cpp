@@ -46,6 +46,7 @@ namespace {
 using headroom::testenv::cpu_seconds;
 
 const std::string ns = "reactive";
+const std::string team_ns = "reactive-team";  // where ReactiveTarget objects are served
 const headroom::k8s::resource_kind deployments{"apps", "v1", "deployments", true};
 
 // What the watch saw of one Deployment: each spec.replicas value with its generation and time.
@@ -129,7 +130,8 @@ std::string config_yaml(env& e, int quota) {
   std::string y = "kubernetes:\n  kubeconfig: " + (e.agent_kubeconfig.empty() ? e.c->kubeconfig() : e.agent_kubeconfig) + "\n" +
                   e.agent_kube_extra + "leaderElection:\n  enabled: false\nreactive:\n  prometheus: {url: \"" + e.prom->url() +
                   "\"}\n  defaults: {evaluationInterval: 1s, resolution: 1s, cooldown: 2s}\n  quotaReloadInterval: 1s\n"
-                  "  quotas: {team: " + std::to_string(quota) + "}\n  targets:\n";
+                  "  quotas: {team: " + std::to_string(quota) + "}\n"
+                  "  objects: {namespaces: [" + team_ns + "], limits: {maxReplicas: 8}}\n  targets:\n";
   for (const auto& t : targets) {
     y += "    - scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, namespace: " + ns + ", name: " + t.name + "}\n";
     y += "      minReplicas: " + std::to_string(t.min) + "\n      maxReplicas: " + std::to_string(t.max) + "\n";
@@ -158,8 +160,8 @@ void start_agent(env& e) {
 
 void set_load(env& e, const std::string& target, double v) { e.load->Add({{"target", target}}).Set(v); }
 
-std::string deployment_yaml(const target& t) {
-  return "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: " + t.name + ", namespace: " + ns +
+std::string deployment_yaml(const target& t, const std::string& in = ns) {
+  return "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: " + t.name + ", namespace: " + in +
          "}\nspec:\n  replicas: " + std::to_string(t.initial) + "\n  selector: {matchLabels: {app: " + t.name +
          "}}\n  template:\n    metadata: {labels: {app: " + t.name +
          "}}\n    spec:\n      nodeSelector: {type: kwok}\n      tolerations: [{operator: Exists}]\n"
@@ -246,6 +248,20 @@ env make_env() {
       return e;
     }
   }
+  // ReactiveTarget objects: the CRD, and the namespace whose objects headroom serves, with two
+  // workloads for them to scale.
+  auto crd = e.c->kubectl({"apply", "-f", std::string{HEADROOM_SOURCE_DIR} + "/deploy/crds/reactivetargets.yaml"});
+  if (crd.exit_code != 0 ||
+      e.c->kubectl({"wait", "--for", "condition=Established", "--timeout", "60s", "crd/reactivetargets.headroom.dev"}).exit_code != 0) {
+    e.why = "cannot create the ReactiveTarget CRD: " + crd.err;
+    return e;
+  }
+  e.c->kubectl({"create", "namespace", team_ns});
+  for (const auto& name : {"declared", "other"})
+    if (auto r = e.c->kubectl({"apply", "-f", "-"}, deployment_yaml(target{name, 1, 3, 1, "", "", ""}, team_ns)); r.exit_code != 0) {
+      e.why = std::string{"cannot create deployment "} + name + ": " + r.err;
+      return e;
+    }
   // An admission policy that refuses any write of `refused` above 2 replicas, through /scale or on
   // the object (a step is one patch on the object where the replicas path is known).
   auto vap = e.c->kubectl({"apply", "-f", "-"}, R"(apiVersion: admissionregistration.k8s.io/v1
@@ -785,6 +801,87 @@ TEST(reactive, selector_metrics_are_read_in_batches_through_remote_read) {
   EXPECT_GT(std::stod(reads), 0);
   EXPECT_GE(std::stod(queries), std::stod(reads));
   EXPECT_EQ(agent_metric(e, "headroom_reactive_prometheus_requests_total{kind=\"query\"}"), "0");
+}
+
+// A ReactiveTarget object in a served namespace (reactive.objects) on the running headroom: its
+// scaler starts (Ready, observedGeneration), a new generation applies (a higher maxReplicas is
+// stepped to), a second object for the same workload and one over the namespace's bound are refused
+// in their status, an invalid one is refused by the API server naming the field; deleting the first
+// hands its workload to the object refused for it, and the other refused one fits once the first's
+// replicas are no longer asked for. The file's targets keep running throughout (one headroom, no
+// restart).
+std::string reactive_target_yaml(const std::string& name, const std::string& workload, int max, const std::string& extra = "",
+                                 int min = 1) {
+  return "apiVersion: headroom.dev/v1alpha1\nkind: ReactiveTarget\nmetadata: {name: " + name + ", namespace: " + team_ns +
+         "}\nspec:\n  scaleTargetRef: {name: " + workload + "}\n  minReplicas: " + std::to_string(min) +
+         "\n  maxReplicas: " + std::to_string(max) +
+         "\n  metric: 'reactive_test_load{target=\"" + workload + "\"}'\n  target: 100\n"
+         "  scaleUpWindow: 2s\n  scaleDownWindow: 2s\n  cooldown: 1s\n" + extra;
+}
+
+std::string ready_of(env& e, const std::string& name) {
+  return e.c->kubectl({"get", "reactivetarget", "-n", team_ns, name, "-o",
+                       "jsonpath={.status.observedGeneration} {.status.conditions[?(@.type==\"Ready\")].status} "
+                       "{.status.conditions[?(@.type==\"Ready\")].reason}"})
+      .out;
+}
+
+int64_t team_replicas(env& e, const std::string& name) {
+  auto r = e.c->kubectl({"get", "deployment", "-n", team_ns, name, "-o", "jsonpath={.spec.replicas}"});
+  return r.exit_code == 0 && !r.out.empty() ? std::stoll(r.out) : -1;
+}
+
+TEST(reactive, reactive_target_objects_are_started_changed_refused_and_stopped_live) {
+  REQUIRE_ENV(e);
+  const auto pid = e.agent->pid();
+  set_load(e, "declared", 75);
+  set_load(e, "other", 75);
+  auto apply = [&](const std::string& yaml) { return e.c->kubectl({"apply", "-f", "-"}, yaml); };
+  ASSERT_EQ(apply(reactive_target_yaml("declared", "declared", 3)).exit_code, 0);
+  EXPECT_TRUE(eventually([&] { return ready_of(e, "declared") == "1 True Scaling"; }, 30s)) << ready_of(e, "declared");
+  set_load(e, "declared", 500);
+  EXPECT_TRUE(eventually([&] { return team_replicas(e, "declared") == 3; }, 30s)) << team_replicas(e, "declared");
+  // A new generation: a higher maxReplicas, stepped to while the metric stays high.
+  ASSERT_EQ(apply(reactive_target_yaml("declared", "declared", 4)).exit_code, 0);
+  EXPECT_TRUE(eventually([&] { return ready_of(e, "declared") == "2 True Scaling"; }, 30s)) << ready_of(e, "declared");
+  EXPECT_TRUE(eventually([&] { return team_replicas(e, "declared") == 4; }, 30s)) << team_replicas(e, "declared");
+  // Refused by headroom, in the status: a second scaler of the same workload; more than the
+  // namespace's bound (4 + 5 > 8).
+  ASSERT_EQ(apply(reactive_target_yaml("dup", "declared", 3)).exit_code, 0);
+  ASSERT_EQ(apply(reactive_target_yaml("big", "other", 5)).exit_code, 0);
+  EXPECT_TRUE(eventually([&] { return ready_of(e, "dup") == "1 False NameTaken"; }, 30s)) << ready_of(e, "dup");
+  EXPECT_TRUE(eventually([&] { return ready_of(e, "big") == "1 False NamespaceLimit"; }, 30s)) << ready_of(e, "big");
+  EXPECT_NE(e.c->kubectl({"get", "reactivetarget", "-n", team_ns, "big", "-o", "jsonpath={.status.conditions[0].message}"})
+                .out.find("spec.maxReplicas: the ReactiveTarget objects of namespace reactive-team would ask for 9 together"),
+            std::string::npos);
+  // Refused by the API server, naming the field (OpenAPI and CEL generated from headroom's reader).
+  const std::pair<std::string, std::string> invalid[] = {
+      {reactive_target_yaml("bad", "x", 0), "spec.maxReplicas"},
+      {reactive_target_yaml("bad", "x", 2, "", 3), "spec.maxReplicas"},
+      {reactive_target_yaml("bad", "x", 2, "  scaleWrite: sometimes\n"), "spec.scaleWrite"},
+      {reactive_target_yaml("bad", "x", 2, "  metrics: [{query: q, target: 1}]\n"), "spec.metrics"},
+  };
+  for (const auto& [yaml, field] : invalid) {
+    auto r = apply(yaml);
+    EXPECT_NE(r.exit_code, 0) << yaml;
+    EXPECT_NE(r.err.find(field), std::string::npos) << field << " not named: " << r.err;
+  }
+  // Deleted: its workload goes to the object refused for it, and `big` fits now (5 + 3 ≤ 8).
+  ASSERT_EQ(e.c->kubectl({"delete", "reactivetarget", "-n", team_ns, "declared"}).exit_code, 0);
+  EXPECT_TRUE(eventually([&] { return ready_of(e, "dup") == "1 True Scaling"; }, 30s)) << ready_of(e, "dup");
+  EXPECT_TRUE(eventually([&] { return ready_of(e, "big") == "1 True Scaling"; }, 30s)) << ready_of(e, "big");
+  // dup's maxReplicas is 3: its scaler steps the workload down to it.
+  EXPECT_TRUE(eventually([&] { return team_replicas(e, "declared") == 3; }, 30s)) << team_replicas(e, "declared");
+  // Deleted too: nothing scales the workload any more (its metric now low for 3 windows).
+  ASSERT_EQ(e.c->kubectl({"delete", "reactivetarget", "-n", team_ns, "dup", "big"}).exit_code, 0);
+  EXPECT_TRUE(eventually([&] { return agent_metric(e, "headroom_reactive_target_objects_total{outcome=\"stopped\"}") == "3"; }, 30s))
+      << agent_metric(e, "headroom_reactive_target_objects_total{outcome=\"stopped\"}");
+  set_load(e, "declared", 10);
+  std::this_thread::sleep_for(8s);
+  EXPECT_EQ(team_replicas(e, "declared"), 3) << "stepped down with no ReactiveTarget left";
+  EXPECT_EQ(agent_metric(e, "headroom_reactive_target_objects_total{outcome=\"replaced\"}"), "1");
+  EXPECT_EQ(e.agent->pid(), pid) << "one headroom throughout";
+  ASSERT_TRUE(e.agent->alive()) << e.agent->log();
 }
 
 // The Grafana dashboard's reactive panels query only what this run exported (after the scenarios

@@ -423,6 +423,10 @@ TEST(reactive_config, errors_name_the_key) {
        "reactive.targets[0].metrics[0].ifAbsent"},
       {"reactive: {targets: [{scaleTargetRef: {name: a}, metric: x, target: 1, activationThreshold: 3}]}",
        "reactive.targets[0].activationThreshold"},
+      {"reactive: {objects: {namespaces: [Team_A]}}", "reactive.objects.namespaces[0]"},
+      {"reactive: {objects: {namespaces: [a, a]}}", "reactive.objects.namespaces[1]"},
+      {"reactive: {objects: {limits: {maxReplicas: -1}}}", "reactive.objects.limits.maxReplicas"},
+      {"reactive: {objects: {namespace: [a]}}", "reactive.objects.namespace"},
   };
   for (const auto& [yaml, key] : cases) {
     auto r = parse_config_yaml(yaml);
@@ -658,6 +662,42 @@ TEST(scale_set_objects, what_the_reader_refuses_is_named_by_its_field_in_the_obj
   EXPECT_EQ(error(R"({"metadata":{"name":"Not_A_Name","namespace":"team-a"}})").rfind("metadata.name:", 0), 0u);
   EXPECT_EQ(error(R"({"metadata":{"name":"x"}})").rfind("metadata:", 0), 0u);
   EXPECT_EQ(error("not json").rfind("metadata:", 0), 0u);
+}
+
+// A ReactiveTarget object is read by the reader of reactive.targets[]: the file's defaults under
+// it, its namespace the object's, errors naming the field in the object.
+TEST(reactive_target_objects, an_objects_spec_reads_as_a_target_entry_in_its_own_namespace) {
+  modes::reactive::reactive_rules_section defaults;
+  defaults.cooldown = millis{2'000};
+  auto read = modes::reactive::read_reactive_target_object(
+      R"({"apiVersion":"headroom.dev/v1alpha1","kind":"ReactiveTarget","metadata":{"name":"web","namespace":"team-a","uid":"u-2","generation":4},)"
+      R"("spec":{"scaleTargetRef":{"name":"web"},"maxReplicas":5,"metric":"q","target":10,"scaleUpWindow":"30s"}})",
+      defaults);
+  ASSERT_TRUE(std::holds_alternative<modes::reactive::declared_target>(read)) << std::get<std::string>(read);
+  const auto& d = std::get<modes::reactive::declared_target>(read);
+  EXPECT_EQ(d.section.ns, "team-a");
+  EXPECT_EQ(d.section.kind, "Deployment");
+  EXPECT_EQ(d.section.name, "web");
+  EXPECT_EQ(d.section.max_replicas, 5u);
+  EXPECT_EQ(d.section.rules.scale_up_window, millis{30'000});
+  EXPECT_EQ(d.section.rules.cooldown, millis{2'000}) << "the file's reactive.defaults";
+  EXPECT_EQ(d.uid, "u-2");
+  EXPECT_EQ(d.generation, 4);
+}
+
+TEST(reactive_target_objects, what_the_reader_refuses_is_named_by_its_field_in_the_object) {
+  auto error = [](const std::string& spec) {
+    auto r = modes::reactive::read_reactive_target_object(R"({"metadata":{"name":"t","namespace":"team-a"},"spec":)" + spec + "}", {});
+    return std::holds_alternative<std::string>(r) ? std::get<std::string>(r) : std::string{"accepted"};
+  };
+  EXPECT_EQ(error(R"({"scaleTargetRef":{"name":"w"},"metric":"q","target":1})"), "accepted");
+  EXPECT_EQ(error(R"({"scaleTargetRef":{"name":"w","namespace":"other"},"metric":"q","target":1})").rfind("spec.scaleTargetRef.namespace:", 0), 0u);
+  EXPECT_EQ(error(R"({"scaleTargetRef":{"name":"w"},"metric":"q","target":1,"tenant":"ml"})").rfind("spec.tenant:", 0), 0u);
+  EXPECT_EQ(error(R"({"scaleTargetRef":{"name":"w"},"metric":"q","target":1,"minReplicas":4,"maxReplicas":2})").rfind("spec.maxReplicas:", 0), 0u);
+  EXPECT_EQ(error(R"({"metric":"q","target":1})").rfind("spec.scaleTargetRef:", 0), 0u);
+  EXPECT_EQ(error(R"({"scaleTargetRef":{"name":"w"},"metric":"q"})").rfind("spec.target:", 0), 0u);
+  EXPECT_EQ(error("[1]").rfind("spec:", 0), 0u);
+  EXPECT_EQ(modes::reactive::read_reactive_target_object(R"({"metadata":{"name":"t"}})", {}).index(), 1u) << "no namespace";
 }
 
 }  // namespace

@@ -1,9 +1,10 @@
-// scale_set_catalog (actors/capacity/scale_set_catalog.cpp) under CAF's deterministic
-// test_coordinator: a real informer of ScaleSet objects over the scripted API server, and a
-// supervisor played by hand (it records what it is asked). Each object's subtree is added once,
-// replaced only for a new generation (handed over), stopped when the object goes (its owner
-// ConfigMap deleted); what cannot run is refused in the status; a restarted catalog neither starts
-// again what runs nor keeps what was deleted meanwhile.
+// object_catalog (actors/k8s/object_catalog.cpp) under CAF's deterministic test_coordinator: a
+// real informer of ScaleSet objects over the scripted API server, and a supervisor played by hand
+// (it records what it is asked). Each object's subtree is added once, replaced only for a new
+// generation (handed over), stopped when the object goes (its leftover deleted); what cannot run
+// is refused in the status; a restarted catalog neither starts again what runs nor keeps what was
+// deleted meanwhile. The last test serves a kind whose status the catalog writes (Ready once it
+// runs) and whose claim is not its name (a ReactiveTarget's workload).
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
 #include <gtest/gtest.h>
@@ -14,7 +15,7 @@
 #include <string>
 #include <vector>
 
-#include "actors/capacity/scale_set_catalog.hpp"
+#include "actors/k8s/object_catalog.hpp"
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/fields.hpp"
 #include "messages/type_ids.hpp"
@@ -22,7 +23,7 @@
 
 using namespace headroom;
 using namespace std::chrono_literals;
-namespace cap = actors::capacity;
+namespace cap = actors;
 
 namespace {
 
@@ -63,7 +64,7 @@ struct catalog_fixture : test_support::actor_fixture {
   }
 
   // The informer of namespace team-a, listed with `items`; then the catalog.
-  void start(const std::string& items, std::set<std::string> file_names = {}, cap::namespace_limits limits = {}) {
+  void start(const std::string& items, std::set<std::string> file_names = {}, std::vector<cap::catalog_limit> limits = {}) {
     k8s::informer<k8s::unstructured>::options o;
     o.kind = k8s::resource_kind{"headroom.dev", "v1alpha1", "scalesets", true};
     o.ns = "team-a";
@@ -73,9 +74,12 @@ struct catalog_fixture : test_support::actor_fixture {
                           R"({"kind":"ScaleSetList","metadata":{"resourceVersion":"50"},"items":[)" + items + "]}"));
     io.fire_timers();
     supervisor = sys.spawn(fake_supervisor, asked);
-    auto opts = std::make_shared<cap::catalog_options>();
+    auto opts = std::make_shared<cap::catalog_options>(options());
+    if (ready)
+      opts->kind.ready_patch = [](int64_t g, const std::string& now) { return cap::ready_condition_patch(g, true, "Running", "runs", now); };
     opts->objects = {objects};
-    opts->file_names = std::move(file_names);
+    opts->claim_of = claim_of;
+    opts->file_claims = std::move(file_names);
     opts->parent = supervisor;
     opts->kube = &kube;
     opts->memo = memo;
@@ -86,13 +90,13 @@ struct catalog_fixture : test_support::actor_fixture {
       if (json.find("bad") != std::string::npos)
         return std::string{"spec.maxRunners: bad"};
       cap::catalog_build b;
-      b.name = k8s::string_at(json, {"metadata", "name"});
+      const auto name = k8s::string_at(json, {"metadata", "name"});
       b.generation = k8s::int_at(json, {"metadata", "generation"}).value_or(0);
-      b.owner_configmap = "owner-" + b.name;
-      b.max_runners = k8s::int_at(json, {"spec", "maxRunners"}).value_or(10);
-      b.hand_over = [this, name = b.name](bool v) { handed->push_back(name + (v ? " kept" : " deleted")); };
-      b.running = [this, name = b.name](bool on) { runs->push_back(name + (on ? " on" : " off")); };
-      b.subtree.name = "scale_set/" + b.name;
+      b.leftover = cap::catalog_leftover{k8s::resource_kind{"", "v1", "configmaps", true}, "owner-" + name};
+      b.asks["spec.maxRunners"] = k8s::int_at(json, {"spec", "maxRunners"}).value_or(10);
+      b.hand_over = [this, name](bool v) { handed->push_back(name + (v ? " kept" : " deleted")); };
+      b.running = [this, name](bool on) { runs->push_back(name + (on ? " on" : " off")); };
+      b.subtree.name = "scale_set/" + name;
       // (Data goes in as a spawn argument: CAF 0.17.6 dereferences a null argument tuple when an
       // actor is spawned with none, which UBSan flags.)
       b.subtree.start = [](caf::actor_system& s) {
@@ -100,8 +104,24 @@ struct catalog_fixture : test_support::actor_fixture {
       };
       return b;
     };
-    catalog = cap::spawn_scale_set_catalog(sys, opts);
+    catalog = cap::spawn_object_catalog(sys, opts);
     sched.run();
+  }
+
+  // The ScaleSet kind as the scale sets' wiring gives it (Ready is the subtree's to write).
+  static cap::catalog_options options() {
+    cap::catalog_options o;
+    o.kind = cap::catalog_kind{k8s::resource_kind{"headroom.dev", "v1alpha1", "scalesets", true},
+                               "headroom.dev/v1alpha1",
+                               "ScaleSet",
+                               "scale_set_catalog",
+                               "scale set",
+                               "scale_set_objects",
+                               [](int64_t g, const std::string& reason, const std::string& message, const std::string& now) {
+                                 return cap::ready_condition_patch(g, false, reason, message, now);
+                               },
+                               nullptr};
+    return o;
   }
 
   void event(const std::string& type, const std::string& json) {
@@ -121,6 +141,10 @@ struct catalog_fixture : test_support::actor_fixture {
   journal runs = std::make_shared<std::vector<std::string>>();  // what the HUD's registry was told
   std::vector<std::string> counted;
   std::shared_ptr<cap::catalog_memo> memo = std::make_shared<cap::catalog_memo>();
+  bool ready = false;  // the catalog writes Ready once a subtree runs
+  std::function<cap::catalog_claim(const k8s::unstructured&)> claim_of = [](const k8s::unstructured& o) {
+    return cap::catalog_claim{o.meta.name, "metadata.name", "the scale set '" + o.meta.name + "'"};
+  };
   runtime::supervisor_actor supervisor;
   cap::catalog_actor catalog;
 };
@@ -174,12 +198,12 @@ TEST_F(catalog_fixture, a_spec_that_cannot_run_is_refused_in_the_status_or_while
 
 TEST_F(catalog_fixture, a_namespace_asks_no_more_than_its_bounds_and_a_refused_spec_runs_once_there_is_room) {
   start(object("team-a", "linux", 1, R"({"maxRunners":6})") + "," + object("team-a", "gpu", 1, R"({"maxRunners":6})"), {},
-        cap::namespace_limits{10, 0});
+        {{"spec.maxRunners", "scaleSetObjects.limits.maxRunners", 10}});
   EXPECT_EQ(take(), strings{"add scale_set/linux"});
   const auto* refused = find("PATCH", "/namespaces/team-a/scalesets/gpu/status");
   ASSERT_NE(refused, nullptr) << waiting_text();
   EXPECT_NE(refused->body.find("NamespaceLimit"), std::string::npos) << refused->body;
-  EXPECT_NE(refused->body.find("spec.maxRunners: the scale sets of namespace team-a would ask for 12 together, over "
+  EXPECT_NE(refused->body.find("spec.maxRunners: the ScaleSet objects of namespace team-a would ask for 12 together, over "
                                "scaleSetObjects.limits.maxRunners (10)"),
             std::string::npos)
       << refused->body;
@@ -198,7 +222,7 @@ TEST_F(catalog_fixture, a_restarted_catalog_keeps_what_runs_and_stops_what_was_d
   caf::anon_send_exit(catalog, caf::exit_reason::kill);
   sched.run();
   event("DELETED", object("team-a", "gpu", 1));
-  auto opts = std::make_shared<cap::catalog_options>();
+  auto opts = std::make_shared<cap::catalog_options>(options());
   opts->objects = {objects};
   opts->parent = supervisor;
   opts->kube = &kube;
@@ -206,10 +230,39 @@ TEST_F(catalog_fixture, a_restarted_catalog_keeps_what_runs_and_stops_what_was_d
   opts->build = [](caf::actor_system&, const std::string&) -> std::variant<cap::catalog_build, std::string> {
     return std::string{"not called"};
   };
-  catalog = cap::spawn_scale_set_catalog(sys, opts);
+  catalog = cap::spawn_object_catalog(sys, opts);
   sched.run();
   EXPECT_EQ(take(), strings{"stop scale_set/gpu"}) << "linux runs its generation already; gpu's object is gone";
   EXPECT_NE(find("DELETE", "/configmaps/owner-gpu"), nullptr);
+}
+
+TEST_F(catalog_fixture, a_kind_whose_status_the_catalog_writes_is_ready_once_it_runs_and_a_workload_is_served_once) {
+  // What a ReactiveTarget is: its claim is the workload it scales, and Ready is the catalog's to say.
+  claim_of = [](const k8s::unstructured& o) {
+    const auto target = k8s::string_at(o.raw, {"spec", "target"});
+    return cap::catalog_claim{o.meta.ns + "/" + target, "spec.target", "the workload " + o.meta.ns + "/" + target};
+  };
+  ready = true;
+  start(object("team-a", "one", 1, R"({"target":"web"})") + "," + object("team-a", "two", 1, R"({"target":"web"})"), {"team-a/api"});
+  EXPECT_EQ(take(), strings{"add scale_set/one"});
+  const auto* refused = find("PATCH", "/namespaces/team-a/scalesets/two/status");
+  ASSERT_NE(refused, nullptr) << waiting_text();
+  EXPECT_NE(refused->body.find("spec.target: the workload team-a/web is declared by the ScaleSet team-a/one"), std::string::npos)
+      << refused->body;
+  const auto* ok = find("PATCH", "/namespaces/team-a/scalesets/one/status");
+  ASSERT_NE(ok, nullptr) << waiting_text();
+  EXPECT_NE(ok->body.find(R"("type":"Ready","status":"True","observedGeneration":1)"), std::string::npos) << ok->body;
+  EXPECT_NE(ok->body.find(R"("reason":"Running")"), std::string::npos) << ok->body;
+  // A third names what the file scales: refused. The first goes: the second gets the workload.
+  event("ADDED", object("team-a", "three", 1, R"({"target":"api"})"));
+  EXPECT_EQ(take(), strings{});
+  const auto* filed = find("PATCH", "/namespaces/team-a/scalesets/three/status");
+  ASSERT_NE(filed, nullptr) << waiting_text();
+  EXPECT_NE(filed->body.find("spec.target: the workload team-a/api is served from headroom's configuration file"), std::string::npos)
+      << filed->body;
+  event("DELETED", object("team-a", "one", 1, R"({"target":"web"})"));
+  EXPECT_EQ(take(), (strings{"stop scale_set/one", "add scale_set/two"})) << "the freed workload goes to the object refused for it";
+  EXPECT_EQ(std::count(counted.begin(), counted.end(), "refused"), 2) << "the file's workload is not judged again";
 }
 
 }  // namespace

@@ -1,18 +1,18 @@
-// scale_set_catalog (see scale_set_catalog.hpp): one entry per ScaleSet object, reconciled one
-// step at a time. A step (start a subtree, stop one) is a request to the scale sets' supervisor;
+// object_catalog (see object_catalog.hpp): one entry per declared object, reconciled one step at
+// a time. A step (start a subtree, stop one) is a request to the mode's supervisor;
 // while it is in flight the entry is busy, and its answer reconciles the entry again against the
 // newest object, so a burst of edits costs at most one replacement after the one under way.
 
-#include "actors/capacity/scale_set_catalog.hpp"
+#include "actors/k8s/object_catalog.hpp"
 
 #include <caf/all.hpp>
+#include <rapidjson/stringbuffer.h>
+#include <rapidjson/writer.h>
 
 #include <map>
 #include <optional>
 #include <set>
 
-#include "actors/capacity/capacity.hpp"
-#include "actors/capacity/scale_set_status.hpp"
 #include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/informer_feed.hpp"
 #include "adapters/k8s/client.hpp"
@@ -22,13 +22,10 @@
 #include "runtime/log.hpp"
 #include "runtime/rfc3339.hpp"
 
-namespace headroom::actors::capacity {
+namespace headroom::actors {
 
 namespace {
 
-constexpr std::string_view actor_name = "scale_set_catalog";
-const k8s::resource_kind scale_sets{"headroom.dev", "v1alpha1", "scalesets", true};
-const k8s::resource_kind configmaps{"", "v1", "configmaps", true};
 constexpr auto step_timeout = std::chrono::seconds(60);
 constexpr auto retry_after = std::chrono::seconds(2);
 
@@ -41,10 +38,11 @@ struct entry {
   std::string seen, running, refused;
   std::string refused_for;  // the reason (a NamespaceLimit is looked at again when its namespace asks less)
   int64_t running_generation = 0;
-  std::string owner_configmap;
-  std::function<void(bool)> hand_over, on_running;  // of the subtree that runs
+  std::string claim, child;  // of the subtree that runs (or starts)
+  std::optional<catalog_leftover> leftover;
+  std::function<void(bool)> hand_over, on_running;
   std::vector<caf::actor> relays;
-  int64_t max_runners = 0, proactive_capacity = 0;  // what the running subtree asks of its namespace
+  std::map<std::string, int64_t> asks;  // what the running subtree asks of its namespace
   bool busy = false;       // a start or a stop is under way
   bool replacing = false;  // stopped for a new spec (for the log and the count)
 };
@@ -53,7 +51,7 @@ struct catalog_state {
   std::shared_ptr<const catalog_options> opts;
   std::unique_ptr<informer_feed<k8s::unstructured>> feed;
   std::map<std::string, entry> entries;  // "namespace/name"
-  std::map<std::string, std::string> serving;  // scale set name → the entry key that runs it
+  std::map<std::string, std::string> serving;  // claim → the entry key that serves it
   api_calls<std::string> calls;  // the key of the object a status write or owner delete is about
   bool synced = false;           // every informer has listed once: an entry never seen is gone
 };
@@ -72,8 +70,8 @@ void remember(catalog_self* self) {
   std::map<std::string, catalog_running> out;
   for (const auto& [key, e] : st.entries)
     if (!e.running.empty())
-      out[key] = catalog_running{e.ns,          e.name,        e.running,     e.running_generation, e.owner_configmap,
-                                  e.hand_over,   e.on_running,  e.max_runners, e.proactive_capacity, e.relays};
+      out[key] = catalog_running{e.ns, e.name, e.running, e.running_generation, e.claim, e.child, e.leftover, e.hand_over,
+                                  e.on_running, e.asks, e.relays};
   st.opts->memo->set(std::move(out));
 }
 
@@ -86,6 +84,14 @@ void count(catalog_self* self, const std::string& outcome) {
     self->state.opts->count(outcome);
 }
 
+void write_status(catalog_self* self, const entry& e, std::string body) {
+  auto& st = self->state;
+  st.calls.start(self, e.ns + "/" + e.name, [kube = st.opts->kube, resource = st.opts->kind.resource, ns = e.ns, name = e.name,
+                                             body = std::move(body)](k8s::api_callback cb) {
+    kube->merge_patch(resource, ns, name, body, std::move(cb), "status");
+  });
+}
+
 // Says why a generation does not run: the object's status when nothing runs for it (no status
 // actor writes it then), and a Warning Event either way.
 void refuse(catalog_self* self, entry& e, const std::string& reason, const std::string& message) {
@@ -94,28 +100,46 @@ void refuse(catalog_self* self, entry& e, const std::string& reason, const std::
   e.refused_for = reason;
   const int64_t running = e.running_generation;
   count(self, "refused");
-  runtime::log::warn(actor_name, "ScaleSet refused",
-                     {{"namespace", e.ns}, {"scale_set", e.name}, {"generation", e.generation}, {"reason", reason}, {"error", message},
+  const auto& kind = st.opts->kind;
+  runtime::log::warn(kind.actor_name, kind.kind + " refused",
+                     {{"namespace", e.ns}, {"name", e.name}, {"generation", e.generation}, {"reason", reason}, {"error", message},
                       {"running_generation", running}});
-  msg::k8s_event ev{"headroom.dev/v1alpha1", "ScaleSet", e.ns, e.name, e.uid, "Warning", reason, "Validate",
+  msg::k8s_event ev{kind.api_version, kind.kind, e.ns, e.name, e.uid, "Warning", reason, "Validate",
                     running > 0 ? message + " (generation " + std::to_string(running) + " keeps running)" : message};
   if (st.opts->events)
     tell_event(st.opts->events, std::move(ev));
-  if (!e.running.empty() || st.opts->kube == nullptr)
+  if (!e.running.empty() || st.opts->kube == nullptr || !kind.refused_patch)
     return;
-  const auto key = e.ns + "/" + e.name;
-  st.calls.start(self, key, [kube = st.opts->kube, ns = e.ns, name = e.name,
-                             body = scale_set_refused_patch(e.generation, reason, message, now_text(self))](k8s::api_callback cb) {
-    kube->merge_patch(scale_sets, ns, name, body, std::move(cb), "status");
-  });
+  write_status(self, e, kind.refused_patch(e.generation, reason, message, now_text(self)));
 }
 
-// Its namespace now asks less (a scale set stopped, or runs a smaller spec): the specs refused
+// Its namespace now asks less (a subtree stopped, or runs a smaller spec): the specs refused
 // for the namespace's bounds are judged again.
 void namespace_eased(catalog_self* self, const std::string& ns) {
   std::vector<std::string> again;
   for (auto& [key, e] : self->state.entries)
     if (e.ns == ns && e.refused_for == "NamespaceLimit" && !e.refused.empty()) {
+      e.refused.clear();
+      e.refused_for.clear();
+      again.push_back(key);
+    }
+  for (const auto& key : again)
+    reconcile(self, key);
+}
+
+catalog_claim claim_of(const catalog_state& st, const entry& e) {
+  return st.opts->claim_of ? st.opts->claim_of(*e.object) : catalog_claim{e.ns + "/" + e.name, "metadata.name", e.name};
+}
+
+// What an object served is free again (it stopped, or serves another now): the specs refused for
+// wanting it are judged again.
+void claim_freed(catalog_self* self, const std::string& claim) {
+  auto& st = self->state;
+  if (st.opts->file_claims.count(claim))
+    return;
+  std::vector<std::string> again;
+  for (auto& [key, e] : st.entries)
+    if (e.refused_for == "NameTaken" && !e.refused.empty() && e.object && claim_of(st, e).claim == claim) {
       e.refused.clear();
       e.refused_for.clear();
       again.push_back(key);
@@ -141,7 +165,7 @@ void stop(catalog_self* self, entry& e, const std::string& key) {
     e.on_running(false);
   if (e.hand_over)
     e.hand_over(e.replacing);
-  self->request(self->state.opts->parent, step_timeout, msg::stop_child_atom_v, "scale_set/" + e.name)
+  self->request(self->state.opts->parent, step_timeout, msg::stop_child_atom_v, e.child)
       .then(
           [self, key](bool) {
             auto& st = self->state;
@@ -153,14 +177,19 @@ void stop(catalog_self* self, entry& e, const std::string& key) {
             it->second.on_running = nullptr;
             it->second.running.clear();
             it->second.running_generation = 0;
-            it->second.max_runners = it->second.proactive_capacity = 0;
+            it->second.asks.clear();
+            if (auto s = st.serving.find(it->second.claim); s != st.serving.end() && s->second == key)
+              st.serving.erase(s);
             remember(self);
             const auto ns = it->second.ns;
+            const auto claim = it->second.claim;
             reconcile(self, key);
             namespace_eased(self, ns);
+            if (!st.serving.count(claim))
+              claim_freed(self, claim);
           },
           [self, key](caf::error& err) {
-            runtime::log::warn(actor_name, "could not stop a scale set's subtree; trying again",
+            runtime::log::warn(self->state.opts->kind.actor_name, "could not stop a subtree; trying again",
                                {{"object", key}, {"error", self->system().render(err)}});
             if (auto it = self->state.entries.find(key); it != self->state.entries.end())
               it->second.busy = false;
@@ -168,17 +197,18 @@ void stop(catalog_self* self, entry& e, const std::string& key) {
           });
 }
 
-void start(catalog_self* self, entry& e, const std::string& key, catalog_build built) {
+void start(catalog_self* self, entry& e, const std::string& key, const catalog_claim& claim, catalog_build built) {
   e.busy = true;
   const int64_t generation = built.generation;
   const std::string token = e.seen;
-  e.owner_configmap = built.owner_configmap;
+  e.claim = claim.claim;
+  e.child = built.subtree.name;
+  e.leftover = built.leftover;
   e.hand_over = built.hand_over;
   e.on_running = built.running;
   e.relays = built.relays;
-  e.max_runners = built.max_runners;
-  e.proactive_capacity = built.proactive_capacity;
-  self->state.serving[e.name] = key;
+  e.asks = built.asks;
+  self->state.serving[e.claim] = key;
   self->request(self->state.opts->parent, step_timeout, std::move(built.subtree))
       .then(
           [self, key, generation, token](bool added) {
@@ -194,8 +224,13 @@ void start(catalog_self* self, entry& e, const std::string& key, catalog_build b
               return;
             }
             count(self, en.replacing ? "replaced" : "started");
-            runtime::log::info(actor_name, en.replacing ? "scale set replaced: its ScaleSet's spec changed" : "scale set started from its ScaleSet object",
-                               {{"namespace", en.ns}, {"scale_set", en.name}, {"generation", generation}});
+            const auto& kind = st.opts->kind;
+            runtime::log::info(kind.actor_name,
+                               en.replacing ? kind.what + " replaced: its " + kind.kind + "'s spec changed"
+                                            : kind.what + " started from its " + kind.kind + " object",
+                               {{"namespace", en.ns}, {"name", en.name}, {"generation", generation}});
+            if (kind.ready_patch && st.opts->kube != nullptr)
+              write_status(self, en, kind.ready_patch(generation, now_text(self)));
             en.replacing = false;
             if (en.on_running)
               en.on_running(true);
@@ -205,7 +240,7 @@ void start(catalog_self* self, entry& e, const std::string& key, catalog_build b
             reconcile(self, key);
           },
           [self, key](caf::error& err) {
-            runtime::log::warn(actor_name, "could not start a scale set's subtree; trying again",
+            runtime::log::warn(self->state.opts->kind.actor_name, "could not start a subtree; trying again",
                                {{"object", key}, {"error", self->system().render(err)}});
             if (auto it = self->state.entries.find(key); it != self->state.entries.end()) {
               it->second.busy = false;
@@ -215,40 +250,46 @@ void start(catalog_self* self, entry& e, const std::string& key, catalog_build b
           });
 }
 
-// The object is gone and nothing runs for it: its owner ConfigMap goes (the garbage collector
-// removes the placeholders it owns), and the entry is forgotten.
+// The object is gone and nothing runs for it: what it leaves goes (a scale set's owner ConfigMap,
+// whose placeholders the garbage collector removes), and the entry is forgotten.
 void retire(catalog_self* self, const std::string& key) {
   auto& st = self->state;
   auto& e = st.entries.at(key);
-  if (auto s = st.serving.find(e.name); s != st.serving.end() && s->second == key)
+  if (auto s = st.serving.find(e.claim); s != st.serving.end() && s->second == key)
     st.serving.erase(s);
-  if (!e.owner_configmap.empty() && st.opts->kube != nullptr) {
+  if (!e.child.empty()) {
+    const auto& kind = st.opts->kind;
     count(self, "stopped");
-    runtime::log::info(actor_name, "scale set stopped: its ScaleSet object was deleted", {{"namespace", e.ns}, {"scale_set", e.name}});
-    st.calls.start(self, key, [kube = st.opts->kube, ns = e.ns, name = e.owner_configmap](k8s::api_callback cb) {
-      kube->remove(configmaps, ns, name, {}, std::move(cb));
-    });
+    runtime::log::info(kind.actor_name, kind.what + " stopped: its " + kind.kind + " object was deleted", {{"namespace", e.ns}, {"name", e.name}});
   }
+  if (e.leftover && st.opts->kube != nullptr)
+    st.calls.start(self, key, [kube = st.opts->kube, ns = e.ns, left = *e.leftover](k8s::api_callback cb) {
+      kube->remove(left.kind, ns, left.name, {}, std::move(cb));
+    });
+  const auto claim = e.child.empty() ? std::string{} : e.claim;
   st.entries.erase(key);
+  if (!claim.empty())
+    claim_freed(self, claim);
 }
 
 // Over its namespace's bounds with this spec in place of the one it runs: what the refusal says.
 std::optional<std::string> over_limits(const catalog_state& st, const entry& e, const catalog_build& b) {
-  int64_t runners = b.max_runners, warm = b.proactive_capacity;
-  for (const auto& [key, other] : st.entries)
-    if (&other != &e && other.ns == e.ns) {  // each asks from its start until it has stopped
-      runners += other.max_runners;
-      warm += other.proactive_capacity;
-    }
-  auto over = [&](const char* field, int64_t total, int64_t limit, const char* key) -> std::optional<std::string> {
-    if (limit <= 0 || total <= limit)
-      return std::nullopt;
-    return std::string{"spec."} + field + ": the scale sets of namespace " + e.ns + " would ask for " + std::to_string(total) +
-           " together, over scaleSetObjects.limits." + key + " (" + std::to_string(limit) + ")";
-  };
-  if (auto o = over("maxRunners", runners, st.opts->limits.max_runners, "maxRunners"))
-    return o;
-  return over("capacityAware.proactiveCapacity", warm, st.opts->limits.proactive_capacity, "proactiveCapacity");
+  for (const auto& limit : st.opts->limits) {
+    if (limit.limit <= 0)
+      continue;
+    auto asked = [&](const std::map<std::string, int64_t>& asks) {
+      auto it = asks.find(limit.field);
+      return it == asks.end() ? int64_t{0} : it->second;
+    };
+    int64_t total = asked(b.asks);
+    for (const auto& [key, other] : st.entries)
+      if (&other != &e && other.ns == e.ns)  // each asks from its start until it has stopped
+        total += asked(other.asks);
+    if (total > limit.limit)
+      return limit.field + ": the " + st.opts->kind.kind + " objects of namespace " + e.ns + " would ask for " + std::to_string(total) +
+             " together, over " + limit.key + " (" + std::to_string(limit.limit) + ")";
+  }
+  return std::nullopt;
 }
 
 void reconcile(catalog_self* self, const std::string& key) {
@@ -266,11 +307,14 @@ void reconcile(catalog_self* self, const std::string& key) {
   }
   if (e.seen == e.running || e.seen == e.refused)
     return;
-  if (st.opts->file_names.count(e.name))
-    return refuse(self, e, "NameTaken", "metadata.name: the scale set '" + e.name + "' is served from headroom's configuration file");
-  if (auto s = st.serving.find(e.name); s != st.serving.end() && s->second != key)
-    return refuse(self, e, "NameTaken", "metadata.name: the scale set '" + e.name + "' is declared by the ScaleSet " + s->second +
-                                            "; scale set names are one per headroom");
+  const auto claim = claim_of(st, e);
+  if (!claim.claim.empty()) {
+    if (st.opts->file_claims.count(claim.claim))
+      return refuse(self, e, "NameTaken", claim.field + ": " + claim.text + " is served from headroom's configuration file");
+    if (auto s = st.serving.find(claim.claim); s != st.serving.end() && s->second != key)
+      return refuse(self, e, "NameTaken", claim.field + ": " + claim.text + " is declared by the " + st.opts->kind.kind + " " + s->second +
+                                              "; one object each");
+  }
   auto built = st.opts->build(self->system(), e.object->raw);
   if (auto* problem = std::get_if<std::string>(&built))
     return refuse(self, e, "SpecRefused", *problem);
@@ -280,14 +324,14 @@ void reconcile(catalog_self* self, const std::string& key) {
     e.replacing = true;
     return stop(self, e, key);
   }
-  start(self, e, key, std::get<catalog_build>(std::move(built)));
+  start(self, e, key, claim, std::get<catalog_build>(std::move(built)));
 }
 
 void on_object(catalog_self* self, const msg::object_event<k8s::unstructured>& ev) {
   auto& st = self->state;
   const auto& o = *ev.object;
   if (const auto* by = o.meta.label("app.kubernetes.io/managed-by"); by != nullptr && *by == "headroom")
-    return;  // the status object of a scale set from the file
+    return;  // a status object of an entry of the file
   const std::string key = o.meta.ns + "/" + o.meta.name;
   auto& e = st.entries[key];
   e.ns = o.meta.ns;
@@ -308,7 +352,8 @@ void on_reply(catalog_self* self, const msg::api_reply& r) {
   auto key = self->state.calls.take(r);
   if (!key || r.ok || static_cast<k8s::api_error::kind>(r.error_kind) == k8s::api_error::kind::not_found)
     return;
-  runtime::log::warn(actor_name, "a ScaleSet's status or owner could not be written", {{"object", *key}, {"error", r.error}});
+  const auto& kind = self->state.opts->kind;
+  runtime::log::warn(kind.actor_name, "a " + kind.kind + "'s status or leftovers could not be written", {{"object", *key}, {"error", r.error}});
 }
 
 // Once every informer has listed, the caches are read whole: a restarted catalog hears no event
@@ -348,15 +393,16 @@ catalog_impl::behavior_type catalog_behavior(catalog_self* self, std::shared_ptr
       e.name = r.name;
       e.running = r.token;
       e.running_generation = r.generation;
-      e.owner_configmap = r.owner_configmap;
+      e.claim = r.claim;
+      e.child = r.child;
+      e.leftover = r.leftover;
       e.hand_over = r.hand_over;
       e.on_running = r.running;
       e.relays = r.relays;
-      e.max_runners = r.max_runners;
-      e.proactive_capacity = r.proactive_capacity;
-      st.serving[r.name] = key;
+      e.asks = r.asks;
+      st.serving[r.claim] = key;
     }
-  st.feed = std::make_unique<informer_feed<k8s::unstructured>>("scale_set_objects", self, 0);
+  st.feed = std::make_unique<informer_feed<k8s::unstructured>>(st.opts->kind.feed, self, 0);
   for (const auto& source : st.opts->objects)
     st.feed->attach(source);
   check_synced(self);
@@ -375,8 +421,38 @@ catalog_impl::behavior_type catalog_behavior(catalog_self* self, std::shared_ptr
 
 }  // namespace
 
-catalog_actor spawn_scale_set_catalog(caf::actor_system& sys, std::shared_ptr<const catalog_options> opts) {
+std::string ready_condition_patch(int64_t generation, bool ready, const std::string& reason, const std::string& message,
+                                  const std::string& now) {
+  rapidjson::StringBuffer out;
+  rapidjson::Writer<rapidjson::StringBuffer> w{out};
+  auto text = [&w](const char* key, const std::string& v) {
+    w.Key(key);
+    w.String(v.data(), static_cast<rapidjson::SizeType>(v.size()));
+  };
+  w.StartObject();
+  w.Key("status");
+  w.StartObject();
+  w.Key("observedGeneration");
+  w.Int64(generation);
+  w.Key("conditions");
+  w.StartArray();
+  w.StartObject();
+  text("type", "Ready");
+  text("status", ready ? "True" : "False");
+  w.Key("observedGeneration");
+  w.Int64(generation);
+  text("lastTransitionTime", now);
+  text("reason", reason);
+  text("message", message);
+  w.EndObject();
+  w.EndArray();
+  w.EndObject();
+  w.EndObject();
+  return out.GetString();
+}
+
+catalog_actor spawn_object_catalog(caf::actor_system& sys, std::shared_ptr<const catalog_options> opts) {
   return sys.spawn(catalog_behavior, std::move(opts));
 }
 
-}  // namespace headroom::actors::capacity
+}  // namespace headroom::actors
