@@ -22,6 +22,12 @@ class memo {
     std::lock_guard lock{m_};
     value_ = std::move(v);
   }
+  // A change made under the lock, for a value several writers share.
+  template <class F>
+  void update(F&& change) {
+    std::lock_guard lock{m_};
+    change(value_);
+  }
 
  private:
   mutable std::mutex m_;

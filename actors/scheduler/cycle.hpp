@@ -40,6 +40,7 @@ struct reconciler_state {
   std::set<std::string> busy_strays;                         // stray pods left to finish (logged once)
   std::map<std::string, int64_t> groups;                     // org → runner group id
   std::map<std::string, int64_t> entities;                   // entity → last seen with a worker (ms)
+  scheduler_options with_declared;  // this cycle's options: the configured pools, then the declared ones
   // Runner pod creates the API server refused for load or absence (429, 5xx, no answer) in a
   // row, and until when provisioning waits: each attempt costs a JIT config at GitHub (and its
   // removal), so an API server outage must not turn into a loop of them.
@@ -79,9 +80,19 @@ k8s::api_result await_call(Start&& start) {
   return f.get();
 }
 
+// The options a cycle runs with: the configured ones, and the pools RunnerPool objects declare now.
+inline const scheduler_options& options_now(reconciler_state& st) {
+  if (!st.ctx->declared_pools)
+    return st.ctx->opts;
+  st.with_declared = st.ctx->opts;
+  for (auto& [name, entry] : st.ctx->declared_pools->get())
+    st.with_declared.pools.push_back(std::move(entry.pool));
+  return st.with_declared;
+}
+
 class cycle {
  public:
-  explicit cycle(reconciler_self* self) : st_(self->state), ctx_(*self->state.ctx), o_(ctx_.opts), now_(ctx_.now_ms()) {}
+  explicit cycle(reconciler_self* self) : st_(self->state), ctx_(*self->state.ctx), o_(options_now(self->state)), now_(ctx_.now_ms()) {}
 
   void run();
 

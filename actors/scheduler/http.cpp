@@ -49,6 +49,9 @@ runtime::web_reply webhook(const http_context& ctx, const runtime::web_request& 
   intake_limits limits;
   limits.max_body = ctx.max_body;
   limits.pools = ctx.pools;
+  if (ctx.declared_pools)
+    for (auto& labels : ctx.declared_pools())
+      limits.pools.push_back(std::move(labels));
   limits.repositories = ctx.repositories;
   auto a = take_delivery(d, ctx.secret, *ctx.jobs, limits);
   if (ctx.delivered)

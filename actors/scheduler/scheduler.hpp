@@ -47,6 +47,7 @@
 #include "adapters/store/store.hpp"
 #include "messages/type_ids.hpp"
 #include "runtime/mailbox/buffer_stats.hpp"
+#include "runtime/memo.hpp"
 
 namespace headroom::actors::scheduler {
 
@@ -96,6 +97,21 @@ struct scheduler_options {
   milliseconds retention{0}, prune_interval{3'600'000};
 };
 
+// The pools RunnerPool objects declare, by name: each written by its pool_holder while it runs
+// (with the holder's id: a replaced pool's old holder, ending after its successor started, removes
+// only its own), read by the reconciler at every cycle (after the configuration's pools, which win
+// a tie).
+struct declared_pool_entry {
+  caf::actor_id holder = 0;
+  pool_options pool;
+};
+using pool_registry = runtime::memo<std::map<std::string, declared_pool_entry>>;
+
+// One declared pool's actor: the pool is in `registry` for as long as it lives. `get_atom` answers
+// the pool's name.
+using pool_holder_actor = caf::typed_actor<caf::replies_to<caf::get_atom>::with<std::string>>;
+pool_holder_actor spawn_pool_holder(caf::actor_system& sys, std::shared_ptr<pool_registry> registry, pool_options pool);
+
 struct scheduler_metrics {
   std::function<void(const char* phase, double seconds)> cycle;
   std::function<void(const char* what)> action;        // provisioned, job_failed, worker_failed, killed, …
@@ -114,6 +130,7 @@ struct reconciler_context {
   std::shared_ptr<k8s::informer<k8s::node>> nodes;
   actors::event_sink events;
   scheduler_options opts;
+  std::shared_ptr<pool_registry> declared_pools;  // null without RunnerPool objects
   scheduler_metrics metrics;
   std::function<int64_t()> now_ms;  // wall clock, ms since the epoch (the store's clock)
   std::function<void(const runtime::buffer_stats_ptr&)> track_buffer;
@@ -234,6 +251,8 @@ struct http_context {
   int threads = 8;
   size_t max_body = 1 << 20;
   std::vector<std::vector<std::string>> pools;  // each pool's labels: whose jobs are the scheduler's (intake.hpp)
+  // The labels of the pools RunnerPool objects declare, as every replica's cache has them now.
+  std::function<std::vector<std::vector<std::string>>()> declared_pools;
   std::vector<std::string> repositories;        // runnerGroupRepositories (intake.hpp)
   std::map<std::string, int64_t> caps;
   int64_t default_cap = 20;

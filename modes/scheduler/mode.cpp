@@ -1,5 +1,7 @@
 #include "modes/scheduler/mode.hpp"
 
+#include "modes/scheduler/declared.hpp"
+
 #include <caf/all.hpp>
 #include <prometheus/counter.h>
 #include <prometheus/gauge.h>
@@ -100,6 +102,28 @@ void add_http_metrics(runtime::metrics& m, http_context& ctx) {
   };
 }
 
+}  // namespace
+
+pool_options pool_of(const pool_section& cp, const actors::runners::runner_spec& base) {
+  pool_options p;
+  p.name = cp.name;
+  p.labels = cp.labels;
+  p.spec = base;  // a pool without a template makes the runner section's pod
+  p.spec.node_selector = cp.node_selector;
+  p.spec.slot_resource = cp.slot_resource;
+  p.spec.active_deadline_seconds = cp.active_deadline_seconds;
+  p.pod_template = cp.pod_template;
+  p.max_workers = cp.max_workers == 0 ? -1 : static_cast<int64_t>(cp.max_workers);
+  if (cp.own_entity_caps) {
+    p.default_max_workers = cp.default_max_workers;
+    for (const auto& [entity, cap] : cp.entity_caps)
+      p.entity_caps[entity] = cap;
+  }
+  return p;
+}
+
+namespace {
+
 // The pools the reconciler matches: the configured ones, or one from `runner` and `runnerLabels`.
 std::vector<pool_options> make_pools(const scheduler_section& c, const actors::runners::runner_spec& base) {
   std::vector<pool_options> out;
@@ -110,23 +134,8 @@ std::vector<pool_options> make_pools(const scheduler_section& c, const actors::r
     out.push_back(std::move(p));
     return out;
   }
-  for (const auto& cp : c.pools) {
-    pool_options p;
-    p.name = cp.name;
-    p.labels = cp.labels;
-    p.spec = base;  // a pool without a template makes the runner section's pod
-    p.spec.node_selector = cp.node_selector;
-    p.spec.slot_resource = cp.slot_resource;
-    p.spec.active_deadline_seconds = cp.active_deadline_seconds;
-    p.pod_template = cp.pod_template;
-    p.max_workers = cp.max_workers == 0 ? -1 : static_cast<int64_t>(cp.max_workers);
-    if (cp.own_entity_caps) {
-      p.default_max_workers = cp.default_max_workers;
-      for (const auto& [entity, cap] : cp.entity_caps)
-        p.entity_caps[entity] = cap;
-    }
-    out.push_back(std::move(p));
-  }
+  for (const auto& cp : c.pools)
+    out.push_back(pool_of(cp, base));
   return out;
 }
 
@@ -181,9 +190,25 @@ std::optional<std::string> options_of(const scheduler_section& c, scheduler_opti
   return std::nullopt;
 }
 
+// RunnerPool objects: watched, their pools in a registry the reconciler reads and their labels
+// in the intake's view.
+void declare_pools(const scheduler_section& c, const scheduler_options& o, k8s::client& kube, k8s::informer_set& informers,
+                   scheduler_services& out) {
+  out.kube = &kube;
+  out.declared.registry = std::make_shared<actors::scheduler::pool_registry>();
+  out.declared.runner = c.runner;
+  out.declared.max_workers = c.pool_objects.max_workers;
+  for (const auto& p : o.pools)
+    out.declared.file.insert(p.name);
+  out.reconciler->declared_pools = out.declared.registry;
+  out.http->declared_pools = watch_pools(informers, c.ns, out);
+}
+
 }  // namespace
 
 void scheduler_services::stop() {
+  if (declared.objects)
+    declared.objects->stop();
   if (pods)
     pods->stop();
   if (nodes)
@@ -225,7 +250,6 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
   scheduler_options o;
   if (auto problem = options_of(c, o))
     return problem;
-
   k8s::informer<k8s::pod>::options pod_opts;
   pod_opts.kind = k8s::kinds::pods;
   pod_opts.ns = c.ns;
@@ -265,6 +289,8 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
   add_http_metrics(m, *hc);
   out.http = hc;
 
+  if (c.pool_objects.enabled)
+    declare_pools(c, o, kube, informers, out);
   out.nodes->start();
   out.pods->start();
   runtime::log::info("scheduler", "webhook-driven runner scheduling",
@@ -286,9 +312,22 @@ runtime::child_spec scheduler_subtree(const runtime::config& cfg, std::shared_pt
   runtime::child_spec reconciler;
   reconciler.name = "reconciler";
   reconciler.start = [svc](caf::actor_system& sys) { return runtime::untyped(spawn_reconciler(sys, svc->reconciler)); };
-  std::vector<runtime::child_spec> children;
-  children.push_back(std::move(reconciler));
-  return runtime::supervisor_child(runtime::supervisor_options_from(cfg, "scheduler", &m, &ready), std::move(children));
+  runtime::child_spec out;
+  out.name = "scheduler";
+  out.start = [svc, reconciler, opts = runtime::supervisor_options_from(cfg, "scheduler", &m, &ready), mp = &m](caf::actor_system& sys) {
+    std::vector<runtime::child_spec> children{reconciler};
+    // The supervisor's own address, for the catalog that adds and removes declared pools.
+    const caf::actor parent = svc->declared.objects ? runtime::spawn_relay(sys, "scheduler") : caf::actor{};
+    if (parent)
+      children.push_back(pool_catalog_child(svc, parent, *mp));
+    auto sup = runtime::untyped(runtime::spawn_supervisor(sys, opts, std::move(children)));
+    if (parent) {
+      caf::anon_send(parent, msg::relay_target{sup});
+      runtime::own_relay(parent, sup);
+    }
+    return sup;
+  };
+  return out;
 }
 
 void scheduler_mode::read(const std::string&, const YAML::Node& node) { read_section(node, config); }
@@ -323,7 +362,12 @@ void scheduler_mode::stop() {
 }
 
 std::vector<tree_line> scheduler_mode::every_replica_tree() const { return {{0, "scheduler_http"}}; }
-std::vector<tree_line> scheduler_mode::leader_only_tree() const { return {{0, "scheduler (supervisor)"}, {1, "reconciler"}}; }
+std::vector<tree_line> scheduler_mode::leader_only_tree() const {
+  return {{0, "scheduler (supervisor)"},
+          {1, "reconciler"},
+          {1, "runner_pool_catalog (when scheduler.poolObjects.enabled: adds, replaces and stops declared pools)"},
+          {1, "runner_pool/<name> × one per RunnerPool object (holds its pool for the reconciler)"}};
+}
 
 std::unique_ptr<mode> make() { return std::make_unique<scheduler_mode>(); }
 

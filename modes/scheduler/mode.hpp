@@ -9,6 +9,7 @@
 #include <map>
 #include <memory>
 #include <optional>
+#include <set>
 #include <string>
 
 #include "actors/k8s/event_recorder.hpp"
@@ -35,6 +36,16 @@ struct scheduler_services {
   actors::event_sink events;  // set before prepare_scheduler: the event_recorder's relay
   // Set before prepare_scheduler: the process's GitHub App tokens (modes::services::github_tokens).
   std::shared_ptr<github::app_tokens> github_tokens;
+  // RunnerPool objects (scheduler.poolObjects): their informer, the registry their holders write,
+  // and what their specs are read with.
+  struct declared_section {
+    std::shared_ptr<k8s::informer<k8s::unstructured>> objects;
+    std::shared_ptr<actors::scheduler::pool_registry> registry;
+    runner_section runner;          // scheduler.runner: a pool's defaults
+    std::set<std::string> file;     // the configuration's pools' names
+    uint32_t max_workers = 0;       // poolObjects.limits.maxWorkers
+  } declared;
+  k8s::client* kube = nullptr;
   void stop();
 };
 
@@ -47,6 +58,10 @@ std::optional<std::string> prepare_scheduler(const scheduler_section& c, const g
                                              runtime::metrics& m, scheduler_services& out, bool& store_unavailable);
 
 runtime::child_spec scheduler_http_child(std::shared_ptr<scheduler_services> svc);
+
+// A scheduler.pools[] entry (or a RunnerPool's spec) as the reconciler matches it, its pods made
+// from `base` (the runner section's pod) unless it has a template.
+actors::scheduler::pool_options pool_of(const pool_section& cp, const actors::runners::runner_spec& base);
 runtime::child_spec scheduler_subtree(const runtime::config& cfg, std::shared_ptr<scheduler_services> svc, runtime::metrics& m,
                                       runtime::readiness& ready);
 

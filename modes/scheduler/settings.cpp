@@ -1,6 +1,7 @@
 #include "modes/scheduler/settings.hpp"
 
 #include "actors/runners/pods.hpp"
+#include "adapters/k8s/fields.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -107,13 +108,25 @@ void read_pools(const config_section& s, scheduler_section& c) {
   }
 }
 
+void read_pool_objects(const config_section& s, scheduler_section& c) {
+  auto o = s.get("poolObjects");
+  if (!o)
+    return;
+  config_section os{*o, "scheduler.poolObjects", {"enabled", "limits"}};
+  os.read_bool("enabled", c.pool_objects.enabled);
+  if (auto l = os.get("limits")) {
+    config_section ls{*l, os.path("limits"), {"maxWorkers"}};
+    ls.read_uint("maxWorkers", c.pool_objects.max_workers, 0, 10'000'000);
+  }
+}
+
 }  // namespace
 
 void read_section(const YAML::Node& node, scheduler_section& out) {
   config_section s{node, "scheduler",
                    {"enabled", "listen", "dashboardListen", "threads", "maxBody", "githubUrl", "store", "namespace", "runnerGroup", "runnerGroupRepositories", "enterprise", "namePrefix",
                     "runnerLabels", "runner", "pools", "maxWorkers", "pollInterval", "jobSyncInterval", "jobStuckQueued", "healthCheck",
-                    "podDeleteGrace", "killGrace"}};
+                    "podDeleteGrace", "killGrace", "poolObjects"}};
   auto& c = out;
   s.read_bool("enabled", c.enabled);
   if (auto v = s.read_string("listen"))
@@ -175,6 +188,7 @@ void read_section(const YAML::Node& node, scheduler_section& out) {
   if (auto m = s.get("maxWorkers"))
     read_entity_caps(*m, "scheduler.maxWorkers", c.default_max_workers, c.max_workers);
   read_pools(s, c);
+  read_pool_objects(s, c);
   const millis day{86'400'000};
   s.read_duration("pollInterval", c.poll_interval, millis{100}, millis{3'600'000});
   s.read_duration("jobSyncInterval", c.job_sync_interval, millis{100}, millis{3'600'000});
@@ -187,6 +201,34 @@ void read_section(const YAML::Node& node, scheduler_section& out) {
     hs.read_duration("pendingTimeout", c.pending_timeout, millis{100}, day);
     hs.read_duration("idleTimeout", c.idle_timeout, millis{100}, day);
   }
+}
+
+std::variant<declared_pool, std::string> read_runner_pool_object(std::string_view object_json, const runner_section& runner) {
+  declared_pool out;
+  const auto name = headroom::k8s::string_at(object_json, {"metadata", "name"});
+  out.ns = headroom::k8s::string_at(object_json, {"metadata", "namespace"});
+  if (name.empty() || out.ns.empty())
+    return std::string{"metadata: a RunnerPool needs a name and a namespace"};
+  out.uid = headroom::k8s::uid_of(object_json);
+  out.generation = headroom::k8s::int_at(object_json, {"metadata", "generation"}).value_or(0);
+  const auto spec = headroom::k8s::json_at(object_json, {"spec"});
+  try {
+    YAML::Node node = spec ? YAML::Load(*spec) : YAML::Node{YAML::NodeType::Map};
+    if (!node.IsMap())
+      return "spec: expected a mapping, found " + yaml_kind(node);
+    if (node["name"])
+      return std::string{"spec.name: set by the object's metadata.name, not in its spec"};
+    node["name"] = name;
+    out.section = read_pool(node, "spec", runner);
+  } catch (const runtime::config_failure& f) {
+    auto message = f.error.message();
+    if (message.starts_with("spec.name:"))  // the name's rule, about metadata.name
+      message = "metadata.name:" + message.substr(10);
+    return message;
+  } catch (const YAML::Exception& e) {
+    return std::string{"spec: not readable: "} + e.what();
+  }
+  return out;
 }
 
 }  // namespace headroom::modes::scheduler

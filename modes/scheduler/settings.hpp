@@ -4,7 +4,9 @@
 
 #include <cstdint>
 #include <string>
+#include <string_view>
 #include <utility>
+#include <variant>
 #include <vector>
 
 #include "modes/shared/sections.hpp"
@@ -74,6 +76,11 @@ struct scheduler_section {
   // job's; a tie to the one listed first; a pool without labels last). Empty: one
   // pool from `runner` and `runnerLabels` (named "default").
   std::vector<pool_section> pools;
+  // RunnerPool objects (headroom.dev/v1alpha1) in `ns`: pools declared one object each, changed live.
+  struct pool_objects_section {
+    bool enabled = false;
+    uint32_t max_workers = 0;  // limits.maxWorkers: the declared pools' maxWorkers summed (0: no bound)
+  } pool_objects;
   // Live runners per account (an organization, or a personal account with all its repositories),
   // every pool together.
   uint32_t default_max_workers = 20;
@@ -90,5 +97,17 @@ struct scheduler_section {
 
 
 void read_section(const YAML::Node& node, scheduler_section& out);
+
+// A scheduler.pools[] entry declared by a RunnerPool object: its spec read as the entry (its name
+// the object's), with the object's identity.
+struct declared_pool {
+  pool_section section;
+  std::string ns, uid;
+  int64_t generation = 0;
+};
+
+// A RunnerPool object's spec, read by the reader of scheduler.pools[] with `runner` (the file's
+// scheduler.runner: a pool's defaults); the error names the field ("spec.labels: …").
+std::variant<declared_pool, std::string> read_runner_pool_object(std::string_view object_json, const runner_section& runner);
 
 }  // namespace headroom::modes::scheduler

@@ -106,6 +106,12 @@ if mode == "scheduler":
     assert any(p["name"] == "scheduler" for p in kinds["Service"][0]["spec"]["ports"])
     roles = {r["metadata"]["name"]: r for r in kinds["Role"]}
     assert roles["hr-headroom-scheduler"]["metadata"]["namespace"] == "ci-runners", roles.keys()
+    # RunnerPool objects in its namespace: the CRD, watched, their status written; editors may write them.
+    assert [d["metadata"]["name"] for d in kinds["CustomResourceDefinition"]] == ["runnerpools.headroom.dev"]
+    pool_rules = {(r["resources"][0], tuple(r["verbs"])) for r in roles["hr-headroom-scheduler"]["rules"] if "headroom.dev" in r["apiGroups"]}
+    assert pool_rules == {("runnerpools", ("list", "watch")), ("runnerpools/status", ("patch",))}, pool_rules
+    editor = next(r for r in kinds["ClusterRole"] if r["metadata"]["name"] == "hr-headroom-runnerpool-editor")
+    assert editor["metadata"]["labels"]["rbac.authorization.k8s.io/aggregate-to-edit"] == "true"
 if mode in ("scale-sets", "scheduler"):
     # The GitHub Secret is mounted whole (ARC's keys or headroom's), readable by the pod's group.
     assert "HEADROOM_GITHUB_SECRET_DIR" in env and "HEADROOM_GITHUB_SECRET_NAME" in env, env

@@ -340,6 +340,83 @@ TEST(scheduler_e2e, pools_each_job_gets_its_pools_runner_and_hosted_jobs_none) {
   EXPECT_EQ(w.headroom->full_log().find("PRIVATE KEY"), std::string::npos) << "the App's key reached the log";
 }
 
+// RunnerPool objects on the running scheduler (scheduler.poolObjects): a pool declared by an object
+// serves its jobs from the next cycle (their runner pods carry its name), a new generation applies,
+// an object naming a pool of the file's and one over the namespace's bound are refused in their
+// status, the API server refuses an invalid one naming the field; once deleted, its jobs are not
+// the scheduler's any more. The file's pool serves throughout (one headroom, no restart).
+TEST(scheduler_e2e, runner_pool_objects_are_served_changed_refused_and_stopped_live) {
+  REQUIRE_SCHED_ENV(e);
+  auto crd = e.c->kubectl({"apply", "-f", std::string{HEADROOM_SOURCE_DIR} + "/deploy/crds/runnerpools.yaml"});
+  ASSERT_EQ(crd.exit_code, 0) << crd.err;
+  ASSERT_EQ(e.c->kubectl({"wait", "--for", "condition=Established", "--timeout", "60s", "crd/runnerpools.headroom.dev"}).exit_code, 0);
+  sched_options o{.name = "sched-objects"};
+  o.pools = "    - name: linux\n      labels: [linux, x64]";
+  o.extra = "\n  poolObjects: {enabled: true, limits: {maxWorkers: 10}}";
+  sched_world w{e, o};
+  ASSERT_TRUE(w.sim) << w.why;
+  ASSERT_TRUE(w.start()) << w.headroom->log();
+  const auto pid = w.headroom->pid();
+  auto pool = [&](const std::string& name, const std::string& spec) {
+    return e.c->kubectl({"apply", "-f", "-"}, "apiVersion: headroom.dev/v1alpha1\nkind: RunnerPool\nmetadata: {name: " + name +
+                                                    ", namespace: " + o.name + "}\nspec: " + spec + "\n");
+  };
+  auto ready = [&](const std::string& name) {
+    return e.c->kubectl({"get", "runnerpool", "-n", o.name, name, "-o",
+                         "jsonpath={.status.observedGeneration} {.status.conditions[?(@.type==\"Ready\")].status} "
+                         "{.status.conditions[?(@.type==\"Ready\")].reason}"})
+        .out;
+  };
+  ASSERT_EQ(pool("gpu", "{labels: [linux, gpu], maxWorkers: 2}").exit_code, 0);
+  ASSERT_TRUE(eventually([&] { return ready("gpu") == "1 True Serving"; }, 30s)) << ready("gpu");
+  const auto gpu_jobs = w.post_jobs("org-objects", "org-objects/app", "\"self-hosted\",\"linux\",\"gpu\"", 3);
+  const auto linux_jobs = w.post_jobs("org-objects", "org-objects/app", "\"self-hosted\",\"linux\",\"x64\"", 2);
+  int64_t most_gpu = 0;
+  const bool done = eventually([&] {
+    most_gpu = std::max(most_gpu, w.live_workers("org-objects", "gpu"));
+    auto jobs = w.peer_jobs();
+    for (const auto& ids : {gpu_jobs, linux_jobs})
+      for (auto id : ids)
+        if (jobs[id] != "completed")
+          return false;
+    return true;
+  }, 180s);
+  ASSERT_TRUE(done) << w.headroom->log();
+  EXPECT_LE(most_gpu, 2) << "the declared pool's maxWorkers";
+  auto pods_of = [&](const std::string& p) {
+    auto r = e.c->kubectl({"-n", o.name, "get", "pods", "-l", "headroom.dev/pool=" + p, "-o", "name"});
+    return std::count(r.out.begin(), r.out.end(), '\n');
+  };
+  EXPECT_GE(pods_of("gpu"), 3) << "each gpu job's runner pod is the declared pool's";
+  EXPECT_GE(pods_of("linux"), 2) << "the file's pool kept serving";
+  // A new generation; a pool named like the file's; one over the namespace's bound (1 + 10 > 10).
+  ASSERT_EQ(pool("gpu", "{labels: [linux, gpu], maxWorkers: 1}").exit_code, 0);
+  EXPECT_TRUE(eventually([&] { return ready("gpu") == "2 True Serving"; }, 30s)) << ready("gpu");
+  ASSERT_EQ(pool("linux", "{labels: [linux, arm64]}").exit_code, 0);
+  ASSERT_EQ(pool("big", "{labels: [linux, big], maxWorkers: 10}").exit_code, 0);
+  EXPECT_TRUE(eventually([&] { return ready("linux") == "1 False NameTaken"; }, 30s)) << ready("linux");
+  EXPECT_TRUE(eventually([&] { return ready("big") == "1 False NamespaceLimit"; }, 30s)) << ready("big");
+  // The API server refuses what the generated schema says, naming the field.
+  for (const auto& [name, spec, field] : std::vector<std::tuple<std::string, std::string, std::string>>{
+           {"empty", "{labels: []}", "spec.labels"},
+           {"a-name-longer-than-twenty", "{labels: [x]}", "metadata.name"},
+           {"neg", "{labels: [x], maxWorkers: -1}", "spec.maxWorkers"}}) {
+    auto r = pool(name, spec);
+    EXPECT_NE(r.exit_code, 0) << name;
+    EXPECT_NE(r.err.find(field), std::string::npos) << field << " not named: " << r.err;
+  }
+  // Deleted: its jobs are not the scheduler's any more (unmatched at the webhook), and big fits.
+  ASSERT_EQ(e.c->kubectl({"delete", "runnerpool", "-n", o.name, "gpu"}).exit_code, 0);
+  EXPECT_TRUE(eventually([&] { return ready("big") == "1 True Serving"; }, 30s)) << ready("big");
+  ASSERT_TRUE(eventually([&] { return e.c->kubectl({"get", "runnerpool", "-n", o.name, "gpu"}).exit_code != 0; }, 30s));
+  std::this_thread::sleep_for(1s);  // this replica's cache has seen the delete (the intake reads it)
+  const auto after = w.post_jobs("org-objects", "org-objects/app", "\"self-hosted\",\"linux\",\"gpu\"", 1);
+  EXPECT_TRUE(eventually([&] { return w.stored_jobs()[after.at(0)] == "unmatched"; }, 30s)) << w.stored_jobs()[after.at(0)];
+  EXPECT_EQ(w.headroom->sample("headroom_runner_pool_objects_total{outcome=\"stopped\"}"), 1);
+  EXPECT_EQ(w.headroom->sample("headroom_runner_pool_objects_total{outcome=\"replaced\"}"), 1);
+  EXPECT_EQ(w.headroom->pid(), pid) << "one headroom throughout";
+}
+
 // The seed's cleanup and stuck-job paths, and a runner group for chosen repositories. Phase 4 removes headroom's leftover GitHub runners: in
 // an organization those of its runner group (a runner of another group, even one named like
 // headroom's, is not its to remove), in a personal account's repository those with its name

@@ -700,5 +700,34 @@ TEST(reactive_target_objects, what_the_reader_refuses_is_named_by_its_field_in_t
   EXPECT_EQ(modes::reactive::read_reactive_target_object(R"({"metadata":{"name":"t"}})", {}).index(), 1u) << "no namespace";
 }
 
+// A RunnerPool object is read by the reader of scheduler.pools[]: scheduler.runner's defaults, its
+// name the object's, errors naming the field in the object.
+TEST(runner_pool_objects, an_objects_spec_reads_as_a_pool_named_by_its_metadata) {
+  modes::runner_section runner;
+  runner.slot_resource = "example.com/slot";
+  auto read = modes::scheduler::read_runner_pool_object(
+      R"({"apiVersion":"headroom.dev/v1alpha1","kind":"RunnerPool","metadata":{"name":"gpu","namespace":"ci","uid":"u-3","generation":2},)"
+      R"("spec":{"labels":["linux","gpu"],"maxWorkers":3}})",
+      runner);
+  ASSERT_TRUE(std::holds_alternative<modes::scheduler::declared_pool>(read)) << std::get<std::string>(read);
+  const auto& d = std::get<modes::scheduler::declared_pool>(read);
+  EXPECT_EQ(d.section.name, "gpu");
+  EXPECT_EQ(d.section.labels, (std::vector<std::string>{"linux", "gpu"}));
+  EXPECT_EQ(d.section.max_workers, 3u);
+  EXPECT_EQ(d.section.slot_resource, "example.com/slot") << "scheduler.runner's";
+  EXPECT_EQ(d.ns, "ci");
+  EXPECT_EQ(d.generation, 2);
+  auto error = [](const std::string& name, const std::string& spec) {
+    auto r = modes::scheduler::read_runner_pool_object(
+        R"({"metadata":{"name":")" + name + R"(","namespace":"ci"},"spec":)" + spec + "}", {});
+    return std::holds_alternative<std::string>(r) ? std::get<std::string>(r) : std::string{"accepted"};
+  };
+  EXPECT_EQ(error("gpu", R"({"labels":[]})").rfind("spec.labels:", 0), 0u);
+  EXPECT_EQ(error("gpu", R"({"labels":["a"],"name":"x"})").rfind("spec.name:", 0), 0u);
+  EXPECT_EQ(error("a-name-longer-than-twenty", R"({"labels":["a"]})").rfind("metadata.name:", 0), 0u);
+  EXPECT_EQ(error("gpu", R"({"labels":["a"],"template":{"spec":{"containers":[{"name":"sidecar","image":"x"}]}}})").rfind("spec.template:", 0), 0u);
+  EXPECT_EQ(error("gpu", R"({"labels":["a"],"maxWorkers":-2})").rfind("spec.maxWorkers:", 0), 0u);
+}
+
 }  // namespace
 }  // namespace headroom::app
