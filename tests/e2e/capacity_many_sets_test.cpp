@@ -234,9 +234,10 @@ std::string scale_set_object(const std::string& ns, const std::string& name, int
 }
 
 // #55: scale sets declared as ScaleSet objects beside the file's, started, changed and stopped
-// live. Each change reaches only its own scale set: every other one keeps its session (the same
-// id at the peer) and its placed pairs (the same pods); the API server refuses an invalid object
-// with the field's path; a deleted object's session and placeholders go.
+// live on a headroom running 50 scale sets (46 from the file, 4 objects applied one by one). Each
+// change reaches only its own scale set: every other one keeps its session (the same id at the
+// peer) and its placed pairs (the same pods); the API server refuses an invalid object with the
+// field's path; a deleted object's session and placeholders go.
 TEST(capacity_e2e, scale_set_objects_are_started_changed_and_stopped_live_and_no_other_scale_set_notices) {
   REQUIRE_ENV(e);
   scenario sc;
@@ -245,15 +246,19 @@ TEST(capacity_e2e, scale_set_objects_are_started_changed_and_stopped_live_and_no
   world w{e, sc};
   REQUIRE_WORLD(w);
   const std::string ns = sc.name;
-  start_sets(w, {"objects-file-0", "objects-file-1"}, "", true);
+  constexpr int file_sets = sets - 4, objects = 4;
+  std::vector<std::string> file_names;
+  for (int i = 0; i < file_sets; ++i)
+    file_names.push_back("objects-file-" + std::string(i < 10 ? "0" : "") + std::to_string(i));
+  start_sets(w, file_names, "", true);
   view now;
-  ASSERT_TRUE(eventually([&] { return all_advertise(e, "objects-file", 2, 1, now); }, 120s)) << describe(now) << "\n" << w.headroom->log();
-  // Two objects: each starts its own scale set, which places its pair and holds its session.
-  for (const char* name : {"objects-obj-0", "objects-obj-1"}) {
-    auto applied = e.c->kubectl({"apply", "-f", "-"}, scale_set_object(ns, name, 1));
+  ASSERT_TRUE(eventually([&] { return all_advertise(e, "objects-file", file_sets, 1, now); }, 240s)) << describe(now) << "\n" << w.headroom->log();
+  // The objects, one by one: each starts its own scale set, which places its pair and holds its session.
+  for (int i = 0; i < objects; ++i) {
+    auto applied = e.c->kubectl({"apply", "-f", "-"}, scale_set_object(ns, "objects-obj-" + std::to_string(i), 1));
     ASSERT_EQ(applied.exit_code, 0) << applied.err;
+    ASSERT_TRUE(eventually([&] { return all_advertise(e, "objects-obj", i + 1, 1, now); }, 120s)) << describe(now) << "\n" << w.headroom->log();
   }
-  ASSERT_TRUE(eventually([&] { return all_advertise(e, "objects-obj", 2, 1, now); }, 120s)) << describe(now) << "\n" << w.headroom->log();
   ASSERT_TRUE(eventually([&] {
     return e.c->kubectl({"-n", ns, "get", "scaleset", "objects-obj-0", "-o",
                          "jsonpath={.status.observedGeneration} {.status.conditions[?(@.type==\"Ready\")].status}"}).out == "1 True";
@@ -261,7 +266,10 @@ TEST(capacity_e2e, scale_set_objects_are_started_changed_and_stopped_live_and_no
   const auto file_sessions = session_ids(e, "objects-file");
   const auto other_sessions = session_ids(e, "objects-obj");
   std::map<std::string, std::string> pairs;
-  for (const char* set : {"objects-file-0", "objects-file-1", "objects-obj-0", "objects-obj-1"})
+  std::vector<std::string> every = file_names;
+  for (int i = 0; i < objects; ++i)
+    every.push_back("objects-obj-" + std::to_string(i));
+  for (const auto& set : every)
     pairs[set] = placeholder_uids(e, ns, set);
   // A change: obj-0's warm pool 1 → 2, applied to it alone, in place: its session is handed to
   // the subtree that replaces its actors, and its placed pair adopted.
@@ -302,9 +310,12 @@ TEST(capacity_e2e, scale_set_objects_are_started_changed_and_stopped_live_and_no
                                                          ns + "}\nspec: {maxRunners: -1}\n");
   EXPECT_NE(negative.exit_code, 0);
   EXPECT_NE((negative.out + negative.err).find("spec.maxRunners"), std::string::npos) << negative.err;
-  // The change reached obj-0 alone: obj-1 kept its session and its pair.
-  EXPECT_EQ(session_ids(e, "objects-obj")["objects-obj-1"], other_sessions.at("objects-obj-1"));
-  EXPECT_EQ(placeholder_uids(e, ns, "objects-obj-1"), pairs["objects-obj-1"]);
+  // The change reached obj-0 alone: the other objects kept their sessions and their pairs.
+  for (int i = 1; i < objects; ++i) {
+    const auto name = "objects-obj-" + std::to_string(i);
+    EXPECT_EQ(session_ids(e, "objects-obj")[name], other_sessions.at(name)) << name;
+    EXPECT_EQ(placeholder_uids(e, ns, name), pairs[name]) << name;
+  }
   // Deleting obj-1 stops it: its session is deleted at the peer and its placeholders go.
   ASSERT_EQ(e.c->kubectl({"-n", ns, "delete", "scaleset", "objects-obj-1"}).exit_code, 0);
   ASSERT_TRUE(eventually([&] { return session_ids(e, "objects-obj")["objects-obj-1"].empty(); }, 60s)) << w.headroom->log();
@@ -313,8 +324,17 @@ TEST(capacity_e2e, scale_set_objects_are_started_changed_and_stopped_live_and_no
   // No other scale set noticed any of it.
   EXPECT_EQ(session_ids(e, "objects-file"), file_sessions) << "the file's scale sets kept their sessions";
   EXPECT_EQ(session_ids(e, "objects-obj")["objects-obj-0"].empty(), false);
-  for (const char* set : {"objects-file-0", "objects-file-1"})
-    EXPECT_EQ(placeholder_uids(e, ns, set), pairs[set]) << set << " kept its placed pairs";
+  for (int i = 2; i < objects; ++i)
+    EXPECT_EQ(session_ids(e, "objects-obj")["objects-obj-" + std::to_string(i)], other_sessions.at("objects-obj-" + std::to_string(i)));
+  int untouched = 0;
+  for (const auto& set : every)
+    if (set != "objects-obj-0" && set != "objects-obj-1") {
+      EXPECT_EQ(placeholder_uids(e, ns, set), pairs[set]) << set << " kept its placed pairs";
+      ++untouched;
+    }
+  EXPECT_EQ(untouched, sets - 2) << "48 scale sets audited";
+  std::cout << "[objects] " << sets << " scale sets: 2 changed (one edited, one deleted), " << untouched
+            << " kept their sessions and placed pairs\n";
   const auto log = w.headroom->log();
   EXPECT_NE(log.find("scale set replaced"), std::string::npos);
   EXPECT_NE(log.find("scale set stopped"), std::string::npos);
