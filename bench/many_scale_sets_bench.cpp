@@ -53,6 +53,7 @@
 
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/connection.hpp"
+#include "adapters/k8s/fields.hpp"
 #include "adapters/k8s/informer.hpp"
 #include "runtime/rfc3339.hpp"
 #include "e2e/bulk_create.hpp"
@@ -191,12 +192,32 @@ std::string object_spec(int warm, bool long_pending) {
 struct edit_result {
   std::vector<double> apply_to_poll_ms;
   std::vector<double> apply_to_replaced_ms;  // to headroom's "scale set replaced" (its new subtree runs)
+  // The same span split at the bench's own ScaleSet watch: kubectl, the API server and its watch
+  // delivery on one side; headroom's share (its own watch's delivery, the catalog, the stop and
+  // the start of the subtree) on the other.
+  std::vector<double> apply_to_bench_watch_ms, bench_watch_to_replaced_ms;
   int kept_session = 0, others_session_changed = 0, others_polls_below = 0;
 };
 
 // --objects: `edits` ScaleSets, one every 2 s, get a warm pool of 2 (see the header).
-edit_result edit_objects(env& e, const agent& headroom, int edits, int sets) {
+edit_result edit_objects(env& e, const agent& headroom, k8s::client& api, int edits, int sets) {
   edit_result out;
+  // The bench's own watch of the ScaleSets: when each one's generation 2 (the edit) arrived.
+  std::mutex m;
+  std::map<std::string, double> watched_wall;
+  k8s::informer<k8s::unstructured>::options so;
+  so.kind = k8s::resource_kind{"headroom.dev", "v1alpha1", "scalesets", true};
+  so.ns = ns;
+  auto scale_sets = k8s::informer<k8s::unstructured>::make(api, so);
+  scale_sets->subscribe([&](const k8s::informer<k8s::unstructured>::event& ev) {
+    if (k8s::int_at(ev.object->raw, {"metadata", "generation"}).value_or(0) < 2)
+      return;
+    const double now = std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count();
+    std::lock_guard lock{m};
+    watched_wall.emplace(ev.object->meta.name, now);
+  });
+  scale_sets->start();
+  eventually([&] { return scale_sets->synced(); }, std::chrono::seconds(30));
   std::map<std::string, double> applied_wall;  // scale set → when kubectl apply was started (seconds since the epoch)
   const auto before = look(e, "hr");
   std::map<int64_t, size_t> polls_before;
@@ -242,9 +263,17 @@ edit_result edit_objects(env& e, const agent& headroom, int edits, int sets) {
       return at == std::string::npos ? std::string{} : line.substr(at + key.size() + 4, line.find('"', at + key.size() + 4) - at - key.size() - 4);
     };
     const auto when = runtime::parse_rfc3339(field("ts"));
-    if (auto it = applied_wall.find(field("name")); it != applied_wall.end() && when)
+    const auto name = field("name");
+    if (auto it = applied_wall.find(name); it != applied_wall.end() && when) {
       out.apply_to_replaced_ms.push_back(1e3 * (*when - it->second));
+      std::lock_guard lock{m};
+      if (auto w = watched_wall.find(name); w != watched_wall.end()) {
+        out.apply_to_bench_watch_ms.push_back(1e3 * (w->second - it->second));
+        out.bench_watch_to_replaced_ms.push_back(1e3 * (*when - w->second));
+      }
+    }
   }
+  scale_sets->stop();
   const auto after = look(e, "hr");
   for (const auto& [name, id] : after.ids) {
     const bool same = before.session_ids.count(id) && after.session_ids.count(id) && before.session_ids.at(id) == after.session_ids.at(id);
@@ -526,7 +555,7 @@ int main(int argc, char** argv) {
                                 bench::buckets(metrics_before, "headroom_kubernetes_rate_limiter_wait_seconds", label));
   };
   const auto normal_wait = wait("normal"), urgent_wait = wait("urgent"), background_wait = wait("background");
-  const auto edited = objects > 0 ? edit_objects(e, *headroom, edits, sets) : edit_result{};
+  const auto edited = objects > 0 ? edit_objects(e, *headroom, api, edits, sets) : edit_result{};
   headroom->stop();
   // --restart 1 (#55): a new process on the warm cluster, as a rollout or an upgrade starts one.
   // SIGTERM kept the placed pairs; how long until every scale set holds its session and
@@ -672,6 +701,13 @@ int main(int argc, char** argv) {
                 edited.apply_to_poll_ms.size(), percentile(edited.apply_to_poll_ms, 0.5),
                 edited.apply_to_poll_ms.empty() ? 0 : *std::max_element(edited.apply_to_poll_ms.begin(), edited.apply_to_poll_ms.end()),
                 edited.kept_session, edited.others_session_changed, edited.others_polls_below);
+  if (objects > 0) {
+    auto most = [](const std::vector<double>& v) { return v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()); };
+    std::printf("{\"mode\":\"object_edits_split\",\"matched\":%zu,\"apply_to_bench_watch_p50_ms\":%.0f,\"apply_to_bench_watch_max_ms\":%.0f,"
+                "\"bench_watch_to_replaced_p50_ms\":%.0f,\"bench_watch_to_replaced_max_ms\":%.0f}\n",
+                edited.apply_to_bench_watch_ms.size(), percentile(edited.apply_to_bench_watch_ms, 0.5), most(edited.apply_to_bench_watch_ms),
+                percentile(edited.bench_watch_to_replaced_ms, 0.5), most(edited.bench_watch_to_replaced_ms));
+  }
   if (listeners > 0)
     std::printf("{\"mode\":\"idle\",\"who\":\"scaleset-listener x%d\",\"ready_s\":%.1f,\"rss_mib\":%.1f,\"cpu_core_pct\":%.2f,\"threads\":%d,"
                 "\"fds\":%d,\"sockets\":%d}\n",
