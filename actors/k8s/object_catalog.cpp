@@ -451,6 +451,27 @@ std::string ready_condition_patch(int64_t generation, bool ready, const std::str
   return out.GetString();
 }
 
+catalog_kind condition_kind(k8s::resource_kind resource, std::string kind, std::string actor_name, std::string what, std::string feed,
+                            std::string ready_reason, std::string ready_message) {
+  catalog_kind out{std::move(resource), "headroom.dev/v1alpha1", std::move(kind), std::move(actor_name), std::move(what), std::move(feed),
+                   nullptr, nullptr};
+  out.refused_patch = [](int64_t g, const std::string& reason, const std::string& message, const std::string& now) {
+    return ready_condition_patch(g, false, reason, message, now);
+  };
+  out.ready_patch = [reason = std::move(ready_reason), message = std::move(ready_message)](int64_t g, const std::string& now) {
+    return ready_condition_patch(g, true, reason, message, now);
+  };
+  return out;
+}
+
+runtime::child_spec catalog_child_spec(std::shared_ptr<const catalog_options> opts) {
+  runtime::child_spec out;
+  out.name = opts->kind.actor_name;
+  out.restart = runtime::restart_mode::permanent;
+  out.start = [opts](caf::actor_system& s) { return runtime::untyped(spawn_object_catalog(s, opts)); };
+  return out;
+}
+
 catalog_actor spawn_object_catalog(caf::actor_system& sys, std::shared_ptr<const catalog_options> opts) {
   return sys.spawn(catalog_behavior, std::move(opts));
 }

@@ -126,8 +126,16 @@ struct catalog_options {
 std::string ready_condition_patch(int64_t generation, bool ready, const std::string& reason, const std::string& message,
                                   const std::string& now);
 
+// A kind whose status the catalog writes whole: Ready False with the reason when refused, Ready True
+// with `ready_reason` and `ready_message` once a generation runs.
+catalog_kind condition_kind(k8s::resource_kind resource, std::string kind, std::string actor_name, std::string what, std::string feed,
+                            std::string ready_reason, std::string ready_message);
+
 using catalog_actor = caf::typed_actor<caf::reacts_to<msg::buffer_wakeup>>;
 
 catalog_actor spawn_object_catalog(caf::actor_system& sys, std::shared_ptr<const catalog_options> opts);
+
+// The catalog as a permanent child of its mode's supervisor (named by its kind's actor_name).
+runtime::child_spec catalog_child_spec(std::shared_ptr<const catalog_options> opts);
 
 }  // namespace headroom::actors

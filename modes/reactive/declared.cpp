@@ -60,19 +60,8 @@ runtime::child_spec scaler_child(scaler_context_ptr ctx, caf::actor quota_relay,
 runtime::child_spec target_catalog_child(std::shared_ptr<reactive_services> svc, caf::actor parent, caf::actor quota_relay,
                                          caf::actor reader_relay, runtime::metrics& m) {
   auto opts = std::make_shared<actors::catalog_options>();
-  opts->kind = actors::catalog_kind{
-      reactive_targets,
-      "headroom.dev/v1alpha1",
-      "ReactiveTarget",
-      "reactive_target_catalog",
-      "reactive target",
-      "reactive_target_objects",
-      [](int64_t g, const std::string& reason, const std::string& message, const std::string& now) {
-        return actors::ready_condition_patch(g, false, reason, message, now);
-      },
-      [](int64_t g, const std::string& now) {
-        return actors::ready_condition_patch(g, true, "Scaling", "its workload is scaled on its metrics", now);
-      }};
+  opts->kind = actors::condition_kind(reactive_targets, "ReactiveTarget", "reactive_target_catalog", "reactive target",
+                                      "reactive_target_objects", "Scaling", "its workload is scaled on its metrics");
   opts->objects = svc->declared.objects;
   // One scaler per workload: two would step it against each other.
   opts->claim_of = [](const k8s::unstructured& o) {
@@ -98,11 +87,7 @@ runtime::child_spec target_catalog_child(std::shared_ptr<reactive_services> svc,
   opts->build = [svc, quota_relay, reader_relay, mp = &m](caf::actor_system&, const std::string& json) {
     return build_target(svc, quota_relay, reader_relay, *mp, json);
   };
-  runtime::child_spec out;
-  out.name = "reactive_target_catalog";
-  out.restart = runtime::restart_mode::permanent;
-  out.start = [opts](caf::actor_system& s) { return runtime::untyped(actors::spawn_object_catalog(s, opts)); };
-  return out;
+  return actors::catalog_child_spec(opts);
 }
 
 }  // namespace headroom::modes::reactive

@@ -4,7 +4,7 @@
 #include <cctype>
 #include <set>
 
-#include "adapters/k8s/fields.hpp"
+#include "modes/shared/declared.hpp"
 
 namespace headroom::modes::reactive {
 
@@ -186,30 +186,22 @@ void read_section(const YAML::Node& node, reactive_section& out) {
 
 std::variant<declared_target, std::string> read_reactive_target_object(std::string_view object_json, const reactive_rules_section& defaults) {
   declared_target out;
-  const auto name = headroom::k8s::string_at(object_json, {"metadata", "name"});
-  const auto ns = headroom::k8s::string_at(object_json, {"metadata", "namespace"});
-  if (name.empty() || ns.empty())
-    return std::string{"metadata: a ReactiveTarget needs a name and a namespace"};
-  out.uid = headroom::k8s::uid_of(object_json);
-  out.generation = headroom::k8s::int_at(object_json, {"metadata", "generation"}).value_or(0);
-  const auto spec = headroom::k8s::json_at(object_json, {"spec"});
-  try {
-    YAML::Node node = spec ? YAML::Load(*spec) : YAML::Node{YAML::NodeType::Map};
-    if (!node.IsMap())
-      return "spec: expected a mapping, found " + yaml_kind(node);
+  declared_object meta;
+  auto problem = read_declared(object_json, "ReactiveTarget", meta, [&](YAML::Node& node) -> std::optional<std::string> {
     if (node["tenant"])
       return std::string{"spec.tenant: a ReactiveTarget is bounded by its namespace (reactive.objects.limits), not by a tenant's quota"};
     if (auto ref = node["scaleTargetRef"]; ref && ref.IsMap()) {
       if (ref["namespace"])
         return std::string{"spec.scaleTargetRef.namespace: the object's own (metadata.namespace), not in its spec"};
-      ref["namespace"] = ns;
+      ref["namespace"] = meta.ns;
     }
     out.section = parse_reactive_target(node, "spec", defaults);
-  } catch (const runtime::config_failure& f) {
-    return f.error.message();
-  } catch (const YAML::Exception& e) {
-    return std::string{"spec: not readable: "} + e.what();
-  }
+    return std::nullopt;
+  });
+  if (problem)
+    return *problem;
+  out.uid = meta.uid;
+  out.generation = meta.generation;
   return out;
 }
 

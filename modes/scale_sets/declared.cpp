@@ -187,11 +187,7 @@ runtime::child_spec catalog_child(const runtime::config& cfg, const scale_sets_c
   opts->count = [&family](const std::string& outcome) { family.Add({{"outcome", outcome}}).Increment(); };
   declared_wiring w{cfg, modes, svc, budget, runtime::untyped(parent), std::move(hud_targets), &m, &ready};
   opts->build = [w](caf::actor_system& sys, const std::string& object_json) { return build_declared(w, sys, object_json); };
-  runtime::child_spec out;
-  out.name = "scale_set_catalog";
-  out.restart = runtime::restart_mode::permanent;
-  out.start = [opts](caf::actor_system& s) { return runtime::untyped(actors::spawn_object_catalog(s, opts)); };
-  return out;
+  return actors::catalog_child_spec(opts);
 }
 
 

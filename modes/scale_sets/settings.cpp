@@ -4,7 +4,7 @@
 #include <cctype>
 #include <set>
 
-#include "adapters/k8s/fields.hpp"
+#include "modes/shared/declared.hpp"
 
 namespace headroom::modes::scale_sets {
 
@@ -111,33 +111,20 @@ std::vector<scale_set_section> read_scale_sets(const YAML::Node& node) {
 
 std::variant<declared_scale_set, std::string> read_scale_set_object(std::string_view object_json) {
   declared_scale_set out;
-  const auto name = k8s::string_at(object_json, {"metadata", "name"});
-  const auto ns = k8s::string_at(object_json, {"metadata", "namespace"});
-  if (name.empty() || ns.empty())
-    return std::string{"metadata: a ScaleSet needs a name and a namespace"};
-  out.uid = k8s::uid_of(object_json);
-  out.generation = k8s::int_at(object_json, {"metadata", "generation"}).value_or(0);
-  const auto spec = k8s::json_at(object_json, {"spec"});
-  try {
-    YAML::Node node = spec ? YAML::Load(*spec) : YAML::Node{YAML::NodeType::Map};
-    if (node.IsNull())
-      node = YAML::Node{YAML::NodeType::Map};
-    if (!node.IsMap())
-      return "spec: expected a mapping, found " + yaml_kind(node);
+  declared_object meta;
+  auto problem = read_declared(object_json, "ScaleSet", meta, [&](YAML::Node& node) -> std::optional<std::string> {
     for (const char* key : {"name", "namespace"})
       if (node[key])
         return std::string{"spec."} + key + ": set by the object's metadata." + key + ", not in its spec";
-    node["name"] = name;
-    node["namespace"] = ns;
+    node["name"] = meta.name;
+    node["namespace"] = meta.ns;
     out.section = parse_scale_set(node, "spec");
-  } catch (const runtime::config_failure& f) {
-    auto message = f.error.message();
-    if (message.starts_with("spec.name:"))  // the name's rule, about metadata.name
-      message = "metadata.name:" + message.substr(10);
-    return message;
-  } catch (const YAML::Exception& e) {
-    return std::string{"spec: not readable: "} + e.what();
-  }
+    return std::nullopt;
+  });
+  if (problem)
+    return *problem;
+  out.uid = meta.uid;
+  out.generation = meta.generation;
   return out;
 }
 

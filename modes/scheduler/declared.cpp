@@ -73,19 +73,8 @@ std::function<std::vector<std::vector<std::string>>()> watch_pools(k8s::informer
 
 runtime::child_spec pool_catalog_child(std::shared_ptr<scheduler_services> svc, caf::actor parent, runtime::metrics& m) {
   auto opts = std::make_shared<actors::catalog_options>();
-  opts->kind = actors::catalog_kind{
-      runner_pools,
-      "headroom.dev/v1alpha1",
-      "RunnerPool",
-      "runner_pool_catalog",
-      "runner pool",
-      "runner_pool_objects",
-      [](int64_t g, const std::string& reason, const std::string& message, const std::string& now) {
-        return actors::ready_condition_patch(g, false, reason, message, now);
-      },
-      [](int64_t g, const std::string& now) {
-        return actors::ready_condition_patch(g, true, "Serving", "the scheduler gives its jobs this pool's runners", now);
-      }};
+  opts->kind = actors::condition_kind(runner_pools, "RunnerPool", "runner_pool_catalog", "runner pool", "runner_pool_objects", "Serving",
+                                      "the scheduler gives its jobs this pool's runners");
   opts->objects = {svc->declared.objects};
   // A pool's name is one per scheduler: it labels the pool's pods (headroom.dev/pool).
   opts->claim_of = [](const k8s::unstructured& o) {
@@ -103,11 +92,7 @@ runtime::child_spec pool_catalog_child(std::shared_ptr<scheduler_services> svc, 
                      .Register(m.registry());
   opts->count = [&family](const std::string& outcome) { family.Add({{"outcome", outcome}}).Increment(); };
   opts->build = [svc](caf::actor_system&, const std::string& json) { return build_pool(svc, json); };
-  runtime::child_spec out;
-  out.name = "runner_pool_catalog";
-  out.restart = runtime::restart_mode::permanent;
-  out.start = [opts](caf::actor_system& s) { return runtime::untyped(actors::spawn_object_catalog(s, opts)); };
-  return out;
+  return actors::catalog_child_spec(opts);
 }
 
 }  // namespace headroom::modes::scheduler

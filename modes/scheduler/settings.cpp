@@ -1,7 +1,7 @@
 #include "modes/scheduler/settings.hpp"
 
 #include "actors/runners/pods.hpp"
-#include "adapters/k8s/fields.hpp"
+#include "modes/shared/declared.hpp"
 
 #include <algorithm>
 #include <cctype>
@@ -205,29 +205,19 @@ void read_section(const YAML::Node& node, scheduler_section& out) {
 
 std::variant<declared_pool, std::string> read_runner_pool_object(std::string_view object_json, const runner_section& runner) {
   declared_pool out;
-  const auto name = headroom::k8s::string_at(object_json, {"metadata", "name"});
-  out.ns = headroom::k8s::string_at(object_json, {"metadata", "namespace"});
-  if (name.empty() || out.ns.empty())
-    return std::string{"metadata: a RunnerPool needs a name and a namespace"};
-  out.uid = headroom::k8s::uid_of(object_json);
-  out.generation = headroom::k8s::int_at(object_json, {"metadata", "generation"}).value_or(0);
-  const auto spec = headroom::k8s::json_at(object_json, {"spec"});
-  try {
-    YAML::Node node = spec ? YAML::Load(*spec) : YAML::Node{YAML::NodeType::Map};
-    if (!node.IsMap())
-      return "spec: expected a mapping, found " + yaml_kind(node);
+  declared_object meta;
+  auto problem = read_declared(object_json, "RunnerPool", meta, [&](YAML::Node& node) -> std::optional<std::string> {
     if (node["name"])
       return std::string{"spec.name: set by the object's metadata.name, not in its spec"};
-    node["name"] = name;
+    node["name"] = meta.name;
     out.section = read_pool(node, "spec", runner);
-  } catch (const runtime::config_failure& f) {
-    auto message = f.error.message();
-    if (message.starts_with("spec.name:"))  // the name's rule, about metadata.name
-      message = "metadata.name:" + message.substr(10);
-    return message;
-  } catch (const YAML::Exception& e) {
-    return std::string{"spec: not readable: "} + e.what();
-  }
+    return std::nullopt;
+  });
+  if (problem)
+    return *problem;
+  out.ns = meta.ns;
+  out.uid = meta.uid;
+  out.generation = meta.generation;
   return out;
 }
 

@@ -901,8 +901,8 @@ TEST(reactive, the_dashboard_reactive_panels_query_only_exported_metrics) {
 // through the fault proxy (testenv/apiserver_proxy.hpp; Prometheus and the test's own watch are
 // reached directly), in turn: every request answered 429/503/500/504 for 30 s (a 504 to a write
 // only after the write was made: the step happened, headroom was told it failed); kube-apiserver
-// restarted. (The mode opens no watch, so the silenced and expired watches do not apply.) The
-// metric goes high as each fault starts and back in band once the step is seen. Each fault ends in
+// restarted; and between them its one watch (the ReactiveTarget objects') silenced, then expired.
+// The metric goes high as each fault starts and back in band once the step is seen. Each fault ends in
 // exactly one step: the target goes 1 → 3 one replica at a time, never by two (a write retried
 // after a 504 finds the step done: its JSON patch tests the count it starts from), no write
 // unseen, no step before its window is complete.
@@ -948,9 +948,28 @@ TEST(reactive, apiserver_faults_mid_window_each_step_lands_once) {
     EXPECT_GT(faulted, 0) << "headroom called the API server during the 30 s";
     std::cout << "[chaos] reactive, apiserver 429/503/500/504 for 30 s: " << faulted << " requests answered with an error\n";
   });
-  // This mode opens no watch: each scaler reads its target when it evaluates. The silenced and
-  // expired watches of the other modes' scenarios have nothing to act on here.
-  EXPECT_EQ(proxy.state("watchesOpen"), 0) << "a watch through the proxy: the stalled and expired watch faults apply after all";
+  // The mode's one watch is of the ReactiveTarget objects (each scaler reads its target when it
+  // evaluates). Silenced, it is dropped after watchStallTimeout and resumed; expired, it meets the
+  // 410 and lists again; a ReactiveTarget applied after both is served.
+  ASSERT_TRUE(eventually([&] { return proxy.watches_flowing(1); }, 30s)) << proxy.p->log();
+  EXPECT_EQ(proxy.state("watchesOpen"), 1) << "one watch through the proxy: the ReactiveTarget objects'";
+  const auto stalled = proxy.stall_watches();
+  const auto stall_at = clock_type::now();
+  EXPECT_EQ(stalled, 1);
+  EXPECT_TRUE(eventually([&] { return proxy.watches_flowing(1) && proxy.state("watchesOpen") == 1; }, 40s)) << proxy.p->log();
+  const double resumed_after = std::chrono::duration<double>(clock_type::now() - stall_at).count();
+  // (A quiet watch: its silence began with its last data before the stall, so it is dropped at most
+  // watchStallTimeout after the stall, and reopened at once.)
+  EXPECT_LE(resumed_after, 15.0 + 5.0) << "the silent watch was not dropped after watchStallTimeout (15 s)";
+  const auto expired = proxy.expire_watches();
+  EXPECT_EQ(expired, 1);
+  EXPECT_TRUE(eventually([&] { return proxy.state("expired") >= expired && proxy.watches_flowing(1); }, 30s)) << proxy.p->log();
+  set_load(e, "other", 75);
+  ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"}, reactive_target_yaml("after-faults", "other", 2)).exit_code, 0);
+  EXPECT_TRUE(eventually([&] { return ready_of(e, "after-faults") == "1 True Scaling"; }, 30s)) << ready_of(e, "after-faults");
+  e.c->kubectl({"delete", "reactivetarget", "-n", team_ns, "after-faults"});
+  std::cout << "[chaos] reactive, the ReactiveTarget watch silenced: dropped and resumed " << resumed_after
+            << " s after; expired: listed again; a ReactiveTarget applied after both is served\n";
   step_across("kube-apiserver restarted", [&] {
     ASSERT_TRUE(e.c->restart_apiserver()) << e.c->logs();
     // The test's own watch ended with the API server: open it again (a gap in its generations
