@@ -12,7 +12,8 @@
 // Never: a workflow pod never evicts anything, and headroom gives it a room instead. When the
 // scheduler has found none for it (PodScheduled False, Unschedulable), the oldest hand-off's
 // workflow placeholder is deleted (in kubernetes mode one on the node the hook pins the pod to,
-// its runner's), else a ready pair's; the scheduler places the pod in the room that frees, before
+// its runner's), else a ready pair's, else (pinned) that of a pair whose runner placeholder found no
+// room beside it; the scheduler places the pod in the room that frees, before
 // any placeholder (it is the highest priority waiting). With none held it waits for room as any
 // pod does (Karpenter makes a node), and no job loses its runner.
 
@@ -50,17 +51,24 @@ bool holds_room(const monitor_state& st, const std::string& slot, const std::str
 
 struct room {
   std::string slot;
-  bool handoff = false;
+  const char* from = "";  // hand-off, ready pair, pair not placed yet
 };
 
-// The oldest hand-off holding room where it is needed, else a ready pair.
+// The oldest hand-off holding room where it is needed, else a ready pair; where the pod is pinned
+// to a node (kubernetes mode), else a pair whose workflow placeholder runs there but whose runner
+// placeholder, pinned beside it, has not been placed (the node had no room left for it: it may
+// never be, and the pinned pod has nowhere else to go).
 room find_room(const monitor_state& st, const std::string& node) {
   for (const auto& slot : st.handoff_order)
     if (st.handoffs.count(slot) > 0 && holds_room(st, slot, node))
-      return {slot, true};
+      return {slot, "hand-off"};
   for (const auto& [slot, e] : st.pairs)
     if (e.state == state_t::ready && holds_room(st, slot, node))
-      return {slot, false};
+      return {slot, "ready pair"};
+  if (!node.empty())
+    for (const auto& [slot, e] : st.pairs)
+      if (e.state != state_t::ready && holds_room(st, slot, node))
+        return {slot, "pair not placed yet"};
   return {};
 }
 
@@ -94,9 +102,9 @@ void give_workflow_rooms(monitor_self* self) {
     }
     st.rooms_given.insert(name);
     runtime::log::info(actor_name, "workflow pod given a held room",
-                       {{"scale_set", st.ctx->spec.name}, {"pod", name}, {"slot", r.slot}, {"from", r.handoff ? "hand-off" : "ready pair"}});
+                       {{"scale_set", st.ctx->spec.name}, {"pod", name}, {"slot", r.slot}, {"from", std::string{r.from}}});
     st.ctx->metrics.add("headroom_capacity_workflow_rooms_given_total", 1);
-    if (r.handoff) {
+    if (std::string_view{r.from} == "hand-off") {
       self->send_exit(st.handoffs[r.slot], caf::exit_reason::user_shutdown);  // it deletes its workflow placeholder
       st.handoffs.erase(r.slot);
       retire(self, r.slot);

@@ -417,6 +417,42 @@ TEST_F(monitor_fixture, a_warm_pair_is_advertised_once_placed_and_replaced_when_
   EXPECT_EQ(again.size(), 2u) << "a new pair for the warm pool";
 }
 
+// Kubernetes mode: a workflow pod pinned to its runner's node, where the only held room is the
+// workflow placeholder of a pair whose runner placeholder never found room beside it (the node was
+// full: pinned there, it may never be placed). That room is given: the pinned pod has nowhere else
+// to go, and the pair would not be placed anyway.
+TEST_F(monitor_fixture, a_pinned_workflow_pod_is_given_the_room_of_a_pair_that_cannot_be_placed_beside_it) {
+  mode = actors::runners::runner_spec::container_mode::kubernetes;
+  start();
+  set_up();
+  auto first = created();
+  ASSERT_EQ(first.size(), 1u) << "the probe (room for both on one node)";
+  const std::string slot = slot_of(first[0]);
+  const std::string probe = "linux-ph-" + slot + "-probe", runner_ph = "linux-ph-" + slot + "-runner",
+                    workflow_ph = "linux-ph-" + slot + "-workflow";
+  ASSERT_EQ(first[0], probe);
+  watch("ADDED", probe, "pair-probe", slot, "Running", "node-2");
+  const auto next = created();
+  ASSERT_NE(std::find(next.begin(), next.end(), workflow_ph), next.end()) << waiting_text();
+  ASSERT_NE(std::find(next.begin(), next.end(), runner_ph), next.end()) << "both placeholders, pinned to the probe's node\n" << waiting_text();
+  // The workflow placeholder is placed; the room the probe found is taken meanwhile, and the runner
+  // placeholder stays Pending.
+  watch("ADDED", workflow_ph, "workflow-placeholder", slot, "Running", "node-2");
+  watch("ADDED", runner_ph, "runner-placeholder", slot, "Pending", "");
+  // It stays unplaced (no room on node-2). A runner lands on node-2 anyway (room freed later);
+  // its workflow pod, pinned there by the hook, finds none.
+  watch_pod("ADDED", R"({"metadata":{"name":"linux-runner-c","namespace":"arc","uid":"u-rc","resourceVersion":"12",)"
+                     R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"runner"}},"spec":{"nodeName":"node-2"},)"
+                     R"("status":{"phase":"Running"}})");
+  EXPECT_EQ(find("DELETE", workflow_ph), nullptr);
+  watch_pod("ADDED", R"({"metadata":{"name":"linux-runner-c-workflow","namespace":"arc","uid":"u-wc","resourceVersion":"13",)"
+                     R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"workflow","runner-pod":"linux-runner-c"}},)"
+                     R"("spec":{},"status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable"}]}})");
+  EXPECT_NE(find("DELETE", workflow_ph), nullptr) << "the unplaceable pair's room is given\n" << waiting_text();
+  EXPECT_EQ((*counters)["headroom_capacity_workflow_rooms_given_total"], 1);
+  EXPECT_EQ((*gauges)["headroom_capacity_workflow_pods_waiting"], 0);
+}
+
 // A workflow pod takes no room by preemption (its PriorityClass has preemptionPolicy Never: on the
 // ladder it could preempt a running runner): once the scheduler has found none for it, the monitor
 // deletes the workflow placeholder of the oldest hand-off, and the pod is placed in the room that
