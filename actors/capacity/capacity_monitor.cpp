@@ -131,20 +131,30 @@ void on_pool(monitor_self* self, const msg::object_event<k8s::unstructured>& e) 
 // over, because its workflow pod ran elsewhere; without this it would hold that room until
 // placeholderReadyTimeout (found by the burst scenario's metric check: 8 placeholders Running for 2
 // ready pairs after the jobs). The oldest go first: their jobs started first.
+// kubernetes mode: a hand-off a runner still going is pinned to is that runner's job's, in flight
+// whatever the counts say (they trail the pods): ending it deleted the one room its workflow pod
+// could have (pinned to the runner's node), and the runner, waiting there for room of its own,
+// could take that workflow room instead (the migration e2e under load).
 void end_finished_handoffs(monitor_self* self, int64_t jobs_in_flight) {
   auto& st = self->state;
+  std::deque<std::string> kept;
   while (static_cast<int64_t>(st.handoffs.size()) > jobs_in_flight && !st.handoff_order.empty()) {
     const auto slot = st.handoff_order.front();
     st.handoff_order.pop_front();
     auto h = st.handoffs.find(slot);
     if (h == st.handoffs.end())
       continue;  // ended another way already
+    if (rooms_pinned(st) && room_claimed(st, slot)) {
+      kept.push_back(slot);
+      continue;
+    }
     runtime::log::info(actor_name, "hand-off ended: no job in flight needs its workflow room",
                        {{"scale_set", st.ctx->spec.name}, {"slot", slot}, {"jobs_in_flight", jobs_in_flight}});
     self->send_exit(h->second, caf::exit_reason::user_shutdown);
     st.handoffs.erase(h);
     retire(self, slot);
   }
+  st.handoff_order.insert(st.handoff_order.begin(), kept.begin(), kept.end());
   while (!st.handoff_order.empty() && st.handoffs.count(st.handoff_order.front()) == 0)
     st.handoff_order.pop_front();  // keep the order list as short as the map
 }

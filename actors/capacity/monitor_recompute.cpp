@@ -237,14 +237,19 @@ void tell_burst_need(monitor_self* self, int64_t pending, int64_t wanted) {
 // a pair for yet (`owed`): a ready pair that would go is handed to such a job instead (its runner
 // placeholder goes, its workflow placeholder holds the workflow's room until the workflow pod
 // takes it), so a runner that found room elsewhere does not leave its workflow pod unprotected.
+// kubernetes mode: no runner finds room elsewhere (each is pinned to a pair's node), so a pair a
+// runner is pinned to stays for it, and no other is handed over: its runner placeholder's room,
+// freed, could be taken by any pod before a runner came for it, while a Running one is a victim
+// only a runner preempts.
 void scale_down(monitor_self* self, capacity_inputs& in, int64_t count, int64_t keep) {
   auto& st = self->state;
+  const bool pinned = rooms_pinned(st);
   std::vector<std::string> victims;
   for (const auto& [slot, e] : st.pairs)  // pending first
-    if (e.state != state_t::ready && e.predecessor.empty())
+    if (e.state != state_t::ready && e.predecessor.empty() && !(pinned && room_claimed(st, slot)))
       victims.push_back(slot);
   for (const auto& [slot, e] : st.pairs)
-    if (e.state == state_t::ready)
+    if (e.state == state_t::ready && !(pinned && room_claimed(st, slot)))
       victims.push_back(slot);
   const auto now = self->clock().now();
   while (!st.owed.empty() && now - st.owed.front() > st.ctx->spec.placeholder_ready_timeout)
@@ -253,7 +258,7 @@ void scale_down(monitor_self* self, capacity_inputs& in, int64_t count, int64_t 
     auto& e = st.pairs[victims[i]];
     if (e.state == state_t::ready) {
       --in.ready_pairs;
-      if (!st.owed.empty()) {
+      if (!st.owed.empty() && !pinned) {
         st.owed.pop_front();
         self->send(e.actor, msg::pair_handoff{});
         st.handoffs[victims[i]] = e.actor;
@@ -293,6 +298,20 @@ void renew_expired(monitor_self* self, const std::set<std::string>& renewing, in
     runtime::log::info(actor_name, "placeholder pair past placeholderTTL: placing its successor before deleting it",
                        {{"scale_set", spec.name}, {"slot", old}, {"successor", slot}});
   }
+}
+
+// The pairs to have. kubernetes mode: also one for every assigned job whose runner is not placed
+// (`keep`). There a runner pod is made only in a pair's room (pinned to its node: the hook pins its
+// workflow pod beside it, the `work` volume being ReadWriteOnce), so a job with no pair left for
+// it (one lost to a node, preempted, timed out after its capacity was advertised) would wait for
+// good; the new pair's probe is unpinned, so Karpenter makes a node for it when none has room.
+// In the other modes a runner pod takes any runner placeholder, or room of its own, wherever the
+// scheduler finds it, and a pair made for it would only compete with it.
+int64_t spawn_target(const monitor_state& st, int64_t desired, int64_t keep) {
+  const auto& spec = st.ctx->spec;
+  if (spec.mode != runners::runner_spec::container_mode::kubernetes || !spec.capacity_aware)
+    return desired;
+  return keep;
 }
 
 // The advertised capacity and the series; a new capacity goes to the listener and the provisioner.
@@ -377,25 +396,26 @@ void recompute(monitor_self* self) {
       ++in.ready_pairs;
 
   const int64_t desired = spec.capacity_aware ? desired_pairs(in) : 0;
+  // A job whose runner pod is not placed yet is about to consume a pair (its runner preempts the
+  // runner placeholder, and the workflow placeholder must then hold on): scale-down keeps that
+  // many pairs beyond the desired ones.
+  const int64_t keep = desired + std::max<int64_t>(0, in.assigned_jobs - in.runners_placed);
+  const int64_t target = spawn_target(st, desired, keep);
   const auto renewing = renewing_pairs(st);
   auto count = static_cast<int64_t>(st.pairs.size() - renewing.size());
   const int64_t pending = pending_pairs(st);
   const int64_t unlimited = spawn_budget(self);  // before the burst limits
   const auto limits = burst_rooms(st, pending);
   int64_t budget = std::min(unlimited, limits.room());
-  const int64_t missing = std::max<int64_t>(0, desired - count);
+  const int64_t missing = std::max<int64_t>(0, target - count);
   st.ctx->metrics.set("headroom_capacity_nodepool_limited", st.pools_limited ? 1 : 0);
   st.ctx->metrics.set("headroom_capacity_pairs_withheld", std::max<int64_t>(0, missing - budget));
-  note_burst_wait(self, st.pools_limited || count >= desired ? 0 : std::max<int64_t>(0, missing - limits.room()), limits, pending);
+  note_burst_wait(self, st.pools_limited || count >= target ? 0 : std::max<int64_t>(0, missing - limits.room()), limits, pending);
   // The cluster's budget hears what this scale set would hold within its own limits.
   const int64_t own = std::min(unlimited, limits.scale_set);
-  if (count < desired && self->clock().now() >= st.spawn_blocked_until)
-    for (; count < desired && budget > 0; ++count, --budget)
+  if (count < target && self->clock().now() >= st.spawn_blocked_until)
+    for (; count < target && budget > 0; ++count, --budget)
       spawn_pair(self, new_slot_id(), false);
-  // A job whose runner pod is not placed yet is about to consume a pair (its runner preempts the
-  // runner placeholder, and the workflow placeholder must then hold on): scale-down keeps that
-  // many pairs beyond the desired ones.
-  const int64_t keep = desired + std::max<int64_t>(0, in.assigned_jobs - in.runners_placed);
   if (count > keep)
     scale_down(self, in, count, keep);
   if (spec.capacity_aware && spec.placeholder_ttl.count() > 0)

@@ -26,17 +26,22 @@ namespace headroom::actors::capacity::monitor {
 
 namespace {
 
-// The node a workflow pod must go to: in kubernetes mode its runner's (the hook pins it there, the
-// `work` volume being ReadWriteOnce; it labels the pod with its runner pod's name); "" anywhere;
-// nullopt when that runner's node is not known.
-std::optional<std::string> node_for(const monitor_state& st, const k8s::pod& workflow) {
+// Where a workflow pod must go: in kubernetes mode its runner's node (the hook pins it there, the
+// `work` volume being ReadWriteOnce; it labels the pod with its runner pod's name) and the slot of
+// the pair its runner was pinned to ("" none); node "" anywhere; nullopt when that runner's node is
+// not known.
+struct destination {
+  std::string node, slot;
+};
+std::optional<destination> destination_of(const monitor_state& st, const k8s::pod& workflow) {
   if (!runners::same_node_pairs(st.ctx->spec))
-    return std::string{};
+    return destination{};
   const auto* runner = workflow.meta.label("runner-pod");
   const auto p = runner == nullptr ? nullptr : st.ctx->pods->get(st.ctx->spec.ns, *runner);
   if (!p || p->node_name.empty())
     return std::nullopt;
-  return p->node_name;
+  const auto* slot = p->meta.annotation(runners::keys::workflow_room);
+  return destination{p->node_name, slot == nullptr ? std::string{} : *slot};
 }
 
 // The workflow placeholder of `slot` holds room (on `node`, when one is asked for).
@@ -54,20 +59,31 @@ struct room {
   const char* from = "";  // hand-off, ready pair, pair not placed yet
 };
 
-// The oldest hand-off holding room where it is needed, else a ready pair; where the pod is pinned
-// to a node (kubernetes mode), else a pair whose workflow placeholder runs there but whose runner
-// placeholder, pinned beside it, has not been placed (the node had no room left for it: it may
-// never be, and the pinned pod has nowhere else to go).
-room find_room(const monitor_state& st, const std::string& node) {
+// kubernetes mode: the room of the pair its runner was pinned to first (held for this very pod).
+// Then the oldest hand-off holding room where it is needed, else a ready pair; where the pod is
+// pinned to a node (kubernetes mode), else a pair whose workflow placeholder runs there but whose
+// runner placeholder, pinned beside it, has not been placed (the node had no room left for it: it
+// may never be, and the pinned pod has nowhere else to go). Never the room of a pair another
+// runner still going was pinned to: that is its workflow pod's.
+room find_room(const monitor_state& st, const destination& to) {
+  const auto& node = to.node;
+  if (!to.slot.empty() && holds_room(st, to.slot, node)) {
+    if (st.handoffs.count(to.slot) > 0)
+      return {to.slot, "hand-off"};
+    if (auto it = st.pairs.find(to.slot); it != st.pairs.end())
+      return {to.slot, it->second.state == state_t::ready ? "ready pair" : "pair not placed yet"};
+  }
+  const bool pinned = rooms_pinned(st);
+  auto free = [&](const std::string& slot) { return holds_room(st, slot, node) && !(pinned && room_claimed(st, slot)); };
   for (const auto& slot : st.handoff_order)
-    if (st.handoffs.count(slot) > 0 && holds_room(st, slot, node))
+    if (st.handoffs.count(slot) > 0 && free(slot))
       return {slot, "hand-off"};
   for (const auto& [slot, e] : st.pairs)
-    if (e.state == state_t::ready && holds_room(st, slot, node))
+    if (e.state == state_t::ready && free(slot))
       return {slot, "ready pair"};
   if (!node.empty())
     for (const auto& [slot, e] : st.pairs)
-      if (e.state != state_t::ready && holds_room(st, slot, node))
+      if (e.state != state_t::ready && free(slot))
         return {slot, "pair not placed yet"};
   return {};
 }
@@ -94,8 +110,8 @@ void give_workflow_rooms(monitor_self* self) {
     // has) must not take every placeholder in turn. Given one already, it waits like any pod.
     if (st.rooms_given.count(name) > 0 || !unschedulable(*pod))
       continue;
-    const auto node = node_for(st, *pod);
-    const auto r = node ? find_room(st, *node) : room{};
+    const auto to = destination_of(st, *pod);
+    const auto r = to ? find_room(st, *to) : room{};
     if (r.slot.empty()) {
       ++waiting;
       continue;

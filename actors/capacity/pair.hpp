@@ -39,6 +39,10 @@ struct pair_state {
   // still_looking in placeholder_pair.cpp); a look_again timer is pending.
   std::optional<caf::actor_clock::time_point> looking_since;
   bool look_pending = false;
+  // Same-node pairs: since when a placeholder made on the probe's node has been Unschedulable there
+  // (see stuck_beside in placeholder_pair.cpp); a stuck_check timer is pending.
+  std::optional<caf::actor_clock::time_point> stuck_since;
+  bool stuck_pending = false;
   bool done = false;      // lost or timed out: quitting
   bool unavailable = false;  // a create failed for the API server's availability (pair_report)
   // Timed out: the Events about the placeholders not Running still being read (Karpenter's word on
@@ -53,6 +57,7 @@ struct ready_timeout {};    // placeholderReadyTimeout since the pair was made
 struct handoff_timeout {};  // placeholderReadyTimeout since the pair was consumed: no workflow pod came
 struct look_again {};       // the runner pod's binding may trail the runner placeholder's deletion
 struct events_bound {};     // the Event reads of a timed-out pair took too long
+struct stuck_check {};      // a placeholder pinned to the probe's node found no room there: still so?
 
 }  // namespace headroom::actors::capacity::pair
 
@@ -60,13 +65,14 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::pair::ready_timeout)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::pair::handoff_timeout)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::pair::look_again)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::pair::events_bound)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::pair::stuck_check)
 
 namespace headroom::actors::capacity::pair {
 
 // The pair's own messages: the API server's answers to its creates (correlation: the pod's index)
 // and to its Event reads (events_correlation + the pod's index), and its timers.
 using pair_impl = pair_actor::extend<caf::reacts_to<msg::api_reply>, caf::reacts_to<ready_timeout>, caf::reacts_to<handoff_timeout>,
-                                     caf::reacts_to<look_again>, caf::reacts_to<events_bound>>;
+                                     caf::reacts_to<look_again>, caf::reacts_to<events_bound>, caf::reacts_to<stuck_check>>;
 using pair_self = pair_impl::stateful_base<pair_state>;
 inline constexpr uint64_t events_correlation = 100;
 
@@ -75,6 +81,7 @@ enum class notice {
   warning,   // PlaceholderPairLost / PlaceholderPairTimedOut
   handoff,   // the designed end of a hand-off: no Event
   node_gone, // its node stopped taking pods (cordon, drain, disruption): Normal, a new pair follows
+  no_room,   // its probe's room was taken before its placeholders got it: Normal, a new pair follows
 };
 
 // The pair ends: its pods deleted, the monitor told, the actor gone.

@@ -105,6 +105,7 @@ void finish(pair_self* self, state_t s, const std::string& reason, notice how) {
   runtime::log::info(actor_name,
                      how == notice::handoff     ? "hand-off over"
                      : how == notice::node_gone ? "pair no longer room: its node takes no new pods"
+                     : how == notice::no_room   ? "pair replaced: its node has no room left for it"
                      : s == state_t::lost       ? "pair lost"
                                                 : "pair timed out",
                      {{"scale_set", st.ctx->spec.name}, {"slot", st.slot}, {"reason", reason}});
@@ -191,6 +192,48 @@ std::string refusing_node(const pair_state& st, const std::shared_ptr<const k8s:
 }
 
 void create_pod(pair_self* self, role r, int index);
+
+// Same-node pairs (kubernetes, dind): the probe's room is freed for the placeholders made on its
+// node, but a pod waiting with a higher priority (a runner pod, another pair's probe) may take it
+// first, and a placeholder pinned there then waits for good: Karpenter makes no node for a pod that
+// may only go to one. A workflow pod pinned to that node may be given the room of the half placed
+// (monitor_workflow_rooms.cpp); otherwise, Unschedulable for stuck_wait, the pair gives up the node
+// and the monitor makes a new one, whose probe goes wherever room is (or is made).
+constexpr auto stuck_wait = std::chrono::seconds(10);
+
+bool unschedulable(const k8s::pod* p) {
+  if (p == nullptr || !p->node_name.empty() || !p->meta.deletion_timestamp.empty())
+    return false;
+  const auto* c = p->find_condition("PodScheduled");
+  return c != nullptr && c->status == "False" && c->reason == "Unschedulable";
+}
+
+// true when the pair ended for it.
+bool stuck_beside(pair_self* self, const std::shared_ptr<const k8s::pod> (&pods)[2]) {
+  auto& st = self->state;
+  int stuck = -1;
+  for (int i = 0; i < 2 && !st.pinned_node.empty() && whole_pair_probe(st); ++i)
+    if (unschedulable(pods[i].get()))
+      stuck = i;
+  if (stuck < 0) {
+    st.stuck_since.reset();
+    return false;
+  }
+  const auto now = self->clock().now();
+  if (!st.stuck_since)
+    st.stuck_since = now;
+  if (now - *st.stuck_since < stuck_wait) {
+    if (!st.stuck_pending) {
+      st.stuck_pending = true;
+      self->delayed_send(self, stuck_wait - (now - *st.stuck_since), stuck_check{});
+    }
+    return false;
+  }
+  finish(self, state_t::lost,
+         st.names[stuck] + " found no room on node " + st.pinned_node + " (its probe's room was taken first): a new pair is made",
+         notice::no_room);
+  return true;
+}
 
 // The probe's turn: once the scheduler has put it (and the workflow placeholder beside it) on a
 // node, the runner placeholder (or both placeholders) is made on the probe's node.
@@ -285,6 +328,8 @@ void evaluate(pair_self* self) {
     self->delayed_send(self, st.ctx->spec.placeholder_ready_timeout, handoff_timeout{});
     return;
   }
+  if (stuck_beside(self, pods))
+    return;
   report(self, states[0] == pod_state::running && states[1] == pod_state::running ? state_t::ready : state_t::pending);
 }
 
@@ -333,6 +378,27 @@ void look_again_now(pair_self* self) {
   evaluate(self);
 }
 
+// The monitor hands this pair to a newly assigned job: its runner placeholder goes (and in dind and
+// none modes its workflow placeholder too).
+void hand_off(pair_self* self) {
+  auto& s = self->state;
+  if (s.consumed || s.done)
+    return;
+  s.consumed = true;
+  s.reported = state_t::consumed;
+  const bool whole = runners::no_workflow_pod(s.ctx->spec);
+  runtime::log::info(actor_name,
+                     whole ? "pair handed to a job: no workflow pod comes, both placeholders go"
+                           : "pair handed to a job: the workflow placeholder holds on",
+                     {{"scale_set", s.ctx->spec.name}, {"slot", s.slot}});
+  k8s::delete_options o;
+  o.grace_period_seconds = 0;
+  s.ctx->kube->remove(k8s::kinds::pods, s.ctx->spec.ns, s.names[0], o, [](k8s::api_result) {});
+  if (whole)  // dind: the runner pod needs the workflow's room too; none: nothing does
+    s.ctx->kube->remove(k8s::kinds::pods, s.ctx->spec.ns, s.names[1], o, [](k8s::api_result) {});
+  self->delayed_send(self, s.ctx->spec.placeholder_ready_timeout, handoff_timeout{});
+}
+
 pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::string slot, bool adopt, pair_owner monitor,
                                        owner_ref owner) {
   auto& st = self->state;
@@ -368,24 +434,7 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
     evaluate(self);
   return {
       [self](msg::pod_event&) { evaluate(self); },
-      [self](msg::pair_handoff) {  // the monitor hands this pair to a newly assigned job
-        auto& s = self->state;
-        if (s.consumed || s.done)
-          return;
-        s.consumed = true;
-        s.reported = state_t::consumed;
-        const bool whole = runners::no_workflow_pod(s.ctx->spec);
-        runtime::log::info(actor_name,
-                           whole ? "pair handed to a job: no workflow pod comes, both placeholders go"
-                                 : "pair handed to a job: the workflow placeholder holds on",
-                           {{"scale_set", s.ctx->spec.name}, {"slot", s.slot}});
-        k8s::delete_options o;
-        o.grace_period_seconds = 0;
-        s.ctx->kube->remove(k8s::kinds::pods, s.ctx->spec.ns, s.names[0], o, [](k8s::api_result) {});
-        if (whole)  // dind: the runner pod needs the workflow's room too; none: nothing does
-          s.ctx->kube->remove(k8s::kinds::pods, s.ctx->spec.ns, s.names[1], o, [](k8s::api_result) {});
-        self->delayed_send(self, s.ctx->spec.placeholder_ready_timeout, handoff_timeout{});
-      },
+      [self](msg::pair_handoff) { hand_off(self); },
       [self](msg::api_reply& r) {
         auto& s = self->state;
         if (r.correlation >= events_correlation)
@@ -400,6 +449,10 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
         evaluate(self);
       },
       [self](look_again) { look_again_now(self); },
+      [self](stuck_check) {
+        self->state.stuck_pending = false;
+        evaluate(self);
+      },
       [self](handoff_timeout) {
         if (self->state.consumed)  // no workflow pod came for the held room
           finish(self, state_t::lost, "hand-off timed out: deleting the workflow placeholder");

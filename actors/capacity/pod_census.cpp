@@ -34,6 +34,9 @@ runner_mark pod_census::mark_of(const k8s::pod& p) {
 void pod_census::forget(const std::string& name) {
   if (auto it = runners_.find(std::string_view{name}); it != runners_.end()) {
     add(totals_, it->second.mark, -1);
+    if (const auto* room = it->second.pod->meta.annotation(runners::keys::workflow_room))
+      if (auto r = rooms_.find(*room); r != rooms_.end() && r->second == name)
+        rooms_.erase(r);
     runners_.erase(it);  // the key views the erased entry's pod: nothing refers to it after this
   }
   placeholders_.erase(name);
@@ -51,6 +54,8 @@ void pod_census::apply(msg::object_change change, const std::shared_ptr<const k8
     const auto m = mark_of(*pod);
     runners_.emplace(std::string_view{pod->meta.name}, runner_entry{pod, m});
     add(totals_, m, +1);
+    if (const auto* room = pod->meta.annotation(runners::keys::workflow_room); room != nullptr && m.going)
+      rooms_[*room] = name;
     return;
   }
   const auto* r = pod->meta.label(runners::keys::role);

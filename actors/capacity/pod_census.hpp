@@ -44,6 +44,7 @@ class pod_census {
   template <class Range>
   void rebuild(const Range& pods) {
     runners_.clear();
+    rooms_.clear();
     placeholders_.clear();
     workflows_.clear();
     totals_ = {};
@@ -71,6 +72,9 @@ class pod_census {
   const std::map<std::string, std::shared_ptr<const k8s::pod>>& placeholders() const { return placeholders_; }
   // The workflow pods the runners' container hook made (the hook template's role label), by name.
   const std::map<std::string, std::shared_ptr<const k8s::pod>>& workflows() const { return workflows_; }
+  // kubernetes mode: the pairs' slots whose workflow room a runner pod still going was pinned to
+  // (its headroom.dev/workflow-room annotation), with that runner's name.
+  const std::map<std::string, std::string>& claimed_rooms() const { return rooms_; }
 
   static runner_mark mark_of(const k8s::pod& p);
 
@@ -90,6 +94,7 @@ class pod_census {
   std::unordered_map<std::string_view, runner_entry> runners_;
   std::map<std::string, std::shared_ptr<const k8s::pod>> placeholders_;
   std::map<std::string, std::shared_ptr<const k8s::pod>> workflows_;
+  std::map<std::string, std::string> rooms_;
   runner_totals totals_;
 };
 

@@ -108,10 +108,10 @@ struct provisioner_state {
   // kubernetes mode: the pairs' slots whose workflow room a runner pod was just pinned to (see
   // free_workflow_room), until the cache shows that pod's annotation; forgotten after a minute.
   std::map<std::string, caf::actor_clock::time_point> rooms_claimed;
-  // kubernetes mode: runners registered while no workflow room was free, waiting (a pair being
-  // placed frees one within seconds) instead of going where their workflow pod may find no room;
-  // made unpinned after room_wait (see on_jit).
+  // kubernetes mode: runners registered while no workflow room was free, waiting for one (see
+  // on_jit), oldest first; the last reminder that some wait.
   std::vector<std::pair<jit_reply, caf::actor_clock::time_point>> awaiting_room;
+  caf::actor_clock::time_point room_reminded{};
   std::set<int64_t> podless;          // runner ids the last sweep found without a pod
   std::set<int64_t> idle_excess;      // runner ids the last sweep found idle while runners were in excess
   std::set<std::string> removing;     // idle runners being removed from GitHub (their pods still count)

@@ -134,9 +134,8 @@ void on_scale_set_update(provisioner_self* self, const msg::scale_set_update& u)
 // to yet, a pair already handed to a job first (its runner placeholder gone: the runner fits there
 // at once), else a ready one (its runner placeholder Running: the runner preempts it there, usually
 // before the monitor hands that pair over; one still Pending holds no room, and a runner pinned to
-// it waited while that pair timed out); nullopt when every workflow room is claimed (the runner then goes
-// where the scheduler puts it, preferring a node with a workflow placeholder:
-// runners::json::workflow_room_affinity).
+// it waited while that pair timed out); nullopt when every workflow room is claimed (the runner then
+// waits for one: on_jit).
 std::optional<runners::workflow_room> free_workflow_room(provisioner_self* self) {
   auto& s = self->state;
   if (s.ctx->spec.mode != runners::runner_spec::container_mode::kubernetes || !s.ctx->pods)
@@ -188,34 +187,53 @@ void create_runner_pod(provisioner_self* self, jit_reply& r, std::optional<runne
              });
 }
 
-// kubernetes mode: how long a registered runner waits for a workflow room before its pod is made
-// unpinned. Its workflow pod must run on its node (the work volume is ReadWriteOnce); made where no
-// workflow placeholder holds room, that pod waited for good (it does not preempt, and Karpenter
-// does not provision for a pod pinned by hostname: seen in the migration e2e, a job "running"
-// until the test gave up), while the pair being placed for it ran a second later.
-constexpr auto room_wait = std::chrono::seconds(60);
+// kubernetes mode: a registered runner waits for a workflow room as long as that takes. Its
+// workflow pod must run on its node (the `work` volume is ReadWriteOnce; the hook pins the pod by
+// hostname); made where no workflow placeholder held room for it, that pod waited for good (it
+// preempts nothing, and Karpenter does not provision for a pod pinned by hostname: the migration
+// e2e's job "running" until the test gave up). The monitor keeps a pair for every assigned job whose
+// runner is not placed (monitor_recompute.cpp, spawn_target); that pair's probe is unpinned, so it
+// is what the scheduler, or Karpenter, finds room for. Told once when a runner starts waiting, and
+// reminded each minute while any waits; the gauge counts them.
+constexpr auto room_reminder = std::chrono::minutes(1);
 
-// Runners waiting for a workflow room: made once one is free, or unpinned after room_wait.
+void note_awaiting(provisioner_self* self) {
+  auto& s = self->state;
+  s.ctx->metrics.set("headroom_runners_awaiting_workflow_room", static_cast<int64_t>(s.awaiting_room.size()));
+  if (s.awaiting_room.empty())
+    return;
+  const auto now = self->clock().now();
+  const auto oldest = s.awaiting_room.front().second;
+  if (now - oldest < room_reminder || now - s.room_reminded < room_reminder)
+    return;
+  s.room_reminded = now;
+  runtime::log::warn(actor_name, "runners still wait for a workflow room: no pair of this scale set is placed and free",
+                     {{"scale_set", s.ctx->spec.name}, {"waiting", static_cast<int64_t>(s.awaiting_room.size())},
+                      {"oldest_waited_s", static_cast<int64_t>(std::chrono::duration_cast<std::chrono::seconds>(now - oldest).count())}});
+}
+
+// Runners waiting for a workflow room: made, in the order they came, once one is free.
 void place_awaiting_runners(provisioner_self* self) {
   auto& s = self->state;
   if (s.awaiting_room.empty())
     return;
-  const auto now = self->clock().now();
   std::vector<std::pair<jit_reply, caf::actor_clock::time_point>> still;
   for (auto& [r, since] : s.awaiting_room) {
-    auto room = free_workflow_room(self);
-    if (room || now - since >= room_wait) {
-      if (!room)
-        runtime::log::warn(actor_name, "no workflow room freed for a runner: its pod is made where the scheduler puts it",
-                           {{"scale_set", s.ctx->spec.name}, {"pod", r.name}, {"waited_ms", static_cast<int64_t>(room_wait.count() * 1000)}});
+    auto room = still.empty() ? free_workflow_room(self) : std::nullopt;
+    if (room)
       create_runner_pod(self, r, room);
-    } else {
+    else
       still.emplace_back(std::move(r), since);
-    }
   }
   s.awaiting_room = std::move(still);
+  note_awaiting(self);
   if (!s.awaiting_room.empty())
     self->delayed_send(self, std::chrono::seconds(1), msg::reconcile_atom_v);
+}
+
+// kubernetes mode with placeholder pairs: a runner goes only into a pair's room (see above).
+bool runners_need_rooms(const provisioner_state& s) {
+  return s.ctx->spec.mode == runners::runner_spec::container_mode::kubernetes && s.ctx->spec.capacity_aware && s.ctx->pods;
 }
 
 // A runner's JIT configuration: its pod is created next (a failure retries the reconcile in 5 s).
@@ -228,11 +246,12 @@ void on_jit(provisioner_self* self, jit_reply& r) {
     self->delayed_send(self, std::chrono::seconds(5), msg::reconcile_atom_v);
     return;
   }
-  auto room = free_workflow_room(self);
-  if (!room && s.ctx->spec.mode == runners::runner_spec::container_mode::kubernetes && s.ctx->pods) {
+  auto room = s.awaiting_room.empty() ? free_workflow_room(self) : std::nullopt;
+  if (!room && runners_need_rooms(s)) {
     runtime::log::info(actor_name, "runner waits for a workflow room: every pair's is taken or not placed yet",
                        {{"scale_set", s.ctx->spec.name}, {"pod", r.name}});
     s.awaiting_room.emplace_back(std::move(r), self->clock().now());
+    note_awaiting(self);
     self->delayed_send(self, std::chrono::seconds(1), msg::reconcile_atom_v);
     return;
   }

@@ -44,6 +44,7 @@ constexpr series gauges[] = {
     {"headroom_capacity_pairs_withheld", "Pairs wanted but not made: the NodePools are at their limits, or maxBurstCapacity pairs are pending, or the scale set's share of burstBudget.maxPendingPairs"},
     {"headroom_capacity_burst_share", "The pending pairs this scale set may hold: its fair share of the cluster's burstBudget.maxPendingPairs (only when that is set)"},
     {"headroom_capacity_workflow_pods_waiting", "Workflow pods the scheduler found no room for and no workflow placeholder holds any for (they wait for a node)"},
+    {"headroom_runners_awaiting_workflow_room", "kubernetes mode: registered runners whose pod waits to be made until a pair of the scale set is placed and free (a runner goes only into a pair's room)"},
     {"headroom_arc_runner_set_unavailable", "arc mode: 1 while ARC's EphemeralRunnerSet cannot be found or patched (retried with backoff)"},
 };
 constexpr series counters[] = {

@@ -40,12 +40,7 @@ struct release_guard {
   }
 };
 
-// DISABLED (2026-11-30): its kubernetes-mode scale set hits a known product defect under this burst
-// (docs/modes/scale-sets.md, "Known defect": a workflow pod pinned to its runner's node waits for
-// good when that node is full and no pair there can give it room); it failed both clean-clone
-// rehearsals of 2026-11-30 after the partial fix (monitor_workflow_rooms.cpp find_room). Run it
-// with --gtest_also_run_disabled_tests; enable it again with the fix.
-TEST(capacity_e2e, DISABLED_an_arc_install_translated_by_the_migration_tool_runs_the_burst) {
+TEST(capacity_e2e, an_arc_install_translated_by_the_migration_tool_runs_the_burst) {
   REQUIRE_ENV(e);
   scenario sc{"arc-migrated", 4, 1, "5m", "3s"};
   sc.chart_install = true;

@@ -97,7 +97,10 @@ class agent {
     std::vector<std::string> argv, env;
   };
   agent(const std::string& dir, command_line cmd) : dir_(dir) { spawn(std::move(cmd.argv), std::move(cmd.env)); }
-  ~agent() { stop(SIGKILL); }
+  ~agent() {
+    stop(SIGKILL);
+    keep_log_of_a_failed_test();
+  }
   // Returns the exit status (or -1 when it was not running).
   int stop(int sig = SIGTERM) {
     if (pid_ <= 0)
@@ -125,6 +128,23 @@ class agent {
     std::stringstream ss;
     ss << in.rdbuf();
     return ss.str();
+  }
+  // A failed test's whole agent log, kept for its reader (failure messages carry only the tail, and
+  // the cluster's directory goes with the test): $HEADROOM_TEST_OUTPUT (or ./test-output)/<suite>.<test>/
+  // agent-<pid>.log.
+  void keep_log_of_a_failed_test() const {
+    const auto* info = ::testing::UnitTest::GetInstance()->current_test_info();
+    if (info == nullptr || !::testing::Test::HasFailure() || !std::filesystem::exists(dir_ + "/agent.log"))
+      return;
+    const char* env = std::getenv("HEADROOM_TEST_OUTPUT");
+    const auto to = std::filesystem::absolute(env && *env ? env : "test-output") /
+                    (std::string{info->test_suite_name()} + "." + info->name());
+    std::error_code ec;
+    std::filesystem::create_directories(to, ec);
+    std::filesystem::copy_file(dir_ + "/agent.log", to / ("agent-" + std::to_string(pid_started_) + ".log"),
+                               std::filesystem::copy_options::overwrite_existing, ec);
+    if (!ec)
+      std::cerr << "the agent's whole log: " << (to / ("agent-" + std::to_string(pid_started_) + ".log")).string() << "\n";
   }
   // The running agent's /metrics text (its port from the "serving /metrics" log line); empty
   // when it does not serve them (yet).
@@ -212,10 +232,11 @@ class agent {
       envp.push_back(e.data());
     envp.push_back(nullptr);
     posix_spawn(&pid_, args[0].c_str(), &fa, nullptr, argv.data(), envp.data());
+    pid_started_ = pid_;
     posix_spawn_file_actions_destroy(&fa);
   }
   std::string dir_;
-  pid_t pid_ = -1;
+  pid_t pid_ = -1, pid_started_ = -1;
 };
 
 struct scenario {

@@ -453,6 +453,119 @@ TEST_F(monitor_fixture, a_pinned_workflow_pod_is_given_the_room_of_a_pair_that_c
   EXPECT_EQ((*gauges)["headroom_capacity_workflow_pods_waiting"], 0);
 }
 
+// kubernetes mode: once the probe is placed, both placeholders are made on its node, but a waiting
+// pod of a higher priority may take the probe's room first. A placeholder Unschedulable there for
+// 10 s ends the pair (a pod pinned to one node waits for good: Karpenter makes no node for it), and
+// a new pair is made at once, its probe free to go wherever there is room.
+TEST_F(monitor_fixture, a_same_node_pair_whose_placeholder_finds_no_room_on_the_probes_node_is_replaced) {
+  mode = actors::runners::runner_spec::container_mode::kubernetes;
+  start();
+  set_up();
+  const auto first = created();
+  ASSERT_EQ(first.size(), 1u);
+  const std::string slot = slot_of(first[0]);
+  const std::string probe = "linux-ph-" + slot + "-probe", runner_ph = "linux-ph-" + slot + "-runner",
+                    workflow_ph = "linux-ph-" + slot + "-workflow";
+  watch("ADDED", probe, "pair-probe", slot, "Running", "node-2");
+  ASSERT_EQ(created().size(), 2u) << "both placeholders, pinned to node-2";
+  ASSERT_TRUE(io.answer("DELETE", "/pods/" + probe, 200, "{}"));
+  watch("DELETED", probe, "pair-probe", slot, "Running", "node-2");
+  watch("ADDED", workflow_ph, "workflow-placeholder", slot, "Running", "node-2");
+  watch_pod("ADDED", R"({"metadata":{"name":")" + runner_ph + R"(","namespace":"arc","uid":"u-rp","resourceVersion":"12",)"
+                     R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/slot":")" + slot +
+                     R"(","headroom.dev/role":"runner-placeholder"},)"
+                     R"("ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"headroom-owner","uid":"u-owner"}]},"spec":{},)"
+                     R"("status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable"}]}})");
+  sched.advance_time(9s);
+  sched.run();
+  EXPECT_EQ(find("DELETE", workflow_ph), nullptr) << "room may still free within 10 s";
+  EXPECT_TRUE(advertised->empty() || advertised->back() == 0);
+  sched.advance_time(1s);
+  sched.run();
+  EXPECT_NE(find("DELETE", workflow_ph), nullptr) << "the pair gives the node up\n" << waiting_text();
+  EXPECT_NE(find("DELETE", runner_ph), nullptr);
+  const auto again = created();
+  ASSERT_EQ(again.size(), 1u) << "a new pair at once\n" << waiting_text();
+  EXPECT_NE(again[0], probe);
+  EXPECT_NE(again[0].find("-probe"), std::string::npos);
+}
+
+// kubernetes mode: a runner goes only into a pair's room (runner_provisioner_test), so an assigned
+// job whose runner is not placed has a pair made for it when none is left (lost after its capacity
+// was advertised), even with no warm pool; in the other modes a runner finds its own room.
+TEST_F(monitor_fixture, kubernetes_mode_makes_a_pair_for_an_assigned_job_with_no_runner_placed) {
+  mode = actors::runners::runner_spec::container_mode::kubernetes;
+  start(0);
+  set_up();
+  EXPECT_TRUE(created().empty()) << "no warm pool, nothing assigned";
+  msg::scale_set_update u;
+  u.scale_set_id = 7;
+  u.stats.total_assigned_jobs = 2;
+  caf::anon_send(monitor, u);
+  sched.run();
+  EXPECT_EQ(created().size(), 2u) << "a probe for each job's pair";
+}
+
+// kubernetes mode: the pair a runner pod is pinned to (its headroom.dev/workflow-room annotation)
+// is that runner's job's. A scale-down while the counts trail does not take it (nor hand any other
+// pair over: a runner placeholder's freed room could be taken by any pod before a runner came), and
+// the runner's workflow pod, pinned to its node, is given that pair's room.
+TEST_F(monitor_fixture, kubernetes_mode_keeps_the_pair_a_runner_is_pinned_to_for_its_workflow_pod) {
+  mode = actors::runners::runner_spec::container_mode::kubernetes;
+  start(0);
+  set_up();
+  msg::scale_set_update u;
+  u.scale_set_id = 7;
+  u.stats.total_assigned_jobs = 1;
+  caf::anon_send(monitor, u);
+  sched.run();
+  const auto first = created();
+  ASSERT_EQ(first.size(), 1u) << "a pair for the job";
+  const std::string slot = slot_of(first[0]);
+  const std::string probe = "linux-ph-" + slot + "-probe", runner_ph = "linux-ph-" + slot + "-runner",
+                    workflow_ph = "linux-ph-" + slot + "-workflow";
+  watch("ADDED", probe, "pair-probe", slot, "Running", "node-2");
+  ASSERT_EQ(created().size(), 2u);
+  ASSERT_TRUE(io.answer("DELETE", "/pods/" + probe, 200, "{}"));
+  watch("DELETED", probe, "pair-probe", slot, "Running", "node-2");
+  watch("ADDED", workflow_ph, "workflow-placeholder", slot, "Running", "node-2");
+  watch("ADDED", runner_ph, "runner-placeholder", slot, "Running", "node-2");
+  const auto runner = [&](const std::string& node, const std::string& phase) {
+    return R"({"metadata":{"name":"linux-runner-a","namespace":"arc","uid":"u-ra","resourceVersion":"12",)"
+           R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"runner"},)"
+           R"("annotations":{"headroom.dev/workflow-room":")" + slot + R"("}},"spec":{"nodeName":")" + node +
+           R"("},"status":{"phase":")" + phase + R"("}})";
+  };
+  watch_pod("ADDED", runner("", "Pending"));
+  // The service's count drops (a cancelled job, or counts that trail): nothing assigned.
+  u.stats.total_assigned_jobs = 0;
+  caf::anon_send(monitor, u);
+  sched.run();
+  EXPECT_EQ(find("DELETE", workflow_ph), nullptr) << "the pinned runner's pair stays\n" << waiting_text();
+  EXPECT_EQ(find("DELETE", runner_ph), nullptr) << "and is not handed over: its runner preempts it";
+  // The runner preempts the runner placeholder and runs; its workflow pod, pinned to node-2, finds
+  // no room of its own: the pair's is given.
+  watch("DELETED", runner_ph, "runner-placeholder", slot, "Running", "node-2");
+  watch_pod("MODIFIED", runner("node-2", "Running"));
+  watch_pod("ADDED", R"({"metadata":{"name":"linux-runner-a-workflow","namespace":"arc","uid":"u-wa","resourceVersion":"13",)"
+                     R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"workflow","runner-pod":"linux-runner-a"}},)"
+                     R"("spec":{},"status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable"}]}})");
+  EXPECT_NE(find("DELETE", workflow_ph), nullptr) << "its own pair's room\n" << waiting_text();
+  EXPECT_EQ((*counters)["headroom_capacity_workflow_rooms_given_total"], 1);
+}
+
+TEST_F(monitor_fixture, kubernetes_novolume_mode_makes_no_pair_for_an_assigned_job) {
+  mode = actors::runners::runner_spec::container_mode::kubernetes_novolume;
+  start(0);
+  set_up();
+  msg::scale_set_update u;
+  u.scale_set_id = 7;
+  u.stats.total_assigned_jobs = 2;
+  caf::anon_send(monitor, u);
+  sched.run();
+  EXPECT_TRUE(created().empty()) << "its runners take room wherever the scheduler finds it";
+}
+
 // A workflow pod takes no room by preemption (its PriorityClass has preemptionPolicy Never: on the
 // ladder it could preempt a running runner): once the scheduler has found none for it, the monitor
 // deletes the workflow placeholder of the oldest hand-off, and the pod is placed in the room that
