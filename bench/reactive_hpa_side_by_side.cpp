@@ -11,7 +11,7 @@
 //
 //   HEADROOM_TESTENV_DIR=$(tests/testenv/build.sh) build/release/bench/reactive_hpa_side_by_side [--peer hpa|keda]
 //
-// With `--peer keda` the other side is KEDA v2.18.0 (tests/testenv/build-keda.sh builds its
+// With `--peer keda` the other side is KEDA v2.21.0 (tests/testenv/build-keda.sh builds its
 // operator and metrics server from its Go module): a ScaledObject with KEDA's Prometheus scaler on
 // the same series (metricType Value, threshold 100, the same 30 s scale-down window), KEDA's
 // metrics server behind the aggregation layer, KEDA's HPA in the same kube-controller-manager. The
@@ -21,6 +21,15 @@
 // (the seed's 2 m / 5 m / 3 m shrunk for a run of minutes), threshold 0.5. HPA (autoscaling/v2,
 // external metric, target Value 100): the controller's default 15 s sync, its default scale-up
 // policy, a 30 s scale-down stabilization window to match headroom's down-window.
+//
+// `--trace activation` (#60): to and from zero instead. Both Deployments start at 0 replicas, both
+// sides have minReplicas 0 and an activation threshold of 50 (target 100); the load is 0 for 30 s,
+// 80 (above the activation threshold, below the target: one replica is enough) until 120 s, then 0
+// until 600 s. Measured: activation (load up → the Deployment's replicas ≥ 1) and deactivation (load
+// down → replicas 0), and the Prometheus queries each side made, counted by a forwarding proxy in
+// front of Prometheus per side. KEDA at its defaults (pollingInterval 30 s, cooldownPeriod 300 s)
+// beside headroom at its own (evaluationInterval 1 m, scaleDownWindow 5 m, cooldown 3 m), or faster:
+// `--keda-polling 5` (the fastest KEDA users run) and `--headroom-interval 5`.
 //
 // Prints the replicas of both every 10 s, then one JSON line per autoscaler: scale events,
 // max replicas, overshoot above what the peak load needs, seconds from the step up to enough
@@ -42,6 +51,10 @@
 #include <iostream>
 #include <random>
 #include <thread>
+
+#include <httplib.h>
+
+#include <atomic>
 
 #include "runtime/health_routes.hpp"
 #include "runtime/web_server.hpp"
@@ -82,9 +95,9 @@ int replicas_of(testenv::cluster* c, const std::string& name) {
   return r.exit_code == 0 && !r.out.empty() ? std::atoi(r.out.c_str()) : -1;
 }
 
-std::string deployment(const std::string& name) {
+std::string deployment(const std::string& name, int replicas = 1) {
   return "apiVersion: apps/v1\nkind: Deployment\nmetadata: {name: " + name + ", namespace: " + ns +
-         "}\nspec:\n  replicas: 1\n  selector: {matchLabels: {app: " + name + "}}\n  template:\n    metadata: {labels: {app: " +
+         "}\nspec:\n  replicas: " + std::to_string(replicas) + "\n  selector: {matchLabels: {app: " + name + "}}\n  template:\n    metadata: {labels: {app: " +
          name + "}}\n    spec:\n      nodeSelector: {type: kwok}\n      tolerations: [{operator: Exists}]\n"
          "      terminationGracePeriodSeconds: 0\n      containers: [{name: c, image: busybox}]\n";
 }
@@ -98,6 +111,50 @@ double load_at(int t, std::mt19937& rng) {
     return 600 * (1 + noise(rng));
   return 150;
 }
+
+// The activation trace's total load at second t: 0, 80 from 30 s to 120 s, 0 again.
+constexpr int rise_at = 30, fall_at = 120, activation_seconds = 600;
+double activation_load_at(int t) { return t >= rise_at && t < fall_at ? 80 : 0; }
+
+// Prometheus behind a forwarding proxy that counts the queries (instant and range) one side makes.
+class counting_proxy {
+ public:
+  explicit counting_proxy(const std::string& prometheus_url) : upstream_(prometheus_url) {
+    auto forward = [this](const httplib::Request& req, httplib::Response& res) {
+      if (req.path.rfind("/api/v1/query", 0) == 0)
+        ++queries_;
+      httplib::Client cli(upstream_);
+      cli.set_read_timeout(30, 0);
+      httplib::Params params = req.params;
+      auto r = req.method == "POST" ? cli.Post(req.path, req.headers, req.body, req.get_header_value("Content-Type"))
+                                    : cli.Get(req.path, params, req.headers);
+      if (!r) {
+        res.status = 502;
+        return;
+      }
+      res.status = r->status;
+      res.set_content(r->body, r->get_header_value("Content-Type"));
+    };
+    server_.Get(".*", forward);
+    server_.Post(".*", forward);
+    port_ = server_.bind_to_any_port("127.0.0.1");
+    thread_ = std::thread([this] { server_.listen_after_bind(); });
+  }
+  ~counting_proxy() {
+    server_.stop();
+    if (thread_.joinable())
+      thread_.join();
+  }
+  std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
+  int queries() const { return queries_.load(); }
+
+ private:
+  std::string upstream_;
+  httplib::Server server_;
+  int port_ = 0;
+  std::thread thread_;
+  std::atomic<int> queries_{0};
+};
 
 struct timeline {
   std::vector<int> replicas;  // per second
@@ -130,23 +187,45 @@ std::string trimmed(std::string s) {
 }
 
 // KEDA's ScaledObject on the peer Deployment: the same series, the same target and window as the HPA's.
-std::string scaled_object(const std::string& prometheus_url) {
-  return "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: keda, namespace: " + ns +
-         "}\nspec:\n  scaleTargetRef: {name: keda}\n  minReplicaCount: 1\n  maxReplicaCount: 10\n"
-         "  advanced:\n    horizontalPodAutoscalerConfig:\n      behavior:\n        scaleDown: {stabilizationWindowSeconds: 30}\n"
-         "  triggers:\n  - type: prometheus\n    metricType: Value\n    metadata:\n      serverAddress: " + prometheus_url +
-         "\n      query: 'sbs_load_per_replica{autoscaler=\"keda\"}'\n      threshold: \"100\"\n";
+// The activation trace: minReplicaCount 0, activationThreshold 50, KEDA's own pollingInterval and
+// cooldownPeriod unless `polling` is set.
+std::string scaled_object(const std::string& prometheus_url, bool activation = false, int polling = 0) {
+  const std::string head = "apiVersion: keda.sh/v1alpha1\nkind: ScaledObject\nmetadata: {name: keda, namespace: " + ns +
+                           "}\nspec:\n  scaleTargetRef: {name: keda}\n";
+  const std::string trigger = "  triggers:\n  - type: prometheus\n    metricType: Value\n    metadata:\n      serverAddress: " +
+                              prometheus_url + "\n      query: 'sbs_load_per_replica{autoscaler=\"keda\"}'\n      threshold: \"100\"\n";
+  if (activation)
+    return head + "  minReplicaCount: 0\n  maxReplicaCount: 10\n" +
+           (polling > 0 ? "  pollingInterval: " + std::to_string(polling) + "\n" : std::string{}) + trigger +
+           "      activationThreshold: \"50\"\n";
+  return head + "  minReplicaCount: 1\n  maxReplicaCount: 10\n"
+                "  advanced:\n    horizontalPodAutoscalerConfig:\n      behavior:\n        scaleDown: {stabilizationWindowSeconds: 30}\n" +
+         trigger;
 }
 
 }  // namespace
 
 int main(int argc, char** argv) {
-  std::string peer = "hpa";
-  for (int i = 1; i + 1 < argc; i += 2)
-    if (std::string{argv[i]} == "--peer")
+  std::string peer = "hpa", trace = "step";
+  int keda_polling = 0, headroom_interval = 0;  // 0: each side's default
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string a = argv[i];
+    if (a == "--peer")
       peer = argv[i + 1];
+    else if (a == "--trace")
+      trace = argv[i + 1];
+    else if (a == "--keda-polling")
+      keda_polling = std::atoi(argv[i + 1]);
+    else if (a == "--headroom-interval")
+      headroom_interval = std::atoi(argv[i + 1]);
+  }
   if (peer != "hpa" && peer != "keda") {
     std::cerr << "side-by-side: --peer is hpa or keda\n";
+    return 2;
+  }
+  const bool activation = trace == "activation";
+  if ((trace != "step" && !activation) || (activation && peer != "keda")) {
+    std::cerr << "side-by-side: --trace is step or activation (activation with --peer keda: the HPA alone does not go to 0)\n";
     return 2;
   }
   auto* c = testenv::cluster::shared();
@@ -182,8 +261,8 @@ int main(int argc, char** argv) {
   auto& family = prometheus::BuildGauge().Name("sbs_load_per_replica").Help("load per replica").Register(exporter_metrics.registry());
   auto& headroom_series = family.Add({{"autoscaler", "headroom"}});
   auto& hpa_series = family.Add({{"autoscaler", peer}});
-  headroom_series.Set(150);
-  hpa_series.Set(150);
+  headroom_series.Set(activation ? 0 : 150);
+  hpa_series.Set(activation ? 0 : 150);
   runtime::web_server exporter{runtime::health_server("127.0.0.1:0", exporter_metrics, exporter_ready)};
   std::string why;
   auto prom = testenv::prometheus_server::start({"127.0.0.1:" + std::to_string(exporter.port())}, why);
@@ -192,6 +271,14 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // The activation trace counts each side's queries: its own forwarding proxy in front of Prometheus.
+  std::unique_ptr<counting_proxy> headroom_proxy, peer_proxy;
+  if (activation) {
+    headroom_proxy = std::make_unique<counting_proxy>(prom->url());
+    peer_proxy = std::make_unique<counting_proxy>(prom->url());
+  }
+  const std::string headroom_prometheus = activation ? headroom_proxy->url() : prom->url();
+  const std::string peer_prometheus = activation ? peer_proxy->url() : prom->url();
   const int adapter_port = testenv::free_port();
   std::vector<std::unique_ptr<testenv::child_process>> peers;
   if (peer == "hpa") {
@@ -250,8 +337,8 @@ int main(int argc, char** argv) {
                                 "v1beta1.external.metrics.k8s.io}\nspec:\n  group: external.metrics.k8s.io\n  version: v1beta1\n"
                                 "  groupPriorityMinimum: 100\n  versionPriority: 100\n  insecureSkipTLSVerify: true\n"
                                 "  service: {namespace: " + ns + ", name: external-metrics, port: " + port + "}\n" +
-                                "---\n" + deployment("headroom") + "---\n" + deployment(peer) +
-                                (peer == "keda" ? "---\n" + scaled_object(prom->url()) : "---\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: hpa, namespace: " +
+                                "---\n" + deployment("headroom", activation ? 0 : 1) + "---\n" + deployment(peer, activation ? 0 : 1) +
+                                (peer == "keda" ? "---\n" + scaled_object(peer_prometheus, activation, keda_polling) : "---\napiVersion: autoscaling/v2\nkind: HorizontalPodAutoscaler\nmetadata: {name: hpa, namespace: " +
                                 ns + "}\nspec:\n  scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, name: hpa}\n"
                                 "  minReplicas: 1\n  maxReplicas: 10\n  metrics:\n    - type: External\n      external:\n"
                                 "        metric: {name: sbs_load_per_replica, selector: {matchLabels: {autoscaler: hpa}}}\n"
@@ -286,13 +373,18 @@ int main(int argc, char** argv) {
     return 1;
   }
 
+  // The step trace: the seed's windows shrunk for a run of minutes. The activation trace: headroom's
+  // shipped defaults (but the evaluation interval when given), as KEDA runs at its own.
+  const std::string rules = activation ? "      minReplicas: 0\n      activationThreshold: 50\n" +
+                                             (headroom_interval > 0 ? "      evaluationInterval: " + std::to_string(headroom_interval) + "s\n"
+                                                                    : std::string{})
+                                       : std::string{"      minReplicas: 1\n      evaluationInterval: 1s\n      resolution: 1s\n"
+                                                     "      scaleUpWindow: 15s\n      scaleDownWindow: 30s\n      cooldown: 15s\n"};
   const std::string config = "kubernetes:\n  kubeconfig: " + c->kubeconfig() +
-                             "\nleaderElection:\n  enabled: false\nreactive:\n  prometheus: {url: \"" + prom->url() +
+                             "\nleaderElection:\n  enabled: false\nreactive:\n  prometheus: {url: \"" + headroom_prometheus +
                              "\"}\n  targets:\n    - scaleTargetRef: {apiVersion: apps/v1, kind: Deployment, namespace: " + ns +
-                             ", name: headroom}\n      minReplicas: 1\n      maxReplicas: 10\n"
-                             "      metric: 'sbs_load_per_replica{autoscaler=\"headroom\"}'\n      target: 100\n"
-                             "      evaluationInterval: 1s\n      resolution: 1s\n      scaleUpWindow: 15s\n"
-                             "      scaleDownWindow: 30s\n      cooldown: 15s\n";
+                             ", name: headroom}\n      maxReplicas: 10\n"
+                             "      metric: 'sbs_load_per_replica{autoscaler=\"headroom\"}'\n      target: 100\n" + rules;
   std::ofstream(dir + "/headroom.yaml") << config;
   testenv::child_process agent{{HEADROOM_BINARY, "--config", dir + "/headroom.yaml", "--metrics-addr", "127.0.0.1:0"},
                                {"PATH=/usr/bin:/bin"},
@@ -306,10 +398,11 @@ int main(int argc, char** argv) {
   std::mt19937 rng{42};
   timeline h, k;
   std::vector<double> loads;
-  constexpr int seconds = 360;
+  const int seconds = activation ? activation_seconds : 360;
+  const int queries_at_start[2] = {activation ? headroom_proxy->queries() : 0, activation ? peer_proxy->queries() : 0};
   for (int t = 0; t < seconds; ++t) {
     const auto tick = std::chrono::steady_clock::now();
-    const double l = load_at(t, rng);
+    const double l = activation ? activation_load_at(t) : load_at(t, rng);
     const int rh = replicas_of(c, "headroom"), rk = replicas_of(c, peer);
     headroom_series.Set(l / std::max(1, rh));
     hpa_series.Set(l / std::max(1, rk));
@@ -328,6 +421,35 @@ int main(int argc, char** argv) {
       std::cerr << "side-by-side: a peer process exited during the run:\n" << p->log(3000) << "\n";
       return 1;
     }
+  if (activation) {
+    // Load up at rise_at → replicas ≥ 1; load down at fall_at → replicas 0; queries over the run.
+    auto report = [&](const std::string& name, const timeline& tl, const footprint& f, int queries, const std::string& settings) {
+      int on = -1, off = -1, events = 0;
+      for (size_t i = 1; i < tl.replicas.size(); ++i)
+        events += tl.replicas[i] != tl.replicas[i - 1] ? 1 : 0;
+      for (int i = rise_at; i < seconds && on < 0; ++i)
+        if (tl.replicas[i] >= 1)
+          on = i - rise_at;
+      for (int i = fall_at; i < seconds && off < 0; ++i)
+        if (tl.replicas[i] == 0)
+          off = i - fall_at;
+      std::printf("{\"autoscaler\":\"%s\",\"trace\":\"activation\",\"settings\":\"%s\",\"activation_s\":%d,\"deactivation_s\":%d,"
+                  "\"scale_events\":%d,\"prometheus_queries\":%d,\"queries_per_min\":%.1f,\"cpu_s\":%.1f,\"rss_mib_peak\":%.1f}\n",
+                  name.c_str(), settings.c_str(), on, off, events, queries, queries * 60.0 / seconds, f.cpu() - f.cpu_start, f.rss_peak);
+    };
+    report("headroom", h, ours, headroom_proxy->queries() - queries_at_start[0],
+           headroom_interval > 0 ? "evaluationInterval " + std::to_string(headroom_interval) + " s, other defaults" : "defaults");
+    report("keda (operator + metrics server)", k, theirs, peer_proxy->queries() - queries_at_start[1],
+           keda_polling > 0 ? "pollingInterval " + std::to_string(keda_polling) + " s, other defaults" : "defaults");
+    std::cout << "t_s,load,headroom," << peer << "\n";
+    for (int t = 0; t < seconds; t += 5)
+      std::cout << t << "," << static_cast<int>(loads[t]) << "," << h.replicas[t] << "," << k.replicas[t] << "\n";
+    agent.stop();
+    for (auto& p : peers)
+      p->stop();
+    prom->stop();
+    return 0;
+  }
   const int needed_peak = static_cast<int>(std::ceil(600 * 1.1 / 100));  // 7 for the noisiest peak sample
   auto report = [&](const std::string& name, const timeline& tl, const footprint& f) {
     int events = 0, max_r = 0, up_ready = -1, settled = -1;

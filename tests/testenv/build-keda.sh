@@ -6,7 +6,7 @@
 # replace block from KEDA's own go.mod, then builds both commands. Prints the directory holding
 # `keda-operator`, `keda-adapter` and `module` (a link to KEDA's module source: CRDs).
 set -euo pipefail
-KEDA_VERSION=${HEADROOM_KEDA_VERSION:-v2.18.0}
+KEDA_VERSION=${HEADROOM_KEDA_VERSION:-v2.21.0}
 CACHE_ROOT=${HEADROOM_TESTENV_CACHE:-${XDG_CACHE_HOME:-$HOME/.cache}/headroom/testenv}
 out="$CACHE_ROOT/keda-$KEDA_VERSION"
 if [ -x "$out/keda-operator" ] && [ -x "$out/keda-adapter" ] && [ -d "$out/module/config/crd" ]; then
