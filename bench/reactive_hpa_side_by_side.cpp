@@ -55,6 +55,8 @@
 #include <httplib.h>
 
 #include <atomic>
+#include <map>
+#include <mutex>
 
 #include "runtime/health_routes.hpp"
 #include "runtime/web_server.hpp"
@@ -116,13 +118,18 @@ double load_at(int t, std::mt19937& rng) {
 constexpr int rise_at = 30, fall_at = 120, activation_seconds = 600;
 double activation_load_at(int t) { return t >= rise_at && t < fall_at ? 80 : 0; }
 
-// Prometheus behind a forwarding proxy that counts the queries (instant and range) one side makes.
+// Prometheus behind a forwarding proxy that counts the reads one side makes.
 class counting_proxy {
  public:
   explicit counting_proxy(const std::string& prometheus_url) : upstream_(prometheus_url) {
     auto forward = [this](const httplib::Request& req, httplib::Response& res) {
-      if (req.path.rfind("/api/v1/query", 0) == 0)
+      // Instant and range queries (KEDA), remote reads (headroom: one per evaluation, the window's samples).
+      if (req.path.rfind("/api/v1/query", 0) == 0 || req.path == "/api/v1/read")
         ++queries_;
+      {
+        std::lock_guard<std::mutex> lock(mu_);
+        ++paths_[req.method + " " + req.path];
+      }
       httplib::Client cli(upstream_);
       cli.set_read_timeout(30, 0);
       httplib::Params params = req.params;
@@ -147,8 +154,18 @@ class counting_proxy {
   }
   std::string url() const { return "http://127.0.0.1:" + std::to_string(port_); }
   int queries() const { return queries_.load(); }
+  // Every request by method and path (what a side asked of Prometheus besides queries).
+  std::string paths() const {
+    std::lock_guard<std::mutex> lock(mu_);
+    std::string out;
+    for (const auto& [p, n] : paths_)
+      out += (out.empty() ? "" : ", ") + p + " ×" + std::to_string(n);
+    return out;
+  }
 
  private:
+  mutable std::mutex mu_;
+  std::map<std::string, int> paths_;
   std::string upstream_;
   httplib::Server server_;
   int port_ = 0;
@@ -441,6 +458,7 @@ int main(int argc, char** argv) {
            headroom_interval > 0 ? "evaluationInterval " + std::to_string(headroom_interval) + " s, other defaults" : "defaults");
     report("keda (operator + metrics server)", k, theirs, peer_proxy->queries() - queries_at_start[1],
            keda_polling > 0 ? "pollingInterval " + std::to_string(keda_polling) + " s, other defaults" : "defaults");
+    std::cerr << "headroom's requests to Prometheus: " << headroom_proxy->paths() << "\nKEDA's: " << peer_proxy->paths() << "\n";
     std::cout << "t_s,load,headroom," << peer << "\n";
     for (int t = 0; t < seconds; t += 5)
       std::cout << t << "," << static_cast<int>(loads[t]) << "," << h.replicas[t] << "," << k.replicas[t] << "\n";
