@@ -1,4 +1,4 @@
-// Gate-controlled scheduling side by side with Kueue v0.17.0 (its plain-Pod integration, what a user
+// Gate-controlled scheduling side by side with Kueue v0.19.1 (its plain-Pod integration, what a user
 // would pick instead of headroom's gates mode), one after the other on one test control plane with
 // the same workload: a quota of 20 CPUs, pods of 1 CPU.
 //
@@ -352,7 +352,7 @@ std::string pod_common(const std::string& pod, const std::string& ns, const std:
 std::string kueue_module_dir() {
   auto r = testenv::run_command({"bash", "-c",
                                  "export PATH=$PATH:/usr/local/go/bin GOTOOLCHAIN=local GOFLAGS=-mod=mod; "
-                                 "go mod download -json sigs.k8s.io/kueue@${HEADROOM_KUEUE_VERSION:-v0.17.0} | "
+                                 "go mod download -json sigs.k8s.io/kueue@${HEADROOM_KUEUE_VERSION:-v0.19.1} | "
                                  "sed -n 's/^[[:space:]]*\"Dir\": \"\\(.*\\)\",$/\\1/p'"});
   auto dir = r.out;
   while (!dir.empty() && (dir.back() == '\n' || dir.back() == ' '))

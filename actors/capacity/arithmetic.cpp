@@ -31,6 +31,13 @@ pod_state placeholder_state(const k8s::pod* p) {
   return pod_state::pending;
 }
 
+bool scheduler_found_no_room(const k8s::pod& p) {
+  if (!p.node_name.empty() || !p.meta.deletion_timestamp.empty() || !(p.phase.empty() || p.phase == "Pending"))
+    return false;
+  const auto* c = p.find_condition("PodScheduled");
+  return c != nullptr && c->status == "False" && c->reason == "Unschedulable";
+}
+
 std::string new_slot_id() {
   static thread_local std::mt19937_64 rng{std::random_device{}()};
   char buf[9];

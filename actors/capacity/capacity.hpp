@@ -192,6 +192,15 @@ std::string node_refuses_pods(const k8s::node* n, const std::vector<k8s::tolerat
 // What a placeholder pod says about its pair.
 enum class pod_state { absent, pending, running, gone };
 pod_state placeholder_state(const k8s::pod* p);
+// Not bound, not being deleted, and the scheduler has said it found no node for it (PodScheduled
+// False, Unschedulable).
+bool scheduler_found_no_room(const k8s::pod& p);
+
+// kubernetes mode with pairs (capacityAware): a runner pod goes only into a pair's room, pinned to
+// its node (runner_provisioner.cpp), and that pair is its job's until the runner ends.
+inline bool runners_pinned_to_pairs(const scale_set_spec& s) {
+  return s.mode == runners::runner_spec::container_mode::kubernetes && s.capacity_aware;
+}
 
 // A pod's JSON for create. Placeholders: the role's PriorityClass, preemptionPolicy Never, zero
 // grace, the runner template's nodeSelector, tolerations and required node affinity, owner reference.

@@ -169,11 +169,8 @@ nodepool_room pool_room(monitor_self* self);
 void end_finished_handoffs(monitor_self* self, int64_t jobs_in_flight);
 void delete_placeholder(monitor_self* self, const std::string& name);
 
-// kubernetes mode with pairs: every runner pod is pinned to one pair's node, its slot named on it
-// (runner_provisioner.cpp, free_workflow_room), and that pair is its job's until the runner ends.
-inline bool rooms_pinned(const monitor_state& st) {
-  return st.ctx->spec.mode == runners::runner_spec::container_mode::kubernetes && st.ctx->spec.capacity_aware;
-}
+// Every runner pod is pinned to one pair's node, its slot named on it (runners_pinned_to_pairs).
+inline bool rooms_pinned(const monitor_state& st) { return runners_pinned_to_pairs(st.ctx->spec); }
 // A runner still going was pinned to the slot's room.
 inline bool room_claimed(const monitor_state& st, const std::string& slot) { return st.census.claimed_rooms().count(slot) > 0; }
 

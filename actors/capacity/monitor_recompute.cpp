@@ -307,12 +307,7 @@ void renew_expired(monitor_self* self, const std::set<std::string>& renewing, in
 // good; the new pair's probe is unpinned, so Karpenter makes a node for it when none has room.
 // In the other modes a runner pod takes any runner placeholder, or room of its own, wherever the
 // scheduler finds it, and a pair made for it would only compete with it.
-int64_t spawn_target(const monitor_state& st, int64_t desired, int64_t keep) {
-  const auto& spec = st.ctx->spec;
-  if (spec.mode != runners::runner_spec::container_mode::kubernetes || !spec.capacity_aware)
-    return desired;
-  return keep;
-}
+int64_t spawn_target(const monitor_state& st, int64_t desired, int64_t keep) { return rooms_pinned(st) ? keep : desired; }
 
 // The advertised capacity and the series; a new capacity goes to the listener and the provisioner.
 void publish(monitor_self* self, const capacity_inputs& in, const census_view& c, int64_t desired) {

@@ -88,13 +88,6 @@ room find_room(const monitor_state& st, const destination& to) {
   return {};
 }
 
-bool unschedulable(const k8s::pod& p) {
-  if (!p.node_name.empty() || !p.meta.deletion_timestamp.empty() || !(p.phase.empty() || p.phase == "Pending"))
-    return false;
-  const auto* c = p.find_condition("PodScheduled");
-  return c != nullptr && c->status == "False" && c->reason == "Unschedulable";
-}
-
 }  // namespace
 
 void give_workflow_rooms(monitor_self* self) {
@@ -108,7 +101,7 @@ void give_workflow_rooms(monitor_self* self) {
   for (const auto& [name, pod] : workflows) {
     // One room per pod: one the scheduler cannot place for another reason (a node selector no node
     // has) must not take every placeholder in turn. Given one already, it waits like any pod.
-    if (st.rooms_given.count(name) > 0 || !unschedulable(*pod))
+    if (st.rooms_given.count(name) > 0 || !scheduler_found_no_room(*pod))
       continue;
     const auto to = destination_of(st, *pod);
     const auto r = to ? find_room(st, *to) : room{};

@@ -201,19 +201,12 @@ void create_pod(pair_self* self, role r, int index);
 // and the monitor makes a new one, whose probe goes wherever room is (or is made).
 constexpr auto stuck_wait = std::chrono::seconds(10);
 
-bool unschedulable(const k8s::pod* p) {
-  if (p == nullptr || !p->node_name.empty() || !p->meta.deletion_timestamp.empty())
-    return false;
-  const auto* c = p->find_condition("PodScheduled");
-  return c != nullptr && c->status == "False" && c->reason == "Unschedulable";
-}
-
 // true when the pair ended for it.
 bool stuck_beside(pair_self* self, const std::shared_ptr<const k8s::pod> (&pods)[2]) {
   auto& st = self->state;
   int stuck = -1;
   for (int i = 0; i < 2 && !st.pinned_node.empty() && whole_pair_probe(st); ++i)
-    if (unschedulable(pods[i].get()))
+    if (pods[i] && scheduler_found_no_room(*pods[i]))
       stuck = i;
   if (stuck < 0) {
     st.stuck_since.reset();

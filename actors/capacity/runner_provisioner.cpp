@@ -232,9 +232,7 @@ void place_awaiting_runners(provisioner_self* self) {
 }
 
 // kubernetes mode with placeholder pairs: a runner goes only into a pair's room (see above).
-bool runners_need_rooms(const provisioner_state& s) {
-  return s.ctx->spec.mode == runners::runner_spec::container_mode::kubernetes && s.ctx->spec.capacity_aware && s.ctx->pods;
-}
+bool runners_need_rooms(const provisioner_state& s) { return runners_pinned_to_pairs(s.ctx->spec) && s.ctx->pods; }
 
 // A runner's JIT configuration: its pod is created next (a failure retries the reconcile in 5 s).
 void on_jit(provisioner_self* self, jit_reply& r) {
