@@ -58,6 +58,7 @@ struct handoff_timeout {};  // placeholderReadyTimeout since the pair was consum
 struct look_again {};       // the runner pod's binding may trail the runner placeholder's deletion
 struct events_bound {};     // the Event reads of a timed-out pair took too long
 struct stuck_check {};      // a placeholder pinned to the probe's node found no room there: still so?
+struct settle_bound {};     // an ended pair waited long enough for its creates in flight to be answered
 
 }  // namespace headroom::actors::capacity::pair
 
@@ -66,13 +67,15 @@ CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::pair::handoff_timeout)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::pair::look_again)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::pair::events_bound)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::pair::stuck_check)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::capacity::pair::settle_bound)
 
 namespace headroom::actors::capacity::pair {
 
 // The pair's own messages: the API server's answers to its creates (correlation: the pod's index)
 // and to its Event reads (events_correlation + the pod's index), and its timers.
 using pair_impl = pair_actor::extend<caf::reacts_to<msg::api_reply>, caf::reacts_to<ready_timeout>, caf::reacts_to<handoff_timeout>,
-                                     caf::reacts_to<look_again>, caf::reacts_to<events_bound>, caf::reacts_to<stuck_check>>;
+                                     caf::reacts_to<look_again>, caf::reacts_to<events_bound>, caf::reacts_to<stuck_check>,
+                                     caf::reacts_to<settle_bound>>;
 using pair_self = pair_impl::stateful_base<pair_state>;
 inline constexpr uint64_t events_correlation = 100;
 

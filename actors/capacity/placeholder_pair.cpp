@@ -123,7 +123,23 @@ void finish(pair_self* self, state_t s, const std::string& reason, notice how) {
   delete_all(st);
   report(self, s, reason);
   self->demonitor(st.monitor.address());  // see the exit handler
+  // A create still in flight makes its pod after the deletes above: the pair stays until it is
+  // answered and deletes that pod then (settled_create). Left to the monitor's sweep, such a pod sat
+  // Pending for its grace, a pending pair to whoever counts them (the burst budget e2e: 64 of 60).
+  if (st.creating > 0) {
+    self->delayed_send(self, std::chrono::seconds(30), settle_bound{});
+    return;
+  }
   self->quit();
+}
+
+// An ended pair's create answered: the pod it made goes, and the pair once nothing is in flight.
+void settled_create(pair_self* self, const msg::api_reply& r) {
+  auto& st = self->state;
+  if (r.ok && r.correlation <= 2)
+    delete_pod(st.ctx->kube, st.ctx->spec.ns, r.correlation < 2 ? st.names[r.correlation] : st.probe);
+  if (st.creating <= 0)
+    self->quit();
 }
 
 // Did a runner pod of this scale set take the runner placeholder's room? The scheduler nominates
@@ -433,6 +449,8 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
         if (r.correlation >= events_correlation)
           return karpenter_said(self, r);
         --s.creating;
+        if (s.done)
+          return settled_create(self, r);
         const auto kind = static_cast<k8s::api_error::kind>(r.error_kind);
         if (!r.ok && kind != k8s::api_error::kind::already_exists) {
           s.unavailable = kind == k8s::api_error::kind::transport || kind == k8s::api_error::kind::too_many_requests ||
@@ -442,6 +460,7 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
         evaluate(self);
       },
       [self](look_again) { look_again_now(self); },
+      [self](settle_bound) { self->quit(); },
       [self](stuck_check) {
         self->state.stuck_pending = false;
         evaluate(self);
@@ -452,7 +471,7 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
       },
       [self](ready_timeout) {
         const auto& s = self->state;
-        if (!s.consumed && s.reported != state_t::ready && s.asking == 0)
+        if (!s.done && !s.consumed && s.reported != state_t::ready && s.asking == 0)
           time_out(self);
       },
       [self](events_bound) {
