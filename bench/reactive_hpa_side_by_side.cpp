@@ -438,6 +438,17 @@ int main(int argc, char** argv) {
       std::cerr << "side-by-side: a peer process exited during the run:\n" << p->log(3000) << "\n";
       return 1;
     }
+  // Both traces end alike: the replicas every 5 s as CSV, then every process stopped.
+  auto timeline_and_stop = [&] {
+    std::cout << "t_s,load,headroom," << peer << "\n";
+    for (int t = 0; t < seconds; t += 5)
+      std::cout << t << "," << static_cast<int>(loads[t]) << "," << h.replicas[t] << "," << k.replicas[t] << "\n";
+    agent.stop();
+    for (auto& p : peers)
+      p->stop();
+    prom->stop();
+    return 0;
+  };
   if (activation) {
     // Load up at rise_at → replicas ≥ 1; load down at fall_at → replicas 0; queries over the run.
     auto report = [&](const std::string& name, const timeline& tl, const footprint& f, int queries, const std::string& settings) {
@@ -459,14 +470,7 @@ int main(int argc, char** argv) {
     report("keda (operator + metrics server)", k, theirs, peer_proxy->queries() - queries_at_start[1],
            keda_polling > 0 ? "pollingInterval " + std::to_string(keda_polling) + " s, other defaults" : "defaults");
     std::cerr << "headroom's requests to Prometheus: " << headroom_proxy->paths() << "\nKEDA's: " << peer_proxy->paths() << "\n";
-    std::cout << "t_s,load,headroom," << peer << "\n";
-    for (int t = 0; t < seconds; t += 5)
-      std::cout << t << "," << static_cast<int>(loads[t]) << "," << h.replicas[t] << "," << k.replicas[t] << "\n";
-    agent.stop();
-    for (auto& p : peers)
-      p->stop();
-    prom->stop();
-    return 0;
+    return timeline_and_stop();
   }
   const int needed_peak = static_cast<int>(std::ceil(600 * 1.1 / 100));  // 7 for the noisiest peak sample
   auto report = [&](const std::string& name, const timeline& tl, const footprint& f) {
@@ -490,12 +494,5 @@ int main(int argc, char** argv) {
   };
   report("headroom", h, ours);
   report(peer == "hpa" ? "hpa (adapter only)" : "keda (operator + metrics server)", k, theirs);
-  std::cout << "t_s,load,headroom," << peer << "\n";
-  for (int t = 0; t < seconds; t += 5)
-    std::cout << t << "," << static_cast<int>(loads[t]) << "," << h.replicas[t] << "," << k.replicas[t] << "\n";
-  agent.stop();
-  for (auto& p : peers)
-    p->stop();
-  prom->stop();
-  return 0;
+  return timeline_and_stop();
 }

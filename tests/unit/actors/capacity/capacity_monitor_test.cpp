@@ -137,6 +137,15 @@ struct monitor_fixture : test_support::actor_fixture {
     ASSERT_TRUE(io.stream("watch=true", R"({"type":")" + type + R"(","object":)" + pod + "}\n"));
     sched.run();
   }
+  // kubernetes mode: the pair's probe is placed on `node`; both placeholders are made there, and
+  // the probe is deleted.
+  void probe_placed(const std::string& slot, const std::string& node) {
+    const std::string probe = "linux-ph-" + slot + "-probe";
+    watch("ADDED", probe, "pair-probe", slot, "Running", node);
+    ASSERT_EQ(created().size(), 2u) << "both placeholders, pinned to " << node;
+    ASSERT_TRUE(io.answer("DELETE", "/pods/" + probe, 200, "{}"));
+    watch("DELETED", probe, "pair-probe", slot, "Running", node);
+  }
   // linux-ph-<slot>-runner
   static std::string slot_of(const std::string& name) {
     const auto from = std::string{"linux-ph-"}.size();
@@ -466,10 +475,7 @@ TEST_F(monitor_fixture, a_same_node_pair_whose_placeholder_finds_no_room_on_the_
   const std::string slot = slot_of(first[0]);
   const std::string probe = "linux-ph-" + slot + "-probe", runner_ph = "linux-ph-" + slot + "-runner",
                     workflow_ph = "linux-ph-" + slot + "-workflow";
-  watch("ADDED", probe, "pair-probe", slot, "Running", "node-2");
-  ASSERT_EQ(created().size(), 2u) << "both placeholders, pinned to node-2";
-  ASSERT_TRUE(io.answer("DELETE", "/pods/" + probe, 200, "{}"));
-  watch("DELETED", probe, "pair-probe", slot, "Running", "node-2");
+  ASSERT_NO_FATAL_FAILURE(probe_placed(slot, "node-2"));
   watch("ADDED", workflow_ph, "workflow-placeholder", slot, "Running", "node-2");
   watch_pod("ADDED", R"({"metadata":{"name":")" + runner_ph + R"(","namespace":"arc","uid":"u-rp","resourceVersion":"12",)"
                      R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/slot":")" + slot +
@@ -522,12 +528,9 @@ TEST_F(monitor_fixture, kubernetes_mode_keeps_the_pair_a_runner_is_pinned_to_for
   const auto first = created();
   ASSERT_EQ(first.size(), 1u) << "a pair for the job";
   const std::string slot = slot_of(first[0]);
-  const std::string probe = "linux-ph-" + slot + "-probe", runner_ph = "linux-ph-" + slot + "-runner",
+  const std::string runner_ph = "linux-ph-" + slot + "-runner",
                     workflow_ph = "linux-ph-" + slot + "-workflow";
-  watch("ADDED", probe, "pair-probe", slot, "Running", "node-2");
-  ASSERT_EQ(created().size(), 2u);
-  ASSERT_TRUE(io.answer("DELETE", "/pods/" + probe, 200, "{}"));
-  watch("DELETED", probe, "pair-probe", slot, "Running", "node-2");
+  ASSERT_NO_FATAL_FAILURE(probe_placed(slot, "node-2"));
   watch("ADDED", workflow_ph, "workflow-placeholder", slot, "Running", "node-2");
   watch("ADDED", runner_ph, "runner-placeholder", slot, "Running", "node-2");
   const auto runner = [&](const std::string& node, const std::string& phase) {
