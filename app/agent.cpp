@@ -164,6 +164,7 @@ std::shared_ptr<cluster_services> make_cluster_services(const runtime::config& c
   topts.clock = &clock;
   topts.qps = cfg.kubernetes.qps;
   topts.burst = cfg.kubernetes.burst;
+  topts.max_wait = std::chrono::milliseconds(5);  // watch events read at once (transport.hpp, max_wait)
   count_rate_limit_waits(topts, m);
   svc->io = std::make_unique<k8s::transport>(topts);
   svc->api = std::make_unique<k8s::client>(conn, *svc->io);

@@ -60,6 +60,7 @@
 #include "e2e/capacity_world.hpp"
 #include "testenv/child_process.hpp"
 #include "histogram_text.hpp"
+#include "hop_table.hpp"
 #include "soak_probe.hpp"
 
 using namespace headroom;
@@ -139,6 +140,7 @@ struct peer_view {
   struct poll {
     clock_type::time_point at;
     int64_t capacity;
+    clock_type::time_point arrived;  // when the peer's HTTP server handed it over, before the service's lock
   };
   std::unordered_map<int64_t, std::vector<poll>> polls;
   std::map<int64_t, std::string> session_ids;  // id → its session's id (the last one listed)
@@ -166,7 +168,7 @@ peer_view look(const env& e, const std::string& prefix) {
     if (!mine.count(set))
       continue;
     v.latest[set] = int64_t(poll["capacity"]);
-    v.polls[set].push_back({parse_time(std::string_view(poll["at"])), int64_t(poll["capacity"])});
+    v.polls[set].push_back({parse_time(std::string_view(poll["at"])), int64_t(poll["capacity"]), parse_time(std::string_view(poll["arrivedAt"]))});
   }
   return v;
 }
@@ -291,6 +293,60 @@ edit_result edit_objects(env& e, const agent& headroom, k8s::client& api, int ed
   return out;
 }
 
+// #62: each change headroom published in the phase, split into hops (bench/hop_table.hpp), drops
+// and rises apart. `bench_seen`: when the bench's own watch read a resourceVersion; `answered`:
+// when the DELETE of a pod (by uid) was answered.
+template <class Change, class Seen, class Answered>
+std::pair<bench::hop_samples, bench::hop_samples> hop_table(const std::vector<Change>& done, const std::string& log, const bench::go_watch& go,
+                                                            const peer_view& v, Seen bench_seen, Answered answered) {
+  std::pair<bench::hop_samples, bench::hop_samples> out;
+  if (done.empty())
+    return out;
+  const auto ms = [](clock_type::time_point from, clock_type::time_point to) { return std::chrono::duration<double, std::milli>(to - from).count(); };
+  for (const auto& c : bench::published_changes(log)) {
+    if (c.published < done.front().deleted || (c.capacity != 0 && c.capacity != 1))
+      continue;
+    auto id = v.ids.find(c.scale_set);
+    if (id == v.ids.end())
+      continue;
+    auto& h = c.capacity == 0 ? out.first : out.second;
+    const auto go_at = go.seen(c.rv);
+    const auto bench_at = bench_seen(c.rv);
+    if (c.capacity == 0) {  // the delete behind it: the scale set's last before the publish
+      const Change* del = nullptr;
+      for (const auto& ch : done)
+        if (ch.set == c.scale_set && ch.deleted <= c.published)
+          del = &ch;
+      if (del != nullptr) {
+        if (auto a = answered(del->old_uid))
+          h.add("DELETE sent → answered", ms(del->deleted, *a));
+        if (go_at)
+          h.add("DELETE sent → Go client's watch read it", ms(del->deleted, *go_at));
+      }
+    }
+    if (go_at && bench_at)
+      h.add("Go client's watch → the bench's watch (headroom's client)", ms(*go_at, *bench_at));
+    if (go_at)
+      h.add("Go client's watch → headroom read it", ms(*go_at, c.received()));
+    h.add("read → drained by the monitor", c.event_to_monitor_ms);
+    h.add("drained → judged (its pair, or the monitor)", c.monitor_to_judged_ms);
+    h.add("judged → published", c.since_event_ms - c.event_to_monitor_ms - c.monitor_to_judged_ms);
+    h.add("read → published (headroom)", c.since_event_ms);
+    auto polls = v.polls.find(id->second);
+    if (polls == v.polls.end())
+      continue;
+    for (const auto& p : polls->second)
+      if (p.arrived + std::chrono::milliseconds(1) >= c.published && p.capacity == c.capacity) {
+        h.add("published → the peer's HTTP server read the poll", ms(c.published, p.arrived));
+        h.add("the peer read the poll → recorded it (its lock)", ms(p.arrived, p.at));
+        if (go_at)
+          h.add("Go client's watch → the peer read the poll", ms(*go_at, p.arrived));
+        break;
+      }
+  }
+  return out;
+}
+
 int main(int argc, char** argv) {
   int sets = 100, listeners = 100, idle = 60, changes = 100, rate = 10, nodes = 0, runner_pods = 0, restart = 0, objects = 0,
       edits = 20;
@@ -368,7 +424,12 @@ int main(int argc, char** argv) {
   // When the bench's own watch saw each placeholder go: a slow drop that the bench's watch also
   // saw late was slow in the API server, before headroom could know of it.
   std::unordered_map<std::string, clock_type::time_point> gone;
+  std::unordered_map<std::string, clock_type::time_point> bench_seen;  // resourceVersion → when the bench's watch read it
   pods->subscribe([&](const k8s::informer<k8s::pod>::event& ev) {
+    if (!ev.resource_version.empty()) {
+      std::lock_guard lock{m};
+      bench_seen.emplace(ev.resource_version, clock_type::now());
+    }
     if (ev.type == k8s::informer<k8s::pod>::event_type::deleted) {
       std::lock_guard lock{m};
       gone.emplace(ev.object->meta.uid, clock_type::now());
@@ -386,6 +447,10 @@ int main(int argc, char** argv) {
       seen.emplace_back(ev.object->meta.uid, clock_type::now());
   });
   pods->start();
+  // The same watch through a Go client (#62): the API server's delivery as client-go reads it.
+  bench::go_watch go{std::string{std::getenv("HEADROOM_TESTENV_DIR")} + "/bin/kubectl", e.c->kubeconfig(),
+                     "/api/v1/namespaces/" + ns +
+                         "/pods?watch=true&labelSelector=headroom.dev%2Frole%20in%20(runner-placeholder%2Cworkflow-placeholder)"};
 
   if (nodes > 0) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -459,6 +524,7 @@ int main(int argc, char** argv) {
     std::string old_uid;
   };
   std::vector<change> done;
+  std::unordered_map<std::string, clock_type::time_point> answered;  // pod uid → when its DELETE was answered
   const auto step = std::chrono::microseconds(1'000'000 / std::max(1, rate));
   auto next = std::chrono::steady_clock::now();
   for (int c = 0; c < changes; ++c) {
@@ -475,16 +541,19 @@ int main(int argc, char** argv) {
     k8s::delete_options del;
     del.grace_period_seconds = 0;
     done.push_back({set, v.ids[set], clock_type::now(), uid});
-    api.remove(k8s::kinds::pods, ns, name, del, [](k8s::api_result) {});
+    api.remove(k8s::kinds::pods, ns, name, del, [&m, &answered, uid](k8s::api_result) {
+      std::lock_guard lock{m};
+      answered.emplace(uid, clock_type::now());
+    });
   }
   std::this_thread::sleep_for(30s);
   v = look(e, "hr");
-  std::vector<double> down, up, bench_watch;
+  std::vector<double> down, up, bench_watch, down_recorded, up_recorded;
   int missed = 0, ahead = 0;
   double ahead_max_ms = 0;
   for (const auto& ch : done) {
     const auto& polls = v.polls[ch.id];
-    auto zero = std::find_if(polls.begin(), polls.end(), [&](const auto& p) { return p.at >= ch.deleted && p.capacity == 0; });
+    auto zero = std::find_if(polls.begin(), polls.end(), [&](const auto& p) { return p.arrived >= ch.deleted && p.capacity == 0; });
     // The new pair is placed when its runner placeholder (new since the delete) and its workflow
     // placeholder (the newest) both run.
     clock_type::time_point placed{}, workflow{};
@@ -502,7 +571,10 @@ int main(int argc, char** argv) {
       ++missed;
       continue;
     }
-    down.push_back(std::chrono::duration<double, std::milli>(zero->at - ch.deleted).count());
+    // Timed to the peer's receipt of the poll (its HTTP server handing it over); the peer records it
+    // only after its one lock, which a thousand held polls contend for (#62: p50 85-130 ms there).
+    down.push_back(std::chrono::duration<double, std::milli>(zero->arrived - ch.deleted).count());
+    down_recorded.push_back(std::chrono::duration<double, std::milli>(zero->at - ch.deleted).count());
     // The first poll carrying 1 after the drop. headroom's informer can see the new pair run a
     // few milliseconds before the bench's own watch does (both watch the API server; at 100,000
     // pods either may lag): that poll then arrives before `placed`, and looking only after
@@ -511,7 +583,8 @@ int main(int argc, char** argv) {
     // placed: a defect, not watch skew).
     auto one = std::find_if(zero, polls.end(), [&](const auto& p) { return p.capacity == 1; });
     if (one != polls.end()) {
-      const double ms = std::chrono::duration<double, std::milli>(one->at - placed).count();
+      const double ms = std::chrono::duration<double, std::milli>(one->arrived - placed).count();
+      up_recorded.push_back(std::max(0.0, std::chrono::duration<double, std::milli>(one->at - placed).count()));
       if (ms < 0) {
         ++ahead;
         ahead_max_ms = std::max(ahead_max_ms, -ms);
@@ -537,6 +610,15 @@ int main(int argc, char** argv) {
                    ch.set.c_str(), stamp(ch.deleted).c_str(), watch_ms, down.back(), stamp(placed).c_str(),
                    one != polls.end() ? up.back() : -1.0);
   }
+  const auto hops = hop_table(done, headroom->full_log(), go, v, [&](const std::string& rv) {
+    std::lock_guard lock{m};
+    auto it = bench_seen.find(rv);
+    return it == bench_seen.end() ? std::optional<clock_type::time_point>{} : std::optional{it->second};
+  }, [&](const std::string& uid) {
+    std::lock_guard lock{m};
+    auto it = answered.find(uid);
+    return it == answered.end() ? std::optional<clock_type::time_point>{} : std::optional{it->second};
+  });
   const auto decision = bench::buckets(headroom->metrics(), "headroom_capacity_decision_seconds");
   const auto decisions = decision.empty() ? 0.0 : decision.rbegin()->second;
   auto inside = bench::buckets(headroom->metrics(), "headroom_capacity_propagation_seconds");
@@ -656,12 +738,27 @@ int main(int argc, char** argv) {
               "\"up_p50_ms\":%.0f,\"up_p99_ms\":%.0f,\"up_max_ms\":%.0f,\"up_ahead_of_bench_watch\":%d,\"up_ahead_max_ms\":%.1f}\n",
               done.size(), missed, percentile(down, 0.5), percentile(down, 0.99), down.empty() ? 0 : *std::max_element(down.begin(), down.end()),
               percentile(up, 0.5), percentile(up, 0.99), up.empty() ? 0 : *std::max_element(up.begin(), up.end()), ahead, ahead_max_ms);
+  std::printf("{\"mode\":\"propagation_as_the_peer_recorded\",\"down_p50_ms\":%.0f,\"down_p99_ms\":%.0f,\"down_max_ms\":%.0f,"
+              "\"up_p50_ms\":%.0f,\"up_p99_ms\":%.0f,\"up_max_ms\":%.0f}\n",
+              percentile(down_recorded, 0.5), percentile(down_recorded, 0.99),
+              down_recorded.empty() ? 0 : *std::max_element(down_recorded.begin(), down_recorded.end()), percentile(up_recorded, 0.5),
+              percentile(up_recorded, 0.99), up_recorded.empty() ? 0 : *std::max_element(up_recorded.begin(), up_recorded.end()));
   std::printf("{\"mode\":\"delete_seen_by_the_bench_watch\",\"deletes\":%zu,\"p50_ms\":%.0f,\"p99_ms\":%.0f,\"max_ms\":%.0f}\n",
               bench_watch.size(), percentile(bench_watch, 0.5), percentile(bench_watch, 0.99),
               bench_watch.empty() ? 0 : *std::max_element(bench_watch.begin(), bench_watch.end()));
   std::printf("{\"mode\":\"propagation_inside_headroom\",\"polls\":%.0f,\"p50_le_ms\":%.0f,\"p99_le_ms\":%.0f}\n",
               polls_inside, polls_inside > 0 ? 1e3 * bench::bucket_quantile(inside, 0.5) : 0.0,
               polls_inside > 0 ? 1e3 * bench::bucket_quantile(inside, 0.99) : 0.0);
+  hops.first.print("drop");
+  hops.second.print("rise");
+  for (const char* hop : {"event_to_monitor", "monitor_to_judged", "judged_to_published", "published_to_poll", "event_to_poll"}) {
+    const std::string label = std::string{"hop=\""} + hop + "\"";
+    const auto b = bench::buckets_since(bench::buckets(metrics_after, "headroom_capacity_hop_seconds", label),
+                                        bench::buckets(metrics_before, "headroom_capacity_hop_seconds", label));
+    const double n = b.empty() ? 0.0 : b.rbegin()->second;
+    std::printf("{\"mode\":\"hop_histogram\",\"hop\":\"%s\",\"n\":%.0f,\"p50_le_ms\":%.1f,\"p99_le_ms\":%.1f}\n", hop, n,
+                n > 0 ? 1e3 * bench::bucket_quantile(b, 0.5) : 0.0, n > 0 ? 1e3 * bench::bucket_quantile(b, 0.99) : 0.0);
+  }
   const auto count = [](const std::map<double, double>& b) { return b.empty() ? 0.0 : b.rbegin()->second; };
   // Requests by verb and resource ("patch scalesets": 12) over the phase.
   std::map<std::string, double> by_call;

@@ -7,6 +7,8 @@
 #include <cstdint>
 #include <string>
 
+#include "messages/k8s.hpp"
+
 namespace headroom::msg {
 
 /// placeholder_pair → capacity_monitor: what the pair's two pods say now. `consumed`: a runner pod
@@ -19,6 +21,7 @@ struct pair_report {
   // lost: a create failed because the API server could not be reached or shed the load (no
   // response, 429, 5xx after retries) - not because the cluster refused or lacked room.
   bool unavailable = false;
+  hop_trace trace{};  // the pod change that made the pair report this, judged when it was sent
 };
 
 /// capacity_monitor → placeholder_pair: a job was newly assigned and no runner has taken a pair for
@@ -37,6 +40,7 @@ struct set_max_capacity {
 /// measures propagation with it, and answers a stale value with the newest.
 struct capacity_polled {
   int64_t capacity = 0;
+  int64_t issued_ns = 0;  // when the poll was issued, on the steady clock (hop_trace's), in ns
 };
 
 template <class Inspector>
@@ -46,7 +50,7 @@ typename Inspector::result_type inspect(Inspector& f, set_max_capacity& x) {
 
 template <class Inspector>
 typename Inspector::result_type inspect(Inspector& f, capacity_polled& x) {
-  return f(caf::meta::type_name("capacity_polled"), x.capacity);
+  return f(caf::meta::type_name("capacity_polled"), x.capacity, x.issued_ns);
 }
 
 /// capacity_monitor → scale_set_status: what the monitor holds after a recompute (sent when it

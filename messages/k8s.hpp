@@ -7,6 +7,7 @@
 
 #include <caf/meta/type_name.hpp>
 
+#include <chrono>
 #include <cstdint>
 #include <memory>
 #include <string>
@@ -20,11 +21,24 @@ namespace headroom::msg {
 
 enum class object_change : uint8_t { added, modified, deleted, resync };
 
+/// The path of one watch event through headroom, on the steady clock (CLOCK_MONOTONIC, the same
+/// for every process on the machine): when the informer read it, when the actor that owns it
+/// drained it, when a decision was taken on it. Unset (epoch) where a hop was not taken: a resync,
+/// a timer, a change that came from elsewhere. `resource_version` is the watch event's own (for a
+/// deletion, the deletion's), so it can be matched with another watch of the same object.
+struct hop_trace {
+  using time_point = std::chrono::steady_clock::time_point;
+  std::string resource_version;
+  time_point received{}, woken{}, judged{};
+  bool from_watch() const { return received != time_point{}; }
+};
+
 /// An informer's view of one object changed (the latest state per object: see informer_feed).
 template <class T>
 struct object_event {
   object_change change = object_change::added;
   std::shared_ptr<const T> object;
+  hop_trace trace{};
 };
 
 using pod_event = object_event<k8s::pod>;

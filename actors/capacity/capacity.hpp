@@ -242,6 +242,8 @@ struct scale_set_metrics {
   std::function<void(const char* gauge, int64_t)> set;       // gha_* and headroom_capacity_* gauges
   std::function<void(const char* counter, int64_t)> add;     // *_total counters
   std::function<void(const char* histogram, double)> observe;
+  // One hop of a watch event's way to the poll (headroom_capacity_hop_seconds{hop}, process-wide).
+  std::function<void(const char* hop, double seconds)> hop;
   std::function<void(std::string_view kind)> actions_error;  // headroom_actions_errors_total{kind}
   // A job started or completed: gha_started_jobs_total, gha_completed_jobs_total and the startup and
   // execution histograms, with the job's own labels (job_name, event_name, job_result, …) as ARC's.

@@ -265,17 +265,26 @@ void on_wakeup(monitor_self* self, msg::buffer_wakeup w) {
   // A pod of a running pair is that pair's to judge: the monitor counts it and hands it on, and
   // decides again when the pair reports a new state (on_pair_report), not before it has judged.
   // Anything else (runner pods, placeholders no pair owns) is the monitor's own: it decides now.
+  // Each change is stamped with the moment it was drained (its hop_trace); a decision taken here
+  // answers the last change that asked for one.
   bool decide = false;
-  s.feed->drain([self, &decide](const msg::pod_event& e) {
+  const auto woken = self->clock().now();
+  s.feed->drain([self, &decide, woken](msg::pod_event e) {
     auto& s = self->state;
+    e.trace.woken = woken;
     s.census.apply(e.change, e.object);
-    if (!route_to_pair(self, e))
+    if (!route_to_pair(self, e)) {
       decide = true;
+      s.cause = std::move(e.trace);
+      s.cause.judged = woken;
+    }
   });
   if (s.census.mend(s.feed->stats()->dropped.load(std::memory_order_relaxed), [&] { return s.ctx->pods->list(); }))
     decide = true;
   if (decide)
     recompute(self);
+  else
+    s.cause = {};
 }
 
 void on_setup_retry(monitor_self* self) {
@@ -319,39 +328,24 @@ void on_scale_set_update(monitor_self* self, const msg::scale_set_update& u) {
   recompute(self);
 }
 
-// The listener polled with a capacity: an old one gets the newest; the newest's first poll ends
-// its propagation time.
-void on_polled(monitor_self* self, msg::capacity_polled p) {
-  auto& s = self->state;
-  if (s.last_published < 0)
-    return;
-  if (p.capacity != s.last_published) {
-    // A listener that started before this monitor published (or whose question was lost
-    // while this monitor restarted) polls with an old value: give it the newest.
-    self->send(caf::actor_cast<capacity_sink>(self->current_sender()), msg::set_max_capacity{s.last_published});
-    return;
-  }
-  if (s.published_polled)
-    return;
-  s.published_polled = true;
-  s.ctx->metrics.observe("headroom_capacity_propagation_seconds",
-                         std::chrono::duration<double>(self->clock().now() - s.published_at).count());
-}
-
 // A pair's news: placed (ready), consumed by a job (a hand-off), lost or timed out (a backoff
 // before the next create), or a renewal's successor placed (the old pair goes).
 void on_pair_report(monitor_self* self, const msg::pair_report& r) {
   auto& s = self->state;
+  s.cause = r.trace;  // the decision below answers the pod change the pair judged (if any)
   if (auto h = s.handoffs.find(r.slot); h != s.handoffs.end()) {
     if (r.what == state_t::lost || r.what == state_t::timed_out) {  // the hand-off ended
       s.handoffs.erase(h);
       retire(self, r.slot);
     }
+    s.cause = {};
     return;
   }
   auto it = s.pairs.find(r.slot);
-  if (it == s.pairs.end())
+  if (it == s.pairs.end()) {
+    s.cause = {};
     return;
+  }
   if (r.what == state_t::consumed) {  // no longer capacity; a replacement is made at once
     if (!s.owed.empty())
       s.owed.pop_front();

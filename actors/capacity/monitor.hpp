@@ -124,6 +124,12 @@ struct monitor_state {
   int64_t last_published = -1;
   caf::actor_clock::time_point published_at{};  // when it last changed
   bool published_polled = true;  // a poll has carried it (propagation observed)
+  // The watch event the decision under way answers (set by whoever calls recompute for one: a pod
+  // change the monitor judged, a pair's report), and the one behind the capacity last published
+  // with when it was published: its hops are observed when the first poll carries it.
+  msg::hop_trace cause{};
+  msg::hop_trace published_trace{};
+  msg::hop_trace::time_point published_steady{};
   milliseconds create_backoff{0};
   caf::actor_clock::time_point spawn_blocked_until{};
   // What holds pairs back, as last logged and told in an Event: "" (nothing), "scale set"
@@ -176,6 +182,8 @@ inline bool room_claimed(const monitor_state& st, const std::string& slot) { ret
 
 // monitor_recompute.cpp: count, size the pairs, renew, publish.
 void recompute(monitor_self* self);
+// monitor_propagation.cpp: a poll started carrying a capacity (propagation and hops observed).
+void on_polled(monitor_self* self, const msg::capacity_polled& p);
 // monitor_workflow_rooms.cpp: each workflow pod the scheduler found no room for is given a held one.
 void give_workflow_rooms(monitor_self* self);
 

@@ -332,10 +332,23 @@ void publish(monitor_self* self, const capacity_inputs& in, const census_view& c
   }
   if (capacity == st.last_published)
     return;
-  runtime::log::info(actor_name, "capacity",
-                     {{"scale_set", spec.name}, {"capacity", capacity}, {"assigned", in.assigned_jobs},
-                      {"ready_pairs", in.ready_pairs}, {"runners_placed", in.runners_placed},
-                      {"pairs", static_cast<int64_t>(st.pairs.size())}, {"desired_pairs", desired}});
+  st.published_trace = st.cause;
+  st.published_steady = self->clock().now();
+  const auto& t = st.published_trace;
+  if (t.from_watch()) {  // the watch event behind it, and the time each hop took until now (ms)
+    const auto ms = [](auto from, auto to) { return std::chrono::duration<double, std::milli>(to - from).count(); };
+    runtime::log::info(actor_name, "capacity",
+                       {{"scale_set", spec.name}, {"capacity", capacity}, {"assigned", in.assigned_jobs},
+                        {"ready_pairs", in.ready_pairs}, {"runners_placed", in.runners_placed},
+                        {"pairs", static_cast<int64_t>(st.pairs.size())}, {"desired_pairs", desired},
+                        {"event_rv", t.resource_version}, {"since_event_ms", ms(t.received, st.published_steady)},
+                        {"event_to_monitor_ms", ms(t.received, t.woken)}, {"monitor_to_judged_ms", ms(t.woken, t.judged)}});
+  } else {
+    runtime::log::info(actor_name, "capacity",
+                       {{"scale_set", spec.name}, {"capacity", capacity}, {"assigned", in.assigned_jobs},
+                        {"ready_pairs", in.ready_pairs}, {"runners_placed", in.runners_placed},
+                        {"pairs", static_cast<int64_t>(st.pairs.size())}, {"desired_pairs", desired}});
+  }
   st.last_published = capacity;
   st.published_at = self->clock().now();
   st.published_polled = false;
@@ -364,8 +377,10 @@ int64_t available_share(monitor_self* self) {
 // budget; down to what assigned jobs still need), renew old pairs, publish.
 void recompute(monitor_self* self) {
   auto& st = self->state;
-  if (!st.acting)
+  if (!st.acting) {
+    st.cause = {};
     return;
+  }
   // Before the namespace's pods are listed the cache is not the cluster: counting it would place
   // pairs an earlier process left placed (and adopt those after). Looked at again every 100 ms.
   if (!st.ctx->pods->synced()) {
@@ -418,6 +433,7 @@ void recompute(monitor_self* self) {
   const int64_t pending_now = pending_pairs(st);
   tell_burst_need(self, pending_now, std::max(pending_now, pending + std::min(missing, own)));
   publish(self, in, census, desired);
+  st.cause = {};
   st.ctx->metrics.observe("headroom_capacity_decision_seconds", std::chrono::duration<double>(self->clock().now() - began).count());
 }
 

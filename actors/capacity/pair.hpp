@@ -30,6 +30,7 @@ struct pair_state {
   bool deleted[2] = {false, false};  // and then its deletion (nothing of it left to delete)
   int creating = 0;
   state_t reported = state_t::pending;
+  msg::hop_trace last_event{};  // the pod change being judged (a report sent meanwhile carries it)
   bool consumed = false;  // handing the workflow's room over to the workflow pod
   std::string runner_node;  // where the runner placeholder was placed
   std::string probe;        // the probe's name while the pair has one ("" none: `none` mode, or adopted)

@@ -93,7 +93,10 @@ void report(pair_self* self, state_t s, std::string reason = {}) {
   if (s == st.reported && s != state_t::lost && s != state_t::timed_out && s != state_t::consumed)
     return;
   st.reported = s;
-  self->send(st.monitor, msg::pair_report{s, st.slot, std::move(reason), s == state_t::lost && st.unavailable});
+  msg::pair_report r{s, st.slot, std::move(reason), s == state_t::lost && st.unavailable, std::exchange(st.last_event, {})};
+  if (r.trace.from_watch())
+    r.trace.judged = self->clock().now();
+  self->send(st.monitor, std::move(r));
 }
 
 void finish(pair_self* self, state_t s, const std::string& reason, notice how) {
@@ -442,7 +445,11 @@ pair_impl::behavior_type pair_behavior(pair_self* self, context_ptr ctx, std::st
   if (adopt)
     evaluate(self);
   return {
-      [self](msg::pod_event&) { evaluate(self); },
+      [self](msg::pod_event& e) {
+        self->state.last_event = std::move(e.trace);
+        evaluate(self);
+        self->state.last_event = {};
+      },
       [self](msg::pair_handoff) { hand_off(self); },
       [self](msg::api_reply& r) {
         auto& s = self->state;

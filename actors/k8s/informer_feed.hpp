@@ -84,6 +84,8 @@ class informer_feed {
       event out;
       out.change = static_cast<msg::object_change>(static_cast<int>(e.type));
       out.object = e.object;
+      out.trace.resource_version = e.resource_version;
+      out.trace.received = e.received;
       if (keep && !keep(out))
         return;
       buffer->offer(key(*e.object), std::move(out));

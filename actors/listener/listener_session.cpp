@@ -183,7 +183,9 @@ void start_poll(listener_self* self) {
   if (now < st.reorder_until)
     self->delayed_send(self, st.reorder_until - now, reorder_window_passed{st.generation, seq});
   if (st.peers.capacity)
-    self->send(st.peers.capacity, msg::capacity_polled{st.to_advertise});
+    self->send(st.peers.capacity,
+               msg::capacity_polled{st.to_advertise,
+                                    std::chrono::duration_cast<std::chrono::nanoseconds>(now.time_since_epoch()).count()});
   if (st.peers.status)
     self->send(st.peers.status, msg::session_view{{}, {}, true});
   st.poll = st.client->get_message(

@@ -318,7 +318,7 @@ struct transport::impl {
       }
       // Start what is due, in submission order, as tokens allow.
       const auto now = clock.now();
-      steady::duration sleep = std::chrono::milliseconds(1000);
+      steady::duration sleep = opts.max_wait;
       std::vector<std::function<void()>> due;
       {
         std::lock_guard<std::mutex> g{mutex};

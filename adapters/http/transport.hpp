@@ -101,6 +101,14 @@ class transport final : public exchange {
     // 8 s when driven this way (many_scale_sets_bench at 1,000 scale sets), so it is not the
     // default.
     bool event_driven = false;
+    // The longest the I/O thread waits for a socket, a timer or a submit before it drives libcurl
+    // again. libcurl 7.88 can leave HTTP/2 frames it has already read off the socket unprocessed
+    // until the next socket event or timeout: with a watch and writes multiplexed on one
+    // connection, a watch event waited for the next one (many_scale_sets_bench at 1,000 scale sets:
+    // read p50 170 ms after a Go client's watch of the same events with 1 s here, 0 ms with 5 ms;
+    // #62). The Kubernetes transport sets 5 ms; the cost is one curl_multi_perform over its few
+    // transfers per wait.
+    std::chrono::milliseconds max_wait{1000};
     // libcurl's read buffer per transfer (bytes; 0: libcurl's 16 KiB). Every long poll held open
     // keeps one, and their answers are a few KiB.
     long read_buffer_bytes = 0;

@@ -44,6 +44,11 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     event_type type;
     std::shared_ptr<const T> object;
     std::shared_ptr<const T> old;  // modified: the previous version
+    // A watch event: its own resourceVersion (a deletion's, where `object` is the cached one) and
+    // when its line was read, on the steady clock, before it was decoded. Empty / epoch for a
+    // list's difference (resync).
+    std::string resource_version{};
+    std::chrono::steady_clock::time_point received{};
   };
   using handler = std::function<void(const event&)>;
   using index_fn = typename store<T>::index_fn;
@@ -321,6 +326,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   void on_watch_line(std::string_view line) {
     if (stopped_ || relist_requested_)
       return;
+    const auto received = opts_.clock->now();
     auto decoded = decode_watch_event<T>(line);
     if (line.size() > 256 * 1024)  // a rare large object: its buffers are not kept for the next
       release_decode_buffers();
@@ -357,7 +363,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
           std::unique_lock lock{mutex_};
           resource_version_ = rv;
         }
-        emit({old ? event_type::modified : event_type::added, obj, old});
+        emit({old ? event_type::modified : event_type::added, obj, old, rv, received});
         return;
       }
       case W::deleted: {
@@ -367,7 +373,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
           std::unique_lock lock{mutex_};
           resource_version_ = rv;
         }
-        emit({event_type::deleted, old ? old : std::make_shared<const T>(std::move(ev.object)), nullptr});
+        emit({event_type::deleted, old ? old : std::make_shared<const T>(std::move(ev.object)), nullptr, rv, received});
         return;
       }
     }

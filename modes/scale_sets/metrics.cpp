@@ -128,7 +128,24 @@ scale_set_metrics make_metrics(runtime::metrics& m, const scale_set_spec& spec, 
                                .Help("Time of one capacity decision (count the scale set's pods, size its pairs, publish)")
                                .Register(reg)
                                .Add(labels, decision);
+  // The hops of a watch event's way to the poll that carries its capacity, for every scale set
+  // together (one series per hop: a question about the process, not one scale set).
+  const prometheus::Histogram::BucketBoundaries hops{1e-4, 2.5e-4, 5e-4, 1e-3, 2.5e-3, 5e-3, 0.01, 0.025,
+                                                     0.05, 0.1,    0.25,   0.5,  1,    2.5,    5};
+  auto& hop_family = prometheus::BuildHistogram()
+                         .Name("headroom_capacity_hop_seconds")
+                         .Help("One hop of a pod watch event's way to the poll that carries the capacity it changed: "
+                               "event_to_monitor, monitor_to_judged, judged_to_published, published_to_poll, and the "
+                               "whole event_to_poll")
+                         .Register(reg);
+  std::map<std::string, prometheus::Histogram*, std::less<>> by_hop;
+  for (const char* h : {"event_to_monitor", "monitor_to_judged", "judged_to_published", "published_to_poll", "event_to_poll"})
+    by_hop[h] = &hop_family.Add({{"hop", h}}, hops);
   scale_set_metrics out;
+  out.hop = [by_hop = std::move(by_hop)](const char* hop, double v) {
+    if (auto it = by_hop.find(std::string_view{hop}); it != by_hop.end())
+      it->second->Observe(v);
+  };
   out.set = [table](const char* name, int64_t v) { table->set(name, static_cast<double>(v)); };
   out.add = [table](const char* name, int64_t v) { table->add(name, static_cast<double>(v)); };
   out.observe = [&propagation_seconds, &decision_seconds](const char* name, double v) {

@@ -725,6 +725,9 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		s.control(w, r)
 		return
 	}
+	// Stamped before the service's one lock: every poll held open wakes for it on each change (a
+	// thousand of them at once), and a poll's arrival must not include its wait behind them.
+	arrived := time.Now()
 	route := routeOf(r.Method, r.URL.Path)
 	body, _ := io.ReadAll(io.LimitReader(r.Body, 1<<20))
 
@@ -732,7 +735,7 @@ func (s *server) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 	s.counts[route]++
 	f := s.takeFault(route)
 	s.mu.Unlock()
-	r = r.WithContext(context.WithValue(r.Context(), arrivedKey{}, time.Now()))
+	r = r.WithContext(context.WithValue(r.Context(), arrivedKey{}, arrived))
 	if f != nil && f.DelayMs > 0 {
 		select {
 		case <-time.After(time.Duration(f.DelayMs) * time.Millisecond):

@@ -10,6 +10,7 @@
 #include <gtest/gtest.h>
 #include <simdjson.h>
 
+#include <algorithm>
 #include <map>
 #include <memory>
 #include <optional>
@@ -21,6 +22,8 @@
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/informer_slice.hpp"
 #include "messages/type_ids.hpp"
+#include "runtime/clock.hpp"
+#include "runtime/log.hpp"
 #include "unit/support/actor_fixture.hpp"
 
 using namespace headroom;
@@ -44,6 +47,7 @@ struct monitor_fixture : test_support::actor_fixture {
   bool pods_listed = true;  // false: the pod informer's list waits for the test's answer
 
   void start(int64_t proactive = 1, std::string hook_template = {}) {
+    io.use_clock(test_clock);  // the informer stamps its events on the actors' clock (hop traces)
     if (pods_listed) {
       pods = pod_informer("arc");
     } else {
@@ -80,6 +84,7 @@ struct monitor_fixture : test_support::actor_fixture {
       if (std::string_view{name} == "headroom_capacity_decision_seconds")
         ++*d;
     };
+    ctx->metrics.hop = [h = hops](const char* hop, double seconds) { (*h)[hop].push_back(seconds); };
     // The listener's part: the capacity to advertise, in order.
     listener = sys.spawn(
         [](caf::event_based_actor*, std::shared_ptr<std::vector<int64_t>> told) -> caf::behavior {
@@ -177,6 +182,7 @@ struct monitor_fixture : test_support::actor_fixture {
     return out;
   }
 
+  runtime::actor_system_clock test_clock{sys.clock()};
   cap::scale_set_spec spec;  // as start() made it
   std::optional<actors::runners::runner_spec::container_mode> mode;  // before start(): the runners' container mode
   std::shared_ptr<std::map<std::string, int64_t>> gauges = std::make_shared<std::map<std::string, int64_t>>();
@@ -186,6 +192,7 @@ struct monitor_fixture : test_support::actor_fixture {
   std::shared_ptr<k8s::label_router<k8s::pod>> router;
   std::shared_ptr<std::vector<int64_t>> advertised = std::make_shared<std::vector<int64_t>>();
   std::shared_ptr<int> decisions = std::make_shared<int>(0);  // recomputes (decision timings observed)
+  std::shared_ptr<std::map<std::string, std::vector<double>>> hops = std::make_shared<std::map<std::string, std::vector<double>>>();
   caf::actor listener;
   cap::monitor_actor monitor;
 };
@@ -424,6 +431,58 @@ TEST_F(monitor_fixture, a_warm_pair_is_advertised_once_placed_and_replaced_when_
   sched.run();
   auto again = created();
   EXPECT_EQ(again.size(), 2u) << "a new pair for the warm pool";
+}
+
+// #62: a capacity change carries the watch event behind it (its resourceVersion, when it was read)
+// through the pair's judgement to the first poll that carries it, and each hop is observed once.
+// The informer and the actors read one clock here (the test coordinator's), as they read the
+// machine's monotonic clock in production.
+TEST_F(monitor_fixture, a_capacity_change_carries_the_watch_event_behind_it_to_the_poll_hop_by_hop) {
+  std::vector<std::string> lines;
+  runtime::logger::global().set_sink([&lines](std::string_view l) { lines.emplace_back(l); });
+  start();
+  set_up();
+  auto names = created();
+  ASSERT_EQ(names.size(), 2u);
+  const std::string slot = slot_of(names[0]);
+  watch("ADDED", names[0], "runner-placeholder", slot, "Running", "node-1");
+  watch("ADDED", names[1], "workflow-placeholder", slot, "Running", "node-1");
+  ASSERT_EQ(advertised->back(), 1);
+  const auto now_ns = [&] { return std::chrono::duration_cast<std::chrono::nanoseconds>(sys.clock().now().time_since_epoch()).count(); };
+  caf::anon_send(monitor, msg::capacity_polled{1, now_ns()});
+  sched.run();
+  ASSERT_EQ((*hops)["event_to_poll"].size(), 1u) << "the rise: the workflow placeholder's event behind it";
+  hops->clear();
+
+  // The runner placeholder is deleted: the informer reads it now, the monitor drains it 20 ms later
+  // (its worker was busy), and its pair judges it at once (no room left: pending).
+  ASSERT_TRUE(io.stream("watch=true", R"({"type":"DELETED","object":{"metadata":{"name":")" + names[0] +
+                                          R"(","namespace":"arc","uid":"u-)" + names[0] +
+                                          R"(","resourceVersion":"12","labels":{"headroom.dev/scale-set":"linux","headroom.dev/slot":")" +
+                                          slot + R"(","headroom.dev/role":"runner-placeholder"}},"spec":{"nodeName":"node-1"},)"
+                                          R"("status":{"phase":"Running"}}})" "\n"));
+  sched.advance_time(20ms);
+  sched.run();
+  ASSERT_EQ(advertised->back(), 0);
+  sched.advance_time(30ms);  // the listener issues its poll 30 ms after the publish
+  caf::anon_send(monitor, msg::capacity_polled{0, now_ns()});
+  caf::anon_send(monitor, msg::capacity_polled{0, now_ns()});  // a second poll of the same value: not a hop again
+  sched.run();
+  runtime::logger::global().set_sink(nullptr);
+  for (const char* h : {"event_to_monitor", "monitor_to_judged", "judged_to_published", "published_to_poll", "event_to_poll"})
+    ASSERT_EQ((*hops)[h].size(), 1u) << h;
+  EXPECT_NEAR((*hops)["event_to_monitor"][0], 0.020, 1e-9);
+  EXPECT_EQ((*hops)["monitor_to_judged"][0], 0.0);
+  EXPECT_EQ((*hops)["judged_to_published"][0], 0.0);
+  EXPECT_NEAR((*hops)["published_to_poll"][0], 0.030, 1e-9);
+  EXPECT_NEAR((*hops)["event_to_poll"][0], 0.050, 1e-9);
+  // The log line of the drop names the event (the deletion's resourceVersion) and its hops so far.
+  const auto drop = std::find_if(lines.begin(), lines.end(), [](const std::string& l) {
+    return l.find("\"msg\":\"capacity\"") != std::string::npos && l.find("\"capacity\":0") != std::string::npos &&
+           l.find("\"event_rv\":\"12\"") != std::string::npos;
+  });
+  ASSERT_NE(drop, lines.end());
+  EXPECT_NE(drop->find("\"since_event_ms\":20"), std::string::npos) << *drop;
 }
 
 // Kubernetes mode: a workflow pod pinned to its runner's node, where the only held room is the
