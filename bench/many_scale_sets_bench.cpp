@@ -326,8 +326,12 @@ std::pair<bench::hop_samples, bench::hop_samples> hop_table(const std::vector<Ch
     }
     if (go_at && bench_at)
       h.add("Go client's watch → the bench's watch (headroom's client)", ms(*go_at, *bench_at));
-    if (go_at)
+    if (go_at) {
       h.add("Go client's watch → headroom read it", ms(*go_at, c.received()));
+      if (ms(*go_at, c.received()) > 100)
+        std::fprintf(stderr, "[late read] %s rv %s: the Go client's watch read it at %.3f, headroom %.0f ms later\n", c.scale_set.c_str(),
+                     c.rv.c_str(), std::chrono::duration<double>(go_at->time_since_epoch()).count(), ms(*go_at, c.received()));
+    }
     h.add("read → drained by the monitor", c.event_to_monitor_ms);
     h.add("drained → judged (its pair, or the monitor)", c.monitor_to_judged_ms);
     h.add("judged → published", c.since_event_ms - c.event_to_monitor_ms - c.monitor_to_judged_ms);
@@ -468,7 +472,7 @@ int main(int argc, char** argv) {
   const auto started = std::chrono::steady_clock::now();
   // glibc's allocator tunables reach headroom from the bench's environment, to compare them.
   std::vector<std::string> agent_env;
-  for (const char* name : {"MALLOC_ARENA_MAX", "GLIBC_TUNABLES"})
+  for (const char* name : {"MALLOC_ARENA_MAX", "GLIBC_TUNABLES", "HEADROOM_LOG_LEVEL"})
     if (const char* v = std::getenv(name))
       agent_env.push_back(std::string{name} + "=" + v);
   const std::string scale_sets_yaml =

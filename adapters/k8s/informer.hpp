@@ -327,6 +327,12 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     if (stopped_ || relist_requested_)
       return;
     const auto received = opts_.clock->now();
+    if (resumed_at_ != runtime::clock::time_point{}) {  // the first line of a resumed watch
+      runtime::log::debug("k8s/informer", "resumed watch's first event",
+                          {{"resource", opts_.kind.plural},
+                           {"since_end_ms", std::chrono::duration<double, std::milli>(received - resumed_at_).count()}});
+      resumed_at_ = {};
+    }
     auto decoded = decode_watch_event<T>(line);
     if (line.size() > 256 * 1024)  // a rare large object: its buffers are not kept for the next
       release_decode_buffers();
@@ -392,6 +398,8 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     }
     if (!e) {  // the server's watch timeout: resume where we were
       failures_ = 0;
+      runtime::log::debug("k8s/informer", "watch ended by the server, resuming", {{"resource", opts_.kind.plural}});
+      resumed_at_ = opts_.clock->now();
       start_watch(std::chrono::milliseconds(0));
       return;
     }
@@ -425,6 +433,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   int failures_ = 0;
   runtime::outage outage_{{.reminder = std::chrono::minutes(1)}};  // when failures are worth a log line
   std::chrono::steady_clock::time_point watch_began_;  // the current watch's start (after its delay)
+  runtime::clock::time_point resumed_at_{};  // when the server last ended a watch, until the next one's first line
   bool relist_requested_ = false;
   std::mt19937_64 rng_{std::random_device{}()};
 
