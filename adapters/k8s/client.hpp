@@ -95,7 +95,7 @@ struct retry_policy {
 // What an informer has done (lists, watches started, failures…), read at scrape time.
 struct informer_stats {
   std::atomic<uint64_t> lists{0}, list_pages{0}, list_full_fallbacks{0}, relists_410{0}, watches{0}, watch_errors{0},
-      decode_errors{0}, events{0};
+      decode_errors{0}, events{0}, handovers{0};
 };
 
 struct tracked_informer {

@@ -14,9 +14,10 @@
 
 #include "adapters/k8s/client.hpp"
 #include "adapters/k8s/decode.hpp"
+#include "adapters/k8s/informer_outage.hpp"
 #include "adapters/k8s/object_cache.hpp"
+#include "adapters/k8s/watch_handover.hpp"
 #include "runtime/log.hpp"
-#include "runtime/outage.hpp"
 #include "runtime/clock.hpp"
 
 namespace headroom::k8s {
@@ -60,6 +61,9 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     int64_t page_size = 500;
     std::chrono::seconds stall_timeout{0};  // 0: the client's (kubernetes.watchStallTimeout)
     std::chrono::seconds watch_timeout{300};  // the server ends each watch after ~this (±10 %)
+    // Make-before-break (watch_handover.hpp): a successor watch starts `hand_over` before the
+    // server would end the current one (0: none; the watch is resumed once it has ended).
+    std::chrono::seconds hand_over{0};
     // Outages and a watch's age are measured on it; null: the client's (its exchange's, whose
     // timers the informer uses).
     const runtime::clock* clock = nullptr;
@@ -102,8 +106,9 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   }
   void stop() {
     stopped_ = true;
-    if (auto id = watch_id_.load())
-      client_.cancel(id);
+    for (const auto* w : {&watch_id_, &successor_id_})
+      if (auto id = w->load())
+        client_.cancel(id);
   }
 
   bool synced() const { return synced_.load(); }
@@ -133,8 +138,9 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   // answer 410, which must lead to a relist that reports exactly what changed meanwhile.
   void interrupt_watch_for_test() {
     paused_ = true;
-    if (auto id = watch_id_.load())
-      client_.cancel(id);
+    for (const auto* w : {&watch_id_, &successor_id_})
+      if (auto id = w->load())
+        client_.cancel(id);
   }
   void resume_watch_for_test(const std::string& rv) {
     {
@@ -160,21 +166,6 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     }
     for (const auto& [id, h] : *snapshot)
       h(e);
-  }
-
-  // An API server down for minutes is one line when the calls start failing, a reminder a minute
-  // and one line when they work again, not a line per retry (the retries follow next_backoff()).
-  void note_failure(std::string_view msg, const api_error& e, std::chrono::milliseconds wait) {
-    const auto v = outage_.failed(opts_.clock->now_ms());
-    runtime::outage::log("k8s/informer", v, msg, msg,
-                         {{"resource", opts_.kind.plural}, {"error", e.describe()}, {"retry_ms", static_cast<int64_t>(wait.count())},
-                          {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
-  }
-
-  void note_success() {
-    if (const auto v = outage_.succeeded(opts_.clock->now_ms()); v.log == runtime::outage::note::came_back)
-      runtime::log::info("k8s/informer", "listed again after failures",
-                         {{"resource", opts_.kind.plural}, {"down_for_ms", v.down_for_ms}, {"attempts", v.failures}});
   }
 
   std::chrono::milliseconds next_backoff() {
@@ -229,7 +220,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
         return;
       }
       const auto wait = next_backoff();
-      note_failure("list failed", *e, wait);
+      outage_.failed("list failed", *e, wait);
       list_page({}, wait);
       return;
     }
@@ -283,7 +274,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
       resource_version_ = rv;
     }
     failures_ = 0;
-    note_success();
+    outage_.succeeded();
     synced_ = true;
     for (const auto& e : changes)
       emit(e);
@@ -294,7 +285,12 @@ class informer : public std::enable_shared_from_this<informer<T>> {
 
   // -- watch -----------------------------------------------------------------------------------------
 
-  void start_watch(std::chrono::milliseconds delay) {
+  void start_watch(std::chrono::milliseconds delay) { open_watch(delay, false); }
+
+  // A watch from the current resourceVersion; `successor`: beside the current one, which it takes
+  // over from (watch_handover). Each watch's lines and end carry its generation: a cancelled
+  // one's late lines are dropped.
+  void open_watch(std::chrono::milliseconds delay, bool successor) {
     if (stopped_)
       return;
     watch_options wo;
@@ -304,35 +300,66 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     wo.allow_bookmarks = true;
     std::uniform_int_distribution<int64_t> spread{opts_.watch_timeout.count() * 9 / 10,
                                                   opts_.watch_timeout.count() * 11 / 10};
-    wo.timeout_seconds = std::max<int64_t>(1, spread(rng_));
+    const int64_t lifetime = std::max<int64_t>(1, spread(rng_));
+    wo.timeout_seconds = lifetime + opts_.hand_over.count();
     wo.stall_timeout = opts_.stall_timeout;
     wo.delay = delay;
-    watch_began_ = opts_.clock->now() + delay;
     stats_.watches.fetch_add(1, std::memory_order_relaxed);
-    relist_requested_ = false;
+    const uint64_t gen = ++last_gen_;
+    if (successor) {
+      successor_gen_ = gen;
+      successor_began_ = opts_.clock->now() + delay;
+      handover_.begin();
+    } else {
+      watch_gen_ = gen;
+      watch_began_ = opts_.clock->now() + delay;
+      relist_requested_ = false;
+    }
     std::weak_ptr<informer> weak = this->shared_from_this();
-    watch_id_ = client_.watch(
+    const auto id = client_.watch(
         opts_.kind, opts_.ns, wo,
-        [weak](std::string_view line) {
+        [weak, gen](std::string_view line) {
           if (auto self = weak.lock())
-            self->on_watch_line(line);
+            self->on_watch_line(gen, line);
         },
-        [weak](std::optional<api_error> e) {
+        [weak, gen](std::optional<api_error> e) {
           if (auto self = weak.lock())
-            self->on_watch_end(std::move(e));
+            self->on_watch_end(gen, std::move(e));
         });
+    (successor ? successor_id_ : watch_id_) = id;
+    if (opts_.hand_over.count() > 0)  // its successor, before the server ends it
+      client_.after(delay + std::chrono::seconds(lifetime), [weak, gen] {
+        if (auto self = weak.lock(); self && gen == self->watch_gen_ && self->successor_gen_ == 0 && !self->stopped_ && !self->paused_)
+          self->open_watch(std::chrono::milliseconds(0), true);
+      });
   }
 
-  void on_watch_line(std::string_view line) {
-    if (stopped_ || relist_requested_)
+  // The successor takes over: the current watch is cancelled, and the successor's events the
+  // current one had not applied are applied.
+  void take_over(typename watch_handover<watch_event<T>>::verdict v, runtime::clock::time_point received) {
+    if (!v.take_over)
+      return;
+    if (auto old = watch_id_.exchange(successor_id_.exchange(0)))
+      client_.cancel(old);
+    watch_gen_ = std::exchange(successor_gen_, 0);
+    watch_began_ = successor_began_;
+    current_ended_ = false;
+    stats_.handovers.fetch_add(1, std::memory_order_relaxed);
+    for (auto& ev : v.apply)
+      apply(std::move(ev), received);
+  }
+
+  void drop_successor() {
+    handover_.abandon();
+    successor_gen_ = 0;
+    if (auto id = successor_id_.exchange(0))
+      client_.cancel(id);
+  }
+
+  void on_watch_line(uint64_t gen, std::string_view line) {
+    if (stopped_ || relist_requested_ || (gen != watch_gen_ && gen != successor_gen_))
       return;
     const auto received = opts_.clock->now();
-    if (resumed_at_ != runtime::clock::time_point{}) {  // the first line of a resumed watch
-      runtime::log::debug("k8s/informer", "resumed watch's first event",
-                          {{"resource", opts_.kind.plural},
-                           {"since_end_ms", std::chrono::duration<double, std::milli>(received - resumed_at_).count()}});
-      resumed_at_ = {};
-    }
     auto decoded = decode_watch_event<T>(line);
     if (line.size() > 256 * 1024)  // a rare large object: its buffers are not kept for the next
       release_decode_buffers();
@@ -343,52 +370,65 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     }
     auto& ev = std::get<watch_event<T>>(decoded);
     using W = watch_event<T>;
-    switch (ev.type) {
-      case W::error:
-        if (ev.error_code == 410) {
-          // Our resourceVersion is too old: the difference must come from a fresh list.
-          relist_requested_ = true;
-          stats_.relists_410.fetch_add(1, std::memory_order_relaxed);
-          client_.cancel(watch_id_.load());
-        } else {
-          runtime::log::warn("k8s/informer", "watch error event",
-                             {{"resource", opts_.kind.plural}, {"code", ev.error_code}, {"message", ev.error_message}});
-        }
-        return;
-      case W::bookmark: {
-        std::unique_lock lock{mutex_};
-        resource_version_ = ev.object.meta.resource_version;
-        return;
+    if (ev.type == W::error) {
+      if (gen == successor_gen_)  // it could not start where the current one is: that one goes on
+        return drop_successor();
+      if (ev.error_code == 410) {
+        // Our resourceVersion is too old: the difference must come from a fresh list.
+        drop_successor();
+        relist_requested_ = true;
+        stats_.relists_410.fetch_add(1, std::memory_order_relaxed);
+        client_.cancel(watch_id_.load());
+      } else {
+        runtime::log::warn("k8s/informer", "watch error event",
+                           {{"resource", opts_.kind.plural}, {"code", ev.error_code}, {"message", ev.error_message}});
       }
-      case W::added:
-      case W::modified: {
-        const auto rv = ev.object.meta.resource_version;
-        auto obj = std::make_shared<const T>(std::move(ev.object));
-        auto old = put(obj);
-        {
-          std::unique_lock lock{mutex_};
-          resource_version_ = rv;
-        }
-        emit({old ? event_type::modified : event_type::added, obj, old, rv, received});
-        return;
-      }
-      case W::deleted: {
-        const auto rv = ev.object.meta.resource_version;
-        auto old = erase(key(ev.object));
-        {
-          std::unique_lock lock{mutex_};
-          resource_version_ = rv;
-        }
-        emit({event_type::deleted, old ? old : std::make_shared<const T>(std::move(ev.object)), nullptr, rv, received});
-        return;
-      }
+      return;
+    }
+    const std::string rv = ev.type == W::bookmark ? std::string{} : ev.object.meta.resource_version;
+    if (gen == successor_gen_)
+      return take_over(handover_.successor_event(std::move(ev), rv), received);
+    apply(std::move(ev), received);
+    if (!rv.empty() && handover_.active())
+      take_over(handover_.current_applied(rv), received);
+  }
+
+  // One event into the store, then to the handlers.
+  void apply(watch_event<T> ev, runtime::clock::time_point received) {
+    using W = watch_event<T>;
+    const auto rv = ev.object.meta.resource_version;
+    {
+      std::unique_lock lock{mutex_};
+      resource_version_ = rv;
+    }
+    if (ev.type == W::added || ev.type == W::modified) {
+      auto obj = std::make_shared<const T>(std::move(ev.object));
+      auto old = put(obj);
+      emit({old ? event_type::modified : event_type::added, obj, old, rv, received});
+    } else if (ev.type == W::deleted) {
+      auto old = erase(key(ev.object));
+      emit({event_type::deleted, old ? old : std::make_shared<const T>(std::move(ev.object)), nullptr, rv, received});
     }
   }
 
-  void on_watch_end(std::optional<api_error> e) {
+  void on_watch_end(uint64_t gen, std::optional<api_error> e) {
+    if (gen == successor_gen_) {  // the successor ended before it took over
+      successor_id_ = 0;
+      drop_successor();
+      if (std::exchange(current_ended_, false) && !stopped_ && !paused_)
+        start_watch(std::chrono::milliseconds(0));  // and the current one had ended: resume as after an end
+      return;
+    }
+    if (gen != watch_gen_)
+      return;  // one taken over from
     watch_id_ = 0;
     if (stopped_ || paused_)
-      return;
+      return drop_successor();
+    if (handover_.active() && !relist_requested_ && !(e && e->what == api_error::kind::gone)) {
+      current_ended_ = true;  // the successor goes on, and takes over once it has what this one applied
+      return take_over(handover_.current_ended(), opts_.clock->now());
+    }
+    drop_successor();
     if (relist_requested_ || (e && e->what == api_error::kind::gone)) {
       if (!relist_requested_)
         stats_.relists_410.fetch_add(1, std::memory_order_relaxed);
@@ -399,7 +439,6 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     if (!e) {  // the server's watch timeout: resume where we were
       failures_ = 0;
       runtime::log::debug("k8s/informer", "watch ended by the server, resuming", {{"resource", opts_.kind.plural}});
-      resumed_at_ = opts_.clock->now();
       start_watch(std::chrono::milliseconds(0));
       return;
     }
@@ -410,10 +449,10 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     // short stall timeout backed off 27 s).
     if (opts_.clock->now() - watch_began_ >= std::chrono::seconds(10)) {
       failures_ = 0;
-      note_success();  // it had worked: this failure is news
+      outage_.succeeded();  // it had worked: this failure is news
     }
     const auto wait = next_backoff();
-    note_failure("watch failed, reconnecting", *e, wait);
+    outage_.failed("watch failed, reconnecting", *e, wait);
     start_watch(wait);
   }
 
@@ -431,9 +470,8 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   // I/O thread only:
   std::unordered_map<std::string, std::shared_ptr<const T>> pending_;
   int failures_ = 0;
-  runtime::outage outage_{{.reminder = std::chrono::minutes(1)}};  // when failures are worth a log line
+  informer_outage outage_{opts_.kind.plural, *opts_.clock};  // when failures are worth a log line
   std::chrono::steady_clock::time_point watch_began_;  // the current watch's start (after its delay)
-  runtime::clock::time_point resumed_at_{};  // when the server last ended a watch, until the next one's first line
   bool relist_requested_ = false;
   std::mt19937_64 rng_{std::random_device{}()};
 
@@ -442,6 +480,13 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   std::atomic<bool> paused_{false};
   std::atomic<bool> synced_{false};
   std::atomic<request_id> watch_id_{0};
+  // Make-before-break (I/O thread, but the ids, which stop() cancels): the current watch's
+  // generation, the successor's (0: none), and whether the current one ended before it took over.
+  std::atomic<request_id> successor_id_{0};
+  uint64_t last_gen_ = 0, watch_gen_ = 0, successor_gen_ = 0;
+  bool current_ended_ = false;
+  std::chrono::steady_clock::time_point successor_began_;
+  watch_handover<watch_event<T>> handover_;
   stats stats_;
 };
 

@@ -34,7 +34,11 @@ class informer_set {
                 o.field_selector};
     if (auto it = made_.find(k); it != made_.end())
       return std::static_pointer_cast<informer<T>>(it->second);
-    auto made = informer<T>::make(client_, o);
+    auto opts = o;
+    // The process's informers hand a watch over before the server ends it (informer.hpp).
+    if (opts.hand_over.count() == 0)
+      opts.hand_over = std::chrono::seconds(10);
+    auto made = informer<T>::make(client_, std::move(opts));
     made_.emplace(k, made);
     stops_.push_back([made] { made->stop(); });
     return made;

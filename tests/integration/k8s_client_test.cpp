@@ -529,6 +529,35 @@ TEST_F(k8s_fixture, k8s_eviction_blocked_by_a_pdb) {
   EXPECT_EQ(error_of(evicted), "");
 }
 
+// #62: the informer hands its watch over before the server ends it (make-before-break): pods
+// created one by one across several handovers are each seen added exactly once and in order.
+TEST_F(k8s_fixture, k8s_a_watch_handed_over_before_its_end_loses_and_repeats_nothing) {
+  const std::string ns = "handover";
+  ensure_namespace(ns);
+  auto o = pods_in(ns);
+  o.watch_timeout = 4s;  // each watch's successor starts after 3-4 s; the server would end it 2 s later
+  o.hand_over = 2s;
+  auto inf = informer<pod>::make(*admin, o);
+  auto rec = std::make_shared<recorder>();
+  inf->subscribe([rec](const auto& e) { (*rec)(e); });
+  inf->start();
+  ASSERT_TRUE(eventually([&] { return inf->synced(); }, 30s));
+  std::vector<std::string> expected;
+  for (int i = 0; i < 40; ++i) {  // 12 s of changes, over three or more handovers
+    const std::string name = "h-" + std::to_string(i);
+    auto r = sync([&](api_callback cb) { admin->create(kinds::pods, ns, parked_pod(ns, name), std::move(cb)); });
+    ASSERT_EQ(error_of(r), "");
+    expected.push_back("added:" + name);
+    std::this_thread::sleep_for(300ms);
+  }
+  ASSERT_TRUE(eventually([&] { return rec->size() >= expected.size(); }, 30s));
+  std::this_thread::sleep_for(1s);  // nothing reported twice after the last either
+  EXPECT_EQ(rec->take(), expected);
+  EXPECT_GE(inf->counters().handovers.load(), 2u);
+  EXPECT_EQ(inf->counters().watch_errors.load(), 0u);
+  inf->stop();
+}
+
 // Two candidates for one Lease: exactly one leads; a released lease passes to the other at its
 // next retry; a leader that dies (stops renewing) is replaced once the lease expires. At no sampled
 // moment do two candidates lead.
