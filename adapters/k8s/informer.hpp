@@ -131,7 +131,7 @@ class informer : public std::enable_shared_from_this<informer<T>> {
   }
 
   const stats& counters() const { return stats_; }
-  bool watching() const { return watch_id_.load() != 0; }
+  bool watching() const { return watch_id_.load() != 0 || successor_id_.load() != 0; }
 
   // Test hooks. interrupt_watch_for_test: the watch drops and stays down (a partition).
   // resume_watch_for_test: watching resumes from `rv`; an expired one ("1") makes the server
@@ -287,9 +287,8 @@ class informer : public std::enable_shared_from_this<informer<T>> {
 
   void start_watch(std::chrono::milliseconds delay) { open_watch(delay, false); }
 
-  // A watch from the current resourceVersion; `successor`: beside the current one, which it takes
-  // over from (watch_handover). Each watch's lines and end carry its generation: a cancelled
-  // one's late lines are dropped.
+  // A watch from the current resourceVersion (`successor`: beside the current one, to take over from
+  // it; watch_handover). Its lines and end carry its generation: a cancelled one's are dropped.
   void open_watch(std::chrono::milliseconds delay, bool successor) {
     if (stopped_)
       return;
@@ -425,7 +424,15 @@ class informer : public std::enable_shared_from_this<informer<T>> {
     if (stopped_ || paused_)
       return drop_successor();
     if (handover_.active() && !relist_requested_ && !(e && e->what == api_error::kind::gone)) {
-      current_ended_ = true;  // the successor goes on, and takes over once it has what this one applied
+      // The successor goes on, and takes over once it has what this one applied (not in 10 s: resume).
+      current_ended_ = true;
+      client_.after(std::chrono::seconds(10), [weak = std::weak_ptr<informer>(this->shared_from_this()), successor = successor_gen_] {
+        if (auto self = weak.lock(); self && self->successor_gen_ == successor && self->current_ended_ && !self->stopped_) {
+          self->drop_successor();
+          self->current_ended_ = false;
+          self->start_watch(std::chrono::milliseconds(0));
+        }
+      });
       return take_over(handover_.current_ended(), opts_.clock->now());
     }
     drop_successor();

@@ -164,4 +164,17 @@ TEST_F(informer_handover, a_successor_that_fails_leaves_the_current_watch_to_end
   EXPECT_EQ(pods->counters().handovers.load(), 0u);
 }
 
+TEST_F(informer_handover, a_successor_that_does_not_catch_up_within_10_s_of_the_end_is_dropped_and_the_watch_resumed) {
+  ASSERT_EQ(io.fire_timers(), 1u);
+  ASSERT_TRUE(io.stream("resourceVersion=5", line("ADDED", "a", "6")));
+  ASSERT_TRUE(io.answer("GET", "resourceVersion=5", 200, "")) << "the server ends the current watch";
+  ASSERT_EQ(watches_waiting(), 1u) << "the successor, which has not delivered 6";
+  ASSERT_GE(io.fire_timers(), 1u) << "10 s on (the successor's own handover timer is due too, and does nothing)";
+  EXPECT_EQ(io.deliver_cancelled(), 1u) << "the successor is cancelled";
+  ASSERT_EQ(watches_waiting(), 1u);
+  ASSERT_TRUE(io.stream("resourceVersion=6", line("ADDED", "b", "7"))) << "resumed where the ended one was";
+  EXPECT_EQ(seen, (std::vector<std::string>{"added a 6", "added b 7"}));
+  EXPECT_EQ(pods->counters().handovers.load(), 0u);
+}
+
 }  // namespace
