@@ -454,7 +454,7 @@ int main(int argc, char** argv) {
   // The same watch through a Go client (#62): the API server's delivery as client-go reads it.
   bench::go_watch go{std::string{std::getenv("HEADROOM_TESTENV_DIR")} + "/bin/kubectl", e.c->kubeconfig(),
                      "/api/v1/namespaces/" + ns +
-                         "/pods?watch=true&labelSelector=headroom.dev%2Frole%20in%20(runner-placeholder%2Cworkflow-placeholder)"};
+                         "/pods?watch=true&timeoutSeconds=3600&labelSelector=headroom.dev%2Frole%20in%20(runner-placeholder%2Cworkflow-placeholder)"};
 
   if (nodes > 0) {
     const auto t0 = std::chrono::steady_clock::now();
@@ -566,8 +566,10 @@ int main(int argc, char** argv) {
       for (const auto& [uid, when] : running[ch.set + "/runner-placeholder"])
         if (uid != ch.old_uid && when >= ch.deleted)
           placed = placed == clock_type::time_point{} ? when : std::min(placed, when);
+      // The new pair's: the first run after the delete (a scale set changed twice has a later one).
       for (const auto& [uid, when] : running[ch.set + "/workflow-placeholder"])
-        workflow = std::max(workflow, when);
+        if (when >= ch.deleted)
+          workflow = workflow == clock_type::time_point{} ? when : std::min(workflow, when);
     }
     if (placed != clock_type::time_point{})
       placed = std::max(placed, workflow);
@@ -635,6 +637,9 @@ int main(int argc, char** argv) {
   const std::string metrics_after = headroom->metrics();
   const double pod_watches = bench::series_sum(metrics_after, "headroom_kubernetes_informer_watches_total", "resource=\"pods\"") -
                              bench::series_sum(metrics_before, "headroom_kubernetes_informer_watches_total", "resource=\"pods\"");
+  const double pod_handovers =
+      bench::series_sum(metrics_after, "headroom_kubernetes_informer_watch_handovers_total", "resource=\"pods\"") -
+      bench::series_sum(metrics_before, "headroom_kubernetes_informer_watch_handovers_total", "resource=\"pods\"");
   const auto wait = [&](const char* priority) {
     const std::string label = std::string{"priority=\""} + priority + "\"";
     return bench::buckets_since(bench::buckets(metrics_after, "headroom_kubernetes_rate_limiter_wait_seconds", label),
@@ -784,11 +789,11 @@ int main(int argc, char** argv) {
   for (const auto& [call, n] : by_call)
     if (n > 0)
       by_verb += ",\"" + call + "\":" + std::to_string(static_cast<int64_t>(n));
-  std::printf("{\"mode\":\"kubernetes_during_changes\",\"pod_watches_resumed\":%.0f,"
+  std::printf("{\"mode\":\"kubernetes_during_changes\",\"pod_watches_resumed\":%.0f,\"pod_watch_handovers\":%.0f,"
               "\"urgent_requests\":%.0f,\"urgent_wait_p99_le_ms\":%.0f,"
               "\"normal_requests\":%.0f,\"normal_wait_p50_le_ms\":%.0f,\"normal_wait_p99_le_ms\":%.0f,"
               "\"background_requests\":%.0f,\"background_wait_p50_le_ms\":%.0f,\"background_wait_p99_le_ms\":%.0f%s}\n",
-              pod_watches, count(urgent_wait), 1e3 * bench::bucket_quantile(urgent_wait, 0.99), count(normal_wait),
+              pod_watches, pod_handovers, count(urgent_wait), 1e3 * bench::bucket_quantile(urgent_wait, 0.99), count(normal_wait),
               1e3 * bench::bucket_quantile(normal_wait, 0.5), 1e3 * bench::bucket_quantile(normal_wait, 0.99),
               count(background_wait), 1e3 * bench::bucket_quantile(background_wait, 0.5),
               1e3 * bench::bucket_quantile(background_wait, 0.99), by_verb.c_str());
