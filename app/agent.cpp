@@ -166,6 +166,7 @@ std::shared_ptr<cluster_services> make_cluster_services(const runtime::config& c
   topts.burst = cfg.kubernetes.burst;
   topts.max_wait = std::chrono::milliseconds(5);  // watch events read at once (transport.hpp, max_wait)
   count_rate_limit_waits(topts, m);
+  time_io_turns(topts, m);
   svc->io = std::make_unique<k8s::transport>(topts);
   svc->api = std::make_unique<k8s::client>(conn, *svc->io);
   svc->background_api = std::make_unique<k8s::client>(conn, *svc->io);

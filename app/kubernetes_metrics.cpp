@@ -1,10 +1,14 @@
 #include "app/kubernetes_metrics.hpp"
 
+#include "runtime/log.hpp"
+
 #include <prometheus/collectable.h>
 #include <prometheus/counter.h>
 #include <prometheus/histogram.h>
 
 #include <array>
+#include <chrono>
+#include <optional>
 #include <map>
 #include <memory>
 #include <mutex>
@@ -88,6 +92,46 @@ void count_rate_limit_waits(http::transport::options& topts, runtime::metrics& m
     by_priority[static_cast<size_t>(p)] = &family.Add({{"priority", std::string{http::to_string(p)}}}, bounds);
   topts.on_start = [by_priority](std::chrono::nanoseconds waited, http::priority p) {
     by_priority[static_cast<size_t>(p)]->Observe(std::chrono::duration<double>(waited).count());
+  };
+}
+
+void time_io_turns(http::transport::options& topts, runtime::metrics& m) {
+  const prometheus::Histogram::BucketBoundaries bounds{0.0001, 0.0005, 0.001, 0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5};
+  auto& busy = prometheus::BuildHistogram()
+                   .Name("headroom_kubernetes_io_busy_seconds")
+                   .Help("How long each turn of the Kubernetes transport's I/O thread kept it busy: starting requests, "
+                         "driving libcurl and handing every watch line and answer it read to its handler. A watch "
+                         "event that arrives meanwhile is read after the turn")
+                   .Register(m.registry())
+                   .Add({}, bounds);
+  auto& late = prometheus::BuildHistogram()
+                   .Name("headroom_kubernetes_io_wake_late_seconds")
+                   .Help("How much later than it asked the Kubernetes transport's I/O thread returned from each wait for "
+                         "its sockets: the thread was ready to run but the machine's CPU was elsewhere")
+                   .Register(m.registry())
+                   .Add({}, bounds);
+  struct last_line {
+    std::optional<runtime::clock::time_point> at;
+    uint64_t unsaid = 0;
+  };
+  topts.on_turn = [&busy, &late, clock = topts.clock, said = std::make_shared<last_line>()](std::chrono::nanoseconds b,
+                                                                                           std::chrono::nanoseconds l) {
+    busy.Observe(std::chrono::duration<double>(b).count());
+    late.Observe(std::chrono::duration<double>(l).count());
+    constexpr auto held_up = std::chrono::milliseconds(250);
+    if (b < held_up && l < held_up)
+      return;
+    const auto now = clock->now();
+    if (said->at && now - *said->at < std::chrono::seconds(1)) {
+      ++said->unsaid;
+      return;
+    }
+    runtime::log::info("kubernetes", "the I/O thread read late",
+                       {{"busy_ms", std::chrono::duration_cast<std::chrono::milliseconds>(b).count()},
+                        {"woke_late_ms", std::chrono::duration_cast<std::chrono::milliseconds>(l).count()},
+                        {"more_since_last_line", said->unsaid}});
+    said->at = now;
+    said->unsaid = 0;
   };
 }
 

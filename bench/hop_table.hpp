@@ -139,6 +139,32 @@ inline std::vector<published_change> published_changes(const std::string& log) {
   return out;
 }
 
+// One "the I/O thread read late" line of headroom's log: a turn of the Kubernetes transport's I/O
+// thread that held its reads up (app/kubernetes_metrics.cpp). The line's ts is when the turn ended.
+struct io_holdup {
+  wall::time_point at{};
+  int64_t busy_ms = 0, woke_late_ms = 0;
+};
+
+inline std::vector<io_holdup> io_holdups(const std::string& log) {
+  std::vector<io_holdup> out;
+  simdjson::dom::parser p;
+  std::istringstream in{log};
+  for (std::string line; std::getline(in, line);) {
+    if (line.find("\"the I/O thread read late\"") == std::string::npos)
+      continue;
+    auto doc = p.parse(line);
+    std::string_view ts;
+    int64_t busy = 0, late = 0;
+    if (doc.error() || doc["ts"].get(ts) || doc["busy_ms"].get(busy) || doc["woke_late_ms"].get(late))
+      continue;
+    const auto when = runtime::parse_rfc3339(ts);
+    if (when)
+      out.push_back({wall::time_point{std::chrono::duration_cast<wall::duration>(std::chrono::duration<double>(*when))}, busy, late});
+  }
+  return out;
+}
+
 // Named samples in milliseconds, printed as one JSON line and a Markdown row each.
 class hop_samples {
  public:

@@ -303,6 +303,7 @@ std::pair<bench::hop_samples, bench::hop_samples> hop_table(const std::vector<Ch
   if (done.empty())
     return out;
   const auto ms = [](clock_type::time_point from, clock_type::time_point to) { return std::chrono::duration<double, std::milli>(to - from).count(); };
+  const auto holdups = bench::io_holdups(log);
   for (const auto& c : bench::published_changes(log)) {
     if (c.published < done.front().deleted || (c.capacity != 0 && c.capacity != 1))
       continue;
@@ -328,9 +329,16 @@ std::pair<bench::hop_samples, bench::hop_samples> hop_table(const std::vector<Ch
       h.add("Go client's watch → the bench's watch (headroom's client)", ms(*go_at, *bench_at));
     if (go_at) {
       h.add("Go client's watch → headroom read it", ms(*go_at, c.received()));
-      if (ms(*go_at, c.received()) > 100)
+      if (ms(*go_at, c.received()) > 100) {
         std::fprintf(stderr, "[late read] %s rv %s: the Go client's watch read it at %.3f, headroom %.0f ms later\n", c.scale_set.c_str(),
                      c.rv.c_str(), std::chrono::duration<double>(go_at->time_since_epoch()).count(), ms(*go_at, c.received()));
+        // What headroom's I/O thread said about the same stretch (a turn held up ≥ 250 ms).
+        for (const auto& h : holdups)
+          if (h.at + std::chrono::seconds(2) >= *go_at && h.at <= c.received() + std::chrono::milliseconds(500))
+            std::fprintf(stderr, "[late read]   headroom's I/O thread at %.3f: busy %lld ms, woke %lld ms late\n",
+                         std::chrono::duration<double>(h.at.time_since_epoch()).count(), static_cast<long long>(h.busy_ms),
+                         static_cast<long long>(h.woke_late_ms));
+      }
     }
     h.add("read → drained by the monitor", c.event_to_monitor_ms);
     h.add("drained → judged (its pair, or the monitor)", c.monitor_to_judged_ms);
@@ -470,9 +478,10 @@ int main(int argc, char** argv) {
   }
 
   const auto started = std::chrono::steady_clock::now();
-  // glibc's allocator tunables reach headroom from the bench's environment, to compare them.
+  // glibc's allocator tunables reach headroom from the bench's environment, to compare them; and
+  // libcurl's TLS key log, to read a packet capture of headroom's connections (bench/README.md).
   std::vector<std::string> agent_env;
-  for (const char* name : {"MALLOC_ARENA_MAX", "GLIBC_TUNABLES", "HEADROOM_LOG_LEVEL"})
+  for (const char* name : {"MALLOC_ARENA_MAX", "GLIBC_TUNABLES", "HEADROOM_LOG_LEVEL", "SSLKEYLOGFILE"})
     if (const char* v = std::getenv(name))
       agent_env.push_back(std::string{name} + "=" + v);
   const std::string scale_sets_yaml =
@@ -767,6 +776,15 @@ int main(int argc, char** argv) {
     const double n = b.empty() ? 0.0 : b.rbegin()->second;
     std::printf("{\"mode\":\"hop_histogram\",\"hop\":\"%s\",\"n\":%.0f,\"p50_le_ms\":%.1f,\"p99_le_ms\":%.1f}\n", hop, n,
                 n > 0 ? 1e3 * bench::bucket_quantile(b, 0.5) : 0.0, n > 0 ? 1e3 * bench::bucket_quantile(b, 0.99) : 0.0);
+  }
+  // The Kubernetes transport's I/O thread over the phase: how long its turns were busy, how late it
+  // woke from its waits (the CPU elsewhere).
+  for (const char* name : {"headroom_kubernetes_io_busy_seconds", "headroom_kubernetes_io_wake_late_seconds"}) {
+    const auto b = bench::buckets_since(bench::buckets(metrics_after, name, ""), bench::buckets(metrics_before, name, ""));
+    const double n = b.empty() ? 0.0 : b.rbegin()->second;
+    std::printf("{\"mode\":\"io_thread\",\"histogram\":\"%s\",\"turns\":%.0f,\"p50_le_ms\":%.2f,\"p99_le_ms\":%.2f,\"p9999_le_ms\":%.1f}\n", name,
+                n, n > 0 ? 1e3 * bench::bucket_quantile(b, 0.5) : 0.0, n > 0 ? 1e3 * bench::bucket_quantile(b, 0.99) : 0.0,
+                n > 0 ? 1e3 * bench::bucket_quantile(b, 0.9999) : 0.0);
   }
   const auto count = [](const std::map<double, double>& b) { return b.empty() ? 0.0 : b.rbegin()->second; };
   // Requests by verb and resource ("patch scalesets": 12) over the phase.

@@ -351,7 +351,9 @@ struct transport::impl {
         read_done();
         const int timeout_ms =
             static_cast<int>(std::max<int64_t>(1, std::chrono::duration_cast<std::chrono::milliseconds>(sleep).count()));
+        const auto waiting_from = turned();
         curl_multi_poll(multi, nullptr, 0, timeout_ms, nullptr);
+        woke(waiting_from, timeout_ms);
         continue;
       }
       int running = 0;
@@ -365,7 +367,9 @@ struct transport::impl {
       const int timeout_ms = static_cast<int>(
           std::chrono::duration_cast<std::chrono::milliseconds>(sleep + std::chrono::microseconds(999)).count());
       epoll_event events[64];
+      const auto waiting_from = turned();
       const int n = epoll_wait(epoll, events, 64, timeout_ms);
+      woke(waiting_from, timeout_ms);
       for (int i = 0; i < n; ++i) {
         if (events[i].data.fd == wake_fd) {
           uint64_t count = 0;
@@ -386,6 +390,18 @@ struct transport::impl {
       read_done();
     }
     stop_all();
+  }
+
+  // A turn runs from the end of one wait (woke) to the start of the next (turned, which returns that
+  // start); options::on_turn hears how long it was busy and how far past its timeout the wait ran.
+  steady::time_point turned() {
+    busy_in_turn = clock.now() - turn_began;
+    return turn_began + busy_in_turn;
+  }
+  void woke(steady::time_point waiting_from, int timeout_ms) {
+    turn_began = clock.now();
+    if (opts.on_turn)
+      opts.on_turn(busy_in_turn, std::max(steady::duration::zero(), turn_began - waiting_from - std::chrono::milliseconds(timeout_ms)));
   }
 
   // libcurl's next timer, asked again after each action rather than left to
@@ -459,6 +475,8 @@ struct transport::impl {
   std::deque<std::unique_ptr<transfer>> waiting;
   std::unordered_map<request_id, std::unique_ptr<transfer>> active;
   std::optional<steady::time_point> curl_due;  // libcurl's next timer
+  steady::time_point turn_began = clock.now(); // the I/O thread's turn: when its last wait returned
+  steady::duration busy_in_turn{};
 };
 
 transport::transport(options opts) : impl_(std::make_unique<impl>(std::move(opts))) {}

@@ -116,6 +116,12 @@ class transport final : public exchange {
     // budget (from when it could have started: its submit, or the end of its retry delay) and
     // its priority (headroom_kubernetes_rate_limiter_wait_seconds). Must be short.
     std::function<void(std::chrono::nanoseconds waited, http::priority)> on_start;
+    // Called on the I/O thread once per turn of its loop: how long the turn kept it busy (starting
+    // requests, running timers, driving libcurl, the handlers of every line and answer it
+    // delivered), and how much later than it asked its wait for sockets returned (the thread was
+    // runnable but the machine's CPU was elsewhere). A watch event read waits behind both
+    // (headroom_kubernetes_io_busy_seconds, headroom_kubernetes_io_wake_late_seconds). Must be short.
+    std::function<void(std::chrono::nanoseconds busy, std::chrono::nanoseconds late)> on_turn;
     // The monotonic time of request delays, the rate budget, timers and libcurl's timeouts. The
     // I/O thread still waits in real time (epoll, curl_multi_poll): this is a real clock in
     // production and where the loop runs; a test gives its own to see the times it reports.

@@ -14,6 +14,7 @@
 #include <mutex>
 #include <optional>
 #include <thread>
+#include <utility>
 
 using namespace std::chrono_literals;
 using headroom::http::http_request;
@@ -162,6 +163,38 @@ TEST_P(transport_models, a_closed_connection_is_a_transport_error_and_timers_fir
   t.after(50ms, [&] { fired.set_value(); });
   ASSERT_EQ(fired.get_future().wait_for(5s), std::future_status::ready);
   EXPECT_GE(std::chrono::steady_clock::now() - start, 50ms);
+}
+
+// Each turn of the I/O thread is reported with how long it was busy: a handler that holds the
+// thread (here a streamed line's, 40 ms) shows as a turn at least that long, which is what a watch
+// event read behind it waited.
+TEST_P(transport_models, a_turn_held_by_a_handler_is_reported_as_busy) {
+  auto o = options();
+  auto longest = std::make_shared<std::atomic<int64_t>>(0);
+  auto turns = std::make_shared<std::atomic<int>>(0);
+  o.on_turn = [longest, turns](std::chrono::nanoseconds busy, std::chrono::nanoseconds late) {
+    EXPECT_GE(late.count(), 0);
+    turns->fetch_add(1);
+    int64_t seen = longest->load();
+    while (busy.count() > seen && !longest->compare_exchange_weak(seen, busy.count())) {
+    }
+  };
+  transport t{o};
+  std::promise<http_response> p;
+  bool first = true;
+  auto r = get("/stream");
+  r.stream = true;
+  t.submit(
+      r, [&](http_response a) { p.set_value(std::move(a)); },
+      [&](std::string_view) {
+        if (std::exchange(first, false))
+          std::this_thread::sleep_for(40ms);
+      });
+  auto f = p.get_future();
+  ASSERT_EQ(f.wait_for(10s), std::future_status::ready);
+  EXPECT_EQ(f.get().status, 200);
+  EXPECT_GT(turns->load(), 1);
+  EXPECT_GE(std::chrono::nanoseconds(longest->load()), 40ms);
 }
 
 // A success body over the request's limit fails the transfer, saying so, instead of arriving cut
