@@ -807,6 +807,8 @@ int main(int argc, char** argv) {
   for (const auto& [call, n] : by_call)
     if (n > 0)
       by_verb += ",\"" + call + "\":" + std::to_string(static_cast<int64_t>(n));
+  const auto [go_events, go_resumed] = go.counts();
+  std::printf("{\"mode\":\"go_client_watch\",\"events\":%zu,\"resumed\":%d}\n", go_events, go_resumed);
   std::printf("{\"mode\":\"kubernetes_during_changes\",\"pod_watches_resumed\":%.0f,\"pod_watch_handovers\":%.0f,"
               "\"urgent_requests\":%.0f,\"urgent_wait_p99_le_ms\":%.0f,"
               "\"normal_requests\":%.0f,\"normal_wait_p50_le_ms\":%.0f,\"normal_wait_p99_le_ms\":%.0f,"
