@@ -33,12 +33,18 @@ constexpr int config_error_exit = 2;
 // Everything the tree uses that is not an actor, alive until the actor system is gone.
 struct cluster_services {
   std::unique_ptr<k8s::transport> io;
+  // Watches and the informers' lists on a connection of their own: the API server writes a watch's
+  // events through the same HTTP/2 connection as the answers to every write sharing it, and with
+  // the pod writes beside it (50 a second) it delivered the pod watch's events up to 1.7 s after a
+  // watch on a connection of its own (many_scale_sets_bench at 1,000 scale sets; #62).
+  std::unique_ptr<k8s::transport> watch_io;
   // GitHub and the HUD on a transport of their own: the API server's client-side budget
   // (kubernetes.qps) is not theirs to spend, and a poll carrying new capacity must not wait behind
   // a burst of placeholder writes (it did: 100 scale sets changing at 10/s held polls up to 3 s).
   std::unique_ptr<http::transport> github_io;
   std::shared_ptr<github::app_tokens> github_tokens;  // on github_io, for every mode's GitHub client
   std::unique_ptr<k8s::client> api;
+  std::unique_ptr<k8s::client> watch_api;  // on watch_io: the informers'
   // The same server, credentials and budget; its calls wait after every other one (status and
   // Event writes: nobody waits on them, and a burst of them must not delay the pod writes).
   std::unique_ptr<k8s::client> background_api;
@@ -168,15 +174,17 @@ std::shared_ptr<cluster_services> make_cluster_services(const runtime::config& c
   count_rate_limit_waits(topts, m);
   time_io_turns(topts, m);
   svc->io = std::make_unique<k8s::transport>(topts);
+  svc->watch_io = std::make_unique<k8s::transport>(topts);
   svc->api = std::make_unique<k8s::client>(conn, *svc->io);
+  svc->watch_api = std::make_unique<k8s::client>(conn, *svc->watch_io);
   svc->background_api = std::make_unique<k8s::client>(conn, *svc->io);
   svc->background_api->set_priority(http::priority::background);
-  svc->informers = std::make_unique<k8s::informer_set>(*svc->api);
-  count_responses({svc->api.get(), svc->background_api.get()}, m);
+  svc->informers = std::make_unique<k8s::informer_set>(*svc->watch_api);
+  count_responses({svc->api.get(), svc->watch_api.get(), svc->background_api.get()}, m);
   // Read at scrape time from services held weakly: a scrape during shutdown finds none.
   collect_informers(m, [weak = std::weak_ptr<cluster_services>(svc)] {
     auto s = weak.lock();
-    return s && s->api ? s->api->informers() : std::vector<k8s::tracked_informer>{};
+    return s && s->watch_api ? s->watch_api->informers() : std::vector<k8s::tracked_informer>{};
   });
   http::transport::options gopts;
   gopts.clock = &clock;
@@ -189,6 +197,7 @@ std::shared_ptr<cluster_services> make_cluster_services(const runtime::config& c
   svc->github_io = std::make_unique<http::transport>(gopts);
   svc->github_tokens = github::app_tokens::make(*svc->github_io, {});
   svc->api->set_watch_stall_timeout(std::chrono::duration_cast<std::chrono::seconds>(cfg.kubernetes.watch_stall_timeout));
+  svc->watch_api->set_watch_stall_timeout(std::chrono::duration_cast<std::chrono::seconds>(cfg.kubernetes.watch_stall_timeout));
   runtime::log::info("agent", "cluster", {{"server", conn.server}});
   return svc;
 }
