@@ -9,11 +9,15 @@
 # Waits for a kube-apiserver to listen (start it before the bench starts headroom: the bench's own
 # cluster does), then runs tcpdump on its port until that kube-apiserver exits. headroom's libcurl
 # writes its TLS secrets to SSLKEYLOGFILE (the bench passes it through), which is what lets the
-# capture be read: the key log is a secret, kept only beside the capture. Needs tcpdump and tshark
-# (Debian packages), and root.
+# capture be read: the key log is a secret, kept only beside the capture. Needs root; installs
+# Debian's tcpdump and tshark when missing.
 set -euo pipefail
 out=${1:?usage: bench/wire/capture.sh OUT_DIR}
 mkdir -p "$out"
+if ! command -v tcpdump >/dev/null || ! command -v tshark >/dev/null; then
+  echo "wireshark-common wireshark-common/install-setuid boolean false" | debconf-set-selections
+  DEBIAN_FRONTEND=noninteractive apt-get install -y -q tcpdump tshark >/dev/null
+fi
 port=""
 while [ -z "$port" ]; do
   port=$(ss -ltnp 2>/dev/null | awk '/"kube-apiserver"/ {n = split($4, a, ":"); print a[n]; exit}')
