@@ -110,7 +110,8 @@ void time_io_turns(http::transport::options& topts, runtime::metrics& m) {
                          "its sockets: the thread was ready to run but the machine's CPU was elsewhere")
                    .Register(m.registry())
                    .Add({}, bounds);
-  struct last_line {
+  struct last_line {  // shared by the transports made from these options: each has its I/O thread
+    std::mutex m;
     std::optional<runtime::clock::time_point> at;
     uint64_t unsaid = 0;
   };
@@ -122,6 +123,7 @@ void time_io_turns(http::transport::options& topts, runtime::metrics& m) {
     if (b < held_up && l < held_up)
       return;
     const auto now = clock->now();
+    std::lock_guard lock{said->m};
     if (said->at && now - *said->at < std::chrono::seconds(1)) {
       ++said->unsaid;
       return;

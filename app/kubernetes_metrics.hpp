@@ -20,7 +20,8 @@ void count_rate_limit_waits(http::transport::options& opts, runtime::metrics& m)
 
 // headroom_kubernetes_io_busy_seconds and headroom_kubernetes_io_wake_late_seconds: each turn of
 // the transport's I/O thread, and a log line (at most one a second) when a turn held the reads up by
-// 250 ms or more. Set on the options (their clock set) before the transport is made.
+// 250 ms or more. Set on the options (their clock set) before the transport is made; options
+// copied to several transports share the histograms and the line's rate (each I/O thread reports).
 void time_io_turns(http::transport::options& opts, runtime::metrics& m);
 
 // headroom_kubernetes_requests_total{verb,resource,code}: every response of these clients.
