@@ -55,13 +55,15 @@ struct cluster_services {
   // The event_recorder's relay: every mode's actors send it msg::k8s_event.
   caf::actor events;
 
-  // The I/O thread goes after the modes' informers (its callbacks hold them) and before the rest.
+  // The I/O threads go after the modes' informers (their callbacks hold them) and before the rest
+  // (the clients: a request still in flight is answered cancelled through its client).
   ~cluster_services() {
     for (auto* m : running)
       m->stop();
     if (informers)
       informers->stop();
     io.reset();
+    watch_io.reset();
     github_io.reset();
   }
 };
