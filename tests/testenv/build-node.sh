@@ -3,7 +3,9 @@
 # the kubelet and kube-proxy of the control plane's Kubernetes release (from the wrapper module
 # tests/testenv/build.sh resolved, so on the same dependency graph), containerd and its runc shim
 # (containerd v2: Kubernetes 1.36 is tested against containerd 2.2 and 2.3, and Debian's 1.6 is
-# past its support), and from Debian runc and the CNI plugins.
+# past its support), and from Debian runc and the CNI plugins. And the node's two images
+# (node-images.py): pause, compiled static from the kubelet's own module (build/pause/linux/pause.c),
+# and busybox from Debian's busybox-static; skopeo pushes them to the node's registry.
 #
 # Binaries land beside the control plane's, rebuilt only when missing:
 #   ${HEADROOM_TESTENV_CACHE:-~/.cache/headroom/testenv}/<k8s-version>/node/bin
@@ -36,6 +38,10 @@ done
 missing_pkgs=()
 [ -x /usr/sbin/runc ] || missing_pkgs+=(runc)
 [ -x /usr/lib/cni/bridge ] || missing_pkgs+=(containernetworking-plugins)
+[ -x /usr/bin/skopeo ] || missing_pkgs+=(skopeo)
+[ -x /usr/sbin/iptables ] || missing_pkgs+=(iptables)
+dpkg -s busybox-static >/dev/null 2>&1 || missing_pkgs+=(busybox-static)
+[ -f "$NODE/images/index.json" ] || need+=(images)
 if [ ${#need[@]} -eq 0 ] && [ ${#missing_pkgs[@]} -eq 0 ] && [ -f "$NODE/.recipe" ]; then
   echo "$NODE"
   exit 0
@@ -89,6 +95,17 @@ if [ ${#todo[@]} -gt 0 ]; then
   )
   mv "$tmp"/* "$BIN/"
   rmdir "$tmp"
+fi
+if [ ! -f "$NODE/images/index.json" ]; then
+  kube_src=$(cd "$NODE/src/kube" 2>/dev/null && go list -m -f "{{.Dir}}" k8s.io/kubernetes) && [ -n "$kube_src" ] ||
+    { log "the kubelet's module is not in the module cache (remove $BIN/kubelet and run again)"; exit 1; }
+  tmp=$(mktemp -d "$NODE/images.XXXXXX")
+  gcc -O2 -static -DVERSION=3.10 -o "$tmp/pause" "$kube_src/build/pause/linux/pause.c"
+  python3 "$here/node-images.py" "$tmp/pause" /bin/busybox "$tmp/oci"
+  rm -rf "$NODE/images"
+  mv "$tmp/oci" "$NODE/images"
+  rm -rf "$tmp"
+  log "images pause:3.10 and busybox:1.36 built"
 fi
 for pid in "${side[@]}"; do
   wait "$pid" || { log "building containerd failed (above)"; exit 1; }
