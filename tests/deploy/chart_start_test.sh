@@ -3,10 +3,13 @@
 # start, `github.caFile … cannot open`, and `check-config` and `helm test` both passed it):
 #   the bare defaults, each ci/*-values.yaml, and scripts/migrate-from-arc's output.
 # Each is installed with helm on the test control plane, with the Secrets and ConfigMaps it names
-# made as a user would (real keys and certificates, made here), and its headroom container is run
-# as the kubelet would run it (tests/testenv/run-as-pod.py: its mounts, its env, its
-# ServiceAccount's token). It must serve /healthz, stay up (dependencies it cannot reach here are
-# retried, never an exit), and stop with exit code 0 on SIGTERM.
+# made as a user would (real keys and certificates, made here), and runs as a cluster runs it (#56):
+# headroom's image (scripts/image) pulled by digest from the registry of the cluster's real node
+# (tests/testenv/node: kubelet, containerd, runc), in a namespace that enforces the Pod Security
+# "restricted" profile, with the chart's security context, projected ServiceAccount token and
+# probes. Each must become Ready (dependencies it cannot reach here are retried, never an exit),
+# stay up without a restart or an error, and stop on the kubelet's SIGTERM with exit code 0 within
+# its terminationGracePeriodSeconds.
 #   chart_start_test.sh HEADROOM_BINARY SOURCE_DIR
 set -euo pipefail
 bin=$1
@@ -26,10 +29,25 @@ cleanup() {
 trap cleanup EXIT
 fail() { echo "FAIL: $*"; exit 1; }
 
-"$src/tests/testenv/cluster" up "$work/cluster" --owner $$ >/dev/null 2>&1 || fail "cluster up"
+"$src/tests/testenv/cluster" up "$work/cluster" --node --owner $$ >"$work/cluster-up.log" 2>&1 ||
+  { tail -40 "$work/cluster-up.log"; fail "cluster up --node"; }
 export KUBECONFIG="$work/cluster/kubeconfig"
 kubectl=$(sed -n 's/^HEADROOM_TESTENV_KUBECTL=//p' "$work/cluster/env")
 k() { "$kubectl" "$@"; }
+node_ip=$(sed -n 's/^HEADROOM_TESTENV_NODE_IP=//p' "$work/cluster/env")
+push=$(sed -n 's/^HEADROOM_TESTENV_NODE_PUSH=//p' "$work/cluster/env")
+pull=$(sed -n 's/^HEADROOM_TESTENV_NODE_IMAGES=//p' "$work/cluster/env")
+. "$work/cluster/node/net.env"  # NODE_HOST_IP: where pods reach this machine
+
+# headroom's image as a user builds it, pushed to the node's registry and pulled by digest.
+t0=$SECONDS
+"$src/scripts/image" "$work/image" >"$work/image.log" 2>&1 || { tail -20 "$work/image.log"; fail "scripts/image"; }
+arch=$(dpkg --print-architecture)
+tag=$(python3 -c 'import json,sys; print(next(m["annotations"]["org.opencontainers.image.ref.name"] for m in json.load(open(sys.argv[1]))["manifests"] if m["annotations"]["org.opencontainers.image.ref.name"].endswith("-"+sys.argv[2])))' "$work/image/oci/index.json" "$arch")
+skopeo copy -q --dest-tls-verify=false --digestfile "$work/digest" "oci:$work/image/oci:$tag" "docker://$push/headroom:$tag" ||
+  fail "pushing the image to the node's registry"
+digest=$(cat "$work/digest")
+echo "chart_start_test: image $pull/headroom@$digest built and pushed in $((SECONDS - t0)) s"
 
 # What a user makes before installing: real key material, so a scenario that reads it at start
 # reads something valid.
@@ -52,10 +70,13 @@ fi
 "${as_pg[@]}" "$pgbin/initdb" -D "$pgdir/data" -U headroom --auth=trust -E UTF8 >"$work/initdb.log" 2>&1 ||
   { cat "$work/initdb.log"; fail "initdb"; }
 pgport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
-"${as_pg[@]}" "$pgbin/postgres" -D "$pgdir/data" -p "$pgport" -k "$pgdir" -c listen_addresses=127.0.0.1 >"$work/postgres.log" 2>&1 &
+"${as_pg[@]}" "$pgbin/postgres" -D "$pgdir/data" -p "$pgport" -k "$pgdir" -c listen_addresses="127.0.0.1,$NODE_HOST_IP" >"$work/postgres.log" 2>&1 &
 pids+=("$!")
 for _ in $(seq 1 30); do "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" && break; sleep 1; done
 "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" || { cat "$work/postgres.log"; fail "PostgreSQL did not start"; }
+# The pods' connections arrive from the node's address (the CNI bridge masquerades them).
+echo "host all all $NODE_HOST_IP/24 trust" >>"$pgdir/data/pg_hba.conf"
+"${as_pg[@]}" "$pgbin/pg_ctl" -D "$pgdir/data" reload >/dev/null
 
 "$src/scripts/migrate-from-arc" arc-runners/linux="$src/tests/deploy/arc/linux-values.yaml" arc-gpu/gpu="$src/tests/deploy/arc/gpu-values.yaml" \
   >"$work/migrated.yaml" 2>"$work/migrate.log" || { cat "$work/migrate.log"; fail "migrate-from-arc"; }
@@ -67,6 +88,7 @@ start() {
   shift
   local ns=start-$name
   k create namespace "$ns" >/dev/null
+  k label namespace "$ns" pod-security.kubernetes.io/enforce=restricted pod-security.kubernetes.io/enforce-version=latest >/dev/null
   # The Secrets and ConfigMaps the scenarios name (ARC's key names for the GitHub ones).
   k -n "$ns" create secret generic headroom-github --from-literal=github_token=ghp_chartStartTest0000000000000000000 >/dev/null
   for s in github-app arc-github-app; do
@@ -74,48 +96,71 @@ start() {
       --from-file=github_app_private_key="$work/app.pem" >/dev/null
   done
   k -n "$ns" create secret generic headroom-scheduler --from-literal=webhook-secret=chart-start-test-secret \
-    --from-literal=postgres-dsn="postgresql://headroom@127.0.0.1:$pgport/postgres" >/dev/null
+    --from-literal=postgres-dsn="postgresql://headroom@$NODE_HOST_IP:$pgport/postgres" >/dev/null
   k -n "$ns" create secret generic proxy-auth --from-literal=username=proxy-user --from-literal=password=proxy-pass >/dev/null
   k -n "$ns" create secret tls headroom-webhook-tls --cert "$work/tls.crt" --key "$work/tls.key" >/dev/null
   k -n "$ns" create secret generic headroom-bigfleet-tls --from-file=tls.crt="$work/tls.crt" --from-file=tls.key="$work/tls.key" \
     --from-file=ca.crt="$work/ca.crt" >/dev/null
   k -n "$ns" create configmap ghes-ca --from-file=ca.crt="$work/ca.crt" >/dev/null
-  "$helm" install "$name" "$chart" -n "$ns" --set image.repository=registry.test/headroom "$@" \
+  "$helm" install "$name" "$chart" -n "$ns" --set "image.repository=$pull/headroom" --set "image.digest=$digest" "$@" \
     --set "gates.webhook.caBundle=$b64ca" >"$work/$name-install.log" 2>&1 ||
     { cat "$work/$name-install.log"; fail "helm install ($name)"; }
-  local pod=""
-  for _ in $(seq 1 60); do
-    pod=$(k -n "$ns" get pods -l "app.kubernetes.io/instance=$name" -o jsonpath='{.items[0].metadata.name}' 2>/dev/null || true)
-    [ -n "$pod" ] && break
+  local t0=$SECONDS sel="app.kubernetes.io/instance=$name"
+  # Ready: the readiness probe (/readyz, every 5 s) passed on every replica. Image pull, start and
+  # the first probes: 60 s is the budget (the liveness probe would restart it after 30 s unhealthy).
+  local want
+  want=$(k -n "$ns" get deploy -l "$sel" -o jsonpath='{.items[0].spec.replicas}')
+  until [ "$(k -n "$ns" get deploy -l "$sel" -o jsonpath='{.items[0].status.readyReplicas}')" = "$want" ]; do
+    if [ $((SECONDS - t0)) -gt 60 ]; then
+      k -n "$ns" get pods -o wide
+      k -n "$ns" describe pods | tail -30
+      for p in $(k -n "$ns" get pods -l "$sel" -o name); do k -n "$ns" logs "$p" --tail 20 || true; done
+      fail "$name: not Ready within 60 s"
+    fi
     sleep 1
   done
-  [ -n "$pod" ] || fail "$name: the Deployment made no pod"
-  local root="$work/$name-root" log="$work/$name.log"
-  mkdir -p "$root"
-  : >"$log"
-  python3 "$src/tests/testenv/run-as-pod.py" "$KUBECONFIG" "$ns" "$pod" "$root" "$bin" >"$log" 2>&1 &
-  local pid=$!
-  pids+=("$pid")
-  local port=""
-  for _ in $(seq 1 60); do
-    kill -0 "$pid" 2>/dev/null || { cat "$log"; fail "$name: headroom exited at start"; }
-    port=$(grep -o '"msg":"serving /metrics[^}]*"port":[0-9]*' "$log" | grep -o '[0-9]*$' | tail -1 || true)
-    [ -n "$port" ] && break
-    sleep 1
+  echo "chart_start_test: $name: $want replica(s) Ready in $((SECONDS - t0)) s"
+  sleep 10  # past the start: leader election, each mode's first steps
+  local pods restarts
+  pods=$(k -n "$ns" get pods -l "$sel" -o jsonpath='{.items[*].metadata.name}')
+  restarts=$(k -n "$ns" get pods -l "$sel" -o jsonpath='{.items[*].status.containerStatuses[0].restartCount}')
+  [ "$(tr -d ' 0' <<<"$restarts")" = "" ] || { k -n "$ns" describe pods | tail -30; fail "$name: restarted ($restarts)"; }
+  for p in $pods; do
+    k -n "$ns" logs "$p" >"$work/$name-$p.log"
+    if grep -q '"level":"error"' "$work/$name-$p.log"; then
+      grep '"level":"error"' "$work/$name-$p.log" | head -5
+      fail "$name: an error at start ($p)"
+    fi
   done
-  [ -n "$port" ] || { cat "$log"; fail "$name: no /metrics within 60 s"; }
-  sleep 10  # start-up past the HTTP endpoint: leader election, each mode's first steps
-  kill -0 "$pid" 2>/dev/null || { cat "$log"; fail "$name: headroom exited after it started serving"; }
-  curl -sf "http://127.0.0.1:$port/healthz" >/dev/null || { cat "$log"; fail "$name: /healthz is not 200"; }
-  kill -TERM "$pid"
-  local rc=0
-  wait "$pid" || rc=$?
-  [ "$rc" = 0 ] || { cat "$log"; fail "$name: exit code $rc after SIGTERM, not 0"; }
-  if grep -q '"level":"error"' "$log"; then
-    grep '"level":"error"' "$log" | head -5
-    fail "$name: an error at start"
-  fi
-  echo "chart_start_test: $name started, served /healthz and stopped with 0"
+  # It reached the API server as a pod does (the `kubernetes` Service, its projected token): one
+  # replica holds the leader Lease.
+  local holder
+  holder=$(k -n "$ns" get leases -o jsonpath='{.items[*].spec.holderIdentity}')
+  grep -qwF -f <(tr ' ' '\n' <<<"$pods") <<<"$holder" || fail "$name: no pod of $pods holds a Lease (holders: '$holder')"
+  # The kubelet's SIGTERM: each pod deleted as a rollout or a drain does; its container must end
+  # with exit code 0 well within terminationGracePeriodSeconds (the kubelet would SIGKILL: 137).
+  local grace
+  grace=$(k -n "$ns" get deploy -l "$sel" -o jsonpath='{.items[0].spec.template.spec.terminationGracePeriodSeconds}')
+  # A watch sees the status the kubelet writes between the exit and the pod's removal.
+  k -n "$ns" get pods -l "$sel" -w -o jsonpath='{.metadata.name} {.status.containerStatuses[0].state.terminated.exitCode}{"\n"}' \
+    >"$work/$name-watch.txt" 2>/dev/null &
+  local watcher=$! t1=$SECONDS
+  sleep 1
+  k -n "$ns" scale deploy -l "$sel" --replicas 0 >/dev/null
+  until [ -z "$(k -n "$ns" get pods -l "$sel" -o name)" ] || [ $((SECONDS - t1)) -gt $((grace + 20)) ]; do sleep 0.5; done
+  local took=$((SECONDS - t1))
+  sleep 1
+  kill "$watcher" 2>/dev/null || true
+  wait "$watcher" 2>/dev/null || true
+  for p in $pods; do
+    local code
+    code=$(awk -v p="$p" '$1 == p && $2 != "" { c = $2 } END { print c }' "$work/$name-watch.txt")
+    [ -n "$code" ] || { cat "$work/$name-watch.txt"; fail "$name: $p gave no exit code after SIGTERM"; }
+    [ "$code" = 0 ] || { tail -20 "$work/$name-$p.log"; fail "$name: $p exited $code after SIGTERM, not 0"; }
+  done
+  [ "$took" -le "$grace" ] || fail "$name: the pods took ${took} s to stop, past terminationGracePeriodSeconds ${grace}"
+  echo "chart_start_test: $name: every pod stopped with 0 in ≤ ${took} s (grace ${grace} s)"
+  "$helm" uninstall "$name" -n "$ns" --wait >/dev/null 2>&1 || true
 }
 
 start default

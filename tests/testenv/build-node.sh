@@ -31,24 +31,38 @@ if [ -f "$NODE/.recipe" ] && [ "$(cat "$NODE/.recipe")" != "$recipe" ]; then
   rm -rf "$NODE"
 fi
 
-need=()
-for b in kubelet kube-proxy containerd containerd-shim-runc-v2; do
-  [ -x "$BIN/$b" ] || need+=("$b")
-done
 missing_pkgs=()
 [ -x /usr/sbin/runc ] || missing_pkgs+=(runc)
 [ -x /usr/lib/cni/bridge ] || missing_pkgs+=(containernetworking-plugins)
 [ -x /usr/bin/skopeo ] || missing_pkgs+=(skopeo)
 [ -x /usr/sbin/iptables ] || missing_pkgs+=(iptables)
 dpkg -s busybox-static >/dev/null 2>&1 || missing_pkgs+=(busybox-static)
-[ -f "$NODE/images/index.json" ] || need+=(images)
-if [ ${#need[@]} -eq 0 ] && [ ${#missing_pkgs[@]} -eq 0 ] && [ -f "$NODE/.recipe" ]; then
+# need: what is not built yet (empty: done).
+missing() {
+  need=()
+  for b in kubelet kube-proxy containerd containerd-shim-runc-v2; do
+    [ -x "$BIN/$b" ] || need+=("$b")
+  done
+  [ -f "$NODE/images/index.json" ] || need+=(images)
+  [ -f "$NODE/.recipe" ] || need+=(recipe)
+}
+missing
+if [ ${#need[@]} -eq 0 ] && [ ${#missing_pkgs[@]} -eq 0 ]; then
   echo "$NODE"
   exit 0
 fi
 if [ "${1:-}" = --check ]; then
   log "not built: ${need[*]} ${missing_pkgs[*]} (run tests/testenv/build-node.sh)"
   exit 3
+fi
+# One build at a time (scripts/test warms this in the background while a test may ask for it):
+# the second waits for the first and finds its work done.
+exec 9>"$out/.node.lock"
+flock 9
+missing
+if [ ${#need[@]} -eq 0 ] && [ ${#missing_pkgs[@]} -eq 0 ]; then
+  echo "$NODE"
+  exit 0
 fi
 if [ ${#missing_pkgs[@]} -gt 0 ]; then
   log "installing ${missing_pkgs[*]} (Debian)"

@@ -1,7 +1,8 @@
 #!/usr/bin/env bash
 # Builds, ahead of the tests that need them, the Go programs the cluster tests build for
 # themselves: helm (tests/testenv/build-helm.sh, cached; the chart tests), the OCI registry
-# (build-registry.sh, cached; the release test) and the test peers under
+# (build-registry.sh, cached; the release test), the real node's programs (build-node.sh, cached;
+# the chart start test: 114 s cold) and the test peers under
 # tests/peers/ with the Actions Service peer's conformance test (its race build). Each test still
 # builds its peer at start (the build is then a cache hit and a link: seconds); on a machine whose
 # Go build cache has never seen them that first build takes minutes (runner-sim 102 s, helm 210 s,
@@ -39,4 +40,5 @@ step "peer actions-service" "$peers/actions-service/build.sh" "$scratch/actions-
 step "peer runner-sim" "$peers/runner-sim/build.sh" "$scratch/runner-sim"
 step helm "$here/build-helm.sh" >/dev/null
 step registry "$here/build-registry.sh" >/dev/null
+step "real node (kubelet, kube-proxy, containerd)" "$here/build-node.sh" >/dev/null
 exit $status
