@@ -54,6 +54,12 @@ std::string placeholder_spec(const scale_set_spec& s, role r, const std::string&
   placement(w, s, pinned_node);
   w.key("containers").begin_array().begin_object().field("name", "placeholder").field("image", s.placeholder_image);
   w.key("command").strings(s.placeholder_command);
+  // Admitted where the Pod Security "restricted" profile is enforced: a placeholder only sleeps.
+  w.key("securityContext").begin_object().field("runAsNonRoot", true).field("runAsUser", 65534).field("runAsGroup", 65534);
+  w.field("allowPrivilegeEscalation", false).field("readOnlyRootFilesystem", true);
+  w.key("capabilities").begin_object().key("drop").strings({"ALL"}).end_object();
+  w.key("seccompProfile").begin_object().field("type", "RuntimeDefault").end_object();
+  w.end_object();
   w.key("resources");
   if (r == role::pair_probe && runners::same_node_pairs(s))
     pair_resources(w, s);

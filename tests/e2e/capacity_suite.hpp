@@ -14,9 +14,14 @@
 
 namespace headroom::e2e {
 
+// The cluster a binary's scenarios share; a binary may define its own before including this.
+#ifndef HEADROOM_E2E_CLUSTER
+#define HEADROOM_E2E_CLUSTER (cluster_options{.karpenter = true})
+#endif
+
 inline env make_env() {
   env out;
-  out.c = cluster::shared(cluster_options{.karpenter = true});
+  out.c = cluster::shared(HEADROOM_E2E_CLUSTER);
   if (!out.c) {
     out.why = cluster::unavailable_reason();
     return out;

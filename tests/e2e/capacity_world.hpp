@@ -271,6 +271,12 @@ struct scenario {
   // runner.containerMode; "" the default (kubernetes-novolume). "kubernetes" adds the work volume's
   // claim, of the simulator's StorageClass (tests/peers/runner-sim/volumes.go).
   std::string container_mode;
+  // The short form's runner image, command (YAML flow list items; empty: the default) and
+  // resources, and the placeholders' image (empty: the default): a real node pulls what it runs.
+  std::string runner_image = "runner:e2e";
+  std::string runner_command;
+  std::string runner_resources = "{cpu: 500m, memory: 512Mi}";
+  std::string placeholder_image;
 
   scenario() = default;
   scenario(std::string n, int max, int pool, std::string ready_timeout, std::string job)
@@ -343,7 +349,8 @@ inline std::string config_for(const env& e, const scenario& s, const std::string
                     "              env: [{name: E2E_TEMPLATE, value: \"1\"}]\n"
                     "              resources: {requests: {cpu: 500m, memory: 512Mi}, limits: {memory: 1Gi}}\n"
                     "            - {name: sidecar, image: sidecar:e2e}\n"
-              : "\n    runner:\n      image: runner:e2e\n      resources: {cpu: 500m, memory: 512Mi}\n" +
+              : "\n    runner:\n      image: " + s.runner_image + "\n      resources: " + s.runner_resources + "\n" +
+                    (s.runner_command.empty() ? std::string{} : "      command: [" + s.runner_command + "]\n") +
                     // dind and none runners need no API access (ARC's no-permission account): the chart makes none
                     (s.container_mode == "dind" || s.container_mode == "none" ? std::string{} : "      serviceAccountName: " + runner_account(s) + "\n") +
                     "      nodeSelector: {" + s.node_selector + "}\n      tolerations: [" + s.tolerations + "]\n") +
@@ -355,7 +362,8 @@ inline std::string config_for(const env& e, const scenario& s, const std::string
          "\n      proactiveCapacity: " + std::to_string(s.proactive) + "\n      maxBurstCapacity: " + std::to_string(s.max_burst) +
          "\n      recalculateInterval: 2s\n      repollOnChange: " + (s.repoll ? "true" : "false") +
          "\n      placeholderReadyTimeout: " + s.timeout + (s.ttl.empty() ? std::string{} : "\n      placeholderTTL: " + s.ttl) +
-         "\n      workflowResources: " + s.workflow_resources + "\n"
+         "\n      workflowResources: " + s.workflow_resources + "\n" +
+         (s.placeholder_image.empty() ? std::string{} : "      placeholderImage: " + s.placeholder_image + "\n") +
          "    healthCheck: " + s.health + "\n";
 }
 

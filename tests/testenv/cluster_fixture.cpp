@@ -133,6 +133,10 @@ cluster* cluster::shared(cluster_options opts) {
       failure() = "this test binary's cluster was started without Karpenter";
       return nullptr;
     }
+    if (opts.node && instance()->node_name_.empty()) {
+      failure() = "this test binary's cluster was started without a real node";
+      return nullptr;
+    }
     return instance().get();
   }
   if (attempted())
@@ -156,6 +160,8 @@ cluster* cluster::shared(cluster_options opts) {
   std::vector<std::string> up = {source + "/tests/testenv/cluster", "up", tmpl, "--owner", std::to_string(getpid())};
   if (opts.karpenter)
     up.push_back("--karpenter");
+  if (opts.node)
+    up.push_back("--node");
   auto started = run_command(up);
   if (started.exit_code != 0) {
     failure() = "tests/testenv/cluster up failed (exit " + std::to_string(started.exit_code) + "):\n" + started.err;
@@ -173,6 +179,9 @@ cluster* cluster::shared(cluster_options opts) {
   c->user_token_ = env["HEADROOM_TESTENV_USER_TOKEN"];
   c->kubectl_ = env["HEADROOM_TESTENV_KUBECTL"];
   c->karpenter_ = env["HEADROOM_TESTENV_KARPENTER"] == "true";
+  c->node_name_ = env["HEADROOM_TESTENV_NODE"];
+  c->node_push_ = env["HEADROOM_TESTENV_NODE_PUSH"];
+  c->node_images_ = env["HEADROOM_TESTENV_NODE_IMAGES"];
   instance() = std::move(c);
   ::testing::UnitTest::GetInstance()->listeners().Append(new log_dumper);
   return instance().get();

@@ -18,6 +18,8 @@ command_result run_command(const std::vector<std::string>& argv, const std::stri
 
 struct cluster_options {
   bool karpenter = false;
+  // A real node beside the kwok nodes (tests/testenv/node): kubelet, containerd, runc; needs root.
+  bool node = false;
 };
 
 // The real control plane of one test binary (tests/testenv/cluster): started on first use, stopped
@@ -38,6 +40,11 @@ class cluster {
   const std::string& admin_token() const { return admin_token_; }
   const std::string& user_token() const { return user_token_; }
   bool karpenter() const { return karpenter_; }
+  // The real node (cluster_options::node): its name, where the host pushes images to its registry
+  // ("10.250.N.2:5000") and the prefix its pods pull them by ("localhost:5000"); empty without one.
+  const std::string& node_name() const { return node_name_; }
+  const std::string& node_push() const { return node_push_; }
+  const std::string& node_images() const { return node_images_; }
 
   // kubectl as the admin (or, with as_user, as the plain user).
   command_result kubectl(std::vector<std::string> args, const std::string& input = "", bool as_user = false) const;
@@ -51,6 +58,7 @@ class cluster {
  private:
   cluster() = default;
   std::string dir_, kubeconfig_, server_, ca_file_, admin_token_, user_token_, kubectl_;
+  std::string node_name_, node_push_, node_images_;
   bool karpenter_ = false;
 };
 

@@ -66,10 +66,13 @@ TEST(capacity_placeholders, both_end_at_once_when_preempted_and_by_themselves_wh
     std::vector<std::string> command;
     for (auto a : c["command"].get_array())
       command.emplace_back(std::string_view(a));
-    ASSERT_EQ(command.size(), 2u) << body;
-    EXPECT_EQ(command[0], "sleep");
+    ASSERT_EQ(command.size(), 3u) << body;
+    EXPECT_EQ(command[0], "sh");
+    EXPECT_EQ(command[1], "-c");
+    EXPECT_TRUE(command[2].starts_with("trap 'exit 0' TERM; sleep ")) << "it ends at once on SIGTERM: " << command[2];
+    EXPECT_TRUE(command[2].ends_with(" & wait")) << command[2];
     ASSERT_EQ(spec["activeDeadlineSeconds"].get(deadline), simdjson::SUCCESS) << body;
-    const int64_t sleeps = std::stoll(command[1]);
+    const int64_t sleeps = std::stoll(command[2].substr(command[2].find("sleep ") + 6));
     EXPECT_EQ(sleeps, deadline) << "it ends by itself when the kubelet would end it";
     EXPECT_GT(sleeps * 1000, s.placeholder_ttl.count()) << "it outlives its renewal";
   }
