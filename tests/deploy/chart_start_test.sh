@@ -137,6 +137,7 @@ start() {
   local holder
   holder=$(k -n "$ns" get leases -o jsonpath='{.items[*].spec.holderIdentity}')
   grep -qwF -f <(tr ' ' '\n' <<<"$pods") <<<"$holder" || fail "$name: no pod of $pods holds a Lease (holders: '$holder')"
+  [ "$name" != session ] || session_running
   # The kubelet's SIGTERM: each pod deleted as a rollout or a drain does; its container must end
   # with exit code 0 well within terminationGracePeriodSeconds (the kubelet would SIGKILL: 137).
   local grace
@@ -160,6 +161,7 @@ start() {
   done
   [ "$took" -le "$grace" ] || fail "$name: the pods took ${took} s to stop, past terminationGracePeriodSeconds ${grace}"
   echo "chart_start_test: $name: every pod stopped with 0 in ≤ ${took} s (grace ${grace} s)"
+  [ "$name" != session ] || session_stopped
   "$helm" uninstall "$name" -n "$ns" --wait >/dev/null 2>&1 || true
 }
 
@@ -168,4 +170,50 @@ for mode in scale-sets bigfleet reactive gates scheduler; do
   start "$mode" -f "$chart/ci/$mode-values.yaml"
 done
 start migrated -f "$work/migrated.yaml"
-echo "chart_start_test: ok (the defaults, 5 ci values and the migrated values all start)"
+
+# A scale set with a session, against the Actions Service peer listening on this machine's
+# node-network address (where pods reach it): while the pod runs, its session exists and its warm
+# pair runs on the node in a namespace enforcing Pod Security "baseline" (placeholders meet
+# "restricted"); the kubelet's SIGTERM ends the session before the exit.
+"$src/tests/peers/actions-service/build.sh" "$work/actions-peer" || fail "building the Actions Service peer"
+mkdir -p "$work/peer-state"
+"$work/actions-peer" -state-dir "$work/peer-state" -listen-host "$NODE_HOST_IP" \
+  -pat ghp_chartStartTest0000000000000000000 >"$work/peer.log" 2>&1 &
+pids+=("$!")
+for _ in $(seq 1 50); do [ -f "$work/peer-state/ready.json" ] && break; sleep 0.2; done
+peer=$(python3 -c 'import json,sys; print(json.load(open(sys.argv[1]))["http"])' "$work/peer-state/ready.json") ||
+  { cat "$work/peer.log"; fail "the Actions Service peer did not start"; }
+k create namespace session-runners >/dev/null
+k label namespace session-runners pod-security.kubernetes.io/enforce=baseline pod-security.kubernetes.io/enforce-version=latest >/dev/null
+cat >"$work/session-values.yaml" <<EOF
+config:
+  github: {configUrl: $peer/headroom-org}
+  scaleSets:
+    - name: chart-session
+      namespace: session-runners
+      maxRunners: 2
+      runner: {image: $pull/busybox:1.36, resources: {cpu: 100m, memory: 64Mi}}
+      capacityAware: {enabled: true, proactiveCapacity: 1, recalculateInterval: 2s, placeholderReadyTimeout: 60s,
+                      workflowResources: {cpu: 100m, memory: 64Mi}, placeholderImage: $pull/busybox:1.36}
+github: {existingSecret: headroom-github}
+EOF
+sessions() { curl -fsS "$peer/_control/state" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["sessions"]))'; }
+session_running() {
+  local t0=$SECONDS
+  until [ "$(sessions)" = 1 ]; do
+    [ $((SECONDS - t0)) -lt 60 ] || { tail -20 "$work/peer.log"; fail "session: no session at the peer within 60 s"; }
+    sleep 1
+  done
+  until [ "$(k -n session-runners get pods -l 'headroom.dev/role in (runner-placeholder,workflow-placeholder)' \
+    -o jsonpath='{range .items[?(@.status.phase=="Running")]}{.spec.nodeName}{"\n"}{end}' | grep -c .)" = 2 ]; do
+    [ $((SECONDS - t0)) -lt 90 ] || { k -n session-runners get pods -o wide; k -n session-runners get events | tail; fail "session: the warm pair does not run"; }
+    sleep 1
+  done
+  echo "chart_start_test: session: a session at the peer and the warm pair running on $(k -n session-runners get pods -o jsonpath='{.items[0].spec.nodeName}')"
+}
+session_stopped() {
+  [ "$(sessions)" = 0 ] || { curl -fsS "$peer/_control/state" | head -c 2000; fail "session: the session outlived the pod"; }
+  echo "chart_start_test: session: the session was deleted before the exit"
+}
+start session -f "$work/session-values.yaml"
+echo "chart_start_test: ok (the defaults, 5 ci values, the migrated values and a scale set with a session all start)"

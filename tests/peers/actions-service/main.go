@@ -31,6 +31,7 @@ import (
 func main() {
 	cfg := defaultSettings()
 	stateDir := flag.String("state-dir", "", "where ca.pem and ready.json go")
+	host := flag.String("listen-host", "127.0.0.1", "the address to listen on (a real node's pods reach the host's node-network address)")
 	keyFile := flag.String("app-public-key", "", "PEM public key of the GitHub App whose JWTs are accepted")
 	flag.StringVar(&cfg.AppID, "app-id", "", "GitHub App (client) id")
 	flag.Int64Var(&cfg.InstallationID, "installation-id", cfg.InstallationID, "the App's installation id")
@@ -68,11 +69,11 @@ func main() {
 	if err := os.WriteFile(caPath, caPEM, 0o644); err != nil {
 		log.Fatal(err)
 	}
-	plain, err := net.Listen("tcp", "127.0.0.1:0")
+	plain, err := net.Listen("tcp", net.JoinHostPort(*host, "0"))
 	if err != nil {
 		log.Fatal(err)
 	}
-	secure, err := net.Listen("tcp", "127.0.0.1:0")
+	secure, err := net.Listen("tcp", net.JoinHostPort(*host, "0"))
 	if err != nil {
 		log.Fatal(err)
 	}
