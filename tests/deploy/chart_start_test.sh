@@ -137,6 +137,28 @@ start() {
   local holder
   holder=$(k -n "$ns" get leases -o jsonpath='{.items[*].spec.holderIdentity}')
   grep -qwF -f <(tr ' ' '\n' <<<"$pods") <<<"$holder" || fail "$name: no pod of $pods holds a Lease (holders: '$holder')"
+  # Its memory on the node: the container's cgroup (v1) never met the chart's limit (failcnt 0),
+  # and its peak is reported. The pod's cgroup is under the node's root, by QoS class.
+  for p in $pods; do
+    local uid cg
+    uid=$(k -n "$ns" get pod "$p" -o jsonpath='{.metadata.uid}')
+    cg=$(find "/sys/fs/cgroup/memory/$NODE_NETNS/kubepods" -maxdepth 2 -type d -name "pod$uid" | head -1)
+    [ -n "$cg" ] || fail "$name: no memory cgroup for $p on the node"
+    local peak=0 fails=0 limit=0 hwm="?" c
+    for c in "$cg"/*/; do
+      [ -f "$c/memory.limit_in_bytes" ] || continue
+      local l
+      l=$(cat "$c/memory.limit_in_bytes")
+      [ "$l" -lt $((1 << 40)) ] || continue  # the sandbox's pause: no limit
+      limit=$l peak=$(cat "$c/memory.max_usage_in_bytes") fails=$(cat "$c/memory.failcnt")
+      # The process's own peak resident set (shared library pages another pod read first are
+      # charged to that pod's cgroup, not this one's, so the cgroup's figure is lower).
+      hwm=$(awk '/^VmHWM/ { print int($2 / 1024) }' "/proc/$(head -1 "$c/cgroup.procs")/status" 2>/dev/null || echo "?")
+    done
+    [ "$limit" -gt 0 ] || fail "$name: $p's container has no memory limit on the node"
+    [ "$fails" = 0 ] || fail "$name: $p met its memory limit $fails times (peak $peak of $limit bytes)"
+    echo "chart_start_test: $name: $p memory: cgroup peak $((peak >> 20)) MiB of its $((limit >> 20)) MiB limit, process peak RSS $hwm MiB"
+  done
   [ "$name" != session ] || session_running
   # The kubelet's SIGTERM: each pod deleted as a rollout or a drain does; its container must end
   # with exit code 0 well within terminationGracePeriodSeconds (the kubelet would SIGKILL: 137).

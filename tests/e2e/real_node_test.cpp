@@ -191,6 +191,9 @@ handoff hand_off(env& e, const std::string& name, const std::string& selector, b
   EXPECT_TRUE(w.sim != nullptr && w.identity) << w.why;
   if (!w.sim || !w.identity)
     return {};
+  // The runners' namespace enforces Pod Security "baseline" (what a runner without the Docker
+  // daemon's privileges needs): every pod headroom makes there is admitted.
+  EXPECT_EQ(e.c->kubectl({"label", "namespace", name, "pod-security.kubernetes.io/enforce=baseline"}).exit_code, 0);
   const auto root = node_cgroup_root(e.c);
   EXPECT_FALSE(root.empty()) << "no node network in " << e.c->dir();
   process_census census{root};
