@@ -258,8 +258,9 @@ handoff hand_off(env& e, const std::string& name, const std::string& selector, b
     }
     // The kubelet admits the runner as soon as the API server has the placeholder deleted; it does
     // not wait for the placeholder's process. That process ends on the kubelet's SIGTERM at once (a
-    // bare `sleep` as PID 1 would hold on until SIGKILL, after the 2 s minimum grace).
-    EXPECT_LT(h.gone - (h.deleted - created), 1.0) << "the placeholder's process outlived its pod by " << h.gone - (h.deleted - created) << " s";
+    // bare `sleep` as PID 1 would hold on until SIGKILL, after the 2 s minimum grace: 1.5 s leaves a
+    // loaded machine its margin and still tells the two apart).
+    EXPECT_LT(h.gone - (h.deleted - created), 1.5) << "the placeholder's process outlived its pod by " << h.gone - (h.deleted - created) << " s";
   }
   h.deleted -= created;
   h.running -= created;
