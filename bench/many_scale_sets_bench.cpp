@@ -656,6 +656,15 @@ int main(int argc, char** argv) {
   };
   const auto normal_wait = wait("normal"), urgent_wait = wait("urgent"), background_wait = wait("background");
   const auto edited = objects > 0 ? edit_objects(e, *headroom, api, edits, sets) : edit_result{};
+  // The process's peak resident set over the whole run (start-up's lists included): what a memory
+  // limit must hold, beside the idle mean above.
+  double peak_rss_mib = 0;
+  {
+    std::ifstream status{"/proc/" + std::to_string(headroom->pid()) + "/status"};
+    for (std::string line; std::getline(status, line);)
+      if (line.starts_with("VmHWM:"))
+        peak_rss_mib = std::stod(line.substr(6)) / 1024;
+  }
   headroom->stop();
   // --restart 1 (#55): a new process on the warm cluster, as a rollout or an upgrade starts one.
   // SIGTERM kept the placed pairs; how long until every scale set holds its session and
@@ -749,9 +758,9 @@ int main(int argc, char** argv) {
               "\"within_1ms\":%.4f}\n",
               sets, runner_pods, decisions, 1e3 * bench::bucket_quantile(decision, 0.5), 1e3 * bench::bucket_quantile(decision, 0.99),
               bench::fraction_within(decision, 0.001));
-  std::printf("{\"mode\":\"idle\",\"who\":\"headroom\",\"scale_sets\":%d,\"rss_mib\":%.1f,\"cpu_core_pct\":%.2f,\"threads\":%d,\"fds\":%d,"
-              "\"sockets\":%d}\n",
-              sets, ours.rss_mib, ours.cpu_pct, ours.threads, ours.fds, ours.sockets);
+  std::printf("{\"mode\":\"idle\",\"who\":\"headroom\",\"scale_sets\":%d,\"rss_mib\":%.1f,\"peak_rss_mib\":%.1f,\"cpu_core_pct\":%.2f,"
+              "\"threads\":%d,\"fds\":%d,\"sockets\":%d}\n",
+              sets, ours.rss_mib, peak_rss_mib, ours.cpu_pct, ours.threads, ours.fds, ours.sockets);
   std::printf("{\"mode\":\"propagation\",\"changes\":%zu,\"missed\":%d,\"down_p50_ms\":%.0f,\"down_p99_ms\":%.0f,\"down_max_ms\":%.0f,"
               "\"up_p50_ms\":%.0f,\"up_p99_ms\":%.0f,\"up_max_ms\":%.0f,\"up_ahead_of_bench_watch\":%d,\"up_ahead_max_ms\":%.1f}\n",
               done.size(), missed, percentile(down, 0.5), percentile(down, 0.99), down.empty() ? 0 : *std::max_element(down.begin(), down.end()),
