@@ -25,11 +25,8 @@ set -a
 . "$work/cluster/env"
 set +a
 k() { "$HEADROOM_TESTENV_KUBECTL" "$@"; }
-"$src/scripts/image" "$work/image" >"$work/image.log" 2>&1 || { tail "$work/image.log"; fail "scripts/image"; }
-tag=$(python3 -c 'import json,sys; print(next(m["annotations"]["org.opencontainers.image.ref.name"] for m in json.load(open(sys.argv[1]))["manifests"] if m["annotations"]["org.opencontainers.image.ref.name"].endswith("-"+sys.argv[2])))' \
-  "$work/image/oci/index.json" "$(dpkg --print-architecture)")
-skopeo copy -q --dest-tls-verify=false --digestfile "$work/digest" "oci:$work/image/oci:$tag" \
-  "docker://$HEADROOM_TESTENV_NODE_PUSH/headroom:$tag" || fail "push"
+image=$("$src/tests/testenv/node" push-headroom "$work/cluster" "$work/image" 2>"$work/image.log") ||
+  { tail -20 "$work/image.log"; fail "building and pushing headroom's image"; }
 
 k create namespace soak >/dev/null
 k label namespace soak pod-security.kubernetes.io/enforce=restricted >/dev/null
@@ -46,7 +43,7 @@ extraVolumeMounts:
   - {name: api-token, mountPath: /var/run/secrets/kubernetes.io/serviceaccount, readOnly: true}
 EOF
 "$helm" install soak "$src/deploy/chart/headroom" -n soak -f "$work/values.yaml" \
-  --set "image.repository=$HEADROOM_TESTENV_NODE_IMAGES/headroom" --set "image.digest=$(cat "$work/digest")" >/dev/null ||
+  --set "image.repository=${image%@*}" --set "image.digest=${image#*@}" >/dev/null ||
   fail "helm install"
 k -n soak wait --for=condition=Ready pod -l app.kubernetes.io/instance=soak --timeout=90s >/dev/null || fail "not Ready"
 pod=$(k -n soak get pods -l app.kubernetes.io/instance=soak -o jsonpath='{.items[0].metadata.name}')

@@ -41,13 +41,10 @@ pull=$(sed -n 's/^HEADROOM_TESTENV_NODE_IMAGES=//p' "$work/cluster/env")
 
 # headroom's image as a user builds it, pushed to the node's registry and pulled by digest.
 t0=$SECONDS
-"$src/scripts/image" "$work/image" >"$work/image.log" 2>&1 || { tail -20 "$work/image.log"; fail "scripts/image"; }
-arch=$(dpkg --print-architecture)
-tag=$(python3 -c 'import json,sys; print(next(m["annotations"]["org.opencontainers.image.ref.name"] for m in json.load(open(sys.argv[1]))["manifests"] if m["annotations"]["org.opencontainers.image.ref.name"].endswith("-"+sys.argv[2])))' "$work/image/oci/index.json" "$arch")
-skopeo copy -q --dest-tls-verify=false --digestfile "$work/digest" "oci:$work/image/oci:$tag" "docker://$push/headroom:$tag" ||
-  fail "pushing the image to the node's registry"
-digest=$(cat "$work/digest")
-echo "chart_start_test: image $pull/headroom@$digest built and pushed in $((SECONDS - t0)) s"
+image=$("$src/tests/testenv/node" push-headroom "$work/cluster" "$work/image" 2>"$work/image.log") ||
+  { tail -20 "$work/image.log"; fail "building and pushing headroom's image"; }
+repo=${image%@*} digest=${image#*@}
+echo "chart_start_test: image $image built and pushed in $((SECONDS - t0)) s"
 
 # What a user makes before installing: real key material, so a scenario that reads it at start
 # reads something valid.
@@ -104,7 +101,7 @@ install() {
   k -n "$ns" create secret generic headroom-bigfleet-tls --from-file=tls.crt="$work/tls.crt" --from-file=tls.key="$work/tls.key" \
     --from-file=ca.crt="$work/ca.crt" >/dev/null
   k -n "$ns" create configmap ghes-ca --from-file=ca.crt="$work/ca.crt" >/dev/null
-  "$helm" install "$name" "$chart" -n "$ns" --set "image.repository=$pull/headroom" --set "image.digest=$digest" "$@" \
+  "$helm" install "$name" "$chart" -n "$ns" --set "image.repository=$repo" --set "image.digest=$digest" "$@" \
     --set "gates.webhook.caBundle=$b64ca" >"$work/$name-install.log" 2>&1 ||
     { cat "$work/$name-install.log"; fail "helm install ($name)"; }
   installed[$name]=$SECONDS
