@@ -55,7 +55,7 @@ struct pair_entry {
 };
 
 enum class call_kind { priority_class, priority_class_get, owner_find, owner_create, owner_get, owner_list, owner_delete, pod_delete, runner_pdb,
-                       hook_template, hook_template_patch };
+                       hook_template, hook_template_patch, workflow_nominate };
 struct call_info {
   call_kind kind;
   std::string name;
@@ -86,7 +86,14 @@ struct monitor_state {
   // Workflow pods a held room was given to (monitor_workflow_rooms.cpp), until placed or gone; and
   // whether some wait with none to give (as last logged).
   std::set<std::string> rooms_given;
+  // Workflow pods being nominated to a held room's node (their status.nominatedNodeName) before
+  // that room is freed for them: pod → the room's slot and what held it.
+  struct nomination {
+    std::string slot, from;
+  };
+  std::map<std::string, nomination> nominating;
   bool workflows_waiting = false;
+  bool nominate_refused = false;  // as last logged
   std::set<std::string> deleting;           // foreign placeholders being deleted
   // placeholder_spec_hash of the runner and workflow placeholders this configuration makes: an
   // earlier process's pair is adopted only when both of its pods carry them.
@@ -190,5 +197,7 @@ void give_workflow_rooms(monitor_self* self);
 // monitor_setup.cpp
 void begin_setup(monitor_self* self);
 void on_setup_reply(monitor_self* self, const call_info& call, msg::api_reply& r);
+// The nomination's reply (monitor_workflow_rooms.cpp): the room is freed for the pod now.
+void on_workflow_nominated(monitor_self* self, const call_info& call, msg::api_reply& r);
 
 }  // namespace headroom::actors::capacity::monitor

@@ -338,6 +338,8 @@ void on_setup_reply(monitor_self* self, const call_info& call, msg::api_reply& r
         runtime::log::info(actor_name, "hook template in place", {{"name", call.name}});
       }
       return;
+    case call_kind::workflow_nominate:
+      return on_workflow_nominated(self, call, r);
     case call_kind::owner_delete:
       if (!r.ok && kind != api_kind::not_found)
         runtime::log::warn(actor_name, "delete failed", {{"name", call.name}, {"error", r.error}});

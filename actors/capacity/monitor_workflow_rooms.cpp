@@ -20,6 +20,7 @@
 #include <caf/all.hpp>
 
 #include "actors/capacity/monitor.hpp"
+#include "runtime/json_writer.hpp"
 #include "runtime/log.hpp"
 
 namespace headroom::actors::capacity::monitor {
@@ -44,8 +45,11 @@ std::optional<destination> destination_of(const monitor_state& st, const k8s::po
   return destination{p->node_name, slot == nullptr ? std::string{} : *slot};
 }
 
-// The workflow placeholder of `slot` holds room (on `node`, when one is asked for).
+// The workflow placeholder of `slot` holds room (on `node`, when one is asked for), not yet given.
 bool holds_room(const monitor_state& st, const std::string& slot, const std::string& node) {
+  for (const auto& [pod, n] : st.nominating)
+    if (n.slot == slot)
+      return false;
   const auto& all = st.census.placeholders();
   const auto it = all.find(placeholder_pod_name(st.ctx->spec, slot, role::workflow_placeholder));
   if (it == all.end())
@@ -88,7 +92,52 @@ room find_room(const monitor_state& st, const destination& to) {
   return {};
 }
 
+// The node the workflow placeholder of `slot` runs on ("" none).
+std::string room_node(const monitor_state& st, const std::string& slot) {
+  const auto& all = st.census.placeholders();
+  const auto it = all.find(placeholder_pod_name(st.ctx->spec, slot, role::workflow_placeholder));
+  return it == all.end() ? std::string{} : it->second->node_name;
+}
+
+// Frees the room: the hand-off ends (it deletes its workflow placeholder), or the pair stops.
+void free_room(monitor_self* self, const std::string& slot, const std::string& from) {
+  auto& st = self->state;
+  if (from == "hand-off") {
+    const auto it = st.handoffs.find(slot);
+    if (it == st.handoffs.end())
+      return;  // ended meanwhile: its room is free already
+    self->send_exit(it->second, caf::exit_reason::user_shutdown);
+    st.handoffs.erase(it);
+    retire(self, slot);
+  } else if (st.pairs.count(slot) > 0) {
+    stop_pair(self, slot);
+  }
+}
+
 }  // namespace
+
+void on_workflow_nominated(monitor_self* self, const call_info& call, msg::api_reply& r) {
+  auto& st = self->state;
+  const auto it = st.nominating.find(call.name);
+  if (it == st.nominating.end())
+    return;
+  const auto n = it->second;
+  st.nominating.erase(it);
+  const auto kind = static_cast<api_kind>(r.error_kind);
+  if (kind == api_kind::not_found)
+    return;  // the workflow pod is gone (its job cancelled): the room stays held
+  // Refused (no pods/status patch in the Role, an older chart's) or not answered: the room is
+  // freed all the same, as before nominations; a placeholder may then take it first.
+  if (!r.ok != st.nominate_refused) {
+    st.nominate_refused = !r.ok;
+    if (!r.ok)
+      runtime::log::warn(actor_name, "could not nominate a workflow pod to its room's node; freeing the room anyway (a waiting placeholder may take it first)",
+                         {{"scale_set", st.ctx->spec.name}, {"pod", call.name}, {"error", r.error}});
+    else
+      runtime::log::info(actor_name, "workflow pods are nominated to their rooms again", {{"scale_set", st.ctx->spec.name}});
+  }
+  free_room(self, n.slot, n.from);
+}
 
 void give_workflow_rooms(monitor_self* self) {
   auto& st = self->state;
@@ -113,13 +162,18 @@ void give_workflow_rooms(monitor_self* self) {
     runtime::log::info(actor_name, "workflow pod given a held room",
                        {{"scale_set", st.ctx->spec.name}, {"pod", name}, {"slot", r.slot}, {"from", std::string{r.from}}});
     st.ctx->metrics.add("headroom_capacity_workflow_rooms_given_total", 1);
-    if (std::string_view{r.from} == "hand-off") {
-      self->send_exit(st.handoffs[r.slot], caf::exit_reason::user_shutdown);  // it deletes its workflow placeholder
-      st.handoffs.erase(r.slot);
-      retire(self, r.slot);
-    } else {
-      stop_pair(self, r.slot);
+    const auto node = room_node(st, r.slot);
+    if (node.empty()) {  // not placed (holds_room says it runs): cannot happen; free it as before
+      free_room(self, r.slot, r.from);
+      continue;
     }
+    st.nominating[name] = {r.slot, r.from};
+    runtime::json_writer w;
+    w.begin_object().key("status").begin_object().field("nominatedNodeName", node).end_object().end_object();
+    start_call(self, {call_kind::workflow_nominate, name, 0},
+               [kube = st.ctx->kube, ns = st.ctx->spec.ns, pod = name, body = w.take()](k8s::api_callback cb) {
+                 kube->merge_patch(k8s::kinds::pods, ns, pod, body, std::move(cb), "status");
+               });
   }
   st.ctx->metrics.set("headroom_capacity_workflow_pods_waiting", waiting);
   if ((waiting > 0) != st.workflows_waiting) {

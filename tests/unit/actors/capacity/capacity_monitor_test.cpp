@@ -174,6 +174,15 @@ struct monitor_fixture : test_support::actor_fixture {
            R"(},"ownerReferences":[{"apiVersion":"v1","kind":"ConfigMap","name":"headroom-owner-linux","uid":"u-owner"}]},)"
            R"("spec":{"nodeName":")" + node + R"("},"status":{"phase":"Running"}})";
   }
+  // The workflow pod `name` nominated to `node` (a merge patch of its status) before its room is
+  // freed: the patch checked, then answered `status`.
+  void nominated(const std::string& name, const std::string& node, long status = 200) {
+    const auto* patch = find("PATCH", "/namespaces/arc/pods/" + name + "/status");
+    ASSERT_NE(patch, nullptr) << "no nomination of " << name;
+    EXPECT_EQ(patch->body, R"({"status":{"nominatedNodeName":")" + node + R"("}})");
+    ASSERT_TRUE(io.answer("PATCH", "/pods/" + name + "/status", status, status == 200 ? "{}" : R"({"kind":"Status","code":)" + std::to_string(status) + "}"));
+    sched.run();
+  }
   std::set<std::string> deletes() const {
     std::set<std::string> out;
     for (const auto& c : io.waiting())
@@ -516,6 +525,8 @@ TEST_F(monitor_fixture, a_pinned_workflow_pod_is_given_the_room_of_a_pair_that_c
   watch_pod("ADDED", R"({"metadata":{"name":"linux-runner-c-workflow","namespace":"arc","uid":"u-wc","resourceVersion":"13",)"
                      R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"workflow","runner-pod":"linux-runner-c"}},)"
                      R"("spec":{},"status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable"}]}})");
+  EXPECT_EQ(find("DELETE", workflow_ph), nullptr) << "not before the pod is nominated to the room's node";
+  ASSERT_NO_FATAL_FAILURE(nominated("linux-runner-c-workflow", "node-2"));
   EXPECT_NE(find("DELETE", workflow_ph), nullptr) << "the unplaceable pair's room is given\n" << waiting_text();
   EXPECT_EQ((*counters)["headroom_capacity_workflow_rooms_given_total"], 1);
   EXPECT_EQ((*gauges)["headroom_capacity_workflow_pods_waiting"], 0);
@@ -612,6 +623,7 @@ TEST_F(monitor_fixture, kubernetes_mode_keeps_the_pair_a_runner_is_pinned_to_for
   watch_pod("ADDED", R"({"metadata":{"name":"linux-runner-a-workflow","namespace":"arc","uid":"u-wa","resourceVersion":"13",)"
                      R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"workflow","runner-pod":"linux-runner-a"}},)"
                      R"("spec":{},"status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable"}]}})");
+  ASSERT_NO_FATAL_FAILURE(nominated("linux-runner-a-workflow", "node-2"));
   EXPECT_NE(find("DELETE", workflow_ph), nullptr) << "its own pair's room\n" << waiting_text();
   EXPECT_EQ((*counters)["headroom_capacity_workflow_rooms_given_total"], 1);
 }
@@ -670,6 +682,10 @@ TEST_F(monitor_fixture, a_workflow_pod_the_scheduler_finds_no_room_for_is_given_
   EXPECT_EQ(find("DELETE", workflow_ph), nullptr) << "the scheduler may place it in free room";
   // The scheduler found no room for it: the hand-off's workflow placeholder is deleted for it.
   watch_pod("MODIFIED", workflow_pod("linux-runner-a-workflow", unschedulable));
+  // First nominated to the room's node (the scheduler then keeps that room for it from the
+  // placeholders waiting for room), then the room is freed.
+  EXPECT_EQ(find("DELETE", workflow_ph), nullptr) << "not before the nomination is written";
+  ASSERT_NO_FATAL_FAILURE(nominated("linux-runner-a-workflow", "node-1"));
   EXPECT_NE(find("DELETE", workflow_ph), nullptr) << "the held room is given\n" << waiting_text();
   EXPECT_EQ((*counters)["headroom_capacity_workflow_rooms_given_total"], 1);
   EXPECT_EQ((*gauges)["headroom_capacity_workflow_pods_waiting"], 0);
@@ -677,6 +693,53 @@ TEST_F(monitor_fixture, a_workflow_pod_the_scheduler_finds_no_room_for_is_given_
   watch_pod("ADDED", workflow_pod("linux-runner-b-workflow", unschedulable));
   EXPECT_EQ((*counters)["headroom_capacity_workflow_rooms_given_total"], 1);
   EXPECT_EQ((*gauges)["headroom_capacity_workflow_pods_waiting"], 1);
+}
+
+// The nomination's answers: a workflow pod gone meanwhile (404, its job cancelled) leaves the room
+// held for the next; a refusal (403: a Role without pods/status, an older chart's) frees the room
+// all the same, as before nominations, and says so once.
+TEST_F(monitor_fixture, a_workflow_pod_gone_before_its_nomination_leaves_the_room_held_and_a_refused_one_still_gets_it) {
+  mode = actors::runners::runner_spec::container_mode::kubernetes_novolume;
+  start();
+  set_up();
+  auto first = created();
+  ASSERT_EQ(first.size(), 2u);
+  const std::string slot = slot_of(first[1]);
+  const std::string probe = "linux-ph-" + slot + "-probe", runner_ph = "linux-ph-" + slot + "-runner",
+                    workflow_ph = "linux-ph-" + slot + "-workflow";
+  watch("ADDED", probe, "pair-probe", slot, "Pending", "node-1");
+  watch("ADDED", workflow_ph, "workflow-placeholder", slot, "Running", "node-1");
+  ASSERT_EQ(created(), std::vector<std::string>{runner_ph});
+  ASSERT_TRUE(io.answer("DELETE", "/pods/" + probe, 200, "{}"));
+  watch("DELETED", probe, "pair-probe", slot, "Pending", "node-1");
+  watch("ADDED", runner_ph, "runner-placeholder", slot, "Running", "node-1");
+  watch_pod("ADDED", R"({"metadata":{"name":"linux-runner-a","namespace":"arc","uid":"u-ra","resourceVersion":"12",)"
+                     R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"runner"}},"spec":{},)"
+                     R"("status":{"phase":"Pending","nominatedNodeName":"node-1"}})");
+  watch("DELETED", runner_ph, "runner-placeholder", slot, "Running", "node-1");
+  while (io.answer("POST", "/namespaces/arc/pods", 201, "{}"))
+    sched.run();
+  const auto workflow_pod = [](const std::string& name) {
+    return R"({"metadata":{"name":")" + name + R"(","namespace":"arc","uid":"u-)" + name + R"(","resourceVersion":"13",)"
+           R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"workflow","runner-pod":"linux-runner-a"}},)"
+           R"("spec":{},"status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"Unschedulable"}]}})";
+  };
+  watch_pod("ADDED", workflow_pod("linux-runner-a-workflow"));
+  ASSERT_NE(find("PATCH", "/pods/linux-runner-a-workflow/status"), nullptr);
+  // Another workflow pod meanwhile: the room being given is not given twice.
+  watch_pod("ADDED", workflow_pod("linux-runner-x-workflow"));
+  EXPECT_EQ(find("PATCH", "/pods/linux-runner-x-workflow/status"), nullptr) << "the room is promised to the first";
+  EXPECT_EQ((*gauges)["headroom_capacity_workflow_pods_waiting"], 1);
+  watch_pod("DELETED", workflow_pod("linux-runner-x-workflow"));
+  // The first is deleted before its nomination lands: the room stays held.
+  watch_pod("DELETED", workflow_pod("linux-runner-a-workflow"));
+  ASSERT_NO_FATAL_FAILURE(nominated("linux-runner-a-workflow", "node-1", 404));
+  EXPECT_EQ(find("DELETE", workflow_ph), nullptr) << "no pod to give it to";
+  // The next one's nomination is refused: the room is freed anyway.
+  watch_pod("ADDED", workflow_pod("linux-runner-b-workflow"));
+  ASSERT_NO_FATAL_FAILURE(nominated("linux-runner-b-workflow", "node-1", 403));
+  EXPECT_NE(find("DELETE", workflow_ph), nullptr) << "the held room is given without the nomination\n" << waiting_text();
+  EXPECT_EQ((*counters)["headroom_capacity_workflow_rooms_given_total"], 2);
 }
 
 // #57: a pair's pod is judged once, by its pair, and the decision is made after that verdict: a
