@@ -30,6 +30,8 @@ inline env make_env() {
   o.pat = pat;
   o.poll_hold = "20s";
   o.hud_token = hud_token;
+  if (!out.c->node_host_ip().empty())
+    o.listen_host = out.c->node_host_ip();  // the runners on the real node reach it (runner-sim runner)
   std::tie(out.app_private_key, o.app_public_key_pem) = testpeer::make_app_key();
   out.peer = testpeer::actions_peer::start(o, out.why);
   return out;

@@ -277,6 +277,9 @@ struct scenario {
   std::string runner_command;
   std::string runner_resources = "{cpu: 500m, memory: 512Mi}";
   std::string placeholder_image;
+  // The runners run in their own containers on the real node (the runner image's `runner-sim
+  // runner`, tests/testenv/node push-runner): the simulator only watches.
+  bool runners_in_pods = false;
 
   scenario() = default;
   scenario(std::string n, int max, int pool, std::string ready_timeout, std::string job)
@@ -388,7 +391,8 @@ struct world {
                                          e.peer->http_url(), "--job-duration", s.job_duration, "--workflow-delay", s.workflow_delay,
                                          "--skip-runners", std::to_string(s.skip_runners),
                                          s.exit_runner_pods ? "--exit-runner-pods" : "--exit-runner-pods=false",
-                                         s.arc ? "--arc-controller" : "--arc-controller=false"},
+                                         s.arc ? "--arc-controller" : "--arc-controller=false",
+                                         s.runners_in_pods ? "--runners-in-pods" : "--runners-in-pods=false"},
                                         why);
     if (s.chart_install) {
       identity = true;

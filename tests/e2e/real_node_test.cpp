@@ -286,6 +286,99 @@ TEST(real_node, placeholders_are_processes_that_runner_pods_preempt) {
               1000 * kwok.deleted, 1000 * kwok.running);
 }
 
+// The runner as a real runner runs (#56): the runner image's own process (the runner simulator's
+// `runner` mode, tests/peers/runner-sim/inpod.go, pushed as localhost:5000/actions-runner) in the
+// runner container on the real node. It has only its pod: the kubelet's env (the JIT configuration
+// from the runner's Secret; the server it names, reached over the pod network), the hook's file in
+// its image, the hook template headroom mounts, and the ServiceAccount token the kubelet mounted,
+// with which the container hook (kubernetes-novolume) checks its permissions, makes the workflow pod
+// (its fs-init container run with the runner image), runs the job's steps in it through the exec
+// subresource, and deletes it. The workflow pod preempts its workflow placeholder on the same node.
+TEST(real_node, the_runner_runs_in_its_pod_and_its_hook_runs_the_job_in_the_workflow_pod) {
+  REQUIRE_ENV(e);
+  const std::string img = e.c->node_images();
+  const auto pushed = testenv::run_command({std::string{HEADROOM_SOURCE_DIR} + "/tests/testenv/node", "push-runner", e.c->dir(),
+                                           e.c->dir() + "/runner-image"});
+  ASSERT_EQ(pushed.exit_code, 0) << pushed.err;
+  const std::string runner_image = pushed.out.substr(0, pushed.out.find('\n'));
+  ASSERT_TRUE(runner_image.starts_with(img + "/actions-runner@sha256:")) << pushed.out;
+  scenario sc{"real-node-runner", 2, 1, "60s", "3s"};
+  sc.node_selector = "headroom.dev/testenv-node: real";
+  sc.runner_image = runner_image;  // its command: the default, the runner image's /home/runner/run.sh
+  // The node has 2 CPUs: the pair fills it, so the runner pod and the workflow pod each get their
+  // room only by preempting their placeholder.
+  sc.runner_resources = "{cpu: 800m, memory: 256Mi}";
+  sc.workflow_resources = "{cpu: 800m, memory: 256Mi}";
+  sc.placeholder_image = img + "/busybox:1.36";
+  sc.runners_in_pods = true;
+  world w{e, sc};
+  REQUIRE_WORLD(w);
+  EXPECT_EQ(e.c->kubectl({"label", "namespace", sc.name, "pod-security.kubernetes.io/enforce=baseline"}).exit_code, 0);
+  pod_watch watch{e.c, sc.name, w.dir};
+  w.start();
+  int64_t set = 0;
+  ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0 && w.latest_capacity(set) == 1; }, 90s))
+      << w.headroom->log() << e.c->kubectl({"-n", sc.name, "get", "pods", "-o", "wide"}).out;
+  // The workflow's job: its container from the node's registry, and steps the hook runs in it.
+  e.peer->control("/jobs", "{\"labels\":[\"" + sc.name + "\"],\"container\":\"" + img +
+                               "/busybox:1.36\",\"steps\":[\"echo step ran as $(id -u) in $(hostname)\",\"test -d /__w && test -d /github\"]}");
+  std::string result;
+  const bool done = eventually([&] {
+    simdjson::dom::parser p;
+    for (auto j : p.parse(e.peer->control("/state").body)["jobs"].get_array())
+      if (std::string_view(j["state"]) == "completed")
+        result = std::string{std::string_view(j["result"])};
+    return !result.empty();
+  }, 180s);
+  std::string runner_pod;
+  for (const auto& ev : watch.events())
+    if (ev.role == "runner" && runner_pod.empty())
+      runner_pod = ev.name;
+  const auto logs = e.c->kubectl({"-n", sc.name, "logs", runner_pod, "-c", "runner"});
+  ASSERT_TRUE(done) << w.stuck_report() << "\nthe runner's log:\n" << logs.out << logs.err << w.headroom->log();
+  EXPECT_EQ(result, "succeeded") << "the runner's log:\n" << logs.out;
+  // What the runner's own log says it did, in its pod.
+  for (const std::string& line : std::vector<std::string>{"Connected to GitHub", "prepare_job: the workflow pod runs on " + e.c->node_name(),
+                                 "step | step ran as 0 in " + runner_pod.substr(0, 63 - 9) + "-workflow", "Job completed with result: succeeded"})
+    EXPECT_NE(logs.out.find(line), std::string::npos) << "no \"" << line << "\" in the runner's log:\n" << logs.out;
+  // The runner process exits after its one job: the pod Succeeded, its container's exit code 0.
+  testenv::command_result ended;
+  EXPECT_TRUE(eventually([&] {
+    ended = e.c->kubectl({"-n", sc.name, "get", "pod", runner_pod, "-o",
+                          "jsonpath={.status.phase} {.status.containerStatuses[0].state.terminated.exitCode} {.spec.nodeName}"});
+    return ended.out.starts_with("Succeeded");
+  }, 60s)) << ended.out << ended.err;
+  EXPECT_EQ(ended.out, "Succeeded 0 " + e.c->node_name());
+  // The workflow pod: made by the hook (with the runner's token), deleted by the hook's cleanup.
+  // It preempts nothing (its PriorityClass's preemptionPolicy is Never): headroom nominates it to
+  // the node of the hand-off's workflow placeholder and deletes that placeholder. No placeholder
+  // waiting for room (the new pair's, Pending on the full node) may take that room first: each
+  // placeholder first Running while the workflow pod waited was put where the workflow pod's room
+  // was (before headroom nominated workflow pods, the new pair's took it, and the workflow pod
+  // waited 60 s for that pair to time out).
+  double wf_created = 0, wf_running = 0, wf_deleted = 0;
+  std::map<std::string, double> placeholder_first_running;
+  std::string seen;  // the workflow side's events, for a failure's message
+  for (const auto& ev : watch.events()) {
+    if (ev.role.starts_with("workflow"))
+      seen += std::to_string(ev.at_s) + " " + ev.type + " " + ev.name + " " + ev.phase + " " + ev.disruption + "\n";
+    if (ev.role == "workflow" && ev.type == "ADDED" && wf_created == 0)
+      wf_created = ev.at_s;
+    if (ev.role == "workflow" && ev.phase == "Running" && wf_running == 0)
+      wf_running = ev.at_s;
+    if (ev.role == "workflow" && ev.type == "DELETED")
+      wf_deleted = ev.at_s;
+    if (ev.role == "workflow-placeholder" && ev.phase == "Running" && !placeholder_first_running.contains(ev.name))
+      placeholder_first_running[ev.name] = ev.at_s;
+  }
+  ASSERT_TRUE(wf_created > 0 && wf_running > 0 && wf_deleted > 0) << "the workflow pod was not made, run and cleaned up\n" << seen;
+  for (const auto& [name, at] : placeholder_first_running)
+    EXPECT_FALSE(at > wf_created && at < wf_running) << name << " took the room freed for the workflow pod\n" << seen;
+  std::printf("[real-node] the workflow pod Running %.0f ms after the hook made it (its room given by headroom)\n",
+              1000 * (wf_running - wf_created));
+  EXPECT_TRUE(eventually([&] { return w.ready_pairs() == 1; }, 90s)) << "the warm pair is back\n" << w.headroom->log();
+}
+
 // With headroom gone without a clean-up (SIGKILL), its placeholders end by their own deadline
 // (activeDeadlineSeconds: TTL + 2 × ready timeout): the kubelet kills their processes.
 TEST(real_node, placeholders_end_by_their_deadline_when_headroom_is_gone) {

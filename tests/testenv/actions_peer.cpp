@@ -75,7 +75,7 @@ std::unique_ptr<actions_peer> actions_peer::start(const options& opts, std::stri
     }
     return key_files.back();
   };
-  std::vector<std::string> args = {"--app-id", opts.app_id, "--poll-hold", opts.poll_hold};
+  std::vector<std::string> args = {"--app-id", opts.app_id, "--poll-hold", opts.poll_hold, "--listen-host", opts.listen_host};
   if (!opts.app_public_key_pem.empty())
     args.insert(args.end(), {"--app-public-key", key_file(opts.app_public_key_pem)});
   if (!opts.user_app_id.empty())

@@ -25,6 +25,8 @@ class actions_peer {
     std::string installations;  // more installations of the App: "account=id,account=id"
     // A second App (one for personal accounts): its id, key and installations ("account=id,…").
     std::string user_app_id, user_app_public_key_pem, user_installations;
+    // The address it listens on; a real node's pods reach it at the cluster's node_host_ip().
+    std::string listen_host = "127.0.0.1";
   };
 
   // Nullptr when the peer could not be built or started; `why` says why.

@@ -182,6 +182,7 @@ cluster* cluster::shared(cluster_options opts) {
   c->node_name_ = env["HEADROOM_TESTENV_NODE"];
   c->node_push_ = env["HEADROOM_TESTENV_NODE_PUSH"];
   c->node_images_ = env["HEADROOM_TESTENV_NODE_IMAGES"];
+  c->node_host_ip_ = env["HEADROOM_TESTENV_NODE_HOST_IP"];
   instance() = std::move(c);
   ::testing::UnitTest::GetInstance()->listeners().Append(new log_dumper);
   return instance().get();

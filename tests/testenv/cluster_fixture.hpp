@@ -45,6 +45,8 @@ class cluster {
   const std::string& node_name() const { return node_name_; }
   const std::string& node_push() const { return node_push_; }
   const std::string& node_images() const { return node_images_; }
+  // This machine's address on the node's network: what the node's pods reach a test peer by.
+  const std::string& node_host_ip() const { return node_host_ip_; }
 
   // kubectl as the admin (or, with as_user, as the plain user).
   command_result kubectl(std::vector<std::string> args, const std::string& input = "", bool as_user = false) const;
@@ -58,7 +60,7 @@ class cluster {
  private:
   cluster() = default;
   std::string dir_, kubeconfig_, server_, ca_file_, admin_token_, user_token_, kubectl_;
-  std::string node_name_, node_push_, node_images_;
+  std::string node_name_, node_push_, node_images_, node_host_ip_;
   bool karpenter_ = false;
 };
 

@@ -3,12 +3,19 @@
 machine has: no registry outside and no container engine.
 
   node-images.py PAUSE_BINARY BUSYBOX_BINARY OUT_DIR
+  node-images.py --runner RUNNER_SIM_BINARY BUSYBOX_BINARY OUT_DIR
 
   pause:3.10     the sandbox ("pause") image: Kubernetes' own pause.c (build/pause/linux, in the
                  k8s.io/kubernetes module the kubelet is built from), compiled static, as
                  registry.k8s.io/pause is; user 65535
   busybox:1.36   Debian's busybox-static with a link for each applet, as docker.io/busybox is
                  (placeholders and the test pods run it)
+  actions-runner:sim  (--runner) the runner simulator as GitHub's runner image lays itself out:
+                 user runner (1001), /home/runner/run.sh (here `runner-sim runner`, the runner
+                 process, tests/peers/runner-sim/inpod.go), the container hooks' files where the
+                 runner image ships them (/home/runner/k8s/index.js, /home/runner/k8s-novolume/
+                 index.js: the runner names one, the simulator plays it) and a shell, which the
+                 kubernetes-novolume hook's fs-init container runs with this image
 
 Each image is one gzip layer, file times 0, so the digests depend only on the two binaries.
 """
@@ -70,29 +77,60 @@ def image(out, name, files, config):
     return m
 
 
-def main():
-    pause_bin, busybox_bin, out = sys.argv[1:4]
-    os.makedirs(os.path.join(out, "blobs", "sha256"), exist_ok=True)
-    with open(pause_bin, "rb") as f:
-        pause = f.read()
+def busybox_files(busybox_bin, users):
     with open(busybox_bin, "rb") as f:
         busybox = f.read()
     applets = subprocess.run([busybox_bin, "--list"], check=True, capture_output=True, text=True).stdout.split()
-    manifests = [
-        image(out, "pause:3.10", [("pause", 0o755, pause, None)],
-              {"Entrypoint": ["/pause"], "User": "65535:65535"}),
-        image(out, "busybox:1.36",
-              [("bin", 0o755, None, None), ("bin/busybox", 0o755, busybox, None)]
-              + [("bin/" + a, 0o777, None, "busybox") for a in sorted(set(applets)) if a != "busybox"]
-              + [("tmp", 0o1777, None, None), ("etc", 0o755, None, None),
-                 ("etc/passwd", 0o644, b"root:x:0:0:root:/root:/bin/sh\nnobody:x:65534:65534:nobody:/home:/bin/false\n", None),
-                 ("etc/group", 0o644, b"root:x:0:\nnobody:x:65534:\n", None)],
-              {"Cmd": ["sh"], "Env": ["PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"]}),
-    ]
+    passwd = "root:x:0:0:root:/root:/bin/sh\n" + "".join("%s:x:%d:%d:%s:%s:%s\n" % (n, u, u, n, h, sh) for n, u, h, sh in users)
+    group = "root:x:0:\n" + "".join("%s:x:%d:\n" % (n, u) for n, u, _, _ in users)
+    return ([("bin", 0o755, None, None), ("bin/busybox", 0o755, busybox, None)]
+            + [("bin/" + a, 0o777, None, "busybox") for a in sorted(set(applets)) if a != "busybox"]
+            + [("tmp", 0o1777, None, None), ("etc", 0o755, None, None),
+               ("etc/passwd", 0o644, passwd.encode(), None), ("etc/group", 0o644, group.encode(), None)])
+
+
+def write_layout(out, manifests):
     with open(os.path.join(out, "index.json"), "w") as f:
         json.dump({"schemaVersion": 2, "mediaType": "application/vnd.oci.image.index.v1+json", "manifests": manifests}, f)
     with open(os.path.join(out, "oci-layout"), "w") as f:
         json.dump({"imageLayoutVersion": "1.0.0"}, f)
+
+
+PATH_ENV = "PATH=/usr/local/sbin:/usr/local/bin:/usr/sbin:/usr/bin:/sbin:/bin"
+
+
+def runner(sim_bin, busybox_bin, out):
+    os.makedirs(os.path.join(out, "blobs", "sha256"), exist_ok=True)
+    with open(sim_bin, "rb") as f:
+        sim = f.read()
+    hook = b"// The runner simulator plays this container hook (tests/peers/runner-sim/hook.go).\n"
+    files = busybox_files(busybox_bin, [("runner", 1001, "/home/runner", "/bin/sh")]) + [
+        ("home", 0o755, None, None), ("home/runner", 0o755, None, None), ("home/runner/bin", 0o755, None, None),
+        ("home/runner/bin/runner-sim", 0o755, sim, None),
+        ("home/runner/run.sh", 0o755, b'#!/bin/sh\nexec /home/runner/bin/runner-sim runner "$@"\n', None),
+        ("home/runner/k8s", 0o755, None, None), ("home/runner/k8s/index.js", 0o644, hook, None),
+        ("home/runner/k8s-novolume", 0o755, None, None), ("home/runner/k8s-novolume/index.js", 0o644, hook, None),
+    ]
+    write_layout(out, [image(out, "actions-runner:sim", files,
+                             {"Cmd": ["/home/runner/run.sh"], "User": "1001:1001", "WorkingDir": "/home/runner",
+                              "Env": [PATH_ENV]})])
+
+
+def main():
+    if sys.argv[1] == "--runner":
+        runner(*sys.argv[2:5])
+        return
+    pause_bin, busybox_bin, out = sys.argv[1:4]
+    os.makedirs(os.path.join(out, "blobs", "sha256"), exist_ok=True)
+    with open(pause_bin, "rb") as f:
+        pause = f.read()
+    manifests = [
+        image(out, "pause:3.10", [("pause", 0o755, pause, None)],
+              {"Entrypoint": ["/pause"], "User": "65535:65535"}),
+        image(out, "busybox:1.36", busybox_files(busybox_bin, [("nobody", 65534, "/home", "/bin/false")]),
+              {"Cmd": ["sh"], "Env": [PATH_ENV]}),
+    ]
+    write_layout(out, manifests)
 
 
 if __name__ == "__main__":

@@ -129,9 +129,13 @@ type job struct {
 	finishTime  time.Time
 	runID       int64
 	// Webhook-driven jobs (webhooks.go): announced by workflow_job deliveries, run by JIT runners.
-	Webhook    bool   `json:"webhook,omitempty"`
-	Org        string `json:"organization,omitempty"`
-	Name       string `json:"name,omitempty"`
+	Webhook bool `json:"webhook,omitempty"`
+	// The workflow's job container and its steps (shell commands), as the job message gives them to
+	// the runner; a runner with a container hook runs the steps in the workflow pod.
+	Container  string   `json:"container,omitempty"`
+	Steps      []string `json:"steps,omitempty"`
+	Org        string   `json:"organization,omitempty"`
+	Name       string   `json:"name,omitempty"`
 	runDone    bool
 	held       bool
 	runnerName string
@@ -1138,11 +1142,40 @@ func (s *server) acquireJobs(r *http.Request, body []byte) reply {
 	return jsonReply(200, map[string]any{"count": len(acquired), "value": acquired})
 }
 
-type jitConfig struct {
-	RunnerID   int    `json:"runnerId"`
-	RunnerName string `json:"runnerName"`
-	ScaleSetID int    `json:"scaleSetId"`
-	Nonce      string `json:"nonce"`
+// encodeJIT: a JIT configuration shaped as GitHub's (the runner's `.runner` and `.credentials` files,
+// each base64 JSON, in a base64 JSON map), so a runner in a pod finds its server there as a real one
+// does: `.runner`'s serverUrl, the address the runner's own request came to this peer by (a real
+// node's pods reach the host's node-network address, tests/testenv/node). The credential is the
+// runner's nonce, which connect checks.
+func encodeJIT(r *http.Request, rn *runner, ssID int) string {
+	enc := func(v any) string { b, _ := json.Marshal(v); return base64.StdEncoding.EncodeToString(b) }
+	return enc(map[string]string{
+		".runner": enc(map[string]any{"agentId": rn.ID, "agentName": rn.Name, "poolId": ssID, "poolName": "Default",
+			"serverUrl": baseURL(r) + "/tenant/", "gitHubUrl": baseURL(r) + "/headroom-org", "workFolder": "_work", "useV2Flow": true}),
+		".credentials": enc(map[string]any{"scheme": "OAuth", "data": map[string]string{"clientId": rn.nonce,
+			"authorizationUrl": baseURL(r) + "/_apis/oauth2/token", "requireFipsCryptography": "False"}}),
+	})
+}
+
+// decodeJIT: the runner ID and nonce of a configuration encodeJIT made; ok false for anything else.
+func decodeJIT(text string) (id int, nonce string, ok bool) {
+	var files map[string]string
+	var rn struct {
+		AgentID int `json:"agentId"`
+	}
+	var cred struct {
+		Data struct {
+			ClientID string `json:"clientId"`
+		} `json:"data"`
+	}
+	dec := func(s string, out any) bool {
+		b, err := base64.StdEncoding.DecodeString(s)
+		return err == nil && json.Unmarshal(b, out) == nil
+	}
+	if !dec(text, &files) || !dec(files[".runner"], &rn) || !dec(files[".credentials"], &cred) {
+		return 0, "", false
+	}
+	return rn.AgentID, cred.Data.ClientID, rn.AgentID != 0
 }
 
 func (s *server) generateJIT(r *http.Request, body []byte) reply {
@@ -1166,10 +1199,9 @@ func (s *server) generateJIT(r *http.Request, body []byte) reply {
 	}
 	rn := &runner{ID: int(s.id()), Name: req.Name, ScaleSetID: ssID, Status: "offline", nonce: randomToken("")}
 	s.runners[rn.ID] = rn
-	cfg, _ := json.Marshal(jitConfig{rn.ID, rn.Name, ssID, rn.nonce})
 	return jsonReply(200, map[string]any{
 		"runner":           map[string]any{"id": rn.ID, "name": rn.Name, "runnerScaleSetId": ssID},
-		"encodedJITConfig": base64.StdEncoding.EncodeToString(cfg),
+		"encodedJITConfig": encodeJIT(r, rn, ssID),
 	})
 }
 
@@ -1267,11 +1299,13 @@ func (s *server) controlRoute(r *http.Request, body []byte) (reply, bool) {
 		return s.webhookControl(r, body)
 	}
 	switch r.URL.Path {
-	case "/_control/jobs": // POST {labels, count, repository}
+	case "/_control/jobs": // POST {labels, count, repository, container, steps}
 		var req struct {
 			Labels     []string `json:"labels"`
 			Count      int      `json:"count"`
 			Repository string   `json:"repository"`
+			Container  string   `json:"container"`
+			Steps      []string `json:"steps"`
 		}
 		if err := json.Unmarshal(body, &req); err != nil {
 			return bad(err)
@@ -1286,7 +1320,7 @@ func (s *server) controlRoute(r *http.Request, body []byte) (reply, bool) {
 		for i := 0; i < req.Count; i++ {
 			id := s.id()
 			s.jobs[id] = &job{RequestID: id, JobID: uuid4(), Labels: req.Labels, Repository: req.Repository,
-				State: "queued", QueueTime: time.Now(), runID: 9000 + id}
+				State: "queued", QueueTime: time.Now(), runID: 9000 + id, Container: req.Container, Steps: req.Steps}
 			ids = append(ids, id)
 		}
 		return jsonReply(200, map[string]any{"ids": ids}), true
@@ -1404,13 +1438,12 @@ func (s *server) controlRoute(r *http.Request, body []byte) (reply, bool) {
 		if err := json.Unmarshal(body, &req); err != nil {
 			return bad(err)
 		}
-		raw, err := base64.StdEncoding.DecodeString(req.JitConfig)
-		var cfg jitConfig
-		if err != nil || json.Unmarshal(raw, &cfg) != nil {
+		id, nonce, ok := decodeJIT(req.JitConfig)
+		if !ok {
 			return textReply(400, "jitConfig is not one this peer issued"), false
 		}
-		rn := s.runners[cfg.RunnerID]
-		if rn == nil || rn.nonce != cfg.Nonce {
+		rn := s.runners[id]
+		if rn == nil || rn.nonce != nonce {
 			return textReply(404, "no runner for this JIT config"), false
 		}
 		rn.Connected, rn.Status = true, "online"

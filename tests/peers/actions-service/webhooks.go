@@ -29,7 +29,6 @@ import (
 	"bytes"
 	"crypto/hmac"
 	"crypto/sha256"
-	"encoding/base64"
 	"encoding/hex"
 	"encoding/json"
 	"fmt"
@@ -447,10 +446,9 @@ func (s *server) restAPI(r *http.Request, route string, body []byte) reply {
 			rn.GroupID = req.RunnerGroupID
 		}
 		s.runners[rn.ID] = rn
-		cfg, _ := json.Marshal(jitConfig{rn.ID, rn.Name, 0, rn.nonce})
 		return jsonReply(201, map[string]any{
 			"runner":             map[string]any{"id": rn.ID, "name": rn.Name, "os": "linux", "status": "offline", "busy": false},
-			"encoded_jit_config": base64.StdEncoding.EncodeToString(cfg),
+			"encoded_jit_config": encodeJIT(r, rn, 0),
 		})
 	case "rest_runners": // an entity's runners, or an organization runner group's
 		var entity string

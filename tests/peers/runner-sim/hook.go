@@ -11,9 +11,11 @@
 package main
 
 import (
+	"bytes"
 	"context"
 	"encoding/json"
 	"fmt"
+	"log"
 	"path"
 	"strconv"
 	"strings"
@@ -25,7 +27,9 @@ import (
 	apierrors "k8s.io/apimachinery/pkg/api/errors"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/client-go/kubernetes"
+	"k8s.io/client-go/kubernetes/scheme"
 	"k8s.io/client-go/rest"
+	"k8s.io/client-go/tools/remotecommand"
 	"sigs.k8s.io/yaml"
 )
 
@@ -52,19 +56,37 @@ func deniedf(format string, args ...any) error {
 	return denied{jobFailure{fmt.Sprintf(format, args...)}}
 }
 
-// runnerView: what one runner process sees of its pod.
+// runnerView: what one runner process sees of its pod. Played from outside (viewOf: the pod's spec
+// resolved as the kubelet would), or the runner's own container on a real node (inpod.go: its env,
+// its files, its mounted token).
 type runnerView struct {
-	pod       *corev1.Pod
+	pod       *corev1.Pod // outside: the pod; in a pod: its name, namespace (and node, once read)
 	container *corev1.Container
 	env       map[string]string
 	files     map[string]map[string]string // the ConfigMap volumes' files, by volume name (mountVolumes)
+	logger    *log.Logger
+	// How the hook reads a file of the runner container, gets a client holding the pod's token, and
+	// learns that the runner's pod went (outside only: inside, the process dies with it).
+	readFile func(path string) (string, error)
+	client   func(ctx context.Context) (*rest.Config, error)
+	gone     func() string
+}
+
+// jobSpec: what the job message tells the runner of the workflow's job: its container image (empty:
+// the simulator's busybox:1.36) and the steps (shell commands) the hook runs in it.
+type jobSpec struct {
+	Container string   `json:"container"`
+	Steps     []string `json:"steps"`
 }
 
 // viewOf resolves the runner container's env as the kubelet would (literal values, fieldRef,
 // secretKeyRef, configMapKeyRef); a reference that cannot be resolved leaves the pod unstartable,
 // which the kubelet retries: here, an error. The ConfigMap volumes are written then too.
 func (s *sim) viewOf(ctx context.Context, pod *corev1.Pod) (*runnerView, error) {
-	v := &runnerView{pod: pod, env: map[string]string{}}
+	v := &runnerView{pod: pod, env: map[string]string{}, logger: s.logger}
+	v.readFile = func(file string) (string, error) { return s.readMountedFile(v, file) }
+	v.client = func(ctx context.Context) (*rest.Config, error) { return s.hookClient(ctx, pod) }
+	v.gone = func() string { return s.runnerPodGone(pod.Name) }
 	for i := range pod.Spec.Containers {
 		if pod.Spec.Containers[i].Name == "runner" {
 			v.container = &pod.Spec.Containers[i]
@@ -189,9 +211,9 @@ func (s *sim) readMountedFile(v *runnerView, file string) (string, error) {
 	return "", failf("ENOENT: no such file or directory, open '%s' (no volume mounted there)", file)
 }
 
-// hookClient: a client holding only the pod's ServiceAccount token, as the kubelet projects it
-// (a TokenRequest bound to the pod). None when the pod mounts no token.
-func (s *sim) hookClient(ctx context.Context, pod *corev1.Pod) (*kubernetes.Clientset, error) {
+// hookClient: a client configuration holding only the pod's ServiceAccount token, as the kubelet
+// projects it (a TokenRequest bound to the pod). None when the pod mounts no token.
+func (s *sim) hookClient(ctx context.Context, pod *corev1.Pod) (*rest.Config, error) {
 	if pod.Spec.AutomountServiceAccountToken != nil && !*pod.Spec.AutomountServiceAccountToken {
 		return nil, failf("no service account token at /var/run/secrets/kubernetes.io/serviceaccount/token (automountServiceAccountToken: false)")
 	}
@@ -207,9 +229,8 @@ func (s *sim) hookClient(ctx context.Context, pod *corev1.Pod) (*kubernetes.Clie
 	if err != nil {
 		return nil, fmt.Errorf("token for service account %s: %w", sa, err) // NotFound: the pod or the account is gone
 	}
-	cfg := &rest.Config{Host: s.config.Host, BearerToken: tr.Status.Token, QPS: 50, Burst: 100,
-		TLSClientConfig: rest.TLSClientConfig{CAData: s.config.TLSClientConfig.CAData, CAFile: s.config.TLSClientConfig.CAFile}}
-	return kubernetes.NewForConfig(cfg)
+	return &rest.Config{Host: s.config.Host, BearerToken: tr.Status.Token, QPS: 50, Burst: 100,
+		TLSClientConfig: rest.TLSClientConfig{CAData: s.config.TLSClientConfig.CAData, CAFile: s.config.TLSClientConfig.CAFile}}, nil
 }
 
 type permission struct{ group, resource, subresource, verb string }
@@ -258,16 +279,20 @@ func checkPermissions(ctx context.Context, hc *kubernetes.Clientset, ns, hook st
 
 // jobPod: the workflow pod as prepare_job builds it before the template is merged (name: the runner
 // pod's cut to 54 characters + "-workflow", label runner-pod).
-func jobPod(v *runnerView, podName, hook string) *corev1.Pod {
+func jobPod(v *runnerView, podName, hook string, spec jobSpec) *corev1.Pod {
 	name := podName
 	if len(name) > 63-len("-workflow") {
 		name = name[:63-len("-workflow")]
+	}
+	image := spec.Container
+	if image == "" {
+		image = "busybox:1.36"
 	}
 	p := &corev1.Pod{
 		ObjectMeta: metav1.ObjectMeta{Name: name + "-workflow", Labels: map[string]string{"runner-pod": podName}, Annotations: map[string]string{}},
 		Spec: corev1.PodSpec{
 			RestartPolicy: corev1.RestartPolicyNever,
-			Containers: []corev1.Container{{Name: "job", Image: "busybox:1.36", Command: []string{"tail"}, Args: []string{"-f", "/dev/null"},
+			Containers: []corev1.Container{{Name: "job", Image: image, Command: []string{"tail"}, Args: []string{"-f", "/dev/null"},
 				Env: []corev1.EnvVar{{Name: "GITHUB_ACTIONS", Value: "true"}, {Name: "CI", Value: "true"}}}},
 		},
 	}
@@ -380,7 +405,7 @@ func mergeTemplate(p *corev1.Pod, text string) (*corev1.Pod, error) {
 // hookJob is one job through the container hook: prepare_job (the workflow pod, made and waited
 // for Running with the pod's token), the job's run, cleanup_job (its pods deleted by label).
 // `onRunning` is told when the workflow pod runs, and on which node; the job then runs `duration`.
-func (s *sim) hookJob(ctx context.Context, v *runnerView, hook string, duration time.Duration, onCreated func(), onRunning func(node string)) error {
+func hookJob(ctx context.Context, v *runnerView, hook string, spec jobSpec, duration time.Duration, onCreated func(), onRunning func(node string)) error {
 	podName := v.env["ACTIONS_RUNNER_POD_NAME"]
 	if podName == "" {
 		return failf("'ACTIONS_RUNNER_POD_NAME' env is required, please contact your self hosted runner administrator")
@@ -393,13 +418,18 @@ func (s *sim) hookJob(ctx context.Context, v *runnerView, hook string, duration 
 	// hook's. Both through an API server restart (the chaos suite restarts it mid-burst): retried for a
 	// minute, as the workflow pod's create is; a refusal is final.
 	var hc *kubernetes.Clientset
+	var hcfg *rest.Config
 	for deadline := time.Now().Add(60 * time.Second); ; {
-		c, err := s.hookClient(ctx, v.pod)
+		cfg, err := v.client(ctx)
+		var c *kubernetes.Clientset
+		if err == nil {
+			c, err = kubernetes.NewForConfig(cfg)
+		}
 		if err == nil {
 			err = checkPermissions(ctx, c, ns, hook)
 		}
 		if err == nil {
-			hc = c
+			hc, hcfg = c, cfg
 			break
 		}
 		_, refused := err.(denied)
@@ -411,9 +441,17 @@ func (s *sim) hookJob(ctx context.Context, v *runnerView, hook string, duration 
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	wf := jobPod(v, podName, hook)
+	if hook == hookKubernetes && v.pod.Spec.NodeName == "" {
+		// In a pod: the hook reads its own pod for the node its workflow pod must share.
+		self, err := hc.CoreV1().Pods(ns).Get(ctx, podName, metav1.GetOptions{})
+		if err != nil {
+			return failf("failed to get the runner's pod %s: %v", podName, err)
+		}
+		v.pod.Spec.NodeName = self.Spec.NodeName
+	}
+	wf := jobPod(v, podName, hook, spec)
 	if file := v.env["ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE"]; file != "" {
-		text, err := s.readMountedFile(v, file)
+		text, err := v.readFile(file)
 		if err != nil {
 			return err
 		}
@@ -438,7 +476,7 @@ func (s *sim) hookJob(ctx context.Context, v *runnerView, hook string, duration 
 		time.Sleep(500 * time.Millisecond)
 	}
 	onCreated()
-	defer s.cleanupJob(hc, ns, podName)
+	defer cleanupJob(v.logger, hc, ns, podName)
 	// The hook polls the pod's phase; Pending and Running are waited through, any other ends the job.
 	node := ""
 	for deadline := time.Now().Add(timeout); ; {
@@ -453,7 +491,7 @@ func (s *sim) hookJob(ctx context.Context, v *runnerView, hook string, duration 
 		if ctx.Err() != nil {
 			return ctx.Err()
 		}
-		if why := s.runnerPodGone(v.pod.Name); why != "" {
+		if why := v.gone(); why != "" {
 			return failf("the runner's pod went while the hook waited for the job pod (%s): the runner process died with it", why)
 		}
 		if time.Now().After(deadline) {
@@ -462,13 +500,19 @@ func (s *sim) hookJob(ctx context.Context, v *runnerView, hook string, duration 
 		time.Sleep(200 * time.Millisecond)
 	}
 	onRunning(node)
+	// run_script_step: each step through the pod's exec subresource, in the job container.
+	for i, step := range spec.Steps {
+		if err := execStep(ctx, v, hc, hcfg, ns, wf.Name, step); err != nil {
+			return failf("step %d (%s): %v", i+1, step, err)
+		}
+	}
 	time.Sleep(duration)
 	return nil
 }
 
 // cleanupJob: the pods labelled runner-pod=<the runner pod>, deleted at once (prunePods), with the
 // pod's token; retried for a minute through an API server restart.
-func (s *sim) cleanupJob(hc *kubernetes.Clientset, ns, podName string) {
+func cleanupJob(logger *log.Logger, hc *kubernetes.Clientset, ns, podName string) {
 	ctx, cancel := context.WithTimeout(context.Background(), 60*time.Second)
 	defer cancel()
 	zero := int64(0)
@@ -487,5 +531,28 @@ func (s *sim) cleanupJob(hc *kubernetes.Clientset, ns, podName string) {
 		}
 		time.Sleep(500 * time.Millisecond)
 	}
-	s.logger.Printf("runner %s: cleanup_job did not finish within a minute", path.Base(podName))
+	logger.Printf("runner %s: cleanup_job did not finish within a minute", path.Base(podName))
+}
+
+// execStep runs one step as the hook's run_script_step does: `sh -e -c STEP` in the job container,
+// through the pod's exec subresource over a WebSocket (what the hook's JavaScript client speaks),
+// with the pod's token; the step's output goes to the runner's log, a non-zero exit fails it.
+func execStep(ctx context.Context, v *runnerView, hc *kubernetes.Clientset, cfg *rest.Config, ns, pod, step string) error {
+	req := hc.CoreV1().RESTClient().Post().Resource("pods").Namespace(ns).Name(pod).SubResource("exec").
+		VersionedParams(&corev1.PodExecOptions{Container: "job", Command: []string{"sh", "-e", "-c", step}, Stdout: true, Stderr: true},
+			scheme.ParameterCodec)
+	exec, err := remotecommand.NewWebSocketExecutor(cfg, "GET", req.URL().String())
+	if err != nil {
+		return err
+	}
+	var stdout, stderr bytes.Buffer // two streams, written concurrently
+	err = exec.StreamWithContext(ctx, remotecommand.StreamOptions{Stdout: &stdout, Stderr: &stderr})
+	for _, out := range []*bytes.Buffer{&stdout, &stderr} {
+		if out.Len() > 0 {
+			for _, line := range strings.Split(strings.TrimRight(out.String(), "\n"), "\n") {
+				v.logger.Printf("step | %s", line)
+			}
+		}
+	}
+	return err
 }

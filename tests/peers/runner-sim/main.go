@@ -19,16 +19,18 @@
 //
 //	runner-sim --state-dir DIR --kubeconfig F --namespace NS --peer URL [--job-duration 5s]
 //
+// On the test cluster's real node the runner is not played from outside: `runner-sim runner` is the
+// runner image's own process, in its pod (inpod.go), and this process, with --runners-in-pods,
+// only watches.
+//
 // Writes DIR/ready.json = {"http": URL} once it serves and its informer has synced.
 package main
 
 import (
-	"bytes"
 	"context"
 	"encoding/json"
 	"flag"
 	"fmt"
-	"io"
 	"log"
 	"net"
 	"net/http"
@@ -170,20 +172,6 @@ func (s *sim) observe() {
 	s.timeline = append(s.timeline, sample{At: time.Now(), ReadyPairs: ready, Runners: runners})
 }
 
-func (s *sim) post(path string, body any, out any) (int, error) {
-	b, _ := json.Marshal(body)
-	resp, err := http.Post(s.peer+path, "application/json", bytes.NewReader(b))
-	if err != nil {
-		return 0, err
-	}
-	defer resp.Body.Close()
-	data, _ := io.ReadAll(resp.Body)
-	if out != nil && resp.StatusCode == 200 {
-		return resp.StatusCode, json.Unmarshal(data, out)
-	}
-	return resp.StatusCode, nil
-}
-
 // One runner's life: connect, take the job, run the workflow pod, finish.
 func (s *sim) run(ctx context.Context, pod *corev1.Pod, rec *runnerRecord) {
 	fail := func(format string, args ...any) {
@@ -211,46 +199,20 @@ func (s *sim) run(ctx context.Context, pod *corev1.Pod, rec *runnerRecord) {
 		fail("no ACTIONS_RUNNER_INPUT_JITCONFIG in the runner container's env")
 		return
 	}
-	var rn struct {
-		ID int `json:"id"`
-	}
-	if code, err := s.post("/_control/runners/connect", map[string]string{"jitConfig": jit}, &rn); err != nil || code != 200 {
-		fail("connect: status %d %v", code, err)
+	p := actionsPeer{s.peer}
+	runnerID, err := p.connect(jit)
+	if err != nil {
+		fail("%v", err)
 		return
 	}
 	s.mu.Lock()
-	rec.RunnerID = rn.ID
+	rec.RunnerID = runnerID
 	s.mu.Unlock()
-	// Wait for the peer to hand this runner a job.
-	var jobID int64
-	waitingSince, told := time.Now(), false
-	for jobID == 0 {
-		if ctx.Err() != nil {
-			return
-		}
-		if !told && time.Since(waitingSince) > time.Minute {
-			told = true // a stuck test's reader sees which runner waited
-			s.logger.Printf("runner %s (id %d): connected, no job handed to it for a minute", pod.Name, rn.ID)
-		}
-		resp, err := http.Get(s.peer + "/_control/state")
-		if err == nil {
-			var st struct {
-				Runners []struct {
-					ID         int   `json:"id"`
-					JobRequest int64 `json:"jobRequestId"`
-				} `json:"runners"`
-			}
-			_ = json.NewDecoder(resp.Body).Decode(&st)
-			resp.Body.Close()
-			for _, r := range st.Runners {
-				if r.ID == rn.ID {
-					jobID = r.JobRequest
-				}
-			}
-		}
-		if jobID == 0 {
-			time.Sleep(200 * time.Millisecond)
-		}
+	jobID, spec, err := p.waitForJob(ctx, runnerID, func() {
+		s.logger.Printf("runner %s (id %d): connected, no job handed to it for a minute", pod.Name, runnerID)
+	})
+	if err != nil {
+		return
 	}
 	s.mu.Lock()
 	rec.JobRequest = jobID
@@ -278,7 +240,7 @@ func (s *sim) run(ctx context.Context, pod *corev1.Pod, rec *runnerRecord) {
 		s.mu.Unlock()
 		time.Sleep(s.duration)
 	case hookNoVolume, hookKubernetes:
-		err := s.hookJob(ctx, view, hook, s.duration,
+		err := hookJob(ctx, view, hook, spec, s.duration,
 			func() { s.mu.Lock(); rec.WorkflowCreated = time.Now(); s.mu.Unlock() },
 			func(node string) {
 				s.mu.Lock()
@@ -307,8 +269,8 @@ func (s *sim) run(ctx context.Context, pod *corev1.Pod, rec *runnerRecord) {
 		s.mu.Unlock()
 		s.logger.Printf("runner %s: its pod went while its job ran (%s)", pod.Name, why)
 	}
-	if code, err := s.post("/_control/runners/finish", map[string]any{"runnerId": rn.ID, "result": result}, nil); err != nil || code != 200 {
-		fail("finish: status %d %v", code, err)
+	if err := p.finish(runnerID, result); err != nil {
+		fail("%v", err)
 	}
 	if s.exitPods {
 		s.exitRunnerPod(ctx, pod.Name)
@@ -344,6 +306,9 @@ func (s *sim) exitRunnerPod(ctx context.Context, name string) {
 }
 
 func main() {
+	if len(os.Args) > 1 && os.Args[1] == "runner" {
+		os.Exit(runInPod(os.Args[2:])) // the runner process itself, in its pod on a real node (inpod.go)
+	}
 	stateDir := flag.String("state-dir", "", "where ready.json goes")
 	kubeconfig := flag.String("kubeconfig", "", "the cluster")
 	ns := flag.String("namespace", "runners", "the runners' namespace")
@@ -352,6 +317,7 @@ func main() {
 	wfDelay := flag.Duration("workflow-delay", 0, "from the job's start to the workflow pod's creation")
 	skip := flag.Int("skip-runners", 0, "leave the first N runner pods alone (a runner that never registers)")
 	exitPods := flag.Bool("exit-runner-pods", false, "after its job, the runner pod goes Succeeded (its runner exited)")
+	inPods := flag.Bool("runners-in-pods", false, "the runners run in their own containers (a real node: `runner-sim runner`); only watch them")
 	arcMode := flag.Bool("arc-controller", false, "play ARC's EphemeralRunnerSet and EphemeralRunner controllers (arc.go)")
 	flag.Parse()
 	logger := log.New(os.Stderr, "runner-sim ", log.LstdFlags|log.Lmicroseconds)
@@ -387,6 +353,7 @@ func main() {
 				rec.Error = "skipped: never registers"
 				seen = true
 			}
+			seen = seen || *inPods
 		}
 		s.mu.Unlock()
 		if !seen {
