@@ -325,9 +325,10 @@ TEST(real_node, the_runner_runs_in_its_pod_and_its_hook_runs_the_job_in_the_work
   std::string result;
   const bool done = eventually([&] {
     simdjson::dom::parser p;
-    for (auto j : p.parse(e.peer->control("/state").body)["jobs"].get_array())
-      if (std::string_view(j["state"]) == "completed")
-        result = std::string{std::string_view(j["result"])};
+    for (auto j : p.parse(e.peer->control("/state").body)["jobs"].get_array())  // the peer's: every test's jobs
+      for (auto l : j["labels"].get_array())
+        if (std::string_view(l) == sc.name && std::string_view(j["state"]) == "completed")
+          result = std::string{std::string_view(j["result"])};
     return !result.empty();
   }, 180s);
   std::string runner_pod;
