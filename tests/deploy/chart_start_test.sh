@@ -140,6 +140,8 @@ wait_ready() {
 check() {
   local name=$1 ns=start-$1 sel="app.kubernetes.io/instance=$1"
   local pods restarts
+  [ "$name" != session ] || session_running
+  [ "$name" != many ] || many_running
   pods=$(k -n "$ns" get pods -l "$sel" -o jsonpath='{.items[*].metadata.name}')
   restarts=$(k -n "$ns" get pods -l "$sel" -o jsonpath='{.items[*].status.containerStatuses[0].restartCount}')
   [ "$(tr -d ' 0' <<<"$restarts")" = "" ] || { k -n "$ns" describe pods | tail -30; fail "$name: restarted ($restarts)"; }
@@ -177,7 +179,6 @@ check() {
     [ "$fails" = 0 ] || fail "$name: $p met its memory limit $fails times (peak $peak of $limit bytes)"
     echo "chart_start_test: $name: $p memory: cgroup peak $((peak >> 20)) MiB of its $((limit >> 20)) MiB limit, process peak RSS $hwm MiB"
   done
-  [ "$name" != session ] || session_running
   # The kubelet's SIGTERM: each pod deleted as a rollout or a drain does; its container must end
   # with exit code 0 well within terminationGracePeriodSeconds (the kubelet would SIGKILL: 137).
   local grace
@@ -202,6 +203,7 @@ check() {
   [ "$took" -le "$grace" ] || fail "$name: the pods took ${took} s to stop, past terminationGracePeriodSeconds ${grace}"
   echo "chart_start_test: $name: every pod stopped with 0 in ≤ ${took} s (grace ${grace} s)"
   [ "$name" != session ] || session_stopped
+  [ "$name" != many ] || many_stopped
   "$helm" uninstall "$name" -n "$ns" --wait >/dev/null 2>&1 || true
 }
 
@@ -232,10 +234,17 @@ config:
                       workflowResources: {cpu: 100m, memory: 64Mi}, placeholderImage: $pull/busybox:1.36}
 github: {existingSecret: headroom-github}
 EOF
-sessions() { curl -fsS "$peer/_control/state" | python3 -c 'import json,sys; print(len(json.load(sys.stdin)["sessions"]))'; }
+# sessions PREFIX: how many sessions the peer holds for scale sets named PREFIX….
+sessions() {
+  curl -fsS "$peer/_control/state" | python3 -c '
+import json, sys
+st = json.load(sys.stdin)
+ids = {s["id"] for s in st["scaleSets"] if s["name"].startswith(sys.argv[1])}
+print(sum(1 for x in st["sessions"] if x["scaleSetId"] in ids))' "$1"
+}
 session_running() {
   local t0=$SECONDS
-  until [ "$(sessions)" = 1 ]; do
+  until [ "$(sessions chart-session)" = 1 ]; do
     [ $((SECONDS - t0)) -lt 60 ] || { tail -20 "$work/peer.log"; fail "session: no session at the peer within 60 s"; }
     sleep 1
   done
@@ -247,8 +256,38 @@ session_running() {
   echo "chart_start_test: session: a session at the peer and the warm pair running on $(k -n session-runners get pods -o jsonpath='{.items[0].spec.nodeName}')"
 }
 session_stopped() {
-  [ "$(sessions)" = 0 ] || { curl -fsS "$peer/_control/state" | head -c 2000; fail "session: the session outlived the pod"; }
+  [ "$(sessions chart-session)" = 0 ] || { curl -fsS "$peer/_control/state" | head -c 2000; fail "session: the session outlived the pod"; }
   echo "chart_start_test: session: the session was deleted before the exit"
+}
+# Many scale sets in one headroom (#56: the documented memory figure, on the node): $many scale sets
+# with the chart's default memory limit (256Mi: "a few hundred scale sets", values.yaml), each
+# holding its session (no warm pool: the node has room for few pairs). All sessions open while it
+# runs, its memory never meets the limit (check), and SIGTERM deletes every session before the exit.
+many=${CHART_START_MANY:-200}
+k create namespace many-runners >/dev/null
+{
+  echo "config:"
+  echo "  github: {configUrl: $peer/headroom-org}"
+  echo "  scaleSets:"
+  for i in $(seq -w 1 "$many"); do
+    echo "    - {name: chart-many-$i, namespace: many-runners, maxRunners: 1, runner: {image: $pull/busybox:1.36},"
+    echo "       capacityAware: {enabled: true, proactiveCapacity: 0}}"
+  done
+  echo "github: {existingSecret: headroom-github}"
+} >"$work/many-values.yaml"
+many_running() {
+  local t0=$SECONDS
+  until [ "$(sessions chart-many-)" = "$many" ]; do
+    [ $((SECONDS - t0)) -lt 90 ] || { tail -20 "$work/peer.log"; fail "many: $(sessions chart-many-) of $many sessions at the peer after 90 s"; }
+    sleep 1
+  done
+  echo "chart_start_test: many: all $many scale sets hold a session at the peer"
+}
+many_stopped() {
+  local n
+  n=$(sessions chart-many-)
+  [ "$n" = 0 ] || fail "many: $n of $many sessions outlived the pod"
+  echo "chart_start_test: many: every session was deleted before the exit"
 }
 install default
 for mode in scale-sets bigfleet reactive gates scheduler; do
@@ -256,8 +295,9 @@ for mode in scale-sets bigfleet reactive gates scheduler; do
 done
 install migrated -f "$work/migrated.yaml"
 install session -f "$work/session-values.yaml"
-scenarios=(default scale-sets bigfleet reactive gates scheduler migrated session)
+install many -f "$work/many-values.yaml"
+scenarios=(default scale-sets bigfleet reactive gates scheduler migrated session many)
 wait_ready "${scenarios[@]}"
 sleep 10  # past the start: leader election, each mode's first steps
 for name in "${scenarios[@]}"; do check "$name"; done
-echo "chart_start_test: ok (the defaults, 5 ci values, the migrated values and a scale set with a session all start)"
+echo "chart_start_test: ok (the defaults, 5 ci values, the migrated values, a scale set with a session and $many scale sets all start)"
