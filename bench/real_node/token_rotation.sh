@@ -7,7 +7,8 @@
 # policy mount it). The kubelet writes a new token at 80 % of its life (480 s); the old one then
 # stops working at 600 s. headroom re-reads the token file when it changes (adapters/k8s
 # connection.cpp), so past 600 s it must still renew its Lease, with no 401 in its log. About 11
-# minutes; not in CI (its budget), run by hand:
+# minutes, mostly waiting: scripts/test runs it beside the integration pass (a cluster of its own);
+# by hand:
 #   bench/real_node/token_rotation.sh [BUILD_DIR]      default build/release
 set -euo pipefail
 src=$(cd "$(dirname "$0")/../.." && pwd)
