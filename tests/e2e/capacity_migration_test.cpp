@@ -5,15 +5,15 @@
 // The ARC release is what a GitHub Enterprise Server user has: the server behind TLS from a private
 // CA (githubServerTLS from a ConfigMap), reached only through an HTTP proxy (a real one, Debian's
 // tinyproxy), a GitHub App Secret with ARC's key names, and two releases: containerMode kubernetes
-// with its work volume claim, and containerMode dind. The test control plane runs no
-// containers, so the installed Deployment's Pod stays Pending (a nodeSelector no node has) and
-// tests/testenv/run-as-pod.py runs its container as the kubelet would: its mounts, its env, its
-// ServiceAccount.
+// with its work volume claim, and containerMode dind. The installed Deployment's pod runs on the
+// cluster's real node (#56: kubelet, containerd, runc; tests/testenv/node) from headroom's image,
+// pulled by digest, with the chart's mounts, env, projected token and security context, in a
+// namespace enforcing Pod Security "restricted"; the GitHub server and the proxy listen on this
+// machine's node-network address, where pods reach it. The runners stay on Karpenter's kwok nodes.
 
 #include <gtest/gtest.h>
 
 #include <fstream>
-#include <regex>
 
 #include "e2e/capacity_suite.hpp"
 #include "testenv/child_process.hpp"
@@ -58,18 +58,27 @@ TEST(capacity_e2e, an_arc_install_translated_by_the_migration_tool_runs_the_burs
   ASSERT_EQ(e.c->kubectl({"create", "namespace", hr_ns}).exit_code, 0);
   release_guard guard{e.c, helm.out, "migrated", hr_ns};
 
+  // headroom's image as a user builds it, pushed to the real node's registry.
+  const auto pushed = testenv::run_command({src + "/tests/testenv/node", "push-headroom", e.c->dir(), w.dir + "/image"});
+  ASSERT_EQ(pushed.exit_code, 0) << pushed.err;
+  const std::string image = pushed.out.substr(0, pushed.out.find('\n'));
+  ASSERT_NE(image.find("/headroom@sha256:"), std::string::npos) << pushed.out;
+  const std::string host_ip = e.c->node_host_ip();  // where the node's pods reach this machine
+  ASSERT_FALSE(host_ip.empty()) << "the cluster has no real node";
+
   // A real HTTP proxy: the only way to the GitHub server.
   const int proxy_port = testenv::free_port();
-  std::ofstream(w.dir + "/tinyproxy.conf") << "Port " << proxy_port << "\nListen 127.0.0.1\nTimeout 600\nLogLevel Connect\n"
+  std::ofstream(w.dir + "/tinyproxy.conf") << "Port " << proxy_port << "\nListen " << host_ip << "\nTimeout 600\nLogLevel Connect\n"
                                            << "MaxClients 200\n";  // no ConnectPort line: CONNECT to any port
   testenv::child_process proxy({"/usr/bin/tinyproxy", "-d", "-c", w.dir + "/tinyproxy.conf"}, {}, w.dir + "/tinyproxy.log");
-  const std::string proxy_url = "http://127.0.0.1:" + std::to_string(proxy_port);
+  const std::string proxy_url = "http://" + host_ip + ":" + std::to_string(proxy_port);
   ASSERT_TRUE(eventually([&] { return testenv::run_command({"curl", "-s", "-o", "/dev/null", proxy_url}).exit_code == 0; }, 10s))
       << proxy.log();
+  const auto probed = read_file(w.dir + "/tinyproxy.log").size();  // the log from here on is headroom's traffic
 
   // What the ARC user has: the Secret with ARC's keys (a GitHub App), the server's CA in a ConfigMap,
-  // and their release's values. The server is named `localhost` (its certificate's name); the API
-  // server is 127.0.0.1, which the translated NO_PROXY keeps off the proxy.
+  // and their release's values. The API server is the `kubernetes` Service, which the translated
+  // NO_PROXY must keep off the proxy.
   std::ofstream(w.dir + "/app.pem") << e.app_private_key;
   std::ofstream(w.dir + "/ca.crt") << e.peer->ca_pem();
   ASSERT_EQ(e.c->kubectl({"-n", hr_ns, "create", "secret", "generic", "arc-github-app", "--from-literal=github_app_id=12345",
@@ -77,11 +86,11 @@ TEST(capacity_e2e, an_arc_install_translated_by_the_migration_tool_runs_the_burs
                 .exit_code,
             0);
   ASSERT_EQ(e.c->kubectl({"-n", hr_ns, "create", "configmap", "ghes-ca", "--from-file=ca.crt=" + w.dir + "/ca.crt"}).exit_code, 0);
-  const std::string ghes = std::regex_replace(e.peer->https_url(), std::regex{"127\\.0\\.0\\.1"}, "localhost");
+  const std::string ghes = e.peer->https_url();  // on host_ip, which its certificate names
   auto arc_values = [&](const std::string& name, const std::string& mode) {
     return "githubConfigUrl: " + ghes + "/headroom-org\n" + "githubConfigSecret: arc-github-app\n" +
            "githubServerTLS:\n  certificateFrom:\n    configMapKeyRef: {name: ghes-ca, key: ca.crt}\n" +
-           "proxy:\n  https: {url: \"http://127.0.0.1:" + std::to_string(proxy_port) + "\"}\n  noProxy: [kubernetes.default.svc]\n" +
+           "proxy:\n  https: {url: \"" + proxy_url + "\"}\n  noProxy: [kubernetes.default.svc]\n" +
            "minRunners: 1\nmaxRunners: 4\nrunnerScaleSetName: " + name + "\n" +
            "template:\n  spec:\n    containers:\n      - name: runner\n        image: runner:e2e\n" +
            "        command: [/home/runner/run.sh]\n        resources: {requests: {cpu: 500m, memory: 512Mi}}\n" + mode +
@@ -92,9 +101,9 @@ TEST(capacity_e2e, an_arc_install_translated_by_the_migration_tool_runs_the_burs
                                     "    storageClassName: e2e-work\n    resources: {requests: {storage: 1Gi}}\n");
   std::ofstream(w.dir + "/arc-dind-values.yaml") << arc_values("arc-migrated-dind", "containerMode:\n  type: dind\n");
 
-  // Translated, then installed as it comes out, with only what this cluster needs on top: the Pod
-  // kept off the kwok nodes, fast recomputes for the test, and the ScaleSet CRD the suite's other
-  // scenarios share (applied as the chart would; a second release must not own it).
+  // Translated, then installed as it comes out, with only what this cluster needs on top: the pod
+  // on the real node (it tolerates its taint) from the image just pushed, and the ScaleSet CRD the
+  // suite's other scenarios share (applied as the chart would; a second release must not own it).
   auto migrated = testenv::run_command({src + "/scripts/migrate-from-arc", "arc-migrated/arc-migrated=" + w.dir + "/arc-values.yaml",
                                         "arc-migrated-dind/arc-migrated-dind=" + w.dir + "/arc-dind-values.yaml"});
   ASSERT_EQ(migrated.exit_code, 0) << migrated.err;
@@ -110,23 +119,22 @@ TEST(capacity_e2e, an_arc_install_translated_by_the_migration_tool_runs_the_burs
   ASSERT_EQ(scale_sets, 2) << values;
   std::ofstream(w.dir + "/headroom-values.yaml") << values;
   std::ofstream(w.dir + "/test-values.yaml")
-      << "replicaCount: 1\nnodeSelector: {headroom.dev/test-no-container-runtime: \"true\"}\ncrds: {scaleSets: false}\n";
+      << "replicaCount: 1\nnodeSelector: {headroom.dev/testenv-node: real}\n"
+      << "tolerations: [{key: headroom.dev/testenv-node, operator: Exists, effect: NoSchedule}]\n"
+      << "image: {repository: " << image.substr(0, image.find('@')) << ", digest: \"" << image.substr(image.find('@') + 1) << "\"}\n"
+      << "crds: {scaleSets: false}\n";
+  ASSERT_EQ(e.c->kubectl({"label", "namespace", hr_ns, "pod-security.kubernetes.io/enforce=restricted"}).exit_code, 0);
   ASSERT_EQ(e.c->kubectl({"apply", "--server-side", "--force-conflicts", "-f", src + "/deploy/crds/scalesets.yaml"}).exit_code, 0);
   auto installed = testenv::run_command({helm.out, "install", "migrated", src + "/deploy/chart/headroom", "-n", hr_ns, "--kubeconfig",
                                          e.c->kubeconfig(), "-f", w.dir + "/headroom-values.yaml", "-f", w.dir + "/test-values.yaml"});
   ASSERT_EQ(installed.exit_code, 0) << installed.out << installed.err;
 
-  std::string pod;
-  ASSERT_TRUE(eventually([&] {
-    pod = e.c->kubectl({"-n", hr_ns, "get", "pods", "-l", "app.kubernetes.io/instance=migrated", "-o",
-                        "jsonpath={.items[0].metadata.name}"}).out;
-    return !pod.empty();
-  }, 30s));
-  std::filesystem::create_directories(w.dir + "/pod");
+  // Its pod followed as a child process: its log streamed, SIGTERM scales the Deployment to 0.
+  const std::string kubectl = std::string{std::getenv("HEADROOM_TESTENV_DIR")} + "/bin/kubectl";
   w.headroom = std::make_unique<agent>(
-      w.dir, agent::command_line{{"/usr/bin/python3", src + "/tests/testenv/run-as-pod.py", e.c->kubeconfig(), hr_ns, pod,
-                                  w.dir + "/pod", HEADROOM_BINARY},
-                                 {"PATH=/usr/bin:/bin", "HEADROOM_TESTENV_DIR=" + std::string{std::getenv("HEADROOM_TESTENV_DIR")}}});
+      w.dir, agent::command_line{{"/bin/bash", src + "/tests/testenv/follow-pod.sh", kubectl, e.c->kubeconfig(), hr_ns,
+                                  "app.kubernetes.io/instance=migrated"},
+                                 {"PATH=/usr/bin:/bin"}});
 
   // The burst, as in capacity_warm_pool_and_burst, on both scale sets at once.
   int64_t set = 0, dind_set = 0;
@@ -164,15 +172,20 @@ TEST(capacity_e2e, an_arc_install_translated_by_the_migration_tool_runs_the_burs
   int64_t app_tokens = 0;
   EXPECT_EQ(p.parse(e.peer->control("/state").body)["requests"]["access_token"].get(app_tokens), simdjson::SUCCESS);
   EXPECT_GT(app_tokens, 0) << "installation tokens for the App from ARC's Secret";
-  const auto proxied = read_file(w.dir + "/tinyproxy.log");
-  const auto peer_port = ghes.substr(ghes.rfind(':') + 1);
-  EXPECT_NE(proxied.find("CONNECT localhost:" + peer_port), std::string::npos) << proxied.substr(0, 3000);
-  const auto api_port = e.c->kubectl({"config", "view", "--minify", "-o", "jsonpath={.clusters[0].cluster.server}"}).out;
-  EXPECT_EQ(proxied.find("CONNECT 127.0.0.1:" + api_port.substr(api_port.rfind(':') + 1)), std::string::npos)
-      << "API server traffic went through the proxy";
+  const auto proxied = read_file(w.dir + "/tinyproxy.log").substr(probed);
+  const auto peer_host_port = ghes.substr(ghes.find("//") + 2);
+  EXPECT_NE(proxied.find("CONNECT " + peer_host_port), std::string::npos) << proxied.substr(0, 3000);
+  // Nothing else went through it: the API server (the `kubernetes` Service) was reached directly.
+  std::istringstream lines{proxied};
+  for (std::string line; std::getline(lines, line);) {  // tinyproxy: "CONNECT <time> [pid]: Request (file descriptor N): <request line>"
+    if (line.find("Request (") != std::string::npos) {
+      EXPECT_NE(line.find("CONNECT " + peer_host_port), std::string::npos) << "not GitHub's traffic through the proxy: " << line;
+    }
+  }
   const auto log = w.headroom->full_log();
   EXPECT_EQ(log.find("BEGIN RSA PRIVATE KEY"), std::string::npos) << "the App's key reached the log";
-  EXPECT_EQ(WIFEXITED(w.headroom->stop()), true);
+  const int stopped = w.headroom->stop();  // the Deployment scaled to 0: the kubelet's SIGTERM
+  EXPECT_TRUE(WIFEXITED(stopped) && WEXITSTATUS(stopped) == 0) << "the container's exit: " << stopped << "\n" << w.headroom->log();
   // The chart's Role lets it hand the Lease back at SIGTERM (a standby takes over at its next retry).
   EXPECT_NE(w.headroom->full_log().find("lease released"), std::string::npos) << w.headroom->log();
 }

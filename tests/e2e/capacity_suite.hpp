@@ -15,8 +15,14 @@
 namespace headroom::e2e {
 
 // The cluster a binary's scenarios share; a binary may define its own before including this.
+// (HEADROOM_E2E_REAL_NODE: the cluster's real node beside Karpenter's, tainted so only the pods
+// that ask run there; capacity_e2e_test's migration scenario runs the chart's pod on it.)
 #ifndef HEADROOM_E2E_CLUSTER
+#ifdef HEADROOM_E2E_REAL_NODE
+#define HEADROOM_E2E_CLUSTER (cluster_options{.karpenter = true, .node = true})
+#else
 #define HEADROOM_E2E_CLUSTER (cluster_options{.karpenter = true})
+#endif
 #endif
 
 inline env make_env() {

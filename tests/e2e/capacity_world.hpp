@@ -92,7 +92,7 @@ class agent {
     spawn({faults ? faults_binary : HEADROOM_BINARY, "--config", dir + "/headroom.yaml", "--metrics-addr", "127.0.0.1:0"},
           std::move(envs));
   }
-  // Any command line that execs headroom (tests/testenv/run-as-pod.py), with exactly `env`.
+  // Any command line that runs headroom (tests/testenv/follow-pod.sh: the chart's pod on the real node), with exactly `env`.
   struct command_line {
     std::vector<std::string> argv, env;
   };

@@ -52,7 +52,7 @@ func startPeer(t *testing.T) *peerEnv {
 	cfg.PollHold = time.Second
 	srv := newServer(cfg, log.New(os.Stderr, "peer: ", log.Lmicroseconds))
 
-	caPEM, cert, err := generateTLS()
+	caPEM, cert, err := generateTLS("127.0.0.1")
 	if err != nil {
 		t.Fatal(err)
 	}

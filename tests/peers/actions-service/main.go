@@ -61,7 +61,7 @@ func main() {
 	logger := log.New(os.Stderr, "actions-peer: ", log.Lmicroseconds)
 	srv := newServer(cfg, logger)
 
-	caPEM, tlsCert, err := generateTLS()
+	caPEM, tlsCert, err := generateTLS(*host)
 	if err != nil {
 		log.Fatalf("tls: %v", err)
 	}
@@ -128,8 +128,9 @@ func parsePublicKey(raw []byte) (*rsa.PublicKey, error) {
 	return x509.ParsePKCS1PublicKey(block.Bytes)
 }
 
-// generateTLS makes a CA and a server certificate for 127.0.0.1 and localhost signed by it.
-func generateTLS() ([]byte, tls.Certificate, error) {
+// generateTLS makes a CA and a server certificate for 127.0.0.1, localhost and the address it
+// listens on (a real node's pods reach it there) signed by it.
+func generateTLS(host string) ([]byte, tls.Certificate, error) {
 	caKey, err := ecdsa.GenerateKey(elliptic.P256(), rand.Reader)
 	if err != nil {
 		return nil, tls.Certificate{}, err
@@ -153,6 +154,9 @@ func generateTLS() ([]byte, tls.Certificate, error) {
 		NotBefore: now.Add(-time.Hour), NotAfter: now.Add(48 * time.Hour),
 		KeyUsage: x509.KeyUsageDigitalSignature, ExtKeyUsage: []x509.ExtKeyUsage{x509.ExtKeyUsageServerAuth},
 		IPAddresses: []net.IP{net.ParseIP("127.0.0.1")}, DNSNames: []string{"localhost"},
+	}
+	if ip := net.ParseIP(host); ip != nil && !ip.IsLoopback() {
+		leaf.IPAddresses = append(leaf.IPAddresses, ip)
 	}
 	leafDER, err := x509.CreateCertificate(rand.Reader, leaf, ca, &leafKey.PublicKey, caKey)
 	if err != nil {
