@@ -7,6 +7,7 @@
 
 #include <simdjson.h>
 
+#include <algorithm>
 #include <chrono>
 #include <fstream>
 #include <memory>
@@ -86,6 +87,10 @@ struct apiserver_proxy {
   }
   // Every watch stream open now stops sending without closing; returns how many.
   int64_t stall_watches() const { return std::stoll("0" + post("/stall")); }
+  // How long the freshest of the last stall's streams had already been silent when it was stalled
+  // (a watch carries nothing while nothing changes): a client's stall timeout, counted from the
+  // last bytes it got, fires that much before the stall's own moment + the timeout.
+  double stall_prior_silence_s() const { return std::max<int64_t>(0, state("stallSilentMinMs")) / 1000.0; }
   // Every watch stream open now ends; its next watch meets a 410 Expired; returns how many.
   int64_t expire_watches() const { return std::stoll("0" + post("/expire")); }
   // Whether every open watch flows again (the stalled ones dropped by the client and reopened),

@@ -10,7 +10,10 @@
 //	    "Timeout" (the write happened, the client was told it failed).
 //	POST /stall
 //	    every watch stream open now stops sending without closing: the proxy forwards nothing
-//	    more on it until the client gives up. Watches opened later flow normally.
+//	    more on it until the client gives up. Watches opened later flow normally. A watch carries
+//	    nothing while nothing changes, so a stream may have been silent a while before: the
+//	    freshest stalled stream's silence up to the stall is kept (stallSilentMinMs, /state), and a
+//	    client's stall timeout, counted from the last bytes it got, fires that much sooner.
 //	POST /expire
 //	    every watch stream open now ends, and the next watch of each (path, selectors) within 30 s
 //	    is answered with what the apiserver sends to a watch whose resourceVersion an etcd
@@ -19,7 +22,8 @@
 //	    kind: its watch cache may still hold the history of a quiet one, such as nodes.)
 //	GET /state
 //	    {"requests":…, "faulted":…, "watchesOpen":…, "watchesFlowing":… (open, not stalled),
-//	     "stalled":…, "ended":…, "expired":… (watches answered 410)}
+//	     "stalled":…, "ended":…, "expired":… (watches answered 410),
+//	     "stallSilentMinMs":… (the last /stall: how long its freshest stream had been silent)}
 //
 // Usage: kube-fault-proxy --state-dir DIR --upstream https://127.0.0.1:P --upstream-ca FILE
 // Writes DIR/ca.pem and DIR/ready.json = {"url": "https://127.0.0.1:Q", "control": "http://…", "ca": PATH}.
@@ -54,6 +58,7 @@ import (
 type stream struct {
 	stall  chan struct{} // closed: stop forwarding
 	cancel context.CancelFunc
+	last   atomic.Int64 // when it last forwarded bytes (or opened), UnixNano
 }
 
 func (s *stream) stalled() bool {
@@ -79,6 +84,7 @@ type proxy struct {
 	expireUntil time.Time
 
 	requests, faulted, stalled, ended, expired atomic.Int64
+	stallSilentMinMs                           atomic.Int64
 }
 
 func isWatch(q url.Values) bool { return q.Get("watch") == "true" || q.Get("watch") == "1" }
@@ -173,6 +179,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		return
 	}
 	s := &stream{stall: make(chan struct{}), cancel: cancel}
+	s.last.Store(time.Now().UnixNano())
 	p.mu.Lock()
 	p.streams[s] = struct{}{}
 	p.mu.Unlock()
@@ -227,6 +234,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			if flusher != nil {
 				flusher.Flush()
 			}
+			s.last.Store(time.Now().UnixNano())
 		}
 	}
 }
@@ -250,14 +258,18 @@ func (p *proxy) control() http.Handler {
 	})
 	mux.HandleFunc("POST /stall", func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
-		n := 0
+		n, now, silentMin := 0, time.Now().UnixNano(), int64(-1)
 		for s := range p.streams {
 			if !s.stalled() {
 				close(s.stall)
 				n++
+				if silent := (now - s.last.Load()) / int64(time.Millisecond); silentMin < 0 || silent < silentMin {
+					silentMin = silent
+				}
 			}
 		}
 		p.mu.Unlock()
+		p.stallSilentMinMs.Store(max(silentMin, 0))
 		p.stalled.Add(int64(n))
 		p.logger.Printf("stalled %d watch streams", n)
 		fmt.Fprintln(w, n)
@@ -288,6 +300,7 @@ func (p *proxy) control() http.Handler {
 		_ = json.NewEncoder(w).Encode(map[string]int64{
 			"requests": p.requests.Load(), "faulted": p.faulted.Load(), "watchesOpen": int64(open), "watchesFlowing": int64(flowing),
 			"stalled": p.stalled.Load(), "ended": p.ended.Load(), "expired": p.expired.Load(),
+			"stallSilentMinMs": p.stallSilentMinMs.Load(),
 		})
 	})
 	return mux
