@@ -45,17 +45,20 @@ std::optional<destination> destination_of(const monitor_state& st, const k8s::po
   return destination{p->node_name, slot == nullptr ? std::string{} : *slot};
 }
 
+// The workflow placeholder of `slot` (nullptr none).
+const k8s::pod* workflow_placeholder(const monitor_state& st, const std::string& slot) {
+  const auto& all = st.census.placeholders();
+  const auto it = all.find(placeholder_pod_name(st.ctx->spec, slot, role::workflow_placeholder));
+  return it == all.end() ? nullptr : it->second.get();
+}
+
 // The workflow placeholder of `slot` holds room (on `node`, when one is asked for), not yet given.
 bool holds_room(const monitor_state& st, const std::string& slot, const std::string& node) {
   for (const auto& [pod, n] : st.nominating)
     if (n.slot == slot)
       return false;
-  const auto& all = st.census.placeholders();
-  const auto it = all.find(placeholder_pod_name(st.ctx->spec, slot, role::workflow_placeholder));
-  if (it == all.end())
-    return false;
-  const auto& p = *it->second;
-  return placeholder_state(&p) == pod_state::running && (node.empty() || p.node_name == node);
+  const auto* p = workflow_placeholder(st, slot);
+  return p != nullptr && placeholder_state(p) == pod_state::running && (node.empty() || p->node_name == node);
 }
 
 struct room {
@@ -90,13 +93,6 @@ room find_room(const monitor_state& st, const destination& to) {
       if (e.state != state_t::ready && free(slot))
         return {slot, "pair not placed yet"};
   return {};
-}
-
-// The node the workflow placeholder of `slot` runs on ("" none).
-std::string room_node(const monitor_state& st, const std::string& slot) {
-  const auto& all = st.census.placeholders();
-  const auto it = all.find(placeholder_pod_name(st.ctx->spec, slot, role::workflow_placeholder));
-  return it == all.end() ? std::string{} : it->second->node_name;
 }
 
 // Frees the room: the hand-off ends (it deletes its workflow placeholder), or the pair stops.
@@ -162,14 +158,10 @@ void give_workflow_rooms(monitor_self* self) {
     runtime::log::info(actor_name, "workflow pod given a held room",
                        {{"scale_set", st.ctx->spec.name}, {"pod", name}, {"slot", r.slot}, {"from", std::string{r.from}}});
     st.ctx->metrics.add("headroom_capacity_workflow_rooms_given_total", 1);
-    const auto node = room_node(st, r.slot);
-    if (node.empty()) {  // not placed (holds_room says it runs): cannot happen; free it as before
-      free_room(self, r.slot, r.from);
-      continue;
-    }
     st.nominating[name] = {r.slot, r.from};
-    runtime::json_writer w;
-    w.begin_object().key("status").begin_object().field("nominatedNodeName", node).end_object().end_object();
+    runtime::json_writer w;  // the room's node: its placeholder runs (find_room)
+    w.begin_object().key("status").begin_object().field("nominatedNodeName", workflow_placeholder(st, r.slot)->node_name);
+    w.end_object().end_object();
     start_call(self, {call_kind::workflow_nominate, name, 0},
                [kube = st.ctx->kube, ns = st.ctx->spec.ns, pod = name, body = w.take()](k8s::api_callback cb) {
                  kube->merge_patch(k8s::kinds::pods, ns, pod, body, std::move(cb), "status");
