@@ -131,7 +131,16 @@ int run_agent(const config& cfg, const plan_builder& plan) {
   // Each child has its own deadline; this bound only catches a supervisor that itself hangs.
   const auto bound = cfg.runtime.shutdown_timeout * 4 + std::chrono::seconds(5);
   int code = 0;
-  self->receive([&](caf::down_msg&) { log::info("main", "stopped cleanly"); },
+  self->receive([&](caf::down_msg&) {
+                  if (!a_child_was_killed()) {
+                    log::info("main", "stopped cleanly");
+                    return;
+                  }
+                  // A killed child's own children may still run (a kill reaches no further), with
+                  // the clients and I/O threads main would now destroy under them: exit as is.
+                  log::warn("main", "stopped; a child that missed its stop deadline was killed, exiting without tearing down");
+                  std::_Exit(0);
+                },
                 caf::after(bound) >> [&] {
                   log::error("main", "shutdown did not finish in time", {{"bound_ms", static_cast<int64_t>(bound.count())}});
                   code = 1;

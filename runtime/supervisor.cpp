@@ -2,6 +2,7 @@
 
 #include <caf/all.hpp>
 
+#include <atomic>
 #include <optional>
 
 #include "runtime/messages.hpp"
@@ -15,6 +16,8 @@
 namespace headroom::runtime {
 
 namespace {
+
+std::atomic<bool> killed_any{false};
 
 struct child_state {
   child_spec spec;
@@ -68,12 +71,15 @@ void stop_next(supervisor_self* self) {
   auto& st = self->state;
   while (st.stop_cursor > 0) {
     auto& c = st.children[st.stop_cursor - 1];
-    ++c.generation;  // cancels a pending restart of this child
+    if (!st.opts.parallel_stop)
+      ++c.generation;  // cancels a pending restart of this child (in parallel: done at begin_stop)
     if (c.handle) {
-      log::info(actor_name(st), "stopping child", {{"child", c.spec.name}});
-      self->send_exit(c.handle, caf::exit_reason::user_shutdown);
-      self->delayed_send(self, st.opts.stop_deadline, msg::deadline_atom_v,
-                         static_cast<uint32_t>(st.stop_cursor - 1), c.generation);
+      if (!st.opts.parallel_stop) {  // (in parallel, every child was asked at begin_stop)
+        log::info(actor_name(st), "stopping child", {{"child", c.spec.name}});
+        self->send_exit(c.handle, caf::exit_reason::user_shutdown);
+        self->delayed_send(self, st.opts.stop_deadline, msg::deadline_atom_v,
+                           static_cast<uint32_t>(st.stop_cursor - 1), c.generation);
+      }
       return;  // wait for its down message or its deadline
     }
     --st.stop_cursor;
@@ -93,6 +99,17 @@ void begin_stop(supervisor_self* self, caf::error reason) {
   st.final_reason = std::move(reason);
   st.stop_cursor = st.children.size();
   report_readiness(self);
+  if (st.opts.parallel_stop) {
+    log::info(actor_name(st), "stopping every child at once", {{"children", static_cast<uint64_t>(st.children.size())}});
+    for (size_t i = 0; i < st.children.size(); ++i) {
+      auto& c = st.children[i];
+      ++c.generation;  // cancels a pending restart
+      if (!c.handle)
+        continue;
+      self->send_exit(c.handle, caf::exit_reason::user_shutdown);
+      self->delayed_send(self, st.opts.stop_deadline, msg::deadline_atom_v, static_cast<uint32_t>(i), c.generation);
+    }
+  }
   stop_next(self);
 }
 
@@ -254,6 +271,7 @@ void kill_removed(supervisor_self* self, size_t index) {
   log::warn(actor_name(st), "child missed its stop deadline, killing it",
             {{"child", c.spec.name}, {"deadline_ms", static_cast<int64_t>(st.opts.stop_deadline.count())}});
   self->send_exit(c.handle, caf::exit_reason::kill);  // its down message finishes the removal
+  killed_any = true;
 }
 
 supervisor_impl::behavior_type supervisor_behavior(supervisor_self* self, supervisor_options opts, std::vector<child_spec> specs) {
@@ -291,7 +309,8 @@ supervisor_impl::behavior_type supervisor_behavior(supervisor_self* self, superv
           kill_removed(self, index);
           return;
         }
-        if (!st.stopping || index + 1 != st.stop_cursor || st.children[index].generation != generation)
+        const bool in_turn = st.opts.parallel_stop ? index < st.stop_cursor : index + 1 == st.stop_cursor;
+        if (!st.stopping || !in_turn || st.children[index].generation != generation)
           return;
         auto& c = st.children[index];
         log::warn(actor_name(st), "child missed its stop deadline, killing it",
@@ -303,9 +322,11 @@ supervisor_impl::behavior_type supervisor_behavior(supervisor_self* self, superv
           if (c.spec.relay)
             caf::anon_send(c.spec.relay, msg::relay_target{});
           c.last_exit = "kill";
+          killed_any = true;
         }
-        --st.stop_cursor;
-        stop_next(self);
+        if (!st.opts.parallel_stop)
+          --st.stop_cursor;
+        stop_next(self);  // (in parallel: on from the last child still running)
       },
       [self](msg::fault_atom, const std::string& child) {  // test-only (runtime/fault_hooks.hpp)
         auto& st = self->state;
@@ -331,6 +352,9 @@ supervisor_impl::behavior_type supervisor_behavior(supervisor_self* self, superv
 }
 
 }  // namespace
+
+bool a_child_was_killed() { return killed_any; }
+void note_child_killed() { killed_any = true; }
 
 supervisor_actor spawn_supervisor(caf::actor_system& sys, supervisor_options opts, std::vector<child_spec> children) {
   return sys.spawn(supervisor_behavior, std::move(opts), std::move(children));

@@ -33,7 +33,16 @@ struct supervisor_options {
   supervision_metrics* metrics = nullptr;            // optional; must outlive the supervisor
   readiness* ready = nullptr;                        // optional; reports "supervisor/<name>"
   uint64_t jitter_seed = 0;                          // 0: random
+  // Children independent of one another (one per scale set): an orderly stop asks them all at
+  // once, each within `stop_deadline`, not one after the other (1,000 scale sets deleting their
+  // sessions in turn took minutes, and the deadline killed them).
+  bool parallel_stop = false;
 };
+
+// Whether a supervisor killed a child at its stop deadline in this process: its own children may
+// still run then (a kill does not reach them), so main must not tear down what they use.
+bool a_child_was_killed();
+void note_child_killed();  // for a kill outside a supervisor (the leadership gate's)
 
 // A supervisor starts its children in order and monitors them.
 //
@@ -42,8 +51,8 @@ struct supervisor_options {
 //   its other children and exits with an error, so *its* supervisor sees an abnormal exit.
 // - An exit message to the supervisor (SIGTERM reaches the root this way, and a parent's stop
 //   reaches nested supervisors the same way) stops the children one at a time in reverse start
-//   order, each with `stop_deadline` before it is killed, then the supervisor exits with the
-//   reason it was given.
+//   order (all at once with `parallel_stop`), each with `stop_deadline` before it is killed, then
+//   the supervisor exits with the reason it was given.
 // - `get_atom` answers with a msg::supervisor_status.
 // - A child_spec message adds a child while the supervisor runs (answering false when a running
 //   child has its name); (stop_child_atom, name) stops one child for good, in order and within

@@ -4,6 +4,7 @@
 
 #include "messages/type_ids.hpp"
 #include "runtime/log.hpp"
+#include "runtime/supervisor.hpp"
 
 namespace headroom::actors {
 
@@ -92,6 +93,7 @@ gate_impl::behavior_type gate_behavior(gate* self, runtime::child_spec acting, s
           return;
         runtime::log::warn("leadership_gate", "acting subtree missed its stop deadline, killing it");
         self->send_exit(st.running, caf::exit_reason::kill);
+        runtime::note_child_killed();
       },
       [self](caf::get_atom) { return static_cast<bool>(self->state.running); },
   };

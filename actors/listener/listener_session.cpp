@@ -354,7 +354,9 @@ void handle_message(listener_self* self) {
 }
 
 // Stopping: the session is deleted (the service would otherwise hold it until it expires and a
-// successor would meet 409s), and the actor quits once that is answered or after 3 s.
+// successor would meet 409s), and the actor quits once that is answered or after 8 s (within
+// the supervisor's 10 s stop deadline: 1,000 scale sets stopping at once share the GitHub
+// transport, and 3 s left a third of their sessions behind).
 void on_exit(listener_self* self, const caf::exit_msg& m) {
   auto& s = self->state;
   if (s.poll)
@@ -375,7 +377,7 @@ void on_exit(listener_self* self, const caf::exit_msg& m) {
   s.stop_reason = m.reason;
   ++s.generation;  // every other reply is now stale
   s.client->delete_session(s.session, reply_to<github::done>(self, reply_op::closed, [](actions_reply&, github::done) {}));
-  self->delayed_send(self, std::chrono::seconds(3), retry_timer{s.generation});
+  self->delayed_send(self, std::chrono::seconds(8), retry_timer{s.generation});
 }
 
 // A new capacity from the monitor.
@@ -441,7 +443,9 @@ listener_impl::behavior_type listener_behavior(listener_self* self, std::shared_
     self->send(st.peers.capacity, msg::capacity_atom_v);
   recall_session(self);  // and adopts (or deletes) the session a crashed predecessor left
   // Stopping: the session is deleted (the service would otherwise hold it until it expires and a
-  // successor would meet 409s), and the actor quits once that is answered or after 3 s.
+  // successor would meet 409s), and the actor quits once that is answered or after 8 s (within
+// the supervisor's 10 s stop deadline: 1,000 scale sets stopping at once share the GitHub
+// transport, and 3 s left a third of their sessions behind).
   self->set_exit_handler([self](caf::exit_msg& m) { on_exit(self, m); });
   if (st.opts.scale_set_id == 0)
     resolve_scale_set(self);

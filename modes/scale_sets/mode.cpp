@@ -387,8 +387,11 @@ runtime::child_spec scale_sets_subtree(const runtime::config& cfg, const scale_s
       children.push_back(std::move(*sweeper));
     if (parent)
       children.push_back(catalog_child(cfg, modes, svc, budget, relay_as<runtime::supervisor_actor>(parent), hud_targets, m, ready));
-    auto sup = runtime::untyped(runtime::spawn_supervisor(
-        sys, runtime::supervisor_options_from(cfg, "scale_sets", &m, &ready), std::move(children)));
+    // The scale sets are independent: stopped all at once (each deletes its session), or 1,000 of
+    // them took longer than the stop deadline and were killed.
+    auto opts = runtime::supervisor_options_from(cfg, "scale_sets", &m, &ready);
+    opts.parallel_stop = true;
+    auto sup = runtime::untyped(runtime::spawn_supervisor(sys, std::move(opts), std::move(children)));
     if (parent)
       caf::anon_send(parent, msg::relay_target{sup});
     for (const auto& r : relays)

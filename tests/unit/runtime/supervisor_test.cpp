@@ -282,6 +282,25 @@ TEST_F(supervisor_fixture, kills_a_child_that_misses_its_stop_deadline) {
                                                "stop:a"}));
 }
 
+// parallel_stop (independent children, one per scale set): every child is asked at once, so one
+// that holds on delays none of the others; it is killed at its own deadline.
+TEST_F(supervisor_fixture, parallel_stop_asks_every_child_at_once_and_kills_only_the_late_one) {
+  auto o = options("scale_sets");
+  o.parallel_stop = true;
+  auto sup = start(o, {child("a"), child("stubborn", true), child("c")});
+  auto exit = watch(sup);
+  caf::anon_send_exit(sup, caf::exit_reason::user_shutdown);
+  sched.run();
+  EXPECT_FALSE(exit->has_value()) << "waits for the stubborn child";
+  EXPECT_EQ(*events, (std::vector<std::string>{"start:a", "start:stubborn", "start:c", "stop:a", "stop:c"}))
+      << "a stopped beside c, not after the stubborn child";
+  sched.advance_time(2s);
+  sched.run();
+  ASSERT_TRUE(exit->has_value());
+  EXPECT_EQ(**exit, caf::exit_reason::user_shutdown);
+  EXPECT_EQ(events->back(), "stop:stubborn");
+}
+
 TEST_F(supervisor_fixture, a_nested_supervisor_that_gives_up_is_restarted_by_its_parent) {
   auto inner_opts = options("inner");
   auto root = start(options("root"), {child("a"), runtime::supervisor_child(inner_opts, {child("w")})});
