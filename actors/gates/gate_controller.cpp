@@ -1,9 +1,10 @@
-// gate_controller: admits gated pods into their headroom Queue (seed 002). Every pod or Queue
-// change marks its queue dirty; a dirty queue is planned again from the informer cache (model.hpp)
-// and the plan carried out: gates removed in order, conditions and Events for the pods left
-// waiting, expired reservations reported, the Queue's status written. Nothing it decides depends
-// on a counter it kept: a restarted controller plans from the cache alone, and the ungating
-// annotation on each pod keeps its reservation's age across restarts.
+// gate_controller: admits gated pods into their headroom Queue (seed 002). Each Queue has a book
+// (queue_book.hpp) that every pod change re-books, and a changed queue is planned from it: gates
+// removed in order, conditions and Events for the pods whose standing changed, expired
+// reservations reported, the Queue's status written. The book is what the informer cache shows,
+// kept by change (plan_queue in model.hpp is its definition, and the resync judges every pod
+// again): a restarted controller books the cache afresh, and the ungating annotation on each pod
+// keeps its reservation's age across restarts.
 //
 // A gate is removed with a JSON patch that tests the pod's resourceVersion and that the gate at
 // that index is ours, so another gate is never removed and a stale view never admits a pod twice:
@@ -11,12 +12,14 @@
 
 #include <caf/all.hpp>
 
+#include <deque>
 #include <map>
 #include <set>
 #include <unordered_map>
 #include <unordered_set>
 
 #include "actors/gates/gates.hpp"
+#include "actors/gates/queue_book.hpp"
 #include "actors/k8s/api_calls.hpp"
 #include "actors/k8s/event_recorder.hpp"
 #include "actors/k8s/informer_feed.hpp"
@@ -67,6 +70,7 @@ struct call_info {
 
 struct queue_entry {
   std::optional<queue_rules> rules;  // nullopt: the Queue cannot be read (error logged)
+  std::optional<queue_book> book;    // with the rules: its pods, booked
   std::optional<k8s::queue_status> written;  // the status last written
   bool status_in_flight = false;
   std::optional<bool> active;  // the Active condition as last written, and since when
@@ -79,8 +83,17 @@ struct controller_state {
   std::unique_ptr<informer_feed<k8s::unstructured>> queue_feed;
   std::map<std::string, queue_entry> queues;
   std::set<std::string> dirty;
-  std::set<std::string> deferred;  // queues with condition writes held back by max_bulk_in_flight
+  std::set<std::string> full;  // dirty queues to judge whole (the resync)
+  // Condition writes held back by max_bulk_in_flight, in order (queue, ns/name): written from the
+  // book as it then stands when a write comes back. Queues with no book are planned again instead.
+  std::deque<std::pair<std::string, std::string>> held_conditions;
+  std::unordered_set<std::string> held_keys;
+  std::set<std::string> deferred;
   std::map<std::string, std::set<std::string>> in_flight;  // queue → ns/name being ungated
+  // ns/name → the resourceVersion an ungating was refused at (its test failed) while the cache
+  // still showed that version: held as in flight until a newer one shows, so it is not retried
+  // against the same stale view.
+  std::unordered_map<std::string, std::string> awaiting_newer;
   std::unordered_set<std::string> condition_in_flight;      // ns/name
   std::unordered_map<std::string, std::string> reason_told;  // ns/name → the reason its last Event told
   std::unordered_set<std::string> expiry_told;               // ns/name/uid whose expiry was reported
@@ -116,7 +129,13 @@ void write_condition(controller_self* self, const std::string& queue, const cond
   auto& st = self->state;
   const std::string key = c.ns + "/" + c.name;
   if (st.bulk_in_flight >= max_bulk_in_flight) {
-    st.deferred.insert(queue);  // planned again when a write comes back
+    auto q = st.queues.find(queue);
+    if (q != st.queues.end() && q->second.book) {
+      if (st.held_keys.insert(key).second)
+        st.held_conditions.emplace_back(queue, key);
+    } else {
+      st.deferred.insert(queue);  // planned again when a write comes back
+    }
     return;
   }
   if (!st.condition_in_flight.insert(key).second)
@@ -140,6 +159,25 @@ void write_condition(controller_self* self, const std::string& queue, const cond
     st.reason_told[key] = c.reason;
     const bool waiting = c.reason == "QueueFull" || c.reason == "OtherGates" || c.reason == "GangIncomplete";
     record_event(self, c.ns, c.name, uid, waiting ? "Normal" : "Warning", c.reason.c_str(), c.message);
+  }
+}
+
+// Held condition writes, oldest first, as the book now says they should read (one whose pod
+// caught up meanwhile is not written).
+void write_held_conditions(controller_self* self) {
+  auto& st = self->state;
+  while (st.bulk_in_flight < max_bulk_in_flight && !st.held_conditions.empty()) {
+    auto [queue, key] = std::move(st.held_conditions.front());
+    st.held_conditions.pop_front();
+    st.held_keys.erase(key);
+    auto q = st.queues.find(queue);
+    if (q == st.queues.end() || !q->second.book)
+      continue;
+    auto c = q->second.book->condition_of(key);
+    if (!c)
+      continue;
+    if (auto p = st.ctx->pods->get(c->ns, c->name))
+      write_condition(self, queue, *c, p->meta.uid);
   }
 }
 
@@ -202,14 +240,13 @@ void arm_expiry(controller_self* self, wall_time when) {
   self->delayed_send(self, wait, expiry_timer{++st.expiry_generation});
 }
 
-void plan_one(controller_self* self, const std::string& queue) {
+void plan_one(controller_self* self, const std::string& queue, bool full) {
   auto& st = self->state;
   const auto& ctx = *st.ctx;
-  auto pods = ctx.pods->by_index(std::string{queue_index}, queue);
   auto it = st.queues.find(queue);
-  if (it == st.queues.end() || !it->second.rules) {
+  if (it == st.queues.end() || !it->second.book) {
     // No such Queue (or one that cannot be read): its gated pods say so and stay gated.
-    for (const auto& p : pods)
+    for (const auto& p : ctx.pods->by_index(std::string{queue_index}, queue))
       if (has_our_gate(*p)) {
         auto c = queue_not_found(*p, queue);
         if (it != st.queues.end())
@@ -222,21 +259,20 @@ void plan_one(controller_self* self, const std::string& queue) {
   }
   auto& entry = it->second;
   const auto now = ctx.wall_clock();
-  auto plan = plan_queue(*entry.rules, pods, now, st.in_flight[queue]);
-  std::unordered_map<std::string, const k8s::pod*> by_key;
-  for (const auto& p : pods)
-    by_key.emplace(key_of(*p), p.get());
+  auto plan = entry.book->plan(now, full);
+  auto cached = [&ctx](const std::string& ns, const std::string& name) { return ctx.pods->get(ns, name); };
   for (const auto& u : plan.ungates)
-    if (auto f = by_key.find(u.ns + "/" + u.name); f != by_key.end())
-      ungate_pod(self, queue, u, *f->second);
+    if (auto p = cached(u.ns, u.name))
+      ungate_pod(self, queue, u, *p);
   for (const auto& c : plan.conditions)
-    if (auto f = by_key.find(c.ns + "/" + c.name); f != by_key.end())
-      write_condition(self, queue, c, f->second->meta.uid);
+    if (auto p = cached(c.ns, c.name))
+      write_condition(self, queue, c, p->meta.uid);
   for (const auto& key : plan.expired) {
-    auto f = by_key.find(key);
-    if (f == by_key.end())
+    const auto slash = key.find('/');
+    auto f = cached(key.substr(0, slash), key.substr(slash + 1));
+    if (!f)
       continue;
-    const auto& p = *f->second;
+    const auto& p = *f;
     if (!st.expiry_told.insert(key + "/" + p.meta.uid).second)
       continue;
     if (ctx.metrics.expired)
@@ -258,8 +294,21 @@ void plan_one(controller_self* self, const std::string& queue) {
 void plan_dirty(controller_self* self) {
   auto dirty = std::move(self->state.dirty);
   self->state.dirty.clear();
+  auto full = std::move(self->state.full);
+  self->state.full.clear();
   for (const auto& q : dirty)
-    plan_one(self, q);
+    plan_one(self, q, full.contains(q));
+}
+
+// The pod as the cache shows it, into its queue's book (nullptr: it left the queue).
+void book_pod(controller_self* self, const std::string& queue, const std::string& key,
+              std::shared_ptr<const k8s::pod> p) {
+  auto& st = self->state;
+  auto it = st.queues.find(queue);
+  if (it == st.queues.end() || !it->second.book)
+    return;
+  const bool flying = p && st.in_flight[queue].contains(key);
+  it->second.book->put(key, std::move(p), flying, st.ctx->wall_clock());
 }
 
 void on_pod(controller_self* self, const msg::pod_event& e) {
@@ -271,14 +320,17 @@ void on_pod(controller_self* self, const msg::pod_event& e) {
   if (auto old = st.queue_of.find(key); old != st.queue_of.end() && (!label || *label != old->second)) {
     st.dirty.insert(old->second);
     st.in_flight[old->second].erase(key);
+    book_pod(self, old->second, key, nullptr);
   }
   if (e.change == msg::object_change::deleted) {
     st.queue_of.erase(key);
     st.condition_in_flight.erase(key);
     st.reason_told.erase(key);
+    st.awaiting_newer.erase(key);
     if (label) {
       st.dirty.insert(*label);
       st.in_flight[*label].erase(key);
+      book_pod(self, *label, key, nullptr);
     }
     return;
   }
@@ -286,11 +338,17 @@ void on_pod(controller_self* self, const msg::pod_event& e) {
     return;
   st.queue_of[key] = *label;
   st.dirty.insert(*label);
+  if (auto stale = st.awaiting_newer.find(key); stale != st.awaiting_newer.end() && stale->second != p.meta.resource_version) {
+    st.awaiting_newer.erase(stale);
+    st.in_flight[*label].erase(key);  // a newer view: judged again from it
+  }
   if (!has_our_gate(p)) {
     auto& flying = st.in_flight[*label];
     flying.erase(key);  // the informer shows it ungated: no longer in flight
     st.reason_told.erase(key);
+    st.awaiting_newer.erase(key);
   }
+  book_pod(self, *label, key, e.object);
 }
 
 void on_queue(controller_self* self, const msg::object_event<k8s::unstructured>& e) {
@@ -312,6 +370,7 @@ void on_queue(controller_self* self, const msg::object_event<k8s::unstructured>&
         st.ctx->metrics.error("queue_invalid");
     }
     entry.rules.reset();
+    entry.book.reset();
     // kubectl shows why: the Active condition False (the counts as last written).
     auto status = entry.written.value_or(k8s::queue_status{});
     status.active = false;
@@ -323,7 +382,17 @@ void on_queue(controller_self* self, const msg::object_event<k8s::unstructured>&
   queue_rules r;
   r.spec = std::get<k8s::queue>(std::move(decoded));
   r.reservation_timeout = r.spec.reservation_timeout.value_or(st.ctx->default_reservation_timeout);
-  entry.rules = std::move(r);
+  // A new spec (or the first readable one) books the queue's pods afresh; a status write or a
+  // label leaves the book as it is.
+  const bool same = entry.book && entry.rules && entry.rules->spec.generation == r.spec.generation &&
+                    entry.rules->spec.capacity == r.spec.capacity && entry.rules->spec.strict_fifo == r.spec.strict_fifo &&
+                    entry.rules->reservation_timeout == r.reservation_timeout;
+  entry.rules = r;
+  if (same)
+    return;
+  entry.book.emplace(std::move(r));
+  for (const auto& p : st.ctx->pods->by_index(std::string{queue_index}, name))
+    book_pod(self, name, key_of(*p), p);
 }
 
 void on_reply(controller_self* self, msg::api_reply& r) {
@@ -341,16 +410,22 @@ void on_reply(controller_self* self, msg::api_reply& r) {
           st.ctx->metrics.ungated(call.queue, std::chrono::duration<double>(now_of(self) - call.started).count());
         return;  // in flight until the informer shows it
       }
-      st.in_flight[call.queue].erase(key);
-      if (kind == k8s::api_error::kind::not_found)
-        return;
       if (kind == k8s::api_error::kind::invalid || kind == k8s::api_error::kind::conflict) {
         // A test failed: the pod changed. Plan again once the cache shows a newer version.
         auto p = st.ctx->pods->get(call.ns, call.name);
-        if (p && p->meta.resource_version != call.resource_version)
-          st.dirty.insert(call.queue);
+        if (p && p->meta.resource_version == call.resource_version) {
+          st.awaiting_newer[key] = call.resource_version;  // still in flight until then
+          return;
+        }
+        st.in_flight[call.queue].erase(key);
+        book_pod(self, call.queue, key, p);
+        st.dirty.insert(call.queue);
         return;
       }
+      st.in_flight[call.queue].erase(key);
+      book_pod(self, call.queue, key, st.ctx->pods->get(call.ns, call.name));
+      if (kind == k8s::api_error::kind::not_found)
+        return;
       runtime::log::warn(actor_name, "ungating failed: retried at the next change or resync", {{"pod", key}, {"error", r.error}});
       if (st.ctx->metrics.error)
         st.ctx->metrics.error("ungate");
@@ -360,6 +435,7 @@ void on_reply(controller_self* self, msg::api_reply& r) {
       --st.bulk_in_flight;
       st.dirty.merge(st.deferred);
       st.deferred.clear();
+      write_held_conditions(self);
       if (!r.ok && kind != k8s::api_error::kind::not_found) {
         runtime::log::warn(actor_name, "pod condition not written", {{"pod", key}, {"error", r.error}});
         if (st.ctx->metrics.error)
@@ -419,8 +495,10 @@ controller_impl::behavior_type controller_behavior(controller_self* self, contro
       [self](resync_timer) {
         auto& s = self->state;
         s.woke = now_of(self);
-        for (const auto& [name, entry] : s.queues)
+        for (const auto& [name, entry] : s.queues) {
           s.dirty.insert(name);
+          s.full.insert(name);  // every pod judged again, every condition looked at
+        }
         for (const auto& [key, queue] : s.queue_of)
           s.dirty.insert(queue);  // pods of queues that do not exist
         self->delayed_send(self, s.ctx->resync_interval, resync_timer{});

@@ -10,7 +10,7 @@
 
 namespace headroom::actors::gates {
 
-namespace {
+namespace detail {
 
 bool terminal(const k8s::pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
 
@@ -36,7 +36,9 @@ std::optional<wall_time> reservation_start(const k8s::pod& p) {
   return wall_time{std::chrono::duration_cast<wall_time::duration>(std::chrono::duration<double>(*p.meta.created))};
 }
 
-}  // namespace
+}  // namespace detail
+
+using namespace detail;
 
 std::string format_wall(wall_time t) {
   return k8s::format_rfc3339(std::chrono::duration<double>(t.time_since_epoch()).count());
@@ -74,12 +76,9 @@ struct tally {
   std::map<std::string, int64_t> gang_admitted;  // gang key → members bound or reserved
 };
 
-// A pod's gang: its key (namespace/name) and size; `error` for annotations that do not make one.
-struct gang_of {
-  std::string key, name, error;
-  int64_t size = 0;
-};
-std::optional<gang_of> gang(const k8s::pod& p) {
+}  // namespace
+
+std::optional<gang_of> detail::gang(const k8s::pod& p) {
   const auto* name = p.meta.annotation(gang_annotation);
   if (name == nullptr || name->empty())
     return std::nullopt;
@@ -97,6 +96,33 @@ std::optional<gang_of> gang(const k8s::pod& p) {
   return g;
 }
 
+std::string detail::other_gates_message(const queue_rules& q, const k8s::pod& p) {
+  std::string others;
+  for (const auto& g : p.spec->scheduling_gates)
+    if (g != k8s::admission::queue_gate)
+      others += (others.empty() ? "" : ", ") + g;
+  return "queue " + q.spec.name + " judges it once the other scheduling gates are removed (" + others + ")";
+}
+
+std::string detail::gang_incomplete_message(const std::string& gang, int64_t have, int64_t size) {
+  return "gang " + gang + " has " + std::to_string(have) + " of its " + std::to_string(size) +
+         " pods: none is admitted before all are there, and none holds room meanwhile";
+}
+
+std::string detail::waiting_message(const queue_rules& q, const std::string& whose, const k8s::resource_amounts& needs,
+                                    bool too_big) {
+  const auto capacity_text = describe(q.spec.capacity);
+  if (too_big)
+    return whose + "needs " + describe(needs) + " but queue " + q.spec.name + " has capacity " + capacity_text + " in all";
+  return whose + "waits for " + describe(needs) + " to be free in queue " + q.spec.name + " (capacity " + capacity_text + ")";
+}
+
+std::string detail::admitted_message(const queue_rules& q) {
+  return "queue " + q.spec.name + " has room: the scheduling gate is removed";
+}
+
+namespace {
+
 void add_requests(const k8s::resource_amounts& cap, std::vector<int64_t>& into, const k8s::pod& p) {
   for (size_t i = 0; i < cap.size(); ++i)
     into[i] += amount_of(p, cap[i].first);
@@ -107,11 +133,7 @@ void add_requests(const k8s::resource_amounts& cap, std::vector<int64_t>& into, 
 // QueueNotFound before the queue existed).
 void held_by_other_gates(const queue_rules& q, const k8s::pod& p, queue_plan& plan) {
   ++plan.status.gated_pods;
-  std::string others;
-  for (const auto& g : p.spec->scheduling_gates)
-    if (g != k8s::admission::queue_gate)
-      others += (others.empty() ? "" : ", ") + g;
-  const std::string message = "queue " + q.spec.name + " judges it once the other scheduling gates are removed (" + others + ")";
+  const std::string message = other_gates_message(q, p);
   const auto* c = p.find_condition(admitted_condition);
   if (c == nullptr || c->status != "False" || c->reason != "OtherGates" || c->message != message)
     plan.conditions.push_back({p.meta.ns, p.meta.name, "False", "OtherGates", message});
@@ -220,8 +242,7 @@ std::vector<unit> units_of(const std::vector<const k8s::pod*>& candidates, const
     const auto have = admitted + static_cast<int64_t>(u.members.size());
     if (have < sizes[key]) {
       u.held_reason = "GangIncomplete";
-      u.held = "gang " + u.gang + " has " + std::to_string(have) + " of its " + std::to_string(sizes[key]) +
-               " pods: none is admitted before all are there, and none holds room meanwhile";
+      u.held = gang_incomplete_message(u.gang, have, sizes[key]);
     }
   }
   return out;
@@ -245,8 +266,7 @@ void admit(const queue_rules& q, const k8s::pod& p, std::vector<int64_t>& used, 
   add_requests(cap, t.reserved, p);
   ++plan.status.reserved_pods;
   if (const auto* c = p.find_condition(admitted_condition); c && c->status != "True")
-    plan.conditions.push_back({p.meta.ns, p.meta.name, "True", "Admitted",
-                               "queue " + q.spec.name + " has room: the scheduling gate is removed"});
+    plan.conditions.push_back({p.meta.ns, p.meta.name, "True", "Admitted", admitted_message(q)});
 }
 
 // Step 2b: in order, each unit that fits in what is left is ungated (reservations now); the
@@ -257,7 +277,6 @@ void admit_in_order(const queue_rules& q, const std::vector<unit>& units, queue_
   std::vector<int64_t> used(cap.size(), 0);
   for (size_t i = 0; i < cap.size(); ++i)
     used[i] = t.allocated[i] + t.reserved[i];
-  const std::string capacity_text = describe(cap);
   bool blocked = false;
   for (const auto& u : units) {
     if (!u.held.empty()) {
@@ -282,15 +301,9 @@ void admit_in_order(const queue_rules& q, const std::vector<unit>& units, queue_
         admit(q, *p, used, plan, t);
       continue;
     }
-    std::string reason, message;
-    if (too_big) {
-      reason = "QueueTooSmall";
-      message = whose + "needs " + describe(needs) + " but queue " + q.spec.name + " has capacity " + capacity_text + " in all";
-    } else {
-      reason = "QueueFull";
-      message = whose + "waits for " + describe(needs) + " to be free in queue " + q.spec.name + " (capacity " + capacity_text + ")";
-      blocked = q.spec.strict_fifo;
-    }
+    const std::string reason = too_big ? "QueueTooSmall" : "QueueFull";
+    const std::string message = waiting_message(q, whose, needs, too_big);
+    blocked = blocked || (!too_big && q.spec.strict_fifo);
     for (const auto* p : u.members)
       wait_with(q, *p, reason, message, plan, t);
   }

@@ -76,4 +76,23 @@ condition_write queue_not_found(const k8s::pod& p, const std::string& queue);
 std::string format_wall(wall_time t);
 std::optional<wall_time> parse_wall(std::string_view text);
 
+// What plan_queue and queue_book (queue_book.hpp) share: one pod's facts and the texts they write.
+namespace detail {
+bool terminal(const k8s::pod& p);
+std::string key_of(const k8s::pod& p);
+std::string describe(const k8s::resource_amounts& amounts);  // "cpu=1, memory=1073741824"
+std::optional<wall_time> reservation_start(const k8s::pod& p);
+// A pod's gang: its key (namespace/name) and size; `error` for annotations that do not make one.
+struct gang_of {
+  std::string key, name, error;
+  int64_t size = 0;
+};
+std::optional<gang_of> gang(const k8s::pod& p);
+std::string other_gates_message(const queue_rules& q, const k8s::pod& p);
+std::string gang_incomplete_message(const std::string& gang, int64_t have, int64_t size);
+// `whose`: "" for a pod alone, "gang NAME (N pods) " for a gang's gated members.
+std::string waiting_message(const queue_rules& q, const std::string& whose, const k8s::resource_amounts& needs, bool too_big);
+std::string admitted_message(const queue_rules& q);
+}  // namespace detail
+
 }  // namespace headroom::actors::gates
