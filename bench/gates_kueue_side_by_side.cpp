@@ -26,6 +26,9 @@
 //   HEADROOM_TESTENV_DIR=$(tests/testenv/build.sh) build/release/bench/gates_kueue_side_by_side
 //       [--events 300] [--only headroom|kueue]
 //
+// With --shape baseline [--queues 30] [--scale 1], instead: Kueue's own "baseline" scalability
+// shape translated to plain Pods (gates_shape.hpp), 15,000 pods over 30 queues.
+//
 // Prints one JSON line per system and measure ({"system": …, "mode": …}), then a Markdown table.
 #include <openssl/evp.h>
 #include <sys/stat.h>
@@ -50,6 +53,7 @@
 #include "testenv/transport_options.hpp"
 #include "adapters/k8s/connection.hpp"
 #include "adapters/k8s/informer.hpp"
+#include "gates_shape.hpp"
 #include "histogram_text.hpp"
 #include "soak_probe.hpp"
 #include "testenv/child_process.hpp"
@@ -101,6 +105,7 @@ struct system_under_test {
   std::function<pid_t()> start;                                       // returns the controller's pid
   std::function<void()> stop;
   std::vector<std::string> webhook_names;  // as the API server labels them
+  bench::shape::queue_membership membership;  // for --shape
 };
 
 struct result {
@@ -421,15 +426,85 @@ void print_result(const system_under_test& s, const result& r) {
 
 }  // namespace
 
+// --shape: each system in turn runs the shape in its namespace; one JSON line per class and one
+// for the run, then a Markdown table.
+void run_shape(testenv::cluster* c, const std::vector<const system_under_test*>& systems, int queues, double scale) {
+  auto conn = std::get<k8s::connection>(k8s::load_kubeconfig(c->kubeconfig(), ""));
+  k8s::transport io{headroom::testenv::real_time_transport()};
+  k8s::client api{conn, io};
+  const auto classes = bench::shape::baseline();
+  c->kubectl({"apply", "-f", "-"}, bench::shape::shape_run::priority_classes_yaml(classes));
+  std::vector<std::pair<std::string, bench::shape::result>> results;
+  for (const auto* s : systems) {
+    std::fprintf(stderr, "[shape] %s: %d queues …\n", s->name.c_str(), queues);
+    c->kubectl({"create", "namespace", s->ns});
+    const pid_t pid = s->start();
+    if (pid <= 0)
+      continue;
+    for (int q = 0; q < queues; ++q)
+      s->set_quota(bench::shape::shape_run::queue_name(q), quota_cpus);
+    std::this_thread::sleep_for(3s);  // the queues in the controller's cache
+    bench::shape::shape_run run{api, s->ns, s->membership, classes, queues, scale};
+    auto r = run.run(pid, 3600s);
+    s->stop();
+    for (const auto& [name, cr] : r.classes) {
+      const auto& v = cr.admission_ms;
+      double sum = 0;
+      for (double x : v)
+        sum += x;
+      std::printf("{\"system\":\"%s\",\"mode\":\"shape_baseline\",\"class\":\"%s\",\"admitted\":%zu,\"avg_ms\":%.0f,\"p50_ms\":%.0f,"
+                  "\"p99_ms\":%.0f,\"max_ms\":%.0f}\n",
+                  s->name.c_str(), name.c_str(), v.size(), v.empty() ? 0.0 : sum / static_cast<double>(v.size()), percentile(v, 0.5),
+                  percentile(v, 0.99), v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()));
+    }
+    std::printf("{\"system\":\"%s\",\"mode\":\"shape_baseline\",\"queues\":%d,\"created\":%d,\"admitted\":%d,\"finished\":%d,"
+                "\"complete\":%s,\"wall_s\":%.1f,\"pods_per_s\":%.1f,\"cpu_s\":%.1f,\"cpu_ms_per_pod\":%.2f,\"rss_mib_peak\":%.1f}\n",
+                s->name.c_str(), queues, r.created, r.admitted, r.finished, r.complete ? "true" : "false", r.wall_s,
+                r.wall_s > 0 ? r.admitted / r.wall_s : 0.0, r.cpu_s, r.admitted > 0 ? 1000 * r.cpu_s / r.admitted : 0.0, r.rss_peak);
+    std::fflush(stdout);
+    results.emplace_back(s->name, std::move(r));
+  }
+  std::printf("\n| | small avg / p99 | medium avg / p99 | large avg / p99 | admitted | wall | pods/s | CPU s | CPU per pod | RSS peak |\n"
+              "|---|---|---|---|---|---|---|---|---|---|\n");
+  for (const auto& [name, r] : results) {
+    auto cls = [&r](const std::string& k) {
+      auto it = r.classes.find(k);
+      if (it == r.classes.end() || it->second.admission_ms.empty())
+        return std::string{"-"};
+      const auto& v = it->second.admission_ms;
+      double sum = 0;
+      for (double x : v)
+        sum += x;
+      char buf[64];
+      std::snprintf(buf, sizeof buf, "%.1f / %.1f s", sum / static_cast<double>(v.size()) / 1000, percentile(v, 0.99) / 1000);
+      return std::string{buf};
+    };
+    std::printf("| %s | %s | %s | %s | %d of %d | %.0f s | %.1f | %.0f | %.1f ms | %.0f MiB |\n", name.c_str(), cls("small").c_str(),
+                cls("medium").c_str(), cls("large").c_str(), r.admitted, r.created, r.wall_s, r.wall_s > 0 ? r.admitted / r.wall_s : 0.0,
+                r.cpu_s, r.admitted > 0 ? 1000 * r.cpu_s / r.admitted : 0.0, r.rss_peak);
+  }
+}
+
 int main(int argc, char** argv) {
-  int events = 300;
-  std::string only;
+  int events = 300, queues = 30;
+  double scale = 1;
+  std::string only, shape;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
     if (a == "--events")
       events = std::stoi(argv[i + 1]);
     else if (a == "--only")
       only = argv[i + 1];
+    else if (a == "--shape")
+      shape = argv[i + 1];
+    else if (a == "--queues")
+      queues = std::stoi(argv[i + 1]);
+    else if (a == "--scale")
+      scale = std::stod(argv[i + 1]);
+  }
+  if (!shape.empty() && shape != "baseline") {
+    std::fprintf(stderr, "gates_kueue_side_by_side: --shape baseline is the one shape\n");
+    return 2;
   }
   events = std::min(events, 500);
   auto* c = testenv::cluster::shared(testenv::cluster_options{.karpenter = true});
@@ -464,6 +539,7 @@ status:
   hr.name = "headroom";
   hr.ns = "sbs-headroom";
   hr.webhook_names = {"queue-gate.headroom.dev"};
+  hr.membership = {"headroom.dev/queue", R"({"headroom.dev/queue-allocation-gate":"true"})"};
   hr.pod_yaml = [&](const std::string& pod, const std::string& queue, const std::string& placement) {
     return pod_common(pod, hr.ns, "headroom.dev/queue: " + queue, "  annotations: {headroom.dev/queue-allocation-gate: \"true\"}\n", placement,
                       queue);
@@ -499,6 +575,7 @@ status:
   kq.name = "kueue";
   kq.ns = "sbs-kueue";
   kq.webhook_names = {"mpod.kb.io", "vpod.kb.io"};
+  kq.membership = {"kueue.x-k8s.io/queue-name", "{}"};
   kq.pod_yaml = [&](const std::string& pod, const std::string& queue, const std::string& placement) {
     return pod_common(pod, kq.ns, "kueue.x-k8s.io/queue-name: " + queue, "", placement, queue);
   };
@@ -552,6 +629,14 @@ status:
   };
   kq.stop = [&] { kueue->stop(); };
 
+  if (!shape.empty()) {
+    std::vector<const system_under_test*> systems;
+    for (const auto* s : {&hr, &kq})
+      if (only.empty() || only == s->name)
+        systems.push_back(s);
+    run_shape(c, systems, queues, scale);
+    return 0;
+  }
   std::vector<std::pair<const system_under_test*, result>> results;
   for (const auto* s : {&hr, &kq}) {
     if (!only.empty() && only != s->name)
