@@ -26,7 +26,7 @@
 //   HEADROOM_TESTENV_DIR=$(tests/testenv/build.sh) build/release/bench/gates_kueue_side_by_side
 //       [--events 300] [--only headroom|kueue]
 //
-// With --shape baseline [--queues 30] [--scale 1], instead: Kueue's own "baseline" scalability
+// With --shape baseline [--queues 30] [--scale 1] [--stretch 1], instead: Kueue's own "baseline" scalability
 // shape translated to plain Pods (gates_shape.hpp), 15,000 pods over 30 queues.
 //
 // Prints one JSON line per system and measure ({"system": …, "mode": …}), then a Markdown table.
@@ -428,9 +428,12 @@ void print_result(const system_under_test& s, const result& r) {
 
 // --shape: each system in turn runs the shape in its namespace; one JSON line per class and one
 // for the run, then a Markdown table.
-void run_shape(testenv::cluster* c, const std::vector<const system_under_test*>& systems, int queues, double scale) {
+void run_shape(testenv::cluster* c, const std::vector<const system_under_test*>& systems, int queues, double scale, double stretch) {
   auto conn = std::get<k8s::connection>(k8s::load_kubeconfig(c->kubeconfig(), ""));
-  k8s::transport io{headroom::testenv::real_time_transport()};
+  http::transport::options fast;
+  fast.qps = 2000;  // the bench's own 30,000 writes must not be what bounds the run
+  fast.burst = 2000;
+  k8s::transport io{headroom::testenv::real_time_transport(fast)};
   k8s::client api{conn, io};
   const auto classes = bench::shape::baseline();
   c->kubectl({"apply", "-f", "-"}, bench::shape::shape_run::priority_classes_yaml(classes));
@@ -444,7 +447,7 @@ void run_shape(testenv::cluster* c, const std::vector<const system_under_test*>&
     for (int q = 0; q < queues; ++q)
       s->set_quota(bench::shape::shape_run::queue_name(q), quota_cpus);
     std::this_thread::sleep_for(3s);  // the queues in the controller's cache
-    bench::shape::shape_run run{api, s->ns, s->membership, classes, queues, scale};
+    bench::shape::shape_run run{api, s->ns, s->membership, classes, queues, scale, stretch};
     auto r = run.run(pid, 3600s);
     s->stop();
     for (const auto& [name, cr] : r.classes) {
@@ -458,8 +461,8 @@ void run_shape(testenv::cluster* c, const std::vector<const system_under_test*>&
                   percentile(v, 0.99), v.empty() ? 0.0 : *std::max_element(v.begin(), v.end()));
     }
     std::printf("{\"system\":\"%s\",\"mode\":\"shape_baseline\",\"queues\":%d,\"created\":%d,\"admitted\":%d,\"finished\":%d,"
-                "\"complete\":%s,\"wall_s\":%.1f,\"pods_per_s\":%.1f,\"cpu_s\":%.1f,\"cpu_ms_per_pod\":%.2f,\"rss_mib_peak\":%.1f}\n",
-                s->name.c_str(), queues, r.created, r.admitted, r.finished, r.complete ? "true" : "false", r.wall_s,
+                "\"never_gated\":%d,\"stretch\":%.1f,\"complete\":%s,\"wall_s\":%.1f,\"pods_per_s\":%.1f,\"cpu_s\":%.1f,\"cpu_ms_per_pod\":%.2f,\"rss_mib_peak\":%.1f}\n",
+                s->name.c_str(), queues, r.created, r.admitted, r.finished, r.never_gated, stretch, r.complete ? "true" : "false", r.wall_s,
                 r.wall_s > 0 ? r.admitted / r.wall_s : 0.0, r.cpu_s, r.admitted > 0 ? 1000 * r.cpu_s / r.admitted : 0.0, r.rss_peak);
     std::fflush(stdout);
     results.emplace_back(s->name, std::move(r));
@@ -487,7 +490,7 @@ void run_shape(testenv::cluster* c, const std::vector<const system_under_test*>&
 
 int main(int argc, char** argv) {
   int events = 300, queues = 30;
-  double scale = 1;
+  double scale = 1, stretch = 1;
   std::string only, shape;
   for (int i = 1; i + 1 < argc; i += 2) {
     const std::string a = argv[i];
@@ -501,6 +504,8 @@ int main(int argc, char** argv) {
       queues = std::stoi(argv[i + 1]);
     else if (a == "--scale")
       scale = std::stod(argv[i + 1]);
+    else if (a == "--stretch")
+      stretch = std::stod(argv[i + 1]);
   }
   if (!shape.empty() && shape != "baseline") {
     std::fprintf(stderr, "gates_kueue_side_by_side: --shape baseline is the one shape\n");
@@ -634,7 +639,7 @@ status:
     for (const auto* s : {&hr, &kq})
       if (only.empty() || only == s->name)
         systems.push_back(s);
-    run_shape(c, systems, queues, scale);
+    run_shape(c, systems, queues, scale, stretch);
     return 0;
   }
   std::vector<std::pair<const system_under_test*, result>> results;

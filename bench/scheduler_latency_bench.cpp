@@ -55,11 +55,16 @@ void provision_burst(headroom::e2e::sched_env& e, int n) {
     }
     const size_t want = static_cast<size_t>(per_org * orgs);
     eventually([&] { return w.workers().size() >= want; }, std::chrono::seconds(300));
+    // The peer counts a runner at its JIT config; its pod and Secret come after (several at once).
     std::vector<double> at;
-    std::istringstream lines{w.headroom->full_log()};
-    for (std::string line; std::getline(lines, line);)
-      if (line.find("\"runner provisioned\"") != std::string::npos)
-        at.push_back(ms_of_day(line));
+    eventually([&] {
+      at.clear();
+      std::istringstream lines{w.headroom->full_log()};
+      for (std::string line; std::getline(lines, line);)
+        if (line.find("\"runner provisioned\"") != std::string::npos)
+          at.push_back(ms_of_day(line));
+      return at.size() >= want;
+    }, std::chrono::seconds(60));
     const double seconds = at.size() > 1 ? (at.back() - at.front()) / 1000.0 : 0;
     std::printf("{\"mode\":\"provision_burst\",\"store\":\"%s\",\"runners\":%zu,\"seconds\":%.2f,\"per_second\":%.1f}\n", store,
                 at.size(), seconds, seconds > 0 ? static_cast<double>(at.size() - 1) / seconds : 0.0);

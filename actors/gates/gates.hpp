@@ -42,7 +42,10 @@ struct controller_metrics {
   // Per queue: capacity/allocated/reserved/waiting per resource, gated pods.
   std::function<void(const std::string& queue, const k8s::queue_status&, const k8s::resource_amounts& capacity)> report;
   std::function<void(const std::string& queue)> forget;  // the queue is gone
-  std::function<void(const std::string& queue, double seconds)> ungated;  // with its latency
+  // A gate removed: from the change that made room, and from the decision (the hand-off alone, as
+  // Kueue's kueue_pod_scheduling_gate_removal_seconds measures from a Workload's admission); a
+  // gang's member or not.
+  std::function<void(const std::string& queue, double since_change, double since_decision, bool group)> ungated;
   std::function<void(const std::string& queue)> expired;
   std::function<void(const char* what)> error;  // a write that failed, a Queue that cannot be read
 };

@@ -34,6 +34,10 @@ controller_metrics make_controller_metrics(runtime::metrics& m) {
   auto& errors = prometheus::BuildCounter().Name("headroom_gates_errors_total").Help("Gate controller writes that failed, unreadable Queues").Register(reg);
   auto& latency = prometheus::BuildHistogram().Name("headroom_queue_ungate_latency_seconds")
                       .Help("From the change that made room to the gate's removal acknowledged").Register(reg);
+  // Read beside Kueue's kueue_pod_scheduling_gate_removal_seconds{cluster_queue,name,is_group} on
+  // one Prometheus: the same start (the admission decision), end (the removal acknowledged) and labels.
+  auto& removal = prometheus::BuildHistogram().Name("headroom_queue_gate_removal_seconds")
+                      .Help("From the decision to admit a pod to its gate's removal acknowledged").Register(reg);
   auto scale = [](const std::string& resource, int64_t amount) { return resource == "cpu" ? amount / 1000.0 : static_cast<double>(amount); };
   for (const char* what : {"queue_invalid", "ungate", "condition", "status"})
     errors.Add({{"what", what}});
@@ -60,9 +64,11 @@ controller_metrics make_controller_metrics(runtime::metrics& m) {
     for (const char* state : {"admitted", "reserved", "gated"})
       pods.Remove(&pods.Add({{"queue", queue}, {"state", state}}));
   };
-  out.ungated = [&](const std::string& queue, double seconds) {
+  out.ungated = [&](const std::string& queue, double since_change, double since_decision, bool group) {
     ungated.Add({{"queue", queue}}).Increment();
-    latency.Add({{"queue", queue}}, latency_buckets).Observe(seconds);
+    latency.Add({{"queue", queue}}, latency_buckets).Observe(since_change);
+    removal.Add({{"queue", queue}, {"name", std::string{k8s::admission::queue_gate}}, {"is_group", group ? "true" : "false"}}, latency_buckets)
+        .Observe(since_decision);
   };
   out.expired = [&](const std::string& queue) { expired.Add({{"queue", queue}}).Increment(); };
   out.error = [&](const char* what) { errors.Add({{"what", what}}).Increment(); };

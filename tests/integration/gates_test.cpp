@@ -269,6 +269,11 @@ TEST(gates, an_enforced_namespace_puts_every_pod_behind_its_queue) {
   const auto at = metrics.find(series);
   ASSERT_NE(at, std::string::npos) << "the enforced outcome is counted";
   EXPECT_GE(std::stod(metrics.substr(at + series.size())), 2);
+  // The hand-off, labelled as Kueue's kueue_pod_scheduling_gate_removal_seconds is.
+  const std::string removal = "\nheadroom_queue_gate_removal_seconds_count{is_group=\"false\",name=\"" + gate + "\",queue=\"enforced\"} ";
+  const auto r = metrics.find(removal);
+  ASSERT_NE(r, std::string::npos) << "the gate's removal is timed";
+  EXPECT_EQ(std::stod(metrics.substr(r + removal.size())), 1);
   e.c->kubectl({"delete", "namespace", "gates-enforced", "--wait=false"});
 }
 
