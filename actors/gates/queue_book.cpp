@@ -192,6 +192,17 @@ void queue_book::put(const std::string& key, std::shared_ptr<const k8s::pod> p, 
     room_opened_ = room_opened_ || after[i] < before[i];
 }
 
+// What a gang's waiting members ask together, per capacity entry.
+std::vector<int64_t> queue_book::amounts_of(const std::set<order_key>& members) const {
+  std::vector<int64_t> a(rules_.spec.capacity.size(), 0);
+  for (const auto& m : members) {
+    const auto& me = pods_.at(std::get<2>(m));
+    for (size_t i = 0; i < a.size(); ++i)
+      a[i] += me.amounts[i];
+  }
+  return a;
+}
+
 // Which waiting pods to admit now (plan_queue's admit_in_order over the pods it may reach).
 queue_book::walk_result queue_book::walk(bool from_front) const {
   walk_result out;
@@ -212,7 +223,8 @@ queue_book::walk_result queue_book::walk(bool from_front) const {
     if (it == pods_.end() || it->second.st != standing::candidate || it->second.order != k)
       continue;  // gone or changed since it arrived
     const auto& e = it->second;
-    std::vector<const order_key*> unit{&e.order};
+    std::vector<std::string> unit{std::get<2>(k)};
+    auto a = e.amounts;
     if (e.gang) {
       if (!e.gang->error.empty())
         continue;  // InvalidGang: held whatever the room
@@ -225,16 +237,11 @@ queue_book::walk_result queue_book::walk(bool from_front) const {
           continue;  // GangIncomplete: holds nothing, waits whole
         unit.clear();
         for (const auto& m : members)
-          unit.push_back(&m);
+          unit.push_back(std::get<2>(m));
+        a = amounts_of(members);
       }
     }
     bool fits = true, too_big = false;
-    std::vector<int64_t> a(cap.size(), 0);
-    for (const auto* m : unit) {
-      const auto& me = pods_.at(std::get<2>(*m));
-      for (size_t i = 0; i < cap.size(); ++i)
-        a[i] += me.amounts[i];
-    }
     for (size_t i = 0; i < cap.size(); ++i) {
       too_big = too_big || a[i] > cap[i].second;
       fits = fits && used_now[i] + a[i] <= cap[i].second;
@@ -248,8 +255,8 @@ queue_book::walk_result queue_book::walk(bool from_front) const {
     }
     for (size_t i = 0; i < cap.size(); ++i)
       used_now[i] += a[i];
-    for (const auto* m : unit)
-      out.admitted.push_back(std::get<2>(*m));
+    for (auto& key : unit)
+      out.admitted.push_back(std::move(key));
   }
   return out;
 }
@@ -298,12 +305,7 @@ std::optional<condition_write> queue_book::condition_of(const std::string& key) 
           message = gang_incomplete_message(e.gang->name, have, e.gang->size);
         } else {
           whose = "gang " + e.gang->name + " (" + std::to_string(members.size()) + " pods) ";
-          std::fill(a.begin(), a.end(), 0);
-          for (const auto& m : members) {
-            const auto& me = pods_.at(std::get<2>(m));
-            for (size_t i = 0; i < cap.size(); ++i)
-              a[i] += me.amounts[i];
-          }
+          a = amounts_of(members);
         }
       }
     }

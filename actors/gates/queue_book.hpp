@@ -72,6 +72,7 @@ class queue_book {
   void unbook(const std::string& key, const entry& e);
   void gang_changed(const std::string& gang_key);
   std::vector<int64_t> used() const;
+  std::vector<int64_t> amounts_of(const std::set<order_key>& members) const;
   walk_result walk(bool from_front) const;
   void admit(const std::string& key, queue_plan& plan);
 
