@@ -423,6 +423,7 @@ monitor_impl::behavior_type monitor_behavior(monitor_self* self, context_ptr ctx
   }
   if (st.peers.listener)  // a restarted monitor learns the assigned jobs now, not at the next message
     self->send(st.peers.listener, msg::update_atom_v);
+  st.began = self->clock().now();
   begin_setup(self);
   self->delayed_send(self, st.ctx->spec.recalculate_interval, recalculate_timer{});
   // An orderly stop leaves the placed pairs for the next process (on_exit).

@@ -112,6 +112,8 @@ struct monitor_state {
   runtime::outage setup_outage{{.initial = std::chrono::milliseconds{500}, .max = std::chrono::seconds{30}}};
   bool acting = false;  // start-up done: the owner is known
   bool awaiting_pod_sync = false;  // a recompute_timer is due to look again whether the pods are listed
+  caf::actor_clock::time_point began{};  // when this monitor started (the node cache's wait, node_sync_wait)
+  bool node_wait_over = false;           // the node cache synced, or node_sync_wait passed without it
   owner_ref owner;
   int64_t assigned = 0, running_jobs = 0, queued = 0;
   // Jobs queued for the scale set's labels as the Actions Service counts them (totalAvailableJobs):
@@ -169,6 +171,11 @@ inline event_sink scale_set_events(const monitor_state& st) {
 inline const k8s::resource_kind priority_classes{"scheduling.k8s.io", "v1", "priorityclasses", false};
 constexpr auto retire_grace = std::chrono::seconds(2);
 constexpr auto retire_memory = std::chrono::seconds(60);
+// How long the first decision waits for the node cache after the pods are listed. An adopted pair
+// counts as placed only on a node known to take pods; judged before the nodes are listed, each
+// pair counted only once its own verdict came, one by one, and a new process advertised its
+// adopted pool over several polls. Bounded: a cluster that denies listing nodes still gets capacity.
+constexpr auto node_sync_wait = std::chrono::seconds(10);
 
 // capacity_monitor.cpp
 void start_call(monitor_self* self, call_info info, const std::function<void(k8s::api_callback)>& start);

@@ -371,6 +371,18 @@ int64_t available_share(monitor_self* self) {
   return hud::share_of(st.available, 0, share);
 }
 
+// The node cache has synced, or node_sync_wait has passed since the monitor started (said once).
+bool node_cache_ready(monitor_self* self) {
+  auto& st = self->state;
+  if (st.node_wait_over || !st.ctx->nodes || st.ctx->nodes->synced())
+    return st.node_wait_over = true;
+  if (self->clock().now() - st.began < node_sync_wait)
+    return false;
+  runtime::log::warn(actor_name, "the nodes are not listed yet: deciding without them (adopted pairs count once each has judged its pods)",
+                     {{"scale_set", st.ctx->spec.name}, {"waited_seconds", std::chrono::duration_cast<std::chrono::seconds>(node_sync_wait).count()}});
+  return st.node_wait_over = true;
+}
+
 }  // namespace
 
 // The capacity loop: count, size the pairs (up to the desired count within the NodePools'
@@ -382,8 +394,10 @@ void recompute(monitor_self* self) {
     return;
   }
   // Before the namespace's pods are listed the cache is not the cluster: counting it would place
-  // pairs an earlier process left placed (and adopt those after). Looked at again every 100 ms.
-  if (!st.ctx->pods->synced()) {
+  // pairs an earlier process left placed (and adopt those after). Nor before the nodes are listed
+  // (for node_sync_wait at most): adopted pairs count as placed only on nodes known to take pods.
+  // Looked at again every 100 ms.
+  if (!st.ctx->pods->synced() || !node_cache_ready(self)) {
     if (!st.awaiting_pod_sync) {
       st.awaiting_pod_sync = true;
       self->delayed_send(self, std::chrono::milliseconds(100), recompute_timer{});

@@ -218,36 +218,55 @@ TEST(capacity_e2e, a_new_process_adopts_the_warm_pool_the_last_one_placed) {
   ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2 && w.ready_pairs() == 2; }, 120s)) << w.headroom->log();
   const auto before = placeholder_uids(w);
   ASSERT_EQ(before.size(), 4u);
-  auto capacities = [&] {
+  // The scale set's polls as the service saw them: session, capacity, when.
+  struct poll_seen {
+    std::string session;
+    int64_t capacity;
+    std::string at;
+  };
+  auto polls = [&] {
     simdjson::dom::parser p;
-    std::vector<int64_t> out;
+    std::vector<poll_seen> out;
     for (auto poll : p.parse(e.peer->control("/state").body)["polls"].get_array())
       if (int64_t(poll["scaleSetId"]) == set)
-        out.push_back(int64_t(poll["capacity"]));
+        out.push_back({std::string(std::string_view(poll["sessionId"])), int64_t(poll["capacity"]), std::string(std::string_view(poll["at"]))});
     return out;
   };
-  const size_t polls_before = capacities().size();
+  std::set<std::string> old_sessions;
+  for (const auto& poll : polls())
+    old_sessions.insert(poll.session);
   EXPECT_EQ(WIFEXITED(w.headroom->stop()), true);
   EXPECT_NE(w.headroom->full_log().find("placed pairs kept for the next process"), std::string::npos) << w.headroom->full_log();
   std::this_thread::sleep_for(2s);
   EXPECT_EQ(placeholder_uids(w), before) << "SIGTERM keeps the placed pairs";
+  for (const auto& poll : polls())  // the stopping process's last polls too
+    old_sessions.insert(poll.session);
 
+  // The new process's polls (its own session), until one advertises the adopted pool.
+  auto new_polls = [&] {
+    auto all = polls();
+    std::erase_if(all, [&](const poll_seen& p) { return old_sessions.count(p.session) > 0; });
+    return all;
+  };
   const auto restarted = std::chrono::steady_clock::now();
   w.start();
-  ASSERT_TRUE(eventually([&] { return capacities().size() > polls_before && w.latest_capacity(set) == 2; }, 60s))
+  ASSERT_TRUE(eventually([&] { auto n = new_polls(); return !n.empty() && n.back().capacity == 2; }, 60s))
       << "the new process advertises the adopted pool\n" << w.headroom->log();
   const double took = std::chrono::duration<double>(std::chrono::steady_clock::now() - restarted).count();
-  const auto after = capacities();
   int short_polls = 0;
-  for (size_t i = polls_before; i < after.size(); ++i)
-    short_polls += after[i] < 2 ? 1 : 0;
-  EXPECT_LE(short_polls, 1) << "at most the first poll, sent before the pairs were adopted, advertises less";
+  std::string seen;
+  for (const auto& poll : new_polls()) {
+    short_polls += poll.capacity < 2 ? 1 : 0;
+    seen += " " + std::to_string(poll.capacity) + "@" + poll.at;
+  }
+  EXPECT_LE(short_polls, 1) << "at most the first poll, sent before the pairs were adopted, advertises less; polls:" << seen << "\n"
+                            << w.headroom->full_log();
   EXPECT_EQ(placeholder_uids(w), before) << "the same pods: adopted, not placed again\n" << w.headroom->log();
   const auto log = w.headroom->full_log();
   EXPECT_EQ(count_of(log, "adopting a placeholder pair"), 2u) << log;
   EXPECT_GT(audited(w, set), 0);
   std::cout << "[adopt] the new process advertised the adopted pool " << took << " s after it started; " << short_polls
-            << " poll(s) below it\n";
+            << " poll(s) below it (polls:" << seen << ")\n";
 }
 
 // maxBurstCapacity 1: a warm pool of 3 is made one pair at a time (never two pairs pending

@@ -38,6 +38,8 @@ struct monitor_fixture : test_support::actor_fixture {
     caf::anon_send_exit(listener, caf::exit_reason::kill);
     sched.run();
     pods->stop();
+    if (nodes)
+      nodes->stop();
   }
 
   headroom::hud::queue_share share;  // hud.share; one cluster by default
@@ -45,6 +47,8 @@ struct monitor_fixture : test_support::actor_fixture {
   bool sweeps_owners = true;
 
   bool pods_listed = true;  // false: the pod informer's list waits for the test's answer
+  bool with_nodes = false;  // true: a node informer whose list waits for the test's answer
+  std::shared_ptr<k8s::informer<k8s::node>> nodes;
 
   void start(int64_t proactive = 1, std::string hook_template = {}) {
     io.use_clock(test_clock);  // the informer stamps its events on the actors' clock (hop traces)
@@ -72,6 +76,13 @@ struct monitor_fixture : test_support::actor_fixture {
       ctx->spec.mode = *mode;
     ctx->kube = &kube;
     ctx->pods = router->slice("linux");
+    if (with_nodes) {
+      k8s::informer<k8s::node>::options o;
+      o.kind = k8s::kinds::nodes;
+      nodes = k8s::informer<k8s::node>::make(kube, o);
+      nodes->start();
+      ctx->nodes = nodes;
+    }
     ctx->owner_configmap = "headroom-owner-linux";
     ctx->owners_kept = std::make_shared<std::set<std::string>>(std::set<std::string>{"headroom-owner-linux", "headroom-owner-mac"});
     ctx->owner_process = "headroom-owner";
@@ -346,6 +357,49 @@ TEST_F(monitor_fixture, nothing_is_decided_before_the_pods_are_listed_so_a_left_
   ASSERT_FALSE(advertised->empty());
   EXPECT_EQ(advertised->back(), 1);
   EXPECT_EQ((*counters)["headroom_capacity_pairs_adopted_total"], 1);
+}
+
+// #55: nor before the nodes are listed. An adopted pair counts as placed only on a node known to
+// take pods; judged before the node cache synced, each pair counted only once its own verdict
+// came, and a new process advertised its adopted pool over several polls (capacity_e2e's adopt
+// test, once in CI: 0, 1, then 2). Bounded: without the nodes, it decides after node_sync_wait.
+TEST_F(monitor_fixture, a_left_pair_is_counted_in_the_first_capacity_once_the_nodes_are_listed) {
+  with_nodes = true;
+  start();
+  const auto runner_hash = cap::placeholder_spec_hash(spec, cap::role::runner_placeholder);
+  const auto workflow_hash = cap::placeholder_spec_hash(spec, cap::role::workflow_placeholder);
+  watch_pod("ADDED", left_placeholder("0ld0ld00", cap::role::runner_placeholder, runner_hash, "node-1"));
+  watch_pod("ADDED", left_placeholder("0ld0ld00", cap::role::workflow_placeholder, workflow_hash, "node-1"));
+  set_up();
+  sched.advance_time(500ms);
+  sched.run();
+  EXPECT_TRUE(advertised->empty()) << "nothing published before the nodes are known";
+  EXPECT_TRUE(created().empty()) << waiting_text();
+  ASSERT_TRUE(io.answer("GET", "/api/v1/nodes", 200,
+                        R"({"kind":"NodeList","metadata":{"resourceVersion":"10"},"items":[{"metadata":{"name":"node-1","resourceVersion":"9"}}]})"));
+  io.fire_timers();
+  ASSERT_TRUE(nodes->synced());
+  sched.advance_time(100ms);
+  sched.run();
+  ASSERT_FALSE(advertised->empty()) << waiting_text();
+  EXPECT_EQ(advertised->front(), 1) << "the adopted pair is in the first capacity published";
+  EXPECT_TRUE(created().empty()) << "the warm pool of one is the adopted pair";
+  EXPECT_EQ((*counters)["headroom_capacity_pairs_adopted_total"], 1);
+}
+
+TEST_F(monitor_fixture, a_cluster_that_never_lists_its_nodes_still_gets_capacity_after_the_wait) {
+  with_nodes = true;
+  start();
+  set_up();
+  sched.advance_time(9s);
+  sched.run();
+  EXPECT_TRUE(advertised->empty());
+  for (int i = 0; i < 15; ++i) {  // 100 ms looks, past the 10 s wait
+    sched.advance_time(100ms);
+    sched.run();
+  }
+  EXPECT_FALSE(advertised->empty()) << "decided without the nodes once the wait is over";
+  EXPECT_EQ(created().size(), 2u) << "the warm pool's pair";
 }
 
 // #55: an orderly stop (SIGTERM, the Lease lost) leaves the placed pairs' pods for the next process
