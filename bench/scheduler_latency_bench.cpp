@@ -8,14 +8,24 @@
 // organizations, on a node with room for all of them, runners of the peer answering JIT at once:
 // runner pods made per second, from the first runner provisioned to the last (headroom's log).
 //
-//   HEADROOM_TESTENV_DIR=… scheduler_latency_bench [--jobs N] [--burst N]
+// With --queued N (issue #60): N jobs queued across 50 organizations capped at N/100 runners each
+// (a hundredth of them get runners, made concurrently; the rest stay queued), then the cycle
+// with N active jobs for a minute: headroom's own histogram of whole cycles
+// (headroom_scheduler_phase_duration_seconds{phase="cycle"}, its bucket bounds), the runners made
+// per second, and the store's size.
+//
+//   HEADROOM_TESTENV_DIR=… scheduler_latency_bench [--jobs N] [--burst N] [--queued N]
 //
 // Prints {"mode":"webhook_to_pod","store":…,"jobs":…,"p50_ms":…,"p99_ms":…,"max_ms":…} per store,
-// and {"mode":"provision_burst","store":…,"runners":…,"seconds":…,"per_second":…}.
+// {"mode":"provision_burst","store":…,"runners":…,"seconds":…,"per_second":…} and
+// {"mode":"queued","store":…,"queued":…,"runners":…,"per_second":…,"cycles":…,"cycle_p50_le_ms":…,"cycle_p99_le_ms":…,"store_bytes":…}.
 
 #include <cstdio>
+#include <filesystem>
+#include <map>
 #include <regex>
 #include <sstream>
+#include <thread>
 
 #include "e2e/scheduler_world.hpp"
 
@@ -72,21 +82,111 @@ void provision_burst(headroom::e2e::sched_env& e, int n) {
   }
 }
 
+// The buckets (upper bound → cumulative count) of `series` in a /metrics text.
+std::map<double, double> buckets_of(const std::string& metrics, const std::string& series) {
+  std::map<double, double> out;
+  std::istringstream lines{metrics};
+  for (std::string line; std::getline(lines, line);) {
+    if (line.rfind(series + "_bucket{", 0) != 0)
+      continue;
+    if (line.find("phase=\"cycle\"") == std::string::npos)
+      continue;
+    const auto le = line.find("le=\"");
+    if (le == std::string::npos)
+      continue;
+    const auto le_end = line.find('"', le + 4);
+    const std::string bound = line.substr(le + 4, le_end - le - 4);
+    out[bound == "+Inf" ? 1e9 : std::stod(bound)] = std::stod(line.substr(line.rfind(' ') + 1));
+  }
+  return out;
+}
+
+// The smallest bucket bound holding quantile q of the observations between two scrapes.
+double quantile_bound(const std::map<double, double>& before, const std::map<double, double>& after, double q) {
+  const double total = after.empty() ? 0 : after.rbegin()->second - (before.empty() ? 0 : before.rbegin()->second);
+  for (const auto& [bound, count] : after) {
+    const double was = before.count(bound) ? before.at(bound) : 0;
+    if (total > 0 && count - was >= q * total)
+      return bound;
+  }
+  return -1;
+}
+
+void queued_cycle(headroom::e2e::sched_env& e, int n) {
+  using namespace headroom::e2e;
+  kube_apply(e.c, "apiVersion: v1\nkind: Node\nmetadata:\n  name: queued-node\n  annotations: {kwok.x-k8s.io/node: fake}\n"
+                  "  labels: {kubernetes.io/hostname: queued-node, type: kwok, headroom.test/pool: queued}\nstatus:\n"
+                  "  allocatable: {cpu: \"1000\", memory: 4Ti, pods: \"5000\", headroom.dev/runner: \"5000\"}\n"
+                  "  capacity: {cpu: \"1000\", memory: 4Ti, pods: \"5000\", headroom.dev/runner: \"5000\"}\n");
+  for (const char* store : {"sqlite", "postgres"}) {
+    const int orgs = 50, per_org = (n + orgs - 1) / orgs, cap = std::max(1, n / 100 / orgs);
+    sched_options o{.name = std::string{"sched-queued-"} + store, .store = store, .job_duration = "3600s", .caps = "{",
+                    .node_selector = "headroom.test/pool: queued"};
+    for (int i = 0; i < orgs; ++i)
+      o.caps += std::string{i ? ", " : ""} + "queued-" + store + "-" + std::to_string(i) + ": " + std::to_string(cap);
+    o.caps += "}";
+    sched_world w{e, o};
+    if (!w.sim || !w.start()) {
+      std::fprintf(stderr, "world: %s\n", w.why.c_str());
+      return;
+    }
+    for (int i = 0; i < orgs; ++i) {
+      const std::string org = std::string{"queued-"} + store + "-" + std::to_string(i);
+      w.post_jobs(org, org + "/app", "\"self-hosted\"", per_org);
+    }
+    const size_t want = static_cast<size_t>(cap * orgs);
+    std::vector<double> at;
+    eventually([&] {
+      at.clear();
+      std::istringstream lines{w.headroom->full_log()};
+      for (std::string line; std::getline(lines, line);)
+        if (line.find("\"runner provisioned\"") != std::string::npos)
+          at.push_back(ms_of_day(line));
+      return at.size() >= want;
+    }, std::chrono::seconds(600));
+    const double seconds = at.size() > 1 ? (at.back() - at.front()) / 1000.0 : 0;
+    // A minute of cycles with every job active: the webhooks all recorded, the runners made.
+    const auto before = buckets_of(w.headroom->metrics(), "headroom_scheduler_phase_duration_seconds");
+    std::this_thread::sleep_for(std::chrono::seconds(60));
+    const auto after = buckets_of(w.headroom->metrics(), "headroom_scheduler_phase_duration_seconds");
+    const double cycles = after.empty() ? 0 : after.rbegin()->second - (before.empty() ? 0 : before.rbegin()->second);
+    uintmax_t bytes = 0;
+    for (const auto& f : std::filesystem::directory_iterator(w.dir))
+      if (f.path().filename().string().rfind("jobs.db", 0) == 0)
+        bytes += f.file_size();
+    if (std::string{store} == "postgres") {
+      auto r = headroom::testenv::run_command({"psql", w.dsn, "-tAc", "SELECT pg_database_size(current_database())"});
+      bytes = r.exit_code == 0 && !r.out.empty() ? std::stoull(r.out) : 0;
+    }
+    std::printf("{\"mode\":\"queued\",\"store\":\"%s\",\"queued\":%d,\"runners\":%zu,\"per_second\":%.1f,\"cycles\":%.0f,"
+                "\"cycle_p50_le_ms\":%.0f,\"cycle_p99_le_ms\":%.0f,\"store_bytes\":%ju}\n",
+                store, per_org * orgs, at.size(), seconds > 0 ? static_cast<double>(at.size() - 1) / seconds : 0.0, cycles,
+                quantile_bound(before, after, 0.5) * 1000, quantile_bound(before, after, 0.99) * 1000, bytes);
+    std::fflush(stdout);
+  }
+}
+
 }  // namespace
 
 int main(int argc, char** argv) {
   using namespace headroom::e2e;
-  int jobs = 100, burst = 0;
+  int jobs = 100, burst = 0, queued = 0;
   for (int i = 1; i + 1 < argc; i += 2) {
     if (std::string{argv[i]} == "--jobs")
       jobs = std::stoi(argv[i + 1]);
     if (std::string{argv[i]} == "--burst")
       burst = std::stoi(argv[i + 1]);
+    if (std::string{argv[i]} == "--queued")
+      queued = std::stoi(argv[i + 1]);
   }
   auto e = make_sched_env();
   if (!e.c || !e.peer || !e.pg) {
     std::fprintf(stderr, "environment unavailable: %s\n", e.why.c_str());
     return 1;
+  }
+  if (queued > 0) {
+    queued_cycle(e, queued);
+    return 0;
   }
   for (const char* store : {"sqlite", "postgres"}) {
     sched_world w{e, {.name = std::string{"sched-bench-"} + store, .store = store, .job_duration = "1s"}};

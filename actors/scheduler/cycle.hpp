@@ -16,6 +16,7 @@
 #include "actors/k8s/event_recorder.hpp"
 #include "actors/k8s/informer_feed.hpp"
 #include "actors/runners/health.hpp"
+#include "actors/scheduler/runner_maker.hpp"
 #include "actors/scheduler/scheduler.hpp"
 #include "adapters/k8s/time.hpp"
 #include "messages/type_ids.hpp"
@@ -26,6 +27,8 @@ namespace headroom::actors::scheduler::reconcile {
 
 inline constexpr std::string_view actor_name = "reconciler";
 inline constexpr uint32_t pods_buffer = 1;
+// Quiet jobs syncJobsState gives the job_checker to look up at once (cycle_jobs.cpp).
+inline constexpr size_t job_lookup_batch = 50;
 
 struct reconciler_state {
   reconciler_context_ptr ctx;
@@ -46,6 +49,16 @@ struct reconciler_state {
   // removal), so an API server outage must not turn into a loop of them.
   int create_failures = 0;
   int64_t provision_paused_until = 0;
+  // Concurrent provisioning (runner_maker.hpp): the orders decided and not made yet, the makers
+  // (spawned at the first order, provisioning_concurrency of them) and those free now.
+  order_queue orders;
+  std::vector<runner_maker_actor> makers;
+  std::vector<runner_maker_actor> idle_makers;
+  // syncJobsState's lookups: the batch the last cycle picked, not sent yet; whether one is being
+  // looked at; the checker (spawned at the first batch).
+  std::vector<store::job> check_batch;
+  bool checking = false;
+  job_checker_actor checker;
   // Per runner scope (orgs/x, repos/o/r, enterprises/e): GitHub refused its last runner (the App
   // is not installed there, the runner group or JIT config refused). Its jobs wait out a jittered
   // backoff (10 s doubling to 10 min) instead of costing a failed worker every cycle, and the
@@ -68,8 +81,9 @@ struct reconciler_state {
 inline constexpr size_t max_redeliveries = 500;
 void redeliver_missed(reconciler_state& s, int64_t since_ms);
 
-// Its own timer: the next cycle.
-using reconciler_impl = reconciler_actor::extend<caf::reacts_to<msg::reconcile_atom>>;
+// Its own timer: the next cycle; and its makers' answers.
+using reconciler_impl = reconciler_actor::extend<caf::reacts_to<msg::reconcile_atom>, caf::reacts_to<runner_made>,
+                                                         caf::reacts_to<jobs_checked>>;
 using reconciler_self = reconciler_impl::stateful_base<reconciler_state>;
 
 template <class Start>
@@ -113,10 +127,6 @@ class cycle {
 
   // ---- 1. syncJobsState, history retention (cycle_jobs.cpp) -----------------------------------
   void sync_jobs();
-
-  void advance_job(const store::job& j, store::job_status to, const char* why);
-
-  void fail_job(const store::job& j, const char* why);
 
   // Under the reconcile lock, so two processes do not prune at once. At most 20 batches of 1,000
   // rows per cycle, so a first prune of a long history does not hold the loop up for long: what is
@@ -194,11 +204,21 @@ class cycle {
 
   void scope_served(const std::string& scope);
 
-  // The job stays pending and gets a new worker next cycle. Had the API server made the pod after
-  // all (a 504 after the write), the stray sweep deletes it past the orphan grace.
-  void runner_pod_refused(const store::worker& w, const std::string& scope, int64_t runner_id, const k8s::api_error& e);
+  // The API server refused a runner pod for load or absence: provisioning pauses (1 s doubling
+  // to 10 s), so an outage does not turn into a loop of JIT configs and their removals.
+  void api_refused(const k8s::api_error& e);
 
-  void provision(const store::job& j, const pool_options& pool);
+  // The job's worker row, its runner group, and its order for a maker (runner_maker.hpp).
+  void provision(const store::job& j, const std::shared_ptr<const pool_options>& pool);
+
+ public:
+  // A maker's answer: the worker's end or its runner provisioned, the scope's standing.
+  void made(const runner_made& m);
+  // Orders of a scope GitHub refused since they were decided: their workers are over; the jobs
+  // get new ones once the scope's backoff has passed.
+  void not_made(const std::vector<runner_order>& dropped);
+
+ private:
 
   reconciler_state& st_;
   const reconciler_context& ctx_;

@@ -9,57 +9,28 @@ namespace headroom::actors::scheduler::reconcile {
 void cycle::sync_jobs() {
   if (!load_active())
     return;
+  // A webhook about the job (updated_at) is news from GitHub too: ask only about jobs that have
+  // been quiet for a jobSyncInterval, which keeps the REST calls within rate limits. The lookups
+  // are the job_checker's (runner_maker.hpp), a batch at a time, the most overdue first: at
+  // 10,000 queued jobs, every lookup inside the cycle held the loop (and provisioning) up for
+  // seconds. With many jobs each is looked at less often than the interval.
   std::set<int64_t> live;
+  std::vector<std::pair<int64_t, const store::job*>> due;  // (quiet since, job)
   for (const auto& j : jobs_) {
     live.insert(j.id);
-    auto& checked = st_.job_checked_at[j.id];
-    // A webhook about the job (updated_at) is news from GitHub too: ask only about jobs that
-    // have been quiet for a jobSyncInterval, which keeps the REST calls within rate limits.
-    if (now_ - std::max(checked, j.updated_at) < o_.job_sync_interval.count())
-      continue;
-    checked = now_;
-    auto info = ctx_.github->get_job(j.repository, j.id);
-    if (auto* e = std::get_if<github::rest_error>(&info)) {
-      if (github_error(*e))
-        break;
-      continue;
-    }
-    const auto& found = std::get<std::optional<github::rest_job>>(info);
-    if (!found) {
-      fail_job(j, "GitHub answers 404 for the job");
-      continue;
-    }
-    if (found->status == "completed") {
-      advance_job(j, store::job_status::completed, "GitHub says the job completed");
-    } else if (found->status == "in_progress" && j.status == store::job_status::pending) {
-      advance_job(j, store::job_status::running, "GitHub says the job is in progress");
-    } else if (j.status == store::job_status::pending && now_ - j.created_at >= o_.job_stuck_queued.count()) {
-      auto run = ctx_.github->run_status(j.repository, j.run_id);
-      if (auto* e = std::get_if<github::rest_error>(&run)) {
-        if (github_error(*e))
-          break;
-      } else if (const auto& s = std::get<std::optional<std::string>>(run); !s || *s == "completed")
-        fail_job(j, "queued past jobStuckQueued while its run is over");
-    }
+    const int64_t quiet_since = std::max(st_.job_checked_at[j.id], j.updated_at);
+    if (now_ - quiet_since >= o_.job_sync_interval.count())
+      due.emplace_back(quiet_since, &j);
   }
   std::erase_if(st_.job_checked_at, [&](const auto& kv) { return live.count(kv.first) == 0; });
-}
-
-void cycle::advance_job(const store::job& j, store::job_status to, const char* why) {
-  auto r = ctx_.jobs->advance_job(j.id, to, now_);
-  if (auto* e = std::get_if<store::error>(&r))
-    return store_error("advance job", *e);
-  if (std::get<bool>(r))
-    runtime::log::info(actor_name, "job moved", {{"job", j.id}, {"to", store::to_string(to)}, {"why", why}});
-}
-
-void cycle::fail_job(const store::job& j, const char* why) {
-  auto r = ctx_.jobs->advance_job(j.id, store::job_status::failed, now_);
-  if (auto* e = std::get_if<store::error>(&r))
-    return store_error("fail job", *e);
-  if (std::get<bool>(r)) {
-    runtime::log::warn(actor_name, "job failed", {{"job", j.id}, {"repository", j.repository}, {"why", why}});
-    ctx_.metrics.action("job_failed");
+  if (st_.checking || !st_.check_batch.empty() || due.empty())
+    return;
+  const size_t n = std::min(due.size(), job_lookup_batch);
+  std::partial_sort(due.begin(), due.begin() + static_cast<std::ptrdiff_t>(n), due.end(),
+                    [](const auto& a, const auto& b) { return a.first < b.first; });
+  for (size_t i = 0; i < n; ++i) {
+    st_.job_checked_at[due[i].second->id] = now_;
+    st_.check_batch.push_back(*due[i].second);
   }
 }
 

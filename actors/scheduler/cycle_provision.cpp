@@ -31,6 +31,7 @@ void cycle::serve(const pool_options& pool, const match_result& plan) {
     ctx_.metrics.skipped("pool_full");
   for (int64_t i = 0; i < plan.no_capacity; ++i)
     ctx_.metrics.skipped("no_capacity");
+  const auto shared_pool = std::make_shared<const pool_options>(pool);
   for (const auto& j : plan.provision) {
     // While GitHub's rate limit lasts, a JIT config cannot be had: make no worker that could
     // only fail; the jobs stay pending for the next cycle.
@@ -46,7 +47,7 @@ void cycle::serve(const pool_options& pool, const match_result& plan) {
       ctx_.metrics.skipped("github_backoff");
       continue;
     }
-    provision(j, pool);
+    provision(j, shared_pool);
   }
 }
 
@@ -91,25 +92,18 @@ void cycle::scope_served(const std::string& scope) {
   st_.refused.erase(r);
 }
 
-// The job stays pending and gets a new worker next cycle. Had the API server made the pod after
-// all (a 504 after the write), the stray sweep deletes it past the orphan grace.
-void cycle::runner_pod_refused(const store::worker& w, const std::string& scope, int64_t runner_id, const k8s::api_error& e) {
-  ctx_.metrics.error("kubernetes");
-  (void)ctx_.github->remove_runner(scope, runner_id);
+void cycle::api_refused(const k8s::api_error& e) {
   using kind = k8s::api_error::kind;
-  if (e.what == kind::server || e.what == kind::too_many_requests || e.what == kind::transport) {
-    // Pause provisioning: 1 s, doubling to 10 s while the API server keeps refusing (at most
-    // 10 s late once it is back).
-    ++st_.create_failures;
-    const int64_t pause = std::min<int64_t>(10'000, int64_t{1'000} << std::min(st_.create_failures - 1, 4));
-    st_.provision_paused_until = now_ + pause;
-    runtime::log::warn(actor_name, "the API server refused a runner pod: provisioning paused",
-                       {{"pause_ms", pause}, {"error", e.describe()}});
-  }
-  finish_worker(w, store::worker_status::failed, "runner pod: " + e.describe());
+  if (e.what != kind::server && e.what != kind::too_many_requests && e.what != kind::transport)
+    return;
+  // 1 s, doubling to 10 s while the API server keeps refusing (at most 10 s late once it is back).
+  ++st_.create_failures;
+  const int64_t pause = std::min<int64_t>(10'000, int64_t{1'000} << std::min(st_.create_failures - 1, 4));
+  st_.provision_paused_until = std::max(st_.provision_paused_until, now_ + pause);
+  runtime::log::warn(actor_name, "the API server refused a runner pod: provisioning paused", {{"pause_ms", pause}, {"error", e.describe()}});
 }
 
-void cycle::provision(const store::job& j, const pool_options& pool) {
+void cycle::provision(const store::job& j, const std::shared_ptr<const pool_options>& pool) {
   store::worker w;
   w.entity = j.entity;
   w.labels = j.labels;
@@ -128,49 +122,51 @@ void cycle::provision(const store::job& j, const pool_options& pool) {
   const auto group = runner_group(scope, w);
   if (!group)
     return;
-  // The pool's labels (the runner then takes any job they cover, as GitHub matches).
-  auto jit = ctx_.github->generate_jit_config(scope, w.name, *group, registered_labels(pool, j.labels));
-  if (auto* e = std::get_if<github::rest_error>(&jit)) {
-    scope_refused(scope, *e);
-    if (e->status == 404)
-      st_.groups.erase(group_owner(scope));  // the group may have been deleted: ensure it again
-    return finish_worker(w, store::worker_status::failed, "jit config: " + e->describe());
-  }
-  const auto& config = std::get<github::rest_jit>(jit);
-  scope_served(scope);
-  if (auto r = ctx_.jobs->set_worker_runner(w.name, config.runner_id, now_); std::holds_alternative<store::error>(r))
-    store_error("set worker runner", std::get<store::error>(r));
-  auto created = await_call([&](k8s::api_callback cb) {
-    ctx_.kube->create(k8s::kinds::pods, o_.pool.ns, pool_runner_pod(pool, w.name, config.runner_id, scope), std::move(cb));
-  });
-  if (auto* e = std::get_if<k8s::api_error>(&created))
-    return runner_pod_refused(w, scope, config.runner_id, *e);
-  st_.create_failures = 0;
-  const std::string uid = k8s::uid_of(std::get<std::string>(created));
-  if (uid.empty())
-    runtime::log::warn(actor_name, "runner pod create answered without a uid", {{"pod", w.name}});
-  auto secret = await_call([&](k8s::api_callback cb) {
-    ctx_.kube->create(k8s::kinds::secrets, o_.pool.ns, runners::runner_secret(o_.pool, w.name, uid, config.encoded_jit_config),
-                      std::move(cb));
-  });
-  if (auto* e = std::get_if<k8s::api_error>(&secret); e && e->what != k8s::api_error::kind::already_exists) {
-    // Without its secret the pod never starts a runner: over at once, not at the registration
-    // timeout, so the job is provisioned again next cycle. Its pod goes now, or by the stray
-    // sweep if this delete is refused too.
-    ctx_.metrics.error("kubernetes");
-    (void)ctx_.github->remove_runner(scope, config.runner_id);
-    finish_worker(w, store::worker_status::failed, "runner secret: " + e->describe());
-    auto gone = await_call([&](k8s::api_callback cb) { ctx_.kube->remove(k8s::kinds::pods, o_.pool.ns, w.name, {}, std::move(cb)); });
-    if (!ok_or_gone(gone))
+  st_.orders.add({w, j, pool, scope, *group});
+}
+
+void cycle::made(const runner_made& m) {
+  const auto& o = m.order;
+  const auto& w = o.worker;
+  if (!m.store_error.empty())
+    store_error("set worker runner", store::error{m.store_error});
+  if (m.what != runner_made::outcome::jit_refused)
+    scope_served(o.scope);  // GitHub gave the runner; what failed after was the API server's
+  switch (m.what) {
+    case runner_made::outcome::jit_refused:
+      scope_refused(o.scope, m.github);
+      if (m.github.status == 404)
+        st_.groups.erase(group_owner(o.scope));  // the group may have been deleted: ensure it again
+      return finish_worker(w, store::worker_status::failed, "jit config: " + m.github.describe());
+    case runner_made::outcome::pod_refused:
+      // The job stays pending and gets a new worker next cycle.
       ctx_.metrics.error("kubernetes");
-    return;
+      api_refused(m.kube);
+      return finish_worker(w, store::worker_status::failed, "runner pod: " + m.kube.describe());
+    case runner_made::outcome::secret_refused:
+      // Without its Secret the pod never starts a runner: over at once, not at the registration
+      // timeout, so the job is provisioned again next cycle.
+      ctx_.metrics.error("kubernetes");
+      if (m.pod_left)
+        ctx_.metrics.error("kubernetes");
+      return finish_worker(w, store::worker_status::failed, "runner secret: " + m.kube.describe());
+    case runner_made::outcome::made:
+      break;
   }
-  const int64_t now = ctx_.now_ms(), latency = now - j.updated_at;
+  st_.create_failures = 0;
+  const int64_t latency = m.finished_at - o.job.updated_at;
   ctx_.metrics.action("provisioned");
   ctx_.metrics.provision_latency(static_cast<double>(latency) / 1000.0);
   runtime::log::info(actor_name, "runner provisioned",
-                     {{"worker", w.name}, {"pool", pool.name}, {"entity", j.entity}, {"labels", j.labels}, {"job", j.id}, {"runner_id", config.runner_id},
-                      {"since_webhook_ms", latency}, {"since_created_ms", now - j.created_at}});
+                     {{"worker", w.name}, {"pool", o.pool->name}, {"entity", o.job.entity}, {"labels", o.job.labels}, {"job", o.job.id},
+                      {"runner_id", m.runner_id}, {"since_webhook_ms", latency}, {"since_created_ms", m.finished_at - o.job.created_at}});
+}
+
+void cycle::not_made(const std::vector<runner_order>& dropped) {
+  for (const auto& o : dropped) {
+    ctx_.metrics.skipped("github_backoff");
+    finish_worker(o.worker, store::worker_status::failed, "not made: GitHub refuses runners for " + o.scope + " (its backoff)");
+  }
 }
 
 }  // namespace headroom::actors::scheduler::reconcile

@@ -18,6 +18,8 @@ void cycle::sync_workers() {
   std::set<std::string> active_names;
   for (auto& w : workers_) {
     active_names.insert(w.name);
+    if (st_.orders.making(w.name))
+      continue;  // its maker has it (runner_maker.hpp): no pod yet, by design
     sync_worker(w, unreachable, health_due ? &runners : nullptr);
   }
   delete_killed_past_grace();

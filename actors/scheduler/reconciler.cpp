@@ -20,11 +20,13 @@ void cycle::run() {
     return;
   }
   st_.lock_held_warned = false;
-  timed("sync_jobs", [&] { sync_jobs(); });
-  timed("sync_workers", [&] { sync_workers(); });
-  timed("demand_match", [&] { demand_match(); });
-  if (o_.retention.count() > 0 && (!st_.last_prune || now_ - *st_.last_prune >= o_.prune_interval.count()))
-    timed("prune", [&] { prune(); });
+  timed("cycle", [&] {
+    timed("sync_jobs", [&] { sync_jobs(); });
+    timed("sync_workers", [&] { sync_workers(); });
+    timed("demand_match", [&] { demand_match(); });
+    if (o_.retention.count() > 0 && (!st_.last_prune || now_ - *st_.last_prune >= o_.prune_interval.count()))
+      timed("prune", [&] { prune(); });
+  });
 }
 
 void cycle::store_error(const char* what, const store::error& e) {
@@ -101,6 +103,55 @@ void store_answered(reconciler_state& s) {
   redeliver_missed(s, since);
 }
 
+// Provisioning waits: the API server refused a runner pod lately, or GitHub's rate limit lasts.
+bool provisioning_paused(reconciler_state& s) {
+  return s.ctx->now_ms() < s.provision_paused_until || s.ctx->github->rate_limited();
+}
+
+// Orders to the free makers (spawned at the first order, linked: they end with the reconciler).
+// While the API server's pause or GitHub's rate limit lasts they wait; those of a scope GitHub
+// refused since they were decided are over.
+void dispatch(reconciler_self* self) {
+  auto& s = self->state;
+  if (s.orders.queued() == 0)
+    return;
+  if (s.makers.empty()) {
+    const auto sink = caf::actor_cast<runner_made_sink>(self);
+    for (int64_t i = 0; i < std::max<int64_t>(1, s.ctx->opts.provisioning_concurrency); ++i) {
+      auto m = spawn_runner_maker(self->system(), s.ctx, sink);
+      self->link_to(m);
+      s.makers.push_back(m);
+    }
+    s.idle_makers = s.makers;
+  }
+  const int64_t now = s.ctx->now_ms();
+  const bool paused = provisioning_paused(s);
+  std::vector<runner_order> dropped;
+  auto go = s.orders.take(s.idle_makers.size(), paused, [&](const std::string& scope) {
+    auto r = s.refused.find(scope);
+    return r != s.refused.end() && now < r->second.until;
+  }, dropped);
+  for (auto& o : go) {
+    self->send(s.idle_makers.back(), std::move(o));
+    s.idle_makers.pop_back();
+  }
+  if (!dropped.empty())
+    cycle{self}.not_made(dropped);
+}
+
+// The batch of quiet jobs the last cycle picked, to the checker (spawned at the first, linked).
+void send_checks(reconciler_self* self) {
+  auto& s = self->state;
+  if (s.checking || s.check_batch.empty())
+    return;
+  if (!s.checker) {
+    s.checker = spawn_job_checker(self->system(), s.ctx, caf::actor_cast<jobs_checked_sink>(self));
+    self->link_to(s.checker);
+  }
+  s.checking = true;
+  self->send(s.checker, job_checks{std::exchange(s.check_batch, {})});
+}
+
 reconcile::reconciler_impl::behavior_type reconciler_behavior(reconciler_self* self, reconciler_context_ptr ctx) {
   auto& st = self->state;
   st.ctx = std::move(ctx);
@@ -114,8 +165,14 @@ reconcile::reconciler_impl::behavior_type reconciler_behavior(reconciler_self* s
   return {
       [self](msg::reconcile_atom) {
         auto& s = self->state;
-        auto woken = s.ctx->jobs->wait_for_jobs(s.ctx->opts.wait_slice);
-        bool due = s.dirty || s.ctx->now_ms() - s.last_cycle >= s.ctx->opts.poll_interval.count();
+        // While runners are being made, their makers' answers (handled between ticks) are not
+        // kept waiting a whole slice.
+        const bool making = s.orders.in_flight() > 0 || (s.orders.queued() > 0 && !provisioning_paused(s)) || s.checking;
+        auto woken = s.ctx->jobs->wait_for_jobs(making ? std::min(s.ctx->opts.wait_slice, std::chrono::milliseconds{5}) : s.ctx->opts.wait_slice);
+        // A runner pod's change brings a cycle within a slice, as it did before makers answered
+        // in between: not one per short wait.
+        const int64_t since = s.ctx->now_ms() - s.last_cycle;
+        bool due = (s.dirty && (!making || since >= s.ctx->opts.wait_slice.count())) || since >= s.ctx->opts.poll_interval.count();
         std::chrono::milliseconds next{0};
         if (auto* e = std::get_if<store::error>(&woken)) {
           next = store_unavailable(s, e->message);
@@ -128,10 +185,29 @@ reconcile::reconciler_impl::behavior_type reconciler_behavior(reconciler_self* s
           s.last_cycle = s.ctx->now_ms();
           cycle{self}.run();
         }
+        dispatch(self);
+        send_checks(self);
         if (next.count() > 0)
           self->delayed_send(self, next, msg::reconcile_atom_v);
         else
           self->send(self, msg::reconcile_atom_v);
+      },
+      [self](runner_made& m) {
+        auto& s = self->state;
+        s.orders.done(m.order.worker.name);
+        s.idle_makers.push_back(caf::actor_cast<runner_maker_actor>(self->current_sender()));
+        cycle{self}.made(m);
+        dispatch(self);
+      },
+      [self](const jobs_checked& c) {
+        auto& s = self->state;
+        s.checking = false;
+        for (int64_t i = 0; i < c.failed; ++i)
+          s.ctx->metrics.action("job_failed");
+        for (int64_t i = 0; i < c.github_errors; ++i)
+          s.ctx->metrics.error("github");
+        for (int64_t i = 0; i < c.store_errors; ++i)
+          s.ctx->metrics.error("store");
       },
       [self](msg::buffer_wakeup) {
         // A runner pod changed (phase, node, deletion): reflect it at the next tick.

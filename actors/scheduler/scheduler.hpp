@@ -87,6 +87,8 @@ struct scheduler_options {
   int64_t default_max_workers = 20;
   std::map<std::string, int64_t> max_workers;
   milliseconds poll_interval{15'000}, job_sync_interval{15'000}, job_stuck_queued{600'000};
+  // Runners being made at once (runner_maker.hpp): their JIT configs, pods and Secrets.
+  int64_t provisioning_concurrency = 8;
   milliseconds registration_timeout{120'000}, pending_timeout{600'000}, idle_timeout{600'000};
   milliseconds pod_delete_grace{21'600'000}, kill_grace{30'000};
   milliseconds orphan_grace{30'000};  // a new worker's pod may not be in the cache yet

@@ -22,13 +22,13 @@ using namespace actors::scheduler;
 namespace {
 
 const prometheus::Histogram::BucketBoundaries fast_buckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
-                                                           0.1,    0.25,  0.5,    1,     2.5, 5, 10};
+                                                           0.1,    0.2,   0.25,   0.5,   1,     2.5, 5, 10};
 const prometheus::Histogram::BucketBoundaries slow_buckets{0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10, 30, 60, 300};
 
 scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
   auto& reg = m.registry();
   auto& cycle = prometheus::BuildHistogram().Name("headroom_scheduler_phase_duration_seconds")
-                    .Help("One reconcile phase: sync_jobs, sync_workers, demand_match, prune (the history past the retention)").Register(reg);
+                    .Help("One reconcile phase: sync_jobs, sync_workers, demand_match, prune (the history past the retention); cycle: a whole cycle, its phases together").Register(reg);
   auto& actions = prometheus::BuildCounter().Name("headroom_scheduler_actions_total")
                       .Help("What the reconciler did: provisioned, job_failed, worker_failed, worker_completed, killed, force_deleted, runner_removed, stray_deleted, webhook_redelivered (a delivery refused during a store outage, redelivered through the App's webhook-deliveries API)")
                       .Register(reg);
@@ -38,7 +38,7 @@ scheduler_metrics make_reconciler_metrics(runtime::metrics& m) {
   auto& latency = prometheus::BuildHistogram().Name("headroom_scheduler_provision_latency_seconds")
                       .Help("From a job's first webhook to its runner pod created").Register(reg).Add({}, slow_buckets);
   std::map<std::string, prometheus::Histogram*> phases;
-  for (const char* p : {"sync_jobs", "sync_workers", "demand_match", "prune"})
+  for (const char* p : {"sync_jobs", "sync_workers", "demand_match", "prune", "cycle"})
     phases[p] = &cycle.Add({{"phase", p}}, fast_buckets);
   auto& pruned = prometheus::BuildCounter().Name("headroom_scheduler_pruned_total")
                      .Help("Rows of the job store deleted by the history retention (scheduler.store.retention), by table")
@@ -179,6 +179,7 @@ std::optional<std::string> options_of(const scheduler_section& c, scheduler_opti
   for (const auto& [account, cap] : c.max_workers)
     o.max_workers[account] = cap;
   o.poll_interval = c.poll_interval;
+  o.provisioning_concurrency = c.provisioning_concurrency;
   o.job_sync_interval = c.job_sync_interval;
   o.job_stuck_queued = c.job_stuck_queued;
   o.registration_timeout = c.registration_timeout;

@@ -125,7 +125,7 @@ void read_pool_objects(const config_section& s, scheduler_section& c) {
 void read_section(const YAML::Node& node, scheduler_section& out) {
   config_section s{node, "scheduler",
                    {"enabled", "listen", "dashboardListen", "threads", "maxBody", "githubUrl", "store", "namespace", "runnerGroup", "runnerGroupRepositories", "enterprise", "namePrefix",
-                    "runnerLabels", "runner", "pools", "maxWorkers", "pollInterval", "jobSyncInterval", "jobStuckQueued", "healthCheck",
+                    "runnerLabels", "runner", "pools", "maxWorkers", "pollInterval", "provisioningConcurrency", "jobSyncInterval", "jobStuckQueued", "healthCheck",
                     "podDeleteGrace", "killGrace", "poolObjects"}};
   auto& c = out;
   s.read_bool("enabled", c.enabled);
@@ -191,6 +191,7 @@ void read_section(const YAML::Node& node, scheduler_section& out) {
   read_pool_objects(s, c);
   const millis day{86'400'000};
   s.read_duration("pollInterval", c.poll_interval, millis{100}, millis{3'600'000});
+  s.read_uint("provisioningConcurrency", c.provisioning_concurrency, 1, 256);
   s.read_duration("jobSyncInterval", c.job_sync_interval, millis{100}, millis{3'600'000});
   s.read_duration("jobStuckQueued", c.job_stuck_queued, millis{1'000}, day);
   s.read_duration("podDeleteGrace", c.pod_delete_grace, millis{0}, 7 * day);

@@ -86,6 +86,7 @@ struct scheduler_section {
   uint32_t default_max_workers = 20;
   std::vector<std::pair<std::string, uint32_t>> max_workers;  // account → cap
   millis poll_interval{15'000};
+  uint32_t provisioning_concurrency = 8;  // runners being made at once
   millis job_sync_interval{15'000};      // each active job is checked with GitHub at most this often
   millis job_stuck_queued{600'000};
   millis registration_timeout{120'000};  // Running this long and not registered → killed
