@@ -104,12 +104,19 @@ PGconn* open_connection(const std::string& conninfo) {
 }
 constexpr const char* reconcile_lock_key = "7274262";
 
-// A session-level advisory lock on its own connection: released when the connection closes,
-// which the server also does when the holder dies.
+// A session-level advisory lock on its own connection; the server releases it too when the
+// holder dies (its connection closes). Released explicitly first: the server ends a closed
+// connection's session after the client has gone on, so the next try_reconcile_lock (this
+// process's next cycle, milliseconds later) could find its own lock still held and skip a cycle
+// as if another headroom held it (store_test's lock case, once in CI).
 class advisory_lock final : public store::lock {
  public:
   explicit advisory_lock(PGconn* c) : c_(c) {}
-  ~advisory_lock() override { PQfinish(c_); }
+  ~advisory_lock() override {
+    if (PQstatus(c_) == CONNECTION_OK)
+      PQclear(PQexec(c_, (std::string{"SELECT pg_advisory_unlock("} + reconcile_lock_key + ")").c_str()));
+    PQfinish(c_);
+  }
 
  private:
   PGconn* c_;
