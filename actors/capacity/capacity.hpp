@@ -40,6 +40,7 @@
 #include <utility>
 #include <vector>
 
+#include "actors/capacity/warm_pool.hpp"
 #include "actors/k8s/event_recorder.hpp"
 #include "runtime/memo.hpp"
 #include "adapters/github/actions_client.hpp"
@@ -115,6 +116,7 @@ struct scale_set_spec : runners::runner_spec {
   bool capacity_aware = true;
   bool repoll_on_change = true;
   int64_t proactive_capacity = 0;
+  warm_pool_policy warm_pool;  // above proactive_capacity over time (warm_pool.hpp)
   // Several clusters on one queue (hud.share): this cluster's share of the queued jobs, the HUD's
   // and the service's own count (its remainder from cluster 0 on); the whole count once it has
   // stayed above zero for take_all_after.

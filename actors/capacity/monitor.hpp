@@ -114,6 +114,8 @@ struct monitor_state {
   bool awaiting_pod_sync = false;  // a recompute_timer is due to look again whether the pods are listed
   caf::actor_clock::time_point began{};  // when this monitor started (the node cache's wait, node_sync_wait)
   bool node_wait_over = false;           // the node cache synced, or node_sync_wait passed without it
+  demand_history demand;                 // the queue per minute (capacityAware.warmPool.followDemand)
+  int64_t warm_pool = -1;                // the warm pool as last decided (logged when it changes)
   owner_ref owner;
   int64_t assigned = 0, running_jobs = 0, queued = 0;
   // Jobs queued for the scale set's labels as the Actions Service counts them (totalAvailableJobs):

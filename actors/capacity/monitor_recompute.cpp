@@ -383,6 +383,27 @@ bool node_cache_ready(monitor_self* self) {
   return st.node_wait_over = true;
 }
 
+// The warm pool now: proactiveCapacity, or above it in a window of the schedule or following the
+// queue (warm_pool.hpp). The schedule's times are UTC, of the actor system's wall clock.
+int64_t warm_pool_now(monitor_self* self, int64_t queued) {
+  auto& st = self->state;
+  const auto& spec = st.ctx->spec;
+  if (spec.warm_pool.empty())
+    return spec.proactive_capacity;
+  const auto now = runtime::actor_system_clock{self->clock()}.wall();
+  if (spec.warm_pool.follow_demand) {
+    const auto minute = std::chrono::duration_cast<std::chrono::minutes>(now.time_since_epoch()).count();
+    st.demand.observe(minute, queued, std::chrono::duration_cast<std::chrono::minutes>(spec.warm_pool.window).count() + 1);
+  }
+  const int64_t size = warm_pool_size(spec.proactive_capacity, spec.warm_pool, now, st.demand);
+  if (size != st.warm_pool)
+    runtime::log::info(actor_name, "warm pool", {{"scale_set", spec.name}, {"pairs", size}, {"was", st.warm_pool},
+                                                 {"floor", spec.proactive_capacity}, {"scheduled", scheduled_size(spec.warm_pool.schedule, now)}});
+  st.warm_pool = size;
+  st.ctx->metrics.set("headroom_capacity_warm_pool_pairs", size);
+  return size;
+}
+
 }  // namespace
 
 // The capacity loop: count, size the pairs (up to the desired count within the NodePools'
@@ -408,8 +429,8 @@ void recompute(monitor_self* self) {
   const auto began = self->clock().now();
   capacity_inputs in;
   in.max_runners = spec.max_runners;
-  in.proactive = spec.proactive_capacity;
   in.queued = std::max(st.queued, available_share(self));
+  in.proactive = warm_pool_now(self, in.queued);
   const auto census = count_pods(self, in);
   in.assigned_jobs = std::max<int64_t>(0, st.assigned - census.ended_unreported);
   std::erase_if(st.started, [&](const std::string& n) { return st.census.runner(n) == nullptr; });  // its pod is gone

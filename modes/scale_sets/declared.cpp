@@ -2,6 +2,7 @@
 
 #include "modes/scale_sets/declared.hpp"
 
+#include <algorithm>
 #include <caf/all.hpp>
 #include <prometheus/counter.h>
 
@@ -119,7 +120,16 @@ std::variant<catalog_build, std::string> build_declared(const declared_wiring& w
   catalog_build out;
   out.generation = d.generation;
   out.leftover = actors::catalog_leftover{k8s::resource_kind{"", "v1", "configmaps", true}, ctx->owner_configmap};
-  out.asks = {{"spec.maxRunners", ctx->spec.max_runners}, {"spec.capacityAware.proactiveCapacity", ctx->spec.proactive_capacity}};
+  // The warm pool asked for is the largest it can be: warmPool's windows and followDemand.max
+  // count against scaleSetObjects.limits.proactiveCapacity as proactiveCapacity does.
+  // (above maxRunners a warm pool is never made).
+  int64_t warmest = 0;
+  for (const auto& w : ctx->spec.warm_pool.schedule)
+    warmest = std::max(warmest, w.size);
+  if (ctx->spec.warm_pool.follow_demand)
+    warmest = std::max(warmest, ctx->spec.warm_pool.max);
+  warmest = std::max(ctx->spec.proactive_capacity, std::min(warmest, ctx->spec.max_runners));
+  out.asks = {{"spec.maxRunners", ctx->spec.max_runners}, {"spec.capacityAware.proactiveCapacity", warmest}};
   using runtime::relay_as;
   const std::string at = ctx->spec.name + "/";
   for (const char* child : {"capacity_monitor", "listener_session", "runner_provisioner", "scale_set_status"}) {

@@ -15,6 +15,64 @@ using runtime::yaml_kind;
 
 namespace {
 
+// "HH:MM" (00:00 to 24:00) → minutes of the day.
+int read_clock(const config_section& s, const std::string& key, int fallback) {
+  const auto v = s.read_string(key);
+  if (!v)
+    return fallback;
+  const auto bad = [&] { config_fail(s.path(key), "expected a time of day \"HH:MM\" (UTC, 00:00 to 24:00), found '" + *v + "'"); };
+  if (v->size() != 5 || (*v)[2] != ':' || !std::isdigit((*v)[0]) || !std::isdigit((*v)[1]) || !std::isdigit((*v)[3]) || !std::isdigit((*v)[4]))
+    bad();
+  const int h = std::stoi(v->substr(0, 2)), m = std::stoi(v->substr(3, 2));
+  if (h > 24 || m > 59 || (h == 24 && m != 0))
+    bad();
+  return h * 60 + m;
+}
+
+// capacityAware.warmPool: schedule windows and followDemand.
+void read_warm_pool(const config_section& cs, actors::capacity::warm_pool_policy& out) {
+  auto wp = cs.get("warmPool");
+  if (!wp)
+    return;
+  config_section ws{*wp, cs.path("warmPool"), {"schedule", "followDemand"}};
+  if (auto sch = ws.get("schedule")) {
+    if (!sch->IsSequence())
+      config_fail(ws.path("schedule"), "expected a list of windows, found " + yaml_kind(*sch));
+    for (size_t i = 0; i < sch->size(); ++i) {
+      config_section w{(*sch)[i], ws.path("schedule") + "[" + std::to_string(i) + "]", {"days", "from", "to", "size"}};
+      actors::capacity::warm_window window;
+      if (w.get("days")) {
+        static const std::vector<std::string> names{"mon", "tue", "wed", "thu", "fri", "sat", "sun"};
+        window.days = 0;
+        for (const auto& d : w.read_strings("days")) {
+          const auto at = std::find(names.begin(), names.end(), d);
+          if (at == names.end())
+            config_fail(w.path("days"), "expected days among mon, tue, wed, thu, fri, sat, sun, found '" + d + "'");
+          window.days |= static_cast<uint8_t>(1u << (at - names.begin()));
+        }
+      }
+      window.from_minute = read_clock(w, "from", 0);
+      window.to_minute = read_clock(w, "to", 24 * 60);
+      if (window.from_minute == window.to_minute)
+        config_fail(w.path("to"), "the window is empty: from and to are the same time");
+      uint32_t size = 0;
+      w.read_uint("size", size, 0, 100'000);
+      window.size = size;
+      out.schedule.push_back(window);
+    }
+  }
+  if (auto fd = ws.get("followDemand")) {
+    config_section f{*fd, ws.path("followDemand"), {"percentile", "window", "max"}};
+    out.follow_demand = true;
+    uint32_t percentile = 90, max = 0;
+    f.read_uint("percentile", percentile, 1, 100);
+    f.read_duration("window", out.window, std::chrono::minutes{1}, std::chrono::hours{24 * 7});
+    f.read_uint("max", max, 0, 100'000);
+    out.percentile = percentile;
+    out.max = max;
+  }
+}
+
 // A Kubernetes label value (what selects ARC's runner pods by their AutoscalingRunnerSet).
 bool valid_label_value(const std::string& v) {
   auto alnum = [](char c) { return std::isalnum(static_cast<unsigned char>(c)) != 0; };
@@ -60,11 +118,12 @@ scale_set_section parse_scale_set(const YAML::Node& node, const std::string& whe
   if (auto c = s.get("capacityAware")) {
     config_section cs{*c, s.path("capacityAware"),
                {"enabled", "proactiveCapacity", "maxBurstCapacity", "recalculateInterval", "placeholderReadyTimeout", "placeholderTTL",
-                "workflowResources", "placeholderImage", "placeholderCommand", "repollOnChange"}};
+                "workflowResources", "placeholderImage", "placeholderCommand", "repollOnChange", "warmPool"}};
     auto& ca = out.capacity_aware;
     cs.read_bool("enabled", ca.enabled);
     cs.read_bool("repollOnChange", ca.repoll_on_change);
     cs.read_uint("proactiveCapacity", ca.proactive_capacity, 0, 100'000);
+    read_warm_pool(cs, ca.warm_pool);
     cs.read_uint("maxBurstCapacity", ca.max_burst_capacity, 0, 100'000);
     cs.read_duration("recalculateInterval", ca.recalculate_interval, millis{100}, millis{3'600'000});
     cs.read_duration("placeholderReadyTimeout", ca.placeholder_ready_timeout, millis{1'000}, millis{86'400'000});

@@ -9,6 +9,7 @@
 #include <variant>
 #include <vector>
 
+#include "actors/capacity/warm_pool.hpp"
 #include "modes/shared/sections.hpp"
 
 namespace headroom::modes::scale_sets {
@@ -37,6 +38,8 @@ struct scale_set_section {
   struct capacity_aware_section {
     bool enabled = true;
     uint32_t proactive_capacity = 0;  // the seed's default: no warm pairs without demand
+    // warmPool: above proactiveCapacity in time windows, or following the queue (max 0: maxRunners).
+    actors::capacity::warm_pool_policy warm_pool;
     uint32_t max_burst_capacity = 0;  // pairs pending (not yet placed) at once; 0 = no limit
     millis recalculate_interval{30'000};
     millis placeholder_ready_timeout{300'000};

@@ -32,6 +32,9 @@ std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, 
   s.capacity_aware = c.capacity_aware.enabled;
   s.repoll_on_change = c.capacity_aware.repoll_on_change;
   s.proactive_capacity = c.capacity_aware.proactive_capacity;
+  s.warm_pool = c.capacity_aware.warm_pool;
+  if (s.warm_pool.follow_demand && s.warm_pool.max == 0)
+    s.warm_pool.max = s.max_runners;
   s.max_burst_capacity = c.capacity_aware.max_burst_capacity;
   s.recalculate_interval = c.capacity_aware.recalculate_interval;
   s.placeholder_ready_timeout = c.capacity_aware.placeholder_ready_timeout;

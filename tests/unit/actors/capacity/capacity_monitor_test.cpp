@@ -48,6 +48,8 @@ struct monitor_fixture : test_support::actor_fixture {
 
   bool pods_listed = true;  // false: the pod informer's list waits for the test's answer
   bool with_nodes = false;  // true: a node informer whose list waits for the test's answer
+  cap::warm_pool_policy warm_pool;  // capacityAware.warmPool
+  std::chrono::milliseconds ready_timeout{300'000};  // placeholderReadyTimeout
   std::shared_ptr<k8s::informer<k8s::node>> nodes;
 
   void start(int64_t proactive = 1, std::string hook_template = {}) {
@@ -67,6 +69,8 @@ struct monitor_fixture : test_support::actor_fixture {
     ctx->spec.name = "linux";
     ctx->spec.max_runners = 5;
     ctx->spec.proactive_capacity = proactive;  // a warm pool of one pair by default
+    ctx->spec.warm_pool = warm_pool;
+    ctx->spec.placeholder_ready_timeout = ready_timeout;
     ctx->spec.placeholder_image = "registry.k8s.io/pause:3.10";
     ctx->spec.hook_template_configmap = std::move(hook_template);
     ctx->spec.workflow_cpu = "500m";
@@ -835,6 +839,50 @@ TEST_F(monitor_fixture, the_services_queued_jobs_bring_pairs_without_a_hud_or_a_
   caf::anon_send(monitor, u);
   sched.run();
   EXPECT_EQ(created().size(), 4u) << "two more: never above maxRunners";
+}
+
+// #59: the warm pool follows a schedule (UTC windows of the actor system's wall clock: the test
+// clock starts on Monday 2026-09-21 at 14:13:20) and, with followDemand, the queue it has seen.
+TEST_F(monitor_fixture, a_scheduled_window_raises_the_warm_pool_and_its_end_lowers_it_to_the_floor) {
+  warm_pool.schedule = {{0x01, 14 * 60, 14 * 60 + 14, 3}};  // Mondays 14:00 to 14:14
+  start(1);
+  set_up();
+  EXPECT_EQ(created().size(), 6u) << "three warm pairs in the window";
+  EXPECT_EQ((*gauges)["headroom_capacity_warm_pool_pairs"], 3);
+  for (int i = 0; i < 2; ++i) {  // a minute of recalculations: past 14:14
+    sched.advance_time(30s);
+    sched.run();
+  }
+  EXPECT_EQ((*gauges)["headroom_capacity_warm_pool_pairs"], 1) << "the floor (proactiveCapacity) after the window";
+  EXPECT_EQ(deletes().size(), 4u) << "two pairs' pods deleted:\n" << waiting_text();
+}
+
+TEST_F(monitor_fixture, following_demand_the_warm_pool_keeps_the_queue_it_has_seen_after_it_drains) {
+  warm_pool.follow_demand = true;
+  warm_pool.percentile = 100;
+  warm_pool.window = std::chrono::hours{1};
+  warm_pool.max = 2;
+  ready_timeout = std::chrono::hours{24};  // the pairs wait unplaced through the hour
+  start(0);
+  set_up();
+  EXPECT_TRUE(created().empty()) << "nothing seen yet: the floor, 0";
+  msg::scale_set_update u;
+  u.scale_set_id = 7;
+  u.stats.total_available_jobs = 4;
+  caf::anon_send(monitor, u);
+  sched.run();
+  EXPECT_EQ((*gauges)["headroom_capacity_warm_pool_pairs"], 2) << "the queue of 4, capped by max";
+  u.stats.total_available_jobs = 0;
+  caf::anon_send(monitor, u);
+  sched.run();
+  sched.advance_time(30s);
+  sched.run();
+  EXPECT_EQ((*gauges)["headroom_capacity_warm_pool_pairs"], 2) << "drained: the last hour's demand stays warm";
+  for (int i = 0; i < 130; ++i) {  // 65 minutes later the window has nothing but zeros
+    sched.advance_time(30s);
+    sched.run();
+  }
+  EXPECT_EQ((*gauges)["headroom_capacity_warm_pool_pairs"], 0);
 }
 
 // hud.share: cluster 1 of 2 makes pairs for its share of the service's queued jobs (the
