@@ -27,6 +27,7 @@
 #include <sstream>
 #include <thread>
 
+#include "bench/histogram_text.hpp"
 #include "e2e/scheduler_world.hpp"
 
 namespace {
@@ -40,12 +41,32 @@ double ms_of_day(const std::string& line) {
   return ((std::stod(t.substr(0, 2)) * 60 + std::stod(t.substr(3, 2))) * 60 + std::stod(t.substr(6))) * 1000;
 }
 
-void provision_burst(headroom::e2e::sched_env& e, int n) {
-  using namespace headroom::e2e;
-  kube_apply(e.c, "apiVersion: v1\nkind: Node\nmetadata:\n  name: burst-node\n  annotations: {kwok.x-k8s.io/node: fake}\n"
-                  "  labels: {kubernetes.io/hostname: burst-node, type: kwok, headroom.test/pool: burst}\nstatus:\n"
+// A kwok node of `pool` (headroom.test/pool) with room for 5,000 runners.
+void big_node(headroom::e2e::sched_env& e, const std::string& pool) {
+  headroom::e2e::kube_apply(e.c, "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + pool + "-node\n  annotations: {kwok.x-k8s.io/node: fake}\n"
+                  "  labels: {kubernetes.io/hostname: " + pool + "-node, type: kwok, headroom.test/pool: " + pool + "}\nstatus:\n"
                   "  allocatable: {cpu: \"1000\", memory: 4Ti, pods: \"5000\", headroom.dev/runner: \"5000\"}\n"
                   "  capacity: {cpu: \"1000\", memory: 4Ti, pods: \"5000\", headroom.dev/runner: \"5000\"}\n");
+}
+
+// When each "runner provisioned" line of headroom's log was written (ms of the day), once there
+// are `want` of them or `limit` has passed.
+std::vector<double> provisioned_times(const headroom::e2e::sched_world& w, size_t want, std::chrono::seconds limit) {
+  std::vector<double> at;
+  headroom::e2e::eventually([&] {
+    at.clear();
+    std::istringstream lines{w.headroom->full_log()};
+    for (std::string line; std::getline(lines, line);)
+      if (line.find("\"runner provisioned\"") != std::string::npos)
+        at.push_back(ms_of_day(line));
+    return at.size() >= want;
+  }, limit);
+  return at;
+}
+
+void provision_burst(headroom::e2e::sched_env& e, int n) {
+  using namespace headroom::e2e;
+  big_node(e, "burst");
   for (const char* store : {"sqlite", "postgres"}) {
     sched_options o{.name = std::string{"sched-burst-"} + store, .store = store, .job_duration = "600s",
                     .caps = "{}", .node_selector = "headroom.test/pool: burst"};
@@ -66,15 +87,7 @@ void provision_burst(headroom::e2e::sched_env& e, int n) {
     const size_t want = static_cast<size_t>(per_org * orgs);
     eventually([&] { return w.workers().size() >= want; }, std::chrono::seconds(300));
     // The peer counts a runner at its JIT config; its pod and Secret come after (several at once).
-    std::vector<double> at;
-    eventually([&] {
-      at.clear();
-      std::istringstream lines{w.headroom->full_log()};
-      for (std::string line; std::getline(lines, line);)
-        if (line.find("\"runner provisioned\"") != std::string::npos)
-          at.push_back(ms_of_day(line));
-      return at.size() >= want;
-    }, std::chrono::seconds(60));
+    const auto at = provisioned_times(w, want, std::chrono::seconds(60));
     const double seconds = at.size() > 1 ? (at.back() - at.front()) / 1000.0 : 0;
     std::printf("{\"mode\":\"provision_burst\",\"store\":\"%s\",\"runners\":%zu,\"seconds\":%.2f,\"per_second\":%.1f}\n", store,
                 at.size(), seconds, seconds > 0 ? static_cast<double>(at.size() - 1) / seconds : 0.0);
@@ -82,42 +95,9 @@ void provision_burst(headroom::e2e::sched_env& e, int n) {
   }
 }
 
-// The buckets (upper bound → cumulative count) of `series` in a /metrics text.
-std::map<double, double> buckets_of(const std::string& metrics, const std::string& series) {
-  std::map<double, double> out;
-  std::istringstream lines{metrics};
-  for (std::string line; std::getline(lines, line);) {
-    if (line.rfind(series + "_bucket{", 0) != 0)
-      continue;
-    if (line.find("phase=\"cycle\"") == std::string::npos)
-      continue;
-    const auto le = line.find("le=\"");
-    if (le == std::string::npos)
-      continue;
-    const auto le_end = line.find('"', le + 4);
-    const std::string bound = line.substr(le + 4, le_end - le - 4);
-    out[bound == "+Inf" ? 1e9 : std::stod(bound)] = std::stod(line.substr(line.rfind(' ') + 1));
-  }
-  return out;
-}
-
-// The smallest bucket bound holding quantile q of the observations between two scrapes.
-double quantile_bound(const std::map<double, double>& before, const std::map<double, double>& after, double q) {
-  const double total = after.empty() ? 0 : after.rbegin()->second - (before.empty() ? 0 : before.rbegin()->second);
-  for (const auto& [bound, count] : after) {
-    const double was = before.count(bound) ? before.at(bound) : 0;
-    if (total > 0 && count - was >= q * total)
-      return bound;
-  }
-  return -1;
-}
-
 void queued_cycle(headroom::e2e::sched_env& e, int n) {
   using namespace headroom::e2e;
-  kube_apply(e.c, "apiVersion: v1\nkind: Node\nmetadata:\n  name: queued-node\n  annotations: {kwok.x-k8s.io/node: fake}\n"
-                  "  labels: {kubernetes.io/hostname: queued-node, type: kwok, headroom.test/pool: queued}\nstatus:\n"
-                  "  allocatable: {cpu: \"1000\", memory: 4Ti, pods: \"5000\", headroom.dev/runner: \"5000\"}\n"
-                  "  capacity: {cpu: \"1000\", memory: 4Ti, pods: \"5000\", headroom.dev/runner: \"5000\"}\n");
+  big_node(e, "queued");
   for (const char* store : {"sqlite", "postgres"}) {
     const int orgs = 50, per_org = (n + orgs - 1) / orgs, cap = std::max(1, n / 100 / orgs);
     sched_options o{.name = std::string{"sched-queued-"} + store, .store = store, .job_duration = "3600s", .caps = "{",
@@ -135,21 +115,15 @@ void queued_cycle(headroom::e2e::sched_env& e, int n) {
       w.post_jobs(org, org + "/app", "\"self-hosted\"", per_org);
     }
     const size_t want = static_cast<size_t>(cap * orgs);
-    std::vector<double> at;
-    eventually([&] {
-      at.clear();
-      std::istringstream lines{w.headroom->full_log()};
-      for (std::string line; std::getline(lines, line);)
-        if (line.find("\"runner provisioned\"") != std::string::npos)
-          at.push_back(ms_of_day(line));
-      return at.size() >= want;
-    }, std::chrono::seconds(600));
+    const auto at = provisioned_times(w, want, std::chrono::seconds(600));
     const double seconds = at.size() > 1 ? (at.back() - at.front()) / 1000.0 : 0;
     // A minute of cycles with every job active: the webhooks all recorded, the runners made.
-    const auto before = buckets_of(w.headroom->metrics(), "headroom_scheduler_phase_duration_seconds");
+    using headroom::bench::buckets;
+    const std::string series = "headroom_scheduler_phase_duration_seconds", whole = "phase=\"cycle\"";
+    const auto before = buckets(w.headroom->metrics(), series, whole);
     std::this_thread::sleep_for(std::chrono::seconds(60));
-    const auto after = buckets_of(w.headroom->metrics(), "headroom_scheduler_phase_duration_seconds");
-    const double cycles = after.empty() ? 0 : after.rbegin()->second - (before.empty() ? 0 : before.rbegin()->second);
+    const auto minute = headroom::bench::buckets_since(buckets(w.headroom->metrics(), series, whole), before);
+    const double cycles = minute.empty() ? 0 : minute.rbegin()->second;
     uintmax_t bytes = 0;
     for (const auto& f : std::filesystem::directory_iterator(w.dir))
       if (f.path().filename().string().rfind("jobs.db", 0) == 0)
@@ -161,7 +135,7 @@ void queued_cycle(headroom::e2e::sched_env& e, int n) {
     std::printf("{\"mode\":\"queued\",\"store\":\"%s\",\"queued\":%d,\"runners\":%zu,\"per_second\":%.1f,\"cycles\":%.0f,"
                 "\"cycle_p50_le_ms\":%.0f,\"cycle_p99_le_ms\":%.0f,\"store_bytes\":%ju}\n",
                 store, per_org * orgs, at.size(), seconds > 0 ? static_cast<double>(at.size() - 1) / seconds : 0.0, cycles,
-                quantile_bound(before, after, 0.5) * 1000, quantile_bound(before, after, 0.99) * 1000, bytes);
+                headroom::bench::bucket_quantile(minute, 0.5) * 1000, headroom::bench::bucket_quantile(minute, 0.99) * 1000, bytes);
     std::fflush(stdout);
   }
 }
