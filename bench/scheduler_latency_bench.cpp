@@ -49,6 +49,22 @@ void big_node(headroom::e2e::sched_env& e, const std::string& pool) {
                   "  capacity: {cpu: \"1000\", memory: 4Ti, pods: \"5000\", headroom.dev/runner: \"5000\"}\n");
 }
 
+// maxWorkers.entities for organizations PREFIX-0 … PREFIX-(orgs-1), each capped at `cap`.
+std::string org_caps(const std::string& prefix, int orgs, int cap) {
+  std::string caps = "{";
+  for (int i = 0; i < orgs; ++i)
+    caps += std::string{i ? ", " : ""} + prefix + "-" + std::to_string(i) + ": " + std::to_string(cap);
+  return caps + "}";
+}
+
+// `per_org` queued jobs for each of those organizations, delivered as webhooks by the peer.
+void post_to_orgs(const headroom::e2e::sched_world& w, const std::string& prefix, int orgs, int per_org) {
+  for (int i = 0; i < orgs; ++i) {
+    const std::string org = prefix + "-" + std::to_string(i);
+    w.post_jobs(org, org + "/app", "\"self-hosted\"", per_org);
+  }
+}
+
 // When each "runner provisioned" line of headroom's log was written (ms of the day), once there
 // are `want` of them or `limit` has passed.
 std::vector<double> provisioned_times(const headroom::e2e::sched_world& w, size_t want, std::chrono::seconds limit) {
@@ -71,19 +87,14 @@ void provision_burst(headroom::e2e::sched_env& e, int n) {
     sched_options o{.name = std::string{"sched-burst-"} + store, .store = store, .job_duration = "600s",
                     .caps = "{}", .node_selector = "headroom.test/pool: burst"};
     const int orgs = 10, per_org = (n + orgs - 1) / orgs;
-    o.caps = "{";
-    for (int i = 0; i < orgs; ++i)
-      o.caps += std::string{i ? ", " : ""} + "burst-" + store + "-" + std::to_string(i) + ": " + std::to_string(per_org);
-    o.caps += "}";
+    const std::string prefix = std::string{"burst-"} + store;
+    o.caps = org_caps(prefix, orgs, per_org);
     sched_world w{e, o};
     if (!w.sim || !w.start()) {
       std::fprintf(stderr, "world: %s\n", w.why.c_str());
       return;
     }
-    for (int i = 0; i < orgs; ++i) {
-      const std::string org = std::string{"burst-"} + store + "-" + std::to_string(i);
-      w.post_jobs(org, org + "/app", "\"self-hosted\"", per_org);
-    }
+    post_to_orgs(w, prefix, orgs, per_org);
     const size_t want = static_cast<size_t>(per_org * orgs);
     eventually([&] { return w.workers().size() >= want; }, std::chrono::seconds(300));
     // The peer counts a runner at its JIT config; its pod and Secret come after (several at once).
@@ -100,20 +111,15 @@ void queued_cycle(headroom::e2e::sched_env& e, int n) {
   big_node(e, "queued");
   for (const char* store : {"sqlite", "postgres"}) {
     const int orgs = 50, per_org = (n + orgs - 1) / orgs, cap = std::max(1, n / 100 / orgs);
-    sched_options o{.name = std::string{"sched-queued-"} + store, .store = store, .job_duration = "3600s", .caps = "{",
-                    .node_selector = "headroom.test/pool: queued"};
-    for (int i = 0; i < orgs; ++i)
-      o.caps += std::string{i ? ", " : ""} + "queued-" + store + "-" + std::to_string(i) + ": " + std::to_string(cap);
-    o.caps += "}";
+    const std::string prefix = std::string{"queued-"} + store;
+    sched_options o{.name = std::string{"sched-queued-"} + store, .store = store, .job_duration = "3600s",
+                    .caps = org_caps(prefix, orgs, cap), .node_selector = "headroom.test/pool: queued"};
     sched_world w{e, o};
     if (!w.sim || !w.start()) {
       std::fprintf(stderr, "world: %s\n", w.why.c_str());
       return;
     }
-    for (int i = 0; i < orgs; ++i) {
-      const std::string org = std::string{"queued-"} + store + "-" + std::to_string(i);
-      w.post_jobs(org, org + "/app", "\"self-hosted\"", per_org);
-    }
+    post_to_orgs(w, prefix, orgs, per_org);
     const size_t want = static_cast<size_t>(cap * orgs);
     const auto at = provisioned_times(w, want, std::chrono::seconds(600));
     const double seconds = at.size() > 1 ? (at.back() - at.front()) / 1000.0 : 0;
