@@ -679,17 +679,22 @@ TEST(reactive, each_actor_kind_failed_mid_window_is_restarted_and_steps_stay_sin
   auto fail = [&](const std::string& child) {
     return headroom::testpeer::http_call("http://127.0.0.1:" + std::to_string(e.metrics_port) + "/debug/fault?child=" + child, "{}").body;
   };
-  const double high_since = wall_now();
-  set_load(e, "faulted", 400);
-  std::this_thread::sleep_for(2s);
   auto failures = [&](const std::string& target) {
     const auto v = agent_metric(e, "headroom_reactive_metric_query_failures_total{target=\"" + id(target) + "\"}");
     return v.empty() ? 0.0 : std::stod(v);
   };
   // "band", which no fault touches, tells what Prometheus itself missed meanwhile: on a loaded
   // machine a scrape of the load exporter can time out, and every series of it then reads empty
-  // for a second or two (seen in CI: every target skipped 1-2 evaluations together).
-  const double failures_before = failures("faulted"), control_before = failures("band");
+  // for a second or two (seen in CI: every target skipped 1-2 evaluations together). The targets
+  // are evaluated 1 s apart at different phases, so one gap can reach "band" just before the
+  // target's window opens and the target just after (seen in CI: band failed at .310, the
+  // snapshot came at .5, the target's failure after it). The control's window therefore opens 2 s
+  // before the target's and closes 2 s after it.
+  const double control_before = failures("band");
+  const double high_since = wall_now();
+  set_load(e, "faulted", 400);
+  std::this_thread::sleep_for(2s);
+  const double failures_before = failures("faulted");
   const size_t log_before = e.agent->log(size_t{1} << 30).size();
   for (const std::string& child : std::vector<std::string>{"metric_reader", "reactive_quota", "reactive_scaler/" + id("faulted")}) {
     const double before = restarts(child);
@@ -712,7 +717,9 @@ TEST(reactive, each_actor_kind_failed_mid_window_is_restarted_and_steps_stay_sin
   // No evaluation of the target lost to the restarts: none skipped for want of the reader's
   // samples (the scaler's watchdog), and none skipped at all unless Prometheus missed the untouched
   // target's series too.
-  const double lost = failures("faulted") - failures_before, control_lost = failures("band") - control_before;
+  const double lost = failures("faulted") - failures_before;
+  std::this_thread::sleep_for(2s);
+  const double control_lost = failures("band") - control_before;
   EXPECT_EQ(log_lines_with(e, {"no evaluation from the metric reader", id("faulted")}, log_before), 0) << e.agent->log();
   EXPECT_TRUE(lost == 0 || control_lost > 0) << lost << " evaluations of the target skipped across the restarts, none of the untouched "
                                              << "target's: lost to the restarts\n" << e.agent->log();
