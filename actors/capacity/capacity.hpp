@@ -115,6 +115,7 @@ struct scale_set_spec : runners::runner_spec {
   std::string ephemeral_runner_set;    // arc mode
   bool capacity_aware = true;
   bool repoll_on_change = true;
+  milliseconds queue_check_interval{10'000};  // listener_options::queue_check_interval
   int64_t proactive_capacity = 0;
   warm_pool_policy warm_pool;  // above proactive_capacity over time (warm_pool.hpp)
   // Several clusters on one queue (hud.share): this cluster's share of the queued jobs, the HUD's

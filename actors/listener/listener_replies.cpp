@@ -167,6 +167,29 @@ void on_stats(listener_self* self, actions_reply& r) {
 
 }  // namespace
 
+// The in-flight poll's queue check, `queue_check_interval` from now (none when 0).
+void arm_queue_check(listener_self* self) {
+  auto& s = self->state;
+  if (s.opts.queue_check_interval.count() > 0)
+    self->delayed_send(self, s.opts.queue_check_interval, queue_check{s.generation, s.poll_seq});
+}
+
+// The poll is still held: when it advertised no room beyond the jobs already assigned, nothing
+// will be offered on it, so the jobs queued meanwhile are read with the scale set (news for the
+// monitor's demand, which may place pairs and raise the capacity, and so cancel this poll), and
+// read again after another interval while it lasts. With room free, a queued job is offered on
+// this poll and its message carries the statistics: no read.
+void on_queue_check(listener_self* self, const queue_check& t) {
+  auto& s = self->state;
+  if (t.generation != s.generation || t.poll != s.poll_seq || !s.polling || s.poll_cancelled)
+    return;  // that poll has ended
+  const int64_t assigned = s.stats ? s.stats->total_assigned_jobs : 0;
+  if (s.poll_capacity > assigned)
+    return;
+  refresh_statistics(self);
+  arm_queue_check(self);
+}
+
 // An Actions Service answer, by operation.
 void on_reply(listener_self* self, actions_reply& r) {
   auto& s = self->state;

@@ -182,6 +182,7 @@ void start_poll(listener_self* self) {
   st.poll_started = now;
   if (now < st.reorder_until)
     self->delayed_send(self, st.reorder_until - now, reorder_window_passed{st.generation, seq});
+  arm_queue_check(self);
   if (st.peers.capacity)
     self->send(st.peers.capacity,
                msg::capacity_polled{st.to_advertise,
@@ -482,6 +483,7 @@ listener_impl::behavior_type listener_behavior(listener_self* self, std::shared_
         start_poll(self);
       },
       [self](retry_timer t) { on_retry(self, t.generation); },
+      [self](queue_check t) { on_queue_check(self, t); },
       [self](actions_reply& r) { on_reply(self, r); },
   };
 }

@@ -46,6 +46,11 @@ struct listener_options {
   std::string owner;              // the session's owner name: the Pod's or the host's name
   int64_t initial_capacity = 0;   // advertised until the capacity monitor says otherwise
   bool repoll_on_change = true;   // false: a new capacity waits for the next poll (the stock behaviour)
+  // While a poll is held with no advertised room free (its capacity at most the jobs assigned),
+  // the service offers nothing and says nothing until the hold ends (~50 s): the jobs queued
+  // meanwhile (totalAvailableJobs, the demand a warm pool of 0 starts pairs for) are read with
+  // the scale set this often instead. 0: only after each poll.
+  std::chrono::milliseconds queue_check_interval{0};
   // A poll cancelled younger than this may still be on its way to the service (sent on its own
   // connection, it can be read there after its successor, and the service takes the capacity of
   // the poll it reads last). Every poll started until this long after such a cancel is re-issued

@@ -30,12 +30,16 @@ struct cancel_deadline {  // a cancelled poll was not answered within 1 s
 struct reorder_window_passed {  // a poll started inside the reorder window is re-issued now
   uint64_t generation = 0, poll = 0;
 };
+struct queue_check {  // the queue is read again while this poll is held with no room free
+  uint64_t generation = 0, poll = 0;
+};
 
 }  // namespace headroom::actors::listener
 
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::listener::retry_timer)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::listener::cancel_deadline)
 CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::listener::reorder_window_passed)
+CAF_ALLOW_UNSAFE_MESSAGE_TYPE(headroom::actors::listener::queue_check)
 
 namespace headroom::actors::listener {
 
@@ -92,7 +96,7 @@ struct listener_state {
 
 // The listener's own messages: its timers and the Actions Service's answers.
 using listener_impl = listener_actor::extend<caf::reacts_to<reorder_window_passed>, caf::reacts_to<cancel_deadline>,
-                                             caf::reacts_to<retry_timer>, caf::reacts_to<actions_reply>>;
+                                             caf::reacts_to<retry_timer>, caf::reacts_to<queue_check>, caf::reacts_to<actions_reply>>;
 using listener_self = listener_impl::stateful_base<listener_state>;
 
 // The callback of an Actions call: its result goes back to the actor as actions_reply.
@@ -125,6 +129,8 @@ void tell_session(listener_self* self, std::string state, std::string message = 
 void session_ready(listener_self* self, const char* what);
 void handle_message(listener_self* self);
 void refresh_statistics(listener_self* self);
+void arm_queue_check(listener_self* self);
+void on_queue_check(listener_self* self, const queue_check& t);
 msg::scale_set_statistics statistics_of(const github::statistics& s);
 void publish(listener_self* self, const msg::scale_set_update& u);
 void finish_message(listener_self* self);

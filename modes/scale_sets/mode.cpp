@@ -273,6 +273,8 @@ runtime::child_spec scale_set_subtree(const runtime::config& cfg, const context_
     o.labels = ctx->spec.labels;
     o.owner = ctx->owner_process;
     o.repoll_on_change = ctx->spec.repoll_on_change;
+    // capacity-unaware: maxRunners is advertised, a queued job is always offered.
+    o.queue_check_interval = ctx->spec.capacity_aware ? ctx->spec.queue_check_interval : std::chrono::milliseconds{0};
     o.failed = ctx->metrics.actions_error;
     o.job = ctx->metrics.job;
     o.memo = memo;

@@ -118,10 +118,13 @@ scale_set_section parse_scale_set(const YAML::Node& node, const std::string& whe
   if (auto c = s.get("capacityAware")) {
     config_section cs{*c, s.path("capacityAware"),
                {"enabled", "proactiveCapacity", "maxBurstCapacity", "recalculateInterval", "placeholderReadyTimeout", "placeholderTTL",
-                "workflowResources", "placeholderImage", "placeholderCommand", "repollOnChange", "warmPool"}};
+                "workflowResources", "placeholderImage", "placeholderCommand", "repollOnChange", "queueCheckInterval", "warmPool"}};
     auto& ca = out.capacity_aware;
     cs.read_bool("enabled", ca.enabled);
     cs.read_bool("repollOnChange", ca.repoll_on_change);
+    cs.read_duration("queueCheckInterval", ca.queue_check_interval, millis{0}, millis{3'600'000});
+    if (ca.queue_check_interval.count() != 0 && ca.queue_check_interval < millis{1'000})
+      config_fail(cs.path("queueCheckInterval"), "must be 0 (only after each poll) or at least 1s");
     cs.read_uint("proactiveCapacity", ca.proactive_capacity, 0, 100'000);
     read_warm_pool(cs, ca.warm_pool);
     cs.read_uint("maxBurstCapacity", ca.max_burst_capacity, 0, 100'000);

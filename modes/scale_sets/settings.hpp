@@ -53,6 +53,10 @@ struct scale_set_section {
     // A capacity change cancels the held poll and re-polls with the new value (false: the stock
     // behaviour, the capacity is read only when the next poll starts; for comparison).
     bool repoll_on_change = true;
+    // While the held poll advertises no room free, the jobs queued for the scale set are read
+    // this often (a GET of the scale set), so a queue is seen in seconds, not at the hold's end
+    // (~50 s). 0: only after each poll.
+    millis queue_check_interval{10'000};
   } capacity_aware;
   struct health_section {
     millis interval{30'000};

@@ -68,6 +68,7 @@ struct listener_fixture : test_support::actor_fixture {
     lo.labels = labels;
     lo.owner = "headroom-0";
     lo.memo = memo;
+    lo.queue_check_interval = queue_check;
     updates_sink = sys.spawn(
         [](actors::update_sink::pointer, std::shared_ptr<std::vector<msg::scale_set_update>> seen) -> actors::update_sink::behavior_type {
           return {[seen](const msg::scale_set_update& u) { seen->push_back(u); }};
@@ -125,6 +126,7 @@ struct listener_fixture : test_support::actor_fixture {
   }
 
   std::string by_name;               // the scale set by name (resolved at start), not by id
+  std::chrono::milliseconds queue_check{0};  // listener_options::queue_check_interval
   std::vector<std::string> labels;   // its configured labels
   std::shared_ptr<github::actions_client> client;
   std::shared_ptr<monitor_log> log = std::make_shared<monitor_log>();
@@ -230,6 +232,44 @@ TEST_F(listener_fixture, an_empty_poll_reads_the_scale_sets_statistics_for_the_m
                         R"({"id":7,"name":"set","statistics":{"totalAvailableJobs":200,"totalAssignedJobs":0}})"));
   sched.run();
   EXPECT_EQ(updates->size(), 2u) << "the same statistics again are no news";
+}
+
+// #59: a warm pool of 0 advertises nothing, so the jobs queued meanwhile were seen only when the
+// held poll ended (~50 s; measured by bench/job_outcomes: queued → start p50 66 s against ARC's
+// 20 s). While a poll is held with no room free the scale set is read every queue_check_interval;
+// once the poll advertises room (a queued job would be offered on it, with its statistics) it is not.
+TEST_F(listener_fixture, a_poll_held_with_no_room_free_reads_the_queue_every_interval_and_one_with_room_does_not) {
+  queue_check = 10s;
+  start(0);
+  connect();
+  ASSERT_TRUE(io.answer("POST", "/_apis/runtime/runnerscalesets/7/sessions", 200, session_json)) << waiting_text();
+  sched.run();
+  ASSERT_EQ(updates->size(), 1u) << "the session's statistics";
+  sched.advance_time(9s);
+  sched.run();
+  EXPECT_EQ(waiting("GET", "/_apis/runtime/runnerscalesets/7?"), 0u) << "not before the interval";
+  sched.advance_time(1s);
+  sched.run();
+  ASSERT_TRUE(io.answer("GET", "/_apis/runtime/runnerscalesets/7?", 200,
+                        R"({"id":7,"name":"set","statistics":{"totalAvailableJobs":3,"totalAssignedJobs":0}})"))
+      << "the queue read while the poll advertising 0 is held: " << waiting_text();
+  sched.run();
+  ASSERT_EQ(updates->size(), 2u);
+  EXPECT_EQ(updates->back().stats.total_available_jobs, 3) << "the monitor learns the queue";
+  EXPECT_EQ(polled_capacity(), 0) << "the poll is still the same one";
+  sched.advance_time(10s);
+  sched.run();
+  EXPECT_EQ(waiting("GET", "/_apis/runtime/runnerscalesets/7?"), 1u) << "and again after another interval";
+  ASSERT_TRUE(io.answer("GET", "/_apis/runtime/runnerscalesets/7?", 200,
+                        R"({"id":7,"name":"set","statistics":{"totalAvailableJobs":3,"totalAssignedJobs":0}})"));
+  sched.run();
+  // Pairs placed: the monitor raises the capacity, the held poll is replaced by one with room.
+  caf::anon_send(listener, msg::set_max_capacity{2});
+  settle();
+  ASSERT_EQ(polled_capacity(), 2) << waiting_text();
+  sched.advance_time(30s);
+  sched.run();
+  EXPECT_EQ(waiting("GET", "/_apis/runtime/runnerscalesets/7?"), 0u) << "room free: a queued job is offered on the poll itself";
 }
 
 // #61: a service that accepted a poll and never answered was seen after 394 s: the client retried
