@@ -704,6 +704,96 @@ TEST(capacity_e2e, capacity_jobs_flow_to_the_cluster_with_room) {
   EXPECT_GT(audited(b, set_b), 0);
 }
 
+// #59's two-cluster scenario, reduced: two clusters serve one label and the first (offered jobs
+// first: the lower scale set id) loses its capacity mid-burst: its node cordoned and its NodePool's
+// limit lowered to 0, while its first job runs there. From then on it claims nothing: every later
+// job goes to the second cluster and completes there (bench/job_outcomes measures the full one).
+TEST(capacity_e2e, capacity_a_cluster_that_loses_its_capacity_mid_burst_claims_no_more_jobs) {
+  REQUIRE_ENV(e);
+  const std::string reqs = "      - {key: kubernetes.io/arch, operator: In, values: [amd64]}\n"
+                           "      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n";
+  const scoped_nodepool pool_a{e.c, "capacity-lose-a", "{cpu: \"4\"}", reqs}, pool_b{e.c, "capacity-lose-b", "{cpu: \"8\"}", reqs};
+  ASSERT_EQ(pool_a.applied.exit_code, 0) << pool_a.applied.err;
+  ASSERT_EQ(pool_b.applied.exit_code, 0) << pool_b.applied.err;
+  scenario first{"capacity-lose-a", 4, 1, "60s", "10s"}, second{"capacity-lose-b", 4, 1, "60s", "3s"};
+  for (auto* s : {&first, &second}) {
+    s->labels = "lose-shared";
+    s->node_selector = "pool: " + s->name;
+    s->container_mode = "none";
+    s->exit_runner_pods = true;
+  }
+  world a{e, first}, b{e, second};
+  REQUIRE_WORLD(a);
+  REQUIRE_WORLD(b);
+  a.start();
+  int64_t set_a = 0, set_b = 0;
+  ASSERT_TRUE(eventually([&] { return (set_a = a.scale_set_id()) != 0; }, 60s)) << a.headroom->log();
+  b.start();
+  ASSERT_TRUE(eventually([&] { return (set_b = b.scale_set_id()) != 0; }, 60s)) << b.headroom->log();
+  ASSERT_LT(set_a, set_b) << "the service offers a job to the lowest scale set id with room first";
+  ASSERT_TRUE(eventually([&] { return a.latest_capacity(set_a) == 1 && b.latest_capacity(set_b) == 1; }, 120s))
+      << a.headroom->log() << b.headroom->log();
+  struct shared_job {
+    std::string state;
+    int64_t set = 0;
+    double claimed = 0;
+  };
+  auto shared_jobs = [&] {
+    simdjson::dom::parser p;
+    std::vector<shared_job> out;
+    for (auto j : p.parse(e.peer->control("/state").body)["jobs"].get_array()) {
+      bool shared = false;
+      for (auto l : j["labels"].get_array())
+        shared |= std::string_view(l) == "lose-shared";
+      if (!shared)
+        continue;
+      shared_job s{std::string{std::string_view(j["state"])}};
+      if (j["scaleSetId"].get(s.set) != simdjson::SUCCESS)  // null: never offered
+        s.set = 0;
+      if (const std::string_view at = j["assignTime"]; !at.starts_with("0001"))
+        s.claimed = std::chrono::duration<double>(parse_time(at).time_since_epoch()).count();
+      out.push_back(s);
+    }
+    return out;
+  };
+  // The first job runs on the first cluster (its warm pair's node).
+  e.peer->control("/jobs", R"({"labels":["lose-shared"],"count":1})");
+  ASSERT_TRUE(eventually([&] {
+    auto jobs = shared_jobs();
+    return jobs.size() == 1 && jobs[0].state == "running" && jobs[0].set == set_a;
+  }, 60s)) << a.headroom->log();
+  // It loses its capacity: no node it has takes pods, and its NodePool buys none.
+  const auto nodes = e.c->kubectl({"get", "nodes", "-l", "pool=capacity-lose-a", "-o", "name"}).out;
+  std::istringstream in{nodes};
+  for (std::string n; std::getline(in, n);) {
+    if (!n.empty()) {
+      ASSERT_EQ(e.c->kubectl({"cordon", n}).exit_code, 0);
+    }
+  }
+  ASSERT_EQ(e.c->kubectl({"patch", "nodepool", "capacity-lose-a", "--type", "merge", "-p", R"({"spec":{"limits":{"cpu":"0"}}})"}).exit_code, 0);
+  const double lost_at = std::chrono::duration<double>(clock_type::now().time_since_epoch()).count();
+  // The cordon reaches headroom through its node watch, a recompute and a new poll: a job offered
+  // before that poll may still be claimed within a second or two. Then the burst.
+  std::this_thread::sleep_for(2s);
+  e.peer->control("/jobs", R"({"labels":["lose-shared"],"count":5})");
+  ASSERT_TRUE(eventually([&] {
+    auto jobs = shared_jobs();
+    return jobs.size() == 6 && std::all_of(jobs.begin(), jobs.end(), [](const auto& j) { return j.state == "completed"; });
+  }, 240s)) << a.headroom->log() << b.headroom->log();
+  int on_a = 0, on_b = 0;
+  for (const auto& j : shared_jobs()) {
+    EXPECT_FALSE(j.set == set_a && j.claimed > lost_at + 2) << "the cluster without capacity claimed a job " << j.claimed - lost_at
+                                                              << " s after it lost its capacity";
+    on_a += j.set == set_a ? 1 : 0;
+    on_b += j.set == set_b ? 1 : 0;
+  }
+  EXPECT_EQ(on_a, 1) << "only the job that ran before the loss";
+  EXPECT_EQ(on_b, 5);
+  EXPECT_TRUE(eventually([&] { return a.latest_capacity(set_a) == 0; }, 60s)) << "nothing advertised once its runner is gone";
+  EXPECT_GT(audited(a, set_a), 0);
+  EXPECT_GT(audited(b, set_b), 0);
+}
+
 int64_t cpu_milli(const std::string& q) {
   if (q.empty())
     return 0;
