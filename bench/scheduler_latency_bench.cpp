@@ -12,14 +12,17 @@
 // (a hundredth of them get runners, made concurrently; the rest stay queued), then the cycle
 // with N active jobs for a minute: headroom's own histogram of whole cycles
 // (headroom_scheduler_phase_duration_seconds{phase="cycle"}, its bucket bounds), the runners made
-// per second, and the store's size.
+// per second, the store's size, and the dashboards' page times with those N jobs active (each page
+// fetched 10 times in a row: the median and the slowest, milliseconds, whole response).
 //
 //   HEADROOM_TESTENV_DIR=… scheduler_latency_bench [--jobs N] [--burst N] [--queued N]
 //
 // Prints {"mode":"webhook_to_pod","store":…,"jobs":…,"p50_ms":…,"p99_ms":…,"max_ms":…} per store,
 // {"mode":"provision_burst","store":…,"runners":…,"seconds":…,"per_second":…} and
-// {"mode":"queued","store":…,"queued":…,"runners":…,"per_second":…,"cycles":…,"cycle_p50_le_ms":…,"cycle_p99_le_ms":…,"store_bytes":…}.
+// {"mode":"queued","store":…,"queued":…,"runners":…,"per_second":…,"cycles":…,"cycle_p50_le_ms":…,"cycle_p99_le_ms":…,"store_bytes":…}
+// and {"mode":"page","store":…,"queued":…,"path":…,"status":…,"bytes":…,"p50_ms":…,"max_ms":…} per dashboard page.
 
+#include <algorithm>
 #include <cstdio>
 #include <filesystem>
 #include <map>
@@ -106,6 +109,27 @@ void provision_burst(headroom::e2e::sched_env& e, int n) {
   }
 }
 
+// Each dashboard page fetched 10 times in a row from `base` (the dashboards' listener): the status,
+// the body's size, the median and slowest whole-response time.
+void page_times(const std::string& base, const char* store, int queued) {
+  const std::vector<std::string> paths = {"/usage",      "/usage.json",   "/jobs",      "/jobs.json?per_page=1000",
+                                          "/jobs?page=50", "/history",     "/workers",   "/workers.json?per_page=1000"};
+  for (const auto& path : paths) {
+    std::vector<double> ms;
+    headroom::testpeer::http_reply r;
+    for (int i = 0; i < 10; ++i) {
+      const auto t0 = std::chrono::steady_clock::now();
+      r = headroom::testpeer::http_call(base + path);
+      ms.push_back(std::chrono::duration<double, std::milli>(std::chrono::steady_clock::now() - t0).count());
+    }
+    std::sort(ms.begin(), ms.end());
+    std::printf("{\"mode\":\"page\",\"store\":\"%s\",\"queued\":%d,\"path\":\"%s\",\"status\":%ld,\"bytes\":%zu,\"p50_ms\":%.1f,"
+                "\"max_ms\":%.1f}\n",
+                store, queued, path.c_str(), static_cast<long>(r.status), r.body.size(), ms[ms.size() / 2], ms.back());
+  }
+  std::fflush(stdout);
+}
+
 void queued_cycle(headroom::e2e::sched_env& e, int n) {
   using namespace headroom::e2e;
   big_node(e, "queued");
@@ -143,6 +167,7 @@ void queued_cycle(headroom::e2e::sched_env& e, int n) {
                 store, per_org * orgs, at.size(), seconds > 0 ? static_cast<double>(at.size() - 1) / seconds : 0.0, cycles,
                 headroom::bench::bucket_quantile(minute, 0.5) * 1000, headroom::bench::bucket_quantile(minute, 0.99) * 1000, bytes);
     std::fflush(stdout);
+    page_times(w.pages, store, per_org * orgs);
   }
 }
 

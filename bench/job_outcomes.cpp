@@ -1,0 +1,439 @@
+// Job outcomes under a capacity shortage (#59): the same job trace against the same cluster, one
+// system after the other, and what the jobs' owners see.
+//
+// Systems (each on a NodePool of its own with the same limit, so none inherits another's nodes):
+//   arc      ARC's listener (tests/peers/scaleset-listener/arc: github.com/actions/scaleset's
+//            `listener`, advertising maxRunners, with ARC's scaler patching an EphemeralRunnerSet)
+//            and ARC's EphemeralRunnerSet/EphemeralRunner controllers (played by the runner
+//            simulator, tests/peers/runner-sim/arc.go) making a runner pod per runner;
+//   off      headroom with capacityAware.enabled false (advertises maxRunners, no pairs);
+//   pool0    headroom as shipped with no warm pool (pairs for the queue the service reports);
+//   pool<N>  headroom as shipped with a warm pool of N pairs (pool0: none).
+// Runners are ephemeral (the pod ends with its job) and run the job in their own pod (containerMode
+// none), each requesting --runner-cpu; headroom's pairs add a workflow placeholder of 100m.
+//
+// Scenarios (jobs posted within 5 s, arrival offsets drawn from --seed, each --duration long;
+// Karpenter's kwok provider buys nodes at once, from tests/testenv/instance-types.json):
+//   burst-over-limit  --jobs jobs on one cluster whose NodePool (--limit-cpu) holds fewer runners;
+//   two-clusters      2 × --jobs jobs for a label two clusters serve; the first (offered jobs first)
+//                     loses its capacity once half are posted (nodes cordoned, NodePool limit 0),
+//                     the second has room for all. Also: jobs the first claimed after its loss, and
+//                     where the jobs completed.
+//
+// Outcomes per system, from the Actions Service peer's record of each job (queued, claimed by a
+// scale set, given to a runner, finished) and the cluster sampled every second:
+//   claimed_stuck      jobs claimed that waited more than 10 s for a runner to start (their runner
+//                      pod had no room: the job sat claimed, where another cluster could have run it)
+//   claimed_wait_min   job-minutes between claim and runner start, summed over all jobs
+//   start p50/p95/max  queued → runner start, seconds, of the jobs that started
+//   canceled           jobs the service gave up (claimed, no runner, re-queued 3 times)
+//   completed          jobs completed successfully in the run (it ends when every job has ended,
+//                      or after --timeout)
+//   requeued           claims the service took back (a claimed job with no runner for 120 s)
+//   nodes, node_min    NodeClaims the system's NodePool made, and their node-minutes in the run
+//   preempted_runners  runner pods preempted (a Preempted Event on a pod that was a runner)
+//
+//   HEADROOM_TESTENV_DIR=… build/release/bench/job_outcomes [--systems arc,off,pool0,pool2]
+//       [--scenarios burst-over-limit,two-clusters] [--jobs 12] [--duration 30s] [--limit-cpu 4]
+//       [--runner-cpu 1] [--seed 1] [--timeout 600]
+//
+// Prints one {"mode":"job_outcomes",…} line per system.
+
+#include <algorithm>
+#include <functional>
+#include <cmath>
+#include <iostream>
+#include <random>
+#include <set>
+#include <thread>
+
+#include "e2e/capacity_world.hpp"
+#include "testenv/child_process.hpp"
+
+using namespace headroom;
+using namespace headroom::e2e;
+using namespace std::chrono_literals;
+
+namespace {
+
+struct options {
+  std::vector<std::string> systems = {"arc", "off", "pool0", "pool2"};
+  std::vector<std::string> scenarios = {"burst-over-limit", "two-clusters"};
+  int jobs = 12, timeout_s = 600;
+  std::string duration = "30s", limit_cpu = "4", runner_cpu = "1";
+  unsigned seed = 1;
+};
+
+// A NodePool of the system's own, labelled pool=<name>, deleted with its nodes at the end.
+struct nodepool {
+  cluster* c;
+  std::string name;
+  nodepool(cluster* cl, std::string n, const std::string& cpu) : c(cl), name(std::move(n)) {
+    c->kubectl({"apply", "-f", "-"},
+               "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: " + name + "}\nspec:\n  limits: {cpu: \"" + cpu +
+                   "\"}\n  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}\n"
+                   "  template:\n    metadata: {labels: {pool: " + name + "}}\n    spec:\n"
+                   "      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}\n"
+                   "      expireAfter: Never\n      requirements:\n"
+                   "      - {key: kubernetes.io/arch, operator: In, values: [amd64]}\n"
+                   "      - {key: karpenter.sh/capacity-type, operator: In, values: [on-demand]}\n");
+  }
+  ~nodepool() { c->kubectl({"delete", "nodepool", name, "--timeout=60s"}); }
+  nodepool(const nodepool&) = delete;
+  nodepool& operator=(const nodepool&) = delete;
+};
+
+struct job_record {
+  double queued = 0, claimed = 0, started = 0, finished = 0;  // seconds since the epoch; 0: not yet
+  std::string state, result;
+  int64_t requeues = 0;
+};
+
+double seconds_of(std::string_view t) {
+  if (t.empty() || t.starts_with("0001"))
+    return 0;
+  return std::chrono::duration<double>(parse_time(t).time_since_epoch()).count();
+}
+
+std::vector<job_record> jobs_of(const env& e, const std::string& label) {
+  simdjson::dom::parser p;
+  std::vector<job_record> out;
+  for (auto j : p.parse(e.peer->control("/state").body)["jobs"].get_array()) {
+    bool ours = false;
+    for (auto l : j["labels"].get_array())
+      ours |= std::string_view(l) == label;
+    if (!ours)
+      continue;
+    job_record r;
+    r.queued = seconds_of(std::string_view(j["queueTime"]));
+    r.claimed = seconds_of(std::string_view(j["assignTime"]));
+    r.started = seconds_of(std::string_view(j["runnerTime"]));
+    r.finished = seconds_of(std::string_view(j["finishTime"]));
+    r.state = std::string{std::string_view(j["state"])};
+    std::string_view result;
+    if (j["result"].get(result) == simdjson::SUCCESS)
+      r.result = std::string{result};
+    int64_t requeues = 0;
+    if (j["requeues"].get(requeues) == simdjson::SUCCESS)
+      r.requeues = requeues;
+    out.push_back(std::move(r));
+  }
+  return out;
+}
+
+double percentile(std::vector<double> v, double q) {
+  if (v.empty())
+    return 0;
+  std::sort(v.begin(), v.end());
+  return v[std::min(v.size() - 1, static_cast<size_t>(std::ceil(q * static_cast<double>(v.size())) - 1))];
+}
+
+double wall_now() { return std::chrono::duration<double>(std::chrono::system_clock::now().time_since_epoch()).count(); }
+
+// ARC's CRDs, applied once.
+bool arc_crds(env& e) {
+  const std::string crds = std::string{HEADROOM_SOURCE_DIR} + "/tests/e2e/fixtures/arc-0.14-crds.yaml";
+  if (e.c->kubectl({"apply", "--server-side", "-f", crds}).exit_code != 0)
+    return false;
+  for (const char* crd : {"crd/ephemeralrunnersets.actions.github.com", "crd/ephemeralrunners.actions.github.com"})
+    if (!eventually([&] { return e.c->kubectl({"wait", "--for", "condition=Established", "--timeout", "10s", crd}).exit_code == 0; }, 60s))
+      return false;
+  return true;
+}
+
+// One cluster of a system: its NodePool, namespace, runner simulator, and headroom or ARC's listener
+// with ARC's EphemeralRunnerSet.
+struct member {
+  std::string name;
+  std::unique_ptr<nodepool> pool;
+  std::unique_ptr<world> w;
+  std::unique_ptr<testenv::child_process> listener;
+  std::string runner_selector;
+  int64_t set = 0;
+  std::string log() const { return w && w->headroom ? w->headroom->log() : listener ? listener->log() : std::string{}; }
+};
+
+// Starts `system` as cluster `name` with its NodePool limited to `limit_cpu` CPUs; `label`: a
+// further label its runners carry (jobs posted for it reach every cluster with it). Ready when its
+// session polls with its first capacity (a warm pool placed).
+bool start_member(env& e, const options& o, const std::string& system, member& m, const std::string& name, const std::string& limit_cpu,
+                  const std::string& label) {
+  const bool arc = system == "arc";
+  m.name = name;
+  m.pool = std::make_unique<nodepool>(e.c, name, limit_cpu);
+  scenario sc{name, o.jobs, 0, "60s", o.duration};
+  if (system.starts_with("pool"))
+    sc.proactive = std::stoi(system.substr(4));
+  sc.container_mode = "none";
+  sc.node_selector = "pool: " + name;
+  sc.runner_resources = "{cpu: \"" + o.runner_cpu + "\", memory: 1Gi}";
+  sc.workflow_resources = "{cpu: 100m, memory: 64Mi}";
+  sc.exit_runner_pods = true;
+  sc.arc = arc;
+  sc.labels = label;
+  m.w = std::make_unique<world>(e, sc);
+  if (!m.w->sim || !m.w->identity) {
+    std::cerr << name << ": " << m.w->why << "\n";
+    return false;
+  }
+  m.runner_selector = arc ? "actions-ephemeral-runner=True" : "headroom.dev/role=runner";
+  if (arc) {
+    e.c->kubectl({"-n", name, "create", "secret", "generic", "arc-github", "--from-literal=github_token=" + pat});
+    const std::string ers = name + "-runners";
+    auto ers_yaml = [&](int64_t id) {
+      return "apiVersion: actions.github.com/v1alpha1\nkind: EphemeralRunnerSet\nmetadata:\n  name: " + ers + "\n  namespace: " + name +
+             "\nspec:\n  replicas: 0\n  patchID: 0\n  ephemeralRunnerSpec:\n    githubConfigUrl: " + e.peer->http_url() +
+             "/headroom-org\n    githubConfigSecret: arc-github\n    runnerScaleSetId: " + std::to_string(id) +
+             "\n    spec:\n      restartPolicy: Never\n      nodeSelector: {pool: " + name + "}\n      containers:\n"
+             "        - {name: runner, image: runner:e2e, command: [/home/runner/run.sh], resources: {requests: {cpu: \"" +
+             o.runner_cpu + "\", memory: 1Gi}}}\n";
+    };
+    e.c->kubectl({"apply", "-f", "-"}, ers_yaml(0));
+    const std::string bin = m.w->dir + "/arc-listener";
+    auto built = testenv::run_command(
+        {std::string{HEADROOM_SOURCE_DIR} + "/tests/peers/scaleset-listener/build.sh", m.w->dir + "/listener", bin});
+    if (built.exit_code != 0) {
+      std::cerr << "arc-listener: " << built.err << "\n";
+      return false;
+    }
+    std::vector<std::string> args{bin, "--url", e.peer->http_url() + "/headroom-org", "--token", pat, "--name", name, "--kubeconfig",
+                                  e.c->kubeconfig(), "--namespace", name, "--runner-set", ers, "--max-runners", std::to_string(o.jobs)};
+    if (!label.empty())
+      args.insert(args.end(), {"--label", label});
+    m.listener = std::make_unique<testenv::child_process>(args, std::vector<std::string>{"HOME=" + m.w->dir}, m.w->dir + "/arc-listener.log");
+    if (!eventually([&] { return (m.set = m.w->scale_set_id()) != 0; }, 60s)) {
+      std::cerr << name << ": the listener made no scale set\n" << m.log();
+      return false;
+    }
+    e.c->kubectl({"apply", "-f", "-"}, ers_yaml(m.set));
+  } else {
+    m.w->start(system != "off");
+    if (!eventually([&] { return (m.set = m.w->scale_set_id()) != 0; }, 60s)) {
+      std::cerr << name << ": no scale set\n" << m.log();
+      return false;
+    }
+  }
+  const int64_t ready_capacity = system == "off" || arc ? o.jobs : sc.proactive;
+  if (!eventually([&] { return m.w->latest_capacity(m.set) == ready_capacity; }, 180s)) {
+    std::cerr << name << ": never advertised " << ready_capacity << "\n" << m.log();
+    return false;
+  }
+  return true;
+}
+
+// The run's outcomes: jobs as the service recorded them, nodes and runner pods as sampled.
+struct observed {
+  std::set<std::string> nodes, runner_pods;
+  double node_seconds = 0, last_sample = 0;
+  void sample(env& e, const std::vector<member*>& members) {
+    const double now = wall_now();
+    for (auto* m : members) {
+      size_t live = 0;
+      std::istringstream nl{e.c->kubectl({"get", "nodeclaims", "-l", "karpenter.sh/nodepool=" + m->name, "-o", "name"}).out};
+      for (std::string n; std::getline(nl, n);)
+        if (!n.empty())
+          nodes.insert(n), ++live;
+      node_seconds += last_sample > 0 ? static_cast<double>(live) * (now - last_sample) : 0;
+      std::istringstream pl{e.c->kubectl({"-n", m->name, "get", "pods", "-l", m->runner_selector, "-o", "name"}).out};
+      for (std::string p; std::getline(pl, p);)
+        if (!p.empty())
+          runner_pods.insert(m->name + "/" + p.substr(p.find('/') + 1));
+    }
+    last_sample = now;
+  }
+  int preempted(env& e, const std::vector<member*>& members) const {
+    int n = 0;
+    for (auto* m : members) {
+      std::istringstream ev{e.c->kubectl({"-n", m->name, "get", "events", "--field-selector", "reason=Preempted", "-o",
+                                          "jsonpath={range .items[*]}{.involvedObject.name}{\"\\n\"}{end}"}).out};
+      for (std::string pod; std::getline(ev, pod);)
+        n += runner_pods.contains(m->name + "/" + pod) ? 1 : 0;
+    }
+    return n;
+  }
+};
+
+// Posts the trace's jobs for `label` (arrival offsets in [0, 5) s from the seed; `at_half` runs
+// once half are posted) and samples until every job completed or the timeout.
+std::vector<job_record> run_trace(env& e, const options& o, const std::string& label, int count, const std::vector<member*>& members,
+                                  observed& seen, double& t0, const std::function<void()>& at_half = {}) {
+  std::mt19937 rng{o.seed};
+  std::vector<double> offsets(static_cast<size_t>(count));
+  for (auto& x : offsets)
+    x = std::uniform_real_distribution<double>{0, 5}(rng);
+  std::sort(offsets.begin(), offsets.end());
+  t0 = wall_now();
+  size_t posted = 0;
+  std::vector<job_record> jobs;
+  while (wall_now() - t0 < o.timeout_s) {
+    while (posted < offsets.size() && wall_now() - t0 >= offsets[posted]) {
+      e.peer->control("/jobs", "{\"labels\":[\"" + label + "\"],\"count\":1}");
+      if (++posted == offsets.size() / 2 && at_half)
+        at_half();
+    }
+    seen.sample(e, members);
+    jobs = jobs_of(e, label);
+    if (posted == offsets.size() && jobs.size() == offsets.size() &&
+        std::all_of(jobs.begin(), jobs.end(), [](const job_record& j) { return j.state == "completed"; }))
+      break;
+    std::this_thread::sleep_for(1s);
+  }
+  return jobs;
+}
+
+struct summary {
+  int stuck = 0, completed = 0, canceled = 0, requeued = 0;
+  double claimed_wait = 0;
+  std::vector<double> starts;
+};
+
+summary summarize(const std::vector<job_record>& jobs, double end) {
+  summary s;
+  for (const auto& j : jobs) {
+    const double started = j.started > 0 ? j.started : end;
+    if (j.claimed > 0) {
+      s.claimed_wait += started - j.claimed;
+      s.stuck += started - j.claimed > 10 ? 1 : 0;
+    }
+    if (j.started > 0)
+      s.starts.push_back(j.started - j.queued);
+    s.completed += j.state == "completed" && j.result == "succeeded" ? 1 : 0;
+    s.canceled += j.state == "completed" && j.result == "canceled" ? 1 : 0;
+    s.requeued += static_cast<int>(j.requeues);
+  }
+  return s;
+}
+
+std::string common_fields(const summary& s, const observed& seen, int preempted, double run_s) {
+  char buf[512];
+  std::snprintf(buf, sizeof buf,
+                "\"claimed_stuck\":%d,\"claimed_wait_min\":%.2f,\"start_p50_s\":%.1f,\"start_p95_s\":%.1f,\"start_max_s\":%.1f,"
+                "\"completed\":%d,\"canceled\":%d,\"requeued\":%d,\"nodes\":%zu,\"node_min\":%.1f,\"preempted_runners\":%d,\"run_s\":%.0f",
+                s.stuck, s.claimed_wait / 60, percentile(s.starts, 0.5), percentile(s.starts, 0.95),
+                s.starts.empty() ? 0.0 : *std::max_element(s.starts.begin(), s.starts.end()), s.completed, s.canceled, s.requeued, seen.nodes.size(),
+                seen.node_seconds / 60, preempted, run_s);
+  return buf;
+}
+
+void finish(env& e, std::vector<member*> members) {
+  for (auto* m : members) {
+    if (m->listener)
+      m->listener->stop(SIGTERM);
+    e.c->kubectl({"delete", "nodeclaims", "-l", "karpenter.sh/nodepool=" + m->name, "--timeout=60s"});
+  }
+}
+
+// burst-over-limit: one cluster whose NodePool holds fewer runners than the burst.
+void burst_over_limit(env& e, const options& o, const std::string& system) {
+  member m;
+  if (!start_member(e, o, system, m, "outcomes-" + system, o.limit_cpu, ""))
+    return;
+  observed seen;
+  double t0 = 0;
+  const auto jobs = run_trace(e, o, m.name, o.jobs, {&m}, seen, t0);
+  const double end = wall_now();
+  std::printf("{\"mode\":\"job_outcomes\",\"scenario\":\"burst-over-limit\",\"system\":\"%s\",\"seed\":%u,\"jobs\":%d,\"limit_cpu\":\"%s\",%s}\n",
+              system.c_str(), o.seed, o.jobs, o.limit_cpu.c_str(), common_fields(summarize(jobs, end), seen, seen.preempted(e, {&m}), end - t0).c_str());
+  std::fflush(stdout);
+  finish(e, {&m});
+}
+
+// two-clusters: two clusters serve one label; the first (the service offers it jobs first: the
+// lower scale set id) loses its capacity once half the burst is posted: its nodes cordoned and
+// its NodePool's limit lowered to 0 (a zone or a pool withdrawn). The second has room for all.
+// Outcomes beside the common ones: jobs the first claimed after it lost its capacity, and where
+// the jobs ran.
+void two_clusters(env& e, const options& o, const std::string& system) {
+  const std::string label = "outcomes-shared-" + system;
+  member a, b;
+  if (!start_member(e, o, system, a, "outcomes-" + system + "-a", o.limit_cpu, label) ||
+      !start_member(e, o, system, b, "outcomes-" + system + "-b", std::to_string(2 * o.jobs * 2), label))
+    return;
+  observed seen;
+  double t0 = 0, lost_at = 0;
+  const auto jobs = run_trace(e, o, label, 2 * o.jobs, {&a, &b}, seen, t0, [&] {
+    std::istringstream nl{e.c->kubectl({"get", "nodes", "-l", "pool=" + a.name, "-o", "name"}).out};
+    for (std::string n; std::getline(nl, n);)
+      if (!n.empty())
+        e.c->kubectl({"cordon", n});
+    e.c->kubectl({"patch", "nodepool", a.name, "--type", "merge", "-p", R"({"spec":{"limits":{"cpu":"0"}}})"});
+    lost_at = wall_now();
+  });
+  const double end = wall_now();
+  // Where each job ran and who claimed it after the loss, from the service's record.
+  int claimed_after_loss = 0, on_a = 0, on_b = 0;
+  simdjson::dom::parser p;
+  for (auto j : p.parse(e.peer->control("/state").body)["jobs"].get_array()) {
+    bool ours = false;
+    for (auto l : j["labels"].get_array())
+      ours |= std::string_view(l) == label;
+    int64_t set = 0;
+    if (!ours || j["scaleSetId"].get(set) != simdjson::SUCCESS)
+      continue;
+    const double claimed = seconds_of(std::string_view(j["assignTime"]));
+    claimed_after_loss += set == a.set && claimed > lost_at ? 1 : 0;
+    std::string_view result;
+    if (std::string_view(j["state"]) == "completed" && j["result"].get(result) == simdjson::SUCCESS && result == "succeeded") {
+      on_a += set == a.set ? 1 : 0;
+      on_b += set == b.set ? 1 : 0;
+    }
+  }
+  std::printf("{\"mode\":\"job_outcomes\",\"scenario\":\"two-clusters\",\"system\":\"%s\",\"seed\":%u,\"jobs\":%d,\"limit_cpu\":\"%s\","
+              "\"claimed_by_lost_cluster\":%d,\"completed_on_lost\":%d,\"completed_on_other\":%d,%s}\n",
+              system.c_str(), o.seed, 2 * o.jobs, o.limit_cpu.c_str(), claimed_after_loss, on_a, on_b,
+              common_fields(summarize(jobs, end), seen, seen.preempted(e, {&a, &b}), end - t0).c_str());
+  std::fflush(stdout);
+  finish(e, {&a, &b});
+}
+
+}  // namespace
+
+int main(int argc, char** argv) {
+  options o;
+  for (int i = 1; i + 1 < argc; i += 2) {
+    const std::string k = argv[i], v = argv[i + 1];
+    if (k == "--systems" || k == "--scenarios") {
+      auto& list = k == "--systems" ? o.systems : o.scenarios;
+      list.clear();
+      std::istringstream in{v};
+      for (std::string s; std::getline(in, s, ',');)
+        list.push_back(s);
+    } else if (k == "--jobs") {
+      o.jobs = std::stoi(v);
+    } else if (k == "--duration") {
+      o.duration = v;
+    } else if (k == "--limit-cpu") {
+      o.limit_cpu = v;
+    } else if (k == "--runner-cpu") {
+      o.runner_cpu = v;
+    } else if (k == "--seed") {
+      o.seed = static_cast<unsigned>(std::stoul(v));
+    } else if (k == "--timeout") {
+      o.timeout_s = std::stoi(v);
+    } else {
+      std::cerr << "unknown option " << k << "\n";
+      return 2;
+    }
+  }
+  env e;
+  if (!bench_env(e, "job_outcomes"))
+    return 1;
+  if (std::find(o.systems.begin(), o.systems.end(), "arc") != o.systems.end() && !arc_crds(e)) {
+    std::cerr << "ARC's CRDs were not established\n";
+    return 1;
+  }
+  for (const auto& s : o.systems)
+    if (s != "arc" && s != "off" && !s.starts_with("pool")) {
+      std::cerr << "unknown system " << s << " (arc, off, pool<N>)\n";
+      return 2;
+    }
+  for (const auto& sc : o.scenarios) {
+    if (sc != "burst-over-limit" && sc != "two-clusters") {
+      std::cerr << "unknown scenario " << sc << " (burst-over-limit, two-clusters)\n";
+      return 2;
+    }
+    for (const auto& s : o.systems)
+      (sc == "two-clusters" ? two_clusters : burst_over_limit)(e, o, s);
+  }
+  return 0;
+}
