@@ -15,6 +15,8 @@
 // Scenarios (jobs posted within 5 s, arrival offsets drawn from --seed, each --duration long;
 // Karpenter's kwok provider buys nodes at once, from tests/testenv/instance-types.json):
 //   burst-over-limit  --jobs jobs on one cluster whose NodePool (--limit-cpu) holds fewer runners;
+//   pool-stops        the same, and the NodePool stops buying nodes once half are posted (limit 0;
+//                     its nodes stay), then buys again 60 s later;
 //   two-clusters      2 × --jobs jobs for a label two clusters serve; the first (offered jobs first)
 //                     loses its capacity once half are posted (nodes cordoned, NodePool limit 0),
 //                     the second has room for all. Also: jobs the first claimed after its loss, and
@@ -34,7 +36,7 @@
 //   preempted_runners  runner pods preempted (a Preempted Event on a pod that was a runner)
 //
 //   HEADROOM_TESTENV_DIR=… build/release/bench/job_outcomes [--systems arc,off,pool0,pool2]
-//       [--scenarios burst-over-limit,two-clusters] [--jobs 12] [--duration 30s] [--limit-cpu 4]
+//       [--scenarios burst-over-limit,pool-stops,two-clusters] [--jobs 12] [--duration 30s] [--limit-cpu 4]
 //       [--runner-cpu 1] [--seed 1] [--timeout 600]
 //
 // Prints one {"mode":"job_outcomes",…} line per system.
@@ -58,7 +60,7 @@ namespace {
 
 struct options {
   std::vector<std::string> systems = {"arc", "off", "pool0", "pool2"};
-  std::vector<std::string> scenarios = {"burst-over-limit", "two-clusters"};
+  std::vector<std::string> scenarios = {"burst-over-limit", "pool-stops", "two-clusters"};
   int jobs = 12, timeout_s = 600;
   std::string duration = "30s", limit_cpu = "4", runner_cpu = "1";
   unsigned seed = 1;
@@ -256,7 +258,8 @@ struct observed {
 // Posts the trace's jobs for `label` (arrival offsets in [0, 5) s from the seed; `at_half` runs
 // once half are posted) and samples until every job completed or the timeout.
 std::vector<job_record> run_trace(env& e, const options& o, const std::string& label, int count, const std::vector<member*>& members,
-                                  observed& seen, double& t0, const std::function<void()>& at_half = {}) {
+                                  observed& seen, double& t0, const std::function<void()>& at_half = {},
+                                  const std::function<void()>& each_second = {}) {
   std::mt19937 rng{o.seed};
   std::vector<double> offsets(static_cast<size_t>(count));
   for (auto& x : offsets)
@@ -271,6 +274,8 @@ std::vector<job_record> run_trace(env& e, const options& o, const std::string& l
       if (++posted == offsets.size() / 2 && at_half)
         at_half();
     }
+    if (each_second)
+      each_second();
     seen.sample(e, members);
     jobs = jobs_of(e, label);
     if (posted == offsets.size() && jobs.size() == offsets.size() &&
@@ -333,6 +338,34 @@ void burst_over_limit(env& e, const options& o, const std::string& system) {
   const auto jobs = run_trace(e, o, m.name, o.jobs, {&m}, seen, t0);
   const double end = wall_now();
   std::printf("{\"mode\":\"job_outcomes\",\"scenario\":\"burst-over-limit\",\"system\":\"%s\",\"seed\":%u,\"jobs\":%d,\"limit_cpu\":\"%s\",%s}\n",
+              system.c_str(), o.seed, o.jobs, o.limit_cpu.c_str(), common_fields(summarize(jobs, end), seen, seen.preempted(e, {&m}), end - t0).c_str());
+  std::fflush(stdout);
+  finish(e, {&m});
+}
+
+// pool-stops: one cluster whose NodePool stops buying nodes once half the burst is posted (its limit
+// lowered to 0: the nodes it has stay), and buys again 60 s later (the limit restored).
+void pool_stops(env& e, const options& o, const std::string& system) {
+  member m;
+  if (!start_member(e, o, system, m, "outcomes-" + system, o.limit_cpu, ""))
+    return;
+  observed seen;
+  double t0 = 0, stopped_at = 0;
+  bool restored = false;
+  const auto limit = [&](const std::string& cpu) {
+    e.c->kubectl({"patch", "nodepool", m.name, "--type", "merge", "-p", R"({"spec":{"limits":{"cpu":")" + cpu + R"("}}})"});
+  };
+  const auto jobs = run_trace(e, o, m.name, o.jobs, {&m}, seen, t0, [&] {
+    limit("0");
+    stopped_at = wall_now();
+  }, [&] {
+    if (!restored && stopped_at > 0 && wall_now() - stopped_at >= 60) {
+      limit(o.limit_cpu);
+      restored = true;
+    }
+  });
+  const double end = wall_now();
+  std::printf("{\"mode\":\"job_outcomes\",\"scenario\":\"pool-stops\",\"system\":\"%s\",\"seed\":%u,\"jobs\":%d,\"limit_cpu\":\"%s\",%s}\n",
               system.c_str(), o.seed, o.jobs, o.limit_cpu.c_str(), common_fields(summarize(jobs, end), seen, seen.preempted(e, {&m}), end - t0).c_str());
   std::fflush(stdout);
   finish(e, {&m});
@@ -428,12 +461,12 @@ int main(int argc, char** argv) {
       return 2;
     }
   for (const auto& sc : o.scenarios) {
-    if (sc != "burst-over-limit" && sc != "two-clusters") {
-      std::cerr << "unknown scenario " << sc << " (burst-over-limit, two-clusters)\n";
+    if (sc != "burst-over-limit" && sc != "pool-stops" && sc != "two-clusters") {
+      std::cerr << "unknown scenario " << sc << " (burst-over-limit, pool-stops, two-clusters)\n";
       return 2;
     }
     for (const auto& s : o.systems)
-      (sc == "two-clusters" ? two_clusters : burst_over_limit)(e, o, s);
+      (sc == "two-clusters" ? two_clusters : sc == "pool-stops" ? pool_stops : burst_over_limit)(e, o, s);
   }
   return 0;
 }
