@@ -16,7 +16,8 @@ int64_t desired_pairs(const capacity_inputs& in) {
 int64_t advertised_capacity(const capacity_inputs& in) {
   const int64_t unplaced = std::max<int64_t>(0, in.assigned_jobs - in.runners_placed);
   const int64_t free_pairs = std::max<int64_t>(0, in.ready_pairs - unplaced);
-  return std::max<int64_t>(0, std::min(in.assigned_jobs + free_pairs, in.max_runners));
+  const int64_t holding = std::max<int64_t>(0, in.assigned_jobs - in.runners_stuck);
+  return std::max<int64_t>(0, std::min(holding + free_pairs, in.max_runners));
 }
 
 pod_state placeholder_state(const k8s::pod* p) {

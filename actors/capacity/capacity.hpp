@@ -152,13 +152,17 @@ struct capacity_inputs {
   int64_t assigned_jobs = 0;    // the service's totalAssignedJobs: jobs this scale set holds
   int64_t runners_placed = 0;   // runner pods Running on a node
   int64_t ready_pairs = 0;      // pairs whose two placeholders are Running
+  int64_t runners_stuck = 0;    // runner pods the scheduler found no room for, none to preempt
 };
 
 // max(0, min(proactive + queued, maxRunners − assigned)).
 int64_t desired_pairs(const capacity_inputs& in);
-// min(assigned + max(0, ready − unplaced), maxRunners), where unplaced = assigned jobs whose runner
-// pod is not Running yet: each will take a ready pair (its runner preempts the pair's runner
-// placeholder), so counting both would advertise one job's room twice. ≥ 0.
+// min(assigned − stuck + max(0, ready − unplaced), maxRunners), where unplaced = assigned jobs whose
+// runner pod is not Running yet: each will take a ready pair (its runner preempts the pair's runner
+// placeholder), so counting both would advertise one job's room twice. A stuck runner's job (its
+// pod has no room and nothing to preempt: the pair it was claimed on went with a cordoned or
+// removed node) holds no room: counted, the service would hand the job back to this scale set
+// each time it re-queues it (after its runner timeout), and never to a cluster with room. ≥ 0.
 int64_t advertised_capacity(const capacity_inputs& in);
 
 // Karpenter NodePools (seed 000: "watch NodePools: limits and current usage"). A pool can make a

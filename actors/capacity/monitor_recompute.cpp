@@ -110,6 +110,7 @@ census_view count_pods(monitor_self* self, capacity_inputs& in) {
   const auto& runners = st.census.runners();
   census_view c;
   in.runners_placed += runners.placed;
+  in.runners_stuck += runners.stuck;
   c.runners_pending = runners.pending;
   c.runners_running = runners.running;
   c.runners_failed = runners.failed;

@@ -1,5 +1,6 @@
 #include "actors/capacity/pod_census.hpp"
 
+#include "actors/capacity/capacity.hpp"
 #include "actors/runners/pods.hpp"
 
 namespace headroom::actors::capacity {
@@ -16,6 +17,7 @@ void add(runner_totals& t, const runner_mark& m, int64_t sign) {
   t.running += sign * m.running;
   t.failed += sign * m.failed;
   t.going += sign * m.going;
+  t.stuck += sign * m.stuck;
 }
 
 }  // namespace
@@ -28,6 +30,7 @@ runner_mark pod_census::mark_of(const k8s::pod& p) {
   m.running = p.phase == "Running";
   m.failed = p.phase == "Failed";
   m.going = p.phase != "Succeeded" && p.phase != "Failed" && !deleting;
+  m.stuck = scheduler_found_no_room(p) && p.nominated_node_name.empty();
   return m;
 }
 

@@ -7,6 +7,7 @@
 #include <simdjson.h>
 
 #include "actors/capacity/capacity.hpp"
+#include "actors/capacity/pod_census.hpp"
 #include "modes/scale_sets/mode.hpp"
 #include "adapters/k8s/decode.hpp"
 #include "runtime/config.hpp"
@@ -50,6 +51,35 @@ TEST(capacity_model, advertised_counts_jobs_and_free_placed_pairs) {
   // A job just assigned whose runner is not Running yet will take a ready pair: not counted twice.
   EXPECT_EQ(advertised_capacity(inputs(10, 2, 0, 1, 0, 2)), 2);
   EXPECT_EQ(advertised_capacity(inputs(10, 2, 0, 3, 0, 2)), 3);
+}
+
+// bench/job_outcomes' two-clusters scenario: a cluster whose node was cordoned right after it
+// claimed three jobs kept advertising them (capacity 3, assigned 3); each time the service
+// re-queued one (no runner for 120 s) it was offered back to that cluster, never to the one with
+// room, until cancelled. A stuck runner's job no longer counts.
+TEST(capacity_model, a_job_whose_runner_has_no_room_and_nothing_to_preempt_holds_no_capacity) {
+  auto in = inputs(10, 2, 0, 3, 0, 0);
+  in.runners_stuck = 3;
+  EXPECT_EQ(advertised_capacity(in), 0) << "a re-queued job is not handed back";
+  in.runners_stuck = 1;
+  EXPECT_EQ(advertised_capacity(in), 2) << "the two others still hold their room";
+  in = inputs(10, 2, 0, 2, 1, 2);
+  in.runners_stuck = 1;
+  EXPECT_EQ(advertised_capacity(in), 2) << "a stuck runner takes a pair placed for it in turn: not counted twice";
+}
+
+TEST(capacity_model, a_pending_runner_pod_is_stuck_only_with_no_room_and_no_nominated_node) {
+  k8s::pod p;
+  p.phase = "Pending";
+  EXPECT_FALSE(pod_census::mark_of(p).stuck) << "not tried yet";
+  p.conditions.edit().push_back({"PodScheduled", "False", "Unschedulable", "0/3 nodes are available"});
+  EXPECT_TRUE(pod_census::mark_of(p).stuck);
+  p.nominated_node_name = "node-a";
+  EXPECT_FALSE(pod_census::mark_of(p).stuck) << "preempting a placeholder there: its room is coming";
+  p.nominated_node_name.clear();
+  p.node_name = "node-a";
+  p.phase = "Running";
+  EXPECT_FALSE(pod_census::mark_of(p).stuck);
 }
 
 TEST(capacity_model, placeholder_states) {
