@@ -126,8 +126,13 @@ void dispatch(reconciler_self* self) {
   }
   const int64_t now = s.ctx->now_ms();
   const bool paused = provisioning_paused(s);
+  // After the API server refused a runner pod, one order at a time until one is made: when the
+  // pause ends it is probed with one runner, not with every maker at once (each refused attempt
+  // costs a JIT config at GitHub and its removal; the chaos suite saw 20 refused in a 30 s outage
+  // with 8 makers, 15 allowed).
+  const size_t free = s.create_failures == 0 ? s.idle_makers.size() : s.idle_makers.size() == s.makers.size() ? 1 : 0;
   std::vector<runner_order> dropped;
-  auto go = s.orders.take(s.idle_makers.size(), paused, [&](const std::string& scope) {
+  auto go = s.orders.take(free, paused, [&](const std::string& scope) {
     auto r = s.refused.find(scope);
     return r != s.refused.end() && now < r->second.until;
   }, dropped);
