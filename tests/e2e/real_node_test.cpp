@@ -35,13 +35,13 @@ class pod_watch {
  public:
   struct event {
     double at_s = 0;  // the stamper's clock (CLOCK_REALTIME, seconds)
-    std::string type, name, uid, role, phase, disruption, state;
+    std::string type, name, uid, role, phase, disruption, node, state;
   };
   pod_watch(const cluster* c, const std::string& ns, const std::string& dir) : log_(dir + "/pod-watch.log") {
     const std::string kubectl = std::string{std::getenv("HEADROOM_TESTENV_DIR")} + "/bin/kubectl";
     const std::string jsonpath =
         "{.type}|{.object.metadata.name}|{.object.metadata.uid}|{.object.metadata.labels.headroom\\.dev/role}|"
-        "{.object.status.phase}|{.object.status.conditions[?(@.type==\"DisruptionTarget\")].reason}|"
+        "{.object.status.phase}|{.object.status.conditions[?(@.type==\"DisruptionTarget\")].reason}|{.object.spec.nodeName}|"
         "{.object.status.containerStatuses[0].state}{\"\\n\"}";
     proc_ = std::make_unique<testenv::child_process>(
         std::vector<std::string>{"/bin/sh", "-c",
@@ -66,6 +66,7 @@ class pod_watch {
       std::getline(f, e.role, '|');
       std::getline(f, e.phase, '|');
       std::getline(f, e.disruption, '|');
+      std::getline(f, e.node, '|');
       std::getline(f, e.state);
       if (!e.uid.empty())
         out.push_back(std::move(e));
@@ -342,14 +343,18 @@ TEST(real_node, the_runner_runs_in_its_pod_and_its_hook_runs_the_job_in_the_work
   for (const std::string& line : std::vector<std::string>{"Connected to GitHub", "prepare_job: the workflow pod runs on " + e.c->node_name(),
                                  "step | step ran as 0 in " + runner_pod.substr(0, 63 - 9) + "-workflow", "Job completed with result: succeeded"})
     EXPECT_NE(logs.out.find(line), std::string::npos) << "no \"" << line << "\" in the runner's log:\n" << logs.out;
-  // The runner process exits after its one job: the pod Succeeded, its container's exit code 0.
-  testenv::command_result ended;
+  // The runner process exits after its one job: the pod Succeeded, its container's exit code 0, as
+  // the watch saw it (headroom deletes a finished runner pod soon after: CI once found it gone
+  // before a `kubectl get`).
+  std::string ended;
   EXPECT_TRUE(eventually([&] {
-    ended = e.c->kubectl({"-n", sc.name, "get", "pod", runner_pod, "-o",
-                          "jsonpath={.status.phase} {.status.containerStatuses[0].state.terminated.exitCode} {.spec.nodeName}"});
-    return ended.out.starts_with("Succeeded");
-  }, 60s)) << ended.out << ended.err;
-  EXPECT_EQ(ended.out, "Succeeded 0 " + e.c->node_name());
+    for (const auto& ev : watch.events())
+      if (ev.name == runner_pod && ev.phase == "Succeeded")
+        ended = ev.phase + " " + ev.node + " " + ev.state;
+    return !ended.empty();
+  }, 60s)) << "the runner pod never seen Succeeded";
+  EXPECT_TRUE(ended.starts_with("Succeeded " + e.c->node_name() + " ")) << ended;
+  EXPECT_NE(ended.find("\"exitCode\":0"), std::string::npos) << ended;
   // The workflow pod: made by the hook (with the runner's token), deleted by the hook's cleanup.
   // It preempts nothing (its PriorityClass's preemptionPolicy is Never): headroom nominates it to
   // the node of the hand-off's workflow placeholder and deletes that placeholder. No placeholder
