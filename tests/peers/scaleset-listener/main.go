@@ -12,11 +12,10 @@ import (
 	"flag"
 	"fmt"
 	"os"
-	"os/signal"
-	"syscall"
 
 	"github.com/actions/scaleset"
-	"github.com/actions/scaleset/listener"
+
+	"headroom.test/scaleset-listener/internal/listen"
 )
 
 type scaler struct{}
@@ -40,38 +39,5 @@ func main() {
 }
 
 func run(url, token, name string, maxRunners int) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	c, err := scaleset.NewClientWithPersonalAccessToken(scaleset.NewClientWithPersonalAccessTokenConfig{
-		GitHubConfigURL: url, PersonalAccessToken: token,
-	})
-	if err != nil {
-		return err
-	}
-	group, err := c.GetRunnerGroupByName(ctx, scaleset.DefaultRunnerGroup)
-	if err != nil {
-		return fmt.Errorf("runner group: %w", err)
-	}
-	set, err := c.GetRunnerScaleSet(ctx, group.ID, name)
-	if err != nil || set == nil {
-		set, err = c.CreateRunnerScaleSet(ctx, &scaleset.RunnerScaleSet{Name: name, RunnerGroupID: group.ID,
-			Labels: []scaleset.Label{{Name: name}}})
-		if err != nil {
-			return fmt.Errorf("create scale set: %w", err)
-		}
-	}
-	host, _ := os.Hostname()
-	session, err := c.MessageSessionClient(ctx, set.ID, host+"-"+name)
-	if err != nil {
-		return fmt.Errorf("session: %w", err)
-	}
-	defer session.Close(context.Background())
-	l, err := listener.New(session, listener.Config{ScaleSetID: set.ID, MaxRunners: maxRunners})
-	if err != nil {
-		return err
-	}
-	if err := l.Run(ctx, scaler{}); err != nil && ctx.Err() == nil {
-		return err
-	}
-	return nil
+	return listen.Run(url, token, name, []scaleset.Label{{Name: name}}, maxRunners, scaler{}, nil)
 }

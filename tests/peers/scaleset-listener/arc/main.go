@@ -26,17 +26,16 @@ import (
 	"fmt"
 	"log"
 	"os"
-	"os/signal"
 	"sync"
-	"syscall"
 
 	"github.com/actions/scaleset"
-	"github.com/actions/scaleset/listener"
 	metav1 "k8s.io/apimachinery/pkg/apis/meta/v1"
 	"k8s.io/apimachinery/pkg/runtime/schema"
 	"k8s.io/apimachinery/pkg/types"
 	"k8s.io/client-go/dynamic"
 	"k8s.io/client-go/tools/clientcmd"
+
+	"headroom.test/scaleset-listener/internal/listen"
 )
 
 var ersGVR = schema.GroupVersionResource{Group: "actions.github.com", Version: "v1alpha1", Resource: "ephemeralrunnersets"}
@@ -112,39 +111,5 @@ func main() {
 }
 
 func run(url, token, name string, labels []scaleset.Label, s *scaler) error {
-	ctx, stop := signal.NotifyContext(context.Background(), os.Interrupt, syscall.SIGTERM)
-	defer stop()
-	c, err := scaleset.NewClientWithPersonalAccessToken(scaleset.NewClientWithPersonalAccessTokenConfig{
-		GitHubConfigURL: url, PersonalAccessToken: token,
-	})
-	if err != nil {
-		return err
-	}
-	group, err := c.GetRunnerGroupByName(ctx, scaleset.DefaultRunnerGroup)
-	if err != nil {
-		return fmt.Errorf("runner group: %w", err)
-	}
-	set, err := c.GetRunnerScaleSet(ctx, group.ID, name)
-	if err != nil || set == nil {
-		set, err = c.CreateRunnerScaleSet(ctx, &scaleset.RunnerScaleSet{Name: name, RunnerGroupID: group.ID,
-			Labels: labels})
-		if err != nil {
-			return fmt.Errorf("create scale set: %w", err)
-		}
-	}
-	fmt.Printf("scale set %d\n", set.ID)
-	host, _ := os.Hostname()
-	session, err := c.MessageSessionClient(ctx, set.ID, host+"-"+name)
-	if err != nil {
-		return fmt.Errorf("session: %w", err)
-	}
-	defer session.Close(context.Background())
-	l, err := listener.New(session, listener.Config{ScaleSetID: set.ID, MaxRunners: s.maxRunners})
-	if err != nil {
-		return err
-	}
-	if err := l.Run(ctx, s); err != nil && ctx.Err() == nil {
-		return err
-	}
-	return nil
+	return listen.Run(url, token, name, labels, s.maxRunners, s, func(id int) { fmt.Printf("scale set %d\n", id) })
 }
