@@ -89,6 +89,7 @@ struct job_record {
   double queued = 0, claimed = 0, started = 0, finished = 0;  // seconds since the epoch; 0: not yet
   std::string state, result;
   int64_t requeues = 0;
+  int64_t set = 0;  // the scale set that holds (or last held) it; 0: never offered
 };
 
 double seconds_of(std::string_view t) {
@@ -118,6 +119,9 @@ std::vector<job_record> jobs_of(const env& e, const std::string& label) {
     int64_t requeues = 0;
     if (j["requeues"].get(requeues) == simdjson::SUCCESS)
       r.requeues = requeues;
+    int64_t set = 0;
+    if (j["scaleSetId"].get(set) == simdjson::SUCCESS)
+      r.set = set;
     out.push_back(std::move(r));
   }
   return out;
@@ -395,20 +399,11 @@ void two_clusters(env& e, const options& o, const std::string& system) {
   const double end = wall_now();
   // Where each job ran and who claimed it after the loss, from the service's record.
   int claimed_after_loss = 0, on_a = 0, on_b = 0;
-  simdjson::dom::parser p;
-  for (auto j : p.parse(e.peer->control("/state").body)["jobs"].get_array()) {
-    bool ours = false;
-    for (auto l : j["labels"].get_array())
-      ours |= std::string_view(l) == label;
-    int64_t set = 0;
-    if (!ours || j["scaleSetId"].get(set) != simdjson::SUCCESS)
-      continue;
-    const double claimed = seconds_of(std::string_view(j["assignTime"]));
-    claimed_after_loss += set == a.set && claimed > lost_at ? 1 : 0;
-    std::string_view result;
-    if (std::string_view(j["state"]) == "completed" && j["result"].get(result) == simdjson::SUCCESS && result == "succeeded") {
-      on_a += set == a.set ? 1 : 0;
-      on_b += set == b.set ? 1 : 0;
+  for (const auto& j : jobs) {
+    claimed_after_loss += j.set == a.set && j.claimed > lost_at ? 1 : 0;
+    if (j.state == "completed" && j.result == "succeeded") {
+      on_a += j.set == a.set ? 1 : 0;
+      on_b += j.set == b.set ? 1 : 0;
     }
   }
   std::printf("{\"mode\":\"job_outcomes\",\"scenario\":\"two-clusters\",\"system\":\"%s\",\"seed\":%u,\"jobs\":%d,\"limit_cpu\":\"%s\","
