@@ -122,6 +122,12 @@ struct provisioner_state {
     bool in_flight = false;
   };
   std::map<std::string, doomed_pod> doomed;
+  // Runners whose job completed and whose pod has not ended yet: an ephemeral runner exits after
+  // its one job (after telling the service, so the completion usually comes a moment before the
+  // exit) and its pod ends Succeeded; the health check deletes it after terminalGrace. Deleting it
+  // at the completion killed runners still finishing (CI's real-node run: the runner's own log and
+  // its exit gone). One still running job_end_grace after its completion is deleted.
+  std::map<std::string, caf::actor_clock::time_point> finishing;
   static inline const char* name = "headroom.runner_provisioner";
 };
 
@@ -134,12 +140,15 @@ using provisioner_impl =
 using provisioner_self = provisioner_impl::stateful_base<provisioner_state>;
 
 inline bool terminal(const k8s::pod& p) { return p.phase == "Succeeded" || p.phase == "Failed"; }
+// How long a runner may run on after its job completed before its pod is deleted (see finishing).
+inline constexpr std::chrono::seconds job_end_grace{30};
 
 // ---- the steps, by file
 void remove_runner(provisioner_self* self, int64_t runner_id, const std::string& why);
 int64_t live_runner_pods(provisioner_self* self);
 int64_t desired_runners(const provisioner_state& st);
 void retry_doomed(provisioner_self* self);
+void end_finishing(provisioner_self* self);
 void reconcile(provisioner_self* self);
 void start_call(provisioner_self* self, creation c, const std::function<void(k8s::api_callback)>& start);
 void delete_runner_pod(provisioner_self* self, const std::string& name);

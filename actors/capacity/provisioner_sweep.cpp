@@ -26,6 +26,30 @@ void retry_doomed(provisioner_self* self) {
     delete_runner_pod(self, name);
 }
 
+// Runners whose job completed (see finishing): forgotten once their pod ended or is going (the
+// health check deletes an ended one after terminalGrace); deleted when still running (or not seen:
+// a pod the watch has not shown yet is deleted by name) job_end_grace after the completion.
+void end_finishing(provisioner_self* self) {
+  auto& st = self->state;
+  const auto now = self->clock().now();
+  for (auto it = st.finishing.begin(); it != st.finishing.end();) {
+    const auto pod = st.ctx->pods->get(st.ctx->spec.ns, it->first);
+    if (pod && (terminal(*pod) || !pod->meta.deletion_timestamp.empty())) {
+      it = st.finishing.erase(it);
+      continue;
+    }
+    if (now - it->second < job_end_grace) {
+      ++it;
+      continue;
+    }
+    if (pod)
+      runtime::log::info(actor_name, "runner pod still running after its job completed: deleting it",
+                         {{"pod", it->first}, {"grace_s", static_cast<int64_t>(job_end_grace.count())}});
+    delete_runner_pod(self, it->first);
+    it = st.finishing.erase(it);
+  }
+}
+
 // A runner pod that must go is deleted by name, whether or not the informer shows it, and the
 // delete is tried again until it is done. Both were found by the chaos suite, each leaving a pod
 // whose runner GitHub had already removed (an ephemeral runner goes with its job) until the health

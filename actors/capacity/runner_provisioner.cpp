@@ -5,7 +5,8 @@
 // standalone (default): one ephemeral runner pod per needed runner. A JIT configuration is asked
 // for first (it registers the runner); the pod refers to a Secret holding it; the Secret is made
 // right after the pod and owned by it, so both go together. A pod that cannot be made has its
-// GitHub runner removed (no orphan registrations). A runner whose job completed has its pod deleted.
+// GitHub runner removed (no orphan registrations). A runner whose job completed exits by itself; its
+// pod is deleted if it still runs job_end_grace later.
 // And a sweep: every max(healthCheck.interval, 30 s) the pool's runners are listed, and a runner of
 // this scale set that has no pod, no job and no creation in flight at two sweeps in a row (a pod
 // lost with the process that made it, a create whose answer never came) is removed from GitHub:
@@ -47,6 +48,9 @@ int64_t live_runner_pods(provisioner_self* self) {
   for (const auto& name : st.busy)
     if (const auto* m = st.census.runner(name); m != nullptr && !m->going)
       ++n;
+  for (const auto& [name, since] : st.finishing)  // its job done, its runner exiting: takes no other
+    if (const auto* m = st.census.runner(name); m != nullptr && m->going && st.busy.count(name) == 0)
+      --n;
   // A busy runner whose pod is gone altogether died with its job: the service ends that job, and
   // it holds no runner's place.
   std::erase_if(st.busy, [&](const std::string& name) { return st.census.runner(name) == nullptr && st.made.count(name) == 0; });
@@ -62,6 +66,8 @@ void delete_runner_pod(provisioner_self* self, const std::string& name);
 void reconcile(provisioner_self* self) {
   auto& st = self->state;
   const auto& spec = st.ctx->spec;
+  if (!st.finishing.empty())
+    end_finishing(self);
   if (!st.doomed.empty())
     retry_doomed(self);
   if (!st.cap_known)
@@ -123,8 +129,8 @@ void on_scale_set_update(provisioner_self* self, const msg::scale_set_update& u)
         s.busy.insert(j.runner_name);
     } else if (j.type == msg::job_transition::completed) {
       s.busy.erase(j.runner_name);
-      if (s.ctx->spec.standalone && !j.runner_name.empty())
-        delete_runner_pod(self, j.runner_name);  // ephemeral: its job is done
+      if (s.ctx->spec.standalone && !j.runner_name.empty() && s.finishing.try_emplace(j.runner_name, self->clock().now()).second)
+        self->delayed_send(self, job_end_grace + std::chrono::seconds(1), msg::reconcile_atom_v);  // its runner exits by itself
     }
   }
   reconcile(self);

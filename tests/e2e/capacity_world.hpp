@@ -262,7 +262,7 @@ struct scenario {
   std::string workflow_resources = "{cpu: 500m, memory: 512Mi}";
   bool fault_hooks = false;   // HEADROOM_TEST_FAULTS=1 (runtime/fault_hooks.hpp)
   std::string watch_stall;    // kubernetes.watchStallTimeout; empty: the default (90s)
-  bool exit_runner_pods = false;  // a runner pod goes Succeeded after its job, as an ephemeral runner's does
+  bool exit_runner_pods = true;  // a runner pod goes Succeeded after its job, as an ephemeral runner's does
   bool chart_install = false;     // the test installs the chart itself (no chart-identity.sh, no start())
   int max_burst = 0;              // capacityAware.maxBurstCapacity (0: none)
   // The runner as a pod template (runner.template, as ARC's `template:`) with a label, a security

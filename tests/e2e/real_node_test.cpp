@@ -344,8 +344,8 @@ TEST(real_node, the_runner_runs_in_its_pod_and_its_hook_runs_the_job_in_the_work
                                  "step | step ran as 0 in " + runner_pod.substr(0, 63 - 9) + "-workflow", "Job completed with result: succeeded"})
     EXPECT_NE(logs.out.find(line), std::string::npos) << "no \"" << line << "\" in the runner's log:\n" << logs.out;
   // The runner process exits after its one job: the pod Succeeded, its container's exit code 0, as
-  // the watch saw it (headroom deletes a finished runner pod soon after: CI once found it gone
-  // before a `kubectl get`).
+  // the watch saw it. headroom leaves it to exit (it once deleted the pod at the job's completion:
+  // CI found the runner killed while finishing, its log and its exit gone).
   std::string ended;
   EXPECT_TRUE(eventually([&] {
     for (const auto& ev : watch.events())

@@ -301,4 +301,59 @@ TEST_F(provisioner_fixture, kubernetes_mode_without_pairs_makes_the_runner_at_on
   EXPECT_EQ(pod->body.find("workflow-room"), std::string::npos) << pod->body;
 }
 
+// A runner exits by itself after its one job (its pod Succeeded, deleted later by the health check
+// after terminalGrace): its job's completion does not delete its pod, which killed runners still
+// finishing (CI's real-node run lost the runner's exit and its log). A runner pod still running
+// 30 s after its job completed is deleted. Neither counts as a runner for another job.
+TEST_F(provisioner_fixture, a_completed_jobs_runner_exits_by_itself_and_is_deleted_only_if_it_runs_on) {
+  auto runner = [](const std::string& name, const std::string& phase) {
+    return R"({"metadata":{"name":")" + name + R"(","namespace":"arc","uid":"u-)" + name +
+           R"(","resourceVersion":"9","labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"runner"}},)"
+           R"("spec":{"nodeName":"node-1"},"status":{"phase":")" + phase + R"("}})";
+  };
+  start(false, runner("linux-runner-exits", "Running") + "," + runner("linux-runner-lingers", "Running"));
+  caf::anon_send(provisioner, msg::set_max_capacity{2});
+  msg::scale_set_update u;
+  u.scale_set_id = 7;
+  u.stats.total_assigned_jobs = 2;
+  for (const char* name : {"linux-runner-exits", "linux-runner-lingers"}) {
+    msg::job_transition started;
+    started.type = msg::job_transition::started;
+    started.runner_name = name;
+    u.jobs.push_back(started);
+  }
+  caf::anon_send(provisioner, u);
+  sched.run();
+  EXPECT_EQ(waiting("POST", "/generatejitconfig"), 0u) << "both jobs have their runners";
+  u.jobs.clear();
+  u.stats.total_assigned_jobs = 0;
+  for (const char* name : {"linux-runner-exits", "linux-runner-lingers"}) {
+    msg::job_transition done;
+    done.type = msg::job_transition::completed;
+    done.runner_name = name;
+    u.jobs.push_back(done);
+  }
+  caf::anon_send(provisioner, u);
+  sched.run();
+  EXPECT_EQ(waiting("DELETE"), 0u) << "no runner pod deleted at its job's completion\n" << waiting_text();
+  ASSERT_TRUE(io.stream("watch=true", R"({"type":"MODIFIED","object":)" + runner("linux-runner-exits", "Succeeded") + "}\n"));
+  sched.run();
+  // A new job: both runners are done with theirs, so it gets a runner of its own.
+  u.jobs.clear();
+  u.stats.total_assigned_jobs = 1;
+  caf::anon_send(provisioner, u);
+  sched.run();
+  connect();
+  EXPECT_EQ(waiting("POST", "/generatejitconfig"), 1u) << "a runner whose job completed takes no other\n" << waiting_text();
+  sched.advance_time(29s);
+  sched.run();
+  EXPECT_EQ(waiting("DELETE"), 0u) << "not before 30 s";
+  sched.advance_time(2s);
+  sched.run();
+  const auto* del = find("DELETE", "/namespaces/arc/pods/");
+  ASSERT_NE(del, nullptr) << waiting_text();
+  EXPECT_NE(del->url.find("linux-runner-lingers"), std::string::npos) << del->url;
+  EXPECT_EQ(waiting("DELETE"), 1u) << "the runner that exited is left to the health check";
+}
+
 }  // namespace
