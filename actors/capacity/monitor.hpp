@@ -143,6 +143,9 @@ struct monitor_state {
   msg::hop_trace::time_point published_steady{};
   milliseconds create_backoff{0};
   caf::actor_clock::time_point spawn_blocked_until{};
+  // Since when runner pods are nominated to rooms they preempted and not bound yet (see
+  // handoff_hold); the epoch while none is.
+  caf::actor_clock::time_point nominated_since{};
   // What holds pairs back, as last logged and told in an Event: "" (nothing), "scale set"
   // (maxBurstCapacity) or "cluster" (its share of burstBudget.maxPendingPairs).
   std::string burst_waiting;

@@ -180,6 +180,28 @@ int64_t spawn_budget(monitor_self* self) {
   return budget;
 }
 
+// New pairs wait while a runner pod is nominated to a room it preempted and not bound yet: its
+// victim is going, and a new pair's workflow placeholder, which outranks runner pods on the
+// ladder, would be put in that room first (the real-node test: the warm pool's refill took the
+// room of the runner that had just preempted its runner placeholder, and the runner waited, its
+// job claimed, until the new pair timed out a minute later). Held for handoff_hold at most: a
+// victim with a long grace period must not stop the warm pool for good.
+constexpr auto handoff_hold = std::chrono::seconds(10);
+
+bool held_for_handoff(monitor_self* self) {
+  auto& st = self->state;
+  const auto now = self->clock().now();
+  if (st.census.runners().nominated == 0) {
+    st.nominated_since = {};
+    return false;
+  }
+  if (st.nominated_since == caf::actor_clock::time_point{}) {
+    st.nominated_since = now;
+    self->delayed_send(self, handoff_hold, recompute_timer{});
+  }
+  return now - st.nominated_since < handoff_hold;
+}
+
 // The burst limits on top: maxBurstCapacity of this scale set, and its share of the cluster's
 // burstBudget (0 until the budget has answered).
 struct burst_limits {
@@ -452,7 +474,7 @@ void recompute(monitor_self* self) {
   const int64_t pending = pending_pairs(st);
   const int64_t unlimited = spawn_budget(self);  // before the burst limits
   const auto limits = burst_rooms(st, pending);
-  int64_t budget = std::min(unlimited, limits.room());
+  int64_t budget = held_for_handoff(self) ? 0 : std::min(unlimited, limits.room());
   const int64_t missing = std::max<int64_t>(0, target - count);
   st.ctx->metrics.set("headroom_capacity_nodepool_limited", st.pools_limited ? 1 : 0);
   st.ctx->metrics.set("headroom_capacity_pairs_withheld", std::max<int64_t>(0, missing - budget));

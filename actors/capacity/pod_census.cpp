@@ -18,6 +18,7 @@ void add(runner_totals& t, const runner_mark& m, int64_t sign) {
   t.failed += sign * m.failed;
   t.going += sign * m.going;
   t.stuck += sign * m.stuck;
+  t.nominated += sign * m.nominated;
 }
 
 }  // namespace
@@ -31,6 +32,7 @@ runner_mark pod_census::mark_of(const k8s::pod& p) {
   m.failed = p.phase == "Failed";
   m.going = p.phase != "Succeeded" && p.phase != "Failed" && !deleting;
   m.stuck = scheduler_found_no_room(p) && p.nominated_node_name.empty();
+  m.nominated = !p.nominated_node_name.empty() && p.node_name.empty() && !deleting;
   return m;
 }
 

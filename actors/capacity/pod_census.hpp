@@ -28,11 +28,13 @@ struct runner_mark {
   // Pending where the scheduler found no room and no preemption would make any (no nominated
   // node): the pair its job was claimed on is gone (its node cordoned or removed, its room taken).
   bool stuck = false;
+  // Nominated to a node and not bound yet: preempting its way into a room (its victim going).
+  bool nominated = false;
   bool operator==(const runner_mark&) const = default;
 };
 
 struct runner_totals {
-  int64_t pods = 0, placed = 0, pending = 0, running = 0, failed = 0, going = 0, stuck = 0;
+  int64_t pods = 0, placed = 0, pending = 0, running = 0, failed = 0, going = 0, stuck = 0, nominated = 0;
   bool operator==(const runner_totals&) const = default;
 };
 

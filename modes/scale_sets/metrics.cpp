@@ -42,7 +42,7 @@ constexpr series gauges[] = {
     {"headroom_capacity_advertised_queued_jobs", "Jobs queued for this scale set's labels: the larger of the HUD's count and the Actions Service's (totalAvailableJobs)"},
     {"headroom_capacity_nodepool_limited", "1 while every Karpenter NodePool that can make this scale set's nodes is at its limits"},
     {"headroom_capacity_warm_pool_pairs", "The warm pool now (pairs wanted with no job queued): proactiveCapacity, or above it in a capacityAware.warmPool schedule window or following the queue (only with warmPool)"},
-    {"headroom_capacity_pairs_withheld", "Pairs wanted but not made: the NodePools are at their limits, or maxBurstCapacity pairs are pending, or the scale set's share of burstBudget.maxPendingPairs"},
+    {"headroom_capacity_pairs_withheld", "Pairs wanted but not made: the NodePools are at their limits, or maxBurstCapacity pairs are pending, or the scale set's share of burstBudget.maxPendingPairs, or a runner pod is preempting its way into a room (up to 10 s)"},
     {"headroom_capacity_burst_share", "The pending pairs this scale set may hold: its fair share of the cluster's burstBudget.maxPendingPairs (only when that is set)"},
     {"headroom_capacity_workflow_pods_waiting", "Workflow pods the scheduler found no room for and no workflow placeholder holds any for (they wait for a node)"},
     {"headroom_runners_awaiting_workflow_room", "kubernetes mode: registered runners whose pod waits to be made until a pair of the scale set is placed and free (a runner goes only into a pair's room)"},

@@ -339,7 +339,16 @@ TEST(real_node, the_runner_runs_in_its_pod_and_its_hook_runs_the_job_in_the_work
   const auto logs = e.c->kubectl({"-n", sc.name, "logs", runner_pod, "-c", "runner"});
   ASSERT_TRUE(done) << w.stuck_report() << "\nthe runner's log:\n" << logs.out << logs.err << w.headroom->log();
   EXPECT_EQ(result, "succeeded") << "the runner's log:\n" << logs.out;
-  // What the runner's own log says it did, in its pod.
+  // What the runner's own log says it did, in its pod; when it says nothing, what its pods went
+  // through (the watch) and what the kubelet and the scheduler said (the namespace's Events).
+  if (logs.out.find("Connected to GitHub") == std::string::npos) {
+    std::string timeline;
+    for (const auto& ev : watch.events())
+      if (ev.role == "runner" || ev.role.ends_with("placeholder"))
+        timeline += std::to_string(ev.at_s) + " " + ev.type + " " + ev.name + " " + ev.phase + " " + ev.node + " " + ev.state + "\n";
+    ADD_FAILURE() << "the first runner's log has nothing of its job\n" << timeline
+                  << e.c->kubectl({"-n", sc.name, "get", "events", "--sort-by=.lastTimestamp"}).out;
+  }
   for (const std::string& line : std::vector<std::string>{"Connected to GitHub", "prepare_job: the workflow pod runs on " + e.c->node_name(),
                                  "step | step ran as 0 in " + runner_pod.substr(0, 63 - 9) + "-workflow", "Job completed with result: succeeded"})
     EXPECT_NE(logs.out.find(line), std::string::npos) << "no \"" << line << "\" in the runner's log:\n" << logs.out;

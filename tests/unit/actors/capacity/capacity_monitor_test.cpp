@@ -500,6 +500,51 @@ TEST_F(monitor_fixture, a_warm_pair_is_advertised_once_placed_and_replaced_when_
   EXPECT_EQ(again.size(), 2u) << "a new pair for the warm pool";
 }
 
+// A runner pod preempting its way into a warm pair's room (nominated to the node, its victim going)
+// holds the warm pool's refill back until it is bound: a new pair's workflow placeholder outranks
+// runner pods and would take that room first (the real-node test: the runner then waited a minute,
+// its job claimed). A nomination that lasts holds it back for 10 s at most.
+TEST_F(monitor_fixture, a_runner_preempting_its_way_into_a_room_holds_the_warm_pools_refill_until_it_is_bound) {
+  start();
+  set_up();
+  auto names = created();
+  ASSERT_EQ(names.size(), 2u);
+  const std::string slot = slot_of(names[0]);
+  watch("ADDED", names[0], "runner-placeholder", slot, "Running", "node-1");
+  watch("ADDED", names[1], "workflow-placeholder", slot, "Running", "node-1");
+  ASSERT_EQ(advertised->back(), 1);
+  auto runner = [](const std::string& name, const std::string& node, const std::string& nominated) {
+    return R"({"metadata":{"name":")" + name + R"(","namespace":"arc","uid":"u-)" + name +
+           R"(","resourceVersion":"12","labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"runner"}},)"
+           R"("spec":{"nodeName":")" + node + R"("},"status":{"phase":"Pending","nominatedNodeName":")" + nominated + R"("}})";
+  };
+  watch_pod("ADDED", runner("linux-runner-a", "", "node-1"));
+  watch("DELETED", names[0], "runner-placeholder", slot, "Running", "node-1");
+  sched.advance_time(1s);
+  sched.run();
+  EXPECT_TRUE(created().empty()) << "no new pair while the runner is on its way into the room";
+  watch_pod("MODIFIED", runner("linux-runner-a", "node-1", "node-1"));
+  sched.advance_time(100ms);
+  sched.run();
+  const auto refill = created();
+  ASSERT_EQ(refill.size(), 2u) << "the runner bound: the warm pool is refilled";
+
+  // A nomination that lasts (a victim with a long grace period) holds the refill 10 s at most.
+  const std::string slot2 = slot_of(refill[0]);
+  watch("ADDED", refill[0], "runner-placeholder", slot2, "Running", "node-2");
+  watch("ADDED", refill[1], "workflow-placeholder", slot2, "Running", "node-2");
+  watch_pod("ADDED", runner("linux-runner-b", "", "node-2"));
+  watch("DELETED", refill[0], "runner-placeholder", slot2, "Running", "node-2");
+  for (int i = 0; i < 9; ++i) {
+    sched.advance_time(1s);
+    sched.run();
+  }
+  EXPECT_TRUE(created().empty()) << "held while the runner is nominated";
+  sched.advance_time(1100ms);
+  sched.run();
+  EXPECT_EQ(created().size(), 2u) << "not past 10 s";
+}
+
 // #62: a capacity change carries the watch event behind it (its resourceVersion, when it was read)
 // through the pair's judgement to the first poll that carries it, and each hop is observed once.
 // The informer and the actors read one clock here (the test coordinator's), as they read the
