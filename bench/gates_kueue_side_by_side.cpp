@@ -21,13 +21,23 @@
 // its CRDs and webhook configuration come from the same module (config/components), the webhooks'
 // Services rewritten to its URL on 127.0.0.1 with a test CA, internal certificate management off.
 // Kueue reads its metrics certificate from the fixed path /etc/kueue/metrics/certs when internal
-// certificate management is off, so the bench writes the test certificate there.
+// certificate management is off, so the bench writes the test certificate there (its metrics
+// server, on loopback, serves with it).
 //
 //   HEADROOM_TESTENV_DIR=$(tests/testenv/build.sh) build/release/bench/gates_kueue_side_by_side
-//       [--events 300] [--only headroom|kueue]
+//       [--events 300] [--only headroom|kueue] [--prometheus]
 //
 // With --shape baseline [--queues 30] [--scale 1] [--stretch 1], instead: Kueue's own "baseline" scalability
 // shape translated to plain Pods (gates_shape.hpp), 15,000 pods over 30 queues.
+//
+// With --prometheus, the test Prometheus scrapes both controllers every second, as a user's would:
+// headroom's /metrics, and Kueue's metrics server over HTTPS (the test certificate) with a bearer
+// token its authorization lets read /metrics (as its ServiceMonitor does). At the end, each one's
+// gate-removal histogram from Prometheus: kueue_pod_scheduling_gate_removal_seconds and
+// headroom_queue_gate_removal_seconds: the same interval (the admission decision to the pod's patch
+// acknowledged) in the same buckets (modes/gates/mode.cpp). Kueue takes its start from its
+// Workload's Admitted lastTransitionTime, whole seconds, so its series reads 0-1 s high.
+// The scrapes cost both controllers a little CPU: quote footprints from a run without it.
 //
 // Prints one JSON line per system and measure ({"system": …, "mode": …}), then a Markdown table.
 #include <openssl/evp.h>
@@ -35,10 +45,13 @@
 #include <yaml-cpp/yaml.h>
 
 #include <algorithm>
+#include <array>
 #include <atomic>
 #include <chrono>
+#include <cmath>
 #include <condition_variable>
 #include <cstdio>
+#include <cstdlib>
 #include <filesystem>
 #include <fstream>
 #include <functional>
@@ -49,6 +62,7 @@
 #include <sstream>
 #include <thread>
 
+#include "adapters/http/transport.hpp"
 #include "adapters/k8s/client.hpp"
 #include "testenv/transport_options.hpp"
 #include "adapters/k8s/connection.hpp"
@@ -58,6 +72,8 @@
 #include "soak_probe.hpp"
 #include "testenv/child_process.hpp"
 #include "testenv/cluster_fixture.hpp"
+#include "testenv/peer_process.hpp"
+#include "testenv/prometheus_server.hpp"
 #include "testenv/test_certs.hpp"
 
 using namespace std::chrono_literals;
@@ -106,6 +122,7 @@ struct system_under_test {
   std::function<void()> stop;
   std::vector<std::string> webhook_names;  // as the API server labels them
   bench::shape::queue_membership membership;  // for --shape
+  std::string gate_removal;                   // its gate-removal histogram, for --prometheus (job: name)
 };
 
 struct result {
@@ -424,6 +441,39 @@ void print_result(const system_under_test& s, const result& r) {
   std::fflush(stdout);
 }
 
+// One instant query to Prometheus's HTTP API: the first result's value; -1 when there is none or
+// it is NaN (a histogram with no observations).
+double prometheus_value(const std::string& url, const std::string& query) {
+  const auto r = testpeer::http_call(url + "/api/v1/query?query=" + http::url_encode(query));
+  const auto value = r.body.find("\"value\":[");
+  const auto at = value == std::string::npos ? value : r.body.find(",\"", value);
+  const double v = at == std::string::npos ? -1.0 : std::atof(r.body.c_str() + at + 2);
+  return std::isnan(v) ? -1.0 : v;
+}
+
+// --prometheus: each system's gate-removal histogram as Prometheus stored it, quantiles as a
+// dashboard reads them. Each controller ran once from zero, so its last scrape holds the whole run
+// (last_over_time passes over the staleness marker its stop left).
+void print_gate_removal(const std::string& url, const std::vector<const system_under_test*>& systems, std::chrono::seconds window) {
+  std::vector<std::array<double, 3>> rows;
+  for (const auto* s : systems) {
+    const std::string selector = "{job=\"" + s->name + "\"}[" + std::to_string(window.count()) + "s]";
+    auto last = [&](const std::string& series) { return "last_over_time(" + s->gate_removal + series + selector + ")"; };
+    const std::string buckets = "sum by (le) (" + last("_bucket") + ")";
+    const double count = prometheus_value(url, "sum(" + last("_count") + ")");
+    const double p50 = prometheus_value(url, "histogram_quantile(0.5, " + buckets + ")");
+    const double p99 = prometheus_value(url, "histogram_quantile(0.99, " + buckets + ")");
+    std::printf("{\"system\":\"%s\",\"mode\":\"gate_removal\",\"metric\":\"%s\",\"removals\":%.0f,\"p50_s\":%.3f,\"p99_s\":%.3f}\n",
+                s->name.c_str(), s->gate_removal.c_str(), count, p50, p99);
+    rows.push_back({count, p50, p99});
+  }
+  std::printf("\n| | gate removals | p50 | p99 | histogram |\n|---|---|---|---|---|\n");
+  for (size_t i = 0; i < systems.size(); ++i)
+    std::printf("| %s | %.0f | %.3f s | %.3f s | `%s` |\n", systems[i]->name.c_str(), rows[i][0], rows[i][1], rows[i][2],
+                systems[i]->gate_removal.c_str());
+  std::fflush(stdout);
+}
+
 }  // namespace
 
 // --shape: each system in turn runs the shape in its namespace; one JSON line per class and one
@@ -491,21 +541,29 @@ void run_shape(testenv::cluster* c, const std::vector<const system_under_test*>&
 int main(int argc, char** argv) {
   int events = 300, queues = 30;
   double scale = 1, stretch = 1;
+  bool with_prometheus = false;
   std::string only, shape;
-  for (int i = 1; i + 1 < argc; i += 2) {
+  for (int i = 1; i < argc; ++i) {
     const std::string a = argv[i];
+    if (a == "--prometheus") {
+      with_prometheus = true;
+      continue;
+    }
+    if (i + 1 == argc)
+      break;
+    const std::string v = argv[++i];
     if (a == "--events")
-      events = std::stoi(argv[i + 1]);
+      events = std::stoi(v);
     else if (a == "--only")
-      only = argv[i + 1];
+      only = v;
     else if (a == "--shape")
-      shape = argv[i + 1];
+      shape = v;
     else if (a == "--queues")
-      queues = std::stoi(argv[i + 1]);
+      queues = std::stoi(v);
     else if (a == "--scale")
-      scale = std::stod(argv[i + 1]);
+      scale = std::stod(v);
     else if (a == "--stretch")
-      stretch = std::stod(argv[i + 1]);
+      stretch = std::stod(v);
   }
   if (!shape.empty() && shape != "baseline") {
     std::fprintf(stderr, "gates_kueue_side_by_side: --shape baseline is the one shape\n");
@@ -536,6 +594,27 @@ status:
   allocatable: {cpu: "30000", memory: 40000Gi, pods: "30000"}
   capacity: {cpu: "30000", memory: 40000Gi, pods: "30000"}
 )");
+  const int hr_metrics_port = testenv::free_port(), kq_metrics_port = testenv::free_port();
+  std::unique_ptr<testenv::prometheus_server> prom;
+  if (with_prometheus) {
+    write_file(dir + "/certs/ca.crt", ca.cert);
+    write_file(dir + "/scrape-token", c->user_token());
+    // Kueue's metrics server asks the API server to review each scrape's token and whether its
+    // user may get /metrics: the plain test user gets what Kueue's metrics-reader ClusterRole
+    // grants (its config/components/rbac/metrics_reader_role.yaml).
+    c->kubectl({"create", "clusterrole", "sbs-metrics-reader", "--verb=get", "--non-resource-url=/metrics"});
+    c->kubectl({"create", "clusterrolebinding", "sbs-metrics-reader", "--clusterrole=sbs-metrics-reader", "--user=headroom-user"});
+    std::string why;
+    prom = testenv::prometheus_server::start_jobs({{"headroom", {"127.0.0.1:" + std::to_string(hr_metrics_port)}},
+                                                   {"kueue", {"127.0.0.1:" + std::to_string(kq_metrics_port)}, dir + "/certs/ca.crt",
+                                                    dir + "/scrape-token"}},
+                                                  why);
+    if (!prom) {
+      std::fprintf(stderr, "gates_kueue_side_by_side: --prometheus: %s\n", why.c_str());
+      return 1;
+    }
+  }
+  const auto prom_started = steady::now();
 
   // headroom: the gates mode of the headroom binary.
   std::unique_ptr<testenv::child_process> agent;
@@ -545,6 +624,7 @@ status:
   hr.ns = "sbs-headroom";
   hr.webhook_names = {"queue-gate.headroom.dev"};
   hr.membership = {"headroom.dev/queue", R"({"headroom.dev/queue-allocation-gate":"true"})"};
+  hr.gate_removal = "headroom_queue_gate_removal_seconds";
   hr.pod_yaml = [&](const std::string& pod, const std::string& queue, const std::string& placement) {
     return pod_common(pod, hr.ns, "headroom.dev/queue: " + queue, "  annotations: {headroom.dev/queue-allocation-gate: \"true\"}\n", placement,
                       queue);
@@ -561,7 +641,8 @@ status:
     c->kubectl({"wait", "--for", "condition=Established", "--timeout", "30s", "crd/queues.headroom.dev"});
     c->kubectl({"apply", "-f", "-"}, testenv::gates_webhook_config(hr_port, ca.cert));
     agent = std::make_unique<testenv::child_process>(
-        std::vector<std::string>{HEADROOM_BINARY, "--config", dir + "/headroom.yaml", "--metrics-addr", "127.0.0.1:0", "--log-level", "warn"},
+        std::vector<std::string>{HEADROOM_BINARY, "--config", dir + "/headroom.yaml", "--metrics-addr",
+                                 "127.0.0.1:" + std::to_string(hr_metrics_port), "--log-level", "warn"},
         std::vector<std::string>{"PATH=/usr/bin:/bin"}, dir + "/headroom.log");
     std::this_thread::sleep_for(2s);
     return agent->pid();
@@ -581,6 +662,7 @@ status:
   kq.ns = "sbs-kueue";
   kq.webhook_names = {"mpod.kb.io", "vpod.kb.io"};
   kq.membership = {"kueue.x-k8s.io/queue-name", "{}"};
+  kq.gate_removal = "kueue_pod_scheduling_gate_removal_seconds";
   kq.pod_yaml = [&](const std::string& pod, const std::string& queue, const std::string& placement) {
     return pod_common(pod, kq.ns, "kueue.x-k8s.io/queue-name: " + queue, "", placement, queue);
   };
@@ -615,8 +697,9 @@ status:
     write_file("/etc/kueue/metrics/certs/tls.key", serving.key);
     std::ofstream(dir + "/kueue.yaml") << "apiVersion: config.kueue.x-k8s.io/v1beta2\nkind: Configuration\nnamespace: kueue-system\n"
                                        << "health: {healthProbeBindAddress: \"127.0.0.1:" << testenv::free_port() << "\"}\n"
-                                       << "metrics: {bindAddress: \"0\"}\nwebhook: {port: " << kq_port << ", host: 127.0.0.1, certDir: " << dir
-                                       << "/certs}\nleaderElection: {leaderElect: false}\ninternalCertManagement: {enable: false}\n"
+                                       << "metrics: {bindAddress: \"127.0.0.1:" << kq_metrics_port << "\"}\n"
+                                       << "webhook: {port: " << kq_port << ", host: 127.0.0.1, certDir: " << dir << "/certs}\n"
+                                       << "leaderElection: {leaderElect: false}\ninternalCertManagement: {enable: false}\n"
                                        << "integrations: {frameworks: [pod]}\nmanagedJobsNamespaceSelector: {matchLabels: "
                                        << "{kubernetes.io/metadata.name: " << kq.ns << "}}\nclientConnection: {qps: 50, burst: 100}\n";
     kueue = std::make_unique<testenv::child_process>(
@@ -634,18 +717,30 @@ status:
   };
   kq.stop = [&] { kueue->stop(); };
 
+  // Two more of Prometheus's 1 s scrapes before a controller stops: its last observations stored.
+  if (prom)
+    for (auto* s : {&hr, &kq})
+      s->stop = [stop = s->stop] {
+        std::this_thread::sleep_for(2500ms);
+        stop();
+      };
+
+  std::vector<const system_under_test*> systems;
+  for (const auto* s : {&hr, &kq})
+    if (only.empty() || only == s->name)
+      systems.push_back(s);
+  auto report_gate_removal = [&] {
+    if (prom)
+      print_gate_removal(prom->url(), systems,
+                         std::chrono::duration_cast<std::chrono::seconds>(steady::now() - prom_started) + 60s);
+  };
   if (!shape.empty()) {
-    std::vector<const system_under_test*> systems;
-    for (const auto* s : {&hr, &kq})
-      if (only.empty() || only == s->name)
-        systems.push_back(s);
     run_shape(c, systems, queues, scale, stretch);
+    report_gate_removal();
     return 0;
   }
   std::vector<std::pair<const system_under_test*, result>> results;
-  for (const auto* s : {&hr, &kq}) {
-    if (!only.empty() && only != s->name)
-      continue;
+  for (const auto* s : systems) {
     std::fprintf(stderr, "[sbs] %s …\n", s->name.c_str());
     bench_run b{c, *s};
     results.emplace_back(s, b.run(events));
@@ -664,5 +759,6 @@ status:
                 trio(r.latency_5000).c_str(), r.first_after_intake_ms.empty() ? -1.0 : r.first_after_intake_ms[0], r.settle_5000_s,
                 r.admit_rate, r.cpu_s, r.rss_peak, r.node_claims);
   }
+  report_gate_removal();
   return 0;
 }

@@ -20,6 +20,9 @@ namespace {
 
 const prometheus::Histogram::BucketBoundaries latency_buckets{0.0005, 0.001, 0.0025, 0.005, 0.01, 0.025, 0.05,
                                                               0.1,    0.25,  0.5,    1,     2.5};
+// Kueue's gate-removal histogram sets no buckets, so it has client_golang's DefBuckets: the same
+// ones here, so histogram_quantile interpolates both alike.
+const prometheus::Histogram::BucketBoundaries kueue_buckets{0.005, 0.01, 0.025, 0.05, 0.1, 0.25, 0.5, 1, 2.5, 5, 10};
 
 controller_metrics make_controller_metrics(runtime::metrics& m) {
   auto& reg = m.registry();
@@ -34,10 +37,14 @@ controller_metrics make_controller_metrics(runtime::metrics& m) {
   auto& errors = prometheus::BuildCounter().Name("headroom_gates_errors_total").Help("Gate controller writes that failed, unreadable Queues").Register(reg);
   auto& latency = prometheus::BuildHistogram().Name("headroom_queue_ungate_latency_seconds")
                       .Help("From the change that made room to the gate's removal acknowledged").Register(reg);
-  // Read beside Kueue's kueue_pod_scheduling_gate_removal_seconds{cluster_queue,name,is_group} on
-  // one Prometheus: the same start (the admission decision), end (the removal acknowledged) and labels.
+  // Read beside Kueue v0.19's kueue_pod_scheduling_gate_removal_seconds{name,cluster_queue,is_group}
+  // on one Prometheus: the same interval (the admission decision to the pod's patch acknowledged),
+  // Kueue's buckets, its labels (`queue` for `cluster_queue`, as in every headroom_queue_ family).
+  // Timed to the microsecond here; Kueue's start is its Workload's Admitted lastTransitionTime read
+  // back from the API server, whole seconds, so its series reads 0-1 s above its interval.
   auto& removal = prometheus::BuildHistogram().Name("headroom_queue_gate_removal_seconds")
-                      .Help("From the decision to admit a pod to its gate's removal acknowledged").Register(reg);
+                      .Help("From the decision to admit a pod to its gate's removal acknowledged (Kueue's "
+                            "kueue_pod_scheduling_gate_removal_seconds, its buckets and labels)").Register(reg);
   auto scale = [](const std::string& resource, int64_t amount) { return resource == "cpu" ? amount / 1000.0 : static_cast<double>(amount); };
   for (const char* what : {"queue_invalid", "ungate", "condition", "status"})
     errors.Add({{"what", what}});
@@ -67,7 +74,7 @@ controller_metrics make_controller_metrics(runtime::metrics& m) {
   out.ungated = [&](const std::string& queue, double since_change, double since_decision, bool group) {
     ungated.Add({{"queue", queue}}).Increment();
     latency.Add({{"queue", queue}}, latency_buckets).Observe(since_change);
-    removal.Add({{"queue", queue}, {"name", std::string{k8s::admission::queue_gate}}, {"is_group", group ? "true" : "false"}}, latency_buckets)
+    removal.Add({{"queue", queue}, {"name", std::string{k8s::admission::queue_gate}}, {"is_group", group ? "true" : "false"}}, kueue_buckets)
         .Observe(since_decision);
   };
   out.expired = [&](const std::string& queue) { expired.Add({{"queue", queue}}).Increment(); };

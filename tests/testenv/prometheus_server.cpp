@@ -16,6 +16,10 @@ constexpr const char* binary = "/usr/bin/prometheus";
 }
 
 std::unique_ptr<prometheus_server> prometheus_server::start(std::vector<std::string> scrape_targets, std::string& why) {
+  return start_jobs({{"test", std::move(scrape_targets)}}, why);
+}
+
+std::unique_ptr<prometheus_server> prometheus_server::start_jobs(const std::vector<scrape_job>& jobs, std::string& why) {
   if (access(binary, X_OK) != 0) {
     why = std::string{binary} + " is missing (Debian package prometheus; scripts/install-deps installs it)";
     return nullptr;
@@ -27,12 +31,19 @@ std::unique_ptr<prometheus_server> prometheus_server::start(std::vector<std::str
     return nullptr;
   }
   p->dir_ = tmpl;
-  std::string targets;
-  for (const auto& t : scrape_targets)
-    targets += (targets.empty() ? "'" : ", '") + t + "'";
-  std::ofstream(p->dir_ + "/prometheus.yml") << "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\n"
-                                                 "scrape_configs:\n  - job_name: test\n    static_configs:\n      - targets: ["
-                                              << targets << "]\n";
+  std::string config = "global:\n  scrape_interval: 1s\n  scrape_timeout: 900ms\nscrape_configs:\n";
+  for (const auto& job : jobs) {
+    std::string targets;
+    for (const auto& t : job.targets)
+      targets += (targets.empty() ? "'" : ", '") + t + "'";
+    config += "  - job_name: " + job.name + "\n";
+    if (!job.ca_file.empty())
+      config += "    scheme: https\n    tls_config: {ca_file: '" + job.ca_file + "'}\n";
+    if (!job.token_file.empty())
+      config += "    authorization: {credentials_file: '" + job.token_file + "'}\n";
+    config += "    static_configs:\n      - targets: [" + targets + "]\n";
+  }
+  std::ofstream(p->dir_ + "/prometheus.yml") << config;
   p->port_ = free_port();
   p->url_ = "http://127.0.0.1:" + std::to_string(p->port_);
   if (!p->launch(why))

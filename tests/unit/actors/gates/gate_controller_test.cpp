@@ -77,6 +77,7 @@ struct gates_fixture : test_support::actor_fixture {
     ctx->resync_interval = 30s;
     auto* clock = &sys.clock();
     ctx->wall_clock = [clock] { return runtime::actor_system_clock{*clock}.wall(); };
+    ctx->metrics = metrics;
     controller = gates::spawn_gate_controller(sys, ctx);
     sched.run();
   }
@@ -104,6 +105,7 @@ struct gates_fixture : test_support::actor_fixture {
 
   std::shared_ptr<k8s::informer<k8s::pod>> pods;
   std::shared_ptr<k8s::informer<k8s::unstructured>> queues;
+  gates::controller_metrics metrics;  // set before start()
   gates::gate_controller_actor controller;
 };
 
@@ -153,6 +155,20 @@ TEST_F(gates_fixture, an_ungating_refused_at_a_stale_version_waits_for_the_newer
     if (c.request.url.ends_with("/pods/p1") && c.request.method == "PATCH")
       tested_new = c.request.body.find(R"({"op":"test","path":"/metadata/resourceVersion","value":"rv-p1-2"})") != std::string::npos;
   EXPECT_TRUE(tested_new);
+}
+
+// headroom_queue_gate_removal_seconds times the hand-off alone: from the decision (the patch sent)
+// to its answer, whatever came before the decision.
+TEST_F(gates_fixture, a_gate_removal_is_timed_from_the_decision_to_the_patch_acknowledged) {
+  std::vector<double> since_decision;
+  metrics.ungated = [&since_decision](const std::string&, double, double s, bool) { since_decision.push_back(s); };
+  start();
+  ASSERT_EQ(ungates(), (std::vector<std::string>{"p1", "p2"}));
+  sched.advance_time(250ms);
+  ASSERT_TRUE(io.answer("PATCH", "/pods/p1", 200, pod("p1", 0, false)));
+  sched.run();
+  ASSERT_EQ(since_decision.size(), 1u);
+  EXPECT_NEAR(since_decision[0], 0.25, 1e-6);
 }
 
 TEST_F(gates_fixture, condition_writes_beyond_the_bulk_limit_wait_their_turn_and_are_written_as_others_return) {
