@@ -8,7 +8,10 @@
 //            simulator, tests/peers/runner-sim/arc.go) making a runner pod per runner;
 //   off      headroom with capacityAware.enabled false (advertises maxRunners, no pairs);
 //   pool0    headroom as shipped with no warm pool (pairs for the queue the service reports);
-//   pool<N>  headroom as shipped with a warm pool of N pairs (pool0: none).
+//   pool<N>  headroom as shipped with a warm pool of N pairs (pool0: none);
+//   follow<N> headroom with no fixed warm pool, its warmPool following the demand it saw
+//            (followDemand: the 90th percentile of each minute's largest queue over
+//            --follow-window, at most N pairs).
 // Runners are ephemeral (the pod ends with its job) and run the job in their own pod (containerMode
 // none), each requesting --runner-cpu; headroom's pairs add a workflow placeholder of 100m.
 //
@@ -20,7 +23,9 @@
 //   two-clusters      2 × --jobs jobs for a label two clusters serve; the first (offered jobs first)
 //                     loses its capacity once half are posted (nodes cordoned, NodePool limit 0),
 //                     the second has room for all. Also: jobs the first claimed after its loss, and
-//                     where the jobs completed.
+//                     where the jobs completed;
+//   day               a working day compressed (see day() below): a ramp and two bursts of --jobs,
+//                     nodes that take --node-start to boot and go back once empty for 30 s.
 //
 // Outcomes per system, from the Actions Service peer's record of each job (queued, claimed by a
 // scale set, given to a runner, finished) and the cluster sampled every second:
@@ -37,11 +42,12 @@
 //
 //   HEADROOM_TESTENV_DIR=… build/release/bench/job_outcomes [--systems arc,off,pool0,pool2]
 //       [--scenarios burst-over-limit,pool-stops,two-clusters] [--jobs 12] [--duration 30s] [--limit-cpu 4]
-//       [--runner-cpu 1] [--seed 1] [--timeout 600]
+//       [--runner-cpu 1] [--seed 1] [--timeout 600] [--hour 20] [--node-start 45] [--follow-window 5m]
 //
 // Prints one {"mode":"job_outcomes",…} line per system.
 
 #include <algorithm>
+#include <array>
 #include <functional>
 #include <cmath>
 #include <iostream>
@@ -64,17 +70,28 @@ struct options {
   int jobs = 12, timeout_s = 600;
   std::string duration = "30s", limit_cpu = "4", runner_cpu = "1";
   unsigned seed = 1;
+  // day: the length of one of its hours, a node's boot, followDemand's window
+  double hour_s = 20, node_start_s = 45;
+  std::string follow_window = "5m";
 };
+
+// A node's boot: kwok's nodes are Ready at once, so the day's NodePool gives them this startup taint
+// (Karpenter expects a node agent to lift such a taint and launches no other node meanwhile), and
+// the bench lifts it --node-start after the NodeClaim was made.
+constexpr const char* booting_taint = "bench.headroom.dev/booting";
 
 // A NodePool of the system's own, labelled pool=<name>, deleted with its nodes at the end.
 struct nodepool {
   cluster* c;
   std::string name;
-  nodepool(cluster* cl, std::string n, const std::string& cpu) : c(cl), name(std::move(n)) {
+  // `booting`: its nodes start with the taint booting_taint (lifted by the bench once they have
+  // booted) and an empty node goes back after 30 s; else nodes stay for the run.
+  nodepool(cluster* cl, std::string n, const std::string& cpu, bool booting = false) : c(cl), name(std::move(n)) {
     c->kubectl({"apply", "-f", "-"},
                "apiVersion: karpenter.sh/v1\nkind: NodePool\nmetadata: {name: " + name + "}\nspec:\n  limits: {cpu: \"" + cpu +
-                   "\"}\n  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: Never}\n"
-                   "  template:\n    metadata: {labels: {pool: " + name + "}}\n    spec:\n"
+                   "\"}\n  disruption: {consolidationPolicy: WhenEmpty, consolidateAfter: " + (booting ? "30s" : "Never") + "}\n"
+                   "  template:\n    metadata: {labels: {pool: " + name + "}}\n    spec:\n" +
+                   (booting ? std::string{"      startupTaints: [{key: "} + booting_taint + ", effect: NoSchedule}]\n" : std::string{}) +
                    "      nodeClassRef: {group: karpenter.kwok.sh, kind: KWOKNodeClass, name: default}\n"
                    "      expireAfter: Never\n      requirements:\n"
                    "      - {key: kubernetes.io/arch, operator: In, values: [amd64]}\n"
@@ -163,13 +180,17 @@ struct member {
 // further label its runners carry (jobs posted for it reach every cluster with it). Ready when its
 // session polls with its first capacity (a warm pool placed).
 bool start_member(env& e, const options& o, const std::string& system, member& m, const std::string& name, const std::string& limit_cpu,
-                  const std::string& label) {
+                  const std::string& label, bool booting = false) {
   const bool arc = system == "arc";
   m.name = name;
-  m.pool = std::make_unique<nodepool>(e.c, name, limit_cpu);
-  scenario sc{name, o.jobs, 0, "60s", o.duration};
+  m.pool = std::make_unique<nodepool>(e.c, name, limit_cpu, booting);
+  scenario sc{name, booting ? 2 * o.jobs : o.jobs, 0, "60s", o.duration};  // the day: two bursts may overlap its ramp
   if (system.starts_with("pool"))
     sc.proactive = std::stoi(system.substr(4));
+  if (system.starts_with("follow")) {  // the warm pool follows the queue the scale set saw, up to N
+    sc.proactive = 0;
+    sc.warm_pool = "{followDemand: {percentile: 90, window: " + o.follow_window + ", max: " + system.substr(6) + "}}";
+  }
   sc.container_mode = "none";
   sc.node_selector = "pool: " + name;
   sc.runner_resources = "{cpu: \"" + o.runner_cpu + "\", memory: 1Gi}";
@@ -219,7 +240,7 @@ bool start_member(env& e, const options& o, const std::string& system, member& m
       return false;
     }
   }
-  const int64_t ready_capacity = system == "off" || arc ? o.jobs : sc.proactive;
+  const int64_t ready_capacity = system == "off" || arc ? sc.max_runners : sc.proactive;
   if (!eventually([&] { return m.w->latest_capacity(m.set) == ready_capacity; }, 180s)) {
     std::cerr << name << ": never advertised " << ready_capacity << "\n" << m.log();
     return false;
@@ -259,16 +280,21 @@ struct observed {
   }
 };
 
-// Posts the trace's jobs for `label` (arrival offsets in [0, 5) s from the seed; `at_half` runs
-// once half are posted) and samples until every job completed or the timeout.
-std::vector<job_record> run_trace(env& e, const options& o, const std::string& label, int count, const std::vector<member*>& members,
-                                  observed& seen, double& t0, const std::function<void()>& at_half = {},
-                                  const std::function<void()>& each_second = {}) {
+// A burst: `count` arrival offsets in [0, 5) s from the seed.
+std::vector<double> burst(const options& o, int count) {
   std::mt19937 rng{o.seed};
   std::vector<double> offsets(static_cast<size_t>(count));
   for (auto& x : offsets)
     x = std::uniform_real_distribution<double>{0, 5}(rng);
   std::sort(offsets.begin(), offsets.end());
+  return offsets;
+}
+
+// Posts the trace's jobs for `label` at `offsets` (seconds from the start, sorted; `at_half` runs
+// once half are posted) and samples until every job completed or the timeout.
+std::vector<job_record> run_trace(env& e, const options& o, const std::string& label, const std::vector<double>& offsets,
+                                  const std::vector<member*>& members, observed& seen, double& t0,
+                                  const std::function<void()>& at_half = {}, const std::function<void()>& each_second = {}) {
   t0 = wall_now();
   size_t posted = 0;
   std::vector<job_record> jobs;
@@ -339,7 +365,7 @@ void burst_over_limit(env& e, const options& o, const std::string& system) {
     return;
   observed seen;
   double t0 = 0;
-  const auto jobs = run_trace(e, o, m.name, o.jobs, {&m}, seen, t0);
+  const auto jobs = run_trace(e, o, m.name, burst(o, o.jobs), {&m}, seen, t0);
   const double end = wall_now();
   std::printf("{\"mode\":\"job_outcomes\",\"scenario\":\"burst-over-limit\",\"system\":\"%s\",\"seed\":%u,\"jobs\":%d,\"limit_cpu\":\"%s\",%s}\n",
               system.c_str(), o.seed, o.jobs, o.limit_cpu.c_str(), common_fields(summarize(jobs, end), seen, seen.preempted(e, {&m}), end - t0).c_str());
@@ -359,7 +385,7 @@ void pool_stops(env& e, const options& o, const std::string& system) {
   const auto limit = [&](const std::string& cpu) {
     e.c->kubectl({"patch", "nodepool", m.name, "--type", "merge", "-p", R"({"spec":{"limits":{"cpu":")" + cpu + R"("}}})"});
   };
-  const auto jobs = run_trace(e, o, m.name, o.jobs, {&m}, seen, t0, [&] {
+  const auto jobs = run_trace(e, o, m.name, burst(o, o.jobs), {&m}, seen, t0, [&] {
     limit("0");
     stopped_at = wall_now();
   }, [&] {
@@ -388,7 +414,7 @@ void two_clusters(env& e, const options& o, const std::string& system) {
     return;
   observed seen;
   double t0 = 0, lost_at = 0;
-  const auto jobs = run_trace(e, o, label, 2 * o.jobs, {&a, &b}, seen, t0, [&] {
+  const auto jobs = run_trace(e, o, label, burst(o, 2 * o.jobs), {&a, &b}, seen, t0, [&] {
     std::istringstream nl{e.c->kubectl({"get", "nodes", "-l", "pool=" + a.name, "-o", "name"}).out};
     for (std::string n; std::getline(nl, n);)
       if (!n.empty())
@@ -412,6 +438,69 @@ void two_clusters(env& e, const options& o, const std::string& system) {
               common_fields(summarize(jobs, end), seen, seen.preempted(e, {&a, &b}), end - t0).c_str());
   std::fflush(stdout);
   finish(e, {&a, &b});
+}
+
+// day: a working day compressed, each hour --hour long, from 04:00 to 20:00: quiet until 07:00, a
+// morning ramp, a burst of --jobs at 10:00 and at 14:00 (within 5 s each), an evening tail.
+// Arrivals per hour from kDayProfile, Poisson from the seed, uniform within their hour. Nodes take
+// --node-start to boot and an empty one goes back after 30 s, so node-minutes are what the warm
+// pool costs. Beside the common outcomes: the trace's jobs and each hour's p95 queue → start.
+constexpr std::array<int, 16> kDayProfile{0, 0, 0, 1, 3, 5, 4, 4, 3, 4, 4, 3, 3, 2, 1, 0};  // 04:00 … 19:00
+
+std::vector<double> day_offsets(const options& o) {
+  std::mt19937 rng{o.seed};
+  std::vector<double> offsets;
+  for (size_t h = 0; h < kDayProfile.size(); ++h) {
+    const int n = std::poisson_distribution<int>{static_cast<double>(kDayProfile[h])}(rng);
+    for (int i = 0; i < n; ++i)
+      offsets.push_back((static_cast<double>(h) + std::uniform_real_distribution<double>{0, 1}(rng)) * o.hour_s);
+    if (h + 4 == 10 || h + 4 == 14)
+      for (int i = 0; i < o.jobs; ++i)
+        offsets.push_back(static_cast<double>(h) * o.hour_s + std::uniform_real_distribution<double>{0, 5}(rng));
+  }
+  std::sort(offsets.begin(), offsets.end());
+  return offsets;
+}
+
+// Lifts the boot taint of each of the pool's nodes whose NodeClaim is --node-start old.
+void boot_nodes(env& e, const options& o, const member& m) {
+  std::istringstream nl{e.c->kubectl({"get", "nodes", "-l", "pool=" + m.name, "-o",
+                                      "jsonpath={range .items[*]}{.metadata.name} {.metadata.creationTimestamp} {.spec.taints[*].key}{\"\\n\"}{end}"}).out};
+  for (std::string line; std::getline(nl, line);) {
+    std::istringstream f{line};
+    std::string node, created, taints;
+    f >> node >> created;
+    std::getline(f, taints);
+    if (taints.find(booting_taint) != std::string::npos && wall_now() - seconds_of(created) >= o.node_start_s)
+      e.c->kubectl({"taint", "node", node, std::string{booting_taint} + ":NoSchedule-"});
+  }
+}
+
+void day(env& e, const options& o, const std::string& system) {
+  member m;
+  if (!start_member(e, o, system, m, "outcomes-day-" + system, o.limit_cpu, "", true))
+    return;
+  const auto offsets = day_offsets(o);
+  observed seen;
+  double t0 = 0;
+  const auto jobs = run_trace(e, o, m.name, offsets, {&m}, seen, t0, {}, [&] { boot_nodes(e, o, m); });
+  const double end = wall_now();
+  std::string hours;  // each hour's p95 queue → start, of the jobs queued in it
+  for (size_t h = 0; h < kDayProfile.size(); ++h) {
+    std::vector<double> starts;
+    for (const auto& j : jobs)
+      if (j.started > 0 && j.queued >= t0 + static_cast<double>(h) * o.hour_s && j.queued < t0 + static_cast<double>(h + 1) * o.hour_s)
+        starts.push_back(j.started - j.queued);
+    char buf[32];
+    std::snprintf(buf, sizeof buf, "%s%.1f", h == 0 ? "" : ",", starts.empty() ? 0.0 : percentile(starts, 0.95));
+    hours += buf;
+  }
+  std::printf("{\"mode\":\"job_outcomes\",\"scenario\":\"day\",\"system\":\"%s\",\"seed\":%u,\"jobs\":%zu,\"limit_cpu\":\"%s\","
+              "\"hour_s\":%.0f,\"node_start_s\":%.0f,\"hourly_start_p95_s\":[%s],%s}\n",
+              system.c_str(), o.seed, offsets.size(), o.limit_cpu.c_str(), o.hour_s, o.node_start_s, hours.c_str(),
+              common_fields(summarize(jobs, end), seen, seen.preempted(e, {&m}), end - t0).c_str());
+  std::fflush(stdout);
+  finish(e, {&m});
 }
 
 }  // namespace
@@ -438,6 +527,12 @@ int main(int argc, char** argv) {
       o.seed = static_cast<unsigned>(std::stoul(v));
     } else if (k == "--timeout") {
       o.timeout_s = std::stoi(v);
+    } else if (k == "--hour") {
+      o.hour_s = std::stod(v);
+    } else if (k == "--node-start") {
+      o.node_start_s = std::stod(v);
+    } else if (k == "--follow-window") {
+      o.follow_window = v;
     } else {
       std::cerr << "unknown option " << k << "\n";
       return 2;
@@ -451,17 +546,17 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (const auto& s : o.systems)
-    if (s != "arc" && s != "off" && !s.starts_with("pool")) {
-      std::cerr << "unknown system " << s << " (arc, off, pool<N>)\n";
+    if (s != "arc" && s != "off" && !s.starts_with("pool") && !s.starts_with("follow")) {
+      std::cerr << "unknown system " << s << " (arc, off, pool<N>, follow<N>)\n";
       return 2;
     }
   for (const auto& sc : o.scenarios) {
-    if (sc != "burst-over-limit" && sc != "pool-stops" && sc != "two-clusters") {
-      std::cerr << "unknown scenario " << sc << " (burst-over-limit, pool-stops, two-clusters)\n";
+    if (sc != "burst-over-limit" && sc != "pool-stops" && sc != "two-clusters" && sc != "day") {
+      std::cerr << "unknown scenario " << sc << " (burst-over-limit, pool-stops, two-clusters, day)\n";
       return 2;
     }
     for (const auto& s : o.systems)
-      (sc == "two-clusters" ? two_clusters : sc == "pool-stops" ? pool_stops : burst_over_limit)(e, o, s);
+      (sc == "two-clusters" ? two_clusters : sc == "pool-stops" ? pool_stops : sc == "day" ? day : burst_over_limit)(e, o, s);
   }
   return 0;
 }

@@ -265,6 +265,7 @@ struct scenario {
   bool exit_runner_pods = true;  // a runner pod goes Succeeded after its job, as an ephemeral runner's does
   bool chart_install = false;     // the test installs the chart itself (no chart-identity.sh, no start())
   int max_burst = 0;              // capacityAware.maxBurstCapacity (0: none)
+  std::string warm_pool;          // capacityAware.warmPool, a YAML flow mapping; empty: none
   // The runner as a pod template (runner.template, as ARC's `template:`) with a label, a security
   // context, an env entry and a sidecar of the user's, instead of the short form.
   bool runner_template = false;
@@ -363,6 +364,7 @@ inline std::string config_for(const env& e, const scenario& s, const std::string
                                              "resources: {requests: {storage: 1Gi}}}\n") +
          "    capacityAware:\n      enabled: " + (capacity_aware ? "true" : "false") +
          "\n      proactiveCapacity: " + std::to_string(s.proactive) + "\n      maxBurstCapacity: " + std::to_string(s.max_burst) +
+         (s.warm_pool.empty() ? std::string{} : "\n      warmPool: " + s.warm_pool) +
          "\n      recalculateInterval: 2s\n      repollOnChange: " + (s.repoll ? "true" : "false") +
          "\n      placeholderReadyTimeout: " + s.timeout + (s.ttl.empty() ? std::string{} : "\n      placeholderTTL: " + s.ttl) +
          "\n      workflowResources: " + s.workflow_resources + "\n" +
