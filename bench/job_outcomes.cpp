@@ -24,7 +24,7 @@
 //                     loses its capacity once half are posted (nodes cordoned, NodePool limit 0),
 //                     the second has room for all. Also: jobs the first claimed after its loss, and
 //                     where the jobs completed;
-//   day               a working day compressed (see day() below): a ramp and two bursts of --jobs,
+//   day               a day compressed (see day() below): a morning ramp and two bursts of --jobs,
 //                     nodes that take --node-start to boot and go back once empty for 30 s.
 //
 // Outcomes per system, from the Actions Service peer's record of each job (queued, claimed by a
@@ -291,10 +291,12 @@ std::vector<double> burst(const options& o, int count) {
 }
 
 // Posts the trace's jobs for `label` at `offsets` (seconds from the start, sorted; `at_half` runs
-// once half are posted) and samples until every job completed or the timeout.
+// once half are posted) and samples until every job completed (and `at_least` seconds passed) or
+// the timeout.
 std::vector<job_record> run_trace(env& e, const options& o, const std::string& label, const std::vector<double>& offsets,
                                   const std::vector<member*>& members, observed& seen, double& t0,
-                                  const std::function<void()>& at_half = {}, const std::function<void()>& each_second = {}) {
+                                  const std::function<void()>& at_half = {}, const std::function<void()>& each_second = {},
+                                  double at_least = 0) {
   t0 = wall_now();
   size_t posted = 0;
   std::vector<job_record> jobs;
@@ -308,7 +310,7 @@ std::vector<job_record> run_trace(env& e, const options& o, const std::string& l
       each_second();
     seen.sample(e, members);
     jobs = jobs_of(e, label);
-    if (posted == offsets.size() && jobs.size() == offsets.size() &&
+    if (posted == offsets.size() && jobs.size() == offsets.size() && wall_now() - t0 >= at_least &&
         std::all_of(jobs.begin(), jobs.end(), [](const job_record& j) { return j.state == "completed"; }))
       break;
     std::this_thread::sleep_for(1s);
@@ -440,12 +442,12 @@ void two_clusters(env& e, const options& o, const std::string& system) {
   finish(e, {&a, &b});
 }
 
-// day: a working day compressed, each hour --hour long, from 04:00 to 20:00: quiet until 07:00, a
-// morning ramp, a burst of --jobs at 10:00 and at 14:00 (within 5 s each), an evening tail.
-// Arrivals per hour from kDayProfile, Poisson from the seed, uniform within their hour. Nodes take
-// --node-start to boot and an empty one goes back after 30 s, so node-minutes are what the warm
-// pool costs. Beside the common outcomes: the trace's jobs and each hour's p95 queue → start.
-constexpr std::array<int, 16> kDayProfile{0, 0, 0, 1, 3, 5, 4, 4, 3, 4, 4, 3, 3, 2, 1, 0};  // 04:00 … 19:00
+// day: a day compressed, each hour --hour long, from midnight to midnight: quiet until 07:00, a
+// morning ramp, a burst of --jobs at 10:00 and at 14:00 (within 5 s each), an evening tail, quiet
+// from 19:00. Arrivals per hour from kDayProfile, Poisson from the seed, uniform within their hour.
+// Nodes take --node-start to boot and an empty one goes back after 30 s, so node-minutes are what
+// the warm pool costs. Beside the common outcomes: the trace's jobs and each hour's p95 queue → start.
+constexpr std::array<int, 24> kDayProfile{0, 0, 0, 0, 0, 0, 0, 1, 3, 5, 4, 4, 3, 4, 4, 3, 3, 2, 1, 0, 0, 0, 0, 0};
 
 std::vector<double> day_offsets(const options& o) {
   std::mt19937 rng{o.seed};
@@ -454,7 +456,7 @@ std::vector<double> day_offsets(const options& o) {
     const int n = std::poisson_distribution<int>{static_cast<double>(kDayProfile[h])}(rng);
     for (int i = 0; i < n; ++i)
       offsets.push_back((static_cast<double>(h) + std::uniform_real_distribution<double>{0, 1}(rng)) * o.hour_s);
-    if (h + 4 == 10 || h + 4 == 14)
+    if (h == 10 || h == 14)
       for (int i = 0; i < o.jobs; ++i)
         offsets.push_back(static_cast<double>(h) * o.hour_s + std::uniform_real_distribution<double>{0, 5}(rng));
   }
@@ -483,7 +485,8 @@ void day(env& e, const options& o, const std::string& system) {
   const auto offsets = day_offsets(o);
   observed seen;
   double t0 = 0;
-  const auto jobs = run_trace(e, o, m.name, offsets, {&m}, seen, t0, {}, [&] { boot_nodes(e, o, m); });
+  const auto jobs = run_trace(e, o, m.name, offsets, {&m}, seen, t0, {}, [&] { boot_nodes(e, o, m); },
+                              static_cast<double>(kDayProfile.size()) * o.hour_s);  // the whole day, its night too
   const double end = wall_now();
   std::string hours;  // each hour's p95 queue → start, of the jobs queued in it
   for (size_t h = 0; h < kDayProfile.size(); ++h) {
