@@ -176,6 +176,8 @@ struct member {
   std::string log() const { return w && w->headroom ? w->headroom->log() : listener ? listener->log() : std::string{}; }
 };
 
+void boot_nodes(env& e, const options& o, const member& m);
+
 // Starts `system` as cluster `name` with its NodePool limited to `limit_cpu` CPUs; `label`: a
 // further label its runners carry (jobs posted for it reach every cluster with it). Ready when its
 // session polls with its first capacity (a warm pool placed).
@@ -241,7 +243,11 @@ bool start_member(env& e, const options& o, const std::string& system, member& m
     }
   }
   const int64_t ready_capacity = system == "off" || arc ? sc.max_runners : sc.proactive;
-  if (!eventually([&] { return m.w->latest_capacity(m.set) == ready_capacity; }, 180s)) {
+  if (!eventually([&] {
+        if (booting)  // the warm pool's nodes boot as the trace's will
+          boot_nodes(e, o, m);
+        return m.w->latest_capacity(m.set) == ready_capacity;
+      }, 180s)) {
     std::cerr << name << ": never advertised " << ready_capacity << "\n" << m.log();
     return false;
   }
