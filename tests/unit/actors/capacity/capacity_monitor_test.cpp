@@ -166,6 +166,20 @@ struct monitor_fixture : test_support::actor_fixture {
     ASSERT_TRUE(io.answer("DELETE", "/pods/" + probe, 200, "{}"));
     watch("DELETED", probe, "pair-probe", slot, "Running", node);
   }
+  // Start-up, then the warm pool's one pair placed on `node`: its two placeholders' names.
+  std::vector<std::string> warm_pair_placed(const std::string& node) {
+    start();
+    set_up();
+    auto names = created();
+    EXPECT_EQ(names.size(), 2u);
+    if (names.size() != 2)
+      return names;
+    const std::string slot = slot_of(names[0]);
+    watch("ADDED", names[0], "runner-placeholder", slot, "Running", node);
+    watch("ADDED", names[1], "workflow-placeholder", slot, "Running", node);
+    EXPECT_EQ(advertised->back(), 1);
+    return names;
+  }
   // linux-ph-<slot>-runner
   static std::string slot_of(const std::string& name) {
     const auto from = std::string{"linux-ph-"}.size();
@@ -505,14 +519,9 @@ TEST_F(monitor_fixture, a_warm_pair_is_advertised_once_placed_and_replaced_when_
 // runner pods and would take that room first (the real-node test: the runner then waited a minute,
 // its job claimed). A nomination that lasts holds it back for 10 s at most.
 TEST_F(monitor_fixture, a_runner_preempting_its_way_into_a_room_holds_the_warm_pools_refill_until_it_is_bound) {
-  start();
-  set_up();
-  auto names = created();
+  const auto names = warm_pair_placed("node-1");
   ASSERT_EQ(names.size(), 2u);
   const std::string slot = slot_of(names[0]);
-  watch("ADDED", names[0], "runner-placeholder", slot, "Running", "node-1");
-  watch("ADDED", names[1], "workflow-placeholder", slot, "Running", "node-1");
-  ASSERT_EQ(advertised->back(), 1);
   auto runner = [](const std::string& name, const std::string& node, const std::string& nominated) {
     return R"({"metadata":{"name":")" + name + R"(","namespace":"arc","uid":"u-)" + name +
            R"(","resourceVersion":"12","labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"runner"}},)"
@@ -552,14 +561,9 @@ TEST_F(monitor_fixture, a_runner_preempting_its_way_into_a_room_holds_the_warm_p
 TEST_F(monitor_fixture, a_capacity_change_carries_the_watch_event_behind_it_to_the_poll_hop_by_hop) {
   std::vector<std::string> lines;
   runtime::logger::global().set_sink([&lines](std::string_view l) { lines.emplace_back(l); });
-  start();
-  set_up();
-  auto names = created();
+  const auto names = warm_pair_placed("node-1");
   ASSERT_EQ(names.size(), 2u);
   const std::string slot = slot_of(names[0]);
-  watch("ADDED", names[0], "runner-placeholder", slot, "Running", "node-1");
-  watch("ADDED", names[1], "workflow-placeholder", slot, "Running", "node-1");
-  ASSERT_EQ(advertised->back(), 1);
   const auto now_ns = [&] { return std::chrono::duration_cast<std::chrono::nanoseconds>(sys.clock().now().time_since_epoch()).count(); };
   caf::anon_send(monitor, msg::capacity_polled{1, now_ns()});
   sched.run();

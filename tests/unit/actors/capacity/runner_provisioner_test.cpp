@@ -316,23 +316,21 @@ TEST_F(provisioner_fixture, a_completed_jobs_runner_exits_by_itself_and_is_delet
   msg::scale_set_update u;
   u.scale_set_id = 7;
   u.stats.total_assigned_jobs = 2;
-  for (const char* name : {"linux-runner-exits", "linux-runner-lingers"}) {
-    msg::job_transition started;
-    started.type = msg::job_transition::started;
-    started.runner_name = name;
-    u.jobs.push_back(started);
-  }
+  auto both = [&u](msg::job_transition::kind type) {
+    u.jobs.clear();
+    for (const char* name : {"linux-runner-exits", "linux-runner-lingers"}) {
+      msg::job_transition t;
+      t.type = type;
+      t.runner_name = name;
+      u.jobs.push_back(t);
+    }
+  };
+  both(msg::job_transition::started);
   caf::anon_send(provisioner, u);
   sched.run();
   EXPECT_EQ(waiting("POST", "/generatejitconfig"), 0u) << "both jobs have their runners";
-  u.jobs.clear();
   u.stats.total_assigned_jobs = 0;
-  for (const char* name : {"linux-runner-exits", "linux-runner-lingers"}) {
-    msg::job_transition done;
-    done.type = msg::job_transition::completed;
-    done.runner_name = name;
-    u.jobs.push_back(done);
-  }
+  both(msg::job_transition::completed);
   caf::anon_send(provisioner, u);
   sched.run();
   EXPECT_EQ(waiting("DELETE"), 0u) << "no runner pod deleted at its job's completion\n" << waiting_text();
