@@ -11,7 +11,9 @@
 //   pool<N>  headroom as shipped with a warm pool of N pairs (pool0: none);
 //   follow<N> headroom with no fixed warm pool, its warmPool following the demand it saw
 //            (followDemand: the 90th percentile of each minute's largest queue over
-//            --follow-window, at most N pairs).
+//            --follow-window, at most N pairs);
+//   sched<N> (day only) warmPool.schedule of N pairs from the day's 06:00 to 18:00, followDemand
+//            (at most N) beside it.
 // Runners are ephemeral (the pod ends with its job) and run the job in their own pod (containerMode
 // none), each requesting --runner-cpu; headroom's pairs add a workflow placeholder of 100m.
 //
@@ -50,6 +52,7 @@
 #include <array>
 #include <functional>
 #include <cmath>
+#include <ctime>
 #include <iostream>
 #include <random>
 #include <set>
@@ -182,7 +185,7 @@ void boot_nodes(env& e, const options& o, const member& m);
 // further label its runners carry (jobs posted for it reach every cluster with it). Ready when its
 // session polls with its first capacity (a warm pool placed).
 bool start_member(env& e, const options& o, const std::string& system, member& m, const std::string& name, const std::string& limit_cpu,
-                  const std::string& label, bool booting = false) {
+                  const std::string& label, bool booting = false, const std::string& warm_pool = "") {
   const bool arc = system == "arc";
   m.name = name;
   m.pool = std::make_unique<nodepool>(e.c, name, limit_cpu, booting);
@@ -193,6 +196,8 @@ bool start_member(env& e, const options& o, const std::string& system, member& m
     sc.proactive = 0;
     sc.warm_pool = "{followDemand: {percentile: 90, window: " + o.follow_window + ", max: " + system.substr(6) + "}}";
   }
+  if (!warm_pool.empty())
+    sc.warm_pool = warm_pool;
   sc.container_mode = "none";
   sc.node_selector = "pool: " + name;
   sc.runner_resources = "{cpu: \"" + o.runner_cpu + "\", memory: 1Gi}";
@@ -484,10 +489,40 @@ void boot_nodes(env& e, const options& o, const member& m) {
   }
 }
 
+// "HH:MM" (UTC) of `epoch_s`.
+std::string utc_hhmm(double epoch_s) {
+  const auto t = static_cast<std::time_t>(std::llround(epoch_s));
+  std::tm tm{};
+  gmtime_r(&t, &tm);
+  char buf[8];
+  std::snprintf(buf, sizeof buf, "%02d:%02d", tm.tm_hour, tm.tm_min);
+  return buf;
+}
+
 void day(env& e, const options& o, const std::string& system) {
+  // sched<N>: warmPool.schedule holds N pairs from the day's 06:00 (an hour before the ramp, for a
+  // node's boot) to 18:00, with followDemand (at most N) beside it. A schedule's windows are whole
+  // UTC minutes, so the day starts on a whole minute, far enough ahead for the set-up; at --hour 20
+  // its 06:00 and 18:00 fall on whole minutes too (other lengths: widened to them).
+  double start_at = 0;
+  std::string warm_pool;
+  if (system.starts_with("sched")) {
+    start_at = std::ceil((wall_now() + 120) / 60) * 60;
+    const std::string n = system.substr(5);
+    warm_pool = "{schedule: [{from: \"" + utc_hhmm(std::floor((start_at + 6 * o.hour_s) / 60) * 60) + "\", to: \"" +
+                utc_hhmm(std::ceil((start_at + 18 * o.hour_s) / 60) * 60) + "\", size: " + n +
+                "}], followDemand: {percentile: 90, window: " + o.follow_window + ", max: " + n + "}}";
+  }
   member m;
-  if (!start_member(e, o, system, m, "outcomes-day-" + system, o.limit_cpu, "", true))
+  if (!start_member(e, o, system, m, "outcomes-day-" + system, o.limit_cpu, "", true, warm_pool))
     return;
+  if (start_at > 0) {
+    if (wall_now() > start_at)
+      std::cerr << system << ": the set-up outlasted the minute the day was to start at; the schedule is off by "
+                << wall_now() - start_at << " s\n";
+    while (wall_now() < start_at)
+      std::this_thread::sleep_for(50ms);
+  }
   const auto offsets = day_offsets(o);
   observed seen;
   double t0 = 0;
@@ -555,8 +590,8 @@ int main(int argc, char** argv) {
     return 1;
   }
   for (const auto& s : o.systems)
-    if (s != "arc" && s != "off" && !s.starts_with("pool") && !s.starts_with("follow")) {
-      std::cerr << "unknown system " << s << " (arc, off, pool<N>, follow<N>)\n";
+    if (s != "arc" && s != "off" && !s.starts_with("pool") && !s.starts_with("follow") && !s.starts_with("sched")) {
+      std::cerr << "unknown system " << s << " (arc, off, pool<N>, follow<N>, sched<N>: day only)\n";
       return 2;
     }
   for (const auto& sc : o.scenarios) {
