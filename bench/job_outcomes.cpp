@@ -12,7 +12,8 @@
 //   follow<N> headroom with no fixed warm pool, its warmPool following the demand it saw
 //            (followDemand: the 90th percentile of each minute's largest queue over
 //            --follow-window, at most N pairs);
-//   sched<N> (day only) warmPool.schedule of N pairs from the day's 06:00 to 18:00, followDemand
+//   sched<N> (day only) warmPool.schedule of N pairs from the day's --sched-from (6) to --sched-to
+//            (18) o'clock, followDemand
 //            (at most N) beside it.
 // Runners are ephemeral (the pod ends with its job) and run the job in their own pod (containerMode
 // none), each requesting --runner-cpu; headroom's pairs add a workflow placeholder of 100m.
@@ -45,6 +46,7 @@
 //   HEADROOM_TESTENV_DIR=… build/release/bench/job_outcomes [--systems arc,off,pool0,pool2]
 //       [--scenarios burst-over-limit,pool-stops,two-clusters] [--jobs 12] [--duration 30s] [--limit-cpu 4]
 //       [--runner-cpu 1] [--seed 1] [--timeout 600] [--hour 20] [--node-start 45] [--follow-window 5m]
+//       [--sched-from 6] [--sched-to 18]
 //
 // Prints one {"mode":"job_outcomes",…} line per system.
 
@@ -75,6 +77,7 @@ struct options {
   unsigned seed = 1;
   // day: the length of one of its hours, a node's boot, followDemand's window
   double hour_s = 20, node_start_s = 45;
+  int sched_from = 6, sched_to = 18;  // sched<N>'s window, hours of the day
   std::string follow_window = "5m";
 };
 
@@ -500,8 +503,8 @@ std::string utc_hhmm(double epoch_s) {
 }
 
 void day(env& e, const options& o, const std::string& system) {
-  // sched<N>: warmPool.schedule holds N pairs from the day's 06:00 (an hour before the ramp, for a
-  // node's boot) to 18:00, with followDemand (at most N) beside it. A schedule's windows are whole
+  // sched<N>: warmPool.schedule holds N pairs from the day's --sched-from (6: an hour before the
+  // ramp) to --sched-to (18), with followDemand (at most N) beside it. A schedule's windows are whole
   // UTC minutes, so the day starts on a whole minute, far enough ahead for the set-up; at --hour 20
   // its 06:00 and 18:00 fall on whole minutes too (other lengths: widened to them).
   double start_at = 0;
@@ -509,8 +512,8 @@ void day(env& e, const options& o, const std::string& system) {
   if (system.starts_with("sched")) {
     start_at = std::ceil((wall_now() + 120) / 60) * 60;
     const std::string n = system.substr(5);
-    warm_pool = "{schedule: [{from: \"" + utc_hhmm(std::floor((start_at + 6 * o.hour_s) / 60) * 60) + "\", to: \"" +
-                utc_hhmm(std::ceil((start_at + 18 * o.hour_s) / 60) * 60) + "\", size: " + n +
+    warm_pool = "{schedule: [{from: \"" + utc_hhmm(std::floor((start_at + o.sched_from * o.hour_s) / 60) * 60) + "\", to: \"" +
+                utc_hhmm(std::ceil((start_at + o.sched_to * o.hour_s) / 60) * 60) + "\", size: " + n +
                 "}], followDemand: {percentile: 90, window: " + o.follow_window + ", max: " + n + "}}";
   }
   member m;
@@ -575,6 +578,10 @@ int main(int argc, char** argv) {
       o.hour_s = std::stod(v);
     } else if (k == "--node-start") {
       o.node_start_s = std::stod(v);
+    } else if (k == "--sched-from") {
+      o.sched_from = std::stoi(v);
+    } else if (k == "--sched-to") {
+      o.sched_to = std::stoi(v);
     } else if (k == "--follow-window") {
       o.follow_window = v;
     } else {
