@@ -19,7 +19,8 @@
 //
 // Prints {"mode":"webhook_to_pod","store":…,"jobs":…,"p50_ms":…,"p99_ms":…,"max_ms":…} per store,
 // {"mode":"provision_burst","store":…,"runners":…,"seconds":…,"per_second":…} and
-// {"mode":"queued","store":…,"queued":…,"runners":…,"per_second":…,"cycles":…,"cycle_p50_le_ms":…,"cycle_p99_le_ms":…,"store_bytes":…}
+// {"mode":"queued","store":…,"queued":…,"runners":…,"per_second":…,"cycles":…,"cycle_p50_le_ms":…,"cycle_p99_le_ms":…,"store_bytes":…,"cycle_mean_ms":…,…}
+// (each phase's mean: cycle, sync_jobs, sync_workers, demand_match)
 // and {"mode":"page","store":…,"queued":…,"path":…,"status":…,"bytes":…,"p50_ms":…,"max_ms":…} per dashboard page.
 
 #include <algorithm>
@@ -150,9 +151,23 @@ void queued_cycle(headroom::e2e::sched_env& e, int n) {
     // A minute of cycles with every job active: the webhooks all recorded, the runners made.
     using headroom::bench::buckets;
     const std::string series = "headroom_scheduler_phase_duration_seconds", whole = "phase=\"cycle\"";
-    const auto before = buckets(w.headroom->metrics(), series, whole);
+    const std::string text_before = w.headroom->metrics();
+    const auto before = buckets(text_before, series, whole);
     std::this_thread::sleep_for(std::chrono::seconds(60));
-    const auto minute = headroom::bench::buckets_since(buckets(w.headroom->metrics(), series, whole), before);
+    const std::string text_after = w.headroom->metrics();
+    const auto minute = headroom::bench::buckets_since(buckets(text_after, series, whole), before);
+    // Each phase's mean over the minute (its _sum and _count): finer than the buckets' bounds.
+    std::string means;
+    for (const char* phase : {"cycle", "sync_jobs", "sync_workers", "demand_match"}) {
+      const std::string label = std::string{"phase=\""} + phase + "\"";
+      auto added = [&](const std::string& suffix) {
+        return headroom::bench::series_sum(text_after, series + suffix, label) - headroom::bench::series_sum(text_before, series + suffix, label);
+      };
+      const double count = added("_count");
+      char buf[64];
+      std::snprintf(buf, sizeof buf, ",\"%s_mean_ms\":%.1f", phase, count > 0 ? added("_sum") / count * 1000 : 0.0);
+      means += buf;
+    }
     const double cycles = minute.empty() ? 0 : minute.rbegin()->second;
     uintmax_t bytes = 0;
     for (const auto& f : std::filesystem::directory_iterator(w.dir))
@@ -163,9 +178,9 @@ void queued_cycle(headroom::e2e::sched_env& e, int n) {
       bytes = r.exit_code == 0 && !r.out.empty() ? std::stoull(r.out) : 0;
     }
     std::printf("{\"mode\":\"queued\",\"store\":\"%s\",\"queued\":%d,\"runners\":%zu,\"per_second\":%.1f,\"cycles\":%.0f,"
-                "\"cycle_p50_le_ms\":%.0f,\"cycle_p99_le_ms\":%.0f,\"store_bytes\":%ju}\n",
+                "\"cycle_p50_le_ms\":%.0f,\"cycle_p99_le_ms\":%.0f,\"store_bytes\":%ju%s}\n",
                 store, per_org * orgs, at.size(), seconds > 0 ? static_cast<double>(at.size() - 1) / seconds : 0.0, cycles,
-                headroom::bench::bucket_quantile(minute, 0.5) * 1000, headroom::bench::bucket_quantile(minute, 0.99) * 1000, bytes);
+                headroom::bench::bucket_quantile(minute, 0.5) * 1000, headroom::bench::bucket_quantile(minute, 0.99) * 1000, bytes, means.c_str());
     std::fflush(stdout);
     page_times(w.pages, store, per_org * orgs);
   }

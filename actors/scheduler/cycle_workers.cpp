@@ -251,13 +251,16 @@ bool cycle::job_done(const store::worker& w) const {
   return w.job_id != 0 && std::none_of(jobs_.begin(), jobs_.end(), [&](const store::job& j) { return j.id == w.job_id; });
 }
 
-void cycle::advance_worker(const store::worker& w, store::worker_status to, const std::string& why) {
+void cycle::advance_worker(store::worker& w, store::worker_status to, const std::string& why) {
   auto r = ctx_.jobs->advance_worker(w.name, to, why, now_);
   if (auto* e = std::get_if<store::error>(&r))
-    store_error("advance worker", *e);
+    return store_error("advance worker", *e);
+  if (std::get<bool>(r))
+    w.status = to;  // in the loaded rows too, for demandMatch
 }
 
 void cycle::finish_worker(const store::worker& w, store::worker_status to, const std::string& why) {
+  loaded_ = false;  // demandMatch loads the workers again
   auto r = ctx_.jobs->advance_worker(w.name, to, why, now_);
   if (auto* e = std::get_if<store::error>(&r))
     return store_error("finish worker", *e);

@@ -45,6 +45,8 @@ bool cycle::github_error(const github::rest_error& e) {
 }
 
 bool cycle::load_active() {
+  if (loaded_)
+    return true;
   auto jobs = ctx_.jobs->active_jobs();
   if (auto* e = std::get_if<store::error>(&jobs)) {
     store_error("active jobs", *e);
@@ -57,6 +59,7 @@ bool cycle::load_active() {
   }
   jobs_ = std::move(std::get<std::vector<store::job>>(jobs));
   workers_ = std::move(std::get<std::vector<store::worker>>(workers));
+  loaded_ = true;
   return true;
 }
 
