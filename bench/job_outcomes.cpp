@@ -41,6 +41,7 @@
 //                      or after --timeout)
 //   requeued           claims the service took back (a claimed job with no runner for 120 s)
 //   nodes, node_min    NodeClaims the system's NodePool made, and their node-minutes in the run
+//   node_cpu_min       their CPU-minutes (a node-minute of an 8-CPU node costs four of a 2-CPU one)
 //   preempted_runners  runner pods preempted (a Preempted Event on a pod that was a runner)
 //
 //   HEADROOM_TESTENV_DIR=… build/release/bench/job_outcomes [--systems arc,off,pool0,pool2]
@@ -54,8 +55,10 @@
 #include <array>
 #include <functional>
 #include <cmath>
+#include <cstdlib>
 #include <ctime>
 #include <iostream>
+#include <map>
 #include <random>
 #include <set>
 #include <thread>
@@ -265,15 +268,45 @@ bool start_member(env& e, const options& o, const std::string& system, member& m
 // The run's outcomes: jobs as the service recorded them, nodes and runner pods as sampled.
 struct observed {
   std::set<std::string> nodes, runner_pods;
-  double node_seconds = 0, last_sample = 0;
+  double node_seconds = 0, cpu_seconds = 0, last_sample = 0, first_sample = 0;
+  // HEADROOM_BENCH_NODE_TRACE=1: each change of a member's NodeClaims goes to stderr with its pods
+  // (name, phase, node), to see which pods bought a node and which keep one.
+  const bool trace = std::getenv("HEADROOM_BENCH_NODE_TRACE") != nullptr;
+  std::map<std::string, std::set<std::string>> live_claims;
   void sample(env& e, const std::vector<member*>& members) {
     const double now = wall_now();
+    if (first_sample == 0)
+      first_sample = now;
     for (auto* m : members) {
       size_t live = 0;
-      std::istringstream nl{e.c->kubectl({"get", "nodeclaims", "-l", "karpenter.sh/nodepool=" + m->name, "-o", "name"}).out};
-      for (std::string n; std::getline(nl, n);)
-        if (!n.empty())
-          nodes.insert(n), ++live;
+      std::set<std::string> claims;
+      double cpus = 0;  // the live NodeClaims' CPUs (their instance types': the price follows them)
+      std::istringstream nl{e.c->kubectl({"get", "nodeclaims", "-l", "karpenter.sh/nodepool=" + m->name, "-o",
+                                          "jsonpath={range .items[*]}{.metadata.name} {.status.capacity.cpu}{\"\\n\"}{end}"}).out};
+      for (std::string line; std::getline(nl, line);) {
+        std::istringstream f{line};
+        std::string n, cpu;
+        f >> n >> cpu;
+        if (n.empty())
+          continue;
+        n = "nodeclaim.karpenter.sh/" + n;
+        nodes.insert(n), claims.insert(n), ++live;
+        if (!cpu.empty())
+          cpus += cpu.ends_with('m') ? std::stod(cpu) / 1000 : std::stod(cpu);
+      }
+      cpu_seconds += last_sample > 0 ? cpus * (now - last_sample) : 0;
+      if (trace && claims != live_claims[m->name]) {
+        std::fprintf(stderr, "[node-trace %s +%.1fs] nodeclaims:", m->name.c_str(), now - first_sample);
+        for (const auto& n : claims)
+          std::fprintf(stderr, " %s%s", live_claims[m->name].contains(n) ? "" : "+", n.c_str());
+        for (const auto& n : live_claims[m->name])
+          if (!claims.contains(n))
+            std::fprintf(stderr, " -%s", n.c_str());
+        std::fprintf(stderr, "\n%s", e.c->kubectl({"-n", m->name, "get", "pods", "--no-headers", "-o",
+                                                   "custom-columns=N:.metadata.name,P:.status.phase,NODE:.spec.nodeName,PRIO:.spec.priority"}).out.c_str());
+        std::fflush(stderr);
+        live_claims[m->name] = claims;
+      }
       node_seconds += last_sample > 0 ? static_cast<double>(live) * (now - last_sample) : 0;
       std::istringstream pl{e.c->kubectl({"-n", m->name, "get", "pods", "-l", m->runner_selector, "-o", "name"}).out};
       for (std::string p; std::getline(pl, p);)
@@ -359,10 +392,10 @@ std::string common_fields(const summary& s, const observed& seen, int preempted,
   char buf[512];
   std::snprintf(buf, sizeof buf,
                 "\"claimed_stuck\":%d,\"claimed_wait_min\":%.2f,\"start_p50_s\":%.1f,\"start_p95_s\":%.1f,\"start_max_s\":%.1f,"
-                "\"completed\":%d,\"canceled\":%d,\"requeued\":%d,\"nodes\":%zu,\"node_min\":%.1f,\"preempted_runners\":%d,\"run_s\":%.0f",
+                "\"completed\":%d,\"canceled\":%d,\"requeued\":%d,\"nodes\":%zu,\"node_min\":%.1f,\"node_cpu_min\":%.1f,\"preempted_runners\":%d,\"run_s\":%.0f",
                 s.stuck, s.claimed_wait / 60, percentile(s.starts, 0.5), percentile(s.starts, 0.95),
                 s.starts.empty() ? 0.0 : *std::max_element(s.starts.begin(), s.starts.end()), s.completed, s.canceled, s.requeued, seen.nodes.size(),
-                seen.node_seconds / 60, preempted, run_s);
+                seen.node_seconds / 60, seen.cpu_seconds / 60, preempted, run_s);
   return buf;
 }
 

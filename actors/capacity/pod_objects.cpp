@@ -31,6 +31,27 @@ void pair_resources(runtime::json_writer& w, const scale_set_spec& s) {
   resources(w, std::to_string(both.cpu_milli) + "m", std::to_string(both.memory), extended);
 }
 
+// none mode: no workflow pod comes, and a pair's placeholders are made at once with nothing that
+// keeps them together. Apart, a warm pair holds two nodes from going back once empty where one
+// would do (a day's trace in bench/job_outcomes: two warm pairs held three nodes through the
+// night). So each prefers (weight 100, as a runner pod prefers its workflow room) a node holding a
+// placeholder of its scale set of the other role: whichever the scheduler places second joins the
+// first where it fits, and goes elsewhere where not (preferred: a full node never strands it).
+// Empty in the other modes (kubernetes, dind: a probe places the pair on one node; kubernetes-
+// novolume: the workflow pod goes anywhere, by design).
+std::string pair_affinity(const scale_set_spec& s, role r) {
+  if (s.mode != runners::runner_spec::container_mode::none || r == role::pair_probe)
+    return {};
+  const role other = r == role::runner_placeholder ? role::workflow_placeholder : role::runner_placeholder;
+  runtime::json_writer w;
+  w.begin_object().key("preferredDuringSchedulingIgnoredDuringExecution").begin_array().begin_object().field("weight", 100);
+  w.key("podAffinityTerm").begin_object().key("labelSelector").begin_object().key("matchLabels").begin_object();
+  w.field(runners::keys::scale_set, s.name).field(runners::keys::role, runners::role_label(other)).end_object().end_object();
+  w.field("topologyKey", "kubernetes.io/hostname").end_object();  // the term
+  w.end_object().end_array().end_object();
+  return w.take();
+}
+
 }  // namespace
 
 namespace {
@@ -51,7 +72,7 @@ std::string placeholder_spec(const scale_set_spec& s, role r, const std::string&
   if (s.placeholder_ttl.count() > 0)
     w.field("activeDeadlineSeconds", (s.placeholder_ttl + 2 * s.placeholder_ready_timeout).count() / 1000);
   w.field("automountServiceAccountToken", false);
-  placement(w, s, pinned_node);
+  placement(w, s, pinned_node, true, pair_affinity(s, r));
   w.key("containers").begin_array().begin_object().field("name", "placeholder").field("image", s.placeholder_image);
   w.key("command").strings(s.placeholder_command);
   // Admitted where the Pod Security "restricted" profile is enforced: a placeholder only sleeps.

@@ -1045,7 +1045,8 @@ TEST(capacity_e2e, capacity_kubernetes_mode_shares_the_runners_node_and_volume) 
 //     simulator's runner finds the Docker daemon only where ARC's chart puts it: a privileged
 //     sidecar running dockerd, sharing the socket's volume). The sidecar requests the workflow's
 //     room, so a runner pod needs its whole pair: both placeholders share a node.
-//   none: the job runs in the runner container.
+//   none: the job runs in the runner container; a pair's placeholders prefer one node (a warm pair
+//     keeps one node up, not two).
 void burst_with_no_workflow_pod(env& e, const std::string& mode) {
   scenario sc{"capacity-" + mode, 4, 2, "2m", "3s"};
   sc.container_mode = mode;
@@ -1056,7 +1057,7 @@ void burst_with_no_workflow_pod(env& e, const std::string& mode) {
   int64_t set = 0;
   ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
   ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2; }, 120s)) << w.headroom->log();
-  if (dind) {
+  {  // dind: required (its probe places the pair); none: preferred, and the warm pool's nodes have room
     const auto [pairs, split] = w.split_pairs();
     EXPECT_GE(pairs, 2u);
     EXPECT_EQ(split, "") << "pairs whose placeholders are on two nodes";
@@ -1095,6 +1096,40 @@ TEST(capacity_e2e, capacity_dind_mode_runner_pods_hold_their_whole_pair) {
 TEST(capacity_e2e, capacity_none_mode_ends_the_hand_off_when_the_runner_starts) {
   REQUIRE_ENV(e);
   burst_with_no_workflow_pod(e, "none");
+}
+
+// none mode, with room on two nodes: each warm pair's two placeholders share one. The scheduler's
+// own scoring spreads them (the emptier node for the second: a workflow placeholder on one, its
+// runner placeholder on the other, and both nodes held up by a warm pair); they prefer a node
+// holding the scale set's placeholder of the other role. Two kwok nodes of the test's own, so
+// Karpenter plays no part.
+TEST(capacity_e2e, capacity_none_mode_pairs_share_a_node_where_two_have_room) {
+  REQUIRE_ENV(e);
+  scenario sc{"capacity-none-pack", 4, 2, "2m", "3s"};
+  sc.container_mode = "none";
+  sc.node_selector = "headroom.test/pack: capacity-none-pack";
+  const std::vector<std::string> nodes{"capacity-none-pack-a", "capacity-none-pack-b"};
+  for (const auto& n : nodes)
+    ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
+                           "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + n + "\n  annotations: {kwok.x-k8s.io/node: fake}\n"
+                           "  labels: {kubernetes.io/hostname: " + n + ", type: kwok, headroom.test/pack: capacity-none-pack}\nstatus:\n"
+                           "  allocatable: {cpu: \"4\", memory: 16Gi, pods: \"50\"}\n  capacity: {cpu: \"4\", memory: 16Gi, pods: \"50\"}\n")
+                  .exit_code,
+              0);
+  {
+    world w{e, sc};
+    REQUIRE_WORLD(w);
+    w.start();
+    int64_t set = 0;
+    ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
+    ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2; }, 120s)) << w.headroom->log();
+    const auto [pairs, split] = w.split_pairs();
+    EXPECT_EQ(pairs, 2u);
+    EXPECT_EQ(split, "") << "pairs whose placeholders are on two nodes:\n"
+                         << e.c->kubectl({"-n", sc.name, "get", "pods", "-o", "wide"}).out;
+  }
+  for (const auto& n : nodes)
+    e.c->kubectl({"delete", "node", n, "--wait=false"});
 }
 
 // arc mode against ARC's 0.14 CRDs (tests/e2e/fixtures, written from ARC's API: the Go module proxy

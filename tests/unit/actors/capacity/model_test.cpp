@@ -139,6 +139,39 @@ TEST(capacity_model, placeholder_pods_have_the_ladder_and_no_preemption) {
   EXPECT_EQ(w.spec->requests.memory, 4LL << 30);
 }
 
+// none mode: no workflow pod comes, and the pair's placeholders are made at once. Each prefers a
+// node holding its scale set's placeholder of the other role, so a warm pair keeps one node from
+// going back once empty, not two; never required (a full node must not strand either). No
+// preference in the other modes, nor on a probe.
+TEST(capacity_model, in_none_mode_a_pairs_placeholders_prefer_one_node) {
+  auto s = spec();
+  s.mode = runners::runner_spec::container_mode::none;
+  const owner_ref owner{"v1", "ConfigMap", "headroom-owner-1", "uid-1"};
+  for (const auto& [r, other] : {std::pair{role::runner_placeholder, "workflow-placeholder"}, std::pair{role::workflow_placeholder, "runner-placeholder"}}) {
+    simdjson::dom::parser parser;
+    const std::string body = placeholder_pod(s, "abc", r, owner);
+    auto affinity = parser.parse(body)["spec"]["affinity"];
+    auto preferred = affinity["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
+    ASSERT_EQ(preferred.error(), simdjson::SUCCESS) << body;
+    ASSERT_EQ(preferred.get_array().size(), 1u) << body;
+    EXPECT_EQ(int64_t(preferred.at(0)["weight"]), 100);
+    auto term = preferred.at(0)["podAffinityTerm"];
+    EXPECT_EQ(std::string_view(term["topologyKey"]), "kubernetes.io/hostname");
+    EXPECT_EQ(std::string_view(term["labelSelector"]["matchLabels"]["headroom.dev/scale-set"]), "linux");
+    EXPECT_EQ(std::string_view(term["labelSelector"]["matchLabels"]["headroom.dev/role"]), other) << body;
+    EXPECT_EQ(affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].error(), simdjson::NO_SUCH_FIELD) << body;
+    EXPECT_EQ(term["labelSelector"]["matchLabels"]["headroom.dev/slot"].error(), simdjson::NO_SUCH_FIELD)
+        << "any pair's: the spec and its hash are every pair's";
+  }
+  EXPECT_EQ(placeholder_pod(s, "abc", role::pair_probe, owner).find("podAffinity"), std::string::npos);
+  for (const auto m : {runners::runner_spec::container_mode::kubernetes_novolume, runners::runner_spec::container_mode::kubernetes,
+                       runners::runner_spec::container_mode::dind}) {
+    s.mode = m;
+    for (const auto r : {role::runner_placeholder, role::workflow_placeholder, role::pair_probe})
+      EXPECT_EQ(placeholder_pod(s, "abc", r, owner).find("podAffinity"), std::string::npos) << static_cast<int>(m);
+  }
+}
+
 // #61: runner pods have no controller, so only an integer minAvailable keeps kube-controller-manager
 // from warning UnmanagedPods on every sync; maxRunners of them allows no disruption at all.
 TEST(capacity_model, the_runner_budget_is_an_integer_min_available_of_max_runners) {
