@@ -1109,6 +1109,14 @@ TEST(capacity_e2e, capacity_none_mode_pairs_share_a_node_where_two_have_room) {
   sc.container_mode = "none";
   sc.node_selector = "headroom.test/pack: capacity-none-pack";
   const std::vector<std::string> nodes{"capacity-none-pack-a", "capacity-none-pack-b"};
+  struct gone_at_end {  // the nodes go however the test ends (later tests' pods must not land there)
+    env& e;
+    const std::vector<std::string>& nodes;
+    ~gone_at_end() {
+      for (const auto& n : nodes)
+        e.c->kubectl({"delete", "node", n, "--wait=false"});
+    }
+  } cleanup{e, nodes};
   for (const auto& n : nodes)
     ASSERT_EQ(e.c->kubectl({"apply", "-f", "-"},
                            "apiVersion: v1\nkind: Node\nmetadata:\n  name: " + n + "\n  annotations: {kwok.x-k8s.io/node: fake}\n"
@@ -1116,20 +1124,15 @@ TEST(capacity_e2e, capacity_none_mode_pairs_share_a_node_where_two_have_room) {
                            "  allocatable: {cpu: \"4\", memory: 16Gi, pods: \"50\"}\n  capacity: {cpu: \"4\", memory: 16Gi, pods: \"50\"}\n")
                   .exit_code,
               0);
-  {
-    world w{e, sc};
-    REQUIRE_WORLD(w);
-    w.start();
-    int64_t set = 0;
-    ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
-    ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2; }, 120s)) << w.headroom->log();
-    const auto [pairs, split] = w.split_pairs();
-    EXPECT_EQ(pairs, 2u);
-    EXPECT_EQ(split, "") << "pairs whose placeholders are on two nodes:\n"
-                         << e.c->kubectl({"-n", sc.name, "get", "pods", "-o", "wide"}).out;
-  }
-  for (const auto& n : nodes)
-    e.c->kubectl({"delete", "node", n, "--wait=false"});
+  world w{e, sc};
+  REQUIRE_WORLD(w);
+  w.start();
+  int64_t set = 0;
+  ASSERT_TRUE(eventually([&] { return (set = w.scale_set_id()) != 0; }, 60s)) << w.headroom->log();
+  ASSERT_TRUE(eventually([&] { return w.latest_capacity(set) == 2; }, 120s)) << w.headroom->log();
+  const auto [pairs, split] = w.split_pairs();
+  EXPECT_EQ(pairs, 2u);
+  EXPECT_EQ(split, "") << "pairs whose placeholders are on two nodes:\n" << e.c->kubectl({"-n", sc.name, "get", "pods", "-o", "wide"}).out;
 }
 
 // arc mode against ARC's 0.14 CRDs (tests/e2e/fixtures, written from ARC's API: the Go module proxy
