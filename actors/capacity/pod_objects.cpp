@@ -42,14 +42,7 @@ void pair_resources(runtime::json_writer& w, const scale_set_spec& s) {
 std::string pair_affinity(const scale_set_spec& s, role r) {
   if (s.mode != runners::runner_spec::container_mode::none || r == role::pair_probe)
     return {};
-  const role other = r == role::runner_placeholder ? role::workflow_placeholder : role::runner_placeholder;
-  runtime::json_writer w;
-  w.begin_object().key("preferredDuringSchedulingIgnoredDuringExecution").begin_array().begin_object().field("weight", 100);
-  w.key("podAffinityTerm").begin_object().key("labelSelector").begin_object().key("matchLabels").begin_object();
-  w.field(runners::keys::scale_set, s.name).field(runners::keys::role, runners::role_label(other)).end_object().end_object();
-  w.field("topologyKey", "kubernetes.io/hostname").end_object();  // the term
-  w.end_object().end_array().end_object();
-  return w.take();
+  return runners::json::prefer_node_with(s, r == role::runner_placeholder ? role::workflow_placeholder : role::runner_placeholder);
 }
 
 }  // namespace

@@ -155,16 +155,18 @@ void container_mode_env(runtime::json_writer& w, const runner_spec& s) {
     env_value(w, "ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE", std::string{hook_template_dir} + "/" + hook_template_key);
 }
 
-std::string workflow_room_affinity(const runner_spec& s) {
-  if (s.mode != runner_spec::container_mode::kubernetes)
-    return {};
+std::string prefer_node_with(const runner_spec& s, role r) {
   runtime::json_writer w;
   w.begin_object().key("preferredDuringSchedulingIgnoredDuringExecution").begin_array().begin_object().field("weight", 100);
   w.key("podAffinityTerm").begin_object().key("labelSelector").begin_object().key("matchLabels").begin_object();
-  w.field(keys::scale_set, s.name).field(keys::role, role_label(role::workflow_placeholder)).end_object().end_object();
+  w.field(keys::scale_set, s.name).field(keys::role, role_label(r)).end_object().end_object();
   w.field("topologyKey", "kubernetes.io/hostname").end_object();  // the term
   w.end_object().end_array().end_object();
   return w.take();
+}
+
+std::string workflow_room_affinity(const runner_spec& s) {
+  return s.mode == runner_spec::container_mode::kubernetes ? prefer_node_with(s, role::workflow_placeholder) : std::string{};
 }
 
 std::string work_volume_object(const runner_spec& s) {

@@ -245,6 +245,9 @@ void placement(runtime::json_writer& w, const runner_spec& s, std::string_view p
 // placeholder. The consumed pair's node wins: its runner placeholder is gone, so the runner fits
 // there without preempting, beside the workflow placeholder its workflow pod then takes.
 std::string workflow_room_affinity(const runner_spec& s);
+// A "podAffinity" object's JSON: a strong preference (weight 100) for a node holding a pod of the
+// scale set in role `r` (workflow_room_affinity; the none-mode placeholders' pair_affinity).
+std::string prefer_node_with(const runner_spec& s, role r);
 // The runner container's env entries for its container mode (kubernetes-novolume: the hook, its
 // pod's name, a job container required, the runner image, the hook template's path; kubernetes:
 // the hook, its pod's name, a job container required, the kube scheduler, the hook template's

@@ -111,6 +111,23 @@ scale_set_spec spec() {
   return std::get<scale_set_spec>(s);
 }
 
+// A placement's "affinity" prefers (weight 100, never requires) a node holding the scale set
+// "linux"'s pod in role `role`; `body` for the messages.
+void expect_prefers_node_with(simdjson::simdjson_result<simdjson::dom::element> affinity, const std::string& role, const std::string& body) {
+  auto preferred = affinity["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
+  ASSERT_EQ(preferred.error(), simdjson::SUCCESS) << body;
+  ASSERT_EQ(preferred.get_array().size(), 1u) << body;
+  EXPECT_EQ(int64_t(preferred.at(0)["weight"]), 100);
+  auto term = preferred.at(0)["podAffinityTerm"];
+  EXPECT_EQ(std::string_view(term["topologyKey"]), "kubernetes.io/hostname");
+  EXPECT_EQ(std::string_view(term["labelSelector"]["matchLabels"]["headroom.dev/scale-set"]), "linux");
+  EXPECT_EQ(std::string_view(term["labelSelector"]["matchLabels"]["headroom.dev/role"]), role) << body;
+  EXPECT_EQ(term["labelSelector"]["matchLabels"]["headroom.dev/slot"].error(), simdjson::NO_SUCH_FIELD)
+      << "any pod of the role: the spec and its hash are every pair's";
+  EXPECT_EQ(affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].error(), simdjson::NO_SUCH_FIELD)
+      << "never required: a pod is not left unschedulable for want of another: " << body;
+}
+
 TEST(capacity_model, placeholder_pods_have_the_ladder_and_no_preemption) {
   const auto s = spec();
   const owner_ref owner{"v1", "ConfigMap", "headroom-owner-1", "uid-1"};
@@ -150,18 +167,7 @@ TEST(capacity_model, in_none_mode_a_pairs_placeholders_prefer_one_node) {
   for (const auto& [r, other] : {std::pair{role::runner_placeholder, "workflow-placeholder"}, std::pair{role::workflow_placeholder, "runner-placeholder"}}) {
     simdjson::dom::parser parser;
     const std::string body = placeholder_pod(s, "abc", r, owner);
-    auto affinity = parser.parse(body)["spec"]["affinity"];
-    auto preferred = affinity["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
-    ASSERT_EQ(preferred.error(), simdjson::SUCCESS) << body;
-    ASSERT_EQ(preferred.get_array().size(), 1u) << body;
-    EXPECT_EQ(int64_t(preferred.at(0)["weight"]), 100);
-    auto term = preferred.at(0)["podAffinityTerm"];
-    EXPECT_EQ(std::string_view(term["topologyKey"]), "kubernetes.io/hostname");
-    EXPECT_EQ(std::string_view(term["labelSelector"]["matchLabels"]["headroom.dev/scale-set"]), "linux");
-    EXPECT_EQ(std::string_view(term["labelSelector"]["matchLabels"]["headroom.dev/role"]), other) << body;
-    EXPECT_EQ(affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].error(), simdjson::NO_SUCH_FIELD) << body;
-    EXPECT_EQ(term["labelSelector"]["matchLabels"]["headroom.dev/slot"].error(), simdjson::NO_SUCH_FIELD)
-        << "any pair's: the spec and its hash are every pair's";
+    expect_prefers_node_with(parser.parse(body)["spec"]["affinity"], other, body);
   }
   EXPECT_EQ(placeholder_pod(s, "abc", role::pair_probe, owner).find("podAffinity"), std::string::npos);
   for (const auto m : {runners::runner_spec::container_mode::kubernetes_novolume, runners::runner_spec::container_mode::kubernetes,
@@ -324,16 +330,7 @@ TEST(capacity_model, kubernetes_mode_shares_a_work_volume_and_keeps_pairs_on_one
     // runner placeholder was just deleted): its workflow pod is pinned to the runner's node, and
     // elsewhere it would preempt what it could there, a running runner (its own) among them.
     auto affinity = pod["spec"]["affinity"];
-    auto preferred = affinity["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
-    ASSERT_EQ(preferred.error(), simdjson::SUCCESS) << body;
-    ASSERT_EQ(preferred.get_array().size(), 1u) << body;
-    EXPECT_EQ(int64_t(preferred.at(0)["weight"]), 100);
-    auto term = preferred.at(0)["podAffinityTerm"];
-    EXPECT_EQ(std::string_view(term["topologyKey"]), "kubernetes.io/hostname");
-    EXPECT_EQ(std::string_view(term["labelSelector"]["matchLabels"]["headroom.dev/scale-set"]), "linux");
-    EXPECT_EQ(std::string_view(term["labelSelector"]["matchLabels"]["headroom.dev/role"]), "workflow-placeholder");
-    EXPECT_EQ(affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].error(), simdjson::NO_SUCH_FIELD)
-        << "never required: a runner is not left unschedulable for want of a placeholder";
+    expect_prefers_node_with(affinity, "workflow-placeholder", body);
     EXPECT_EQ(std::string_view(affinity["nodeAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"]["nodeSelectorTerms"]
                                    .at(0)["matchExpressions"].at(0)["key"]),
               "zone")
