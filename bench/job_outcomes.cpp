@@ -15,8 +15,12 @@
 //   sched<N> (day only) warmPool.schedule of N pairs from the day's --sched-from (6) to --sched-to
 //            (18) o'clock, followDemand
 //            (at most N) beside it.
-// Runners are ephemeral (the pod ends with its job) and run the job in their own pod (containerMode
-// none), each requesting --runner-cpu; headroom's pairs add a workflow placeholder of 100m.
+// Runners are ephemeral (the pod ends with its job), each requesting --runner-cpu. In
+// --container-mode kubernetes-novolume (the default, the scale sets' default) the runner
+// simulator's runner runs the job through the container hook: it makes a workflow pod of 100m with
+// the runner pod's token, as ARC's chart renders the mode (for ARC, a hook template with the same
+// room and node selector, and no PriorityClass); headroom's pairs hold that room with a workflow
+// placeholder. In none the job runs in the runner's own pod.
 //
 // Scenarios (jobs posted within 5 s, arrival offsets drawn from --seed, each --duration long;
 // Karpenter's kwok provider buys nodes at once, from tests/testenv/instance-types.json):
@@ -43,11 +47,18 @@
 //   nodes, node_min    NodeClaims the system's NodePool made, and their node-minutes in the run
 //   node_cpu_min       their CPU-minutes (a node-minute of an 8-CPU node costs four of a 2-CPU one)
 //   preempted_runners  runner pods preempted (a Preempted Event on a pod that was a runner)
+//   work p50/p95/max   queued → the job's work beginning (its workflow pod Running; in none, the
+//                      runner starting it), seconds, from the runner simulator's record
+//   hook_jobs          jobs whose workflow pod the container hook made
+//   runner_errors      jobs that failed in the runner (a workflow pod that never ran in the hook's
+//                      10 minutes, a permission the hook lacked)
+//   lost_mid_job       runner pods that went (preempted, evicted) while their job ran
+//   workflow_wait      a workflow pod's create → Running, p95 and max
 //
 //   HEADROOM_TESTENV_DIR=… build/release/bench/job_outcomes [--systems arc,off,pool0,pool2]
 //       [--scenarios burst-over-limit,pool-stops,two-clusters] [--jobs 12] [--duration 30s] [--limit-cpu 4]
 //       [--runner-cpu 1] [--seed 1] [--timeout 600] [--hour 20] [--node-start 45] [--follow-window 5m]
-//       [--sched-from 6] [--sched-to 18]
+//       [--sched-from 6] [--sched-to 18] [--container-mode kubernetes-novolume|none]
 //
 // Prints one {"mode":"job_outcomes",…} line per system.
 
@@ -82,6 +93,9 @@ struct options {
   double hour_s = 20, node_start_s = 45;
   int sched_from = 6, sched_to = 18;  // sched<N>'s window, hours of the day
   std::string follow_window = "5m";
+  // The runners' container mode: kubernetes-novolume (the scale sets' default: the runner's
+  // container hook makes a workflow pod for the job) or none (the job runs in the runner pod).
+  std::string container_mode = "kubernetes-novolume";
 };
 
 // A node's boot: kwok's nodes are Ready at once, so the day's NodePool gives them this startup taint
@@ -116,6 +130,7 @@ struct job_record {
   std::string state, result;
   int64_t requeues = 0;
   int64_t set = 0;  // the scale set that holds (or last held) it; 0: never offered
+  int64_t request = 0;  // the runner request id a runner takes it by
 };
 
 double seconds_of(std::string_view t) {
@@ -148,6 +163,9 @@ std::vector<job_record> jobs_of(const env& e, const std::string& label) {
     int64_t set = 0;
     if (j["scaleSetId"].get(set) == simdjson::SUCCESS)
       r.set = set;
+    int64_t request = 0;
+    if (j["runnerRequestId"].get(request) == simdjson::SUCCESS)
+      r.request = request;
     out.push_back(std::move(r));
   }
   return out;
@@ -187,6 +205,29 @@ struct member {
 
 void boot_nodes(env& e, const options& o, const member& m);
 
+// What ARC's gha-runner-scale-set chart makes for containerMode kubernetes-novolume: the runner pods'
+// ServiceAccount (<name>-gha-rs-kube-mode) with the kube-mode Role the hook checks for, and here a
+// hook template as an ARC user would mount one, giving the workflow pod the same room and node
+// selector headroom's template gives its own (ARC's gives no PriorityClass: its workflow pod cannot
+// preempt, and waits for room).
+void arc_kube_mode(env& e, const std::string& ns) {
+  const std::string sa = ns + "-gha-rs-kube-mode";
+  e.c->kubectl({"apply", "-f", "-"},
+               "apiVersion: v1\nkind: ServiceAccount\nmetadata: {name: " + sa + ", namespace: " + ns + "}\n---\n"
+               "apiVersion: rbac.authorization.k8s.io/v1\nkind: Role\nmetadata: {name: " + sa + ", namespace: " + ns + "}\nrules:\n"
+               "  - {apiGroups: [\"\"], resources: [pods], verbs: [get, list, create, delete]}\n"
+               "  - {apiGroups: [\"\"], resources: [pods/exec], verbs: [get, create]}\n"
+               "  - {apiGroups: [\"\"], resources: [pods/log], verbs: [get, list, watch]}\n"
+               "  - {apiGroups: [batch], resources: [jobs], verbs: [get, list, create, delete]}\n"
+               "  - {apiGroups: [\"\"], resources: [secrets], verbs: [get, list, create, delete]}\n---\n"
+               "apiVersion: rbac.authorization.k8s.io/v1\nkind: RoleBinding\nmetadata: {name: " + sa + ", namespace: " + ns + "}\n"
+               "roleRef: {apiGroup: rbac.authorization.k8s.io, kind: Role, name: " + sa + "}\n"
+               "subjects: [{kind: ServiceAccount, name: " + sa + ", namespace: " + ns + "}]\n---\n"
+               "apiVersion: v1\nkind: ConfigMap\nmetadata: {name: " + ns + "-hook-template, namespace: " + ns + "}\n"
+               "data:\n  template.yaml: |\n    spec:\n      nodeSelector: {pool: " + ns + "}\n      containers:\n"
+               "        - name: $job\n          resources: {requests: {cpu: 100m, memory: 64Mi}}\n");
+}
+
 // Starts `system` as cluster `name` with its NodePool limited to `limit_cpu` CPUs; `label`: a
 // further label its runners carry (jobs posted for it reach every cluster with it). Ready when its
 // session polls with its first capacity (a warm pool placed).
@@ -204,7 +245,7 @@ bool start_member(env& e, const options& o, const std::string& system, member& m
   }
   if (!warm_pool.empty())
     sc.warm_pool = warm_pool;
-  sc.container_mode = "none";
+  sc.container_mode = o.container_mode;
   sc.node_selector = "pool: " + name;
   sc.runner_resources = "{cpu: \"" + o.runner_cpu + "\", memory: 1Gi}";
   sc.workflow_resources = "{cpu: 100m, memory: 64Mi}";
@@ -220,13 +261,28 @@ bool start_member(env& e, const options& o, const std::string& system, member& m
   if (arc) {
     e.c->kubectl({"-n", name, "create", "secret", "generic", "arc-github", "--from-literal=github_token=" + pat});
     const std::string ers = name + "-runners";
+    const bool hook = o.container_mode == "kubernetes-novolume";
+    if (hook)
+      arc_kube_mode(e, name);
     auto ers_yaml = [&](int64_t id) {
       return "apiVersion: actions.github.com/v1alpha1\nkind: EphemeralRunnerSet\nmetadata:\n  name: " + ers + "\n  namespace: " + name +
              "\nspec:\n  replicas: 0\n  patchID: 0\n  ephemeralRunnerSpec:\n    githubConfigUrl: " + e.peer->http_url() +
              "/headroom-org\n    githubConfigSecret: arc-github\n    runnerScaleSetId: " + std::to_string(id) +
-             "\n    spec:\n      restartPolicy: Never\n      nodeSelector: {pool: " + name + "}\n      containers:\n"
-             "        - {name: runner, image: runner:e2e, command: [/home/runner/run.sh], resources: {requests: {cpu: \"" +
-             o.runner_cpu + "\", memory: 1Gi}}}\n";
+             "\n    spec:\n      restartPolicy: Never\n      nodeSelector: {pool: " + name + "}\n" +
+             (hook ? "      serviceAccountName: " + name + "-gha-rs-kube-mode\n"
+                     "      volumes: [{name: hook-template, configMap: {name: " + name + "-hook-template}}]\n"
+                   : std::string{}) +
+             "      containers:\n"
+             "        - name: runner\n          image: runner:e2e\n          command: [/home/runner/run.sh]\n"
+             "          resources: {requests: {cpu: \"" + o.runner_cpu + "\", memory: 1Gi}}\n" +
+             (hook ? std::string{"          env:\n"
+                                 "            - {name: ACTIONS_RUNNER_CONTAINER_HOOKS, value: /home/runner/k8s-novolume/index.js}\n"
+                                 "            - {name: ACTIONS_RUNNER_POD_NAME, valueFrom: {fieldRef: {fieldPath: metadata.name}}}\n"
+                                 "            - {name: ACTIONS_RUNNER_REQUIRE_JOB_CONTAINER, value: \"true\"}\n"
+                                 "            - {name: ACTIONS_RUNNER_IMAGE, value: \"runner:e2e\"}\n"
+                                 "            - {name: ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE, value: /home/runner/hook-template/template.yaml}\n"
+                                 "          volumeMounts: [{name: hook-template, mountPath: /home/runner/hook-template, readOnly: true}]\n"}
+                   : std::string{});
     };
     e.c->kubectl({"apply", "-f", "-"}, ers_yaml(0));
     const std::string bin = m.w->dir + "/arc-listener";
@@ -388,6 +444,45 @@ summary summarize(const std::vector<job_record>& jobs, double end) {
   return s;
 }
 
+// The runners' side, from each member's runner simulator: jobs whose workflow pod the container hook
+// made, jobs that failed in the runner (a hook that timed out waiting for its workflow pod, a refused
+// permission), runner pods gone while their job ran, and each workflow pod's create → Running.
+// Also queued → work: from the job's queueing to its work beginning (its workflow pod Running, or the
+// job started in the runner container), what the job's owner waits for; queued → start counts to the
+// runner taking the job, before its hook made the workflow pod.
+std::string runner_fields(const std::vector<member*>& members, const std::vector<job_record>& jobs) {
+  int hook = 0, errors = 0, lost = 0;
+  std::vector<double> waits, to_work;
+  std::map<int64_t, double> work_at;  // runner request id → when its work began
+  for (auto* m : members) {
+    simdjson::dom::parser p;
+    for (auto r : p.parse(testpeer::http_call(m->w->sim->ready("http") + "/state").body)["runners"].get_array()) {
+      int64_t request = 0;
+      std::string_view at;
+      if (r["jobRequestId"].get(request) == simdjson::SUCCESS && request != 0 && r["workflowRunningAt"].get(at) == simdjson::SUCCESS &&
+          seconds_of(at) > 0)
+        work_at[request] = seconds_of(at);
+    }
+  }
+  for (const auto& j : jobs)
+    if (auto it = work_at.find(j.request); j.request != 0 && it != work_at.end())
+      to_work.push_back(it->second - j.queued);
+  for (auto* m : members) {
+    const auto r = m->w->outcomes();
+    hook += r.hook, lost += r.lost, errors += r.errored;
+    if (!r.errors.empty())
+      std::cerr << m->name << ": runners whose job failed:\n" << r.errors;
+    waits.insert(waits.end(), r.workflow_waits.begin(), r.workflow_waits.end());
+  }
+  char buf[384];
+  std::snprintf(buf, sizeof buf,
+                ",\"work_p50_s\":%.1f,\"work_p95_s\":%.1f,\"work_max_s\":%.1f,\"hook_jobs\":%d,\"runner_errors\":%d,\"lost_mid_job\":%d,"
+                "\"workflow_wait_p95_s\":%.1f,\"workflow_wait_max_s\":%.1f",
+                percentile(to_work, 0.5), percentile(to_work, 0.95), to_work.empty() ? 0.0 : *std::max_element(to_work.begin(), to_work.end()),
+                hook, errors, lost, percentile(waits, 0.95), waits.empty() ? 0.0 : *std::max_element(waits.begin(), waits.end()));
+  return buf;
+}
+
 std::string common_fields(const summary& s, const observed& seen, int preempted, double run_s) {
   char buf[512];
   std::snprintf(buf, sizeof buf,
@@ -417,7 +512,7 @@ void burst_over_limit(env& e, const options& o, const std::string& system) {
   const auto jobs = run_trace(e, o, m.name, burst(o, o.jobs), {&m}, seen, t0);
   const double end = wall_now();
   std::printf("{\"mode\":\"job_outcomes\",\"scenario\":\"burst-over-limit\",\"system\":\"%s\",\"seed\":%u,\"jobs\":%d,\"limit_cpu\":\"%s\",%s}\n",
-              system.c_str(), o.seed, o.jobs, o.limit_cpu.c_str(), common_fields(summarize(jobs, end), seen, seen.preempted(e, {&m}), end - t0).c_str());
+              system.c_str(), o.seed, o.jobs, o.limit_cpu.c_str(), (common_fields(summarize(jobs, end), seen, seen.preempted(e, {&m}), end - t0) + runner_fields({&m}, jobs)).c_str());
   std::fflush(stdout);
   finish(e, {&m});
 }
@@ -445,7 +540,7 @@ void pool_stops(env& e, const options& o, const std::string& system) {
   });
   const double end = wall_now();
   std::printf("{\"mode\":\"job_outcomes\",\"scenario\":\"pool-stops\",\"system\":\"%s\",\"seed\":%u,\"jobs\":%d,\"limit_cpu\":\"%s\",%s}\n",
-              system.c_str(), o.seed, o.jobs, o.limit_cpu.c_str(), common_fields(summarize(jobs, end), seen, seen.preempted(e, {&m}), end - t0).c_str());
+              system.c_str(), o.seed, o.jobs, o.limit_cpu.c_str(), (common_fields(summarize(jobs, end), seen, seen.preempted(e, {&m}), end - t0) + runner_fields({&m}, jobs)).c_str());
   std::fflush(stdout);
   finish(e, {&m});
 }
@@ -484,7 +579,7 @@ void two_clusters(env& e, const options& o, const std::string& system) {
   std::printf("{\"mode\":\"job_outcomes\",\"scenario\":\"two-clusters\",\"system\":\"%s\",\"seed\":%u,\"jobs\":%d,\"limit_cpu\":\"%s\","
               "\"claimed_by_lost_cluster\":%d,\"completed_on_lost\":%d,\"completed_on_other\":%d,%s}\n",
               system.c_str(), o.seed, 2 * o.jobs, o.limit_cpu.c_str(), claimed_after_loss, on_a, on_b,
-              common_fields(summarize(jobs, end), seen, seen.preempted(e, {&a, &b}), end - t0).c_str());
+              (common_fields(summarize(jobs, end), seen, seen.preempted(e, {&a, &b}), end - t0) + runner_fields({&a, &b}, jobs)).c_str());
   std::fflush(stdout);
   finish(e, {&a, &b});
 }
@@ -578,7 +673,7 @@ void day(env& e, const options& o, const std::string& system) {
   std::printf("{\"mode\":\"job_outcomes\",\"scenario\":\"day\",\"system\":\"%s\",\"seed\":%u,\"jobs\":%zu,\"limit_cpu\":\"%s\","
               "\"hour_s\":%.0f,\"node_start_s\":%.0f,\"hourly_start_p95_s\":[%s],%s}\n",
               system.c_str(), o.seed, offsets.size(), o.limit_cpu.c_str(), o.hour_s, o.node_start_s, hours.c_str(),
-              common_fields(summarize(jobs, end), seen, seen.preempted(e, {&m}), end - t0).c_str());
+              (common_fields(summarize(jobs, end), seen, seen.preempted(e, {&m}), end - t0) + runner_fields({&m}, jobs)).c_str());
   std::fflush(stdout);
   finish(e, {&m});
 }
@@ -617,6 +712,12 @@ int main(int argc, char** argv) {
       o.sched_to = std::stoi(v);
     } else if (k == "--follow-window") {
       o.follow_window = v;
+    } else if (k == "--container-mode") {
+      if (v != "kubernetes-novolume" && v != "none") {
+        std::cerr << "--container-mode: " << v << " (kubernetes-novolume or none)\n";
+        return 2;
+      }
+      o.container_mode = v;
     } else {
       std::cerr << "unknown option " << k << "\n";
       return 2;

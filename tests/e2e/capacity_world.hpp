@@ -566,8 +566,10 @@ struct world {
     int hook = 0, in_runner = 0;
     int dind = 0;  // in the runner container, the job's containers through the pod's Docker daemon
     std::string errors;
+    int errored = 0;  // runners whose job failed (the error lines above)
     int workflow_elsewhere = 0;  // workflow pods Running on another node than their runner pod's
     double slowest_workflow_s = 0;  // the longest from a workflow pod's create to its Running
+    std::vector<double> workflow_waits;  // each workflow pod's create to Running, seconds
     int lost = 0;  // runner pods that went (preempted, evicted) while their job ran: the job dies with a real runner
     std::string lost_why;
   };
@@ -579,6 +581,7 @@ struct world {
       bool in_runner = false;
       if (r["error"].get(error) == simdjson::SUCCESS && !error.empty() && error.rfind("skipped", 0) != 0) {
         const std::string pod{std::string_view(r["pod"])};
+        ++out.errored;
         // What the cluster said about the pod (a preemption, an eviction, a node gone), for the reader.
         out.errors += pod + ": " + std::string{error} + "\n" +
                       e.c->kubectl({"-n", s.name, "get", "events", "--field-selector", "involvedObject.name=" + pod}).out;
@@ -600,8 +603,10 @@ struct world {
         out.workflow_elsewhere += wf_node != node;
       if (!created.empty() && created.rfind("0001-", 0) != 0 && r["workflowRunningAt"].get(running) == simdjson::SUCCESS &&
           running.rfind("0001-", 0) != 0)
-        out.slowest_workflow_s = std::max(out.slowest_workflow_s,
-                                          std::chrono::duration<double>(parse_time(running) - parse_time(created)).count());
+      {
+        out.workflow_waits.push_back(std::chrono::duration<double>(parse_time(running) - parse_time(created)).count());
+        out.slowest_workflow_s = std::max(out.slowest_workflow_s, out.workflow_waits.back());
+      }
     }
     return out;
   }
