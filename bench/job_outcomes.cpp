@@ -520,8 +520,9 @@ void burst_over_limit(env& e, const options& o, const std::string& system) {
 // pool-stops: one cluster whose NodePool stops buying nodes once half the burst is posted (its limit
 // lowered to 0: the nodes it has stay), and buys again 60 s later (the limit restored).
 void pool_stops(env& e, const options& o, const std::string& system) {
+  // A name (and so the jobs' label) of its own: one invocation runs the scenarios against one service.
   member m;
-  if (!start_member(e, o, system, m, "outcomes-" + system, o.limit_cpu, ""))
+  if (!start_member(e, o, system, m, "outcomes-stops-" + system, o.limit_cpu, ""))
     return;
   observed seen;
   double t0 = 0, stopped_at = 0;
