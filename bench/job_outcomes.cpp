@@ -60,10 +60,13 @@
 //       [--runner-cpu 1] [--seed 1] [--timeout 600] [--hour 20] [--node-start 45] [--follow-window 5m]
 //       [--sched-from 6] [--sched-to 18] [--container-mode kubernetes-novolume|none]
 //
-// Prints one {"mode":"job_outcomes",…} line per system.
+// Prints one {"mode":"job_outcomes",…} line per system. HEADROOM_BENCH_LOGS=<dir> keeps each
+// member's headroom and runner simulator logs there; HEADROOM_BENCH_NODE_TRACE=1 prints each change
+// of a member's NodeClaims with its pods.
 
 #include <algorithm>
 #include <array>
+#include <fstream>
 #include <functional>
 #include <cmath>
 #include <cstdlib>
@@ -494,8 +497,16 @@ std::string common_fields(const summary& s, const observed& seen, int preempted,
   return buf;
 }
 
+// HEADROOM_BENCH_LOGS=<dir>: each member's headroom log (whole) and runner simulator log are
+// written there at the end, to read what a claim or a pair did.
 void finish(env& e, std::vector<member*> members) {
   for (auto* m : members) {
+    if (const char* dir = std::getenv("HEADROOM_BENCH_LOGS"); dir && m->w) {
+      if (m->w->headroom)
+        std::ofstream(std::string{dir} + "/" + m->name + ".headroom.log") << m->w->headroom->full_log();
+      if (m->w->sim)
+        std::ofstream(std::string{dir} + "/" + m->name + ".runner-sim.log") << m->w->sim->log();
+    }
     if (m->listener)
       m->listener->stop(SIGTERM);
     e.c->kubectl({"delete", "nodeclaims", "-l", "karpenter.sh/nodepool=" + m->name, "--timeout=60s"});
