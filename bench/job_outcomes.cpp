@@ -456,22 +456,11 @@ summary summarize(const std::vector<job_record>& jobs, double end) {
 std::string runner_fields(const std::vector<member*>& members, const std::vector<job_record>& jobs) {
   int hook = 0, errors = 0, lost = 0;
   std::vector<double> waits, to_work;
-  std::map<int64_t, double> work_at;  // runner request id → when its work began
-  for (auto* m : members) {
-    simdjson::dom::parser p;
-    for (auto r : p.parse(testpeer::http_call(m->w->sim->ready("http") + "/state").body)["runners"].get_array()) {
-      int64_t request = 0;
-      std::string_view at;
-      if (r["jobRequestId"].get(request) == simdjson::SUCCESS && request != 0 && r["workflowRunningAt"].get(at) == simdjson::SUCCESS &&
-          seconds_of(at) > 0)
-        work_at[request] = seconds_of(at);
-    }
-  }
-  for (const auto& j : jobs)
-    if (auto it = work_at.find(j.request); j.request != 0 && it != work_at.end())
-      to_work.push_back(it->second - j.queued);
   for (auto* m : members) {
     const auto r = m->w->outcomes();
+    for (const auto& j : jobs)
+      if (auto it = r.work_began.find(j.request); j.request != 0 && it != r.work_began.end())
+        to_work.push_back(std::chrono::duration<double>(it->second.time_since_epoch()).count() - j.queued);
     hook += r.hook, lost += r.lost, errors += r.errored;
     if (!r.errors.empty())
       std::cerr << m->name << ": runners whose job failed:\n" << r.errors;

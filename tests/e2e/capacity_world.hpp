@@ -570,6 +570,9 @@ struct world {
     int workflow_elsewhere = 0;  // workflow pods Running on another node than their runner pod's
     double slowest_workflow_s = 0;  // the longest from a workflow pod's create to its Running
     std::vector<double> workflow_waits;  // each workflow pod's create to Running, seconds
+    // When each job's work began (its workflow pod Running, or the job started in the runner
+    // container), by the runner request id the runner took: when, since the epoch.
+    std::map<int64_t, std::chrono::system_clock::time_point> work_began;
     int lost = 0;  // runner pods that went (preempted, evicted) while their job ran: the job dies with a real runner
     std::string lost_why;
   };
@@ -607,6 +610,10 @@ struct world {
         out.workflow_waits.push_back(std::chrono::duration<double>(parse_time(running) - parse_time(created)).count());
         out.slowest_workflow_s = std::max(out.slowest_workflow_s, out.workflow_waits.back());
       }
+      int64_t request = 0;
+      if (r["jobRequestId"].get(request) == simdjson::SUCCESS && request != 0 && r["workflowRunningAt"].get(running) == simdjson::SUCCESS &&
+          running.rfind("0001-", 0) != 0)
+        out.work_began[request] = parse_time(running);
     }
     return out;
   }
