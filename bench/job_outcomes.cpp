@@ -486,8 +486,8 @@ std::string common_fields(const summary& s, const observed& seen, int preempted,
   return buf;
 }
 
-// HEADROOM_BENCH_LOGS=<dir>: each member's headroom log (whole) and runner simulator log are
-// written there at the end, to read what a claim or a pair did.
+// HEADROOM_BENCH_LOGS=<dir>: each member's headroom log (whole), runner simulator log and its
+// namespace's Events are written there at the end, to read what a claim or a pair did.
 void finish(env& e, std::vector<member*> members) {
   for (auto* m : members) {
     if (const char* dir = std::getenv("HEADROOM_BENCH_LOGS"); dir && m->w) {
@@ -495,6 +495,12 @@ void finish(env& e, std::vector<member*> members) {
         std::ofstream(std::string{dir} + "/" + m->name + ".headroom.log") << m->w->headroom->full_log();
       if (m->w->sim)
         std::ofstream(std::string{dir} + "/" + m->name + ".runner-sim.log") << m->w->sim->log();
+      // The namespace's Events (scheduled, FailedScheduling, Preempted, Killing), in time order.
+      std::ofstream(std::string{dir} + "/" + m->name + ".events.txt")
+          << e.c->kubectl({"-n", m->name, "get", "events", "--sort-by=.metadata.creationTimestamp", "-o",
+                           "custom-columns=EVENTTIME:.eventTime,CREATED:.metadata.creationTimestamp,FIRST:.firstTimestamp,LAST:.lastTimestamp,"
+                           "COUNT:.count,REASON:.reason,OBJECT:.involvedObject.name,MESSAGE:.message"})
+                 .out;
     }
     if (m->listener)
       m->listener->stop(SIGTERM);

@@ -55,7 +55,7 @@ struct pair_entry {
 };
 
 enum class call_kind { priority_class, priority_class_get, owner_find, owner_create, owner_get, owner_list, owner_delete, pod_delete, runner_pdb,
-                       hook_template, hook_template_patch, workflow_nominate };
+                       hook_template, hook_template_patch, workflow_nominate, workflow_pin };
 struct call_info {
   call_kind kind;
   std::string name;
@@ -92,8 +92,12 @@ struct monitor_state {
     std::string slot, from;
   };
   std::map<std::string, nomination> nominating;
+  // kubernetes-novolume: gated workflow pods being pinned to a held room's node and ungated (their
+  // room's slot, "" none: ungated to wait for room as any pod), before their nomination.
+  std::map<std::string, nomination> pinning;
   bool workflows_waiting = false;
   bool nominate_refused = false;  // as last logged
+  bool pin_refused = false;       // as last logged
   std::set<std::string> deleting;           // foreign placeholders being deleted
   // placeholder_spec_hash of the runner and workflow placeholders this configuration makes: an
   // earlier process's pair is adopted only when both of its pods carry them.
@@ -211,5 +215,6 @@ void begin_setup(monitor_self* self);
 void on_setup_reply(monitor_self* self, const call_info& call, msg::api_reply& r);
 // The nomination's reply (monitor_workflow_rooms.cpp): the room is freed for the pod now.
 void on_workflow_nominated(monitor_self* self, const call_info& call, msg::api_reply& r);
+void on_workflow_pinned(monitor_self* self, const call_info& call, msg::api_reply& r);
 
 }  // namespace headroom::actors::capacity::monitor

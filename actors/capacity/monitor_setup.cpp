@@ -340,6 +340,8 @@ void on_setup_reply(monitor_self* self, const call_info& call, msg::api_reply& r
       return;
     case call_kind::workflow_nominate:
       return on_workflow_nominated(self, call, r);
+    case call_kind::workflow_pin:
+      return on_workflow_pinned(self, call, r);
     case call_kind::owner_delete:
       if (!r.ok && kind != api_kind::not_found)
         runtime::log::warn(actor_name, "delete failed", {{"name", call.name}, {"error", r.error}});

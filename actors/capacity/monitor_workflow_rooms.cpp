@@ -16,6 +16,18 @@
 // room beside it; the scheduler places the pod in the room that frees, before
 // any placeholder (it is the highest priority waiting). With none held it waits for room as any
 // pod does (Karpenter makes a node), and no job loses its runner.
+//
+// kubernetes-novolume: waiting for the scheduler to find no room is too late. The workflow pod may
+// go anywhere, and the scheduler puts it in any free room the moment it comes: room just freed by
+// preemption for a runner pod not yet bound included (the runner's nomination holds off only pods
+// of its priority or lower). In a burst the workflow pods of the first runners took the rooms of the
+// last, whose jobs, claimed, waited for a job to end (bench/job_outcomes, two clusters). So the hook
+// template gates each workflow pod, and it is given a held room as it comes: pinned to that room's
+// node and ungated in one patch, nominated there, and the room freed. With no hand-off holding room
+// it is ungated at once and takes room as any pod (a ready pair's given by the path above if the
+// scheduler finds none).
+
+#include <algorithm>
 
 #include <caf/all.hpp>
 
@@ -55,6 +67,9 @@ const k8s::pod* workflow_placeholder(const monitor_state& st, const std::string&
 // The workflow placeholder of `slot` holds room (on `node`, when one is asked for), not yet given.
 bool holds_room(const monitor_state& st, const std::string& slot, const std::string& node) {
   for (const auto& [pod, n] : st.nominating)
+    if (n.slot == slot)
+      return false;
+  for (const auto& [pod, n] : st.pinning)
     if (n.slot == slot)
       return false;
   const auto* p = workflow_placeholder(st, slot);
@@ -110,7 +125,87 @@ void free_room(monitor_self* self, const std::string& slot, const std::string& f
   }
 }
 
+// Nominates workflow pod `name` to the node of the room `r` holds, then (on_workflow_nominated)
+// frees that room for it.
+void nominate(monitor_self* self, const std::string& name, const room& r) {
+  auto& st = self->state;
+  const auto* holder = workflow_placeholder(st, r.slot);
+  if (holder == nullptr)
+    return;  // gone meanwhile: nothing to give
+  runtime::log::info(actor_name, "workflow pod given a held room",
+                     {{"scale_set", st.ctx->spec.name}, {"pod", name}, {"slot", r.slot}, {"from", std::string{r.from}}, {"node", holder->node_name}});
+  st.ctx->metrics.add("headroom_capacity_workflow_rooms_given_total", 1);
+  st.nominating[name] = {r.slot, r.from};
+  runtime::json_writer w;
+  w.begin_object().key("status").begin_object().field("nominatedNodeName", holder->node_name);
+  w.end_object().end_object();
+  start_call(self, {call_kind::workflow_nominate, name, 0},
+             [kube = st.ctx->kube, ns = st.ctx->spec.ns, pod = name, body = w.take()](k8s::api_callback cb) {
+               kube->merge_patch(k8s::kinds::pods, ns, pod, body, std::move(cb), "status");
+             });
+}
+
+bool gated_here(const k8s::pod& p) {
+  const auto& gates = p.spec->scheduling_gates;
+  return std::find(gates.begin(), gates.end(), runners::keys::held_room_gate) != gates.end();
+}
+
+// Each gated workflow pod: pinned to the node of the oldest hand-off's held room and ungated, or
+// only ungated.
+void pin_gated(monitor_self* self) {
+  auto& st = self->state;
+  for (const auto& [name, pod] : st.census.workflows()) {
+    if (st.pinning.count(name) > 0 || st.nominating.count(name) > 0 || !gated_here(*pod))
+      continue;
+    // A hand-off's room only: one held for a job's workflow. A ready pair is capacity still
+    // offered; it is given only to a pod the scheduler then finds no room for (above).
+    room r;
+    for (const auto& slot : st.handoff_order)
+      if (st.handoffs.count(slot) > 0 && holds_room(st, slot, "")) {
+        r = {slot, "hand-off"};
+        break;
+      }
+    const auto* holder = r.slot.empty() ? nullptr : workflow_placeholder(st, r.slot);
+    const std::string node = holder == nullptr ? std::string{} : holder->node_name;
+    st.pinning[name] = {node.empty() ? std::string{} : r.slot, r.from};
+    if (!node.empty())
+      st.rooms_given.insert(name);  // one room per pod: this one
+    start_call(self, {call_kind::workflow_pin, name, 0},
+               [kube = st.ctx->kube, ns = st.ctx->spec.ns, pod = name, body = runners::held_room_patch(*pod, node)](k8s::api_callback cb) {
+                 kube->merge_patch(k8s::kinds::pods, ns, pod, body, std::move(cb));
+               });
+  }
+}
+
 }  // namespace
+
+void on_workflow_pinned(monitor_self* self, const call_info& call, msg::api_reply& r) {
+  auto& st = self->state;
+  const auto it = st.pinning.find(call.name);
+  if (it == st.pinning.end())
+    return;
+  const auto n = it->second;
+  st.pinning.erase(it);
+  const auto kind = static_cast<api_kind>(r.error_kind);
+  if (!r.ok) {
+    st.rooms_given.erase(call.name);
+    // Gone (its job cancelled): nothing to do. Changed meanwhile (409): judged again as it is now,
+    // at the next recompute. Refused: said once; retried at each recompute, the pod waiting gated.
+    if (kind != api_kind::not_found && kind != api_kind::conflict && !st.pin_refused) {
+      st.pin_refused = true;
+      runtime::log::warn(actor_name, "could not ungate a workflow pod: it waits, gated, and is tried again at each recompute",
+                         {{"scale_set", st.ctx->spec.name}, {"pod", call.name}, {"error", r.error}});
+    }
+    return;
+  }
+  if (st.pin_refused) {
+    st.pin_refused = false;
+    runtime::log::info(actor_name, "workflow pods are ungated again", {{"scale_set", st.ctx->spec.name}});
+  }
+  st.ctx->metrics.add("headroom_capacity_workflow_pods_ungated_total", 1);
+  if (!n.slot.empty() && st.census.workflows().count(call.name) > 0)
+    nominate(self, call.name, {n.slot, n.from.c_str()});
+}
 
 void on_workflow_nominated(monitor_self* self, const call_info& call, msg::api_reply& r) {
   auto& st = self->state;
@@ -122,6 +217,10 @@ void on_workflow_nominated(monitor_self* self, const call_info& call, msg::api_r
   const auto kind = static_cast<api_kind>(r.error_kind);
   if (kind == api_kind::not_found)
     return;  // the workflow pod is gone (its job cancelled): the room stays held
+  // 422: the pod is bound already (a pinned pod found room left on its node at once): its job's
+  // workflow has its room, and the hand-off's is freed as it would have been.
+  if (kind == api_kind::invalid)
+    return free_room(self, n.slot, n.from);
   // Refused (no pods/status patch in the Role, an older chart's) or not answered: the room is
   // freed all the same, as before nominations; a placeholder may then take it first.
   if (!r.ok != st.nominate_refused) {
@@ -137,6 +236,8 @@ void on_workflow_nominated(monitor_self* self, const call_info& call, msg::api_r
 
 void give_workflow_rooms(monitor_self* self) {
   auto& st = self->state;
+  if (runners::workflow_pods_gated(st.ctx->spec))
+    pin_gated(self);
   const auto& workflows = st.census.workflows();
   std::erase_if(st.rooms_given, [&](const std::string& name) {  // placed, or gone
     const auto it = workflows.find(name);
@@ -155,17 +256,7 @@ void give_workflow_rooms(monitor_self* self) {
       continue;
     }
     st.rooms_given.insert(name);
-    runtime::log::info(actor_name, "workflow pod given a held room",
-                       {{"scale_set", st.ctx->spec.name}, {"pod", name}, {"slot", r.slot}, {"from", std::string{r.from}}});
-    st.ctx->metrics.add("headroom_capacity_workflow_rooms_given_total", 1);
-    st.nominating[name] = {r.slot, r.from};
-    runtime::json_writer w;  // the room's node: its placeholder runs (find_room)
-    w.begin_object().key("status").begin_object().field("nominatedNodeName", workflow_placeholder(st, r.slot)->node_name);
-    w.end_object().end_object();
-    start_call(self, {call_kind::workflow_nominate, name, 0},
-               [kube = st.ctx->kube, ns = st.ctx->spec.ns, pod = name, body = w.take()](k8s::api_callback cb) {
-                 kube->merge_patch(k8s::kinds::pods, ns, pod, body, std::move(cb), "status");
-               });
+    nominate(self, name, r);  // the room's node: its placeholder runs (find_room)
   }
   st.ctx->metrics.set("headroom_capacity_workflow_pods_waiting", waiting);
   if ((waiting > 0) != st.workflows_waiting) {

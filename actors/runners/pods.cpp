@@ -291,12 +291,72 @@ std::string hook_template(const runner_spec& s, const std::string& priority_clas
   // kubernetes mode: no affinity. The hook's merge replaces its own (the runner's node) with the
   // template's, and the workflow pod would be free to leave the node its `work` volume is on.
   json::placement(w, s, {}, !same_node_pairs(s));
+  if (workflow_pods_gated(s))
+    w.key("schedulingGates").begin_array().begin_object().field("name", keys::held_room_gate).end_object().end_array();
   w.key("containers").begin_array().begin_object().field("name", "$job").key("resources");
   json::resources(w, cpu, memory, extended);
   w.end_object().end_array();
   w.end_object().end_object();
   std::string ours = w.take();
   return s.user_hook_template.empty() ? ours : merge_hook_templates(s.user_hook_template, ours);
+}
+
+namespace {
+void selector_requirements(runtime::json_writer& w, const std::vector<k8s::selector_requirement>& rs) {
+  w.begin_array();
+  for (const auto& r : rs) {
+    w.begin_object().field("key", r.key).field("operator", r.op);
+    if (!r.values.empty()) {
+      w.key("values").begin_array();
+      for (const auto& v : r.values)
+        w.value(v);
+      w.end_array();
+    }
+    w.end_object();
+  }
+  w.end_array();
+}
+}  // namespace
+
+std::string held_room_patch(const k8s::pod& p, const std::string& node) {
+  runtime::json_writer w;
+  w.begin_object().key("metadata").begin_object().field("resourceVersion", p.meta.resource_version).end_object();
+  w.key("spec").begin_object();
+  std::vector<std::string> kept;
+  for (const auto& g : p.spec->scheduling_gates)
+    if (g != keys::held_room_gate)
+      kept.push_back(g);
+  w.key("schedulingGates");
+  if (kept.empty()) {
+    w.null();
+  } else {
+    w.begin_array();
+    for (const auto& g : kept)
+      w.begin_object().field("name", g).end_object();
+    w.end_array();
+  }
+  if (!node.empty()) {
+    const k8s::selector_requirement here{"metadata.name", "In", {node}};
+    std::vector<k8s::node_selector_term> terms = p.spec->required_node_affinity;
+    if (terms.empty())
+      terms.emplace_back();
+    w.key("affinity").begin_object().key("nodeAffinity").begin_object().key("requiredDuringSchedulingIgnoredDuringExecution").begin_object();
+    w.key("nodeSelectorTerms").begin_array();
+    for (auto& t : terms) {
+      t.match_fields.push_back(here);
+      w.begin_object();
+      if (!t.match_expressions.empty()) {
+        w.key("matchExpressions");
+        selector_requirements(w, t.match_expressions);
+      }
+      w.key("matchFields");
+      selector_requirements(w, t.match_fields);
+      w.end_object();
+    }
+    w.end_array().end_object().end_object().end_object();
+  }
+  w.end_object().end_object();
+  return w.take();
 }
 
 std::string hook_template_configmap(const runner_spec& s, const std::string& name, const std::string& template_json) {

@@ -36,6 +36,9 @@ inline constexpr const char* instance = "headroom.dev/instance";
 inline constexpr const char* declared = "headroom.dev/declared";
 // kubernetes-mode runner pods: the slot of the pair handed to its job whose node it is pinned to
 inline constexpr const char* workflow_room = "headroom.dev/workflow-room";
+// kubernetes-novolume: the scheduling gate headroom's hook template puts on every workflow pod, which
+// headroom removes once it has pinned the pod to the node of the room it holds for it.
+inline constexpr const char* held_room_gate = "headroom.dev/held-room";
 inline constexpr const char* pool = "headroom.dev/pool";                // scheduler runner pods: the pool that made it
 // ARC's labels on runner pods, so ARC users' selectors and dashboards keep working.
 inline constexpr const char* arc_scale_set_name = "actions.github.com/scale-set-name";
@@ -127,6 +130,19 @@ inline bool no_workflow_pod(const runner_spec& s) { return !hook_mode(s); }
 inline bool same_node_pairs(const runner_spec& s) {
   return s.mode == runner_spec::container_mode::kubernetes || workflow_in_runner_pod(s);
 }
+// kubernetes-novolume: the workflow pod may go to any node, and the scheduler puts it wherever room
+// is free the moment it comes, even room just freed by preemption for a runner pod still waiting
+// to be bound (a workflow pod outranks a runner, so the runner's nomination does not hold it off):
+// the runner then waits for a job to end, its job claimed and not started. So headroom's hook
+// template gates the workflow pod (held_room_gate), and headroom pins it to the node of the room it
+// holds for it before removing the gate (capacity monitor_workflow_rooms.cpp). kubernetes mode's
+// hook names the runner's node itself, which a gated pod may not have.
+inline bool workflow_pods_gated(const runner_spec& s) { return hook_mode(s) && !same_node_pairs(s); }
+// The merge patch that ungates workflow pod `p` (held_room_gate removed, any other gate kept) and,
+// with `node` not empty, pins it there: `metadata.name In [node]` added to each of its required
+// node affinity's terms (a gated pod's required node affinity may only be narrowed). Carries the
+// pod's resourceVersion: a pod changed meanwhile answers 409 and is judged again.
+std::string held_room_patch(const k8s::pod& p, const std::string& node);
 
 // The hook template: a PodTemplateSpec the hook merges into every workflow pod it makes
 // (runner-container-hooks: spec keys replace the hook's, `$job` patches the job container). It gives

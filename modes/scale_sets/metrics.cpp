@@ -55,6 +55,7 @@ constexpr series counters[] = {
     {"headroom_capacity_placeholder_renewals_total", "Ready pairs past placeholderTTL replaced by a successor placed first"},
     {"headroom_capacity_pairs_adopted_total", "Placed pairs an earlier process (or a restarted monitor) left, adopted as they are instead of placed again"},
     {"headroom_capacity_workflow_rooms_given_total", "Workflow pods given a held room: the workflow placeholder of a hand-off (or a ready pair) deleted for them"},
+    {"headroom_capacity_workflow_pods_ungated_total", "kubernetes-novolume: workflow pods ungated by headroom (the hook template gates them), pinned to the node of the room held for them where one was"},
     {"headroom_runner_health_actions_total", "Runner pods replaced or removed by the health check"},
     {"headroom_orphan_runners_removed_total", "GitHub runners of the scale set with no pod, removed by the provisioner's sweep"},
     {"headroom_idle_runners_removed_total", "Idle runners beyond the desired count, removed from GitHub and their pods deleted (scale-down)"},

@@ -91,6 +91,19 @@ struct apiserver_proxy {
   // (a watch carries nothing while nothing changes): a client's stall timeout, counted from the
   // last bytes it got, fires that much before the stall's own moment + the timeout.
   double stall_prior_silence_s() const { return std::max<int64_t>(0, state("stallSilentMinMs")) / 1000.0; }
+  // How many of the last stall's streams the client has ended, and of those the shortest time
+  // from the last bytes the proxy forwarded on one to the client's end (-1: none ended yet).
+  int64_t stall_dropped() const { return state("stallDropped"); }
+  double stall_dropped_min_s() const {
+    const auto ms = state("stallDroppedMinMs");
+    return ms < 0 ? -1.0 : static_cast<double>(ms) / 1000.0;
+  }
+  // Whether every stream of the last stall was given up no sooner than `timeout` after its own
+  // last bytes, less a second: curl's low-speed check (CURLOPT_LOW_SPEED_TIME, how headroom times
+  // a silent watch out) samples a transfer's speed about once a second. Call once all are dropped.
+  bool stall_respected(int64_t stalled, std::chrono::seconds timeout) const {
+    return stall_dropped() >= stalled && stall_dropped_min_s() >= static_cast<double>(timeout.count()) - 1.0;
+  }
   // Every watch stream open now ends; its next watch meets a 410 Expired; returns how many.
   int64_t expire_watches() const { return std::stoll("0" + post("/expire")); }
   // Whether every open watch flows again (the stalled ones dropped by the client and reopened),

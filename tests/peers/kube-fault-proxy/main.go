@@ -13,7 +13,9 @@
 //	    more on it until the client gives up. Watches opened later flow normally. A watch carries
 //	    nothing while nothing changes, so a stream may have been silent a while before: the
 //	    freshest stalled stream's silence up to the stall is kept (stallSilentMinMs, /state), and a
-//	    client's stall timeout, counted from the last bytes it got, fires that much sooner.
+//	    client's stall timeout, counted from the last bytes it got, fires that much sooner. When the
+//	    client gives a stalled stream up, the time from the last bytes it forwarded on it to the
+//	    client's end is kept: the shortest (stallDroppedMinMs) and how many (stallDropped).
 //	POST /expire
 //	    every watch stream open now ends, and the next watch of each (path, selectors) within 30 s
 //	    is answered with what the apiserver sends to a watch whose resourceVersion an etcd
@@ -23,7 +25,9 @@
 //	GET /state
 //	    {"requests":…, "faulted":…, "watchesOpen":…, "watchesFlowing":… (open, not stalled),
 //	     "stalled":…, "ended":…, "expired":… (watches answered 410),
-//	     "stallSilentMinMs":… (the last /stall: how long its freshest stream had been silent)}
+//	     "stallSilentMinMs":… (the last /stall: how long its freshest stream had been silent),
+//	     "stallDropped":… (streams of the last /stall the client has ended),
+//	     "stallDroppedMinMs":… (of those, the shortest time from last bytes to the client's end; -1: none)}
 //
 // Usage: kube-fault-proxy --state-dir DIR --upstream https://127.0.0.1:P --upstream-ca FILE
 // Writes DIR/ca.pem and DIR/ready.json = {"url": "https://127.0.0.1:Q", "control": "http://…", "ca": PATH}.
@@ -57,6 +61,7 @@ import (
 
 type stream struct {
 	stall  chan struct{} // closed: stop forwarding
+	gen    atomic.Int64  // the /stall that closed it
 	cancel context.CancelFunc
 	last   atomic.Int64 // when it last forwarded bytes (or opened), UnixNano
 }
@@ -85,6 +90,23 @@ type proxy struct {
 
 	requests, faulted, stalled, ended, expired atomic.Int64
 	stallSilentMinMs                           atomic.Int64
+	stallGen                                   int64 // which /stall; under mu
+	stallDropped, stallDroppedMinMs            int64 // of stallGen's streams; under mu
+}
+
+// dropped notes the client ending stream s, stalled by /stall number gen: how long after the
+// last bytes it forwarded on it.
+func (p *proxy) dropped(s *stream, gen int64) {
+	ms := (time.Now().UnixNano() - s.last.Load()) / int64(time.Millisecond)
+	p.mu.Lock()
+	defer p.mu.Unlock()
+	if gen != p.stallGen {
+		return
+	}
+	p.stallDropped++
+	if p.stallDroppedMinMs < 0 || ms < p.stallDroppedMinMs {
+		p.stallDroppedMinMs = ms
+	}
 }
 
 func isWatch(q url.Values) bool { return q.Get("watch") == "true" || q.Get("watch") == "1" }
@@ -217,6 +239,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 		case <-s.stall:
 			// Silent, open: only the client ending the request ends it.
 			<-r.Context().Done()
+			p.dropped(s, s.gen.Load())
 			return
 		case <-ctx.Done():
 			return
@@ -226,6 +249,7 @@ func (p *proxy) ServeHTTP(w http.ResponseWriter, r *http.Request) {
 			}
 			if s.stalled() {
 				<-r.Context().Done()
+				p.dropped(s, s.gen.Load())
 				return
 			}
 			if _, err := w.Write(b); err != nil {
@@ -259,8 +283,11 @@ func (p *proxy) control() http.Handler {
 	mux.HandleFunc("POST /stall", func(w http.ResponseWriter, r *http.Request) {
 		p.mu.Lock()
 		n, now, silentMin := 0, time.Now().UnixNano(), int64(-1)
+		p.stallGen++
+		p.stallDropped, p.stallDroppedMinMs = 0, -1
 		for s := range p.streams {
 			if !s.stalled() {
+				s.gen.Store(p.stallGen)
 				close(s.stall)
 				n++
 				if silent := (now - s.last.Load()) / int64(time.Millisecond); silentMin < 0 || silent < silentMin {
@@ -296,11 +323,12 @@ func (p *proxy) control() http.Handler {
 				flowing++
 			}
 		}
+		dropped, droppedMin := p.stallDropped, p.stallDroppedMinMs
 		p.mu.Unlock()
 		_ = json.NewEncoder(w).Encode(map[string]int64{
 			"requests": p.requests.Load(), "faulted": p.faulted.Load(), "watchesOpen": int64(open), "watchesFlowing": int64(flowing),
 			"stalled": p.stalled.Load(), "ended": p.ended.Load(), "expired": p.expired.Load(),
-			"stallSilentMinMs": p.stallSilentMinMs.Load(),
+			"stallSilentMinMs": p.stallSilentMinMs.Load(), "stallDropped": dropped, "stallDroppedMinMs": droppedMin,
 		})
 	})
 	return mux
@@ -328,7 +356,7 @@ func main() {
 	}
 	logger := log.New(os.Stderr, "kube-fault-proxy: ", log.Lmicroseconds)
 	p := &proxy{
-		upstream: up, logger: logger, streams: map[*stream]struct{}{}, expireDone: map[string]bool{},
+		upstream: up, logger: logger, streams: map[*stream]struct{}{}, expireDone: map[string]bool{}, stallDroppedMinMs: -1,
 		client: &http.Client{Transport: &http.Transport{
 			TLSClientConfig: &tls.Config{RootCAs: pool, MinVersion: tls.VersionTLS12}, MaxIdleConnsPerHost: 64,
 		}},

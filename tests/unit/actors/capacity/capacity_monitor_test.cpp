@@ -8,6 +8,9 @@
 #include <caf/all.hpp>
 #include <caf/scheduler/test_coordinator.hpp>
 #include <gtest/gtest.h>
+
+#include "adapters/k8s/decode.hpp"
+#include "actors/runners/pods.hpp"
 #include <simdjson.h>
 
 #include <algorithm>
@@ -800,6 +803,61 @@ TEST_F(monitor_fixture, a_workflow_pod_the_scheduler_finds_no_room_for_is_given_
   watch_pod("ADDED", workflow_pod("linux-runner-b-workflow", unschedulable));
   EXPECT_EQ((*counters)["headroom_capacity_workflow_rooms_given_total"], 1);
   EXPECT_EQ((*gauges)["headroom_capacity_workflow_pods_waiting"], 1);
+}
+
+// kubernetes-novolume: the hook template gates each workflow pod, so the scheduler cannot put it in
+// room freed for a runner pod not yet bound. As it comes it is pinned to the node of the hand-off's
+// held room and ungated in one patch, then nominated there, then the room is freed. With no room
+// held, it is only ungated, and waits for room as any pod.
+TEST_F(monitor_fixture, a_gated_workflow_pod_is_pinned_to_its_held_room_and_ungated) {
+  mode = actors::runners::runner_spec::container_mode::kubernetes_novolume;
+  start();
+  set_up();
+  auto first = created();
+  ASSERT_EQ(first.size(), 2u);
+  const std::string slot = slot_of(first[1]);
+  const std::string probe = "linux-ph-" + slot + "-probe", runner_ph = "linux-ph-" + slot + "-runner",
+                    workflow_ph = "linux-ph-" + slot + "-workflow";
+  watch("ADDED", probe, "pair-probe", slot, "Pending", "node-1");
+  watch("ADDED", workflow_ph, "workflow-placeholder", slot, "Running", "node-1");
+  ASSERT_EQ(created(), std::vector<std::string>{runner_ph});
+  ASSERT_TRUE(io.answer("DELETE", "/pods/" + probe, 200, "{}"));
+  watch("DELETED", probe, "pair-probe", slot, "Pending", "node-1");
+  watch("ADDED", runner_ph, "runner-placeholder", slot, "Running", "node-1");
+  watch_pod("ADDED", R"({"metadata":{"name":"linux-runner-a","namespace":"arc","uid":"u-ra","resourceVersion":"12",)"
+                     R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"runner"}},"spec":{},)"
+                     R"("status":{"phase":"Pending","nominatedNodeName":"node-1"}})");
+  watch("DELETED", runner_ph, "runner-placeholder", slot, "Running", "node-1");
+  while (io.answer("POST", "/namespaces/arc/pods", 201, "{}"))  // the replacement pair
+    sched.run();
+  const auto gated = [](const std::string& name) {
+    return R"({"metadata":{"name":")" + name + R"(","namespace":"arc","uid":"u-)" + name + R"(","resourceVersion":"13",)"
+           R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"workflow","runner-pod":"linux-runner-a"}},)"
+           R"("spec":{"schedulingGates":[{"name":"headroom.dev/held-room"}]},)"
+           R"("status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":"SchedulingGated"}]}})";
+  };
+  watch_pod("ADDED", gated("linux-runner-a-workflow"));
+  const auto* pin = find("PATCH", "/namespaces/arc/pods/linux-runner-a-workflow");
+  ASSERT_NE(pin, nullptr) << waiting_text();
+  EXPECT_EQ(pin->body, actors::runners::held_room_patch(std::get<k8s::pod>(k8s::decode_pod(gated("linux-runner-a-workflow"))), "node-1"));
+  EXPECT_EQ(find("DELETE", workflow_ph), nullptr) << "not before the pod is pinned there";
+  ASSERT_TRUE(io.answer("PATCH", "/pods/linux-runner-a-workflow", 200, "{}"));
+  sched.run();
+  // Pinned, it found room left on that node at once: bound before its nomination (422), it has its
+  // room, and the hand-off's is freed all the same.
+  ASSERT_NO_FATAL_FAILURE(nominated("linux-runner-a-workflow", "node-1", 422));
+  EXPECT_NE(find("DELETE", workflow_ph), nullptr) << "the held room is given\n" << waiting_text();
+  EXPECT_EQ((*counters)["headroom_capacity_workflow_rooms_given_total"], 1);
+  EXPECT_EQ((*counters)["headroom_capacity_workflow_pods_ungated_total"], 1);
+  // Another, with no room held (the replacement pair is not placed): ungated, not pinned.
+  watch_pod("ADDED", gated("linux-runner-b-workflow"));
+  const auto* ungate = find("PATCH", "/namespaces/arc/pods/linux-runner-b-workflow");
+  ASSERT_NE(ungate, nullptr) << waiting_text();
+  EXPECT_EQ(ungate->body, R"({"metadata":{"resourceVersion":"13"},"spec":{"schedulingGates":null}})");
+  ASSERT_TRUE(io.answer("PATCH", "/pods/linux-runner-b-workflow", 200, "{}"));
+  sched.run();
+  EXPECT_EQ(find("PATCH", "/pods/linux-runner-b-workflow/status"), nullptr) << "nothing to nominate it to";
+  EXPECT_EQ((*counters)["headroom_capacity_workflow_pods_ungated_total"], 2);
 }
 
 // The nomination's answers: a workflow pod gone meanwhile (404, its job cancelled) leaves the room

@@ -6,6 +6,7 @@
 #include <string>
 
 #include "actors/runners/pods.hpp"
+#include "adapters/k8s/decode.hpp"
 
 namespace headroom::actors::runners {
 namespace {
@@ -204,6 +205,48 @@ TEST(pod_template, the_runners_required_node_affinity_and_tolerations_are_mirror
             "zone");
   EXPECT_EQ(spec["affinity"]["nodeAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"].error(), simdjson::NO_SUCH_FIELD);
   EXPECT_EQ(spec["affinity"]["podAntiAffinity"].error(), simdjson::NO_SUCH_FIELD);
+}
+
+
+// kubernetes-novolume: the hook template gates the workflow pod (headroom pins it to its held room's
+// node, then ungates it); kubernetes mode's hook names the runner's node, which a gated pod may not.
+TEST(pod_template, the_novolume_hook_template_gates_the_workflow_pod) {
+  runner_spec s;
+  s.name = "linux";
+  s.mode = runner_spec::container_mode::kubernetes_novolume;
+  simdjson::dom::parser p;
+  auto text = hook_template(s, "arc-workflow", "100m", "", {});
+  std::string_view gate;
+  ASSERT_EQ(p.parse(text)["spec"]["schedulingGates"].at(0)["name"].get(gate), simdjson::SUCCESS) << text;
+  EXPECT_EQ(gate, keys::held_room_gate);
+  s.mode = runner_spec::container_mode::kubernetes;
+  text = hook_template(s, "arc-workflow", "100m", "", {});
+  EXPECT_EQ(p.parse(text)["spec"]["schedulingGates"].error(), simdjson::NO_SUCH_FIELD) << text;
+}
+
+// The ungating patch: headroom's gate removed (another controller's kept), the pod pinned to the
+// room's node by a field requirement added to each of its own required terms (a gated pod's node
+// affinity may only be narrowed), its resourceVersion carried.
+TEST(pod_template, the_held_room_patch_pins_to_the_node_and_removes_only_headrooms_gate) {
+  auto pod = [](const std::string& spec) {
+    auto d = k8s::decode_pod(R"({"metadata":{"name":"w","namespace":"ci","resourceVersion":"42"},"spec":)" + spec + "}");
+    EXPECT_TRUE(std::holds_alternative<k8s::pod>(d));
+    return std::get<k8s::pod>(d);
+  };
+  const auto alone = pod(R"({"schedulingGates":[{"name":"headroom.dev/held-room"}],"containers":[{"name":"job","image":"i"}]})");
+  EXPECT_EQ(held_room_patch(alone, "node-1"),
+            R"({"metadata":{"resourceVersion":"42"},"spec":{"schedulingGates":null,"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":)"
+            R"({"nodeSelectorTerms":[{"matchFields":[{"key":"metadata.name","operator":"In","values":["node-1"]}]}]}}}}})");
+  EXPECT_EQ(held_room_patch(alone, ""), R"({"metadata":{"resourceVersion":"42"},"spec":{"schedulingGates":null}})") << "no room: only ungated";
+  const auto placed = pod(R"({"schedulingGates":[{"name":"example.com/quota"},{"name":"headroom.dev/held-room"}],)"
+                          R"("affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[)"
+                          R"({"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}]},{"matchExpressions":[{"key":"pool","operator":"Exists"}]}]}}},)"
+                          R"("containers":[{"name":"job","image":"i"}]})");
+  const std::string here = R"("matchFields":[{"key":"metadata.name","operator":"In","values":["node-2"]}])";
+  EXPECT_EQ(held_room_patch(placed, "node-2"),
+            R"({"metadata":{"resourceVersion":"42"},"spec":{"schedulingGates":[{"name":"example.com/quota"}],"affinity":{"nodeAffinity":)"
+            R"({"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[{"matchExpressions":[{"key":"zone","operator":"In","values":["a"]}],)" +
+                here + R"(},{"matchExpressions":[{"key":"pool","operator":"Exists"}],)" + here + "}]}}}}}");
 }
 
 }  // namespace
