@@ -37,12 +37,18 @@ void pair_resources(runtime::json_writer& w, const scale_set_spec& s) {
 // night). So each prefers (weight 100, as a runner pod prefers its workflow room) a node holding a
 // placeholder of its scale set of the other role: whichever the scheduler places second joins the
 // first where it fits, and goes elsewhere where not (preferred: a full node never strands it).
-// Empty in the other modes (kubernetes, dind: a probe places the pair on one node; kubernetes-
-// novolume: the workflow pod goes anywhere, by design).
+// A pair starts as its probe (the runner placeholder's stand-in, which is then made on the probe's
+// node) beside its workflow placeholder: those two prefer each other's role, the workflow
+// placeholder a runner placeholder's node too. (With the probe left out, the first pair's two pods
+// found no placeholder of the other role anywhere and the scheduler spread them: the e2e on two
+// kwok nodes failed now and then.) Empty in the other modes (kubernetes, dind: the probe places
+// the pair on one node; kubernetes-novolume: the workflow pod goes anywhere, by design).
 std::string pair_affinity(const scale_set_spec& s, role r) {
-  if (s.mode != runners::runner_spec::container_mode::none || r == role::pair_probe)
+  if (s.mode != runners::runner_spec::container_mode::none)
     return {};
-  return runners::json::prefer_node_with(s, r == role::runner_placeholder ? role::workflow_placeholder : role::runner_placeholder);
+  if (r == role::workflow_placeholder)
+    return runners::json::prefer_node_with(s, std::vector<role>{role::runner_placeholder, role::pair_probe});
+  return runners::json::prefer_node_with(s, role::workflow_placeholder);
 }
 
 }  // namespace

@@ -155,11 +155,23 @@ void container_mode_env(runtime::json_writer& w, const runner_spec& s) {
     env_value(w, "ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE", std::string{hook_template_dir} + "/" + hook_template_key);
 }
 
-std::string prefer_node_with(const runner_spec& s, role r) {
+std::string prefer_node_with(const runner_spec& s, role r) { return prefer_node_with(s, std::vector<role>{r}); }
+
+std::string prefer_node_with(const runner_spec& s, const std::vector<role>& roles) {
   runtime::json_writer w;
   w.begin_object().key("preferredDuringSchedulingIgnoredDuringExecution").begin_array().begin_object().field("weight", 100);
   w.key("podAffinityTerm").begin_object().key("labelSelector").begin_object().key("matchLabels").begin_object();
-  w.field(keys::scale_set, s.name).field(keys::role, role_label(r)).end_object().end_object();
+  w.field(keys::scale_set, s.name);
+  if (roles.size() == 1)
+    w.field(keys::role, role_label(roles[0]));
+  w.end_object();  // matchLabels
+  if (roles.size() > 1) {
+    w.key("matchExpressions").begin_array().begin_object().field("key", keys::role).field("operator", "In").key("values").begin_array();
+    for (const auto r : roles)
+      w.value(role_label(r));
+    w.end_array().end_object().end_array();
+  }
+  w.end_object();  // labelSelector
   w.field("topologyKey", "kubernetes.io/hostname").end_object();  // the term
   w.end_object().end_array().end_object();
   return w.take();

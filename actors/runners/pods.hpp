@@ -101,6 +101,9 @@ struct runner_spec {
   // mirrored onto its placeholders and the hook template like nodeSelector; "" none.
   std::string required_node_affinity;
   std::string user_hook_template;  // the user's own hook template (checked JSON), merged under headroom's; "" none
+  // Capacity-aware: headroom holds rooms for workflow pods (and, in kubernetes-novolume, gates them
+  // until it has pinned each to its room: workflow_pods_gated).
+  bool held_rooms = false;
 };
 
 // Where runner pods mount the hook template, and the file ACTIONS_RUNNER_CONTAINER_HOOK_TEMPLATE names.
@@ -137,7 +140,7 @@ inline bool same_node_pairs(const runner_spec& s) {
 // template gates the workflow pod (held_room_gate), and headroom pins it to the node of the room it
 // holds for it before removing the gate (capacity monitor_workflow_rooms.cpp). kubernetes mode's
 // hook names the runner's node itself, which a gated pod may not have.
-inline bool workflow_pods_gated(const runner_spec& s) { return hook_mode(s) && !same_node_pairs(s); }
+inline bool workflow_pods_gated(const runner_spec& s) { return s.held_rooms && hook_mode(s) && !same_node_pairs(s); }
 // The merge patch that ungates workflow pod `p` (held_room_gate removed, any other gate kept) and,
 // with `node` not empty, pins it there: `metadata.name In [node]` added to each of its required
 // node affinity's terms (a gated pod's required node affinity may only be narrowed). Carries the
@@ -264,6 +267,7 @@ std::string workflow_room_affinity(const runner_spec& s);
 // A "podAffinity" object's JSON: a strong preference (weight 100) for a node holding a pod of the
 // scale set in role `r` (workflow_room_affinity; the none-mode placeholders' pair_affinity).
 std::string prefer_node_with(const runner_spec& s, role r);
+std::string prefer_node_with(const runner_spec& s, const std::vector<role>& roles);  // any of them
 // The runner container's env entries for its container mode (kubernetes-novolume: the hook, its
 // pod's name, a job container required, the runner image, the hook template's path; kubernetes:
 // the hook, its pod's name, a job container required, the kube scheduler, the hook template's

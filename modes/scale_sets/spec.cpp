@@ -30,6 +30,7 @@ std::variant<scale_set_spec, std::string> make_spec(const scale_set_section& c, 
   if (!s.standalone)
     s.arc_set = c.autoscaling_runner_set;
   s.capacity_aware = c.capacity_aware.enabled;
+  s.held_rooms = s.capacity_aware;
   s.repoll_on_change = c.capacity_aware.repoll_on_change;
   s.queue_check_interval = c.capacity_aware.queue_check_interval;
   s.proactive_capacity = c.capacity_aware.proactive_capacity;

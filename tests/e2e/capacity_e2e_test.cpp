@@ -708,6 +708,8 @@ TEST(capacity_e2e, capacity_jobs_flow_to_the_cluster_with_room) {
 // first: the lower scale set id) loses its capacity mid-burst: its node cordoned and its NodePool's
 // limit lowered to 0, while its first job runs there. From then on it claims nothing: every later
 // job goes to the second cluster and completes there (bench/job_outcomes measures the full one).
+// The runners run their jobs through the container hook (kubernetes-novolume, the default), and no
+// job waits more than 10 s from its claim to its runner (claimed while it could not run).
 TEST(capacity_e2e, capacity_a_cluster_that_loses_its_capacity_mid_burst_claims_no_more_jobs) {
   REQUIRE_ENV(e);
   const std::string reqs = "      - {key: kubernetes.io/arch, operator: In, values: [amd64]}\n"
@@ -719,7 +721,6 @@ TEST(capacity_e2e, capacity_a_cluster_that_loses_its_capacity_mid_burst_claims_n
   for (auto* s : {&first, &second}) {
     s->labels = "lose-shared";
     s->node_selector = "pool: " + s->name;
-    s->container_mode = "none";
     s->exit_runner_pods = true;
   }
   world a{e, first}, b{e, second};
@@ -736,7 +737,7 @@ TEST(capacity_e2e, capacity_a_cluster_that_loses_its_capacity_mid_burst_claims_n
   struct shared_job {
     std::string state;
     int64_t set = 0;
-    double claimed = 0;
+    double claimed = 0, started = 0;  // started: a runner took it
   };
   auto shared_jobs = [&] {
     simdjson::dom::parser p;
@@ -752,6 +753,8 @@ TEST(capacity_e2e, capacity_a_cluster_that_loses_its_capacity_mid_burst_claims_n
         s.set = 0;
       if (const std::string_view at = j["assignTime"]; !at.starts_with("0001"))
         s.claimed = std::chrono::duration<double>(parse_time(at).time_since_epoch()).count();
+      if (const std::string_view at = j["runnerTime"]; !at.starts_with("0001"))
+        s.started = std::chrono::duration<double>(parse_time(at).time_since_epoch()).count();
       out.push_back(s);
     }
     return out;
@@ -784,6 +787,7 @@ TEST(capacity_e2e, capacity_a_cluster_that_loses_its_capacity_mid_burst_claims_n
   for (const auto& j : shared_jobs()) {
     EXPECT_FALSE(j.set == set_a && j.claimed > lost_at + 2) << "the cluster without capacity claimed a job " << j.claimed - lost_at
                                                               << " s after it lost its capacity";
+    EXPECT_LE(j.started - j.claimed, 10.0) << "a job sat claimed " << j.started - j.claimed << " s before a runner took it";
     on_a += j.set == set_a ? 1 : 0;
     on_b += j.set == set_b ? 1 : 0;
   }

@@ -81,6 +81,7 @@ struct monitor_fixture : test_support::actor_fixture {
     ctx->spec.queue_share = share;
     if (mode)
       ctx->spec.mode = *mode;
+    ctx->spec.held_rooms = ctx->spec.capacity_aware;  // as the scale set's spec sets it
     ctx->kube = &kube;
     ctx->pods = router->slice("linux");
     if (with_nodes) {

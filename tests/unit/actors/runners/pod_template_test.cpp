@@ -216,6 +216,9 @@ TEST(pod_template, the_novolume_hook_template_gates_the_workflow_pod) {
   s.mode = runner_spec::container_mode::kubernetes_novolume;
   simdjson::dom::parser p;
   auto text = hook_template(s, "arc-workflow", "100m", "", {});
+  EXPECT_EQ(p.parse(text)["spec"]["schedulingGates"].error(), simdjson::NO_SUCH_FIELD) << "capacity awareness off: no room is held\n" << text;
+  s.held_rooms = true;
+  text = hook_template(s, "arc-workflow", "100m", "", {});
   std::string_view gate;
   ASSERT_EQ(p.parse(text)["spec"]["schedulingGates"].at(0)["name"].get(gate), simdjson::SUCCESS) << text;
   EXPECT_EQ(gate, keys::held_room_gate);
