@@ -145,6 +145,15 @@ void nominate(monitor_self* self, const std::string& name, const room& r) {
              });
 }
 
+// A node known to take no new pods (cordoned, tainted, gone): a pod pinned there could not run.
+bool node_refuses(const monitor_state& st, const std::string& node) {
+  const auto& nodes = st.ctx->nodes;
+  if (!nodes || !nodes->synced())
+    return false;
+  const auto n = nodes->get("", node);
+  return !n || !node_refuses_pods(n.get(), st.ctx->spec.tolerations).empty();
+}
+
 bool gated_here(const k8s::pod& p) {
   const auto& gates = p.spec->scheduling_gates;
   return std::find(gates.begin(), gates.end(), runners::keys::held_room_gate) != gates.end();
@@ -158,10 +167,11 @@ void pin_gated(monitor_self* self) {
     if (st.pinning.count(name) > 0 || st.nominating.count(name) > 0 || !gated_here(*pod))
       continue;
     // A hand-off's room only: one held for a job's workflow. A ready pair is capacity still
-    // offered; it is given only to a pod the scheduler then finds no room for (above).
+    // offered; it is given only to a pod the scheduler then finds no room for (above). Never one
+    // on a node that takes no new pods (cordoned, tainted): pinned there the pod could not run.
     room r;
     for (const auto& slot : st.handoff_order)
-      if (st.handoffs.count(slot) > 0 && holds_room(st, slot, "")) {
+      if (st.handoffs.count(slot) > 0 && holds_room(st, slot, "") && !node_refuses(st, workflow_placeholder(st, slot)->node_name)) {
         r = {slot, "hand-off"};
         break;
       }

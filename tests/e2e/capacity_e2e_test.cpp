@@ -759,11 +759,17 @@ TEST(capacity_e2e, capacity_a_cluster_that_loses_its_capacity_mid_burst_claims_n
     }
     return out;
   };
-  // The first job runs on the first cluster (its warm pair's node).
+  // The first job runs on the first cluster (its warm pair's node): its workflow pod, which the
+  // hook makes once the runner has the job, Running. (A cordon before that leaves the workflow pod
+  // no node to go to: the node takes no new pod, and the NodePool buys none.)
   e.peer->control("/jobs", R"({"labels":["lose-shared"],"count":1})");
   ASSERT_TRUE(eventually([&] {
     auto jobs = shared_jobs();
     return jobs.size() == 1 && jobs[0].state == "running" && jobs[0].set == set_a;
+  }, 60s)) << a.headroom->log();
+  ASSERT_TRUE(eventually([&] {
+    return e.c->kubectl({"-n", first.name, "get", "pods", "-l", "headroom.dev/role=workflow", "-o", "jsonpath={.items[*].status.phase}"})
+               .out.find("Running") != std::string::npos;
   }, 60s)) << a.headroom->log();
   // It loses its capacity: no node it has takes pods, and its NodePool buys none.
   const auto nodes = e.c->kubectl({"get", "nodes", "-l", "pool=capacity-lose-a", "-o", "name"}).out;
@@ -782,7 +788,7 @@ TEST(capacity_e2e, capacity_a_cluster_that_loses_its_capacity_mid_burst_claims_n
   ASSERT_TRUE(eventually([&] {
     auto jobs = shared_jobs();
     return jobs.size() == 6 && std::all_of(jobs.begin(), jobs.end(), [](const auto& j) { return j.state == "completed"; });
-  }, 240s)) << a.headroom->log() << b.headroom->log();
+  }, 360s)) << a.headroom->log() << b.headroom->log();  // 150 s of it here beside two other cluster tests
   int on_a = 0, on_b = 0;
   for (const auto& j : shared_jobs()) {
     EXPECT_FALSE(j.set == set_a && j.claimed > lost_at + 2) << "the cluster without capacity claimed a job " << j.claimed - lost_at
