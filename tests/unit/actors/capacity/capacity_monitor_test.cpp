@@ -216,6 +216,33 @@ struct monitor_fixture : test_support::actor_fixture {
     ASSERT_TRUE(io.answer("PATCH", "/pods/" + name + "/status", status, status == 200 ? "{}" : R"({"kind":"Status","code":)" + std::to_string(status) + "}"));
     sched.run();
   }
+  // kubernetes-novolume: the warm pair placed on node-1 (probe, then its runner placeholder), and a
+  // runner pod preempting its runner placeholder: the pair is handed to its job, its workflow
+  // placeholder (returned) holding the workflow's room.
+  std::string novolume_pair_handed_off() {
+    mode = actors::runners::runner_spec::container_mode::kubernetes_novolume;
+    start();
+    set_up();
+    auto first = created();
+    EXPECT_EQ(first.size(), 2u);
+    if (first.size() != 2)
+      return {};
+    const std::string slot = slot_of(first[1]);
+    const std::string probe = "linux-ph-" + slot + "-probe", runner_ph = "linux-ph-" + slot + "-runner",
+                      workflow_ph = "linux-ph-" + slot + "-workflow";
+    watch("ADDED", probe, "pair-probe", slot, "Pending", "node-1");
+    watch("ADDED", workflow_ph, "workflow-placeholder", slot, "Running", "node-1");
+    EXPECT_EQ(created(), std::vector<std::string>{runner_ph});
+    EXPECT_TRUE(io.answer("DELETE", "/pods/" + probe, 200, "{}"));
+    watch("DELETED", probe, "pair-probe", slot, "Pending", "node-1");
+    watch("ADDED", runner_ph, "runner-placeholder", slot, "Running", "node-1");
+    watch_pod("ADDED", R"({"metadata":{"name":"linux-runner-a","namespace":"arc","uid":"u-ra","resourceVersion":"12",)"
+                       R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"runner"}},"spec":{},)"
+                       R"("status":{"phase":"Pending","nominatedNodeName":"node-1"}})");
+    watch("DELETED", runner_ph, "runner-placeholder", slot, "Running", "node-1");
+    return workflow_ph;
+  }
+
   std::set<std::string> deletes() const {
     std::set<std::string> out;
     for (const auto& c : io.waiting())
@@ -811,24 +838,8 @@ TEST_F(monitor_fixture, a_workflow_pod_the_scheduler_finds_no_room_for_is_given_
 // held room and ungated in one patch, then nominated there, then the room is freed. With no room
 // held, it is only ungated, and waits for room as any pod.
 TEST_F(monitor_fixture, a_gated_workflow_pod_is_pinned_to_its_held_room_and_ungated) {
-  mode = actors::runners::runner_spec::container_mode::kubernetes_novolume;
-  start();
-  set_up();
-  auto first = created();
-  ASSERT_EQ(first.size(), 2u);
-  const std::string slot = slot_of(first[1]);
-  const std::string probe = "linux-ph-" + slot + "-probe", runner_ph = "linux-ph-" + slot + "-runner",
-                    workflow_ph = "linux-ph-" + slot + "-workflow";
-  watch("ADDED", probe, "pair-probe", slot, "Pending", "node-1");
-  watch("ADDED", workflow_ph, "workflow-placeholder", slot, "Running", "node-1");
-  ASSERT_EQ(created(), std::vector<std::string>{runner_ph});
-  ASSERT_TRUE(io.answer("DELETE", "/pods/" + probe, 200, "{}"));
-  watch("DELETED", probe, "pair-probe", slot, "Pending", "node-1");
-  watch("ADDED", runner_ph, "runner-placeholder", slot, "Running", "node-1");
-  watch_pod("ADDED", R"({"metadata":{"name":"linux-runner-a","namespace":"arc","uid":"u-ra","resourceVersion":"12",)"
-                     R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"runner"}},"spec":{},)"
-                     R"("status":{"phase":"Pending","nominatedNodeName":"node-1"}})");
-  watch("DELETED", runner_ph, "runner-placeholder", slot, "Running", "node-1");
+  const std::string workflow_ph = novolume_pair_handed_off();
+  ASSERT_FALSE(workflow_ph.empty());
   while (io.answer("POST", "/namespaces/arc/pods", 201, "{}"))  // the replacement pair
     sched.run();
   const auto gated = [](const std::string& name) {
@@ -865,24 +876,8 @@ TEST_F(monitor_fixture, a_gated_workflow_pod_is_pinned_to_its_held_room_and_unga
 // held for the next; a refusal (403: a Role without pods/status, an older chart's) frees the room
 // all the same, as before nominations, and says so once.
 TEST_F(monitor_fixture, a_workflow_pod_gone_before_its_nomination_leaves_the_room_held_and_a_refused_one_still_gets_it) {
-  mode = actors::runners::runner_spec::container_mode::kubernetes_novolume;
-  start();
-  set_up();
-  auto first = created();
-  ASSERT_EQ(first.size(), 2u);
-  const std::string slot = slot_of(first[1]);
-  const std::string probe = "linux-ph-" + slot + "-probe", runner_ph = "linux-ph-" + slot + "-runner",
-                    workflow_ph = "linux-ph-" + slot + "-workflow";
-  watch("ADDED", probe, "pair-probe", slot, "Pending", "node-1");
-  watch("ADDED", workflow_ph, "workflow-placeholder", slot, "Running", "node-1");
-  ASSERT_EQ(created(), std::vector<std::string>{runner_ph});
-  ASSERT_TRUE(io.answer("DELETE", "/pods/" + probe, 200, "{}"));
-  watch("DELETED", probe, "pair-probe", slot, "Pending", "node-1");
-  watch("ADDED", runner_ph, "runner-placeholder", slot, "Running", "node-1");
-  watch_pod("ADDED", R"({"metadata":{"name":"linux-runner-a","namespace":"arc","uid":"u-ra","resourceVersion":"12",)"
-                     R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"runner"}},"spec":{},)"
-                     R"("status":{"phase":"Pending","nominatedNodeName":"node-1"}})");
-  watch("DELETED", runner_ph, "runner-placeholder", slot, "Running", "node-1");
+  const std::string workflow_ph = novolume_pair_handed_off();
+  ASSERT_FALSE(workflow_ph.empty());
   while (io.answer("POST", "/namespaces/arc/pods", 201, "{}"))
     sched.run();
   const auto workflow_pod = [](const std::string& name) {
