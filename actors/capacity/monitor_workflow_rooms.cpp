@@ -187,15 +187,24 @@ void pin_gated(monitor_self* self) {
   }
 }
 
+// The in-flight call's entry for pod `name`, removed (nullopt: none, its reply is stale).
+std::optional<monitor_state::nomination> take(std::map<std::string, monitor_state::nomination>& calls, const std::string& name) {
+  const auto it = calls.find(name);
+  if (it == calls.end())
+    return std::nullopt;
+  auto n = std::move(it->second);
+  calls.erase(it);
+  return n;
+}
+
 }  // namespace
 
 void on_workflow_pinned(monitor_self* self, const call_info& call, msg::api_reply& r) {
   auto& st = self->state;
-  const auto it = st.pinning.find(call.name);
-  if (it == st.pinning.end())
+  const auto found = take(st.pinning, call.name);
+  if (!found)
     return;
-  const auto n = it->second;
-  st.pinning.erase(it);
+  const auto& n = *found;
   const auto kind = static_cast<api_kind>(r.error_kind);
   if (!r.ok) {
     st.rooms_given.erase(call.name);
@@ -219,11 +228,10 @@ void on_workflow_pinned(monitor_self* self, const call_info& call, msg::api_repl
 
 void on_workflow_nominated(monitor_self* self, const call_info& call, msg::api_reply& r) {
   auto& st = self->state;
-  const auto it = st.nominating.find(call.name);
-  if (it == st.nominating.end())
+  const auto found = take(st.nominating, call.name);
+  if (!found)
     return;
-  const auto n = it->second;
-  st.nominating.erase(it);
+  const auto& n = *found;
   const auto kind = static_cast<api_kind>(r.error_kind);
   if (kind == api_kind::not_found)
     return;  // the workflow pod is gone (its job cancelled): the room stays held
