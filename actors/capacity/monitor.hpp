@@ -26,7 +26,7 @@ namespace headroom::actors::capacity::monitor {
 
 // The monitor's timers: messages it sends only itself, one type each.
 struct recalculate_timer {};  // the periodic recalculation: the census rebuilt from the cache, then a recompute
-struct recompute_timer {};    // a create backoff or a placeholderTTL has passed: compute again
+struct recompute_timer {};    // a create backoff, a placeholderTTL or a re-give wait has passed: compute again
 struct setup_retry_timer {};  // try the start-up (PriorityClasses, owner ConfigMap) again
 
 }  // namespace headroom::actors::capacity::monitor
@@ -83,9 +83,16 @@ struct monitor_state {
   std::map<std::string, pair_entry> pairs;  // slot → pair (capacity, placed or not yet)
   std::map<std::string, pair_actor> handoffs;  // slot → consumed pair still holding the workflow's room
   std::deque<std::string> handoff_order;       // their slots, oldest first (ended ones skipped)
-  // Workflow pods a held room was given to (monitor_workflow_rooms.cpp), until placed or gone; and
-  // whether some wait with none to give (as last logged).
-  std::set<std::string> rooms_given;
+  // Workflow pods a held room was given to (monitor_workflow_rooms.cpp), until placed or gone: the
+  // last room's slot, how many were given, and since when that room is freed and the pod still not
+  // placed (another is given after regive_after, up to max_rooms); and whether some wait with none
+  // to give (as last logged).
+  struct room_given {
+    std::string slot;
+    int rooms = 1;
+    std::optional<caf::actor_clock::time_point> freed;
+  };
+  std::map<std::string, room_given> rooms_given;
   // Workflow pods being nominated to a held room's node (their status.nominatedNodeName) before
   // that room is freed for them: pod → the room's slot and what held it.
   struct nomination {
@@ -95,6 +102,8 @@ struct monitor_state {
   // kubernetes-novolume: gated workflow pods being pinned to a held room's node and ungated (their
   // room's slot, "" none: ungated to wait for room as any pod), before their nomination.
   std::map<std::string, nomination> pinning;
+  // Those ungated: not patched again while the cache still shows the gate (until gone).
+  std::set<std::string> ungated;
   bool workflows_waiting = false;
   bool nominate_refused = false;  // as last logged
   bool pin_refused = false;       // as last logged

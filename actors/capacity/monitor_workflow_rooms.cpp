@@ -46,9 +46,25 @@ namespace {
 struct destination {
   std::string node, slot;
 };
+// The one node a pod's required node affinity names (headroom's pin: a `metadata.name In [node]`
+// field requirement in each term), "" none.
+std::string pinned_node(const k8s::pod& p) {
+  std::string node;
+  for (const auto& t : p.spec->required_node_affinity) {
+    std::string here;
+    for (const auto& f : t.match_fields)
+      if (f.key == "metadata.name" && f.op == "In" && f.values.size() == 1)
+        here = f.values[0];
+    if (here.empty() || (!node.empty() && here != node))
+      return {};
+    node = here;
+  }
+  return node;
+}
+
 std::optional<destination> destination_of(const monitor_state& st, const k8s::pod& workflow) {
   if (!runners::same_node_pairs(st.ctx->spec))
-    return destination{};
+    return destination{pinned_node(workflow), ""};
   const auto* runner = workflow.meta.label("runner-pod");
   const auto p = runner == nullptr ? nullptr : st.ctx->pods->get(st.ctx->spec.ns, *runner);
   if (!p || p->node_name.empty())
@@ -164,7 +180,7 @@ bool gated_here(const k8s::pod& p) {
 void pin_gated(monitor_self* self) {
   auto& st = self->state;
   for (const auto& [name, pod] : st.census.workflows()) {
-    if (st.pinning.count(name) > 0 || st.nominating.count(name) > 0 || !gated_here(*pod))
+    if (st.pinning.count(name) > 0 || st.nominating.count(name) > 0 || st.ungated.count(name) > 0 || !gated_here(*pod))
       continue;
     // A hand-off's room only: one held for a job's workflow. A ready pair is capacity still
     // offered; it is given only to a pod the scheduler then finds no room for (above). Never one
@@ -179,7 +195,7 @@ void pin_gated(monitor_self* self) {
     const std::string node = holder == nullptr ? std::string{} : holder->node_name;
     st.pinning[name] = {node.empty() ? std::string{} : r.slot, r.from};
     if (!node.empty())
-      st.rooms_given.insert(name);  // one room per pod: this one
+      st.rooms_given[name] = {r.slot, 1, std::nullopt};  // one room per pod: this one
     start_call(self, {call_kind::workflow_pin, name, 0},
                [kube = st.ctx->kube, ns = st.ctx->spec.ns, pod = name, body = runners::held_room_patch(*pod, node)](k8s::api_callback cb) {
                  kube->merge_patch(k8s::kinds::pods, ns, pod, body, std::move(cb));
@@ -222,6 +238,7 @@ void on_workflow_pinned(monitor_self* self, const call_info& call, msg::api_repl
     runtime::log::info(actor_name, "workflow pods are ungated again", {{"scale_set", st.ctx->spec.name}});
   }
   st.ctx->metrics.add("headroom_capacity_workflow_pods_ungated_total", 1);
+  st.ungated.insert(call.name);
   if (!n.slot.empty() && st.census.workflows().count(call.name) > 0)
     nominate(self, call.name, {n.slot, n.from.c_str()});
 }
@@ -252,20 +269,51 @@ void on_workflow_nominated(monitor_self* self, const call_info& call, msg::api_r
   free_room(self, n.slot, n.from);
 }
 
+namespace {
+
+// A workflow pod given a room and still not placed may be given another once that room is freed
+// (its workflow placeholder gone) and the scheduler has had regive_after to place the pod there,
+// up to max_rooms in all. The room it was given can be lost: taken by a pod the scheduler placed
+// before the nomination reached it (an API server restart in between), or never enough: pods
+// nominated to one node count against each other in the scheduler (each sees the others' requests
+// there), so if one of them cannot fit none fits, and pinned there they can go nowhere else. Their
+// jobs then waited for jobs that could not end (the chaos suite's API server restart, about 1 run
+// in 4). A pod the scheduler cannot place for another reason (a node selector no node has) must
+// not take every placeholder in turn: hence the bound.
+constexpr auto regive_after = std::chrono::seconds(10);
+constexpr int max_rooms = 3;
+
+bool may_give_again(monitor_self* self, monitor_state::room_given& g) {
+  auto& st = self->state;
+  if (g.rooms >= max_rooms || workflow_placeholder(st, g.slot) != nullptr)
+    return false;  // enough given, or its room still held (being given)
+  const auto now = self->clock().now();
+  if (!g.freed) {
+    g.freed = now;
+    self->delayed_send(self, regive_after, recompute_timer{});  // looked at again then, events or not
+  }
+  return now - *g.freed >= regive_after;
+}
+
+}  // namespace
+
 void give_workflow_rooms(monitor_self* self) {
   auto& st = self->state;
   if (runners::workflow_pods_gated(st.ctx->spec))
     pin_gated(self);
   const auto& workflows = st.census.workflows();
-  std::erase_if(st.rooms_given, [&](const std::string& name) {  // placed, or gone
-    const auto it = workflows.find(name);
+  std::erase_if(st.rooms_given, [&](const auto& entry) {  // placed, or gone
+    const auto it = workflows.find(entry.first);
     return it == workflows.end() || !it->second->node_name.empty();
   });
+  std::erase_if(st.ungated, [&](const std::string& name) { return workflows.count(name) == 0; });
   int64_t waiting = 0;
   for (const auto& [name, pod] : workflows) {
-    // One room per pod: one the scheduler cannot place for another reason (a node selector no node
-    // has) must not take every placeholder in turn. Given one already, it waits like any pod.
-    if (st.rooms_given.count(name) > 0 || !scheduler_found_no_room(*pod))
+    if (!scheduler_found_no_room(*pod) || st.pinning.count(name) > 0 || st.nominating.count(name) > 0)
+      continue;
+    // Given one already: another only once that one is freed and the pod still waits (above).
+    const auto given = st.rooms_given.find(name);
+    if (given != st.rooms_given.end() && !may_give_again(self, given->second))
       continue;
     const auto to = destination_of(st, *pod);
     const auto r = to ? find_room(st, *to) : room{};
@@ -273,7 +321,10 @@ void give_workflow_rooms(monitor_self* self) {
       ++waiting;
       continue;
     }
-    st.rooms_given.insert(name);
+    if (given == st.rooms_given.end())
+      st.rooms_given[name] = {r.slot, 1, std::nullopt};
+    else
+      given->second = {r.slot, given->second.rooms + 1, std::nullopt};
     nominate(self, name, r);  // the room's node: its placeholder runs (find_room)
   }
   st.ctx->metrics.set("headroom_capacity_workflow_pods_waiting", waiting);

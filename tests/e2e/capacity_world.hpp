@@ -437,14 +437,16 @@ struct world {
       // (A restarted API server answers 403 for a moment, until its RBAC caches are filled: a
       // watch that met one then and reconnected, a runner pod or placeholder delete tried again,
       // a runner pod create followed by one that succeeded (the provisioner makes the runner
-      // again: seen once in CI), or a ScaleSet status write that was written again afterwards, is
-      // not a missing permission.)
+      // again: seen once in CI), a placeholder create that lost its pair (the monitor makes
+      // another: the chaos scenario asserts the warm pool's return), or a ScaleSet status write
+      // that was written again afterwards, is not a missing permission.)
       const auto log = headroom->full_log();
       for (auto at = log.find("403 Forbidden"); at != std::string::npos; at = log.find("403 Forbidden", at + 1)) {
         const auto line = log.substr(log.rfind('\n', at) + 1, 600);
         if (apiserver_restarted && (line.find("watch failed, reconnecting") != std::string::npos ||
                                     line.find("runner pod delete failed; trying again") != std::string::npos ||
                                     line.find("placeholder delete failed; the next recompute tries again") != std::string::npos ||
+                                    (line.find("\"pair lost\"") != std::string::npos && line.find("failed: create pods") != std::string::npos) ||
                                     (line.find("runner pod create failed") != std::string::npos &&
                                      log.find("\"runner pod created\"", at) != std::string::npos) ||
                                     (line.find("could not write the ScaleSet status") != std::string::npos &&

@@ -872,6 +872,60 @@ TEST_F(monitor_fixture, a_gated_workflow_pod_is_pinned_to_its_held_room_and_unga
   EXPECT_EQ((*counters)["headroom_capacity_workflow_pods_ungated_total"], 2);
 }
 
+// A pinned workflow pod whose room was lost (taken before its nomination reached the scheduler, or
+// too little: pods nominated to one node count against each other) waits on that node and nowhere
+// else. Once its room is freed and it is still not placed regive_after (10 s) later, it is given
+// another room on its node: the replacement pair's there. (The chaos suite's API server restart
+// left three such pods, and their jobs, waiting for minutes.)
+TEST_F(monitor_fixture, a_pinned_workflow_pod_still_waiting_after_its_room_was_freed_is_given_another_on_its_node) {
+  const std::string workflow_ph = novolume_pair_handed_off();
+  ASSERT_FALSE(workflow_ph.empty());
+  // The runner is bound: the warm pool is refilled.
+  watch_pod("MODIFIED", R"({"metadata":{"name":"linux-runner-a","namespace":"arc","uid":"u-ra","resourceVersion":"14",)"
+                        R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"runner"}},"spec":{"nodeName":"node-1"},)"
+                        R"("status":{"phase":"Running"}})");
+  const auto second = created();  // the replacement pair: its probe and workflow placeholder
+  ASSERT_EQ(second.size(), 2u);
+  const std::string slot = slot_of(second[1]);
+  watch("ADDED", second[0], "pair-probe", slot, "Pending", "node-1");
+  watch("ADDED", second[1], "workflow-placeholder", slot, "Running", "node-1");
+  const auto third = created();
+  ASSERT_EQ(third.size(), 1u) << "its runner placeholder";
+  ASSERT_TRUE(io.answer("DELETE", "/pods/" + second[0], 200, "{}"));
+  watch("DELETED", second[0], "pair-probe", slot, "Pending", "node-1");
+  watch("ADDED", third[0], "runner-placeholder", slot, "Running", "node-1");
+  const auto workflow_pod = [](const std::string& spec, const std::string& condition) {
+    return R"({"metadata":{"name":"linux-runner-a-workflow","namespace":"arc","uid":"u-wa","resourceVersion":"13",)"
+           R"("labels":{"headroom.dev/scale-set":"linux","headroom.dev/role":"workflow","runner-pod":"linux-runner-a"}},)"
+           R"("spec":)" + spec + R"(,"status":{"phase":"Pending","conditions":[{"type":"PodScheduled","status":"False","reason":")" +
+           condition + R"("}]}})";
+  };
+  // Gated, pinned to the hand-off's node, nominated there; the room freed.
+  watch_pod("ADDED", workflow_pod(R"({"schedulingGates":[{"name":"headroom.dev/held-room"}]})", "SchedulingGated"));
+  ASSERT_TRUE(io.answer("PATCH", "/pods/linux-runner-a-workflow", 200, "{}")) << waiting_text();
+  sched.run();
+  ASSERT_NO_FATAL_FAILURE(nominated("linux-runner-a-workflow", "node-1"));
+  ASSERT_TRUE(io.answer("DELETE", "/pods/" + workflow_ph, 200, "{}")) << waiting_text();
+  for (const auto& c : io.waiting())  // the cache still shows its gate: it is not pinned again
+    EXPECT_FALSE(c.request.method == "PATCH" && c.request.url.ends_with("/pods/linux-runner-a-workflow")) << waiting_text();
+  sched.run();
+  watch("DELETED", workflow_ph, "workflow-placeholder", slot_of(workflow_ph), "Running", "node-1");
+  // The scheduler still finds no room for it there.
+  const std::string pinned = R"({"affinity":{"nodeAffinity":{"requiredDuringSchedulingIgnoredDuringExecution":{"nodeSelectorTerms":[)"
+                             R"({"matchFields":[{"key":"metadata.name","operator":"In","values":["node-1"]}]}]}}}})";
+  watch_pod("MODIFIED", workflow_pod(pinned, "Unschedulable"));
+  EXPECT_EQ(find("PATCH", "/pods/linux-runner-a-workflow/status"), nullptr) << "the scheduler may still place it in the room freed";
+  sched.advance_time(9s);
+  sched.run();
+  EXPECT_EQ(find("PATCH", "/pods/linux-runner-a-workflow/status"), nullptr) << "not before 10 s";
+  sched.advance_time(1s);
+  sched.run();
+  ASSERT_NO_FATAL_FAILURE(nominated("linux-runner-a-workflow", "node-1"));
+  const auto deleted = deletes();
+  EXPECT_TRUE(deleted.count(second[1]) > 0 && deleted.count(third[0]) > 0) << "the pair on its node stops for it\n" << waiting_text();
+  EXPECT_EQ((*counters)["headroom_capacity_workflow_rooms_given_total"], 2);
+}
+
 // The nomination's answers: a workflow pod gone meanwhile (404, its job cancelled) leaves the room
 // held for the next; a refusal (403: a Role without pods/status, an older chart's) frees the room
 // all the same, as before nominations, and says so once.
