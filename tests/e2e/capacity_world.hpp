@@ -438,8 +438,9 @@ struct world {
       // watch that met one then and reconnected, a runner pod or placeholder delete tried again,
       // a runner pod create followed by one that succeeded (the provisioner makes the runner
       // again: seen once in CI), a placeholder create that lost its pair (the monitor makes
-      // another: the chaos scenario asserts the warm pool's return), or a ScaleSet status write
-      // that was written again afterwards, is not a missing permission.)
+      // another: the chaos scenario asserts the warm pool's return), a workflow pod's nomination or
+      // ungating followed by one that succeeded, or a ScaleSet status write that was written again
+      // afterwards, is not a missing permission.)
       const auto log = headroom->full_log();
       for (auto at = log.find("403 Forbidden"); at != std::string::npos; at = log.find("403 Forbidden", at + 1)) {
         const auto line = log.substr(log.rfind('\n', at) + 1, 600);
@@ -447,6 +448,10 @@ struct world {
                                     line.find("runner pod delete failed; trying again") != std::string::npos ||
                                     line.find("placeholder delete failed; the next recompute tries again") != std::string::npos ||
                                     (line.find("\"pair lost\"") != std::string::npos && line.find("failed: create pods") != std::string::npos) ||
+                                    (line.find("could not nominate a workflow pod") != std::string::npos &&
+                                     log.find("workflow pods are nominated to their rooms again", at) != std::string::npos) ||
+                                    (line.find("could not ungate a workflow pod") != std::string::npos &&
+                                     log.find("workflow pods are ungated again", at) != std::string::npos) ||
                                     (line.find("runner pod create failed") != std::string::npos &&
                                      log.find("\"runner pod created\"", at) != std::string::npos) ||
                                     (line.find("could not write the ScaleSet status") != std::string::npos &&
