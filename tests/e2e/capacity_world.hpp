@@ -440,11 +440,16 @@ struct world {
       // again: seen once in CI), a placeholder create that lost its pair (the monitor makes
       // another: the chaos scenario asserts the warm pool's return), a workflow pod's nomination or
       // ungating followed by one that succeeded, or a ScaleSet status write that was written again
-      // afterwards, is not a missing permission.)
+      // afterwards, is not a missing permission. Nor is any refusal that names a role or cluster
+      // role RBAC could not find ("RBAC: … not found"): the chart's roles exist, so that is the
+      // restarted server's empty cache; a permission missing from a role is refused without it.)
       const auto log = headroom->full_log();
       for (auto at = log.find("403 Forbidden"); at != std::string::npos; at = log.find("403 Forbidden", at + 1)) {
-        const auto line = log.substr(log.rfind('\n', at) + 1, 600);
-        if (apiserver_restarted && (line.find("watch failed, reconnecting") != std::string::npos ||
+        const auto start = log.rfind('\n', at) + 1, end = log.find('\n', at);
+        const auto line = log.substr(start, end == std::string::npos ? std::string::npos : end - start);
+        const auto rbac = line.find("RBAC: ");
+        if (apiserver_restarted && ((rbac != std::string::npos && line.find(" not found", rbac) != std::string::npos) ||
+                                    line.find("watch failed, reconnecting") != std::string::npos ||
                                     line.find("runner pod delete failed; trying again") != std::string::npos ||
                                     line.find("placeholder delete failed; the next recompute tries again") != std::string::npos ||
                                     (line.find("\"pair lost\"") != std::string::npos && line.find("failed: create pods") != std::string::npos) ||
