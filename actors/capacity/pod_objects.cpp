@@ -35,20 +35,23 @@ void pair_resources(runtime::json_writer& w, const scale_set_spec& s) {
 // keeps them together. Apart, a warm pair holds two nodes from going back once empty where one
 // would do (a day's trace in bench/job_outcomes: two warm pairs held three nodes through the
 // night). So each prefers (weight 100, as a runner pod prefers its workflow room) a node holding a
-// placeholder of its scale set of the other role: whichever the scheduler places second joins the
-// first where it fits, and goes elsewhere where not (preferred: a full node never strands it).
+// placeholder of its own pair (its slot) of the other role: whichever the scheduler places second
+// joins the first where it fits, and goes elsewhere where not (preferred: a full node never strands
+// it). (Any pair's placeholder of the other role would do as well for one pair, but two pairs made
+// at once crossed: each pod found the other pair's, the e2e on two kwok nodes failed now and then.)
+// The spec hash is taken without the slot.
 // A pair starts as its probe (the runner placeholder's stand-in, which is then made on the probe's
 // node) beside its workflow placeholder: those two prefer each other's role, the workflow
 // placeholder a runner placeholder's node too. (With the probe left out, the first pair's two pods
 // found no placeholder of the other role anywhere and the scheduler spread them: the e2e on two
 // kwok nodes failed now and then.) Empty in the other modes (kubernetes, dind: the probe places
 // the pair on one node; kubernetes-novolume: the workflow pod goes anywhere, by design).
-std::string pair_affinity(const scale_set_spec& s, role r) {
+std::string pair_affinity(const scale_set_spec& s, role r, const std::string& slot) {
   if (s.mode != runners::runner_spec::container_mode::none)
     return {};
   if (r == role::workflow_placeholder)
-    return runners::json::prefer_node_with(s, std::vector<role>{role::runner_placeholder, role::pair_probe});
-  return runners::json::prefer_node_with(s, role::workflow_placeholder);
+    return runners::json::prefer_node_with(s, std::vector<role>{role::runner_placeholder, role::pair_probe}, slot);
+  return runners::json::prefer_node_with(s, std::vector<role>{role::workflow_placeholder}, slot);
 }
 
 }  // namespace
@@ -56,7 +59,7 @@ std::string pair_affinity(const scale_set_spec& s, role r) {
 namespace {
 
 // A placeholder's pod spec: all but its name, labels and owner.
-std::string placeholder_spec(const scale_set_spec& s, role r, const std::string& pinned_node) {
+std::string placeholder_spec(const scale_set_spec& s, role r, const std::string& pinned_node, const std::string& slot) {
   const bool runner = r == role::runner_placeholder || r == role::pair_probe;
   // A probe sits on the workflow placeholder's rung: above the runner pods, which take every
   // runner placeholder they can, so no runner takes room its pair has not yet held for the
@@ -71,7 +74,7 @@ std::string placeholder_spec(const scale_set_spec& s, role r, const std::string&
   if (s.placeholder_ttl.count() > 0)
     w.field("activeDeadlineSeconds", (s.placeholder_ttl + 2 * s.placeholder_ready_timeout).count() / 1000);
   w.field("automountServiceAccountToken", false);
-  placement(w, s, pinned_node, true, pair_affinity(s, r));
+  placement(w, s, pinned_node, true, pair_affinity(s, r, slot));
   w.key("containers").begin_array().begin_object().field("name", "placeholder").field("image", s.placeholder_image);
   w.key("command").strings(s.placeholder_command);
   // Admitted where the Pod Security "restricted" profile is enforced: a placeholder only sleeps.
@@ -98,7 +101,7 @@ std::string placeholder_spec_hash(const scale_set_spec& s, role r) {
   // FNV-1a over the spec as made with no node pinned: the same value on every platform and in
   // every process (std::hash is neither), and a label value (8 hex digits).
   uint32_t h = 2166136261u;
-  for (unsigned char c : placeholder_spec(s, r, ""))
+  for (unsigned char c : placeholder_spec(s, r, "", ""))
     h = (h ^ c) * 16777619u;
   char buf[9];
   std::snprintf(buf, sizeof buf, "%08x", h);
@@ -115,7 +118,7 @@ std::string placeholder_pod(const scale_set_spec& s, const std::string& slot, ro
   w.key("ownerReferences");
   owner_refs(w, owner);
   w.end_object();
-  w.key("spec").raw(placeholder_spec(s, r, pinned_node));
+  w.key("spec").raw(placeholder_spec(s, r, pinned_node, slot));
   w.end_object();
   return w.take();
 }

@@ -157,11 +157,13 @@ void container_mode_env(runtime::json_writer& w, const runner_spec& s) {
 
 std::string prefer_node_with(const runner_spec& s, role r) { return prefer_node_with(s, std::vector<role>{r}); }
 
-std::string prefer_node_with(const runner_spec& s, const std::vector<role>& roles) {
+std::string prefer_node_with(const runner_spec& s, const std::vector<role>& roles, const std::string& slot) {
   runtime::json_writer w;
   w.begin_object().key("preferredDuringSchedulingIgnoredDuringExecution").begin_array().begin_object().field("weight", 100);
   w.key("podAffinityTerm").begin_object().key("labelSelector").begin_object().key("matchLabels").begin_object();
   w.field(keys::scale_set, s.name);
+  if (!slot.empty())
+    w.field(keys::slot, slot);
   if (roles.size() == 1)
     w.field(keys::role, role_label(roles[0]));
   w.end_object();  // matchLabels

@@ -267,7 +267,8 @@ std::string workflow_room_affinity(const runner_spec& s);
 // A "podAffinity" object's JSON: a strong preference (weight 100) for a node holding a pod of the
 // scale set in role `r` (workflow_room_affinity; the none-mode placeholders' pair_affinity).
 std::string prefer_node_with(const runner_spec& s, role r);
-std::string prefer_node_with(const runner_spec& s, const std::vector<role>& roles);  // any of them
+// any of them; with `slot`, only the pods of that pair
+std::string prefer_node_with(const runner_spec& s, const std::vector<role>& roles, const std::string& slot = "");
 // The runner container's env entries for its container mode (kubernetes-novolume: the hook, its
 // pod's name, a job container required, the runner image, the hook template's path; kubernetes:
 // the hook, its pod's name, a job container required, the kube scheduler, the hook template's

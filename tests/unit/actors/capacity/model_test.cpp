@@ -113,7 +113,9 @@ scale_set_spec spec() {
 
 // A placement's "affinity" prefers (weight 100, never requires) a node holding the scale set
 // "linux"'s pod in role `role`; `body` for the messages.
-void expect_prefers_node_with(simdjson::simdjson_result<simdjson::dom::element> affinity, const std::string& role, const std::string& body) {
+// `slot`: only that pair's pods ("" any pod of the role).
+void expect_prefers_node_with(simdjson::simdjson_result<simdjson::dom::element> affinity, const std::string& role, const std::string& body,
+                              const std::string& slot = "") {
   auto preferred = affinity["podAffinity"]["preferredDuringSchedulingIgnoredDuringExecution"];
   ASSERT_EQ(preferred.error(), simdjson::SUCCESS) << body;
   ASSERT_EQ(preferred.get_array().size(), 1u) << body;
@@ -132,8 +134,11 @@ void expect_prefers_node_with(simdjson::simdjson_result<simdjson::dom::element> 
       values += (values.empty() ? "" : ",") + std::string{std::string_view(v)};
     EXPECT_EQ(values, role) << body;
   }
-  EXPECT_EQ(term["labelSelector"]["matchLabels"]["headroom.dev/slot"].error(), simdjson::NO_SUCH_FIELD)
-      << "any pod of the role: the spec and its hash are every pair's";
+  if (slot.empty())
+    EXPECT_EQ(term["labelSelector"]["matchLabels"]["headroom.dev/slot"].error(), simdjson::NO_SUCH_FIELD) << body;
+  else
+    EXPECT_EQ(std::string_view(term["labelSelector"]["matchLabels"]["headroom.dev/slot"]), slot)
+        << "its own pair's pod: two pairs made at once must not cross\n" << body;
   EXPECT_EQ(affinity["podAffinity"]["requiredDuringSchedulingIgnoredDuringExecution"].error(), simdjson::NO_SUCH_FIELD)
       << "never required: a pod is not left unschedulable for want of another: " << body;
 }
@@ -167,8 +172,8 @@ TEST(capacity_model, placeholder_pods_have_the_ladder_and_no_preemption) {
 }
 
 // none mode: no workflow pod comes, and a pair starts as its probe (the runner placeholder's
-// stand-in) beside its workflow placeholder, made at once. Each prefers a node holding its scale
-// set's pod of the other role (the workflow placeholder: a runner placeholder's or a probe's), so
+// stand-in) beside its workflow placeholder, made at once. Each prefers a node holding its own
+// pair's pod of the other role (the workflow placeholder: a runner placeholder's or a probe's), so
 // a warm pair keeps one node from going back once empty, not two; never required (a full node must
 // not strand either). No preference in the other modes.
 TEST(capacity_model, in_none_mode_a_pairs_placeholders_prefer_one_node) {
@@ -179,7 +184,11 @@ TEST(capacity_model, in_none_mode_a_pairs_placeholders_prefer_one_node) {
                                  std::pair{role::workflow_placeholder, "runner-placeholder,pair-probe"}}) {
     simdjson::dom::parser parser;
     const std::string body = placeholder_pod(s, "abc", r, owner);
-    expect_prefers_node_with(parser.parse(body)["spec"]["affinity"], other, body);
+    expect_prefers_node_with(parser.parse(body)["spec"]["affinity"], other, body, "abc");
+    const std::string hash{std::string_view(parser.parse(body)["metadata"]["labels"]["headroom.dev/spec-hash"])};
+    const std::string other_pair = placeholder_pod(s, "def", r, owner);
+    EXPECT_EQ(hash, std::string_view(parser.parse(other_pair)["metadata"]["labels"]["headroom.dev/spec-hash"]))
+        << "the spec hash is every pair's: taken without the slot";
   }
   for (const auto m : {runners::runner_spec::container_mode::kubernetes_novolume, runners::runner_spec::container_mode::kubernetes,
                        runners::runner_spec::container_mode::dind}) {
