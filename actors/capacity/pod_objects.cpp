@@ -37,15 +37,13 @@ void pair_resources(runtime::json_writer& w, const scale_set_spec& s) {
 // night). So each prefers (weight 100, as a runner pod prefers its workflow room) a node holding a
 // placeholder of its own pair (its slot) of the other role: whichever the scheduler places second
 // joins the first where it fits, and goes elsewhere where not (preferred: a full node never strands
-// it). (Any pair's placeholder of the other role would do as well for one pair, but two pairs made
-// at once crossed: each pod found the other pair's, the e2e on two kwok nodes failed now and then.)
-// The spec hash is taken without the slot.
+// it). The spec hash is taken without the slot.
 // A pair starts as its probe (the runner placeholder's stand-in, which is then made on the probe's
-// node) beside its workflow placeholder: those two prefer each other's role, the workflow
-// placeholder a runner placeholder's node too. (With the probe left out, the first pair's two pods
-// found no placeholder of the other role anywhere and the scheduler spread them: the e2e on two
-// kwok nodes failed now and then.) Empty in the other modes (kubernetes, dind: the probe places
-// the pair on one node; kubernetes-novolume: the workflow pod goes anywhere, by design).
+// node) beside its workflow placeholder: those two prefer each other, the workflow placeholder its
+// runner placeholder's node too. (The e2e on two kwok nodes failed now and then while the probe
+// was left out, and again while any pair's pod would do: two pairs made at once crossed.) Empty in
+// the other modes (kubernetes, dind: the probe places the pair on one node; kubernetes-novolume:
+// the workflow pod goes anywhere, by design).
 std::string pair_affinity(const scale_set_spec& s, role r, const std::string& slot) {
   if (s.mode != runners::runner_spec::container_mode::none)
     return {};
