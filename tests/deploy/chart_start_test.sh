@@ -66,7 +66,7 @@ if [ "$(id -u)" = 0 ]; then
 fi
 "${as_pg[@]}" "$pgbin/initdb" -D "$pgdir/data" -U headroom --auth=trust -E UTF8 >"$work/initdb.log" 2>&1 ||
   { cat "$work/initdb.log"; fail "initdb"; }
-pgport=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+pgport=$("$src/tests/testenv/free-port")
 "${as_pg[@]}" "$pgbin/postgres" -D "$pgdir/data" -p "$pgport" -k "$pgdir" -c listen_addresses="127.0.0.1,$NODE_HOST_IP" >"$work/postgres.log" 2>&1 &
 pids+=("$!")
 for _ in $(seq 1 30); do "$pgbin/pg_isready" -q -h 127.0.0.1 -p "$pgport" && break; sleep 1; done

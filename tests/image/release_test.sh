@@ -20,7 +20,7 @@ fail() { echo "FAIL: $*"; exit 1; }
 
 registry_bin=$("$src/tests/testenv/build-registry.sh")
 helm=$("$src/tests/testenv/build-helm.sh")
-port=$(python3 -c 'import socket; s=socket.socket(); s.bind(("127.0.0.1", 0)); print(s.getsockname()[1])')
+port=$("$src/tests/testenv/free-port")
 cat >"$work/registry.yml" <<EOF
 version: 0.1
 log: {level: warn}
