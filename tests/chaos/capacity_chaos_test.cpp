@@ -310,7 +310,14 @@ TEST(chaos, capacity_each_actor_kind_failed_mid_burst_is_restarted_and_escalatio
     observed = again;
   }
   EXPECT_EQ(w.headroom->post("/debug/fault?child=scale_set_status"), "1\n");
-  EXPECT_TRUE(eventually([&] { return status("observedTime") != observed; }, 15s)) << "the restarted status actor wrote nothing";
+  if (!eventually([&] { return status("observedTime") != observed; }, 15s)) {
+    std::string said;  // what the status actors logged
+    std::istringstream lines{w.headroom->full_log()};
+    for (std::string line; std::getline(lines, line);)
+      if (line.find("scale_set_status") != std::string::npos || line.find("ScaleSet") != std::string::npos)
+        said += line + "\n";
+    ADD_FAILURE() << "the restarted status actor wrote nothing: observedTime still " << observed << "\n" << said;
+  }
   for (int i = 0; i < 12; ++i, std::this_thread::sleep_for(250ms))
     if (status("session") != "Open") {
       ADD_FAILURE() << "a restarted status actor wrote session '" << status("session") << "' over Open";
