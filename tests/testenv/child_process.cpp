@@ -66,15 +66,20 @@ std::string child_process::log(size_t bytes) const {
 
 namespace {
 
-bool bindable(int port) {
+// Binds a loopback socket to `port` (0: the kernel picks one) and closes it: the port it had, or -1.
+int try_bind(int port) {
   const int fd = socket(AF_INET, SOCK_STREAM, 0);
   sockaddr_in addr{};
   addr.sin_family = AF_INET;
   addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
   addr.sin_port = htons(static_cast<uint16_t>(port));
-  const bool ok = bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0;
+  socklen_t len = sizeof addr;
+  int bound = -1;
+  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
+      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
+    bound = ntohs(addr.sin_port);
   close(fd);
-  return ok;
+  return bound;
 }
 
 }  // namespace
@@ -90,21 +95,10 @@ int free_port() {
   std::mt19937 rng{seed()};
   for (int i = 0; low > 11000 && i < 200; ++i) {
     const int port = std::uniform_int_distribution<int>{10000, low - 1}(rng);
-    if (bindable(port))
+    if (try_bind(port) == port)
       return port;
   }
-  const int fd = socket(AF_INET, SOCK_STREAM, 0);
-  sockaddr_in addr{};
-  addr.sin_family = AF_INET;
-  addr.sin_addr.s_addr = htonl(INADDR_LOOPBACK);
-  addr.sin_port = 0;
-  socklen_t len = sizeof addr;
-  int port = -1;
-  if (bind(fd, reinterpret_cast<sockaddr*>(&addr), sizeof addr) == 0 &&
-      getsockname(fd, reinterpret_cast<sockaddr*>(&addr), &len) == 0)
-    port = ntohs(addr.sin_port);
-  close(fd);
-  return port;
+  return try_bind(0);
 }
 
 double cpu_seconds(pid_t pid) {
